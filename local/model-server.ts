@@ -1,0 +1,169 @@
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type PlannerMessage, plan } from "./planner.js";
+
+/**
+ * One scripted assistant reply, or a fault to inject, for the local model server's scripted mode.
+ * - `content`, `toolCalls`, `refusal`, `finishReason`: the assistant message returned
+ * - `delayMs`: wait this long (ms) before answering (the wait ends early if the client disconnects)
+ * - `status`: answer with this HTTP error status instead (e.g. 429, 500), body `{error:{message}}`
+ * - `usage`: token counts to report (defaults to a length-based estimate)
+ */
+export interface ScriptedReply {
+  content?: string | null;
+  toolCalls?: Array<{ id: string; name: string; arguments: string }>;
+  refusal?: string;
+  finishReason?: "stop" | "tool_calls" | "length" | "content_filter";
+  delayMs?: number;
+  status?: number;
+  usage?: { prompt_tokens: number; completion_tokens: number };
+}
+
+/** A request the server received, for tests to inspect. */
+export interface RecordedRequest {
+  model: string;
+  messages: PlannerMessage[];
+  tools: unknown[];
+  body: Record<string, unknown>;
+}
+
+/** A running local model server. `baseURL` ends in `/v1`, ready for `new OpenAI({ baseURL })`. */
+export interface LocalModelServer {
+  baseURL: string;
+  /** Every chat-completions request received, in order. */
+  requests: RecordedRequest[];
+  /** Switches to scripted mode: each request takes the next reply; an exhausted script answers 500. */
+  script(replies: ScriptedReply[]): void;
+  /** Switches to the deterministic planner (the default). */
+  usePlanner(): void;
+  stop(): Promise<void>;
+}
+
+/** Rough token estimate (4 characters a token), reported when a reply sets no usage. */
+const estimateTokens = (text: string) => Math.max(1, Math.ceil(text.length / 4));
+
+/**
+ * Starts the project's OpenAI-compatible model server on 127.0.0.1 (`POST /v1/chat/completions`,
+ * non-streaming; `GET /v1/models`). Default mode: the deterministic planner in `planner.ts`, which is not
+ * an LLM and says so. Scripted mode: a test supplies the exact assistant messages.
+ * @param options.port 0 (default) picks a free port
+ */
+export async function startModelServer(
+  options: { port?: number; script?: ScriptedReply[] } = {},
+): Promise<LocalModelServer> {
+  let queue: ScriptedReply[] | undefined = options.script ? [...options.script] : undefined;
+  const requests: RecordedRequest[] = [];
+  let counter = 0;
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, { error: { message: String(error), type: "server_error" } });
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method === "GET" && req.url?.startsWith("/v1/models")) {
+      sendJson(res, 200, {
+        object: "list",
+        data: [{ id: "boundloop-local-planner", object: "model", owned_by: "local" }],
+      });
+      return;
+    }
+    if (req.method !== "POST" || !req.url?.startsWith("/v1/chat/completions")) {
+      sendJson(res, 404, {
+        error: { message: `No route ${req.method} ${req.url}`, type: "invalid_request_error" },
+      });
+      return;
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks).toString("utf8");
+    const body = JSON.parse(raw) as Record<string, unknown>;
+    const messages = (body.messages ?? []) as PlannerMessage[];
+    requests.push({ model: String(body.model), messages, tools: (body.tools ?? []) as unknown[], body });
+
+    const reply = queue ? queue.shift() : fromPlanner(messages);
+    if (!reply) {
+      sendJson(res, 500, {
+        error: { message: "scripted model: no reply left in the script", type: "server_error" },
+      });
+      return;
+    }
+    if (reply.delayMs) {
+      const closed = once(res, "close");
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, reply.delayMs)), closed]);
+      if (res.destroyed || req.destroyed) return;
+    }
+    if (reply.status && reply.status >= 400) {
+      sendJson(res, reply.status, {
+        error: { message: `injected fault: HTTP ${reply.status}`, type: "server_error" },
+      });
+      return;
+    }
+    counter += 1;
+    const toolCalls = reply.toolCalls?.map((call) => ({
+      id: call.id,
+      type: "function",
+      function: { name: call.name, arguments: call.arguments },
+    }));
+    const message = {
+      role: "assistant",
+      content: reply.content ?? null,
+      refusal: reply.refusal ?? null,
+      ...(toolCalls?.length ? { tool_calls: toolCalls } : {}),
+    };
+    const completionTokens = reply.usage?.completion_tokens ?? estimateTokens(JSON.stringify(message));
+    const promptTokens = reply.usage?.prompt_tokens ?? estimateTokens(raw);
+    sendJson(res, 200, {
+      id: `chatcmpl-local-${counter}`,
+      object: "chat.completion",
+      created: Math.floor(Date.now() / 1000),
+      model: String(body.model ?? "boundloop-local-planner"),
+      system_fingerprint: "boundloop-local-planner",
+      choices: [
+        {
+          index: 0,
+          message,
+          logprobs: null,
+          finish_reason: reply.finishReason ?? (toolCalls?.length ? "tool_calls" : "stop"),
+        },
+      ],
+      usage: {
+        prompt_tokens: promptTokens,
+        completion_tokens: completionTokens,
+        total_tokens: promptTokens + completionTokens,
+      },
+    });
+  }
+
+  server.listen(options.port ?? 0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    requests,
+    script(replies) {
+      queue = [...replies];
+    },
+    usePlanner() {
+      queue = undefined;
+    },
+    async stop() {
+      server.closeAllConnections();
+      server.close();
+      await once(server, "close").catch(() => undefined);
+    },
+  };
+}
+
+function fromPlanner(messages: PlannerMessage[]): ScriptedReply {
+  const decision = plan(messages);
+  return decision.kind === "tool_calls" ? { toolCalls: decision.calls } : { content: decision.content };
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}

@@ -1,0 +1,196 @@
+/**
+ * The deterministic local planner: reads a chat-completions conversation and decides the next assistant
+ * message for tax and invoice requests like the seed's. It is a fixed set of rules, not an LLM; every
+ * final answer says so. Numbers in its answers are copied from tool results, never computed here.
+ */
+
+/** A chat message as the planner reads it (the subset of the OpenAI shape it needs). */
+export interface PlannerMessage {
+  role: string;
+  content?: unknown;
+  tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>;
+  tool_call_id?: string;
+}
+
+/** The planner's decision: tool calls to make, or a final text answer. */
+export type PlannerReply =
+  | { kind: "tool_calls"; calls: Array<{ id: string; name: string; arguments: string }> }
+  | { kind: "answer"; content: string };
+
+/** An invoice request found in the prompt: subtotal, currency and where the client is. */
+export interface InvoiceRequest {
+  amount: string;
+  currency: string;
+  /** What the model sends as `jurisdiction`: an explicit code if the user gave one, else the country. */
+  jurisdiction: string;
+  /** How the prompt names the client's place, e.g. "UK" or "Germany". */
+  label: string;
+  /** Where in the prompt the request ends (for matching "record … for the UK client"). */
+  end: number;
+}
+
+/** Marks every text the planner writes. */
+export const PLANNER_BANNER = "[boundloop local planner: deterministic rules, not an LLM]";
+
+const SYMBOLS: Record<string, string> = { "£": "GBP", "€": "EUR", $: "USD", "¥": "JPY", "৳": "BDT" };
+
+/** Country names the planner recognizes, mapped to what it passes on (the backend decides support). */
+const COUNTRIES: Array<[RegExp, string, string]> = [
+  [/\b(the\s+)?UK\b|\bUnited Kingdom\b|\bBritain\b|\bEngland\b/i, "UK", "UK"],
+  [/\bGermany\b/i, "Germany", "DE"],
+  [/\bBangladesh\b/i, "Bangladesh", "BD"],
+  [/\bFrance\b/i, "France", "FR"],
+  [/\bSpain\b/i, "Spain", "ES"],
+  [/\bItaly\b/i, "Italy", "IT"],
+  [/\bIreland\b/i, "Ireland", "IE"],
+  [/\bNetherlands\b/i, "Netherlands", "NL"],
+  [/\bJapan\b/i, "Japan", "JP"],
+  [/\b(the\s+)?(USA|US|United States)\b/, "US", "US"],
+];
+
+const AMOUNT =
+  /(?:([£€$¥৳])\s?(\d[\d,]*(?:\.\d+)?))|(?:(\d[\d,]*(?:\.\d+)?)\s*([A-Z]{3})\b)|(?:\b([A-Z]{3})\s?(\d[\d,]*(?:\.\d+)?))/g;
+
+/** Finds every "amount currency … in <place>" request in a prompt, in order. */
+export function extractInvoiceRequests(prompt: string): InvoiceRequest[] {
+  const matches = [...prompt.matchAll(AMOUNT)];
+  return matches.flatMap((match, index) => {
+    const symbol = match[1];
+    const amount = (match[2] ?? match[3] ?? match[6] ?? "").replaceAll(",", "");
+    const currency = symbol ? (SYMBOLS[symbol] ?? "") : (match[4] ?? match[5] ?? "");
+    const start = (match.index ?? 0) + match[0].length;
+    const next = matches[index + 1];
+    const end = next?.index ?? prompt.length;
+    const tail = prompt.slice(start, end).split(/[.;!?](?:\s|$)/)[0] ?? "";
+    const place = findPlace(tail);
+    if (!amount || !currency || !place) return [];
+    return [{ amount, currency, jurisdiction: place.code, label: place.label, end }];
+  });
+}
+
+/** The first place named in `text`; an explicit "(XX)" code wins over the country's usual code. */
+function findPlace(text: string): { label: string; code: string } | undefined {
+  const explicit = /\(([A-Za-z]{2})\)/.exec(text)?.[1]?.toUpperCase();
+  const first = COUNTRIES.map(([pattern, label, code]) => ({
+    at: pattern.exec(text)?.index ?? -1,
+    label,
+    code,
+  }))
+    .filter((hit) => hit.at >= 0)
+    .sort((a, b) => a.at - b.at)[0];
+  if (first) return { label: first.label, code: explicit ?? first.code };
+  if (explicit) return { label: explicit, code: explicit };
+  const bare = /\b(?:in|for)\s+([A-Z]{2})\b/.exec(text);
+  return bare?.[1] ? { label: bare[1], code: bare[1] } : undefined;
+}
+
+interface SeenCall {
+  name: string;
+  args: Record<string, unknown>;
+  result:
+    | { status?: string; data?: Record<string, unknown>; error?: { code?: string; message?: string } }
+    | undefined;
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.map((part) => (part as { text?: string }).text ?? "").join("");
+  return "";
+}
+
+function parseJson(text: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value && typeof value === "object" ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Decides the next assistant message: calculateTax for every request found; then, when the prompt asks
+ * to record, recordInvoice for the requests it names (all, if it names none) whose tax succeeded; then
+ * a final answer built from the tool results.
+ */
+export function plan(messages: PlannerMessage[]): PlannerReply {
+  const prompt = textOf([...messages].reverse().find((m) => m.role === "user")?.content);
+  const requests = extractInvoiceRequests(prompt);
+  const results = new Map(
+    messages.filter((m) => m.role === "tool").map((m) => [m.tool_call_id, parseJson(textOf(m.content))]),
+  );
+  const calls: SeenCall[] = messages.flatMap((m) =>
+    (m.tool_calls ?? []).map((call) => ({
+      name: call.function.name,
+      args: parseJson(call.function.arguments),
+      result: results.get(call.id) as SeenCall["result"],
+    })),
+  );
+  const turn = messages.filter((m) => m.role === "assistant").length + 1;
+  const id = (index: number) => `call_${turn}_${index}`;
+
+  if (requests.length === 0) {
+    return {
+      kind: "answer",
+      content: `${PLANNER_BANNER} I found no amount with a currency and a client location in the request, so I called no tool.`,
+    };
+  }
+  const taxCalls = calls.filter((c) => c.name === "calculateTax");
+  if (taxCalls.length === 0) {
+    return {
+      kind: "tool_calls",
+      calls: requests.map((r, i) => ({
+        id: id(i),
+        name: "calculateTax",
+        arguments: JSON.stringify({ amount: r.amount, currency: r.currency, jurisdiction: r.jurisdiction }),
+      })),
+    };
+  }
+
+  const recordIntent = /\b(record|book|save|log)\b/i.exec(prompt);
+  const recordCalls = calls.filter((c) => c.name === "recordInvoice");
+  if (recordIntent && recordCalls.length === 0) {
+    const afterIntent = prompt.slice(recordIntent.index);
+    const mentions = (word: string) => new RegExp(`\\b${word}\\b`, "i").test(afterIntent);
+    const named = requests.filter((r) => mentions(r.label) || mentions(r.jurisdiction));
+    const targets = (named.length > 0 ? named : requests).filter((r) =>
+      taxCalls.some(
+        (c) =>
+          c.result?.status === "success" &&
+          c.args.jurisdiction === r.jurisdiction &&
+          c.args.amount === r.amount,
+      ),
+    );
+    if (targets.length > 0) {
+      return {
+        kind: "tool_calls",
+        calls: targets.map((r, i) => ({
+          id: id(i),
+          name: "recordInvoice",
+          arguments: JSON.stringify({
+            clientName: `${r.label} client`,
+            amount: r.amount,
+            currency: r.currency,
+            jurisdiction: r.jurisdiction,
+          }),
+        })),
+      };
+    }
+  }
+  return { kind: "answer", content: summarize(calls) };
+}
+
+function summarize(calls: SeenCall[]): string {
+  const lines = calls.map((call) => {
+    const data = call.result?.data ?? {};
+    if (call.result?.status !== "success") {
+      return `- ${call.name} (${String(call.args.jurisdiction ?? "")}): ${call.result?.status ?? "no result"} ${call.result?.error?.code ?? ""}: ${call.result?.error?.message ?? ""}`;
+    }
+    if (call.name === "calculateTax") {
+      const money = (key: string) => (data[key] as { amount?: string } | undefined)?.amount;
+      return `- ${String(data.jurisdiction)}: VAT at ${String(data.rate)} on ${money("subtotal")} ${String(data.currency)} is ${money("taxAmount")}, gross total ${money("grossTotal")}.`;
+    }
+    const invoice = (data.invoice ?? {}) as { invoiceId?: string; clientName?: string };
+    return `- ${call.name}: invoice ${String(invoice.invoiceId)} for ${String(invoice.clientName)}${data.replayed ? " (already recorded)" : ""}.`;
+  });
+  return `${PLANNER_BANNER} Results:\n${lines.join("\n")}`;
+}

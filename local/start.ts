@@ -1,0 +1,127 @@
+/**
+ * `npm start [-- "<prompt>"]`: the main job. Starts the local dependencies the environment does not
+ * provide, sends the seed scenario's API Gateway event (events/seed-scenario.json, with the prompt
+ * replaced when one is given) through the same Lambda handler the stack deploys, and prints the run's
+ * outcome, a table of tool results and the tenant's ledger rows.
+ */
+import { readFile } from "node:fs/promises";
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from "aws-lambda";
+import type { ApiEvent } from "../functions/api/handler.js";
+import type { ToolResult } from "../shared/agent/result.js";
+import { loadConfig } from "../shared/config.js";
+import { createDocumentClient } from "../shared/store/dynamo.js";
+import { LedgerStore } from "../shared/store/ledger.js";
+import { formatTable } from "./format.js";
+import { createLambdaContext } from "./lambda-context.js";
+import { startLocalStack } from "./local-stack.js";
+
+const LAMBDA_TIMEOUT_MS = 29_000;
+// Lambda runs a current Node; the AWS SDK's "Node 20 support ends" notice is noise in local runs.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+
+async function main(): Promise<number> {
+  const prompt = process.argv.slice(2).join(" ").trim();
+  const event = JSON.parse(
+    await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
+  ) as APIGatewayProxyEventV2;
+  if (prompt) event.body = JSON.stringify({ prompt });
+
+  const stack = await startLocalStack();
+  try {
+    Object.assign(process.env, stack.env);
+    const { handler } = await import("../functions/api/handler.js");
+    const result = (await handler(
+      event as unknown as ApiEvent,
+      createLambdaContext(LAMBDA_TIMEOUT_MS),
+    )) as Exclude<APIGatewayProxyResultV2, string>;
+    const body = JSON.parse(result.body ?? "{}") as Record<string, unknown>;
+    if (result.statusCode !== 200) {
+      console.log(`HTTP ${result.statusCode}\n${JSON.stringify(body, null, 2)}`);
+      return 1;
+    }
+    printOutcome(body);
+    const claims = event.requestContext as unknown as {
+      authorizer: { jwt: { claims: { tenant_id: string } } };
+    };
+    await printLedger(claims.authorizer.jwt.claims.tenant_id);
+    return 0;
+  } finally {
+    await stack.stop();
+  }
+}
+
+function printOutcome(body: Record<string, unknown>): void {
+  const toolResults = (body.toolResults ?? []) as ToolResult[];
+  console.log(
+    `\nRun ${String(body.runId)}: ${String(body.status)} after ${String(body.cycles)} cycle(s) in ${String(body.durationMs)} ms` +
+      (body.reason ? ` (${String(body.reason)})` : ""),
+  );
+  console.log(`\nAnswer:\n${String(body.answer ?? "(none)").replace(/^/gm, "  ")}`);
+  console.log("\nTool results:");
+  console.log(
+    formatTable(
+      ["tool", "status", "error code", "latency", "result"],
+      toolResults.map((r) => [
+        r.metadata.toolName,
+        r.status,
+        r.error?.code ?? "",
+        `${r.metadata.latencyMs} ms`,
+        r.status === "success" ? summarizeData(r.data) : (r.error?.message ?? ""),
+      ]),
+    ),
+  );
+}
+
+/** One line per successful result, copying the backend's values. */
+function summarizeData(data: unknown): string {
+  const d = data as Record<string, unknown>;
+  const amount = (value: unknown) => (value as { amount?: string } | undefined)?.amount;
+  if (d.invoice) {
+    const invoice = d.invoice as Record<string, unknown>;
+    return `invoice ${String(invoice.invoiceId)} for ${String(invoice.clientName)}${d.replayed ? " (replayed)" : ""}`;
+  }
+  return `jurisdiction ${String(d.jurisdiction)}, rate ${String(d.rate)}, subtotal ${amount(d.subtotal)}, tax amount ${amount(d.taxAmount)}, gross total ${amount(d.grossTotal)}, currency ${String(d.currency)}`;
+}
+
+async function printLedger(tenantId: string): Promise<void> {
+  const config = loadConfig(process.env);
+  const ddb = createDocumentClient(config.table);
+  try {
+    const invoices = await new LedgerStore(ddb, config.table.name).list(tenantId);
+    console.log(`\nLedger for ${tenantId} (${invoices.length} invoice${invoices.length === 1 ? "" : "s"}):`);
+    console.log(
+      formatTable(
+        [
+          "invoiceId",
+          "client",
+          "jurisdiction",
+          "subtotal",
+          "tax amount",
+          "gross total",
+          "currency",
+          "created by",
+        ],
+        invoices.map((i) => [
+          i.invoiceId,
+          i.clientName,
+          i.jurisdiction,
+          i.subtotal.amount,
+          i.taxAmount.amount,
+          i.grossTotal.amount,
+          i.currency,
+          i.createdBy,
+        ]),
+      ),
+    );
+  } finally {
+    ddb.destroy();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    process.exit(1);
+  },
+);

@@ -1,0 +1,79 @@
+/** Raised (as an abort reason) when a run's deadline passes. */
+export class DeadlineExceededError extends Error {
+  constructor(message = "The run's deadline passed.") {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * One wall-clock deadline for a run, with an AbortSignal that fires when it passes. The signal goes to
+ * every model request and tool handler, so the deadline is enforced during calls, not only between them.
+ * Times are epoch ms (`Date.now()` clock).
+ */
+export class Deadline {
+  /** Epoch ms at which the run must stop. */
+  readonly at: number;
+  /** Aborted with a {@link DeadlineExceededError} at `at`. */
+  readonly signal: AbortSignal;
+  private readonly timer: NodeJS.Timeout;
+
+  /** @param budgetMs ms from now until the deadline (clamped to at least 0) */
+  constructor(budgetMs: number, now: number = Date.now()) {
+    const ms = Math.max(0, Math.floor(budgetMs));
+    this.at = now + ms;
+    const controller = new AbortController();
+    this.signal = controller.signal;
+    this.timer = setTimeout(() => controller.abort(new DeadlineExceededError()), ms);
+    this.timer.unref();
+  }
+
+  /** ms left before the deadline, never negative. */
+  remainingMs(): number {
+    return Math.max(0, this.at - Date.now());
+  }
+
+  /** True once the deadline has passed (or its signal fired). */
+  get expired(): boolean {
+    return this.signal.aborted || this.remainingMs() === 0;
+  }
+
+  /** Stops the timer; call when the run ends early. */
+  dispose(): void {
+    clearTimeout(this.timer);
+  }
+
+  /**
+   * The run's time budget in ms: the smaller of the configured timeout and the Lambda's remaining time
+   * minus a reserve kept for persisting the outcome.
+   * @param runTimeoutMs configured cap (config RUN_TIMEOUT_MS)
+   * @param lambdaRemainingMs `context.getRemainingTimeInMillis()`, or undefined outside Lambda
+   * @param reserveMs config DEADLINE_RESERVE_MS
+   */
+  static budgetMs(runTimeoutMs: number, lambdaRemainingMs: number | undefined, reserveMs: number): number {
+    if (lambdaRemainingMs === undefined) return runTimeoutMs;
+    return Math.max(0, Math.min(runTimeoutMs, lambdaRemainingMs - reserveMs));
+  }
+}
+
+/**
+ * Settles with `promise`, or rejects with the signal's reason as soon as `signal` aborts, whichever
+ * comes first. The underlying work is not cancelled by this; pass the signal to it as well.
+ */
+export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}

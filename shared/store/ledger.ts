@@ -1,0 +1,131 @@
+import {
+  ConditionalCheckFailedException,
+  ReturnValuesOnConditionCheckFailure,
+} from "@aws-sdk/client-dynamodb";
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { sha256Hex } from "../agent/idempotency-key.js";
+import type { MoneyValue } from "../money/money.js";
+import { keys } from "./keys.js";
+
+/**
+ * An invoice in the ledger. Every amount was computed by the backend (see calculateTax); money is a
+ * decimal string plus integer minor units, never a float.
+ */
+export interface Invoice {
+  invoiceId: string;
+  tenantId: string;
+  clientName: string;
+  jurisdiction: string;
+  currency: string;
+  rate: string;
+  subtotal: MoneyValue;
+  taxAmount: MoneyValue;
+  grossTotal: MoneyValue;
+  /** The idempotency key the invoice id was derived from. */
+  idempotencyKey: string;
+  runId: string;
+  createdBy: string;
+  /** ISO 8601 UTC. */
+  createdAt: string;
+}
+
+/** The invoice fields a caller supplies; the id and audit fields are derived. */
+export type NewInvoice = Omit<Invoice, "invoiceId" | "idempotencyKey" | "createdAt">;
+
+/**
+ * Derives the invoice id from the idempotency key, so the effect (the ledger item) and the proof that it
+ * happened are one item: `inv_` + the first 24 hex characters of SHA-256(key).
+ */
+export function invoiceIdFor(idempotencyKey: string): string {
+  return `inv_${sha256Hex(idempotencyKey).slice(0, 24)}`;
+}
+
+/** Ledger access for one table; all keys are tenant-scoped. */
+export class LedgerStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  /**
+   * Records an invoice at most once per idempotency key: a single conditional put
+   * (`attribute_not_exists(pk)`) on a key derived from the idempotency key. If the item exists, nothing
+   * is written and the first invoice is returned (from ReturnValuesOnConditionCheckFailure ALL_OLD
+   * where the server supports it, else a consistent read).
+   * @returns the stored invoice and whether this call created it
+   * @throws the SDK's error for anything but a failed condition
+   */
+  async recordOnce(
+    invoice: NewInvoice,
+    idempotencyKey: string,
+    signal?: AbortSignal,
+  ): Promise<{ invoice: Invoice; created: boolean }> {
+    const invoiceId = invoiceIdFor(idempotencyKey);
+    const item: Invoice = { ...invoice, invoiceId, idempotencyKey, createdAt: new Date().toISOString() };
+    const pk = keys.tenant(invoice.tenantId);
+    const sk = keys.invoice(invoiceId);
+    try {
+      await this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { pk, sk, type: "invoice", ...item },
+          ConditionExpression: "attribute_not_exists(pk)",
+          ReturnValuesOnConditionCheckFailure: ReturnValuesOnConditionCheckFailure.ALL_OLD,
+        }),
+        { abortSignal: signal },
+      );
+      return { invoice: item, created: true };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const existing = error.Item
+        ? unmarshall(error.Item)
+        : await this.getRaw(invoice.tenantId, invoiceId, signal);
+      if (!existing) throw error;
+      return { invoice: toInvoice(existing), created: false };
+    }
+  }
+
+  /** Reads one invoice of a tenant (consistent read); undefined when absent. */
+  async get(tenantId: string, invoiceId: string, signal?: AbortSignal): Promise<Invoice | undefined> {
+    const raw = await this.getRaw(tenantId, invoiceId, signal);
+    return raw ? toInvoice(raw) : undefined;
+  }
+
+  /** Lists a tenant's invoices in key order (at most `limit`, default 100). */
+  async list(tenantId: string, limit = 100, signal?: AbortSignal): Promise<Invoice[]> {
+    const result = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+        ExpressionAttributeValues: { ":pk": keys.tenant(tenantId), ":prefix": keys.invoicePrefix },
+        Limit: limit,
+        ConsistentRead: true,
+      }),
+      { abortSignal: signal },
+    );
+    return (result.Items ?? []).map(toInvoice);
+  }
+
+  private async getRaw(
+    tenantId: string,
+    invoiceId: string,
+    signal?: AbortSignal,
+  ): Promise<Record<string, unknown> | undefined> {
+    const result = await this.client.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: keys.tenant(tenantId), sk: keys.invoice(invoiceId) },
+        ConsistentRead: true,
+      }),
+      { abortSignal: signal },
+    );
+    return result.Item;
+  }
+}
+
+/** Strips table attributes (pk, sk, type) from a stored item. */
+function toInvoice(item: Record<string, unknown>): Invoice {
+  const { pk: _pk, sk: _sk, type: _type, ...invoice } = item;
+  return invoice as unknown as Invoice;
+}

@@ -1,0 +1,133 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { createRegistry, dispatchToolCall } from "../shared/agent/dispatcher.js";
+import { defineTool, ToolBusinessError } from "../shared/agent/tool.js";
+import { calculateTaxTool } from "../shared/tools/calculate-tax.js";
+
+const security = { userId: "usr_1", tenantId: "tenant_a", permissions: ["billing:read"] };
+const context = { runId: "run_1", runScope: "run_1", occurrence: 0, signal: new AbortController().signal };
+
+const boom = defineTool({
+  name: "explode",
+  description: "Always throws.",
+  inputSchema: z.object({}).strict(),
+  isMutating: false,
+  requiredPermission: undefined,
+  handler: async () => {
+    throw new Error("boom");
+  },
+});
+const guarded = defineTool({
+  name: "guarded",
+  description: "Needs billing:write.",
+  inputSchema: z.object({ n: z.number() }).strict(),
+  isMutating: true,
+  requiredPermission: "billing:write",
+  handler: async () => ({ ok: true }),
+});
+const refuses = defineTool({
+  name: "refuses",
+  description: "Business rule says no.",
+  inputSchema: z.object({}).strict(),
+  isMutating: false,
+  requiredPermission: undefined,
+  handler: async () => {
+    throw new ToolBusinessError("INVOICE_NOT_FOUND", "No invoice inv_x.", { invoiceId: "inv_x" });
+  },
+});
+const registry = createRegistry([calculateTaxTool, boom, guarded, refuses] as never[]);
+const call = (name: string, args: string) =>
+  dispatchToolCall({ id: "c1", name, arguments: args }, registry, security, context);
+
+describe("dispatcher categories", () => {
+  it("unknown tool → validation_error UNKNOWN_TOOL naming the available tools", async () => {
+    const result = await call("deleteLedger", "{}");
+    expect(result.status).toBe("validation_error");
+    expect(result.error?.code).toBe("UNKNOWN_TOOL");
+    expect(result.error?.message).toContain("calculateTax");
+    expect(result.metadata).toEqual({
+      toolName: "deleteLedger",
+      toolCallId: "c1",
+      latencyMs: 0,
+      idempotencyKey: null,
+    });
+  });
+
+  it("permission is checked before the arguments are even parsed", async () => {
+    const result = await call("guarded", "{not json");
+    expect(result.status).toBe("permission_denied");
+    expect(result.error?.code).toBe("PERMISSION_DENIED");
+    expect(result.error?.retryable).toBe(false);
+  });
+
+  it("malformed JSON arguments → validation_error INVALID_JSON", async () => {
+    const result = await call("calculateTax", '{"amount": 1500, "currency": "GBP"');
+    expect(result.status).toBe("validation_error");
+    expect(result.error?.code).toBe("INVALID_JSON");
+    expect(result.error?.retryable).toBe(true);
+  });
+
+  it("zod failure → validation_error INVALID_ARGUMENTS with field paths", async () => {
+    const result = await call(
+      "calculateTax",
+      JSON.stringify({ amount: "12.345", currency: "GBP", jurisdiction: "GB", rate: 0.1 }),
+    );
+    expect(result.status).toBe("validation_error");
+    expect(result.error?.code).toBe("INVALID_ARGUMENTS");
+    const issues = result.error?.details.issues as Array<{ path: string; code: string }>;
+    expect(issues.map((i) => i.path)).toContain("(root)");
+    expect(issues.find((i) => i.code === "unrecognized_keys")).toMatchObject({ keys: ["rate"] });
+    const wrongType = await call(
+      "calculateTax",
+      JSON.stringify({ amount: true, currency: "GBP", jurisdiction: "GB" }),
+    );
+    expect(wrongType.error?.details.issues).toEqual([expect.objectContaining({ path: "amount" })]);
+    const decimals = await call(
+      "calculateTax",
+      JSON.stringify({ amount: "12.345", currency: "GBP", jurisdiction: "GB" }),
+    );
+    expect(decimals.error?.details.issues).toEqual([
+      expect.objectContaining({
+        path: "amount",
+        message: expect.stringContaining("more decimal places than GBP allows (2)"),
+      }),
+    ]);
+  });
+
+  it("business rule → business_error with the tool's code and details", async () => {
+    const result = await call(
+      "calculateTax",
+      JSON.stringify({ amount: 500, currency: "EUR", jurisdiction: "DE" }),
+    );
+    expect(result.status).toBe("business_error");
+    expect(result.error).toMatchObject({
+      code: "UNSUPPORTED_JURISDICTION",
+      details: { jurisdiction: "DE", supported: ["GB", "BD"] },
+      retryable: false,
+    });
+    const custom = await call("refuses", "{}");
+    expect(custom.error).toMatchObject({ code: "INVOICE_NOT_FOUND", details: { invoiceId: "inv_x" } });
+  });
+
+  it("unexpected throw → fatal_error TOOL_FAILED that keeps the message", async () => {
+    const result = await call("explode", "{}");
+    expect(result.status).toBe("fatal_error");
+    expect(result.error?.code).toBe("TOOL_FAILED");
+    expect(result.error?.message).toContain("boom");
+  });
+
+  it("success carries data and no error", async () => {
+    const result = await call(
+      "calculateTax",
+      JSON.stringify({ amount: 200, currency: "BDT", jurisdiction: "bd" }),
+    );
+    expect(result.status).toBe("success");
+    expect(result.error).toBeNull();
+    expect(result.data).toMatchObject({
+      jurisdiction: "BD",
+      rate: "0.15",
+      taxAmount: { amount: "30.00" },
+      grossTotal: { amount: "230.00" },
+    });
+  });
+});

@@ -1,0 +1,103 @@
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { type LocalModelServer, startModelServer } from "../local/model-server.js";
+import { Deadline } from "../shared/agent/deadline.js";
+import { createRegistry } from "../shared/agent/dispatcher.js";
+import { runAgent } from "../shared/agent/loop.js";
+import { defineTool } from "../shared/agent/tool.js";
+
+let model: LocalModelServer;
+let client: OpenAI;
+beforeAll(async () => {
+  model = await startModelServer();
+  client = new OpenAI({ apiKey: "test", baseURL: model.baseURL, maxRetries: 0 });
+});
+afterAll(async () => {
+  await model?.stop();
+});
+
+const security = { userId: "usr_1", tenantId: "tenant_a", permissions: [] };
+
+describe("the bounded loop", () => {
+  it("runs the tool calls of one turn concurrently and answers them in call order", async () => {
+    const intervals = new Map<string, { start: number; end: number }>();
+    const wait = defineTool({
+      name: "wait",
+      description: "Waits 200 ms.",
+      inputSchema: z.object({ label: z.string() }).strict(),
+      isMutating: false,
+      requiredPermission: undefined,
+      handler: async ({ label }) => {
+        const start = performance.now();
+        await new Promise((resolve) => setTimeout(resolve, label === "a" ? 200 : 150));
+        intervals.set(label, { start, end: performance.now() });
+        return { label };
+      },
+    });
+    model.script([
+      {
+        toolCalls: [
+          { id: "call_a", name: "wait", arguments: '{"label":"a"}' },
+          { id: "call_b", name: "wait", arguments: '{"label":"b"}' },
+        ],
+      },
+      { content: "done" },
+    ]);
+    const deadline = new Deadline(10_000);
+    const outcome = await runAgent({
+      client,
+      model: "scripted",
+      tools: createRegistry([wait] as never[]),
+      security,
+      prompt: "wait twice",
+      runId: "run_c",
+      runScope: "run_c",
+      maxCycles: 5,
+      deadline,
+    });
+    deadline.dispose();
+    expect(outcome.status).toBe("completed");
+    expect(outcome.answer).toBe("done");
+    const a = intervals.get("a") ?? { start: Number.NaN, end: Number.NaN };
+    const b = intervals.get("b") ?? { start: Number.NaN, end: Number.NaN };
+    // Overlap: each started before the other ended (NaN, for a tool that never ran, fails both).
+    expect(a.start).toBeLessThan(b.end);
+    expect(b.start).toBeLessThan(a.end);
+    // b finished first, yet the tool messages follow call order.
+    const toolMessages = model.requests.at(-1)?.messages.filter((m) => m.role === "tool");
+    expect(toolMessages?.map((m) => m.tool_call_id)).toEqual(["call_a", "call_b"]);
+    expect(outcome.toolResults.map((r) => r.metadata.toolCallId)).toEqual(["call_a", "call_b"]);
+  });
+
+  it("stops at the cycle limit with a typed outcome and the partial transcript", async () => {
+    const echo = defineTool({
+      name: "echo",
+      description: "Echoes.",
+      inputSchema: z.object({ n: z.number() }).strict(),
+      isMutating: false,
+      requiredPermission: undefined,
+      handler: async ({ n }) => ({ n }),
+    });
+    model.script(
+      [1, 2, 3].map((n) => ({ toolCalls: [{ id: `call_${n}`, name: "echo", arguments: `{"n":${n}}` }] })),
+    );
+    const deadline = new Deadline(10_000);
+    const outcome = await runAgent({
+      client,
+      model: "scripted",
+      tools: createRegistry([echo] as never[]),
+      security,
+      prompt: "loop",
+      runId: "run_d",
+      runScope: "run_d",
+      maxCycles: 2,
+      deadline,
+    });
+    deadline.dispose();
+    expect(outcome.status).toBe("max_cycles_exceeded");
+    expect(outcome.cycles).toBe(2);
+    expect(outcome.toolResults.map((r) => r.data)).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(outcome.messages.filter((m) => m.role === "tool")).toHaveLength(2);
+  });
+});

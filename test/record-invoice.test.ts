@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dispatchToolCall } from "../shared/agent/dispatcher.js";
+import { startTestStack, type TestStack } from "./support/stack.js";
+
+let stack: TestStack;
+beforeAll(async () => {
+  stack = await startTestStack();
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+const writer = { userId: "usr_1", tenantId: "tenant_idem", permissions: ["billing:write"] };
+
+describe("recordInvoice idempotency", () => {
+  it("a second call with the same idempotency key returns the first invoice and writes nothing", async () => {
+    const call = {
+      id: "call_1",
+      name: "recordInvoice",
+      arguments: JSON.stringify({
+        clientName: "Acme Ltd",
+        amount: "99.99",
+        currency: "GBP",
+        jurisdiction: "GB",
+      }),
+    };
+    const context = {
+      runId: "run_a",
+      runScope: "run_a",
+      occurrence: 0,
+      signal: new AbortController().signal,
+    };
+    const first = await dispatchToolCall(call, stack.deps.tools, writer, context);
+    // A re-issue in a later cycle gets a new tool_call id but the same operation key.
+    const second = await dispatchToolCall({ ...call, id: "call_9" }, stack.deps.tools, writer, context);
+    expect(first.status).toBe("success");
+    expect(second.status).toBe("success");
+    expect(second.metadata.idempotencyKey).toBe(first.metadata.idempotencyKey);
+    const a = first.data as {
+      invoice: { invoiceId: string; taxAmount: { amount: string } };
+      replayed: boolean;
+    };
+    const b = second.data as typeof a;
+    expect(a.replayed).toBe(false);
+    expect(b.replayed).toBe(true);
+    expect(b.invoice.invoiceId).toBe(a.invoice.invoiceId);
+    expect(a.invoice.taxAmount.amount).toBe("20.00");
+    expect(await stack.deps.ledger.list("tenant_idem")).toHaveLength(1);
+
+    // Two identical calls in one turn are two operations (occurrence 1).
+    const third = await dispatchToolCall(call, stack.deps.tools, writer, { ...context, occurrence: 1 });
+    expect((third.data as typeof a).invoice.invoiceId).not.toBe(a.invoice.invoiceId);
+    expect(await stack.deps.ledger.list("tenant_idem")).toHaveLength(2);
+  });
+});

@@ -1,0 +1,64 @@
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { inject } from "vitest";
+import { type ApiEvent, createHandler } from "../../functions/api/handler.js";
+import { createLambdaContext } from "../../local/lambda-context.js";
+import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
+import { type Config, loadConfig } from "../../shared/config.js";
+import { type AppDeps, createDeps } from "../../shared/deps.js";
+import { ensureTable } from "../../shared/store/table.js";
+
+/** A test's own table on the suite's local DynamoDB, a local model server, and the real handler over them. */
+export interface TestStack {
+  config: Config;
+  deps: AppDeps;
+  model: LocalModelServer;
+  /** Invokes the real Lambda handler with an event and a context counting down from `timeoutMs`. */
+  invoke(event: APIGatewayProxyEventV2, timeoutMs?: number): Promise<APIGatewayProxyStructuredResultV2>;
+  stop(): Promise<void>;
+}
+
+/** Starts a {@link TestStack}; `env` overrides configuration variables. */
+export async function startTestStack(env: Record<string, string> = {}): Promise<TestStack> {
+  const model = await startModelServer();
+  const config = loadConfig({
+    DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
+    OPENAI_BASE_URL: model.baseURL,
+    TABLE_NAME: `test-${randomUUID()}`,
+    ...env,
+  });
+  const deps = createDeps(config);
+  await ensureTable(deps.ddb, config.table.name);
+  const handler = createHandler(deps);
+  return {
+    config,
+    deps,
+    model,
+    async invoke(event, timeoutMs = 29_000) {
+      return (await handler(
+        event as unknown as ApiEvent,
+        createLambdaContext(timeoutMs),
+      )) as APIGatewayProxyStructuredResultV2;
+    },
+    async stop() {
+      deps.ddb.destroy();
+      await model.stop();
+    },
+  };
+}
+
+/** The seed scenario's event (events/seed-scenario.json), optionally with other claims or prompt. */
+export function seedEvent(
+  overrides: { prompt?: string; claims?: Record<string, string>; body?: string } = {},
+): APIGatewayProxyEventV2 {
+  const event = JSON.parse(
+    readFileSync(new URL("../../events/seed-scenario.json", import.meta.url), "utf8"),
+  ) as APIGatewayProxyEventV2 & {
+    requestContext: { authorizer: { jwt: { claims: Record<string, string> } } };
+  };
+  if (overrides.claims) event.requestContext.authorizer.jwt.claims = overrides.claims;
+  if (overrides.prompt !== undefined) event.body = JSON.stringify({ prompt: overrides.prompt });
+  if (overrides.body !== undefined) event.body = overrides.body;
+  return event;
+}
