@@ -4,7 +4,7 @@ import { z } from "zod";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
 import { Deadline } from "../shared/agent/deadline.js";
 import { createRegistry } from "../shared/agent/dispatcher.js";
-import { runAgent } from "../shared/agent/loop.js";
+import { type CycleRecord, runAgent } from "../shared/agent/loop.js";
 import { defineTool } from "../shared/agent/tool.js";
 
 let model: LocalModelServer;
@@ -45,7 +45,9 @@ describe("the bounded loop", () => {
       { content: "done" },
     ]);
     const deadline = new Deadline(10_000);
+    const cycleRecords: CycleRecord[] = [];
     const outcome = await runAgent({
+      hooks: { onCycle: (record) => void cycleRecords.push(record) },
       client,
       model: "scripted",
       tools: createRegistry([wait] as never[]),
@@ -68,6 +70,12 @@ describe("the bounded loop", () => {
     const toolMessages = model.requests.at(-1)?.messages.filter((m) => m.role === "tool");
     expect(toolMessages?.map((m) => m.tool_call_id)).toEqual(["call_a", "call_b"]);
     expect(outcome.toolResults.map((r) => r.metadata.toolCallId)).toEqual(["call_a", "call_b"]);
+    // The audit hook saw both cycles: the tool turn with its results, then the answer.
+    expect(cycleRecords.map((r) => [r.cycle, r.toolCalls.map((c) => `${c.id}:${c.result.status}`)])).toEqual([
+      [1, ["call_a:success", "call_b:success"]],
+      [2, []],
+    ]);
+    expect(cycleRecords[0]?.request).toEqual({ messageCount: 2, toolsOffered: ["wait"] });
   });
 
   it("stops at the cycle limit with a typed outcome and the partial transcript", async () => {

@@ -48,6 +48,28 @@ export interface RunOutcome {
 }
 
 /**
+ * What happened in one cycle, for the audit trail (handed to {@link RunHooks.onCycle} after the
+ * cycle's tool calls settle, or after the final model answer).
+ * - `request`: a summary of the model request (message count, tools offered), never the prompt text
+ * - `toolCalls`: each call's id, name, raw arguments, and its tool result (status, error code,
+ *   latencyMs, idempotencyKey)
+ * - `modelLatencyMs`: wall time of the model call in ms
+ */
+export interface CycleRecord {
+  cycle: number;
+  request: { messageCount: number; toolsOffered: string[] };
+  finishReason: string | null;
+  modelLatencyMs: number;
+  usage: RunUsage;
+  toolCalls: Array<{ id: string; name: string; arguments: string; result: ToolResult }>;
+}
+
+/** Optional observers of a run. A hook that throws is ignored: observers never change the outcome. */
+export interface RunHooks {
+  onCycle?: (record: CycleRecord) => Promise<void> | void;
+}
+
+/**
  * Everything one run needs, injected (no module singletons).
  * - `runScope`: the client's Idempotency-Key, else `runId` (feeds tool idempotency keys)
  * - `maxCycles`: cap on model calls (config MAX_CYCLES, default 5)
@@ -64,6 +86,7 @@ export interface RunInput {
   maxCycles: number;
   deadline: Deadline;
   systemPrompt?: string;
+  hooks?: RunHooks;
 }
 
 /** The default instructions: the model chooses tools and phrases; the backend owns every number. */
@@ -106,6 +129,8 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
       return finish("deadline_exceeded", null, "The deadline passed before the next model call.");
     cycles += 1;
     let completion: ChatCompletion;
+    const request = { messageCount: messages.length, toolsOffered: openAITools.map((t) => t.function.name) };
+    const modelStarted = performance.now();
     try {
       completion = await input.client.chat.completions.create(
         { model: input.model, messages, tools: openAITools, parallel_tool_calls: true },
@@ -118,7 +143,8 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
       const status = error instanceof OpenAI.APIError ? ` (status ${error.status ?? "none"})` : "";
       return finish("model_error", null, `The model provider failed${status}: ${(error as Error).message}`);
     }
-    addUsage(usage, completion);
+    const modelLatencyMs = Math.round(performance.now() - modelStarted);
+    const cycleUsage = addUsage(usage, completion);
     const choice = completion.choices[0];
     if (!choice) return finish("model_error", null, "The model returned no choices.");
     const message = choice.message;
@@ -133,7 +159,19 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
     const toolCalls = (message.tool_calls ?? []).filter(
       (call): call is ChatCompletionMessageFunctionToolCall => call.type === "function",
     );
-    if (toolCalls.length === 0) return finish("completed", message.content ?? "", null);
+    const record = (calls: CycleRecord["toolCalls"]) =>
+      notify(input.hooks, {
+        cycle: cycles,
+        request,
+        finishReason: choice.finish_reason ?? null,
+        modelLatencyMs,
+        usage: cycleUsage,
+        toolCalls: calls,
+      });
+    if (toolCalls.length === 0) {
+      await record([]);
+      return finish("completed", message.content ?? "", null);
+    }
 
     messages.push({ role: "assistant", content: message.content ?? null, tool_calls: toolCalls });
     const seen = new Map<string, number>();
@@ -181,8 +219,24 @@ function canonicalArguments(raw: string): string {
   }
 }
 
-function addUsage(usage: RunUsage, completion: ChatCompletion): void {
-  usage.promptTokens += completion.usage?.prompt_tokens ?? 0;
-  usage.completionTokens += completion.usage?.completion_tokens ?? 0;
-  usage.totalTokens += completion.usage?.total_tokens ?? 0;
+/** Adds a completion's usage to the run total; returns the completion's own usage. */
+function addUsage(usage: RunUsage, completion: ChatCompletion): RunUsage {
+  const own = {
+    promptTokens: completion.usage?.prompt_tokens ?? 0,
+    completionTokens: completion.usage?.completion_tokens ?? 0,
+    totalTokens: completion.usage?.total_tokens ?? 0,
+  };
+  usage.promptTokens += own.promptTokens;
+  usage.completionTokens += own.completionTokens;
+  usage.totalTokens += own.totalTokens;
+  return own;
+}
+
+/** Calls the onCycle hook; a failing observer is ignored so it never changes the run's outcome. */
+async function notify(hooks: RunHooks | undefined, record: CycleRecord): Promise<void> {
+  try {
+    await hooks?.onCycle?.(record);
+  } catch {
+    // Observers (audit writes, metrics) must not break a run; the run record's final write reports state.
+  }
 }
