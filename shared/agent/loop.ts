@@ -196,6 +196,14 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
         content: JSON.stringify(result),
       });
     }
+    await record(
+      toolCalls.map((call, index) => ({
+        id: call.id,
+        name: call.function.name,
+        arguments: call.function.arguments,
+        result: turnResults[index] as ToolResult,
+      })),
+    );
     const denied = turnResults.find((r) => r.status === "permission_denied");
     if (denied) {
       return finish(
