@@ -3,6 +3,8 @@ import type { ToolDefinition } from "../agent/tool.js";
 import type { LedgerStore } from "../store/ledger.js";
 import type { QuoteStore } from "../store/quotes.js";
 import { calculateTaxTool } from "./calculate-tax.js";
+import { getInvoiceTool } from "./get-invoice.js";
+import { listInvoicesTool } from "./list-invoices.js";
 import { recordInvoiceTool } from "./record-invoice.js";
 
 /**
@@ -18,10 +20,12 @@ export interface ToolDeps {
   clock?: () => Date;
 }
 
-/** Builds the accounting tool registry: calculateTax, recordInvoice. */
+/** Builds the accounting tool registry: calculateTax, recordInvoice, getInvoice, listInvoices. */
 export function accountingTools(deps: ToolDeps): ToolRegistry {
   return createRegistry([
     calculateTaxTool(deps),
     recordInvoiceTool(deps),
+    getInvoiceTool(deps.ledger),
+    listInvoicesTool(deps.ledger),
   ] as unknown as ToolDefinition[]);
 }
