@@ -109,8 +109,8 @@ function parseJson(text: string): Record<string, unknown> {
 
 /**
  * Decides the next assistant message: calculateTax for every request found; then, when the prompt asks
- * to record, recordInvoice for the requests it names (all, if it names none) whose tax succeeded; then
- * a final answer built from the tool results.
+ * to record, recordInvoice (with the quoteId calculateTax returned) for the requests it names (all, if
+ * it names none) whose tax succeeded; then a final answer built from the tool results.
  */
 export function plan(messages: PlannerMessage[]): PlannerReply {
   const prompt = textOf([...messages].reverse().find((m) => m.role === "user")?.content);
@@ -141,7 +141,12 @@ export function plan(messages: PlannerMessage[]): PlannerReply {
       calls: requests.map((r, i) => ({
         id: id(i),
         name: "calculateTax",
-        arguments: JSON.stringify({ amount: r.amount, currency: r.currency, jurisdiction: r.jurisdiction }),
+        arguments: JSON.stringify({
+          amount: r.amount,
+          currency: r.currency,
+          jurisdiction: r.jurisdiction,
+          taxPointDate: null,
+        }),
       })),
     };
   }
@@ -152,25 +157,28 @@ export function plan(messages: PlannerMessage[]): PlannerReply {
     const afterIntent = prompt.slice(recordIntent.index);
     const mentions = (word: string) => new RegExp(`\\b${word}\\b`, "i").test(afterIntent);
     const named = requests.filter((r) => mentions(r.label) || mentions(r.jurisdiction));
-    const targets = (named.length > 0 ? named : requests).filter((r) =>
-      taxCalls.some(
+    // Each invoice is recorded from the quote its own successful calculateTax returned; the planner
+    // passes the quoteId on and no amount (recordInvoice takes none).
+    const targets = (named.length > 0 ? named : requests).flatMap((r) => {
+      const quoteId = taxCalls.find(
         (c) =>
           c.result?.status === "success" &&
           c.args.jurisdiction === r.jurisdiction &&
           c.args.amount === r.amount,
-      ),
-    );
+      )?.result?.data?.quoteId;
+      return typeof quoteId === "string" ? [{ request: r, quoteId }] : [];
+    });
     if (targets.length > 0) {
       return {
         kind: "tool_calls",
-        calls: targets.map((r, i) => ({
+        calls: targets.map(({ request, quoteId }, i) => ({
           id: id(i),
           name: "recordInvoice",
           arguments: JSON.stringify({
-            clientName: `${r.label} client`,
-            amount: r.amount,
-            currency: r.currency,
-            jurisdiction: r.jurisdiction,
+            clientName: `${request.label} client`,
+            quoteId,
+            clientReference: null,
+            description: null,
           }),
         })),
       };
@@ -183,7 +191,7 @@ function summarize(calls: SeenCall[]): string {
   const lines = calls.map((call) => {
     const data = call.result?.data ?? {};
     if (call.result?.status !== "success") {
-      return `- ${call.name} (${String(call.args.jurisdiction ?? "")}): ${call.result?.status ?? "no result"} ${call.result?.error?.code ?? ""}: ${call.result?.error?.message ?? ""}`;
+      return `- ${call.name} (${String(call.args.jurisdiction ?? call.args.quoteId ?? "")}): ${call.result?.status ?? "no result"} ${call.result?.error?.code ?? ""}: ${call.result?.error?.message ?? ""}`;
     }
     if (call.name === "calculateTax") {
       const money = (key: string) => (data[key] as { amount?: string } | undefined)?.amount;

@@ -20,6 +20,9 @@ function positiveInt(defaultValue: number, max: number) {
  * - RUN_TIMEOUT_MS (default 25000 ms): below API Gateway's 29 s integration timeout.
  * - DEADLINE_RESERVE_MS (default 1500 ms): time kept back from the Lambda's remaining time to persist
  *   the outcome and answer.
+ * - QUOTE_TTL_SECONDS (default 900 s = 15 min): how long a calculateTax quote can be recorded. Long
+ *   enough for a run (at most RUN_TIMEOUT_MS) plus a user confirming in a follow-up run; short enough
+ *   that a rule-table change or a stale conversation does not reach the ledger much later.
  */
 export const ConfigSchema = z.object({
   OPENAI_API_KEY: optionalString,
@@ -31,6 +34,7 @@ export const ConfigSchema = z.object({
   MAX_CYCLES: positiveInt(5, 50),
   RUN_TIMEOUT_MS: positiveInt(25_000, 900_000),
   DEADLINE_RESERVE_MS: z.coerce.number().int().min(0).max(60_000).default(1_500),
+  QUOTE_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(900),
 });
 
 /** The parsed environment, see {@link ConfigSchema}. */
@@ -41,11 +45,13 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * - `model`: OpenAI-compatible endpoint; `apiKey` undefined means "no key configured".
  * - `table`: DynamoDB table name and optional endpoint override (DynamoDB Local, dynalite).
  * - `limits`: server-side caps for a run; `runTimeoutMs` and `deadlineReserveMs` in ms.
+ * - `quotes`: `ttlSeconds`, seconds a tax quote stays usable by recordInvoice.
  */
 export interface Config {
   model: { apiKey: string | undefined; baseURL: string | undefined; name: string };
   table: { name: string; endpoint: string | undefined; region: string };
   limits: { maxCycles: number; runTimeoutMs: number; deadlineReserveMs: number };
+  quotes: { ttlSeconds: number };
 }
 
 /** Raised at cold start when the environment does not satisfy {@link ConfigSchema}. */
@@ -77,5 +83,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       runTimeoutMs: raw.RUN_TIMEOUT_MS,
       deadlineReserveMs: raw.DEADLINE_RESERVE_MS,
     },
+    quotes: { ttlSeconds: raw.QUOTE_TTL_SECONDS },
   };
 }

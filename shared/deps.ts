@@ -4,18 +4,20 @@ import type { ToolRegistry } from "./agent/dispatcher.js";
 import type { Config } from "./config.js";
 import { createDocumentClient } from "./store/dynamo.js";
 import { LedgerStore } from "./store/ledger.js";
+import { QuoteStore } from "./store/quotes.js";
 import { accountingTools } from "./tools/registry.js";
 
 /**
  * Everything a request handler needs, built once per Lambda container and injectable in tests.
  * - `openai`: the real openai client (any OpenAI-compatible server via `config.model.baseURL`)
- * - `ddb`: DynamoDB document client; `ledger`: the invoice store over it
+ * - `ddb`: DynamoDB document client; `ledger`: the invoice store over it; `quotes`: the tax quote store
  */
 export interface AppDeps {
   config: Config;
   ddb: DynamoDBDocumentClient;
   openai: OpenAI;
   ledger: LedgerStore;
+  quotes: QuoteStore;
   tools: ToolRegistry;
 }
 
@@ -37,5 +39,7 @@ export function createDeps(config: Config): AppDeps {
     maxRetries: 2,
   });
   const ledger = new LedgerStore(ddb, config.table.name);
-  return { config, ddb, openai, ledger, tools: accountingTools({ ledger }) };
+  const quotes = new QuoteStore(ddb, config.table.name);
+  const tools = accountingTools({ ledger, quotes, quoteTtlSeconds: config.quotes.ttlSeconds });
+  return { config, ddb, openai, ledger, quotes, tools };
 }

@@ -1,7 +1,11 @@
-import { describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { z } from "zod";
-import { createRegistry, dispatchToolCall } from "../shared/agent/dispatcher.js";
+import { createRegistry, dispatchToolCall, type ToolRegistry } from "../shared/agent/dispatcher.js";
 import { defineTool, ToolBusinessError } from "../shared/agent/tool.js";
+import { createDocumentClient } from "../shared/store/dynamo.js";
+import { QuoteStore } from "../shared/store/quotes.js";
+import { ensureTable } from "../shared/store/table.js";
 import { calculateTaxTool } from "../shared/tools/calculate-tax.js";
 
 const security = { userId: "usr_1", tenantId: "tenant_a", permissions: ["billing:read"] };
@@ -35,7 +39,16 @@ const refuses = defineTool({
     throw new ToolBusinessError("INVOICE_NOT_FOUND", "No invoice inv_x.", { invoiceId: "inv_x" });
   },
 });
-const registry = createRegistry([calculateTaxTool, boom, guarded, refuses] as never[]);
+// calculateTax stores a quote, so it gets a quote store over its own table on the suite's DynamoDB Local.
+const table = { name: `test-${randomUUID()}`, endpoint: inject("dynamoEndpoint"), region: "us-east-1" };
+const ddb = createDocumentClient(table);
+let registry: ToolRegistry;
+beforeAll(async () => {
+  await ensureTable(ddb, table.name);
+  const calculateTax = calculateTaxTool({ quotes: new QuoteStore(ddb, table.name), quoteTtlSeconds: 900 });
+  registry = createRegistry([calculateTax, boom, guarded, refuses] as never[]);
+});
+afterAll(() => ddb.destroy());
 const call = (name: string, args: string) =>
   dispatchToolCall({ id: "c1", name, arguments: args }, registry, security, context);
 
@@ -79,12 +92,12 @@ describe("dispatcher categories", () => {
     expect(issues.find((i) => i.code === "unrecognized_keys")).toMatchObject({ keys: ["rate"] });
     const wrongType = await call(
       "calculateTax",
-      JSON.stringify({ amount: true, currency: "GBP", jurisdiction: "GB" }),
+      JSON.stringify({ amount: true, currency: "GBP", jurisdiction: "GB", taxPointDate: null }),
     );
     expect(wrongType.error?.details.issues).toEqual([expect.objectContaining({ path: "amount" })]);
     const decimals = await call(
       "calculateTax",
-      JSON.stringify({ amount: "12.345", currency: "GBP", jurisdiction: "GB" }),
+      JSON.stringify({ amount: "12.345", currency: "GBP", jurisdiction: "GB", taxPointDate: null }),
     );
     expect(decimals.error?.details.issues).toEqual([
       expect.objectContaining({
@@ -97,7 +110,7 @@ describe("dispatcher categories", () => {
   it("business rule → business_error with the tool's code and details", async () => {
     const result = await call(
       "calculateTax",
-      JSON.stringify({ amount: 500, currency: "EUR", jurisdiction: "DE" }),
+      JSON.stringify({ amount: 500, currency: "EUR", jurisdiction: "DE", taxPointDate: null }),
     );
     expect(result.status).toBe("business_error");
     expect(result.error).toMatchObject({
@@ -119,7 +132,7 @@ describe("dispatcher categories", () => {
   it("success carries data and no error", async () => {
     const result = await call(
       "calculateTax",
-      JSON.stringify({ amount: 200, currency: "BDT", jurisdiction: "bd" }),
+      JSON.stringify({ amount: 200, currency: "BDT", jurisdiction: "bd", taxPointDate: null }),
     );
     expect(result.status).toBe("success");
     expect(result.error).toBeNull();

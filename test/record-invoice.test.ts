@@ -14,21 +14,36 @@ const writer = { userId: "usr_1", tenantId: "tenant_idem", permissions: ["billin
 
 describe("recordInvoice idempotency", () => {
   it("a second call with the same idempotency key returns the first invoice and writes nothing", async () => {
-    const call = {
-      id: "call_1",
-      name: "recordInvoice",
-      arguments: JSON.stringify({
-        clientName: "Acme Ltd",
-        amount: "99.99",
-        currency: "GBP",
-        jurisdiction: "GB",
-      }),
-    };
     const context = {
       runId: "run_a",
       runScope: "run_a",
       occurrence: 0,
       signal: new AbortController().signal,
+    };
+    const quote = await dispatchToolCall(
+      {
+        id: "call_0",
+        name: "calculateTax",
+        arguments: JSON.stringify({
+          amount: "99.99",
+          currency: "GBP",
+          jurisdiction: "GB",
+          taxPointDate: null,
+        }),
+      },
+      stack.deps.tools,
+      writer,
+      context,
+    );
+    const call = {
+      id: "call_1",
+      name: "recordInvoice",
+      arguments: JSON.stringify({
+        clientName: "Acme Ltd",
+        quoteId: (quote.data as { quoteId: string }).quoteId,
+        clientReference: null,
+        description: null,
+      }),
     };
     const first = await dispatchToolCall(call, stack.deps.tools, writer, context);
     // A re-issue in a later cycle gets a new tool_call id but the same operation key.

@@ -5,6 +5,7 @@
  * | pk | sk | item |
  * |---|---|---|
  * | TENANT#<tenantId> | INVOICE#<invoiceId> | invoice |
+ * | TENANT#<tenantId> | QUOTE#<quoteId> | tax quote, with `ttl` (epoch seconds) for DynamoDB TTL |
  */
 export const keys = {
   /** Partition key of everything a tenant owns. */
@@ -13,6 +14,8 @@ export const keys = {
   invoice: (invoiceId: string) => `INVOICE#${invoiceId}`,
   /** Sort-key prefix of all invoices (for begins_with queries). */
   invoicePrefix: "INVOICE#",
+  /** Sort key of a tax quote (calculateTax's quoteId). */
+  quote: (quoteId: string) => `QUOTE#${quoteId}`,
 } as const;
 
 /** Attribute names of the table's key schema and TTL (epoch seconds); infra/ uses the same names. */

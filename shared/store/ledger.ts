@@ -9,16 +9,24 @@ import type { MoneyValue } from "../money/money.js";
 import { keys } from "./keys.js";
 
 /**
- * An invoice in the ledger. Every amount was computed by the backend (see calculateTax); money is a
- * decimal string plus integer minor units, never a float.
+ * An invoice in the ledger. Every amount was copied from a backend-computed tax quote (calculateTax);
+ * money is a decimal string plus integer minor units, never a float.
+ * - `quoteId`: the quote the amounts came from; `rateVersion`, `rate`, `taxPointDate` (YYYY-MM-DD)
+ *   identify the tax rule row used
+ * - `clientReference`, `description`: optional free text from the caller (null when not given)
  */
 export interface Invoice {
   invoiceId: string;
   tenantId: string;
   clientName: string;
+  clientReference: string | null;
+  description: string | null;
+  quoteId: string;
   jurisdiction: string;
   currency: string;
+  rateVersion: string;
   rate: string;
+  taxPointDate: string;
   subtotal: MoneyValue;
   taxAmount: MoneyValue;
   grossTotal: MoneyValue;

@@ -1,23 +1,71 @@
 import { z } from "zod";
-import { defineTool } from "../agent/tool.js";
-import { moneyFields, quoteTax, refineAmount } from "./tax-quote.js";
+import { defineTool, type ToolDefinition } from "../agent/tool.js";
+import { TAX_RULES, todayInTableTimezone } from "../money/tax-rules.js";
+import { newQuoteId, type Quote, type QuoteStore } from "../store/quotes.js";
+import { calculateTaxAmounts, describeRulesInForce, refineAmount, taxInputFields } from "./tax-quote.js";
 
-/** calculateTax's input: subtotal, currency and jurisdiction; extra properties are rejected. */
-export const CalculateTaxInput = z.object(moneyFields).strict().superRefine(refineAmount);
+/** calculateTax's input: amount, currency, jurisdiction, taxPointDate; extra properties are rejected. */
+export const CalculateTaxInput = z.object(taxInputFields).strict().superRefine(refineAmount);
 
 /**
- * calculateTax: read-only, no permission needed. Returns the jurisdiction's rate and the exact tax
- * amount and gross total (decimal strings plus minor units), rounded half up to the minor unit per
- * invoice (HMRC VAT Notice 700 section 17.5 for GB).
+ * What calculateTax needs.
+ * - `quotes`: where quotes are stored
+ * - `quoteTtlSeconds`: how long a quote can be recorded (config QUOTE_TTL_SECONDS)
+ * - `clock`: current time (defaults to the system clock); decides "today" and the quote's expiry
  */
-export const calculateTaxTool = defineTool({
-  name: "calculateTax",
-  description:
-    "Calculate VAT for one invoice subtotal. Returns rate, taxAmount and grossTotal as exact decimal strings " +
-    "with minor units. Tax is rounded to the nearest minor unit (half up), once per invoice. An unsupported " +
-    "jurisdiction is an error, never a default rate.",
-  inputSchema: CalculateTaxInput,
-  isMutating: false,
-  requiredPermission: undefined,
-  handler: async (input) => quoteTax(input),
-});
+export interface CalculateTaxDeps {
+  quotes: QuoteStore;
+  quoteTtlSeconds: number;
+  clock?: () => Date;
+}
+
+/**
+ * The data calculateTax returns: the calculation (see `TaxCalculation`) plus the stored quote's
+ * `quoteId` and `expiresAt` (ISO 8601 UTC).
+ */
+export type CalculateTaxResult = Omit<Quote, "tenantId" | "runId" | "createdBy" | "createdAt"> & {
+  roundingSource: string;
+  ruleSource: string;
+};
+
+/**
+ * calculateTax: no permission needed. Computes tax from the rule table, stores it as a quote for the
+ * caller's tenant (TTL `quoteTtlSeconds`) and returns it. It writes only that short-lived quote, never
+ * the ledger, so it is not a mutating tool: calling it again just mints another quote.
+ * @throws (as tool results) the business errors of `calculateTaxAmounts`
+ */
+export function calculateTaxTool(deps: CalculateTaxDeps): ToolDefinition<typeof CalculateTaxInput> {
+  const clock = deps.clock ?? (() => new Date());
+  const minutes = Math.round(deps.quoteTtlSeconds / 60);
+  return defineTool({
+    name: "calculateTax",
+    description:
+      "Calculate VAT for one invoice subtotal and store the result as a quote. Returns quoteId (pass it to " +
+      `recordInvoice; valid ${minutes} minutes), expiresAt, rate, rateVersion, and subtotal, taxAmount and ` +
+      "grossTotal, each as an exact decimal string (amount) plus integer minor units (minorUnits). The currency " +
+      "must be the jurisdiction's own. taxPointDate picks the rate version (null: today in " +
+      `${TAX_RULES.timezone}). Tax is rounded once per invoice to the nearest minor unit, half up. Rules in ` +
+      `force: ${describeRulesInForce(todayInTableTimezone(clock()))} Any other jurisdiction is an ` +
+      "UNSUPPORTED_JURISDICTION error, never a default rate.",
+    inputSchema: CalculateTaxInput,
+    isMutating: false,
+    requiredPermission: undefined,
+    handler: async (input, security, context): Promise<CalculateTaxResult> => {
+      const now = clock();
+      const calculation = calculateTaxAmounts(input, input.taxPointDate ?? todayInTableTimezone(now));
+      const { roundingSource, ruleSource, ...stored } = calculation;
+      const quote: Quote = {
+        ...stored,
+        quoteId: newQuoteId(),
+        tenantId: security.tenantId,
+        runId: context.runId,
+        createdBy: security.userId,
+        createdAt: now.toISOString(),
+        expiresAt: new Date(now.getTime() + deps.quoteTtlSeconds * 1000).toISOString(),
+      };
+      await deps.quotes.create(quote, context.signal);
+      const { tenantId: _t, runId: _r, createdBy: _c, createdAt: _a, ...visible } = quote;
+      return { ...visible, roundingSource, ruleSource };
+    },
+  });
+}

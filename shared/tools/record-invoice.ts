@@ -1,9 +1,17 @@
 import { z } from "zod";
-import { defineTool, type ToolDefinition } from "../agent/tool.js";
-import type { LedgerStore } from "../store/ledger.js";
-import { moneyFields, quoteTax, refineAmount } from "./tax-quote.js";
+import { defineTool, ToolBusinessError, type ToolDefinition } from "../agent/tool.js";
+import { computeTax, Decimal } from "../money/money.js";
+import { type Invoice, invoiceIdFor, type LedgerStore } from "../store/ledger.js";
+import { QUOTE_ID_PATTERN, type Quote, type QuoteStore } from "../store/quotes.js";
 
-/** recordInvoice's input; the backend recomputes every amount, the model supplies no tax or total. */
+/**
+ * recordInvoice's input: who the invoice is for and which quote to record. It has no amount, tax, rate
+ * or currency field, and extra properties are rejected, so no number from the model can reach the
+ * ledger: every amount is copied from the stored quote.
+ * - `clientName`: 1-200 chars; `quoteId`: from calculateTax
+ * - `clientReference` (1-64 chars, e.g. a purchase order number) and `description` (1-500 chars):
+ *   optional, null when not given
+ */
 export const RecordInvoiceInput = z
   .object({
     clientName: z
@@ -12,44 +20,125 @@ export const RecordInvoiceInput = z
       .min(1)
       .max(200)
       .describe("The client's name as the user gave it (1-200 chars)."),
-    ...moneyFields,
+    quoteId: z
+      .string()
+      .trim()
+      .regex(QUOTE_ID_PATTERN, "a quoteId returned by calculateTax (qt_ and 32 hex characters)")
+      .describe("The quoteId from a successful calculateTax call in this conversation."),
+    clientReference: z
+      .string()
+      .trim()
+      .min(1)
+      .max(64)
+      .nullable()
+      .describe("The client's own reference, e.g. a purchase order number (1-64 chars), or null."),
+    description: z
+      .string()
+      .trim()
+      .min(1)
+      .max(500)
+      .nullable()
+      .describe("What the invoice is for (1-500 chars), or null."),
   })
-  .strict()
-  .superRefine(refineAmount);
+  .strict();
 
 /**
- * recordInvoice: mutating, needs `billing:write`. Recomputes tax from the rule table and writes the
- * invoice once per idempotency key (a second call with the same key returns the first invoice and
- * writes nothing).
- * @throws (as tool results) the business errors of `quoteTax`
+ * What recordInvoice needs: the ledger, the quote store and a clock (defaults to the system clock) that
+ * decides whether a quote has expired.
  */
-export function recordInvoiceTool(ledger: LedgerStore): ToolDefinition<typeof RecordInvoiceInput> {
+export interface RecordInvoiceDeps {
+  ledger: LedgerStore;
+  quotes: QuoteStore;
+  clock?: () => Date;
+}
+
+/**
+ * Recomputes a stored quote from its own subtotal and rule, so a damaged or hand-edited item cannot
+ * reach the ledger.
+ * @throws Error when the stored amounts differ from the recomputation
+ */
+function assertQuoteConsistent(quote: Quote): void {
+  const again = computeTax(new Decimal(quote.subtotal.amount), quote.rate, quote.currency, quote.rounding);
+  const same = (["subtotal", "taxAmount", "grossTotal"] as const).every(
+    (key) =>
+      again[key].amount === quote[key].amount &&
+      again[key].minorUnits === quote[key].minorUnits &&
+      again[key].currency === quote[key].currency,
+  );
+  if (!same) throw new Error(`Stored quote ${quote.quoteId} does not match its own recomputation.`);
+}
+
+/**
+ * recordInvoice: mutating, needs `billing:write`. Writes the invoice once per idempotency key, with
+ * every amount copied from the caller's tenant's quote (a second call with the same key returns the
+ * first invoice and writes nothing, even after the quote expired).
+ * @throws (as tool results) business_error QUOTE_NOT_FOUND (no such quote for this tenant: missing,
+ *   deleted, or another tenant's) and QUOTE_EXPIRED (past its expiresAt)
+ */
+export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeof RecordInvoiceInput> {
+  const clock = deps.clock ?? (() => new Date());
   return defineTool({
     name: "recordInvoice",
     description:
-      "Record an invoice in the ledger for a client. Call only after calculateTax succeeded for the same " +
-      "amount, currency and jurisdiction; the backend recomputes the tax. Safe to retry: the same request " +
-      "records once. Needs the billing:write permission.",
+      "Record an invoice in the ledger for a client, from a quote returned by calculateTax. Every amount " +
+      "(subtotal, taxAmount, grossTotal, currency, rate) is copied from the quote; this tool takes no " +
+      "amounts. A quote belongs to the caller's tenant and expires (see calculateTax's expiresAt): an " +
+      "unknown quote is QUOTE_NOT_FOUND, an expired one QUOTE_EXPIRED (calculate again). Safe to retry: the " +
+      "same request records once. Needs the billing:write permission.",
     inputSchema: RecordInvoiceInput,
     isMutating: true,
     requiredPermission: "billing:write",
-    handler: async (input, security, context) => {
-      const quote = quoteTax(input);
-      if (!context.idempotencyKey) throw new Error("recordInvoice needs an idempotency key.");
-      const { invoice, created } = await ledger.recordOnce(
+    handler: async (input, security, context): Promise<{ invoice: Invoice; replayed: boolean }> => {
+      const idempotencyKey = context.idempotencyKey;
+      if (!idempotencyKey) throw new Error("recordInvoice needs an idempotency key.");
+      const found = await deps.quotes.lookup(
+        security.tenantId,
+        input.quoteId,
+        clock().getTime(),
+        context.signal,
+      );
+      if (found.kind !== "live") {
+        // A retry of an invoice already recorded returns it, even once its quote has gone.
+        const existing = await deps.ledger.get(
+          security.tenantId,
+          invoiceIdFor(idempotencyKey),
+          context.signal,
+        );
+        if (existing) return { invoice: existing, replayed: true };
+        if (found.kind === "expired") {
+          throw new ToolBusinessError(
+            "QUOTE_EXPIRED",
+            `Quote ${input.quoteId} expired at ${found.quote.expiresAt}; call calculateTax again for a new quote.`,
+            { quoteId: input.quoteId, expiresAt: found.quote.expiresAt },
+          );
+        }
+        throw new ToolBusinessError(
+          "QUOTE_NOT_FOUND",
+          `There is no quote ${input.quoteId} for this tenant; use a quoteId returned by calculateTax.`,
+          { quoteId: input.quoteId },
+        );
+      }
+      const quote = found.quote;
+      assertQuoteConsistent(quote);
+      const { invoice, created } = await deps.ledger.recordOnce(
         {
           tenantId: security.tenantId,
           clientName: input.clientName,
+          clientReference: input.clientReference,
+          description: input.description,
+          quoteId: quote.quoteId,
           jurisdiction: quote.jurisdiction,
           currency: quote.currency,
+          rateVersion: quote.rateVersion,
           rate: quote.rate,
+          taxPointDate: quote.taxPointDate,
           subtotal: quote.subtotal,
           taxAmount: quote.taxAmount,
           grossTotal: quote.grossTotal,
           runId: context.runId,
           createdBy: security.userId,
         },
-        context.idempotencyKey,
+        idempotencyKey,
         context.signal,
       );
       return { invoice, replayed: !created };

@@ -1,0 +1,132 @@
+import { randomUUID } from "node:crypto";
+import { type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { z } from "zod";
+import { ROUNDING_RULES, type TaxAmounts } from "../money/money.js";
+import { keys, TABLE_SCHEMA } from "./keys.js";
+
+/** A quote id: `qt_` and 32 lower-case hex characters (a random UUID without dashes). */
+export const QUOTE_ID_PATTERN = /^qt_[0-9a-f]{32}$/;
+
+/** Mints a new, unguessable quote id (see {@link QUOTE_ID_PATTERN}). */
+export function newQuoteId(): string {
+  return `qt_${randomUUID().replaceAll("-", "")}`;
+}
+
+const MoneyValueSchema = z
+  .object({
+    amount: z.string().regex(/^\d+(\.\d+)?$/),
+    minorUnits: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+    currency: z.string().regex(/^[A-Z]{3}$/),
+  })
+  .strict();
+
+/** The stored shape of a quote (table attributes pk, sk, type and ttl stripped). */
+const QuoteSchema = z
+  .object({
+    quoteId: z.string().regex(QUOTE_ID_PATTERN),
+    tenantId: z.string().min(1),
+    jurisdiction: z.string().regex(/^[A-Z]{2}$/),
+    rateVersion: z.string().min(1),
+    rate: z.string().regex(/^0\.\d+$/),
+    taxPointDate: z.string().regex(/^\d{4}-\d{2}-\d{2}$/),
+    currency: z.string().regex(/^[A-Z]{3}$/),
+    rounding: z.enum(ROUNDING_RULES),
+    subtotal: MoneyValueSchema,
+    taxAmount: MoneyValueSchema,
+    grossTotal: MoneyValueSchema,
+    runId: z.string(),
+    createdBy: z.string(),
+    createdAt: z.iso.datetime(),
+    expiresAt: z.iso.datetime(),
+  })
+  .strict();
+
+/**
+ * A tax quote: what calculateTax computed, stored server-side so recordInvoice can copy its amounts
+ * instead of trusting numbers from the model.
+ * - `tenantId`: owner (from the verified security context); only this tenant can read it
+ * - `rateVersion`, `rate`, `rounding`: the tax rule row used; `taxPointDate` YYYY-MM-DD
+ * - `subtotal`, `taxAmount`, `grossTotal`: exact money in `currency`
+ * - `createdAt`, `expiresAt`: ISO 8601 UTC; after `expiresAt` the quote cannot be recorded
+ */
+export interface Quote extends TaxAmounts {
+  quoteId: string;
+  tenantId: string;
+  jurisdiction: string;
+  rateVersion: string;
+  rate: string;
+  taxPointDate: string;
+  currency: string;
+  rounding: (typeof ROUNDING_RULES)[number];
+  runId: string;
+  createdBy: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
+/** The result of reading a quote: missing (absent, or another tenant's), expired, or live. */
+export type QuoteLookup =
+  | { kind: "missing" }
+  | { kind: "expired"; quote: Quote }
+  | { kind: "live"; quote: Quote };
+
+/**
+ * Quote access for one table. Items live under the owning tenant's partition
+ * (`TENANT#<tenantId>` / `QUOTE#<quoteId>`), so another tenant's read finds nothing. Each item carries
+ * the table's TTL attribute (`ttl`, epoch seconds, rounded up) so DynamoDB deletes it eventually; since
+ * TTL deletion can lag by days, {@link QuoteStore.lookup} also checks `expiresAt` on every read.
+ */
+export class QuoteStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  /**
+   * Stores a new quote (conditional put: never overwrites an existing item).
+   * @throws the SDK's error, including ConditionalCheckFailedException on an id collision
+   */
+  async create(quote: Quote, signal?: AbortSignal): Promise<void> {
+    const ttl = Math.ceil(Date.parse(quote.expiresAt) / 1000);
+    await this.client.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: {
+          pk: keys.tenant(quote.tenantId),
+          sk: keys.quote(quote.quoteId),
+          type: "quote",
+          [TABLE_SCHEMA.ttlAttribute]: ttl,
+          ...quote,
+        },
+        ConditionExpression: "attribute_not_exists(pk)",
+      }),
+      { abortSignal: signal },
+    );
+  }
+
+  /**
+   * Reads a tenant's quote (consistent read) and classifies it against the clock.
+   * @param nowMs epoch ms to compare with `expiresAt` (inject a clock in tests)
+   * @returns missing (no such quote for this tenant), expired (`nowMs >= expiresAt`), or live
+   * @throws Error when the stored item is malformed (never recorded from); the SDK's errors
+   */
+  async lookup(tenantId: string, quoteId: string, nowMs: number, signal?: AbortSignal): Promise<QuoteLookup> {
+    const result = await this.client.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: keys.tenant(tenantId), sk: keys.quote(quoteId) },
+        ConsistentRead: true,
+      }),
+      { abortSignal: signal },
+    );
+    if (!result.Item) return { kind: "missing" };
+    const { pk: _pk, sk: _sk, type: _type, [TABLE_SCHEMA.ttlAttribute]: _ttl, ...item } = result.Item;
+    const parsed = QuoteSchema.safeParse(item);
+    if (!parsed.success) {
+      throw new Error(`Stored quote ${quoteId} is malformed: ${parsed.error.issues[0]?.message ?? ""}`);
+    }
+    const quote: Quote = parsed.data;
+    if (quote.tenantId !== tenantId) return { kind: "missing" };
+    return nowMs >= Date.parse(quote.expiresAt) ? { kind: "expired", quote } : { kind: "live", quote };
+  }
+}

@@ -1,0 +1,55 @@
+import { z } from "zod";
+import { defineTool, type ToolDefinition } from "../agent/tool.js";
+import type { Invoice, LedgerStore } from "../store/ledger.js";
+
+/** Most invoices one listInvoices call returns. */
+export const LIST_INVOICES_MAX = 50;
+/** How many invoices listInvoices returns when `limit` is null. */
+export const LIST_INVOICES_DEFAULT = 20;
+
+/** listInvoices' input: `limit`, 1 to {@link LIST_INVOICES_MAX}, or null for {@link LIST_INVOICES_DEFAULT}. */
+export const ListInvoicesInput = z
+  .object({
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(LIST_INVOICES_MAX)
+      .nullable()
+      .describe(`How many invoices to return, 1-${LIST_INVOICES_MAX}; null for ${LIST_INVOICES_DEFAULT}.`),
+  })
+  .strict();
+
+/**
+ * What listInvoices returns: up to `limit` invoices of the caller's tenant in invoice-id order (not
+ * creation order), and `hasMore` when the tenant has more.
+ */
+export interface ListInvoicesResult {
+  invoices: Invoice[];
+  count: number;
+  hasMore: boolean;
+}
+
+/**
+ * listInvoices: read-only, needs `billing:read`. Lists the caller's tenant's invoices (consistent read);
+ * never another tenant's, since the tenant is the partition key.
+ */
+export function listInvoicesTool(ledger: LedgerStore): ToolDefinition<typeof ListInvoicesInput> {
+  return defineTool({
+    name: "listInvoices",
+    description:
+      `List the caller's tenant's recorded invoices, at most ${LIST_INVOICES_MAX} (limit null: ` +
+      `${LIST_INVOICES_DEFAULT}), in invoice-id order, not by date; hasMore says whether there are more. ` +
+      "Amounts are exact decimal strings (amount) plus integer minor units (minorUnits). Needs the " +
+      "billing:read permission.",
+    inputSchema: ListInvoicesInput,
+    isMutating: false,
+    requiredPermission: "billing:read",
+    handler: async (input, security, context): Promise<ListInvoicesResult> => {
+      const limit = input.limit ?? LIST_INVOICES_DEFAULT;
+      const page = await ledger.list(security.tenantId, limit + 1, context.signal);
+      const invoices = page.slice(0, limit);
+      return { invoices, count: invoices.length, hasMore: page.length > limit };
+    },
+  });
+}
