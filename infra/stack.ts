@@ -173,6 +173,8 @@ export class BoundloopStack extends Stack {
         target: "node24",
         mainFields: ["module", "main"],
         minify: true,
+        // Keep class and function names: errors set `this.name = new.target.name`, and logs show it.
+        keepNames: true,
         sourceMap: true,
         // Stack traces need the mappings, not the original sources: keeps the .map small.
         sourcesContent: false,
