@@ -1,7 +1,7 @@
-import { App } from "aws-cdk-lib";
-import { BoundloopStack } from "./stack.js";
+import { buildApp } from "./build-app.js";
 
-/** The CDK app (`npx cdk synth`): one stack, no context lookups, so synth works offline. */
-const app = new App();
-new BoundloopStack(app, "Boundloop");
-app.synth();
+/**
+ * The CDK app (`npx cdk synth`, via cdk.json): one stack, cdk-nag AwsSolutions checks, no context
+ * lookups, so synth works offline without AWS credentials or Docker.
+ */
+buildApp().app.synth();

@@ -1,20 +1,125 @@
 import { fileURLToPath } from "node:url";
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
-import { HttpApi, HttpMethod } from "aws-cdk-lib/aws-apigatewayv2";
+import {
+  Annotations,
+  ArnFormat,
+  CfnOutput,
+  Duration,
+  RemovalPolicy,
+  Stack,
+  type StackProps,
+  Validations,
+} from "aws-cdk-lib";
+import { AccessLogFormat } from "aws-cdk-lib/aws-apigateway";
+import {
+  HttpApi,
+  HttpMethod,
+  HttpNoneAuthorizer,
+  HttpStage,
+  LogGroupLogDestination,
+} from "aws-cdk-lib/aws-apigatewayv2";
+import { HttpJwtAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
+import { Alarm, ComparisonOperator, TreatMissingData } from "aws-cdk-lib/aws-cloudwatch";
 import { AttributeType, Billing, TableV2 } from "aws-cdk-lib/aws-dynamodb";
+import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
+import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { TABLE_SCHEMA } from "../shared/store/keys.js";
+import { functionEnvironment } from "./function-env.js";
+import {
+  type DeploySettings,
+  type DeploySettingsInput,
+  PLACEHOLDER_WARNING_ID,
+  readDeploySettings,
+} from "./settings.js";
 
 /**
- * The boundloop stack: one DynamoDB table, one Lambda (functions/api/handler.ts) and an HTTP API.
- * Bundling uses the local esbuild devDependency, never Docker.
+ * Lambda memory in MB. 1024 MB is a starting point, not a measurement: the benchmark issue (bench/)
+ * reports cold start and per-run latency at several sizes; set this from its result.
+ */
+export const FUNCTION_MEMORY_MB = 1024;
+
+/**
+ * Lambda timeout in seconds: below API Gateway HTTP API's 30 s maximum integration timeout
+ * (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-quotas.html), so the function
+ * answers (or times out) before the gateway gives up on it. `RUN_TIMEOUT_MS` (25 s) sits below this.
+ */
+export const FUNCTION_TIMEOUT_SECONDS = 29;
+
+/** API Gateway HTTP API's maximum integration timeout, in seconds (see {@link FUNCTION_TIMEOUT_SECONDS}). */
+export const API_INTEGRATION_TIMEOUT_SECONDS = 30;
+
+/**
+ * Default route throttling of the API stage (requests per second, burst). Deliberately low for a
+ * personal account: each run spends model tokens. The account-level default is 10 000 rps / 5 000 burst.
+ */
+export const API_THROTTLE = { rateLimit: 10, burstLimit: 20 } as const;
+
+/** Retention of the function's and the API's log groups. */
+export const LOG_RETENTION = RetentionDays.ONE_MONTH;
+
+/** The duration alarm fires when p99 reaches this fraction of the function timeout. */
+export const DURATION_ALARM_FRACTION = 0.9;
+
+/** Powertools service name and metrics namespace of the function. */
+export const POWERTOOLS = { serviceName: "boundloop", metricsNamespace: "Boundloop" } as const;
+
+/**
+ * The only DynamoDB actions the function may perform, all on the one table (no indexes exist):
+ * the ledger's conditional put, get and tenant query, and the run record's put/update/get.
+ */
+export const TABLE_ITEM_ACTIONS = [
+  "dynamodb:GetItem",
+  "dynamodb:PutItem",
+  "dynamodb:UpdateItem",
+  "dynamodb:Query",
+] as const;
+
+/** How a route is authorized: by the JWT authorizer, or public (no auth). */
+type RouteAuth = "jwt" | "public";
+
+/** The HTTP API's routes (the API issue's contract); every route goes to the one function. */
+export const ROUTES: ReadonlyArray<{ method: HttpMethod; path: string; auth: RouteAuth }> = [
+  { method: HttpMethod.POST, path: "/v1/runs", auth: "jwt" },
+  { method: HttpMethod.GET, path: "/v1/runs/{runId}", auth: "jwt" },
+  { method: HttpMethod.GET, path: "/v1/invoices", auth: "jwt" },
+  { method: HttpMethod.GET, path: "/v1/invoices/{invoiceId}", auth: "jwt" },
+  { method: HttpMethod.GET, path: "/healthz", auth: "public" },
+  { method: HttpMethod.GET, path: "/openapi.json", auth: "public" },
+];
+
+/** Props of {@link BoundloopStack}: standard stack props plus deploy settings (override context). */
+export interface BoundloopStackProps extends StackProps {
+  settings?: DeploySettingsInput;
+}
+
+/**
+ * The boundloop stack: a DynamoDB table, a Secrets Manager secret for the OpenAI key, one Lambda
+ * (functions/api/handler.ts) behind an HTTP API with a JWT authorizer, log groups and alarms.
+ *
+ * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `personal`, `openaiModel`,
+ * `openaiBaseUrl`, `openaiApiKeySecretName`) or `props.settings`; see infra/settings.ts. Synth needs
+ * no AWS account, credentials, context lookups or Docker: the handler is bundled by the local esbuild.
  */
 export class BoundloopStack extends Stack {
-  constructor(scope: Construct, id: string, props?: StackProps) {
+  /** The settings this stack was built with. */
+  readonly settings: DeploySettings;
+
+  constructor(scope: Construct, id: string, props: BoundloopStackProps = {}) {
     super(scope, id, props);
+    const settings = readDeploySettings(this, props.settings);
+    this.settings = settings;
+    if (settings.usesPlaceholders) {
+      Annotations.of(this).addWarningV2(
+        PLACEHOLDER_WARNING_ID,
+        "No jwtIssuer/jwtAudience given: the JWT authorizer uses placeholders and will reject every token. " +
+          "Deploy with -c jwtIssuer=https://... -c jwtAudience=... (see README, Deploy to AWS).",
+      );
+    }
+    const removalPolicy = settings.personal ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
 
     const table = new TableV2(this, "Table", {
       partitionKey: { name: TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
@@ -22,33 +127,201 @@ export class BoundloopStack extends Stack {
       timeToLiveAttribute: TABLE_SCHEMA.ttlAttribute,
       billing: Billing.onDemand(),
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      removalPolicy: RemovalPolicy.DESTROY,
+      deletionProtection: !settings.personal,
+      removalPolicy,
     });
+
+    const { secretArn, secretName } = this.openaiKeySecret(settings, removalPolicy);
+
+    const functionLogs = new LogGroup(this, "ApiFunctionLogs", { retention: LOG_RETENTION, removalPolicy });
+
+    // The function's role: written by hand (no AWS managed policy) so it holds exactly the actions
+    // below, each on one resource.
+    const role = new Role(this, "ApiFunctionRole", {
+      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
+      description: "boundloop API function: its log group, item actions on the table, read of the OpenAI key",
+    });
+    functionLogs.grantWrite(role);
+    role.addToPolicy(new PolicyStatement({ actions: [...TABLE_ITEM_ACTIONS], resources: [table.tableArn] }));
+    role.addToPolicy(
+      new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),
+    );
 
     const fn = new NodejsFunction(this, "ApiFunction", {
+      description: "boundloop HTTP API (Hono on Lambda): bounded agent runs, invoices",
       entry: fileURLToPath(new URL("../functions/api/handler.ts", import.meta.url)),
       handler: "handler",
+      projectRoot: fileURLToPath(new URL("..", import.meta.url)),
+      depsLockFilePath: fileURLToPath(new URL("../package-lock.json", import.meta.url)),
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
-      timeout: Duration.seconds(29),
-      memorySize: 1024,
-      environment: { TABLE_NAME: table.tableName, NODE_OPTIONS: "--enable-source-maps" },
+      memorySize: FUNCTION_MEMORY_MB,
+      timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS),
+      role,
+      logGroup: functionLogs,
+      environment: functionEnvironment({
+        TABLE_NAME: table.tableName,
+        OPENAI_API_KEY_SECRET_NAME: secretName,
+        OPENAI_MODEL: settings.openaiModel,
+        OPENAI_BASE_URL: settings.openaiBaseUrl,
+        POWERTOOLS_SERVICE_NAME: POWERTOOLS.serviceName,
+        POWERTOOLS_METRICS_NAMESPACE: POWERTOOLS.metricsNamespace,
+        NODE_OPTIONS: "--enable-source-maps",
+      }),
       bundling: {
         format: OutputFormat.ESM,
+        target: "node24",
+        mainFields: ["module", "main"],
         minify: true,
+        // Keep class and function names: errors set `this.name = new.target.name`, and logs show it.
+        keepNames: true,
         sourceMap: true,
-        forceDockerBundling: false,
+        // Stack traces need the mappings, not the original sources: keeps the .map small.
+        sourcesContent: false,
+        // Bundle everything, the AWS SDK included, so the deployed code runs the pinned versions the
+        // tests ran (not whatever SDK the runtime image carries).
+        externalModules: [],
+        // CommonJS dependencies inside the ESM bundle still call require() for Node built-ins.
         banner: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);",
+        forceDockerBundling: false,
       },
     });
-    table.grantReadWriteData(fn);
 
-    const api = new HttpApi(this, "HttpApi");
+    const apiLogs = new LogGroup(this, "ApiAccessLogs", { retention: LOG_RETENTION, removalPolicy });
+    const api = new HttpApi(this, "HttpApi", {
+      description: "boundloop HTTP API",
+      createDefaultStage: false,
+      // Secure by default: a route added without an explicit authorizer gets the JWT authorizer.
+      defaultAuthorizer: new HttpJwtAuthorizer("JwtAuthorizer", settings.jwtIssuer, {
+        jwtAudience: settings.jwtAudience,
+      }),
+    });
+    const stage = new HttpStage(this, "DefaultStage", {
+      httpApi: api,
+      stageName: "$default",
+      autoDeploy: true,
+      throttle: API_THROTTLE,
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(apiLogs),
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: "$context.requestId",
+            requestTime: "$context.requestTime",
+            ip: "$context.identity.sourceIp",
+            routeKey: "$context.routeKey",
+            status: "$context.status",
+            protocol: "$context.protocol",
+            responseLength: "$context.responseLength",
+            responseLatency: "$context.responseLatency",
+            integrationLatency: "$context.integrationLatency",
+            integrationError: "$context.integrationErrorMessage",
+            authorizerError: "$context.authorizer.error",
+            sub: "$context.authorizer.claims.sub",
+          }),
+        ),
+      },
+    });
+
     const integration = new HttpLambdaIntegration("ApiIntegration", fn);
-    api.addRoutes({ path: "/healthz", methods: [HttpMethod.GET], integration });
-    api.addRoutes({ path: "/v1/runs", methods: [HttpMethod.POST], integration });
+    for (const route of ROUTES) {
+      const [created] = api.addRoutes({
+        path: route.path,
+        methods: [route.method],
+        integration,
+        ...(route.auth === "public" ? { authorizer: new HttpNoneAuthorizer() } : {}),
+      });
+      if (route.auth === "public" && created) {
+        Validations.of(created).acknowledge({
+          id: "AwsSolutions-APIG4",
+          reason: `${route.method} ${route.path} is public by design: a liveness probe / the API's own description, no tenant data.`,
+        });
+      }
+    }
 
-    new CfnOutput(this, "ApiUrl", { value: api.apiEndpoint });
-    new CfnOutput(this, "TableName", { value: table.tableName });
+    this.alarms(fn, api);
+
+    new CfnOutput(this, "ApiUrl", { value: stage.url, description: "Base URL of the HTTP API" });
+    new CfnOutput(this, "TableName", { value: table.tableName, description: "DynamoDB table" });
+    new CfnOutput(this, "SecretName", {
+      value: secretName,
+      description: "Secrets Manager secret holding the OpenAI API key (set its value after deploy)",
+    });
+    new CfnOutput(this, "JwtIssuer", { value: settings.jwtIssuer, description: "Issuer the API trusts" });
+  }
+
+  /**
+   * The OpenAI key's secret: an existing one referenced by name (`openaiApiKeySecretName`), or a new
+   * secret created with no value at all (neither SecretString nor a generated one), so the key never
+   * appears in the template; set it with `aws secretsmanager put-secret-value` after deploy.
+   */
+  private openaiKeySecret(
+    settings: DeploySettings,
+    removalPolicy: RemovalPolicy,
+  ): { secretArn: string; secretName: string } {
+    if (settings.openaiApiKeySecretName !== undefined) {
+      const name = settings.openaiApiKeySecretName;
+      // A secret's ARN ends in "-" and 6 random characters that are unknown here; IAM's `?` matches
+      // exactly one character, so the grant covers this secret's name and no other.
+      const arn = this.formatArn({
+        service: "secretsmanager",
+        resource: "secret",
+        resourceName: `${name}-??????`,
+        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+      });
+      return { secretArn: arn, secretName: name };
+    }
+    const secret = new Secret(this, "OpenAiApiKey", {
+      description: "OpenAI API key for boundloop (plain string). Set with put-secret-value; never in code.",
+      removalPolicy,
+    });
+    // CDK's Secret generates a random value by default; an empty secret is the honest starting state
+    // (GetSecretValue fails loudly until a real key is stored, instead of sending a random string).
+    (secret.node.defaultChild as CfnSecret).addPropertyDeletionOverride("GenerateSecretString");
+    Validations.of(secret).acknowledge({
+      id: "AwsSolutions-SMG4",
+      reason:
+        "A third-party API key: Secrets Manager cannot rotate it; it is rotated by hand at the provider.",
+    });
+    return { secretArn: secret.secretArn, secretName: secret.secretName };
+  }
+
+  /**
+   * CloudWatch alarms (no actions: attach an SNS topic to be notified). 5-minute periods, one
+   * evaluation period, missing data is not breaching.
+   * - function errors ≥ 1, throttles ≥ 1
+   * - duration p99 ≥ {@link DURATION_ALARM_FRACTION} of the timeout (ms)
+   * - API 5xx ≥ 1 (gateway or integration failures, including function timeouts)
+   */
+  private alarms(fn: NodejsFunction, api: HttpApi): void {
+    const period = Duration.minutes(5);
+    const common = {
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    };
+    new Alarm(this, "FunctionErrorsAlarm", {
+      ...common,
+      metric: fn.metricErrors({ period, statistic: "Sum" }),
+      threshold: 1,
+      alarmDescription: "The API function threw or timed out at least once in 5 minutes.",
+    });
+    new Alarm(this, "FunctionThrottlesAlarm", {
+      ...common,
+      metric: fn.metricThrottles({ period, statistic: "Sum" }),
+      threshold: 1,
+      alarmDescription: "The API function was throttled at least once in 5 minutes.",
+    });
+    new Alarm(this, "FunctionDurationP99Alarm", {
+      ...common,
+      metric: fn.metricDuration({ period, statistic: "p99" }),
+      threshold: Math.round(FUNCTION_TIMEOUT_SECONDS * 1000 * DURATION_ALARM_FRACTION),
+      alarmDescription: `The API function's p99 duration reached ${DURATION_ALARM_FRACTION * 100}% of its ${FUNCTION_TIMEOUT_SECONDS} s timeout.`,
+    });
+    new Alarm(this, "Api5xxAlarm", {
+      ...common,
+      metric: api.metricServerError({ period, statistic: "Sum" }),
+      threshold: 1,
+      alarmDescription: "The HTTP API answered 5xx at least once in 5 minutes.",
+    });
   }
 }

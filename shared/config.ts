@@ -26,6 +26,7 @@ function positiveInt(defaultValue: number, max: number) {
  */
 export const ConfigSchema = z.object({
   OPENAI_API_KEY: optionalString,
+  OPENAI_API_KEY_SECRET_NAME: optionalString,
   OPENAI_BASE_URL: optionalString.pipe(z.url().optional()),
   OPENAI_MODEL: z.string().min(1).default("gpt-4o-mini"),
   TABLE_NAME: z.string().min(3).max(255).default("boundloop"),

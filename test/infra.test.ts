@@ -1,38 +1,322 @@
 import { App } from "aws-cdk-lib";
-import { Match, Template } from "aws-cdk-lib/assertions";
+import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
-import { BoundloopStack } from "../infra/stack.js";
+import {
+  DeploySettingsError,
+  PLACEHOLDER_JWT_AUDIENCE,
+  PLACEHOLDER_JWT_ISSUER,
+  PLACEHOLDER_WARNING_ID,
+} from "../infra/settings.js";
+import {
+  API_INTEGRATION_TIMEOUT_SECONDS,
+  API_THROTTLE,
+  BoundloopStack,
+  type BoundloopStackProps,
+  FUNCTION_MEMORY_MB,
+  FUNCTION_TIMEOUT_SECONDS,
+} from "../infra/stack.js";
+import { ConfigSchema } from "../shared/config.js";
+
+/**
+ * Template assertions on the stack. Bundling is skipped here (`aws:cdk:bundling-stacks: []`) to keep
+ * the file fast; test/infra-synth.test.ts synthesizes the real app with the bundle and cdk-nag.
+ */
+function synth(context: Record<string, unknown> = {}, props: BoundloopStackProps = {}) {
+  const app = new App({ context: { "aws:cdk:bundling-stacks": [], ...context } });
+  const stack = new BoundloopStack(app, "Test", props);
+  return { stack, template: Template.fromStack(stack) };
+}
+
+type Resource = { Type: string; Properties: Record<string, unknown>; DeletionPolicy?: string };
+
+const COGNITO_ISSUER = "https://cognito-idp.eu-west-2.amazonaws.com/eu-west-2_AbCdEf123";
+
+// Built once: a deployment for a shared account with a real (Cognito) issuer and two audiences.
+const { stack, template } = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "client-a, client-b" });
+const resources = template.toJSON().Resources as Record<string, Resource>;
+const ofType = (type: string) => Object.values(resources).filter((resource) => resource.Type === type);
+
+/** The one resource of a type in a template's resources (fails the test if there is not exactly one). */
+function only(all: Record<string, Resource>, type: string): Resource {
+  const found = Object.values(all).filter((resource) => resource.Type === type);
+  expect(found, type).toHaveLength(1);
+  return found[0] as Resource;
+}
+
+/** The function's environment variables. */
+const envOf = (all: Record<string, Resource>) =>
+  (only(all, "AWS::Lambda::Function").Properties.Environment as { Variables: Record<string, unknown> })
+    .Variables;
+
+/** The logical id of the function's log group. */
+const functionLogGroupId = (all: Record<string, Resource>) =>
+  (only(all, "AWS::Lambda::Function").Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
 
 describe("the CDK stack", () => {
-  const template = Template.fromStack(new BoundloopStack(new App(), "Test"));
-
-  it("has the table with pk/sk and a TTL attribute", () => {
-    template.resourceCountIs("AWS::DynamoDB::GlobalTable", 1);
-    template.hasResourceProperties("AWS::DynamoDB::GlobalTable", {
-      KeySchema: [
-        { AttributeName: "pk", KeyType: "HASH" },
-        { AttributeName: "sk", KeyType: "RANGE" },
-      ],
-      TimeToLiveSpecification: { AttributeName: "ttl", Enabled: true },
+  it("has exactly the expected resources", () => {
+    const counts: Record<string, number> = {};
+    for (const resource of Object.values(resources)) counts[resource.Type] = (counts[resource.Type] ?? 0) + 1;
+    expect(counts).toEqual({
+      "AWS::DynamoDB::GlobalTable": 1,
+      "AWS::SecretsManager::Secret": 1,
+      "AWS::Logs::LogGroup": 2,
+      "AWS::IAM::Role": 1,
+      "AWS::IAM::Policy": 1,
+      "AWS::Lambda::Function": 1,
+      "AWS::Lambda::Permission": 6,
+      "AWS::ApiGatewayV2::Api": 1,
+      "AWS::ApiGatewayV2::Integration": 1,
+      "AWS::ApiGatewayV2::Authorizer": 1,
+      "AWS::ApiGatewayV2::Route": 6,
+      "AWS::ApiGatewayV2::Stage": 1,
+      "AWS::CloudWatch::Alarm": 4,
     });
   });
 
-  it("deploys the handler on the newest Node runtime, ARM64, under the API timeout", () => {
-    const functions = template.findResources("AWS::Lambda::Function", {
-      Properties: { Handler: "index.handler" },
+  it("has the table with pk/sk, TTL, PITR, on-demand billing, retained outside personal accounts", () => {
+    template.hasResource("AWS::DynamoDB::GlobalTable", {
+      DeletionPolicy: "Retain",
+      UpdateReplacePolicy: "Retain",
+      Properties: Match.objectLike({
+        KeySchema: [
+          { AttributeName: "pk", KeyType: "HASH" },
+          { AttributeName: "sk", KeyType: "RANGE" },
+        ],
+        BillingMode: "PAY_PER_REQUEST",
+        TimeToLiveSpecification: { AttributeName: "ttl", Enabled: true },
+        Replicas: [
+          Match.objectLike({
+            PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+            DeletionProtectionEnabled: true,
+          }),
+        ],
+      }),
     });
-    const [fn] = Object.values(functions) as Array<{ Properties: Record<string, unknown> }>;
-    expect(fn?.Properties.Runtime).toBe("nodejs24.x");
-    expect(fn?.Properties.Architectures).toEqual(["arm64"]);
-    expect(fn?.Properties.Timeout).toBeLessThan(30);
+    expect(stack.settings.personal).toBe(false);
   });
 
-  it("routes /healthz and POST /v1/runs through the HTTP API", () => {
-    template.hasResourceProperties("AWS::ApiGatewayV2::Route", { RouteKey: "GET /healthz" });
-    template.hasResourceProperties("AWS::ApiGatewayV2::Route", { RouteKey: "POST /v1/runs" });
-    template.hasResourceProperties("AWS::ApiGatewayV2::Api", {
-      ProtocolType: "HTTP",
-      Name: Match.anyValue(),
+  it("deploys the handler on Node 24, ARM64, under the API's integration timeout, with its own log group", () => {
+    const fn = only(resources, "AWS::Lambda::Function");
+    expect(fn.Properties.Runtime).toBe("nodejs24.x");
+    expect(fn.Properties.Architectures).toEqual(["arm64"]);
+    expect(fn.Properties.Handler).toBe("index.handler");
+    expect(fn.Properties.MemorySize).toBe(FUNCTION_MEMORY_MB);
+    expect(fn.Properties.Timeout).toBe(FUNCTION_TIMEOUT_SECONDS);
+    expect(FUNCTION_TIMEOUT_SECONDS).toBeLessThan(API_INTEGRATION_TIMEOUT_SECONDS);
+    expect(fn.Properties.LoggingConfig).toEqual({ LogGroup: { Ref: expect.any(String) } });
+    expect(resources[functionLogGroupId(resources)]?.Properties.RetentionInDays).toBe(30);
+    // No deprecated logRetention custom resource.
+    expect(ofType("Custom::LogRetention")).toHaveLength(0);
+  });
+
+  it("gives the function only config-module names, the secret's name and never the key", () => {
+    const env = envOf(resources);
+    const allowed = new Set([
+      ...Object.keys(ConfigSchema.shape),
+      "POWERTOOLS_SERVICE_NAME",
+      "POWERTOOLS_METRICS_NAMESPACE",
+      "NODE_OPTIONS",
+    ]);
+    for (const name of Object.keys(env)) expect(allowed, name).toContain(name);
+    expect(Object.keys(env).sort()).toEqual(
+      [
+        "NODE_OPTIONS",
+        "OPENAI_API_KEY_SECRET_NAME",
+        "POWERTOOLS_METRICS_NAMESPACE",
+        "POWERTOOLS_SERVICE_NAME",
+        "TABLE_NAME",
+      ].sort(),
+    );
+    expect(env.NODE_OPTIONS).toBe("--enable-source-maps");
+    expect(env.TABLE_NAME).toEqual({ Ref: expect.any(String) });
+    expect(env).not.toHaveProperty("OPENAI_API_KEY");
+    // The secret is created empty: neither a literal value nor a generated one.
+    const [secret] = ofType("AWS::SecretsManager::Secret");
+    expect(secret?.Properties).not.toHaveProperty("SecretString");
+    expect(secret?.Properties).not.toHaveProperty("GenerateSecretString");
+    expect(secret?.DeletionPolicy).toBe("Retain");
+  });
+
+  it("grants only the table's item actions and GetSecretValue on the one secret, no wildcards", () => {
+    const [role] = ofType("AWS::IAM::Role");
+    expect(role?.Properties.ManagedPolicyArns).toBeUndefined();
+    expect(role?.Properties.Policies).toBeUndefined();
+    const statements = ofType("AWS::IAM::Policy").flatMap(
+      (policy) =>
+        (policy.Properties.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement,
+    );
+    const tableId = Object.keys(resources).find((id) => resources[id]?.Type === "AWS::DynamoDB::GlobalTable");
+    const secretId = Object.keys(resources).find(
+      (id) => resources[id]?.Type === "AWS::SecretsManager::Secret",
+    );
+    const logsId = functionLogGroupId(resources);
+    expect(statements).toEqual([
+      {
+        Effect: "Allow",
+        Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
+        Resource: { "Fn::GetAtt": [logsId, "Arn"] },
+      },
+      {
+        Effect: "Allow",
+        Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+        Resource: { "Fn::GetAtt": [tableId, "Arn"] },
+      },
+      { Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: { Ref: secretId } },
+    ]);
+    for (const statement of statements) {
+      for (const action of [statement.Action].flat()) expect(action).not.toContain("*");
+      expect(JSON.stringify(statement.Resource)).not.toContain("*");
+    }
+  });
+
+  it("puts the JWT authorizer on every route except /healthz and /openapi.json", () => {
+    template.hasResourceProperties("AWS::ApiGatewayV2::Authorizer", {
+      AuthorizerType: "JWT",
+      IdentitySource: ["$request.header.Authorization"],
+      JwtConfiguration: { Issuer: COGNITO_ISSUER, Audience: ["client-a", "client-b"] },
     });
+    const authorizerId = Object.keys(resources).find(
+      (id) => resources[id]?.Type === "AWS::ApiGatewayV2::Authorizer",
+    );
+    const routes: Record<string, Record<string, unknown>> = Object.fromEntries(
+      ofType("AWS::ApiGatewayV2::Route").map((route) => [route.Properties.RouteKey, route.Properties]),
+    );
+    expect(Object.keys(routes).sort()).toEqual(
+      [
+        "POST /v1/runs",
+        "GET /v1/runs/{runId}",
+        "GET /v1/invoices",
+        "GET /v1/invoices/{invoiceId}",
+        "GET /healthz",
+        "GET /openapi.json",
+      ].sort(),
+    );
+    for (const [key, route] of Object.entries(routes)) {
+      if (key === "GET /healthz" || key === "GET /openapi.json") {
+        expect(route.AuthorizationType, key).toBe("NONE");
+        expect(route.AuthorizerId, key).toBeUndefined();
+      } else {
+        expect(route.AuthorizationType, key).toBe("JWT");
+        expect(route.AuthorizerId, key).toEqual({ Ref: authorizerId });
+      }
+    }
+  });
+
+  it("logs API access to a log group with retention and throttles the default stage", () => {
+    const [stage] = ofType("AWS::ApiGatewayV2::Stage");
+    expect(stage?.Properties.StageName).toBe("$default");
+    expect(stage?.Properties.AutoDeploy).toBe(true);
+    expect(stage?.Properties.DefaultRouteSettings).toEqual({
+      ThrottlingRateLimit: API_THROTTLE.rateLimit,
+      ThrottlingBurstLimit: API_THROTTLE.burstLimit,
+    });
+    const access = stage?.Properties.AccessLogSettings as {
+      DestinationArn: { "Fn::GetAtt": [string] };
+      Format: string;
+    };
+    const logGroup = resources[access.DestinationArn["Fn::GetAtt"][0]];
+    expect(logGroup?.Type).toBe("AWS::Logs::LogGroup");
+    expect(logGroup?.Properties.RetentionInDays).toBe(30);
+    expect(JSON.parse(access.Format)).toMatchObject({
+      requestId: "$context.requestId",
+      status: "$context.status",
+    });
+  });
+
+  it("alarms on function errors, throttles, p99 duration near the timeout, and API 5xx", () => {
+    const alarms = ofType("AWS::CloudWatch::Alarm").map((alarm) => alarm.Properties);
+    const byMetric = Object.fromEntries(
+      alarms.map((alarm) => [`${alarm.Namespace}/${alarm.MetricName}`, alarm]),
+    );
+    expect(Object.keys(byMetric).sort()).toEqual(
+      ["AWS/ApiGateway/5xx", "AWS/Lambda/Duration", "AWS/Lambda/Errors", "AWS/Lambda/Throttles"].sort(),
+    );
+    expect(byMetric["AWS/Lambda/Errors"]).toMatchObject({ Statistic: "Sum", Threshold: 1, Period: 300 });
+    expect(byMetric["AWS/Lambda/Throttles"]).toMatchObject({ Statistic: "Sum", Threshold: 1 });
+    expect(byMetric["AWS/ApiGateway/5xx"]).toMatchObject({ Statistic: "Sum", Threshold: 1 });
+    const duration = byMetric["AWS/Lambda/Duration"];
+    expect(duration?.ExtendedStatistic).toBe("p99");
+    const thresholdMs = duration?.Threshold as number;
+    expect(thresholdMs).toBeGreaterThanOrEqual(FUNCTION_TIMEOUT_SECONDS * 1000 * 0.8);
+    expect(thresholdMs).toBeLessThan(FUNCTION_TIMEOUT_SECONDS * 1000);
+    for (const alarm of alarms) {
+      expect(alarm.ComparisonOperator).toBe("GreaterThanOrEqualToThreshold");
+      expect(alarm.TreatMissingData).toBe("notBreaching");
+    }
+  });
+
+  it("outputs the API URL, the table name and the secret name", () => {
+    const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>;
+    expect(Object.keys(outputs).sort()).toEqual(["ApiUrl", "JwtIssuer", "SecretName", "TableName"]);
+    expect(JSON.stringify(outputs.ApiUrl?.Value)).toContain(".execute-api.");
+    expect(outputs.TableName?.Value).toEqual({ Ref: expect.any(String) });
+    expect(outputs.JwtIssuer?.Value).toBe(COGNITO_ISSUER);
+    const env = envOf(resources);
+    expect(outputs.SecretName?.Value).toEqual(env.OPENAI_API_KEY_SECRET_NAME);
+  });
+
+  it("raises no warning when issuer and audience are given", () => {
+    Annotations.fromStack(stack).hasNoWarning("*", Match.anyValue());
+  });
+});
+
+describe("the stack's deploy settings", () => {
+  it("falls back to placeholder issuer/audience with a synth warning", () => {
+    const placeholder = synth();
+    placeholder.template.hasResourceProperties("AWS::ApiGatewayV2::Authorizer", {
+      JwtConfiguration: { Issuer: PLACEHOLDER_JWT_ISSUER, Audience: [PLACEHOLDER_JWT_AUDIENCE] },
+    });
+    const warnings = Annotations.fromStack(placeholder.stack).findWarning(
+      "*",
+      Match.stringLikeRegexp("jwtIssuer"),
+    );
+    expect(warnings).toHaveLength(1);
+    expect(JSON.stringify(warnings[0]?.entry)).toContain(PLACEHOLDER_WARNING_ID);
+  });
+
+  it("personal=true destroys table, secret and log groups with the stack, and references a named secret", () => {
+    const personal = synth(
+      { personal: "true", openaiModel: "gpt-4.1-mini", openaiBaseUrl: "https://llm.example.com/v1" },
+      {
+        settings: {
+          jwtIssuer: "https://auth.example.com/",
+          jwtAudience: ["api"],
+          openaiApiKeySecretName: "boundloop/openai",
+        },
+      },
+    );
+    const all = personal.template.toJSON().Resources as Record<string, Resource>;
+    const stateful = Object.values(all).filter((r) =>
+      ["AWS::DynamoDB::GlobalTable", "AWS::Logs::LogGroup"].includes(r.Type),
+    );
+    expect(stateful).toHaveLength(3);
+    for (const resource of stateful) expect(resource.DeletionPolicy).toBe("Delete");
+    personal.template.hasResourceProperties("AWS::DynamoDB::GlobalTable", {
+      Replicas: [Match.objectLike({ DeletionProtectionEnabled: false })],
+    });
+    // An existing secret is referenced, not created; the grant names it (with its 6-character suffix).
+    personal.template.resourceCountIs("AWS::SecretsManager::Secret", 0);
+    const env = envOf(all);
+    expect(env).toMatchObject({
+      OPENAI_API_KEY_SECRET_NAME: "boundloop/openai",
+      OPENAI_MODEL: "gpt-4.1-mini",
+      OPENAI_BASE_URL: "https://llm.example.com/v1",
+    });
+    const secretStatement = Object.values(all)
+      .filter((r) => r.Type === "AWS::IAM::Policy")
+      .flatMap(
+        (p) => (p.Properties.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement,
+      )
+      .find((s) => s.Action === "secretsmanager:GetSecretValue");
+    expect(JSON.stringify(secretStatement?.Resource)).toContain(":secret:boundloop/openai-??????");
+    personal.template.hasResourceProperties("AWS::ApiGatewayV2::Authorizer", {
+      JwtConfiguration: { Issuer: "https://auth.example.com/", Audience: ["api"] },
+    });
+  });
+
+  it("rejects a non-https issuer and a malformed personal flag at synth, naming the key", () => {
+    expect(() => synth({ jwtIssuer: "http://insecure.example.com" })).toThrow(DeploySettingsError);
+    expect(() => synth({ jwtIssuer: "http://insecure.example.com" })).toThrow(/jwtIssuer/);
+    expect(() => synth({ personal: "yes" })).toThrow(/personal/);
   });
 });

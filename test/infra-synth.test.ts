@@ -1,0 +1,172 @@
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { gzipSync } from "node:zlib";
+import { Stack, Validations } from "aws-cdk-lib";
+import { Bucket } from "aws-cdk-lib/aws-s3";
+import type { CloudAssembly } from "aws-cdk-lib/cx-api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp, STACK_ID } from "../infra/build-app.js";
+
+const run = promisify(execFile);
+
+/**
+ * The real app as `cdk synth` builds it (infra/build-app.ts): cdk-nag AwsSolutions registered, the
+ * handler bundled by the local esbuild (no Docker), written to a temporary cloud assembly. Built once.
+ */
+const outdir = mkdtempSync(join(tmpdir(), "boundloop-cdk-"));
+const context = {
+  jwtIssuer: "https://cognito-idp.eu-west-2.amazonaws.com/eu-west-2_AbCdEf123",
+  jwtAudience: "3n4b5urk1ft4fl3mg5e62d9ado",
+};
+const built = buildApp({ outdir, context });
+let assembly: CloudAssembly;
+let synthError: unknown;
+
+beforeAll(() => {
+  try {
+    assembly = built.app.synth();
+  } catch (error) {
+    synthError = error;
+  }
+}, 240_000);
+
+afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+
+/** The bundled handler's directory: the asset whose hash the function's S3Key names. */
+function bundleDir(): string {
+  const template = assembly.getStackArtifact(STACK_ID).template as {
+    Resources: Record<string, { Type: string; Properties: { Code?: { S3Key?: string } } }>;
+  };
+  const fn = Object.values(template.Resources).find((resource) => resource.Type === "AWS::Lambda::Function");
+  const key = fn?.Properties.Code?.S3Key;
+  expect(key).toMatch(/^[0-9a-f]{64}\.zip$/);
+  return join(outdir, `asset.${key?.replace(/\.zip$/, "")}`);
+}
+
+/** Runs the bundle in a fresh `node --enable-source-maps` (as NODE_OPTIONS does in Lambda). */
+async function runBundle(script: string, env: Record<string, string>) {
+  const entry = join(bundleDir(), "index.mjs");
+  const source = `const { handler } = await import(${JSON.stringify(entry)});\n${script}`;
+  return run(process.execPath, ["--enable-source-maps", "--input-type=module", "-e", source], {
+    env: { PATH: process.env.PATH ?? "", AWS_REGION: "eu-west-2", ...env },
+    timeout: 60_000,
+  }).then(
+    (result) => ({ code: 0, ...result }),
+    (error: { code?: number; stdout: string; stderr: string }) => ({
+      code: error.code ?? 1,
+      stdout: error.stdout,
+      stderr: error.stderr,
+    }),
+  );
+}
+
+describe("cdk synth of the real app", () => {
+  it("synthesizes with cdk-nag AwsSolutions and no unacknowledged finding", () => {
+    expect(synthError).toBeUndefined();
+    const report = JSON.parse(readFileSync(join(outdir, "validation-report.json"), "utf8")) as {
+      pluginReports: Array<{ violations?: unknown[] }>;
+    };
+    expect(report.pluginReports.flatMap((plugin) => plugin.violations ?? [])).toEqual([]);
+    const messages = assembly.getStackArtifact(STACK_ID).messages;
+    expect(messages.filter((message) => message.level === "error")).toEqual([]);
+    expect(messages.filter((message) => message.level === "warning")).toEqual([]);
+  });
+
+  it("acknowledges findings only on their own constructs, each with a reason", () => {
+    const acknowledged: Record<string, Record<string, string>> = {};
+    for (const construct of built.app.node.findAll()) {
+      for (const entry of construct.node.metadata) {
+        if (entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY) {
+          acknowledged[construct.node.path] = { ...acknowledged[construct.node.path], ...entry.data };
+        }
+      }
+    }
+    expect(Object.keys(acknowledged).sort()).toEqual([
+      "Boundloop/HttpApi/GET--healthz",
+      "Boundloop/HttpApi/GET--openapi.json",
+      "Boundloop/OpenAiApiKey",
+    ]);
+    expect(Object.keys(acknowledged["Boundloop/OpenAiApiKey"] ?? {})).toEqual([
+      "Annotation::AwsSolutions-SMG4",
+    ]);
+    for (const rules of Object.values(acknowledged)) {
+      for (const reason of Object.values(rules)) expect(reason.length).toBeGreaterThan(30);
+    }
+  });
+
+  it("fails synth on a finding nobody acknowledged (the nag plugin really runs)", () => {
+    const probe = buildApp({
+      outdir: mkdtempSync(join(tmpdir(), "boundloop-cdk-nag-")),
+      context: { ...context, "aws:cdk:bundling-stacks": [] },
+    });
+    new Bucket(Stack.of(probe.stack), "UnloggedBucket");
+    expect(() => probe.app.synth()).toThrow(/AwsSolutions-S1/);
+    const report = readFileSync(join(probe.app.outdir, "validation-report.json"), "utf8");
+    expect(report).toContain("AwsSolutions-S1");
+    expect(report).toContain("Boundloop/UnloggedBucket/Resource");
+    rmSync(probe.app.outdir, { recursive: true, force: true });
+  });
+
+  it("bundles the handler with the local esbuild as a minified ESM file with a source map", () => {
+    const dir = bundleDir();
+    const code = readFileSync(join(dir, "index.mjs"), "utf8");
+    expect(code.startsWith("import { createRequire } from 'module';")).toBe(true);
+    expect(code).toMatch(/^\/\/# sourceMappingURL=index\.mjs\.map$/m);
+    expect(existsSync(join(dir, "index.mjs.map"))).toBe(true);
+    const map = JSON.parse(readFileSync(join(dir, "index.mjs.map"), "utf8")) as { sources: string[] };
+    expect(map.sources.some((source) => source.endsWith("functions/api/handler.ts"))).toBe(true);
+    // Size: Lambda's limit is 250 MB unzipped; this guards against an accidental dependency blow-up.
+    const bytes = statSync(join(dir, "index.mjs")).size;
+    expect(bytes).toBeGreaterThan(100_000);
+    expect(bytes).toBeLessThan(3_000_000);
+    expect(gzipSync(code).length).toBeLessThan(1_000_000);
+  });
+
+  it("the bundle answers GET /healthz through the real handler", async () => {
+    const event = {
+      version: "2.0",
+      routeKey: "GET /healthz",
+      rawPath: "/healthz",
+      rawQueryString: "",
+      headers: { host: "abc123.execute-api.eu-west-2.amazonaws.com" },
+      requestContext: {
+        accountId: "123456789012",
+        apiId: "abc123",
+        domainName: "abc123.execute-api.eu-west-2.amazonaws.com",
+        domainPrefix: "abc123",
+        http: {
+          method: "GET",
+          path: "/healthz",
+          protocol: "HTTP/1.1",
+          sourceIp: "203.0.113.10",
+          userAgent: "vitest",
+        },
+        requestId: "req-1",
+        routeKey: "GET /healthz",
+        stage: "$default",
+        time: "30/Nov/2025:06:00:00 +0000",
+        timeEpoch: 1764482400000,
+      },
+      isBase64Encoded: false,
+    };
+    const result = await runBundle(
+      `const res = await handler(${JSON.stringify(event)}, { getRemainingTimeInMillis: () => 29000, awsRequestId: "r1" });
+       console.log(JSON.stringify(res));`,
+      { TABLE_NAME: "boundloop-bundle-test", OPENAI_API_KEY_SECRET_NAME: "boundloop/openai" },
+    );
+    expect(result.stderr).not.toMatch(/Error/);
+    const response = JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "{}");
+    expect(response.statusCode).toBe(200);
+    expect(JSON.parse(response.body)).toEqual({ status: "ok" });
+  });
+
+  it("maps a cold-start error back to the TypeScript source and keeps the error's class name", async () => {
+    const result = await runBundle("", { TABLE_NAME: "x" });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("ConfigError: Invalid configuration: TABLE_NAME");
+    expect(result.stderr).toMatch(/shared\/config\.ts:\d+:\d+/);
+  });
+});
