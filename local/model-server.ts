@@ -5,9 +5,15 @@ import { type PlannerMessage, plan } from "./planner.js";
 
 /**
  * One scripted assistant reply, or a fault to inject, for the local model server's scripted mode.
- * - `content`, `toolCalls`, `refusal`, `finishReason`: the assistant message returned
- * - `delayMs`: wait this long (ms) before answering (the wait ends early if the client disconnects)
- * - `status`: answer with this HTTP error status instead (e.g. 429, 500), body `{error:{message}}`
+ * - `content`, `toolCalls`, `refusal`, `finishReason`: the assistant message returned. Faults in the
+ *   message itself are written here: malformed or truncated `arguments` (any string), a `refusal`, a
+ *   cut-off turn (`finishReason: "length"`), duplicate or empty tool call ids, an unknown tool name.
+ * - `delayMs`: latency: wait this long (ms) before answering (the wait ends early if the client disconnects)
+ * - `status`: answer with this HTTP error status instead (e.g. 429, 500, 503), body `{error:{message}}`;
+ *   each SDK retry consumes the next reply, so a provider failing N times is N such replies
+ * - `headers`: extra response headers, e.g. `{ "retry-after-ms": "10" }` to steer the SDK's retry backoff
+ * - `rawBody`: send this text as the body verbatim (status `status` or 200), e.g. truncated JSON
+ * - `dropConnection`: destroy the socket without any response (a network failure)
  * - `usage`: token counts to report (defaults to a length-based estimate)
  */
 export interface ScriptedReply {
@@ -17,6 +23,9 @@ export interface ScriptedReply {
   finishReason?: "stop" | "tool_calls" | "length" | "content_filter";
   delayMs?: number;
   status?: number;
+  headers?: Record<string, string>;
+  rawBody?: string;
+  dropConnection?: boolean;
   usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
@@ -95,10 +104,22 @@ export async function startModelServer(
       await Promise.race([new Promise((resolve) => setTimeout(resolve, reply.delayMs)), closed]);
       if (res.destroyed || req.destroyed) return;
     }
+    if (reply.dropConnection) {
+      req.socket.destroy();
+      return;
+    }
+    if (reply.rawBody !== undefined) {
+      res.writeHead(reply.status ?? 200, { "content-type": "application/json", ...reply.headers });
+      res.end(reply.rawBody);
+      return;
+    }
     if (reply.status && reply.status >= 400) {
-      sendJson(res, reply.status, {
-        error: { message: `injected fault: HTTP ${reply.status}`, type: "server_error" },
-      });
+      sendJson(
+        res,
+        reply.status,
+        { error: { message: `injected fault: HTTP ${reply.status}`, type: "server_error" } },
+        reply.headers,
+      );
       return;
     }
     counter += 1;
@@ -115,26 +136,31 @@ export async function startModelServer(
     };
     const completionTokens = reply.usage?.completion_tokens ?? estimateTokens(JSON.stringify(message));
     const promptTokens = reply.usage?.prompt_tokens ?? estimateTokens(raw);
-    sendJson(res, 200, {
-      id: `chatcmpl-local-${counter}`,
-      object: "chat.completion",
-      created: Math.floor(Date.now() / 1000),
-      model: String(body.model ?? "boundloop-local-planner"),
-      system_fingerprint: "boundloop-local-planner",
-      choices: [
-        {
-          index: 0,
-          message,
-          logprobs: null,
-          finish_reason: reply.finishReason ?? (toolCalls?.length ? "tool_calls" : "stop"),
+    sendJson(
+      res,
+      200,
+      {
+        id: `chatcmpl-local-${counter}`,
+        object: "chat.completion",
+        created: Math.floor(Date.now() / 1000),
+        model: String(body.model ?? "boundloop-local-planner"),
+        system_fingerprint: "boundloop-local-planner",
+        choices: [
+          {
+            index: 0,
+            message,
+            logprobs: null,
+            finish_reason: reply.finishReason ?? (toolCalls?.length ? "tool_calls" : "stop"),
+          },
+        ],
+        usage: {
+          prompt_tokens: promptTokens,
+          completion_tokens: completionTokens,
+          total_tokens: promptTokens + completionTokens,
         },
-      ],
-      usage: {
-        prompt_tokens: promptTokens,
-        completion_tokens: completionTokens,
-        total_tokens: promptTokens + completionTokens,
       },
-    });
+      reply.headers,
+    );
   }
 
   server.listen(options.port ?? 0, "127.0.0.1");
@@ -162,8 +188,17 @@ function fromPlanner(messages: PlannerMessage[]): ScriptedReply {
   return decision.kind === "tool_calls" ? { toolCalls: decision.calls } : { content: decision.content };
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.writeHead(status, {
+    ...headers,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+  });
   res.end(text);
 }
