@@ -55,7 +55,9 @@ const estimateTokens = (text: string) => Math.max(1, Math.ceil(text.length / 4))
 /**
  * Starts the project's OpenAI-compatible model server on 127.0.0.1 (`POST /v1/chat/completions`,
  * non-streaming; `GET /v1/models`). Default mode: the deterministic planner in `planner.ts`, which is not
- * an LLM and says so. Scripted mode: a test supplies the exact assistant messages.
+ * an LLM and says so. Scripted mode: a test supplies the exact assistant messages and faults. In both
+ * modes a request whose tool messages do not pair with its tool calls is rejected with 400, as OpenAI
+ * does (see {@link transcriptProblem}); such a request consumes no scripted reply.
  * @param options.port 0 (default) picks a free port
  */
 export async function startModelServer(
@@ -91,6 +93,11 @@ export async function startModelServer(
     const body = JSON.parse(raw) as Record<string, unknown>;
     const messages = (body.messages ?? []) as PlannerMessage[];
     requests.push({ model: String(body.model), messages, tools: (body.tools ?? []) as unknown[], body });
+    const problem = transcriptProblem(messages);
+    if (problem) {
+      sendJson(res, 400, { error: { message: problem, type: "invalid_request_error", code: null } });
+      return;
+    }
 
     const reply = queue ? queue.shift() : fromPlanner(messages);
     if (!reply) {
@@ -181,6 +188,39 @@ export async function startModelServer(
       await once(server, "close").catch(() => undefined);
     },
   };
+}
+
+/**
+ * Checks the tool-call pairing OpenAI's chat completions API enforces (it answers 400 otherwise): every
+ * assistant tool call is answered by exactly one following tool message with its id, before the next
+ * non-tool message, and every tool message answers a tool call of the assistant message before it.
+ * Tool call ids must be unique within one assistant message.
+ * @returns a description of the first problem, or undefined when the transcript is valid
+ */
+export function transcriptProblem(messages: PlannerMessage[]): string | undefined {
+  let open: Set<string> | undefined;
+  const unanswered = () =>
+    open && open.size > 0
+      ? `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. Missing: ${[...open].join(", ")}.`
+      : undefined;
+  for (const message of messages) {
+    if (message.role === "tool") {
+      if (!open || !message.tool_call_id || !open.delete(message.tool_call_id)) {
+        return `Messages with role 'tool' must be a response to a preceding message with 'tool_calls' (tool_call_id ${String(message.tool_call_id)}).`;
+      }
+      continue;
+    }
+    const problem = unanswered();
+    if (problem) return problem;
+    open = undefined;
+    if (message.role === "assistant" && message.tool_calls?.length) {
+      const ids = message.tool_calls.map((call) => call.id);
+      if (new Set(ids).size !== ids.length)
+        return `Duplicate tool_call ids in one assistant message: ${ids.join(", ")}.`;
+      open = new Set(ids);
+    }
+  }
+  return unanswered();
 }
 
 function fromPlanner(messages: PlannerMessage[]): ScriptedReply {
