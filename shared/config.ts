@@ -27,7 +27,7 @@ function positiveInt(defaultValue: number, max: number) {
  * - MAX_TOOL_CALLS_PER_TURN (default 8): the seed scenario asks for 2 per turn; a turn asking for more
  *   than 8 is treated as runaway, the excess calls get a validation_error and do not run.
  * - MAX_TOOL_CALLS_PER_RUN (default 20): MAX_CYCLES' default (5) × 4 calls per cycle.
- * - MAX_CONCURRENT_TOOL_CALLS (default 4): the tools are I/O-bound (DynamoDB); 4 keeps a typical turn
+ * - MAX_PARALLEL_TOOL_CALLS (default 4): the tools are I/O-bound (DynamoDB); 4 keeps a typical turn
  *   fully parallel without bursting the table's write capacity from one run.
  * - MAX_TOOL_RESULT_BYTES (default 16384): the issue's 16 KB cap on one tool message (UTF-8 bytes).
  * - LOOP_BREAKER_THRESHOLD (default 2): the issue's default N for identical failures (same tool,
@@ -48,7 +48,7 @@ export const ConfigSchema = z.object({
   MAX_TOTAL_TOKENS: positiveInt(100_000, 10_000_000),
   MAX_TOOL_CALLS_PER_TURN: positiveInt(8, 128),
   MAX_TOOL_CALLS_PER_RUN: positiveInt(20, 1_000),
-  MAX_CONCURRENT_TOOL_CALLS: positiveInt(4, 64),
+  MAX_PARALLEL_TOOL_CALLS: positiveInt(4, 64),
   MAX_TOOL_RESULT_BYTES: positiveInt(16_384, 1_048_576),
   LOOP_BREAKER_THRESHOLD: positiveInt(2, 20),
   SUMMARIZE_ON_MAX_CYCLES: z
@@ -104,7 +104,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxTotalTokens: raw.MAX_TOTAL_TOKENS,
       maxToolCallsPerTurn: raw.MAX_TOOL_CALLS_PER_TURN,
       maxToolCallsPerRun: raw.MAX_TOOL_CALLS_PER_RUN,
-      maxConcurrentToolCalls: raw.MAX_CONCURRENT_TOOL_CALLS,
+      maxConcurrentToolCalls: raw.MAX_PARALLEL_TOOL_CALLS,
       maxToolResultBytes: raw.MAX_TOOL_RESULT_BYTES,
       loopBreakerThreshold: raw.LOOP_BREAKER_THRESHOLD,
       summarizeOnMaxCycles: raw.SUMMARIZE_ON_MAX_CYCLES,

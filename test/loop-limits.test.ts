@@ -20,7 +20,7 @@ describe("run limits", () => {
       MAX_TOTAL_TOKENS: "5000",
       MAX_TOOL_CALLS_PER_TURN: "3",
       MAX_TOOL_CALLS_PER_RUN: "9",
-      MAX_CONCURRENT_TOOL_CALLS: "2",
+      MAX_PARALLEL_TOOL_CALLS: "2",
       MAX_TOOL_RESULT_BYTES: "4096",
       LOOP_BREAKER_THRESHOLD: "3",
       SUMMARIZE_ON_MAX_CYCLES: "true",
@@ -34,7 +34,7 @@ describe("run limits", () => {
       loopBreakerThreshold: 3,
       summarizeOnMaxCycles: true,
     });
-    expect(() => loadConfig({ MAX_CONCURRENT_TOOL_CALLS: "0" })).toThrow(ConfigError);
+    expect(() => loadConfig({ MAX_PARALLEL_TOOL_CALLS: "0" })).toThrow(ConfigError);
     expect(() => loadConfig({ SUMMARIZE_ON_MAX_CYCLES: "yes" })).toThrow(/SUMMARIZE_ON_MAX_CYCLES/);
   });
 
