@@ -5,9 +5,15 @@ import { type PlannerMessage, plan } from "./planner.js";
 
 /**
  * One scripted assistant reply, or a fault to inject, for the local model server's scripted mode.
- * - `content`, `toolCalls`, `refusal`, `finishReason`: the assistant message returned
- * - `delayMs`: wait this long (ms) before answering (the wait ends early if the client disconnects)
- * - `status`: answer with this HTTP error status instead (e.g. 429, 500), body `{error:{message}}`
+ * - `content`, `toolCalls`, `refusal`, `finishReason`: the assistant message returned. Faults in the
+ *   message itself are written here: malformed or truncated `arguments` (any string), a `refusal`, a
+ *   cut-off turn (`finishReason: "length"`), duplicate or empty tool call ids, an unknown tool name.
+ * - `delayMs`: latency: wait this long (ms) before answering (the wait ends early if the client disconnects)
+ * - `status`: answer with this HTTP error status instead (e.g. 429, 500, 503), body `{error:{message}}`;
+ *   each SDK retry consumes the next reply, so a provider failing N times is N such replies
+ * - `headers`: extra response headers, e.g. `{ "retry-after-ms": "10" }` to steer the SDK's retry backoff
+ * - `rawBody`: send this text as the body verbatim (status `status` or 200), e.g. truncated JSON
+ * - `dropConnection`: destroy the socket without any response (a network failure)
  * - `usage`: token counts to report (defaults to a length-based estimate)
  */
 export interface ScriptedReply {
@@ -17,6 +23,9 @@ export interface ScriptedReply {
   finishReason?: "stop" | "tool_calls" | "length" | "content_filter";
   delayMs?: number;
   status?: number;
+  headers?: Record<string, string>;
+  rawBody?: string;
+  dropConnection?: boolean;
   usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
@@ -46,7 +55,9 @@ const estimateTokens = (text: string) => Math.max(1, Math.ceil(text.length / 4))
 /**
  * Starts the project's OpenAI-compatible model server on 127.0.0.1 (`POST /v1/chat/completions`,
  * non-streaming; `GET /v1/models`). Default mode: the deterministic planner in `planner.ts`, which is not
- * an LLM and says so. Scripted mode: a test supplies the exact assistant messages.
+ * an LLM and says so. Scripted mode: a test supplies the exact assistant messages and faults. In both
+ * modes a request whose tool messages do not pair with its tool calls is rejected with 400, as OpenAI
+ * does (see {@link transcriptProblem}); such a request consumes no scripted reply.
  * @param options.port 0 (default) picks a free port
  */
 export async function startModelServer(
@@ -82,6 +93,11 @@ export async function startModelServer(
     const body = JSON.parse(raw) as Record<string, unknown>;
     const messages = (body.messages ?? []) as PlannerMessage[];
     requests.push({ model: String(body.model), messages, tools: (body.tools ?? []) as unknown[], body });
+    const problem = transcriptProblem(messages);
+    if (problem) {
+      sendJson(res, 400, { error: { message: problem, type: "invalid_request_error", code: null } });
+      return;
+    }
 
     const reply = queue ? queue.shift() : fromPlanner(messages);
     if (!reply) {
@@ -95,10 +111,22 @@ export async function startModelServer(
       await Promise.race([new Promise((resolve) => setTimeout(resolve, reply.delayMs)), closed]);
       if (res.destroyed || req.destroyed) return;
     }
+    if (reply.dropConnection) {
+      req.socket.destroy();
+      return;
+    }
+    if (reply.rawBody !== undefined) {
+      res.writeHead(reply.status ?? 200, { "content-type": "application/json", ...reply.headers });
+      res.end(reply.rawBody);
+      return;
+    }
     if (reply.status && reply.status >= 400) {
-      sendJson(res, reply.status, {
-        error: { message: `injected fault: HTTP ${reply.status}`, type: "server_error" },
-      });
+      sendJson(
+        res,
+        reply.status,
+        { error: { message: `injected fault: HTTP ${reply.status}`, type: "server_error" } },
+        reply.headers,
+      );
       return;
     }
     counter += 1;
@@ -115,26 +143,31 @@ export async function startModelServer(
     };
     const completionTokens = reply.usage?.completion_tokens ?? estimateTokens(JSON.stringify(message));
     const promptTokens = reply.usage?.prompt_tokens ?? estimateTokens(raw);
-    sendJson(res, 200, {
-      id: `chatcmpl-local-${counter}`,
-      object: "chat.completion",
-      created: Math.floor(Date.now() / 1000),
-      model: String(body.model ?? "boundloop-local-planner"),
-      system_fingerprint: "boundloop-local-planner",
-      choices: [
-        {
-          index: 0,
-          message,
-          logprobs: null,
-          finish_reason: reply.finishReason ?? (toolCalls?.length ? "tool_calls" : "stop"),
+    sendJson(
+      res,
+      200,
+      {
+        id: `chatcmpl-local-${counter}`,
+        object: "chat.completion",
+        created: Math.floor(Date.now() / 1000),
+        model: String(body.model ?? "boundloop-local-planner"),
+        system_fingerprint: "boundloop-local-planner",
+        choices: [
+          {
+            index: 0,
+            message,
+            logprobs: null,
+            finish_reason: reply.finishReason ?? (toolCalls?.length ? "tool_calls" : "stop"),
+          },
+        ],
+        usage: {
+          prompt_tokens: promptTokens,
+          completion_tokens: completionTokens,
+          total_tokens: promptTokens + completionTokens,
         },
-      ],
-      usage: {
-        prompt_tokens: promptTokens,
-        completion_tokens: completionTokens,
-        total_tokens: promptTokens + completionTokens,
       },
-    });
+      reply.headers,
+    );
   }
 
   server.listen(options.port ?? 0, "127.0.0.1");
@@ -157,13 +190,55 @@ export async function startModelServer(
   };
 }
 
+/**
+ * Checks the tool-call pairing OpenAI's chat completions API enforces (it answers 400 otherwise): every
+ * assistant tool call is answered by exactly one following tool message with its id, before the next
+ * non-tool message, and every tool message answers a tool call of the assistant message before it.
+ * Tool call ids must be unique within one assistant message.
+ * @returns a description of the first problem, or undefined when the transcript is valid
+ */
+export function transcriptProblem(messages: PlannerMessage[]): string | undefined {
+  let open: Set<string> | undefined;
+  const unanswered = () =>
+    open && open.size > 0
+      ? `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. Missing: ${[...open].join(", ")}.`
+      : undefined;
+  for (const message of messages) {
+    if (message.role === "tool") {
+      if (!open || !message.tool_call_id || !open.delete(message.tool_call_id)) {
+        return `Messages with role 'tool' must be a response to a preceding message with 'tool_calls' (tool_call_id ${String(message.tool_call_id)}).`;
+      }
+      continue;
+    }
+    const problem = unanswered();
+    if (problem) return problem;
+    open = undefined;
+    if (message.role === "assistant" && message.tool_calls?.length) {
+      const ids = message.tool_calls.map((call) => call.id);
+      if (new Set(ids).size !== ids.length)
+        return `Duplicate tool_call ids in one assistant message: ${ids.join(", ")}.`;
+      open = new Set(ids);
+    }
+  }
+  return unanswered();
+}
+
 function fromPlanner(messages: PlannerMessage[]): ScriptedReply {
   const decision = plan(messages);
   return decision.kind === "tool_calls" ? { toolCalls: decision.calls } : { content: decision.content };
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.writeHead(status, {
+    ...headers,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+  });
   res.end(text);
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { RunLimits } from "./agent/limits.js";
 
 /** Turns an empty string (an unset variable in many shells and .env files) into undefined. */
 const optionalString = z
@@ -23,6 +24,19 @@ function positiveInt(defaultValue: number, max: number) {
  * - QUOTE_TTL_SECONDS (default 900 s = 15 min): how long a calculateTax quote can be recorded. Long
  *   enough for a run (at most RUN_TIMEOUT_MS) plus a user confirming in a follow-up run; short enough
  *   that a rule-table change or a stale conversation does not reach the ledger much later.
+ * - MAX_TOTAL_TOKENS (default 100000): a cost guard. A run resends its transcript on every cycle; five
+ *   cycles with the 8000-character prompt cap (~2k tokens), the tool schemas and a few tool results at
+ *   the 16 KB cap stay well below it, so reaching it means a runaway run.
+ * - MAX_TOOL_CALLS_PER_TURN (default 8): the seed scenario asks for 2 per turn; a turn asking for more
+ *   than 8 is treated as runaway, the excess calls get a validation_error and do not run.
+ * - MAX_TOOL_CALLS_PER_RUN (default 20): MAX_CYCLES' default (5) × 4 calls per cycle.
+ * - MAX_PARALLEL_TOOL_CALLS (default 4): the tools are I/O-bound (DynamoDB); 4 keeps a typical turn
+ *   fully parallel without bursting the table's write capacity from one run.
+ * - MAX_TOOL_RESULT_BYTES (default 16384): the issue's 16 KB cap on one tool message (UTF-8 bytes).
+ * - LOOP_BREAKER_THRESHOLD (default 2): the issue's default N for identical failures (same tool,
+ *   canonical arguments, error code); the N-th gets a final hint, the next ends the run loop_detected.
+ * - SUMMARIZE_ON_MAX_CYCLES (default false): off, so a run never makes more than MAX_CYCLES model calls
+ *   unless the operator opts in to one last tool-less summary call.
  */
 export const ConfigSchema = z.object({
   OPENAI_API_KEY: optionalString,
@@ -36,6 +50,16 @@ export const ConfigSchema = z.object({
   RUN_TIMEOUT_MS: positiveInt(25_000, 900_000),
   DEADLINE_RESERVE_MS: z.coerce.number().int().min(0).max(60_000).default(1_500),
   QUOTE_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(900),
+  MAX_TOTAL_TOKENS: positiveInt(100_000, 10_000_000),
+  MAX_TOOL_CALLS_PER_TURN: positiveInt(8, 128),
+  MAX_TOOL_CALLS_PER_RUN: positiveInt(20, 1_000),
+  MAX_PARALLEL_TOOL_CALLS: positiveInt(4, 64),
+  MAX_TOOL_RESULT_BYTES: positiveInt(16_384, 1_048_576),
+  LOOP_BREAKER_THRESHOLD: positiveInt(2, 20),
+  SUMMARIZE_ON_MAX_CYCLES: z
+    .enum(["true", "false", ""])
+    .default("false")
+    .transform((value) => value === "true"),
 });
 
 /** The parsed environment, see {@link ConfigSchema}. */
@@ -45,14 +69,15 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * Service configuration in the shapes the code uses.
  * - `model`: OpenAI-compatible endpoint; `apiKey` undefined means "no key configured".
  * - `table`: DynamoDB table name and optional endpoint override (DynamoDB Local, dynalite).
- * - `limits`: server-side caps for a run; `runTimeoutMs` and `deadlineReserveMs` in ms.
  * - `quotes`: `ttlSeconds`, seconds a tax quote stays usable by recordInvoice.
+ * - `limits`: the server's caps for a run ({@link RunLimits}: a request may lower them through
+ *   `clampRunLimits`, never raise them), plus `deadlineReserveMs` (ms kept back for persisting the outcome).
  */
 export interface Config {
   model: { apiKey: string | undefined; baseURL: string | undefined; name: string };
   table: { name: string; endpoint: string | undefined; region: string };
-  limits: { maxCycles: number; runTimeoutMs: number; deadlineReserveMs: number };
   quotes: { ttlSeconds: number };
+  limits: RunLimits & { deadlineReserveMs: number };
 }
 
 /** Raised at cold start when the environment does not satisfy {@link ConfigSchema}. */
@@ -83,6 +108,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxCycles: raw.MAX_CYCLES,
       runTimeoutMs: raw.RUN_TIMEOUT_MS,
       deadlineReserveMs: raw.DEADLINE_RESERVE_MS,
+      maxTotalTokens: raw.MAX_TOTAL_TOKENS,
+      maxToolCallsPerTurn: raw.MAX_TOOL_CALLS_PER_TURN,
+      maxToolCallsPerRun: raw.MAX_TOOL_CALLS_PER_RUN,
+      maxConcurrentToolCalls: raw.MAX_PARALLEL_TOOL_CALLS,
+      maxToolResultBytes: raw.MAX_TOOL_RESULT_BYTES,
+      loopBreakerThreshold: raw.LOOP_BREAKER_THRESHOLD,
+      summarizeOnMaxCycles: raw.SUMMARIZE_ON_MAX_CYCLES,
     },
     quotes: { ttlSeconds: raw.QUOTE_TTL_SECONDS },
   };

@@ -4,8 +4,10 @@ import { z } from "zod";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
 import { Deadline } from "../shared/agent/deadline.js";
 import { createRegistry } from "../shared/agent/dispatcher.js";
+import { clampRunLimits } from "../shared/agent/limits.js";
 import { type CycleRecord, runAgent } from "../shared/agent/loop.js";
 import { defineTool } from "../shared/agent/tool.js";
+import { loadConfig } from "../shared/config.js";
 
 let model: LocalModelServer;
 let client: OpenAI;
@@ -17,6 +19,7 @@ afterAll(async () => {
   await model?.stop();
 });
 
+const caps = loadConfig({}).limits;
 const security = { userId: "usr_1", tenantId: "tenant_a", permissions: [] };
 
 describe("the bounded loop", () => {
@@ -55,7 +58,7 @@ describe("the bounded loop", () => {
       prompt: "wait twice",
       runId: "run_c",
       runScope: "run_c",
-      maxCycles: 5,
+      limits: clampRunLimits(caps, { maxCycles: 5 }),
       deadline,
     });
     deadline.dispose();
@@ -99,7 +102,7 @@ describe("the bounded loop", () => {
       prompt: "loop",
       runId: "run_d",
       runScope: "run_d",
-      maxCycles: 2,
+      limits: clampRunLimits(caps, { maxCycles: 2 }),
       deadline,
     });
     deadline.dispose();

@@ -64,7 +64,7 @@ export function createApp(deps: AppDeps | (() => AppDeps)) {
         prompt: body.data.prompt,
         runId,
         runScope: runId,
-        maxCycles: config.limits.maxCycles,
+        limits: config.limits,
         deadline,
       });
       const { messages: _transcript, ...response } = outcome;

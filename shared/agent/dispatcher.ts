@@ -1,9 +1,10 @@
+import { inspect } from "node:util";
 import type { z } from "zod";
 import type { SecurityContext } from "../identity.js";
 import { DeadlineExceededError, raceAbort } from "./deadline.js";
 import { toolIdempotencyKey } from "./idempotency-key.js";
 import type { ToolError, ToolResult, ToolStatus } from "./result.js";
-import { ToolBusinessError, type ToolDefinition } from "./tool.js";
+import { strictSchemaOf, ToolBusinessError, type ToolDefinition, ToolDefinitionError } from "./tool.js";
 
 /** One tool call as the model asked for it: `arguments` is the raw JSON text the model produced. */
 export interface ToolCallRequest {
@@ -17,48 +18,141 @@ export interface ToolCallRequest {
  * - `runScope`: the client's Idempotency-Key, else the run id (see `toolIdempotencyKey`)
  * - `occurrence`: index of this call among identical calls in the same assistant turn
  * - `signal`: the run's deadline signal
+ * - `remainingMs`: ms left before the run's deadline, read when the call is about to start; a tool whose
+ *   `timeoutMs` is longer than this is not started (omitted: no such check)
  */
 export interface DispatchContext {
   runId: string;
   runScope: string;
   occurrence: number;
   signal: AbortSignal;
+  remainingMs?: () => number;
 }
 
 /** Tools by name. Build it once with {@link createRegistry}. */
 export type ToolRegistry = ReadonlyMap<string, ToolDefinition>;
 
 /**
- * Builds a registry from tool definitions.
- * @throws Error when two tools share a name
+ * Builds a registry from tool definitions, converting each schema to OpenAI strict JSON Schema now
+ * (a tool built without `defineTool` is checked here too).
+ * @throws ToolDefinitionError when two tools share a name, or a schema is outside the strict subset
  */
 export function createRegistry(tools: readonly ToolDefinition[]): ToolRegistry {
   const registry = new Map<string, ToolDefinition>();
   for (const tool of tools) {
-    if (registry.has(tool.name)) throw new Error(`Duplicate tool name "${tool.name}".`);
+    if (registry.has(tool.name)) throw new ToolDefinitionError(`Duplicate tool name "${tool.name}".`);
+    strictSchemaOf(tool);
     registry.set(tool.name, tool);
   }
   return registry;
 }
 
-/** Field-level problems of a zod failure: path ("items.0.amount"), message, and the failed constraint. */
-function zodIssues(error: z.ZodError): Array<Record<string, unknown>> {
+/**
+ * Field-level problems of a zod failure, phrased for the model: `path` ("items.0.amount", "(root)"),
+ * `code` (zod's issue code), `message`, `expected` (the constraint: a type, ">= 2 characters", one of
+ * the allowed values, a pattern) and `received` (the JSON type the model sent at that path, or
+ * "missing"), plus zod's own constraint fields (minimum, maximum, format, pattern, keys, values).
+ */
+export function zodIssues(error: z.ZodError, input: unknown): Array<Record<string, unknown>> {
   return error.issues.map((issue) => {
     const { path, message, code, ...rest } = issue as z.core.$ZodIssue & Record<string, unknown>;
     const extra = Object.fromEntries(
       Object.entries(rest).filter(([key]) =>
-        ["expected", "received", "minimum", "maximum", "keys", "values"].includes(key),
+        ["minimum", "maximum", "inclusive", "format", "pattern", "keys", "values"].includes(key),
       ),
     );
-    return { path: path.map(String).join(".") || "(root)", message, code, ...extra };
+    return {
+      path: path.map(String).join(".") || "(root)",
+      code,
+      message,
+      expected: expectedOf(issue),
+      received: receivedAt(input, path),
+      ...extra,
+    };
   });
 }
 
+/** The constraint an issue says was not met, as a short phrase. */
+function expectedOf(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case "invalid_type":
+      return issue.expected;
+    case "too_small":
+    case "too_big": {
+      const op = issue.code === "too_small" ? (issue.inclusive ? ">=" : ">") : issue.inclusive ? "<=" : "<";
+      const bound = String(issue.code === "too_small" ? issue.minimum : issue.maximum);
+      const unit = issue.origin === "string" ? " characters" : issue.origin === "array" ? " items" : "";
+      return `${issue.origin} ${op} ${bound}${unit}`;
+    }
+    case "invalid_format":
+      return issue.pattern ? `${issue.format} ${issue.pattern}` : issue.format;
+    case "invalid_value":
+      return `one of ${issue.values.map((value) => JSON.stringify(value)).join(", ")}`;
+    case "unrecognized_keys":
+      return "no other keys";
+    case "invalid_union":
+      return [...new Set(issue.errors.flat().map((inner) => expectedOf(inner)))].join(" | ");
+    default:
+      return issue.message;
+  }
+}
+
+/** The JSON type of the value at `path` in the raw arguments ("string", "null", …, or "missing"). */
+function receivedAt(input: unknown, path: readonly PropertyKey[]): string {
+  let value: unknown = input;
+  for (const key of path) {
+    if (typeof value !== "object" || value === null) return "missing";
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  if (value === undefined) return "missing";
+  if (value === null) return "null";
+  return Array.isArray(value) ? "array" : typeof value;
+}
+
 /**
- * Runs one tool call, in this order: unknown tool → permission → JSON.parse → zod safeParse → execute.
- * Never throws: every outcome is a {@link ToolResult} in one of the fixed categories.
- * Codes: UNKNOWN_TOOL, PERMISSION_DENIED, INVALID_JSON, INVALID_ARGUMENTS, a tool's business code,
- * DEADLINE_EXCEEDED, TOOL_FAILED.
+ * The full text of anything thrown: an Error's name, message and cause chain (AggregateError's inner
+ * errors too), a string as is, any other value inspected. Never empty, never "{}" or "[object Object]".
+ */
+export function describeThrown(error: unknown): string {
+  if (error instanceof Error) {
+    let text = error.message ? `${error.name}: ${error.message}` : error.name;
+    if (error instanceof AggregateError && error.errors.length > 0) {
+      text += ` [${error.errors.map(describeThrown).join("; ")}]`;
+    }
+    if (error.cause !== undefined) text += ` (cause: ${describeThrown(error.cause)})`;
+    return text;
+  }
+  if (typeof error === "string") return error || "(empty string thrown)";
+  return inspect(error, { depth: 3, breakLength: Number.POSITIVE_INFINITY });
+}
+
+/**
+ * The result of a tool call that was never started (its turn or run went over a budget, or the run had
+ * no time left for it): a failed {@link ToolResult} with `details.started: false` and
+ * `details.mayHaveCommitted: false`, so every tool_call id still gets a tool message.
+ */
+export function notStartedResult(
+  call: ToolCallRequest,
+  status: Exclude<ToolStatus, "success">,
+  error: { code: string; message: string; retryable: boolean; details?: Record<string, unknown> },
+): ToolResult {
+  return {
+    status,
+    data: null,
+    error: { ...error, details: { ...error.details, started: false, mayHaveCommitted: false } },
+    metadata: { toolName: call.name, toolCallId: call.id, latencyMs: 0, idempotencyKey: null },
+  };
+}
+
+/**
+ * Runs one tool call, in this order: unknown tool → permission → JSON.parse → strip nulls of optional
+ * fields → zod safeParse → time check → execute (under the run's signal and the tool's own timeout).
+ * Never throws: every outcome is a {@link ToolResult} in one of the fixed categories, each error with
+ * code, message, details and `retryable`.
+ * Codes: UNKNOWN_TOOL, PERMISSION_DENIED, INVALID_JSON, INVALID_ARGUMENTS (details.issues with path,
+ * expected, received), a tool's business code, DEADLINE_EXCEEDED (details.mayHaveCommitted; details.started
+ * false when the tool's `timeoutMs` did not fit in the time left), TOOL_TIMEOUT, TOOL_FAILED (the thrown
+ * error's full text).
  */
 export async function dispatchToolCall(
   call: ToolCallRequest,
@@ -84,6 +178,7 @@ export async function dispatchToolCall(
     return result("validation_error", null, {
       code: "UNKNOWN_TOOL",
       message: `There is no tool named "${call.name}". Available tools: ${[...registry.keys()].join(", ")}.`,
+      details: { available: [...registry.keys()] },
       retryable: true,
     });
   }
@@ -101,18 +196,42 @@ export async function dispatchToolCall(
   } catch (error) {
     return result("validation_error", null, {
       code: "INVALID_JSON",
-      message: `The arguments are not valid JSON: ${(error as Error).message}`,
+      message: `The arguments are not complete, valid JSON (${(error as Error).message}); the tool did not run. Send the whole JSON object again.`,
+      details: { received: call.arguments.slice(0, 200) },
       retryable: true,
     });
   }
-  const parsed = tool.inputSchema.safeParse(raw);
+  const args = strictSchemaOf(tool).stripNulls(raw);
+  const parsed = tool.inputSchema.safeParse(args);
   if (!parsed.success) {
-    const issues = zodIssues(parsed.error);
+    const issues = zodIssues(parsed.error, args);
     return result("validation_error", null, {
       code: "INVALID_ARGUMENTS",
-      message: `Invalid arguments for ${tool.name}: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`,
+      message: `Invalid arguments for ${tool.name}: ${issues
+        .map(
+          (i) =>
+            `${String(i.path)}: ${String(i.message)} (expected ${String(i.expected)}, received ${String(i.received)})`,
+        )
+        .join("; ")}`,
       details: { issues },
       retryable: true,
+    });
+  }
+
+  if (context.signal.aborted) {
+    return notStartedResult(call, "fatal_error", {
+      code: "DEADLINE_EXCEEDED",
+      message: `${tool.name} was not started: the run's deadline had passed.`,
+      retryable: false,
+    });
+  }
+  const remainingMs = context.remainingMs?.();
+  if (tool.timeoutMs !== undefined && remainingMs !== undefined && tool.timeoutMs > remainingMs) {
+    return notStartedResult(call, "fatal_error", {
+      code: "DEADLINE_EXCEEDED",
+      message: `${tool.name} was not started: it may take up to ${tool.timeoutMs} ms and the run has ${remainingMs} ms left before its deadline.`,
+      details: { timeoutMs: tool.timeoutMs, remainingMs },
+      retryable: false,
     });
   }
 
@@ -125,6 +244,8 @@ export async function dispatchToolCall(
         occurrence: context.occurrence,
       })
     : null;
+  const toolTimeout = tool.timeoutMs === undefined ? undefined : AbortSignal.timeout(tool.timeoutMs);
+  const signal = toolTimeout ? AbortSignal.any([context.signal, toolTimeout]) : context.signal;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   try {
@@ -132,9 +253,9 @@ export async function dispatchToolCall(
       tool.handler(parsed.data, security, {
         runId: context.runId,
         idempotencyKey: idempotencyKey ?? undefined,
-        signal: context.signal,
+        signal,
       }),
-      context.signal,
+      signal,
     );
     return result("success", data, { code: "", message: "", retryable: false }, elapsed(), idempotencyKey);
   } catch (error) {
@@ -147,27 +268,47 @@ export async function dispatchToolCall(
         idempotencyKey,
       );
     }
+    const effect = tool.isMutating
+      ? "it may already have had its effect (retrying with the same idempotency key is safe)"
+      : "it has no side effects";
     if (error instanceof DeadlineExceededError || context.signal.aborted) {
       return result(
         "fatal_error",
         null,
         {
           code: "DEADLINE_EXCEEDED",
-          message: tool.isMutating
-            ? `${tool.name} was stopped at the run's deadline; it may already have had its effect (retrying with the same idempotency key is safe).`
-            : `${tool.name} was stopped at the run's deadline; it has no side effects.`,
-          details: { mayHaveCommitted: tool.isMutating },
+          message: `${tool.name} was stopped at the run's deadline; ${effect}.`,
+          details: { started: true, mayHaveCommitted: tool.isMutating },
           retryable: false,
         },
         elapsed(),
         idempotencyKey,
       );
     }
-    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    if (toolTimeout?.aborted) {
+      return result(
+        "fatal_error",
+        null,
+        {
+          code: "TOOL_TIMEOUT",
+          message: `${tool.name} was stopped after its timeout of ${tool.timeoutMs} ms; ${effect}.`,
+          details: { started: true, timeoutMs: tool.timeoutMs, mayHaveCommitted: tool.isMutating },
+          retryable: !tool.isMutating,
+        },
+        elapsed(),
+        idempotencyKey,
+      );
+    }
+    const message = describeThrown(error);
     return result(
       "fatal_error",
       null,
-      { code: "TOOL_FAILED", message: `${tool.name} failed unexpectedly: ${message}`, retryable: false },
+      {
+        code: "TOOL_FAILED",
+        message: `${tool.name} failed unexpectedly: ${message}`,
+        details: { error: message, mayHaveCommitted: tool.isMutating },
+        retryable: false,
+      },
       elapsed(),
       idempotencyKey,
     );

@@ -22,7 +22,8 @@ export interface ToolError {
 /**
  * The envelope every tool call produces, success or not. It becomes the tool message the model sees
  * and the row the API returns in `toolResults`.
- * `metadata.latencyMs` is the handler's wall time in ms (0 when it never ran).
+ * `metadata.latencyMs` is the handler's wall time in ms (0 when it never ran); `metadata.truncated` is
+ * present when the result was cut to the tool-result size cap (see {@link capToolResult}).
  */
 export interface ToolResult {
   status: ToolStatus;
@@ -33,5 +34,56 @@ export interface ToolResult {
     toolCallId: string;
     latencyMs: number;
     idempotencyKey: string | null;
+    truncated?: { originalBytes: number; maxBytes: number };
   };
+}
+
+/**
+ * Keeps a tool result's JSON within `maxBytes` UTF-8 bytes (the tool message the model reads, and the
+ * row the API returns). Over the cap, `data` becomes a string: the start of its JSON followed by a
+ * marker saying it was truncated and how big it was; if the error part alone is still too big, its
+ * message is cut the same way and its details dropped. `metadata.truncated` records the original size.
+ * @param maxBytes config MAX_TOOL_RESULT_BYTES (default 16384)
+ * @returns the (possibly new) result and its JSON, which is at most `maxBytes` bytes when `maxBytes`
+ *   leaves room for the envelope (a few hundred bytes)
+ */
+export function capToolResult(result: ToolResult, maxBytes: number): { result: ToolResult; json: string } {
+  const json = JSON.stringify(result);
+  const originalBytes = Buffer.byteLength(json, "utf8");
+  if (originalBytes <= maxBytes) return { result, json };
+  const marker = `[truncated by boundloop: this tool result was ${originalBytes} bytes, over the ${maxBytes}-byte cap]`;
+  const cut = (text: string, bytes: number) => `${utf8Prefix(text, Math.max(0, bytes))}… ${marker}`;
+  const metadata = { ...result.metadata, truncated: { originalBytes, maxBytes } };
+  const build = (budget: number): ToolResult => {
+    const data =
+      result.data === null || result.data === undefined
+        ? result.data
+        : cut(JSON.stringify(result.data), budget);
+    const errorBytes = result.error ? Buffer.byteLength(JSON.stringify(result.error), "utf8") : 0;
+    const error =
+      result.error && errorBytes > maxBytes / 2
+        ? { ...result.error, message: cut(result.error.message, budget), details: { truncated: true } }
+        : result.error;
+    return { ...result, data, error, metadata };
+  };
+  let budget = maxBytes;
+  let capped = build(budget);
+  let cappedJson = JSON.stringify(capped);
+  for (
+    let attempt = 0;
+    attempt < 20 && Buffer.byteLength(cappedJson, "utf8") > maxBytes && budget > 0;
+    attempt++
+  ) {
+    budget = Math.floor(budget - (Buffer.byteLength(cappedJson, "utf8") - maxBytes) - 16);
+    capped = build(budget);
+    cappedJson = JSON.stringify(capped);
+  }
+  return { result: capped, json: cappedJson };
+}
+
+/** The longest prefix of `text` that fits in `bytes` UTF-8 bytes, never splitting a character. */
+function utf8Prefix(text: string, bytes: number): string {
+  const buffer = Buffer.from(text, "utf8");
+  if (buffer.length <= bytes) return text;
+  return new TextDecoder("utf-8", { fatal: false }).decode(buffer.subarray(0, bytes)).replace(/\uFFFD+$/, "");
 }

@@ -1,13 +1,14 @@
-import { zodFunction } from "openai/helpers/zod";
 import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
 import type { z } from "zod";
 import type { SecurityContext } from "../identity.js";
+import { type StrictToolSchema, toStrictToolSchema } from "./strict-schema.js";
 
 /**
  * What a tool handler receives besides its validated input.
  * - `runId`: the run this call belongs to
  * - `idempotencyKey`: set for mutating tools; the handler must make its effect at most once per key
- * - `signal`: aborted at the run's deadline; handlers pass it to every I/O call
+ * - `signal`: aborted at the run's deadline, or at the tool's own `timeoutMs`; handlers pass it to every
+ *   I/O call
  */
 export interface ToolContext {
   runId: string;
@@ -21,6 +22,8 @@ export interface ToolContext {
  * - `requiredPermission`: checked against the caller's security context before the input is parsed
  * - `isMutating`: the dispatcher gives mutating tools an idempotency key
  * - `handler`: returns JSON-serializable data, or throws {@link ToolBusinessError} for a business rule
+ * - `timeoutMs`: optional upper bound of one call in ms. A call is not started when the run has less time
+ *   left than this, and is aborted (fatal_error TOOL_TIMEOUT) when it takes longer.
  */
 export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   name: string;
@@ -28,6 +31,7 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   inputSchema: S;
   isMutating: boolean;
   requiredPermission: string | undefined;
+  timeoutMs?: number;
   handler: (input: z.output<S>, security: SecurityContext, context: ToolContext) => Promise<unknown>;
 }
 
@@ -55,9 +59,11 @@ export class ToolDefinitionError extends Error {
 }
 
 /**
- * Declares a tool; keeps the schema's type for the handler's `input`.
- * @throws ToolDefinitionError when the name is not a valid OpenAI function name (`^[a-zA-Z0-9_-]{1,64}$`)
- *   or the schema cannot be expressed as an OpenAI strict JSON Schema
+ * Declares a tool; keeps the schema's type for the handler's `input`. Converts its schema to an OpenAI
+ * strict JSON Schema now, so a schema outside the strict subset fails at registration, not mid-run.
+ * @throws ToolDefinitionError when the name is not a valid OpenAI function name (`^[a-zA-Z0-9_-]{1,64}$`),
+ *   `timeoutMs` is not a positive integer, or the schema is outside the strict subset (the message says
+ *   how to fix it; see `toStrictToolSchema`)
  * @example defineTool({ name: "ping", description: "…", inputSchema: z.object({}).strict(), isMutating: false,
  *   requiredPermission: undefined, handler: async () => ({ pong: true }) })
  */
@@ -65,26 +71,54 @@ export function defineTool<S extends z.ZodObject>(definition: ToolDefinition<S>)
   if (!/^[a-zA-Z0-9_-]{1,64}$/.test(definition.name)) {
     throw new ToolDefinitionError(`Tool name "${definition.name}" must match ^[a-zA-Z0-9_-]{1,64}$.`);
   }
-  toOpenAITool(definition);
+  if (
+    definition.timeoutMs !== undefined &&
+    !(Number.isSafeInteger(definition.timeoutMs) && definition.timeoutMs > 0)
+  ) {
+    throw new ToolDefinitionError(
+      `Tool "${definition.name}": timeoutMs must be a positive integer (ms), got ${String(definition.timeoutMs)}.`,
+    );
+  }
+  strictSchemaOf(definition as unknown as ToolDefinition);
   return definition;
 }
 
+/** Strict schemas by tool definition, converted once per definition. */
+const strictSchemas = new WeakMap<ToolDefinition, StrictToolSchema>();
+
 /**
- * Derives the OpenAI chat-completions function tool (strict mode) from the tool's zod schema, with
- * openai's own zod helper (`zodFunction`, which uses zod's toJSONSchema and the SDK's strict transform).
- * @throws ToolDefinitionError when the helper cannot convert the schema
+ * The tool's input schema as an OpenAI strict JSON Schema plus its null stripper (see
+ * `toStrictToolSchema`), converted once and cached per definition.
+ * @throws ToolDefinitionError when the schema is outside the strict subset; the message names the tool,
+ *   the field and the fix
+ */
+export function strictSchemaOf(definition: ToolDefinition): StrictToolSchema {
+  let strict = strictSchemas.get(definition);
+  if (!strict) {
+    try {
+      strict = toStrictToolSchema(definition.inputSchema);
+    } catch (error) {
+      throw new ToolDefinitionError(
+        `Tool "${definition.name}": its zod schema is not an OpenAI strict JSON Schema. ${(error as Error).message}`,
+      );
+    }
+    strictSchemas.set(definition, strict);
+  }
+  return strict;
+}
+
+/**
+ * The OpenAI chat-completions function tool (`strict: true`) derived from the tool's zod schema.
+ * @throws ToolDefinitionError as {@link strictSchemaOf}
  */
 export function toOpenAITool(definition: ToolDefinition): ChatCompletionFunctionTool {
-  try {
-    const tool = zodFunction({
+  return {
+    type: "function",
+    function: {
       name: definition.name,
       description: definition.description,
-      parameters: definition.inputSchema,
-    });
-    return { type: "function", function: { ...tool.function } };
-  } catch (error) {
-    throw new ToolDefinitionError(
-      `Tool "${definition.name}": its zod schema cannot be converted to an OpenAI strict JSON Schema (${String(error)}).`,
-    );
-  }
+      parameters: strictSchemaOf(definition).parameters,
+      strict: true,
+    },
+  };
 }

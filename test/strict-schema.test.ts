@@ -1,0 +1,168 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { createRegistry } from "../shared/agent/dispatcher.js";
+import { toStrictToolSchema } from "../shared/agent/strict-schema.js";
+import { defineTool, type ToolDefinition, ToolDefinitionError, toOpenAITool } from "../shared/agent/tool.js";
+import { LedgerStore } from "../shared/store/ledger.js";
+import { QuoteStore } from "../shared/store/quotes.js";
+import { accountingTools } from "../shared/tools/registry.js";
+
+const declare = (inputSchema: z.ZodObject) =>
+  defineTool({
+    name: "t",
+    description: "A tool.",
+    inputSchema,
+    isMutating: false,
+    requiredPermission: undefined,
+    handler: async () => ({}),
+  });
+
+describe("strict schemas at registration", () => {
+  it("the real tools' generated strict schemas (snapshot)", () => {
+    // The stores are never used: only the schemas are read. The clock fixes the rules-in-force text.
+    const tools = accountingTools({
+      ledger: new LedgerStore({} as never, "unused"),
+      quotes: new QuoteStore({} as never, "unused"),
+      quoteTtlSeconds: 900,
+      clock: () => new Date("2026-11-30T12:00:00Z"),
+    }).values();
+    for (const tool of tools) {
+      expect(toOpenAITool(tool)).toMatchSnapshot(tool.name);
+      // Every object in it is closed and lists every property as required.
+      const parameters = toOpenAITool(tool).function.parameters as {
+        properties: Record<string, unknown>;
+        required: string[];
+        additionalProperties: boolean;
+      };
+      expect(parameters.additionalProperties).toBe(false);
+      expect(parameters.required).toEqual(Object.keys(parameters.properties));
+    }
+  });
+
+  it("optional fields become required and nullable, at every depth; .nullable().optional() stays nullable", () => {
+    const strict = toStrictToolSchema(
+      z
+        .object({
+          name: z.string(),
+          note: z.string().max(5).optional().describe("A short note."),
+          address: z
+            .object({ line: z.string(), extra: z.string().nullable().optional() })
+            .strict()
+            .optional(),
+          lines: z.array(z.object({ sku: z.string(), discount: z.number().optional() }).strict()),
+        })
+        .strict(),
+    );
+    expect(strict.parameters).toEqual({
+      $schema: "http://json-schema.org/draft-07/schema#",
+      type: "object",
+      additionalProperties: false,
+      required: ["name", "note", "address", "lines"],
+      properties: {
+        name: { type: "string" },
+        note: { description: "A short note.", anyOf: [{ type: "string", maxLength: 5 }, { type: "null" }] },
+        address: {
+          anyOf: [
+            {
+              type: "object",
+              additionalProperties: false,
+              required: ["line", "extra"],
+              properties: { line: { type: "string" }, extra: { type: ["string", "null"] } },
+            },
+            { type: "null" },
+          ],
+        },
+        lines: {
+          type: "array",
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["sku", "discount"],
+            properties: {
+              sku: { type: "string" },
+              discount: { anyOf: [{ type: "number" }, { type: "null" }] },
+            },
+          },
+        },
+      },
+    });
+    // Nulls of optional fields are stripped (at every depth); a null of a nullable field is kept.
+    expect(
+      strict.stripNulls({
+        name: "n",
+        note: null,
+        address: { line: "l", extra: null },
+        lines: [
+          { sku: "a", discount: null },
+          { sku: "b", discount: 5 },
+        ],
+      }),
+    ).toEqual({
+      name: "n",
+      address: { line: "l", extra: null },
+      lines: [{ sku: "a" }, { sku: "b", discount: 5 }],
+    });
+    expect(strict.stripNulls({ name: "n", note: null, address: null, lines: [] })).toEqual({
+      name: "n",
+      lines: [],
+    });
+    // A null for a required field is left for zod to reject.
+    expect(strict.stripNulls({ name: null })).toEqual({ name: null });
+  });
+
+  it("rejects a root union, with how to fix it", () => {
+    const union = z.union([z.object({ a: z.string() }).strict(), z.object({ b: z.string() }).strict()]);
+    expect(() => declare(union as unknown as z.ZodObject)).toThrow(ToolDefinitionError);
+    expect(() => declare(union as unknown as z.ZodObject)).toThrow(
+      /Tool "t": .*The root is a union\. .*use a single z\.object\(\{\.\.\.\}\)\.strict\(\) with a discriminator field/,
+    );
+  });
+
+  it("rejects an open object (not .strict()), at any depth, naming it", () => {
+    expect(() => declare(z.object({ a: z.string() }))).toThrow(
+      /The object at "\(root\)" is open.*Call \.strict\(\)/,
+    );
+    expect(() => declare(z.object({ items: z.array(z.object({ b: z.string() })) }).strict())).toThrow(
+      /The object at "items\[\]" is open/,
+    );
+    expect(() => declare(z.object({ tags: z.record(z.string(), z.string()) }).strict())).toThrow(
+      /The object at "tags" is open.*instead of z\.record\(\)/,
+    );
+  });
+
+  it("rejects defaults, with how to fix them", () => {
+    expect(() => declare(z.object({ currency: z.string().default("GBP") }).strict())).toThrow(
+      /The field "currency" has a default.*make the field \.optional\(\).*apply the default in the handler/,
+    );
+  });
+
+  it("rejects what JSON Schema cannot express", () => {
+    expect(() => declare(z.object({ when: z.date() }).strict())).toThrow(/zod cannot express the schema/);
+  });
+
+  it("createRegistry checks tools that were not declared with defineTool", () => {
+    const raw = {
+      name: "raw",
+      description: "Skipped defineTool.",
+      inputSchema: z.object({ a: z.string() }),
+      isMutating: false,
+      requiredPermission: undefined,
+      handler: async () => ({}),
+    } as unknown as ToolDefinition;
+    expect(() => createRegistry([raw])).toThrow(/Tool "raw": .*is open/);
+  });
+
+  it("rejects a timeoutMs that is not a positive integer", () => {
+    expect(() =>
+      defineTool({
+        name: "t",
+        description: "A tool.",
+        inputSchema: z.object({}).strict(),
+        isMutating: false,
+        requiredPermission: undefined,
+        timeoutMs: 0,
+        handler: async () => ({}),
+      }),
+    ).toThrow(/timeoutMs must be a positive integer/);
+  });
+});
