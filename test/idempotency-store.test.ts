@@ -58,6 +58,12 @@ const request = (key: string, fingerprint = "fp-a", leaseMs = 10_000) => ({
 const okResponse = (body: string) => ({ status: 200, headers: { "content-type": "application/json" }, body });
 
 describe("IdempotencyStore", () => {
+  it("runs on the backend this suite was asked for (npm run test:dynalite forces dynalite)", () => {
+    const forced = process.env.BOUNDLOOP_DYNAMO_BACKEND;
+    expect(["dynamodb-local", "dynalite", "external"]).toContain(backend);
+    if (forced && backend !== "external") expect(backend).toBe(forced);
+  });
+
   it("acquires, completes fenced on the owner, and replays; the fingerprint is read back from the table", async () => {
     const key = randomUUID();
     const first = await storeAt().acquire(request(key));
