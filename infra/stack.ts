@@ -69,12 +69,14 @@ export const POWERTOOLS = { serviceName: "boundloop", metricsNamespace: "Boundlo
 
 /**
  * The only DynamoDB actions the function may perform, all on the one table (no indexes exist):
- * the ledger's conditional put, get and tenant query, and the run record's put/update/get.
+ * the ledger's and quotes' conditional puts, gets and tenant queries, the run record's put/update/get,
+ * and the idempotency records' owner-fenced update and delete (release of a 5xx outcome).
  */
 export const TABLE_ITEM_ACTIONS = [
   "dynamodb:GetItem",
   "dynamodb:PutItem",
   "dynamodb:UpdateItem",
+  "dynamodb:DeleteItem",
   "dynamodb:Query",
 ] as const;
 

@@ -107,9 +107,13 @@ export async function startModelServer(
       return;
     }
     if (reply.delayMs) {
-      const closed = once(res, "close");
+      // Not `req.destroyed`: Node destroys a fully read request, so that is true for every client.
+      let clientGone = false;
+      const closed = once(res, "close").then(() => {
+        clientGone = true;
+      });
       await Promise.race([new Promise((resolve) => setTimeout(resolve, reply.delayMs)), closed]);
-      if (res.destroyed || req.destroyed) return;
+      if (clientGone || res.destroyed) return;
     }
     if (reply.dropConnection) {
       req.socket.destroy();

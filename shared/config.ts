@@ -12,6 +12,13 @@ function positiveInt(defaultValue: number, max: number) {
   return z.coerce.number().int().positive().max(max).default(defaultValue);
 }
 
+/** A boolean read from an environment string: "true"/"1" or "false"/"0"; unset or empty gives the default. */
+function envBoolean(defaultValue: boolean) {
+  return optionalString
+    .pipe(z.enum(["true", "false", "1", "0"]).optional())
+    .transform((value) => (value === undefined ? defaultValue : value === "true" || value === "1"));
+}
+
 /**
  * The environment the service reads, once, at cold start. This schema is the single source of truth
  * for variable names, defaults and bounds; infra/ and `.env.example` take their names from it.
@@ -37,6 +44,10 @@ function positiveInt(defaultValue: number, max: number) {
  *   canonical arguments, error code); the N-th gets a final hint, the next ends the run loop_detected.
  * - SUMMARIZE_ON_MAX_CYCLES (default false): off, so a run never makes more than MAX_CYCLES model calls
  *   unless the operator opts in to one last tool-less summary call.
+ * - IDEMPOTENCY_TTL_SECONDS (default 86400 s = 24 h): retention of an Idempotency-Key record (issue 4);
+ *   written as the epoch-seconds `ttl` attribute, and checked by every condition because DynamoDB's TTL
+ *   deletion lags (up to days).
+ * - IDEMPOTENCY_KEY_REQUIRED (default false): when true, `POST /v1/runs` without an Idempotency-Key is a 400.
  */
 export const ConfigSchema = z.object({
   OPENAI_API_KEY: optionalString,
@@ -60,6 +71,8 @@ export const ConfigSchema = z.object({
     .enum(["true", "false", ""])
     .default("false")
     .transform((value) => value === "true"),
+  IDEMPOTENCY_TTL_SECONDS: positiveInt(86_400, 31_536_000),
+  IDEMPOTENCY_KEY_REQUIRED: envBoolean(false),
 });
 
 /** The parsed environment, see {@link ConfigSchema}. */
@@ -72,12 +85,14 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * - `quotes`: `ttlSeconds`, seconds a tax quote stays usable by recordInvoice.
  * - `limits`: the server's caps for a run ({@link RunLimits}: a request may lower them through
  *   `clampRunLimits`, never raise them), plus `deadlineReserveMs` (ms kept back for persisting the outcome).
+ * - `idempotency`: `ttlSeconds` (record retention, s) and `keyRequired` (Idempotency-Key header mandatory).
  */
 export interface Config {
   model: { apiKey: string | undefined; baseURL: string | undefined; name: string };
   table: { name: string; endpoint: string | undefined; region: string };
   quotes: { ttlSeconds: number };
   limits: RunLimits & { deadlineReserveMs: number };
+  idempotency: { ttlSeconds: number; keyRequired: boolean };
 }
 
 /** Raised at cold start when the environment does not satisfy {@link ConfigSchema}. */
@@ -117,5 +132,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       summarizeOnMaxCycles: raw.SUMMARIZE_ON_MAX_CYCLES,
     },
     quotes: { ttlSeconds: raw.QUOTE_TTL_SECONDS },
+    idempotency: { ttlSeconds: raw.IDEMPOTENCY_TTL_SECONDS, keyRequired: raw.IDEMPOTENCY_KEY_REQUIRED },
   };
 }

@@ -158,7 +158,13 @@ describe("the CDK stack", () => {
       },
       {
         Effect: "Allow",
-        Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+        Action: [
+          "dynamodb:GetItem",
+          "dynamodb:PutItem",
+          "dynamodb:UpdateItem",
+          "dynamodb:DeleteItem",
+          "dynamodb:Query",
+        ],
         Resource: { "Fn::GetAtt": [tableId, "Arn"] },
       },
       { Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: { Ref: secretId } },

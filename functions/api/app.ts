@@ -7,6 +7,7 @@ import { runAgent } from "../../shared/agent/loop.js";
 import type { AppDeps } from "../../shared/deps.js";
 import { PROBLEM_CONTENT_TYPE, ProblemError, toProblem } from "../../shared/errors.js";
 import { securityContextFromEvent } from "../../shared/identity.js";
+import { withRunIdempotency } from "./run-idempotency.js";
 
 /** What hono/aws-lambda puts in `c.env`: the raw event and the Lambda context. */
 export interface LambdaBindings {
@@ -56,19 +57,26 @@ export function createApp(deps: AppDeps | (() => AppDeps)) {
     );
     const runId = `run_${randomUUID()}`;
     try {
-      const outcome = await runAgent({
-        client: openai,
-        model: config.model.name,
-        tools,
-        security,
-        prompt: body.data.prompt,
-        runId,
-        runScope: runId,
-        limits: config.limits,
-        deadline,
-      });
-      const { messages: _transcript, ...response } = outcome;
-      return c.json(response, 200);
+      // Idempotency-Key (issue 4): replay / 409 / 422, or run once and store; see run-idempotency.ts.
+      const idempotency = { deps: getDeps(), headers: c.req.raw.headers, tenantId: security.tenantId };
+      return await withRunIdempotency(
+        { ...idempotency, body: body.data, leaseExpiresAt: deadline.at },
+        async (key) => {
+          const outcome = await runAgent({
+            client: openai,
+            model: config.model.name,
+            tools,
+            security,
+            prompt: body.data.prompt,
+            runId,
+            runScope: key ?? runId,
+            limits: config.limits,
+            deadline,
+          });
+          const { messages: _transcript, ...response } = outcome;
+          return c.json(response, 200);
+        },
+      );
     } finally {
       deadline.dispose();
     }

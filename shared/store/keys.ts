@@ -1,3 +1,5 @@
+import { sha256Hex } from "../agent/idempotency-key.js";
+
 /**
  * Every key format of the single table, in one place. Every partition key starts with the tenant
  * from the verified security context, so tenant isolation is structural, not a filter.
@@ -6,6 +8,11 @@
  * |---|---|---|
  * | TENANT#<tenantId> | INVOICE#<invoiceId> | invoice |
  * | TENANT#<tenantId> | QUOTE#<quoteId> | tax quote, with `ttl` (epoch seconds) for DynamoDB TTL |
+ * | TENANT#<tenantId> | IDEM#<route>#<sha256(Idempotency-Key)> | HTTP Idempotency-Key record of one route |
+ * | TENANT#<tenantId> | GUARD#<sha256(tool idempotency key)> | effect guard of a tool whose effect is outside DynamoDB |
+ *
+ * Client-supplied keys are hashed (hex SHA-256) so any printable value fits the sort key and cannot
+ * collide with the `#` separators.
  */
 export const keys = {
   /** Partition key of everything a tenant owns. */
@@ -16,6 +23,15 @@ export const keys = {
   invoicePrefix: "INVOICE#",
   /** Sort key of a tax quote (calculateTax's quoteId). */
   quote: (quoteId: string) => `QUOTE#${quoteId}`,
+  /**
+   * Sort key of an HTTP Idempotency-Key record: the route (e.g. `POST /v1/runs`) and the SHA-256 of
+   * the client's key. The tenant is in the partition key, so two tenants' equal keys never meet.
+   */
+  idempotency: (route: string, idempotencyKey: string) => `IDEM#${route}#${sha256Hex(idempotencyKey)}`,
+  /** Sort-key prefix of all Idempotency-Key records (for begins_with queries). */
+  idempotencyPrefix: "IDEM#",
+  /** Sort key of an effect guard: the SHA-256 of the tool call's idempotency key (`tk_…`). */
+  guard: (toolIdempotencyKey: string) => `GUARD#${sha256Hex(toolIdempotencyKey)}`,
 } as const;
 
 /** Attribute names of the table's key schema and TTL (epoch seconds); infra/ uses the same names. */

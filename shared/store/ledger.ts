@@ -1,11 +1,7 @@
-import {
-  ConditionalCheckFailedException,
-  ReturnValuesOnConditionCheckFailure,
-} from "@aws-sdk/client-dynamodb";
-import { type DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
-import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { type DynamoDBDocumentClient, GetCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { sha256Hex } from "../agent/idempotency-key.js";
 import type { MoneyValue } from "../money/money.js";
+import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
 
 /**
@@ -57,12 +53,16 @@ export class LedgerStore {
   ) {}
 
   /**
-   * Records an invoice at most once per idempotency key: a single conditional put
-   * (`attribute_not_exists(pk)`) on a key derived from the idempotency key. If the item exists, nothing
-   * is written and the first invoice is returned (from ReturnValuesOnConditionCheckFailure ALL_OLD
-   * where the server supports it, else a consistent read).
+   * Records an invoice at most once per idempotency key. The effect and its proof are one item: a single
+   * conditional put (`attribute_not_exists(pk)`) of the invoice under an id derived from the idempotency
+   * key, so they cannot diverge (no separate "done" record that a crash could leave unwritten).
+   * If the item exists, nothing is written and the first invoice is returned unchanged (its runId,
+   * createdBy and createdAt stay those of the call that created it). The existing item is read from
+   * ReturnValuesOnConditionCheckFailure ALL_OLD where the server supports it (DynamoDB, DynamoDB Local:
+   * one request), else with a consistent GetItem (dynalite: two requests); see {@link conditionalPut}.
    * @returns the stored invoice and whether this call created it
-   * @throws the SDK's error for anything but a failed condition
+   * @throws Error when the existing item belongs to another idempotency key (an invoice-id collision),
+   *   or vanished between the put and the read; the SDK's error for anything but a failed condition
    */
   async recordOnce(
     invoice: NewInvoice,
@@ -73,25 +73,22 @@ export class LedgerStore {
     const item: Invoice = { ...invoice, invoiceId, idempotencyKey, createdAt: new Date().toISOString() };
     const pk = keys.tenant(invoice.tenantId);
     const sk = keys.invoice(invoiceId);
-    try {
-      await this.client.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: { pk, sk, type: "invoice", ...item },
-          ConditionExpression: "attribute_not_exists(pk)",
-          ReturnValuesOnConditionCheckFailure: ReturnValuesOnConditionCheckFailure.ALL_OLD,
-        }),
-        { abortSignal: signal },
-      );
-      return { invoice: item, created: true };
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const existing = error.Item
-        ? unmarshall(error.Item)
-        : await this.getRaw(invoice.tenantId, invoiceId, signal);
-      if (!existing) throw error;
-      return { invoice: toInvoice(existing), created: false };
+    const put = await conditionalPut(
+      this.client,
+      {
+        tableName: this.tableName,
+        item: { pk, sk, type: "invoice", ...item },
+        condition: "attribute_not_exists(pk)",
+      },
+      signal,
+    );
+    if (put.written) return { invoice: item, created: true };
+    if (!put.existing) throw new Error(`Invoice ${invoiceId} failed its condition but could not be read.`);
+    const existing = toInvoice(put.existing);
+    if (existing.idempotencyKey !== idempotencyKey) {
+      throw new Error(`Invoice id ${invoiceId} is already taken by another idempotency key.`);
     }
+    return { invoice: existing, created: false };
   }
 
   /** Reads one invoice of a tenant (consistent read); undefined when absent. */

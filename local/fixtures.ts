@@ -1,0 +1,34 @@
+import { dispatchToolCall } from "../shared/agent/dispatcher.js";
+import type { AppDeps } from "../shared/deps.js";
+
+/**
+ * recordInvoice arguments for the scripted model (JSON text), over a real quote: calculateTax runs for
+ * `tenantId` through the dispatcher (100.00 GBP in GB), and its quoteId goes into the arguments. The
+ * one place tests and benchmarks spell recordInvoice's input.
+ * @throws Error when calculateTax does not succeed
+ */
+export async function quotedRecordInvoiceArgs(
+  deps: Pick<AppDeps, "tools">,
+  tenantId: string,
+  clientName = "Acme Ltd",
+): Promise<string> {
+  const quote = await dispatchToolCall(
+    {
+      id: "call_quote",
+      name: "calculateTax",
+      arguments: JSON.stringify({
+        amount: "100.00",
+        currency: "GBP",
+        jurisdiction: "GB",
+        taxPointDate: null,
+      }),
+    },
+    deps.tools,
+    { userId: "usr_idem", tenantId, permissions: [] },
+    { runId: "run_quote", runScope: "run_quote", occurrence: 0, signal: new AbortController().signal },
+  );
+  const quoteId = (quote.data as { quoteId?: string } | null)?.quoteId;
+  if (quote.status !== "success" || !quoteId)
+    throw new Error(`calculateTax failed: ${JSON.stringify(quote.error)}`);
+  return JSON.stringify({ clientName, quoteId, clientReference: null, description: null });
+}

@@ -1,0 +1,78 @@
+import { randomUUID } from "node:crypto";
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import { inject } from "vitest";
+import { quotedRecordInvoiceArgs } from "../../local/fixtures.js";
+import { createDocumentClient } from "../../shared/store/dynamo.js";
+import { ensureTable } from "../../shared/store/table.js";
+import { seedEvent } from "./stack.js";
+
+/**
+ * Counts the DynamoDB requests a client sends (one entry per HTTP attempt, by command name), with an SDK
+ * middleware in the deserialize step. `reset()` clears the log; `stop()` removes the middleware.
+ */
+export function countRequests(client: DynamoDBDocumentClient): {
+  log: string[];
+  reset(): void;
+  stop(): void;
+} {
+  const log: string[] = [];
+  const name = `countRequests_${randomUUID()}`;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      log.push(String(context.commandName).replace(/Command$/, ""));
+      return next(args);
+    },
+    { step: "deserialize", name },
+  );
+  return {
+    log,
+    reset() {
+      log.length = 0;
+    },
+    stop() {
+      client.middlewareStack.remove(name);
+    },
+  };
+}
+
+/** A document client on the suite's local DynamoDB with a fresh table of its own. */
+export async function freshTable(): Promise<{ ddb: DynamoDBDocumentClient; tableName: string }> {
+  const tableName = `test-${randomUUID()}`;
+  const ddb = createDocumentClient({
+    name: tableName,
+    endpoint: inject("dynamoEndpoint"),
+    region: "us-east-1",
+  });
+  await ensureTable(ddb, tableName);
+  return { ddb, tableName };
+}
+
+/**
+ * The seed event for `tenantId` (scope billing:write) with `body` (a JSON text, or a prompt) and an
+ * optional raw Idempotency-Key header value.
+ */
+export function runEvent(options: {
+  key?: string;
+  tenantId?: string;
+  prompt?: string;
+  body?: string;
+  scope?: string;
+}): APIGatewayProxyEventV2 {
+  const event = seedEvent({
+    claims: {
+      sub: "usr_idem",
+      tenant_id: options.tenantId ?? "tenant_idem",
+      scope: options.scope ?? "billing:write",
+    },
+    ...(options.body !== undefined ? { body: options.body } : { prompt: options.prompt ?? "record it" }),
+  });
+  if (options.key !== undefined) event.headers = { ...event.headers, "idempotency-key": options.key };
+  return event;
+}
+
+/**
+ * recordInvoice arguments for the scripted model (JSON text) over a real quote of `tenantId`; see
+ * {@link quotedRecordInvoiceArgs}. The one place these tests spell recordInvoice's input.
+ */
+export const recordInvoiceArgs = quotedRecordInvoiceArgs;
