@@ -35,6 +35,8 @@ export interface RecordedRequest {
   messages: PlannerMessage[];
   tools: unknown[];
   body: Record<string, unknown>;
+  /** The request's `authorization` header (the API key the client sent), for tests of key handling. */
+  authorization: string | undefined;
 }
 
 /** A running local model server. `baseURL` ends in `/v1`, ready for `new OpenAI({ baseURL })`. */
@@ -92,7 +94,13 @@ export async function startModelServer(
     const raw = Buffer.concat(chunks).toString("utf8");
     const body = JSON.parse(raw) as Record<string, unknown>;
     const messages = (body.messages ?? []) as PlannerMessage[];
-    requests.push({ model: String(body.model), messages, tools: (body.tools ?? []) as unknown[], body });
+    requests.push({
+      model: String(body.model),
+      messages,
+      tools: (body.tools ?? []) as unknown[],
+      body,
+      authorization: req.headers.authorization,
+    });
     const problem = transcriptProblem(messages);
     if (problem) {
       sendJson(res, 400, { error: { message: problem, type: "invalid_request_error", code: null } });

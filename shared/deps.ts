@@ -1,16 +1,23 @@
+import type { LogFormatter, Logger } from "@aws-lambda-powertools/logger";
+import type { Metrics } from "@aws-lambda-powertools/metrics";
+import { SecretsProvider } from "@aws-lambda-powertools/parameters/secrets";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import OpenAI from "openai";
 import type { ToolRegistry } from "./agent/dispatcher.js";
 import type { Config } from "./config.js";
+import { createObservability } from "./observability.js";
 import { createDocumentClient } from "./store/dynamo.js";
 import { LedgerStore } from "./store/ledger.js";
 import { QuoteStore } from "./store/quotes.js";
+import { RunStore } from "./store/runs.js";
 import { accountingTools } from "./tools/registry.js";
 
 /**
  * Everything a request handler needs, built once per Lambda container and injectable in tests.
  * - `openai`: the real openai client (any OpenAI-compatible server via `config.model.baseURL`)
- * - `ddb`: DynamoDB document client; `ledger`: the invoice store over it; `quotes`: the tax quote store
+ * - `ddb`: DynamoDB document client; `ledger`: the invoice store; `quotes`: the tax quote store;
+ *   `runs`: run records and audit steps
+ * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
  */
 export interface AppDeps {
   config: Config;
@@ -18,7 +25,18 @@ export interface AppDeps {
   openai: OpenAI;
   ledger: LedgerStore;
   quotes: QuoteStore;
+  runs: RunStore;
   tools: ToolRegistry;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+/** Optional parts of {@link createDeps} that tests and scripts may supply. */
+export interface DepsOptions {
+  /** Reads OPENAI_API_KEY_SECRET_NAME; default: a Powertools SecretsProvider in `config.table.region`. */
+  secretsProvider?: Pick<SecretsProvider, "get">;
+  /** A Powertools LogFormatter replacing the default JSON formatter. */
+  logFormatter?: LogFormatter;
 }
 
 /**
@@ -28,18 +46,63 @@ export interface AppDeps {
 export const NO_API_KEY = "no-key-configured";
 
 /**
- * Builds the dependencies from config. The openai client keeps the SDK's own retries (2, with backoff)
- * for 429 and 5xx; every request also carries the run's deadline signal and timeout.
+ * Returns a function giving the OpenAI key stored in Secrets Manager under `secretName`, read with
+ * Powertools Parameters on first use and cached for `maxAgeSeconds` (config SECRET_CACHE_SECONDS).
+ * The secret is the key as plain text, or a JSON object with an `OPENAI_API_KEY` or `apiKey` member.
+ * @throws Error (from the returned function) when the secret cannot be read or holds no usable key;
+ *   the message names the secret, never its value
  */
-export function createDeps(config: Config): AppDeps {
+export function secretApiKey(
+  provider: Pick<SecretsProvider, "get">,
+  secretName: string,
+  maxAgeSeconds: number,
+): () => Promise<string> {
+  return async () => {
+    let value: unknown;
+    try {
+      value = await provider.get(secretName, { maxAge: maxAgeSeconds });
+    } catch (error) {
+      const cause = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      throw new Error(`Could not read the secret ${secretName} (${cause}).`, { cause: error });
+    }
+    const text = typeof value === "string" ? value.trim() : "";
+    let key = text;
+    if (text.startsWith("{")) {
+      try {
+        const parsed = JSON.parse(text) as Record<string, unknown>;
+        key = String(parsed.OPENAI_API_KEY ?? parsed.apiKey ?? "");
+      } catch {
+        key = "";
+      }
+    }
+    if (!key) throw new Error(`The secret ${secretName} holds no OpenAI API key.`);
+    return key;
+  };
+}
+
+/**
+ * Builds the dependencies from config. The openai client keeps the SDK's own retries (2, with backoff)
+ * for 429 and 5xx; every request also carries the run's deadline signal and timeout. With
+ * OPENAI_API_KEY_SECRET_NAME set, the key is fetched lazily by the openai client before its first
+ * request (so a cold start that serves /healthz never reads the secret) and cached.
+ */
+export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
   const ddb = createDocumentClient(config.table);
-  const openai = new OpenAI({
-    apiKey: config.model.apiKey ?? NO_API_KEY,
-    baseURL: config.model.baseURL,
-    maxRetries: 2,
-  });
+  const secretName = config.model.apiKeySecretName;
+  const apiKey = secretName
+    ? secretApiKey(
+        options.secretsProvider ?? new SecretsProvider({ clientConfig: { region: config.table.region } }),
+        secretName,
+        config.model.secretCacheSeconds,
+      )
+    : (config.model.apiKey ?? NO_API_KEY);
+  const openai = new OpenAI({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
+  const runs = new RunStore(ddb, config.table.name, config.runs.ttlSeconds);
   const tools = accountingTools({ ledger, quotes, quoteTtlSeconds: config.quotes.ttlSeconds });
-  return { config, ddb, openai, ledger, quotes, tools };
+  const { logger, metrics } = createObservability(config.observability, {
+    ...(options.logFormatter ? { logFormatter: options.logFormatter } : {}),
+  });
+  return { config, ddb, openai, ledger, quotes, runs, tools, logger, metrics };
 }

@@ -72,9 +72,59 @@ export interface ProblemBody {
 /** Media type of RFC 9457 problem responses. */
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
+/** Node socket error codes that mean the store could not be reached at all. */
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "ESOCKETTIMEDOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+]);
+
 /**
- * Maps any thrown value to a problem response. Unknown errors become INTERNAL with a generic detail:
- * no message, stack or cause of an unexpected error reaches the client.
+ * AWS SDK error names that mean "the service is not answering or not accepting work now", as opposed
+ * to "this request is wrong": timeouts, throttling after the SDK's retries, server faults.
+ */
+const UNAVAILABLE_NAMES = new Set([
+  "TimeoutError",
+  "RequestTimeout",
+  "RequestTimeoutException",
+  "NetworkingError",
+  "ServiceUnavailable",
+  "InternalServerError",
+  "ThrottlingException",
+  "ProvisionedThroughputExceededException",
+  "RequestLimitExceeded",
+]);
+
+/**
+ * True when `error` is an AWS SDK (v3) error saying DynamoDB could not be reached or could not serve
+ * the request after the SDK's own retries: a socket error (ECONNREFUSED, ETIMEDOUT, …), a timeout from
+ * the HTTP handler, throttling, or a server-side fault. The SDK attaches `$metadata` to every error it
+ * raises (attempts, HTTP status), which is how an SDK error is told from any other. Errors of the
+ * request itself (ValidationException, ConditionalCheckFailedException, …) are not "unavailable".
+ * This is the one place the store's availability errors are recognised; {@link toProblem} maps them
+ * to 503 STORE_UNAVAILABLE.
+ */
+export function isStoreUnavailable(error: unknown): boolean {
+  if (typeof error !== "object" || error === null || !("$metadata" in error)) return false;
+  const e = error as { name?: unknown; code?: unknown; $fault?: unknown };
+  if (typeof e.code === "string" && NETWORK_CODES.has(e.code)) return true;
+  if (typeof e.name === "string" && UNAVAILABLE_NAMES.has(e.name)) return true;
+  return e.$fault === "server";
+}
+
+/** Seconds a client should wait before retrying a 503 STORE_UNAVAILABLE (the `Retry-After` header). */
+export const STORE_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * Maps any thrown value to a problem response: a {@link ProblemError} as it is, a store that cannot be
+ * reached ({@link isStoreUnavailable}) as 503 STORE_UNAVAILABLE with `Retry-After`, anything else as
+ * INTERNAL with a generic detail: no message, stack or cause of an unexpected error reaches the client.
  * @returns `{ status, body, headers }` ready to send
  */
 export function toProblem(error: unknown): {
@@ -85,7 +135,11 @@ export function toProblem(error: unknown): {
   const problem =
     error instanceof ProblemError
       ? error
-      : new ProblemError("INTERNAL", "The server could not complete the request.");
+      : isStoreUnavailable(error)
+        ? new ProblemError("STORE_UNAVAILABLE", "The data store is not reachable right now; retry shortly.", {
+            headers: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) },
+          })
+        : new ProblemError("INTERNAL", "The server could not complete the request.");
   const body: ProblemBody = {
     ...problem.extensions,
     type: `https://boundloop.dev/problems/${problem.code.toLowerCase().replaceAll("_", "-")}`,

@@ -40,7 +40,12 @@ const refuses = defineTool({
   },
 });
 // calculateTax stores a quote, so it gets a quote store over its own table on the suite's DynamoDB Local.
-const table = { name: `test-${randomUUID()}`, endpoint: inject("dynamoEndpoint"), region: "us-east-1" };
+const table = {
+  name: `test-${randomUUID()}`,
+  endpoint: inject("dynamoEndpoint"),
+  region: "us-east-1",
+  requestTimeoutMs: 3_000,
+};
 const ddb = createDocumentClient(table);
 let registry: ToolRegistry;
 beforeAll(async () => {

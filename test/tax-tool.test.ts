@@ -209,8 +209,11 @@ describe("calculateTax", () => {
     expect(pathsOf(await calculateTax({ ...base, jurisdiction: "Germany" }))).toEqual(["jurisdiction"]);
     expect(pathsOf(await calculateTax({ ...base, taxPointDate: "2026-02-30" }))).toEqual(["taxPointDate"]);
     expect(pathsOf(await calculateTax({ ...base, taxPointDate: "30/11/2026" }))).toEqual(["taxPointDate"]);
+    // taxPointDate is optional in zod (required and nullable on the wire): omitted means today.
     const { taxPointDate: _omitted, ...withoutDate } = base;
-    expect(pathsOf(await calculateTax(withoutDate))).toEqual(["taxPointDate"]);
+    const today = await calculateTax(withoutDate);
+    expect(today.status).toBe("success");
+    expect((today.data as { taxPointDate: string }).taxPointDate).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     expect(pathsOf(await calculateTax({ ...base, currency: "XXX" }))).toEqual(["currency"]);
     const extra = await calculateTax({ ...base, rate: "0.05" });
     expect(extra.error?.details.issues).toEqual([

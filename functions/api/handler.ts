@@ -15,8 +15,9 @@ export function createHandler(deps: AppDeps | (() => AppDeps)) {
 export type ApiEvent = Parameters<ReturnType<typeof createHandler>>[0];
 
 /**
- * The Lambda entry point the stack deploys (API Gateway HTTP API v2 payloads). Config is parsed at
- * cold start (an invalid environment fails the init with a clear message); clients are built on the
- * first request that needs them.
+ * The Lambda entry point the stack deploys. It answers API Gateway HTTP API (v2) and REST API (v1)
+ * events and Lambda function URL events (hono/aws-lambda decodes `isBase64Encoded` bodies). Config is
+ * parsed at cold start (an invalid environment fails the init with a clear message); clients are built
+ * on the first request that needs them, and the OpenAI key secret is read on the first model call.
  */
 export const handler = createHandler(createDeps.bind(null, loadConfig(process.env)));

@@ -1,4 +1,4 @@
-import OpenAI from "openai";
+import OpenAI, { type ClientOptions } from "openai";
 import type {
   ChatCompletion,
   ChatCompletionFunctionTool,
@@ -467,9 +467,15 @@ class ModelCaller {
     private readonly input: RunInput,
     private readonly tools: ChatCompletionFunctionTool[],
   ) {
-    // The client's configured fetch (the SDK keeps it private; it is the `fetch` option it was built with).
-    const baseFetch = (input.client as unknown as { fetch: typeof fetch }).fetch;
+    // The client's configured fetch and options (the SDK keeps both private). `withOptions` copies the
+    // resolved `apiKey` string, which is "Missing Key" for a client built with an apiKey *function* (a
+    // key read lazily from Secrets Manager), so the original option is passed on explicitly.
+    const { fetch: baseFetch, _options } = input.client as unknown as {
+      fetch: typeof fetch;
+      _options: { apiKey?: ClientOptions["apiKey"] };
+    };
     this.client = input.client.withOptions({
+      ...(_options.apiKey === undefined ? {} : { apiKey: _options.apiKey }),
       fetch: async (url, init) => {
         const response = await baseFetch.call(undefined, url, init);
         if (!response.ok) this.lastFailedStatus = response.status;

@@ -7,6 +7,8 @@ import { sha256Hex } from "../agent/idempotency-key.js";
  * | pk | sk | item |
  * |---|---|---|
  * | TENANT#<tenantId> | INVOICE#<invoiceId> | invoice |
+ * | TENANT#<tenantId> | RUN#<runId> | run record (status, limits, outcome), with `ttl` |
+ * | TENANT#<tenantId> | RUN#<runId>#STEP#<cycle, 4 digits> | one audit step (cycle) of a run, with `ttl` |
  * | TENANT#<tenantId> | QUOTE#<quoteId> | tax quote, with `ttl` (epoch seconds) for DynamoDB TTL |
  * | TENANT#<tenantId> | IDEM#<route>#<sha256(Idempotency-Key)> | HTTP Idempotency-Key record of one route |
  * | TENANT#<tenantId> | GUARD#<sha256(tool idempotency key)> | effect guard of a tool whose effect is outside DynamoDB |
@@ -32,6 +34,10 @@ export const keys = {
   idempotencyPrefix: "IDEM#",
   /** Sort key of an effect guard: the SHA-256 of the tool call's idempotency key (`tk_…`). */
   guard: (toolIdempotencyKey: string) => `GUARD#${sha256Hex(toolIdempotencyKey)}`,
+  /** Sort key of a run record; also the prefix of its steps (runIds contain no `#`). */
+  run: (runId: string) => `RUN#${runId}`,
+  /** Sort key of one audit step of a run; cycles are zero-padded so steps sort in cycle order. */
+  runStep: (runId: string, cycle: number) => `RUN#${runId}#STEP#${String(cycle).padStart(4, "0")}`,
 } as const;
 
 /** Attribute names of the table's key schema and TTL (epoch seconds); infra/ uses the same names. */

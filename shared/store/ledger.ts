@@ -127,6 +127,46 @@ export class LedgerStore {
     );
     return result.Item;
   }
+
+  /**
+   * One page of a tenant's invoices in key order (consistent read). Reads `limit + 1` items so that
+   * `nextKey` is present only when more invoices follow: it is the DynamoDB key (`{pk, sk}`, the
+   * LastEvaluatedKey of this page) to pass back as `startKey` for the next page.
+   * @param options.limit page size, 1 to 1000 (callers bound it further)
+   * @param options.startKey a `nextKey` from an earlier page of the same tenant
+   * @throws RangeError for a limit out of range; the SDK's error for a failed read
+   */
+  async listPage(
+    tenantId: string,
+    options: { limit: number; startKey?: Record<string, string> },
+    signal?: AbortSignal,
+  ): Promise<{ invoices: Invoice[]; nextKey: Record<string, string> | undefined }> {
+    if (!Number.isInteger(options.limit) || options.limit < 1 || options.limit > 1000) {
+      throw new RangeError(`limit must be an integer from 1 to 1000, got ${options.limit}.`);
+    }
+    const pk = keys.tenant(tenantId);
+    const items: Record<string, unknown>[] = [];
+    let startKey: Record<string, unknown> | undefined = options.startKey;
+    do {
+      const page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+          ExpressionAttributeValues: { ":pk": pk, ":prefix": keys.invoicePrefix },
+          ExclusiveStartKey: startKey,
+          Limit: options.limit + 1 - items.length,
+          ConsistentRead: true,
+        }),
+        { abortSignal: signal },
+      );
+      items.push(...(page.Items ?? []));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey && items.length <= options.limit);
+    const pageItems = items.slice(0, options.limit);
+    const last = pageItems.at(-1);
+    const nextKey = items.length > options.limit && last ? { pk, sk: String(last.sk) } : undefined;
+    return { invoices: pageItems.map(toInvoice), nextKey };
+  }
 }
 
 /** Strips table attributes (pk, sk, type) from a stored item. */

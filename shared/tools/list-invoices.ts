@@ -15,7 +15,7 @@ export const ListInvoicesInput = z
       .int()
       .min(1)
       .max(LIST_INVOICES_MAX)
-      .nullable()
+      .optional()
       .describe(`How many invoices to return, 1-${LIST_INVOICES_MAX}; null for ${LIST_INVOICES_DEFAULT}.`),
   })
   .strict();

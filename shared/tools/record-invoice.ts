@@ -30,14 +30,14 @@ export const RecordInvoiceInput = z
       .trim()
       .min(1)
       .max(64)
-      .nullable()
+      .optional()
       .describe("The client's own reference, e.g. a purchase order number (1-64 chars), or null."),
     description: z
       .string()
       .trim()
       .min(1)
       .max(500)
-      .nullable()
+      .optional()
       .describe("What the invoice is for (1-500 chars), or null."),
   })
   .strict();
@@ -124,8 +124,8 @@ export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeo
         {
           tenantId: security.tenantId,
           clientName: input.clientName,
-          clientReference: input.clientReference,
-          description: input.description,
+          clientReference: input.clientReference ?? null,
+          description: input.description ?? null,
           quoteId: quote.quoteId,
           jurisdiction: quote.jurisdiction,
           currency: quote.currency,

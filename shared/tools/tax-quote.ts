@@ -51,7 +51,7 @@ export const taxInputFields = {
     .regex(DATE_SHAPE, "a date YYYY-MM-DD")
     // Only a well-formed date can fail this; the regex reports the others (one issue per problem).
     .refine((date) => !DATE_SHAPE.test(date) || isCalendarDate(date), "a calendar date that exists")
-    .nullable()
+    .optional()
     .describe(
       `Tax point (time of supply) as YYYY-MM-DD; it picks the rate version. null means today in ${TAX_RULES.timezone}.`,
     ),

@@ -43,6 +43,7 @@ export async function freshTable(): Promise<{ ddb: DynamoDBDocumentClient; table
     name: tableName,
     endpoint: inject("dynamoEndpoint"),
     region: "us-east-1",
+    requestTimeoutMs: 3_000,
   });
   await ensureTable(ddb, tableName);
   return { ddb, tableName };

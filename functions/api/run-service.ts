@@ -1,0 +1,150 @@
+import { Deadline } from "../../shared/agent/deadline.js";
+import { clampRunLimits, type RunLimits } from "../../shared/agent/limits.js";
+import { type RunOutcome, type RunUsage, runAgent } from "../../shared/agent/loop.js";
+import type { AppDeps } from "../../shared/deps.js";
+import type { SecurityContext } from "../../shared/identity.js";
+import { recordRunMetrics, recordToolResultMetric } from "../../shared/observability.js";
+
+/**
+ * One run as the HTTP layer asks for it.
+ * - `maxCycles`, `timeoutMs` (ms): the request's own caps, which only tighten the server's
+ * - `runScope`: the client's Idempotency-Key, else `runId` (feeds tool idempotency keys)
+ * - `deadline`: the run's deadline, made by the caller from {@link runBudgetMs} (the HTTP layer also
+ *   uses it as the Idempotency-Key lease); the caller disposes it
+ */
+export interface RunRequest {
+  security: SecurityContext;
+  prompt: string;
+  runId: string;
+  runScope: string;
+  maxCycles?: number | undefined;
+  timeoutMs?: number | undefined;
+  deadline: Deadline;
+}
+
+/**
+ * The effective limits of a run: the server's caps (`config.limits`) lowered by the request's
+ * `maxCycles` and `timeoutMs` (ms), through `clampRunLimits` — a request can only tighten them (a
+ * larger value is clamped, not rejected).
+ */
+export function effectiveLimits(
+  config: AppDeps["config"],
+  request: Pick<RunRequest, "maxCycles" | "timeoutMs">,
+): RunLimits {
+  return clampRunLimits(config.limits, { maxCycles: request.maxCycles, runTimeoutMs: request.timeoutMs });
+}
+
+/**
+ * The run's time budget in ms: the smaller of its effective timeout and the Lambda's remaining time
+ * (`lambdaRemainingMs`, undefined outside Lambda) minus DEADLINE_RESERVE_MS; see `Deadline.budgetMs`.
+ */
+export function runBudgetMs(
+  config: AppDeps["config"],
+  request: Pick<RunRequest, "maxCycles" | "timeoutMs">,
+  lambdaRemainingMs: number | undefined,
+): number {
+  return Deadline.budgetMs(
+    effectiveLimits(config, request).runTimeoutMs,
+    lambdaRemainingMs,
+    config.limits.deadlineReserveMs,
+  );
+}
+
+/**
+ * Runs the agent with an audit trail, logs and metrics:
+ * 1. writes the run record (`running`) — a store failure here stops the request before any model call
+ * 2. runs the bounded loop; after each cycle appends an audit step, logs each tool result (INFO:
+ *    toolName, status, error code, latencyMs) and emits its metrics
+ * 3. writes the outcome, logs "run finished" and stores the run metrics
+ * A failed step or outcome write is logged (WARN/ERROR) and does not change the outcome: the effects of
+ * the run have happened, so the caller still gets them. Prompts and answers are never logged.
+ * @throws the store's error when the run record cannot be written at the start; any unexpected error
+ *   of the loop (after marking the run `failed`, best effort)
+ */
+export async function executeRun(deps: AppDeps, request: RunRequest): Promise<RunOutcome> {
+  const { config, logger, metrics, runs } = deps;
+  const { security, runId } = request;
+  const limits = effectiveLimits(config, request);
+  logger.appendKeys({ runId, tenantId: security.tenantId });
+
+  await runs.start({
+    tenantId: security.tenantId,
+    runId,
+    userId: security.userId,
+    prompt: request.prompt,
+    limits: { maxCycles: limits.maxCycles, timeoutMs: limits.runTimeoutMs },
+  });
+  logger.info("run started", {
+    userId: security.userId,
+    maxCycles: limits.maxCycles,
+    timeoutMs: limits.runTimeoutMs,
+    promptChars: request.prompt.length,
+  });
+
+  const usageSoFar: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  const { deadline } = request;
+  let outcome: RunOutcome;
+  try {
+    outcome = await runAgent({
+      client: deps.openai,
+      model: config.model.name,
+      tools: deps.tools,
+      security,
+      prompt: request.prompt,
+      runId,
+      runScope: request.runScope,
+      limits,
+      deadline,
+      hooks: {
+        onCycle: async (record) => {
+          usageSoFar.promptTokens += record.usage.promptTokens;
+          usageSoFar.completionTokens += record.usage.completionTokens;
+          usageSoFar.totalTokens += record.usage.totalTokens;
+          for (const call of record.toolCalls) {
+            logger.info("tool result", {
+              cycle: record.cycle,
+              toolName: call.result.metadata.toolName,
+              status: call.result.status,
+              errorCode: call.result.error?.code ?? null,
+              latencyMs: call.result.metadata.latencyMs,
+              idempotencyKey: call.result.metadata.idempotencyKey,
+            });
+            recordToolResultMetric(metrics, call.result);
+          }
+          try {
+            await runs.appendStep(security.tenantId, runId, record, { ...usageSoFar });
+          } catch (error) {
+            logger.warn("audit step not written", { cycle: record.cycle, error: error as Error });
+          }
+        },
+      },
+    });
+  } catch (error) {
+    await runs
+      .fail(security.tenantId, runId, "The server failed during the run.")
+      .catch(() => logger.warn("run failure not recorded"));
+    throw error;
+  }
+
+  try {
+    await runs.finish(security.tenantId, runId, {
+      status: outcome.status,
+      cycles: outcome.cycles,
+      answer: outcome.answer,
+      reason: outcome.reason,
+      usage: outcome.usage,
+      durationMs: outcome.durationMs,
+    });
+  } catch (error) {
+    logger.error("run outcome not written", { error: error as Error });
+  }
+  recordRunMetrics(metrics, outcome);
+  logger.info("run finished", {
+    status: outcome.status,
+    cycles: outcome.cycles,
+    toolResults: outcome.toolResults.length,
+    totalTokens: outcome.usage.totalTokens,
+    latencyMs: outcome.durationMs,
+  });
+  return outcome;
+}

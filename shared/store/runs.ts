@@ -1,0 +1,323 @@
+import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
+import {
+  type DynamoDBDocumentClient,
+  PutCommand,
+  QueryCommand,
+  type QueryCommandOutput,
+  UpdateCommand,
+} from "@aws-sdk/lib-dynamodb";
+import { sha256Hex } from "../agent/idempotency-key.js";
+import type { CycleRecord, RunStatus, RunUsage } from "../agent/loop.js";
+import type { ToolResult } from "../agent/result.js";
+import { keys } from "./keys.js";
+
+/**
+ * Where a run is: `running` from the first write until the outcome is stored; then the loop's terminal
+ * {@link RunStatus}; `failed` when the server itself failed mid-run (an unexpected error, not a model
+ * or tool failure).
+ */
+export type RunRecordStatus = "running" | "failed" | RunStatus;
+
+/**
+ * The stored run (one item, sort key `RUN#<runId>`), written at start and updated as cycles complete
+ * and when the run ends. The prompt itself is not stored: only its length and SHA-256, so the audit
+ * can prove which prompt ran without keeping its text.
+ * - `limits`: the effective caps of this run (after clamping the request's to the server's), ms for time
+ * - `cyclesRecorded`: audit steps written so far (how far a killed run got)
+ * - `usage`: tokens summed over recorded cycles while running, the run's total once finished
+ * - `expiresAt`: when DynamoDB TTL may delete the record (ISO 8601; the item's `ttl` in epoch seconds)
+ */
+export interface RunRecord {
+  runId: string;
+  tenantId: string;
+  userId: string;
+  status: RunRecordStatus;
+  prompt: { chars: number; sha256: string };
+  limits: { maxCycles: number; timeoutMs: number };
+  startedAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+  cyclesRecorded: number;
+  cycles: number | null;
+  answer: string | null;
+  reason: string | null;
+  usage: RunUsage;
+  durationMs: number | null;
+  expiresAt: string;
+}
+
+/**
+ * One tool call in an audit step: the model's raw arguments (cut to {@link MAX_ARGUMENT_CHARS}, with
+ * `argumentsTruncated` saying so) and the backend's tool result (status, data or error, latency,
+ * idempotency key).
+ */
+export interface RunStepToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+  argumentsTruncated: boolean;
+  result: ToolResult;
+}
+
+/**
+ * One audit step: what happened in one cycle (sort key `RUN#<runId>#STEP#<cycle>`).
+ * - `request`: a summary of the model request (message count, tools offered), never the prompt text
+ * - `modelLatencyMs`: wall time of the model call in ms; `usage`: this cycle's tokens
+ */
+export interface RunStep {
+  cycle: number;
+  recordedAt: string;
+  request: CycleRecord["request"];
+  finishReason: string | null;
+  modelLatencyMs: number;
+  usage: RunUsage;
+  toolCalls: RunStepToolCall[];
+}
+
+/** The outcome fields written when a run ends. */
+export interface RunFinish {
+  status: RunStatus;
+  cycles: number;
+  answer: string | null;
+  reason: string | null;
+  usage: RunUsage;
+  durationMs: number;
+}
+
+/** Raw tool-call arguments longer than this (characters) are cut in the audit step. */
+export const MAX_ARGUMENT_CHARS = 8_192;
+/** A step whose JSON exceeds this many bytes drops tool result `data` (DynamoDB items are ≤ 400 KB). */
+const MAX_STEP_BYTES = 300_000;
+
+const ZERO_USAGE: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+
+/**
+ * Run records and their audit steps, tenant-scoped (`TENANT#<tenantId>`), each item with a `ttl`
+ * (epoch seconds) of `ttlSeconds` after it was written (config RUN_TTL_SECONDS). Every write is a single
+ * conditional item write, so a run killed mid-way keeps the record and steps written so far.
+ */
+export class RunStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+    private readonly ttlSeconds: number,
+  ) {}
+
+  /**
+   * Writes the run record with status `running` (conditional: never overwrites an existing run).
+   * @param input.prompt the prompt text; only its length and SHA-256 are stored
+   * @returns the record as stored
+   * @throws ConditionalCheckFailedException when the runId already exists; the SDK's error otherwise
+   */
+  async start(
+    input: {
+      tenantId: string;
+      runId: string;
+      userId: string;
+      prompt: string;
+      limits: RunRecord["limits"];
+    },
+    now: Date = new Date(),
+  ): Promise<RunRecord> {
+    const ttl = this.ttlFrom(now);
+    const record: RunRecord = {
+      runId: input.runId,
+      tenantId: input.tenantId,
+      userId: input.userId,
+      status: "running",
+      prompt: { chars: input.prompt.length, sha256: sha256Hex(input.prompt) },
+      limits: input.limits,
+      startedAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+      finishedAt: null,
+      cyclesRecorded: 0,
+      cycles: null,
+      answer: null,
+      reason: null,
+      usage: ZERO_USAGE,
+      durationMs: null,
+      expiresAt: new Date(ttl * 1000).toISOString(),
+    };
+    await this.client.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { pk: keys.tenant(input.tenantId), sk: keys.run(input.runId), type: "run", ttl, ...record },
+        ConditionExpression: "attribute_not_exists(pk)",
+      }),
+    );
+    return record;
+  }
+
+  /**
+   * Appends one cycle's audit step (a new item; conditional, so a cycle is never rewritten), then moves
+   * the run record's `cyclesRecorded`, `usage` (tokens so far) and `updatedAt` forward while it is still
+   * `running`.
+   * @param usageSoFar tokens summed over this and earlier cycles
+   * @throws the SDK's error when a write fails
+   */
+  async appendStep(
+    tenantId: string,
+    runId: string,
+    record: CycleRecord,
+    usageSoFar: RunUsage,
+    now: Date = new Date(),
+  ): Promise<RunStep> {
+    const step = toStep(record, now);
+    await this.client.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: {
+          pk: keys.tenant(tenantId),
+          sk: keys.runStep(runId, record.cycle),
+          type: "run_step",
+          runId,
+          ttl: this.ttlFrom(now),
+          ...step,
+        },
+        ConditionExpression: "attribute_not_exists(pk)",
+      }),
+    );
+    await this.updateIfRunning(tenantId, runId, {
+      cyclesRecorded: record.cycle,
+      usage: usageSoFar,
+      updatedAt: now.toISOString(),
+    });
+    return step;
+  }
+
+  /**
+   * Stores a run's outcome (only while the record is `running`, so an outcome is written once).
+   * @returns false when the record was not `running` (already finished, or missing)
+   * @throws the SDK's error for anything but the failed condition
+   */
+  async finish(
+    tenantId: string,
+    runId: string,
+    outcome: RunFinish,
+    now: Date = new Date(),
+  ): Promise<boolean> {
+    return this.updateIfRunning(tenantId, runId, {
+      ...outcome,
+      finishedAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+    });
+  }
+
+  /**
+   * Marks a run `failed` after an unexpected server error (best effort; `reason` is a generic sentence,
+   * never the error's message).
+   * @returns false when the record was not `running`
+   */
+  async fail(tenantId: string, runId: string, reason: string, now: Date = new Date()): Promise<boolean> {
+    return this.updateIfRunning(tenantId, runId, {
+      status: "failed",
+      reason,
+      finishedAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+    });
+  }
+
+  /**
+   * Reads a run and its steps (in cycle order) with consistent reads. Items past their `ttl` count as
+   * absent (DynamoDB deletes expired items lazily, up to days later).
+   * @returns undefined when the tenant has no such run
+   */
+  async get(
+    tenantId: string,
+    runId: string,
+    signal?: AbortSignal,
+    now: Date = new Date(),
+  ): Promise<{ run: RunRecord; steps: RunStep[] } | undefined> {
+    const items: Record<string, unknown>[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page: QueryCommandOutput = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+          ExpressionAttributeValues: { ":pk": keys.tenant(tenantId), ":prefix": keys.run(runId) },
+          ExclusiveStartKey: startKey,
+          ConsistentRead: true,
+        }),
+        { abortSignal: signal },
+      );
+      items.push(...(page.Items ?? []));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    const nowSeconds = Math.floor(now.getTime() / 1000);
+    const live = items.filter((item) => item.runId === runId && Number(item.ttl) > nowSeconds);
+    const runItem = live.find((item) => item.type === "run");
+    if (!runItem) return undefined;
+    const steps = live
+      .filter((item) => item.type === "run_step")
+      .map((item) => strip(item) as unknown as RunStep & { runId?: string })
+      .map(({ runId: _runId, ...step }) => step as RunStep)
+      .sort((a, b) => a.cycle - b.cycle);
+    return { run: strip(runItem) as unknown as RunRecord, steps };
+  }
+
+  private ttlFrom(now: Date): number {
+    return Math.floor(now.getTime() / 1000) + this.ttlSeconds;
+  }
+
+  /** Sets `fields` on the run record if it exists and is still `running` (names are placeholders, so
+   * reserved words such as `status` and `usage` are safe). */
+  private async updateIfRunning(
+    tenantId: string,
+    runId: string,
+    fields: Record<string, unknown>,
+  ): Promise<boolean> {
+    const entries = Object.entries(fields);
+    const names: Record<string, string> = Object.fromEntries(entries.map(([name], i) => [`#f${i}`, name]));
+    const values: Record<string, unknown> = Object.fromEntries(
+      entries.map(([, value], i) => [`:f${i}`, value]),
+    );
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: keys.tenant(tenantId), sk: keys.run(runId) },
+          UpdateExpression: `SET ${entries.map((_, i) => `#f${i} = :f${i}`).join(", ")}`,
+          ConditionExpression: "attribute_exists(pk) AND #status = :running",
+          ExpressionAttributeNames: { ...names, "#status": "status" },
+          ExpressionAttributeValues: { ...values, ":running": "running" },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+}
+
+/** Turns a loop cycle record into an audit step, bounding its size. */
+function toStep(record: CycleRecord, now: Date): RunStep {
+  const step: RunStep = {
+    cycle: record.cycle,
+    recordedAt: now.toISOString(),
+    request: record.request,
+    finishReason: record.finishReason,
+    modelLatencyMs: record.modelLatencyMs,
+    usage: record.usage,
+    toolCalls: record.toolCalls.map((call) => ({
+      id: call.id,
+      name: call.name,
+      arguments: call.arguments.slice(0, MAX_ARGUMENT_CHARS),
+      argumentsTruncated: call.arguments.length > MAX_ARGUMENT_CHARS,
+      result: call.result,
+    })),
+  };
+  if (Buffer.byteLength(JSON.stringify(step)) > MAX_STEP_BYTES) {
+    for (const call of step.toolCalls) {
+      call.result = { ...call.result, data: { omitted: "tool result data too large for the audit step" } };
+    }
+  }
+  return step;
+}
+
+/** Removes table attributes (pk, sk, type, ttl) from a stored item. */
+function strip(item: Record<string, unknown>): Record<string, unknown> {
+  const { pk: _pk, sk: _sk, type: _type, ttl: _ttl, ...rest } = item;
+  return rest;
+}

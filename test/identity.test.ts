@@ -1,0 +1,162 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../shared/config.js";
+import { ProblemError } from "../shared/errors.js";
+import {
+  type IdentityConfig,
+  principalKeys,
+  securityContextFromEvent,
+  splitPermissions,
+} from "../shared/identity.js";
+import { apiEvent } from "./fixtures/events.js";
+
+const defaults = loadConfig({}).identity;
+
+/** Runs `fn`, expecting a 401 UNAUTHENTICATED problem; returns its detail. */
+function unauthenticated(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ProblemError);
+    expect((error as ProblemError).code).toBe("UNAUTHENTICATED");
+    expect((error as ProblemError).status).toBe(401);
+    return (error as ProblemError).message;
+  }
+  throw new Error("expected UNAUTHENTICATED");
+}
+
+describe("identity from the three authorizer shapes", () => {
+  it("HTTP API v2 JWT claims: sub, tenant_id, scope", () => {
+    expect(securityContextFromEvent(apiEvent("http-api-v2"), defaults)).toEqual({
+      userId: "usr_9918",
+      tenantId: "tenant_uk_01",
+      permissions: ["billing:read", "billing:write"],
+    });
+  });
+
+  it("REST v1 Cognito claims: custom:tenant_id and comma separated cognito:groups", () => {
+    expect(securityContextFromEvent(apiEvent("rest-v1"), defaults)).toEqual({
+      userId: "7d2e6c1a-1f4b-4b8e-9a51-0c3f5e2d9b77",
+      tenantId: "tenant_uk_02",
+      permissions: ["billing:write", "billing:read"],
+    });
+  });
+
+  it("function URL IAM: tenant and permissions from IAM_PRINCIPAL_TENANTS, by assumed-role ARN", () => {
+    const config = loadConfig({
+      IAM_PRINCIPAL_TENANTS: JSON.stringify({
+        "arn:aws:sts::111122223333:assumed-role/billing-batch": {
+          tenantId: "tenant_batch",
+          permissions: ["billing:write"],
+        },
+      }),
+    }).identity;
+    expect(securityContextFromEvent(apiEvent("function-url"), config)).toEqual({
+      userId: "AROAEXAMPLEROLEID1234:billing-batch",
+      tenantId: "tenant_batch",
+      permissions: ["billing:write"],
+    });
+    // An IAM user ARN maps as it is.
+    const userArn = "arn:aws:iam::111122223333:user/ops";
+    const users = loadConfig({
+      IAM_PRINCIPAL_TENANTS: JSON.stringify({ [userArn]: { tenantId: "tenant_ops" } }),
+    }).identity;
+    const event = apiEvent("function-url", {
+      iam: { userArn, userId: "AIDAEXAMPLEUSER", callerId: "AIDAEXAMPLEUSER" },
+    });
+    expect(securityContextFromEvent(event, users)).toEqual({
+      userId: "AIDAEXAMPLEUSER",
+      tenantId: "tenant_ops",
+      permissions: [],
+    });
+  });
+
+  it("an IAM principal missing from the mapping is 401, naming the principal", () => {
+    const detail = unauthenticated(() => securityContextFromEvent(apiEvent("function-url"), defaults));
+    expect(detail).toContain("arn:aws:sts::111122223333:assumed-role/billing-batch/billing-batch");
+    expect(detail).toContain("IAM_PRINCIPAL_TENANTS");
+  });
+
+  it("principal keys: an assumed-role ARN also matches without its session name", () => {
+    expect(principalKeys("arn:aws:sts::111122223333:assumed-role/r/s")).toEqual([
+      "arn:aws:sts::111122223333:assumed-role/r/s",
+      "arn:aws:sts::111122223333:assumed-role/r",
+    ]);
+    expect(principalKeys("arn:aws:iam::111122223333:user/u")).toEqual(["arn:aws:iam::111122223333:user/u"]);
+  });
+});
+
+describe("claims", () => {
+  const claims = (extra: Record<string, unknown>) =>
+    apiEvent("http-api-v2", { claims: { sub: "usr_1", tenant_id: "t1", ...extra } });
+
+  it('permission claims arrive as arrays or as API Gateway\'s "[a b]" strings, and are merged', () => {
+    expect(
+      securityContextFromEvent(claims({ permissions: ["billing:read", "billing:write"] }), defaults)
+        .permissions,
+    ).toEqual(["billing:read", "billing:write"]);
+    expect(
+      securityContextFromEvent(claims({ permissions: "[billing:read billing:write]" }), defaults).permissions,
+    ).toEqual(["billing:read", "billing:write"]);
+    expect(
+      securityContextFromEvent(claims({ "cognito:groups": "[admins billing:read]" }), defaults).permissions,
+    ).toEqual(["admins", "billing:read"]);
+    expect(
+      securityContextFromEvent(
+        claims({
+          scope: "openid billing:read",
+          permissions: ["billing:write"],
+          "cognito:groups": ["billing:read"],
+        }),
+        defaults,
+      ).permissions,
+    ).toEqual(["openid", "billing:read", "billing:write"]);
+    expect(securityContextFromEvent(claims({}), defaults).permissions).toEqual([]);
+  });
+
+  it("splitPermissions handles every rendering", () => {
+    expect(splitPermissions("a b")).toEqual(["a", "b"]);
+    expect(splitPermissions("[a b]")).toEqual(["a", "b"]);
+    expect(splitPermissions("a,b")).toEqual(["a", "b"]);
+    expect(splitPermissions(["a", "a", " b "])).toEqual(["a", "b"]);
+    expect(splitPermissions("[]")).toEqual([]);
+    expect(splitPermissions(undefined)).toEqual([]);
+  });
+
+  it("the tenant claim falls back to custom:tenant_id, and its name is configurable", () => {
+    const event = apiEvent("http-api-v2", { claims: { sub: "usr_1", "custom:tenant_id": "t_custom" } });
+    expect(securityContextFromEvent(event, defaults).tenantId).toBe("t_custom");
+    const orgConfig: IdentityConfig = loadConfig({ TENANT_CLAIMS: "org_id" }).identity;
+    const orgEvent = apiEvent("http-api-v2", {
+      claims: { sub: "usr_1", org_id: "acme", tenant_id: "ignored" },
+    });
+    expect(securityContextFromEvent(orgEvent, orgConfig).tenantId).toBe("acme");
+    expect(loadConfig({ PERMISSION_CLAIMS: "roles" }).identity.permissionClaims).toEqual(["roles"]);
+  });
+
+  it("a missing sub or tenant, or a malformed tenant, is 401", () => {
+    expect(unauthenticated(() => securityContextFromEvent(claims({ sub: "" }), defaults))).toContain("sub");
+    const noTenant = apiEvent("http-api-v2", { claims: { sub: "usr_1", scope: "billing:read" } });
+    expect(unauthenticated(() => securityContextFromEvent(noTenant, defaults))).toContain(
+      "tenant_id, custom:tenant_id",
+    );
+    expect(
+      unauthenticated(() => securityContextFromEvent(claims({ tenant_id: "TENANT#other" }), defaults)),
+    ).toContain("malformed");
+    expect(unauthenticated(() => securityContextFromEvent(claims({ scope: 42 }), defaults))).toContain(
+      "scope",
+    );
+  });
+
+  it("no authorizer at all is 401; headers and body are never read", () => {
+    expect(
+      unauthenticated(() => securityContextFromEvent(apiEvent("http-api-v2", { claims: null }), defaults)),
+    ).toContain("No verified identity");
+    const spoofed = apiEvent("http-api-v2", {
+      claims: null,
+      headers: { "x-tenant-id": "tenant_uk_01", "x-user-id": "usr_9918" },
+      body: { prompt: "x", tenant_id: "tenant_uk_01", sub: "usr_9918" },
+    });
+    unauthenticated(() => securityContextFromEvent(spoofed, defaults));
+    unauthenticated(() => securityContextFromEvent(undefined, defaults));
+  });
+});

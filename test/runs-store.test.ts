@@ -1,0 +1,198 @@
+import { randomUUID } from "node:crypto";
+import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
+import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { CycleRecord } from "../shared/agent/loop.js";
+import type { ToolResult } from "../shared/agent/result.js";
+import { ConfigError, loadConfig } from "../shared/config.js";
+import { createDocumentClient } from "../shared/store/dynamo.js";
+import { keys } from "../shared/store/keys.js";
+import { MAX_ARGUMENT_CHARS, RunStore } from "../shared/store/runs.js";
+import { ensureTable } from "../shared/store/table.js";
+
+const TTL = 30 * 86_400;
+let ddb: DynamoDBDocumentClient;
+let tableName: string;
+let store: RunStore;
+
+beforeAll(async () => {
+  const config = loadConfig({
+    DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
+    TABLE_NAME: `test-${randomUUID()}`,
+  });
+  tableName = config.table.name;
+  ddb = createDocumentClient(config.table);
+  await ensureTable(ddb, tableName);
+  store = new RunStore(ddb, tableName, config.runs.ttlSeconds);
+});
+afterAll(() => {
+  ddb?.destroy();
+});
+
+const usage = (total: number) => ({ promptTokens: total - 1, completionTokens: 1, totalTokens: total });
+const result = (data: unknown): ToolResult => ({
+  status: "success",
+  data,
+  error: null,
+  metadata: { toolName: "calculateTax", toolCallId: "call_1", latencyMs: 3, idempotencyKey: null },
+});
+const cycle = (n: number, args = "{}", data: unknown = { ok: true }): CycleRecord => ({
+  cycle: n,
+  request: { messageCount: 2 * n, toolsOffered: ["calculateTax"] },
+  finishReason: "tool_calls",
+  modelLatencyMs: 12,
+  usage: usage(10),
+  toolCalls: [{ id: "call_1", name: "calculateTax", arguments: args, result: result(data) }],
+});
+const raw = async (tenantId: string, sk: string) =>
+  (await ddb.send(new GetCommand({ TableName: tableName, Key: { pk: keys.tenant(tenantId), sk } }))).Item;
+const start = (tenantId: string, runId: string, now?: Date) =>
+  store.start(
+    {
+      tenantId,
+      runId,
+      userId: "usr_1",
+      prompt: "secret prompt text",
+      limits: { maxCycles: 3, timeoutMs: 1000 },
+    },
+    now,
+  );
+
+describe("RunStore", () => {
+  it("writes the run at start with a ttl RUN_TTL_SECONDS ahead, without the prompt text", async () => {
+    const now = new Date("2026-11-30T06:00:00.500Z");
+    const run = await start("t1", "run_start", now);
+    expect(run).toMatchObject({
+      status: "running",
+      cyclesRecorded: 0,
+      finishedAt: null,
+      expiresAt: "2026-12-30T06:00:00.000Z",
+    });
+    const item = await raw("t1", "RUN#run_start");
+    expect(item).toMatchObject({
+      pk: "TENANT#t1",
+      sk: "RUN#run_start",
+      type: "run",
+      ttl: Math.floor(now.getTime() / 1000) + TTL,
+    });
+    expect(item?.prompt).toEqual({ chars: 18, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(JSON.stringify(item)).not.toContain("secret prompt text");
+    await expect(start("t1", "run_start")).rejects.toBeInstanceOf(ConditionalCheckFailedException);
+  });
+
+  it("appends one item per cycle, moves the run forward, and never rewrites a cycle", async () => {
+    await start("t1", "run_steps");
+    await store.appendStep("t1", "run_steps", cycle(1), usage(10));
+    await store.appendStep("t1", "run_steps", cycle(2), usage(20));
+    const stepItem = await raw("t1", "RUN#run_steps#STEP#0002");
+    expect(stepItem).toMatchObject({
+      type: "run_step",
+      runId: "run_steps",
+      cycle: 2,
+      ttl: expect.any(Number),
+    });
+    await expect(store.appendStep("t1", "run_steps", cycle(2), usage(20))).rejects.toBeInstanceOf(
+      ConditionalCheckFailedException,
+    );
+    const found = await store.get("t1", "run_steps");
+    expect(found?.run).toMatchObject({ status: "running", cyclesRecorded: 2, usage: usage(20) });
+    expect(found?.steps.map((s) => s.cycle)).toEqual([1, 2]);
+    expect(found?.steps[0]).toEqual({
+      cycle: 1,
+      recordedAt: expect.any(String),
+      request: { messageCount: 2, toolsOffered: ["calculateTax"] },
+      finishReason: "tool_calls",
+      modelLatencyMs: 12,
+      usage: usage(10),
+      toolCalls: [
+        {
+          id: "call_1",
+          name: "calculateTax",
+          arguments: "{}",
+          argumentsTruncated: false,
+          result: result({ ok: true }),
+        },
+      ],
+    });
+  });
+
+  it("writes the outcome once; a finished run is never reopened or overwritten", async () => {
+    await start("t1", "run_finish");
+    const outcome = {
+      status: "completed" as const,
+      cycles: 1,
+      answer: "done",
+      reason: null,
+      usage: usage(5),
+      durationMs: 40,
+    };
+    expect(await store.finish("t1", "run_finish", outcome)).toBe(true);
+    expect(await store.finish("t1", "run_finish", { ...outcome, status: "model_error", answer: null })).toBe(
+      false,
+    );
+    expect(await store.fail("t1", "run_finish", "x")).toBe(false);
+    await store.appendStep("t1", "run_finish", cycle(2), usage(9)); // a late step is kept, the record is not touched
+    const found = await store.get("t1", "run_finish");
+    expect(found?.run).toMatchObject({
+      status: "completed",
+      answer: "done",
+      cycles: 1,
+      cyclesRecorded: 0,
+      durationMs: 40,
+    });
+    expect(found?.run.finishedAt).toEqual(expect.any(String));
+    expect(await store.finish("t1", "run_never_started", outcome)).toBe(false);
+  });
+
+  it("marks a run failed after a server error", async () => {
+    await start("t1", "run_fail");
+    expect(await store.fail("t1", "run_fail", "The server failed during the run.")).toBe(true);
+    expect((await store.get("t1", "run_fail"))?.run).toMatchObject({
+      status: "failed",
+      reason: "The server failed during the run.",
+    });
+  });
+
+  it("is tenant-scoped, exact on runId, and treats expired items as absent", async () => {
+    await start("t1", "run_a");
+    await start("t1", "run_ab");
+    await store.appendStep("t1", "run_ab", cycle(1), usage(10));
+    const a = await store.get("t1", "run_a");
+    expect(a?.run.runId).toBe("run_a");
+    expect(a?.steps).toEqual([]);
+    expect(await store.get("t2", "run_a")).toBeUndefined();
+    expect(await store.get("t1", "run_unknown")).toBeUndefined();
+
+    await start("t1", "run_old", new Date(Date.now() - 31 * 86_400_000));
+    expect(await raw("t1", "RUN#run_old")).toBeDefined();
+    expect(await store.get("t1", "run_old")).toBeUndefined();
+  });
+
+  it("bounds a step's size: long arguments are cut, oversized result data is omitted", async () => {
+    await start("t1", "run_big");
+    const args = `{"note":"${"a".repeat(MAX_ARGUMENT_CHARS + 100)}"}`;
+    const step = await store.appendStep(
+      "t1",
+      "run_big",
+      cycle(1, args, { blob: "b".repeat(320_000) }),
+      usage(10),
+    );
+    expect(step.toolCalls[0]?.arguments).toHaveLength(MAX_ARGUMENT_CHARS);
+    expect(step.toolCalls[0]?.argumentsTruncated).toBe(true);
+    expect(step.toolCalls[0]?.result.data).toEqual({
+      omitted: "tool result data too large for the audit step",
+    });
+    expect(step.toolCalls[0]?.result.status).toBe("success");
+    const stored = await store.get("t1", "run_big");
+    expect(stored?.steps[0]?.toolCalls[0]?.arguments).toBe(args.slice(0, MAX_ARGUMENT_CHARS));
+  });
+});
+
+describe("RUN_TTL_SECONDS", () => {
+  it("defaults to 30 days and is bounded", () => {
+    expect(loadConfig({}).runs.ttlSeconds).toBe(2_592_000);
+    expect(loadConfig({ RUN_TTL_SECONDS: "86400" }).runs.ttlSeconds).toBe(86_400);
+    expect(() => loadConfig({ RUN_TTL_SECONDS: "60" })).toThrow(ConfigError);
+    expect(() => loadConfig({ RUN_TTL_SECONDS: "60" })).toThrow(/RUN_TTL_SECONDS/);
+  });
+});
