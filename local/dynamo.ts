@@ -11,6 +11,17 @@ import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
 /** Which local DynamoDB implementation is running. */
 export type DynamoBackend = "dynamodb-local" | "dynalite";
 
+/**
+ * Reads a BOUNDLOOP_DYNAMO_BACKEND value: undefined or empty means "choose" (DynamoDB Local when Java
+ * 17+ is found, else dynalite).
+ * @throws Error naming the accepted values for anything else
+ */
+export function parseDynamoBackend(value: string | undefined): DynamoBackend | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  if (value === "dynamodb-local" || value === "dynalite") return value;
+  throw new Error(`BOUNDLOOP_DYNAMO_BACKEND must be dynamodb-local or dynalite, not "${value}".`);
+}
+
 /** Environment variables only the local tools read (not the service; see shared/config.ts for those). */
 export const LOCAL_ONLY_ENV_KEYS = ["BOUNDLOOP_DYNAMO_BACKEND"] as const;
 
@@ -64,7 +75,7 @@ export async function startLocalDynamo(
   options: { backend?: DynamoBackend; log?: (line: string) => void } = {},
 ): Promise<LocalDynamo> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const forced = options.backend ?? (process.env.BOUNDLOOP_DYNAMO_BACKEND as DynamoBackend | undefined);
+  const forced = options.backend ?? parseDynamoBackend(process.env.BOUNDLOOP_DYNAMO_BACKEND);
   const java = javaMajorVersion();
   const useJava = forced ? forced === "dynamodb-local" : java !== undefined && java >= 17;
   if (!useJava && !forced)

@@ -1,7 +1,7 @@
 import { loadConfig } from "../shared/config.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { ensureTable } from "../shared/store/table.js";
-import { startLocalDynamo } from "./dynamo.js";
+import { parseDynamoBackend, startLocalDynamo } from "./dynamo.js";
 import { startModelServer } from "./model-server.js";
 
 /** A process a local stack started, so callers (and tests) can check it is gone after stop. */
@@ -30,7 +30,7 @@ function portOf(url: string): string {
  * Starts what the environment does not already point at, and prints one progress line for each,
  * naming the backend and its port:
  * - DynamoDB: DYNAMODB_ENDPOINT if set, else DynamoDB Local (java, in memory) or dynalite without
- *   Java; the table TABLE_NAME is created if missing
+ *   Java (BOUNDLOOP_DYNAMO_BACKEND forces one); the table TABLE_NAME is created if missing
  * - model: OPENAI_API_KEY or OPENAI_BASE_URL if set, else the local deterministic model server
  * Anything started is stopped again if a later step fails.
  * @param env a process.env-like record (read, never written)
@@ -48,12 +48,13 @@ export async function startLocalStack(
   try {
     // Fail on an invalid environment before starting anything.
     loadConfig(env);
+    const backend = parseDynamoBackend(env.BOUNDLOOP_DYNAMO_BACKEND);
     if (env.DYNAMODB_ENDPOINT) {
       log(
         `dynamodb: using the existing endpoint ${env.DYNAMODB_ENDPOINT} on port ${portOf(env.DYNAMODB_ENDPOINT)} (DYNAMODB_ENDPOINT)`,
       );
     } else {
-      const dynamo = await startLocalDynamo({ log });
+      const dynamo = await startLocalDynamo({ log, backend });
       stops.push(async () => {
         await dynamo.stop();
         log(`dynamodb: stopped ${dynamo.backend} on port ${dynamo.port}`);
