@@ -38,6 +38,16 @@ const DEFAULT_TIMEOUT_S = 29;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
+const USAGE = `usage: npm run dev -- [options]
+
+  --port <n>           port on 127.0.0.1 (default ${DEFAULT_PORT}; 0 picks a free one)
+  --host <addr>        address to listen on (default ${DEFAULT_HOST})
+  --env-vars <file>    variables for the function: flat JSON, SAM's shape, or a dotenv file
+  --timeout <s>        function timeout in seconds (default ${DEFAULT_TIMEOUT_S}, as deployed)
+  --issuer <iss>       issuer the JWT check accepts and tokens carry (default urn:boundloop:local-dev-issuer)
+  --audience <aud>     audience the JWT check accepts and tokens carry (default boundloop-api)
+  --issuer-file <f>    where to write the issuer key for npm run token (default .boundloop/dev-issuer-<port>.json)`;
+
 let stack: LocalStack | undefined;
 let server: DevServer | undefined;
 let issuerFile: string | undefined;
@@ -63,8 +73,13 @@ async function main(argv: string[]): Promise<void> {
       issuer: { type: "string" },
       audience: { type: "string" },
       "issuer-file": { type: "string" },
+      help: { type: "boolean", short: "h" },
     },
   });
+  if (values.help) {
+    log(USAGE);
+    return;
+  }
   const port = Number(values.port);
   const timeoutS = Number(values.timeout);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error("--port must be 0 to 65535.");

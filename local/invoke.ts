@@ -17,9 +17,8 @@ import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import type { ApiEvent } from "../functions/api/handler.js";
-import { readEnvVarsFile } from "./env-vars.js";
 import { createLambdaContext } from "./lambda-context.js";
-import { type LocalStack, startLocalStack } from "./local-stack.js";
+import type { LocalStack } from "./local-stack.js";
 import { onShutdownSignal } from "./shutdown.js";
 
 /** The function timeout in infra/stack.ts (s), and so the default here. */
@@ -51,6 +50,8 @@ interface ProxyResult {
 }
 
 class UsageError extends Error {}
+/** `--help`: print the usage and exit 0. */
+class HelpRequested extends Error {}
 
 interface Options {
   eventPath: string;
@@ -69,7 +70,7 @@ function parseOptions(argv: string[]): Options {
     },
     allowPositionals: true,
   });
-  if (values.help) throw new UsageError("");
+  if (values.help) throw new HelpRequested();
   const eventPaths = [...(values.event ? [values.event] : []), ...positionals];
   if (eventPaths.length !== 1) throw new UsageError("give exactly one event file.");
   const timeout = Number(values.timeout ?? DEFAULT_TIMEOUT_S);
@@ -115,14 +116,21 @@ async function main(argv: string[]): Promise<number> {
   try {
     options = parseOptions(argv);
   } catch (error) {
+    if (error instanceof HelpRequested) {
+      log(USAGE);
+      return INVOKE_EXIT.ok;
+    }
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      if (error instanceof Error && error.message) log(`invoke: ${error.message}`);
+      log(`invoke: ${(error as Error).message}`);
       log(USAGE);
       return INVOKE_EXIT.invocationFailed;
     }
     throw error;
   }
   const event = await readEvent(options.eventPath);
+  // Loaded once the arguments and the event are known good: a usage error answers at once.
+  const { readEnvVarsFile } = await import("./env-vars.js");
+  const { startLocalStack } = await import("./local-stack.js");
   let vars: Record<string, string> = {};
   if (options.envVarsPath) {
     const read = await readEnvVarsFile(options.envVarsPath);

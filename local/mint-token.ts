@@ -20,7 +20,7 @@ const USAGE = `usage: npm run -s token -- [options]
   --sub <id>           sub claim, the user id (default ${DEMO_CLAIMS.sub})
   --scope <scopes>     permissions, space separated; repeatable (default "${DEMO_CLAIMS.scope}")
   --claim <k=v>        any other claim; v is parsed as JSON when it is JSON; repeatable
-  --expires-in <span>  lifetime, e.g. 12h, 30m; negative (-5m) for an expired token (default 12h)
+  --expires-in <span>  lifetime, e.g. 12h, 30m (default 12h); --expires-in=-5m for an expired token
   --audience <aud>     override the audience (the dev server accepts only its own)
   --issuer <iss>       override the issuer (the dev server accepts only its own)
   --port <n>           the dev server's port, to find its key (default 3000)
