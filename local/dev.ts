@@ -48,14 +48,18 @@ const USAGE = `usage: npm run dev -- [options]
   --audience <aud>     audience the JWT check accepts and tokens carry (default boundloop-api)
   --issuer-file <f>    where to write the issuer key for npm run token (default .boundloop/dev-issuer-<port>.json)`;
 
-let stack: LocalStack | undefined;
+let starting: Promise<LocalStack> | undefined;
 let server: DevServer | undefined;
 let issuerFile: string | undefined;
 
 /** Stops the server and the dependencies this process started, and removes the issuer file. */
 async function cleanup(): Promise<void> {
   await server?.stop();
-  await stack?.stop();
+  // Dependencies still starting are waited for, then stopped.
+  await starting?.then(
+    (stack) => stack.stop(),
+    () => undefined,
+  );
   if (issuerFile) await removeIssuerFile(issuerFile);
 }
 
@@ -102,7 +106,8 @@ async function main(argv: string[]): Promise<void> {
     { exitCode: () => 0, watchParent: true },
   );
 
-  stack = await startLocalStack({ ...process.env, ...vars }, log);
+  starting = startLocalStack({ ...process.env, ...vars }, log);
+  const stack = await starting;
   Object.assign(process.env, vars, stack.env);
   const { handler } = await import("../functions/api/handler.js");
   const issuer = await createDevIssuer({ issuer: values.issuer, audience: values.audience });

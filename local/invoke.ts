@@ -139,17 +139,25 @@ async function main(argv: string[]): Promise<number> {
     if (read.unknown.length > 0) log(`env: warning: boundloop reads none of ${read.unknown.join(", ")}`);
   }
 
-  let stack: LocalStack | undefined;
+  // A signal while the dependencies are still starting waits for them, then stops them all.
+  const starting: Promise<LocalStack> = startLocalStack({ ...process.env, ...vars }, log);
+  let interrupted = false;
   onShutdownSignal(
     async () => {
-      await stack?.stop();
+      interrupted = true;
+      await starting.then(
+        (started) => started.stop(),
+        () => undefined,
+      );
     },
     { watchParent: true },
   );
-  stack = await startLocalStack({ ...process.env, ...vars }, log);
+  const stack = await starting;
   try {
     Object.assign(process.env, vars, stack.env);
     const { handler } = await import("../functions/api/handler.js");
+    // Interrupted before the invocation: invoke nothing; the signal handler stops everything and exits.
+    if (interrupted) return await new Promise<never>(() => undefined);
     const context = createLambdaContext(options.timeoutMs);
     const requestId = context.awsRequestId;
     log(
