@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -23,7 +23,13 @@ const HAS_JAVA = (javaMajorVersion() ?? 0) >= 17;
 const HAS_SETPRIV = (process.env.PATH ?? "").split(delimiter).some((dir) => existsSync(join(dir, "setpriv")));
 const ENV = { BOUNDLOOP_DYNAMO_BACKEND: "dynamodb-local" };
 
-afterEach(() => killLeftovers());
+/** Temporary directories of this file (issuer files a SIGKILLed server could not remove). */
+const dirs: string[] = [];
+
+afterEach(() => {
+  killLeftovers();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
 
 /** The java pid a script reported in its progress line ("dynamodb: started … (java pid N, …)"). */
 async function javaPid(script: RunningScript): Promise<number> {
@@ -39,7 +45,9 @@ async function startDev(
   command: "npm" | "tsx",
   options: { detached?: boolean; backend?: "dynamodb-local" | "dynalite" } = {},
 ) {
-  const issuerFile = join(mkdtempSync(join(tmpdir(), "boundloop-dev-")), "issuer.json");
+  const dir = mkdtempSync(join(tmpdir(), "boundloop-dev-"));
+  dirs.push(dir);
+  const issuerFile = join(dir, "issuer.json");
   const args = ["--port", "0", "--issuer-file", issuerFile];
   const env = { BOUNDLOOP_DYNAMO_BACKEND: options.backend ?? "dynamodb-local" };
   const script =
