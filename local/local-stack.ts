@@ -1,21 +1,42 @@
 import { loadConfig } from "../shared/config.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { ensureTable } from "../shared/store/table.js";
-import { startLocalDynamo } from "./dynamo.js";
+import { parseDynamoBackend, startLocalDynamo } from "./dynamo.js";
 import { startModelServer } from "./model-server.js";
+
+/** A process a local stack started, so callers (and tests) can check it is gone after stop. */
+export interface StartedProcess {
+  name: string;
+  pid: number;
+}
 
 /** Local dependencies started for a run, and how to stop them. */
 export interface LocalStack {
   /** Environment to give the handler: DYNAMODB_ENDPOINT, OPENAI_BASE_URL, TABLE_NAME as resolved. */
   env: Record<string, string>;
+  /** Child processes started (DynamoDB Local's java); dynalite and the model server run in this process. */
+  processes: StartedProcess[];
+  /** Stops what was started, in reverse order; safe to call twice. */
   stop(): Promise<void>;
 }
 
+/** The port of an http(s) URL, with the scheme's default when none is written. */
+function portOf(url: string): string {
+  const parsed = new URL(url);
+  return parsed.port || (parsed.protocol === "https:" ? "443" : "80");
+}
+
 /**
- * Starts what the environment does not already point at, and prints one progress line each:
- * - DynamoDB: DYNAMODB_ENDPOINT if set, else DynamoDB Local (or dynalite without Java); the table is
- *   created if missing
+ * Starts what the environment does not already point at, and prints one progress line for each,
+ * naming the backend and its port:
+ * - DynamoDB: DYNAMODB_ENDPOINT if set, else DynamoDB Local (java, in memory) or dynalite without
+ *   Java (BOUNDLOOP_DYNAMO_BACKEND forces one); the table TABLE_NAME is created if missing
  * - model: OPENAI_API_KEY or OPENAI_BASE_URL if set, else the local deterministic model server
+ * Anything started is stopped again if a later step fails.
+ * @param env a process.env-like record (read, never written)
+ * @param log where progress lines go (default stderr)
+ * @throws ConfigError when `env` is not a valid configuration; the launcher's error when a
+ *   dependency does not start
  */
 export async function startLocalStack(
   env: Record<string, string | undefined> = process.env,
@@ -23,39 +44,69 @@ export async function startLocalStack(
 ): Promise<LocalStack> {
   const stops: Array<() => Promise<void>> = [];
   const resolved: Record<string, string> = {};
+  const processes: StartedProcess[] = [];
   try {
+    // Fail on an invalid environment before starting anything.
+    loadConfig(env);
+    const backend = parseDynamoBackend(env.BOUNDLOOP_DYNAMO_BACKEND);
     if (env.DYNAMODB_ENDPOINT) {
-      log(`dynamodb: using ${env.DYNAMODB_ENDPOINT} (DYNAMODB_ENDPOINT)`);
-    } else {
-      const dynamo = await startLocalDynamo({ log });
-      stops.push(() => dynamo.stop());
-      resolved.DYNAMODB_ENDPOINT = dynamo.endpoint;
-      log(`dynamodb: started ${dynamo.backend} at ${dynamo.endpoint} (in memory)`);
-    }
-    if (env.OPENAI_API_KEY || env.OPENAI_BASE_URL) {
       log(
-        `model: using ${env.OPENAI_BASE_URL ?? "https://api.openai.com/v1"} (OPENAI_BASE_URL/OPENAI_API_KEY)`,
+        `dynamodb: using the existing endpoint ${env.DYNAMODB_ENDPOINT} on port ${portOf(env.DYNAMODB_ENDPOINT)} (DYNAMODB_ENDPOINT)`,
       );
     } else {
+      const dynamo = await startLocalDynamo({ log, backend });
+      stops.push(async () => {
+        await dynamo.stop();
+        log(`dynamodb: stopped ${dynamo.backend} on port ${dynamo.port}`);
+      });
+      resolved.DYNAMODB_ENDPOINT = dynamo.endpoint;
+      if (dynamo.pid !== undefined) processes.push({ name: "DynamoDB Local (java)", pid: dynamo.pid });
+      const where = dynamo.pid === undefined ? "in this process" : `java pid ${dynamo.pid}`;
+      log(
+        `dynamodb: started ${dynamo.backend} on port ${dynamo.port} (${where}, in memory) at ${dynamo.endpoint}`,
+      );
+    }
+    if (env.OPENAI_API_KEY || env.OPENAI_BASE_URL) {
+      const url = env.OPENAI_BASE_URL ?? "https://api.openai.com/v1";
+      log(`model: using ${url} on port ${portOf(url)} (OPENAI_BASE_URL/OPENAI_API_KEY)`);
+    } else {
       const model = await startModelServer();
-      stops.push(() => model.stop());
+      stops.push(async () => {
+        await model.stop();
+        log(`model: stopped the local planner on port ${portOf(model.baseURL)}`);
+      });
       resolved.OPENAI_BASE_URL = model.baseURL;
-      log(`model: started the local deterministic planner (not an LLM) at ${model.baseURL}`);
+      log(
+        `model: started the local deterministic planner (not an LLM) on port ${portOf(model.baseURL)} at ${model.baseURL}`,
+      );
     }
     const config = loadConfig({ ...env, ...resolved });
     resolved.TABLE_NAME = config.table.name;
     const ddb = createDocumentClient(config.table);
-    await ensureTable(ddb, config.table.name);
-    ddb.destroy();
+    try {
+      await ensureTable(ddb, config.table.name);
+    } finally {
+      ddb.destroy();
+    }
     log(`dynamodb: table ${config.table.name} ready`);
   } catch (error) {
-    await Promise.allSettled(stops.map((stop) => stop()));
+    await stopAll(stops, log);
     throw error;
   }
+  let stopped: Promise<void> | undefined;
   return {
     env: resolved,
-    async stop() {
-      await Promise.allSettled(stops.reverse().map((stop) => stop()));
+    processes,
+    stop() {
+      stopped ??= stopAll(stops, log);
+      return stopped;
     },
   };
+}
+
+/** Runs each stop function, last started first; a failing stop does not keep the others from running. */
+async function stopAll(stops: Array<() => Promise<void>>, log: (line: string) => void): Promise<void> {
+  for (const stop of [...stops].reverse()) {
+    await stop().catch((error: unknown) => log(`stop failed: ${String(error)}`));
+  }
 }

@@ -1,0 +1,184 @@
+/**
+ * The local stand-in for the identity provider and API Gateway's JWT authorizer used by `npm run dev`
+ * and `npm run token`: an RS256 key pair generated at start, tokens signed with it, and a check that
+ * follows the HTTP API JWT authorizer's rules
+ * (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-jwt-authorizer.html):
+ * the token comes from the Authorization header (with or without "Bearer "), its `kid` must match a
+ * key, the signature must verify, `iss` must equal the issuer, `aud` (or `client_id` when there is
+ * no `aud`) must name an allowed audience, `exp` must be in the future, and `nbf` and `iat` in the past.
+ */
+import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  calculateJwkThumbprint,
+  createLocalJWKSet,
+  errors,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  type JWK,
+  type JWTPayload,
+  jwtVerify,
+  SignJWT,
+} from "jose";
+
+/** The audience the dev server accepts by default (the one events/seed-scenario.json carries). */
+export const DEV_AUDIENCE = "boundloop-api";
+/** The issuer of locally minted tokens. Not a URL anyone can fetch: the key never leaves this machine. */
+export const DEV_ISSUER = "urn:boundloop:local-dev-issuer";
+/** The only algorithm used and accepted (API Gateway's JWT authorizer verifies RS256). */
+export const DEV_ALG = "RS256";
+/** The claims of the demo token `npm run dev` prints. */
+export const DEMO_CLAIMS = {
+  sub: "usr_demo",
+  tenant_id: "tenant_demo_01",
+  scope: "billing:read billing:write",
+} as const;
+
+/** What `npm run dev` writes for `npm run token`: who issues, for whom, and the private signing key. */
+export interface DevIssuerFile {
+  issuer: string;
+  audience: string;
+  alg: typeof DEV_ALG;
+  /** The private key as a JWK, with `kid` (its RFC 7638 thumbprint) and `alg`. */
+  privateJwk: JWK;
+  /** The public half, as the issuer's JWKS would publish it. */
+  publicJwk: JWK;
+}
+
+/** The default issuer file of a dev server on `port`: `.boundloop/dev-issuer-<port>.json` in the repo. */
+export function defaultIssuerFile(port: number): string {
+  return fileURLToPath(new URL(`../.boundloop/dev-issuer-${port}.json`, import.meta.url));
+}
+
+/**
+ * Generates a fresh RS256 key pair for a local issuer.
+ * @returns the issuer description, ready for {@link writeIssuerFile}, {@link mintToken} and
+ *   {@link createJwtAuthorizer}
+ */
+export async function createDevIssuer(
+  options: { issuer?: string; audience?: string } = {},
+): Promise<DevIssuerFile> {
+  const { privateKey, publicKey } = await generateKeyPair(DEV_ALG, { extractable: true });
+  const publicJwk = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(publicJwk);
+  return {
+    issuer: options.issuer ?? DEV_ISSUER,
+    audience: options.audience ?? DEV_AUDIENCE,
+    alg: DEV_ALG,
+    privateJwk: { ...(await exportJWK(privateKey)), kid, alg: DEV_ALG, use: "sig" },
+    publicJwk: { ...publicJwk, kid, alg: DEV_ALG, use: "sig" },
+  };
+}
+
+/** Writes the issuer file readable only by this user (directory 0700, file 0600). */
+export async function writeIssuerFile(path: string, issuer: DevIssuerFile): Promise<void> {
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  await writeFile(path, `${JSON.stringify(issuer, null, 2)}\n`, { mode: 0o600 });
+  await chmod(path, 0o600);
+}
+
+/** Removes the issuer file (missing is fine). */
+export async function removeIssuerFile(path: string): Promise<void> {
+  await rm(path, { force: true });
+}
+
+/**
+ * Reads an issuer file written by `npm run dev`.
+ * @throws Error saying to start `npm run dev` when the file is missing or unreadable
+ */
+export async function readIssuerFile(path: string): Promise<DevIssuerFile> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch {
+    throw new Error(`No local issuer at ${path}: start \`npm run dev\` first (or pass --issuer-file).`);
+  }
+  const parsed = JSON.parse(text) as DevIssuerFile;
+  if (!parsed.privateJwk?.kid || !parsed.issuer || !parsed.audience) {
+    throw new Error(`${path} is not an issuer file written by \`npm run dev\`.`);
+  }
+  return parsed;
+}
+
+/**
+ * Options of {@link mintToken}. `expiresIn` is a jose time span ("12h", "30m", "-5m" for a token
+ * that has already expired); `audience` and `issuer` override the issuer file's (to mint tokens the
+ * authorizer must reject).
+ */
+export interface MintOptions {
+  expiresIn?: string;
+  audience?: string;
+  issuer?: string;
+}
+
+/**
+ * Signs a token with the local issuer's key: RS256, `kid` in the header, `iat` now, `exp` from
+ * `expiresIn` (default 12 h), `iss` and `aud` from the issuer.
+ * @param claims any claims; API Gateway hands them to the function as strings
+ */
+export async function mintToken(
+  issuer: DevIssuerFile,
+  claims: JWTPayload,
+  options: MintOptions = {},
+): Promise<string> {
+  const key = await importJWK(issuer.privateJwk, DEV_ALG);
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: DEV_ALG, kid: issuer.privateJwk.kid, typ: "JWT" })
+    .setIssuer(options.issuer ?? issuer.issuer)
+    .setAudience(options.audience ?? issuer.audience)
+    .setIssuedAt()
+    .setExpirationTime(options.expiresIn ?? "12h")
+    .sign(key);
+}
+
+/** The authorizer's verdict: the verified claims, or why the request gets 401. */
+export type JwtVerdict = { ok: true; claims: JWTPayload } | { ok: false; reason: string };
+
+/**
+ * Builds a check with the JWT authorizer's rules (see the module comment) against the issuer's public
+ * key. The check never throws: every failure is `{ ok: false, reason }`, which the dev server turns
+ * into 401 `{"message":"Unauthorized"}` as API Gateway does.
+ * @param audiences the allowed audiences (API Gateway's `audience` list)
+ */
+export function createJwtAuthorizer(options: {
+  issuer: string;
+  audiences: string[];
+  publicJwk: JWK;
+}): (authorization: string | undefined) => Promise<JwtVerdict> {
+  const keys = createLocalJWKSet({ keys: [options.publicJwk] });
+  return async (authorization) => {
+    const token = authorization?.replace(/^Bearer\s+/i, "").trim();
+    if (!token) return { ok: false, reason: "the Authorization header is missing" };
+    try {
+      const { payload } = await jwtVerify(token, keys, {
+        issuer: options.issuer,
+        algorithms: [DEV_ALG],
+        requiredClaims: ["exp"],
+      });
+      const audiences = typeof payload.aud === "string" ? [payload.aud] : (payload.aud ?? []);
+      const audienceOk =
+        audiences.length > 0
+          ? audiences.some((aud) => options.audiences.includes(aud))
+          : typeof payload.client_id === "string" && options.audiences.includes(payload.client_id);
+      if (!audienceOk) return { ok: false, reason: "the token's audience is not allowed" };
+      if (typeof payload.iat === "number" && payload.iat > Math.floor(Date.now() / 1000)) {
+        return { ok: false, reason: "the token was issued in the future" };
+      }
+      return { ok: true, claims: payload };
+    } catch (error) {
+      return { ok: false, reason: describeJoseError(error) };
+    }
+  };
+}
+
+function describeJoseError(error: unknown): string {
+  if (error instanceof errors.JWTExpired) return "the token has expired";
+  if (error instanceof errors.JWSSignatureVerificationFailed) return "the signature does not verify";
+  if (error instanceof errors.JWKSNoMatchingKey) return "no key matches the token's kid";
+  if (error instanceof errors.JWTClaimValidationFailed) return `the "${error.claim}" claim is invalid`;
+  if (error instanceof errors.JOSEAlgNotAllowed) return "the token's algorithm is not allowed";
+  if (error instanceof errors.JOSEError) return "the token is malformed";
+  return "the token could not be verified";
+}

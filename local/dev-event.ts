@@ -1,0 +1,183 @@
+/**
+ * Turns an HTTP request into the API Gateway HTTP API (payload format 2.0) event the JWT authorizer
+ * would hand to the function, and a Lambda proxy result back into an HTTP response. Shapes follow
+ * https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-develop-integrations-lambda.html
+ * and events/seed-scenario.json.
+ */
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { APIGatewayProxyEventV2WithJWTAuthorizer } from "aws-lambda";
+import type { JWTPayload } from "jose";
+
+/** Account and API ids in local events (the ones `sam local` uses). */
+const LOCAL_ACCOUNT_ID = "123456789012";
+const LOCAL_API_ID = "1234567890";
+
+/**
+ * A claim value as API Gateway renders it for the function: strings as they are, numbers and booleans
+ * as text, arrays as "[a b]", objects as "map[k:v]" (the authorizer's Go-style rendering).
+ */
+export function claimAsString(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (Array.isArray(value)) return `[${value.map(claimAsString).join(" ")}]`;
+  if (value !== null && typeof value === "object") {
+    return `map[${Object.entries(value)
+      .map(([key, item]) => `${key}:${claimAsString(item)}`)
+      .join(" ")}]`;
+  }
+  return String(value);
+}
+
+/** All claims rendered with {@link claimAsString}. */
+export function claimsAsStrings(payload: JWTPayload): Record<string, string> {
+  return Object.fromEntries(Object.entries(payload).map(([key, value]) => [key, claimAsString(value)]));
+}
+
+/**
+ * The token's scopes: the `scope` claim split on spaces, or an `scp` array; null when it has none
+ * (API Gateway sends `"scopes": null` then).
+ */
+export function scopesOf(payload: JWTPayload): string[] | null {
+  const raw = payload.scope ?? payload.scp;
+  const scopes = (typeof raw === "string" ? raw.split(" ") : Array.isArray(raw) ? raw.map(String) : [])
+    .map((scope) => scope.trim())
+    .filter((scope) => scope.length > 0);
+  return scopes.length > 0 ? scopes : null;
+}
+
+/** Whether API Gateway passes a body of this media type as text (else it is base64 encoded). */
+export function isTextContentType(contentType: string | undefined): boolean {
+  if (!contentType) return true;
+  return /^(text\/|application\/([\w.+-]+\+)?(json|xml)\b|application\/(x-www-form-urlencoded|javascript|graphql)\b)/i.test(
+    contentType.trim(),
+  );
+}
+
+/** API Gateway's request time format, e.g. "30/Nov/2026:06:00:00 +0000". */
+function requestTime(now: Date): string {
+  const month = now.toLocaleString("en-US", { month: "short", timeZone: "UTC" });
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${pad(now.getUTCDate())}/${month}/${now.getUTCFullYear()}:${pad(now.getUTCHours())}:${pad(now.getUTCMinutes())}:${pad(now.getUTCSeconds())} +0000`;
+}
+
+/** The parts of a request the event is built from. */
+export interface RequestParts {
+  method: string;
+  /** Path and query as sent, e.g. "/v1/runs?x=1". */
+  url: string;
+  /** Header values by lower-case name, every occurrence kept (node's `req.headersDistinct`). */
+  headers: Record<string, string[]>;
+  body: Buffer;
+  sourceIp: string;
+  /** The port the client connected to (for `x-forwarded-port`). */
+  localPort: number;
+}
+
+/**
+ * Builds the HTTP API v2 event for a request:
+ * - `headers` lower-case, repeated headers joined with ","; `cookie` moved to `cookies`; API Gateway's
+ *   `x-forwarded-*` and `x-amzn-trace-id` added
+ * - `queryStringParameters` with repeated names joined with ","; absent when there is no query
+ * - `requestContext.authorizer.jwt` `{claims (all strings), scopes}` when `claims` is given (absent
+ *   for routes without an authorizer)
+ * - `body` as text for textual media types, else base64 with `isBase64Encoded: true`; absent when empty
+ * - `routeKey` "$default" (the dev server forwards every route, the app answers unknown ones with 404)
+ */
+export function toHttpApiEvent(
+  request: RequestParts,
+  claims: JWTPayload | undefined,
+  now: Date = new Date(),
+): APIGatewayProxyEventV2WithJWTAuthorizer {
+  const url = new URL(request.url, "http://localhost");
+  const headers: Record<string, string> = {};
+  for (const [name, values] of Object.entries(request.headers)) {
+    if (name !== "cookie") headers[name.toLowerCase()] = values.join(",");
+  }
+  const cookies = (request.headers.cookie ?? [])
+    .flatMap((value) => value.split(";"))
+    .map((cookie) => cookie.trim())
+    .filter((cookie) => cookie.length > 0);
+  const requestId = randomBytes(10).toString("base64");
+  headers["x-forwarded-for"] = headers["x-forwarded-for"]
+    ? `${headers["x-forwarded-for"]}, ${request.sourceIp}`
+    : request.sourceIp;
+  headers["x-forwarded-port"] = String(request.localPort);
+  headers["x-forwarded-proto"] = "http";
+  headers["x-amzn-trace-id"] ??=
+    `Root=1-${Math.floor(now.getTime() / 1000).toString(16)}-${randomBytes(12).toString("hex")}`;
+  const query: Record<string, string> = {};
+  for (const name of new Set(url.searchParams.keys())) query[name] = url.searchParams.getAll(name).join(",");
+  const host = headers.host ?? "127.0.0.1";
+  const text = isTextContentType(headers["content-type"]);
+  const event = {
+    version: "2.0",
+    routeKey: "$default",
+    rawPath: url.pathname,
+    rawQueryString: url.search.replace(/^\?/, ""),
+    ...(cookies.length > 0 ? { cookies } : {}),
+    headers,
+    ...(url.search ? { queryStringParameters: query } : {}),
+    requestContext: {
+      accountId: LOCAL_ACCOUNT_ID,
+      apiId: LOCAL_API_ID,
+      ...(claims
+        ? { authorizer: { jwt: { claims: claimsAsStrings(claims), scopes: scopesOf(claims) } } }
+        : {}),
+      domainName: host,
+      domainPrefix: host.split(".")[0] ?? host,
+      http: {
+        method: request.method.toUpperCase(),
+        path: url.pathname,
+        protocol: "HTTP/1.1",
+        sourceIp: request.sourceIp,
+        userAgent: headers["user-agent"] ?? "",
+      },
+      requestId,
+      routeKey: "$default",
+      stage: "$default",
+      time: requestTime(now),
+      timeEpoch: now.getTime(),
+    },
+    ...(request.body.length > 0 ? { body: request.body.toString(text ? "utf8" : "base64") } : {}),
+    isBase64Encoded: request.body.length > 0 && !text,
+  };
+  return event as unknown as APIGatewayProxyEventV2WithJWTAuthorizer;
+}
+
+/** The parts of a Lambda proxy result the dev server writes back. */
+export interface ProxyResult {
+  statusCode?: number;
+  headers?: Record<string, string | number | boolean>;
+  multiValueHeaders?: Record<string, Array<string | number | boolean>>;
+  cookies?: string[];
+  body?: string;
+  isBase64Encoded?: boolean;
+}
+
+/**
+ * Writes a Lambda proxy result as the HTTP response: status, headers, `cookies` as set-cookie, body
+ * decoded from base64 when `isBase64Encoded`. A bare string or object result is a 200 JSON answer,
+ * as API Gateway treats it for payload format 2.0.
+ */
+export function writeProxyResult(res: ServerResponse, result: ProxyResult | string | undefined): void {
+  const response: ProxyResult =
+    typeof result === "object" && result !== null && result.statusCode !== undefined
+      ? result
+      : { statusCode: 200, headers: { "content-type": "application/json" }, body: JSON.stringify(result) };
+  const body = Buffer.from(response.body ?? "", response.isBase64Encoded ? "base64" : "utf8");
+  for (const [name, value] of Object.entries(response.headers ?? {})) res.setHeader(name, String(value));
+  for (const [name, values] of Object.entries(response.multiValueHeaders ?? {})) {
+    res.setHeader(name, values.map(String));
+  }
+  if (response.cookies?.length) res.setHeader("set-cookie", response.cookies);
+  res.setHeader("content-length", body.length);
+  res.writeHead(response.statusCode ?? 200);
+  res.end(body);
+}
+
+/** Reads a request's headers with every occurrence kept, as {@link RequestParts} wants them. */
+export function headersOf(req: IncomingMessage): Record<string, string[]> {
+  return Object.fromEntries(
+    Object.entries(req.headersDistinct).map(([name, values]) => [name, values ?? []]),
+  );
+}

@@ -1,0 +1,162 @@
+/**
+ * The dev server behind `npm run dev` (local/dev.ts): serves a Lambda handler over HTTP behind a check
+ * that follows API Gateway's JWT authorizer (local/dev-auth.ts), turning each request into the HTTP API
+ * v2 event the authorizer would produce (local/dev-event.ts).
+ *
+ * Gateway behaviour mirrored: `GET /healthz` has no authorizer, every other route does (401
+ * `{"message":"Unauthorized"}` with a `www-authenticate` reason); bodies over 10 MB get 413; a handler
+ * still running at the timeout gets 503 `{"message":"Service Unavailable"}`; a handler that throws gets
+ * 500 `{"message":"Internal Server Error"}`.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Context } from "aws-lambda";
+import type { ApiEvent } from "../functions/api/handler.js";
+import { createJwtAuthorizer, type DevIssuerFile } from "./dev-auth.js";
+import { headersOf, type ProxyResult, toHttpApiEvent, writeProxyResult } from "./dev-event.js";
+import { createLambdaContext } from "./lambda-context.js";
+
+/** API Gateway's payload limit (bytes). */
+const MAX_BODY_BYTES = 10 * 1024 * 1024;
+/** Routes the stack serves without the authorizer ("METHOD path"). */
+const PUBLIC_ROUTES = new Set(["GET /healthz"]);
+
+/** A Lambda handler as hono/aws-lambda's `handle(app)` builds it. */
+export type Handler = (event: ApiEvent, context: Context) => Promise<unknown>;
+
+/** A running dev server. */
+export interface DevServer {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Serves `handler` over HTTP behind the local JWT check (see the module comment).
+ * @param options.timeoutMs the function timeout (ms): each request's context counts down from it
+ * @throws the listen error (e.g. EADDRINUSE) when the port is taken
+ */
+export async function startDevServer(options: {
+  handler: Handler;
+  issuer: DevIssuerFile;
+  host: string;
+  port: number;
+  timeoutMs: number;
+  log?: (line: string) => void;
+}): Promise<DevServer> {
+  const write = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const authorize = createJwtAuthorizer({
+    issuer: options.issuer.issuer,
+    audiences: [options.issuer.audience],
+    publicJwk: options.issuer.publicJwk,
+  });
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<string> {
+    const method = (req.method ?? "GET").toUpperCase();
+    const path = new URL(req.url ?? "/", "http://localhost").pathname;
+    const body = await readBody(req);
+    if (body === undefined) {
+      gatewayError(res, 413, "Request Entity Too Large");
+      return "";
+    }
+    let claims: Awaited<ReturnType<typeof authorize>> | undefined;
+    if (!PUBLIC_ROUTES.has(`${method} ${path}`)) {
+      claims = await authorize(req.headers.authorization);
+      if (!claims.ok) {
+        gatewayError(res, 401, "Unauthorized", {
+          "www-authenticate": `Bearer error="invalid_token", error_description="${claims.reason}"`,
+        });
+        return ` (${claims.reason})`;
+      }
+    }
+    const event = toHttpApiEvent(
+      {
+        method,
+        url: req.url ?? "/",
+        headers: headersOf(req),
+        body,
+        sourceIp: (req.socket.remoteAddress ?? "127.0.0.1").replace(/^::ffff:/, ""),
+        localPort: req.socket.localPort ?? options.port,
+      },
+      claims?.ok ? claims.claims : undefined,
+    );
+    const context = createLambdaContext(options.timeoutMs);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const timedOut = new Promise<"timeout">((resolve) => {
+        timer = setTimeout(() => resolve("timeout"), options.timeoutMs);
+      });
+      const result = await Promise.race([options.handler(event as unknown as ApiEvent, context), timedOut]);
+      if (result === "timeout") {
+        gatewayError(res, 503, "Service Unavailable");
+        return ` (the function timed out after ${options.timeoutMs} ms)`;
+      }
+      writeProxyResult(res, result as ProxyResult | string);
+    } catch (error) {
+      write(
+        `dev: the handler threw: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+      );
+      gatewayError(res, 500, "Internal Server Error");
+    } finally {
+      clearTimeout(timer);
+    }
+    return claims?.ok ? ` (tenant ${String(claims.claims.tenant_id ?? "?")})` : "";
+  }
+
+  const server = createServer((req, res) => {
+    const started = Date.now();
+    serve(req, res).then(
+      (note) =>
+        write(`dev: ${req.method} ${req.url} → ${res.statusCode} in ${Date.now() - started} ms${note}`),
+      (error: unknown) => {
+        write(`dev: ${req.method} ${req.url} failed: ${String(error)}`);
+        if (!res.headersSent) gatewayError(res, 500, "Internal Server Error");
+        else res.destroy();
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${options.host}:${port}`,
+    port,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Reads the request body; undefined when it is over API Gateway's 10 MB limit. */
+async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** An answer from the gateway itself (not the function), in API Gateway's `{"message": ...}` shape. */
+function gatewayError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  const body = JSON.stringify({ message });
+  res.writeHead(status, {
+    ...headers,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+  });
+  res.end(body);
+}

@@ -1,0 +1,168 @@
+/**
+ * `npm run dev [-- --port 3000] [--host 127.0.0.1] [--env-vars env.json] [--timeout 29]`: the
+ * counterpart of `sam local start-api`. Starts the local dependencies the environment does not provide
+ * (local/local-stack.ts), generates an RS256 key pair for a local issuer, and serves the Lambda handler
+ * the stack deploys (functions/api/handler.ts `handler`) on http://127.0.0.1:3000 behind a check that
+ * follows API Gateway's JWT authorizer (local/dev-auth.ts). Each request becomes the HTTP API v2 event
+ * the authorizer would produce (local/dev-event.ts) and is invoked with a Lambda context counting down
+ * from the function timeout.
+ *
+ * `GET /healthz` has no authorizer, every other route does; local/dev-server.ts lists the gateway
+ * behaviour mirrored.
+ *
+ * At start it prints a ready-to-paste curl with a demo tenant's token and the command that mints tokens
+ * with other claims (`npm run token`, which reads the issuer file this writes to
+ * `.boundloop/dev-issuer-<port>.json`, mode 0600, removed at exit). SIGINT, SIGTERM and SIGHUP, or the
+ * parent process going away, stop the server and every dependency it started, then exit 0.
+ */
+import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
+import {
+  createDevIssuer,
+  DEMO_CLAIMS,
+  defaultIssuerFile,
+  mintToken,
+  removeIssuerFile,
+  writeIssuerFile,
+} from "./dev-auth.js";
+import { type DevServer, type Handler, startDevServer } from "./dev-server.js";
+import { readEnvVarsFile } from "./env-vars.js";
+import { type LocalStack, startLocalStack } from "./local-stack.js";
+import { onShutdownSignal } from "./shutdown.js";
+
+/** The dev server's default address, as `sam local start-api`'s. */
+const DEFAULT_HOST = "127.0.0.1";
+const DEFAULT_PORT = 3000;
+/** The function timeout in infra/stack.ts (s). */
+const DEFAULT_TIMEOUT_S = 29;
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+const USAGE = `usage: npm run dev -- [options]
+
+  --port <n>           port on 127.0.0.1 (default ${DEFAULT_PORT}; 0 picks a free one)
+  --host <addr>        address to listen on (default ${DEFAULT_HOST})
+  --env-vars <file>    variables for the function: flat JSON, SAM's shape, or a dotenv file
+  --timeout <s>        function timeout in seconds (default ${DEFAULT_TIMEOUT_S}, as deployed)
+  --issuer <iss>       issuer the JWT check accepts and tokens carry (default urn:boundloop:local-dev-issuer)
+  --audience <aud>     audience the JWT check accepts and tokens carry (default boundloop-api)
+  --issuer-file <f>    where to write the issuer key for npm run token (default .boundloop/dev-issuer-<port>.json)`;
+
+let starting: Promise<LocalStack> | undefined;
+let server: DevServer | undefined;
+let issuerFile: string | undefined;
+
+/** Stops the server and the dependencies this process started, and removes the issuer file. */
+async function cleanup(): Promise<void> {
+  await server?.stop();
+  // Dependencies still starting are waited for, then stopped.
+  await starting?.then(
+    (stack) => stack.stop(),
+    () => undefined,
+  );
+  if (issuerFile) await removeIssuerFile(issuerFile);
+}
+
+/** Quotes a string for a POSIX shell. */
+const shellQuote = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`;
+
+async function main(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      host: { type: "string", default: DEFAULT_HOST },
+      port: { type: "string", default: String(DEFAULT_PORT) },
+      "env-vars": { type: "string", short: "n" },
+      timeout: { type: "string", short: "t", default: String(DEFAULT_TIMEOUT_S) },
+      issuer: { type: "string" },
+      audience: { type: "string" },
+      "issuer-file": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    log(USAGE);
+    return;
+  }
+  const port = Number(values.port);
+  const timeoutS = Number(values.timeout);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error("--port must be 0 to 65535.");
+  if (!Number.isFinite(timeoutS) || timeoutS <= 0 || timeoutS > 900) {
+    throw new Error("--timeout must be a number of seconds in (0, 900].");
+  }
+  let vars: Record<string, string> = {};
+  if (values["env-vars"]) {
+    const read = await readEnvVarsFile(values["env-vars"]);
+    vars = read.vars;
+    log(`env: ${Object.keys(vars).length} variable(s) from ${values["env-vars"]}`);
+    if (read.unknown.length > 0) log(`env: warning: boundloop reads none of ${read.unknown.join(", ")}`);
+  }
+
+  onShutdownSignal(
+    async () => {
+      await cleanup();
+      log("dev: stopped");
+    },
+    { exitCode: () => 0, watchParent: true },
+  );
+
+  starting = startLocalStack({ ...process.env, ...vars }, log);
+  const stack = await starting;
+  Object.assign(process.env, vars, stack.env);
+  const { handler } = await import("../functions/api/handler.js");
+  const issuer = await createDevIssuer({ issuer: values.issuer, audience: values.audience });
+  server = await startDevServer({
+    handler: handler as Handler,
+    issuer,
+    host: values.host,
+    port,
+    timeoutMs: Math.round(timeoutS * 1000),
+  });
+  issuerFile = values["issuer-file"] ?? defaultIssuerFile(server.port);
+  await writeIssuerFile(issuerFile, issuer);
+  log(
+    `dev: local API on port ${server.port} at ${server.url} (functions/api/handler.ts handler; JWT check: ${issuer.alg}, issuer ${issuer.issuer}, audience ${issuer.audience}, key generated at start)`,
+  );
+
+  const token = await mintToken(issuer, { ...DEMO_CLAIMS });
+  const seed = JSON.parse(
+    await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
+  ) as { body: string };
+  const tokenArgs = [
+    ...(values["issuer-file"] ? ["--issuer-file", shellQuote(issuerFile)] : []),
+    ...(server.port !== DEFAULT_PORT && !values["issuer-file"] ? ["--port", String(server.port)] : []),
+  ].join(" ");
+  const mint = `npm run -s token --${tokenArgs ? ` ${tokenArgs}` : ""}`;
+  process.stdout.write(
+    [
+      "",
+      `Demo token: sub ${DEMO_CLAIMS.sub}, tenant ${DEMO_CLAIMS.tenant_id}, scope "${DEMO_CLAIMS.scope}", valid 12 h. Paste:`,
+      "",
+      `curl -sS ${server.url}/v1/runs \\`,
+      `  -H 'authorization: Bearer ${token}' \\`,
+      "  -H 'content-type: application/json' \\",
+      `  -d ${shellQuote(seed.body)}`,
+      "",
+      "Tokens with other claims (tenant, permissions, any claim; --help lists the options):",
+      "",
+      `  ${mint} --tenant tenant_ro_01 --sub usr_2001 --scope billing:read`,
+      "",
+      `curl -sS ${server.url}/v1/runs \\`,
+      `  -H "authorization: Bearer $(${mint} --tenant tenant_ro_01 --scope billing:read)" \\`,
+      "  -H 'content-type: application/json' \\",
+      `  -d ${shellQuote(seed.body)}`,
+      "",
+      "Ctrl-C stops the server and everything it started.",
+      "",
+    ].join("\n"),
+  );
+}
+
+// Lambda runs a current Node; the AWS SDK's "Node 20 support ends" notice is noise in local runs.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+
+main(process.argv.slice(2)).catch(async (error: unknown) => {
+  log(`dev: ${error instanceof Error ? error.message : String(error)}`);
+  await cleanup();
+  process.exit(1);
+});

@@ -1,0 +1,190 @@
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdtempSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { DEMO_CLAIMS, mintToken, readIssuerFile } from "../local/dev-auth.js";
+import { type LocalModelServer, startModelServer } from "../local/model-server.js";
+import type { ToolResult } from "../shared/agent/result.js";
+import { killLeftovers, type RunningScript, runScript, startScript } from "./support/scripts.js";
+
+// `npm run dev` as a process (node --import tsx local/dev.ts), against the suite's DynamoDB and a model
+// server this file starts; requests go over real HTTP.
+
+let model: LocalModelServer;
+let dev: RunningScript;
+let url: string;
+let issuerFile: string;
+let demoToken: string;
+let env: Record<string, string>;
+const SEED_PROMPT =
+  "Calculate tax for two invoices: 1500 GBP for a client in the UK, and 500 EUR for a client in Germany (DE). If tax calculation succeeds, record the invoice for the UK client.";
+
+beforeAll(async () => {
+  model = await startModelServer();
+  issuerFile = join(mkdtempSync(join(tmpdir(), "boundloop-dev-")), "issuer.json");
+  env = {
+    DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
+    OPENAI_BASE_URL: model.baseURL,
+    TABLE_NAME: `test-dev-${randomUUID()}`,
+  };
+  dev = startScript("tsx", ["local/dev.ts", "--port", "0", "--issuer-file", issuerFile], env);
+  url = (await dev.waitFor(/dev: local API on port \d+ at (http:\/\/127\.0\.0\.1:\d+)/, 80_000))[1] as string;
+  await dev.waitFor(/Ctrl-C stops the server/);
+  demoToken = (await dev.waitFor(/authorization: Bearer ([\w-]+\.[\w-]+\.[\w-]+)'/))[1] as string;
+}, 90_000);
+
+afterAll(async () => {
+  killLeftovers();
+  await model?.stop();
+});
+
+interface RunBody {
+  status: string;
+  toolResults: ToolResult[];
+}
+
+function postRun(token: string | undefined, prompt = SEED_PROMPT): Promise<Response> {
+  return fetch(`${url}/v1/runs`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+    },
+    body: JSON.stringify({ prompt }),
+  });
+}
+
+/** Asserts an API Gateway style 401 and that the function (so the model) was never reached. */
+async function expectUnauthorized(token: string | undefined, reason: RegExp): Promise<void> {
+  const before = model.requests.length;
+  const response = await postRun(token);
+  expect(response.status).toBe(401);
+  expect(await response.json()).toEqual({ message: "Unauthorized" });
+  expect(response.headers.get("www-authenticate")).toMatch(reason);
+  expect(model.requests.length).toBe(before);
+}
+
+describe("npm run dev", { timeout: 60_000 }, () => {
+  it("prints a ready-to-paste curl whose demo token gets 200 and runs the seed for the demo tenant", async () => {
+    expect(dev.stdout()).toContain(`curl -sS ${url}/v1/runs \\`);
+    expect(dev.stdout()).toMatch(/npm run -s token -- --issuer-file '[^']+' --tenant tenant_ro_01/);
+    const response = await postRun(demoToken);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as RunBody;
+    expect(body.status).toBe("completed");
+    const record = body.toolResults.find((r) => r.metadata.toolName === "recordInvoice");
+    expect(record?.status).toBe("success");
+    // Identity came from the verified token's claims, as the authorizer passes them on.
+    expect(record?.data).toMatchObject({
+      invoice: {
+        tenantId: DEMO_CLAIMS.tenant_id,
+        createdBy: DEMO_CLAIMS.sub,
+        grossTotal: { amount: "1800.00" },
+      },
+    });
+    await dev.waitFor(/dev: POST \/v1\/runs → 200 in \d+ ms \(tenant tenant_demo_01\)/, 5_000);
+  });
+
+  it("writes the issuer file readable only by its owner", () => {
+    expect(statSync(issuerFile).mode & 0o777).toBe(0o600);
+  });
+
+  it("a token from `npm run token` with other claims reaches the app: billing:read only is denied recordInvoice", async () => {
+    const minted = await runScript(
+      "tsx",
+      [
+        "local/mint-token.ts",
+        "--issuer-file",
+        issuerFile,
+        "--tenant",
+        "tenant_ro_01",
+        "--scope",
+        "billing:read",
+      ],
+      env,
+    );
+    expect(minted.code).toBe(0);
+    const response = await postRun(minted.stdout.trim());
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as RunBody;
+    expect(body.status).toBe("permission_denied");
+    expect(body.toolResults.find((r) => r.metadata.toolName === "recordInvoice")?.error?.details).toEqual({
+      requiredPermission: "billing:write",
+    });
+  });
+
+  it("GET /healthz needs no token", async () => {
+    const response = await fetch(`${url}/healthz`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: "ok" });
+  });
+
+  it("401 without a token", async () => {
+    await expectUnauthorized(undefined, /missing/);
+  });
+
+  it("401 for a bad signature: same kid, issuer and audience, another key", async () => {
+    const issuer = await readIssuerFile(issuerFile);
+    const { privateKey } = await generateKeyPair("RS256");
+    const forged = await new SignJWT({ ...DEMO_CLAIMS })
+      .setProtectedHeader({ alg: "RS256", kid: issuer.privateJwk.kid })
+      .setIssuer(issuer.issuer)
+      .setAudience(issuer.audience)
+      .setIssuedAt()
+      .setExpirationTime("1h")
+      .sign(privateKey);
+    await expectUnauthorized(forged, /signature/);
+    // A tampered payload under the real signature fails the same way.
+    const [header, , signature] = demoToken.split(".");
+    const payload = Buffer.from(JSON.stringify({ ...DEMO_CLAIMS, tenant_id: "tenant_other" })).toString(
+      "base64url",
+    );
+    await expectUnauthorized(`${header}.${payload}.${signature}`, /signature/);
+  });
+
+  it("401 for a key the issuer does not publish (unknown kid)", async () => {
+    const { privateKey, publicKey } = await generateKeyPair("RS256", { extractable: true });
+    const issuer = await readIssuerFile(issuerFile);
+    const token = await mintToken(
+      {
+        ...issuer,
+        privateJwk: { ...(await exportJWK(privateKey)), kid: "other-key" },
+        publicJwk: await exportJWK(publicKey),
+      },
+      { ...DEMO_CLAIMS },
+    );
+    await expectUnauthorized(token, /kid/);
+  });
+
+  it("401 for an expired token", async () => {
+    const issuer = await readIssuerFile(issuerFile);
+    await expectUnauthorized(await mintToken(issuer, { ...DEMO_CLAIMS }, { expiresIn: "-1m" }), /expired/);
+  });
+
+  it("401 for a wrong audience", async () => {
+    const issuer = await readIssuerFile(issuerFile);
+    await expectUnauthorized(
+      await mintToken(issuer, { ...DEMO_CLAIMS }, { audience: "another-api" }),
+      /audience/,
+    );
+  });
+
+  it("401 for a wrong issuer", async () => {
+    const issuer = await readIssuerFile(issuerFile);
+    await expectUnauthorized(
+      await mintToken(issuer, { ...DEMO_CLAIMS }, { issuer: "https://evil.example" }),
+      /iss/,
+    );
+  });
+
+  it("SIGTERM stops it: exit 0, port closed, issuer file removed", async () => {
+    dev.child.kill("SIGTERM");
+    const { code } = await dev.exited;
+    expect(code).toBe(0);
+    expect(dev.stderr()).toContain("dev: stopped");
+    expect(existsSync(issuerFile)).toBe(false);
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+  });
+});
