@@ -18,6 +18,10 @@ import { startLocalStack } from "./local-stack.js";
 const LAMBDA_TIMEOUT_MS = 29_000;
 // Lambda runs a current Node; the AWS SDK's "Node 20 support ends" notice is noise in local runs.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+// The printed outcome is the point here: the JSON log lines and EMF metrics the function writes on AWS
+// stay off unless asked for (POWERTOOLS_LOG_LEVEL=INFO npm start shows them).
+process.env.POWERTOOLS_LOG_LEVEL ??= "WARN";
+process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
 
 async function main(): Promise<number> {
   const prompt = process.argv.slice(2).join(" ").trim();

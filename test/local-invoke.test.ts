@@ -155,10 +155,9 @@ describe("npm run invoke on events/", SLOW, () => {
   });
 });
 
-// depends on issue 6; the lead enables at merge (BOUNDLOOP_ISSUE6=1): identity from REST v1 authorizer
-// claims and from a function URL's IAM authorizer. Today's shared/identity.ts reads only HTTP API v2 JWT
-// claims, so both answer 401 until then.
-describe.skipIf(!process.env.BOUNDLOOP_ISSUE6)("npm run invoke on events/ shapes from issue 6", SLOW, () => {
+// Identity from REST v1 authorizer claims and from a function URL's IAM authorizer. An IAM principal
+// maps to a tenant only through IAM_PRINCIPAL_TENANTS: events/function-url.env.json holds the mapping.
+describe("npm run invoke on the REST v1 and function URL shapes", SLOW, () => {
   it("rest-v1.json: 200 completed, one invoice for the REST caller's tenant", async () => {
     const { code, out } = await invoke(["events/rest-v1.json"]);
     expect([code, out.status]).toEqual([0, 200]);
@@ -169,28 +168,34 @@ describe.skipIf(!process.env.BOUNDLOOP_ISSUE6)("npm run invoke on events/ shapes
   });
 
   it("function-url.json: 200 completed", async () => {
-    const { code, out } = await invoke(["events/function-url.json"]);
+    const { code, out } = await invoke([
+      "events/function-url.json",
+      "--env-vars",
+      "events/function-url.env.json",
+    ]);
     expect([code, out.status]).toEqual([0, 200]);
     expect((JSON.parse(out.body) as RunBody).status).toBe("completed");
   });
+
+  it("function-url.json without the principal mapping: 401 UNAUTHENTICATED, exit 1", async () => {
+    const { code, out } = await invoke(["events/function-url.json"]);
+    expect([code, out.status]).toEqual([1, 401]);
+    expect(JSON.parse(out.body)).toMatchObject({ code: "UNAUTHENTICATED" });
+  });
 });
 
-// depends on issue 4; the lead enables at merge (BOUNDLOOP_ISSUE4=1): the Idempotency-Key header.
-describe.skipIf(!process.env.BOUNDLOOP_ISSUE4)(
-  "npm run invoke replays with Idempotency-Key (issue 4)",
-  () => {
-    it("replay-idempotency-key.json twice: the second answer is the first, with Idempotent-Replayed: true", async () => {
-      // A fresh table, so the first invocation here is the first with this key.
-      const table = { TABLE_NAME: `test-replay-${randomUUID()}` };
-      const first = await invoke(["events/replay-idempotency-key.json"], table);
-      const second = await invoke(["events/replay-idempotency-key.json"], table);
-      expect(first.out.status).toBe(200);
-      expect(second.out.status).toBe(200);
-      expect(second.out.headers["idempotent-replayed"]).toBe("true");
-      expect(JSON.parse(second.out.body)).toEqual(JSON.parse(first.out.body));
-    });
-  },
-);
+describe("npm run invoke replays with Idempotency-Key", () => {
+  it("replay-idempotency-key.json twice: the second answer is the first, with Idempotent-Replayed: true", async () => {
+    // A fresh table, so the first invocation here is the first with this key.
+    const table = { TABLE_NAME: `test-replay-${randomUUID()}` };
+    const first = await invoke(["events/replay-idempotency-key.json"], table);
+    const second = await invoke(["events/replay-idempotency-key.json"], table);
+    expect(first.out.status).toBe(200);
+    expect(second.out.status).toBe(200);
+    expect(second.out.headers["idempotent-replayed"]).toBe("true");
+    expect(JSON.parse(second.out.body)).toEqual(JSON.parse(first.out.body));
+  });
+});
 
 describe("npm run invoke options", SLOW, () => {
   it("--env-vars (SAM's shape) reaches the handler: MAX_CYCLES 1 ends the run after one cycle", async () => {
