@@ -1,6 +1,7 @@
 import { App } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
+import { createApp } from "../functions/api/app.js";
 import {
   DeploySettingsError,
   PLACEHOLDER_JWT_AUDIENCE,
@@ -14,6 +15,7 @@ import {
   type BoundloopStackProps,
   FUNCTION_MEMORY_MB,
   FUNCTION_TIMEOUT_SECONDS,
+  ROUTES,
 } from "../infra/stack.js";
 import { ConfigSchema } from "../shared/config.js";
 
@@ -324,5 +326,30 @@ describe("the stack's deploy settings", () => {
     expect(() => synth({ jwtIssuer: "http://insecure.example.com" })).toThrow(DeploySettingsError);
     expect(() => synth({ jwtIssuer: "http://insecure.example.com" })).toThrow(/jwtIssuer/);
     expect(() => synth({ personal: "yes" })).toThrow(/personal/);
+  });
+});
+
+describe("the stack's routes and the app's routes", () => {
+  it("are the same set, and only the routes the app documents as public skip the JWT authorizer", async () => {
+    // The app serves its own OpenAPI document without building any client.
+    const app = createApp(() => {
+      throw new Error("no dependencies are needed to serve /openapi.json");
+    });
+    const document = (await (await app.request("/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { security?: unknown[] }>>;
+    };
+    const documented = Object.entries(document.paths).flatMap(([path, operations]) =>
+      Object.entries(operations).map(([method, operation]) => ({
+        route: `${method.toUpperCase()} ${path}`,
+        public: (operation.security ?? []).length === 0,
+      })),
+    );
+    documented.push({ route: "GET /openapi.json", public: true });
+    const deployed = ROUTES.map((route) => ({
+      route: `${route.method} ${route.path}`,
+      public: route.auth === "public",
+    }));
+    const byRoute = (a: { route: string }, b: { route: string }) => a.route.localeCompare(b.route);
+    expect(deployed.sort(byRoute)).toEqual(documented.sort(byRoute));
   });
 });
