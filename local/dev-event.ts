@@ -144,7 +144,7 @@ export function toHttpApiEvent(
   return event as unknown as APIGatewayProxyEventV2WithJWTAuthorizer;
 }
 
-/** The parts of a Lambda proxy result the dev server writes back. */
+/** A Lambda proxy result as the handler returns it (HTTP API v2, REST v1 or function URL). */
 export interface ProxyResult {
   statusCode?: number;
   headers?: Record<string, string | number | boolean>;

@@ -17,6 +17,7 @@ import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import type { ApiEvent } from "../functions/api/handler.js";
+import type { ProxyResult } from "./dev-event.js";
 import { createLambdaContext } from "./lambda-context.js";
 import type { LocalStack } from "./local-stack.js";
 import { onShutdownSignal } from "./shutdown.js";
@@ -38,16 +39,6 @@ const USAGE = `usage: npm run invoke -- <event.json | -> [--env-vars <env.json |
                  getRemainingTimeInMillis counts down from it`;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-/** A Lambda proxy result as the handler returns it (HTTP API v2, REST v1 or function URL). */
-interface ProxyResult {
-  statusCode?: number;
-  headers?: Record<string, string | number | boolean>;
-  multiValueHeaders?: Record<string, Array<string | number | boolean>>;
-  cookies?: string[];
-  body?: string;
-  isBase64Encoded?: boolean;
-}
 
 class UsageError extends Error {}
 /** `--help`: print the usage and exit 0. */

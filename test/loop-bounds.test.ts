@@ -13,6 +13,7 @@ import {
   DEFAULT_CAPS,
   echoTool,
   runScripted,
+  sleep,
   startScriptedModel,
   toolMessages,
 } from "./support/agent-harness.js";
@@ -27,15 +28,6 @@ afterAll(async () => {
   await setup?.stop();
   await retrying?.stop();
 });
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    });
-  });
 
 describe("budgets", () => {
   it("a model call that spends the token budget ends budget_exceeded; its tool calls do not run but are answered", async () => {

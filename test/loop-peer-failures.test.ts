@@ -8,7 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { LocalModelServer } from "../local/model-server.js";
 import { defineTool, type ToolDefinition } from "../shared/agent/tool.js";
-import { call, echoTool, runScripted, startScriptedModel, toolMessages } from "./support/agent-harness.js";
+import {
+  call,
+  echoTool,
+  runScripted,
+  sleep,
+  startScriptedModel,
+  toolMessages,
+} from "./support/agent-harness.js";
 
 let setup: { model: LocalModelServer; client: OpenAI; stop(): Promise<void> };
 beforeAll(async () => {
@@ -17,15 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await setup?.stop();
 });
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    });
-  });
 
 /** A tool that throws `thrown` when called with `{ fail: true }`, else returns `{ ok: label }`. */
 function flakyTool(thrown: unknown): ToolDefinition {

@@ -120,3 +120,13 @@ export const call = (id: string, name: string, args: unknown) => ({
   name,
   arguments: typeof args === "string" ? args : JSON.stringify(args),
 });
+
+/** Resolves after `ms`; rejects with the signal's reason as soon as `signal` aborts (a tool honouring it). */
+export const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    });
+  });
