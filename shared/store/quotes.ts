@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
-import { sha256Hex } from "../agent/idempotency-key.js";
-import { conditionalPut } from "./conditional.js";
 import { z } from "zod";
+import { sha256Hex } from "../agent/idempotency-key.js";
 import { ROUNDING_RULES, type TaxAmounts } from "../money/money.js";
+import { conditionalPut } from "./conditional.js";
 import { keys, TABLE_SCHEMA } from "./keys.js";
 
 /** A quote id: `qt_` and 32 lower-case hex characters (a random UUID without dashes). */
