@@ -5,7 +5,6 @@
 import { randomUUID } from "node:crypto";
 import { ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ApiEvent } from "../../functions/api/handler.js";
 import { quotedRecordInvoiceArgs } from "../../local/fixtures.js";
 import type { ToolResult } from "../../shared/agent/result.js";
 import { apiEvent, type EventOptions } from "../fixtures/events.js";
