@@ -6,7 +6,7 @@ import { ROUNDING_RULES, type TaxAmounts } from "../money/money.js";
 import { conditionalPut } from "./conditional.js";
 import { keys, TABLE_SCHEMA } from "./keys.js";
 
-/** A quote id: `qt_` and 32 lower-case hex characters (a random UUID without dashes). */
+/** A quote id: `qt_` and 32 lower-case hex characters (from the call's operation key, see {@link quoteIdFor}, or a random UUID). */
 export const QUOTE_ID_PATTERN = /^qt_[0-9a-f]{32}$/;
 
 /** Mints a new, unguessable quote id (see {@link QUOTE_ID_PATTERN}). */

@@ -132,135 +132,140 @@ function invoiceResults(body: string): ToolResult[] {
 }
 
 describe(`duplicate storm: ${SCALE.requests} POSTs over ${SCALE.keys} Idempotency-Keys with faults`, () => {
-  it("records each operation once, answers only 200/409/422/502/503, and leaves every key settled", async () => {
-    capture = captureOutput();
-    const store = runIdempotencyStore(stack.deps);
-    const random = seededRandom(MODEL_SEED * 1_000 + DYNAMO_SEED);
-    stack.model.usePlanner({ rate: 0.1, seed: MODEL_SEED, minDelayMs: 50, maxDelayMs: 500 });
-    const started = Date.now();
+  it(
+    "records each operation once, answers only 200/409/422/502/503, and leaves every key settled",
+    async () => {
+      capture = captureOutput();
+      const store = runIdempotencyStore(stack.deps);
+      const random = seededRandom(MODEL_SEED * 1_000 + DYNAMO_SEED);
+      stack.model.usePlanner({ rate: 0.1, seed: MODEL_SEED, minDelayMs: 50, maxDelayMs: 500 });
+      const started = Date.now();
 
-    // 1. Some keys' first runs crash right after their ledger write.
-    const killedKeys = Array.from(
-      { length: SCALE.killed },
-      (_, i) => i * Math.floor(SCALE.keys / SCALE.killed),
-    );
-    const killed = await Promise.all(killedKeys.map((key) => runKilled(key)));
-    expect(
-      killed.map((k) => k.signal),
-      killed.map((k) => k.output).join("\n"),
-    ).toEqual(killedKeys.map(() => "SIGKILL"));
-    const crashedInvoices = new Map<string, string>();
-    for (const invoice of await stack.deps.ledger.list(tenantId, 1_000))
-      crashedInvoices.set(invoice.subtotal.amount, invoice.invoiceId);
-    expect(crashedInvoices.size).toBe(SCALE.killed);
-    for (const key of killedKeys)
-      expect((await store.read(tenantId, RUN_ROUTE, runKey(key)))?.status).toBe("IN_PROGRESS");
+      // 1. Some keys' first runs crash right after their ledger write.
+      const killedKeys = Array.from(
+        { length: SCALE.killed },
+        (_, i) => i * Math.floor(SCALE.keys / SCALE.killed),
+      );
+      const killed = await Promise.all(killedKeys.map((key) => runKilled(key)));
+      expect(
+        killed.map((k) => k.signal),
+        killed.map((k) => k.output).join("\n"),
+      ).toEqual(killedKeys.map(() => "SIGKILL"));
+      const crashedInvoices = new Map<string, string>();
+      for (const invoice of await stack.deps.ledger.list(tenantId, 1_000))
+        crashedInvoices.set(invoice.subtotal.amount, invoice.invoiceId);
+      expect(crashedInvoices.size).toBe(SCALE.killed);
+      for (const key of killedKeys)
+        expect((await store.read(tenantId, RUN_ROUTE, runKey(key)))?.status).toBe("IN_PROGRESS");
 
-    // 2. The storm, with DynamoDB throttling on 5% of write attempts.
-    const throttle = injectThrottling(stack.deps.ddb, { rate: 0.05, seed: DYNAMO_SEED });
-    const order = Array.from({ length: SCALE.requests }, (_, i) => i % SCALE.keys)
-      .map((key) => ({ key, sort: random() }))
-      .sort((a, b) => a.sort - b.sort)
-      .map(({ key }) => key);
-    const storm = await pool(order, SCALE.inFlight, (key) => send(key));
-    const stormMs = Date.now() - started;
+      // 2. The storm, with DynamoDB throttling on 5% of write attempts.
+      const throttle = injectThrottling(stack.deps.ddb, { rate: 0.05, seed: DYNAMO_SEED });
+      const order = Array.from({ length: SCALE.requests }, (_, i) => i % SCALE.keys)
+        .map((key) => ({ key, sort: random() }))
+        .sort((a, b) => a.sort - b.sort)
+        .map(({ key }) => key);
+      const storm = await pool(order, SCALE.inFlight, (key) => send(key));
+      const stormMs = Date.now() - started;
 
-    // Every key that started is COMPLETED or retryable: released (no record), or held only by a lease
-    // that has ended or will (no handler is running now, so a held record is a crashed run's).
-    const now = Date.now();
-    const states = await Promise.all(
-      Array.from({ length: SCALE.keys }, (_, key) => store.read(tenantId, RUN_ROUTE, runKey(key))),
-    );
-    for (const state of states) {
-      if (state === undefined || state.status === "COMPLETED") continue;
-      expect(state.status).toBe("IN_PROGRESS");
-      expect(state.leaseExpiresAt).toBeLessThanOrEqual(now + LAMBDA_TIMEOUT_MS);
-    }
-
-    // 3. Clients retry until each key has its answer (honouring Retry-After, capped at 1 s).
-    const retries = await pool(
-      Array.from({ length: SCALE.keys }, (_, key) => key),
-      10,
-      async (key) => {
-        const sent: Sent[] = [];
-        for (let attempt = 0; attempt < 30; attempt += 1) {
-          const response = await send(key);
-          sent.push(response);
-          if (response.status === 200 || !ALLOWED.has(response.status) || response.status === 422) break;
-          const waitMs = response.status === 409 ? Math.min(1_000, (response.retryAfter ?? 1) * 1_000) : 250;
-          await new Promise((resolve) => setTimeout(resolve, waitMs));
-        }
-        return sent;
-      },
-    );
-    throttle.stop();
-    const all = [...storm, ...retries.flat()];
-    const finals = retries.map((sent) => sent.at(-1) as Sent);
-
-    // Statuses: only the allowed ones, never a 500 or a throw.
-    const byStatus: Record<string, number> = {};
-    for (const sent of all) byStatus[sent.status] = (byStatus[sent.status] ?? 0) + 1;
-    expect(all.filter((sent) => !ALLOWED.has(sent.status)).map((s) => `${s.status} ${s.body}`)).toEqual([]);
-    expect(finals.map((sent) => sent.status)).toEqual(finals.map(() => 200));
-    for (let key = 0; key < SCALE.keys; key += 1)
-      expect((await store.read(tenantId, RUN_ROUTE, runKey(key)))?.status).toBe("COMPLETED");
-
-    // Ledger: one invoice per successful operation, none twice.
-    const invoices = await stack.deps.ledger.list(tenantId, 1_000);
-    const perOperation = new Map<string, number>();
-    for (const invoice of invoices)
-      perOperation.set(invoice.subtotal.amount, (perOperation.get(invoice.subtotal.amount) ?? 0) + 1);
-    const duplicates = [...perOperation.values()].reduce((sum, count) => sum + count - 1, 0);
-    const successful = new Set<string>();
-    for (const sent of all.filter((s) => s.status === 200)) {
-      for (const result of invoiceResults(sent.body)) {
-        if (result.status !== "success") continue;
-        const invoice = (result.data as { invoice: { invoiceId: string; subtotal: { amount: string } } })
-          .invoice;
-        expect(invoice.subtotal.amount).toBe(subtotal(sent.key));
-        successful.add(invoice.subtotal.amount);
-        // A crashed run's retry reaches the invoice the crashed run wrote.
-        const crashed = crashedInvoices.get(invoice.subtotal.amount);
-        if (crashed) expect(invoice.invoiceId).toBe(crashed);
+      // Every key that started is COMPLETED or retryable: released (no record), or held only by a lease
+      // that has ended or will (no handler is running now, so a held record is a crashed run's).
+      const now = Date.now();
+      const states = await Promise.all(
+        Array.from({ length: SCALE.keys }, (_, key) => store.read(tenantId, RUN_ROUTE, runKey(key))),
+      );
+      for (const state of states) {
+        if (state === undefined || state.status === "COMPLETED") continue;
+        expect(state.status).toBe("IN_PROGRESS");
+        expect(state.leaseExpiresAt).toBeLessThanOrEqual(now + LAMBDA_TIMEOUT_MS);
       }
-    }
-    expect(duplicates).toBe(0);
-    expect(invoices).toHaveLength(successful.size);
-    expect([...perOperation.keys()].sort()).toEqual([...successful].sort());
-    expect(successful.size).toBe(SCALE.keys);
 
-    const faults = stack.model.faultStats();
-    const latencies = all.map((sent) => sent.ms);
-    capture.stop();
-    const logs = capture.text();
-    const summary = {
-      scale: SCALE.soak ? "soak" : "test",
-      requests: all.length + SCALE.killed,
-      stormRequests: storm.length,
-      clientRetries: all.length - storm.length,
-      keys: SCALE.keys,
-      statuses: byStatus,
-      modelCalls: faults.plannerRequests,
-      modelFaultsInjected: faults.injected,
-      modelFaultsByStatus: faults.byStatus,
-      dynamoWriteAttempts: throttle.stats.writeAttempts,
-      dynamoThrottlesInjected: throttle.stats.injected,
-      runsKilled: killed.length,
-      invoices: invoices.length,
-      duplicatesFound: duplicates,
-      maxLatencyMs: Math.round(Math.max(...latencies)),
-      p95LatencyMs: Math.round(percentile(latencies, 95)),
-      stormWallMs: stormMs,
-      logLines: capture.lines(),
-    };
-    console.log(`RELIABILITY storm ${JSON.stringify(summary)}`);
-    expect(faults.injected).toBeGreaterThan(0);
-    expect(throttle.stats.injected).toBeGreaterThan(0);
+      // 3. Clients retry until each key has its answer (honouring Retry-After, capped at 1 s).
+      const retries = await pool(
+        Array.from({ length: SCALE.keys }, (_, key) => key),
+        10,
+        async (key) => {
+          const sent: Sent[] = [];
+          for (let attempt = 0; attempt < 30; attempt += 1) {
+            const response = await send(key);
+            sent.push(response);
+            if (response.status === 200 || !ALLOWED.has(response.status) || response.status === 422) break;
+            const waitMs =
+              response.status === 409 ? Math.min(1_000, (response.retryAfter ?? 1) * 1_000) : 250;
+            await new Promise((resolve) => setTimeout(resolve, waitMs));
+          }
+          return sent;
+        },
+      );
+      throttle.stop();
+      const all = [...storm, ...retries.flat()];
+      const finals = retries.map((sent) => sent.at(-1) as Sent);
 
-    // Secrets: the key reached the model server, the JWT was in every request; neither is in any log.
-    expect(stack.model.requests.some((r) => r.authorization === `Bearer ${FAKE_API_KEY}`)).toBe(true);
-    expect(logs).toContain('"message":"request"');
-    expect(secretsIn(logs)).toEqual([]);
-    expect(secretsIn(childOutput.join("\n"))).toEqual([]);
-  }, SCALE.soak ? 900_000 : 240_000);
+      // Statuses: only the allowed ones, never a 500 or a throw.
+      const byStatus: Record<string, number> = {};
+      for (const sent of all) byStatus[sent.status] = (byStatus[sent.status] ?? 0) + 1;
+      expect(all.filter((sent) => !ALLOWED.has(sent.status)).map((s) => `${s.status} ${s.body}`)).toEqual([]);
+      expect(finals.map((sent) => sent.status)).toEqual(finals.map(() => 200));
+      for (let key = 0; key < SCALE.keys; key += 1)
+        expect((await store.read(tenantId, RUN_ROUTE, runKey(key)))?.status).toBe("COMPLETED");
+
+      // Ledger: one invoice per successful operation, none twice.
+      const invoices = await stack.deps.ledger.list(tenantId, 1_000);
+      const perOperation = new Map<string, number>();
+      for (const invoice of invoices)
+        perOperation.set(invoice.subtotal.amount, (perOperation.get(invoice.subtotal.amount) ?? 0) + 1);
+      const duplicates = [...perOperation.values()].reduce((sum, count) => sum + count - 1, 0);
+      const successful = new Set<string>();
+      for (const sent of all.filter((s) => s.status === 200)) {
+        for (const result of invoiceResults(sent.body)) {
+          if (result.status !== "success") continue;
+          const invoice = (result.data as { invoice: { invoiceId: string; subtotal: { amount: string } } })
+            .invoice;
+          expect(invoice.subtotal.amount).toBe(subtotal(sent.key));
+          successful.add(invoice.subtotal.amount);
+          // A crashed run's retry reaches the invoice the crashed run wrote.
+          const crashed = crashedInvoices.get(invoice.subtotal.amount);
+          if (crashed) expect(invoice.invoiceId).toBe(crashed);
+        }
+      }
+      expect(duplicates).toBe(0);
+      expect(invoices).toHaveLength(successful.size);
+      expect([...perOperation.keys()].sort()).toEqual([...successful].sort());
+      expect(successful.size).toBe(SCALE.keys);
+
+      const faults = stack.model.faultStats();
+      const latencies = all.map((sent) => sent.ms);
+      capture.stop();
+      const logs = capture.text();
+      const summary = {
+        scale: SCALE.soak ? "soak" : "test",
+        requests: all.length + SCALE.killed,
+        stormRequests: storm.length,
+        clientRetries: all.length - storm.length,
+        keys: SCALE.keys,
+        statuses: byStatus,
+        modelCalls: faults.plannerRequests,
+        modelFaultsInjected: faults.injected,
+        modelFaultsByStatus: faults.byStatus,
+        dynamoWriteAttempts: throttle.stats.writeAttempts,
+        dynamoThrottlesInjected: throttle.stats.injected,
+        runsKilled: killed.length,
+        invoices: invoices.length,
+        duplicatesFound: duplicates,
+        maxLatencyMs: Math.round(Math.max(...latencies)),
+        p95LatencyMs: Math.round(percentile(latencies, 95)),
+        stormWallMs: stormMs,
+        logLines: capture.lines(),
+      };
+      console.log(`RELIABILITY storm ${JSON.stringify(summary)}`);
+      expect(faults.injected).toBeGreaterThan(0);
+      expect(throttle.stats.injected).toBeGreaterThan(0);
+
+      // Secrets: the key reached the model server, the JWT was in every request; neither is in any log.
+      expect(stack.model.requests.some((r) => r.authorization === `Bearer ${FAKE_API_KEY}`)).toBe(true);
+      expect(logs).toContain('"message":"request"');
+      expect(secretsIn(logs)).toEqual([]);
+      expect(secretsIn(childOutput.join("\n"))).toEqual([]);
+    },
+    SCALE.soak ? 900_000 : 240_000,
+  );
 });
