@@ -29,6 +29,44 @@ export interface ScriptedReply {
   usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
+/**
+ * Fault injection for planner mode: each chat-completions request fails with probability `rate`
+ * (0..1), answering one of `statuses` (default 500, 502, 503, 429) after a latency drawn uniformly
+ * from `minDelayMs`..`maxDelayMs` (ms, default 50..500). A 429 carries `retry-after-ms` (default 50),
+ * as providers send a Retry-After. Draws come from a PRNG seeded with `seed` (mulberry32), so the same
+ * seed and request order give the same faults.
+ */
+export interface PlannerFaults {
+  rate: number;
+  seed: number;
+  minDelayMs?: number;
+  maxDelayMs?: number;
+  statuses?: number[];
+  retryAfterMs?: number;
+}
+
+/** Counts of what fault injection did: planner requests seen, and faults injected by status. */
+export interface FaultStats {
+  plannerRequests: number;
+  injected: number;
+  byStatus: Record<number, number>;
+}
+
+/**
+ * mulberry32: a small seeded PRNG returning floats in [0, 1). Not for cryptography; used so fault
+ * injection is reproducible from a seed.
+ */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 /** A request the server received, for tests to inspect. */
 export interface RecordedRequest {
   model: string;
@@ -46,8 +84,10 @@ export interface LocalModelServer {
   requests: RecordedRequest[];
   /** Switches to scripted mode: each request takes the next reply; an exhausted script answers 500. */
   script(replies: ScriptedReply[]): void;
-  /** Switches to the deterministic planner (the default). */
-  usePlanner(): void;
+  /** Switches to the deterministic planner (the default); with `faults`, injects them (see {@link PlannerFaults}). */
+  usePlanner(faults?: PlannerFaults): void;
+  /** What fault injection has done since the planner (with faults) was last selected. */
+  faultStats(): FaultStats;
   stop(): Promise<void>;
 }
 
@@ -63,9 +103,18 @@ const estimateTokens = (text: string) => Math.max(1, Math.ceil(text.length / 4))
  * @param options.port 0 (default) picks a free port
  */
 export async function startModelServer(
-  options: { port?: number; script?: ScriptedReply[] } = {},
+  options: { port?: number; script?: ScriptedReply[]; faults?: PlannerFaults } = {},
 ): Promise<LocalModelServer> {
   let queue: ScriptedReply[] | undefined = options.script ? [...options.script] : undefined;
+  let faults: PlannerFaults | undefined;
+  let random = () => 1;
+  let stats: FaultStats = { plannerRequests: 0, injected: 0, byStatus: {} };
+  const setFaults = (next: PlannerFaults | undefined) => {
+    faults = next;
+    random = next ? seededRandom(next.seed) : () => 1;
+    stats = { plannerRequests: 0, injected: 0, byStatus: {} };
+  };
+  setFaults(options.faults);
   const requests: RecordedRequest[] = [];
   let counter = 0;
 
@@ -74,6 +123,26 @@ export async function startModelServer(
       if (!res.headersSent) sendJson(res, 500, { error: { message: String(error), type: "server_error" } });
     });
   });
+
+  /** In planner mode with faults: the fault to inject for this request, or undefined. */
+  function plannerFault(): ScriptedReply | undefined {
+    stats.plannerRequests += 1;
+    if (!faults) return undefined;
+    // Three draws per request whatever the outcome, so later faults do not depend on earlier ones.
+    const [hit, pick, delay] = [random(), random(), random()];
+    if (hit >= faults.rate) return undefined;
+    const statuses = faults.statuses ?? [500, 502, 503, 429];
+    const status = statuses[Math.floor(pick * statuses.length)] ?? 500;
+    const min = faults.minDelayMs ?? 50;
+    const max = faults.maxDelayMs ?? 500;
+    stats.injected += 1;
+    stats.byStatus[status] = (stats.byStatus[status] ?? 0) + 1;
+    return {
+      status,
+      delayMs: Math.round(min + delay * (max - min)),
+      ...(status === 429 ? { headers: { "retry-after-ms": String(faults.retryAfterMs ?? 50) } } : {}),
+    };
+  }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method === "GET" && req.url?.startsWith("/v1/models")) {
@@ -107,7 +176,7 @@ export async function startModelServer(
       return;
     }
 
-    const reply = queue ? queue.shift() : fromPlanner(messages);
+    const reply = queue ? queue.shift() : (plannerFault() ?? fromPlanner(messages));
     if (!reply) {
       sendJson(res, 500, {
         error: { message: "scripted model: no reply left in the script", type: "server_error" },
@@ -191,8 +260,12 @@ export async function startModelServer(
     script(replies) {
       queue = [...replies];
     },
-    usePlanner() {
+    usePlanner(next) {
       queue = undefined;
+      setFaults(next);
+    },
+    faultStats() {
+      return { ...stats, byStatus: { ...stats.byStatus } };
     },
     async stop() {
       server.closeAllConnections();

@@ -108,6 +108,7 @@ export function createApp(deps: AppDeps | (() => AppDeps)) {
         {
           deps,
           headers: c.req.raw.headers,
+          event: c.env?.event,
           tenantId: security.tenantId,
           body,
           leaseExpiresAt: deadline.at,

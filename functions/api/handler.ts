@@ -1,18 +1,49 @@
 import { handle } from "hono/aws-lambda";
 import { loadConfig } from "../../shared/config.js";
 import { type AppDeps, createDeps } from "../../shared/deps.js";
+import { PROBLEM_CONTENT_TYPE, ProblemError, toProblem } from "../../shared/errors.js";
 import { createApp } from "./app.js";
+
+type LambdaHandler = ReturnType<typeof handle>;
+
+/** The event shapes the handler accepts (hono/aws-lambda's: API Gateway v1/v2, function URL, ALB). */
+export type ApiEvent = Parameters<LambdaHandler>[0];
 
 /**
  * Builds the Lambda handler over the given dependencies (or a factory for them, called on the first
  * request that needs them). Tests and local scripts use this with their own clients.
+ *
+ * An event hono/aws-lambda cannot turn into a Request (a GET or HEAD with a body, a header value the
+ * WHATWG Headers class refuses) never reaches the app: the adapter answers 400 "Invalid request" (or 500
+ * "Internal Server Error") as text/plain. The app itself never answers text/plain, so such an answer is
+ * rewritten here as the problem+json of INVALID_REQUEST (INTERNAL for the 500), like every other error.
  */
-export function createHandler(deps: AppDeps | (() => AppDeps)) {
-  return handle(createApp(deps));
+export function createHandler(deps: AppDeps | (() => AppDeps)): LambdaHandler {
+  const lambda = handle(createApp(deps));
+  return async (event, context) => {
+    const result = await lambda(event, context);
+    const headers = (result as { headers?: Record<string, string> }).headers ?? {};
+    const multi = (result as { multiValueHeaders?: Record<string, string[]> }).multiValueHeaders ?? {};
+    const contentType = headers["content-type"] ?? multi["content-type"]?.[0] ?? "";
+    if (!contentType.startsWith("text/plain")) return result;
+    const problem = toProblem(
+      result.statusCode === 400
+        ? new ProblemError(
+            "INVALID_REQUEST",
+            "The request could not be read (a body on GET or HEAD, or a malformed header).",
+          )
+        : new Error("adapter failure"),
+    );
+    if (headers["content-type"]) headers["content-type"] = PROBLEM_CONTENT_TYPE;
+    if (multi["content-type"]) multi["content-type"] = [PROBLEM_CONTENT_TYPE];
+    return {
+      ...result,
+      statusCode: problem.status,
+      body: JSON.stringify(problem.body),
+      isBase64Encoded: false,
+    };
+  };
 }
-
-/** The event shapes the handler accepts (hono/aws-lambda's: API Gateway v1/v2, function URL, ALB). */
-export type ApiEvent = Parameters<ReturnType<typeof createHandler>>[0];
 
 /**
  * The Lambda entry point the stack deploys. It answers API Gateway HTTP API (v2) and REST API (v1)

@@ -106,10 +106,13 @@ export function runIdempotencyStore(deps: { ddb: DynamoDBDocumentClient; config:
  * - `body`: the validated request body, fingerprinted before `execute` runs
  * - `leaseExpiresAt`: epoch ms, the run's deadline (`Deadline.at`)
  * - `store`: defaults to {@link runIdempotencyStore}; `route` defaults to {@link RUN_ROUTE}
+ * - `event`: the raw Lambda event, where an Idempotency-Key sent with an empty value is still seen
+ *   (hono/aws-lambda drops empty header values from `headers`); such a key is rejected, not ignored
  */
 export interface RunIdempotencyInput {
   deps: { ddb: DynamoDBDocumentClient; config: Config };
   headers: Headers;
+  event?: unknown;
   tenantId: string;
   body: unknown;
   leaseExpiresAt: number;
@@ -138,7 +141,9 @@ export async function withRunIdempotency(
   input: RunIdempotencyInput,
   execute: (clientKey: string | undefined) => Promise<Response>,
 ): Promise<Response> {
-  const key = parseIdempotencyKey(input.headers.get(IDEMPOTENCY_KEY_HEADER));
+  const key = parseIdempotencyKey(
+    input.headers.get(IDEMPOTENCY_KEY_HEADER) ?? (sentEmpty(input.event, IDEMPOTENCY_KEY_HEADER) ? "" : null),
+  );
   if (key === undefined) {
     if (input.deps.config.idempotency.keyRequired)
       throw invalidKey(`This API requires an ${IDEMPOTENCY_KEY_HEADER} header on ${RUN_ROUTE}.`);
@@ -238,6 +243,19 @@ async function release(store: IdempotencyStore, claim: IdempotencyClaim, why: st
   } catch (error) {
     log("ERROR", `idempotency record not released (${why}): ${String(error)}`, claim);
   }
+}
+
+/** True when the Lambda event carries header `name` (any case) with an empty value. */
+function sentEmpty(event: unknown, name: string): boolean {
+  const bags = event as { headers?: Record<string, unknown>; multiValueHeaders?: Record<string, unknown> };
+  const wanted = name.toLowerCase();
+  return [bags?.headers, bags?.multiValueHeaders].some((bag) =>
+    Object.entries(bag ?? {}).some(
+      ([key, value]) =>
+        key.toLowerCase() === wanted &&
+        (value === "" || (Array.isArray(value) && value.every((v) => v === ""))),
+    ),
+  );
 }
 
 function replay(stored: StoredResponse): Response {

@@ -235,15 +235,14 @@ export async function dispatchToolCall(
     });
   }
 
-  const idempotencyKey = tool.isMutating
-    ? toolIdempotencyKey({
-        tenantId: security.tenantId,
-        runScope: context.runScope,
-        toolName: tool.name,
-        args: parsed.data,
-        occurrence: context.occurrence,
-      })
-    : null;
+  const operationKey = toolIdempotencyKey({
+    tenantId: security.tenantId,
+    runScope: context.runScope,
+    toolName: tool.name,
+    args: parsed.data,
+    occurrence: context.occurrence,
+  });
+  const idempotencyKey = tool.isMutating ? operationKey : null;
   const toolTimeout = tool.timeoutMs === undefined ? undefined : AbortSignal.timeout(tool.timeoutMs);
   const signal = toolTimeout ? AbortSignal.any([context.signal, toolTimeout]) : context.signal;
   const started = performance.now();
@@ -253,6 +252,7 @@ export async function dispatchToolCall(
       tool.handler(parsed.data, security, {
         runId: context.runId,
         idempotencyKey: idempotencyKey ?? undefined,
+        operationKey,
         signal,
       }),
       signal,

@@ -13,6 +13,12 @@ import { type StrictToolSchema, toStrictToolSchema } from "./strict-schema.js";
 export interface ToolContext {
   runId: string;
   idempotencyKey: string | undefined;
+  /**
+   * The call's operation key, given to every tool (mutating or not): the same value as a mutating
+   * tool's idempotency key would be (`toolIdempotencyKey`). A retry of the same request under the same
+   * Idempotency-Key gets the same value. calculateTax derives its quoteId from it.
+   */
+  operationKey?: string;
   signal: AbortSignal;
 }
 

@@ -1,15 +1,28 @@
 import { randomUUID } from "node:crypto";
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { z } from "zod";
+import { sha256Hex } from "../agent/idempotency-key.js";
 import { ROUNDING_RULES, type TaxAmounts } from "../money/money.js";
+import { conditionalPut } from "./conditional.js";
 import { keys, TABLE_SCHEMA } from "./keys.js";
 
-/** A quote id: `qt_` and 32 lower-case hex characters (a random UUID without dashes). */
+/** A quote id: `qt_` and 32 lower-case hex characters (from the call's operation key, see {@link quoteIdFor}, or a random UUID). */
 export const QUOTE_ID_PATTERN = /^qt_[0-9a-f]{32}$/;
 
 /** Mints a new, unguessable quote id (see {@link QUOTE_ID_PATTERN}). */
 export function newQuoteId(): string {
   return `qt_${randomUUID().replaceAll("-", "")}`;
+}
+
+/**
+ * The quote id of one calculateTax operation: `qt_` and the first 32 hex characters of the SHA-256 of
+ * its operation key (tenant, run scope, tool, canonical arguments, occurrence; see `toolIdempotencyKey`).
+ * A retry of a request under the same Idempotency-Key (after a crash or a released key) asks for the
+ * same quote again and gets the same id, so its recordInvoice call has the same arguments and the same
+ * tool idempotency key, and replays the first invoice instead of writing a second one.
+ */
+export function quoteIdFor(operationKey: string): string {
+  return `qt_${sha256Hex(operationKey).slice(0, 32)}`;
 }
 
 const MoneyValueSchema = z
@@ -102,6 +115,42 @@ export class QuoteStore {
       }),
       { abortSignal: signal },
     );
+  }
+
+  /**
+   * Stores `quote` unless a live quote with its id already exists for its tenant, in which case that
+   * one is kept and returned (a retried operation gets the quote it was first given; an expired one is
+   * replaced). One conditional put (see `conditionalPut`).
+   * @param nowMs epoch ms deciding whether an existing quote has expired
+   * @returns the quote now stored under the id
+   * @throws the SDK's errors; Error when the existing item is malformed
+   */
+  async createOrGet(quote: Quote, nowMs: number, signal?: AbortSignal): Promise<Quote> {
+    const ttl = Math.ceil(Date.parse(quote.expiresAt) / 1000);
+    const put = await conditionalPut(
+      this.client,
+      {
+        tableName: this.tableName,
+        item: {
+          pk: keys.tenant(quote.tenantId),
+          sk: keys.quote(quote.quoteId),
+          type: "quote",
+          [TABLE_SCHEMA.ttlAttribute]: ttl,
+          ...quote,
+        },
+        condition: "attribute_not_exists(pk) OR expiresAt <= :now",
+        values: { ":now": new Date(nowMs).toISOString() },
+      },
+      signal,
+    );
+    if (put.written) return quote;
+    if (!put.existing) return this.createOrGet(quote, nowMs, signal);
+    const { pk: _pk, sk: _sk, type: _type, [TABLE_SCHEMA.ttlAttribute]: _ttl, ...item } = put.existing;
+    const parsed = QuoteSchema.safeParse(item);
+    if (!parsed.success || parsed.data.tenantId !== quote.tenantId) {
+      throw new Error(`Stored quote ${quote.quoteId} is malformed.`);
+    }
+    return parsed.data;
   }
 
   /**

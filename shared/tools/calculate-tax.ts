@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { defineTool, type ToolDefinition } from "../agent/tool.js";
 import { TAX_RULES, todayInTableTimezone } from "../money/tax-rules.js";
-import { newQuoteId, type Quote, type QuoteStore } from "../store/quotes.js";
+import { newQuoteId, type Quote, type QuoteStore, quoteIdFor } from "../store/quotes.js";
 import { calculateTaxAmounts, describeRulesInForce, refineAmount, taxInputFields } from "./tax-quote.js";
 
 /** calculateTax's input: amount, currency, jurisdiction, taxPointDate; extra properties are rejected. */
@@ -56,15 +56,16 @@ export function calculateTaxTool(deps: CalculateTaxDeps): ToolDefinition<typeof 
       const { roundingSource, ruleSource, ...stored } = calculation;
       const quote: Quote = {
         ...stored,
-        quoteId: newQuoteId(),
+        // The same operation (a retried request) gets the same quote id; see quoteIdFor.
+        quoteId: context.operationKey ? quoteIdFor(context.operationKey) : newQuoteId(),
         tenantId: security.tenantId,
         runId: context.runId,
         createdBy: security.userId,
         createdAt: now.toISOString(),
         expiresAt: new Date(now.getTime() + deps.quoteTtlSeconds * 1000).toISOString(),
       };
-      await deps.quotes.create(quote, context.signal);
-      const { tenantId: _t, runId: _r, createdBy: _c, createdAt: _a, ...visible } = quote;
+      const saved = await deps.quotes.createOrGet(quote, now.getTime(), context.signal);
+      const { tenantId: _t, runId: _r, createdBy: _c, createdAt: _a, ...visible } = saved;
       return { ...visible, roundingSource, ruleSource };
     },
   });
