@@ -7,7 +7,6 @@ import { runAgent } from "../../shared/agent/loop.js";
 import type { AppDeps } from "../../shared/deps.js";
 import { PROBLEM_CONTENT_TYPE, ProblemError, toProblem } from "../../shared/errors.js";
 import { securityContextFromEvent } from "../../shared/identity.js";
-import { withRunIdempotency } from "./run-idempotency.js";
 
 /** What hono/aws-lambda puts in `c.env`: the raw event and the Lambda context. */
 export interface LambdaBindings {
@@ -59,6 +58,8 @@ export function createApp(deps: AppDeps | (() => AppDeps)) {
     try {
       // Idempotency-Key (issue 4): replay / 409 / 422, or run once and store; see run-idempotency.ts.
       const idempotency = { deps: getDeps(), headers: c.req.raw.headers, tenantId: security.tenantId };
+      // Loaded on the first run, not at cold start: it brings the AWS SDK (see functions/api/handler.ts).
+      const { withRunIdempotency } = await import("./run-idempotency.js");
       return await withRunIdempotency(
         { ...idempotency, body: body.data, leaseExpiresAt: deadline.at },
         async (key) => {

@@ -1,4 +1,5 @@
-import OpenAI from "openai";
+import type OpenAI from "openai";
+import { APIError, APIUserAbortError } from "openai/core/error";
 import type {
   ChatCompletion,
   ChatCompletionFunctionTool,
@@ -506,7 +507,7 @@ class ModelCaller {
         usage: noUsage,
         latencyMs: latency(),
       });
-      if (deadline.expired || error instanceof OpenAI.APIUserAbortError) {
+      if (deadline.expired || error instanceof APIUserAbortError) {
         if (this.lastFailedStatus !== null) {
           const status = this.lastFailedStatus;
           return failed(
@@ -521,7 +522,7 @@ class ModelCaller {
           deadline: { phase: "model_call", deadlineAt: deadline.at },
         });
       }
-      const status = error instanceof OpenAI.APIError ? (error.status ?? null) : null;
+      const status = error instanceof APIError ? (error.status ?? null) : null;
       const message = error instanceof Error ? error.message : String(error);
       return failed(
         "model_error",
