@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Context as LambdaContext } from "aws-lambda";
 import { Hono, type Context as HonoContext } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { Deadline } from "../../shared/agent/deadline.js";
 import { runAgent } from "../../shared/agent/loop.js";
 import type { AppDeps } from "../../shared/deps.js";

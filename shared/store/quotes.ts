@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
-import { z } from "zod";
+import * as z from "zod";
 import { ROUNDING_RULES, type TaxAmounts } from "../money/money.js";
 import { keys, TABLE_SCHEMA } from "./keys.js";
 
