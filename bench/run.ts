@@ -109,7 +109,7 @@ async function main(): Promise<void> {
       p4BundleColdStart: p4,
       p5Memory: p5,
       load,
-      lambdaMemory: recommendMemory(p4, p5),
+      lambdaMemory: recommendMemory(p4, p5, load),
     };
     await mkdir(new URL("./results/", import.meta.url), { recursive: true });
     await writeFile(
