@@ -1,17 +1,22 @@
 /**
- * `npm run bench` (this file: `tsx bench/idempotency.ts`): DynamoDB requests per recorded invoice, on the
- * first call and on a replay, counted with an AWS SDK middleware (one count per HTTP attempt), for:
+ * P3 of `npm run bench` (bench/run.ts), also runnable alone (`npx tsx bench/idempotency.ts`, writes
+ * bench/results/idempotency.json): DynamoDB requests and consumed capacity per recorded invoice, on the
+ * first call and on a replay, counted with AWS SDK middleware (one count per HTTP attempt; capacity from
+ * `ReturnConsumedCapacity: TOTAL`, which the middleware adds to every item operation), for:
  * - boundloop, tool level: LedgerStore.recordOnce (the effect and its proof are one conditional put);
  * - boundloop, run level: POST /v1/runs with an Idempotency-Key, through the real Lambda handler and the
  *   local model server (scripted: one recordInvoice call, then an answer);
  * - Powertools for AWS Lambda `makeIdempotent` (@aws-lambda-powertools/idempotency) wrapping the same
  *   invoice put, on the same DynamoDB Local and table.
  * It also plays "the write succeeded, then the function threw, then the caller retried" and counts how
- * often the invoice write took effect under each approach. Figures go to stdout and bench/results/idempotency.json.
- * Latencies are medians in ms on this machine (shared, noisy); request counts are exact.
+ * often the invoice write took effect under each approach. Latencies are medians in ms on this machine
+ * (shared, noisy); request counts and capacity units are exact. DynamoDB reports no consumed capacity for
+ * a write whose condition failed (a replay), though AWS bills it (at least 1 WCU, by item size): those
+ * are counted as `conditionalFailures`.
  */
 import { randomUUID } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { pathToFileURL } from "node:url";
 import { IdempotencyConfig, makeIdempotent } from "@aws-lambda-powertools/idempotency";
 import { DynamoDBPersistenceLayer } from "@aws-lambda-powertools/idempotency/dynamodb";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -34,43 +39,106 @@ process.env.POWERTOOLS_IDEMPOTENCY_DISABLED = "false";
 const ITERATIONS = 30;
 const TABLE = "bench-idempotency";
 
-/** Requests one client sent, by DynamoDB operation, counted per HTTP attempt (deserialize step). */
+/** DynamoDB operations that accept `ReturnConsumedCapacity`. */
+const CAPACITY_OPERATIONS = new Set([
+  "PutItemCommand",
+  "UpdateItemCommand",
+  "DeleteItemCommand",
+  "GetItemCommand",
+  "QueryCommand",
+  "ScanCommand",
+]);
+
+/**
+ * What `measure` saw: the operation of each request (per HTTP attempt), the capacity units DynamoDB
+ * reported, and the writes it refused because their condition failed.
+ */
+interface Measured<T> {
+  value: T;
+  requests: string[];
+  capacityUnits: number;
+  conditionFailures: number;
+  ms: number;
+}
+
+/**
+ * Requests clients sent, by DynamoDB operation, counted per HTTP attempt (deserialize step); and the
+ * consumed capacity of each command (initialize step: it asks for `ReturnConsumedCapacity: TOTAL` and
+ * reads the answer's `ConsumedCapacity`).
+ */
 class RequestCounter {
   private log: string[] = [];
+  private capacityUnits = 0;
+  private conditionFailures = 0;
   attach(client: { middlewareStack: DynamoDBClient["middlewareStack"] }): void {
+    const id = randomUUID();
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!CAPACITY_OPERATIONS.has(String(context.commandName))) return next(args);
+        (args.input as Record<string, unknown>).ReturnConsumedCapacity ??= "TOTAL";
+        try {
+          const result = await next(args);
+          const output = result.output as { ConsumedCapacity?: { CapacityUnits?: number } } | undefined;
+          this.capacityUnits += output?.ConsumedCapacity?.CapacityUnits ?? 0;
+          return result;
+        } catch (error) {
+          if ((error as Error).name === "ConditionalCheckFailedException") this.conditionFailures += 1;
+          throw error;
+        }
+      },
+      { step: "initialize", name: `benchCapacity_${id}` },
+    );
     client.middlewareStack.add(
       (next, context) => async (args) => {
         this.log.push(String(context.commandName).replace(/Command$/, ""));
         return next(args);
       },
-      { step: "deserialize", name: `benchCounter_${randomUUID()}` },
+      { step: "deserialize", name: `benchCounter_${id}` },
     );
   }
-  /** Runs `fn` and returns its result with the requests it caused. */
-  async measure<T>(fn: () => Promise<T>): Promise<{ value: T; ops: string[]; ms: number }> {
+  /** Runs `fn` and returns its result with the requests it caused, their capacity and failed conditions. */
+  async measure<T>(fn: () => Promise<T>): Promise<Measured<T>> {
     this.log = [];
+    this.capacityUnits = 0;
+    this.conditionFailures = 0;
     const started = performance.now();
     const value = await fn();
-    return { value, ops: [...this.log], ms: performance.now() - started };
+    const ms = performance.now() - started;
+    const { capacityUnits, conditionFailures } = this;
+    return { value, requests: [...this.log], capacityUnits, conditionFailures, ms };
   }
 }
 
-interface Phase {
+/**
+ * One phase (first call or replay) of one approach: requests per invoice (and by operation), capacity
+ * units DynamoDB reported per invoice, writes whose condition failed (billed, not reported), median ms.
+ */
+export interface Phase {
   requests: number;
   byOperation: Record<string, number>;
+  consumedCapacityUnits: number;
+  conditionalFailures: number;
   medianMs: number;
 }
 
-/** Summarizes per-call samples; throws if the request count varied between calls (it must not). */
-function phase(samples: Array<{ ops: string[]; ms: number }>, label: string): Phase {
-  const counts = new Set(samples.map((s) => s.ops.join(",")));
-  if (counts.size !== 1) throw new Error(`${label}: request pattern varied: ${[...counts].join(" | ")}`);
-  const ops = samples[0]?.ops ?? [];
+/** Summarizes per-call samples; throws if the request pattern varied between calls (it must not). */
+function phase(samples: Array<Measured<unknown>>, label: string): Phase {
+  const patterns = new Set(
+    samples.map((s) => `${s.requests.join(",")} ${s.capacityUnits} CU ${s.conditionFailures} failed`),
+  );
+  if (patterns.size !== 1) throw new Error(`${label}: request pattern varied: ${[...patterns].join(" | ")}`);
+  const requests = samples[0]?.requests ?? [];
   const byOperation: Record<string, number> = {};
-  for (const op of ops) byOperation[op] = (byOperation[op] ?? 0) + 1;
+  for (const op of requests) byOperation[op] = (byOperation[op] ?? 0) + 1;
   const sorted = samples.map((s) => s.ms).sort((a, b) => a - b);
   const medianMs = Math.round((sorted[Math.floor(sorted.length / 2)] ?? 0) * 100) / 100;
-  return { requests: ops.length, byOperation, medianMs };
+  return {
+    requests: requests.length,
+    byOperation,
+    consumedCapacityUnits: samples[0]?.capacityUnits ?? 0,
+    conditionalFailures: samples[0]?.conditionFailures ?? 0,
+    medianMs,
+  };
 }
 
 function invoice(tenantId: string, n: number): NewInvoice {
@@ -94,8 +162,27 @@ function invoice(tenantId: string, n: number): NewInvoice {
   };
 }
 
-async function main(): Promise<void> {
-  const dynamo = await startLocalDynamo();
+/** P3's report: requests and capacity per recorded invoice, and the throw-after-write retry. */
+export interface IdempotencyReport {
+  bench: "idempotency";
+  generatedAt: string;
+  node: string;
+  backend: string;
+  iterations: number;
+  powertoolsIdempotency: string | undefined;
+  requestsPerRecordedInvoice: Record<string, { first: Phase; replay: Phase }>;
+  throwAfterWriteThenRetry: Record<string, { writesApplied: number; ledgerRows: number; requests: number }>;
+}
+
+/**
+ * Runs P3 on the DynamoDB at `dynamo` (a started local one; its `bench-idempotency` table is created if
+ * missing), with a local model server of its own.
+ * @throws Error when an approach writes a wrong number of invoices or its request pattern varies
+ */
+export async function benchIdempotency(dynamo: {
+  endpoint: string;
+  backend: string;
+}): Promise<IdempotencyReport> {
   const model = await startModelServer();
   const counter = new RequestCounter();
   const raw = new DynamoDBClient({
@@ -237,7 +324,7 @@ async function main(): Promise<void> {
       return "ok";
     };
     const attempt = () => counter.measure(() => fragile().catch(() => "threw"));
-    const ops = [...(await attempt()).ops, ...(await attempt()).ops];
+    const ops = [...(await attempt()).requests, ...(await attempt()).requests];
     throwAfterWrite["boundloop recordOnce"] = {
       writesApplied: applied,
       ledgerRows: (await ledger.list("tenant_fragile_bl")).length,
@@ -261,7 +348,7 @@ async function main(): Promise<void> {
     const idempotent = makeIdempotent(fragilePut, { persistenceStore, config });
     const payload = { ...invoice("tenant_fragile_pt", 0), idempotencyKey: "tk_fragile" };
     const attempt = () => counter.measure(() => idempotent(payload).catch(() => "threw"));
-    const ops = [...(await attempt()).ops, ...(await attempt()).ops];
+    const ops = [...(await attempt()).requests, ...(await attempt()).requests];
     throwAfterWrite["Powertools makeIdempotent"] = {
       writesApplied: applied,
       ledgerRows: (await ledger.list("tenant_fragile_pt")).length,
@@ -269,7 +356,9 @@ async function main(): Promise<void> {
     };
   }
 
-  const report = {
+  raw.destroy();
+  await model.stop();
+  return {
     bench: "idempotency",
     generatedAt: new Date().toISOString(),
     node: process.version,
@@ -283,35 +372,60 @@ async function main(): Promise<void> {
     requestsPerRecordedInvoice: results,
     throwAfterWriteThenRetry: throwAfterWrite,
   };
-  console.log(`DynamoDB requests per recorded invoice (${dynamo.backend}, ${ITERATIONS} invoices each)`);
-  for (const [name, { first, replay }] of Object.entries(results)) {
+}
+
+/** Prints P3's figures. */
+export function printIdempotency(report: IdempotencyReport): void {
+  console.log(
+    `DynamoDB requests per recorded invoice (${report.backend}, ${report.iterations} invoices each)`,
+  );
+  for (const [name, { first, replay }] of Object.entries(report.requestsPerRecordedInvoice)) {
     const ops = (p: Phase) =>
       Object.entries(p.byOperation)
         .map(([op, count]) => `${count} ${op}`)
         .join(" + ");
+    const capacity = (p: Phase) =>
+      `${p.consumedCapacityUnits} CU reported${p.conditionalFailures ? ` + ${p.conditionalFailures} failed condition (billed, not reported)` : ""}`;
     console.log(`  ${name}`);
-    console.log(`    first call: ${first.requests} (${ops(first)}), median ${first.medianMs} ms`);
-    console.log(`    replay:     ${replay.requests} (${ops(replay)}), median ${replay.medianMs} ms`);
+    console.log(
+      `    first call: ${first.requests} (${ops(first)}), ${capacity(first)}, median ${first.medianMs} ms`,
+    );
+    console.log(
+      `    replay:     ${replay.requests} (${ops(replay)}), ${capacity(replay)}, median ${replay.medianMs} ms`,
+    );
   }
   console.log("Write succeeded, function threw, caller retried once:");
-  for (const [name, figures] of Object.entries(throwAfterWrite)) {
+  for (const [name, figures] of Object.entries(report.throwAfterWriteThenRetry)) {
     console.log(
       `  ${name}: invoice write applied ${figures.writesApplied}x, ${figures.ledgerRows} ledger row(s), ${figures.requests} requests`,
     );
   }
+}
+
+/** Writes bench/results/idempotency.json. */
+export async function writeIdempotencyReport(report: IdempotencyReport): Promise<void> {
   await mkdir(new URL("./results/", import.meta.url), { recursive: true });
   await writeFile(
     new URL("./results/idempotency.json", import.meta.url),
     `${JSON.stringify(report, null, 2)}\n`,
   );
-  console.log("Wrote bench/results/idempotency.json");
-
-  raw.destroy();
-  await model.stop();
-  await dynamo.stop();
 }
 
-main().catch((error: unknown) => {
-  console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
-  process.exit(1);
-});
+async function main(): Promise<void> {
+  const dynamo = await startLocalDynamo();
+  try {
+    const report = await benchIdempotency(dynamo);
+    printIdempotency(report);
+    await writeIdempotencyReport(report);
+    console.log("Wrote bench/results/idempotency.json");
+  } finally {
+    await dynamo.stop();
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    process.exit(1);
+  });
+}

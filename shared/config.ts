@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { RunLimits } from "./agent/limits.js";
 
 /** Turns an empty string (an unset variable in many shells and .env files) into undefined. */

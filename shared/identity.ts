@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { Config } from "./config.js";
 import { ProblemError } from "./errors.js";
 

@@ -20,7 +20,6 @@ import {
   SECURITY_SCHEMES,
 } from "./contract.js";
 import { decodeInvoiceCursor, encodeCursor } from "./pagination.js";
-import { withRunIdempotency } from "./run-idempotency.js";
 import { executeRun, runBudgetMs } from "./run-service.js";
 
 /** What hono/aws-lambda puts in `c.env`: the raw event and the Lambda context. */
@@ -104,6 +103,8 @@ export function createApp(deps: AppDeps | (() => AppDeps)) {
       // Idempotency-Key: replay / 409 / 422, or run once and store; the key is the run scope of the
       // tool idempotency keys. See run-idempotency.ts. A replay is a stored Response of this same route
       // (its body was produced by the typed branch below), hence the cast to the route's typed response.
+      // Loaded on the first run, not at cold start: it brings the AWS SDK (see functions/api/handler.ts).
+      const { withRunIdempotency } = await import("./run-idempotency.js");
       const response = await withRunIdempotency(
         {
           deps,

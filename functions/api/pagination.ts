@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ProblemError } from "../../shared/errors.js";
 import { keys } from "../../shared/store/keys.js";
 

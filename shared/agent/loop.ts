@@ -1,4 +1,5 @@
-import OpenAI, { type ClientOptions } from "openai";
+import type { ClientOptions, default as OpenAI } from "openai";
+import { APIError, APIUserAbortError } from "openai/core/error";
 import type {
   ChatCompletion,
   ChatCompletionFunctionTool,
@@ -149,7 +150,7 @@ export const DEFAULT_SYSTEM_PROMPT = [
 export async function runAgent(input: RunInput): Promise<RunOutcome> {
   const { limits, deadline } = input;
   const run = new RunState(input);
-  const tools = [...input.tools.values()].map(toOpenAITool);
+  const tools = openAITools(input.tools);
   const model = new ModelCaller(input, tools);
 
   while (run.cycles < limits.maxCycles) {
@@ -388,9 +389,13 @@ class RunState {
           );
       }
       this.toolCallsStarted += 1;
-      const identity = `${call.name}\u0000${canonicalArguments(call.arguments)}`;
-      const occurrence = seen.get(identity) ?? 0;
-      seen.set(identity, occurrence + 1);
+      // `occurrence` only feeds a mutating tool's idempotency key: other tools skip the canonical form.
+      let occurrence = 0;
+      if (tools.get(call.name)?.isMutating) {
+        const identity = `${call.name}\u0000${canonicalArguments(call.arguments)}`;
+        occurrence = seen.get(identity) ?? 0;
+        seen.set(identity, occurrence + 1);
+      }
       return () =>
         dispatchToolCall(call, tools, security, {
           runId,
@@ -452,36 +457,72 @@ type ModelReply =
     }
   | { kind: "failed"; stop: Stop; usage: RunUsage; latencyMs: number };
 
+/** The `fetchOptions` of a chat-completions request (the SDK's RequestInit extension). */
+type ModelFetchOptions = NonNullable<
+  NonNullable<Parameters<OpenAI["chat"]["completions"]["create"]>[1]>["fetchOptions"]
+>;
+
+/** The fetchOptions key under which a model call hands the observing fetch its failed-status callback. */
+const FAILED_STATUS_SINK = Symbol("boundloop.failedStatusSink");
+
+/** The per-client observing wrappers, built once per openai client (see {@link observedClient}). */
+const observedClients = new WeakMap<OpenAI, OpenAI>();
+
+/**
+ * The client wrapped (`withOptions({ fetch })`, the SDK's own hook) so each model call sees the HTTP
+ * status of its failed attempts: the call passes a callback in its `fetchOptions` (the SDK hands those to
+ * every `fetch` of the call, retries included), and the wrapping fetch calls it for a response that is not
+ * ok. Built once per client and cached: `withOptions` constructs a whole client (every API resource), too
+ * costly to repeat for each run (bench/ P1).
+ */
+function observedClient(client: OpenAI): OpenAI {
+  let observed = observedClients.get(client);
+  if (!observed) {
+    // The client's configured fetch and options (the SDK keeps both private). `withOptions` copies the
+    // resolved `apiKey` string, which is "Missing Key" for a client built with an apiKey *function* (a
+    // key read lazily from Secrets Manager), so the original option is passed on explicitly.
+    const { fetch: baseFetch, _options } = client as unknown as {
+      fetch: typeof fetch;
+      _options: { apiKey?: ClientOptions["apiKey"] };
+    };
+    observed = client.withOptions({
+      ...(_options.apiKey === undefined ? {} : { apiKey: _options.apiKey }),
+      fetch: async (url, init) => {
+        const response = await baseFetch.call(undefined, url, init);
+        if (!response.ok) {
+          (init as { [FAILED_STATUS_SINK]?: (status: number) => void } | undefined)?.[FAILED_STATUS_SINK]?.(
+            response.status,
+          );
+        }
+        return response;
+      },
+    });
+    observedClients.set(client, observed);
+  }
+  return observed;
+}
+
 /**
  * Makes the run's model calls with the real openai client. Each call carries the deadline's signal and
  * the time left as `timeout`, and is raced against the deadline, so neither a slow response nor the SDK's
- * retry backoff (429/5xx, `maxRetries` of the client) outlives the deadline. The client is wrapped
- * (`withOptions({ fetch })`, the SDK's own hook) to see the HTTP status of failed attempts, so a provider
- * still failing when the deadline cuts its retries short ends `model_error` with that status.
+ * retry backoff (429/5xx, `maxRetries` of the client) outlives the deadline. Through
+ * {@link observedClient} each call sees the HTTP status of its failed attempts, so a provider still
+ * failing when the deadline cuts its retries short ends `model_error` with that status.
  */
 class ModelCaller {
   private readonly client: OpenAI;
   private lastFailedStatus: number | null = null;
+  private readonly fetchOptions = {
+    [FAILED_STATUS_SINK]: (status: number) => {
+      this.lastFailedStatus = status;
+    },
+  } as ModelFetchOptions;
 
   constructor(
     private readonly input: RunInput,
     private readonly tools: ChatCompletionFunctionTool[],
   ) {
-    // The client's configured fetch and options (the SDK keeps both private). `withOptions` copies the
-    // resolved `apiKey` string, which is "Missing Key" for a client built with an apiKey *function* (a
-    // key read lazily from Secrets Manager), so the original option is passed on explicitly.
-    const { fetch: baseFetch, _options } = input.client as unknown as {
-      fetch: typeof fetch;
-      _options: { apiKey?: ClientOptions["apiKey"] };
-    };
-    this.client = input.client.withOptions({
-      ...(_options.apiKey === undefined ? {} : { apiKey: _options.apiKey }),
-      fetch: async (url, init) => {
-        const response = await baseFetch.call(undefined, url, init);
-        if (!response.ok) this.lastFailedStatus = response.status;
-        return response;
-      },
-    });
+    this.client = observedClient(input.client);
   }
 
   async call(messages: ChatCompletionMessageParam[], toolChoice: "auto" | "none"): Promise<ModelReply> {
@@ -501,7 +542,11 @@ class ModelCaller {
               ? { tools: this.tools, tool_choice: toolChoice, parallel_tool_calls: true }
               : {}),
           },
-          { signal: deadline.signal, timeout: Math.max(1, deadline.remainingMs()) },
+          {
+            signal: deadline.signal,
+            timeout: Math.max(1, deadline.remainingMs()),
+            fetchOptions: this.fetchOptions,
+          },
         ),
         deadline.signal,
       );
@@ -512,7 +557,7 @@ class ModelCaller {
         usage: noUsage,
         latencyMs: latency(),
       });
-      if (deadline.expired || error instanceof OpenAI.APIUserAbortError) {
+      if (deadline.expired || error instanceof APIUserAbortError) {
         if (this.lastFailedStatus !== null) {
           const status = this.lastFailedStatus;
           return failed(
@@ -527,7 +572,7 @@ class ModelCaller {
           deadline: { phase: "model_call", deadlineAt: deadline.at },
         });
       }
-      const status = error instanceof OpenAI.APIError ? (error.status ?? null) : null;
+      const status = error instanceof APIError ? (error.status ?? null) : null;
       const message = error instanceof Error ? error.message : String(error);
       return failed(
         "model_error",
@@ -606,6 +651,19 @@ function tokenBudgetResult(call: TurnCall): ToolResult {
       "The run's token budget was spent by the model call that asked for this tool call; it did not run.",
     retryable: false,
   });
+}
+
+/** The OpenAI function tools of a registry, derived once per registry (registries are built once). */
+const openAIToolsByRegistry = new WeakMap<ToolRegistry, ChatCompletionFunctionTool[]>();
+
+/** The registry's tools as OpenAI chat-completions function tools (strict), in registry order; cached. */
+function openAITools(registry: ToolRegistry): ChatCompletionFunctionTool[] {
+  let tools = openAIToolsByRegistry.get(registry);
+  if (!tools || tools.length !== registry.size) {
+    tools = [...registry.values()].map(toOpenAITool);
+    openAIToolsByRegistry.set(registry, tools);
+  }
+  return tools;
 }
 
 /** Canonical form of raw tool arguments (JCS when they are JSON, the raw text otherwise). */

@@ -49,6 +49,8 @@ export interface ToolResult {
  */
 export function capToolResult(result: ToolResult, maxBytes: number): { result: ToolResult; json: string } {
   const json = JSON.stringify(result);
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: short JSON fits without counting its bytes.
+  if (json.length * 3 <= maxBytes) return { result, json };
   const originalBytes = Buffer.byteLength(json, "utf8");
   if (originalBytes <= maxBytes) return { result, json };
   const marker = `[truncated by boundloop: this tool result was ${originalBytes} bytes, over the ${maxBytes}-byte cap]`;

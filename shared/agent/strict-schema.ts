@@ -1,5 +1,5 @@
 import { toStrictJsonSchema as openAIStrict } from "openai/lib/transform";
-import { z } from "zod";
+import * as z from "zod";
 
 /** A JSON Schema node as zod emits it (draft-07). */
 type JsonSchema = Record<string, unknown>;

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { MINOR_UNITS, ROUNDING_RULES } from "./money.js";
 import table from "./tax-rules.json" with { type: "json" };
 

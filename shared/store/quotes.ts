@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
-import { z } from "zod";
+import * as z from "zod";
 import { sha256Hex } from "../agent/idempotency-key.js";
 import { ROUNDING_RULES, type TaxAmounts } from "../money/money.js";
 import { conditionalPut } from "./conditional.js";

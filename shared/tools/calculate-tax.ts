@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { defineTool, type ToolDefinition } from "../agent/tool.js";
 import { TAX_RULES, todayInTableTimezone } from "../money/tax-rules.js";
 import { newQuoteId, type Quote, type QuoteStore, quoteIdFor } from "../store/quotes.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { defineTool, ToolBusinessError, type ToolDefinition } from "../agent/tool.js";
 import type { Invoice, LedgerStore } from "../store/ledger.js";
 

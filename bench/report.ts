@@ -1,0 +1,381 @@
+/**
+ * The bench report: what bench/run.ts writes to bench/results/latest.json, its markdown rendering
+ * (bench/results/latest.md), and the Lambda memory size derived from the figures.
+ */
+import type { ColdStartResult, ColdStartVariant } from "./cold-start.js";
+import type { IdempotencyReport, Phase } from "./idempotency.js";
+import type { LoadResult } from "./load.js";
+import type { LoopOverheadResult, ParallelToolsResult } from "./loop-overhead.js";
+import type { MemoryResult } from "./memory.js";
+import type { Framework } from "./scenario/types.js";
+
+/** The machine as the run found it: Node, CPUs, memory, and the load average (1, 5, 15 min) over time. */
+export interface MachineInfo {
+  node: string;
+  platform: string;
+  arch: string;
+  cpus: number;
+  cpuModel: string;
+  memoryMb: number;
+  loadavgAtStart: number[];
+  loadavgAtEnd: number[];
+  /** The 1-minute load average when each section started. */
+  loadavgBySection: Record<string, number>;
+}
+
+/** Lambda memory from the figures, with the arithmetic that chose it. */
+export interface MemoryRecommendation {
+  functionMemoryMb: number;
+  peakRssMb: number;
+  /** CPU ms a fresh process spends until /healthz is answered (least of the cold starts). */
+  coldInitCpuMs: number;
+  /** CPU ms a fresh process spends until its first run is answered (least of the cold starts). */
+  coldRunCpuMs: number;
+  /** CPU ms per run of a warm process (load test, model latency 0). */
+  warmRunCpuMs: number | null;
+  reason: string;
+}
+
+/** Everything one `npm run bench` measured. */
+export interface BenchReport {
+  generatedAt: string;
+  command: string;
+  machine: MachineInfo;
+  sectionSeconds: Record<string, number>;
+  p1LoopOverhead: LoopOverheadResult;
+  p2ParallelTools: ParallelToolsResult;
+  p3DynamoDb: IdempotencyReport;
+  p4BundleColdStart: ColdStartResult;
+  p5Memory: MemoryResult;
+  load: LoadResult;
+  lambdaMemory: MemoryRecommendation;
+}
+
+/** Lambda gives a function one full vCPU at 1,769 MB and CPU in proportion below that (AWS Lambda docs). */
+export const MB_PER_VCPU = 1769;
+
+/** The memory sizes considered (MB), smallest first. */
+const MEMORY_SIZES_MB = [256, 512, 1024, 1769, 3008];
+
+/** How long the CPU-bound part of a cold start that serves a run may take on Lambda (ms). */
+const COLD_RUN_BUDGET_MS = 1500;
+
+/**
+ * The function's memory: the smallest of 256, 512, 1024, 1769, 3008 MB that (1) holds twice the deployed
+ * handler's peak RSS over a 5-cycle run (P5; headroom for transcripts and tool results up to their
+ * caps, and GC), and (2) gives a cold start that serves a run (P4: CPU ms from process start until the
+ * first run is answered, least of the cold starts: init plus the lazily loaded clients) at most 1.5 s of
+ * CPU-bound time, a function getting memory / 1,769 MB of a vCPU. Warm runs are I/O-bound (the load
+ * test's CPU per run is reported alongside).
+ */
+export function recommendMemory(
+  p4: ColdStartResult,
+  p5: MemoryResult,
+  load: LoadResult,
+): MemoryRecommendation {
+  const peakRssMb = p5.deployedHandler.maxRssMb.median;
+  // The least contended of the cold starts: the machine is shared, and contention inflates CPU time too.
+  const coldInitCpuMs = p4.variants.boundloop.cpuMsAtHealthz.min;
+  const coldRunCpuMs = p4.variants.boundloop.cpuMsAtRun?.min ?? coldInitCpuMs;
+  const warmRunCpuMs = load.runs.find((run) => run.modelLatencyMs === 0)?.serverCpuMsPerRun ?? null;
+  const fits = (mb: number) => mb >= 2 * peakRssMb && coldRunCpuMs / (mb / MB_PER_VCPU) <= COLD_RUN_BUDGET_MS;
+  const functionMemoryMb = MEMORY_SIZES_MB.find(fits) ?? (MEMORY_SIZES_MB.at(-1) as number);
+  const at = (mb: number) => Math.round(coldRunCpuMs / (mb / MB_PER_VCPU));
+  return {
+    functionMemoryMb,
+    peakRssMb,
+    coldInitCpuMs,
+    coldRunCpuMs,
+    warmRunCpuMs,
+    reason:
+      `Peak RSS ${peakRssMb} MB (×2 = ${Math.round(2 * peakRssMb)} MB). A cold start that serves a run spends ` +
+      `${coldRunCpuMs} ms of CPU here (${coldInitCpuMs} ms to /healthz); at memory/${MB_PER_VCPU} of a vCPU that is ` +
+      `≈ ${at(512)} ms at 512 MB, ${at(1024)} ms at 1024 MB, ${at(1769)} ms at 1769 MB. The smallest size within ` +
+      `2× RSS and ${COLD_RUN_BUDGET_MS} ms is ${functionMemoryMb} MB. Warm runs are I/O-bound: ` +
+      `${warmRunCpuMs ?? "?"} ms CPU per run (load test), ≈ ${
+        warmRunCpuMs === null ? "?" : Math.round(warmRunCpuMs / (functionMemoryMb / MB_PER_VCPU))
+      } ms at ${functionMemoryMb} MB.`,
+  };
+}
+
+const FRAMEWORK_NAMES: Record<Framework | "bare-fetch", string> = {
+  boundloop: "boundloop (ours)",
+  "openai-agents": "@openai/agents (chat completions)",
+  "ai-sdk": "AI SDK generateText",
+  "bare-fetch": "bare fetch, no framework (transport floor)",
+};
+
+const SHORT_NAMES: Record<Exclude<Framework, "boundloop">, string> = {
+  "openai-agents": "agents",
+  "ai-sdk": "AI SDK",
+};
+
+const VARIANT_NAMES: Record<ColdStartVariant, string> = {
+  boundloop: "boundloop, deployed bundle",
+  hello: "bare Hono hello world",
+  naive: "naive eager bundle",
+  "naive-zod-namespace": "naive eager, `import * as z`",
+  "boundloop-split": "boundloop split into chunks (not deployed)",
+};
+
+const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
+const yes = (met: boolean) => (met ? "yes" : "**no**");
+const range = (s: { median: number; min: number; max: number }) => `${s.median} (${s.min}–${s.max})`;
+
+/** A markdown table from a header row and body rows. */
+function table(header: string[], rows: Array<Array<string | number>>): string {
+  const line = (cells: Array<string | number>) => `| ${cells.join(" | ")} |`;
+  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+/**
+ * The headline table: each benchmark's key figure side by side with its peer, the goal where the issue
+ * sets one, and whether it is met.
+ */
+export function goalsTable(report: BenchReport): string {
+  const { p1LoopOverhead: p1, p2ParallelTools: p2, p3DynamoDb: p3, p4BundleColdStart: p4 } = report;
+  const { p5Memory: p5, load } = report;
+  const ours = p1.frameworks.boundloop.overheadPerCycleUs.median;
+  const peer = p1.frameworks[p1.fastestPeer].overheadPerCycleUs.median;
+  const otherPeer = p1.fastestPeer === "ai-sdk" ? "openai-agents" : "ai-sdk";
+  const phases = Object.entries(p3.requestsPerRecordedInvoice);
+  const tool = phases.find(([name]) => name.startsWith("boundloop recordInvoice"))?.[1];
+  const powertools = phases.find(([name]) => name.startsWith("Powertools"))?.[1];
+  const loadRow = (latency: number) => {
+    const run = load.runs.find((r) => r.modelLatencyMs === latency);
+    return run ? `${run.runsPerSecond} runs/s, p99 ${run.latencyMs.p99} ms` : "–";
+  };
+  return table(
+    ["figure", "goal", "measured (peer)", "met"],
+    [
+      [
+        "P1 loop overhead per cycle, ours ÷ fastest peer",
+        "≤ 0.5",
+        `${p1.goal.ratio}: ${ours} µs vs ${SHORT_NAMES[p1.fastestPeer]} ${peer} µs (${SHORT_NAMES[otherPeer]} ${p1.frameworks[otherPeer].overheadPerCycleUs.median} µs); net of the ${p1.frameworks["bare-fetch"].overheadPerCycleUs.median} µs transport floor ${p1.ratioToPeerNetOfTransport[p1.fastestPeer]}`,
+        yes(p1.goal.met),
+      ],
+      [
+        "P2 three 200 ms tools: tool phase ÷ 200 ms",
+        "≤ 1.1",
+        `${p2.goal.ratio} (agents ${p2.frameworks["openai-agents"].ratio}, AI SDK ${p2.frameworks["ai-sdk"].ratio})`,
+        yes(p2.goal.met),
+      ],
+      [
+        "P3 DynamoDB requests / capacity per recorded invoice, first call (replay)",
+        "–",
+        tool && powertools
+          ? `${tool.first.requests} req, ${tool.first.consumedCapacityUnits} CU (${tool.replay.requests} req) vs Powertools ${powertools.first.requests} req, ${powertools.first.consumedCapacityUnits} CU (${powertools.replay.requests} req): ${(tool.first.requests / powertools.first.requests).toFixed(2)}×`
+          : "–",
+        "–",
+      ],
+      [
+        "P4 deployed bundle",
+        "≤ 1.2 MB",
+        `${kb(p4.goals.bundle.bytes)} (naive ${kb(p4.variants.naive.bytes)})`,
+        yes(p4.goals.bundle.met),
+      ],
+      [
+        "P4 cold init + first request, ÷ naive bundle",
+        "≤ 0.7",
+        `${p4.goals.coldStart.ratio}: ${p4.variants.boundloop.healthzAtMs.median} ms vs ${p4.variants.naive.healthzAtMs.median} ms (bare Hono ${p4.variants.hello.healthzAtMs.median} ms); split build ${p4.ratioToNaive["boundloop-split"]}`,
+        yes(p4.goals.coldStart.met),
+      ],
+      [
+        "P5 peak RSS of a 5-cycle run",
+        "–",
+        `${p5.frameworks.boundloop.maxRssMb.median} MB vs agents ${p5.frameworks["openai-agents"].maxRssMb.median} MB (${p5.ratioToPeer["openai-agents"]}×), AI SDK ${p5.frameworks["ai-sdk"].maxRssMb.median} MB (${p5.ratioToPeer["ai-sdk"]}×); deployed handler ${p5.deployedHandler.maxRssMb.median} MB`,
+        "–",
+      ],
+      [
+        `Load, ${load.connections} connections, model 0 ms / 50 ms`,
+        "–",
+        `${loadRow(0)} / ${loadRow(50)}`,
+        "–",
+      ],
+      ["Lambda memory (FUNCTION_MEMORY_MB)", "–", `${report.lambdaMemory.functionMemoryMb} MB`, "–"],
+    ],
+  );
+}
+
+/** latest.md: the goals table, then one section per benchmark. */
+export function renderMarkdown(report: BenchReport): string {
+  const { machine, p1LoopOverhead: p1, p2ParallelTools: p2, p3DynamoDb: p3, p4BundleColdStart: p4 } = report;
+  const { p5Memory: p5, load } = report;
+  const ops = (p: Phase) =>
+    Object.entries(p.byOperation)
+      .map(([op, count]) => `${count} ${op}`)
+      .join(" + ");
+  const capacity = (p: Phase) =>
+    `${p.consumedCapacityUnits}${p.conditionalFailures ? ` + ${p.conditionalFailures} failed condition (billed ≥ 1 WCU, not reported)` : ""}`;
+  const measured = [...Object.keys(p1.frameworks)] as Array<Framework | "bare-fetch">;
+  const peerRatio = (framework: string) =>
+    framework in p1.ratioToPeer
+      ? `${p1.ratioToPeer[framework as "ai-sdk"]} / ${p1.ratioToPeerNetOfTransport[framework as "ai-sdk"]}`
+      : "–";
+  const memoryRatio = (framework: Framework) =>
+    framework === "boundloop" ? "–" : String(p5.ratioToPeer[framework as "ai-sdk"]);
+  return `# Benchmarks
+
+\`${report.command}\` on ${report.generatedAt}: Node ${machine.node}, ${machine.platform}/${machine.arch}, ${machine.cpus} × ${machine.cpuModel}, ${Math.round(machine.memoryMb / 1024)} GB.
+The machine is shared: load average (1/5/15 min) ${machine.loadavgAtStart.join(" / ")} at the start, ${machine.loadavgAtEnd.join(" / ")} at the end
+(1-min load by section: ${Object.entries(machine.loadavgBySection)
+    .map(([section, load]) => `${section} ${load}`)
+    .join(", ")}). Absolute times move with that load; ratios come from
+runs made back to back (interleaved), medians of repeated runs. Took ${Object.values(report.sectionSeconds)
+    .reduce((a, b) => a + b, 0)
+    .toFixed(0)} s.
+
+${goalsTable(report)}
+
+## P1 loop overhead per cycle
+
+A ${p1.cyclesPerRun}-cycle run (${p1.toolCallsPerRun} tool calls: two turns of 2 parallel calls, then the answer) against the local model
+server, scripted, zero latency, in one process. Overhead = wall − model-server time (server side) − tool time, per
+cycle; median (min–max) of ${p1.rounds} rounds × ${p1.runsPerRound} runs per framework, runs alternating between frameworks.
+Ratio = ours ÷ that peer (median of per-round ratios); net = the same after subtracting the bare-fetch floor from both.
+
+${table(
+  ["client", "overhead µs/cycle", "wall ms/run", "model server ms/run", "ours ÷ peer (gross / net)"],
+  measured.map((framework) => {
+    const f = p1.frameworks[framework];
+    return [
+      FRAMEWORK_NAMES[framework],
+      range(f.overheadPerCycleUs),
+      f.wallPerRunMs,
+      f.modelServerPerRunMs,
+      peerRatio(framework),
+    ];
+  }),
+)}
+
+## P2 parallel tools
+
+One turn with ${p2.toolCalls} tool calls of ${p2.toolDelayMs} ms each; tool phase = end of the model response asking for them → start of
+the next model request. Median (min–max) of ${p2.runs} runs.
+
+${table(
+  ["framework", "tool phase ms", `÷ ${p2.toolDelayMs} ms`],
+  (Object.keys(p2.frameworks) as Framework[]).map((framework) => [
+    FRAMEWORK_NAMES[framework],
+    range(p2.frameworks[framework].toolPhaseMs),
+    p2.frameworks[framework].ratio,
+  ]),
+)}
+
+## P3 DynamoDB per recorded invoice
+
+${p3.backend}, ${p3.iterations} invoices per approach; requests per HTTP attempt, capacity units as DynamoDB reports them
+(\`ReturnConsumedCapacity: TOTAL\`); Powertools ${p3.powertoolsIdempotency} makeIdempotent around the same invoice put.
+
+${table(
+  ["approach", "first call", "CU", "replay", "CU", "median ms (first / replay)"],
+  Object.entries(p3.requestsPerRecordedInvoice).map(([name, { first, replay }]) => [
+    name,
+    `${first.requests} (${ops(first)})`,
+    capacity(first),
+    `${replay.requests} (${ops(replay)})`,
+    capacity(replay),
+    `${first.medianMs} / ${replay.medianMs}`,
+  ]),
+)}
+
+Write succeeded, then the function threw, the caller retried once:
+${Object.entries(p3.throwAfterWriteThenRetry)
+  .map(
+    ([name, f]) =>
+      `- ${name}: invoice write applied ${f.writesApplied}×, ${f.ledgerRows} ledger row(s), ${f.requests} requests`,
+  )
+  .join("\n")}
+
+## P4 bundle and cold start
+
+Bundles built with infra/stack.ts's esbuild options (ESM, minify, source map, keepNames, AWS SDK bundled).
+Cold start: fresh \`node ${p4.nodeOptions}\` → import → GET /healthz (→ one POST /v1/runs: boundloop the seed
+scenario, 3 model calls, DynamoDB writes; naive one completion and one put). ms since process start, median
+(min–max) of ${p4.coldStarts} cold starts per variant, variants interleaved; ratio = /healthz time ÷ the naive bundle's
+in the same round. Loaded = JavaScript read and parsed at start (one file is parsed whole).
+
+${table(
+  [
+    "variant",
+    "bundle",
+    "loaded",
+    "import ms",
+    "/healthz at ms",
+    "÷ naive",
+    "run at ms",
+    "CPU ms at /healthz",
+    "peak RSS MB",
+  ],
+  (Object.keys(p4.variants) as ColdStartVariant[]).map((variant) => {
+    const v = p4.variants[variant];
+    return [
+      VARIANT_NAMES[variant],
+      variant === "boundloop-split" ? `${kb(v.totalBytes)} in chunks` : kb(v.bytes),
+      kb(v.loadedBytes),
+      v.importMs.median,
+      range(v.healthzAtMs),
+      p4.ratioToNaive[variant],
+      v.runAtMs ? v.runAtMs.median : "–",
+      v.cpuMsAtHealthz.median,
+      v.maxRssMb.median,
+    ];
+  }),
+)}
+
+Top contributors to the deployed bundle (${kb(p4.variants.boundloop.bytes)}; evaluated at cold start: ${kb(p4.variants.boundloop.eagerBytes)}):
+
+${table(
+  ["package / folder", "bytes", "evaluated at cold start"],
+  p4.topContributors.map((c) => [c.name, c.bytes, c.eagerBytes]),
+)}
+
+## P5 memory
+
+Peak RSS (\`process.resourceUsage().maxRSS\`) of a fresh process making one ${p5.cycles}-cycle run (4 turns of 2 parallel tool
+calls, then the answer); median (min–max) of ${p5.repetitions}. The deployed bundle serves /healthz then a ${p5.cycles}-cycle
+POST /v1/runs with ${p5.deployedHandler.toolCalls} real calculateTax calls against DynamoDB Local.
+
+${table(
+  ["process", "peak RSS MB", "RSS before → after loading → after the run", "ours ÷ peer"],
+  [
+    ...(Object.keys(p5.frameworks) as Framework[]).map((framework) => {
+      const f = p5.frameworks[framework];
+      return [
+        FRAMEWORK_NAMES[framework],
+        range(f.maxRssMb),
+        `${f.rssMbBefore} → ${f.rssMbAfterLoad} → ${f.rssMbAfterRun}`,
+        memoryRatio(framework),
+      ];
+    }),
+    [
+      "deployed handler bundle",
+      range(p5.deployedHandler.maxRssMb),
+      `${p5.deployedHandler.rssMbAtHealthz} at /healthz`,
+      "–",
+    ],
+  ],
+)}
+
+Lambda memory: **${report.lambdaMemory.functionMemoryMb} MB** (infra/stack.ts FUNCTION_MEMORY_MB). ${report.lambdaMemory.reason}
+
+## Load
+
+autocannon, ${load.connections} connections, ${load.durationSeconds} s per model latency, loopback, against bench/serve.ts (the deployed
+bundle behind a minimal HTTP → v2 event server, fixed claims); the local planner model in its own process; the seed
+scenario (3 model calls, 2 quotes and 1 invoice written per run); DynamoDB Local; all on the same ${machine.cpus} cores.
+
+${table(
+  ["model latency", "runs/s", "p50 ms", "p99 ms", "max ms", "non-2xx / errors", "server CPU ms/run"],
+  load.runs.map((r) => [
+    `${r.modelLatencyMs} ms`,
+    r.runsPerSecond,
+    r.latencyMs.p50,
+    r.latencyMs.p99,
+    r.latencyMs.max,
+    `${r.non2xx} / ${r.errors + r.timeouts}`,
+    r.serverCpuMsPerRun ?? "–",
+  ]),
+)}
+`;
+}

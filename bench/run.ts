@@ -1,0 +1,138 @@
+/**
+ * `npm run bench`: every benchmark in one run, side by side, on this machine. Starts one DynamoDB Local
+ * and the local model servers, then runs P1 loop overhead and P2 parallel tools (bench/loop-overhead.ts),
+ * P3 DynamoDB per recorded invoice (bench/idempotency.ts), P4 bundle and cold start (bench/cold-start.ts),
+ * P5 memory (bench/memory.ts) and the load test (bench/load.ts); writes bench/results/latest.json,
+ * bench/results/latest.md (and P3's bench/results/idempotency.json). `--quick` uses fewer repetitions
+ * (for trying the harness; not for published figures).
+ */
+
+import { mkdir, writeFile } from "node:fs/promises";
+import { cpus, loadavg, totalmem } from "node:os";
+import { startLocalDynamo } from "../local/dynamo.js";
+import { startModelServer } from "../local/model-server.js";
+import { createDocumentClient } from "../shared/store/dynamo.js";
+import { ensureTable } from "../shared/store/table.js";
+import { BUILD_DIR } from "./bundle.js";
+import { benchColdStart } from "./cold-start.js";
+import { benchIdempotency, printIdempotency, writeIdempotencyReport } from "./idempotency.js";
+import { benchLoad } from "./load.js";
+import { benchLoopOverhead, benchParallelTools } from "./loop-overhead.js";
+import { benchMemory } from "./memory.js";
+import { type BenchReport, goalsTable, type MachineInfo, recommendMemory, renderMarkdown } from "./report.js";
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+
+const quick = process.argv.includes("--quick");
+/** Repetitions: sized so the whole run stays well under 10 minutes on 2 shared cores. */
+const SETTINGS = quick
+  ? {
+      p1: { warmupRuns: 10, rounds: 3, runsPerRound: 5 },
+      p2Runs: 2,
+      coldStarts: 3,
+      memoryRuns: 1,
+      loadSeconds: 3,
+    }
+  : {
+      p1: { warmupRuns: 30, rounds: 9, runsPerRound: 20 },
+      p2Runs: 7,
+      coldStarts: 15,
+      memoryRuns: 3,
+      loadSeconds: 10,
+    };
+
+const round2 = (values: number[]) => values.map((value) => Math.round(value * 100) / 100);
+
+async function main(): Promise<void> {
+  const machine: MachineInfo = {
+    node: process.version,
+    platform: process.platform,
+    arch: process.arch,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model.trim() ?? "unknown",
+    memoryMb: Math.round(totalmem() / 1_048_576),
+    loadavgAtStart: round2(loadavg()),
+    loadavgAtEnd: [],
+    loadavgBySection: {},
+  };
+  console.log(
+    `bench: Node ${machine.node}, ${machine.cpus} CPUs, load average ${machine.loadavgAtStart.join(" ")}`,
+  );
+  const sectionSeconds: Record<string, number> = {};
+  const section = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+    machine.loadavgBySection[name] = round2(loadavg())[0] as number;
+    const started = performance.now();
+    console.log(`\n== ${name} (load ${machine.loadavgBySection[name]})`);
+    const result = await fn();
+    sectionSeconds[name] = Math.round((performance.now() - started) / 100) / 10;
+    console.log(`   ${name}: ${sectionSeconds[name]} s`);
+    return result;
+  };
+
+  const dynamo = await startLocalDynamo();
+  const scripted = await startModelServer({ script: [] });
+  const planner = await startModelServer();
+  const table = "bench-runs";
+  const ddb = createDocumentClient({
+    name: table,
+    endpoint: dynamo.endpoint,
+    region: "eu-west-2",
+    requestTimeoutMs: 3_000,
+  });
+  try {
+    await ensureTable(ddb, table);
+    const env = { dynamoEndpoint: dynamo.endpoint, table, modelBaseURL: planner.baseURL };
+    const p1 = await section("P1", () => benchLoopOverhead(scripted, SETTINGS.p1));
+    for (const [name, f] of Object.entries(p1.frameworks)) {
+      console.log(`   ${name}: ${f.overheadPerCycleUs.median} µs/cycle`);
+    }
+    const p2 = await section("P2", () =>
+      benchParallelTools(scripted, { runs: SETTINGS.p2Runs, delayMs: 200 }),
+    );
+    const p3 = await section("P3", () => benchIdempotency(dynamo));
+    printIdempotency(p3);
+    await writeIdempotencyReport(p3);
+    const p4 = await section("P4", () => benchColdStart(env, SETTINGS.coldStarts));
+    const handlerBundle = `${BUILD_DIR}boundloop/index.mjs`;
+    const p5 = await section("P5", () => benchMemory(scripted, env, handlerBundle, SETTINGS.memoryRuns));
+    const load = await section("load", () =>
+      benchLoad(handlerBundle, env, {
+        connections: 8,
+        durationSeconds: SETTINGS.loadSeconds,
+        warmupSeconds: 2,
+      }),
+    );
+    machine.loadavgAtEnd = round2(loadavg());
+    const report: BenchReport = {
+      generatedAt: new Date().toISOString(),
+      command: quick ? "npm run bench -- --quick" : "npm run bench",
+      machine,
+      sectionSeconds,
+      p1LoopOverhead: p1,
+      p2ParallelTools: p2,
+      p3DynamoDb: p3,
+      p4BundleColdStart: p4,
+      p5Memory: p5,
+      load,
+      lambdaMemory: recommendMemory(p4, p5, load),
+    };
+    await mkdir(new URL("./results/", import.meta.url), { recursive: true });
+    await writeFile(
+      new URL("./results/latest.json", import.meta.url),
+      `${JSON.stringify(report, null, 2)}\n`,
+    );
+    await writeFile(new URL("./results/latest.md", import.meta.url), renderMarkdown(report));
+    console.log(`\n${goalsTable(report)}\n\nLambda memory: ${report.lambdaMemory.reason}`);
+    console.log("\nWrote bench/results/latest.json, bench/results/latest.md, bench/results/idempotency.json");
+  } finally {
+    ddb.destroy();
+    await scripted.stop();
+    await planner.stop();
+    await dynamo.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  process.exit(1);
+});

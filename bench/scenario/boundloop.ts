@@ -1,0 +1,59 @@
+import OpenAI from "openai";
+import { Deadline } from "../../shared/agent/deadline.js";
+import { createRegistry } from "../../shared/agent/dispatcher.js";
+import { runAgent } from "../../shared/agent/loop.js";
+import { defineTool } from "../../shared/agent/tool.js";
+import { loadConfig } from "../../shared/config.js";
+import { type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./types.js";
+
+/**
+ * Our loop as the service runs it: `runAgent` over a registry of `defineTool` tools, the real openai
+ * client (built like shared/deps.ts: SDK retries 2), the config's default limits with `maxCycles`, and a
+ * fresh 25 s {@link Deadline} per run.
+ */
+export function createRunner(options: ScenarioOptions): ScenarioRunner {
+  const client = new OpenAI({ apiKey: "bench", baseURL: options.baseURL, maxRetries: 2 });
+  const tools = createRegistry(
+    options.tools.map((tool) =>
+      defineTool({
+        name: tool.name,
+        description: tool.description,
+        inputSchema: tool.schema,
+        isMutating: false,
+        requiredPermission: undefined,
+        handler: (input, _security, context) => tool.execute(input, context.signal),
+      }),
+    ),
+  );
+  const limits = { ...loadConfig({}).limits, maxCycles: options.maxCycles };
+  const security = { userId: "usr_bench", tenantId: "tenant_bench", permissions: [] };
+  let runs = 0;
+  return {
+    framework: "boundloop",
+    async run(prompt) {
+      runs += 1;
+      const runId = `run_bench_${runs}`;
+      const deadline = new Deadline(25_000);
+      try {
+        const outcome = await runAgent({
+          client,
+          model: options.model,
+          tools,
+          security,
+          prompt,
+          runId,
+          runScope: runId,
+          limits,
+          systemPrompt: SYSTEM_PROMPT,
+          deadline,
+        });
+        if (outcome.status !== "completed" || outcome.answer === null) {
+          throw new Error(`boundloop run ended ${outcome.status}: ${outcome.reason}`);
+        }
+        return outcome.answer;
+      } finally {
+        deadline.dispose();
+      }
+    },
+  };
+}

@@ -1,0 +1,46 @@
+import type { z } from "zod";
+
+/** The agent frameworks the benchmarks compare, each driving the same tools against the same model server. */
+export type Framework = "boundloop" | "openai-agents" | "ai-sdk";
+
+/** A reference runner that is not a framework: the bare transport (see scenario/bare-fetch.ts). */
+export type Reference = "bare-fetch";
+
+/** The system prompt every framework sends, so the requests differ only in what each framework adds. */
+export const SYSTEM_PROMPT = "You are a benchmark agent. Use the tools, then answer in one word.";
+
+/** Every framework, ours first. */
+export const FRAMEWORKS: readonly Framework[] = ["boundloop", "openai-agents", "ai-sdk"];
+
+/**
+ * One benchmark tool, declared once and handed to each framework in its own tool format.
+ * - `schema`: the tool's input (a zod object inside OpenAI's strict subset: every field required)
+ * - `execute`: the tool body; receives the validated input and the framework's abort signal when it has one
+ */
+export interface ScenarioTool {
+  name: string;
+  description: string;
+  schema: z.ZodObject;
+  execute(input: Record<string, unknown>, signal?: AbortSignal): Promise<unknown>;
+}
+
+/**
+ * What a framework runner needs: the OpenAI-compatible endpoint (`baseURL` ending in /v1), the model name,
+ * the tools, and the most model calls a run may make (`maxCycles`).
+ */
+export interface ScenarioOptions {
+  baseURL: string;
+  model: string;
+  tools: ScenarioTool[];
+  maxCycles: number;
+}
+
+/** A framework, set up once (clients, tool definitions), that runs prompts to their final text answer. */
+export interface ScenarioRunner {
+  framework: Framework | Reference;
+  /**
+   * Runs one prompt to completion and returns the final answer.
+   * @throws Error when the run does not complete with a text answer
+   */
+  run(prompt: string): Promise<string>;
+}
