@@ -1,12 +1,12 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
-import { fileURLToPath } from "node:url";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RUN_ROUTE, runIdempotencyStore } from "../functions/api/run-idempotency.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { recordInvoiceArgs, runEvent } from "./support/idempotency.js";
+import { spawnHandlerChild } from "./support/spawn-handler.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
 /** The crashed run's budget, so its lease (= its deadline) ends this many ms after it started. */
@@ -24,32 +24,10 @@ afterAll(async () => {
 
 /** Starts the real handler in its own Node process on the same table and model server. */
 function startHandlerProcess(event: unknown): { process: ChildProcess; output: () => string } {
-  let output = "";
-  const proc = spawn(
-    process.execPath,
-    ["--import", "tsx", fileURLToPath(new URL("./support/handler-child.ts", import.meta.url))],
-    {
-      cwd: fileURLToPath(new URL("..", import.meta.url)),
-      stdio: ["ignore", "pipe", "pipe"],
-      env: {
-        ...process.env,
-        DYNAMODB_ENDPOINT: stack.config.table.endpoint,
-        TABLE_NAME: stack.config.table.name,
-        OPENAI_BASE_URL: stack.config.model.baseURL,
-        OPENAI_API_KEY: "",
-        RUN_TIMEOUT_MS: String(CHILD_RUN_TIMEOUT_MS),
-        BOUNDLOOP_CHILD_EVENT: JSON.stringify(event),
-        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
-      },
-    },
-  );
-  proc.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
+  return spawnHandlerChild("handler-child.ts", stack.config, event, {
+    OPENAI_API_KEY: "",
+    RUN_TIMEOUT_MS: String(CHILD_RUN_TIMEOUT_MS),
   });
-  proc.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  return { process: proc, output: () => output };
 }
 
 async function waitFor(check: () => boolean | Promise<boolean>, what: string, ms = 30_000): Promise<void> {

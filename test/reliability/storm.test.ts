@@ -5,10 +5,9 @@
  * throttles 5% of write attempts (SDK middleware; the SDK retries them), and some keys' first runs are
  * killed (SIGKILL) in a child process right after their ledger write, then retried by the storm.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
-import { fileURLToPath } from "node:url";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RUN_ROUTE, runIdempotencyStore } from "../../functions/api/run-idempotency.js";
@@ -25,6 +24,7 @@ import {
   SCALE,
   secretsIn,
 } from "../support/reliability.js";
+import { spawnHandlerChild } from "../support/spawn-handler.js";
 import { startTestStack, type TestStack } from "../support/stack.js";
 
 const MODEL_SEED = 9;
@@ -64,37 +64,21 @@ function stormEvent(index: number): APIGatewayProxyEventV2 {
 
 /** Runs the handler for key `index` in a child process that SIGKILLs itself after its ledger write. */
 async function runKilled(index: number): Promise<{ signal: NodeJS.Signals | null; output: string }> {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", fileURLToPath(new URL("../support/kill-after-ledger-child.ts", import.meta.url))],
+  const { process: child, output } = spawnHandlerChild(
+    "kill-after-ledger-child.ts",
+    stack.config,
+    stormEvent(index),
     {
-      cwd: fileURLToPath(new URL("../..", import.meta.url)),
-      stdio: ["ignore", "pipe", "pipe"],
-      env: {
-        ...process.env,
-        DYNAMODB_ENDPOINT: stack.config.table.endpoint,
-        TABLE_NAME: stack.config.table.name,
-        OPENAI_BASE_URL: stack.config.model.baseURL,
-        OPENAI_API_KEY: FAKE_API_KEY,
-        RUN_TIMEOUT_MS: String(CHILD_RUN_TIMEOUT_MS),
-        POWERTOOLS_LOG_LEVEL: "INFO",
-        BOUNDLOOP_CHILD_EVENT: JSON.stringify(stormEvent(index)),
-        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
-      },
+      OPENAI_API_KEY: FAKE_API_KEY,
+      RUN_TIMEOUT_MS: String(CHILD_RUN_TIMEOUT_MS),
+      POWERTOOLS_LOG_LEVEL: "INFO",
     },
   );
   children.add(child);
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
   const [, signal] = (await once(child, "close")) as [number | null, NodeJS.Signals | null];
   children.delete(child);
-  childOutput.push(output);
-  return { signal, output };
+  childOutput.push(output());
+  return { signal, output: output() };
 }
 
 interface Sent {
