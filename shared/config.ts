@@ -1,65 +1,91 @@
-import * as z from "zod";
+import * as z from "zod/mini";
+import en from "zod/v4/locales/en.js";
 import type { RunLimits } from "./agent/limits.js";
 
+// zod/mini (same zod, same core, a tree-shakable API): the deployed handler parses its environment at
+// cold start before anything else is loaded, and zod/mini keeps that to the few checks used here instead
+// of all of zod (measured in bench/cold-start.ts). zod/mini loads no locale by itself: English messages.
+z.config(en());
+
 /** Turns an empty string (an unset variable in many shells and .env files) into undefined. */
-const optionalString = z
-  .string()
-  .optional()
-  .transform((value) => (value === undefined || value.trim() === "" ? undefined : value.trim()));
+const optionalString = z.pipe(
+  z.optional(z.string()),
+  z.transform((value: string | undefined) =>
+    value === undefined || value.trim() === "" ? undefined : value.trim(),
+  ),
+);
+
+/** An optional URL: unset or empty gives undefined. */
+const optionalUrl = z.pipe(optionalString, z.optional(z.url()));
+
+/** An integer read from an environment string, within [min, max], with a default. */
+function envInt(defaultValue: number, min: number, max: number) {
+  return z._default(z.coerce.number().check(z.int(), z.minimum(min), z.maximum(max)), defaultValue);
+}
 
 /** A positive integer read from an environment string, with a default. */
 function positiveInt(defaultValue: number, max: number) {
-  return z.coerce.number().int().positive().max(max).default(defaultValue);
+  return z._default(z.coerce.number().check(z.int(), z.positive(), z.maximum(max)), defaultValue);
+}
+
+/** A string of 1 to 255 characters, with a default. */
+function boundedName(defaultValue: string) {
+  return z._default(z.string().check(z.minLength(1), z.maxLength(255)), defaultValue);
 }
 
 /** A boolean read from an environment string: "true"/"1" or "false"/"0"; unset or empty gives the default. */
 function envBoolean(defaultValue: boolean) {
-  return optionalString
-    .pipe(z.enum(["true", "false", "1", "0"]).optional())
-    .transform((value) => (value === undefined ? defaultValue : value === "true" || value === "1"));
+  return z.pipe(
+    z.pipe(optionalString, z.optional(z.enum(["true", "false", "1", "0"]))),
+    z.transform((value) => (value === undefined ? defaultValue : value === "true" || value === "1")),
+  );
 }
 
 /** A comma separated list of claim names ("tenant_id,custom:tenant_id"), trimmed, at least one. */
 function claimList(defaultValue: string) {
-  return optionalString
-    .transform((value) =>
-      (value ?? defaultValue)
-        .split(",")
-        .map((name) => name.trim())
-        .filter((name) => name.length > 0),
-    )
-    .pipe(
-      z.array(z.string().regex(/^[A-Za-z0-9:_.-]{1,128}$/, "claim names are A-Z a-z 0-9 : _ . -")).min(1),
-    );
+  return z.pipe(
+    z.pipe(
+      optionalString,
+      z.transform((value) =>
+        (value ?? defaultValue)
+          .split(",")
+          .map((name) => name.trim())
+          .filter((name) => name.length > 0),
+      ),
+    ),
+    z
+      .array(z.string().check(z.regex(/^[A-Za-z0-9:_.-]{1,128}$/, "claim names are A-Z a-z 0-9 : _ . -")))
+      .check(z.minLength(1)),
+  );
 }
 
 /**
  * IAM_PRINCIPAL_TENANTS: JSON object from an IAM principal ARN (a user ARN, or an assumed-role ARN
  * without its session name) to the tenant and permissions that principal acts with.
  */
-const IamPrincipalTenants = z
-  .string()
-  .optional()
-  .transform((value, ctx) => {
-    if (value === undefined || value.trim() === "") return {};
-    try {
-      return JSON.parse(value) as unknown;
-    } catch {
-      ctx.addIssue({ code: "custom", message: "must be a JSON object" });
-      return z.NEVER;
-    }
-  })
-  .pipe(
-    z.record(
-      z.string().regex(/^arn:aws[a-z-]*:(iam|sts)::\d{12}:/, "keys must be IAM user or assumed-role ARNs"),
-      z
-        .object({
-          tenantId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
-          permissions: z.array(z.string().min(1).max(128)).default([]),
-        })
-        .strict(),
-    ),
-  );
+const IamPrincipalTenants = z.pipe(
+  z.pipe(
+    z.optional(z.string()),
+    z.transform((value, ctx) => {
+      if (value === undefined || value.trim() === "") return {};
+      try {
+        return JSON.parse(value) as unknown;
+      } catch {
+        ctx.issues.push({ code: "custom", message: "must be a JSON object", input: value });
+        return z.NEVER;
+      }
+    }),
+  ),
+  z.record(
+    z
+      .string()
+      .check(z.regex(/^arn:aws[a-z-]*:(iam|sts)::\d{12}:/, "keys must be IAM user or assumed-role ARNs")),
+    z.strictObject({
+      tenantId: z.string().check(z.regex(/^[A-Za-z0-9_-]{1,64}$/)),
+      permissions: z._default(z.array(z.string().check(z.minLength(1), z.maxLength(128))), []),
+    }),
+  ),
+);
 
 /**
  * The environment the service reads, once, at cold start. This schema is the single source of truth
@@ -105,57 +131,51 @@ const IamPrincipalTenants = z
  */
 export const ConfigSchema = z.object({
   OPENAI_API_KEY: optionalString,
-  OPENAI_BASE_URL: optionalString.pipe(z.url().optional()),
-  OPENAI_MODEL: z.string().min(1).default("gpt-4o-mini"),
-  TABLE_NAME: z.string().min(3).max(255).default("boundloop"),
-  DYNAMODB_ENDPOINT: optionalString.pipe(z.url().optional()),
-  AWS_REGION: z.string().min(1).default("us-east-1"),
+  OPENAI_BASE_URL: optionalUrl,
+  OPENAI_MODEL: z._default(z.string().check(z.minLength(1)), "gpt-4o-mini"),
+  TABLE_NAME: z._default(z.string().check(z.minLength(3), z.maxLength(255)), "boundloop"),
+  DYNAMODB_ENDPOINT: optionalUrl,
+  AWS_REGION: z._default(z.string().check(z.minLength(1)), "us-east-1"),
   MAX_CYCLES: positiveInt(5, 50),
   RUN_TIMEOUT_MS: positiveInt(25_000, 900_000),
-  DEADLINE_RESERVE_MS: z.coerce.number().int().min(0).max(60_000).default(1_500),
-  QUOTE_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(900),
+  DEADLINE_RESERVE_MS: envInt(1_500, 0, 60_000),
+  QUOTE_TTL_SECONDS: envInt(900, 60, 86_400),
   MAX_TOTAL_TOKENS: positiveInt(100_000, 10_000_000),
   MAX_TOOL_CALLS_PER_TURN: positiveInt(8, 128),
   MAX_TOOL_CALLS_PER_RUN: positiveInt(20, 1_000),
   MAX_PARALLEL_TOOL_CALLS: positiveInt(4, 64),
   MAX_TOOL_RESULT_BYTES: positiveInt(16_384, 1_048_576),
   LOOP_BREAKER_THRESHOLD: positiveInt(2, 20),
-  SUMMARIZE_ON_MAX_CYCLES: z
-    .enum(["true", "false", ""])
-    .default("false")
-    .transform((value) => value === "true"),
+  SUMMARIZE_ON_MAX_CYCLES: z.pipe(
+    z._default(z.enum(["true", "false", ""]), "false"),
+    z.transform((value) => value === "true"),
+  ),
   IDEMPOTENCY_TTL_SECONDS: positiveInt(86_400, 31_536_000),
   IDEMPOTENCY_KEY_REQUIRED: envBoolean(false),
-  OPENAI_API_KEY_SECRET_NAME: optionalString.pipe(
-    z
-      .string()
-      .regex(/^[A-Za-z0-9/_+=.@:-]{1,2048}$/, "must be a Secrets Manager secret name or ARN")
-      .optional(),
+  OPENAI_API_KEY_SECRET_NAME: z.pipe(
+    optionalString,
+    z.optional(
+      z
+        .string()
+        .check(z.regex(/^[A-Za-z0-9/_+=.@:-]{1,2048}$/, "must be a Secrets Manager secret name or ARN")),
+    ),
   ),
-  SECRET_CACHE_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
+  SECRET_CACHE_SECONDS: envInt(300, 0, 86_400),
   TENANT_CLAIMS: claimList("tenant_id,custom:tenant_id"),
   PERMISSION_CLAIMS: claimList("scope,permissions,cognito:groups"),
   IAM_PRINCIPAL_TENANTS: IamPrincipalTenants,
-  RUN_TTL_SECONDS: z.coerce
-    .number()
-    .int()
-    .min(3_600)
-    .max(3_650 * 86_400)
-    .default(30 * 86_400),
-  MAX_BODY_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1_024)
-    .max(6 * 1024 * 1024)
-    .default(65_536),
+  RUN_TTL_SECONDS: envInt(30 * 86_400, 3_600, 3_650 * 86_400),
+  MAX_BODY_BYTES: envInt(65_536, 1_024, 6 * 1024 * 1024),
   DYNAMODB_REQUEST_TIMEOUT_MS: positiveInt(3_000, 60_000),
-  POWERTOOLS_SERVICE_NAME: z.string().min(1).max(255).default("boundloop"),
-  POWERTOOLS_METRICS_NAMESPACE: z.string().min(1).max(255).default("boundloop"),
-  POWERTOOLS_LOG_LEVEL: z
-    .string()
-    .default("INFO")
-    .transform((value) => value.trim().toUpperCase())
-    .pipe(z.enum(["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL", "SILENT"])),
+  POWERTOOLS_SERVICE_NAME: boundedName("boundloop"),
+  POWERTOOLS_METRICS_NAMESPACE: boundedName("boundloop"),
+  POWERTOOLS_LOG_LEVEL: z.pipe(
+    z.pipe(
+      z._default(z.string(), "INFO"),
+      z.transform((value) => value.trim().toUpperCase()),
+    ),
+    z.enum(["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL", "SILENT"]),
+  ),
 });
 
 /** The parsed environment, see {@link ConfigSchema}. */
