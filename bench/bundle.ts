@@ -1,35 +1,38 @@
 /**
- * Bundles a Lambda entry with esbuild exactly as infra/stack.ts has NodejsFunction do it for the deployed
- * handler (aws-cdk-lib/aws-lambda-nodejs runs `esbuild --bundle <entry> --target=node24 --platform=node
- * --format=esm --outfile=<dir>/index.mjs --minify --sourcemap --sources-content=false --keep-names
- * --banner:js=… --main-fields=module,main` from the project root, nothing external), plus a metafile
- * for the size figures. Keep {@link STACK_BUNDLING} in step with the `bundling` block of infra/stack.ts.
+ * The benchmarks' builds. The deployed handler is built by infra/bundle.ts, the very function the stack's
+ * synth runs (esbuild, ESM, split into chunks along the handler's dynamic imports, minified, source maps,
+ * zod's locales reduced to English, nothing external); the peers' fixtures with the same esbuild options
+ * minus what is boundloop's own (no plugin, one file), plus a metafile for the size figures.
  */
 import { mkdir, rm } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { type BuildOptions, build, type Metafile } from "esbuild";
+import { API_BUNDLE_OPTIONS, buildApiBundle } from "../infra/bundle.js";
 
-/** The project root (NodejsFunction's `projectRoot`, the esbuild working directory). */
-export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
+export { PROJECT_ROOT } from "../infra/bundle.js";
 
 /** Where the benchmarks put their builds: inside node_modules, so bundles built with external packages resolve them. */
 export const BUILD_DIR = fileURLToPath(new URL("../node_modules/.cache/boundloop-bench/", import.meta.url));
 
-/** infra/stack.ts's `bundling` for the API function, as esbuild options (see the file comment). */
-export const STACK_BUNDLING = {
-  bundle: true,
-  target: "node24",
-  platform: "node",
-  format: "esm",
-  minify: true,
-  sourcemap: true,
-  sourcesContent: false,
-  keepNames: true,
-  mainFields: ["module", "main"],
-  banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
+/**
+ * infra/bundle.ts's esbuild options without boundloop's own build choices (no plugin, no splitting): how
+ * the comparison bundles (bare Hono, the naive eager bundle, the memory children) are built.
+ */
+export const PLAIN_BUNDLING = {
+  ...API_BUNDLE_OPTIONS,
+  plugins: [],
+  splitting: false,
+  logLevel: "error",
 } as const satisfies BuildOptions;
 
-/** A built bundle: its entry file, size in bytes (code and source map) and esbuild's metafile. */
+/**
+ * How a benchmark bundle is built: `deployed` exactly as the stack deploys (infra/bundle.ts), `one-file`
+ * the same without splitting (not deployed; shows what the chunks are worth), `plain` with
+ * {@link PLAIN_BUNDLING}.
+ */
+export type BuildKind = "deployed" | "one-file" | "plain";
+
+/** A built bundle: its entry file, sizes in bytes (entry file, its source map, all JavaScript) and esbuild's metafile. */
 export interface Bundle {
   name: string;
   file: string;
@@ -41,29 +44,19 @@ export interface Bundle {
 }
 
 /**
- * Builds `entry` (relative to the project root) into BUILD_DIR/<name>/index.mjs with {@link STACK_BUNDLING}.
- * `splitting: true` builds the same code split into chunks (ESM code splitting, an outdir instead of
- * one file): not what the stack deploys; used to show what loading lazily from separate files would give.
+ * Builds `entry` (relative to the project root) into BUILD_DIR/<name>/index.mjs (plus chunks/ for a
+ * split build) the way `kind` says.
+ * @throws esbuild's build failure
  */
-export async function bundle(
-  name: string,
-  entry: string,
-  options: { splitting?: boolean } = {},
-): Promise<Bundle> {
+export async function bundle(name: string, entry: string, kind: BuildKind): Promise<Bundle> {
   const outdir = `${BUILD_DIR}${name}`;
   await rm(outdir, { recursive: true, force: true });
   await mkdir(outdir, { recursive: true });
-  const result = await build({
-    ...STACK_BUNDLING,
-    absWorkingDir: PROJECT_ROOT,
-    entryPoints: options.splitting ? { index: entry } : [entry],
-    ...(options.splitting
-      ? { splitting: true, outdir, outExtension: { ".js": ".mjs" } }
-      : { outfile: `${outdir}/index.mjs` }),
-    metafile: true,
-    logLevel: "error",
-  });
-  const outputs = Object.entries(result.metafile.outputs);
+  const metafile =
+    kind === "plain"
+      ? (await build({ ...PLAIN_BUNDLING, entryPoints: { index: entry }, outdir })).metafile
+      : (await buildApiBundle(outdir, { entry, splitting: kind === "deployed" })).metafile;
+  const outputs = Object.entries(metafile.outputs);
   const main = outputs.find(([path]) => path.endsWith("/index.mjs"));
   const map = outputs.find(([path]) => path.endsWith("/index.mjs.map"));
   if (!main) throw new Error(`esbuild wrote no index.mjs for ${entry}`);
@@ -73,7 +66,7 @@ export async function bundle(
     bytes: main[1].bytes,
     mapBytes: map?.[1].bytes ?? 0,
     totalBytes: outputs.filter(([path]) => !path.endsWith(".map")).reduce((sum, [, o]) => sum + o.bytes, 0),
-    metafile: result.metafile,
+    metafile,
   };
 }
 

@@ -22,7 +22,7 @@ import { DynamoDBPersistenceLayer } from "@aws-lambda-powertools/idempotency/dyn
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { type ApiEvent, createHandler } from "../functions/api/handler.js";
+import { type ApiEvent, createHandler } from "../functions/api/app-handler.js";
 import { startLocalDynamo } from "../local/dynamo.js";
 import { quotedRecordInvoiceArgs } from "../local/fixtures.js";
 import { createLambdaContext } from "../local/lambda-context.js";

@@ -15,7 +15,7 @@ import { readFile, rm } from "node:fs/promises";
 import { promisify } from "node:util";
 import { build } from "esbuild";
 import type { LocalModelServer } from "../local/model-server.js";
-import { BUILD_DIR, PROJECT_ROOT, STACK_BUNDLING } from "./bundle.js";
+import { BUILD_DIR, PLAIN_BUNDLING, PROJECT_ROOT } from "./bundle.js";
 import { type ColdStartEnv, coldStart } from "./cold-start.js";
 import { instantTurn, scriptRun } from "./scenario/tools.js";
 import { FRAMEWORKS, type Framework } from "./scenario/types.js";
@@ -58,8 +58,7 @@ export async function benchMemory(
   const childDir = `${BUILD_DIR}memory-child`;
   await rm(childDir, { recursive: true, force: true });
   await build({
-    ...STACK_BUNDLING,
-    absWorkingDir: PROJECT_ROOT,
+    ...PLAIN_BUNDLING,
     entryPoints: { index: "bench/memory-child.ts" },
     splitting: true,
     outdir: childDir,

@@ -1,8 +1,9 @@
-import { fileURLToPath } from "node:url";
 import {
   Annotations,
   ArnFormat,
+  AssetHashType,
   CfnOutput,
+  DockerImage,
   Duration,
   RemovalPolicy,
   Stack,
@@ -22,12 +23,12 @@ import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations
 import { Alarm, ComparisonOperator, TreatMissingData } from "aws-cdk-lib/aws-cloudwatch";
 import { AttributeType, Billing, TableV2 } from "aws-cdk-lib/aws-dynamodb";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
-import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+import { Architecture, Code, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { TABLE_SCHEMA } from "../shared/store/keys.js";
+import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
 import { functionEnvironment } from "./function-env.js";
 import {
   type DeploySettings,
@@ -152,12 +153,24 @@ export class BoundloopStack extends Stack {
       new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),
     );
 
-    const fn = new NodejsFunction(this, "ApiFunction", {
+    const fn = new LambdaFunction(this, "ApiFunction", {
       description: "boundloop HTTP API (Hono on Lambda): bounded agent runs, invoices",
-      entry: fileURLToPath(new URL("../functions/api/handler.ts", import.meta.url)),
-      handler: "handler",
-      projectRoot: fileURLToPath(new URL("..", import.meta.url)),
-      depsLockFilePath: fileURLToPath(new URL("../package-lock.json", import.meta.url)),
+      // Built at synth by the local esbuild with infra/bundle.ts (the benchmarks measure the same build):
+      // index.mjs plus the chunks it loads on demand. No Docker: the image below is never pulled, local
+      // bundling either succeeds or fails the synth with esbuild's messages.
+      code: Code.fromAsset(PROJECT_ROOT, {
+        assetHashType: AssetHashType.OUTPUT,
+        bundling: {
+          image: DockerImage.fromRegistry("dummy"),
+          local: {
+            tryBundle(outputDir) {
+              buildApiBundleSync(outputDir);
+              return true;
+            },
+          },
+        },
+      }),
+      handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
       memorySize: FUNCTION_MEMORY_MB,
@@ -173,23 +186,6 @@ export class BoundloopStack extends Stack {
         POWERTOOLS_METRICS_NAMESPACE: POWERTOOLS.metricsNamespace,
         NODE_OPTIONS: "--enable-source-maps",
       }),
-      bundling: {
-        format: OutputFormat.ESM,
-        target: "node24",
-        mainFields: ["module", "main"],
-        minify: true,
-        // Keep class and function names: errors set `this.name = new.target.name`, and logs show it.
-        keepNames: true,
-        sourceMap: true,
-        // Stack traces need the mappings, not the original sources: keeps the .map small.
-        sourcesContent: false,
-        // Bundle everything, the AWS SDK included, so the deployed code runs the pinned versions the
-        // tests ran (not whatever SDK the runtime image carries).
-        externalModules: [],
-        // CommonJS dependencies inside the ESM bundle still call require() for Node built-ins.
-        banner: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);",
-        forceDockerBundling: false,
-      },
     });
 
     const apiLogs = new LogGroup(this, "ApiAccessLogs", { retention: LOG_RETENTION, removalPolicy });
@@ -297,7 +293,7 @@ export class BoundloopStack extends Stack {
    * - duration p99 ≥ {@link DURATION_ALARM_FRACTION} of the timeout (ms)
    * - API 5xx ≥ 1 (gateway or integration failures, including function timeouts)
    */
-  private alarms(fn: NodejsFunction, api: HttpApi): void {
+  private alarms(fn: LambdaFunction, api: HttpApi): void {
     const period = Duration.minutes(5);
     const common = {
       evaluationPeriods: 1,

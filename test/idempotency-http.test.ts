@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { QueryCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createHandler } from "../functions/api/handler.js";
+import { createHandler } from "../functions/api/app-handler.js";
 import {
   parseIdempotencyKey,
   RUN_ROUTE,

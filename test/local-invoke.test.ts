@@ -210,17 +210,18 @@ describe("npm run invoke options", SLOW, () => {
     expect(stderr).toContain(`env: 1 variable(s) from ${file}`);
   });
 
-  it("--timeout sets the context's remaining time: a 3 s function ends a slow model's run deadline_exceeded", async () => {
+  it("--timeout sets the context's remaining time: a 5 s function ends a slow model's run deadline_exceeded", async () => {
     // Its own model server, scripted to answer after 20 s: with the deployed 29 s timeout the run would
-    // wait for that answer and complete; a 3 s function has a 1.5 s deadline (3000 ms − 1500 ms reserve).
+    // wait for that answer and complete; a 5 s function has at most a 3.5 s deadline (5000 ms − 1500 ms
+    // reserve, less what the first request spends loading the app and its dependencies under tsx).
     const slow = await startModelServer({ script: [{ delayMs: 20_000, content: "too late" }] });
     try {
-      const { code, out, stderr } = await invoke(["events/de-only.json", "--timeout", "3"], {
+      const { code, out, stderr } = await invoke(["events/de-only.json", "--timeout", "5"], {
         OPENAI_BASE_URL: slow.baseURL,
       });
       expect([code, out.status]).toEqual([0, 200]);
       expect((JSON.parse(out.body) as RunBody).status).toBe("deadline_exceeded");
-      expect(stderr).toContain("(timeout 3 s)");
+      expect(stderr).toContain("(timeout 5 s)");
       expect(slow.requests).toHaveLength(1);
     } finally {
       await slow.stop();

@@ -19,6 +19,7 @@ import {
   OPENAPI_INFO,
   SECURITY_SCHEMES,
 } from "./contract.js";
+import { healthResponse } from "./health.js";
 import { decodeInvoiceCursor, encodeCursor } from "./pagination.js";
 import { executeRun, runBudgetMs } from "./run-service.js";
 
@@ -66,7 +67,7 @@ export function createApp(deps: AppDeps | (() => AppDeps)) {
     },
   });
 
-  app.openapi(healthRoute, (c) => c.json({ status: "ok" as const }, 200));
+  app.openapi(healthRoute, healthResponse);
   for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) {
     app.openAPIRegistry.registerComponent("securitySchemes", name, scheme);
   }

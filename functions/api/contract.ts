@@ -6,6 +6,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { RunStatus } from "../../shared/agent/loop.js";
 import { PROBLEM_STATUS, type ProblemCode } from "../../shared/errors.js";
+import { HEALTH_PATH } from "./health.js";
 
 /** Prompt length bounds (characters) of `POST /v1/runs`. */
 export const PROMPT_MAX_CHARS = 8_000;
@@ -259,7 +260,7 @@ const authErrors = {
 /** `GET /healthz`: liveness, no auth. */
 export const healthRoute = createRoute({
   method: "get",
-  path: "/healthz",
+  path: HEALTH_PATH,
   summary: "Liveness check (no auth)",
   responses: {
     200: {

@@ -5,8 +5,9 @@
  * effect and before the run or its Idempotency-Key record completes. Prints the handler's result only
  * if no ledger write happened.
  */
+
+import { createHandler } from "../../functions/api/app-handler.js";
 import type { ApiEvent } from "../../functions/api/handler.js";
-import { createHandler } from "../../functions/api/handler.js";
 import { createLambdaContext } from "../../local/lambda-context.js";
 import { loadConfig } from "../../shared/config.js";
 import { createDeps } from "../../shared/deps.js";

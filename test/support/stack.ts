@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { inject } from "vitest";
-import { type ApiEvent, createHandler } from "../../functions/api/handler.js";
+import { type ApiEvent, createHandler } from "../../functions/api/app-handler.js";
 import { createLambdaContext } from "../../local/lambda-context.js";
 import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
 import { type Config, loadConfig } from "../../shared/config.js";

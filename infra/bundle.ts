@@ -1,0 +1,132 @@
+/**
+ * How the API function's code is built: one esbuild configuration for the stack (infra/stack.ts bundles
+ * with it at synth) and the benchmarks (bench/bundle.ts measures exactly what is deployed).
+ *
+ * `node --import tsx infra/bundle.ts <outdir>` builds it into `<outdir>` (index.mjs, chunks/, source maps)
+ * and prints its size: what the stack's local bundling runs.
+ */
+import { spawnSync } from "node:child_process";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { type BuildOptions, build, type Metafile, type Plugin } from "esbuild";
+
+/** The project root: esbuild's working directory, where node_modules and tsconfig.json are. */
+export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+/** The API function's entry point (exports `handler`), relative to {@link PROJECT_ROOT}. */
+export const API_ENTRY = "functions/api/handler.ts";
+
+/** The Lambda handler setting for the built code: `index.mjs`'s `handler` export. */
+export const API_HANDLER = "index.handler";
+
+/**
+ * zod's `locales` namespace (every language's error messages, ~270 kB minified) stays in a bundle as soon
+ * as a dependency imports zod's `z` object whole (@hono/zod-openapi does `import { z } from "zod"`), and
+ * boundloop only ever uses English (zod classic sets it at load; shared/config.ts sets it for zod/mini).
+ * This plugin gives zod's own `../locales/index.js` imports a module that re-exports English only, so
+ * `z.locales` is `{ en }` in the bundle. Nothing else changes; tests run against the unbundled zod.
+ */
+export const zodEnglishOnly: Plugin = {
+  name: "zod-english-only",
+  setup(esbuild) {
+    esbuild.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, ({ importer }) =>
+      /[\\/]node_modules[\\/]zod[\\/]v4[\\/](classic|core|mini)[\\/][^\\/]+$/.test(importer)
+        ? { path: importer.replace(/[\\/](classic|core|mini)[\\/][^\\/]+$/, "/locales"), namespace: "zod-en" }
+        : undefined,
+    );
+    esbuild.onLoad({ filter: /.*/, namespace: "zod-en" }, ({ path }) => ({
+      contents: 'export { default as en } from "./en.js";',
+      resolveDir: path,
+      loader: "js",
+    }));
+  },
+};
+
+/**
+ * The esbuild options of the API function (without entry and output):
+ * - ESM for Node 24 (the function's runtime), `module` before `main` so dependencies come as ESM.
+ * - Everything bundled, the AWS SDK included, so the deployed code runs the pinned versions the tests
+ *   ran, not whatever SDK the runtime image carries.
+ * - Split into chunks along the handler's dynamic `import()`s (functions/api/handler.ts): a cold start
+ *   reads and parses only index.mjs and what it imports statically; the app, zod, openai and the AWS SDK
+ *   are read when a request first needs them.
+ * - Minified, with class and function names kept (errors set `this.name = new.target.name`, and logs
+ *   show it), and source maps without the sources (stack traces need the mappings; NODE_OPTIONS
+ *   `--enable-source-maps` is set on the function).
+ * - A `require` for CommonJS dependencies that still call it for Node built-ins inside ESM output.
+ */
+export const API_BUNDLE_OPTIONS = {
+  absWorkingDir: PROJECT_ROOT,
+  bundle: true,
+  platform: "node",
+  target: "node24",
+  format: "esm",
+  mainFields: ["module", "main"],
+  splitting: true,
+  entryNames: "[name]",
+  chunkNames: "chunks/[name]-[hash]",
+  outExtension: { ".js": ".mjs" },
+  minify: true,
+  keepNames: true,
+  sourcemap: true,
+  sourcesContent: false,
+  banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
+  plugins: [zodEnglishOnly],
+  metafile: true,
+  logLevel: "warning",
+} as const satisfies BuildOptions;
+
+/** A built API bundle: where, and esbuild's metafile (inputs, outputs, imports, bytes). */
+export interface ApiBundle {
+  outdir: string;
+  /** The entry file: `<outdir>/index.mjs`. */
+  file: string;
+  metafile: Metafile;
+}
+
+/**
+ * Builds `entry` (default {@link API_ENTRY}) with {@link API_BUNDLE_OPTIONS} into `outdir` as
+ * `index.mjs` plus `chunks/`. `splitting: false` builds one file instead (the benchmarks compare it).
+ * @throws esbuild's build failure (unresolvable import, type-stripping error), with its messages
+ */
+export async function buildApiBundle(
+  outdir: string,
+  options: { entry?: string; splitting?: boolean } = {},
+): Promise<ApiBundle> {
+  const result = await build({
+    ...API_BUNDLE_OPTIONS,
+    splitting: options.splitting ?? API_BUNDLE_OPTIONS.splitting,
+    entryPoints: { index: options.entry ?? API_ENTRY },
+    outdir,
+  });
+  return { outdir, file: `${outdir}/index.mjs`, metafile: result.metafile };
+}
+
+/**
+ * Builds the API bundle into `outdir` from synchronous code (the CDK's local bundling): runs this file
+ * in a child `node --import tsx` (esbuild plugins need its asynchronous API).
+ * @throws Error with the child's exit status when the build fails (its messages went to stderr)
+ */
+export function buildApiBundleSync(outdir: string): void {
+  const child = spawnSync(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), outdir], {
+    cwd: PROJECT_ROOT,
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  if (child.status !== 0) {
+    throw new Error(`Bundling the API function failed (exit ${child.status ?? child.signal}); see above.`);
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const outdir = process.argv[2];
+  if (!outdir) {
+    console.error("usage: node --import tsx infra/bundle.ts <outdir>");
+    process.exit(2);
+  }
+  const { metafile } = await buildApiBundle(outdir);
+  const code = Object.entries(metafile.outputs).filter(([path]) => !path.endsWith(".map"));
+  const index = code.find(([path]) => path.endsWith("index.mjs"))?.[1].bytes ?? 0;
+  const total = code.reduce((sum, [, output]) => sum + output.bytes, 0);
+  console.log(
+    `${API_ENTRY} → index.mjs ${(index / 1000).toFixed(1)} kB + ${code.length - 1} chunks, ${(total / 1000).toFixed(1)} kB of JavaScript`,
+  );
+}
