@@ -4,7 +4,8 @@
  * P3 DynamoDB per recorded invoice (bench/idempotency.ts), P4 bundle and cold start (bench/cold-start.ts),
  * P5 memory (bench/memory.ts) and the load test (bench/load.ts); writes bench/results/latest.json,
  * bench/results/latest.md (and P3's bench/results/idempotency.json). `--quick` uses fewer repetitions
- * (for trying the harness; not for published figures).
+ * (for trying the harness; not for published figures). `--only p1` runs P1 alone (one model server, no
+ * DynamoDB) and prints its figures without writing any result file, for comparing changes to the loop.
  */
 
 import { mkdir, writeFile } from "node:fs/promises";
@@ -24,6 +25,12 @@ import { type BenchReport, goalsTable, type MachineInfo, recommendMemory, render
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 
 const quick = process.argv.includes("--quick");
+const onlyIndex = process.argv.indexOf("--only");
+const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
+if (only !== undefined && only !== "p1") {
+  console.error(`--only: unknown section ${JSON.stringify(only)} (supported: p1)`);
+  process.exit(2);
+}
 /** Repetitions: sized so the whole run stays well under 10 minutes on 2 shared cores. */
 const SETTINGS = quick
   ? {
@@ -58,6 +65,7 @@ async function main(): Promise<void> {
   console.log(
     `bench: Node ${machine.node}, ${machine.cpus} CPUs, load average ${machine.loadavgAtStart.join(" ")}`,
   );
+  if (only === "p1") return onlyP1();
   const sectionSeconds: Record<string, number> = {};
   const section = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
     machine.loadavgBySection[name] = round2(loadavg())[0] as number;
@@ -129,6 +137,31 @@ async function main(): Promise<void> {
     await scripted.stop();
     await planner.stop();
     await dynamo.stop();
+  }
+}
+
+/** `--only p1`: P1 on its own scripted model server; prints per-framework figures and the ratios. */
+async function onlyP1(): Promise<void> {
+  const scripted = await startModelServer({ script: [] });
+  try {
+    const started = performance.now();
+    const p1 = await benchLoopOverhead(scripted, SETTINGS.p1);
+    for (const [name, f] of Object.entries(p1.frameworks)) {
+      const { median, min, max } = f.overheadPerCycleUs;
+      console.log(
+        `   ${name.padEnd(14)} ${String(median).padStart(6)} µs/cycle (${min}–${max}), wall ${f.wallPerRunMs} ms/run, model ${f.modelServerPerRunMs} ms/run`,
+      );
+    }
+    console.log(`   ratio to peer: ${JSON.stringify(p1.ratioToPeer)}`);
+    console.log(`   net of transport: ${JSON.stringify(p1.ratioToPeerNetOfTransport)}`);
+    console.log(
+      `   goal (${p1.goal.text}): ${p1.goal.ratio} vs ${p1.fastestPeer} → ${p1.goal.met ? "met" : "not met"}`,
+    );
+    console.log(
+      `   P1: ${Math.round((performance.now() - started) / 100) / 10} s, load ${round2(loadavg()).join(" ")}`,
+    );
+  } finally {
+    await scripted.stop();
   }
 }
 

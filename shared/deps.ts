@@ -2,9 +2,10 @@ import type { LogFormatter, Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { SecretsProvider } from "@aws-lambda-powertools/parameters/secrets";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import type { ToolRegistry } from "./agent/dispatcher.js";
 import type { Config } from "./config.js";
+import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
 import { createDocumentClient } from "./store/dynamo.js";
 import { LedgerStore } from "./store/ledger.js";
@@ -81,8 +82,9 @@ export function secretApiKey(
 }
 
 /**
- * Builds the dependencies from config. The openai client keeps the SDK's own retries (2, with backoff)
- * for 429 and 5xx; every request also carries the run's deadline signal and timeout. With
+ * Builds the dependencies from config. The openai client (shared/model-client.ts createModelClient) keeps
+ * the SDK's own retries (2, with backoff) for 429 and 5xx; every request also carries the run's deadline
+ * signal and timeout. With
  * OPENAI_API_KEY_SECRET_NAME set, the key is fetched lazily by the openai client before its first
  * request (so a cold start that serves /healthz never reads the secret) and cached.
  */
@@ -96,7 +98,7 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
         config.model.secretCacheSeconds,
       )
     : (config.model.apiKey ?? NO_API_KEY);
-  const openai = new OpenAI({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
+  const openai = createModelClient({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
   const runs = new RunStore(ddb, config.table.name, config.runs.ttlSeconds);

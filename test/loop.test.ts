@@ -1,4 +1,4 @@
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
@@ -8,12 +8,13 @@ import { clampRunLimits } from "../shared/agent/limits.js";
 import { type CycleRecord, runAgent } from "../shared/agent/loop.js";
 import { defineTool } from "../shared/agent/tool.js";
 import { loadConfig } from "../shared/config.js";
+import { createModelClient } from "../shared/model-client.js";
 
 let model: LocalModelServer;
 let client: OpenAI;
 beforeAll(async () => {
   model = await startModelServer();
-  client = new OpenAI({ apiKey: "test", baseURL: model.baseURL, maxRetries: 0 });
+  client = createModelClient({ apiKey: "test", baseURL: model.baseURL, maxRetries: 0 });
 });
 afterAll(async () => {
   await model?.stop();

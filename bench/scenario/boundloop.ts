@@ -1,18 +1,19 @@
-import OpenAI from "openai";
 import { Deadline } from "../../shared/agent/deadline.js";
 import { createRegistry } from "../../shared/agent/dispatcher.js";
 import { runAgent } from "../../shared/agent/loop.js";
 import { defineTool } from "../../shared/agent/tool.js";
 import { loadConfig } from "../../shared/config.js";
+import { createModelClient } from "../../shared/model-client.js";
 import { type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./types.js";
 
 /**
  * Our loop as the service runs it: `runAgent` over a registry of `defineTool` tools, the real openai
- * client (built like shared/deps.ts: SDK retries 2), the config's default limits with `maxCycles`, and a
+ * client built by the service's own factory (shared/model-client.ts createModelClient, as shared/deps.ts
+ * createDeps builds it: SDK retries 2, the same fetch), the config's default limits with `maxCycles`, and a
  * fresh 25 s {@link Deadline} per run.
  */
 export function createRunner(options: ScenarioOptions): ScenarioRunner {
-  const client = new OpenAI({ apiKey: "bench", baseURL: options.baseURL, maxRetries: 2 });
+  const client = createModelClient({ apiKey: "bench", baseURL: options.baseURL, maxRetries: 2 });
   const tools = createRegistry(
     options.tools.map((tool) =>
       defineTool({

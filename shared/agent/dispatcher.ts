@@ -235,14 +235,18 @@ export async function dispatchToolCall(
     });
   }
 
-  const operationKey = toolIdempotencyKey({
-    tenantId: security.tenantId,
-    runScope: context.runScope,
-    toolName: tool.name,
-    args: parsed.data,
-    occurrence: context.occurrence,
-  });
-  const idempotencyKey = tool.isMutating ? operationKey : null;
+  // The operation key costs two canonical JSON forms and two SHA-256: computed once, and only when a
+  // mutating tool needs it as its idempotency key or a handler reads `context.operationKey`.
+  let operationKey: string | undefined;
+  const operationKeyOf = () =>
+    (operationKey ??= toolIdempotencyKey({
+      tenantId: security.tenantId,
+      runScope: context.runScope,
+      toolName: tool.name,
+      args: parsed.data,
+      occurrence: context.occurrence,
+    }));
+  const idempotencyKey = tool.isMutating ? operationKeyOf() : null;
   const toolTimeout = tool.timeoutMs === undefined ? undefined : AbortSignal.timeout(tool.timeoutMs);
   const signal = toolTimeout ? AbortSignal.any([context.signal, toolTimeout]) : context.signal;
   const started = performance.now();
@@ -252,7 +256,9 @@ export async function dispatchToolCall(
       tool.handler(parsed.data, security, {
         runId: context.runId,
         idempotencyKey: idempotencyKey ?? undefined,
-        operationKey,
+        get operationKey() {
+          return operationKeyOf();
+        },
         signal,
       }),
       signal,

@@ -16,7 +16,9 @@ export interface ToolContext {
   /**
    * The call's operation key, given to every tool (mutating or not): the same value as a mutating
    * tool's idempotency key would be (`toolIdempotencyKey`). A retry of the same request under the same
-   * Idempotency-Key gets the same value. calculateTax derives its quoteId from it.
+   * Idempotency-Key gets the same value. calculateTax derives its quoteId from it. Computed on first read
+   * (it hashes the canonical input: tools that never read it do not pay for it), from the validated input
+   * as the handler received it: read it before changing `input`, if a handler ever does.
    */
   operationKey?: string;
   signal: AbortSignal;

@@ -1,4 +1,4 @@
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { z } from "zod";
 import { type LocalModelServer, type ScriptedReply, startModelServer } from "../../local/model-server.js";
 import { Deadline } from "../../shared/agent/deadline.js";
@@ -8,6 +8,7 @@ import { type CycleRecord, type RunOutcome, runAgent } from "../../shared/agent/
 import { defineTool, type ToolDefinition } from "../../shared/agent/tool.js";
 import { loadConfig } from "../../shared/config.js";
 import type { SecurityContext } from "../../shared/identity.js";
+import { createModelClient } from "../../shared/model-client.js";
 
 /** The server's default caps, from the single source of config (an empty environment). */
 export const DEFAULT_CAPS = loadConfig({}).limits;
@@ -26,7 +27,8 @@ export interface ScriptedRun {
 }
 
 /**
- * A local model server in scripted mode and a real openai client pointed at it (SDK retries as given),
+ * A local model server in scripted mode and a real openai client pointed at it, built by the service's
+ * factory (createModelClient: the same fetch as production; SDK retries as given),
  * for loop tests. Call `stop()` in afterAll.
  */
 export async function startScriptedModel(maxRetries = 0): Promise<{
@@ -35,7 +37,7 @@ export async function startScriptedModel(maxRetries = 0): Promise<{
   stop(): Promise<void>;
 }> {
   const model = await startModelServer({ script: [] });
-  const client = new OpenAI({ apiKey: "test", baseURL: model.baseURL, maxRetries });
+  const client = createModelClient({ apiKey: "test", baseURL: model.baseURL, maxRetries });
   return { model, client, stop: () => model.stop() };
 }
 
