@@ -41,7 +41,7 @@ const SETTINGS = quick
       loadSeconds: 3,
     }
   : {
-      p1: { warmupRuns: 30, rounds: 9, runsPerRound: 20 },
+      p1: { warmupRuns: 300, rounds: 9, runsPerRound: 20 },
       p2Runs: 7,
       coldStarts: 15,
       memoryRuns: 3,
@@ -90,7 +90,7 @@ async function main(): Promise<void> {
   try {
     await ensureTable(ddb, table);
     const env = { dynamoEndpoint: dynamo.endpoint, table, modelBaseURL: planner.baseURL };
-    const p1 = await section("P1", () => benchLoopOverhead(scripted, SETTINGS.p1));
+    const p1 = await section("P1", () => benchLoopOverhead(SETTINGS.p1));
     for (const [name, f] of Object.entries(p1.frameworks)) {
       console.log(`   ${name}: ${f.overheadPerCycleUs.median} µs/cycle`);
     }
@@ -140,29 +140,24 @@ async function main(): Promise<void> {
   }
 }
 
-/** `--only p1`: P1 on its own scripted model server; prints per-framework figures and the ratios. */
+/** `--only p1`: P1 alone (its children start their own model servers); prints per-framework figures and the ratios. */
 async function onlyP1(): Promise<void> {
-  const scripted = await startModelServer({ script: [] });
-  try {
-    const started = performance.now();
-    const p1 = await benchLoopOverhead(scripted, SETTINGS.p1);
-    for (const [name, f] of Object.entries(p1.frameworks)) {
-      const { median, min, max } = f.overheadPerCycleUs;
-      console.log(
-        `   ${name.padEnd(14)} ${String(median).padStart(6)} µs/cycle (${min}–${max}), wall ${f.wallPerRunMs} ms/run, model ${f.modelServerPerRunMs} ms/run`,
-      );
-    }
-    console.log(`   ratio to peer: ${JSON.stringify(p1.ratioToPeer)}`);
-    console.log(`   net of transport: ${JSON.stringify(p1.ratioToPeerNetOfTransport)}`);
+  const started = performance.now();
+  const p1 = await benchLoopOverhead(SETTINGS.p1);
+  for (const [name, f] of Object.entries(p1.frameworks)) {
+    const { median, min, max } = f.overheadPerCycleUs;
     console.log(
-      `   goal (${p1.goal.text}): ${p1.goal.ratio} vs ${p1.fastestPeer} → ${p1.goal.met ? "met" : "not met"}`,
+      `   ${name.padEnd(14)} ${String(median).padStart(6)} µs/cycle (${min}–${max}), wall ${f.wallPerRunMs} ms/run, model ${f.modelServerPerRunMs} ms/run`,
     );
-    console.log(
-      `   P1: ${Math.round((performance.now() - started) / 100) / 10} s, load ${round2(loadavg()).join(" ")}`,
-    );
-  } finally {
-    await scripted.stop();
   }
+  console.log(`   ratio to peer: ${JSON.stringify(p1.ratioToPeer)}`);
+  console.log(`   net of transport: ${JSON.stringify(p1.ratioToPeerNetOfTransport)}`);
+  console.log(
+    `   goal (${p1.goal.text}): ${p1.goal.ratio} vs ${p1.fastestPeer} → ${p1.goal.met ? "met" : "not met"}`,
+  );
+  console.log(
+    `   P1: ${Math.round((performance.now() - started) / 100) / 10} s, load ${round2(loadavg()).join(" ")}`,
+  );
 }
 
 main().catch((error: unknown) => {

@@ -1,0 +1,76 @@
+/**
+ * P1 child: one framework (argv[2]) in a process of its own, as it would be deployed, so no other
+ * framework's garbage collection or JIT state lands in its timings, with its own local model server
+ * (local/model-server.ts, scripted, zero latency) in the same process, as P1 had it before the
+ * frameworks were separated. Prints `{"ready":true}`, then for every line "run <n>" on stdin makes n
+ * runs back to back (each with the model scripted by {@link loopScript}) and prints them as one JSON
+ * array line of {@link LoopChildRun}. Exits when stdin closes.
+ */
+import { createInterface } from "node:readline";
+import { startModelServer } from "../local/model-server.js";
+import { IntervalLog, portOf, ServerClock, unionMs } from "./clock.js";
+import { createScenarioRunner } from "./scenario/index.js";
+import { instantTools, instantTurn, scriptRun } from "./scenario/tools.js";
+import type { Framework, Reference } from "./scenario/types.js";
+
+/** The prompt of every P1 run. */
+export const LOOP_PROMPT = "Look up the rates and convert 100.00 GBP to EUR.";
+
+/** P1's scripted run: two turns of 2 parallel instant tool calls, then the final answer (3 model calls). */
+export const loopScript = () => scriptRun([instantTurn(0), instantTurn(1)]);
+
+/**
+ * One run as the child measured it, ms on its `performance.now()` clock: run wall time, the union of the
+ * model server's request times (server side) and of the tool executions; counts to check the run.
+ */
+export interface LoopChildRun {
+  answer: string;
+  wallMs: number;
+  modelMs: number;
+  toolMs: number;
+  modelRequests: number;
+  toolCalls: number;
+}
+
+if (process.argv[1]?.endsWith("loop-child.ts")) {
+  const framework = process.argv[2] as Framework | Reference;
+  const model = await startModelServer({ script: [] });
+  const clock = new ServerClock(portOf(model.baseURL));
+  const toolLog = new IntervalLog();
+  const script = loopScript();
+  const runner = await createScenarioRunner(framework, {
+    baseURL: model.baseURL,
+    model: "bench-scripted",
+    tools: instantTools(toolLog),
+    maxCycles: 5,
+  });
+  process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
+  const runOnce = async (): Promise<LoopChildRun> => {
+    model.script(script);
+    model.requests.length = 0;
+    clock.log.take();
+    toolLog.take();
+    const started = performance.now();
+    const answer = await runner.run(LOOP_PROMPT);
+    const wallMs = performance.now() - started;
+    const modelIntervals = clock.log.take();
+    const tools = toolLog.take();
+    return {
+      answer,
+      wallMs,
+      modelMs: unionMs(modelIntervals),
+      toolMs: unionMs(tools),
+      modelRequests: modelIntervals.length,
+      toolCalls: tools.length,
+    };
+  };
+  for await (const line of createInterface({ input: process.stdin })) {
+    const match = /^run (\d+)$/.exec(line.trim());
+    if (!match) continue;
+    const runs: LoopChildRun[] = [];
+    for (let n = 0; n < Number(match[1]); n++) runs.push(await runOnce());
+    process.stdout.write(`${JSON.stringify(runs)}\n`);
+  }
+  clock.stop();
+  await model.stop();
+}
