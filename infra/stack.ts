@@ -39,10 +39,11 @@ import {
 
 /**
  * Lambda memory in MB, from `npm run bench` (bench/results/latest.md, "Lambda memory"; rule in
- * bench/report.ts): a 5-cycle run peaks at ~95 MB RSS, so memory is not the constraint; CPU is (Lambda
- * gives memory/1769 MB of a vCPU). A cold start that serves a run spends ~0.5 s of CPU (init, then the
- * lazily loaded openai/AWS SDK): ≈ 1.8 s at 512 MB, ≈ 0.9 s at 1024 MB. 1024 MB is the smallest of
- * 256/512/1024/1769 MB holding twice the peak RSS with that under 1.5 s. Warm runs use ~22 ms CPU.
+ * bench/report.ts): the deployed handler peaks at ~85 MB RSS over a 5-cycle run, so memory is not the
+ * constraint; CPU is (Lambda gives memory/1769 MB of a vCPU). A cold start that serves a run spends ~0.56 s
+ * of CPU (init, then the lazily loaded app, openai and AWS SDK): ≈ 1.9 s at 512 MB, ≈ 1 s at 1024 MB.
+ * 1024 MB is the smallest of 256/512/1024/1769 MB holding twice the peak RSS with that under 1.5 s. Warm
+ * runs use ~33 ms CPU.
  */
 export const FUNCTION_MEMORY_MB = 1024;
 
