@@ -7,6 +7,7 @@
  * array line of {@link LoopChildRun}. Exits when stdin closes.
  */
 import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
 import { startModelServer } from "../local/model-server.js";
 import { IntervalLog, portOf, ServerClock, unionMs } from "./clock.js";
 import { createScenarioRunner } from "./scenario/index.js";
@@ -32,7 +33,7 @@ export interface LoopChildRun {
   toolCalls: number;
 }
 
-if (process.argv[1]?.endsWith("loop-child.ts")) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const framework = process.argv[2] as Framework | Reference;
   const model = await startModelServer({ script: [] });
   const clock = new ServerClock(portOf(model.baseURL));

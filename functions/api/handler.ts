@@ -2,7 +2,8 @@ import { Hono } from "hono";
 import { handle } from "hono/aws-lambda";
 import { type Config, loadConfig } from "../../shared/config.js";
 import type { AppDeps } from "../../shared/deps.js";
-import type { createApp, LambdaBindings } from "./app.js";
+import { toProblem } from "../../shared/errors.js";
+import type { LambdaBindings } from "./app.js";
 import { HEALTH_PATH, healthResponse } from "./health.js";
 import { answerAdapterFailuresAsProblems, type LambdaHandler, problemResponse } from "./lambda-adapter.js";
 
@@ -19,57 +20,53 @@ export const DEPENDENCY_FREE_PATHS: ReadonlySet<string> = new Set([HEALTH_PATH, 
  *   dynamic `import()` and hands it the request (same Request, same Lambda event and context).
  * - Before a route outside {@link DEPENDENCY_FREE_PATHS}, the dependencies (shared/deps.ts: openai, the
  *   AWS SDK, stores, tools, Powertools) are loaded the same way.
- * Each load happens once; concurrent first requests share it. When the dependencies fail to load, the
- * request is answered by the app's error mapping (500 problem+json) and the next request tries again;
- * when the app itself fails to load, by the same mapping here. The deployed bundle is split into chunks
- * along these `import()`s (infra/bundle.ts), so what is not loaded is not even read from disk (measured
- * in bench/cold-start.ts).
+ * Each load happens once; concurrent first requests share it. When a load fails, the request is
+ * answered 500 problem+json through shared/errors.ts's mapping, and the next request tries again. The
+ * deployed bundle is split into chunks along these `import()`s (infra/bundle.ts), so what is not loaded
+ * is not even read from disk (measured in bench/cold-start.ts).
  */
 export function createLazyHandler(config: Config): LambdaHandler {
   let deps: AppDeps | undefined;
-  let depsError: unknown;
-  let loadingDeps: Promise<void> | undefined;
-  const loadDeps = () =>
-    import("../../shared/deps.js").then(
-      (module) => {
-        deps = module.createDeps(config);
-      },
-      (error: unknown) => {
-        depsError = error;
-        loadingDeps = undefined;
-      },
-    );
-  let loadingApp: Promise<ReturnType<typeof createApp>> | undefined;
-  const loadApp = () =>
-    import("./app.js").then(
-      (module) =>
-        module.createApp(() => {
-          if (deps) return deps;
-          throw depsError ?? new Error("The dependencies were not loaded before a route that needs them.");
-        }),
-      (error: unknown) => {
-        loadingApp = undefined;
-        throw error;
-      },
-    );
+  const loadDeps = once(async () => {
+    deps = (await import("../../shared/deps.js")).createDeps(config);
+  });
+  const loadApp = once(async () =>
+    (await import("./app.js")).createApp(() => {
+      if (deps) return deps;
+      throw new Error("The dependencies were not loaded before a route that needs them.");
+    }),
+  );
 
   const entry = new Hono<{ Bindings: LambdaBindings }>();
   entry.get(HEALTH_PATH, healthResponse);
   entry.all("*", async (c) => {
-    loadingApp ??= loadApp();
-    const app = await loadingApp;
-    if (!deps && !DEPENDENCY_FREE_PATHS.has(c.req.path)) {
-      loadingDeps ??= loadDeps();
-      await loadingDeps;
-    }
+    const app = await loadApp();
+    if (!DEPENDENCY_FREE_PATHS.has(c.req.path)) await loadDeps();
     return app.fetch(c.req.raw, c.env);
   });
   entry.onError((error) => {
-    const response = problemResponse(error);
-    console.error(JSON.stringify({ level: "ERROR", message: "request failed", status: response.status }));
-    return response;
+    const problem = toProblem(error);
+    if (problem.status >= 500) {
+      console.error(JSON.stringify({ level: "ERROR", message: "request failed", code: problem.body.code }));
+    }
+    return problemResponse(problem);
   });
   return answerAdapterFailuresAsProblems(handle(entry));
+}
+
+/**
+ * `load` run once: every call shares its promise. When it rejects, the next call runs it again (a
+ * failed dynamic import is retried by the next request instead of failing every request after it).
+ */
+function once<T>(load: () => Promise<T>): () => Promise<T> {
+  let loading: Promise<T> | undefined;
+  return () => {
+    loading ??= load().catch((error: unknown) => {
+      loading = undefined;
+      throw error;
+    });
+    return loading;
+  };
 }
 
 /**

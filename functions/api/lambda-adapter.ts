@@ -8,11 +8,10 @@ export type LambdaHandler = ReturnType<typeof handle>;
 export type ApiEvent = Parameters<LambdaHandler>[0];
 
 /**
- * The `application/problem+json` Response for any error, through shared/errors.ts's one mapping
+ * The `application/problem+json` Response of a problem from shared/errors.ts's one mapping
  * ({@link toProblem}): its status, its headers (Retry-After for 429/503) and the problem body.
  */
-export function problemResponse(error: unknown): Response {
-  const problem = toProblem(error);
+export function problemResponse(problem: ReturnType<typeof toProblem>): Response {
   return new Response(JSON.stringify(problem.body), {
     status: problem.status,
     headers: { ...problem.headers, "content-type": PROBLEM_CONTENT_TYPE },
