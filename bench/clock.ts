@@ -71,9 +71,17 @@ export class ServerClock {
     subscribe("http.server.response.finish", this.onFinish);
   }
 
+  /** Per server, whether it listens on our port: `server.address()` is a system call, too costly per request. */
+  private readonly ours = new WeakMap<Server, boolean>();
+
   private isOurs(server: Server): boolean {
-    const address = server.address();
-    return typeof address === "object" && address !== null && address.port === this.port;
+    let ours = this.ours.get(server);
+    if (ours === undefined) {
+      const address = server.address();
+      ours = typeof address === "object" && address !== null && address.port === this.port;
+      this.ours.set(server, ours);
+    }
+    return ours;
   }
 
   stop(): void {
