@@ -4,8 +4,8 @@
  * P3 DynamoDB per recorded invoice (bench/idempotency.ts), P4 bundle and cold start (bench/cold-start.ts),
  * P5 memory (bench/memory.ts) and the load test (bench/load.ts); writes bench/results/latest.json,
  * bench/results/latest.md (and P3's bench/results/idempotency.json). `--quick` uses fewer repetitions
- * (for trying the harness; not for published figures). `--only p1` runs P1 alone (one model server, no
- * DynamoDB) and prints its figures without writing any result file, for comparing changes to the loop.
+ * (for trying the harness; not for published figures). `--only p1` runs P1 alone (no DynamoDB, no load
+ * test) and prints its figures without writing any result file, for comparing changes to the loop.
  */
 
 import { mkdir, writeFile } from "node:fs/promises";
@@ -34,14 +34,14 @@ if (only !== undefined && only !== "p1") {
 /** Repetitions: sized so the whole run stays well under 10 minutes on 2 shared cores. */
 const SETTINGS = quick
   ? {
-      p1: { warmupRuns: 10, rounds: 3, runsPerRound: 5 },
+      p1: { warmupRuns: 10, warmupBatch: 5, rounds: 3, runsPerRound: 5 },
       p2Runs: 2,
       coldStarts: 3,
       memoryRuns: 1,
       loadSeconds: 3,
     }
   : {
-      p1: { warmupRuns: 300, rounds: 9, runsPerRound: 20 },
+      p1: { warmupRuns: 2000, warmupBatch: 500, rounds: 30, runsPerRound: 50 },
       p2Runs: 7,
       coldStarts: 15,
       memoryRuns: 3,
@@ -147,7 +147,7 @@ async function onlyP1(): Promise<void> {
   for (const [name, f] of Object.entries(p1.frameworks)) {
     const { median, min, max } = f.overheadPerCycleUs;
     console.log(
-      `   ${name.padEnd(14)} ${String(median).padStart(6)} µs/cycle (${min}–${max}), wall ${f.wallPerRunMs} ms/run, model ${f.modelServerPerRunMs} ms/run`,
+      `   ${name.padEnd(14)} ${String(median).padStart(6)} µs/cycle (${min}–${max}), wall ${f.wallPerRunMs} ms/run, model ${f.modelServerPerRunMs} ms/run; warm-up ${f.warmupCurveUs.join(" → ")}`,
     );
   }
   console.log(`   ratio to peer: ${JSON.stringify(p1.ratioToPeer)}`);
