@@ -88,8 +88,28 @@ interface SeenCall {
   name: string;
   args: Record<string, unknown>;
   result:
-    | { status?: string; data?: Record<string, unknown>; error?: { code?: string; message?: string } }
+    | {
+        status?: string;
+        data?: Record<string, unknown>;
+        error?: { code?: string; message?: string; retryable?: boolean };
+      }
     | undefined;
+}
+
+/** How many times the planner makes one call in all: the first try and one retry (see {@link needsCall}). */
+const MAX_TRIES = 2;
+
+/**
+ * Whether a call still has to be made, given the earlier calls made for the same thing: when there were
+ * none, or when every one failed with a fatal_error the tool marked retryable (the data store was
+ * unreachable, say) and fewer than {@link MAX_TRIES} were made.
+ */
+function needsCall(earlier: SeenCall[]): boolean {
+  if (earlier.length === 0) return true;
+  return (
+    earlier.length < MAX_TRIES &&
+    earlier.every((c) => c.result?.status === "fatal_error" && c.result.error?.retryable === true)
+  );
 }
 
 function textOf(content: unknown): string {
@@ -110,7 +130,8 @@ function parseJson(text: string): Record<string, unknown> {
 /**
  * Decides the next assistant message: calculateTax for every request found; then, when the prompt asks
  * to record, recordInvoice (with the quoteId calculateTax returned) for the requests it names (all, if
- * it names none) whose tax succeeded; then a final answer built from the tool results.
+ * it names none) whose tax succeeded; then a final answer built from the tool results. A call that
+ * failed with a retryable fatal_error (e.g. STORE_UNAVAILABLE) is made once more before the answer.
  */
 export function plan(messages: PlannerMessage[]): PlannerReply {
   const prompt = textOf([...messages].reverse().find((m) => m.role === "user")?.content);
@@ -135,10 +156,13 @@ export function plan(messages: PlannerMessage[]): PlannerReply {
     };
   }
   const taxCalls = calls.filter((c) => c.name === "calculateTax");
-  if (taxCalls.length === 0) {
+  const taxCallsFor = (r: InvoiceRequest) =>
+    taxCalls.filter((c) => c.args.jurisdiction === r.jurisdiction && c.args.amount === r.amount);
+  const untaxed = requests.filter((r) => needsCall(taxCallsFor(r)));
+  if (untaxed.length > 0) {
     return {
       kind: "tool_calls",
-      calls: requests.map((r, i) => ({
+      calls: untaxed.map((r, i) => ({
         id: id(i),
         name: "calculateTax",
         arguments: JSON.stringify({
@@ -153,20 +177,18 @@ export function plan(messages: PlannerMessage[]): PlannerReply {
 
   const recordIntent = /\b(record|book|save|log)\b/i.exec(prompt);
   const recordCalls = calls.filter((c) => c.name === "recordInvoice");
-  if (recordIntent && recordCalls.length === 0) {
+  if (recordIntent) {
     const afterIntent = prompt.slice(recordIntent.index);
     const mentions = (word: string) => new RegExp(`\\b${word}\\b`, "i").test(afterIntent);
     const named = requests.filter((r) => mentions(r.label) || mentions(r.jurisdiction));
     // Each invoice is recorded from the quote its own successful calculateTax returned; the planner
     // passes the quoteId on and no amount (recordInvoice takes none).
     const targets = (named.length > 0 ? named : requests).flatMap((r) => {
-      const quoteId = taxCalls.find(
-        (c) =>
-          c.result?.status === "success" &&
-          c.args.jurisdiction === r.jurisdiction &&
-          c.args.amount === r.amount,
-      )?.result?.data?.quoteId;
-      return typeof quoteId === "string" ? [{ request: r, quoteId }] : [];
+      const quoteId = taxCallsFor(r).find((c) => c.result?.status === "success")?.result?.data?.quoteId;
+      if (typeof quoteId !== "string") return [];
+      return needsCall(recordCalls.filter((c) => c.args.quoteId === quoteId))
+        ? [{ request: r, quoteId }]
+        : [];
     });
     if (targets.length > 0) {
       return {

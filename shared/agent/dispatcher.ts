@@ -1,5 +1,6 @@
 import { inspect } from "node:util";
 import type { z } from "zod";
+import { isStoreUnavailable } from "../errors.js";
 import type { SecurityContext } from "../identity.js";
 import { DeadlineExceededError, raceAbort } from "./deadline.js";
 import { toolIdempotencyKey } from "./idempotency-key.js";
@@ -151,8 +152,10 @@ export function notStartedResult(
  * code, message, details and `retryable`.
  * Codes: UNKNOWN_TOOL, PERMISSION_DENIED, INVALID_JSON, INVALID_ARGUMENTS (details.issues with path,
  * expected, received), a tool's business code, DEADLINE_EXCEEDED (details.mayHaveCommitted; details.started
- * false when the tool's `timeoutMs` did not fit in the time left), TOOL_TIMEOUT, TOOL_FAILED (the thrown
- * error's full text).
+ * false when the tool's `timeoutMs` did not fit in the time left), TOOL_TIMEOUT, STORE_UNAVAILABLE (the
+ * data store could not serve the tool after the AWS SDK's own retries, as shared/errors.ts
+ * `isStoreUnavailable` defines it: retryable, since a mutating tool's idempotency key makes the same call
+ * safe to repeat), TOOL_FAILED (any other thrown error; its full text).
  */
 export async function dispatchToolCall(
   call: ToolCallRequest,
@@ -306,6 +309,20 @@ export async function dispatchToolCall(
       );
     }
     const message = describeThrown(error);
+    if (isStoreUnavailable(error)) {
+      return result(
+        "fatal_error",
+        null,
+        {
+          code: "STORE_UNAVAILABLE",
+          message: `${tool.name} could not reach the data store (${message}); ${effect}. The same call can be made again.`,
+          details: { error: message, mayHaveCommitted: tool.isMutating },
+          retryable: true,
+        },
+        elapsed(),
+        idempotencyKey,
+      );
+    }
     return result(
       "fatal_error",
       null,

@@ -234,6 +234,11 @@ describe(`duplicate storm: ${SCALE.requests} POSTs over ${SCALE.keys} Idempotenc
         dynamoThrottlesInjected: throttle.stats.injected,
         runsKilled: killed.length,
         invoices: invoices.length,
+        // Tool results of a write still throttled after the SDK's attempts (the planner retries those once).
+        toolStoreUnavailable: all
+          .filter((sent) => sent.status === 200)
+          .flatMap((sent) => (JSON.parse(sent.body) as { toolResults?: ToolResult[] }).toolResults ?? [])
+          .filter((result) => result.error?.code === "STORE_UNAVAILABLE").length,
         duplicatesFound: duplicates,
         maxLatencyMs: Math.round(Math.max(...latencies)),
         p95LatencyMs: Math.round(percentile(latencies, 95)),

@@ -1,0 +1,132 @@
+/**
+ * A tool whose DynamoDB write is still throttled after the AWS SDK's own attempts (3, shared/store/dynamo.ts):
+ * the dispatcher answers fatal_error STORE_UNAVAILABLE, retryable, and the local planner makes the same
+ * call once more. Real handler, DynamoDB Local and local model server (planner mode); the throttling is
+ * DynamoDB's own ThrottlingException, thrown by an SDK middleware inside the SDK's retry loop (as in
+ * test/reliability/storm.test.ts), for quote writes only.
+ */
+import { ThrottlingException } from "@aws-sdk/client-dynamodb";
+import { type DynamoDBDocumentClient, ScanCommand } from "@aws-sdk/lib-dynamodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ToolResult } from "../shared/agent/result.js";
+import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
+
+let stack: TestStack;
+beforeAll(async () => {
+  stack = await startTestStack();
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+/**
+ * Throttles the next `count` write attempts of a tax quote (a PutItem whose item's sort key is QUOTE#…);
+ * every other request passes. `attempts` counts the quote write attempts seen.
+ */
+function throttleQuoteWrites(client: DynamoDBDocumentClient, count: number) {
+  const state = { attempts: 0, throttled: 0 };
+  const name = `throttleQuoteWrites_${Math.random()}`;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = (args as { input?: unknown }).input;
+      if (context.commandName !== "PutItemCommand" || !JSON.stringify(input).includes('"QUOTE#')) {
+        return next(args);
+      }
+      state.attempts += 1;
+      if (state.throttled >= count) return next(args);
+      state.throttled += 1;
+      throw new ThrottlingException({
+        message: "Rate of requests exceeds the allowed throughput.",
+        $metadata: { httpStatusCode: 400, requestId: `injected-${state.throttled}`, attempts: 1 },
+      });
+    },
+    { step: "deserialize", name },
+  );
+  return { state, stop: () => client.middlewareStack.remove(name) };
+}
+
+interface RunBody {
+  status: string;
+  answer: string | null;
+  cycles: number;
+  toolResults: ToolResult[];
+}
+
+async function run(tenantId: string, prompt: string): Promise<RunBody> {
+  const response = await stack.invoke(
+    seedEvent({ prompt, claims: { sub: "usr_store", tenant_id: tenantId, scope: "billing:write" } }),
+  );
+  expect(response.statusCode).toBe(200);
+  return JSON.parse(response.body ?? "") as RunBody;
+}
+
+/** The items of `tenantId` in the test's table whose sort key starts with `prefix`. */
+async function itemsOf(tenantId: string, prefix: string): Promise<unknown[]> {
+  const { Items = [] } = await stack.deps.ddb.send(
+    new ScanCommand({
+      TableName: stack.config.table.name,
+      FilterExpression: "pk = :pk AND begins_with(sk, :prefix)",
+      ExpressionAttributeValues: { ":pk": `TENANT#${tenantId}`, ":prefix": prefix },
+    }),
+  );
+  return Items;
+}
+
+describe("a tool whose store stays throttled after the SDK's retries", () => {
+  it("is a retryable fatal_error STORE_UNAVAILABLE; the planner tries once more, then answers; nothing is written", async () => {
+    const throttle = throttleQuoteWrites(stack.deps.ddb, Number.POSITIVE_INFINITY);
+    try {
+      const body = await run(
+        "tenant_store_down",
+        "Calculate tax on 150 GBP for a client in the UK and record it.",
+      );
+      expect(body.status).toBe("completed");
+      expect(body.cycles).toBe(3);
+      expect(
+        body.toolResults.map((r) => [r.metadata.toolName, r.status, r.error?.code, r.error?.retryable]),
+      ).toEqual([
+        ["calculateTax", "fatal_error", "STORE_UNAVAILABLE", true],
+        ["calculateTax", "fatal_error", "STORE_UNAVAILABLE", true],
+      ]);
+      expect(body.toolResults[0]?.error?.message).toBe(
+        "calculateTax could not reach the data store (ThrottlingException: Rate of requests exceeds the allowed throughput.); it has no side effects. The same call can be made again.",
+      );
+      expect(body.toolResults[0]?.error?.details).toEqual({
+        error: "ThrottlingException: Rate of requests exceeds the allowed throughput.",
+        mayHaveCommitted: false,
+      });
+      expect(body.answer).toContain("calculateTax (UK): fatal_error STORE_UNAVAILABLE");
+      // Two calls, each the SDK's 3 attempts.
+      expect(throttle.state.attempts).toBe(6);
+    } finally {
+      throttle.stop();
+    }
+    expect(await itemsOf("tenant_store_down", "QUOTE#")).toEqual([]);
+    expect(await stack.deps.ledger.list("tenant_store_down")).toEqual([]);
+  });
+
+  it("when the store is back for the retry, the run records its one invoice", async () => {
+    const throttle = throttleQuoteWrites(stack.deps.ddb, 3);
+    try {
+      const body = await run(
+        "tenant_store_back",
+        "Calculate tax on 150 GBP for a client in the UK and record it.",
+      );
+      expect(body.status).toBe("completed");
+      expect(body.cycles).toBe(4);
+      expect(body.toolResults.map((r) => [r.metadata.toolName, r.status, r.error?.code ?? null])).toEqual([
+        ["calculateTax", "fatal_error", "STORE_UNAVAILABLE"],
+        ["calculateTax", "success", null],
+        ["recordInvoice", "success", null],
+      ]);
+      expect(throttle.state).toEqual({ attempts: 4, throttled: 3 });
+    } finally {
+      throttle.stop();
+    }
+    const invoices = await stack.deps.ledger.list("tenant_store_back");
+    expect(invoices.map((i) => [i.subtotal.amount, i.taxAmount.amount, i.grossTotal.amount])).toEqual([
+      ["150.00", "30.00", "180.00"],
+    ]);
+    expect(await itemsOf("tenant_store_back", "QUOTE#")).toHaveLength(1);
+  });
+});
