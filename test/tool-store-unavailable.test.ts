@@ -2,13 +2,13 @@
  * A tool whose DynamoDB write is still throttled after the AWS SDK's own attempts (3, shared/store/dynamo.ts):
  * the dispatcher answers fatal_error STORE_UNAVAILABLE, retryable, and the local planner makes the same
  * call once more. Real handler, DynamoDB Local and local model server (planner mode); the throttling is
- * DynamoDB's own ThrottlingException, thrown by an SDK middleware inside the SDK's retry loop (as in
- * test/reliability/storm.test.ts), for quote writes only.
+ * DynamoDB's own ThrottlingException, thrown inside the SDK's retry loop by the storm test's
+ * `injectThrottling` (test/support/reliability.ts), for quote writes only.
  */
-import { ThrottlingException } from "@aws-sdk/client-dynamodb";
-import { type DynamoDBDocumentClient, ScanCommand } from "@aws-sdk/lib-dynamodb";
+import { ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ToolResult } from "../shared/agent/result.js";
+import { injectThrottling } from "./support/reliability.js";
 import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
 
 let stack: TestStack;
@@ -19,31 +19,15 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-/**
- * Throttles the next `count` write attempts of a tax quote (a PutItem whose item's sort key is QUOTE#…);
- * every other request passes. `attempts` counts the quote write attempts seen.
- */
-function throttleQuoteWrites(client: DynamoDBDocumentClient, count: number) {
-  const state = { attempts: 0, throttled: 0 };
-  const name = `throttleQuoteWrites_${Math.random()}`;
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const input = (args as { input?: unknown }).input;
-      if (context.commandName !== "PutItemCommand" || !JSON.stringify(input).includes('"QUOTE#')) {
-        return next(args);
-      }
-      state.attempts += 1;
-      if (state.throttled >= count) return next(args);
-      state.throttled += 1;
-      throw new ThrottlingException({
-        message: "Rate of requests exceeds the allowed throughput.",
-        $metadata: { httpStatusCode: 400, requestId: `injected-${state.throttled}`, attempts: 1 },
-      });
-    },
-    { step: "deserialize", name },
-  );
-  return { state, stop: () => client.middlewareStack.remove(name) };
-}
+/** Throttles the next `limit` attempts to write a tax quote (a PutItem of an item whose sort key is QUOTE#…). */
+const throttleQuoteWrites = (limit: number) =>
+  injectThrottling(stack.deps.ddb, {
+    rate: 1,
+    seed: 1,
+    limit,
+    errorName: "ThrottlingException",
+    only: (command, input) => command === "PutItemCommand" && JSON.stringify(input).includes('"QUOTE#'),
+  });
 
 interface RunBody {
   status: string;
@@ -74,7 +58,7 @@ async function itemsOf(tenantId: string, prefix: string): Promise<unknown[]> {
 
 describe("a tool whose store stays throttled after the SDK's retries", () => {
   it("is a retryable fatal_error STORE_UNAVAILABLE; the planner tries once more, then answers; nothing is written", async () => {
-    const throttle = throttleQuoteWrites(stack.deps.ddb, Number.POSITIVE_INFINITY);
+    const throttle = throttleQuoteWrites(Number.POSITIVE_INFINITY);
     try {
       const body = await run(
         "tenant_store_down",
@@ -97,7 +81,7 @@ describe("a tool whose store stays throttled after the SDK's retries", () => {
       });
       expect(body.answer).toContain("calculateTax (UK): fatal_error STORE_UNAVAILABLE");
       // Two calls, each the SDK's 3 attempts.
-      expect(throttle.state.attempts).toBe(6);
+      expect(throttle.stats.writeAttempts).toBe(6);
     } finally {
       throttle.stop();
     }
@@ -106,7 +90,7 @@ describe("a tool whose store stays throttled after the SDK's retries", () => {
   });
 
   it("when the store is back for the retry, the run records its one invoice", async () => {
-    const throttle = throttleQuoteWrites(stack.deps.ddb, 3);
+    const throttle = throttleQuoteWrites(3);
     try {
       const body = await run(
         "tenant_store_back",
@@ -119,7 +103,7 @@ describe("a tool whose store stays throttled after the SDK's retries", () => {
         ["calculateTax", "success", null],
         ["recordInvoice", "success", null],
       ]);
-      expect(throttle.state).toEqual({ attempts: 4, throttled: 3 });
+      expect(throttle.stats).toEqual({ writeAttempts: 4, injected: 3, byName: { ThrottlingException: 3 } });
     } finally {
       throttle.stop();
     }

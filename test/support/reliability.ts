@@ -91,11 +91,19 @@ export interface ThrottleStats {
  * HTTP 400 in `$metadata`) before they reach the server. The middleware sits in the deserialize step,
  * inside the SDK's retry middleware, so each HTTP attempt is a draw and the SDK's standard retry
  * strategy (throttling backoff, 3 attempts) handles the errors as it would DynamoDB's. Draws come from a
- * PRNG seeded with `seed`. `stop()` removes the middleware.
+ * PRNG seeded with `seed`. Optional: `only` limits it to the write attempts it accepts (command name and
+ * the marshalled input), `limit` caps the throttles injected, `errorName` always throws that class.
+ * `stop()` removes the middleware.
  */
 export function injectThrottling(
   client: DynamoDBDocumentClient,
-  options: { rate: number; seed: number },
+  options: {
+    rate: number;
+    seed: number;
+    only?: (command: string, input: unknown) => boolean;
+    limit?: number;
+    errorName?: "ProvisionedThroughputExceededException" | "ThrottlingException";
+  },
 ): { stats: ThrottleStats; stop(): void } {
   const random = seededRandom(options.seed);
   const stats: ThrottleStats = { writeAttempts: 0, injected: 0, byName: {} };
@@ -104,21 +112,25 @@ export function injectThrottling(
     (next, context) => async (args) => {
       const command = String(context.commandName);
       if (!WRITE_COMMANDS.has(command)) return next(args);
+      if (options.only && !options.only(command, (args as { input?: unknown }).input)) return next(args);
       stats.writeAttempts += 1;
       const [hit, pick] = [random(), random()];
-      if (hit >= options.rate) return next(args);
+      if (hit >= options.rate || stats.injected >= (options.limit ?? Number.POSITIVE_INFINITY))
+        return next(args);
       stats.injected += 1;
       const $metadata = { httpStatusCode: 400, requestId: `injected-${stats.injected}`, attempts: 1 };
-      const error =
-        pick < 0.5
-          ? new ProvisionedThroughputExceededException({
-              message: "The level of configured provisioned throughput for the table was exceeded.",
-              $metadata,
-            })
-          : new ThrottlingException({
-              message: "Rate of requests exceeds the allowed throughput.",
-              $metadata,
-            });
+      const throughput = options.errorName
+        ? options.errorName === "ProvisionedThroughputExceededException"
+        : pick < 0.5;
+      const error = throughput
+        ? new ProvisionedThroughputExceededException({
+            message: "The level of configured provisioned throughput for the table was exceeded.",
+            $metadata,
+          })
+        : new ThrottlingException({
+            message: "Rate of requests exceeds the allowed throughput.",
+            $metadata,
+          });
       stats.byName[error.name] = (stats.byName[error.name] ?? 0) + 1;
       throw error;
     },
