@@ -13,6 +13,7 @@ import { dispatchToolCall, notStartedResult, type ToolCallRequest, type ToolRegi
 import { canonicalJson } from "./idempotency-key.js";
 import type { RunLimits } from "./limits.js";
 import { capToolResult, type ToolResult } from "./result.js";
+import { runInline, type StepRunner } from "./step.js";
 import { toOpenAITool } from "./tool.js";
 
 /** How a run ended. Every run ends in exactly one of these; none is an exception. */
@@ -114,6 +115,8 @@ export interface RunHooks {
  * - `limits`: the run's bounds (`clampRunLimits(config.limits, request)`); `limits.maxCycles` caps model calls
  * - `deadline`: the run's single deadline; its signal reaches every model and tool call. Build it from
  *   `Deadline.budgetMs(limits.runTimeoutMs, lambdaRemainingMs, config.limits.deadlineReserveMs)`.
+ * - `step`: runs each model call (`cycle-<n>:model`, `summary:model`) and each turn of tool calls
+ *   (`cycle-<n>:tools`); default {@link runInline}. The durable runner passes `ctx.step` (see step.ts).
  */
 export interface RunInput {
   client: OpenAI;
@@ -127,6 +130,7 @@ export interface RunInput {
   deadline: Deadline;
   systemPrompt?: string;
   hooks?: RunHooks;
+  step?: StepRunner;
 }
 
 /** The default instructions: the model chooses tools and phrases; the backend owns every number. */
@@ -152,19 +156,28 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
   const run = new RunState(input);
   const tools = openAITools(input.tools);
   const model = new ModelCaller(input, tools);
+  const step = input.step ?? runInline;
+  // The deadline check before a model call reads the clock, so it happens inside the model's step.
+  const callModel = (name: string, toolChoice: "auto" | "none") =>
+    step(
+      name,
+      async (): Promise<ModelReply | { kind: "deadline_passed" }> =>
+        deadline.expired ? { kind: "deadline_passed" } : model.call(run.messages, toolChoice),
+    );
 
   while (run.cycles < limits.maxCycles) {
-    if (deadline.expired) {
+    if (run.usage.totalTokens >= limits.maxTotalTokens) return run.end(run.tokenBudgetStop());
+    const answer = await callModel(`cycle-${run.cycles + 1}:model`, "auto");
+    if (answer.kind === "deadline_passed") {
       return run.end({
         status: "deadline_exceeded",
         reason: "The deadline passed before the next model call.",
         details: { deadline: { phase: "before_model_call", deadlineAt: deadline.at } },
       });
     }
-    if (run.usage.totalTokens >= limits.maxTotalTokens) return run.end(run.tokenBudgetStop());
+    const reply = answer;
     run.cycles += 1;
     const cycle = run.startCycle(tools);
-    const reply = await model.call(run.messages, "auto");
     run.addUsage(reply.usage);
 
     if (reply.kind === "failed") {
@@ -205,7 +218,15 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
       })),
     });
     const overTokenBudget = run.usage.totalTokens >= limits.maxTotalTokens;
-    const results = overTokenBudget ? calls.map(tokenBudgetResult) : await run.dispatchTurn(calls);
+    const turn = await step(`cycle-${run.cycles}:tools`, async () => {
+      const dispatched = overTokenBudget
+        ? { results: calls.map(tokenBudgetResult), started: 0, refused: false }
+        : await run.dispatchTurn(calls);
+      return { ...dispatched, deadlinePassed: deadline.expired };
+    });
+    const { results } = turn;
+    run.toolCallsStarted += turn.started;
+    if (turn.refused) run.toolCallsRefused = true;
     const loop = run.breakLoops(calls, results);
     run.addToolResults(results);
 
@@ -219,7 +240,7 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
         reason: `${denied.metadata.toolName} needs the permission "${requiredPermission}", which the caller lacks.`,
         details: { permission: { toolName: denied.metadata.toolName, requiredPermission } },
       };
-    } else if (deadline.expired) {
+    } else if (turn.deadlinePassed) {
       stop = {
         status: "deadline_exceeded",
         reason: "The deadline passed during tool calls.",
@@ -255,11 +276,15 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
   // The cycle limit: optionally one last call with tools off, so the model can summarize.
   const reason = `The run reached its limit of ${limits.maxCycles} cycles.`;
   const budgetLeft = run.usage.totalTokens < limits.maxTotalTokens;
-  if (!limits.summarizeOnMaxCycles || deadline.expired || !budgetLeft) {
+  if (!limits.summarizeOnMaxCycles || !budgetLeft) {
     return run.end({ status: "max_cycles_exceeded", reason, details: { summarized: false } });
   }
+  const summary = await callModel("summary:model", "none");
+  if (summary.kind === "deadline_passed") {
+    return run.end({ status: "max_cycles_exceeded", reason, details: { summarized: false } });
+  }
+  const reply = summary;
   const cycle = run.startCycle(tools, true);
-  const reply = await model.call(run.messages, "none");
   run.addUsage(reply.usage);
   await cycle.record(reply, [], "max_cycles_exceeded");
   const answer = reply.kind === "answered" && !reply.message.refusal ? (reply.message.content ?? null) : null;
@@ -358,12 +383,18 @@ class RunState {
 
   /**
    * Runs one turn's tool calls, at most `maxConcurrentToolCalls` at a time, and returns their results in
-   * call order. Calls past `maxToolCallsPerTurn` get validation_error TOO_MANY_TOOL_CALLS, calls past
-   * the run's `maxToolCallsPerRun` get fatal_error BUDGET_EXCEEDED; neither kind runs.
+   * call order, how many started and whether one was refused for the run's budget. Calls past
+   * `maxToolCallsPerTurn` get validation_error TOO_MANY_TOOL_CALLS, calls past the run's
+   * `maxToolCallsPerRun` get fatal_error BUDGET_EXCEEDED; neither kind runs. Changes no run state (it runs
+   * inside a step): the caller adds `started` and `refused` from the result.
    */
-  async dispatchTurn(calls: TurnCall[]): Promise<ToolResult[]> {
+  async dispatchTurn(
+    calls: TurnCall[],
+  ): Promise<{ results: ToolResult[]; started: number; refused: boolean }> {
     const { limits, deadline, tools, security, runId, runScope } = this.input;
     const seen = new Map<string, number>();
+    let started = 0;
+    let refused = false;
     const jobs = calls.map((call, index) => {
       if (index >= limits.maxToolCallsPerTurn) {
         return () =>
@@ -376,8 +407,8 @@ class RunState {
             }),
           );
       }
-      if (this.toolCallsStarted >= limits.maxToolCallsPerRun) {
-        this.toolCallsRefused = true;
+      if (this.toolCallsStarted + started >= limits.maxToolCallsPerRun) {
+        refused = true;
         return () =>
           Promise.resolve(
             notStartedResult(call, "fatal_error", {
@@ -388,7 +419,7 @@ class RunState {
             }),
           );
       }
-      this.toolCallsStarted += 1;
+      started += 1;
       // `occurrence` only feeds a mutating tool's idempotency key: other tools skip the canonical form.
       let occurrence = 0;
       if (tools.get(call.name)?.isMutating) {
@@ -405,7 +436,7 @@ class RunState {
           remainingMs: () => deadline.remainingMs(),
         });
     });
-    return mapConcurrent(jobs, limits.maxConcurrentToolCalls);
+    return { results: await mapConcurrent(jobs, limits.maxConcurrentToolCalls), started, refused };
   }
 
   /**
