@@ -157,7 +157,7 @@ export const RunRecordSchema = z
     runId: z.string(),
     tenantId: z.string(),
     userId: z.string(),
-    status: z.union([z.enum(["running", "failed"]), RunStatusSchema]),
+    status: z.union([z.enum(["running", "failed", "cancelled"]), RunStatusSchema]),
     prompt: z.object({ chars: z.number().int(), sha256: z.string() }),
     limits: z.object({ maxCycles: z.number().int(), timeoutMs: z.number().int() }),
     startedAt: z.string(),
@@ -173,7 +173,8 @@ export const RunRecordSchema = z
     steps: z.array(RunStepSchema),
   })
   .openapi("RunRecord", {
-    description: "A stored run and its audit steps; `running` until the outcome is written.",
+    description:
+      "A stored run and its audit steps; `running` until the outcome is written, `cancelled` once a durable run was stopped.",
   });
 
 /** Path parameters of `GET /v1/runs/{runId}`. */
@@ -284,6 +285,11 @@ export const createRunRoute = createRoute({
       description: "The run ended; `status` says how (every terminal status is a 200).",
       content: { "application/json": { schema: RunResponseSchema } },
     },
+    202: {
+      description:
+        "With `Prefer: respond-async` (RFC 7240): the run was started as a durable run (docs/durable-runs.md). The body is the stored run (`status` running); `Location` is its URL, `Retry-After` (s) when to poll it, `Preference-Applied: respond-async`.",
+      content: { "application/json": { schema: RunRecordSchema } },
+    },
     400: problem(
       "INVALID_REQUEST: the body is not valid JSON or fails the schema (`errors` has field paths).",
     ),
@@ -309,6 +315,25 @@ export const getRunRoute = createRoute({
     200: { description: "The run.", content: { "application/json": { schema: RunRecordSchema } } },
     400: problem("INVALID_REQUEST: malformed runId."),
     404: problem("NOT_FOUND: no such run for this caller (another tenant's run is not found either)."),
+    ...authErrors,
+  },
+});
+
+/** `POST /v1/runs/{runId}/cancel`: stops a running durable run; it ends `cancelled`. */
+export const cancelRunRoute = createRoute({
+  method: "post",
+  path: "/v1/runs/{runId}/cancel",
+  summary: "Cancel a running durable run (its execution is stopped)",
+  security,
+  request: { params: RunIdParam },
+  responses: {
+    200: {
+      description: "The run was stopped; its record now says `cancelled`.",
+      content: { "application/json": { schema: RunRecordSchema } },
+    },
+    400: problem("INVALID_REQUEST: malformed runId."),
+    404: problem("NOT_FOUND: no such run for this caller (another tenant's run is not found either)."),
+    409: problem("RUN_NOT_RUNNING: the run has already ended; `runStatus` is its final status."),
     ...authErrors,
   },
 });

@@ -186,6 +186,12 @@ export async function withRunIdempotency(
   }
 }
 
+/**
+ * Response headers stored with a response and sent again on replay: its content type, and for a 202 of
+ * a durable run (`Prefer: respond-async`) where to poll it and the applied preference.
+ */
+const STORED_HEADERS = ["content-type", "location", "retry-after", "preference-applied"] as const;
+
 /** Executes while holding `claim`, then stores (status < 500) or releases (5xx, unexpected throw). */
 async function runOwned(
   store: IdempotencyStore,
@@ -212,10 +218,14 @@ async function runOwned(
     await release(store, claim, `response status ${response.status}`);
     return response;
   }
-  const contentType = response.headers.get("content-type");
   await settle(store, claim, {
     status: response.status,
-    headers: contentType ? { "content-type": contentType } : {},
+    headers: Object.fromEntries(
+      STORED_HEADERS.flatMap((name) => {
+        const value = response.headers.get(name);
+        return value === null ? [] : [[name, value]];
+      }),
+    ),
     body: await response.clone().text(),
   });
   return response;
