@@ -9,6 +9,7 @@ import { type Config, loadConfig } from "../../shared/config.js";
 import { type AppDeps, createDeps } from "../../shared/deps.js";
 import { createDurableRunHandler, type DurableRunOptions } from "../../shared/durable/runner.js";
 import { ensureTable } from "../../shared/store/table.js";
+import { runEvent } from "./idempotency.js";
 
 /**
  * The API handler (functions/api/handler.ts `createLazyHandler`, the deployed entry's factory) and a
@@ -70,4 +71,18 @@ export async function startDurableStack(env: Record<string, string> = {}): Promi
       await model.stop();
     },
   };
+}
+
+/**
+ * The seed event turned into `GET /v1/runs/{runId}` (or `POST /v1/runs/{runId}/cancel`) for `tenantId`'s
+ * user usr_idem (scope billing:write), as API Gateway HTTP API v2 delivers it.
+ */
+export function runPathEvent(runId: string, tenantId: string, action: "get" | "cancel" = "get") {
+  const event = runEvent({ tenantId, prompt: "x" });
+  const path = action === "get" ? `/v1/runs/${runId}` : `/v1/runs/${runId}/cancel`;
+  const method = action === "get" ? "GET" : "POST";
+  Object.assign(event, { rawPath: path, routeKey: `${method} ${path}`, body: null });
+  event.requestContext.http.method = method;
+  event.requestContext.http.path = path;
+  return event;
 }
