@@ -40,7 +40,9 @@ function bundleDir(): string {
   const template = assembly.getStackArtifact(STACK_ID).template as {
     Resources: Record<string, { Type: string; Properties: { Code?: { S3Key?: string } } }>;
   };
-  const fn = Object.values(template.Resources).find((resource) => resource.Type === "AWS::Lambda::Function");
+  const fn = Object.entries(template.Resources).find(
+    ([id, resource]) => resource.Type === "AWS::Lambda::Function" && id.startsWith("ApiFunction"),
+  )?.[1];
   const key = fn?.Properties.Code?.S3Key;
   expect(key).toMatch(/^[0-9a-f]{64}\.zip$/);
   return join(outdir, `asset.${key?.replace(/\.zip$/, "")}`);
@@ -111,9 +113,20 @@ describe("cdk synth of the real app", () => {
       }
     }
     expect(Object.keys(acknowledged).sort()).toEqual([
+      "Boundloop/ApiFunctionRole",
       "Boundloop/HttpApi/GET--healthz",
       "Boundloop/HttpApi/GET--openapi.json",
       "Boundloop/OpenAiApiKey",
+      "Boundloop/Runner/Role",
+    ]);
+    // The runner's role uses AWS's durable-execution policy; the API may stop/read the runner's executions.
+    expect(Object.keys(acknowledged["Boundloop/Runner/Role"] ?? {})).toEqual([
+      "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicDurableExecutionRolePolicy]",
+    ]);
+    expect(Object.keys(acknowledged["Boundloop/ApiFunctionRole"] ?? {})).toEqual([
+      expect.stringMatching(
+        /^AwsSolutions::AwsSolutions-IAM5\[Resource::<RunnerFunction[0-9A-F]{8}\.Arn>:\*\/durable-execution\/\*\]$/,
+      ),
     ]);
     expect(Object.keys(acknowledged["Boundloop/OpenAiApiKey"] ?? {})).toEqual([
       "Annotation::AwsSolutions-SMG4",
@@ -147,11 +160,13 @@ describe("cdk synth of the real app", () => {
     const chunks = readdirSync(join(dir, "chunks")).filter((name) => name.endsWith(".mjs"));
     expect(chunks.length).toBeGreaterThan(2);
     for (const chunk of chunks) expect(existsSync(join(dir, "chunks", `${chunk}.map`)), chunk).toBe(true);
-    // The issue's bundle goal (1.2 MB of JavaScript with the AWS SDK bundled); Lambda's limit is 250 MB.
+    // The issue's bundle goal (1.2 MB of JavaScript with the AWS SDK bundled), plus ~100 kB since durable
+    // runs (issue 17): @aws-sdk/client-lambda, in a chunk only the first Prefer: respond-async request
+    // loads. Lambda's limit is 250 MB.
     const bytes = [code.length, ...chunks.map((chunk) => statSync(join(dir, "chunks", chunk)).size)];
     const total = bytes.reduce((sum, size) => sum + size, 0);
     expect(total).toBeGreaterThan(500_000);
-    expect(total).toBeLessThan(1_200_000);
+    expect(total).toBeLessThan(1_300_000);
     expect(gzipSync(code).length).toBeLessThan(100_000);
   });
 
