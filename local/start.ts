@@ -1,8 +1,12 @@
 /**
- * `npm start [-- "<prompt>"]`: the main job. Starts the local dependencies the environment does not
- * provide, sends the seed scenario's API Gateway event (events/seed-scenario.json, with the prompt
+ * `npm start [-- [--async] "<prompt>"]`: the main job. Starts the local dependencies the environment does
+ * not provide, sends the seed scenario's API Gateway event (events/seed-scenario.json, with the prompt
  * replaced when one is given) through the same Lambda handler the stack deploys, and prints the run's
  * outcome, a table of tool results and the tenant's ledger rows.
+ *
+ * With `--async` the event carries `Prefer: respond-async`: the run is a durable run on the durable
+ * execution SDK's local runner (local/durable-runner.ts); this prints the 202, each poll of
+ * `GET /v1/runs/{runId}` (status, cycles recorded) every `Retry-After` seconds, then the same outcome.
  */
 import { readFile } from "node:fs/promises";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from "aws-lambda";
@@ -24,7 +28,12 @@ process.env.POWERTOOLS_LOG_LEVEL ??= "WARN";
 process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
 
 async function main(): Promise<number> {
-  const prompt = process.argv.slice(2).join(" ").trim();
+  const args = process.argv.slice(2);
+  const durable = args.includes("--async");
+  const prompt = args
+    .filter((arg) => arg !== "--async")
+    .join(" ")
+    .trim();
   const event = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
   ) as APIGatewayProxyEventV2;
@@ -33,6 +42,7 @@ async function main(): Promise<number> {
   const stack = await startLocalStack();
   try {
     Object.assign(process.env, stack.env);
+    if (durable) return await runDurable(event);
     const { handler } = await import("../functions/api/handler.js");
     const result = (await handler(
       event as unknown as ApiEvent,
@@ -51,6 +61,53 @@ async function main(): Promise<number> {
     return 0;
   } finally {
     await stack.stop();
+  }
+}
+
+/** `--async`: starts the run with Prefer: respond-async, polls it to its end, prints it and the ledger. */
+async function runDurable(event: APIGatewayProxyEventV2): Promise<number> {
+  const { createLocalDurableApi, eventForRoute } = await import("./durable-runner.js");
+  const api = createLocalDurableApi(loadConfig(process.env));
+  try {
+    const invoke = async (request: APIGatewayProxyEventV2) =>
+      (await api.handler(request as unknown as ApiEvent, createLambdaContext(LAMBDA_TIMEOUT_MS))) as Exclude<
+        APIGatewayProxyResultV2,
+        string
+      >;
+    const started = await invoke({ ...event, headers: { ...event.headers, prefer: "respond-async" } });
+    const headers = (started.headers ?? {}) as Record<string, string>;
+    const run = JSON.parse(started.body ?? "{}") as Record<string, unknown>;
+    if (started.statusCode !== 202) {
+      console.log(`HTTP ${started.statusCode}\n${JSON.stringify(run, null, 2)}`);
+      return 1;
+    }
+    console.log(
+      `\nHTTP 202 Accepted: run ${String(run.runId)} is ${String(run.status)}; Location: ${headers.location}, Retry-After: ${headers["retry-after"]} s`,
+    );
+    const poll = eventForRoute(event, "GET", String(headers.location));
+    for (let attempt = 1; ; attempt++) {
+      const response = await invoke(poll);
+      const body = JSON.parse(response.body ?? "{}") as Record<string, unknown>;
+      const retryAfter = ((response.headers ?? {}) as Record<string, string>)["retry-after"];
+      console.log(
+        `poll ${attempt}: HTTP ${response.statusCode}, status ${String(body.status)}, cycles ${String(body.cyclesRecorded)}`,
+      );
+      if (body.status !== "running") {
+        const steps = (body.steps ?? []) as Array<{ toolCalls: Array<{ result: ToolResult }> }>;
+        printOutcome({
+          ...body,
+          toolResults: steps.flatMap((step) => step.toolCalls.map((call) => call.result)),
+        });
+        const claims = event.requestContext as unknown as {
+          authorizer: { jwt: { claims: { tenant_id: string } } };
+        };
+        await printLedger(claims.authorizer.jwt.claims.tenant_id);
+        return body.status === "completed" ? 0 : 1;
+      }
+      await new Promise((resolve) => setTimeout(resolve, Number(retryAfter ?? "1") * 1000));
+    }
+  } finally {
+    await api.stop();
   }
 }
 

@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { inject } from "vitest";
-import { createLazyHandler } from "../../functions/api/handler.js";
-import { LocalDurableExecutions } from "../../local/durable-executions.js";
+import type { LocalDurableExecutions } from "../../local/durable-executions.js";
+import { createLocalDurableApi, eventForRoute } from "../../local/durable-runner.js";
 import { createLambdaContext } from "../../local/lambda-context.js";
 import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
 import { type Config, loadConfig } from "../../shared/config.js";
 import { type AppDeps, createDeps } from "../../shared/deps.js";
-import { createDurableRunHandler, type DurableRunOptions } from "../../shared/durable/runner.js";
+import type { DurableRunOptions } from "../../shared/durable/runner.js";
 import { ensureTable } from "../../shared/store/table.js";
 import { runEvent } from "./idempotency.js";
 
@@ -38,20 +38,16 @@ export async function startDurableStack(env: Record<string, string> = {}): Promi
     POWERTOOLS_LOG_LEVEL: "SILENT",
     ...env,
   });
-  const runnerDeps = createDeps(config);
   const faults: DurableStack["faults"] = {};
-  const executions = new LocalDurableExecutions((options) =>
-    createDurableRunHandler(runnerDeps, {
-      ...options,
-      faults: {
-        beforeStep: (name) => faults.beforeStep?.(name),
-        afterStep: (name) => faults.afterStep?.(name),
-      },
-    }),
-  );
+  const api = createLocalDurableApi(config, {
+    faults: {
+      beforeStep: (name) => faults.beforeStep?.(name),
+      afterStep: (name) => faults.afterStep?.(name),
+    },
+  });
+  const { executions, handler } = api;
   const deps = createDeps(config, { executions });
   await ensureTable(deps.ddb, config.table.name);
-  const handler = createLazyHandler(config, { executions });
   return {
     config,
     deps: { ...deps, executions },
@@ -65,9 +61,8 @@ export async function startDurableStack(env: Record<string, string> = {}): Promi
       )) as APIGatewayProxyStructuredResultV2;
     },
     async stop() {
-      await executions.shutdown();
+      await api.stop();
       deps.ddb.destroy();
-      runnerDeps.ddb.destroy();
       await model.stop();
     },
   };
@@ -78,11 +73,7 @@ export async function startDurableStack(env: Record<string, string> = {}): Promi
  * user usr_idem (scope billing:write), as API Gateway HTTP API v2 delivers it.
  */
 export function runPathEvent(runId: string, tenantId: string, action: "get" | "cancel" = "get") {
-  const event = runEvent({ tenantId, prompt: "x" });
-  const path = action === "get" ? `/v1/runs/${runId}` : `/v1/runs/${runId}/cancel`;
-  const method = action === "get" ? "GET" : "POST";
-  Object.assign(event, { rawPath: path, routeKey: `${method} ${path}`, body: null });
-  event.requestContext.http.method = method;
-  event.requestContext.http.path = path;
-  return event;
+  return action === "get"
+    ? eventForRoute(runEvent({ tenantId, prompt: "x" }), "GET", `/v1/runs/${runId}`)
+    : eventForRoute(runEvent({ tenantId, prompt: "x" }), "POST", `/v1/runs/${runId}/cancel`);
 }
