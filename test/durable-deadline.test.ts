@@ -63,3 +63,21 @@ describe("the absolute deadline of a durable run (ASYNC_RUN_TIMEOUT_MS)", () => 
     expect(capped.durable.runTimeoutMs).toBe(900_000 - 1_500);
   });
 });
+
+describe("the per-checkpoint size limit (256 KB)", () => {
+  it("a step result over the limit is not retried: the run ends failed, the execution FAILED", async () => {
+    const tenantId = "tenant_async_large";
+    stack.model.script([{ content: "x".repeat(300_000) }]);
+    const event = runEvent({ tenantId, prompt: "say a lot" });
+    event.headers = { ...event.headers, prefer: "respond-async" };
+    const requestsBefore = stack.model.requests.length;
+    const started = RunRecordSchema.parse(json(await stack.invoke(event)));
+    const execution = stack.executions.get(started.runId);
+    await execution?.done;
+    expect(execution?.status).toBe("FAILED");
+    expect(execution?.result?.getError()?.errorMessage).toMatch(/over the 261120-byte checkpoint limit/);
+    const read = RunRecordSchema.parse(json(await stack.invoke(runPathEvent(started.runId, tenantId))));
+    expect(read).toMatchObject({ status: "failed", reason: "The server failed during the run.", steps: [] });
+    expect(stack.model.requests.length - requestsBefore).toBe(1);
+  });
+});

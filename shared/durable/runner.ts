@@ -21,6 +21,32 @@ export type DurableRunResult =
   | (Omit<RunOutcome, "messages" | "details"> & { details: RunOutcome["details"] })
   | { runId: string; status: "cancelled" };
 
+/**
+ * Lambda durable functions' limit on one checkpoint's payload: 256 KB (the SDK's
+ * CHECKPOINT_SIZE_LIMIT_BYTES; "Maximum checkpoint payload" in the durable functions quotas). A step
+ * result larger than this, less 1 KiB for the operation's envelope, is refused before it is sent.
+ */
+export const MAX_STEP_RESULT_BYTES = 256 * 1024 - 1024;
+
+/**
+ * Raised inside a step whose result is over {@link MAX_STEP_RESULT_BYTES} (never retried: the same work
+ * gives the same size). The run then ends `failed` (the `run:fail` step).
+ */
+export class StepResultTooLargeError extends Error {
+  constructor(
+    readonly stepName: string,
+    readonly bytes: number,
+  ) {
+    super(
+      `The result of step ${stepName} is ${bytes} bytes, over the ${MAX_STEP_RESULT_BYTES}-byte checkpoint limit.`,
+    );
+    this.name = new.target.name;
+  }
+}
+
+/** Errors a step attempt is not retried for (by name: the SDK may hand the retry strategy a copy). */
+const NOT_RETRIED = new Set(["RunStoppedError", "StepResultTooLargeError"]);
+
 /** Raised (as an abort reason, and inside a step) when the execution was stopped; never retried. */
 export class RunStoppedError extends Error {
   constructor(message = "The durable run was stopped.") {
@@ -51,7 +77,8 @@ export interface DurableRunOptions {
  * Retries of a step attempt that threw (cut off, or failed before its checkpoint): 3 attempts in all,
  * 1 s then 2 s apart (no jitter: one execution retries alone). A model call or tool turn never throws for
  * model or tool failures (those are results), so a throw means the attempt was interrupted; tool
- * idempotency keys make the repeated turn's effects exactly-once. A stop is never retried.
+ * idempotency keys make the repeated turn's effects exactly-once. A stop, or a result over the checkpoint
+ * limit, is never retried.
  */
 export const STEP_RETRY = (() => {
   const base = createRetryStrategy({
@@ -62,9 +89,7 @@ export const STEP_RETRY = (() => {
     jitter: JitterStrategy.NONE,
   });
   return (error: Error, attempt: number) =>
-    error instanceof RunStoppedError || error?.name === "RunStoppedError"
-      ? { shouldRetry: false }
-      : base(error, attempt);
+    NOT_RETRIED.has(error?.name) ? { shouldRetry: false } : base(error, attempt);
 })();
 
 /**
@@ -127,6 +152,8 @@ async function durableRun(
         const result = await (stopSignal ? raceAbort(fn(), stopSignal) : fn());
         await options.faults?.afterStep?.(name);
         throwIfStopped();
+        const bytes = Buffer.byteLength(JSON.stringify(result) ?? "", "utf8");
+        if (bytes > MAX_STEP_RESULT_BYTES) throw new StepResultTooLargeError(name, bytes);
         return result;
       },
       { retryStrategy: STEP_RETRY },
