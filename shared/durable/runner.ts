@@ -10,7 +10,7 @@ import { Deadline, raceAbort } from "../agent/deadline.js";
 import { type CycleRecord, type RunOutcome, type RunUsage, runAgent } from "../agent/loop.js";
 import type { StepRunner } from "../agent/step.js";
 import type { AppDeps } from "../deps.js";
-import { flushMetrics, recordRunMetrics, recordToolResultMetric } from "../observability.js";
+import { flushMetrics, observeToolResults, recordRunMetrics } from "../observability.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
 
 /**
@@ -239,15 +239,5 @@ async function writeAuditStep(
     deps.logger.warn("audit step not written", { cycle: record.cycle, error: error as Error });
     return;
   }
-  for (const call of record.toolCalls) {
-    deps.logger.info("tool result", {
-      cycle: record.cycle,
-      toolName: call.result.metadata.toolName,
-      status: call.result.status,
-      errorCode: call.result.error?.code ?? null,
-      latencyMs: call.result.metadata.latencyMs,
-      idempotencyKey: call.result.metadata.idempotencyKey,
-    });
-    recordToolResultMetric(deps.metrics, call.result);
-  }
+  observeToolResults(deps, record);
 }
