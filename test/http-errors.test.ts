@@ -207,6 +207,7 @@ describe("the error → HTTP mapping (shared/errors.ts)", () => {
       FORBIDDEN: 403,
       NOT_FOUND: 404,
       IDEMPOTENCY_KEY_IN_USE: 409,
+      RUN_NOT_RUNNING: 409,
       PAYLOAD_TOO_LARGE: 413,
       UNSUPPORTED_MEDIA_TYPE: 415,
       IDEMPOTENCY_KEY_REUSED: 422,
