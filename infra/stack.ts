@@ -123,7 +123,7 @@ export class BoundloopStack extends Stack {
       Annotations.of(this).addWarningV2(
         PLACEHOLDER_WARNING_ID,
         "No jwtIssuer/jwtAudience given: the JWT authorizer uses placeholders and will reject every token. " +
-          "Deploy with -c jwtIssuer=https://... -c jwtAudience=... (see README, Deploy to AWS).",
+          "Deploy with -c jwtIssuer=https://... -c jwtAudience=... (see docs/deploy.md).",
       );
     }
     const removalPolicy = settings.personal ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
