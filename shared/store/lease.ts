@@ -246,7 +246,7 @@ export abstract class LeaseStore<D> {
             ":owner": lease.owner,
             ":data": encoded,
             ":at": new Date(now).toISOString(),
-            ":ttl": Math.floor(now / 1000) + this.ttlSeconds,
+            ":expiresAtSeconds": Math.floor(now / 1000) + this.ttlSeconds,
           },
         }),
       );

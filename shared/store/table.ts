@@ -29,12 +29,6 @@ export function tableKey(tenantId: string, sortKey: string): TableKey {
   return { [TABLE_SCHEMA.partitionKey]: keys.tenant(tenantId), [TABLE_SCHEMA.sortKey]: sortKey };
 }
 
-/** The sort key of a key or item (a `keys.*` value); undefined when the item has none. */
-export function sortKeyOf(item: StoredItem | TableKey): string | undefined {
-  const value = item[TABLE_SCHEMA.sortKey];
-  return typeof value === "string" ? value : undefined;
-}
-
 /**
  * A full item to write: `attributes`, then the key, the item `type` and, when given, the TTL (epoch
  * seconds, an integer; DynamoDB deletes the item some time after it). Table attributes come last, so a
@@ -90,8 +84,8 @@ export const ITEM_PRESENT = `attribute_exists(${TABLE_SCHEMA.partitionKey})`;
 export const ITEM_EXPIRED = "#ttl <= :nowSeconds";
 /** ExpressionAttributeNames for {@link ITEM_EXPIRED} and {@link TTL_ASSIGNMENT} (`ttl` is a reserved word). */
 export const TTL_NAMES = { "#ttl": TABLE_SCHEMA.ttlAttribute } as const;
-/** Update clause setting the TTL to `:ttl` (epoch s); needs {@link TTL_NAMES}. */
-export const TTL_ASSIGNMENT = "#ttl = :ttl";
+/** Update clause setting the TTL to `:expiresAtSeconds` (epoch s); needs {@link TTL_NAMES}. */
+export const TTL_ASSIGNMENT = "#ttl = :expiresAtSeconds";
 
 /**
  * Creates the service table (string partition and sort keys of {@link TABLE_SCHEMA}, on-demand) if it
