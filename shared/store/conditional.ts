@@ -3,9 +3,9 @@ import {
   ReturnValue,
   ReturnValuesOnConditionCheckFailure,
 } from "@aws-sdk/client-dynamodb";
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { type DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
-import { type StoredItem, TABLE_SCHEMA } from "./table.js";
+import { getItem, type StoredItem, TABLE_SCHEMA } from "./table.js";
 
 /**
  * What {@link conditionalPut} did.
@@ -67,14 +67,8 @@ export async function conditionalPut(
     if (error.Item)
       return { written: false, existing: unmarshall(error.Item), existingFrom: "condition-check" };
     const { partitionKey, sortKey } = TABLE_SCHEMA;
-    const read = await client.send(
-      new GetCommand({
-        TableName: input.tableName,
-        Key: { [partitionKey]: input.item[partitionKey], [sortKey]: input.item[sortKey] },
-        ConsistentRead: true,
-      }),
-      { abortSignal: signal },
-    );
-    return { written: false, existing: read.Item, existingFrom: "consistent-read" };
+    const key = { [partitionKey]: String(input.item[partitionKey]), [sortKey]: String(input.item[sortKey]) };
+    const existing = await getItem(client, input.tableName, key, signal);
+    return { written: false, existing, existingFrom: "consistent-read" };
   }
 }

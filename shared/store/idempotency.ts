@@ -1,7 +1,7 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { keys } from "./keys.js";
-import { type Lease, type LeaseRecord, type LeaseStatus, LeaseStore } from "./lease.js";
+import { type Lease, type LeaseRecord, LeaseStore } from "./lease.js";
 import { type StoredItem, tableKey } from "./table.js";
 
 /**
@@ -18,9 +18,6 @@ export const COMPRESS_RESPONSE_ABOVE_BYTES = 8 * 1024;
  */
 export const MAX_STORED_RESPONSE_BYTES = 350_000;
 
-/** Lifecycle of an Idempotency-Key record: IN_PROGRESS while its owner runs, COMPLETED with a response. */
-export type IdempotencyStatus = LeaseStatus;
-
 /**
  * An HTTP response as stored for replay: `status` (HTTP status code), the `headers` to send again
  * (content-type and any problem headers; lower-case names) and the body text exactly as first sent.
@@ -32,22 +29,15 @@ export interface StoredResponse {
 }
 
 /**
- * An Idempotency-Key record as read from the table: the lease record (see `LeaseRecord`: owner,
- * fingerprint, lease in epoch ms, TTL in epoch s) of one tenant and route, with the stored response once
- * COMPLETED.
+ * An Idempotency-Key record as read from the table: the lease record (see `LeaseRecord`: status, owner,
+ * fingerprint, lease in epoch ms, TTL in epoch s, timestamps) of one tenant and route, with the stored
+ * response once COMPLETED.
  */
-export interface IdempotencyRecord {
+export type IdempotencyRecord = Omit<LeaseRecord<StoredResponse>, "data" | "attributes"> & {
   tenantId: string;
   route: string;
-  status: IdempotencyStatus;
-  owner: string;
-  fingerprint: string;
-  leaseExpiresAt: number;
-  expiresAtSeconds: number;
-  createdAt: string;
-  completedAt: string | undefined;
   response: StoredResponse | undefined;
-}
+};
 
 /**
  * Proof that this request holds a record (a `Lease` of the record's key), with the tenant and route it

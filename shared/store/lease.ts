@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
-import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, type DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { conditionalPut } from "./conditional.js";
 import { CONDITIONAL_WRITE_ATTEMPTS, StoreContentionError } from "./errors.js";
 import {
+  getItem,
   ITEM_ABSENT,
   ITEM_EXPIRED,
   type StoredItem,
@@ -287,10 +288,8 @@ export abstract class LeaseStore<D> {
    * @throws the SDK's errors when the table cannot be reached
    */
   protected async readLease(key: TableKey): Promise<LeaseRecord<D> | undefined> {
-    const result = await this.client.send(
-      new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }),
-    );
-    return result.Item ? this.toRecord(result.Item) : undefined;
+    const item = await getItem(this.client, this.tableName, key);
+    return item ? this.toRecord(item) : undefined;
   }
 
   private toRecord(item: StoredItem): LeaseRecord<D> {

@@ -1,10 +1,10 @@
-import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { sha256Hex } from "../hash.js";
 import type { MoneyValue } from "../money/money.js";
 import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
 import { queryTenant } from "./query.js";
-import { ITEM_ABSENT, type StoredItem, splitItem, tableItem, tableKey } from "./table.js";
+import { getItem, ITEM_ABSENT, type StoredItem, splitItem, tableItem, tableKey } from "./table.js";
 
 /**
  * An invoice in the ledger. Every amount was copied from a backend-computed tax quote (calculateTax);
@@ -93,15 +93,13 @@ export class LedgerStore {
 
   /** Reads one invoice of a tenant (consistent read); undefined when absent. */
   async get(tenantId: string, invoiceId: string, signal?: AbortSignal): Promise<Invoice | undefined> {
-    const result = await this.client.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: tableKey(tenantId, keys.invoice(invoiceId)),
-        ConsistentRead: true,
-      }),
-      { abortSignal: signal },
+    const item = await getItem(
+      this.client,
+      this.tableName,
+      tableKey(tenantId, keys.invoice(invoiceId)),
+      signal,
     );
-    return result.Item ? toInvoice(result.Item) : undefined;
+    return item ? toInvoice(item) : undefined;
   }
 
   /**

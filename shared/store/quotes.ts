@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import * as z from "zod";
 import { sha256Hex } from "../hash.js";
 import { ROUNDING_RULES, type TaxAmounts } from "../money/money.js";
 import { conditionalPut } from "./conditional.js";
 import { CONDITIONAL_WRITE_ATTEMPTS, StoreContentionError } from "./errors.js";
 import { keys } from "./keys.js";
-import { ITEM_ABSENT, type StoredItem, splitItem, tableItem, tableKey } from "./table.js";
+import { getItem, ITEM_ABSENT, type StoredItem, splitItem, tableItem, tableKey } from "./table.js";
 
 /** A quote id: `qt_` and 32 lower-case hex characters (from the call's operation key, see {@link quoteIdFor}, or a random UUID). */
 export const QUOTE_ID_PATTERN = /^qt_[0-9a-f]{32}$/;
@@ -144,16 +144,9 @@ export class QuoteStore {
    * @throws Error when the stored item is malformed (never recorded from); the SDK's errors
    */
   async lookup(tenantId: string, quoteId: string, nowMs: number, signal?: AbortSignal): Promise<QuoteLookup> {
-    const result = await this.client.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: tableKey(tenantId, keys.quote(quoteId)),
-        ConsistentRead: true,
-      }),
-      { abortSignal: signal },
-    );
-    if (!result.Item) return { kind: "missing" };
-    const parsed = parseQuote(result.Item);
+    const item = await getItem(this.client, this.tableName, tableKey(tenantId, keys.quote(quoteId)), signal);
+    if (!item) return { kind: "missing" };
+    const parsed = parseQuote(item);
     if (!parsed.success) {
       throw new Error(`Stored quote ${quoteId} is malformed: ${parsed.error.issues[0]?.message ?? ""}`);
     }

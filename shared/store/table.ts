@@ -1,5 +1,5 @@
 import { CreateTableCommand, DescribeTableCommand, ResourceInUseException } from "@aws-sdk/client-dynamodb";
-import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { keys } from "./keys.js";
 
 /**
@@ -27,6 +27,24 @@ export type TableKey = Readonly<Record<string, string>>;
  */
 export function tableKey(tenantId: string, sortKey: string): TableKey {
   return { [TABLE_SCHEMA.partitionKey]: keys.tenant(tenantId), [TABLE_SCHEMA.sortKey]: sortKey };
+}
+
+/**
+ * Reads the item under `key` with a consistent read (what a conditional write just saw, or a record
+ * whatever its TTL says: DynamoDB may not have deleted an expired item yet).
+ * @returns the raw item (table attributes included), or undefined when absent
+ * @throws the SDK's errors
+ */
+export async function getItem(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  key: TableKey,
+  signal?: AbortSignal,
+): Promise<StoredItem | undefined> {
+  const result = await client.send(new GetCommand({ TableName: tableName, Key: key, ConsistentRead: true }), {
+    abortSignal: signal,
+  });
+  return result.Item;
 }
 
 /**
