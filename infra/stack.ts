@@ -27,7 +27,7 @@ import { Architecture, Code, Function as LambdaFunction, Runtime } from "aws-cdk
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
-import { TABLE_SCHEMA } from "../shared/store/keys.js";
+import { TABLE_SCHEMA } from "../shared/store/table.js";
 import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
 import { functionEnvironment } from "./function-env.js";
 import {

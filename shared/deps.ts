@@ -4,6 +4,8 @@ import { SecretsProvider } from "@aws-lambda-powertools/parameters/secrets";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type OpenAI from "openai";
 import type { ToolRegistry } from "./agent/dispatcher.js";
+import type { RunStatus } from "./agent/loop.js";
+import type { ToolResult } from "./agent/result.js";
 import type { Config } from "./config.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
@@ -12,6 +14,9 @@ import { LedgerStore } from "./store/ledger.js";
 import { QuoteStore } from "./store/quotes.js";
 import { RunStore } from "./store/runs.js";
 import { accountingTools } from "./tools/registry.js";
+
+/** The agent's types the run store persists (the store itself does not import the agent layer). */
+export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult };
 
 /**
  * Everything a request handler needs, built once per Lambda container and injectable in tests.
@@ -26,7 +31,7 @@ export interface AppDeps {
   openai: OpenAI;
   ledger: LedgerStore;
   quotes: QuoteStore;
-  runs: RunStore;
+  runs: RunStore<AgentRunShapes>;
   tools: ToolRegistry;
   logger: Logger;
   metrics: Metrics;
@@ -101,7 +106,7 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
   const openai = createModelClient({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
-  const runs = new RunStore(ddb, config.table.name, config.runs.ttlSeconds);
+  const runs = new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds);
   const tools = accountingTools({ ledger, quotes, quoteTtlSeconds: config.quotes.ttlSeconds });
   const { logger, metrics } = createObservability(config.observability, {
     ...(options.logFormatter ? { logFormatter: options.logFormatter } : {}),

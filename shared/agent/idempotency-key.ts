@@ -1,10 +1,5 @@
-import { createHash } from "node:crypto";
 import canonicalize from "canonicalize";
-
-/** Hex SHA-256 of a UTF-8 string. */
-export function sha256Hex(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
-}
+import { sha256Hex } from "../hash.js";
 
 /**
  * RFC 8785 (JCS) canonical JSON of a value (the `canonicalize` package): key order and number
