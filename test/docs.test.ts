@@ -181,8 +181,6 @@ describe("relative links in README.md and docs/*.md", () => {
       const [file = "", anchor] = href.split("#");
       const target = file === "" ? path : relative(root, resolve(root, dirname(path), decodeURI(file)));
       if (target.startsWith("..") || !existsSync(join(root, target))) {
-        // docs/providers.md comes from another branch; once it exists this link is checked like any other.
-        if (target === "docs/providers.md") continue;
         broken.push(`${href} (no file ${target})`);
       } else if (anchor && target.endsWith(".md") && !anchors(target).has(anchor)) {
         broken.push(`${href} (no heading #${anchor} in ${target})`);
