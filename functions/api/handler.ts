@@ -5,7 +5,7 @@ import type { AppDeps } from "../../shared/deps.js";
 import { toProblem } from "../../shared/errors.js";
 import type { LambdaBindings } from "./app.js";
 import { HEALTH_PATH, healthResponse } from "./health.js";
-import { answerAdapterFailuresAsProblems, type LambdaHandler, problemResponse } from "./lambda-adapter.js";
+import { guardLambdaEdge, type LambdaHandler, problemResponse } from "./lambda-adapter.js";
 
 export type { ApiEvent, LambdaHandler } from "./lambda-adapter.js";
 
@@ -51,7 +51,7 @@ export function createLazyHandler(config: Config): LambdaHandler {
     }
     return problemResponse(problem);
   });
-  return answerAdapterFailuresAsProblems(handle(entry));
+  return guardLambdaEdge(handle(entry));
 }
 
 /**
