@@ -9,7 +9,8 @@ export type { ApiEvent, LambdaHandler } from "./lambda-adapter.js";
  * Builds a Lambda handler over the whole app (functions/api/app.ts) and the given dependencies (or a
  * factory for them, called on the first request that needs them). Tests and local scripts use this with
  * their own clients; the deployed entry (functions/api/handler.ts) loads the app lazily instead.
- * Adapter failures are answered as problem+json ({@link guardLambdaEdge}).
+ * The raw event first passes the edge rules ({@link guardLambdaEdge}: named-stage paths, base64 bodies,
+ * adapter failures as problem+json).
  */
 export function createHandler(deps: AppDeps | (() => AppDeps)): LambdaHandler {
   return guardLambdaEdge(handle(createApp(deps)));

@@ -114,8 +114,8 @@ function invalidBody(message: string): ProblemError {
 }
 
 /**
- * Names of the event's headers whose value the WHATWG Headers class refuses (a NUL, CR or LF inside
- * it), which makes hono/aws-lambda fail to build the Request. Values with a non-ASCII character are not
+ * Names of the event's headers the WHATWG Headers class refuses (a NUL, CR or LF inside the value, or a
+ * name that is not an RFC 9110 token), which makes hono/aws-lambda fail to build the Request. Values with a non-ASCII character are not
  * listed: hono/aws-lambda percent-encodes those before building the Request.
  */
 function unreadableHeaders(event: unknown): string[] {
@@ -145,7 +145,7 @@ function unreadableRequest(event: unknown): ProblemError {
       "The request could not be read (a body on GET or HEAD, or a malformed header).",
     );
   }
-  const message = "the value has a NUL, CR or LF in it";
+  const message = "not a valid HTTP header (a NUL, CR or LF in the value, or a malformed name)";
   return new ProblemError(
     "INVALID_REQUEST",
     `The request could not be read: header ${names.join(", ")}: ${message}.`,
