@@ -325,7 +325,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
     ]);
     expect(JSON.parse(badKey.body ?? "")).toMatchObject({
       code: "INVALID_REQUEST",
-      errors: [{ path: "header:Idempotency-Key" }],
+      errors: [{ in: "header", path: "Idempotency-Key" }],
     });
     expect(await idempotencyRecords(tenantId)).toEqual([]);
     expect(modelCalls()).toBe(calls);

@@ -270,12 +270,41 @@ export const healthRoute = createRoute({
   },
 });
 
+/** Request header of `POST /v1/runs` carrying the client's key (draft-ietf-httpapi-idempotency-key-header). */
+export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
+
+/** Longest accepted Idempotency-Key, in characters after unquoting (house limit; the draft sets none). */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
+/**
+ * The Idempotency-Key header as the OpenAPI document declares it. Parsed at run time by
+ * `parseIdempotencyKey` (functions/api/run-idempotency.ts), not by a zod schema: it needs the value as
+ * API Gateway sent it, before hono/aws-lambda percent-encodes non-ASCII characters.
+ */
+const idempotencyKeyParameter = {
+  name: IDEMPOTENCY_KEY_HEADER,
+  in: "header",
+  required: false,
+  description:
+    "Makes the run happen at most once per tenant and key (draft-ietf-httpapi-idempotency-key-header): a " +
+    "retry with the same key and body replays the first answer with `Idempotent-Replayed: true`. Accepted " +
+    'forms: an RFC 8941 sf-string in double quotes (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`, with `\\"` ' +
+    "and `\\\\` as the only escapes), or the same key bare as a token of letters, digits and " +
+    "``!#$%&'*+-.^_`|~:/`` (`8e03978e-40d5-43e8-bc93-6894a57f9324`); both forms are the same key. " +
+    `Printable ASCII only, 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters after unquoting; no parameters, ` +
+    "no list, one header. Anything else is 400 INVALID_REQUEST naming the header, and nothing is written. " +
+    "Required when the server sets IDEMPOTENCY_KEY_REQUIRED=true.",
+  schema: { type: "string" },
+  example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
+} as const;
+
 /** `POST /v1/runs`: run the agent; every terminal status is 200 except model_error (502). */
 export const createRunRoute = createRoute({
   method: "post",
   path: "/v1/runs",
   summary: "Run the agent on a prompt",
   security,
+  parameters: [idempotencyKeyParameter],
   request: {
     body: { required: true, content: { "application/json": { schema: CreateRunBody } } },
   },
@@ -285,7 +314,7 @@ export const createRunRoute = createRoute({
       content: { "application/json": { schema: RunResponseSchema } },
     },
     400: problem(
-      "INVALID_REQUEST: the body is not valid JSON or fails the schema (`errors` has field paths).",
+      "INVALID_REQUEST: the body is not valid JSON (or not the base64 or UTF-8 it claims to be), fails the schema, or the Idempotency-Key is malformed (`errors` says where).",
     ),
     409: problem("IDEMPOTENCY_KEY_IN_USE: a run with this Idempotency-Key is still in progress."),
     413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),

@@ -5,7 +5,7 @@ import type { AppDeps } from "../../shared/deps.js";
 import { toProblem } from "../../shared/errors.js";
 import type { LambdaBindings } from "./app.js";
 import { HEALTH_PATH, healthResponse } from "./health.js";
-import { answerAdapterFailuresAsProblems, type LambdaHandler, problemResponse } from "./lambda-adapter.js";
+import { guardLambdaEdge, type LambdaHandler, problemResponse } from "./lambda-adapter.js";
 
 export type { ApiEvent, LambdaHandler } from "./lambda-adapter.js";
 
@@ -51,7 +51,7 @@ export function createLazyHandler(config: Config): LambdaHandler {
     }
     return problemResponse(problem);
   });
-  return answerAdapterFailuresAsProblems(handle(entry));
+  return guardLambdaEdge(handle(entry));
 }
 
 /**
@@ -71,7 +71,9 @@ function once<T>(load: () => Promise<T>): () => Promise<T> {
 
 /**
  * The Lambda entry point the stack deploys. It answers API Gateway HTTP API (v2) and REST API (v1)
- * events and Lambda function URL events (hono/aws-lambda decodes `isBase64Encoded` bodies). Config is
+ * events and Lambda function URL events, on `$default` or a named stage; the raw event first passes the
+ * edge rules of {@link guardLambdaEdge} (stage prefix, `isBase64Encoded` bodies checked before
+ * hono/aws-lambda decodes them, adapter failures as problem+json). Config is
  * parsed at cold start (an invalid environment fails the init with a clear ConfigError); the app, the
  * clients and their code are loaded on the first request that needs them (see {@link createLazyHandler}),
  * and the OpenAI key secret is read on the first model call.

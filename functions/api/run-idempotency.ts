@@ -1,4 +1,5 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { parseItem } from "structured-headers";
 import { canonicalJson } from "../../shared/agent/idempotency-key.js";
 import type { Config } from "../../shared/config.js";
 import { PROBLEM_CONTENT_TYPE, ProblemError, toProblem } from "../../shared/errors.js";
@@ -8,79 +9,91 @@ import {
   IdempotencyStore,
   type StoredResponse,
 } from "../../shared/store/idempotency.js";
+import { IDEMPOTENCY_KEY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH } from "./contract.js";
+import { rawHeaderValues } from "./lambda-adapter.js";
 
 /** The route whose requests the Idempotency-Key records are scoped by. */
 export const RUN_ROUTE = "POST /v1/runs";
 
-/** Request header carrying the client's key (draft-ietf-httpapi-idempotency-key-header). */
-export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
-
 /** Response header set on every replayed response (value `true`). */
 export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
 
-/** Longest accepted key, in characters (after unquoting). */
-export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+export { IDEMPOTENCY_KEY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH } from "./contract.js";
 
-/** RFC 9110 tchar, plus ":" and "/" as in an RFC 8941 sf-token (a bare UUID is accepted). */
+/**
+ * The bare form: RFC 9110 tchar plus ":" and "/" (an RFC 8941 sf-token's characters, without its rule
+ * that the first be a letter or "*", so that a bare UUID is accepted).
+ */
 const BARE_KEY = /^[!#$%&'*+\-.^_`|~0-9A-Za-z:/]+$/;
+
+/** Printable ASCII (%x20-7E), the only characters an RFC 8941 sf-string can hold. */
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 function invalidKey(message: string): ProblemError {
   return new ProblemError("INVALID_REQUEST", message, {
-    extensions: { errors: [{ path: `header:${IDEMPOTENCY_KEY_HEADER}`, message }] },
+    extensions: { errors: [{ in: "header", path: IDEMPOTENCY_KEY_HEADER, message }] },
   });
 }
 
 /**
- * Parses an Idempotency-Key header value (draft-ietf-httpapi-idempotency-key-header: an RFC 8941 Item
- * whose value is an sf-string). Accepted: a quoted sf-string (`"…"`, with `\"` and `\\` escapes, printable
- * ASCII %x20-7E) or, for clients that send the bare value, a token of RFC 9110 tchar plus `:` and `/`.
- * The key (unquoted) must be 1 to 255 characters. Parameters (`;a=1`) and lists (`"a", "b"`, which is
- * also what two headers combine to) are rejected.
- * @param value the raw header value; null/undefined when absent
+ * Parses an Idempotency-Key header value. draft-ietf-httpapi-idempotency-key-header (section 2) defines
+ * the field as an RFC 8941 Item whose value is an sf-string. Accepted:
+ * - a quoted sf-string, `"…"` with `\"` and `\\` as the only escapes (parsed by the `structured-headers`
+ *   package, RFC 8941 section 4.2.5); parameters (`"k";a=1`) and lists (`"a", "b"`, which is also what two
+ *   headers combine to) are rejected;
+ * - for clients that send the bare value, a token of RFC 9110 tchar plus `:` and `/` (a UUID, `order:42/1`).
+ * Both forms name the same key: `"abc"` and `abc` are one key. Only printable ASCII (%x20-7E) is
+ * accepted, and the key (after unquoting) must be 1 to {@link MAX_IDEMPOTENCY_KEY_LENGTH} characters.
+ * Leading and trailing spaces and tabs (HTTP's optional whitespace, RFC 9110 section 5.5) are ignored.
+ * @param value the header value exactly as received; null/undefined when the header is absent
  * @returns the key, or undefined when the header is absent
- * @throws ProblemError INVALID_REQUEST (400) for any other value
+ * @throws ProblemError INVALID_REQUEST (400), `errors` naming the header, for any other value
  */
 export function parseIdempotencyKey(value: string | null | undefined): string | undefined {
   if (value === null || value === undefined) return undefined;
   const field = value.replace(/^[ \t]+|[ \t]+$/g, "");
-  let key: string;
-  if (field.startsWith('"')) {
-    let index = 1;
-    let decoded = "";
-    for (;;) {
-      const char = field[index];
-      if (char === undefined)
-        throw invalidKey(`${IDEMPOTENCY_KEY_HEADER} has an unterminated quoted string.`);
-      index += 1;
-      if (char === '"') break;
-      if (char === "\\") {
-        const escaped = field[index];
-        if (escaped !== '"' && escaped !== "\\")
-          throw invalidKey(`${IDEMPOTENCY_KEY_HEADER} may only escape " and \\ inside quotes.`);
-        decoded += escaped;
-        index += 1;
-        continue;
-      }
-      const code = char.charCodeAt(0);
-      if (code < 0x20 || code > 0x7e)
-        throw invalidKey(`${IDEMPOTENCY_KEY_HEADER} must be printable ASCII characters.`);
-      decoded += char;
-    }
-    if (index !== field.length)
-      throw invalidKey(
-        `${IDEMPOTENCY_KEY_HEADER} must be a single string, without parameters or list members.`,
-      );
-    key = decoded;
-  } else {
-    if (field.length > 0 && !BARE_KEY.test(field))
-      throw invalidKey(
-        `${IDEMPOTENCY_KEY_HEADER} must be a quoted string ("…") or a token of letters, digits and !#$%&'*+-.^_\`|~:/.`,
-      );
-    key = field;
-  }
+  if (!PRINTABLE_ASCII.test(field))
+    throw invalidKey(
+      `${IDEMPOTENCY_KEY_HEADER} must be printable ASCII characters (an RFC 8941 sf-string); it has a control or non-ASCII character.`,
+    );
+  const quoted = field.startsWith('"');
+  const key = quoted ? parseQuotedKey(field) : field;
+  if (!quoted && key.length > 0 && !BARE_KEY.test(key))
+    throw invalidKey(
+      `${IDEMPOTENCY_KEY_HEADER} must be a quoted string ("…") or a token of letters, digits and !#$%&'*+-.^_\`|~:/.`,
+    );
   if (key.length < 1 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)
     throw invalidKey(`${IDEMPOTENCY_KEY_HEADER} must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`);
   return key;
+}
+
+/** The string of a quoted sf-string field (RFC 8941 Item without parameters), or INVALID_REQUEST. */
+function parseQuotedKey(field: string): string {
+  let item: ReturnType<typeof parseItem>;
+  try {
+    item = parseItem(field);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.replace(/^Parse error: /, "") : String(error);
+    throw invalidKey(`${IDEMPOTENCY_KEY_HEADER} is not a valid quoted string: ${reason}.`);
+  }
+  const [key, parameters] = item;
+  if (typeof key !== "string" || parameters.size > 0)
+    throw invalidKey(
+      `${IDEMPOTENCY_KEY_HEADER} must be a single string, without parameters or list members.`,
+    );
+  return key;
+}
+
+/**
+ * The raw Idempotency-Key value of a request: from the Lambda event when there is one (see
+ * {@link rawHeaderValues}: hono/aws-lambda would have percent-encoded a non-ASCII key into a valid-looking
+ * token, and dropped an empty one), else from the Request's headers. Repeated headers are joined with
+ * ", " (RFC 9110 section 5.3), which {@link parseIdempotencyKey} refuses as a list.
+ */
+function idempotencyKeyValue(headers: Headers, event: unknown): string | null {
+  const values = rawHeaderValues(event, IDEMPOTENCY_KEY_HEADER);
+  if (values === undefined) return headers.get(IDEMPOTENCY_KEY_HEADER);
+  return values.length > 0 ? values.join(", ") : null;
 }
 
 /**
@@ -107,8 +120,8 @@ export function runIdempotencyStore(deps: { ddb: DynamoDBDocumentClient; config:
  * - `body`: the validated request body, fingerprinted before `execute` runs
  * - `leaseExpiresAt`: epoch ms, the run's deadline (`Deadline.at`)
  * - `store`: defaults to {@link runIdempotencyStore}; `route` defaults to {@link RUN_ROUTE}
- * - `event`: the raw Lambda event, where an Idempotency-Key sent with an empty value is still seen
- *   (hono/aws-lambda drops empty header values from `headers`); such a key is rejected, not ignored
+ * - `event`: the raw Lambda event, where the Idempotency-Key is read as sent (hono/aws-lambda
+ *   percent-encodes non-ASCII values and drops empty ones in `headers`); such keys are rejected
  */
 export interface RunIdempotencyInput {
   deps: { ddb: DynamoDBDocumentClient; config: Config };
@@ -142,9 +155,7 @@ export async function withRunIdempotency(
   input: RunIdempotencyInput,
   execute: (clientKey: string | undefined) => Promise<Response>,
 ): Promise<Response> {
-  const key = parseIdempotencyKey(
-    input.headers.get(IDEMPOTENCY_KEY_HEADER) ?? (sentEmpty(input.event, IDEMPOTENCY_KEY_HEADER) ? "" : null),
-  );
+  const key = parseIdempotencyKey(idempotencyKeyValue(input.headers, input.event));
   if (key === undefined) {
     if (input.deps.config.idempotency.keyRequired)
       throw invalidKey(`This API requires an ${IDEMPOTENCY_KEY_HEADER} header on ${RUN_ROUTE}.`);
@@ -244,19 +255,6 @@ async function release(store: IdempotencyStore, claim: IdempotencyClaim, why: st
   } catch (error) {
     log("ERROR", `idempotency record not released (${why}): ${String(error)}`, claim);
   }
-}
-
-/** True when the Lambda event carries header `name` (any case) with an empty value. */
-function sentEmpty(event: unknown, name: string): boolean {
-  const bags = event as { headers?: Record<string, unknown>; multiValueHeaders?: Record<string, unknown> };
-  const wanted = name.toLowerCase();
-  return [bags?.headers, bags?.multiValueHeaders].some((bag) =>
-    Object.entries(bag ?? {}).some(
-      ([key, value]) =>
-        key.toLowerCase() === wanted &&
-        (value === "" || (Array.isArray(value) && value.every((v) => v === ""))),
-    ),
-  );
 }
 
 function replay(stored: StoredResponse): Response {
