@@ -88,7 +88,7 @@ export const TABLE_ITEM_ACTIONS = [
 /** How a route is authorized: by the JWT authorizer, or public (no auth). */
 type RouteAuth = "jwt" | "public";
 
-/** The HTTP API's routes (the API issue's contract); every route goes to the one function. */
+/** The HTTP API's routes (the app's routes, test/infra.test.ts holds them equal); every route goes to the one function. */
 export const ROUTES: ReadonlyArray<{ method: HttpMethod; path: string; auth: RouteAuth }> = [
   { method: HttpMethod.POST, path: "/v1/runs", auth: "jwt" },
   { method: HttpMethod.GET, path: "/v1/runs/{runId}", auth: "jwt" },

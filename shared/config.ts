@@ -107,14 +107,15 @@ const IamPrincipalTenants = z.pipe(
  * - MAX_TOOL_CALLS_PER_RUN (default 20): MAX_CYCLES' default (5) × 4 calls per cycle.
  * - MAX_PARALLEL_TOOL_CALLS (default 4): the tools are I/O-bound (DynamoDB); 4 keeps a typical turn
  *   fully parallel without bursting the table's write capacity from one run.
- * - MAX_TOOL_RESULT_BYTES (default 16384): the issue's 16 KB cap on one tool message (UTF-8 bytes).
- * - LOOP_BREAKER_THRESHOLD (default 2): the issue's default N for identical failures (same tool,
- *   canonical arguments, error code); the N-th gets a final hint, the next ends the run loop_detected.
+ * - MAX_TOOL_RESULT_BYTES (default 16384): cap on one tool message (UTF-8 bytes); a bigger result is
+ *   cut (shared/agent/result.ts capToolResult) so one result cannot flood the model's context.
+ * - LOOP_BREAKER_THRESHOLD (default 2): N, the count of identical failures (same tool, canonical
+ *   arguments, error code) at which the N-th gets a final hint; the next ends the run loop_detected.
  * - SUMMARIZE_ON_MAX_CYCLES (default false): off, so a run never makes more than MAX_CYCLES model calls
  *   unless the operator opts in to one last tool-less summary call.
- * - IDEMPOTENCY_TTL_SECONDS (default 86400 s = 24 h): retention of an Idempotency-Key record (issue 4);
- *   written as the epoch-seconds `ttl` attribute, and checked by every condition because DynamoDB's TTL
- *   deletion lags (up to days).
+ * - IDEMPOTENCY_TTL_SECONDS (default 86400 s = 24 h): retention of an Idempotency-Key record (24 h, as
+ *   Stripe keeps keys); written as the epoch-seconds `ttl` attribute, and checked by every condition
+ *   because DynamoDB's TTL deletion lags (up to days).
  * - IDEMPOTENCY_KEY_REQUIRED (default false): when true, `POST /v1/runs` without an Idempotency-Key is a 400.
  * - RUN_TTL_SECONDS (default 2592000 s = 30 days): how long run records and their audit steps live
  *   before DynamoDB TTL removes them. Long enough to answer a dispute or support ticket within a monthly

@@ -17,7 +17,7 @@ import {
   FUNCTION_TIMEOUT_SECONDS,
   ROUTES,
 } from "../infra/stack.js";
-import { ConfigSchema } from "../shared/config.js";
+import { ConfigSchema, loadConfig } from "../shared/config.js";
 
 /**
  * Template assertions on the stack. Bundling is skipped here (`aws:cdk:bundling-stacks: []`) to keep
@@ -332,8 +332,11 @@ describe("the stack's deploy settings", () => {
 describe("the stack's routes and the app's routes", () => {
   it("are the same set, and only the routes the app documents as public skip the JWT authorizer", async () => {
     // The app serves its own OpenAPI document without building any client.
-    const app = createApp(() => {
-      throw new Error("no dependencies are needed to serve /openapi.json");
+    const app = createApp({
+      config: loadConfig({}),
+      load: () => {
+        throw new Error("no dependencies are needed to serve /openapi.json");
+      },
     });
     const document = (await (await app.request("/openapi.json")).json()) as {
       paths: Record<string, Record<string, { security?: unknown[] }>>;

@@ -1,22 +1,11 @@
 import type { handle } from "hono/aws-lambda";
-import { PROBLEM_CONTENT_TYPE, ProblemError, toProblem } from "../../shared/errors.js";
+import { PROBLEM_CONTENT_TYPE, ProblemError, problemCodeOf, toProblem } from "../../shared/errors.js";
 
 /** A Lambda handler as hono/aws-lambda's `handle(app)` returns it: (event, context) → API Gateway result. */
 export type LambdaHandler = ReturnType<typeof handle>;
 
 /** The event shapes the handler accepts (hono/aws-lambda's: API Gateway v1/v2, function URL, ALB). */
 export type ApiEvent = Parameters<LambdaHandler>[0];
-
-/**
- * The `application/problem+json` Response of a problem from shared/errors.ts's one mapping
- * ({@link toProblem}): its status, its headers (Retry-After for 429/503) and the problem body.
- */
-export function problemResponse(problem: ReturnType<typeof toProblem>): Response {
-  return new Response(JSON.stringify(problem.body), {
-    status: problem.status,
-    headers: { ...problem.headers, "content-type": PROBLEM_CONTENT_TYPE },
-  });
-}
 
 /**
  * Wraps hono/aws-lambda's handler so that its own failures are problem+json like every other error.
@@ -34,7 +23,7 @@ export function answerAdapterFailuresAsProblems(lambda: LambdaHandler): LambdaHa
     const contentType = headers["content-type"] ?? multi["content-type"]?.[0] ?? "";
     if (!contentType.startsWith("text/plain")) return result;
     const problem = toProblem(
-      result.statusCode === 400
+      problemCodeOf(result.statusCode) === "INVALID_REQUEST"
         ? new ProblemError(
             "INVALID_REQUEST",
             "The request could not be read (a body on GET or HEAD, or a malformed header).",

@@ -47,10 +47,15 @@ export class EffectOutcomeUnknownError extends ToolBusinessError {
   }
 }
 
-/** What {@link EffectGuard.run} returns: the effect's result (stored JSON on a replay) and whether it ran now. */
+/**
+ * What {@link EffectGuard.run} returns: the effect's result (stored JSON on a replay), whether it ran
+ * now, and `ownerFenceLost: true` when it ran but its record had been taken over before it could be
+ * completed (the caller logs it; the result is still this call's truth).
+ */
 export interface GuardedResult<T> {
   result: T;
   replayed: boolean;
+  ownerFenceLost?: true;
 }
 
 /**
@@ -162,7 +167,7 @@ export class EffectGuard {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       // The fence held: someone else owns the record now (only possible once its ttl passed). The effect
       // did run here, so its result is still the truth for this call; nothing is overwritten.
-      console.warn(JSON.stringify({ level: "WARN", message: "guard completion lost its owner fence", sk }));
+      return { result, replayed: false, ownerFenceLost: true };
     }
     return { result, replayed: false };
   }
