@@ -15,7 +15,7 @@ export const COMPRESS_RESPONSE_ABOVE_BYTES = 8 * 1024;
  * Cap on a stored response body in bytes, after compression. DynamoDB items are limited to 400 KB
  * (names and values); 350 000 bytes leaves room for the record's other attributes. A response over the
  * cap is not stored: {@link IdempotencyStore.complete} answers `too_large` and writes nothing, and the
- * caller releases the record (the choice for issue 4 is "store compressed", with this cap as the limit).
+ * caller releases the record (responses are stored compressed, with this cap as the limit).
  */
 export const MAX_STORED_RESPONSE_BYTES = 350_000;
 
@@ -100,7 +100,7 @@ const ACQUIRE_NAMES = {
 } as const;
 
 /**
- * The HTTP Idempotency-Key record store (issue 4). Every write is one single-item conditional write:
+ * The HTTP Idempotency-Key record store. Every write is one single-item conditional write:
  * - acquire: a conditional put of IN_PROGRESS with a fresh owner token, the request fingerprint, a
  *   lease (epoch ms) and a TTL (epoch s). It succeeds when no live record exists, or when the record is
  *   an IN_PROGRESS one of the same fingerprint whose lease expired (takeover after a crash).
