@@ -45,7 +45,10 @@ describe("source rules", () => {
   });
 
   it("comments do not point at issue numbers", () => {
-    const files = ["functions", "shared", "local", "infra", "bench", "test"].flatMap(sources);
+    // This file is left out: its samples of the rule are what the rule finds.
+    const files = ["functions", "shared", "local", "infra", "bench", "test"]
+      .flatMap(sources)
+      .filter((path) => path !== "test/source-rules.test.ts");
     expect(files.length).toBeGreaterThan(100);
     expect(matches(files, ISSUE_REFERENCE)).toEqual([]);
     // The rule does find one, in either comment style, and leaves code alone.
