@@ -7,8 +7,9 @@
  * type the API returns (Invoice, RunRecord, RunOutcome, ToolResult) and its schema differ by a field.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { RunOutcome, RunStatus } from "../../shared/agent/loop.js";
 import type { ToolResult } from "../../shared/agent/result.js";
+import type { RunOutcome, RunStatus } from "../../shared/agent/types.js";
+import type { AgentRunShapes } from "../../shared/deps.js";
 import { PROBLEM_STATUS, type ProblemCode } from "../../shared/errors.js";
 import type { Invoice } from "../../shared/store/ledger.js";
 import type { RunRecord, RunStep } from "../../shared/store/runs.js";
@@ -120,7 +121,14 @@ export const RunDetailsSchema = z
           "loop_detected: the repeated tool, its canonical arguments, the error code, its failures, and whether the model was given a final hint.",
       }),
     modelError: z
-      .object({ status: z.number().int().nullable(), message: z.string() })
+      .object({
+        status: z.number().int().nullable(),
+        message: z.string(),
+        finishReason: z.string().nullable().optional().openapi({
+          description:
+            "Set when the model twice sent a reply with neither text nor tool calls: the provider's finish_reason of the last one (null when it sent none).",
+        }),
+      })
       .strict()
       .optional()
       .openapi({
@@ -575,4 +583,6 @@ const sameShape = <Check extends true>(value: Check): Check => value;
 sameShape<Same<Invoice, InvoiceResponse>>(true);
 sameShape<Same<ToolResult, ToolResultResponse>>(true);
 sameShape<Same<Omit<RunOutcome, "messages">, RunResponse>>(true);
-sameShape<Same<Omit<RunRecord & { steps: RunStep[] }, never>, RunRecordResponse>>(true);
+sameShape<
+  Same<Omit<RunRecord<AgentRunShapes> & { steps: RunStep<AgentRunShapes>[] }, never>, RunRecordResponse>
+>(true);

@@ -1,8 +1,9 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { canonicalJson, sha256Hex } from "../../shared/agent/idempotency-key.js";
+import { canonicalJson } from "../../shared/agent/idempotency-key.js";
 import type { Config } from "../../shared/config.js";
 import { ProblemError, toProblem } from "../../shared/errors.js";
+import { sha256Hex } from "../../shared/hash.js";
 import {
   type IdempotencyClaim,
   IdempotencyStore,
@@ -269,7 +270,7 @@ function replay(stored: StoredResponse): Response {
   });
 }
 
-/** The log attributes of a claim: tenant, route and the record's sort key (never the key's owner token). */
+/** The log attributes of a claim: tenant, route and the claim's owner token. */
 function fields(claim: IdempotencyClaim): Record<string, string> {
-  return { tenantId: claim.tenantId, route: claim.route, sk: claim.sk };
+  return { tenantId: claim.tenantId, route: claim.route, owner: claim.owner };
 }
