@@ -9,7 +9,7 @@ import { apiEvent, type EventOptions, type EventShape, header } from "./fixtures
 import { startTestStack, type TestStack } from "./support/stack.js";
 
 /**
- * The Lambda edge (issue 15, items 4 to 6) through the deployed entry, functions/api/handler.ts
+ * The Lambda edge (named stages, base64 bodies, Idempotency-Key syntax) through the deployed entry, functions/api/handler.ts
  * (createLazyHandler over the test stack's config: DynamoDB Local, the local model server over HTTP):
  * named stages, bodies flagged isBase64Encoded that are not base64 or not UTF-8, and the syntax of the
  * Idempotency-Key header. Every refused request is checked against DynamoDB: nothing under its tenant.

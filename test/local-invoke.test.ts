@@ -184,7 +184,7 @@ describe("npm run invoke on the REST v1 and function URL shapes", SLOW, () => {
   });
 });
 
-// The Lambda edge (issue 15): an HTTP API's named stage in rawPath, and a body that is not the base64
+// The Lambda edge: an HTTP API's named stage in rawPath, and a body that is not the base64
 // its isBase64Encoded flag claims.
 describe("npm run invoke on the edge samples", SLOW, () => {
   it("named-stage.json (stage dev, rawPath /dev/v1/runs): 200 completed, one invoice recorded", async () => {

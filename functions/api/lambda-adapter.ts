@@ -1,6 +1,6 @@
 import { isUtf8 } from "node:buffer";
 import type { handle } from "hono/aws-lambda";
-import { PROBLEM_CONTENT_TYPE, ProblemError, toProblem } from "../../shared/errors.js";
+import { PROBLEM_CONTENT_TYPE, ProblemError, problemCodeOf, toProblem } from "../../shared/errors.js";
 
 /** A Lambda handler as hono/aws-lambda's `handle(app)` returns it: (event, context) → API Gateway result. */
 export type LambdaHandler = ReturnType<typeof handle>;
@@ -19,17 +19,6 @@ interface RawEvent {
   headers?: Record<string, unknown> | null;
   multiValueHeaders?: Record<string, unknown> | null;
   requestContext?: { stage?: unknown; http?: unknown };
-}
-
-/**
- * The `application/problem+json` Response of a problem from shared/errors.ts's one mapping
- * ({@link toProblem}): its status, its headers (Retry-After for 429/503) and the problem body.
- */
-export function problemResponse(problem: ReturnType<typeof toProblem>): Response {
-  return new Response(JSON.stringify(problem.body), {
-    status: problem.status,
-    headers: { ...problem.headers, "content-type": PROBLEM_CONTENT_TYPE },
-  });
 }
 
 /**
@@ -159,11 +148,8 @@ function unreadableRequest(event: unknown): ProblemError {
  * A problem as the result hono/aws-lambda would have built for this event: `multiValueHeaders` when the
  * event has them (REST v1), else `headers`.
  */
-function problemResult(event: unknown, problem: ReturnType<typeof toProblem>): LambdaResult {
-  const headers: Record<string, string> = {
-    ...Object.fromEntries(Object.entries(problem.headers).map(([k, v]) => [k.toLowerCase(), v])),
-    "content-type": PROBLEM_CONTENT_TYPE,
-  };
+function problemResult(event: unknown, problem: ProblemError): LambdaResult {
+  const headers = problem.responseHeaders;
   const base = { statusCode: problem.status, body: JSON.stringify(problem.body), isBase64Encoded: false };
   return (event as RawEvent).multiValueHeaders
     ? { ...base, multiValueHeaders: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]])) }
@@ -194,7 +180,9 @@ export function guardLambdaEdge(lambda: LambdaHandler): LambdaHandler {
     const contentType = headers["content-type"] ?? multi["content-type"]?.[0] ?? "";
     if (!contentType.startsWith("text/plain")) return result;
     const problem = toProblem(
-      result.statusCode === 400 ? unreadableRequest(event) : new Error("adapter failure"),
+      problemCodeOf(result.statusCode) === "INVALID_REQUEST"
+        ? unreadableRequest(event)
+        : new Error("adapter failure"),
     );
     if (headers["content-type"]) headers["content-type"] = PROBLEM_CONTENT_TYPE;
     if (multi["content-type"]) multi["content-type"] = [PROBLEM_CONTENT_TYPE];

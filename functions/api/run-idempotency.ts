@@ -1,8 +1,9 @@
+import type { Logger } from "@aws-lambda-powertools/logger";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { parseItem } from "structured-headers";
 import { canonicalJson } from "../../shared/agent/idempotency-key.js";
 import type { Config } from "../../shared/config.js";
-import { PROBLEM_CONTENT_TYPE, ProblemError, toProblem } from "../../shared/errors.js";
+import { ProblemError, toProblem } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
 import {
   type IdempotencyClaim,
@@ -119,12 +120,13 @@ export function runIdempotencyStore(deps: { ddb: DynamoDBDocumentClient; config:
  * - `tenantId`: from the verified security context (never from the body); scopes the record
  * - `body`: the validated request body, fingerprinted before `execute` runs
  * - `leaseExpiresAt`: epoch ms, the run's deadline (`Deadline.at`)
+ * - `deps.logger`: logs a record that could not be completed or released (with the request's keys)
  * - `store`: defaults to {@link runIdempotencyStore}; `route` defaults to {@link RUN_ROUTE}
  * - `event`: the raw Lambda event, where the Idempotency-Key is read as sent (hono/aws-lambda
  *   percent-encodes non-ASCII values and drops empty ones in `headers`); such keys are rejected
  */
 export interface RunIdempotencyInput {
-  deps: { ddb: DynamoDBDocumentClient; config: Config };
+  deps: { ddb: DynamoDBDocumentClient; config: Config; logger: Logger };
   headers: Headers;
   event?: unknown;
   tenantId: string;
@@ -148,8 +150,10 @@ export interface RunIdempotencyInput {
  * - holder crashed (lease passed): this request takes over and runs.
  * A response that cannot be stored (store error, over MAX_STORED_RESPONSE_BYTES compressed, fence lost) is
  * still returned; the failure is logged and the record is released or left to its lease.
- * @throws ProblemError INVALID_REQUEST (bad header), IDEMPOTENCY_KEY_IN_USE, IDEMPOTENCY_KEY_REUSED,
- *   STORE_UNAVAILABLE (the record could not be read or written); whatever `execute` throws
+ * @throws ProblemError INVALID_REQUEST (bad header), IDEMPOTENCY_KEY_IN_USE, IDEMPOTENCY_KEY_REUSED;
+ *   the store's own error when the record cannot be read or written (shared/errors.ts `toProblem` makes
+ *   an unreachable or throttled store 503 STORE_UNAVAILABLE, a request error 500 INTERNAL); whatever
+ *   `execute` throws
  */
 export async function withRunIdempotency(
   input: RunIdempotencyInput,
@@ -165,20 +169,13 @@ export async function withRunIdempotency(
   const store = input.store ?? runIdempotencyStore(input.deps);
   // Taken before execute: nothing the handler does to `body` afterwards changes the record it completes.
   const fingerprint = requestFingerprint(route, input.body);
-  let acquired: Awaited<ReturnType<IdempotencyStore["acquire"]>>;
-  try {
-    acquired = await store.acquire({
-      tenantId: input.tenantId,
-      route,
-      idempotencyKey: key,
-      fingerprint,
-      leaseExpiresAt: input.leaseExpiresAt,
-    });
-  } catch (error) {
-    throw new ProblemError("STORE_UNAVAILABLE", "The idempotency record could not be read or written.", {
-      cause: error,
-    });
-  }
+  const acquired = await store.acquire({
+    tenantId: input.tenantId,
+    route,
+    idempotencyKey: key,
+    fingerprint,
+    leaseExpiresAt: input.leaseExpiresAt,
+  });
   switch (acquired.kind) {
     case "mismatch":
       throw new ProblemError(
@@ -194,66 +191,73 @@ export async function withRunIdempotency(
     case "completed":
       return replay(acquired.response);
     case "acquired":
-      return runOwned(store, acquired.claim, () => execute(key));
+      return runOwned(store, acquired.claim, input.deps.logger, () => execute(key));
   }
 }
 
-/** Executes while holding `claim`, then stores (status < 500) or releases (5xx, unexpected throw). */
+/**
+ * Executes while holding `claim`, then stores (status < 500) or releases (5xx, unexpected throw) its
+ * response; a thrown error is stored as the response it renders (`toProblem(error).getResponse()`).
+ */
 async function runOwned(
   store: IdempotencyStore,
   claim: IdempotencyClaim,
+  logger: Logger,
   execute: () => Promise<Response>,
 ): Promise<Response> {
   let response: Response;
   try {
     response = await execute();
   } catch (error) {
-    const problem = toProblem(error);
-    if (problem.status < 500) {
-      await settle(store, claim, {
-        status: problem.status,
-        headers: { ...lowerCaseKeys(problem.headers), "content-type": PROBLEM_CONTENT_TYPE },
-        body: JSON.stringify(problem.body),
-      });
-    } else {
-      await release(store, claim, `execution threw (${problem.status})`);
-    }
+    await keepOrRelease(store, claim, logger, toProblem(error).getResponse(), "execution threw");
     throw error;
   }
-  if (response.status >= 500) {
-    await release(store, claim, `response status ${response.status}`);
-    return response;
-  }
-  const contentType = response.headers.get("content-type");
-  await settle(store, claim, {
-    status: response.status,
-    headers: contentType ? { "content-type": contentType } : {},
-    body: await response.clone().text(),
-  });
+  await keepOrRelease(store, claim, logger, response.clone(), "response");
   return response;
 }
 
-/** Completes the record; a response that cannot be stored is logged, and released when too large. */
-async function settle(
+/**
+ * Completes the record with `response` (status, headers with lower-case names, body) when its status is
+ * below 500, else releases it. A response that cannot be stored is logged, and released when too large.
+ */
+async function keepOrRelease(
   store: IdempotencyStore,
   claim: IdempotencyClaim,
-  response: StoredResponse,
+  logger: Logger,
+  response: Response,
+  what: string,
 ): Promise<void> {
+  if (response.status >= 500) {
+    await release(store, claim, logger, `${what} status ${response.status}`);
+    return;
+  }
+  const stored: StoredResponse = {
+    status: response.status,
+    headers: Object.fromEntries(response.headers),
+    body: await response.text(),
+  };
   try {
-    const result = await store.complete(claim, response);
-    if (result === "too_large") await release(store, claim, "response over MAX_STORED_RESPONSE_BYTES");
-    else if (result === "not_owner") log("WARN", "idempotency record taken over before completion", claim);
+    const result = await store.complete(claim, stored);
+    if (result === "too_large")
+      await release(store, claim, logger, "response over MAX_STORED_RESPONSE_BYTES");
+    else if (result === "not_owner")
+      logger.warn("idempotency record taken over before completion", fields(claim));
   } catch (error) {
-    log("ERROR", `idempotency record not completed: ${String(error)}`, claim);
+    logger.error("idempotency record not completed", { ...fields(claim), error: error as Error });
   }
 }
 
 /** Releases the record (owner-fenced); failures are logged, the lease then ends the claim. */
-async function release(store: IdempotencyStore, claim: IdempotencyClaim, why: string): Promise<void> {
+async function release(
+  store: IdempotencyStore,
+  claim: IdempotencyClaim,
+  logger: Logger,
+  why: string,
+): Promise<void> {
   try {
     await store.release(claim);
   } catch (error) {
-    log("ERROR", `idempotency record not released (${why}): ${String(error)}`, claim);
+    logger.error("idempotency record not released", { ...fields(claim), why, error: error as Error });
   }
 }
 
@@ -264,12 +268,7 @@ function replay(stored: StoredResponse): Response {
   });
 }
 
-function lowerCaseKeys(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
-}
-
-function log(level: "WARN" | "ERROR", message: string, claim: IdempotencyClaim): void {
-  console.error(
-    JSON.stringify({ level, message, tenantId: claim.tenantId, route: claim.route, owner: claim.owner }),
-  );
+/** The log attributes of a claim: tenant, route and the claim's owner token. */
+function fields(claim: IdempotencyClaim): Record<string, string> {
+  return { tenantId: claim.tenantId, route: claim.route, owner: claim.owner };
 }
