@@ -1,5 +1,5 @@
 /**
- * Durable runs on the local runner (issue 17): for the seed scenario, how many step checkpoints a
+ * Durable runs on the local runner: for the seed scenario, how many step checkpoints a
  * durable run writes, and the asynchronous path's wall time per cycle as a ratio to the synchronous
  * path's. Both go through the same API handler (local/durable-runner.ts) on the same DynamoDB Local and
  * model server, interleaved (sync, async, sync, async, …) so load on the machine hits both alike.

@@ -2,10 +2,13 @@ import type { LogFormatter, Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { SecretsProvider } from "@aws-lambda-powertools/parameters/secrets";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import type OpenAI from "openai";
 import type { ToolRegistry } from "./agent/dispatcher.js";
+import type { Model } from "./agent/model.js";
+import type { ToolResult } from "./agent/result.js";
+import type { RunStatus } from "./agent/types.js";
 import type { Config } from "./config.js";
 import type { DurableExecutions } from "./durable/executions.js";
+import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
 import { createDocumentClient } from "./store/dynamo.js";
@@ -14,9 +17,13 @@ import { QuoteStore } from "./store/quotes.js";
 import { RunStore } from "./store/runs.js";
 import { accountingTools } from "./tools/registry.js";
 
+/** The agent's types the run store persists (the store itself does not import the agent layer). */
+export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult };
+
 /**
  * Everything a request handler needs, built once per Lambda container and injectable in tests.
- * - `openai`: the real openai client (any OpenAI-compatible server via `config.model.baseURL`)
+ * - `model`: the chat model the loop calls: OpenAI chat completions over the real openai client (any
+ *   OpenAI-compatible server via `config.model.baseURL`), model name `config.model.name`
  * - `ddb`: DynamoDB document client; `ledger`: the invoice store; `quotes`: the tax quote store;
  *   `runs`: run records and audit steps
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
@@ -26,10 +33,10 @@ import { accountingTools } from "./tools/registry.js";
 export interface AppDeps {
   config: Config;
   ddb: DynamoDBDocumentClient;
-  openai: OpenAI;
+  model: Model;
   ledger: LedgerStore;
   quotes: QuoteStore;
-  runs: RunStore;
+  runs: RunStore<AgentRunShapes>;
   tools: ToolRegistry;
   logger: Logger;
   metrics: Metrics;
@@ -108,9 +115,10 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
       )
     : (config.model.apiKey ?? NO_API_KEY);
   const openai = createModelClient({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
+  const model = new OpenAIChatModel(openai, config.model.name);
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
-  const runs = new RunStore(ddb, config.table.name, config.runs.ttlSeconds);
+  const runs = new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds);
   const tools = accountingTools({ ledger, quotes, quoteTtlSeconds: config.quotes.ttlSeconds });
   const { logger, metrics } = createObservability(config.observability, {
     ...(options.logFormatter ? { logFormatter: options.logFormatter } : {}),
@@ -119,7 +127,7 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
   return {
     config,
     ddb,
-    openai,
+    model,
     ledger,
     quotes,
     runs,

@@ -157,6 +157,11 @@ describe("server-side failures", () => {
       const response = await invoke();
       const body = problem(response, "INTERNAL");
       expect(Object.keys(body).sort()).toEqual(["code", "detail", "status", "title", "type"]);
+      // With an Idempotency-Key the first DynamoDB request is the key's record: a request error there
+      // (no such table, a client fault) is no 503 either, as retrying cannot help.
+      const keyed = await invoke({ headers: { "idempotency-key": `k-${randomUUID()}` } });
+      problem(keyed, "INTERNAL");
+      expect(header(keyed, "retry-after")).toBeUndefined();
       expect(body.detail).toBe("The server could not complete the request.");
       expect(response.body).not.toMatch(/ResourceNotFound|Exception|missing-|table|DynamoDB|\s+at\s/i);
       expect(stack.model.requests.length).toBe(0);

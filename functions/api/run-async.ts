@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { clampRunLimits, type RunLimits } from "../../shared/agent/limits.js";
-import type { AppDeps } from "../../shared/deps.js";
+import type { AgentRunShapes, AppDeps } from "../../shared/deps.js";
 import {
   asyncRunId,
   type DurableExecutions,
@@ -85,7 +85,7 @@ export async function startAsyncRun(input: AsyncStartInput): Promise<Response> {
       };
       await deps.executions.start(executionNameFor(runId), payload);
       deps.logger.info("durable run started", { runId, deadlineAt: payload.deadlineAt });
-      const steps: RunStep[] = [];
+      const steps: RunStep<AgentRunShapes>[] = [];
       return Response.json(
         { ...run, steps },
         {
@@ -108,7 +108,7 @@ async function startOrReadRun(
   runId: string,
   prompt: string,
   limits: RunLimits,
-): Promise<RunRecord> {
+): Promise<RunRecord<AgentRunShapes>> {
   try {
     return await deps.runs.start({
       tenantId: security.tenantId,
@@ -135,10 +135,10 @@ async function startOrReadRun(
 export async function cancelRun(
   deps: AppDeps,
   security: SecurityContext,
-  found: { run: RunRecord; steps: RunStep[] },
-): Promise<{ run: RunRecord; steps: RunStep[] }> {
+  found: { run: RunRecord<AgentRunShapes>; steps: RunStep<AgentRunShapes>[] },
+): Promise<{ run: RunRecord<AgentRunShapes>; steps: RunStep<AgentRunShapes>[] }> {
   const { runId } = found.run;
-  const notRunning = (run: RunRecord) =>
+  const notRunning = (run: RunRecord<AgentRunShapes>) =>
     new ProblemError("RUN_NOT_RUNNING", `The run ${runId} is not running (its status is ${run.status}).`, {
       extensions: { runId, runStatus: run.status },
     });

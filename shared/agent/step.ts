@@ -9,5 +9,5 @@
  */
 export type StepRunner = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
 
-/** The default {@link StepRunner}: calls `fn` and returns its result (no checkpoint, no replay). */
+/** The default {@link StepRunner}: calls `fn` and returns its result (no checkpoint). */
 export const runInline: StepRunner = (_name, fn) => fn();

@@ -1,4 +1,3 @@
-import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
 import type { z } from "zod";
 import type { SecurityContext } from "../identity.js";
 import { type StrictToolSchema, toStrictToolSchema } from "./strict-schema.js";
@@ -25,13 +24,18 @@ export interface ToolContext {
 }
 
 /**
- * A tool, declared once. Its OpenAI function definition (strict mode) is derived from `inputSchema`
- * by {@link toOpenAITool}; nothing about its arguments is written twice.
+ * A tool, declared once. The function definition offered to the model (strict mode) is derived from
+ * `inputSchema` (shared/agent/model-step.ts `modelTool`, sent by the model adapter); nothing about its
+ * arguments is written twice.
  * - `requiredPermission`: checked against the caller's security context before the input is parsed
  * - `isMutating`: the dispatcher gives mutating tools an idempotency key
  * - `handler`: returns JSON-serializable data, or throws {@link ToolBusinessError} for a business rule
  * - `timeoutMs`: optional upper bound of one call in ms. A call is not started when the run has less time
  *   left than this, and is aborted (fatal_error TOOL_TIMEOUT) when it takes longer.
+ *
+ * `handler` is declared as a method so a `ToolDefinition<S>` is a `ToolDefinition` (TypeScript checks
+ * method parameters bivariantly): a registry holds tools of different schemas without a cast, and the
+ * dispatcher only ever calls a handler with the output of that same tool's `inputSchema`.
  */
 export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   name: string;
@@ -40,7 +44,7 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   isMutating: boolean;
   requiredPermission: string | undefined;
   timeoutMs?: number;
-  handler: (input: z.output<S>, security: SecurityContext, context: ToolContext) => Promise<unknown>;
+  handler(input: z.output<S>, security: SecurityContext, context: ToolContext): Promise<unknown>;
 }
 
 /**
@@ -87,7 +91,7 @@ export function defineTool<S extends z.ZodObject>(definition: ToolDefinition<S>)
       `Tool "${definition.name}": timeoutMs must be a positive integer (ms), got ${String(definition.timeoutMs)}.`,
     );
   }
-  strictSchemaOf(definition as unknown as ToolDefinition);
+  strictSchemaOf(definition);
   return definition;
 }
 
@@ -113,20 +117,4 @@ export function strictSchemaOf(definition: ToolDefinition): StrictToolSchema {
     strictSchemas.set(definition, strict);
   }
   return strict;
-}
-
-/**
- * The OpenAI chat-completions function tool (`strict: true`) derived from the tool's zod schema.
- * @throws ToolDefinitionError as {@link strictSchemaOf}
- */
-export function toOpenAITool(definition: ToolDefinition): ChatCompletionFunctionTool {
-  return {
-    type: "function",
-    function: {
-      name: definition.name,
-      description: definition.description,
-      parameters: strictSchemaOf(definition).parameters,
-      strict: true,
-    },
-  };
 }

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { sha256Hex } from "../agent/idempotency-key.js";
 import type { RunLimits } from "../agent/limits.js";
+import { sha256Hex } from "../hash.js";
 import type { SecurityContext } from "../identity.js";
 
 /**
@@ -68,7 +68,7 @@ export interface ExecutionDescription {
 /**
  * The port through which the API starts, stops and reads durable runs; the AWS implementation is
  * shared/durable/lambda-executions.ts, the local one (tests, `npm run dev`, `npm start -- --async`) is
- * local/durable-executions.ts. Issue 18 (approvals) adds the callback here.
+ * local/durable-executions.ts. Approvals will add a callback (SendDurableExecutionCallback*) here.
  * - `start(name, payload)`: starts the execution `name` with `payload`; starting a name again with the
  *   same payload starts nothing (Lambda treats a repeated name as the same execution)
  * - `stop(name)`: stops a running execution: "stopped", or "not_running" when it has already ended

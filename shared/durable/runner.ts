@@ -105,7 +105,7 @@ export const STEP_RETRY = (() => {
  * A stop ends the run `cancelled` without writing anything. Any other failure (a step still throwing
  * after {@link STEP_RETRY}) marks the run `failed` in the `run:fail` step and fails the execution, which
  * the stack's failed-executions alarm reports.
- * @param deps the dependencies (config, openai, tools, runs, logger, metrics), built once per container;
+ * @param deps the dependencies (config, model, tools, runs, logger, metrics), built once per container;
  *   a factory is called on the first invocation
  */
 export function createDurableRunHandler(
@@ -165,8 +165,7 @@ async function durableRun(
   let outcome: RunOutcome;
   try {
     outcome = await runAgent({
-      client: deps.openai,
-      model: deps.config.model.name,
+      model: deps.model,
       tools: deps.tools,
       security,
       prompt: payload.prompt,

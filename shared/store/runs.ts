@@ -1,22 +1,39 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
-import {
-  type DynamoDBDocumentClient,
-  PutCommand,
-  QueryCommand,
-  type QueryCommandOutput,
-  UpdateCommand,
-} from "@aws-sdk/lib-dynamodb";
-import { sha256Hex } from "../agent/idempotency-key.js";
-import type { CycleRecord, RunStatus, RunUsage } from "../agent/loop.js";
-import type { ToolResult } from "../agent/result.js";
+import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { sha256Hex } from "../hash.js";
 import { keys } from "./keys.js";
+import { queryTenant } from "./query.js";
+import { ITEM_ABSENT, ITEM_PRESENT, splitItem, tableItem, tableKey } from "./table.js";
+
+/**
+ * What the run store persists of the agent's types, as type parameters bound once where the store is
+ * created (shared/deps.ts), so the store does not import the agent layer:
+ * - `status`: the loop's terminal statuses (`RunStatus`)
+ * - `toolResult`: the tool result envelope of one call (`ToolResult`); only its `data` is read, to drop
+ *   it from a step over the size cap
+ */
+export interface RunShapes {
+  status: string;
+  toolResult: { data: unknown };
+}
+
+/** Token usage of a run or a cycle, as the agent counts it (`RunUsage`) and the store keeps it. */
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
 
 /**
  * Where a run is: `running` from the first write until the outcome is stored; then the loop's terminal
- * {@link RunStatus}; `failed` when the server itself failed mid-run (an unexpected error, not a model
- * or tool failure); `cancelled` when a durable run was stopped (`POST /v1/runs/{runId}/cancel`).
+ * status; `failed` when the server itself failed mid-run (an unexpected error, not a model or tool
+ * failure); `cancelled` when a durable run was stopped (`POST /v1/runs/{runId}/cancel`).
  */
-export type RunRecordStatus = "running" | "failed" | "cancelled" | RunStatus;
+export type RunRecordStatus<S extends RunShapes = RunShapes> =
+  | "running"
+  | "failed"
+  | "cancelled"
+  | S["status"];
 
 /**
  * The stored run (one item, sort key `RUN#<runId>`), written at start and updated as cycles complete
@@ -27,11 +44,11 @@ export type RunRecordStatus = "running" | "failed" | "cancelled" | RunStatus;
  * - `usage`: tokens summed over recorded cycles while running, the run's total once finished
  * - `expiresAt`: when DynamoDB TTL may delete the record (ISO 8601; the item's `ttl` in epoch seconds)
  */
-export interface RunRecord {
+export interface RunRecord<S extends RunShapes = RunShapes> {
   runId: string;
   tenantId: string;
   userId: string;
-  status: RunRecordStatus;
+  status: RunRecordStatus<S>;
   prompt: { chars: number; sha256: string };
   limits: { maxCycles: number; timeoutMs: number };
   startedAt: string;
@@ -41,7 +58,7 @@ export interface RunRecord {
   cycles: number | null;
   answer: string | null;
   reason: string | null;
-  usage: RunUsage;
+  usage: TokenUsage;
   durationMs: number | null;
   expiresAt: string;
 }
@@ -51,12 +68,12 @@ export interface RunRecord {
  * `argumentsTruncated` saying so) and the backend's tool result (status, data or error, latency,
  * idempotency key).
  */
-export interface RunStepToolCall {
+export interface RunStepToolCall<S extends RunShapes = RunShapes> {
   id: string;
   name: string;
   arguments: string;
   argumentsTruncated: boolean;
-  result: ToolResult;
+  result: S["toolResult"];
 }
 
 /**
@@ -64,23 +81,37 @@ export interface RunStepToolCall {
  * - `request`: a summary of the model request (message count, tools offered), never the prompt text
  * - `modelLatencyMs`: wall time of the model call in ms; `usage`: this cycle's tokens
  */
-export interface RunStep {
+export interface RunStep<S extends RunShapes = RunShapes> {
   cycle: number;
   recordedAt: string;
-  request: CycleRecord["request"];
+  request: CycleInput<S>["request"];
   finishReason: string | null;
   modelLatencyMs: number;
-  usage: RunUsage;
-  toolCalls: RunStepToolCall[];
+  usage: TokenUsage;
+  toolCalls: RunStepToolCall<S>[];
+}
+
+/**
+ * What the store needs of one loop cycle to write its audit step (the agent's `CycleRecord` is one):
+ * the cycle number (from 1), the request summary, the finish reason, the model call's latency (ms), the
+ * cycle's tokens, and each tool call's id, name, raw arguments and result.
+ */
+export interface CycleInput<S extends RunShapes = RunShapes> {
+  cycle: number;
+  request: { messageCount: number; toolsOffered: string[] };
+  finishReason: string | null;
+  modelLatencyMs: number;
+  usage: TokenUsage;
+  toolCalls: ReadonlyArray<{ id: string; name: string; arguments: string; result: S["toolResult"] }>;
 }
 
 /** The outcome fields written when a run ends. */
-export interface RunFinish {
-  status: RunStatus;
+export interface RunFinish<S extends RunShapes = RunShapes> {
+  status: S["status"];
   cycles: number;
   answer: string | null;
   reason: string | null;
-  usage: RunUsage;
+  usage: TokenUsage;
   durationMs: number;
 }
 
@@ -89,14 +120,15 @@ export const MAX_ARGUMENT_CHARS = 8_192;
 /** A step whose JSON exceeds this many bytes drops tool result `data` (DynamoDB items are ≤ 400 KB). */
 const MAX_STEP_BYTES = 300_000;
 
-const ZERO_USAGE: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+const ZERO_USAGE: TokenUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 
 /**
  * Run records and their audit steps, tenant-scoped (`TENANT#<tenantId>`), each item with a `ttl`
  * (epoch seconds) of `ttlSeconds` after it was written (config RUN_TTL_SECONDS). Every write is a single
  * conditional item write, so a run killed mid-way keeps the record and steps written so far.
+ * `S` binds the agent's status and tool result types (see {@link RunShapes}).
  */
-export class RunStore {
+export class RunStore<S extends RunShapes = RunShapes> {
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
@@ -118,9 +150,9 @@ export class RunStore {
       limits: RunRecord["limits"];
     },
     now: Date = new Date(),
-  ): Promise<RunRecord> {
-    const ttl = this.ttlFrom(now);
-    const record: RunRecord = {
+  ): Promise<RunRecord<S>> {
+    const expiresAtSeconds = this.expiryFrom(now);
+    const record: RunRecord<S> = {
       runId: input.runId,
       tenantId: input.tenantId,
       userId: input.userId,
@@ -136,13 +168,13 @@ export class RunStore {
       reason: null,
       usage: ZERO_USAGE,
       durationMs: null,
-      expiresAt: new Date(ttl * 1000).toISOString(),
+      expiresAt: new Date(expiresAtSeconds * 1000).toISOString(),
     };
     await this.client.send(
       new PutCommand({
         TableName: this.tableName,
-        Item: { pk: keys.tenant(input.tenantId), sk: keys.run(input.runId), type: "run", ttl, ...record },
-        ConditionExpression: "attribute_not_exists(pk)",
+        Item: tableItem(tableKey(input.tenantId, keys.run(input.runId)), "run", record, expiresAtSeconds),
+        ConditionExpression: ITEM_ABSENT,
       }),
     );
     return record;
@@ -158,23 +190,21 @@ export class RunStore {
   async appendStep(
     tenantId: string,
     runId: string,
-    record: CycleRecord,
-    usageSoFar: RunUsage,
+    record: CycleInput<S>,
+    usageSoFar: TokenUsage,
     now: Date = new Date(),
-  ): Promise<RunStep> {
+  ): Promise<RunStep<S>> {
     const step = toStep(record, now);
     await this.client.send(
       new PutCommand({
         TableName: this.tableName,
-        Item: {
-          pk: keys.tenant(tenantId),
-          sk: keys.runStep(runId, record.cycle),
-          type: "run_step",
-          runId,
-          ttl: this.ttlFrom(now),
-          ...step,
-        },
-        ConditionExpression: "attribute_not_exists(pk)",
+        Item: tableItem(
+          tableKey(tenantId, keys.runStep(runId, record.cycle)),
+          "run_step",
+          { runId, ...step },
+          this.expiryFrom(now),
+        ),
+        ConditionExpression: ITEM_ABSENT,
       }),
     );
     await this.updateIfRunning(tenantId, runId, {
@@ -193,7 +223,7 @@ export class RunStore {
   async finish(
     tenantId: string,
     runId: string,
-    outcome: RunFinish,
+    outcome: RunFinish<S>,
     now: Date = new Date(),
   ): Promise<boolean> {
     return this.updateIfRunning(tenantId, runId, {
@@ -241,36 +271,27 @@ export class RunStore {
     runId: string,
     signal?: AbortSignal,
     now: Date = new Date(),
-  ): Promise<{ run: RunRecord; steps: RunStep[] } | undefined> {
-    const items: Record<string, unknown>[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page: QueryCommandOutput = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-          ExpressionAttributeValues: { ":pk": keys.tenant(tenantId), ":prefix": keys.run(runId) },
-          ExclusiveStartKey: startKey,
-          ConsistentRead: true,
-        }),
-        { abortSignal: signal },
-      );
-      items.push(...(page.Items ?? []));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+  ): Promise<{ run: RunRecord<S>; steps: RunStep<S>[] } | undefined> {
+    const { items } = await queryTenant(this.client, this.tableName, {
+      tenantId,
+      prefix: keys.run(runId),
+      ...(signal ? { signal } : {}),
+    });
     const nowSeconds = Math.floor(now.getTime() / 1000);
-    const live = items.filter((item) => item.runId === runId && Number(item.ttl) > nowSeconds);
+    const live = items
+      .map(splitItem)
+      .filter((item) => item.attributes.runId === runId && Number(item.expiresAtSeconds) > nowSeconds);
     const runItem = live.find((item) => item.type === "run");
     if (!runItem) return undefined;
     const steps = live
       .filter((item) => item.type === "run_step")
-      .map((item) => strip(item) as unknown as RunStep & { runId?: string })
-      .map(({ runId: _runId, ...step }) => step as RunStep)
+      .map(({ attributes: { runId: _runId, ...step } }) => step as unknown as RunStep<S>)
       .sort((a, b) => a.cycle - b.cycle);
-    return { run: strip(runItem) as unknown as RunRecord, steps };
+    return { run: runItem.attributes as unknown as RunRecord<S>, steps };
   }
 
-  private ttlFrom(now: Date): number {
+  /** The TTL of an item written at `now`: epoch seconds, `ttlSeconds` later. */
+  private expiryFrom(now: Date): number {
     return Math.floor(now.getTime() / 1000) + this.ttlSeconds;
   }
 
@@ -290,9 +311,9 @@ export class RunStore {
       await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: { pk: keys.tenant(tenantId), sk: keys.run(runId) },
+          Key: tableKey(tenantId, keys.run(runId)),
           UpdateExpression: `SET ${entries.map((_, i) => `#f${i} = :f${i}`).join(", ")}`,
-          ConditionExpression: "attribute_exists(pk) AND #status = :running",
+          ConditionExpression: `${ITEM_PRESENT} AND #status = :running`,
           ExpressionAttributeNames: { ...names, "#status": "status" },
           ExpressionAttributeValues: { ...values, ":running": "running" },
         }),
@@ -306,8 +327,8 @@ export class RunStore {
 }
 
 /** Turns a loop cycle record into an audit step, bounding its size. */
-function toStep(record: CycleRecord, now: Date): RunStep {
-  const step: RunStep = {
+function toStep<S extends RunShapes>(record: CycleInput<S>, now: Date): RunStep<S> {
+  const step: RunStep<S> = {
     cycle: record.cycle,
     recordedAt: now.toISOString(),
     request: record.request,
@@ -328,10 +349,4 @@ function toStep(record: CycleRecord, now: Date): RunStep {
     }
   }
   return step;
-}
-
-/** Removes table attributes (pk, sk, type, ttl) from a stored item. */
-function strip(item: Record<string, unknown>): Record<string, unknown> {
-  const { pk: _pk, sk: _sk, type: _type, ttl: _ttl, ...rest } = item;
-  return rest;
 }
