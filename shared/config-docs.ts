@@ -86,7 +86,7 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     group: "Limits of a run",
     unit: "ms",
     description:
-      "Cap on a run's wall time; the default stays below API Gateway's 29 s integration timeout. A request's `timeoutMs` can lower it, never raise it.",
+      "Cap on a run's wall time; the default (25 s) stays below the function's 29 s timeout, itself below API Gateway HTTP API's 30 s maximum integration timeout. A request's `timeoutMs` can lower it, never raise it.",
   },
   DEADLINE_RESERVE_MS: {
     group: "Limits of a run",
