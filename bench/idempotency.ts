@@ -30,7 +30,7 @@ import { startModelServer } from "../local/model-server.js";
 import { loadConfig } from "../shared/config.js";
 import { createDeps } from "../shared/deps.js";
 import { keys } from "../shared/store/keys.js";
-import { invoiceIdFor, LedgerStore, type NewInvoice } from "../shared/store/ledger.js";
+import { invoiceIdForQuote, LedgerStore, type NewInvoice } from "../shared/store/ledger.js";
 import { ensureTable } from "../shared/store/table.js";
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
@@ -274,7 +274,7 @@ export async function benchIdempotency(dynamo: {
   });
   const lambdaContext = createLambdaContext(29_000, "bench-powertools");
   const putInvoice = async (item: NewInvoice & { idempotencyKey: string }) => {
-    const invoiceId = invoiceIdFor(item.idempotencyKey);
+    const invoiceId = invoiceIdForQuote(item.quoteId);
     await ddb.send(
       new PutCommand({
         TableName: TABLE,

@@ -28,6 +28,7 @@ export const RUN_STATUSES = [
   "model_refused",
   "model_output_truncated",
   "model_error",
+  "context_length_exceeded",
 ] as const;
 type MissingRunStatus = Exclude<RunStatus, (typeof RUN_STATUSES)[number]>;
 const everyRunStatusListed: [MissingRunStatus] extends [never] ? true : MissingRunStatus = true;
@@ -90,6 +91,22 @@ export const RunStatusSchema = z.enum(RUN_STATUSES).openapi("RunStatus");
 
 // ---------------------------------------------------------------- runs
 
+/** A run id as the API issues it (`run_` and a UUID) or accepts it in a path or body. */
+const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
+
+/** The earlier conversation a run carried (`HistorySummary` in shared/store/runs.ts); null without one. */
+export const HistorySummarySchema = z
+  .object({
+    messages: z.number().int().nonnegative(),
+    estimatedTokens: z.number().int().nonnegative(),
+    droppedMessages: z.number().int().nonnegative(),
+  })
+  .nullable()
+  .openapi("HistorySummary", {
+    description:
+      "The earlier conversation sent with the run (previousRunId): messages, their estimated tokens, and the messages left out to stay within HISTORY_MAX_TOKENS. Null for a new conversation.",
+  });
+
 /** Body of `POST /v1/runs`: prompt and optional limits that only tighten the server caps. */
 export const CreateRunBody = z
   .object({
@@ -110,6 +127,11 @@ export const CreateRunBody = z
       description:
         "Cap on this run's wall time in ms. Only tightens the server's cap (RUN_TIMEOUT_MS): larger values are clamped to it.",
     }),
+    previousRunId: RunId.optional().openapi({
+      description:
+        "Continue the conversation of this earlier run of the same user: the run starts from its transcript (cut to HISTORY_MAX_TOKENS), then this prompt. See docs/conversations.md.",
+      example: "run_0b6f0e53-8f0c-4a6e-9f33-3c1f0d6b5e21",
+    }),
   })
   .strict()
   .openapi("CreateRunRequest");
@@ -125,6 +147,8 @@ export const RunResponseSchema = z
     toolResults: z.array(ToolResultSchema),
     usage: UsageSchema,
     durationMs: z.number().int().nonnegative(),
+    previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
+    history: HistorySummarySchema,
   })
   .openapi("RunResponse", { description: "The run's terminal outcome (every terminal status is a 200)." });
 
@@ -170,6 +194,8 @@ export const RunRecordSchema = z
     usage: UsageSchema,
     durationMs: z.number().int().nullable(),
     expiresAt: z.string(),
+    previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
+    history: HistorySummarySchema,
     steps: z.array(RunStepSchema),
   })
   .openapi("RunRecord", {
@@ -178,10 +204,10 @@ export const RunRecordSchema = z
 
 /** Path parameters of `GET /v1/runs/{runId}`. */
 export const RunIdParam = z.object({
-  runId: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,128}$/)
-    .openapi({ param: { name: "runId", in: "path" }, example: "run_0b6f0e53-8f0c-4a6e-9f33-3c1f0d6b5e21" }),
+  runId: RunId.openapi({
+    param: { name: "runId", in: "path" },
+    example: "run_0b6f0e53-8f0c-4a6e-9f33-3c1f0d6b5e21",
+  }),
 });
 
 // ---------------------------------------------------------------- invoices
@@ -287,10 +313,17 @@ export const createRunRoute = createRoute({
     400: problem(
       "INVALID_REQUEST: the body is not valid JSON or fails the schema (`errors` has field paths).",
     ),
-    409: problem("IDEMPOTENCY_KEY_IN_USE: a run with this Idempotency-Key is still in progress."),
+    404: problem(
+      "NOT_FOUND: `previousRunId` names no run of this user (another tenant's or user's run looks the same), or one whose records expired (RUN_TTL_SECONDS; the detail says so).",
+    ),
+    409: problem(
+      "IDEMPOTENCY_KEY_IN_USE: a run with this Idempotency-Key is still in progress. PREVIOUS_RUN_IN_PROGRESS: the run `previousRunId` names has not finished (`Retry-After`). PREVIOUS_RUN_NOT_CONTINUABLE: it ended without a transcript (the server failed mid-run, or it stopped without recording an outcome).",
+    ),
     413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
-    422: problem("IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used with a different body."),
+    422: problem(
+      "IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used with a different body. CONTEXT_LENGTH_EXCEEDED: the model's context window could not hold the request; `history` and `contextLength` give the sizes, `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run.",
+    ),
     502: problem(
       "MODEL_UNAVAILABLE: the model provider kept failing after retries; `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run.",
     ),

@@ -8,8 +8,10 @@ import type {
   ChatCompletionMessageParam,
 } from "openai/resources/chat/completions";
 import type { SecurityContext } from "../identity.js";
+import { type ContextLengthDetails, contextLengthStop } from "./context-length.js";
 import { type Deadline, raceAbort } from "./deadline.js";
 import { dispatchToolCall, notStartedResult, type ToolCallRequest, type ToolRegistry } from "./dispatcher.js";
+import type { HistoryMessage } from "./history.js";
 import { canonicalJson } from "./idempotency-key.js";
 import type { RunLimits } from "./limits.js";
 import { capToolResult, type ToolResult } from "./result.js";
@@ -25,7 +27,8 @@ export type RunStatus =
   | "loop_detected"
   | "model_refused"
   | "model_output_truncated"
-  | "model_error";
+  | "model_error"
+  | "context_length_exceeded";
 
 /** Token usage summed over every model call of a run (from the provider's `usage`). */
 export interface RunUsage {
@@ -44,6 +47,8 @@ export interface RunUsage {
  * - `deadline` (deadline_exceeded): the phase the deadline hit and the deadline (epoch ms)
  * - `finishReason` (model_output_truncated): "length" or "content_filter"
  * - `summarized` (max_cycles_exceeded): whether the tool-less summary call produced `answer`
+ * - `contextLength` (context_length_exceeded): the provider's refusal and the size of the history and
+ *   request it refused, see {@link ContextLengthDetails}
  */
 export interface RunOutcomeDetails {
   budget?: { name: "maxTotalTokens" | "maxToolCallsPerRun"; limit: number; used: number };
@@ -53,6 +58,7 @@ export interface RunOutcomeDetails {
   deadline?: { phase: "before_model_call" | "model_call" | "tool_calls"; deadlineAt: number };
   finishReason?: string;
   summarized?: boolean;
+  contextLength?: ContextLengthDetails;
 }
 
 /**
@@ -114,6 +120,8 @@ export interface RunHooks {
  * - `limits`: the run's bounds (`clampRunLimits(config.limits, request)`); `limits.maxCycles` caps model calls
  * - `deadline`: the run's single deadline; its signal reaches every model and tool call. Build it from
  *   `Deadline.budgetMs(limits.runTimeoutMs, lambdaRemainingMs, config.limits.deadlineReserveMs)`.
+ * - `history`: an earlier conversation to continue (shared/conversation.ts loads and trims it), sent
+ *   between the system prompt and `prompt`; never holds a system message
  */
 export interface RunInput {
   client: OpenAI;
@@ -126,6 +134,7 @@ export interface RunInput {
   limits: RunLimits;
   deadline: Deadline;
   systemPrompt?: string;
+  history?: HistoryMessage[];
   hooks?: RunHooks;
 }
 
@@ -142,7 +151,8 @@ export const DEFAULT_SYSTEM_PROMPT = [
  * failures: every run ends as a {@link RunOutcome}. Each tool_call id gets exactly one tool message, in
  * call order. Checks, in this order:
  * - before each model call: cycle limit, deadline, token budget
- * - after it: transport failure (model_error / deadline_exceeded), refusal (model_refused), finish_reason
+ * - after it: transport failure (model_error / deadline_exceeded; a context-window refusal is
+ *   context_length_exceeded), refusal (model_refused), finish_reason
  *   length or content_filter (model_output_truncated; nothing is dispatched), no tool calls (completed)
  * - after the turn's tool calls settle: permission_denied, deadline_exceeded, budget_exceeded (tokens or
  *   tool calls per run), loop_detected
@@ -290,6 +300,7 @@ class RunState {
   constructor(private readonly input: RunInput) {
     this.messages = [
       { role: "system", content: input.systemPrompt ?? DEFAULT_SYSTEM_PROMPT },
+      ...(input.history ?? []),
       { role: "user", content: input.prompt },
     ];
   }
@@ -570,6 +581,12 @@ class ModelCaller {
         }
         return failed("deadline_exceeded", "The deadline passed during a model call.", {
           deadline: { phase: "model_call", deadlineAt: deadline.at },
+        });
+      }
+      const contextLength = contextLengthStop(error, messages, this.input.history ?? []);
+      if (contextLength) {
+        return failed("context_length_exceeded", contextLength.reason, {
+          contextLength: contextLength.details,
         });
       }
       const status = error instanceof APIError ? (error.status ?? null) : null;

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { gunzipSync, gzipSync } from "node:zlib";
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { decodeText, encodeText } from "./compressed.js";
 import { conditionalPut, type StoredItem } from "./conditional.js";
 import { keys } from "./keys.js";
 
@@ -292,23 +292,17 @@ function retryAfter(leaseExpiresAt: number, now: number): number {
 
 /** The stored form of a response, or undefined when it is over the cap even compressed. */
 function encodeResponse(response: StoredResponse): StoredItem | undefined {
-  const bytes = Buffer.byteLength(response.body, "utf8");
-  const base = { status: response.status, headers: response.headers };
-  if (bytes <= COMPRESS_RESPONSE_ABOVE_BYTES) return { ...base, encoding: "identity", body: response.body };
-  const compressed = gzipSync(Buffer.from(response.body, "utf8"));
-  if (compressed.byteLength > MAX_STORED_RESPONSE_BYTES) return undefined;
-  return { ...base, encoding: "gzip", body: new Uint8Array(compressed) };
+  const encoded = encodeText(response.body, {
+    compressAboveBytes: COMPRESS_RESPONSE_ABOVE_BYTES,
+    maxBytes: MAX_STORED_RESPONSE_BYTES,
+  });
+  return encoded && { status: response.status, headers: response.headers, ...encoded };
 }
 
 function decodeResponse(stored: unknown): StoredResponse | undefined {
   if (!stored || typeof stored !== "object") return undefined;
-  const { status, headers, encoding, body } = stored as Record<string, unknown>;
-  const text =
-    encoding === "gzip" && body instanceof Uint8Array
-      ? gunzipSync(body).toString("utf8")
-      : typeof body === "string"
-        ? body
-        : undefined;
+  const { status, headers } = stored as Record<string, unknown>;
+  const text = decodeText(stored);
   if (typeof status !== "number" || text === undefined) return undefined;
   return { status, headers: (headers ?? {}) as Record<string, string>, body: text };
 }

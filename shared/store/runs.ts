@@ -1,14 +1,18 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import {
   type DynamoDBDocumentClient,
+  GetCommand,
   PutCommand,
   QueryCommand,
   type QueryCommandOutput,
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
+import { estimateTokens, type HistoryMessage, trimHistory } from "../agent/history.js";
 import { sha256Hex } from "../agent/idempotency-key.js";
 import type { CycleRecord, RunStatus, RunUsage } from "../agent/loop.js";
 import type { ToolResult } from "../agent/result.js";
+import { decodeText, type EncodedText, encodeText } from "./compressed.js";
+import { COMPRESS_RESPONSE_ABOVE_BYTES } from "./idempotency.js";
 import { keys } from "./keys.js";
 
 /**
@@ -26,6 +30,10 @@ export type RunRecordStatus = "running" | "failed" | RunStatus;
  * - `cyclesRecorded`: audit steps written so far (how far a killed run got)
  * - `usage`: tokens summed over recorded cycles while running, the run's total once finished
  * - `expiresAt`: when DynamoDB TTL may delete the record (ISO 8601; the item's `ttl` in epoch seconds)
+ * - `previousRunId`: the run this one continues (issue 19), null for a new conversation
+ * - `history`: the earlier conversation it carried, see {@link HistorySummary}; null without one
+ * The transcript a finished run stores for its continuations is an internal attribute of the same item
+ * (never returned here, never logged), see {@link RunStore.readContinuation}.
  */
 export interface RunRecord {
   runId: string;
@@ -44,7 +52,49 @@ export interface RunRecord {
   usage: RunUsage;
   durationMs: number | null;
   expiresAt: string;
+  previousRunId: string | null;
+  history: HistorySummary | null;
 }
+
+/**
+ * The size of the earlier conversation a run carried: `messages` sent, their `estimatedTokens`
+ * (shared/agent/history.ts estimate) and `droppedMessages`, the previous transcript's messages left out
+ * to stay within HISTORY_MAX_TOKENS and the run's token budget (plus any its run dropped when storing it).
+ */
+export interface HistorySummary {
+  messages: number;
+  estimatedTokens: number;
+  droppedMessages: number;
+}
+
+/**
+ * A stored transcript is gzip-compressed above this many UTF-8 bytes of JSON: the same rule and
+ * threshold as stored Idempotency-Key responses ({@link COMPRESS_RESPONSE_ABOVE_BYTES}), one encoding
+ * (shared/store/compressed.ts).
+ */
+export const COMPRESS_TRANSCRIPT_ABOVE_BYTES = COMPRESS_RESPONSE_ABOVE_BYTES;
+
+/**
+ * Cap on a stored transcript in bytes after compression. It shares the run record's item with the
+ * answer and the outcome; DynamoDB items are limited to 400 KB, and 300 000 bytes leaves room for an
+ * answer as long as a model writes in one response. A transcript over the cap is stored without its
+ * oldest whole turns (the same cut as {@link trimHistory}) until it fits; `transcriptDroppedMessages`
+ * counts what was left out, and the continuing run reports it in its `history.droppedMessages`.
+ */
+export const MAX_STORED_TRANSCRIPT_BYTES = 300_000;
+
+/**
+ * What {@link RunStore.readContinuation} found under a run id of a tenant:
+ * - `missing`: no such run (or DynamoDB has deleted it)
+ * - `expired`: the record is past its `ttl` but not yet deleted by DynamoDB TTL (treated as gone)
+ * - `found`: the live record; `transcript` is the stored transcript as parsed JSON (unvalidated, the
+ *   caller checks its shape), undefined when none was stored (a run still running, failed, or finished
+ *   before transcripts were kept); `transcriptDroppedMessages` what was cut to store it
+ */
+export type ContinuationRead =
+  | { kind: "missing" }
+  | { kind: "expired"; run: RunRecord }
+  | { kind: "found"; run: RunRecord; transcript: unknown; transcriptDroppedMessages: number };
 
 /**
  * One tool call in an audit step: the model's raw arguments (cut to {@link MAX_ARGUMENT_CHARS}, with
@@ -74,7 +124,10 @@ export interface RunStep {
   toolCalls: RunStepToolCall[];
 }
 
-/** The outcome fields written when a run ends. */
+/**
+ * The outcome fields written when a run ends. `transcript`: the run's conversation for later runs to
+ * continue (shared/agent/history.ts `transcriptOf`), stored encoded with the outcome in the same write.
+ */
 export interface RunFinish {
   status: RunStatus;
   cycles: number;
@@ -82,6 +135,7 @@ export interface RunFinish {
   reason: string | null;
   usage: RunUsage;
   durationMs: number;
+  transcript?: HistoryMessage[];
 }
 
 /** Raw tool-call arguments longer than this (characters) are cut in the audit step. */
@@ -116,6 +170,8 @@ export class RunStore {
       userId: string;
       prompt: string;
       limits: RunRecord["limits"];
+      previousRunId?: string | undefined;
+      history?: HistorySummary | undefined;
     },
     now: Date = new Date(),
   ): Promise<RunRecord> {
@@ -137,6 +193,8 @@ export class RunStore {
       usage: ZERO_USAGE,
       durationMs: null,
       expiresAt: new Date(ttl * 1000).toISOString(),
+      previousRunId: input.previousRunId ?? null,
+      history: input.history ?? null,
     };
     await this.client.send(
       new PutCommand({
@@ -186,7 +244,9 @@ export class RunStore {
   }
 
   /**
-   * Stores a run's outcome (only while the record is `running`, so an outcome is written once).
+   * Stores a run's outcome (only while the record is `running`, so an outcome is written once), with its
+   * transcript when given (see {@link transcriptAttributes}): one write, so a finished run always has
+   * the transcript its continuations need.
    * @returns false when the record was not `running` (already finished, or missing)
    * @throws the SDK's error for anything but the failed condition
    */
@@ -196,11 +256,46 @@ export class RunStore {
     outcome: RunFinish,
     now: Date = new Date(),
   ): Promise<boolean> {
+    const { transcript, ...fields } = outcome;
     return this.updateIfRunning(tenantId, runId, {
-      ...outcome,
+      ...fields,
+      ...(transcript ? transcriptAttributes(transcript) : {}),
       finishedAt: now.toISOString(),
       updatedAt: now.toISOString(),
     });
+  }
+
+  /**
+   * Reads a run record with its stored transcript, for a run that continues it (consistent GetItem of
+   * the record alone, not its steps). The caller checks the owner before it says anything about the
+   * run: `expired` and `found` are for the tenant's run whoever started it.
+   * @returns see {@link ContinuationRead}
+   * @throws the SDK's error when the store cannot be read; Error when a stored transcript is corrupt
+   */
+  async readContinuation(
+    tenantId: string,
+    runId: string,
+    now: Date = new Date(),
+    signal?: AbortSignal,
+  ): Promise<ContinuationRead> {
+    const { Item: item } = await this.client.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: keys.tenant(tenantId), sk: keys.run(runId) },
+        ConsistentRead: true,
+      }),
+      { abortSignal: signal },
+    );
+    if (item?.type !== "run") return { kind: "missing" };
+    const run = toRunRecord(item);
+    if (Number(item.ttl) <= Math.floor(now.getTime() / 1000)) return { kind: "expired", run };
+    const text = item.transcript === undefined ? undefined : decodeText(item.transcript);
+    return {
+      kind: "found",
+      run,
+      transcript: text === undefined ? undefined : (JSON.parse(text) as unknown),
+      transcriptDroppedMessages: Number(item.transcriptDroppedMessages ?? 0),
+    };
   }
 
   /**
@@ -253,7 +348,7 @@ export class RunStore {
       .map((item) => strip(item) as unknown as RunStep & { runId?: string })
       .map(({ runId: _runId, ...step }) => step as RunStep)
       .sort((a, b) => a.cycle - b.cycle);
-    return { run: strip(runItem) as unknown as RunRecord, steps };
+    return { run: toRunRecord(runItem), steps };
   }
 
   private ttlFrom(now: Date): number {
@@ -314,6 +409,36 @@ function toStep(record: CycleRecord, now: Date): RunStep {
     }
   }
   return step;
+}
+
+/**
+ * The stored attributes of a transcript: its JSON encoded by shared/store/compressed.ts (gzip above
+ * {@link COMPRESS_TRANSCRIPT_ABOVE_BYTES}). Over {@link MAX_STORED_TRANSCRIPT_BYTES} even compressed,
+ * the oldest whole turns are dropped (halving the token cap of {@link trimHistory} each time) until it
+ * fits; in the end an empty transcript always does.
+ */
+function transcriptAttributes(transcript: HistoryMessage[]): {
+  transcript: EncodedText;
+  transcriptDroppedMessages: number;
+} {
+  const limits = {
+    compressAboveBytes: COMPRESS_TRANSCRIPT_ABOVE_BYTES,
+    maxBytes: MAX_STORED_TRANSCRIPT_BYTES,
+  };
+  let kept = transcript;
+  let cap = estimateTokens(transcript);
+  for (;;) {
+    const encoded = encodeText(JSON.stringify(kept), limits);
+    if (encoded) return { transcript: encoded, transcriptDroppedMessages: transcript.length - kept.length };
+    cap = Math.floor(cap / 2);
+    kept = trimHistory(transcript, cap).messages;
+  }
+}
+
+/** A stored run item as a {@link RunRecord}: table and internal attributes removed, new fields defaulted. */
+function toRunRecord(item: Record<string, unknown>): RunRecord {
+  const { transcript: _t, transcriptDroppedMessages: _d, ...rest } = strip(item);
+  return { previousRunId: null, history: null, ...rest } as unknown as RunRecord;
 }
 
 /** Removes table attributes (pk, sk, type, ttl) from a stored item. */
