@@ -61,9 +61,13 @@ const problem = (response: Result) => {
 };
 const summary = (results: ToolResult[]) =>
   results.map((r) => `${r.metadata.toolName}:${r.status}${r.error ? `:${r.error.code}` : ""}`);
-const quoteIdOf = (result: ToolResult | undefined) => (result?.data as { quoteId: string }).quoteId;
-const invoiceOf = (result: ToolResult | undefined) =>
-  (result?.data as { invoice: { invoiceId: string; quoteId: string } }).invoice;
+const quoteIdOf = (result: ToolResult | undefined) =>
+  (result?.data as { quoteId: string } | undefined)?.quoteId;
+const invoiceOf = (result: ToolResult | undefined) => {
+  const data = result?.data as { invoice: { invoiceId: string; quoteId: string } } | undefined;
+  if (!data) throw new Error("no invoice in the tool result");
+  return data.invoice;
+};
 
 /** The model requests made from index `from` on (the first one is the run's first model call). */
 const requestsSince = (target: TestStack, from: number): RecordedRequest[] =>
@@ -97,7 +101,9 @@ describe("a two-run conversation through the handler", () => {
     expect(messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
     expect(messages[0]).toEqual({ role: "system", content: DEFAULT_SYSTEM_PROMPT });
     expect(messages[1]).toEqual({ role: "user", content: firstPrompt });
-    const call = (messages[2]?.tool_calls as Array<{ id: string; function: { name: string } }>)[0];
+    const call = (
+      messages[2]?.tool_calls as Array<{ id: string; function: { name: string } }> | undefined
+    )?.[0];
     expect(call?.function.name).toBe("calculateTax");
     expect(messages[3]?.tool_call_id).toBe(call?.id);
     expect(JSON.parse(String(messages[3]?.content))).toMatchObject({
@@ -206,7 +212,11 @@ describe("one quote, at most one invoice, across runs", () => {
     const quote = run(
       await post(stack, caller, { prompt: "Calculate tax on 99 GBP for a client in the UK." }),
     );
-    const found = await deps.quotes.lookup(caller.tenantId, quoteIdOf(quote.toolResults[0]), Date.now());
+    const found = await deps.quotes.lookup(
+      caller.tenantId,
+      String(quoteIdOf(quote.toolResults[0])),
+      Date.now(),
+    );
     if (found.kind !== "live") throw new Error("quote not live");
     const q = found.quote;
     const invoice = (n: number) => ({
