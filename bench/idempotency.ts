@@ -241,11 +241,12 @@ export async function benchIdempotency(dynamo: {
       if (result.statusCode !== 200) throw new Error(`run level: HTTP ${result.statusCode} ${result.body}`);
       return result;
     };
-    // One real quote (not counted), recorded under a new Idempotency-Key in each iteration.
-    const args = await quotedRecordInvoiceArgs(deps, "tenant_run");
+    // A real quote per iteration (not counted: a quote is recorded at most once), recorded under a new
+    // Idempotency-Key.
     const first = [];
     const replay = [];
     for (let n = 0; n < ITERATIONS; n += 1) {
+      const args = await quotedRecordInvoiceArgs(deps, "tenant_run");
       model.script([
         { toolCalls: [{ id: "call_1", name: "recordInvoice", arguments: args }] },
         { content: "Recorded." },

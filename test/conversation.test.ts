@@ -335,22 +335,20 @@ describe("who may continue which run", () => {
     };
     await stack.deps.runs.start({ ...base, runId: failed });
     await stack.deps.runs.fail(owner.tenantId, failed, "The server failed during the run.");
-    const a = await rejected(
-      owner,
-      { prompt: "go on", previousRunId: failed },
-      409,
-      "PREVIOUS_RUN_NOT_CONTINUABLE",
-    );
-    expect(a.body.detail).toContain("failed on the server");
     const killed = `run_${randomUUID()}`;
     await stack.deps.runs.start({ ...base, runId: killed }, new Date(Date.now() - 120_000));
-    const b = await rejected(
-      owner,
-      { prompt: "go on", previousRunId: killed },
-      409,
-      "PREVIOUS_RUN_NOT_CONTINUABLE",
-    );
-    expect(b.body.detail).toContain("past its deadline");
+    for (const [previousRunId, detail] of [
+      [failed, "failed on the server"],
+      [killed, "past its deadline"],
+    ] as const) {
+      const { body } = await rejected(
+        owner,
+        { prompt: "go on", previousRunId },
+        409,
+        "PREVIOUS_RUN_NOT_CONTINUABLE",
+      );
+      expect(body.detail).toContain(detail);
+    }
   });
 
   it("a run whose records expired (past ttl, not yet deleted) is 404 saying so; another user's expired run is the plain 404", async () => {
