@@ -120,7 +120,7 @@ const IamPrincipalTenants = z.pipe(
  *   before DynamoDB TTL removes them. Long enough to answer a dispute or support ticket within a monthly
  *   billing cycle; short enough not to keep model-generated text (tool arguments, answers) for good.
  *   The ledger's invoices never expire: they are the business record, runs are the operational one.
- * - HISTORY_MAX_TOKENS (default 8000, estimated tokens; 0 to 1000000 and below MAX_TOTAL_TOKENS): cap
+ * - HISTORY_MAX_TOKENS (default 8000, estimated tokens; 0 to 1000000): cap
  *   on the earlier conversation a run continuing `previousRunId` sends (shared/agent/history.ts
  *   estimates without a tokenizer and drops the oldest whole turns). A follow-up such as "now record it"
  *   needs the last exchange (well under 2000 tokens with a few tool results); 8000 keeps several. The
@@ -253,11 +253,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (raw.OPENAI_API_KEY && raw.OPENAI_API_KEY_SECRET_NAME) {
     throw new ConfigError(
       "Invalid configuration: set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both.",
-    );
-  }
-  if (raw.HISTORY_MAX_TOKENS >= raw.MAX_TOTAL_TOKENS) {
-    throw new ConfigError(
-      `Invalid configuration: HISTORY_MAX_TOKENS (${raw.HISTORY_MAX_TOKENS}) must be below MAX_TOTAL_TOKENS (${raw.MAX_TOTAL_TOKENS}): the history is sent within the run's token budget.`,
     );
   }
   return {

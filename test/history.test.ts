@@ -15,6 +15,7 @@ import {
   transcriptOf,
   trimHistory,
 } from "../shared/agent/history.js";
+import { loadConfig } from "../shared/config.js";
 
 /** One assistant turn with `n` tool calls and their results, ids unique by `prefix`. */
 const toolUnit = (prefix: string, texts: string[]): HistoryMessage[] => [
@@ -152,5 +153,16 @@ describe("transcriptOf", () => {
       { role: "assistant", content: "GB tax is 300.00 GBP." },
     ]);
     expect(transcriptOf([{ role: "user", content: "hi" }], null)).toEqual([{ role: "user", content: "hi" }]);
+  });
+});
+
+describe("HISTORY_MAX_TOKENS", () => {
+  it("defaults to 8000, accepts 0 (history off) to 1000000, and names itself when invalid", () => {
+    expect(loadConfig({}).history.maxTokens).toBe(8_000);
+    expect(loadConfig({ HISTORY_MAX_TOKENS: "0" }).history.maxTokens).toBe(0);
+    expect(loadConfig({ HISTORY_MAX_TOKENS: "1000000" }).history.maxTokens).toBe(1_000_000);
+    for (const bad of ["-1", "1000001", "1.5", "lots"]) {
+      expect(() => loadConfig({ HISTORY_MAX_TOKENS: bad })).toThrow(/HISTORY_MAX_TOKENS/);
+    }
   });
 });
