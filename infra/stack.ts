@@ -27,7 +27,7 @@ import { Architecture, Code, Function as LambdaFunction, Runtime } from "aws-cdk
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
-import { TABLE_SCHEMA } from "../shared/store/keys.js";
+import { TABLE_SCHEMA } from "../shared/store/table.js";
 import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
 import { functionEnvironment } from "./function-env.js";
 import {
@@ -123,7 +123,7 @@ export class BoundloopStack extends Stack {
       Annotations.of(this).addWarningV2(
         PLACEHOLDER_WARNING_ID,
         "No jwtIssuer/jwtAudience given: the JWT authorizer uses placeholders and will reject every token. " +
-          "Deploy with -c jwtIssuer=https://... -c jwtAudience=... (see README, Deploy to AWS).",
+          "Deploy with -c jwtIssuer=https://... -c jwtAudience=... (see docs/deploy.md).",
       );
     }
     const removalPolicy = settings.personal ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;

@@ -6,29 +6,36 @@ import { type PlannerMessage, plan } from "./planner.js";
 /**
  * One scripted assistant reply, or a fault to inject, for the local model server's scripted mode.
  * - `content`, `toolCalls`, `refusal`, `finishReason`: the assistant message returned. Faults in the
- *   message itself are written here: malformed or truncated `arguments` (any string), a `refusal`, a
- *   cut-off turn (`finishReason: "length"`), duplicate or empty tool call ids, an unknown tool name.
+ *   message itself are written here: malformed or truncated `arguments` (any string), `arguments` that
+ *   are not a string at all (an object, number, array or null, sent as that JSON value), a `refusal`, a
+ *   cut-off turn (`finishReason: "length"`), any other finish_reason (servers send values outside the
+ *   documented set), duplicate, empty or missing (`id` left out) tool call ids, an unknown tool name.
+ *   `toolCalls: []` sends an empty `tool_calls` list (left out: no `tool_calls` member).
  * - `delayMs`: latency: wait this long (ms) before answering (the wait ends early if the client disconnects)
  * - `status`: answer with this HTTP error status instead (e.g. 429, 500, 503), body `{error:{message}}`;
  *   each SDK retry consumes the next reply, so a provider failing N times is N such replies
  * - `headers`: extra response headers, e.g. `{ "retry-after-ms": "10" }` to steer the SDK's retry backoff
  * - `rawBody`: send this text as the body verbatim (status `status` or 200), e.g. truncated JSON
  * - `dropConnection`: destroy the socket without any response (a network failure)
- * - `usage`: token counts to report (defaults to a length-based estimate)
+ * - `usage`: token counts to report (defaults to a length-based estimate); `omitUsage`: send no `usage`
+ * - `stallBody`: send the status line, the headers and the start of the body, then nothing more (the
+ *   connection stays open until the client gives up or the server stops)
  * - `contextLengthExceeded`: refuse the request as that server refuses one over its context window
  *   (status and body of {@link contextLengthRefusal}), naming the request's estimated size
  */
 export interface ScriptedReply {
   content?: string | null;
-  toolCalls?: Array<{ id: string; name: string; arguments: string }>;
+  toolCalls?: Array<{ id?: string; name: string; arguments: unknown }>;
   refusal?: string;
-  finishReason?: "stop" | "tool_calls" | "length" | "content_filter";
+  finishReason?: string;
   delayMs?: number;
   status?: number;
   headers?: Record<string, string>;
   rawBody?: string;
   dropConnection?: boolean;
   usage?: { prompt_tokens: number; completion_tokens: number };
+  omitUsage?: boolean;
+  stallBody?: boolean;
   contextLengthExceeded?: ContextLengthFlavor;
 }
 
@@ -302,7 +309,7 @@ export async function startModelServer(
     }
     counter += 1;
     const toolCalls = reply.toolCalls?.map((call) => ({
-      id: call.id,
+      ...(call.id === undefined ? {} : { id: call.id }),
       type: "function",
       function: { name: call.name, arguments: call.arguments },
     }));
@@ -310,35 +317,41 @@ export async function startModelServer(
       role: "assistant",
       content: reply.content ?? null,
       refusal: reply.refusal ?? null,
-      ...(toolCalls?.length ? { tool_calls: toolCalls } : {}),
+      ...(toolCalls ? { tool_calls: toolCalls } : {}),
     };
     const completionTokens = reply.usage?.completion_tokens ?? estimateTokens(JSON.stringify(message));
     const promptTokens = reply.usage?.prompt_tokens ?? estimateTokens(raw);
-    sendJson(
-      res,
-      200,
-      {
-        id: `chatcmpl-local-${counter}`,
-        object: "chat.completion",
-        created: Math.floor(Date.now() / 1000),
-        model: String(body.model ?? "boundloop-local-planner"),
-        system_fingerprint: "boundloop-local-planner",
-        choices: [
-          {
-            index: 0,
-            message,
-            logprobs: null,
-            finish_reason: reply.finishReason ?? (toolCalls?.length ? "tool_calls" : "stop"),
-          },
-        ],
-        usage: {
-          prompt_tokens: promptTokens,
-          completion_tokens: completionTokens,
-          total_tokens: promptTokens + completionTokens,
+    const completion = {
+      id: `chatcmpl-local-${counter}`,
+      object: "chat.completion",
+      created: Math.floor(Date.now() / 1000),
+      model: String(body.model ?? "boundloop-local-planner"),
+      system_fingerprint: "boundloop-local-planner",
+      choices: [
+        {
+          index: 0,
+          message,
+          logprobs: null,
+          finish_reason: reply.finishReason ?? (toolCalls?.length ? "tool_calls" : "stop"),
         },
-      },
-      reply.headers,
-    );
+      ],
+      ...(reply.omitUsage
+        ? {}
+        : {
+            usage: {
+              prompt_tokens: promptTokens,
+              completion_tokens: completionTokens,
+              total_tokens: promptTokens + completionTokens,
+            },
+          }),
+    };
+    if (reply.stallBody) {
+      // Headers and the first bytes of the body now; the rest never comes.
+      res.writeHead(200, { ...reply.headers, "content-type": "application/json" });
+      res.write(JSON.stringify(completion).slice(0, 20));
+      return;
+    }
+    sendJson(res, 200, completion, reply.headers);
   }
 
   server.listen(options.port ?? 0, "127.0.0.1");

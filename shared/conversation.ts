@@ -9,7 +9,7 @@ import { estimateTokens, type HistoryMessage, trimHistory } from "./agent/histor
 import { DEFAULT_SYSTEM_PROMPT } from "./agent/loop.js";
 import { ProblemError } from "./errors.js";
 import type { SecurityContext } from "./identity.js";
-import type { HistorySummary, RunStore } from "./store/runs.js";
+import type { HistorySummary, RunShapes, RunStore } from "./store/runs.js";
 
 /** The stored transcript's shape, checked on every load (shared/agent/history.ts `HistoryMessage`). */
 const TranscriptSchema = z.array(
@@ -77,8 +77,8 @@ export interface ConversationHistory {
  * @param input.systemPrompt the run's system prompt (default the loop's) for the budget estimate
  * @throws ProblemError as above; the store's error when it cannot be read (503 via toProblem)
  */
-export async function loadConversation(
-  runs: RunStore,
+export async function loadConversation<S extends RunShapes>(
+  runs: RunStore<S>,
   security: SecurityContext,
   input: {
     previousRunId: string;
@@ -135,7 +135,7 @@ export async function loadConversation(
   }
   const transcript = parsed.data as HistoryMessage[];
   const ownTokens = estimateTokens([
-    { role: "user", content: input.systemPrompt ?? DEFAULT_SYSTEM_PROMPT },
+    { role: "system", content: input.systemPrompt ?? DEFAULT_SYSTEM_PROMPT },
     { role: "user", content: input.prompt },
   ]);
   const cap = Math.min(input.historyMaxTokens, input.maxTotalTokens - ownTokens);

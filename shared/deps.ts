@@ -2,9 +2,13 @@ import type { LogFormatter, Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { SecretsProvider } from "@aws-lambda-powertools/parameters/secrets";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import type OpenAI from "openai";
 import type { ToolRegistry } from "./agent/dispatcher.js";
+import { type HistoryMessage, halveHistory } from "./agent/history.js";
+import type { Model } from "./agent/model.js";
+import type { ToolResult } from "./agent/result.js";
+import type { RunStatus } from "./agent/types.js";
 import type { Config } from "./config.js";
+import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
 import { createDocumentClient } from "./store/dynamo.js";
@@ -14,8 +18,15 @@ import { RunStore } from "./store/runs.js";
 import { accountingTools } from "./tools/registry.js";
 
 /**
+ * The agent's types the run store persists (the store itself does not import the agent layer): run
+ * statuses, tool results, and the messages of stored transcripts (issue 19).
+ */
+export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; message: HistoryMessage };
+
+/**
  * Everything a request handler needs, built once per Lambda container and injectable in tests.
- * - `openai`: the real openai client (any OpenAI-compatible server via `config.model.baseURL`)
+ * - `model`: the chat model the loop calls: OpenAI chat completions over the real openai client (any
+ *   OpenAI-compatible server via `config.model.baseURL`), model name `config.model.name`
  * - `ddb`: DynamoDB document client; `ledger`: the invoice store; `quotes`: the tax quote store;
  *   `runs`: run records and audit steps
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
@@ -23,10 +34,10 @@ import { accountingTools } from "./tools/registry.js";
 export interface AppDeps {
   config: Config;
   ddb: DynamoDBDocumentClient;
-  openai: OpenAI;
+  model: Model;
   ledger: LedgerStore;
   quotes: QuoteStore;
-  runs: RunStore;
+  runs: RunStore<AgentRunShapes>;
   tools: ToolRegistry;
   logger: Logger;
   metrics: Metrics;
@@ -99,12 +110,15 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
       )
     : (config.model.apiKey ?? NO_API_KEY);
   const openai = createModelClient({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
+  const model = new OpenAIChatModel(openai, config.model.name);
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
-  const runs = new RunStore(ddb, config.table.name, config.runs.ttlSeconds);
+  const runs = new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
+    shortenTranscript: halveHistory,
+  });
   const tools = accountingTools({ ledger, quotes, quoteTtlSeconds: config.quotes.ttlSeconds });
   const { logger, metrics } = createObservability(config.observability, {
     ...(options.logFormatter ? { logFormatter: options.logFormatter } : {}),
   });
-  return { config, ddb, openai, ledger, quotes, runs, tools, logger, metrics };
+  return { config, ddb, model, ledger, quotes, runs, tools, logger, metrics };
 }

@@ -1,3 +1,5 @@
+import { StoreContentionError } from "./store/errors.js";
+
 /**
  * The one table of stable HTTP problem codes and their statuses (RFC 9457 problem details).
  * Every HTTP error the API returns comes from this table through {@link toProblem}.
@@ -113,10 +115,13 @@ const UNAVAILABLE_NAMES = new Set([
  * the HTTP handler, throttling, or a server-side fault. The SDK attaches `$metadata` to every error it
  * raises (attempts, HTTP status), which is how an SDK error is told from any other. Errors of the
  * request itself (ValidationException, ConditionalCheckFailedException, …) are not "unavailable".
+ * A store's own {@link StoreContentionError} (its bounded conditional-write attempts ran out) is: it
+ * is as transient as throttling.
  * This is the one place the store's availability errors are recognised; {@link toProblem} maps them
  * to 503 STORE_UNAVAILABLE.
  */
 export function isStoreUnavailable(error: unknown): boolean {
+  if (error instanceof StoreContentionError) return true;
   if (typeof error !== "object" || error === null || !("$metadata" in error)) return false;
   const e = error as { name?: unknown; code?: unknown; $fault?: unknown };
   if (typeof e.code === "string" && NETWORK_CODES.has(e.code)) return true;

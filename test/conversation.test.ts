@@ -10,7 +10,7 @@ import { type RecordedRequest, transcriptProblem } from "../local/model-server.j
 import { estimateTokens, type HistoryMessage } from "../shared/agent/history.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../shared/agent/loop.js";
 import type { ToolResult } from "../shared/agent/result.js";
-import { QuoteAlreadyRecordedError } from "../shared/store/ledger.js";
+import { QuoteAlreadyRecordedError } from "../shared/store/errors.js";
 import { apiEvent, header } from "./fixtures/events.js";
 import { tenantKeys } from "./support/reliability.js";
 import { startTestStack, type TestStack } from "./support/stack.js";

@@ -11,10 +11,12 @@ import {
   ESTIMATE_BYTES_PER_TOKEN,
   estimateTokens,
   type HistoryMessage,
+  halveHistory,
   MESSAGE_OVERHEAD_TOKENS,
   transcriptOf,
   trimHistory,
 } from "../shared/agent/history.js";
+import type { ChatMessage } from "../shared/agent/model.js";
 import { loadConfig } from "../shared/config.js";
 
 /** One assistant turn with `n` tool calls and their results, ids unique by `prefix`. */
@@ -117,6 +119,24 @@ describe("trimHistory", () => {
   });
 });
 
+describe("halveHistory (the run store's transcript shortening)", () => {
+  it("returns a strictly shorter valid suffix of at most half the estimated tokens, until empty (property)", () => {
+    fc.assert(
+      fc.property(transcriptArb, (transcript) => {
+        let kept: HistoryMessage[] = transcript;
+        while (kept.length > 0) {
+          const shorter = halveHistory(kept);
+          expect(shorter.length).toBeLessThan(kept.length);
+          expect(isSuffix(shorter, kept)).toBe(true);
+          expect(estimateTokens(shorter)).toBeLessThanOrEqual(Math.floor(estimateTokens(kept) / 2));
+          expect(transcriptProblem(shorter)).toBeUndefined();
+          kept = shorter;
+        }
+      }),
+    );
+  });
+});
+
 describe("estimateTokens", () => {
   it("counts UTF-8 bytes of text, ids and arguments at 3 a token, plus the per-message overhead", () => {
     expect(estimateTokens([{ role: "user", content: "abcdef" }])).toBe(MESSAGE_OVERHEAD_TOKENS + 2);
@@ -132,26 +152,23 @@ describe("estimateTokens", () => {
 });
 
 describe("transcriptOf", () => {
-  it("drops the system prompt, keeps order, flattens content parts and appends the final answer", () => {
-    const transcript = transcriptOf(
-      [
-        { role: "system", content: "old system prompt" },
-        {
-          role: "user",
-          content: [
-            { type: "text", text: "Calculate " },
-            { type: "text", text: "tax" },
-          ],
-        },
-        ...toolUnit("c", ["{}"]),
-      ],
-      "GB tax is 300.00 GBP.",
-    );
+  it("drops the system prompt, keeps order, copies the messages and appends the final answer", () => {
+    const run: ChatMessage[] = [
+      { role: "system", content: "old system prompt" },
+      { role: "user", content: "Calculate tax" },
+      ...toolUnit("c", ["{}"]),
+    ];
+    const transcript = transcriptOf(run, "GB tax is 300.00 GBP.");
     expect(transcript).toEqual([
       { role: "user", content: "Calculate tax" },
       ...toolUnit("c", ["{}"]),
       { role: "assistant", content: "GB tax is 300.00 GBP." },
     ]);
+    // A copy: later changes to the run's messages do not reach the stored transcript.
+    expect(transcript[1]).not.toBe(run[2]);
+    const call = transcript[1]?.role === "assistant" ? transcript[1].tool_calls?.[0] : undefined;
+    expect(call).toEqual((run[2] as { tool_calls: unknown[] }).tool_calls[0]);
+    expect(call).not.toBe((run[2] as { tool_calls: unknown[] }).tool_calls[0]);
     expect(transcriptOf([{ role: "user", content: "hi" }], null)).toEqual([{ role: "user", content: "hi" }]);
   });
 });

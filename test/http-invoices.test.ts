@@ -6,7 +6,9 @@ import {
   ProblemSchema,
   RunResponseSchema,
 } from "../functions/api/contract.js";
-import { encodeCursor } from "../functions/api/pagination.js";
+import { keys } from "../shared/store/keys.js";
+import { encodeCursor } from "../shared/store/query.js";
+import { tableKey } from "../shared/store/table.js";
 import { apiEvent, type EventOptions, type EventShape, header } from "./fixtures/events.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
@@ -105,13 +107,14 @@ describe("GET /v1/invoices", () => {
     const first = InvoicePageSchema.parse(json(await get("/v1/invoices?limit=1")));
     const mine = first.nextCursor ?? "";
     expect(mine).not.toBe("");
-    const forged = encodeCursor({ pk: "TENANT#tenant_uk_02", sk: "INVOICE#inv_000000000000000000000000" });
-    for (const cursor of [
-      "!!!",
-      "bm90LWpzb24",
-      forged,
-      encodeCursor({ pk: "TENANT#tenant_uk_01", sk: "RUN#x" }),
-    ]) {
+    // Well-formed cursors as the store encodes them: another tenant's partition, and the caller's own
+    // partition outside the invoices.
+    const forged = encodeCursor(tableKey("tenant_uk_02", keys.invoice("inv_000000000000000000000000")));
+    const notAnInvoice = encodeCursor(tableKey("tenant_uk_01", keys.run("x")));
+    const extraField = Buffer.from(
+      JSON.stringify({ ...tableKey("tenant_uk_01", keys.invoice("inv_0")), extra: "1" }),
+    ).toString("base64url");
+    for (const cursor of ["!!!", "bm90LWpzb24", forged, notAnInvoice, extraField]) {
       const body = problem(
         await get(`/v1/invoices?cursor=${encodeURIComponent(cursor)}`),
         400,

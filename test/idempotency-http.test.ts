@@ -79,8 +79,8 @@ describe("POST /v1/runs with Idempotency-Key", () => {
     expect(record).toMatchObject({ status: "COMPLETED", tenantId, route: RUN_ROUTE });
     expect(record?.response?.status).toBe(200);
     expect(record?.response?.body).toBe(first.body);
-    expect(Number.isInteger(record?.ttl)).toBe(true);
-    expect(record?.ttl).toBeGreaterThanOrEqual(Math.floor(started / 1000) + 86_400);
+    expect(Number.isInteger(record?.expiresAtSeconds)).toBe(true);
+    expect(record?.expiresAtSeconds).toBeGreaterThanOrEqual(Math.floor(started / 1000) + 86_400);
     // The lease ends at the run's deadline (RUN_TIMEOUT_MS 25 s by default), in ms.
     expect(record?.leaseExpiresAt).toBeGreaterThanOrEqual(started + 25_000);
     expect(record?.leaseExpiresAt).toBeLessThanOrEqual(Date.now() + 25_000);

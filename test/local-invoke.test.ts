@@ -183,7 +183,7 @@ describe("npm run invoke on a continuation", SLOW, () => {
     expect([first.code, first.out.status]).toEqual([0, 200]);
     const firstBody = JSON.parse(first.out.body) as RunBody;
     expect(summary(firstBody)).toEqual(["calculateTax:success"]);
-    const quoteId = (firstBody.toolResults[0]?.data as { quoteId: string }).quoteId;
+    const quoteId = String((firstBody.toolResults[0]?.data as { quoteId?: unknown } | undefined)?.quoteId);
     const event = JSON.parse(readFileSync(eventFile, "utf8")) as { body: string };
     const prompt = (JSON.parse(event.body) as { prompt: string }).prompt;
     const second = await invoke([withBody({ prompt, previousRunId: firstBody.runId })]);

@@ -350,6 +350,28 @@ describe("model errors", () => {
     expect(retrying.model.requests).toHaveLength(1);
   });
 
+  it("a second reply with neither text nor tool calls is model_error with its finish_reason in details", async () => {
+    const { outcome, cycles } = await runScripted(setup, {
+      tools: [echoTool()],
+      script: [
+        { content: null, toolCalls: [], finishReason: "tool_calls" },
+        { content: "", finishReason: "eos" },
+      ],
+    });
+    expect(outcome.status).toBe("model_error");
+    expect(outcome.answer).toBeNull();
+    expect(outcome.modelErrorStatus).toBeNull();
+    expect(outcome.details.modelError).toEqual({
+      status: null,
+      message: "no text and no tool calls in the reply",
+      finishReason: "eos",
+    });
+    expect(cycles.map((c) => [c.cycle, c.finishReason, c.outcome ?? null])).toEqual([
+      [1, "tool_calls", null],
+      [2, "eos", "model_error"],
+    ]);
+  });
+
   it("a dropped connection or a broken body is model_error without an HTTP status", async () => {
     const dropped = await runScripted(setup, { tools: [echoTool()], script: [{ dropConnection: true }] });
     expect(dropped.outcome.status).toBe("model_error");

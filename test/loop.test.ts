@@ -8,6 +8,7 @@ import { clampRunLimits } from "../shared/agent/limits.js";
 import { type CycleRecord, runAgent } from "../shared/agent/loop.js";
 import { defineTool } from "../shared/agent/tool.js";
 import { loadConfig } from "../shared/config.js";
+import { OpenAIChatModel } from "../shared/model/openai-chat.js";
 import { createModelClient } from "../shared/model-client.js";
 
 let model: LocalModelServer;
@@ -52,8 +53,7 @@ describe("the bounded loop", () => {
     const cycleRecords: CycleRecord[] = [];
     const outcome = await runAgent({
       hooks: { onCycle: (record) => void cycleRecords.push(record) },
-      client,
-      model: "scripted",
+      model: new OpenAIChatModel(client, "scripted"),
       tools: createRegistry([wait] as never[]),
       security,
       prompt: "wait twice",
@@ -96,8 +96,7 @@ describe("the bounded loop", () => {
     );
     const deadline = new Deadline(10_000);
     const outcome = await runAgent({
-      client,
-      model: "scripted",
+      model: new OpenAIChatModel(client, "scripted"),
       tools: createRegistry([echo] as never[]),
       security,
       prompt: "loop",

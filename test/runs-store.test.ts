@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { CycleRecord } from "../shared/agent/loop.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { ConfigError, loadConfig } from "../shared/config.js";
+import type { AgentRunShapes } from "../shared/deps.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { keys } from "../shared/store/keys.js";
 import { MAX_ARGUMENT_CHARS, RunStore } from "../shared/store/runs.js";
@@ -13,7 +14,7 @@ import { ensureTable } from "../shared/store/table.js";
 const TTL = 30 * 86_400;
 let ddb: DynamoDBDocumentClient;
 let tableName: string;
-let store: RunStore;
+let store: RunStore<AgentRunShapes>;
 
 beforeAll(async () => {
   const config = loadConfig({
@@ -23,7 +24,7 @@ beforeAll(async () => {
   tableName = config.table.name;
   ddb = createDocumentClient(config.table);
   await ensureTable(ddb, tableName);
-  store = new RunStore(ddb, tableName, config.runs.ttlSeconds);
+  store = new RunStore<AgentRunShapes>(ddb, tableName, config.runs.ttlSeconds);
 });
 afterAll(() => {
   ddb?.destroy();

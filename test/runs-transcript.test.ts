@@ -9,12 +9,14 @@ import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { transcriptProblem } from "../local/model-server.js";
 import type { HistoryMessage } from "../shared/agent/history.js";
+import type { AgentRunShapes } from "../shared/deps.js";
 import { keys } from "../shared/store/keys.js";
 import {
   COMPRESS_TRANSCRIPT_ABOVE_BYTES,
   MAX_STORED_TRANSCRIPT_BYTES,
   type RunFinish,
 } from "../shared/store/runs.js";
+import { tableKey } from "../shared/store/table.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
 let stack: TestStack;
@@ -26,7 +28,7 @@ afterAll(async () => {
 });
 
 const tenantId = `tenant_tr_${randomUUID().slice(0, 8)}`;
-const outcome = (transcript: HistoryMessage[]): RunFinish => ({
+const outcome = (transcript: HistoryMessage[]): RunFinish<AgentRunShapes> => ({
   status: "completed",
   cycles: 1,
   answer: "done",
@@ -59,7 +61,7 @@ async function stored(runId: string, transcript: HistoryMessage[]) {
   const raw = await stack.deps.ddb.send(
     new GetCommand({
       TableName: stack.config.table.name,
-      Key: { pk: keys.tenant(tenantId), sk: keys.run(runId) },
+      Key: tableKey(tenantId, keys.run(runId)),
     }),
   );
   const read = await stack.deps.runs.readContinuation(tenantId, runId);

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createRegistry } from "../shared/agent/dispatcher.js";
+import { modelTool } from "../shared/agent/model-step.js";
 import { toStrictToolSchema } from "../shared/agent/strict-schema.js";
-import { defineTool, type ToolDefinition, ToolDefinitionError, toOpenAITool } from "../shared/agent/tool.js";
+import { defineTool, type ToolDefinition, ToolDefinitionError } from "../shared/agent/tool.js";
+import { toOpenAITool } from "../shared/model/openai-chat.js";
 import { LedgerStore } from "../shared/store/ledger.js";
 import { QuoteStore } from "../shared/store/quotes.js";
 import { accountingTools } from "../shared/tools/registry.js";
@@ -27,9 +29,9 @@ describe("strict schemas at registration", () => {
       clock: () => new Date("2026-11-30T12:00:00Z"),
     }).values();
     for (const tool of tools) {
-      expect(toOpenAITool(tool)).toMatchSnapshot(tool.name);
+      expect(toOpenAITool(modelTool(tool))).toMatchSnapshot(tool.name);
       // Every object in it is closed and lists every property as required.
-      const parameters = toOpenAITool(tool).function.parameters as {
+      const parameters = toOpenAITool(modelTool(tool)).function.parameters as {
         properties: Record<string, unknown>;
         required: string[];
         additionalProperties: boolean;

@@ -1,8 +1,9 @@
 import { QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dispatchToolCall, type ToolRegistry } from "../shared/agent/dispatcher.js";
+import { modelTool } from "../shared/agent/model-step.js";
 import type { ToolResult } from "../shared/agent/result.js";
-import { toOpenAITool } from "../shared/agent/tool.js";
+import { toOpenAITool } from "../shared/model/openai-chat.js";
 import { keys } from "../shared/store/keys.js";
 import { accountingTools } from "../shared/tools/registry.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
@@ -222,7 +223,7 @@ describe("calculateTax", () => {
   });
 
   it("its description states units, limits and the rounding rule with its source", () => {
-    const tool = toOpenAITool(tools.get("calculateTax") as never);
+    const tool = toOpenAITool(modelTool(tools.get("calculateTax") as never));
     expect(tool.function.description).toContain("minor units");
     expect(tool.function.description).toContain("valid 15 minutes");
     expect(tool.function.description).toContain("GB: 20% in GBP (GB-VAT-STANDARD-2011-01-04)");

@@ -3,17 +3,20 @@ import { createRegistry } from "../../shared/agent/dispatcher.js";
 import { runAgent } from "../../shared/agent/loop.js";
 import { defineTool } from "../../shared/agent/tool.js";
 import { loadConfig } from "../../shared/config.js";
+import { OpenAIChatModel } from "../../shared/model/openai-chat.js";
 import { createModelClient } from "../../shared/model-client.js";
 import { type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./types.js";
 
 /**
- * Our loop as the service runs it: `runAgent` over a registry of `defineTool` tools, the real openai
- * client built by the service's own factory (shared/model-client.ts createModelClient, as shared/deps.ts
- * createDeps builds it: SDK retries 2, the same fetch), the config's default limits with `maxCycles`, and a
+ * Our loop as the service runs it: `runAgent` over a registry of `defineTool` tools, the OpenAI
+ * chat-completions model adapter over the real openai client built by the service's own factory
+ * (shared/model-client.ts createModelClient, as shared/deps.ts createDeps builds it: SDK retries 2, the
+ * same fetch), the config's default limits with `maxCycles`, and a
  * fresh 25 s {@link Deadline} per run.
  */
 export function createRunner(options: ScenarioOptions): ScenarioRunner {
   const client = createModelClient({ apiKey: "bench", baseURL: options.baseURL, maxRetries: 2 });
+  const model = new OpenAIChatModel(client, options.model);
   const tools = createRegistry(
     options.tools.map((tool) =>
       defineTool({
@@ -37,8 +40,7 @@ export function createRunner(options: ScenarioOptions): ScenarioRunner {
       const deadline = new Deadline(25_000);
       try {
         const outcome = await runAgent({
-          client,
-          model: options.model,
+          model,
           tools,
           security,
           prompt,

@@ -21,7 +21,7 @@ import {
   SECURITY_SCHEMES,
 } from "./contract.js";
 import { healthResponse } from "./health.js";
-import { decodeInvoiceCursor, encodeCursor } from "./pagination.js";
+import { listInvoicePage } from "./pagination.js";
 import { executeRun, runBudgetMs } from "./run-service.js";
 
 /** What hono/aws-lambda puts in `c.env`: the raw event and the Lambda context. */
@@ -203,15 +203,7 @@ export function createApp(deps: AppDeps | (() => AppDeps)) {
   app.openapi(listInvoicesRoute, async (c) => {
     const security = requirePermission(c.get("security"), BILLING_READ);
     const { limit, cursor } = c.req.valid("query");
-    const startKey = cursor === undefined ? undefined : decodeInvoiceCursor(cursor, security.tenantId);
-    const page = await getDeps().ledger.listPage(security.tenantId, {
-      limit,
-      ...(startKey ? { startKey } : {}),
-    });
-    return c.json(
-      { items: page.invoices, nextCursor: page.nextKey ? encodeCursor(page.nextKey) : null },
-      200,
-    );
+    return c.json(await listInvoicePage(getDeps().ledger, security.tenantId, { limit, cursor }), 200);
   });
 
   app.openapi(getInvoiceRoute, async (c) => {

@@ -1,36 +1,32 @@
-import * as z from "zod";
 import { ProblemError } from "../../shared/errors.js";
-import { keys } from "../../shared/store/keys.js";
+import { InvalidCursorError } from "../../shared/store/errors.js";
+import type { Invoice, LedgerStore } from "../../shared/store/ledger.js";
 
 /**
- * Encodes a DynamoDB LastEvaluatedKey (`{pk, sk}` strings) as an opaque cursor: base64url of its JSON.
- * The cursor is opaque to clients, not secret: it only names a position in the caller's own partition,
- * and {@link decodeInvoiceCursor} refuses any other partition.
+ * One page of `GET /v1/invoices` for the caller's tenant: up to `limit` invoices in invoice-id order and
+ * `nextCursor` (null on the last page). Cursors are the store's (`LedgerStore.listPage`): opaque here,
+ * passed through as they are.
+ * @param query.limit page size, already validated by the route (1 to `INVOICE_PAGE.max`)
+ * @param query.cursor the `nextCursor` of an earlier page, if any
+ * @throws ProblemError INVALID_REQUEST (400) when the cursor is not one the store issued for this
+ *   tenant's invoices (malformed, tampered, or another tenant's); the store's errors otherwise
  */
-export function encodeCursor(key: Record<string, string>): string {
-  return Buffer.from(JSON.stringify(key), "utf8").toString("base64url");
-}
-
-const InvoiceKey = z.object({ pk: z.string(), sk: z.string().startsWith(keys.invoicePrefix) }).strict();
-
-/**
- * Decodes a cursor from `GET /v1/invoices` back to the ExclusiveStartKey of the caller's next page.
- * @throws ProblemError INVALID_REQUEST when the cursor is not one this API issued for this tenant
- *   (bad base64url, bad JSON, another shape, or another tenant's partition)
- */
-export function decodeInvoiceCursor(cursor: string, tenantId: string): Record<string, string> {
-  const invalid = () =>
-    new ProblemError("INVALID_REQUEST", "The cursor is not valid for this listing.", {
+export async function listInvoicePage(
+  ledger: LedgerStore,
+  tenantId: string,
+  query: { limit: number; cursor?: string | undefined },
+): Promise<{ items: Invoice[]; nextCursor: string | null }> {
+  try {
+    const page = await ledger.listPage(tenantId, {
+      limit: query.limit,
+      ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
+    });
+    return { items: page.invoices, nextCursor: page.nextCursor ?? null };
+  } catch (error) {
+    if (!(error instanceof InvalidCursorError)) throw error;
+    throw new ProblemError("INVALID_REQUEST", "The cursor is not valid for this listing.", {
+      cause: error,
       extensions: { errors: [{ in: "query", path: "cursor", message: "unknown or malformed cursor" }] },
     });
-  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
-  } catch {
-    throw invalid();
   }
-  const key = InvoiceKey.safeParse(parsed);
-  if (!key.success || key.data.pk !== keys.tenant(tenantId)) throw invalid();
-  return key.data;
 }

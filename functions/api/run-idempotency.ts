@@ -1,7 +1,8 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { canonicalJson, sha256Hex } from "../../shared/agent/idempotency-key.js";
+import { canonicalJson } from "../../shared/agent/idempotency-key.js";
 import type { Config } from "../../shared/config.js";
 import { PROBLEM_CONTENT_TYPE, ProblemError, toProblem } from "../../shared/errors.js";
+import { sha256Hex } from "../../shared/hash.js";
 import {
   type IdempotencyClaim,
   IdempotencyStore,
@@ -271,6 +272,6 @@ function lowerCaseKeys(headers: Record<string, string>): Record<string, string> 
 
 function log(level: "WARN" | "ERROR", message: string, claim: IdempotencyClaim): void {
   console.error(
-    JSON.stringify({ level, message, tenantId: claim.tenantId, route: claim.route, sk: claim.sk }),
+    JSON.stringify({ level, message, tenantId: claim.tenantId, route: claim.route, owner: claim.owner }),
   );
 }

@@ -94,8 +94,7 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
   let outcome: RunOutcome;
   try {
     outcome = await runAgent({
-      client: deps.openai,
-      model: config.model.name,
+      model: deps.model,
       tools: deps.tools,
       security,
       prompt: request.prompt,

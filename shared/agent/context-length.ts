@@ -1,8 +1,12 @@
 /**
  * Recognises a provider's refusal of a request that does not fit the model's context window, so a run
  * ends `context_length_exceeded` (naming the history it sent) instead of a generic `model_error`.
+ * Provider-neutral: it reads the status, code, type, body and message of an error object (the openai
+ * SDK's `APIError` has them) by matching strings and codes, and imports no SDK. The model adapter
+ * (shared/model/openai-chat.ts) calls it where it builds its `ModelFailure`; the run's stop
+ * (shared/agent/stops.ts) adds the sizes of the refused request.
  */
-import { estimateTokens, type HistoryMessage } from "./history.js";
+import type { ContextLengthRefusal } from "./model.js";
 
 /**
  * What a run that ended `context_length_exceeded` reports (RunOutcome `details.contextLength`).
@@ -56,7 +60,7 @@ export const CONTEXT_LENGTH_MESSAGES: readonly RegExp[] = [
 /** Error codes and types that say "context window exceeded" whatever the message. */
 const CONTEXT_LENGTH_CODES = new Set(["context_length_exceeded", "exceed_context_size_error"]);
 
-/** The fields of an openai SDK `APIError` read here (status, code, type, the error body, message). */
+/** The fields of a provider error read here (the openai SDK `APIError`: status, code, type, body, message). */
 interface ProviderError {
   status?: unknown;
   code?: unknown;
@@ -66,18 +70,14 @@ interface ProviderError {
 }
 
 /**
- * Whether a failed model call is a context-window refusal, and if so the run's stop: a reason sentence
- * and {@link ContextLengthDetails}. A refusal is an HTTP error (status ≥ 400) whose `code` or `type` is
- * `context_length_exceeded` / `exceed_context_size_error`, or a 4xx whose message matches
- * {@link CONTEXT_LENGTH_MESSAGES}. Anything else (including a network failure) is not.
- * @param messages the refused request's messages
- * @param history the earlier conversation the run carried (empty without one)
+ * Whether a failed model call's error is a context-window refusal: an HTTP error (status ≥ 400) whose
+ * `code` or `type` (on the error or its body) is `context_length_exceeded` / `exceed_context_size_error`,
+ * or a 4xx whose message matches {@link CONTEXT_LENGTH_MESSAGES}. Anything else (including a network
+ * failure, which has no status) is not.
+ * @returns the window and request sizes the provider stated (see {@link ContextLengthRefusal}), or
+ *   undefined when `error` is not such a refusal
  */
-export function contextLengthStop(
-  error: unknown,
-  messages: ReadonlyArray<unknown>,
-  history: ReadonlyArray<HistoryMessage>,
-): { reason: string; details: ContextLengthDetails } | undefined {
+export function contextLengthRefusal(error: unknown): ContextLengthRefusal | undefined {
   if (typeof error !== "object" || error === null) return undefined;
   const e = error as ProviderError;
   const status = typeof e.status === "number" ? e.status : null;
@@ -97,26 +97,11 @@ export function contextLengthStop(
       .find((value) => value !== undefined);
     return group === undefined ? null : Number(group);
   };
-  const historyEstimatedTokens = estimateTokens(history);
-  const requestEstimatedTokens = estimateTokens(messages as Parameters<typeof estimateTokens>[0]);
-  const details: ContextLengthDetails = {
-    providerStatus: status,
-    message,
-    historyMessages: history.length,
-    historyEstimatedTokens,
-    requestMessages: messages.length,
-    requestEstimatedTokens,
+  return {
     contextTokens: stated(body.n_ctx, /maximum context length is (\d+)|context size \((\d+) tokens\)/i),
     requestTokens: stated(
       body.n_prompt_tokens,
       /resulted in (\d+) tokens|you requested (\d+) tokens|request \((\d+) tokens\)|has (\d+) input tokens/i,
     ),
-  };
-  return {
-    reason:
-      `The model's context window cannot hold this request (${messages.length} messages, about ` +
-      `${requestEstimatedTokens} tokens estimated, of which ${history.length} history messages, about ` +
-      `${historyEstimatedTokens} tokens): ${message}`,
-    details,
   };
 }

@@ -7,11 +7,17 @@ import { toolIdempotencyKey } from "./idempotency-key.js";
 import type { ToolError, ToolResult, ToolStatus } from "./result.js";
 import { strictSchemaOf, ToolBusinessError, type ToolDefinition, ToolDefinitionError } from "./tool.js";
 
-/** One tool call as the model asked for it: `arguments` is the raw JSON text the model produced. */
+/**
+ * One tool call as the model asked for it: `arguments` is the raw JSON text the model produced.
+ * `malformedArguments` is set when the provider sent the arguments as a JSON value that is neither a
+ * string nor an object (its JSON type: "number", "array", "null", "boolean"); `arguments` then holds that
+ * value's JSON text, and the call is a validation_error MALFORMED_ARGUMENTS.
+ */
 export interface ToolCallRequest {
   id: string;
   name: string;
   arguments: string;
+  malformedArguments?: string;
 }
 
 /**
@@ -137,48 +143,62 @@ export function notStartedResult(
   status: Exclude<ToolStatus, "success">,
   error: { code: string; message: string; retryable: boolean; details?: Record<string, unknown> },
 ): ToolResult {
-  return {
-    status,
-    data: null,
-    error: { ...error, details: { ...error.details, started: false, mayHaveCommitted: false } },
-    metadata: { toolName: call.name, toolCallId: call.id, latencyMs: 0, idempotencyKey: null },
-  };
+  return toolResult(call, status, null, {
+    ...error,
+    details: { ...error.details, started: false, mayHaveCommitted: false },
+  });
 }
 
-/**
- * Runs one tool call, in this order: unknown tool → permission → JSON.parse → strip nulls of optional
- * fields → zod safeParse → time check → execute (under the run's signal and the tool's own timeout).
- * Never throws: every outcome is a {@link ToolResult} in one of the fixed categories, each error with
- * code, message, details and `retryable`.
- * Codes: UNKNOWN_TOOL, PERMISSION_DENIED, INVALID_JSON, INVALID_ARGUMENTS (details.issues with path,
- * expected, received), a tool's business code, DEADLINE_EXCEEDED (details.mayHaveCommitted; details.started
- * false when the tool's `timeoutMs` did not fit in the time left), TOOL_TIMEOUT, STORE_UNAVAILABLE (the
- * data store could not serve the tool after the AWS SDK's own retries, as shared/errors.ts
- * `isStoreUnavailable` defines it: retryable, since a mutating tool's idempotency key makes the same call
- * safe to repeat), TOOL_FAILED (any other thrown error; its full text).
- */
-export async function dispatchToolCall(
+/** A tool error as the dispatcher builds it: `details` defaults to {}. */
+type ToolErrorInput = Omit<ToolError, "details"> & { details?: Record<string, unknown> };
+
+/** The {@link ToolResult} of `call` (`error` is dropped for a success; latencyMs in ms). */
+function toolResult(
   call: ToolCallRequest,
-  registry: ToolRegistry,
-  security: SecurityContext,
-  context: DispatchContext,
-): Promise<ToolResult> {
-  const tool = registry.get(call.name);
-  const result = (
-    status: ToolStatus,
-    data: unknown,
-    error: Omit<ToolError, "details"> & { details?: Record<string, unknown> },
-    latencyMs = 0,
-    idempotencyKey: string | null = null,
-  ): ToolResult => ({
+  status: ToolStatus,
+  data: unknown,
+  error: ToolErrorInput,
+  latencyMs = 0,
+  idempotencyKey: string | null = null,
+): ToolResult {
+  return {
     status,
     data,
     error: status === "success" ? null : { ...error, details: error.details ?? {} },
     metadata: { toolName: call.name, toolCallId: call.id, latencyMs, idempotencyKey },
+  };
+}
+
+/**
+ * A tool call that passed every check made before it may run (tool known, permission held, arguments
+ * parsed and valid): `args` is zod's output (trimmed, defaults applied, nulls of optional fields removed),
+ * the identity a mutating tool's idempotency key is built from.
+ */
+export interface PreparedToolCall {
+  call: ToolCallRequest;
+  tool: ToolDefinition;
+  args: unknown;
+}
+
+/**
+ * The checks of a tool call that need no clock and no I/O, in this order: unknown tool → permission →
+ * malformed arguments → JSON.parse → strip nulls of optional fields → zod safeParse. Returns the failed
+ * {@link ToolResult} (UNKNOWN_TOOL, PERMISSION_DENIED, MALFORMED_ARGUMENTS, INVALID_JSON,
+ * INVALID_ARGUMENTS with details.issues), or the call ready for {@link runPreparedCall}. Never throws.
+ */
+export function prepareToolCall(
+  call: ToolCallRequest,
+  registry: ToolRegistry,
+  security: SecurityContext,
+): { kind: "failed"; result: ToolResult } | ({ kind: "ready" } & PreparedToolCall) {
+  const tool = registry.get(call.name);
+  const failed = (status: ToolStatus, error: ToolErrorInput) => ({
+    kind: "failed" as const,
+    result: toolResult(call, status, null, error),
   });
 
   if (!tool) {
-    return result("validation_error", null, {
+    return failed("validation_error", {
       code: "UNKNOWN_TOOL",
       message: `There is no tool named "${call.name}". Available tools: ${[...registry.keys()].join(", ")}.`,
       details: { available: [...registry.keys()] },
@@ -186,29 +206,37 @@ export async function dispatchToolCall(
     });
   }
   if (tool.requiredPermission && !security.permissions.includes(tool.requiredPermission)) {
-    return result("permission_denied", null, {
+    return failed("permission_denied", {
       code: "PERMISSION_DENIED",
       message: `The caller lacks the permission "${tool.requiredPermission}" that ${tool.name} requires.`,
       details: { requiredPermission: tool.requiredPermission },
       retryable: false,
     });
   }
+  if (call.malformedArguments !== undefined) {
+    return failed("validation_error", {
+      code: "MALFORMED_ARGUMENTS",
+      message: `The arguments must be a JSON object encoded as a string; they arrived as a JSON ${call.malformedArguments} (${call.arguments.slice(0, 200)}). The tool did not run. Send the arguments as one JSON object.`,
+      details: { received: call.malformedArguments },
+      retryable: true,
+    });
+  }
   let raw: unknown;
   try {
     raw = JSON.parse(call.arguments);
   } catch (error) {
-    return result("validation_error", null, {
+    return failed("validation_error", {
       code: "INVALID_JSON",
       message: `The arguments are not complete, valid JSON (${(error as Error).message}); the tool did not run. Send the whole JSON object again.`,
       details: { received: call.arguments.slice(0, 200) },
       retryable: true,
     });
   }
-  const args = strictSchemaOf(tool).stripNulls(raw);
-  const parsed = tool.inputSchema.safeParse(args);
+  const input = strictSchemaOf(tool).stripNulls(raw);
+  const parsed = tool.inputSchema.safeParse(input);
   if (!parsed.success) {
-    const issues = zodIssues(parsed.error, args);
-    return result("validation_error", null, {
+    const issues = zodIssues(parsed.error, input);
+    return failed("validation_error", {
       code: "INVALID_ARGUMENTS",
       message: `Invalid arguments for ${tool.name}: ${issues
         .map(
@@ -220,6 +248,48 @@ export async function dispatchToolCall(
       retryable: true,
     });
   }
+  return { kind: "ready", call, tool, args: parsed.data };
+}
+
+/**
+ * Runs one tool call: {@link prepareToolCall}, then {@link runPreparedCall}. Never throws: every outcome
+ * is a {@link ToolResult} in one of the fixed categories, each error with code, message, details and
+ * `retryable` (codes as the two functions list).
+ */
+export async function dispatchToolCall(
+  call: ToolCallRequest,
+  registry: ToolRegistry,
+  security: SecurityContext,
+  context: DispatchContext,
+): Promise<ToolResult> {
+  const prepared = prepareToolCall(call, registry, security);
+  if (prepared.kind === "failed") return prepared.result;
+  return runPreparedCall(prepared, security, context);
+}
+
+/**
+ * Runs a prepared call: time check → execute (under the run's signal and the tool's own timeout). A
+ * mutating tool's idempotency key is built from `context.occurrence` and the prepared (validated)
+ * arguments. Never throws.
+ * Codes: a tool's business code, DEADLINE_EXCEEDED (details.mayHaveCommitted; details.started false when
+ * the deadline had passed or the tool's `timeoutMs` did not fit in the time left), TOOL_TIMEOUT,
+ * STORE_UNAVAILABLE (the data store could not serve the tool after the AWS SDK's own retries, as
+ * shared/errors.ts `isStoreUnavailable` defines it: retryable, since a mutating tool's idempotency key
+ * makes the same call safe to repeat), TOOL_FAILED (any other thrown error; its full text).
+ */
+export async function runPreparedCall(
+  prepared: PreparedToolCall,
+  security: SecurityContext,
+  context: DispatchContext,
+): Promise<ToolResult> {
+  const { call, tool, args } = prepared;
+  const result = (
+    status: ToolStatus,
+    data: unknown,
+    error: ToolErrorInput,
+    latencyMs = 0,
+    idempotencyKey: string | null = null,
+  ) => toolResult(call, status, data, error, latencyMs, idempotencyKey);
 
   if (context.signal.aborted) {
     return notStartedResult(call, "fatal_error", {
@@ -246,7 +316,7 @@ export async function dispatchToolCall(
       tenantId: security.tenantId,
       runScope: context.runScope,
       toolName: tool.name,
-      args: parsed.data,
+      args,
       occurrence: context.occurrence,
     }));
   const idempotencyKey = tool.isMutating ? operationKeyOf() : null;
@@ -256,7 +326,7 @@ export async function dispatchToolCall(
   const elapsed = () => Math.round(performance.now() - started);
   try {
     const data = await raceAbort(
-      tool.handler(parsed.data, security, {
+      tool.handler(args as never, security, {
         runId: context.runId,
         idempotencyKey: idempotencyKey ?? undefined,
         get operationKey() {

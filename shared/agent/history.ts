@@ -3,24 +3,15 @@
  * how it is cut to a cap. Pure functions, no I/O; the store keeps transcripts (shared/store/runs.ts),
  * shared/conversation.ts loads and checks them for a new run.
  */
-import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
-
-/** One assistant tool call as kept in a transcript (chat-completions `tool_calls[]` shape). */
-export interface HistoryToolCall {
-  id: string;
-  type: "function";
-  function: { name: string; arguments: string };
-}
+import type { AssistantMessage, ChatMessage, ToolMessage, UserMessage } from "./model.js";
 
 /**
  * One message of a stored transcript: a user prompt, an assistant message (text and/or tool calls),
- * or a tool result answering one tool call. Never a system message: every run starts with today's
- * system prompt. Each shape is a valid chat-completions message as it is.
+ * or a tool result answering one tool call: the loop's own message types (shared/agent/model.ts) minus
+ * the system message, since every run starts with today's system prompt. Each is a valid
+ * chat-completions message as it is.
  */
-export type HistoryMessage =
-  | { role: "user"; content: string }
-  | { role: "assistant"; content: string | null; tool_calls?: HistoryToolCall[] }
-  | { role: "tool"; tool_call_id: string; content: string };
+export type HistoryMessage = UserMessage | AssistantMessage | ToolMessage;
 
 /**
  * Bytes of UTF-8 text per token in {@link estimateTokens}. OpenAI documents ~4 characters per token
@@ -42,59 +33,36 @@ export const MESSAGE_OVERHEAD_TOKENS = 4;
  * tool call ids, names and arguments, tool_call_id) at {@link ESTIMATE_BYTES_PER_TOKEN} UTF-8 bytes a
  * token, rounded up. An estimate, deliberately high for English; never a provider's exact count.
  */
-export function estimateTokens(messages: ReadonlyArray<HistoryMessage | ChatCompletionMessageParam>): number {
+export function estimateTokens(messages: ReadonlyArray<ChatMessage>): number {
   let total = 0;
   for (const message of messages) total += messageTokens(message);
   return total;
 }
 
-function messageTokens(message: HistoryMessage | ChatCompletionMessageParam): number {
-  let bytes = Buffer.byteLength(textOf(message.content), "utf8");
+function messageTokens(message: ChatMessage): number {
+  let bytes = Buffer.byteLength(message.content ?? "", "utf8");
   if (message.role === "assistant") {
     for (const call of message.tool_calls ?? []) {
-      const fn = (call as { function?: { name?: string; arguments?: string } }).function;
-      bytes += Buffer.byteLength(`${call.id}${fn?.name ?? ""}${fn?.arguments ?? ""}`, "utf8");
+      bytes += Buffer.byteLength(`${call.id}${call.function.name}${call.function.arguments}`, "utf8");
     }
   }
   if (message.role === "tool") bytes += Buffer.byteLength(message.tool_call_id, "utf8");
   return MESSAGE_OVERHEAD_TOKENS + Math.ceil(bytes / ESTIMATE_BYTES_PER_TOKEN);
 }
 
-/** The text of a message content: a string as it is, content parts joined, anything else empty. */
-function textOf(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) {
-    return content.map((part) => String((part as { text?: unknown }).text ?? "")).join("");
-  }
-  return "";
-}
-
 /**
- * The transcript a finished run hands to the next one: the run's messages without the system (or
- * developer) prompt, in order (earlier history, the prompt, assistant messages with their tool calls,
- * tool results), plus the final `answer` as an assistant message when there is one (the loop returns it
- * as `answer`, not in its messages). Content parts are flattened to text.
+ * The transcript a finished run hands to the next one: the run's messages without the system prompt, in
+ * order (earlier history, the prompt, assistant messages with their tool calls, tool results, the loop's
+ * corrective nudges), copied, plus the final `answer` as an assistant message when there is one (the
+ * loop returns it as `answer`, not in its messages).
  */
-export function transcriptOf(
-  messages: ReadonlyArray<ChatCompletionMessageParam>,
-  answer: string | null,
-): HistoryMessage[] {
-  const transcript: HistoryMessage[] = [];
-  for (const message of messages) {
-    if (message.role === "user") transcript.push({ role: "user", content: textOf(message.content) });
-    else if (message.role === "tool") {
-      transcript.push({ role: "tool", tool_call_id: message.tool_call_id, content: textOf(message.content) });
-    } else if (message.role === "assistant") {
-      const calls = (message.tool_calls ?? []).flatMap((call): HistoryToolCall[] =>
-        call.type === "function" ? [{ id: call.id, type: "function", function: { ...call.function } }] : [],
-      );
-      const content =
-        message.content === null || message.content === undefined ? null : textOf(message.content);
-      transcript.push(
-        calls.length > 0 ? { role: "assistant", content, tool_calls: calls } : { role: "assistant", content },
-      );
-    }
-  }
+export function transcriptOf(messages: ReadonlyArray<ChatMessage>, answer: string | null): HistoryMessage[] {
+  const transcript = messages.flatMap((message): HistoryMessage[] => {
+    if (message.role === "system") return [];
+    if (message.role !== "assistant" || !message.tool_calls) return [{ ...message }];
+    const tool_calls = message.tool_calls.map((call) => ({ ...call, function: { ...call.function } }));
+    return [{ ...message, tool_calls }];
+  });
   if (answer !== null) transcript.push({ role: "assistant", content: answer });
   return transcript;
 }
@@ -185,4 +153,13 @@ export function trimHistory(messages: ReadonlyArray<HistoryMessage>, maxTokens: 
     estimatedTokens: suffixTokens[start] as number,
     droppedMessages: messages.length - kept.length,
   };
+}
+
+/**
+ * A transcript cut to about half its estimated tokens by {@link trimHistory} (oldest whole turns
+ * first): the run store's `shortenTranscript` (shared/deps.ts), applied while a transcript is too large
+ * to store even compressed (shared/store/runs.ts MAX_STORED_TRANSCRIPT_BYTES).
+ */
+export function halveHistory(messages: ReadonlyArray<HistoryMessage>): HistoryMessage[] {
+  return trimHistory(messages, Math.floor(estimateTokens(messages) / 2)).messages;
 }

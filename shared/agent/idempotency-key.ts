@@ -1,10 +1,5 @@
-import { createHash } from "node:crypto";
 import canonicalize from "canonicalize";
-
-/** Hex SHA-256 of a UTF-8 string. */
-export function sha256Hex(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
-}
+import { sha256Hex } from "../hash.js";
 
 /**
  * RFC 8785 (JCS) canonical JSON of a value (the `canonicalize` package): key order and number
@@ -33,4 +28,16 @@ export function toolIdempotencyKey(parts: {
 }): string {
   const argsHash = sha256Hex(canonicalJson(parts.args));
   return `tk_${sha256Hex(canonicalJson([parts.tenantId, parts.runScope, parts.toolName, argsHash, parts.occurrence]))}`;
+}
+
+/**
+ * The identity of an operation within one assistant turn: the tool name and the canonical (JCS) form of
+ * its validated arguments, the same two parts {@link toolIdempotencyKey} hashes. Two calls with the same
+ * identity in one turn are counted as occurrences 0, 1, … of it (so they are two operations); raw
+ * argument text that zod normalizes to the same value (key order, whitespace, trimmed strings, nulls of
+ * optional fields) has one identity.
+ * @param args the tool's parsed arguments (zod's output), never the raw JSON text
+ */
+export function operationIdentity(toolName: string, args: unknown): string {
+  return `${toolName}\u0000${canonicalJson(args)}`;
 }

@@ -1,4 +1,3 @@
-import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
 import type { z } from "zod";
 import type { SecurityContext } from "../identity.js";
 import { type StrictToolSchema, toStrictToolSchema } from "./strict-schema.js";
@@ -25,8 +24,9 @@ export interface ToolContext {
 }
 
 /**
- * A tool, declared once. Its OpenAI function definition (strict mode) is derived from `inputSchema`
- * by {@link toOpenAITool}; nothing about its arguments is written twice.
+ * A tool, declared once. The function definition offered to the model (strict mode) is derived from
+ * `inputSchema` (shared/agent/model-step.ts `modelTool`, sent by the model adapter); nothing about its
+ * arguments is written twice.
  * - `requiredPermission`: checked against the caller's security context before the input is parsed
  * - `isMutating`: the dispatcher gives mutating tools an idempotency key
  * - `handler`: returns JSON-serializable data, or throws {@link ToolBusinessError} for a business rule
@@ -113,20 +113,4 @@ export function strictSchemaOf(definition: ToolDefinition): StrictToolSchema {
     strictSchemas.set(definition, strict);
   }
   return strict;
-}
-
-/**
- * The OpenAI chat-completions function tool (`strict: true`) derived from the tool's zod schema.
- * @throws ToolDefinitionError as {@link strictSchemaOf}
- */
-export function toOpenAITool(definition: ToolDefinition): ChatCompletionFunctionTool {
-  return {
-    type: "function",
-    function: {
-      name: definition.name,
-      description: definition.description,
-      parameters: strictSchemaOf(definition).parameters,
-      strict: true,
-    },
-  };
 }

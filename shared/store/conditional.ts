@@ -3,12 +3,9 @@ import {
   ReturnValue,
   ReturnValuesOnConditionCheckFailure,
 } from "@aws-sdk/client-dynamodb";
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { type DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
-import { TABLE_SCHEMA } from "./keys.js";
-
-/** A stored item as the document client returns it (numbers as numbers, binary as Uint8Array). */
-export type StoredItem = Record<string, unknown>;
+import { getItem, type StoredItem, TABLE_SCHEMA } from "./table.js";
 
 /**
  * What {@link conditionalPut} did.
@@ -33,7 +30,7 @@ export type ConditionalPutResult =
  * When the condition fails, the item that made it fail is read back: from
  * ReturnValuesOnConditionCheckFailure ALL_OLD where the server returns it (DynamoDB, DynamoDB Local),
  * else with a consistent GetItem (dynalite 4.0 accepts the parameter but returns no item).
- * `item` must hold the table's `pk` and `sk`.
+ * `item` must hold the table's key (build it with `tableItem`).
  * @returns see {@link ConditionalPutResult}
  * @throws the SDK's error for anything but a failed condition (throttling after the SDK's retries,
  *   missing table, network)
@@ -70,14 +67,8 @@ export async function conditionalPut(
     if (error.Item)
       return { written: false, existing: unmarshall(error.Item), existingFrom: "condition-check" };
     const { partitionKey, sortKey } = TABLE_SCHEMA;
-    const read = await client.send(
-      new GetCommand({
-        TableName: input.tableName,
-        Key: { [partitionKey]: input.item[partitionKey], [sortKey]: input.item[sortKey] },
-        ConsistentRead: true,
-      }),
-      { abortSignal: signal },
-    );
-    return { written: false, existing: read.Item, existingFrom: "consistent-read" };
+    const key = { [partitionKey]: String(input.item[partitionKey]), [sortKey]: String(input.item[sortKey]) };
+    const existing = await getItem(client, input.tableName, key, signal);
+    return { written: false, existing, existingFrom: "consistent-read" };
   }
 }

@@ -1,8 +1,9 @@
-import { sha256Hex } from "../agent/idempotency-key.js";
+import { sha256Hex } from "../hash.js";
 
 /**
- * Every key format of the single table, in one place. Every partition key starts with the tenant
- * from the verified security context, so tenant isolation is structural, not a filter.
+ * Every key format of the single table, in one place (the attribute names are `TABLE_SCHEMA` in
+ * table.ts). Every partition key starts with the tenant from the verified security context, so tenant
+ * isolation is structural, not a filter.
  *
  * | pk | sk | item |
  * |---|---|---|
@@ -11,7 +12,6 @@ import { sha256Hex } from "../agent/idempotency-key.js";
  * | TENANT#<tenantId> | RUN#<runId>#STEP#<cycle, 4 digits> | one audit step (cycle) of a run, with `ttl` |
  * | TENANT#<tenantId> | QUOTE#<quoteId> | tax quote, with `ttl` (epoch seconds) for DynamoDB TTL |
  * | TENANT#<tenantId> | IDEM#<route>#<sha256(Idempotency-Key)> | HTTP Idempotency-Key record of one route |
- * | TENANT#<tenantId> | GUARD#<sha256(tool idempotency key)> | effect guard of a tool whose effect is outside DynamoDB |
  *
  * Client-supplied keys are hashed (hex SHA-256) so any printable value fits the sort key and cannot
  * collide with the `#` separators.
@@ -32,13 +32,8 @@ export const keys = {
   idempotency: (route: string, idempotencyKey: string) => `IDEM#${route}#${sha256Hex(idempotencyKey)}`,
   /** Sort-key prefix of all Idempotency-Key records (for begins_with queries). */
   idempotencyPrefix: "IDEM#",
-  /** Sort key of an effect guard: the SHA-256 of the tool call's idempotency key (`tk_…`). */
-  guard: (toolIdempotencyKey: string) => `GUARD#${sha256Hex(toolIdempotencyKey)}`,
   /** Sort key of a run record; also the prefix of its steps (runIds contain no `#`). */
   run: (runId: string) => `RUN#${runId}`,
   /** Sort key of one audit step of a run; cycles are zero-padded so steps sort in cycle order. */
   runStep: (runId: string, cycle: number) => `RUN#${runId}#STEP#${String(cycle).padStart(4, "0")}`,
 } as const;
-
-/** Attribute names of the table's key schema and TTL (epoch seconds); infra/ uses the same names. */
-export const TABLE_SCHEMA = { partitionKey: "pk", sortKey: "sk", ttlAttribute: "ttl" } as const;

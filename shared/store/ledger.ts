@@ -1,8 +1,11 @@
-import { type DynamoDBDocumentClient, GetCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
-import { sha256Hex } from "../agent/idempotency-key.js";
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { sha256Hex } from "../hash.js";
 import type { MoneyValue } from "../money/money.js";
 import { conditionalPut } from "./conditional.js";
+import { QuoteAlreadyRecordedError } from "./errors.js";
 import { keys } from "./keys.js";
+import { queryTenant } from "./query.js";
+import { getItem, ITEM_ABSENT, type StoredItem, splitItem, tableItem, tableKey } from "./table.js";
 
 /**
  * An invoice in the ledger. Every amount was copied from a backend-computed tax quote (calculateTax);
@@ -26,7 +29,10 @@ export interface Invoice {
   subtotal: MoneyValue;
   taxAmount: MoneyValue;
   grossTotal: MoneyValue;
-  /** The idempotency key the invoice id was derived from. */
+  /**
+   * The tool idempotency key of the operation that recorded it: a retry with the same key replays this
+   * invoice; another key recording the same quote gets `QuoteAlreadyRecordedError`.
+   */
   idempotencyKey: string;
   runId: string;
   createdBy: string;
@@ -46,18 +52,6 @@ export type NewInvoice = Omit<Invoice, "invoiceId" | "idempotencyKey" | "created
  */
 export function invoiceIdForQuote(quoteId: string): string {
   return `inv_${sha256Hex(`quote:${quoteId}`).slice(0, 24)}`;
-}
-
-/**
- * Raised by {@link LedgerStore.recordOnce} when the quote was already recorded by another operation
- * (another idempotency key: another run, or another call in the same run). `invoice` is the existing
- * invoice, unchanged.
- */
-export class QuoteAlreadyRecordedError extends Error {
-  constructor(readonly invoice: Invoice) {
-    super(`Quote ${invoice.quoteId} is already recorded as invoice ${invoice.invoiceId}.`);
-    this.name = new.target.name;
-  }
 }
 
 /** Ledger access for one table; all keys are tenant-scoped. */
@@ -90,14 +84,12 @@ export class LedgerStore {
   ): Promise<{ invoice: Invoice; created: boolean }> {
     const invoiceId = invoiceIdForQuote(invoice.quoteId);
     const item: Invoice = { ...invoice, invoiceId, idempotencyKey, createdAt: new Date().toISOString() };
-    const pk = keys.tenant(invoice.tenantId);
-    const sk = keys.invoice(invoiceId);
     const put = await conditionalPut(
       this.client,
       {
         tableName: this.tableName,
-        item: { pk, sk, type: "invoice", ...item },
-        condition: "attribute_not_exists(pk)",
+        item: tableItem(tableKey(invoice.tenantId, keys.invoice(invoiceId)), "invoice", item),
+        condition: ITEM_ABSENT,
       },
       signal,
     );
@@ -110,84 +102,49 @@ export class LedgerStore {
 
   /** Reads one invoice of a tenant (consistent read); undefined when absent. */
   async get(tenantId: string, invoiceId: string, signal?: AbortSignal): Promise<Invoice | undefined> {
-    const raw = await this.getRaw(tenantId, invoiceId, signal);
-    return raw ? toInvoice(raw) : undefined;
-  }
-
-  /** Lists a tenant's invoices in key order (at most `limit`, default 100). */
-  async list(tenantId: string, limit = 100, signal?: AbortSignal): Promise<Invoice[]> {
-    const result = await this.client.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-        ExpressionAttributeValues: { ":pk": keys.tenant(tenantId), ":prefix": keys.invoicePrefix },
-        Limit: limit,
-        ConsistentRead: true,
-      }),
-      { abortSignal: signal },
+    const item = await getItem(
+      this.client,
+      this.tableName,
+      tableKey(tenantId, keys.invoice(invoiceId)),
+      signal,
     );
-    return (result.Items ?? []).map(toInvoice);
-  }
-
-  private async getRaw(
-    tenantId: string,
-    invoiceId: string,
-    signal?: AbortSignal,
-  ): Promise<Record<string, unknown> | undefined> {
-    const result = await this.client.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { pk: keys.tenant(tenantId), sk: keys.invoice(invoiceId) },
-        ConsistentRead: true,
-      }),
-      { abortSignal: signal },
-    );
-    return result.Item;
+    return item ? toInvoice(item) : undefined;
   }
 
   /**
-   * One page of a tenant's invoices in key order (consistent read). Reads `limit + 1` items so that
-   * `nextKey` is present only when more invoices follow: it is the DynamoDB key (`{pk, sk}`, the
-   * LastEvaluatedKey of this page) to pass back as `startKey` for the next page.
-   * @param options.limit page size, 1 to 1000 (callers bound it further)
-   * @param options.startKey a `nextKey` from an earlier page of the same tenant
-   * @throws RangeError for a limit out of range; the SDK's error for a failed read
+   * The first `limit` (default 100) invoices of a tenant in key order: the first page of
+   * {@link listPage}.
+   * @throws RangeError for a limit that is not a positive integer; the SDK's error for a failed read
+   */
+  async list(tenantId: string, limit = 100, signal?: AbortSignal): Promise<Invoice[]> {
+    return (await this.listPage(tenantId, { limit }, signal)).invoices;
+  }
+
+  /**
+   * One page of a tenant's invoices in invoice-id order (consistent read), with `nextCursor` only when
+   * more invoices follow (see `queryTenant`).
+   * @param options.limit page size, a positive integer (callers bound it: the API at 100, the tool at 50)
+   * @param options.cursor a `nextCursor` of an earlier page of the same tenant's invoices
+   * @throws InvalidCursorError for a cursor not issued for this tenant's invoices (nothing is read);
+   *   RangeError for a limit that is not a positive integer; the SDK's error for a failed read
    */
   async listPage(
     tenantId: string,
-    options: { limit: number; startKey?: Record<string, string> },
+    options: { limit: number; cursor?: string },
     signal?: AbortSignal,
-  ): Promise<{ invoices: Invoice[]; nextKey: Record<string, string> | undefined }> {
-    if (!Number.isInteger(options.limit) || options.limit < 1 || options.limit > 1000) {
-      throw new RangeError(`limit must be an integer from 1 to 1000, got ${options.limit}.`);
-    }
-    const pk = keys.tenant(tenantId);
-    const items: Record<string, unknown>[] = [];
-    let startKey: Record<string, unknown> | undefined = options.startKey;
-    do {
-      const page = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-          ExpressionAttributeValues: { ":pk": pk, ":prefix": keys.invoicePrefix },
-          ExclusiveStartKey: startKey,
-          Limit: options.limit + 1 - items.length,
-          ConsistentRead: true,
-        }),
-        { abortSignal: signal },
-      );
-      items.push(...(page.Items ?? []));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey && items.length <= options.limit);
-    const pageItems = items.slice(0, options.limit);
-    const last = pageItems.at(-1);
-    const nextKey = items.length > options.limit && last ? { pk, sk: String(last.sk) } : undefined;
-    return { invoices: pageItems.map(toInvoice), nextKey };
+  ): Promise<{ invoices: Invoice[]; nextCursor: string | undefined }> {
+    const page = await queryTenant(this.client, this.tableName, {
+      tenantId,
+      prefix: keys.invoicePrefix,
+      limit: options.limit,
+      ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
+      ...(signal ? { signal } : {}),
+    });
+    return { invoices: page.items.map(toInvoice), nextCursor: page.nextCursor };
   }
 }
 
-/** Strips table attributes (pk, sk, type) from a stored item. */
-function toInvoice(item: Record<string, unknown>): Invoice {
-  const { pk: _pk, sk: _sk, type: _type, ...invoice } = item;
-  return invoice as unknown as Invoice;
+/** An invoice from its stored item (table attributes stripped). */
+function toInvoice(item: StoredItem): Invoice {
+  return splitItem(item).attributes as unknown as Invoice;
 }

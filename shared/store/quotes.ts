@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import * as z from "zod";
-import { sha256Hex } from "../agent/idempotency-key.js";
+import { sha256Hex } from "../hash.js";
 import { ROUNDING_RULES, type TaxAmounts } from "../money/money.js";
 import { conditionalPut } from "./conditional.js";
-import { keys, TABLE_SCHEMA } from "./keys.js";
+import { CONDITIONAL_WRITE_ATTEMPTS, StoreContentionError } from "./errors.js";
+import { keys } from "./keys.js";
+import { getItem, ITEM_ABSENT, type StoredItem, splitItem, tableItem, tableKey } from "./table.js";
 
 /** A quote id: `qt_` and 32 lower-case hex characters (from the call's operation key, see {@link quoteIdFor}, or a random UUID). */
 export const QUOTE_ID_PATTERN = /^qt_[0-9a-f]{32}$/;
@@ -33,7 +35,7 @@ const MoneyValueSchema = z
   })
   .strict();
 
-/** The stored shape of a quote (table attributes pk, sk, type and ttl stripped). */
+/** The stored shape of a quote (table attributes stripped, see `splitItem`). */
 const QuoteSchema = z
   .object({
     quoteId: z.string().regex(QUOTE_ID_PATTERN),
@@ -96,61 +98,43 @@ export class QuoteStore {
   ) {}
 
   /**
-   * Stores a new quote (conditional put: never overwrites an existing item).
-   * @throws the SDK's error, including ConditionalCheckFailedException on an id collision
-   */
-  async create(quote: Quote, signal?: AbortSignal): Promise<void> {
-    const ttl = Math.ceil(Date.parse(quote.expiresAt) / 1000);
-    await this.client.send(
-      new PutCommand({
-        TableName: this.tableName,
-        Item: {
-          pk: keys.tenant(quote.tenantId),
-          sk: keys.quote(quote.quoteId),
-          type: "quote",
-          [TABLE_SCHEMA.ttlAttribute]: ttl,
-          ...quote,
-        },
-        ConditionExpression: "attribute_not_exists(pk)",
-      }),
-      { abortSignal: signal },
-    );
-  }
-
-  /**
    * Stores `quote` unless a live quote with its id already exists for its tenant, in which case that
    * one is kept and returned (a retried operation gets the quote it was first given; an expired one is
-   * replaced). One conditional put (see `conditionalPut`).
+   * replaced). One conditional put (see `conditionalPut`); when the quote that failed the condition is
+   * gone by the time it is read (TTL deletion), the put is tried again, up to
+   * {@link CONDITIONAL_WRITE_ATTEMPTS} times.
    * @param nowMs epoch ms deciding whether an existing quote has expired
    * @returns the quote now stored under the id
-   * @throws the SDK's errors; Error when the existing item is malformed
+   * @throws StoreContentionError when every attempt failed against a quote that was then gone (nothing
+   *   written); Error when the existing item is malformed or another tenant's; the SDK's errors
    */
   async createOrGet(quote: Quote, nowMs: number, signal?: AbortSignal): Promise<Quote> {
-    const ttl = Math.ceil(Date.parse(quote.expiresAt) / 1000);
-    const put = await conditionalPut(
-      this.client,
-      {
-        tableName: this.tableName,
-        item: {
-          pk: keys.tenant(quote.tenantId),
-          sk: keys.quote(quote.quoteId),
-          type: "quote",
-          [TABLE_SCHEMA.ttlAttribute]: ttl,
-          ...quote,
-        },
-        condition: "attribute_not_exists(pk) OR expiresAt <= :now",
-        values: { ":now": new Date(nowMs).toISOString() },
-      },
-      signal,
+    const item = tableItem(
+      tableKey(quote.tenantId, keys.quote(quote.quoteId)),
+      "quote",
+      quote,
+      Math.ceil(Date.parse(quote.expiresAt) / 1000),
     );
-    if (put.written) return quote;
-    if (!put.existing) return this.createOrGet(quote, nowMs, signal);
-    const { pk: _pk, sk: _sk, type: _type, [TABLE_SCHEMA.ttlAttribute]: _ttl, ...item } = put.existing;
-    const parsed = QuoteSchema.safeParse(item);
-    if (!parsed.success || parsed.data.tenantId !== quote.tenantId) {
-      throw new Error(`Stored quote ${quote.quoteId} is malformed.`);
+    for (let attempt = 0; attempt < CONDITIONAL_WRITE_ATTEMPTS; attempt += 1) {
+      const put = await conditionalPut(
+        this.client,
+        {
+          tableName: this.tableName,
+          item,
+          condition: `${ITEM_ABSENT} OR expiresAt <= :now`,
+          values: { ":now": new Date(nowMs).toISOString() },
+        },
+        signal,
+      );
+      if (put.written) return quote;
+      if (!put.existing) continue;
+      const parsed = parseQuote(put.existing);
+      if (!parsed.success || parsed.data.tenantId !== quote.tenantId) {
+        throw new Error(`Stored quote ${quote.quoteId} is malformed.`);
+      }
+      return parsed.data;
     }
-    return parsed.data;
+    throw new StoreContentionError(`Quote ${quote.quoteId}`, CONDITIONAL_WRITE_ATTEMPTS);
   }
 
   /**
@@ -160,17 +144,9 @@ export class QuoteStore {
    * @throws Error when the stored item is malformed (never recorded from); the SDK's errors
    */
   async lookup(tenantId: string, quoteId: string, nowMs: number, signal?: AbortSignal): Promise<QuoteLookup> {
-    const result = await this.client.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { pk: keys.tenant(tenantId), sk: keys.quote(quoteId) },
-        ConsistentRead: true,
-      }),
-      { abortSignal: signal },
-    );
-    if (!result.Item) return { kind: "missing" };
-    const { pk: _pk, sk: _sk, type: _type, [TABLE_SCHEMA.ttlAttribute]: _ttl, ...item } = result.Item;
-    const parsed = QuoteSchema.safeParse(item);
+    const item = await getItem(this.client, this.tableName, tableKey(tenantId, keys.quote(quoteId)), signal);
+    if (!item) return { kind: "missing" };
+    const parsed = parseQuote(item);
     if (!parsed.success) {
       throw new Error(`Stored quote ${quoteId} is malformed: ${parsed.error.issues[0]?.message ?? ""}`);
     }
@@ -178,4 +154,9 @@ export class QuoteStore {
     if (quote.tenantId !== tenantId) return { kind: "missing" };
     return nowMs >= Date.parse(quote.expiresAt) ? { kind: "expired", quote } : { kind: "live", quote };
   }
+}
+
+/** Parses a stored quote item (table attributes stripped) against {@link QuoteSchema}. */
+function parseQuote(item: StoredItem) {
+  return QuoteSchema.safeParse(splitItem(item).attributes);
 }

@@ -1,26 +1,48 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
-import {
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  type QueryCommandOutput,
-  UpdateCommand,
-} from "@aws-sdk/lib-dynamodb";
-import { estimateTokens, type HistoryMessage, trimHistory } from "../agent/history.js";
-import { sha256Hex } from "../agent/idempotency-key.js";
-import type { CycleRecord, RunStatus, RunUsage } from "../agent/loop.js";
-import type { ToolResult } from "../agent/result.js";
+import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { sha256Hex } from "../hash.js";
 import { decodeText, type EncodedText, encodeText } from "./compressed.js";
 import { COMPRESS_RESPONSE_ABOVE_BYTES } from "./idempotency.js";
 import { keys } from "./keys.js";
+import { queryTenant } from "./query.js";
+import {
+  getItem,
+  ITEM_ABSENT,
+  ITEM_PRESENT,
+  type StoredItem,
+  splitItem,
+  tableItem,
+  tableKey,
+} from "./table.js";
+
+/**
+ * What the run store persists of the agent's types, as type parameters bound once where the store is
+ * created (shared/deps.ts), so the store does not import the agent layer:
+ * - `status`: the loop's terminal statuses (`RunStatus`)
+ * - `toolResult`: the tool result envelope of one call (`ToolResult`); only its `data` is read, to drop
+ *   it from a step over the size cap
+ * - `message`: one message of the transcript a finished run stores for the runs continuing it
+ *   (`HistoryMessage`); stored as JSON, never read by the store
+ */
+export interface RunShapes {
+  status: string;
+  toolResult: { data: unknown };
+  message: unknown;
+}
+
+/** Token usage of a run or a cycle, as the agent counts it (`RunUsage`) and the store keeps it. */
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
 
 /**
  * Where a run is: `running` from the first write until the outcome is stored; then the loop's terminal
- * {@link RunStatus}; `failed` when the server itself failed mid-run (an unexpected error, not a model
- * or tool failure).
+ * status; `failed` when the server itself failed mid-run (an unexpected error, not a model or tool
+ * failure).
  */
-export type RunRecordStatus = "running" | "failed" | RunStatus;
+export type RunRecordStatus<S extends RunShapes = RunShapes> = "running" | "failed" | S["status"];
 
 /**
  * The stored run (one item, sort key `RUN#<runId>`), written at start and updated as cycles complete
@@ -35,11 +57,11 @@ export type RunRecordStatus = "running" | "failed" | RunStatus;
  * The transcript a finished run stores for its continuations is an internal attribute of the same item
  * (never returned here, never logged), see {@link RunStore.readContinuation}.
  */
-export interface RunRecord {
+export interface RunRecord<S extends RunShapes = RunShapes> {
   runId: string;
   tenantId: string;
   userId: string;
-  status: RunRecordStatus;
+  status: RunRecordStatus<S>;
   prompt: { chars: number; sha256: string };
   limits: { maxCycles: number; timeoutMs: number };
   startedAt: string;
@@ -49,7 +71,7 @@ export interface RunRecord {
   cycles: number | null;
   answer: string | null;
   reason: string | null;
-  usage: RunUsage;
+  usage: TokenUsage;
   durationMs: number | null;
   expiresAt: string;
   previousRunId: string | null;
@@ -77,9 +99,10 @@ export const COMPRESS_TRANSCRIPT_ABOVE_BYTES = COMPRESS_RESPONSE_ABOVE_BYTES;
 /**
  * Cap on a stored transcript in bytes after compression. It shares the run record's item with the
  * answer and the outcome; DynamoDB items are limited to 400 KB, and 300 000 bytes leaves room for an
- * answer as long as a model writes in one response. A transcript over the cap is stored without its
- * oldest whole turns (the same cut as {@link trimHistory}) until it fits; `transcriptDroppedMessages`
- * counts what was left out, and the continuing run reports it in its `history.droppedMessages`.
+ * answer as long as a model writes in one response. A transcript over the cap is stored shortened by
+ * {@link RunStoreOptions.shortenTranscript} (the oldest whole turns dropped) until it fits;
+ * `transcriptDroppedMessages` counts what was left out, and the continuing run reports it in its
+ * `history.droppedMessages`.
  */
 export const MAX_STORED_TRANSCRIPT_BYTES = 300_000;
 
@@ -91,22 +114,22 @@ export const MAX_STORED_TRANSCRIPT_BYTES = 300_000;
  *   caller checks its shape), undefined when none was stored (a run still running, failed, or finished
  *   before transcripts were kept); `transcriptDroppedMessages` what was cut to store it
  */
-export type ContinuationRead =
+export type ContinuationRead<S extends RunShapes = RunShapes> =
   | { kind: "missing" }
-  | { kind: "expired"; run: RunRecord }
-  | { kind: "found"; run: RunRecord; transcript: unknown; transcriptDroppedMessages: number };
+  | { kind: "expired"; run: RunRecord<S> }
+  | { kind: "found"; run: RunRecord<S>; transcript: unknown; transcriptDroppedMessages: number };
 
 /**
  * One tool call in an audit step: the model's raw arguments (cut to {@link MAX_ARGUMENT_CHARS}, with
  * `argumentsTruncated` saying so) and the backend's tool result (status, data or error, latency,
  * idempotency key).
  */
-export interface RunStepToolCall {
+export interface RunStepToolCall<S extends RunShapes = RunShapes> {
   id: string;
   name: string;
   arguments: string;
   argumentsTruncated: boolean;
-  result: ToolResult;
+  result: S["toolResult"];
 }
 
 /**
@@ -114,28 +137,53 @@ export interface RunStepToolCall {
  * - `request`: a summary of the model request (message count, tools offered), never the prompt text
  * - `modelLatencyMs`: wall time of the model call in ms; `usage`: this cycle's tokens
  */
-export interface RunStep {
+export interface RunStep<S extends RunShapes = RunShapes> {
   cycle: number;
   recordedAt: string;
-  request: CycleRecord["request"];
+  request: CycleInput<S>["request"];
   finishReason: string | null;
   modelLatencyMs: number;
-  usage: RunUsage;
-  toolCalls: RunStepToolCall[];
+  usage: TokenUsage;
+  toolCalls: RunStepToolCall<S>[];
+}
+
+/**
+ * What the store needs of one loop cycle to write its audit step (the agent's `CycleRecord` is one):
+ * the cycle number (from 1), the request summary, the finish reason, the model call's latency (ms), the
+ * cycle's tokens, and each tool call's id, name, raw arguments and result.
+ */
+export interface CycleInput<S extends RunShapes = RunShapes> {
+  cycle: number;
+  request: { messageCount: number; toolsOffered: string[] };
+  finishReason: string | null;
+  modelLatencyMs: number;
+  usage: TokenUsage;
+  toolCalls: ReadonlyArray<{ id: string; name: string; arguments: string; result: S["toolResult"] }>;
 }
 
 /**
  * The outcome fields written when a run ends. `transcript`: the run's conversation for later runs to
  * continue (shared/agent/history.ts `transcriptOf`), stored encoded with the outcome in the same write.
  */
-export interface RunFinish {
-  status: RunStatus;
+export interface RunFinish<S extends RunShapes = RunShapes> {
+  status: S["status"];
   cycles: number;
   answer: string | null;
   reason: string | null;
-  usage: RunUsage;
+  usage: TokenUsage;
   durationMs: number;
-  transcript?: HistoryMessage[];
+  transcript?: ReadonlyArray<S["message"]>;
+}
+
+/**
+ * Options of a {@link RunStore}, bound once where it is created (shared/deps.ts):
+ * - `shortenTranscript`: a shorter form of a transcript, tried while its encoding is over
+ *   {@link MAX_STORED_TRANSCRIPT_BYTES} (the agent's whole-turn cut, shared/agent/history.ts
+ *   `halveHistory`: the store does not know what a turn is). A result that is not shorter than its input
+ *   makes the store keep an empty transcript. Default: no shortening (an empty transcript at once).
+ */
+export interface RunStoreOptions<S extends RunShapes = RunShapes> {
+  shortenTranscript?: (messages: ReadonlyArray<S["message"]>) => ReadonlyArray<S["message"]>;
 }
 
 /** Raw tool-call arguments longer than this (characters) are cut in the audit step. */
@@ -143,18 +191,21 @@ export const MAX_ARGUMENT_CHARS = 8_192;
 /** A step whose JSON exceeds this many bytes drops tool result `data` (DynamoDB items are ≤ 400 KB). */
 const MAX_STEP_BYTES = 300_000;
 
-const ZERO_USAGE: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+const ZERO_USAGE: TokenUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 
 /**
  * Run records and their audit steps, tenant-scoped (`TENANT#<tenantId>`), each item with a `ttl`
  * (epoch seconds) of `ttlSeconds` after it was written (config RUN_TTL_SECONDS). Every write is a single
  * conditional item write, so a run killed mid-way keeps the record and steps written so far.
+ * `S` binds the agent's status, tool result and transcript message types (see {@link RunShapes});
+ * `options` the transcript policy (see {@link RunStoreOptions}).
  */
-export class RunStore {
+export class RunStore<S extends RunShapes = RunShapes> {
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
     private readonly ttlSeconds: number,
+    private readonly options: RunStoreOptions<S> = {},
   ) {}
 
   /**
@@ -174,9 +225,9 @@ export class RunStore {
       history?: HistorySummary | undefined;
     },
     now: Date = new Date(),
-  ): Promise<RunRecord> {
-    const ttl = this.ttlFrom(now);
-    const record: RunRecord = {
+  ): Promise<RunRecord<S>> {
+    const expiresAtSeconds = this.expiryFrom(now);
+    const record: RunRecord<S> = {
       runId: input.runId,
       tenantId: input.tenantId,
       userId: input.userId,
@@ -192,15 +243,15 @@ export class RunStore {
       reason: null,
       usage: ZERO_USAGE,
       durationMs: null,
-      expiresAt: new Date(ttl * 1000).toISOString(),
+      expiresAt: new Date(expiresAtSeconds * 1000).toISOString(),
       previousRunId: input.previousRunId ?? null,
       history: input.history ?? null,
     };
     await this.client.send(
       new PutCommand({
         TableName: this.tableName,
-        Item: { pk: keys.tenant(input.tenantId), sk: keys.run(input.runId), type: "run", ttl, ...record },
-        ConditionExpression: "attribute_not_exists(pk)",
+        Item: tableItem(tableKey(input.tenantId, keys.run(input.runId)), "run", record, expiresAtSeconds),
+        ConditionExpression: ITEM_ABSENT,
       }),
     );
     return record;
@@ -216,23 +267,21 @@ export class RunStore {
   async appendStep(
     tenantId: string,
     runId: string,
-    record: CycleRecord,
-    usageSoFar: RunUsage,
+    record: CycleInput<S>,
+    usageSoFar: TokenUsage,
     now: Date = new Date(),
-  ): Promise<RunStep> {
+  ): Promise<RunStep<S>> {
     const step = toStep(record, now);
     await this.client.send(
       new PutCommand({
         TableName: this.tableName,
-        Item: {
-          pk: keys.tenant(tenantId),
-          sk: keys.runStep(runId, record.cycle),
-          type: "run_step",
-          runId,
-          ttl: this.ttlFrom(now),
-          ...step,
-        },
-        ConditionExpression: "attribute_not_exists(pk)",
+        Item: tableItem(
+          tableKey(tenantId, keys.runStep(runId, record.cycle)),
+          "run_step",
+          { runId, ...step },
+          this.expiryFrom(now),
+        ),
+        ConditionExpression: ITEM_ABSENT,
       }),
     );
     await this.updateIfRunning(tenantId, runId, {
@@ -253,22 +302,22 @@ export class RunStore {
   async finish(
     tenantId: string,
     runId: string,
-    outcome: RunFinish,
+    outcome: RunFinish<S>,
     now: Date = new Date(),
   ): Promise<boolean> {
     const { transcript, ...fields } = outcome;
     return this.updateIfRunning(tenantId, runId, {
       ...fields,
-      ...(transcript ? transcriptAttributes(transcript) : {}),
+      ...(transcript ? this.transcriptAttributes(transcript) : {}),
       finishedAt: now.toISOString(),
       updatedAt: now.toISOString(),
     });
   }
 
   /**
-   * Reads a run record with its stored transcript, for a run that continues it (consistent GetItem of
-   * the record alone, not its steps). The caller checks the owner before it says anything about the
-   * run: `expired` and `found` are for the tenant's run whoever started it.
+   * Reads a run record with its stored transcript, for a run that continues it (consistent read of the
+   * record alone, not its steps). The caller checks the owner before it says anything about the run:
+   * `expired` and `found` are for the tenant's run whoever started it.
    * @returns see {@link ContinuationRead}
    * @throws the SDK's error when the store cannot be read; Error when a stored transcript is corrupt
    */
@@ -277,24 +326,18 @@ export class RunStore {
     runId: string,
     now: Date = new Date(),
     signal?: AbortSignal,
-  ): Promise<ContinuationRead> {
-    const { Item: item } = await this.client.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { pk: keys.tenant(tenantId), sk: keys.run(runId) },
-        ConsistentRead: true,
-      }),
-      { abortSignal: signal },
-    );
-    if (item?.type !== "run") return { kind: "missing" };
-    const run = toRunRecord(item);
-    if (Number(item.ttl) <= Math.floor(now.getTime() / 1000)) return { kind: "expired", run };
-    const text = item.transcript === undefined ? undefined : decodeText(item.transcript);
+  ): Promise<ContinuationRead<S>> {
+    const item = await getItem(this.client, this.tableName, tableKey(tenantId, keys.run(runId)), signal);
+    const split = item && splitItem(item);
+    if (split?.type !== "run") return { kind: "missing" };
+    const { run, transcript, transcriptDroppedMessages } = toRunRecord<S>(split.attributes);
+    if (Number(split.expiresAtSeconds) <= Math.floor(now.getTime() / 1000)) return { kind: "expired", run };
+    const text = transcript === undefined ? undefined : decodeText(transcript);
     return {
       kind: "found",
       run,
       transcript: text === undefined ? undefined : (JSON.parse(text) as unknown),
-      transcriptDroppedMessages: Number(item.transcriptDroppedMessages ?? 0),
+      transcriptDroppedMessages: Number(transcriptDroppedMessages ?? 0),
     };
   }
 
@@ -322,36 +365,51 @@ export class RunStore {
     runId: string,
     signal?: AbortSignal,
     now: Date = new Date(),
-  ): Promise<{ run: RunRecord; steps: RunStep[] } | undefined> {
-    const items: Record<string, unknown>[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page: QueryCommandOutput = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-          ExpressionAttributeValues: { ":pk": keys.tenant(tenantId), ":prefix": keys.run(runId) },
-          ExclusiveStartKey: startKey,
-          ConsistentRead: true,
-        }),
-        { abortSignal: signal },
-      );
-      items.push(...(page.Items ?? []));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+  ): Promise<{ run: RunRecord<S>; steps: RunStep<S>[] } | undefined> {
+    const { items } = await queryTenant(this.client, this.tableName, {
+      tenantId,
+      prefix: keys.run(runId),
+      ...(signal ? { signal } : {}),
+    });
     const nowSeconds = Math.floor(now.getTime() / 1000);
-    const live = items.filter((item) => item.runId === runId && Number(item.ttl) > nowSeconds);
+    const live = items
+      .map(splitItem)
+      .filter((item) => item.attributes.runId === runId && Number(item.expiresAtSeconds) > nowSeconds);
     const runItem = live.find((item) => item.type === "run");
     if (!runItem) return undefined;
     const steps = live
       .filter((item) => item.type === "run_step")
-      .map((item) => strip(item) as unknown as RunStep & { runId?: string })
-      .map(({ runId: _runId, ...step }) => step as RunStep)
+      .map(({ attributes: { runId: _runId, ...step } }) => step as unknown as RunStep<S>)
       .sort((a, b) => a.cycle - b.cycle);
-    return { run: toRunRecord(runItem), steps };
+    return { run: toRunRecord<S>(runItem.attributes).run, steps };
   }
 
-  private ttlFrom(now: Date): number {
+  /**
+   * The stored attributes of a transcript: its JSON encoded by shared/store/compressed.ts (gzip above
+   * {@link COMPRESS_TRANSCRIPT_ABOVE_BYTES}). Over {@link MAX_STORED_TRANSCRIPT_BYTES} even compressed,
+   * it is shortened by {@link RunStoreOptions.shortenTranscript} until it fits; in the end an empty
+   * transcript always does.
+   */
+  private transcriptAttributes(transcript: ReadonlyArray<S["message"]>): {
+    transcript: EncodedText;
+    transcriptDroppedMessages: number;
+  } {
+    const limits = {
+      compressAboveBytes: COMPRESS_TRANSCRIPT_ABOVE_BYTES,
+      maxBytes: MAX_STORED_TRANSCRIPT_BYTES,
+    };
+    const shorten = this.options.shortenTranscript ?? (() => []);
+    let kept = transcript;
+    for (;;) {
+      const encoded = encodeText(JSON.stringify(kept), limits);
+      if (encoded) return { transcript: encoded, transcriptDroppedMessages: transcript.length - kept.length };
+      const shorter = shorten(kept);
+      kept = shorter.length < kept.length ? shorter : [];
+    }
+  }
+
+  /** The TTL of an item written at `now`: epoch seconds, `ttlSeconds` later. */
+  private expiryFrom(now: Date): number {
     return Math.floor(now.getTime() / 1000) + this.ttlSeconds;
   }
 
@@ -371,9 +429,9 @@ export class RunStore {
       await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: { pk: keys.tenant(tenantId), sk: keys.run(runId) },
+          Key: tableKey(tenantId, keys.run(runId)),
           UpdateExpression: `SET ${entries.map((_, i) => `#f${i} = :f${i}`).join(", ")}`,
-          ConditionExpression: "attribute_exists(pk) AND #status = :running",
+          ConditionExpression: `${ITEM_PRESENT} AND #status = :running`,
           ExpressionAttributeNames: { ...names, "#status": "status" },
           ExpressionAttributeValues: { ...values, ":running": "running" },
         }),
@@ -387,8 +445,8 @@ export class RunStore {
 }
 
 /** Turns a loop cycle record into an audit step, bounding its size. */
-function toStep(record: CycleRecord, now: Date): RunStep {
-  const step: RunStep = {
+function toStep<S extends RunShapes>(record: CycleInput<S>, now: Date): RunStep<S> {
+  const step: RunStep<S> = {
     cycle: record.cycle,
     recordedAt: now.toISOString(),
     request: record.request,
@@ -412,37 +470,16 @@ function toStep(record: CycleRecord, now: Date): RunStep {
 }
 
 /**
- * The stored attributes of a transcript: its JSON encoded by shared/store/compressed.ts (gzip above
- * {@link COMPRESS_TRANSCRIPT_ABOVE_BYTES}). Over {@link MAX_STORED_TRANSCRIPT_BYTES} even compressed,
- * the oldest whole turns are dropped (halving the token cap of {@link trimHistory} each time) until it
- * fits; in the end an empty transcript always does.
+ * A run item's own attributes (table attributes already split off) as a {@link RunRecord}, fields added
+ * since records were first written defaulted, and the internal transcript attributes set apart.
  */
-function transcriptAttributes(transcript: HistoryMessage[]): {
-  transcript: EncodedText;
-  transcriptDroppedMessages: number;
-} {
-  const limits = {
-    compressAboveBytes: COMPRESS_TRANSCRIPT_ABOVE_BYTES,
-    maxBytes: MAX_STORED_TRANSCRIPT_BYTES,
+function toRunRecord<S extends RunShapes>(
+  attributes: StoredItem,
+): { run: RunRecord<S>; transcript: unknown; transcriptDroppedMessages: unknown } {
+  const { transcript, transcriptDroppedMessages, ...rest } = attributes;
+  return {
+    run: { previousRunId: null, history: null, ...rest } as unknown as RunRecord<S>,
+    transcript,
+    transcriptDroppedMessages,
   };
-  let kept = transcript;
-  let cap = estimateTokens(transcript);
-  for (;;) {
-    const encoded = encodeText(JSON.stringify(kept), limits);
-    if (encoded) return { transcript: encoded, transcriptDroppedMessages: transcript.length - kept.length };
-    cap = Math.floor(cap / 2);
-    kept = trimHistory(transcript, cap).messages;
-  }
-}
-
-/** A stored run item as a {@link RunRecord}: table and internal attributes removed, new fields defaulted. */
-function toRunRecord(item: Record<string, unknown>): RunRecord {
-  const { transcript: _t, transcriptDroppedMessages: _d, ...rest } = strip(item);
-  return { previousRunId: null, history: null, ...rest } as unknown as RunRecord;
-}
-
-/** Removes table attributes (pk, sk, type, ttl) from a stored item. */
-function strip(item: Record<string, unknown>): Record<string, unknown> {
-  const { pk: _pk, sk: _sk, type: _type, ttl: _ttl, ...rest } = item;
-  return rest;
 }

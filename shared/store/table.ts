@@ -1,11 +1,115 @@
 import { CreateTableCommand, DescribeTableCommand, ResourceInUseException } from "@aws-sdk/client-dynamodb";
-import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { TABLE_SCHEMA } from "./keys.js";
+import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
+import { keys } from "./keys.js";
 
 /**
- * Creates the service table (pk/sk strings, on-demand) if it does not exist, and waits until it is
- * ACTIVE. For local runs and tests; on AWS the CDK stack owns the table.
- * @throws the SDK's error for anything but "already exists"
+ * The one table schema: attribute names of the key (partition key, sort key, both strings) and of the
+ * TTL attribute (epoch **seconds**, DynamoDB's TTL format). infra/stack.ts declares the deployed table
+ * with these names and {@link ensureTable} the local one; no other file spells them.
+ */
+export const TABLE_SCHEMA = { partitionKey: "pk", sortKey: "sk", ttlAttribute: "ttl" } as const;
+
+/** Name of the attribute saying what an item is (`invoice`, `quote`, `run`, `run_step`, `idempotency`). */
+const TYPE_ATTRIBUTE = "type";
+
+/** A stored item as the document client returns it (numbers as numbers, binary as Uint8Array). */
+export type StoredItem = Record<string, unknown>;
+
+/**
+ * The primary key of one item, as the SDK's `Key` takes it. Built only by {@link tableKey}, so every
+ * partition key is the owning tenant's.
+ */
+export type TableKey = Readonly<Record<string, string>>;
+
+/**
+ * The one key function: the key of the item with sort key `sortKey` (a `keys.*` format) in the
+ * partition of `tenantId` (`TENANT#<tenantId>`, see shared/store/keys.ts).
+ */
+export function tableKey(tenantId: string, sortKey: string): TableKey {
+  return { [TABLE_SCHEMA.partitionKey]: keys.tenant(tenantId), [TABLE_SCHEMA.sortKey]: sortKey };
+}
+
+/**
+ * Reads the item under `key` with a consistent read (what a conditional write just saw, or a record
+ * whatever its TTL says: DynamoDB may not have deleted an expired item yet).
+ * @returns the raw item (table attributes included), or undefined when absent
+ * @throws the SDK's errors
+ */
+export async function getItem(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  key: TableKey,
+  signal?: AbortSignal,
+): Promise<StoredItem | undefined> {
+  const result = await client.send(new GetCommand({ TableName: tableName, Key: key, ConsistentRead: true }), {
+    abortSignal: signal,
+  });
+  return result.Item;
+}
+
+/**
+ * A full item to write: `attributes`, then the key, the item `type` and, when given, the TTL (epoch
+ * seconds, an integer; DynamoDB deletes the item some time after it). Table attributes come last, so a
+ * field of `attributes` can never replace them.
+ */
+export function tableItem(
+  key: TableKey,
+  type: string,
+  attributes: object,
+  ttlEpochSeconds?: number,
+): StoredItem {
+  return {
+    ...attributes,
+    ...key,
+    [TYPE_ATTRIBUTE]: type,
+    ...(ttlEpochSeconds === undefined ? {} : { [TABLE_SCHEMA.ttlAttribute]: ttlEpochSeconds }),
+  };
+}
+
+/**
+ * A stored item split into its table attributes and its own fields: `type` (undefined when absent),
+ * `expiresAtSeconds`, the TTL in epoch seconds (undefined when the item has none), and `attributes`
+ * (everything else: the item with key, type and TTL stripped). The one "strip table attributes" helper
+ * of the stores.
+ */
+export function splitItem(item: StoredItem): {
+  type: string | undefined;
+  expiresAtSeconds: number | undefined;
+  attributes: StoredItem;
+} {
+  const {
+    [TABLE_SCHEMA.partitionKey]: _partition,
+    [TABLE_SCHEMA.sortKey]: _sort,
+    [TYPE_ATTRIBUTE]: type,
+    [TABLE_SCHEMA.ttlAttribute]: ttl,
+    ...attributes
+  } = item;
+  return {
+    type: typeof type === "string" ? type : undefined,
+    expiresAtSeconds: ttl === undefined ? undefined : Number(ttl),
+    attributes,
+  };
+}
+
+/** Condition: no item exists under the written key. */
+export const ITEM_ABSENT = `attribute_not_exists(${TABLE_SCHEMA.partitionKey})`;
+/** Condition: an item exists under the key of the update. */
+export const ITEM_PRESENT = `attribute_exists(${TABLE_SCHEMA.partitionKey})`;
+/**
+ * Condition: the item's TTL has passed, so it is logically gone (DynamoDB's TTL deletion lags, up to
+ * days). Needs {@link TTL_NAMES} in ExpressionAttributeNames and `:nowSeconds` (epoch s) in the values.
+ */
+export const ITEM_EXPIRED = "#ttl <= :nowSeconds";
+/** ExpressionAttributeNames for {@link ITEM_EXPIRED} and {@link TTL_ASSIGNMENT} (`ttl` is a reserved word). */
+export const TTL_NAMES = { "#ttl": TABLE_SCHEMA.ttlAttribute } as const;
+/** Update clause setting the TTL to `:expiresAtSeconds` (epoch s); needs {@link TTL_NAMES}. */
+export const TTL_ASSIGNMENT = "#ttl = :expiresAtSeconds";
+
+/**
+ * Creates the service table (string partition and sort keys of {@link TABLE_SCHEMA}, on-demand) if it
+ * does not exist, and waits until it is ACTIVE (polling every 50 ms, at most 100 times). For local runs
+ * and tests; on AWS the CDK stack owns the table.
+ * @throws the SDK's error for anything but "already exists"; Error when it is not ACTIVE in time
  */
 export async function ensureTable(client: DynamoDBDocumentClient, tableName: string): Promise<void> {
   try {

@@ -47,9 +47,8 @@ export function listInvoicesTool(ledger: LedgerStore): ToolDefinition<typeof Lis
     requiredPermission: "billing:read",
     handler: async (input, security, context): Promise<ListInvoicesResult> => {
       const limit = input.limit ?? LIST_INVOICES_DEFAULT;
-      const page = await ledger.list(security.tenantId, limit + 1, context.signal);
-      const invoices = page.slice(0, limit);
-      return { invoices, count: invoices.length, hasMore: page.length > limit };
+      const { invoices, nextCursor } = await ledger.listPage(security.tenantId, { limit }, context.signal);
+      return { invoices, count: invoices.length, hasMore: nextCursor !== undefined };
     },
   });
 }

@@ -1,12 +1,8 @@
 import * as z from "zod";
 import { defineTool, ToolBusinessError, type ToolDefinition } from "../agent/tool.js";
 import { computeTax, Decimal } from "../money/money.js";
-import {
-  type Invoice,
-  invoiceIdForQuote,
-  type LedgerStore,
-  QuoteAlreadyRecordedError,
-} from "../store/ledger.js";
+import { QuoteAlreadyRecordedError } from "../store/errors.js";
+import { type Invoice, invoiceIdForQuote, type LedgerStore } from "../store/ledger.js";
 import { QUOTE_ID_PATTERN, type Quote, type QuoteStore } from "../store/quotes.js";
 
 /**

@@ -5,9 +5,11 @@ import { Deadline } from "../../shared/agent/deadline.js";
 import { createRegistry } from "../../shared/agent/dispatcher.js";
 import { clampRunLimits, type RequestedRunLimits } from "../../shared/agent/limits.js";
 import { type CycleRecord, type RunOutcome, runAgent } from "../../shared/agent/loop.js";
+import type { StepRunner } from "../../shared/agent/step.js";
 import { defineTool, type ToolDefinition } from "../../shared/agent/tool.js";
 import { loadConfig } from "../../shared/config.js";
 import type { SecurityContext } from "../../shared/identity.js";
+import { OpenAIChatModel } from "../../shared/model/openai-chat.js";
 import { createModelClient } from "../../shared/model-client.js";
 
 /** The server's default caps, from the single source of config (an empty environment). */
@@ -42,8 +44,9 @@ export async function startScriptedModel(maxRetries = 0): Promise<{
 }
 
 /**
- * Runs the real loop against the scripted model: `script` is the model's replies, `tools` the registry,
- * `limits` lowers the default caps, `timeoutMs` is the deadline (default 5000 ms).
+ * Runs the real loop against the scripted model (through the OpenAI chat-completions adapter): `script`
+ * is the model's replies, `tools` the registry, `limits` lowers the default caps, `timeoutMs` is the
+ * deadline (default 5000 ms), `step` the loop's step runner (default: inline).
  */
 export async function runScripted(
   setup: { model: LocalModelServer; client: OpenAI },
@@ -54,6 +57,7 @@ export async function runScripted(
     caps?: typeof DEFAULT_CAPS;
     timeoutMs?: number;
     security?: SecurityContext;
+    step?: StepRunner;
   },
 ): Promise<ScriptedRun> {
   setup.model.requests.length = 0;
@@ -62,8 +66,7 @@ export async function runScripted(
   const cycles: CycleRecord[] = [];
   try {
     const outcome = await runAgent({
-      client: setup.client,
-      model: "scripted",
+      model: new OpenAIChatModel(setup.client, "scripted"),
       tools: createRegistry(options.tools),
       security: options.security ?? READER,
       prompt: "test prompt",
@@ -72,6 +75,7 @@ export async function runScripted(
       limits: clampRunLimits(options.caps ?? DEFAULT_CAPS, options.limits),
       deadline,
       hooks: { onCycle: (record) => void cycles.push(record) },
+      ...(options.step ? { step: options.step } : {}),
     });
     return { outcome, cycles, endedAt: Date.now(), deadlineAt: deadline.at };
   } finally {

@@ -1,0 +1,74 @@
+import type { Deadline } from "./deadline.js";
+import { describeThrown, type ToolRegistry } from "./dispatcher.js";
+import type { ChatMessage, Model, ModelFailure, ModelReply, ModelTool } from "./model.js";
+import { strictSchemaOf, type ToolDefinition } from "./tool.js";
+
+/**
+ * The result of one model step (`cycle-N:model`, `summary:model`; plain JSON): `expired` when the deadline
+ * had passed before the call (no call was made), else the reply or failure with the call's wall time
+ * `latencyMs` (ms).
+ */
+export type ModelStepResult =
+  | { kind: "expired" }
+  | (ModelReply & { latencyMs: number })
+  | (ModelFailure & { latencyMs: number });
+
+/**
+ * One model call as a step's work: the deadline check (the clock read that decides whether the call is
+ * made happens here, inside the step), then `model.call` with the deadline's signal. A model that throws
+ * despite the port's contract is a provider failure with the thrown text, never a crash.
+ */
+export async function callModel(
+  model: Model,
+  deadline: Deadline,
+  messages: ChatMessage[],
+  tools: readonly ModelTool[],
+  toolChoice: "auto" | "none",
+): Promise<ModelStepResult> {
+  if (deadline.expired) return { kind: "expired" };
+  const started = performance.now();
+  let response: ModelReply | ModelFailure;
+  try {
+    response = await model.call({
+      messages,
+      tools,
+      toolChoice,
+      signal: deadline.signal,
+      deadlineAt: deadline.at,
+    });
+  } catch (error) {
+    response = {
+      kind: "failure",
+      cause: "provider",
+      status: null,
+      message: describeThrown(error),
+      usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+    };
+  }
+  return { ...response, latencyMs: Math.round(performance.now() - started) };
+}
+
+/** The tools of a registry as offered to the model, derived once per registry (registries are built once). */
+const modelToolsByRegistry = new WeakMap<ToolRegistry, ModelTool[]>();
+
+/**
+ * A tool as offered to the model: name, description and its strict JSON Schema (see `strictSchemaOf`).
+ * @throws ToolDefinitionError when the schema is outside the strict subset
+ */
+export function modelTool(definition: ToolDefinition): ModelTool {
+  return {
+    name: definition.name,
+    description: definition.description,
+    parameters: strictSchemaOf(definition).parameters,
+  };
+}
+
+/** The registry's tools as {@link ModelTool}s, in registry order; cached per registry. */
+export function modelTools(registry: ToolRegistry): ModelTool[] {
+  let tools = modelToolsByRegistry.get(registry);
+  if (!tools || tools.length !== registry.size) {
+    tools = [...registry.values()].map(modelTool);
+    modelToolsByRegistry.set(registry, tools);
+  }
+  return tools;
+}

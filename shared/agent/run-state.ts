@@ -1,0 +1,81 @@
+import type { ChatMessage, ModelUsage } from "./model.js";
+import { capToolResult, type ToolResult } from "./result.js";
+import type { Stop } from "./stops.js";
+import type { RunInput, RunOutcome, RunUsage } from "./types.js";
+
+/** The default instructions: the model chooses tools and phrases; the backend owns every number. */
+export const DEFAULT_SYSTEM_PROMPT = [
+  "You are boundloop, an accounting assistant. Use the tools for every number: never compute tax,",
+  "totals or invoice ids yourself, and never invent a tool result. If a tool reports an error, explain it",
+  "plainly. Record an invoice only when the user asked for it and its tax calculation succeeded.",
+].join(" ");
+
+/**
+ * The messages of a run's first model request: the system prompt, the earlier conversation it continues
+ * (`history`, none for a new one), then the user's prompt.
+ */
+export function initialMessages(input: Pick<RunInput, "systemPrompt" | "prompt" | "history">): ChatMessage[] {
+  return [
+    { role: "system", content: input.systemPrompt ?? DEFAULT_SYSTEM_PROMPT },
+    ...(input.history ?? []),
+    { role: "user", content: input.prompt },
+  ];
+}
+
+/**
+ * What a run has accumulated: transcript, tool results, usage and counters. Every field is derived from
+ * step results (model replies, tool turns), so a replay that returns checkpointed results rebuilds it.
+ */
+export class RunState {
+  readonly messages: ChatMessage[];
+  readonly toolResults: ToolResult[] = [];
+  readonly usage: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  /** Model calls made (the summary call at the cycle limit is not counted). */
+  cycles = 0;
+  /** Tool calls dispatched so far (validation failures included: they reached the dispatcher). */
+  toolCallsStarted = 0;
+  /** True once the run spent its one corrective retry after a reply with no usable output. */
+  retried = false;
+  private readonly started = performance.now();
+
+  constructor(private readonly input: RunInput) {
+    this.messages = initialMessages(input);
+  }
+
+  /** The run's outcome. `answer` is set for completed runs (and a summary at the cycle limit). */
+  end({ status, reason, details }: Stop, answer: string | null = null): RunOutcome {
+    return {
+      runId: this.input.runId,
+      status,
+      answer,
+      reason,
+      cycles: this.cycles,
+      toolResults: this.toolResults,
+      usage: this.usage,
+      messages: this.messages,
+      durationMs: Math.round(performance.now() - this.started),
+      modelErrorStatus: details.modelError?.status ?? null,
+      details,
+    };
+  }
+
+  /** Adds one model call's token counts. */
+  addUsage(usage: ModelUsage): void {
+    this.usage.promptTokens += usage.promptTokens;
+    this.usage.completionTokens += usage.completionTokens;
+    this.usage.totalTokens += usage.totalTokens;
+  }
+
+  /**
+   * Appends the turn's tool results (capped to `maxToolResultBytes`) and one tool message per call, in
+   * call order; returns the capped results.
+   */
+  addToolResults(results: ToolResult[]): ToolResult[] {
+    return results.map((original) => {
+      const { result, json } = capToolResult(original, this.input.limits.maxToolResultBytes);
+      this.toolResults.push(result);
+      this.messages.push({ role: "tool", tool_call_id: result.metadata.toolCallId, content: json });
+      return result;
+    });
+  }
+}

@@ -1,0 +1,132 @@
+import type { SecurityContext } from "../identity.js";
+import type { Deadline } from "./deadline.js";
+import {
+  notStartedResult,
+  prepareToolCall,
+  runPreparedCall,
+  type ToolCallRequest,
+  type ToolRegistry,
+} from "./dispatcher.js";
+import { operationIdentity } from "./idempotency-key.js";
+import type { RunLimits } from "./limits.js";
+import type { ToolResult } from "./result.js";
+
+/** A tool call of the current turn, with a unique id (`originalId` is the model's id when it was re-keyed). */
+export interface TurnCall extends ToolCallRequest {
+  originalId?: string;
+}
+
+/**
+ * What one turn of tool calls produced: the result of its `cycle-N:tools` step (plain JSON).
+ * - `results`: one per call, in call order (not yet capped to the tool-result size)
+ * - `started`: calls that reached the dispatcher (validation failures included), for the per-run budget
+ * - `refused`: a call was refused because the run's tool-call budget was spent
+ * - `deadlinePassed`: the run's deadline had passed when the turn settled (read inside the step)
+ */
+export interface ToolTurnResult {
+  results: ToolResult[];
+  started: number;
+  refused: boolean;
+  deadlinePassed: boolean;
+}
+
+/** What {@link runToolTurn} needs from the run; `startedBefore`: tool calls the run started in earlier turns. */
+export interface ToolTurnContext {
+  tools: ToolRegistry;
+  security: SecurityContext;
+  runId: string;
+  runScope: string;
+  limits: RunLimits;
+  deadline: Deadline;
+  startedBefore: number;
+  /** True when the model call that asked for these calls spent the token budget: none of them runs. */
+  overTokenBudget: boolean;
+}
+
+/**
+ * Runs one turn's tool calls, at most `maxConcurrentToolCalls` at a time, and returns their results in
+ * call order. Calls past `maxToolCallsPerTurn` get validation_error TOO_MANY_TOOL_CALLS, calls past the
+ * run's `maxToolCallsPerRun` get fatal_error BUDGET_EXCEEDED, and with `overTokenBudget` every call gets
+ * fatal_error BUDGET_EXCEEDED; none of those runs. Each mutating call that passed validation gets its
+ * occurrence: its index among the turn's calls with the same {@link operationIdentity} (tool + validated
+ * arguments), which feeds its idempotency key. Never throws.
+ */
+export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): Promise<ToolTurnResult> {
+  const { limits, deadline, tools, security, runId, runScope } = context;
+  if (context.overTokenBudget) {
+    return {
+      results: calls.map(tokenBudgetResult),
+      started: 0,
+      refused: false,
+      deadlinePassed: deadline.expired,
+    };
+  }
+  const occurrences = new Map<string, number>();
+  let started = 0;
+  let refused = false;
+  const jobs = calls.map((call, index): (() => Promise<ToolResult>) => {
+    if (index >= limits.maxToolCallsPerTurn) {
+      const result = notStartedResult(call, "validation_error", {
+        code: "TOO_MANY_TOOL_CALLS",
+        message: `At most ${limits.maxToolCallsPerTurn} tool calls run per turn; this one did not run. Ask for it again in the next turn.`,
+        details: { maxToolCallsPerTurn: limits.maxToolCallsPerTurn },
+        retryable: true,
+      });
+      return () => Promise.resolve(result);
+    }
+    if (context.startedBefore + started >= limits.maxToolCallsPerRun) {
+      refused = true;
+      const result = notStartedResult(call, "fatal_error", {
+        code: "BUDGET_EXCEEDED",
+        message: `The run reached its limit of ${limits.maxToolCallsPerRun} tool calls; this one did not run.`,
+        details: { maxToolCallsPerRun: limits.maxToolCallsPerRun },
+        retryable: false,
+      });
+      return () => Promise.resolve(result);
+    }
+    started += 1;
+    const prepared = prepareToolCall(call, tools, security);
+    if (prepared.kind === "failed") return () => Promise.resolve(prepared.result);
+    // Counted in call order on the validated arguments, the identity the idempotency key hashes.
+    let occurrence = 0;
+    if (prepared.tool.isMutating) {
+      const identity = operationIdentity(prepared.tool.name, prepared.args);
+      occurrence = occurrences.get(identity) ?? 0;
+      occurrences.set(identity, occurrence + 1);
+    }
+    return () =>
+      runPreparedCall(prepared, security, {
+        runId,
+        runScope,
+        occurrence,
+        signal: deadline.signal,
+        remainingMs: () => deadline.remainingMs(),
+      });
+  });
+  const results = await mapConcurrent(jobs, limits.maxConcurrentToolCalls);
+  return { results, started, refused, deadlinePassed: deadline.expired };
+}
+
+/** The result of a call that was not run because the model call that asked for it spent the token budget. */
+function tokenBudgetResult(call: TurnCall): ToolResult {
+  return notStartedResult(call, "fatal_error", {
+    code: "BUDGET_EXCEEDED",
+    message:
+      "The run's token budget was spent by the model call that asked for this tool call; it did not run.",
+    retryable: false,
+  });
+}
+
+/** Runs `jobs` with at most `limit` at a time; results in job order. */
+async function mapConcurrent<T>(jobs: Array<() => Promise<T>>, limit: number): Promise<T[]> {
+  const results = new Array<T>(jobs.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const index = next++;
+      results[index] = await (jobs[index] as () => Promise<T>)();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, jobs.length)) }, worker));
+  return results;
+}

@@ -1,0 +1,132 @@
+import type { SecurityContext } from "../identity.js";
+import type { ContextLengthDetails } from "./context-length.js";
+import type { Deadline } from "./deadline.js";
+import type { ToolRegistry } from "./dispatcher.js";
+import type { HistoryMessage } from "./history.js";
+import type { RunLimits } from "./limits.js";
+import type { ChatMessage, Model, ModelUsage } from "./model.js";
+import type { ToolResult } from "./result.js";
+import type { StepRunner } from "./step.js";
+
+/** How a run ended. Every run ends in exactly one of these; none is an exception. */
+export type RunStatus =
+  | "completed"
+  | "max_cycles_exceeded"
+  | "deadline_exceeded"
+  | "budget_exceeded"
+  | "permission_denied"
+  | "loop_detected"
+  | "model_refused"
+  | "model_output_truncated"
+  | "model_error"
+  | "context_length_exceeded";
+
+/** Token usage summed over every model call of a run (from the provider's `usage`; zeros when absent). */
+export type RunUsage = ModelUsage;
+
+/**
+ * Machine-readable facts about why a run stopped; only the entry for the run's status is set.
+ * - `budget` (budget_exceeded): the budget that ran out, its limit and the amount used
+ * - `permission` (permission_denied): the tool and the permission the caller lacks
+ * - `loop` (loop_detected): the repeated tool, its canonical arguments, the error code, how many times it
+ *   failed, and whether the model had been given a final hint
+ * - `modelError` (model_error): the provider's HTTP status (null without an HTTP response) and message;
+ *   `finishReason` when the model twice sent a reply with neither text nor tool calls (the provider's
+ *   finish_reason of the last one, null when it sent none; see docs/providers.md)
+ * - `deadline` (deadline_exceeded): the phase the deadline hit and the deadline (epoch ms)
+ * - `finishReason` (model_output_truncated): "length" or "content_filter"
+ * - `summarized` (max_cycles_exceeded): whether the tool-less summary call produced `answer`
+ * - `contextLength` (context_length_exceeded): the provider's refusal and the size of the history and
+ *   request it refused, see {@link ContextLengthDetails}
+ */
+export interface RunOutcomeDetails {
+  budget?: { name: "maxTotalTokens" | "maxToolCallsPerRun"; limit: number; used: number };
+  permission?: { toolName: string; requiredPermission: string };
+  loop?: { toolName: string; arguments: string; errorCode: string; failures: number; hinted: boolean };
+  modelError?: { status: number | null; message: string; finishReason?: string | null };
+  deadline?: { phase: "before_model_call" | "model_call" | "tool_calls"; deadlineAt: number };
+  finishReason?: string;
+  summarized?: boolean;
+  contextLength?: ContextLengthDetails;
+}
+
+/**
+ * The typed outcome of a run, with the partial transcript when it stopped early.
+ * - `cycles`: model calls made (one cycle = one model call and the tool calls it asked for); the optional
+ *   summary call at the cycle limit is not counted
+ * - `answer`: the model's final text; null when the run did not complete (except a summary at the limit)
+ * - `reason`: a human sentence on why a non-completed run stopped
+ * - `toolResults`: one per tool call the model asked for, in call order (started or not)
+ * - `messages`: the transcript (chat-completions messages), including the loop's corrective nudges
+ * - `durationMs`: wall time of the run in ms
+ * - `modelErrorStatus`: for `model_error`, the provider's HTTP status (e.g. 503; null when there was no
+ *   HTTP response); null for every other status. The HTTP layer maps model_error to 502 MODEL_UNAVAILABLE.
+ * - `details`: structured facts for the status, see {@link RunOutcomeDetails}
+ */
+export interface RunOutcome {
+  runId: string;
+  status: RunStatus;
+  answer: string | null;
+  reason: string | null;
+  cycles: number;
+  toolResults: ToolResult[];
+  usage: RunUsage;
+  messages: ChatMessage[];
+  durationMs: number;
+  modelErrorStatus: number | null;
+  details: RunOutcomeDetails;
+}
+
+/**
+ * What happened in one cycle, for the audit trail (handed to {@link RunHooks.onCycle} once per model
+ * call, including the last one and one that failed).
+ * - `request`: a summary of the model request (message count, tools offered), never the prompt text
+ * - `finishReason`: the provider's finish_reason; null when the model call failed or the provider sent none
+ * - `toolCalls`: each call's id (re-keyed when the model repeated an id or sent none; `originalId` then
+ *   holds the model's, "" for none), name, arguments (as sent to the model again: always a string), and
+ *   its tool result (status, error code, latencyMs, idempotencyKey)
+ * - `modelLatencyMs`: wall time of the model call in ms
+ * - `outcome`: the run's status when this cycle ended the run
+ * - `summary`: true for the tool-less summary call at the cycle limit
+ */
+export interface CycleRecord {
+  cycle: number;
+  request: { messageCount: number; toolsOffered: string[] };
+  finishReason: string | null;
+  modelLatencyMs: number;
+  usage: RunUsage;
+  toolCalls: Array<{ id: string; originalId?: string; name: string; arguments: string; result: ToolResult }>;
+  outcome?: RunStatus;
+  summary?: boolean;
+}
+
+/** Optional observers of a run. A hook that throws is ignored: observers never change the outcome. */
+export interface RunHooks {
+  onCycle?: (record: CycleRecord) => Promise<void> | void;
+}
+
+/**
+ * Everything one run needs, injected (no module singletons).
+ * - `model`: the chat model behind the port (e.g. `OpenAIChatModel` over `createModelClient`)
+ * - `runScope`: the client's Idempotency-Key, else `runId` (feeds tool idempotency keys)
+ * - `limits`: the run's bounds (`clampRunLimits(config.limits, request)`); `limits.maxCycles` caps model calls
+ * - `deadline`: the run's single deadline; its signal reaches every model and tool call. Build it from
+ *   `Deadline.budgetMs(limits.runTimeoutMs, lambdaRemainingMs, config.limits.deadlineReserveMs)`.
+ * - `step`: runs each model call and each turn of tool calls (see shared/agent/step.ts); default `runInline`
+ * - `history`: an earlier conversation to continue (shared/conversation.ts loads and trims it), sent
+ *   between the system prompt and `prompt`; never holds a system message
+ */
+export interface RunInput {
+  model: Model;
+  tools: ToolRegistry;
+  security: SecurityContext;
+  prompt: string;
+  runId: string;
+  runScope: string;
+  limits: RunLimits;
+  deadline: Deadline;
+  systemPrompt?: string;
+  history?: HistoryMessage[];
+  hooks?: RunHooks;
+  step?: StepRunner;
+}

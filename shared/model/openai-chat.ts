@@ -1,0 +1,173 @@
+import type OpenAI from "openai";
+import { APIError, APIUserAbortError } from "openai/core/error";
+import type {
+  ChatCompletion,
+  ChatCompletionFunctionTool,
+  ChatCompletionMessage,
+} from "openai/resources/chat/completions";
+import { contextLengthRefusal } from "../agent/context-length.js";
+import { raceAbort } from "../agent/deadline.js";
+import type {
+  Model,
+  ModelFailure,
+  ModelReply,
+  ModelRequest,
+  ModelTool,
+  ModelToolCall,
+  ModelUsage,
+} from "../agent/model.js";
+import { FAILED_STATUS_HOOK, type FailedStatusFetchOptions } from "../model-client.js";
+
+/** The `fetchOptions` of a chat-completions request (the SDK's RequestInit extension). */
+type RequestFetchOptions = NonNullable<
+  NonNullable<Parameters<OpenAI["chat"]["completions"]["create"]>[1]>["fetchOptions"]
+>;
+
+/** The OpenAI chat-completions function tool (`strict: true`) of a {@link ModelTool}. */
+export function toOpenAITool(tool: ModelTool): ChatCompletionFunctionTool {
+  return {
+    type: "function",
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters, strict: true },
+  };
+}
+
+/** OpenAI function tools per offered tool list, converted once (the loop offers one cached list per registry). */
+const openAITools = new WeakMap<readonly ModelTool[], ChatCompletionFunctionTool[]>();
+
+/**
+ * The {@link Model} port over OpenAI chat completions (non-streaming), for OpenAI and OpenAI-compatible
+ * servers (vLLM, llama.cpp, Ollama, LiteLLM, OpenRouter; their quirks are listed in docs/providers.md).
+ * Build `client` with shared/model-client.ts `createModelClient`: its fetch reports the HTTP status of
+ * failed attempts through the request's {@link FAILED_STATUS_HOOK}, so a provider still failing when the
+ * deadline cuts the SDK's retries short ends `model_error` with that status (another client gives no
+ * status then: the call is a deadline failure).
+ * Each call carries the deadline's signal and the time left as `timeout`, and is raced against the
+ * signal, so neither a slow or stalled response nor the SDK's retry backoff (429/5xx, the client's
+ * `maxRetries`) outlives the deadline.
+ */
+export class OpenAIChatModel implements Model {
+  /**
+   * @param client the openai client (`createModelClient`)
+   * @param model the model name sent with each request (config OPENAI_MODEL)
+   */
+  constructor(
+    private readonly client: OpenAI,
+    private readonly model: string,
+  ) {}
+
+  /** One chat-completions call; never throws (see {@link Model.call}). */
+  async call(request: ModelRequest): Promise<ModelReply | ModelFailure> {
+    let failedStatus: number | null = null;
+    const hook: FailedStatusFetchOptions = {
+      [FAILED_STATUS_HOOK]: (status) => {
+        failedStatus = status;
+      },
+    };
+    let completion: ChatCompletion;
+    try {
+      completion = await raceAbort(
+        this.client.chat.completions.create(
+          {
+            model: this.model,
+            messages: request.messages,
+            ...(request.tools.length > 0
+              ? {
+                  tools: this.tools(request.tools),
+                  tool_choice: request.toolChoice,
+                  parallel_tool_calls: true,
+                }
+              : {}),
+          },
+          {
+            signal: request.signal,
+            timeout: Math.max(1, request.deadlineAt - Date.now()),
+            fetchOptions: hook as RequestFetchOptions,
+          },
+        ),
+        request.signal,
+      );
+    } catch (error) {
+      const atDeadline =
+        request.signal.aborted || Date.now() >= request.deadlineAt || error instanceof APIUserAbortError;
+      // A refusal of the request's size (OpenAI code context_length_exceeded and other servers' forms).
+      const contextLength = atDeadline ? undefined : contextLengthRefusal(error);
+      return {
+        kind: "failure",
+        cause: atDeadline ? "deadline" : contextLength ? "context_length" : "provider",
+        status: atDeadline ? failedStatus : error instanceof APIError ? (error.status ?? null) : null,
+        message: error instanceof Error ? error.message : String(error),
+        usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+        ...(contextLength ? { contextLength } : {}),
+      };
+    }
+    const usage = usageOf(completion.usage);
+    const choice = completion.choices?.[0];
+    if (!choice) return { kind: "failure", cause: "no_choices", status: null, message: "no choices", usage };
+    const message = (choice.message ?? {}) as Partial<ChatCompletionMessage>;
+    return {
+      kind: "reply",
+      content: textOf(message.content),
+      refusal: message.refusal || null,
+      toolCalls: functionCalls(message),
+      finishReason: choice.finish_reason ?? null,
+      usage,
+    };
+  }
+
+  private tools(tools: readonly ModelTool[]): ChatCompletionFunctionTool[] {
+    let converted = openAITools.get(tools);
+    if (!converted) {
+      converted = tools.map(toOpenAITool);
+      openAITools.set(tools, converted);
+    }
+    return converted;
+  }
+}
+
+/**
+ * Token counts of a response; a server that sends no `usage` (or leaves out a field) counts as 0 for what
+ * is missing, and a missing total is prompt + completion.
+ */
+function usageOf(usage: ChatCompletion["usage"] | undefined): ModelUsage {
+  const promptTokens = usage?.prompt_tokens ?? 0;
+  const completionTokens = usage?.completion_tokens ?? 0;
+  return {
+    promptTokens,
+    completionTokens,
+    totalTokens: usage?.total_tokens ?? promptTokens + completionTokens,
+  };
+}
+
+/** The message text: a string as is; an array of content parts (some servers) as its text parts joined. */
+function textOf(content: unknown): string | null {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return null;
+  const texts = content.flatMap((part) =>
+    typeof part?.text === "string" && (part.type === undefined || part.type === "text") ? [part.text] : [],
+  );
+  return texts.length > 0 ? texts.join("") : null;
+}
+
+/**
+ * The function tool calls of an assistant message, in order. A call without `type` counts as a function
+ * call when it has a `function` member (some servers leave `type` out); a missing id becomes "" (the loop
+ * assigns one); `arguments` is passed on as sent (a missing one as null) for the loop to resolve.
+ */
+function functionCalls(message: Partial<ChatCompletionMessage>): ModelToolCall[] {
+  const calls: unknown[] = Array.isArray(message.tool_calls) ? message.tool_calls : [];
+  return calls.flatMap((entry) => {
+    const call = entry as {
+      id?: unknown;
+      type?: unknown;
+      function?: { name?: unknown; arguments?: unknown };
+    };
+    if (!call?.function || (call.type !== undefined && call.type !== "function")) return [];
+    return [
+      {
+        id: typeof call.id === "string" ? call.id : "",
+        name: typeof call.function.name === "string" ? call.function.name : "",
+        arguments: call.function.arguments ?? null,
+      },
+    ];
+  });
+}
