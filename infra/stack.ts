@@ -27,9 +27,11 @@ import { Architecture, Code, Function as LambdaFunction, Runtime } from "aws-cdk
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
+import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
 import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
 import { functionEnvironment } from "./function-env.js";
+import { ROUTES } from "./routes.js";
 import {
   type DeploySettings,
   type DeploySettingsInput,
@@ -47,14 +49,7 @@ import {
  */
 export const FUNCTION_MEMORY_MB = 1024;
 
-/**
- * Lambda timeout in seconds: below API Gateway HTTP API's 30 s maximum integration timeout
- * (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-quotas.html), so the function
- * answers (or times out) before the gateway gives up on it. `RUN_TIMEOUT_MS` (25 s) sits below this.
- */
-export const FUNCTION_TIMEOUT_SECONDS = 29;
-
-/** API Gateway HTTP API's maximum integration timeout, in seconds (see {@link FUNCTION_TIMEOUT_SECONDS}). */
+/** API Gateway HTTP API's maximum integration timeout, in seconds (see shared/config.ts FUNCTION_TIMEOUT_SECONDS). */
 export const API_INTEGRATION_TIMEOUT_SECONDS = 30;
 
 /**
@@ -69,9 +64,6 @@ export const LOG_RETENTION = RetentionDays.ONE_MONTH;
 /** The duration alarm fires when p99 reaches this fraction of the function timeout. */
 export const DURATION_ALARM_FRACTION = 0.9;
 
-/** Powertools service name and metrics namespace of the function. */
-export const POWERTOOLS = { serviceName: "boundloop", metricsNamespace: "Boundloop" } as const;
-
 /**
  * The only DynamoDB actions the function may perform, all on the one table (no indexes exist):
  * the ledger's and quotes' conditional puts, gets and tenant queries, the run record's put/update/get,
@@ -84,19 +76,6 @@ export const TABLE_ITEM_ACTIONS = [
   "dynamodb:DeleteItem",
   "dynamodb:Query",
 ] as const;
-
-/** How a route is authorized: by the JWT authorizer, or public (no auth). */
-type RouteAuth = "jwt" | "public";
-
-/** The HTTP API's routes (the API issue's contract); every route goes to the one function. */
-export const ROUTES: ReadonlyArray<{ method: HttpMethod; path: string; auth: RouteAuth }> = [
-  { method: HttpMethod.POST, path: "/v1/runs", auth: "jwt" },
-  { method: HttpMethod.GET, path: "/v1/runs/{runId}", auth: "jwt" },
-  { method: HttpMethod.GET, path: "/v1/invoices", auth: "jwt" },
-  { method: HttpMethod.GET, path: "/v1/invoices/{invoiceId}", auth: "jwt" },
-  { method: HttpMethod.GET, path: "/healthz", auth: "public" },
-  { method: HttpMethod.GET, path: "/openapi.json", auth: "public" },
-];
 
 /** Props of {@link BoundloopStack}: standard stack props plus deploy settings (override context). */
 export interface BoundloopStackProps extends StackProps {
@@ -183,8 +162,9 @@ export class BoundloopStack extends Stack {
         OPENAI_API_KEY_SECRET_NAME: secretName,
         OPENAI_MODEL: settings.openaiModel,
         OPENAI_BASE_URL: settings.openaiBaseUrl,
-        POWERTOOLS_SERVICE_NAME: POWERTOOLS.serviceName,
-        POWERTOOLS_METRICS_NAMESPACE: POWERTOOLS.metricsNamespace,
+        // The config's defaults, written out so the console shows where the logs and metrics go.
+        POWERTOOLS_SERVICE_NAME: CONFIG_DEFAULTS.observability.serviceName,
+        POWERTOOLS_METRICS_NAMESPACE: CONFIG_DEFAULTS.observability.metricsNamespace,
         NODE_OPTIONS: "--enable-source-maps",
       }),
     });
@@ -228,7 +208,7 @@ export class BoundloopStack extends Stack {
     for (const route of ROUTES) {
       const [created] = api.addRoutes({
         path: route.path,
-        methods: [route.method],
+        methods: [HttpMethod[route.method]],
         integration,
         ...(route.auth === "public" ? { authorizer: new HttpNoneAuthorizer() } : {}),
       });

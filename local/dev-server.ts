@@ -3,7 +3,8 @@
  * that follows API Gateway's JWT authorizer (local/dev-auth.ts), turning each request into the HTTP API
  * v2 event the authorizer would produce (local/dev-event.ts).
  *
- * Gateway behaviour mirrored: `GET /healthz` has no authorizer, every other route does (401
+ * Gateway behaviour mirrored: the stack's public routes (infra/routes.ts: `GET /healthz`,
+ * `GET /openapi.json`) have no authorizer, every other route does (401
  * `{"message":"Unauthorized"}` with a `www-authenticate` reason); bodies over 10 MB get 413; a handler
  * still running at the timeout gets 503 `{"message":"Service Unavailable"}`; a handler that throws gets
  * 500 `{"message":"Internal Server Error"}`.
@@ -12,14 +13,13 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { Context } from "aws-lambda";
 import type { ApiEvent } from "../functions/api/handler.js";
+import { PUBLIC_ROUTES } from "../infra/routes.js";
 import { createJwtAuthorizer, type DevIssuerFile } from "./dev-auth.js";
 import { headersOf, type ProxyResult, toHttpApiEvent, writeProxyResult } from "./dev-event.js";
 import { createLambdaContext } from "./lambda-context.js";
 
 /** API Gateway's payload limit (bytes). */
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
-/** Routes the stack serves without the authorizer ("METHOD path"). */
-const PUBLIC_ROUTES = new Set(["GET /healthz"]);
 
 /** A Lambda handler as hono/aws-lambda's `handle(app)` builds it. */
 export type Handler = (event: ApiEvent, context: Context) => Promise<unknown>;

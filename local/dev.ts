@@ -7,8 +7,8 @@
  * the authorizer would produce (local/dev-event.ts) and is invoked with a Lambda context counting down
  * from the function timeout.
  *
- * `GET /healthz` has no authorizer, every other route does; local/dev-server.ts lists the gateway
- * behaviour mirrored.
+ * The stack's public routes (infra/routes.ts) have no authorizer, every other route does;
+ * local/dev-server.ts lists the gateway behaviour mirrored.
  *
  * At start it prints a ready-to-paste curl with a demo tenant's token and the command that mints tokens
  * with other claims (`npm run token`, which reads the issuer file this writes to
@@ -17,6 +17,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
+import { FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import {
   createDevIssuer,
   DEMO_CLAIMS,
@@ -33,8 +34,8 @@ import { onShutdownSignal } from "./shutdown.js";
 /** The dev server's default address, as `sam local start-api`'s. */
 const DEFAULT_HOST = "127.0.0.1";
 const DEFAULT_PORT = 3000;
-/** The function timeout in infra/stack.ts (s). */
-const DEFAULT_TIMEOUT_S = 29;
+/** The function timeout as deployed (s). */
+const DEFAULT_TIMEOUT_S = FUNCTION_TIMEOUT_SECONDS;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 

@@ -17,13 +17,14 @@ import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import type { ApiEvent } from "../functions/api/handler.js";
+import { FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import type { ProxyResult } from "./dev-event.js";
 import { createLambdaContext } from "./lambda-context.js";
 import type { LocalStack } from "./local-stack.js";
 import { onShutdownSignal } from "./shutdown.js";
 
-/** The function timeout in infra/stack.ts (s), and so the default here. */
-const DEFAULT_TIMEOUT_S = 29;
+/** The function timeout as deployed (s), and so the default here. */
+const DEFAULT_TIMEOUT_S = FUNCTION_TIMEOUT_SECONDS;
 /** Lambda's largest timeout (s). */
 const MAX_TIMEOUT_S = 900;
 

@@ -147,7 +147,7 @@ function callsOf(messages: PlannerMessage[]): SeenCall[] {
  * it names none) whose tax succeeded; then a final answer built from this prompt's tool results. A call
  * that failed with a retryable fatal_error (e.g. STORE_UNAVAILABLE) is made once more before the answer.
  *
- * A follow-up in a continued conversation (issue 19) that asks to record but names no amount ("now
+ * A follow-up in a continued conversation that asks to record but names no amount ("now
  * record it") takes the requests of the latest earlier prompt that had some, with the quotes that
  * conversation's calculateTax calls returned. Earlier prompts' recordInvoice calls do not count: asked
  * again, the planner asks again, and the backend decides (QUOTE_ALREADY_RECORDED).

@@ -16,14 +16,14 @@ import { parseArgs } from "node:util";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from "aws-lambda";
 import type { ApiEvent } from "../functions/api/handler.js";
 import type { ToolResult } from "../shared/agent/result.js";
-import { loadConfig } from "../shared/config.js";
+import { FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { LedgerStore } from "../shared/store/ledger.js";
 import { formatTable } from "./format.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { startLocalStack } from "./local-stack.js";
 
-const LAMBDA_TIMEOUT_MS = 29_000;
+const LAMBDA_TIMEOUT_MS = FUNCTION_TIMEOUT_SECONDS * 1000;
 // Lambda runs a current Node; the AWS SDK's "Node 20 support ends" notice is noise in local runs.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 // The printed outcome is the point here: the JSON log lines and EMF metrics the function writes on AWS

@@ -2,6 +2,14 @@ import * as z from "zod/mini";
 import en from "zod/v4/locales/en.js";
 import type { RunLimits } from "./agent/limits.js";
 
+/**
+ * The function's timeout in seconds, as deployed (infra/stack.ts) and as the local scripts run it
+ * (`npm start`, `npm run invoke`, `npm run dev`): below API Gateway HTTP API's 30 s maximum
+ * integration timeout (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-quotas.html),
+ * so the function answers (or times out) before the gateway gives up on it.
+ */
+export const FUNCTION_TIMEOUT_SECONDS = 29;
+
 // zod/mini (same zod, same core, a tree-shakable API): the deployed handler parses its environment at
 // cold start before anything else is loaded, and zod/mini keeps that to the few checks used here instead
 // of all of zod (measured in bench/cold-start.ts). zod/mini loads no locale by itself: English messages.
@@ -33,7 +41,10 @@ function boundedName(defaultValue: string) {
   return z._default(z.string().check(z.minLength(1), z.maxLength(255)), defaultValue);
 }
 
-/** A boolean read from an environment string: "true"/"1" or "false"/"0"; unset or empty gives the default. */
+/**
+ * A boolean read from an environment string: "true"/"1" or "false"/"0"; unset or empty gives the
+ * default. The one boolean parser of every flag.
+ */
 function envBoolean(defaultValue: boolean) {
   return z.pipe(
     z.pipe(optionalString, z.optional(z.enum(["true", "false", "1", "0"]))),
@@ -93,7 +104,8 @@ const IamPrincipalTenants = z.pipe(
  *
  * Limits and where they come from:
  * - MAX_CYCLES (default 5): the design card's default cycle cap per run.
- * - RUN_TIMEOUT_MS (default 25000 ms): below API Gateway's 29 s integration timeout.
+ * - RUN_TIMEOUT_MS (default 25000 ms): below the function timeout ({@link FUNCTION_TIMEOUT_SECONDS}), so
+ *   a run ends, and its outcome is written, before the function is stopped.
  * - DEADLINE_RESERVE_MS (default 1500 ms): time kept back from the Lambda's remaining time to persist
  *   the outcome and answer.
  * - QUOTE_TTL_SECONDS (default 900 s = 15 min): how long a calculateTax quote can be recorded. Long
@@ -107,14 +119,15 @@ const IamPrincipalTenants = z.pipe(
  * - MAX_TOOL_CALLS_PER_RUN (default 20): MAX_CYCLES' default (5) × 4 calls per cycle.
  * - MAX_PARALLEL_TOOL_CALLS (default 4): the tools are I/O-bound (DynamoDB); 4 keeps a typical turn
  *   fully parallel without bursting the table's write capacity from one run.
- * - MAX_TOOL_RESULT_BYTES (default 16384): the issue's 16 KB cap on one tool message (UTF-8 bytes).
- * - LOOP_BREAKER_THRESHOLD (default 2): the issue's default N for identical failures (same tool,
- *   canonical arguments, error code); the N-th gets a final hint, the next ends the run loop_detected.
+ * - MAX_TOOL_RESULT_BYTES (default 16384): cap on one tool message (UTF-8 bytes); a bigger result is
+ *   cut (shared/agent/result.ts capToolResult) so one result cannot flood the model's context.
+ * - LOOP_BREAKER_THRESHOLD (default 2): N, the count of identical failures (same tool, canonical
+ *   arguments, error code) at which the N-th gets a final hint; the next ends the run loop_detected.
  * - SUMMARIZE_ON_MAX_CYCLES (default false): off, so a run never makes more than MAX_CYCLES model calls
  *   unless the operator opts in to one last tool-less summary call.
- * - IDEMPOTENCY_TTL_SECONDS (default 86400 s = 24 h): retention of an Idempotency-Key record (issue 4);
- *   written as the epoch-seconds `ttl` attribute, and checked by every condition because DynamoDB's TTL
- *   deletion lags (up to days).
+ * - IDEMPOTENCY_TTL_SECONDS (default 86400 s = 24 h): retention of an Idempotency-Key record (24 h, as
+ *   Stripe keeps keys); written as the epoch-seconds `ttl` attribute, and checked by every condition
+ *   because DynamoDB's TTL deletion lags (up to days).
  * - IDEMPOTENCY_KEY_REQUIRED (default false): when true, `POST /v1/runs` without an Idempotency-Key is a 400.
  * - RUN_TTL_SECONDS (default 2592000 s = 30 days): how long run records and their audit steps live
  *   before DynamoDB TTL removes them. Long enough to answer a dispute or support ticket within a monthly
@@ -153,10 +166,7 @@ export const ConfigSchema = z.object({
   MAX_PARALLEL_TOOL_CALLS: positiveInt(4, 64),
   MAX_TOOL_RESULT_BYTES: positiveInt(16_384, 1_048_576),
   LOOP_BREAKER_THRESHOLD: positiveInt(2, 20),
-  SUMMARIZE_ON_MAX_CYCLES: z.pipe(
-    z._default(z.enum(["true", "false", ""]), "false"),
-    z.transform((value) => value === "true"),
-  ),
+  SUMMARIZE_ON_MAX_CYCLES: envBoolean(false),
   IDEMPOTENCY_TTL_SECONDS: positiveInt(86_400, 31_536_000),
   IDEMPOTENCY_KEY_REQUIRED: envBoolean(false),
   OPENAI_API_KEY_SECRET_NAME: z.pipe(
@@ -298,3 +308,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
   };
 }
+
+/**
+ * The configuration of an empty environment: every default of {@link ConfigSchema}, in the shapes of
+ * {@link Config}. Code that needs a default (the stack's Powertools names, identity without a Config)
+ * reads it here, so each default is written once, in the schema.
+ */
+export const CONFIG_DEFAULTS: Config = loadConfig({});

@@ -1,5 +1,5 @@
 /**
- * Continuing a conversation (issue 19): given the caller's security context and a `previousRunId`,
+ * Continuing a conversation (docs/conversations.md): given the caller's security context and a `previousRunId`,
  * load that run's transcript, check who may continue it and whether it can be, and cut it to the
  * history cap. Callable from any run starter (the synchronous `POST /v1/runs`, async/durable runs);
  * nothing here writes.

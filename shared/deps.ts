@@ -19,7 +19,7 @@ import { accountingTools } from "./tools/registry.js";
 
 /**
  * The agent's types the run store persists (the store itself does not import the agent layer): run
- * statuses, tool results, and the messages of stored transcripts (issue 19).
+ * statuses, tool results, and the messages of stored transcripts.
  */
 export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; message: HistoryMessage };
 

@@ -42,10 +42,39 @@ const TITLES: Record<ProblemCode, string> = {
   STORE_UNAVAILABLE: "Store unavailable",
 };
 
+/** Seconds a client should wait before retrying a 503 STORE_UNAVAILABLE (the `Retry-After` header). */
+export const STORE_RETRY_AFTER_SECONDS = 1;
+
 /**
- * An error that maps to an HTTP problem response.
+ * Response headers a code always carries, besides the ones an error adds:
+ * - UNAUTHENTICATED: `WWW-Authenticate` (RFC 9110 §15.5.2: a 401 must carry a challenge; `Bearer` as the
+ *   gateway's JWT authorizer answers, RFC 6750 §3);
+ * - STORE_UNAVAILABLE: `Retry-After` of {@link STORE_RETRY_AFTER_SECONDS} s (RFC 9110 §10.2.3).
+ */
+const CODE_HEADERS: Partial<Record<ProblemCode, Record<string, string>>> = {
+  UNAUTHENTICATED: { "www-authenticate": 'Bearer realm="boundloop"' },
+  STORE_UNAVAILABLE: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) },
+};
+
+/** The body of an `application/problem+json` response. */
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ProblemCode;
+  [extension: string]: unknown;
+}
+
+/** Media type of RFC 9457 problem responses. */
+export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+
+/**
+ * An error that is an HTTP problem response, and renders it itself (as Hono's
+ * `HTTPException.getResponse()` does): the status comes from {@link PROBLEM_STATUS}, the body from
+ * {@link ProblemError.body}, the headers from the code's own ({@link CODE_HEADERS}) and this error's.
  * `extensions` are extra members of the problem body (for example `errors` with field paths);
- * `headers` are extra response headers (for example `Retry-After`).
+ * `headers` are extra response headers (for example `Retry-After` in seconds), names in any case.
  */
 export class ProblemError extends Error {
   readonly code: ProblemCode;
@@ -63,22 +92,34 @@ export class ProblemError extends Error {
     this.code = code;
     this.status = PROBLEM_STATUS[code];
     this.extensions = options.extensions ?? {};
-    this.headers = options.headers ?? {};
+    this.headers = {
+      ...CODE_HEADERS[code],
+      ...Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])),
+    };
+  }
+
+  /** The RFC 9457 body: `type` (a URI derived from the code), `title`, `status`, `detail`, `code`, extensions. */
+  get body(): ProblemBody {
+    return {
+      ...this.extensions,
+      type: `https://boundloop.dev/problems/${this.code.toLowerCase().replaceAll("_", "-")}`,
+      title: TITLES[this.code],
+      status: this.status,
+      detail: this.message,
+      code: this.code,
+    };
+  }
+
+  /** The response headers: this problem's (lower-case names) and `content-type: application/problem+json`. */
+  get responseHeaders(): Record<string, string> {
+    return { ...this.headers, "content-type": PROBLEM_CONTENT_TYPE };
+  }
+
+  /** The `application/problem+json` Response of this problem: status, {@link responseHeaders}, {@link body}. */
+  getResponse(): Response {
+    return new Response(JSON.stringify(this.body), { status: this.status, headers: this.responseHeaders });
   }
 }
-
-/** The body of an `application/problem+json` response. */
-export interface ProblemBody {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: ProblemCode;
-  [extension: string]: unknown;
-}
-
-/** Media type of RFC 9457 problem responses. */
-export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
 /** Node socket error codes that mean the store could not be reached at all. */
 const NETWORK_CODES = new Set([
@@ -129,35 +170,43 @@ export function isStoreUnavailable(error: unknown): boolean {
   return e.$fault === "server";
 }
 
-/** Seconds a client should wait before retrying a 503 STORE_UNAVAILABLE (the `Retry-After` header). */
-export const STORE_RETRY_AFTER_SECONDS = 1;
+/**
+ * Each status of {@link PROBLEM_STATUS} and its generic code: the first one listed for it (409
+ * IDEMPOTENCY_KEY_IN_USE, 422 IDEMPOTENCY_KEY_REUSED; the conversation codes sharing those statuses are
+ * only ever raised by name).
+ */
+const CODE_OF_STATUS: ReadonlyMap<number, ProblemCode> = new Map(
+  (Object.entries(PROBLEM_STATUS) as Array<[ProblemCode, number]>)
+    .reverse()
+    .map(([code, status]) => [status, code]),
+);
 
 /**
- * Maps any thrown value to a problem response: a {@link ProblemError} as it is, a store that cannot be
- * reached ({@link isStoreUnavailable}) as 503 STORE_UNAVAILABLE with `Retry-After`, anything else as
- * INTERNAL with a generic detail: no message, stack or cause of an unexpected error reaches the client.
- * @returns `{ status, body, headers }` ready to send
+ * The problem code of an HTTP status a layer below the app answered with (Hono's `HTTPException`, the
+ * Lambda adapter): the first code {@link PROBLEM_STATUS} lists for that status, INTERNAL for a status it
+ * has no code for.
  */
-export function toProblem(error: unknown): {
-  status: number;
-  body: ProblemBody;
-  headers: Record<string, string>;
-} {
-  const problem =
-    error instanceof ProblemError
-      ? error
-      : isStoreUnavailable(error)
-        ? new ProblemError("STORE_UNAVAILABLE", "The data store is not reachable right now; retry shortly.", {
-            headers: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) },
-          })
-        : new ProblemError("INTERNAL", "The server could not complete the request.");
-  const body: ProblemBody = {
-    ...problem.extensions,
-    type: `https://boundloop.dev/problems/${problem.code.toLowerCase().replaceAll("_", "-")}`,
-    title: TITLES[problem.code],
-    status: problem.status,
-    detail: problem.message,
-    code: problem.code,
-  };
-  return { status: problem.status, body, headers: problem.headers };
+export function problemCodeOf(status: number): ProblemCode {
+  return CODE_OF_STATUS.get(status) ?? "INTERNAL";
+}
+
+/**
+ * Maps any thrown value to its {@link ProblemError}: a ProblemError as it is, a store that cannot be
+ * reached ({@link isStoreUnavailable}) as 503 STORE_UNAVAILABLE (with `Retry-After`), anything else
+ * (including a store *request* error: ValidationException, a missing table) as 500 INTERNAL with a
+ * generic detail: no message, stack or cause of an unexpected error reaches the client.
+ * Render it with {@link ProblemError.getResponse}.
+ */
+export function toProblem(error: unknown): ProblemError {
+  if (error instanceof ProblemError) return error;
+  if (isStoreUnavailable(error)) {
+    return new ProblemError(
+      "STORE_UNAVAILABLE",
+      "The data store is not reachable right now; retry shortly.",
+      {
+        cause: error,
+      },
+    );
+  }
+  return new ProblemError("INTERNAL", "The server could not complete the request.", { cause: error });
 }

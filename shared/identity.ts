@@ -1,5 +1,5 @@
 import * as z from "zod";
-import type { Config } from "./config.js";
+import { CONFIG_DEFAULTS, type Config } from "./config.js";
 import { ProblemError } from "./errors.js";
 
 /**
@@ -19,12 +19,11 @@ export interface SecurityContext {
 /** The identity settings of {@link Config} (TENANT_CLAIMS, PERMISSION_CLAIMS, IAM_PRINCIPAL_TENANTS). */
 export type IdentityConfig = Config["identity"];
 
-/** The defaults of {@link IdentityConfig}, for callers without a Config (scripts, unit tests). */
-export const DEFAULT_IDENTITY_CONFIG: IdentityConfig = {
-  tenantClaims: ["tenant_id", "custom:tenant_id"],
-  permissionClaims: ["scope", "permissions", "cognito:groups"],
-  iamPrincipals: {},
-};
+/**
+ * The defaults of {@link IdentityConfig} (those of TENANT_CLAIMS, PERMISSION_CLAIMS and
+ * IAM_PRINCIPAL_TENANTS in shared/config.ts), for callers without a Config (scripts, unit tests).
+ */
+export const DEFAULT_IDENTITY_CONFIG: IdentityConfig = CONFIG_DEFAULTS.identity;
 
 /** A tenant id as it may appear in a key: 1-64 characters of A-Z a-z 0-9 _ -. */
 export const TenantId = z

@@ -1,5 +1,5 @@
 /**
- * Conversations (issue 19) end to end: the real Lambda handler (functions/api/app-handler.ts over real
+ * Conversations end to end: the real Lambda handler (functions/api/app-handler.ts over real
  * deps), DynamoDB Local, and the local model server over HTTP through the real openai client.
  */
 import { randomUUID } from "node:crypto";

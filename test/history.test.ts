@@ -1,5 +1,5 @@
 /**
- * Bounded history (issue 19): shared/agent/history.ts cuts a transcript to a token cap by whole turns,
+ * Bounded history: shared/agent/history.ts cuts a transcript to a token cap by whole turns,
  * never leaving a tool message without the assistant message that called it, nor a call without its
  * result. Validity is checked with the local model server's own chat-completions pairing check
  * (`transcriptProblem`, the rule OpenAI answers 400 for), an implementation independent of the cut.

@@ -1,7 +1,8 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../shared/config.js";
+import { CONFIG_DEFAULTS, ConfigError, FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
+import { DEFAULT_IDENTITY_CONFIG } from "../shared/identity.js";
 
 const configError = (env: Record<string, string>): string => {
   try {
@@ -56,6 +57,27 @@ describe("the HTTP API's configuration (shared/config.ts)", () => {
       "tenant_id",
       "custom:tenant_id",
     ]);
+  });
+
+  it("reads every flag with the one boolean parser: true/1, false/0, unset or empty for the default", () => {
+    const flags = {
+      SUMMARIZE_ON_MAX_CYCLES: (env: Record<string, string>) => loadConfig(env).limits.summarizeOnMaxCycles,
+      IDEMPOTENCY_KEY_REQUIRED: (env: Record<string, string>) => loadConfig(env).idempotency.keyRequired,
+    };
+    for (const [name, read] of Object.entries(flags)) {
+      const forms = ["true", "1", " 1 ", "false", "0", "", "  "].map((value) => read({ [name]: value }));
+      expect(forms, name).toEqual([true, true, true, false, false, false, false]);
+      expect(read({}), name).toBe(false);
+      for (const bad of ["yes", "TRUE", "2"]) expect(configError({ [name]: bad }), name).toContain(name);
+    }
+  });
+
+  it("keeps the defaults other code needs in one place (CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS)", () => {
+    expect(CONFIG_DEFAULTS).toEqual(loadConfig({}));
+    expect(DEFAULT_IDENTITY_CONFIG).toBe(CONFIG_DEFAULTS.identity);
+    // The run's default cap sits below the function timeout, which sits below API Gateway's 30 s.
+    expect(CONFIG_DEFAULTS.limits.runTimeoutMs).toBeLessThan(FUNCTION_TIMEOUT_SECONDS * 1000);
+    expect(FUNCTION_TIMEOUT_SECONDS).toBe(29);
   });
 
   it("rejects invalid values with a message naming each variable", () => {

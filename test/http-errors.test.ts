@@ -8,7 +8,13 @@ import { ProblemSchema } from "../functions/api/contract.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { loadConfig } from "../shared/config.js";
 import { createDeps } from "../shared/deps.js";
-import { isStoreUnavailable, PROBLEM_STATUS, ProblemError, toProblem } from "../shared/errors.js";
+import {
+  isStoreUnavailable,
+  PROBLEM_STATUS,
+  ProblemError,
+  problemCodeOf,
+  toProblem,
+} from "../shared/errors.js";
 import { apiEvent, type EventOptions, type EventShape, header } from "./fixtures/events.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
@@ -157,6 +163,11 @@ describe("server-side failures", () => {
       const response = await invoke();
       const body = problem(response, "INTERNAL");
       expect(Object.keys(body).sort()).toEqual(["code", "detail", "status", "title", "type"]);
+      // With an Idempotency-Key the first DynamoDB request is the key's record: a request error there
+      // (no such table, a client fault) is no 503 either, as retrying cannot help.
+      const keyed = await invoke({ headers: { "idempotency-key": `k-${randomUUID()}` } });
+      problem(keyed, "INTERNAL");
+      expect(header(keyed, "retry-after")).toBeUndefined();
       expect(body.detail).toBe("The server could not complete the request.");
       expect(response.body).not.toMatch(/ResourceNotFound|Exception|missing-|table|DynamoDB|\s+at\s/i);
       expect(stack.model.requests.length).toBe(0);
@@ -223,6 +234,13 @@ describe("the error → HTTP mapping (shared/errors.ts)", () => {
       expect(mapped.status).toBe(PROBLEM_STATUS[code]);
       expect(mapped.body.code).toBe(code);
     }
+    // A status answered below the app maps to the generic code listed first for it, not a conversation code.
+    expect([409, 422, 413, 418].map(problemCodeOf)).toEqual([
+      "IDEMPOTENCY_KEY_IN_USE",
+      "IDEMPOTENCY_KEY_REUSED",
+      "PAYLOAD_TOO_LARGE",
+      "INTERNAL",
+    ]);
   });
 
   it("recognises the SDK's unavailability errors and nothing else", () => {

@@ -94,7 +94,7 @@ function handlerWith(env: Record<string, string>) {
     built.push(deps);
     return deps;
   };
-  const handler = createHandler(factory);
+  const handler = createHandler({ config, load: factory });
   return {
     deps: () => deps,
     invoke: async (options: EventOptions = {}) =>

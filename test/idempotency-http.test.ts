@@ -13,9 +13,10 @@ import {
 import { createLambdaContext } from "../local/lambda-context.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { createDeps } from "../shared/deps.js";
-import { ProblemError } from "../shared/errors.js";
+import { ProblemError, toProblem } from "../shared/errors.js";
 import { keys } from "../shared/store/keys.js";
 import { recordInvoiceArgs, runEvent } from "./support/idempotency.js";
+import { injectThrottling } from "./support/reliability.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
 let stack: TestStack;
@@ -325,7 +326,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
     ]);
     expect(JSON.parse(badKey.body ?? "")).toMatchObject({
       code: "INVALID_REQUEST",
-      errors: [{ path: "header:Idempotency-Key" }],
+      errors: [{ in: "header", path: "Idempotency-Key" }],
     });
     expect(await idempotencyRecords(tenantId)).toEqual([]);
     expect(modelCalls()).toBe(calls);
@@ -431,15 +432,49 @@ describe("withRunIdempotency (the HTTP logic)", () => {
     expect(await store().read("tenant_logic", RUN_ROUTE, boom)).toBeUndefined();
   });
 
-  it("answers 503 STORE_UNAVAILABLE when the record cannot be read or written, and runs nothing", async () => {
-    const config = { ...stack.config, table: { ...stack.config.table, name: "no-such-table" } };
+  it("a store that cannot serve the record is 503 STORE_UNAVAILABLE, a request error 500 INTERNAL; neither runs", async () => {
     let runs = 0;
-    await expect(
-      withRunIdempotency({ ...input("k-503"), deps: { ddb: stack.deps.ddb, config } }, async () => {
-        runs += 1;
-        return Response.json({});
-      }),
-    ).rejects.toMatchObject({ code: "STORE_UNAVAILABLE", status: 503 });
+    const execute = async () => {
+      runs += 1;
+      return Response.json({});
+    };
+    // A request error (the table does not exist: ResourceNotFoundException, a client fault) is not the
+    // store being unavailable: retrying will not help, so it is no 503.
+    const config = { ...stack.config, table: { ...stack.config.table, name: "no-such-table" } };
+    const missing = await withRunIdempotency(
+      { ...input("k-missing"), deps: { ...stack.deps, config } },
+      execute,
+    ).catch((error: unknown) => error);
+    expect(missing).toMatchObject({ name: "ResourceNotFoundException", $fault: "client" });
+    const internal = toProblem(missing);
+    expect([internal.code, internal.status, internal.headers["retry-after"]]).toEqual([
+      "INTERNAL",
+      500,
+      undefined,
+    ]);
+
+    // Throttled after the SDK's retries: unavailable, 503 with Retry-After.
+    const throttle = injectThrottling(stack.deps.ddb, {
+      rate: 1,
+      seed: 7,
+      errorName: "ThrottlingException",
+      only: (command) => command === "PutItemCommand",
+    });
+    try {
+      const throttled = await withRunIdempotency(input(`k-throttled-${randomUUID()}`), execute).catch(
+        (error: unknown) => error,
+      );
+      expect(throttled).toMatchObject({ name: "ThrottlingException" });
+      const unavailable = toProblem(throttled);
+      expect([unavailable.code, unavailable.status, unavailable.headers["retry-after"]]).toEqual([
+        "STORE_UNAVAILABLE",
+        503,
+        "1",
+      ]);
+      expect(throttle.stats.injected).toBeGreaterThanOrEqual(1);
+    } finally {
+      throttle.stop();
+    }
     expect(runs).toBe(0);
   });
 });

@@ -147,7 +147,7 @@ describe("cdk synth of the real app", () => {
     const chunks = readdirSync(join(dir, "chunks")).filter((name) => name.endsWith(".mjs"));
     expect(chunks.length).toBeGreaterThan(2);
     for (const chunk of chunks) expect(existsSync(join(dir, "chunks", `${chunk}.map`)), chunk).toBe(true);
-    // The issue's bundle goal (1.2 MB of JavaScript with the AWS SDK bundled); Lambda's limit is 250 MB.
+    // The bundle goal: 1.2 MB of JavaScript with the AWS SDK bundled; Lambda's limit is 250 MB.
     const bytes = [code.length, ...chunks.map((chunk) => statSync(join(dir, "chunks", chunk)).size)];
     const total = bytes.reduce((sum, size) => sum + size, 0);
     expect(total).toBeGreaterThan(500_000);

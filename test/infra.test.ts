@@ -2,6 +2,7 @@ import { App } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../functions/api/app.js";
+import { PUBLIC_ROUTES, ROUTES } from "../infra/routes.js";
 import {
   DeploySettingsError,
   PLACEHOLDER_JWT_AUDIENCE,
@@ -14,10 +15,8 @@ import {
   BoundloopStack,
   type BoundloopStackProps,
   FUNCTION_MEMORY_MB,
-  FUNCTION_TIMEOUT_SECONDS,
-  ROUTES,
 } from "../infra/stack.js";
-import { ConfigSchema } from "../shared/config.js";
+import { CONFIG_DEFAULTS, ConfigSchema, FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
 
 /**
  * Template assertions on the stack. Bundling is skipped here (`aws:cdk:bundling-stacks: []`) to keep
@@ -130,6 +129,12 @@ describe("the CDK stack", () => {
       ].sort(),
     );
     expect(env.NODE_OPTIONS).toBe("--enable-source-maps");
+    // Logs and metrics go where the code's own defaults send them: one service name, one namespace.
+    expect([env.POWERTOOLS_SERVICE_NAME, env.POWERTOOLS_METRICS_NAMESPACE]).toEqual([
+      "boundloop",
+      "boundloop",
+    ]);
+    expect(env.POWERTOOLS_METRICS_NAMESPACE).toBe(CONFIG_DEFAULTS.observability.metricsNamespace);
     expect(env.TABLE_NAME).toEqual({ Ref: expect.any(String) });
     expect(env).not.toHaveProperty("OPENAI_API_KEY");
     // The secret is created empty: neither a literal value nor a generated one.
@@ -329,27 +334,44 @@ describe("the stack's deploy settings", () => {
   });
 });
 
-describe("the stack's routes and the app's routes", () => {
-  it("are the same set, and only the routes the app documents as public skip the JWT authorizer", async () => {
+describe("the routes of the stack, the app and the local dev server", () => {
+  it("are the same set, and exactly the routes the app documents as public skip the JWT authorizer everywhere", async () => {
     // The app serves its own OpenAPI document without building any client.
-    const app = createApp(() => {
-      throw new Error("no dependencies are needed to serve /openapi.json");
+    const app = createApp({
+      config: loadConfig({}),
+      load: () => {
+        throw new Error("no dependencies are needed to serve /openapi.json");
+      },
     });
     const document = (await (await app.request("/openapi.json")).json()) as {
       paths: Record<string, Record<string, { security?: unknown[] }>>;
     };
+    const byRoute = (a: { route: string }, b: { route: string }) => a.route.localeCompare(b.route);
     const documented = Object.entries(document.paths).flatMap(([path, operations]) =>
       Object.entries(operations).map(([method, operation]) => ({
         route: `${method.toUpperCase()} ${path}`,
         public: (operation.security ?? []).length === 0,
       })),
     );
+    // The document describes the API; it is not one of its own operations.
     documented.push({ route: "GET /openapi.json", public: true });
-    const deployed = ROUTES.map((route) => ({
+
+    // The stack as synthesized: each route's key and whether it has an authorizer.
+    const deployed = ofType("AWS::ApiGatewayV2::Route").map((route) => ({
+      route: String(route.Properties.RouteKey),
+      public: route.Properties.AuthorizationType === "NONE",
+    }));
+    const declared = ROUTES.map((route) => ({
       route: `${route.method} ${route.path}`,
       public: route.auth === "public",
     }));
-    const byRoute = (a: { route: string }, b: { route: string }) => a.route.localeCompare(b.route);
-    expect(deployed.sort(byRoute)).toEqual(documented.sort(byRoute));
+    // The dev server (npm run dev) asks for a token on every route but these.
+    const local = documented.map(({ route }) => ({ route, public: PUBLIC_ROUTES.has(route) }));
+
+    expect(documented.sort(byRoute)).toHaveLength(6);
+    expect(deployed.sort(byRoute)).toEqual(documented);
+    expect(declared.sort(byRoute)).toEqual(documented);
+    expect(local.sort(byRoute)).toEqual(documented);
+    expect([...PUBLIC_ROUTES].sort()).toEqual(["GET /healthz", "GET /openapi.json"]);
   });
 });

@@ -115,10 +115,13 @@ describe("npm run dev", { timeout: 60_000 }, () => {
     });
   });
 
-  it("GET /healthz needs no token", async () => {
+  it("GET /healthz and GET /openapi.json need no token, as deployed", async () => {
     const response = await fetch(`${url}/healthz`);
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: "ok" });
+    const document = await fetch(`${url}/openapi.json`);
+    expect(document.status).toBe(200);
+    expect(((await document.json()) as { openapi: string }).openapi).toBe("3.1.0");
   });
 
   it("401 without a token", async () => {

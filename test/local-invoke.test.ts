@@ -155,7 +155,7 @@ describe("npm run invoke on events/", SLOW, () => {
   });
 });
 
-// events/continue-conversation.json continues a run (previousRunId, issue 19). Alone, the run it names
+// events/continue-conversation.json continues a run (previousRunId). Alone, the run it names
 // is not in this table: 404. After a first run of the same user, with that run's id put in: 200.
 describe("npm run invoke on a continuation", SLOW, () => {
   const eventFile = "events/continue-conversation.json";
@@ -222,6 +222,30 @@ describe("npm run invoke on the REST v1 and function URL shapes", SLOW, () => {
     const { code, out } = await invoke(["events/function-url.json"]);
     expect([code, out.status]).toEqual([1, 401]);
     expect(JSON.parse(out.body)).toMatchObject({ code: "UNAUTHENTICATED" });
+  });
+});
+
+// The Lambda edge: an HTTP API's named stage in rawPath, and a body that is not the base64
+// its isBase64Encoded flag claims.
+describe("npm run invoke on the edge samples", SLOW, () => {
+  it("named-stage.json (stage dev, rawPath /dev/v1/runs): 200 completed, one invoice recorded", async () => {
+    const { code, out } = await invoke(["events/named-stage.json"]);
+    expect([code, out.status]).toEqual([0, 200]);
+    const body = JSON.parse(out.body) as RunBody;
+    expect(body.status).toBe("completed");
+    expect(summary(body)).toEqual(["calculateTax:success", "recordInvoice:success"]);
+    const rows = await ledger.list("tenant_stage_01");
+    expect(rows.map((row) => `${row.runId} ${row.grossTotal.amount}`)).toEqual([`${body.runId} 300.00`]);
+  });
+
+  it("base64url-body.json: 400 problem+json INVALID_REQUEST, exit status 1, no model call, nothing recorded", async () => {
+    const calls = model.requests.length;
+    const { code, out } = await invoke(["events/base64url-body.json"]);
+    expect([code, out.status]).toEqual([1, 400]);
+    expect(out.headers["content-type"]).toBe("application/problem+json");
+    expect(JSON.parse(out.body)).toMatchObject({ code: "INVALID_REQUEST", errors: [{ in: "body" }] });
+    expect(model.requests.length).toBe(calls);
+    expect(await ledger.list("tenant_b64url_01")).toEqual([]);
   });
 });
 

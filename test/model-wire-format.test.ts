@@ -1,5 +1,5 @@
 /**
- * Issue 15 items 1-3: what OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LiteLLM, OpenRouter) send
+ * What OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LiteLLM, OpenRouter) send
  * outside the chat-completions spec, through the real Lambda handler with DynamoDB Local and the local
  * model server in scripted mode. The rules are in docs/providers.md.
  */

@@ -1,5 +1,13 @@
 import { validate } from "@readme/openapi-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  HealthSchema,
+  InvoicePageSchema,
+  InvoiceSchema,
+  ProblemSchema,
+  RunRecordSchema,
+  RunResponseSchema,
+} from "../functions/api/contract.js";
 import { apiEvent } from "./fixtures/events.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
@@ -79,7 +87,131 @@ describe("GET /openapi.json", () => {
   it("GET /healthz needs no auth and builds no run", async () => {
     const response = await call(apiEvent("http-api-v2", { method: "GET", path: "/healthz", claims: null }));
     expect(response.statusCode).toBe(200);
-    expect(JSON.parse(response.body ?? "")).toEqual({ status: "ok" });
+    expect(HealthSchema.parse(JSON.parse(response.body ?? ""))).toEqual({ status: "ok" });
     expect(stack.model.requests).toHaveLength(0);
+  });
+});
+
+describe("the document's response shapes", () => {
+  type Operation = {
+    responses: Record<
+      string,
+      { headers?: Record<string, { required?: boolean; schema: Record<string, unknown> }>; content?: object }
+    >;
+  };
+  type Document = {
+    paths: Record<string, Record<string, Operation>>;
+    components: { schemas: Record<string, { properties?: Record<string, unknown>; required?: string[] }> };
+  };
+  let document: Document;
+  beforeAll(async () => {
+    const response = await call(
+      apiEvent("http-api-v2", { method: "GET", path: "/openapi.json", claims: null }),
+    );
+    document = JSON.parse(response.body ?? "") as Document;
+  });
+
+  it("declares every field the API returns, and no other (additionalProperties: false)", () => {
+    const { schemas } = document.components;
+    expect(Object.keys(schemas.Invoice?.properties ?? {})).toEqual(
+      expect.arrayContaining(["clientReference", "description", "quoteId", "rateVersion", "taxPointDate"]),
+    );
+    expect(Object.keys(schemas.RunResponse?.properties ?? {})).toEqual(
+      expect.arrayContaining(["details", "modelErrorStatus"]),
+    );
+    expect(schemas.ToolResult).toMatchObject({
+      properties: { metadata: { properties: { truncated: { type: "object" } } } },
+    });
+    for (const name of [
+      "Invoice",
+      "InvoicePage",
+      "RunResponse",
+      "RunRecord",
+      "RunStep",
+      "ToolResult",
+      "Problem",
+      "Health",
+    ]) {
+      expect(schemas[name], name).toMatchObject({ type: "object", additionalProperties: false });
+    }
+  });
+
+  it("declares the response headers: Idempotent-Replayed, Retry-After, WWW-Authenticate", () => {
+    const runs = document.paths["/v1/runs"]?.post?.responses ?? {};
+    expect(runs["200"]?.headers?.["Idempotent-Replayed"]).toMatchObject({
+      required: false,
+      schema: { type: "string", enum: ["true"] },
+    });
+    // 409 IDEMPOTENCY_KEY_IN_USE and PREVIOUS_RUN_IN_PROGRESS carry it; PREVIOUS_RUN_NOT_CONTINUABLE,
+    // the third 409 of the route, has nothing to wait for.
+    for (const [status, required] of [
+      ["409", false],
+      ["503", true],
+    ] as const) {
+      expect(runs[status]?.headers?.["Retry-After"], status).toMatchObject({
+        required,
+        schema: { type: "integer", minimum: 1 },
+      });
+    }
+    for (const [path, methods] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        if (path === "/healthz") continue;
+        expect(operation.responses["401"]?.headers?.["WWW-Authenticate"], `${method} ${path}`).toMatchObject({
+          required: true,
+        });
+        expect(operation.responses["503"]?.headers?.["Retry-After"], `${method} ${path}`).toBeDefined();
+      }
+    }
+  });
+
+  it("the response schemas are strict: an undeclared member fails the parse", () => {
+    const money = { amount: "1.00", minorUnits: 100, currency: "GBP" };
+    const invoice = {
+      invoiceId: "inv_1",
+      tenantId: "t",
+      clientName: "c",
+      clientReference: null,
+      description: null,
+      quoteId: "q",
+      jurisdiction: "UK",
+      currency: "GBP",
+      rateVersion: "GB-2011-01-04",
+      rate: "0.2",
+      taxPointDate: "2026-11-30",
+      subtotal: money,
+      taxAmount: money,
+      grossTotal: money,
+      idempotencyKey: "k",
+      runId: "r",
+      createdBy: "u",
+      createdAt: "2026-11-30T00:00:00.000Z",
+    };
+    expect(InvoiceSchema.parse(invoice)).toEqual(invoice);
+    expect(InvoiceSchema.safeParse({ ...invoice, pk: "TENANT#t" }).success).toBe(false);
+    expect(InvoiceSchema.safeParse({ ...invoice, subtotal: { ...money, exponent: 2 } }).success).toBe(false);
+    expect(InvoicePageSchema.safeParse({ items: [invoice], nextCursor: null, total: 1 }).success).toBe(false);
+    expect(HealthSchema.safeParse({ status: "ok", version: "1" }).success).toBe(false);
+    const problem = { type: "t", title: "x", status: 404, detail: "d", code: "NOT_FOUND" };
+    expect(ProblemSchema.parse(problem)).toEqual(problem);
+    expect(ProblemSchema.safeParse({ ...problem, stack: "Error: at …" }).success).toBe(false);
+    const usage = { promptTokens: 1, completionTokens: 1, totalTokens: 2 };
+    const run = {
+      runId: "run_1",
+      status: "completed",
+      answer: "a",
+      reason: null,
+      cycles: 1,
+      toolResults: [],
+      usage,
+      durationMs: 5,
+      modelErrorStatus: null,
+      details: {},
+      previousRunId: null,
+      history: null,
+    };
+    expect(RunResponseSchema.parse(run)).toEqual(run);
+    expect(RunResponseSchema.safeParse({ ...run, messages: [] }).success).toBe(false);
+    expect(RunResponseSchema.safeParse({ ...run, details: { secret: 1 } }).success).toBe(false);
+    expect(RunRecordSchema.safeParse({ ttl: 1 }).success).toBe(false);
   });
 });

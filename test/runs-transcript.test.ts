@@ -1,5 +1,5 @@
 /**
- * Stored transcripts (issue 19): kept with the run's outcome in one write, gzip-compressed above
+ * Stored transcripts: kept with the run's outcome in one write, gzip-compressed above
  * COMPRESS_TRANSCRIPT_ABOVE_BYTES (the same encoding as stored Idempotency-Key responses), and cut by
  * whole turns when still over MAX_STORED_TRANSCRIPT_BYTES compressed, so the run item stays under
  * DynamoDB's 400 KB limit. On DynamoDB Local through RunStore.

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { Logger } from "@aws-lambda-powertools/logger";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context as LambdaContext } from "aws-lambda";
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
@@ -6,11 +7,12 @@ import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { ZodError } from "zod";
 import { Deadline } from "../../shared/agent/deadline.js";
+import type { Config } from "../../shared/config.js";
 import { loadConversation } from "../../shared/conversation.js";
 import type { AppDeps } from "../../shared/deps.js";
-import { PROBLEM_CONTENT_TYPE, ProblemError, toProblem } from "../../shared/errors.js";
+import { ProblemError, problemCodeOf, toProblem } from "../../shared/errors.js";
 import { type SecurityContext, securityContextFromEvent } from "../../shared/identity.js";
-import { flushMetrics, recordProblemMetric } from "../../shared/observability.js";
+import { createLogger, flushMetrics, recordProblemMetric } from "../../shared/observability.js";
 import {
   createRunRoute,
   getInvoiceRoute,
@@ -36,6 +38,16 @@ export interface AppEnv {
   Variables: { security: SecurityContext; problemCode: string };
 }
 
+/**
+ * Dependencies built on first use: `load` is called once, on the first request that needs them; `config`
+ * is what they are built from, so a failure (of `load` itself, or of a route that needs none) is still
+ * logged by the service's logger.
+ */
+export interface LazyDeps {
+  config: Config;
+  load: () => AppDeps;
+}
+
 /** The permission the read-only billing routes (`/v1/invoices…`) need. */
 export const BILLING_READ = "billing:read";
 
@@ -49,18 +61,24 @@ const TARGET_NAMES: Record<string, string> = {
 
 /**
  * Builds the HTTP API (routes and schemas in ./contract.ts, served as OpenAPI 3.1 at /openapi.json).
- * `deps` may be a factory, called once on the first request that needs it, so a cold start that only
+ * `deps` may be {@link LazyDeps}, loaded on the first request that needs them, so a cold start that only
  * serves /healthz or /openapi.json builds no clients and reads no secret.
  *
  * Every `/v1/*` request passes, in order: request log line + per-invocation metrics flush → identity
  * from the event's authorizer (401) → body size cap (413) → the route's content type (415) and zod
  * validation (400) → the handler. Every error becomes `application/problem+json` in one `onError`.
  */
-export function createApp(deps: AppDeps | (() => AppDeps)) {
-  let resolved: AppDeps | undefined = typeof deps === "function" ? undefined : deps;
+export function createApp(deps: AppDeps | LazyDeps) {
+  let resolved: AppDeps | undefined = "load" in deps ? undefined : deps;
   const getDeps = (): AppDeps => {
-    resolved ??= (deps as () => AppDeps)();
+    resolved ??= (deps as LazyDeps).load();
     return resolved;
+  };
+  let bootLogger: Logger | undefined;
+  const failureLogger = (): Logger => {
+    if (resolved) return resolved.logger;
+    bootLogger ??= createLogger(deps.config.observability);
+    return bootLogger;
   };
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
@@ -217,7 +235,7 @@ export function createApp(deps: AppDeps | (() => AppDeps)) {
   app.notFound(() => {
     throw new ProblemError("NOT_FOUND", "No such route.");
   });
-  app.onError((error, c) => problemResponse(c, error, resolved));
+  app.onError((error, c) => problemResponse(c, error, resolved, failureLogger()));
 
   return app;
 }
@@ -275,39 +293,46 @@ function invalidRequest(target: string, error: ZodError): ProblemError {
   });
 }
 
-/** Hono's own HTTP errors (malformed JSON, media type gate) in the problem vocabulary. */
+/**
+ * Hono's own HTTP errors (malformed JSON, body limit, media type gate) in the problem vocabulary: the
+ * code is the one {@link problemCodeOf} gives their status.
+ */
 function fromHttpException(error: HTTPException): ProblemError {
-  switch (error.status) {
-    case 400:
-      return new ProblemError("INVALID_REQUEST", "The body is not valid JSON.", {
-        extensions: { errors: [{ in: "body", path: "(root)", message: "malformed JSON" }] },
-      });
-    case 413:
-      return new ProblemError("PAYLOAD_TOO_LARGE", "The body is too large.");
-    case 415:
-      return new ProblemError("UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json.");
-    default:
-      return new ProblemError("INTERNAL", "The server could not complete the request.");
+  const code = problemCodeOf(error.status);
+  if (code === "INVALID_REQUEST") {
+    return new ProblemError(code, "The body is not valid JSON.", {
+      extensions: { errors: [{ in: "body", path: "(root)", message: "malformed JSON" }] },
+    });
   }
+  return new ProblemError(code, HTTP_EXCEPTION_DETAIL[code] ?? "The request was refused.");
 }
 
+/** Details of the problems Hono's own HTTP errors become. */
+const HTTP_EXCEPTION_DETAIL: Partial<Record<ProblemError["code"], string>> = {
+  PAYLOAD_TOO_LARGE: "The body is too large.",
+  UNSUPPORTED_MEDIA_TYPE: "Send the body as application/json.",
+  INTERNAL: "The server could not complete the request.",
+};
+
 /**
- * The one place an error becomes an HTTP response (`application/problem+json`, mapping in
- * shared/errors.ts). Server-side failures (5xx) are logged at ERROR with the error; the response
- * carries only the problem's generic detail.
+ * The one place an error becomes the app's HTTP response: {@link toProblem} picks the problem (status
+ * table in shared/errors.ts) and the problem renders itself (`ProblemError.getResponse`). Server-side
+ * failures (5xx) are logged at ERROR with the error by `logger` (the request's logger, with request id
+ * and tenant); the response carries only the problem's generic detail. Problems are counted in
+ * metrics once the dependencies exist.
  */
-function problemResponse(c: HonoContext<AppEnv>, error: unknown, deps: AppDeps | undefined): Response {
+function problemResponse(
+  c: HonoContext<AppEnv>,
+  error: unknown,
+  deps: AppDeps | undefined,
+  logger: Logger,
+): Response {
   const problem = toProblem(error instanceof HTTPException ? fromHttpException(error) : error);
-  c.set("problemCode", problem.body.code);
-  if (deps) {
-    if (problem.status >= 500)
-      deps.logger.error("request failed", { code: problem.body.code, error: error as Error });
-    recordProblemMetric(deps.metrics, problem.body.code);
-  } else if (problem.status >= 500) {
-    console.error(JSON.stringify({ level: "ERROR", message: "request failed", code: problem.body.code }));
+  c.set("problemCode", problem.code);
+  if (problem.status >= 500) {
+    if (!deps && c.env?.lambdaContext) logger.addContext(c.env.lambdaContext);
+    logger.error("request failed", { code: problem.code, error: error as Error });
   }
-  return c.body(JSON.stringify(problem.body), problem.status as 500, {
-    ...problem.headers,
-    "content-type": PROBLEM_CONTENT_TYPE,
-  });
+  if (deps) recordProblemMetric(deps.metrics, problem.code);
+  return problem.getResponse();
 }

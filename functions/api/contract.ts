@@ -1,11 +1,18 @@
 /**
  * The HTTP contract: every request and response schema, and every route, declared once with zod
  * (@hono/zod-openapi). The same schemas validate requests at run time and generate `/openapi.json`
- * (OpenAPI 3.1); tests parse responses with them.
+ * (OpenAPI 3.1). Response schemas are strict (`additionalProperties: false`): tests parse every
+ * response with them, so a field the document does not declare fails. The response types are derived
+ * from them (`z.infer`), and the compile-time checks at the end of this file fail `tsc` when a domain
+ * type the API returns (Invoice, RunRecord, RunOutcome, ToolResult) and its schema differ by a field.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { RunStatus } from "../../shared/agent/loop.js";
+import type { ToolResult } from "../../shared/agent/result.js";
+import type { RunOutcome, RunStatus } from "../../shared/agent/types.js";
+import type { AgentRunShapes } from "../../shared/deps.js";
 import { PROBLEM_STATUS, type ProblemCode } from "../../shared/errors.js";
+import type { Invoice } from "../../shared/store/ledger.js";
+import type { RunRecord, RunStep } from "../../shared/store/runs.js";
 import { HEALTH_PATH } from "./health.js";
 
 /** Prompt length bounds (characters) of `POST /v1/runs`. */
@@ -36,25 +43,6 @@ void everyRunStatusListed;
 
 // ---------------------------------------------------------------- shared pieces
 
-/** A problem response (RFC 9457) with the stable `code`. */
-export const ProblemSchema = z
-  .object({
-    type: z.string().openapi({ example: "https://boundloop.dev/problems/invalid-request" }),
-    title: z.string(),
-    status: z.number().int(),
-    detail: z.string(),
-    code: z.enum(Object.keys(PROBLEM_STATUS) as [ProblemCode, ...ProblemCode[]]),
-    errors: z
-      .array(z.object({ in: z.string(), path: z.string(), message: z.string() }))
-      .optional()
-      .openapi({ description: "INVALID_REQUEST only: each invalid field, where it was and why." }),
-  })
-  .loose()
-  .openapi("Problem", { description: "RFC 9457 problem details; extension members depend on `code`." });
-
-const problemContent = { "application/problem+json": { schema: ProblemSchema } };
-const problem = (description: string) => ({ description, content: problemContent });
-
 /** Token usage of a run or cycle (`RunUsage`). */
 export const UsageSchema = z
   .object({
@@ -62,6 +50,7 @@ export const UsageSchema = z
     completionTokens: z.number().int().nonnegative(),
     totalTokens: z.number().int().nonnegative(),
   })
+  .strict()
   .openapi("Usage", { description: "Token usage summed over the run's model calls." });
 
 /** One tool result (`ToolResult` in shared/agent/result.ts): status, data or error, metadata. */
@@ -76,23 +65,116 @@ export const ToolResultSchema = z
         details: z.record(z.string(), z.unknown()),
         retryable: z.boolean(),
       })
+      .strict()
       .nullable(),
-    metadata: z.object({
-      toolName: z.string(),
-      toolCallId: z.string(),
-      latencyMs: z.number().nonnegative(),
-      idempotencyKey: z.string().nullable(),
-    }),
+    metadata: z
+      .object({
+        toolName: z.string(),
+        toolCallId: z.string(),
+        latencyMs: z.number().nonnegative(),
+        idempotencyKey: z.string().nullable(),
+        truncated: z
+          .object({ originalBytes: z.number().int().positive(), maxBytes: z.number().int().positive() })
+          .strict()
+          .optional()
+          .openapi({
+            description:
+              "Present when the result was cut to MAX_TOOL_RESULT_BYTES: its size before (UTF-8 bytes) and the cap.",
+          }),
+      })
+      .strict(),
   })
+  .strict()
   .openapi("ToolResult", { description: "The envelope of one tool call, success or not." });
 
 /** A terminal run status, see {@link RUN_STATUSES}. */
 export const RunStatusSchema = z.enum(RUN_STATUSES).openapi("RunStatus");
 
-// ---------------------------------------------------------------- runs
+/** A context-window refusal (`ContextLengthDetails` in shared/agent/context-length.ts). */
+export const ContextLengthSchema = z
+  .object({
+    providerStatus: z.number().int().nullable(),
+    message: z.string(),
+    historyMessages: z.number().int().nonnegative(),
+    historyEstimatedTokens: z.number().int().nonnegative(),
+    requestMessages: z.number().int().nonnegative(),
+    requestEstimatedTokens: z.number().int().nonnegative(),
+    contextTokens: z.number().int().nullable(),
+    requestTokens: z.number().int().nullable(),
+  })
+  .strict()
+  .openapi("ContextLength", {
+    description:
+      "context_length_exceeded: the provider's HTTP status and message, the history's and the whole request's size in messages and estimated tokens, and the context window and request size where the provider stated them (else null).",
+  });
 
-/** A run id as the API issues it (`run_` and a UUID) or accepts it in a path or body. */
-const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
+/** Why a run stopped, for the status that stopped it (`RunOutcomeDetails` in shared/agent/loop.ts). */
+export const RunDetailsSchema = z
+  .object({
+    budget: z
+      .object({
+        name: z.enum(["maxTotalTokens", "maxToolCallsPerRun"]),
+        limit: z.number().int(),
+        used: z.number().int(),
+      })
+      .strict()
+      .optional()
+      .openapi({ description: "budget_exceeded: the budget that ran out, its limit and the amount used." }),
+    permission: z
+      .object({ toolName: z.string(), requiredPermission: z.string() })
+      .strict()
+      .optional()
+      .openapi({ description: "permission_denied: the tool and the permission the caller lacks." }),
+    loop: z
+      .object({
+        toolName: z.string(),
+        arguments: z.string(),
+        errorCode: z.string(),
+        failures: z.number().int(),
+        hinted: z.boolean(),
+      })
+      .strict()
+      .optional()
+      .openapi({
+        description:
+          "loop_detected: the repeated tool, its canonical arguments, the error code, its failures, and whether the model was given a final hint.",
+      }),
+    modelError: z
+      .object({
+        status: z.number().int().nullable(),
+        message: z.string(),
+        finishReason: z.string().nullable().optional().openapi({
+          description:
+            "Set when the model twice sent a reply with neither text nor tool calls: the provider's finish_reason of the last one (null when it sent none).",
+        }),
+      })
+      .strict()
+      .optional()
+      .openapi({
+        description: "model_error: the provider's HTTP status (null without a response) and message.",
+      }),
+    deadline: z
+      .object({
+        phase: z.enum(["before_model_call", "model_call", "tool_calls"]),
+        deadlineAt: z.number().openapi({ description: "Epoch ms." }),
+      })
+      .strict()
+      .optional()
+      .openapi({ description: "deadline_exceeded: the phase the deadline hit, and the deadline." }),
+    finishReason: z
+      .string()
+      .optional()
+      .openapi({ description: 'model_output_truncated: "length" or "content_filter".' }),
+    summarized: z
+      .boolean()
+      .optional()
+      .openapi({ description: "max_cycles_exceeded: whether a tool-less summary call produced `answer`." }),
+    contextLength: ContextLengthSchema.optional(),
+  })
+  .strict()
+  .openapi("RunDetails", {
+    description: "Machine-readable facts about why the run stopped; only the entry for its status is set.",
+  });
 
 /** The earlier conversation a run carried (`HistorySummary` in shared/store/runs.ts); null without one. */
 export const HistorySummarySchema = z
@@ -106,6 +188,117 @@ export const HistorySummarySchema = z
     description:
       "The earlier conversation sent with the run (previousRunId): messages, their estimated tokens, and the messages left out to stay within HISTORY_MAX_TOKENS. Null for a new conversation.",
   });
+
+/** A problem response (RFC 9457) with the stable `code`, and every extension member a code adds. */
+export const ProblemSchema = z
+  .object({
+    type: z.string().openapi({ example: "https://boundloop.dev/problems/invalid-request" }),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.enum(Object.keys(PROBLEM_STATUS) as [ProblemCode, ...ProblemCode[]]),
+    errors: z
+      .array(
+        z
+          .object({ in: z.enum(["body", "query", "path", "header"]), path: z.string(), message: z.string() })
+          .strict(),
+      )
+      .optional()
+      .openapi({ description: "INVALID_REQUEST only: each invalid field, where it was and why." }),
+    requiredPermission: z
+      .string()
+      .optional()
+      .openapi({ description: "FORBIDDEN only: the permission the caller lacks." }),
+    runId: z.string().optional().openapi({
+      description:
+        "MODEL_UNAVAILABLE and CONTEXT_LENGTH_EXCEEDED only, as are runStatus, cycles, toolResults, usage and durationMs: the partial run.",
+    }),
+    runStatus: z.enum(["model_error", "context_length_exceeded"]).optional(),
+    providerStatus: z.number().int().nullable().optional().openapi({
+      description: "MODEL_UNAVAILABLE only: the provider's last HTTP status; null without an HTTP response.",
+    }),
+    cycles: z.number().int().nonnegative().optional(),
+    toolResults: z.array(ToolResultSchema).optional(),
+    usage: UsageSchema.optional(),
+    durationMs: z.number().int().nonnegative().optional(),
+    previousRunId: z
+      .string()
+      .nullable()
+      .optional()
+      .openapi({ description: "CONTEXT_LENGTH_EXCEEDED only: the run this one continued, or null." }),
+    history: HistorySummarySchema.optional().openapi({
+      description: "CONTEXT_LENGTH_EXCEEDED only: the earlier conversation the run carried, or null.",
+    }),
+    contextLength: ContextLengthSchema.nullable()
+      .optional()
+      .openapi({ description: "CONTEXT_LENGTH_EXCEEDED only: the refusal and the sizes." }),
+    expired: z
+      .literal(true)
+      .optional()
+      .openapi({ description: "NOT_FOUND of a `previousRunId` whose records expired (RUN_TTL_SECONDS)." }),
+    expiresAt: z
+      .string()
+      .optional()
+      .openapi({ description: "With `expired`: when the previous run's records expired (ISO 8601)." }),
+    previousRunStatus: z.string().optional().openapi({
+      description:
+        "PREVIOUS_RUN_IN_PROGRESS and PREVIOUS_RUN_NOT_CONTINUABLE only: the status of the run `previousRunId` names.",
+    }),
+  })
+  .strict()
+  .openapi("Problem", { description: "RFC 9457 problem details; extension members depend on `code`." });
+
+/** What API Gateway's JWT authorizer answers before the function runs (missing or invalid token). */
+export const GatewayErrorSchema = z
+  .object({ message: z.string().openapi({ example: "Unauthorized" }) })
+  .strict()
+  .openapi("GatewayError", { description: "An answer of API Gateway itself, not of the function." });
+
+/**
+ * Response headers the API sends, as zod objects (@hono/zod-openapi documents each member as a
+ * response header; optional members are documented as not required):
+ * - `Retry-After` (RFC 9110 §10.2.3): seconds to wait, on 409 IDEMPOTENCY_KEY_IN_USE (until the holder's
+ *   lease ends), 409 PREVIOUS_RUN_IN_PROGRESS (until the previous run's deadline; `retryAfterWhileInProgress`:
+ *   optional, since the other 409 of `POST /v1/runs`, PREVIOUS_RUN_NOT_CONTINUABLE, has none) and 503
+ *   STORE_UNAVAILABLE;
+ * - `WWW-Authenticate` (RFC 9110 §11.6.1): the challenge of every 401;
+ * - `Idempotent-Replayed`: `true` on a response replayed for a repeated Idempotency-Key.
+ */
+export const RESPONSE_HEADERS = {
+  retryAfter: z.object({
+    "Retry-After": z.number().int().min(1).openapi({ description: "Seconds to wait before retrying." }),
+  }),
+  retryAfterWhileInProgress: z.object({
+    "Retry-After": z.number().int().min(1).optional().openapi({
+      description:
+        "Seconds to wait before retrying: on IDEMPOTENCY_KEY_IN_USE and PREVIOUS_RUN_IN_PROGRESS; absent on PREVIOUS_RUN_NOT_CONTINUABLE.",
+    }),
+  }),
+  wwwAuthenticate: z.object({
+    "WWW-Authenticate": z.string().openapi({
+      description:
+        "The authentication challenge (`Bearer`), from the gateway's JWT authorizer or the function.",
+    }),
+  }),
+  idempotentReplayed: z.object({
+    "Idempotent-Replayed": z.literal("true").optional().openapi({
+      description:
+        "`true` when this is the stored response of an earlier request with the same Idempotency-Key; absent otherwise.",
+    }),
+  }),
+};
+
+const problemContent = { "application/problem+json": { schema: ProblemSchema } };
+const problem = (description: string, headers?: z.ZodObject) => ({
+  description,
+  content: problemContent,
+  ...(headers ? { headers } : {}),
+});
+
+// ---------------------------------------------------------------- runs
+
+/** A run id as the API issues it (`run_` and a UUID) or accepts it in a path or body. */
+const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
 
 /** Body of `POST /v1/runs`: prompt and optional limits that only tighten the server caps. */
 export const CreateRunBody = z
@@ -136,7 +329,7 @@ export const CreateRunBody = z
   .strict()
   .openapi("CreateRunRequest");
 
-/** 200 body of `POST /v1/runs`: the run outcome without its transcript. */
+/** 200 body of `POST /v1/runs`: the run outcome (`RunOutcome`) without its transcript. */
 export const RunResponseSchema = z
   .object({
     runId: z.string(),
@@ -147,9 +340,16 @@ export const RunResponseSchema = z
     toolResults: z.array(ToolResultSchema),
     usage: UsageSchema,
     durationMs: z.number().int().nonnegative(),
+    modelErrorStatus: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: "model_error only: the provider's HTTP status; null otherwise." }),
+    details: RunDetailsSchema,
     previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
     history: HistorySummarySchema,
   })
+  .strict()
   .openapi("RunResponse", { description: "The run's terminal outcome (every terminal status is a 200)." });
 
 /** One audit step (`RunStep` in shared/store/runs.ts). */
@@ -159,20 +359,26 @@ export const RunStepSchema = z
     recordedAt: z.string(),
     request: z
       .object({ messageCount: z.number().int(), toolsOffered: z.array(z.string()) })
+      .strict()
       .openapi({ description: "A summary of the model request; never the prompt text." }),
     finishReason: z.string().nullable(),
     modelLatencyMs: z.number().nonnegative(),
     usage: UsageSchema,
     toolCalls: z.array(
-      z.object({
-        id: z.string(),
-        name: z.string(),
-        arguments: z.string().openapi({ description: "The model's raw arguments (cut at 8192 characters)." }),
-        argumentsTruncated: z.boolean(),
-        result: ToolResultSchema,
-      }),
+      z
+        .object({
+          id: z.string(),
+          name: z.string(),
+          arguments: z
+            .string()
+            .openapi({ description: "The model's raw arguments (cut at 8192 characters)." }),
+          argumentsTruncated: z.boolean(),
+          result: ToolResultSchema,
+        })
+        .strict(),
     ),
   })
+  .strict()
   .openapi("RunStep", { description: "The audit record of one cycle." });
 
 /** 200 body of `GET /v1/runs/{runId}`: `RunRecord` plus its steps in cycle order. */
@@ -182,8 +388,8 @@ export const RunRecordSchema = z
     tenantId: z.string(),
     userId: z.string(),
     status: z.union([z.enum(["running", "failed"]), RunStatusSchema]),
-    prompt: z.object({ chars: z.number().int(), sha256: z.string() }),
-    limits: z.object({ maxCycles: z.number().int(), timeoutMs: z.number().int() }),
+    prompt: z.object({ chars: z.number().int(), sha256: z.string() }).strict(),
+    limits: z.object({ maxCycles: z.number().int(), timeoutMs: z.number().int() }).strict(),
     startedAt: z.string(),
     updatedAt: z.string(),
     finishedAt: z.string().nullable(),
@@ -198,6 +404,7 @@ export const RunRecordSchema = z
     history: HistorySummarySchema,
     steps: z.array(RunStepSchema),
   })
+  .strict()
   .openapi("RunRecord", {
     description: "A stored run and its audit steps; `running` until the outcome is written.",
   });
@@ -214,6 +421,7 @@ export const RunIdParam = z.object({
 
 const MoneySchema = z
   .object({ amount: z.string(), minorUnits: z.number().int(), currency: z.string() })
+  .strict()
   .openapi("Money", { description: "Exact decimal string plus integer minor units (ISO 4217)." });
 
 /** An invoice of the ledger (`Invoice` in shared/store/ledger.ts); amounts are exact decimal strings. */
@@ -222,9 +430,14 @@ export const InvoiceSchema = z
     invoiceId: z.string(),
     tenantId: z.string(),
     clientName: z.string(),
+    clientReference: z.string().nullable().openapi({ description: "The client's own reference, if given." }),
+    description: z.string().nullable(),
+    quoteId: z.string().openapi({ description: "The calculateTax quote the amounts come from." }),
     jurisdiction: z.string(),
     currency: z.string(),
+    rateVersion: z.string().openapi({ description: "Version of the tax rule the rate comes from." }),
     rate: z.string(),
+    taxPointDate: z.string().openapi({ description: "The date the tax rule was chosen for (YYYY-MM-DD)." }),
     subtotal: MoneySchema,
     taxAmount: MoneySchema,
     grossTotal: MoneySchema,
@@ -233,6 +446,7 @@ export const InvoiceSchema = z
     createdBy: z.string(),
     createdAt: z.string(),
   })
+  .strict()
   .openapi("Invoice");
 
 /** 200 body of `GET /v1/invoices`: one page and the cursor of the next. */
@@ -244,6 +458,7 @@ export const InvoicePageSchema = z
       .nullable()
       .openapi({ description: "Pass as `cursor` for the next page; null on the last page." }),
   })
+  .strict()
   .openapi("InvoicePage");
 
 /** Query of `GET /v1/invoices`: page size and cursor. */
@@ -278,10 +493,24 @@ export const InvoiceIdParam = z.object({
 
 const security: Array<Record<string, string[]>> = [{ jwt: [] }, { iam: [] }];
 const authErrors = {
-  401: problem("UNAUTHENTICATED: no verified identity, or it lacks `sub` or the tenant."),
+  401: {
+    description:
+      'UNAUTHENTICATED: no verified identity, or it lacks `sub` or the tenant (problem+json from the function). A missing or invalid token is answered by the gateway\'s JWT authorizer before the function: `{"message":"Unauthorized"}`.',
+    content: { ...problemContent, "application/json": { schema: GatewayErrorSchema } },
+    headers: RESPONSE_HEADERS.wwwAuthenticate,
+  },
   500: problem("INTERNAL: nothing about the failure is disclosed."),
-  503: problem("STORE_UNAVAILABLE: DynamoDB could not be reached; retry after `Retry-After` seconds."),
+  503: problem(
+    "STORE_UNAVAILABLE: DynamoDB could not be reached or is throttling; retry after `Retry-After` seconds.",
+    RESPONSE_HEADERS.retryAfter,
+  ),
 };
+
+/** 200 body of `GET /healthz`. */
+export const HealthSchema = z
+  .object({ status: z.literal("ok") })
+  .strict()
+  .openapi("Health");
 
 /** `GET /healthz`: liveness, no auth. */
 export const healthRoute = createRoute({
@@ -291,10 +520,38 @@ export const healthRoute = createRoute({
   responses: {
     200: {
       description: "The function is up.",
-      content: { "application/json": { schema: z.object({ status: z.literal("ok") }) } },
+      content: { "application/json": { schema: HealthSchema } },
     },
   },
 });
+
+/** Request header of `POST /v1/runs` carrying the client's key (draft-ietf-httpapi-idempotency-key-header). */
+export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
+
+/** Longest accepted Idempotency-Key, in characters after unquoting (house limit; the draft sets none). */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
+/**
+ * The Idempotency-Key header as the OpenAPI document declares it. Parsed at run time by
+ * `parseIdempotencyKey` (functions/api/run-idempotency.ts), not by a zod schema: it needs the value as
+ * API Gateway sent it, before hono/aws-lambda percent-encodes non-ASCII characters.
+ */
+const idempotencyKeyParameter = {
+  name: IDEMPOTENCY_KEY_HEADER,
+  in: "header",
+  required: false,
+  description:
+    "Makes the run happen at most once per tenant and key (draft-ietf-httpapi-idempotency-key-header): a " +
+    "retry with the same key and body replays the first answer with `Idempotent-Replayed: true`. Accepted " +
+    'forms: an RFC 8941 sf-string in double quotes (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`, with `\\"` ' +
+    "and `\\\\` as the only escapes), or the same key bare as a token of letters, digits and " +
+    "``!#$%&'*+-.^_`|~:/`` (`8e03978e-40d5-43e8-bc93-6894a57f9324`); both forms are the same key. " +
+    `Printable ASCII only, 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters after unquoting; no parameters, ` +
+    "no list, one header. Anything else is 400 INVALID_REQUEST naming the header, and nothing is written. " +
+    "Required when the server sets IDEMPOTENCY_KEY_REQUIRED=true.",
+  schema: { type: "string" },
+  example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
+} as const;
 
 /** `POST /v1/runs`: run the agent; every terminal status is 200 except model_error (502). */
 export const createRunRoute = createRoute({
@@ -302,6 +559,7 @@ export const createRunRoute = createRoute({
   path: "/v1/runs",
   summary: "Run the agent on a prompt",
   security,
+  parameters: [idempotencyKeyParameter],
   request: {
     body: { required: true, content: { "application/json": { schema: CreateRunBody } } },
   },
@@ -309,15 +567,17 @@ export const createRunRoute = createRoute({
     200: {
       description: "The run ended; `status` says how (every terminal status is a 200).",
       content: { "application/json": { schema: RunResponseSchema } },
+      headers: RESPONSE_HEADERS.idempotentReplayed,
     },
     400: problem(
-      "INVALID_REQUEST: the body is not valid JSON or fails the schema (`errors` has field paths).",
+      "INVALID_REQUEST: the body is not valid JSON (or not the base64 or UTF-8 it claims to be), fails the schema, or the Idempotency-Key is malformed (`errors` says where).",
     ),
     404: problem(
-      "NOT_FOUND: `previousRunId` names no run of this user (another tenant's or user's run looks the same), or one whose records expired (RUN_TTL_SECONDS; the detail says so).",
+      "NOT_FOUND: `previousRunId` names no run of this user (another tenant's or user's run looks the same), or one whose records expired (RUN_TTL_SECONDS; the detail says so, with `expired` and `expiresAt`).",
     ),
     409: problem(
-      "IDEMPOTENCY_KEY_IN_USE: a run with this Idempotency-Key is still in progress. PREVIOUS_RUN_IN_PROGRESS: the run `previousRunId` names has not finished (`Retry-After`). PREVIOUS_RUN_NOT_CONTINUABLE: it ended without a transcript (the server failed mid-run, or it stopped without recording an outcome).",
+      "IDEMPOTENCY_KEY_IN_USE: a run with this Idempotency-Key is still in progress. PREVIOUS_RUN_IN_PROGRESS: the run `previousRunId` names has not finished. Both with `Retry-After`. PREVIOUS_RUN_NOT_CONTINUABLE: that run ended without a transcript (the server failed mid-run, or it stopped without recording an outcome); no `Retry-After`.",
+      RESPONSE_HEADERS.retryAfterWhileInProgress,
     ),
     413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
@@ -405,3 +665,36 @@ export const SECURITY_SCHEMES = {
       "AWS SigV4 on a Lambda function URL (AuthType AWS_IAM); the principal must be listed in IAM_PRINCIPAL_TENANTS.",
   },
 } as const;
+
+// ---------------------------------------------------------------- response types
+
+/** 200 body of `POST /v1/runs`. */
+export type RunResponse = z.infer<typeof RunResponseSchema>;
+/** 200 body of `GET /v1/runs/{runId}`. */
+export type RunRecordResponse = z.infer<typeof RunRecordSchema>;
+/** One invoice as `GET /v1/invoices…` return it. */
+export type InvoiceResponse = z.infer<typeof InvoiceSchema>;
+/** 200 body of `GET /v1/invoices`. */
+export type InvoicePageResponse = z.infer<typeof InvoicePageSchema>;
+/** One tool result as the API returns it. */
+export type ToolResultResponse = z.infer<typeof ToolResultSchema>;
+/** An `application/problem+json` body. */
+export type Problem = z.infer<typeof ProblemSchema>;
+
+/** True when X and Y are the same type, field for field (optional fields included). */
+type Same<X, Y> = (<T>() => T extends X ? 1 : 2) extends <T>() => T extends Y ? 1 : 2 ? true : false;
+/** Compiles only when `value` is `true`, i.e. when the {@link Same} check it is given holds. */
+const sameShape = <Check extends true>(value: Check): Check => value;
+// The domain types the routes return are exactly their schemas' types: a field added to one and not the
+// other fails `tsc` here.
+sameShape<Same<Invoice, InvoiceResponse>>(true);
+sameShape<Same<ToolResult, ToolResultResponse>>(true);
+sameShape<
+  Same<
+    Omit<RunOutcome & Pick<RunRecord<AgentRunShapes>, "previousRunId" | "history">, "messages">,
+    RunResponse
+  >
+>(true);
+sameShape<
+  Same<Omit<RunRecord<AgentRunShapes> & { steps: RunStep<AgentRunShapes>[] }, never>, RunRecordResponse>
+>(true);

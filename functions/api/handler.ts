@@ -5,7 +5,7 @@ import type { AppDeps } from "../../shared/deps.js";
 import { toProblem } from "../../shared/errors.js";
 import type { LambdaBindings } from "./app.js";
 import { HEALTH_PATH, healthResponse } from "./health.js";
-import { answerAdapterFailuresAsProblems, type LambdaHandler, problemResponse } from "./lambda-adapter.js";
+import { guardLambdaEdge, type LambdaHandler } from "./lambda-adapter.js";
 
 export type { ApiEvent, LambdaHandler } from "./lambda-adapter.js";
 
@@ -21,7 +21,8 @@ export const DEPENDENCY_FREE_PATHS: ReadonlySet<string> = new Set([HEALTH_PATH, 
  * - Before a route outside {@link DEPENDENCY_FREE_PATHS}, the dependencies (shared/deps.ts: openai, the
  *   AWS SDK, stores, tools, Powertools) are loaded the same way.
  * Each load happens once; concurrent first requests share it. When a load fails, the request is
- * answered 500 problem+json through shared/errors.ts's mapping, and the next request tries again. The
+ * answered 500 problem+json through shared/errors.ts's mapping, the failure is logged at ERROR by the
+ * service's Powertools logger (loaded then), and the next request tries again. The
  * deployed bundle is split into chunks along these `import()`s (infra/bundle.ts), so what is not loaded
  * is not even read from disk (measured in bench/cold-start.ts).
  */
@@ -31,10 +32,17 @@ export function createLazyHandler(config: Config): LambdaHandler {
     deps = (await import("../../shared/deps.js")).createDeps(config);
   });
   const loadApp = once(async () =>
-    (await import("./app.js")).createApp(() => {
-      if (deps) return deps;
-      throw new Error("The dependencies were not loaded before a route that needs them.");
+    (await import("./app.js")).createApp({
+      config,
+      load: () => {
+        if (deps) return deps;
+        throw new Error("The dependencies were not loaded before a route that needs them.");
+      },
     }),
+  );
+  // Only a failed load reaches the entry's error handler: its logger is loaded then, not at cold start.
+  const loadLogger = once(async () =>
+    (await import("../../shared/observability.js")).createLogger(config.observability),
   );
 
   const entry = new Hono<{ Bindings: LambdaBindings }>();
@@ -44,14 +52,16 @@ export function createLazyHandler(config: Config): LambdaHandler {
     if (!DEPENDENCY_FREE_PATHS.has(c.req.path)) await loadDeps();
     return app.fetch(c.req.raw, c.env);
   });
-  entry.onError((error) => {
+  entry.onError(async (error, c) => {
     const problem = toProblem(error);
     if (problem.status >= 500) {
-      console.error(JSON.stringify({ level: "ERROR", message: "request failed", code: problem.body.code }));
+      const logger = deps?.logger ?? (await loadLogger().catch(() => undefined));
+      if (c.env?.lambdaContext) logger?.addContext(c.env.lambdaContext);
+      logger?.error("request failed", { code: problem.code, error: error as Error });
     }
-    return problemResponse(problem);
+    return problem.getResponse();
   });
-  return answerAdapterFailuresAsProblems(handle(entry));
+  return guardLambdaEdge(handle(entry));
 }
 
 /**
@@ -71,7 +81,9 @@ function once<T>(load: () => Promise<T>): () => Promise<T> {
 
 /**
  * The Lambda entry point the stack deploys. It answers API Gateway HTTP API (v2) and REST API (v1)
- * events and Lambda function URL events (hono/aws-lambda decodes `isBase64Encoded` bodies). Config is
+ * events and Lambda function URL events, on `$default` or a named stage; the raw event first passes the
+ * edge rules of {@link guardLambdaEdge} (stage prefix, `isBase64Encoded` bodies checked before
+ * hono/aws-lambda decodes them, adapter failures as problem+json). Config is
  * parsed at cold start (an invalid environment fails the init with a clear ConfigError); the app, the
  * clients and their code are loaded on the first request that needs them (see {@link createLazyHandler}),
  * and the OpenAI key secret is read on the first model call.

@@ -1,86 +1,100 @@
+import type { Logger } from "@aws-lambda-powertools/logger";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { parseItem } from "structured-headers";
 import { canonicalJson } from "../../shared/agent/idempotency-key.js";
 import type { Config } from "../../shared/config.js";
-import { PROBLEM_CONTENT_TYPE, ProblemError, toProblem } from "../../shared/errors.js";
+import { ProblemError, toProblem } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
 import {
   type IdempotencyClaim,
   IdempotencyStore,
   type StoredResponse,
 } from "../../shared/store/idempotency.js";
+import { IDEMPOTENCY_KEY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH } from "./contract.js";
+import { rawHeaderValues } from "./lambda-adapter.js";
 
 /** The route whose requests the Idempotency-Key records are scoped by. */
 export const RUN_ROUTE = "POST /v1/runs";
 
-/** Request header carrying the client's key (draft-ietf-httpapi-idempotency-key-header). */
-export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
-
 /** Response header set on every replayed response (value `true`). */
 export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
 
-/** Longest accepted key, in characters (after unquoting). */
-export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+export { IDEMPOTENCY_KEY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH } from "./contract.js";
 
-/** RFC 9110 tchar, plus ":" and "/" as in an RFC 8941 sf-token (a bare UUID is accepted). */
+/**
+ * The bare form: RFC 9110 tchar plus ":" and "/" (an RFC 8941 sf-token's characters, without its rule
+ * that the first be a letter or "*", so that a bare UUID is accepted).
+ */
 const BARE_KEY = /^[!#$%&'*+\-.^_`|~0-9A-Za-z:/]+$/;
+
+/** Printable ASCII (%x20-7E), the only characters an RFC 8941 sf-string can hold. */
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 function invalidKey(message: string): ProblemError {
   return new ProblemError("INVALID_REQUEST", message, {
-    extensions: { errors: [{ path: `header:${IDEMPOTENCY_KEY_HEADER}`, message }] },
+    extensions: { errors: [{ in: "header", path: IDEMPOTENCY_KEY_HEADER, message }] },
   });
 }
 
 /**
- * Parses an Idempotency-Key header value (draft-ietf-httpapi-idempotency-key-header: an RFC 8941 Item
- * whose value is an sf-string). Accepted: a quoted sf-string (`"…"`, with `\"` and `\\` escapes, printable
- * ASCII %x20-7E) or, for clients that send the bare value, a token of RFC 9110 tchar plus `:` and `/`.
- * The key (unquoted) must be 1 to 255 characters. Parameters (`;a=1`) and lists (`"a", "b"`, which is
- * also what two headers combine to) are rejected.
- * @param value the raw header value; null/undefined when absent
+ * Parses an Idempotency-Key header value. draft-ietf-httpapi-idempotency-key-header (section 2) defines
+ * the field as an RFC 8941 Item whose value is an sf-string. Accepted:
+ * - a quoted sf-string, `"…"` with `\"` and `\\` as the only escapes (parsed by the `structured-headers`
+ *   package, RFC 8941 section 4.2.5); parameters (`"k";a=1`) and lists (`"a", "b"`, which is also what two
+ *   headers combine to) are rejected;
+ * - for clients that send the bare value, a token of RFC 9110 tchar plus `:` and `/` (a UUID, `order:42/1`).
+ * Both forms name the same key: `"abc"` and `abc` are one key. Only printable ASCII (%x20-7E) is
+ * accepted, and the key (after unquoting) must be 1 to {@link MAX_IDEMPOTENCY_KEY_LENGTH} characters.
+ * Leading and trailing spaces and tabs (HTTP's optional whitespace, RFC 9110 section 5.5) are ignored.
+ * @param value the header value exactly as received; null/undefined when the header is absent
  * @returns the key, or undefined when the header is absent
- * @throws ProblemError INVALID_REQUEST (400) for any other value
+ * @throws ProblemError INVALID_REQUEST (400), `errors` naming the header, for any other value
  */
 export function parseIdempotencyKey(value: string | null | undefined): string | undefined {
   if (value === null || value === undefined) return undefined;
   const field = value.replace(/^[ \t]+|[ \t]+$/g, "");
-  let key: string;
-  if (field.startsWith('"')) {
-    let index = 1;
-    let decoded = "";
-    for (;;) {
-      const char = field[index];
-      if (char === undefined)
-        throw invalidKey(`${IDEMPOTENCY_KEY_HEADER} has an unterminated quoted string.`);
-      index += 1;
-      if (char === '"') break;
-      if (char === "\\") {
-        const escaped = field[index];
-        if (escaped !== '"' && escaped !== "\\")
-          throw invalidKey(`${IDEMPOTENCY_KEY_HEADER} may only escape " and \\ inside quotes.`);
-        decoded += escaped;
-        index += 1;
-        continue;
-      }
-      const code = char.charCodeAt(0);
-      if (code < 0x20 || code > 0x7e)
-        throw invalidKey(`${IDEMPOTENCY_KEY_HEADER} must be printable ASCII characters.`);
-      decoded += char;
-    }
-    if (index !== field.length)
-      throw invalidKey(
-        `${IDEMPOTENCY_KEY_HEADER} must be a single string, without parameters or list members.`,
-      );
-    key = decoded;
-  } else {
-    if (field.length > 0 && !BARE_KEY.test(field))
-      throw invalidKey(
-        `${IDEMPOTENCY_KEY_HEADER} must be a quoted string ("…") or a token of letters, digits and !#$%&'*+-.^_\`|~:/.`,
-      );
-    key = field;
-  }
+  if (!PRINTABLE_ASCII.test(field))
+    throw invalidKey(
+      `${IDEMPOTENCY_KEY_HEADER} must be printable ASCII characters (an RFC 8941 sf-string); it has a control or non-ASCII character.`,
+    );
+  const quoted = field.startsWith('"');
+  const key = quoted ? parseQuotedKey(field) : field;
+  if (!quoted && key.length > 0 && !BARE_KEY.test(key))
+    throw invalidKey(
+      `${IDEMPOTENCY_KEY_HEADER} must be a quoted string ("…") or a token of letters, digits and !#$%&'*+-.^_\`|~:/.`,
+    );
   if (key.length < 1 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)
     throw invalidKey(`${IDEMPOTENCY_KEY_HEADER} must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`);
   return key;
+}
+
+/** The string of a quoted sf-string field (RFC 8941 Item without parameters), or INVALID_REQUEST. */
+function parseQuotedKey(field: string): string {
+  let item: ReturnType<typeof parseItem>;
+  try {
+    item = parseItem(field);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.replace(/^Parse error: /, "") : String(error);
+    throw invalidKey(`${IDEMPOTENCY_KEY_HEADER} is not a valid quoted string: ${reason}.`);
+  }
+  const [key, parameters] = item;
+  if (typeof key !== "string" || parameters.size > 0)
+    throw invalidKey(
+      `${IDEMPOTENCY_KEY_HEADER} must be a single string, without parameters or list members.`,
+    );
+  return key;
+}
+
+/**
+ * The raw Idempotency-Key value of a request: from the Lambda event when there is one (see
+ * {@link rawHeaderValues}: hono/aws-lambda would have percent-encoded a non-ASCII key into a valid-looking
+ * token, and dropped an empty one), else from the Request's headers. Repeated headers are joined with
+ * ", " (RFC 9110 section 5.3), which {@link parseIdempotencyKey} refuses as a list.
+ */
+function idempotencyKeyValue(headers: Headers, event: unknown): string | null {
+  const values = rawHeaderValues(event, IDEMPOTENCY_KEY_HEADER);
+  if (values === undefined) return headers.get(IDEMPOTENCY_KEY_HEADER);
+  return values.length > 0 ? values.join(", ") : null;
 }
 
 /**
@@ -106,12 +120,13 @@ export function runIdempotencyStore(deps: { ddb: DynamoDBDocumentClient; config:
  * - `tenantId`: from the verified security context (never from the body); scopes the record
  * - `body`: the validated request body, fingerprinted before `execute` runs
  * - `leaseExpiresAt`: epoch ms, the run's deadline (`Deadline.at`)
+ * - `deps.logger`: logs a record that could not be completed or released (with the request's keys)
  * - `store`: defaults to {@link runIdempotencyStore}; `route` defaults to {@link RUN_ROUTE}
- * - `event`: the raw Lambda event, where an Idempotency-Key sent with an empty value is still seen
- *   (hono/aws-lambda drops empty header values from `headers`); such a key is rejected, not ignored
+ * - `event`: the raw Lambda event, where the Idempotency-Key is read as sent (hono/aws-lambda
+ *   percent-encodes non-ASCII values and drops empty ones in `headers`); such keys are rejected
  */
 export interface RunIdempotencyInput {
-  deps: { ddb: DynamoDBDocumentClient; config: Config };
+  deps: { ddb: DynamoDBDocumentClient; config: Config; logger: Logger };
   headers: Headers;
   event?: unknown;
   tenantId: string;
@@ -135,16 +150,16 @@ export interface RunIdempotencyInput {
  * - holder crashed (lease passed): this request takes over and runs.
  * A response that cannot be stored (store error, over MAX_STORED_RESPONSE_BYTES compressed, fence lost) is
  * still returned; the failure is logged and the record is released or left to its lease.
- * @throws ProblemError INVALID_REQUEST (bad header), IDEMPOTENCY_KEY_IN_USE, IDEMPOTENCY_KEY_REUSED,
- *   STORE_UNAVAILABLE (the record could not be read or written); whatever `execute` throws
+ * @throws ProblemError INVALID_REQUEST (bad header), IDEMPOTENCY_KEY_IN_USE, IDEMPOTENCY_KEY_REUSED;
+ *   the store's own error when the record cannot be read or written (shared/errors.ts `toProblem` makes
+ *   an unreachable or throttled store 503 STORE_UNAVAILABLE, a request error 500 INTERNAL); whatever
+ *   `execute` throws
  */
 export async function withRunIdempotency(
   input: RunIdempotencyInput,
   execute: (clientKey: string | undefined) => Promise<Response>,
 ): Promise<Response> {
-  const key = parseIdempotencyKey(
-    input.headers.get(IDEMPOTENCY_KEY_HEADER) ?? (sentEmpty(input.event, IDEMPOTENCY_KEY_HEADER) ? "" : null),
-  );
+  const key = parseIdempotencyKey(idempotencyKeyValue(input.headers, input.event));
   if (key === undefined) {
     if (input.deps.config.idempotency.keyRequired)
       throw invalidKey(`This API requires an ${IDEMPOTENCY_KEY_HEADER} header on ${RUN_ROUTE}.`);
@@ -154,20 +169,13 @@ export async function withRunIdempotency(
   const store = input.store ?? runIdempotencyStore(input.deps);
   // Taken before execute: nothing the handler does to `body` afterwards changes the record it completes.
   const fingerprint = requestFingerprint(route, input.body);
-  let acquired: Awaited<ReturnType<IdempotencyStore["acquire"]>>;
-  try {
-    acquired = await store.acquire({
-      tenantId: input.tenantId,
-      route,
-      idempotencyKey: key,
-      fingerprint,
-      leaseExpiresAt: input.leaseExpiresAt,
-    });
-  } catch (error) {
-    throw new ProblemError("STORE_UNAVAILABLE", "The idempotency record could not be read or written.", {
-      cause: error,
-    });
-  }
+  const acquired = await store.acquire({
+    tenantId: input.tenantId,
+    route,
+    idempotencyKey: key,
+    fingerprint,
+    leaseExpiresAt: input.leaseExpiresAt,
+  });
   switch (acquired.kind) {
     case "mismatch":
       throw new ProblemError(
@@ -183,80 +191,74 @@ export async function withRunIdempotency(
     case "completed":
       return replay(acquired.response);
     case "acquired":
-      return runOwned(store, acquired.claim, () => execute(key));
+      return runOwned(store, acquired.claim, input.deps.logger, () => execute(key));
   }
 }
 
-/** Executes while holding `claim`, then stores (status < 500) or releases (5xx, unexpected throw). */
+/**
+ * Executes while holding `claim`, then stores (status < 500) or releases (5xx, unexpected throw) its
+ * response; a thrown error is stored as the response it renders (`toProblem(error).getResponse()`).
+ */
 async function runOwned(
   store: IdempotencyStore,
   claim: IdempotencyClaim,
+  logger: Logger,
   execute: () => Promise<Response>,
 ): Promise<Response> {
   let response: Response;
   try {
     response = await execute();
   } catch (error) {
-    const problem = toProblem(error);
-    if (problem.status < 500) {
-      await settle(store, claim, {
-        status: problem.status,
-        headers: { ...lowerCaseKeys(problem.headers), "content-type": PROBLEM_CONTENT_TYPE },
-        body: JSON.stringify(problem.body),
-      });
-    } else {
-      await release(store, claim, `execution threw (${problem.status})`);
-    }
+    await keepOrRelease(store, claim, logger, toProblem(error).getResponse(), "execution threw");
     throw error;
   }
-  if (response.status >= 500) {
-    await release(store, claim, `response status ${response.status}`);
-    return response;
-  }
-  const contentType = response.headers.get("content-type");
-  await settle(store, claim, {
-    status: response.status,
-    headers: contentType ? { "content-type": contentType } : {},
-    body: await response.clone().text(),
-  });
+  await keepOrRelease(store, claim, logger, response.clone(), "response");
   return response;
 }
 
-/** Completes the record; a response that cannot be stored is logged, and released when too large. */
-async function settle(
+/**
+ * Completes the record with `response` (status, headers with lower-case names, body) when its status is
+ * below 500, else releases it. A response that cannot be stored is logged, and released when too large.
+ */
+async function keepOrRelease(
   store: IdempotencyStore,
   claim: IdempotencyClaim,
-  response: StoredResponse,
+  logger: Logger,
+  response: Response,
+  what: string,
 ): Promise<void> {
+  if (response.status >= 500) {
+    await release(store, claim, logger, `${what} status ${response.status}`);
+    return;
+  }
+  const stored: StoredResponse = {
+    status: response.status,
+    headers: Object.fromEntries(response.headers),
+    body: await response.text(),
+  };
   try {
-    const result = await store.complete(claim, response);
-    if (result === "too_large") await release(store, claim, "response over MAX_STORED_RESPONSE_BYTES");
-    else if (result === "not_owner") log("WARN", "idempotency record taken over before completion", claim);
+    const result = await store.complete(claim, stored);
+    if (result === "too_large")
+      await release(store, claim, logger, "response over MAX_STORED_RESPONSE_BYTES");
+    else if (result === "not_owner")
+      logger.warn("idempotency record taken over before completion", fields(claim));
   } catch (error) {
-    log("ERROR", `idempotency record not completed: ${String(error)}`, claim);
+    logger.error("idempotency record not completed", { ...fields(claim), error: error as Error });
   }
 }
 
 /** Releases the record (owner-fenced); failures are logged, the lease then ends the claim. */
-async function release(store: IdempotencyStore, claim: IdempotencyClaim, why: string): Promise<void> {
+async function release(
+  store: IdempotencyStore,
+  claim: IdempotencyClaim,
+  logger: Logger,
+  why: string,
+): Promise<void> {
   try {
     await store.release(claim);
   } catch (error) {
-    log("ERROR", `idempotency record not released (${why}): ${String(error)}`, claim);
+    logger.error("idempotency record not released", { ...fields(claim), why, error: error as Error });
   }
-}
-
-/** True when the Lambda event carries header `name` (any case) with an empty value. */
-function sentEmpty(event: unknown, name: string): boolean {
-  const bags = event as { headers?: Record<string, unknown>; multiValueHeaders?: Record<string, unknown> };
-  const wanted = name.toLowerCase();
-  return [bags?.headers, bags?.multiValueHeaders].some((bag) =>
-    Object.entries(bag ?? {}).some(
-      ([key, value]) =>
-        key.toLowerCase() === wanted &&
-        (value === "" || (Array.isArray(value) && value.every((v) => v === ""))),
-    ),
-  );
 }
 
 function replay(stored: StoredResponse): Response {
@@ -266,12 +268,7 @@ function replay(stored: StoredResponse): Response {
   });
 }
 
-function lowerCaseKeys(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
-}
-
-function log(level: "WARN" | "ERROR", message: string, claim: IdempotencyClaim): void {
-  console.error(
-    JSON.stringify({ level, message, tenantId: claim.tenantId, route: claim.route, owner: claim.owner }),
-  );
+/** The log attributes of a claim: tenant, route and the claim's owner token. */
+function fields(claim: IdempotencyClaim): Record<string, string> {
+  return { tenantId: claim.tenantId, route: claim.route, owner: claim.owner };
 }

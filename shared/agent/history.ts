@@ -1,5 +1,5 @@
 /**
- * Conversation history (issue 19): the transcript one run hands to the next, its token estimate, and
+ * Conversation history: the transcript one run hands to the next, its token estimate, and
  * how it is cut to a cap. Pure functions, no I/O; the store keeps transcripts (shared/store/runs.ts),
  * shared/conversation.ts loads and checks them for a new run.
  */

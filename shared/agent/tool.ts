@@ -32,6 +32,10 @@ export interface ToolContext {
  * - `handler`: returns JSON-serializable data, or throws {@link ToolBusinessError} for a business rule
  * - `timeoutMs`: optional upper bound of one call in ms. A call is not started when the run has less time
  *   left than this, and is aborted (fatal_error TOOL_TIMEOUT) when it takes longer.
+ *
+ * `handler` is declared as a method so a `ToolDefinition<S>` is a `ToolDefinition` (TypeScript checks
+ * method parameters bivariantly): a registry holds tools of different schemas without a cast, and the
+ * dispatcher only ever calls a handler with the output of that same tool's `inputSchema`.
  */
 export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   name: string;
@@ -40,7 +44,7 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   isMutating: boolean;
   requiredPermission: string | undefined;
   timeoutMs?: number;
-  handler: (input: z.output<S>, security: SecurityContext, context: ToolContext) => Promise<unknown>;
+  handler(input: z.output<S>, security: SecurityContext, context: ToolContext): Promise<unknown>;
 }
 
 /**
@@ -87,7 +91,7 @@ export function defineTool<S extends z.ZodObject>(definition: ToolDefinition<S>)
       `Tool "${definition.name}": timeoutMs must be a positive integer (ms), got ${String(definition.timeoutMs)}.`,
     );
   }
-  strictSchemaOf(definition as unknown as ToolDefinition);
+  strictSchemaOf(definition);
   return definition;
 }
 

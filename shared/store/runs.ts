@@ -52,7 +52,7 @@ export type RunRecordStatus<S extends RunShapes = RunShapes> = "running" | "fail
  * - `cyclesRecorded`: audit steps written so far (how far a killed run got)
  * - `usage`: tokens summed over recorded cycles while running, the run's total once finished
  * - `expiresAt`: when DynamoDB TTL may delete the record (ISO 8601; the item's `ttl` in epoch seconds)
- * - `previousRunId`: the run this one continues (issue 19), null for a new conversation
+ * - `previousRunId`: the run this one continues, null for a new conversation
  * - `history`: the earlier conversation it carried, see {@link HistorySummary}; null without one
  * The transcript a finished run stores for its continuations is an internal attribute of the same item
  * (never returned here, never logged), see {@link RunStore.readContinuation}.

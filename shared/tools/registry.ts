@@ -1,5 +1,4 @@
 import { createRegistry, type ToolRegistry } from "../agent/dispatcher.js";
-import type { ToolDefinition } from "../agent/tool.js";
 import type { LedgerStore } from "../store/ledger.js";
 import type { QuoteStore } from "../store/quotes.js";
 import { calculateTaxTool } from "./calculate-tax.js";
@@ -27,5 +26,5 @@ export function accountingTools(deps: ToolDeps): ToolRegistry {
     recordInvoiceTool(deps),
     getInvoiceTool(deps.ledger),
     listInvoicesTool(deps.ledger),
-  ] as unknown as ToolDefinition[]);
+  ]);
 }

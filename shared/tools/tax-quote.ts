@@ -2,7 +2,6 @@ import * as z from "zod";
 import { ToolBusinessError } from "../agent/tool.js";
 import {
   computeTax,
-  MINOR_UNITS,
   MoneyInputError,
   parseAmount,
   type RoundingRule,
@@ -166,8 +165,3 @@ export function describeRulesInForce(today: string): string {
     )
     .join(" ");
 }
-
-/** Minor-unit digits of the accepted currencies, for descriptions ("GBP 2, JPY 0, BHD 3, …"). */
-export const MINOR_UNITS_TEXT = Object.entries(MINOR_UNITS)
-  .map(([code, digits]) => `${code} ${digits}`)
-  .join(", ");

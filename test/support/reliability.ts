@@ -11,7 +11,7 @@ import { seededRandom } from "../../local/model-server.js";
 import { keys } from "../../shared/store/keys.js";
 
 /**
- * The storm's scale: `SOAK=1` (npm run soak) gives the issue's full scale, 1,000 POSTs over 50
+ * The storm's scale: `SOAK=1` (npm run soak) gives the full scale, 1,000 POSTs over 50
  * Idempotency-Keys; otherwise the `npm test` scale, 200 over 20. `inFlight`: concurrent requests.
  */
 export const SCALE =

@@ -1,0 +1,272 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHandler } from "../functions/api/app-handler.js";
+import { GatewayErrorSchema } from "../functions/api/contract.js";
+import { createDevIssuer, DEMO_CLAIMS, type DevIssuerFile, mintToken } from "../local/dev-auth.js";
+import { type DevServer, type Handler, startDevServer } from "../local/dev-server.js";
+import { startTestStack, type TestStack } from "./support/stack.js";
+
+/**
+ * The OpenAPI document checked against the running API by a third-party validator: Stoplight Prism
+ * (`prism proxy --errors`) in front of the local dev server (local/dev-server.ts: the gateway's JWT
+ * check, then the real Lambda handler over DynamoDB Local and the local model server). Prism validates
+ * every request and every response (status, headers, body against the strict schemas) against the
+ * document the API serves, and reports each violation, warnings included, in an `sl-violations`
+ * response header; with `--errors` an error-level violation also replaces the response. Every
+ * response here must come back with the expected status and no violation.
+ */
+const PRISM = new URL("../node_modules/@stoplight/prism-cli/dist/index.js", import.meta.url).pathname;
+
+let stack: TestStack;
+let dev: DevServer;
+let issuer: DevIssuerFile;
+let token: string;
+/** The proxy over the served document, and the one over a copy that forgets a field (the control). */
+let prism: { url: string; process: ChildProcess };
+let forgetfulPrism: { url: string; process: ChildProcess };
+
+/** A loopback port nothing listens on right now. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Starts `prism proxy <document> <upstream> --errors` and resolves once it listens. */
+async function startPrism(
+  document: unknown,
+  upstream: string,
+): Promise<{ url: string; process: ChildProcess }> {
+  const file = join(mkdtempSync(join(tmpdir(), "boundloop-prism-")), "openapi.json");
+  writeFileSync(file, JSON.stringify(document));
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      PRISM,
+      "proxy",
+      file,
+      upstream,
+      "--errors",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--cors",
+      "false",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Prism did not start:\n${output}`)), 60_000);
+    const read = (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+      if (output.includes("Prism is listening")) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on("data", read);
+    child.stderr?.on("data", read);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`Prism exited with ${code}:\n${output}`));
+    });
+  });
+  return { url: `http://127.0.0.1:${port}`, process: child };
+}
+
+/** One exchange through a Prism proxy: status, headers, parsed body, and Prism's violations. */
+async function through(
+  prism: { url: string },
+  path: string,
+  init: { method?: string; token?: string | null; body?: unknown; headers?: Record<string, string> } = {},
+) {
+  const headers: Record<string, string> = {
+    accept: "application/json, application/problem+json",
+    ...init.headers,
+  };
+  const bearer = init.token === undefined ? token : init.token;
+  if (bearer !== null) headers.authorization = `Bearer ${bearer}`;
+  if (init.body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(`${prism.url}${path}`, {
+    method: init.method ?? "GET",
+    headers,
+    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined,
+    violations: JSON.parse(response.headers.get("sl-violations") ?? "[]") as Array<{ message: string }>,
+  };
+}
+
+/** Asserts Prism passed the exchange: the expected status and not a single violation. */
+function conforming(exchange: Awaited<ReturnType<typeof through>>, status: number) {
+  expect(exchange.violations, JSON.stringify(exchange.body)).toEqual([]);
+  expect(exchange.status, JSON.stringify(exchange.body)).toBe(status);
+  return exchange;
+}
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  issuer = await createDevIssuer();
+  token = await mintToken(issuer, { ...DEMO_CLAIMS });
+  dev = await startDevServer({
+    handler: createHandler(stack.deps) as Handler,
+    issuer,
+    host: "127.0.0.1",
+    port: 0,
+    timeoutMs: 29_000,
+    log: () => undefined,
+  });
+  const document = (await (await fetch(`${dev.url}/openapi.json`)).json()) as {
+    components: { schemas: Record<string, { required?: string[]; properties?: Record<string, unknown> }> };
+  };
+  // A copy that forgets one field the API returns: the control that the validator does catch it.
+  const forgetful = structuredClone(document);
+  const invoice = forgetful.components.schemas.Invoice;
+  delete invoice?.properties?.quoteId;
+  if (invoice?.required) invoice.required = invoice.required.filter((name) => name !== "quoteId");
+  [prism, forgetfulPrism] = await Promise.all([
+    startPrism(document, dev.url),
+    startPrism(forgetful, dev.url),
+  ]);
+}, 120_000);
+
+afterAll(async () => {
+  prism?.process.kill("SIGTERM");
+  forgetfulPrism?.process.kill("SIGTERM");
+  await dev?.stop();
+  await stack?.stop();
+});
+
+describe("the API as Prism sees it through the OpenAPI document", () => {
+  it("conforms on a representative set of requests: runs, replay, 409, 422, invoices, 400, 401, 404", async () => {
+    const prompt = "Calculate tax on 1500 GBP for a client in the UK and record the invoice for Acme Ltd.";
+    const key = `prism-${randomUUID()}`;
+
+    conforming(await through(prism, "/healthz", { token: null }), 200);
+
+    // A run, and its replay under the same Idempotency-Key.
+    const run = conforming(
+      await through(prism, "/v1/runs", {
+        method: "POST",
+        body: { prompt },
+        headers: { "idempotency-key": key },
+      }),
+      200,
+    );
+    expect(run.body?.status).toBe("completed");
+    expect(run.headers.get("idempotent-replayed")).toBeNull();
+    const replay = conforming(
+      await through(prism, "/v1/runs", {
+        method: "POST",
+        body: { prompt },
+        headers: { "idempotency-key": key },
+      }),
+      200,
+    );
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.body).toEqual(run.body);
+
+    // The same key for another body: 422.
+    const reused = conforming(
+      await through(prism, "/v1/runs", {
+        method: "POST",
+        body: { prompt: `${prompt} Twice.` },
+        headers: { "idempotency-key": key },
+      }),
+      422,
+    );
+    expect(reused.body?.code).toBe("IDEMPOTENCY_KEY_REUSED");
+
+    // The same key while its first request still runs: 409 with Retry-After.
+    stack.model.script([{ content: "Nothing to do.", delayMs: 1_500 }]);
+    const slowKey = `prism-slow-${randomUUID()}`;
+    const slow = through(prism, "/v1/runs", {
+      method: "POST",
+      body: { prompt: "Say hello." },
+      headers: { "idempotency-key": slowKey },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const busy = conforming(
+      await through(prism, "/v1/runs", {
+        method: "POST",
+        body: { prompt: "Say hello." },
+        headers: { "idempotency-key": slowKey },
+      }),
+      409,
+    );
+    expect(busy.body?.code).toBe("IDEMPOTENCY_KEY_IN_USE");
+    expect(Number(busy.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    conforming(await slow, 200);
+    stack.model.usePlanner();
+
+    // The stored run with its audit steps.
+    const stored = conforming(await through(prism, `/v1/runs/${String(run.body?.runId)}`), 200);
+    expect(stored.body?.status).toBe("completed");
+
+    // Invoices: the page, one invoice, an unknown one (404) and a bad cursor (400).
+    const page = conforming(await through(prism, "/v1/invoices?limit=5"), 200);
+    const items = page.body?.items as Array<{ invoiceId: string; quoteId: string }>;
+    expect(items).toHaveLength(1);
+    const one = conforming(await through(prism, `/v1/invoices/${items[0]?.invoiceId}`), 200);
+    expect(one.body?.quoteId).toBe(items[0]?.quoteId);
+    const missing = conforming(await through(prism, "/v1/invoices/inv_000000000000000000000000"), 404);
+    expect(missing.body?.code).toBe("NOT_FOUND");
+    const badCursor = conforming(await through(prism, "/v1/invoices?cursor=bm90LWEtY3Vyc29y"), 400);
+    expect(badCursor.body?.code).toBe("INVALID_REQUEST");
+
+    // 401 from the function (a valid token without a tenant). The gateway's own 401 (an invalid token:
+    // `{"message":"Unauthorized"}`, application/json) is declared next to it, but Prism 5 matches a
+    // response's media type ignoring the `+json` suffix, so it would check that body against the first
+    // JSON content of the status (the problem): it is checked against the document below instead.
+    const noTenant = await mintToken(issuer, { sub: "usr_demo", scope: "billing:read" });
+    const app = conforming(await through(prism, "/v1/invoices", { token: noTenant }), 401);
+    expect(app.body?.code).toBe("UNAUTHENTICATED");
+    expect(app.headers.get("content-type")).toBe("application/problem+json");
+    expect(app.headers.get("www-authenticate")).toMatch(/^Bearer /);
+  }, 120_000);
+
+  it("the gateway's 401 is the document's GatewayError with a WWW-Authenticate challenge", async () => {
+    const document = (await (await fetch(`${dev.url}/openapi.json`)).json()) as {
+      paths: Record<
+        string,
+        Record<string, { responses: Record<string, { content: Record<string, unknown> }> }>
+      >;
+    };
+    expect(document.paths["/v1/invoices"]?.get?.responses["401"]?.content["application/json"]).toEqual({
+      schema: { $ref: "#/components/schemas/GatewayError" },
+    });
+    const response = await fetch(`${dev.url}/v1/invoices`, {
+      headers: { authorization: "Bearer not.a.jwt" },
+    });
+    expect(response.status).toBe(401);
+    expect(response.headers.get("content-type")).toBe("application/json");
+    expect(response.headers.get("www-authenticate")).toMatch(/^Bearer error="invalid_token"/);
+    expect(GatewayErrorSchema.parse(await response.json())).toEqual({ message: "Unauthorized" });
+  });
+
+  it("does report a field the document does not declare (the control)", async () => {
+    const page = conforming(await through(prism, "/v1/invoices"), 200);
+    const items = (page.body?.items ?? []) as Array<{ invoiceId: string }>;
+    const id = items[0]?.invoiceId;
+    expect(id).toMatch(/^inv_/);
+    const flagged = await through(forgetfulPrism, `/v1/invoices/${id}`);
+    expect(flagged.violations.map((violation) => violation.message).join("\n")).toMatch(
+      /quoteId|additional/i,
+    );
+    expect(flagged.status).not.toBe(200);
+  }, 60_000);
+});
