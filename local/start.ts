@@ -1,10 +1,18 @@
 /**
- * `npm start [-- "<prompt>"]`: the main job. Starts the local dependencies the environment does not
- * provide, sends the seed scenario's API Gateway event (events/seed-scenario.json, with the prompt
- * replaced when one is given) through the same Lambda handler the stack deploys, and prints the run's
- * outcome, a table of tool results and the tenant's ledger rows.
+ * `npm start [-- "<prompt>"] [--then "<prompt>" …] [--continue <runId>]`: the main job. Starts the local
+ * dependencies the environment does not provide, sends the seed scenario's API Gateway event
+ * (events/seed-scenario.json, with the prompt replaced when one is given) through the same Lambda
+ * handler the stack deploys, and prints the run's outcome, a table of tool results and the tenant's
+ * ledger rows.
+ *
+ * Conversations (docs/conversations.md): each `--then` prompt is sent as a further run continuing the
+ * one before (`previousRunId`), in the same process, e.g.
+ * `npm start -- "Calculate tax on 1500 GBP for a client in the UK" --then "Now record it"`.
+ * `--continue <runId>` makes the first run continue an earlier one; that run must be in the table used,
+ * so it needs a DynamoDB that outlives the process (DYNAMODB_ENDPOINT), not the in-memory one started here.
  */
 import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from "aws-lambda";
 import type { ApiEvent } from "../functions/api/handler.js";
 import type { ToolResult } from "../shared/agent/result.js";
@@ -24,26 +32,46 @@ process.env.POWERTOOLS_LOG_LEVEL ??= "WARN";
 process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
 
 async function main(): Promise<number> {
-  const prompt = process.argv.slice(2).join(" ").trim();
+  const { values, positionals } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      // biome-ignore lint/suspicious/noThenProperty: the CLI flag is --then; this options object is never awaited
+      then: { type: "string", multiple: true },
+      continue: { type: "string" },
+    },
+    allowPositionals: true,
+  });
+  const prompt = positionals.join(" ").trim();
   const event = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
   ) as APIGatewayProxyEventV2;
-  if (prompt) event.body = JSON.stringify({ prompt });
+  const seedBody = JSON.parse(event.body ?? "{}") as { prompt: string };
+  const prompts = [prompt || seedBody.prompt, ...(values.then ?? [])];
 
   const stack = await startLocalStack();
   try {
     Object.assign(process.env, stack.env);
     const { handler } = await import("../functions/api/handler.js");
-    const result = (await handler(
-      event as unknown as ApiEvent,
-      createLambdaContext(LAMBDA_TIMEOUT_MS),
-    )) as Exclude<APIGatewayProxyResultV2, string>;
-    const body = JSON.parse(result.body ?? "{}") as Record<string, unknown>;
-    if (result.statusCode !== 200) {
-      console.log(`HTTP ${result.statusCode}\n${JSON.stringify(body, null, 2)}`);
-      return 1;
+    let previousRunId = values.continue;
+    for (const next of prompts) {
+      event.body = JSON.stringify({ prompt: next, ...(previousRunId ? { previousRunId } : {}) });
+      const result = (await handler(
+        event as unknown as ApiEvent,
+        createLambdaContext(LAMBDA_TIMEOUT_MS),
+      )) as Exclude<APIGatewayProxyResultV2, string>;
+      const body = JSON.parse(result.body ?? "{}") as Record<string, unknown>;
+      if (result.statusCode !== 200) {
+        console.log(`HTTP ${result.statusCode}\n${JSON.stringify(body, null, 2)}`);
+        if (result.statusCode === 404 && values.continue && !process.env.DYNAMODB_ENDPOINT) {
+          console.log(
+            "\n--continue needs the table holding that run: set DYNAMODB_ENDPOINT to a DynamoDB that outlives this process, or chain prompts with --then.",
+          );
+        }
+        return 1;
+      }
+      printOutcome(body);
+      previousRunId = String(body.runId);
     }
-    printOutcome(body);
     const claims = event.requestContext as unknown as {
       authorizer: { jwt: { claims: { tenant_id: string } } };
     };
@@ -56,10 +84,17 @@ async function main(): Promise<number> {
 
 function printOutcome(body: Record<string, unknown>): void {
   const toolResults = (body.toolResults ?? []) as ToolResult[];
+  const history = body.history as { messages: number; droppedMessages: number } | null;
   console.log(
     `\nRun ${String(body.runId)}: ${String(body.status)} after ${String(body.cycles)} cycle(s) in ${String(body.durationMs)} ms` +
       (body.reason ? ` (${String(body.reason)})` : ""),
   );
+  if (body.previousRunId) {
+    console.log(
+      `Continues ${String(body.previousRunId)} with ${history?.messages ?? 0} earlier message(s)` +
+        (history?.droppedMessages ? ` (${history.droppedMessages} older dropped)` : ""),
+    );
+  }
   console.log(`\nAnswer:\n${String(body.answer ?? "(none)").replace(/^/gm, "  ")}`);
   console.log("\nTool results:");
   console.log(

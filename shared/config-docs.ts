@@ -157,6 +157,12 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     description:
       "How long run records and their audit steps live before DynamoDB TTL removes them: enough to answer a dispute within a monthly billing cycle without keeping model-generated text for good. Ledger invoices never expire.",
   },
+  HISTORY_MAX_TOKENS: {
+    group: "Limits of a run",
+    unit: "tokens",
+    description:
+      "Cap on the earlier conversation a run continuing `previousRunId` carries, estimated without a tokenizer (3 UTF-8 bytes a token, 4 a message); the oldest whole turns go first. 0 turns history off. See [conversations](conversations.md).",
+  },
   MAX_BODY_BYTES: {
     group: "HTTP and identity",
     unit: "bytes",
