@@ -30,7 +30,7 @@ import { startModelServer } from "../local/model-server.js";
 import { loadConfig } from "../shared/config.js";
 import { createDeps } from "../shared/deps.js";
 import { keys } from "../shared/store/keys.js";
-import { invoiceIdFor, LedgerStore, type NewInvoice } from "../shared/store/ledger.js";
+import { invoiceIdForQuote, LedgerStore, type NewInvoice } from "../shared/store/ledger.js";
 import { ensureTable } from "../shared/store/table.js";
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
@@ -241,11 +241,12 @@ export async function benchIdempotency(dynamo: {
       if (result.statusCode !== 200) throw new Error(`run level: HTTP ${result.statusCode} ${result.body}`);
       return result;
     };
-    // One real quote (not counted), recorded under a new Idempotency-Key in each iteration.
-    const args = await quotedRecordInvoiceArgs(deps, "tenant_run");
+    // A real quote per iteration (not counted: a quote is recorded at most once), recorded under a new
+    // Idempotency-Key.
     const first = [];
     const replay = [];
     for (let n = 0; n < ITERATIONS; n += 1) {
+      const args = await quotedRecordInvoiceArgs(deps, "tenant_run");
       model.script([
         { toolCalls: [{ id: "call_1", name: "recordInvoice", arguments: args }] },
         { content: "Recorded." },
@@ -274,7 +275,7 @@ export async function benchIdempotency(dynamo: {
   });
   const lambdaContext = createLambdaContext(29_000, "bench-powertools");
   const putInvoice = async (item: NewInvoice & { idempotencyKey: string }) => {
-    const invoiceId = invoiceIdFor(item.idempotencyKey);
+    const invoiceId = invoiceIdForQuote(item.quoteId);
     await ddb.send(
       new PutCommand({
         TableName: TABLE,

@@ -1,10 +1,12 @@
+import { randomUUID } from "node:crypto";
 import { dispatchToolCall } from "../shared/agent/dispatcher.js";
 import type { AppDeps } from "../shared/deps.js";
 
 /**
- * recordInvoice arguments for the scripted model (JSON text), over a real quote: calculateTax runs for
- * `tenantId` through the dispatcher (100.00 GBP in GB), and its quoteId goes into the arguments. The
- * one place tests and benchmarks spell recordInvoice's input.
+ * recordInvoice arguments for the scripted model (JSON text), over a fresh real quote: calculateTax runs
+ * for `tenantId` through the dispatcher (100.00 GBP in GB) under a run scope of its own (quote ids are
+ * derived from the operation, and a quote is recorded at most once), and its quoteId goes into the
+ * arguments. The one place tests and benchmarks spell recordInvoice's input.
  * @throws Error when calculateTax does not succeed
  */
 export async function quotedRecordInvoiceArgs(
@@ -25,7 +27,12 @@ export async function quotedRecordInvoiceArgs(
     },
     deps.tools,
     { userId: "usr_idem", tenantId, permissions: [] },
-    { runId: "run_quote", runScope: "run_quote", occurrence: 0, signal: new AbortController().signal },
+    {
+      runId: "run_quote",
+      runScope: `run_quote_${randomUUID()}`,
+      occurrence: 0,
+      signal: new AbortController().signal,
+    },
   );
   const quoteId = (quote.data as { quoteId?: string } | null)?.quoteId;
   if (quote.status !== "success" || !quoteId)

@@ -20,6 +20,8 @@ import { type PlannerMessage, plan } from "./planner.js";
  * - `usage`: token counts to report (defaults to a length-based estimate); `omitUsage`: send no `usage`
  * - `stallBody`: send the status line, the headers and the start of the body, then nothing more (the
  *   connection stays open until the client gives up or the server stops)
+ * - `contextLengthExceeded`: refuse the request as that server refuses one over its context window
+ *   (status and body of {@link contextLengthRefusal}), naming the request's estimated size
  */
 export interface ScriptedReply {
   content?: string | null;
@@ -34,6 +36,89 @@ export interface ScriptedReply {
   usage?: { prompt_tokens: number; completion_tokens: number };
   omitUsage?: boolean;
   stallBody?: boolean;
+  contextLengthExceeded?: ContextLengthFlavor;
+}
+
+/** The servers whose context-window refusal {@link contextLengthRefusal} reproduces. */
+export type ContextLengthFlavor = "openai" | "vllm" | "llamacpp" | "ollama" | "litellm";
+
+/**
+ * A context-window refusal as each server sends it (status and JSON body), for a request of
+ * `requestTokens` against a window of `contextTokens`. Shapes from the servers' own error texts:
+ * OpenAI (400, `code: "context_length_exceeded"`), vLLM (400, "This model's maximum context length is
+ * …", `code: 400`), llama.cpp server (400, `type: "exceed_context_size_error"` with `n_prompt_tokens`
+ * and `n_ctx`), Ollama (400, "request (M tokens) exceeds the available context size (N tokens)"),
+ * LiteLLM proxy (400, "litellm.ContextWindowExceededError: …").
+ */
+export function contextLengthRefusal(
+  flavor: ContextLengthFlavor,
+  requestTokens: number,
+  contextTokens = Math.max(1, Math.floor(requestTokens / 2)),
+): { status: number; body: unknown } {
+  const openai = `This model's maximum context length is ${contextTokens} tokens. However, your messages resulted in ${requestTokens} tokens. Please reduce the length of the messages.`;
+  switch (flavor) {
+    case "openai":
+      return {
+        status: 400,
+        body: {
+          error: {
+            message: openai,
+            type: "invalid_request_error",
+            param: "messages",
+            code: "context_length_exceeded",
+          },
+        },
+      };
+    case "vllm":
+      return {
+        status: 400,
+        body: {
+          error: {
+            message: `This model's maximum context length is ${contextTokens} tokens. However, you requested ${requestTokens} tokens (${requestTokens} in the messages, 0 in the completion). Please reduce the length of the messages or completion.`,
+            type: "BadRequestError",
+            param: null,
+            code: 400,
+          },
+        },
+      };
+    case "llamacpp":
+      return {
+        status: 400,
+        body: {
+          error: {
+            code: 400,
+            message: "the request exceeds the available context size, try increasing it",
+            type: "exceed_context_size_error",
+            n_prompt_tokens: requestTokens,
+            n_ctx: contextTokens,
+          },
+        },
+      };
+    case "ollama":
+      return {
+        status: 400,
+        body: {
+          error: {
+            message: `request (${requestTokens} tokens) exceeds the available context size (${contextTokens} tokens), try increasing it`,
+            type: "invalid_request_error",
+            param: null,
+            code: null,
+          },
+        },
+      };
+    case "litellm":
+      return {
+        status: 400,
+        body: {
+          error: {
+            message: `litellm.ContextWindowExceededError: litellm.BadRequestError: ${openai}`,
+            type: null,
+            param: null,
+            code: "400",
+          },
+        },
+      };
+  }
 }
 
 /**
@@ -198,6 +283,11 @@ export async function startModelServer(
       });
       await Promise.race([new Promise((resolve) => setTimeout(resolve, reply.delayMs)), closed]);
       if (clientGone || res.destroyed) return;
+    }
+    if (reply.contextLengthExceeded) {
+      const refusal = contextLengthRefusal(reply.contextLengthExceeded, estimateTokens(raw));
+      sendJson(res, refusal.status, refusal.body, reply.headers);
+      return;
     }
     if (reply.dropConnection) {
       req.socket.destroy();

@@ -127,35 +127,62 @@ function parseJson(text: string): Record<string, unknown> {
   }
 }
 
-/**
- * Decides the next assistant message: calculateTax for every request found; then, when the prompt asks
- * to record, recordInvoice (with the quoteId calculateTax returned) for the requests it names (all, if
- * it names none) whose tax succeeded; then a final answer built from the tool results. A call that
- * failed with a retryable fatal_error (e.g. STORE_UNAVAILABLE) is made once more before the answer.
- */
-export function plan(messages: PlannerMessage[]): PlannerReply {
-  const prompt = textOf([...messages].reverse().find((m) => m.role === "user")?.content);
-  const requests = extractInvoiceRequests(prompt);
+/** The tool calls of `messages`, each with its tool result when one follows. */
+function callsOf(messages: PlannerMessage[]): SeenCall[] {
   const results = new Map(
     messages.filter((m) => m.role === "tool").map((m) => [m.tool_call_id, parseJson(textOf(m.content))]),
   );
-  const calls: SeenCall[] = messages.flatMap((m) =>
+  return messages.flatMap((m) =>
     (m.tool_calls ?? []).map((call) => ({
       name: call.function.name,
       args: parseJson(call.function.arguments),
       result: results.get(call.id) as SeenCall["result"],
     })),
   );
+}
+
+/**
+ * Decides the next assistant message: calculateTax for every request found; then, when the prompt asks
+ * to record, recordInvoice (with the quoteId calculateTax returned) for the requests it names (all, if
+ * it names none) whose tax succeeded; then a final answer built from this prompt's tool results. A call
+ * that failed with a retryable fatal_error (e.g. STORE_UNAVAILABLE) is made once more before the answer.
+ *
+ * A follow-up in a continued conversation that asks to record but names no amount ("now
+ * record it") takes the requests of the latest earlier prompt that had some, with the quotes that
+ * conversation's calculateTax calls returned. Earlier prompts' recordInvoice calls do not count: asked
+ * again, the planner asks again, and the backend decides (QUOTE_ALREADY_RECORDED).
+ */
+export function plan(messages: PlannerMessage[]): PlannerReply {
+  const lastUser = messages.map((m) => m.role).lastIndexOf("user");
+  const prompt = textOf(messages[lastUser]?.content);
+  const earlier = messages.slice(0, Math.max(0, lastUser));
+  const current = callsOf(messages.slice(lastUser + 1));
+  const recordIntent = /\b(record|book|save|log)\b/i.exec(prompt);
+  let requests = extractInvoiceRequests(prompt);
+  let fromHistory = false;
+  if (requests.length === 0 && recordIntent) {
+    const earlierPrompts = earlier.filter((m) => m.role === "user").reverse();
+    for (const message of earlierPrompts) {
+      requests = extractInvoiceRequests(textOf(message.content));
+      if (requests.length > 0) {
+        fromHistory = true;
+        break;
+      }
+    }
+  }
   const turn = messages.filter((m) => m.role === "assistant").length + 1;
   const id = (index: number) => `call_${turn}_${index}`;
 
   if (requests.length === 0) {
     return {
       kind: "answer",
-      content: `${PLANNER_BANNER} I found no amount with a currency and a client location in the request, so I called no tool.`,
+      content: `${PLANNER_BANNER} I found no amount with a currency and a client location in the request${recordIntent ? " or earlier in the conversation" : ""}, so I called no tool.`,
     };
   }
-  const taxCalls = calls.filter((c) => c.name === "calculateTax");
+  // A follow-up records the quotes the conversation already has; a new request is calculated afresh.
+  const taxCalls = (fromHistory ? [...callsOf(earlier), ...current] : current).filter(
+    (c) => c.name === "calculateTax",
+  );
   const taxCallsFor = (r: InvoiceRequest) =>
     taxCalls.filter((c) => c.args.jurisdiction === r.jurisdiction && c.args.amount === r.amount);
   const untaxed = requests.filter((r) => needsCall(taxCallsFor(r)));
@@ -175,8 +202,7 @@ export function plan(messages: PlannerMessage[]): PlannerReply {
     };
   }
 
-  const recordIntent = /\b(record|book|save|log)\b/i.exec(prompt);
-  const recordCalls = calls.filter((c) => c.name === "recordInvoice");
+  const recordCalls = current.filter((c) => c.name === "recordInvoice");
   if (recordIntent) {
     const afterIntent = prompt.slice(recordIntent.index);
     const mentions = (word: string) => new RegExp(`\\b${word}\\b`, "i").test(afterIntent);
@@ -206,7 +232,13 @@ export function plan(messages: PlannerMessage[]): PlannerReply {
       };
     }
   }
-  return { kind: "answer", content: summarize(calls) };
+  if (current.length === 0) {
+    return {
+      kind: "answer",
+      content: `${PLANNER_BANNER} The conversation has no successful quote to record, so I called no tool.`,
+    };
+  }
+  return { kind: "answer", content: summarize(current) };
 }
 
 function summarize(calls: SeenCall[]): string {

@@ -1,14 +1,23 @@
 /**
- * `npm start [-- [--async] "<prompt>"]`: the main job. Starts the local dependencies the environment does
- * not provide, sends the seed scenario's API Gateway event (events/seed-scenario.json, with the prompt
- * replaced when one is given) through the same Lambda handler the stack deploys, and prints the run's
- * outcome, a table of tool results and the tenant's ledger rows.
+ * `npm start [-- "<prompt>"] [--then "<prompt>" …] [--continue <runId>] [--async]`: the main job. Starts the local
+ * dependencies the environment does not provide, sends the seed scenario's API Gateway event
+ * (events/seed-scenario.json, with the prompt replaced when one is given) through the same Lambda
+ * handler the stack deploys, and prints the run's outcome, a table of tool results and the tenant's
+ * ledger rows.
  *
- * With `--async` the event carries `Prefer: respond-async`: the run is a durable run on the durable
- * execution SDK's local runner (local/durable-runner.ts); this prints the 202, each poll of
- * `GET /v1/runs/{runId}` (status, cycles recorded) every `Retry-After` seconds, then the same outcome.
+ * Conversations (docs/conversations.md): each `--then` prompt is sent as a further run continuing the
+ * one before (`previousRunId`), in the same process, e.g.
+ * `npm start -- "Calculate tax on 1500 GBP for a client in the UK" --then "Now record it"`.
+ * `--continue <runId>` makes the first run continue an earlier one; that run must be in the table used,
+ * so it needs a DynamoDB that outlives the process (DYNAMODB_ENDPOINT), not the in-memory one started here.
+ *
+ * With `--async` each run is sent with `Prefer: respond-async`: a durable run on the durable execution
+ * SDK's local runner (local/durable-runner.ts); this prints the 202, each poll of `GET /v1/runs/{runId}`
+ * (status, cycles recorded) every `Retry-After` seconds, then the same outcome. `--then` and `--continue`
+ * chain durable runs the same way (docs/durable-runs.md, Conversations).
  */
 import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from "aws-lambda";
 import type { ApiEvent } from "../functions/api/handler.js";
 import type { ToolResult } from "../shared/agent/result.js";
@@ -28,32 +37,48 @@ process.env.POWERTOOLS_LOG_LEVEL ??= "WARN";
 process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
 
 async function main(): Promise<number> {
-  const args = process.argv.slice(2);
-  const durable = args.includes("--async");
-  const prompt = args
-    .filter((arg) => arg !== "--async")
-    .join(" ")
-    .trim();
+  const { values, positionals } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      // biome-ignore lint/suspicious/noThenProperty: the CLI flag is --then; this options object is never awaited
+      then: { type: "string", multiple: true },
+      continue: { type: "string" },
+      async: { type: "boolean" },
+    },
+    allowPositionals: true,
+  });
+  const prompt = positionals.join(" ").trim();
   const event = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
   ) as APIGatewayProxyEventV2;
-  if (prompt) event.body = JSON.stringify({ prompt });
+  const seedBody = JSON.parse(event.body ?? "{}") as { prompt: string };
+  const prompts = [prompt || seedBody.prompt, ...(values.then ?? [])];
 
   const stack = await startLocalStack();
   try {
     Object.assign(process.env, stack.env);
-    if (durable) return await runDurable(event);
+    if (values.async) return await runDurable(event, prompts, values.continue);
     const { handler } = await import("../functions/api/handler.js");
-    const result = (await handler(
-      event as unknown as ApiEvent,
-      createLambdaContext(LAMBDA_TIMEOUT_MS),
-    )) as Exclude<APIGatewayProxyResultV2, string>;
-    const body = JSON.parse(result.body ?? "{}") as Record<string, unknown>;
-    if (result.statusCode !== 200) {
-      console.log(`HTTP ${result.statusCode}\n${JSON.stringify(body, null, 2)}`);
-      return 1;
+    let previousRunId = values.continue;
+    for (const next of prompts) {
+      event.body = JSON.stringify({ prompt: next, ...(previousRunId ? { previousRunId } : {}) });
+      const result = (await handler(
+        event as unknown as ApiEvent,
+        createLambdaContext(LAMBDA_TIMEOUT_MS),
+      )) as Exclude<APIGatewayProxyResultV2, string>;
+      const body = JSON.parse(result.body ?? "{}") as Record<string, unknown>;
+      if (result.statusCode !== 200) {
+        console.log(`HTTP ${result.statusCode}\n${JSON.stringify(body, null, 2)}`);
+        if (result.statusCode === 404 && values.continue && !process.env.DYNAMODB_ENDPOINT) {
+          console.log(
+            "\n--continue needs the table holding that run: set DYNAMODB_ENDPOINT to a DynamoDB that outlives this process, or chain prompts with --then.",
+          );
+        }
+        return 1;
+      }
+      printOutcome(body);
+      previousRunId = String(body.runId);
     }
-    printOutcome(body);
     const claims = event.requestContext as unknown as {
       authorizer: { jwt: { claims: { tenant_id: string } } };
     };
@@ -64,8 +89,16 @@ async function main(): Promise<number> {
   }
 }
 
-/** `--async`: starts the run with Prefer: respond-async, polls it to its end, prints it and the ledger. */
-async function runDurable(event: APIGatewayProxyEventV2): Promise<number> {
+/**
+ * `--async`: sends each prompt with Prefer: respond-async (each after the first continuing the run before
+ * it, the first continuing `previousRunId` when given), polls each run to its end and prints it, then
+ * the ledger. Returns the process exit code: 0 when every run completed.
+ */
+async function runDurable(
+  event: APIGatewayProxyEventV2,
+  prompts: string[],
+  continueRunId: string | undefined,
+): Promise<number> {
   const { createLocalDurableApi, eventForRoute } = await import("./durable-runner.js");
   const api = createLocalDurableApi(loadConfig(process.env));
   try {
@@ -74,38 +107,48 @@ async function runDurable(event: APIGatewayProxyEventV2): Promise<number> {
         APIGatewayProxyResultV2,
         string
       >;
-    const started = await invoke({ ...event, headers: { ...event.headers, prefer: "respond-async" } });
-    const headers = (started.headers ?? {}) as Record<string, string>;
-    const run = JSON.parse(started.body ?? "{}") as Record<string, unknown>;
-    if (started.statusCode !== 202) {
-      console.log(`HTTP ${started.statusCode}\n${JSON.stringify(run, null, 2)}`);
-      return 1;
-    }
-    console.log(
-      `\nHTTP 202 Accepted: run ${String(run.runId)} is ${String(run.status)}; Location: ${headers.location}, Retry-After: ${headers["retry-after"]} s`,
-    );
-    const poll = eventForRoute(event, "GET", String(headers.location));
-    for (let attempt = 1; ; attempt++) {
-      const response = await invoke(poll);
-      const body = JSON.parse(response.body ?? "{}") as Record<string, unknown>;
-      const retryAfter = ((response.headers ?? {}) as Record<string, string>)["retry-after"];
-      console.log(
-        `poll ${attempt}: HTTP ${response.statusCode}, status ${String(body.status)}, cycles ${String(body.cyclesRecorded)}`,
-      );
-      if (body.status !== "running") {
-        const steps = (body.steps ?? []) as Array<{ toolCalls: Array<{ result: ToolResult }> }>;
-        printOutcome({
-          ...body,
-          toolResults: steps.flatMap((step) => step.toolCalls.map((call) => call.result)),
-        });
-        const claims = event.requestContext as unknown as {
-          authorizer: { jwt: { claims: { tenant_id: string } } };
-        };
-        await printLedger(claims.authorizer.jwt.claims.tenant_id);
-        return body.status === "completed" ? 0 : 1;
+    let previousRunId = continueRunId;
+    for (const next of prompts) {
+      const started = await invoke({
+        ...event,
+        headers: { ...event.headers, prefer: "respond-async" },
+        body: JSON.stringify({ prompt: next, ...(previousRunId ? { previousRunId } : {}) }),
+      });
+      const headers = (started.headers ?? {}) as Record<string, string>;
+      const run = JSON.parse(started.body ?? "{}") as Record<string, unknown>;
+      if (started.statusCode !== 202) {
+        console.log(`HTTP ${started.statusCode}\n${JSON.stringify(run, null, 2)}`);
+        return 1;
       }
-      await new Promise((resolve) => setTimeout(resolve, Number(retryAfter ?? "1") * 1000));
+      console.log(
+        `\nHTTP 202 Accepted: run ${String(run.runId)} is ${String(run.status)}; Location: ${headers.location}, Retry-After: ${headers["retry-after"]} s`,
+      );
+      const poll = eventForRoute(event, "GET", String(headers.location));
+      for (let attempt = 1; ; attempt++) {
+        const response = await invoke(poll);
+        const body = JSON.parse(response.body ?? "{}") as Record<string, unknown>;
+        const retryAfter = ((response.headers ?? {}) as Record<string, string>)["retry-after"];
+        console.log(
+          `poll ${attempt}: HTTP ${response.statusCode}, status ${String(body.status)}, cycles ${String(body.cyclesRecorded)}`,
+        );
+        if (body.status !== "running") {
+          const steps = (body.steps ?? []) as Array<{ toolCalls: Array<{ result: ToolResult }> }>;
+          printOutcome({
+            ...body,
+            toolResults: steps.flatMap((step) => step.toolCalls.map((call) => call.result)),
+          });
+          if (body.status !== "completed") return 1;
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, Number(retryAfter ?? "1") * 1000));
+      }
+      previousRunId = String(run.runId);
     }
+    const claims = event.requestContext as unknown as {
+      authorizer: { jwt: { claims: { tenant_id: string } } };
+    };
+    await printLedger(claims.authorizer.jwt.claims.tenant_id);
+    return 0;
   } finally {
     await api.stop();
   }
@@ -113,10 +156,17 @@ async function runDurable(event: APIGatewayProxyEventV2): Promise<number> {
 
 function printOutcome(body: Record<string, unknown>): void {
   const toolResults = (body.toolResults ?? []) as ToolResult[];
+  const history = body.history as { messages: number; droppedMessages: number } | null;
   console.log(
     `\nRun ${String(body.runId)}: ${String(body.status)} after ${String(body.cycles)} cycle(s) in ${String(body.durationMs)} ms` +
       (body.reason ? ` (${String(body.reason)})` : ""),
   );
+  if (body.previousRunId) {
+    console.log(
+      `Continues ${String(body.previousRunId)} with ${history?.messages ?? 0} earlier message(s)` +
+        (history?.droppedMessages ? ` (${history.droppedMessages} older dropped)` : ""),
+    );
+  }
   console.log(`\nAnswer:\n${String(body.answer ?? "(none)").replace(/^/gm, "  ")}`);
   console.log("\nTool results:");
   console.log(

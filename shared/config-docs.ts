@@ -87,7 +87,7 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     group: "Limits of a run",
     unit: "ms",
     description:
-      "Cap on a run's wall time; the default stays below API Gateway's 29 s integration timeout. A request's `timeoutMs` can lower it, never raise it.",
+      "Cap on a run's wall time; the default (25 s) stays below the function's 29 s timeout, itself below API Gateway HTTP API's 30 s maximum integration timeout. A request's `timeoutMs` can lower it, never raise it.",
   },
   DEADLINE_RESERVE_MS: {
     group: "Limits of a run",
@@ -157,6 +157,12 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     unit: "s",
     description:
       "How long run records and their audit steps live before DynamoDB TTL removes them: enough to answer a dispute within a monthly billing cycle without keeping model-generated text for good. Ledger invoices never expire.",
+  },
+  HISTORY_MAX_TOKENS: {
+    group: "Limits of a run",
+    unit: "tokens",
+    description:
+      "Cap on the earlier conversation a run continuing `previousRunId` carries, estimated without a tokenizer (3 UTF-8 bytes a token, 4 a message); the oldest whole turns go first. 0 turns history off. See [conversations](conversations.md).",
   },
   MAX_BODY_BYTES: {
     group: "HTTP and identity",

@@ -133,6 +133,13 @@ const IamPrincipalTenants = z.pipe(
  *   before DynamoDB TTL removes them. Long enough to answer a dispute or support ticket within a monthly
  *   billing cycle; short enough not to keep model-generated text (tool arguments, answers) for good.
  *   The ledger's invoices never expire: they are the business record, runs are the operational one.
+ * - HISTORY_MAX_TOKENS (default 8000, estimated tokens; 0 to 1000000): cap
+ *   on the earlier conversation a run continuing `previousRunId` sends (shared/agent/history.ts
+ *   estimates without a tokenizer and drops the oldest whole turns). A follow-up such as "now record it"
+ *   needs the last exchange (well under 2000 tokens with a few tool results); 8000 keeps several. The
+ *   history is resent on every cycle, so at the default 5 cycles it can take 40% of MAX_TOTAL_TOKENS'
+ *   default; a run also never gets more history than MAX_TOTAL_TOKENS leaves after its own prompt
+ *   (see docs/conversations.md). 0 turns history off: a continuation starts from the new prompt alone.
  * - MAX_BODY_BYTES (default 65536): request body cap; a prompt of 8000 characters is at most 48 KB of
  *   JSON even with every character \u-escaped.
  * - DYNAMODB_REQUEST_TIMEOUT_MS (default 3000 ms): per-attempt socket timeout of DynamoDB calls, so an
@@ -198,6 +205,7 @@ export const ConfigSchema = z.object({
   PERMISSION_CLAIMS: claimList("scope,permissions,cognito:groups"),
   IAM_PRINCIPAL_TENANTS: IamPrincipalTenants,
   RUN_TTL_SECONDS: envInt(30 * 86_400, 3_600, 3_650 * 86_400),
+  HISTORY_MAX_TOKENS: envInt(8_000, 0, 1_000_000),
   MAX_BODY_BYTES: envInt(65_536, 1_024, 6 * 1024 * 1024),
   DYNAMODB_REQUEST_TIMEOUT_MS: positiveInt(3_000, 60_000),
   POWERTOOLS_SERVICE_NAME: boundedName("boundloop"),
@@ -224,6 +232,7 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * - `idempotency`: `ttlSeconds` (record retention, s) and `keyRequired` (Idempotency-Key header mandatory).
  * - `identity`: claim names and the IAM principal → tenant mapping (see shared/identity.ts).
  * - `runs`: audit trail retention (`ttlSeconds`).
+ * - `history`: `maxTokens`, the estimated-token cap on the conversation a continuing run carries.
  * - `http`: request body cap in bytes.
  * - `durable`: runs beyond one request (docs/durable-runs.md): `runTimeoutMs`, the cap of a durable run's
  *   wall time in ms (ASYNC_RUN_TIMEOUT_MS capped by the execution timeout minus DEADLINE_RESERVE_MS);
@@ -248,6 +257,7 @@ export interface Config {
     iamPrincipals: Record<string, { tenantId: string; permissions: string[] }>;
   };
   runs: { ttlSeconds: number };
+  history: { maxTokens: number };
   http: { maxBodyBytes: number };
   durable: { runTimeoutMs: number; executionTimeoutSeconds: number; runnerFunctionArn: string | undefined };
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
@@ -316,6 +326,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       iamPrincipals: raw.IAM_PRINCIPAL_TENANTS,
     },
     runs: { ttlSeconds: raw.RUN_TTL_SECONDS },
+    history: { maxTokens: raw.HISTORY_MAX_TOKENS },
     http: { maxBodyBytes: raw.MAX_BODY_BYTES },
     durable: {
       runTimeoutMs: Math.max(

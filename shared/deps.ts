@@ -3,6 +3,7 @@ import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { SecretsProvider } from "@aws-lambda-powertools/parameters/secrets";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { ToolRegistry } from "./agent/dispatcher.js";
+import { type HistoryMessage, halveHistory } from "./agent/history.js";
 import type { Model } from "./agent/model.js";
 import type { ToolResult } from "./agent/result.js";
 import type { RunStatus } from "./agent/types.js";
@@ -17,8 +18,11 @@ import { QuoteStore } from "./store/quotes.js";
 import { RunStore } from "./store/runs.js";
 import { accountingTools } from "./tools/registry.js";
 
-/** The agent's types the run store persists (the store itself does not import the agent layer). */
-export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult };
+/**
+ * The agent's types the run store persists (the store itself does not import the agent layer): run
+ * statuses, tool results, and the messages of stored transcripts.
+ */
+export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; message: HistoryMessage };
 
 /**
  * Everything a request handler needs, built once per Lambda container and injectable in tests.
@@ -118,7 +122,9 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
   const model = new OpenAIChatModel(openai, config.model.name);
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
-  const runs = new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds);
+  const runs = new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
+    shortenTranscript: halveHistory,
+  });
   const tools = accountingTools({ ledger, quotes, quoteTtlSeconds: config.quotes.ttlSeconds });
   const { logger, metrics } = createObservability(config.observability, {
     ...(options.logFormatter ? { logFormatter: options.logFormatter } : {}),

@@ -11,9 +11,12 @@ export const PROBLEM_STATUS = {
   NOT_FOUND: 404,
   IDEMPOTENCY_KEY_IN_USE: 409,
   RUN_NOT_RUNNING: 409,
+  PREVIOUS_RUN_IN_PROGRESS: 409,
+  PREVIOUS_RUN_NOT_CONTINUABLE: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   IDEMPOTENCY_KEY_REUSED: 422,
+  CONTEXT_LENGTH_EXCEEDED: 422,
   INTERNAL: 500,
   MODEL_UNAVAILABLE: 502,
   STORE_UNAVAILABLE: 503,
@@ -30,9 +33,12 @@ const TITLES: Record<ProblemCode, string> = {
   NOT_FOUND: "Not found",
   IDEMPOTENCY_KEY_IN_USE: "Idempotency key in use",
   RUN_NOT_RUNNING: "Run not running",
+  PREVIOUS_RUN_IN_PROGRESS: "Previous run in progress",
+  PREVIOUS_RUN_NOT_CONTINUABLE: "Previous run cannot be continued",
   PAYLOAD_TOO_LARGE: "Payload too large",
   UNSUPPORTED_MEDIA_TYPE: "Unsupported media type",
   IDEMPOTENCY_KEY_REUSED: "Idempotency key reused",
+  CONTEXT_LENGTH_EXCEEDED: "Context length exceeded",
   INTERNAL: "Internal error",
   MODEL_UNAVAILABLE: "Model unavailable",
   STORE_UNAVAILABLE: "Store unavailable",
@@ -166,15 +172,21 @@ export function isStoreUnavailable(error: unknown): boolean {
   return e.$fault === "server";
 }
 
-/** Each status of {@link PROBLEM_STATUS} and its one code. */
+/**
+ * Each status of {@link PROBLEM_STATUS} and its generic code: the first one listed for it (409
+ * IDEMPOTENCY_KEY_IN_USE, 422 IDEMPOTENCY_KEY_REUSED; the conversation codes sharing those statuses are
+ * only ever raised by name).
+ */
 const CODE_OF_STATUS: ReadonlyMap<number, ProblemCode> = new Map(
-  (Object.entries(PROBLEM_STATUS) as Array<[ProblemCode, number]>).map(([code, status]) => [status, code]),
+  (Object.entries(PROBLEM_STATUS) as Array<[ProblemCode, number]>)
+    .reverse()
+    .map(([code, status]) => [status, code]),
 );
 
 /**
  * The problem code of an HTTP status a layer below the app answered with (Hono's `HTTPException`, the
- * Lambda adapter): the code {@link PROBLEM_STATUS} gives that status (one code per status), INTERNAL for
- * a status it has no code for.
+ * Lambda adapter): the first code {@link PROBLEM_STATUS} lists for that status, INTERNAL for a status it
+ * has no code for.
  */
 export function problemCodeOf(status: number): ProblemCode {
   return CODE_OF_STATUS.get(status) ?? "INTERNAL";

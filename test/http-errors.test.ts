@@ -8,7 +8,13 @@ import { ProblemSchema } from "../functions/api/contract.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { loadConfig } from "../shared/config.js";
 import { createDeps } from "../shared/deps.js";
-import { isStoreUnavailable, PROBLEM_STATUS, ProblemError, toProblem } from "../shared/errors.js";
+import {
+  isStoreUnavailable,
+  PROBLEM_STATUS,
+  ProblemError,
+  problemCodeOf,
+  toProblem,
+} from "../shared/errors.js";
 import { apiEvent, type EventOptions, type EventShape, header } from "./fixtures/events.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
@@ -213,9 +219,12 @@ describe("the error → HTTP mapping (shared/errors.ts)", () => {
       NOT_FOUND: 404,
       IDEMPOTENCY_KEY_IN_USE: 409,
       RUN_NOT_RUNNING: 409,
+      PREVIOUS_RUN_IN_PROGRESS: 409,
+      PREVIOUS_RUN_NOT_CONTINUABLE: 409,
       PAYLOAD_TOO_LARGE: 413,
       UNSUPPORTED_MEDIA_TYPE: 415,
       IDEMPOTENCY_KEY_REUSED: 422,
+      CONTEXT_LENGTH_EXCEEDED: 422,
       INTERNAL: 500,
       MODEL_UNAVAILABLE: 502,
       STORE_UNAVAILABLE: 503,
@@ -226,6 +235,13 @@ describe("the error → HTTP mapping (shared/errors.ts)", () => {
       expect(mapped.status).toBe(PROBLEM_STATUS[code]);
       expect(mapped.body.code).toBe(code);
     }
+    // A status answered below the app maps to the generic code listed first for it, not a conversation code.
+    expect([409, 422, 413, 418].map(problemCodeOf)).toEqual([
+      "IDEMPOTENCY_KEY_IN_USE",
+      "IDEMPOTENCY_KEY_REUSED",
+      "PAYLOAD_TOO_LARGE",
+      "INTERNAL",
+    ]);
   });
 
   it("recognises the SDK's unavailability errors and nothing else", () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -152,6 +152,47 @@ describe("npm run invoke on events/", SLOW, () => {
     const { code, out } = await invoke(["events/replay-idempotency-key.json"]);
     expect([code, out.status]).toEqual([0, 200]);
     expect((JSON.parse(out.body) as RunBody).status).toBe("completed");
+  });
+});
+
+// events/continue-conversation.json continues a run (previousRunId). Alone, the run it names
+// is not in this table: 404. After a first run of the same user, with that run's id put in: 200.
+describe("npm run invoke on a continuation", SLOW, () => {
+  const eventFile = "events/continue-conversation.json";
+  /** The continuation event with `body` instead of its own, written to a temporary file. */
+  const withBody = (body: Record<string, unknown>) => {
+    const event = JSON.parse(readFileSync(eventFile, "utf8")) as { body: string };
+    event.body = JSON.stringify(body);
+    const file = join(mkdtempSync(join(tmpdir(), "boundloop-conv-")), "event.json");
+    writeFileSync(file, JSON.stringify(event));
+    return file;
+  };
+
+  it("continue-conversation.json alone: 404 NOT_FOUND (no such run to continue), exit 1, nothing written", async () => {
+    const { code, out } = await invoke([eventFile]);
+    expect([code, out.status]).toEqual([1, 404]);
+    expect(JSON.parse(out.body)).toMatchObject({
+      code: "NOT_FOUND",
+      detail: "There is no run run_5f0c1e2a-7b3d-4c8e-9a1f-2d6b8e4c0a17 to continue.",
+    });
+    expect(await ledger.list("tenant_conv_01")).toHaveLength(0);
+  });
+
+  it("continue-conversation.json after a first run: 200, 'now record it' records the first run's quote", async () => {
+    const first = await invoke([withBody({ prompt: "Calculate tax on 250 GBP for a client in the UK." })]);
+    expect([first.code, first.out.status]).toEqual([0, 200]);
+    const firstBody = JSON.parse(first.out.body) as RunBody;
+    expect(summary(firstBody)).toEqual(["calculateTax:success"]);
+    const quoteId = String((firstBody.toolResults[0]?.data as { quoteId?: unknown } | undefined)?.quoteId);
+    const event = JSON.parse(readFileSync(eventFile, "utf8")) as { body: string };
+    const prompt = (JSON.parse(event.body) as { prompt: string }).prompt;
+    const second = await invoke([withBody({ prompt, previousRunId: firstBody.runId })]);
+    expect([second.code, second.out.status]).toEqual([0, 200]);
+    const secondBody = JSON.parse(second.out.body) as RunBody & { previousRunId: string };
+    expect(secondBody.previousRunId).toBe(firstBody.runId);
+    expect(summary(secondBody)).toEqual(["recordInvoice:success"]);
+    const rows = await ledger.list("tenant_conv_01");
+    expect(rows.map((row) => [row.quoteId, row.taxAmount.amount])).toEqual([[quoteId, "50.00"]]);
   });
 });
 

@@ -73,22 +73,35 @@ describe("occurrence identity", () => {
       ],
     });
     const invoiceOf = (data: unknown) => data as { invoice: { invoiceId: string }; replayed: boolean };
+    // Two operations on one quote: the first records it, the second is refused (one quote, at most one
+    // invoice) naming the first's invoice. Counted on the raw text instead, both calls would be occurrence
+    // 0 under one key, and the second would replay the first as a success.
+    const refusal = (result: (typeof first.outcome.toolResults)[number] | undefined) => ({
+      status: result?.status,
+      code: result?.error?.code,
+      invoiceId: result?.error?.details.invoiceId,
+    });
 
     const first = await runScripted(scripted, turn(plain, messy));
     expect(first.outcome.status).toBe("completed");
-    expect(first.outcome.toolResults.map((r) => r.status)).toEqual(["success", "success"]);
     expect(first.outcome.toolResults.map((r) => r.metadata.idempotencyKey)).toEqual([keyOf(0), keyOf(1)]);
-    const created = first.outcome.toolResults.map((r) => invoiceOf(r.data));
-    expect(created.map((d) => d.replayed)).toEqual([false, false]);
-    expect(new Set(created.map((d) => d.invoice.invoiceId)).size).toBe(2);
+    const created = invoiceOf(first.outcome.toolResults[0]?.data);
+    expect(first.outcome.toolResults[0]?.status).toBe("success");
+    expect(created.replayed).toBe(false);
+    expect(refusal(first.outcome.toolResults[1])).toEqual({
+      status: "business_error",
+      code: "QUOTE_ALREADY_RECORDED",
+      invoiceId: created.invoice.invoiceId,
+    });
 
     // The same pair in a later run with the same run scope (runScripted's "run_test"): the same two keys,
-    // so both calls replay their invoices and nothing new is written.
+    // so the first call replays its invoice, the second is refused again, and nothing new is written.
     const again = await runScripted(scripted, turn(messy, plain));
     expect(again.outcome.toolResults.map((r) => r.metadata.idempotencyKey)).toEqual([keyOf(0), keyOf(1)]);
-    const replayed = again.outcome.toolResults.map((r) => invoiceOf(r.data));
-    expect(replayed.map((d) => d.replayed)).toEqual([true, true]);
-    expect(replayed.map((d) => d.invoice.invoiceId)).toEqual(created.map((d) => d.invoice.invoiceId));
-    expect(await stack.deps.ledger.list(writer.tenantId)).toHaveLength(2);
+    const replayed = invoiceOf(again.outcome.toolResults[0]?.data);
+    expect(replayed.replayed).toBe(true);
+    expect(replayed.invoice.invoiceId).toBe(created.invoice.invoiceId);
+    expect(refusal(again.outcome.toolResults[1])).toEqual(refusal(first.outcome.toolResults[1]));
+    expect(await stack.deps.ledger.list(writer.tenantId)).toHaveLength(1);
   });
 });

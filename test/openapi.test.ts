@@ -60,7 +60,7 @@ describe("GET /openapi.json", () => {
     );
     const post = document.paths["/v1/runs"]?.post;
     expect(Object.keys(post?.responses ?? {}).sort()).toEqual(
-      ["200", "202", "400", "401", "409", "413", "415", "422", "500", "502", "503"].sort(),
+      ["200", "202", "400", "401", "404", "409", "413", "415", "422", "500", "502", "503"].sort(),
     );
     expect(post?.security).toEqual([{ jwt: [] }, { iam: [] }]);
     expect(document.paths["/healthz"]?.get?.security).toBeUndefined();
@@ -143,9 +143,14 @@ describe("the document's response shapes", () => {
       required: false,
       schema: { type: "string", enum: ["true"] },
     });
-    for (const status of ["409", "503"]) {
+    // 409 IDEMPOTENCY_KEY_IN_USE and PREVIOUS_RUN_IN_PROGRESS carry it; PREVIOUS_RUN_NOT_CONTINUABLE,
+    // the third 409 of the route, has nothing to wait for.
+    for (const [status, required] of [
+      ["409", false],
+      ["503", true],
+    ] as const) {
       expect(runs[status]?.headers?.["Retry-After"], status).toMatchObject({
-        required: true,
+        required,
         schema: { type: "integer", minimum: 1 },
       });
     }
@@ -202,6 +207,8 @@ describe("the document's response shapes", () => {
       durationMs: 5,
       modelErrorStatus: null,
       details: {},
+      previousRunId: null,
+      history: null,
     };
     expect(RunResponseSchema.parse(run)).toEqual(run);
     expect(RunResponseSchema.safeParse({ ...run, messages: [] }).success).toBe(false);

@@ -187,9 +187,13 @@ describe("quotes", () => {
     const retry = await call("recordInvoice", recordArgs(quoteId), writer("tenant_replay"));
     expect(retry.status).toBe("success");
     expect(retry.data).toEqual({ invoice: (first.data as { invoice: Invoice }).invoice, replayed: true });
-    // A different request (another run) with the expired quote is refused.
+    // A different request (another run) with the expired, recorded quote is refused, naming the invoice.
     const other = await call("recordInvoice", recordArgs(quoteId), writer("tenant_replay"), "run_other");
-    expect(other.error?.code).toBe("QUOTE_EXPIRED");
+    expect(other.error?.code).toBe("QUOTE_ALREADY_RECORDED");
+    expect(other.error?.details).toMatchObject({
+      quoteId,
+      invoiceId: (first.data as { invoice: Invoice }).invoice.invoiceId,
+    });
     expect(await stack.deps.ledger.list("tenant_replay")).toHaveLength(1);
   });
 

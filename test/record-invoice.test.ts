@@ -62,9 +62,14 @@ describe("recordInvoice idempotency", () => {
     expect(a.invoice.taxAmount.amount).toBe("20.00");
     expect(await stack.deps.ledger.list("tenant_idem")).toHaveLength(1);
 
-    // Two identical calls in one turn are two operations (occurrence 1).
+    // Two identical calls in one turn are two operations (occurrence 1): the second would record the
+    // same quote again, which is refused naming the first invoice (one quote, at most one invoice).
     const third = await dispatchToolCall(call, stack.deps.tools, writer, { ...context, occurrence: 1 });
-    expect((third.data as typeof a).invoice.invoiceId).not.toBe(a.invoice.invoiceId);
-    expect(await stack.deps.ledger.list("tenant_idem")).toHaveLength(2);
+    expect(third.metadata.idempotencyKey).not.toBe(first.metadata.idempotencyKey);
+    expect(third.status).toBe("business_error");
+    expect(third.error?.code).toBe("QUOTE_ALREADY_RECORDED");
+    expect(third.error?.details).toMatchObject({ invoiceId: a.invoice.invoiceId });
+    expect(third.error?.message).toContain(a.invoice.invoiceId);
+    expect(await stack.deps.ledger.list("tenant_idem")).toHaveLength(1);
   });
 });

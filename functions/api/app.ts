@@ -8,6 +8,7 @@ import { HTTPException } from "hono/http-exception";
 import type { ZodError } from "zod";
 import { Deadline } from "../../shared/agent/deadline.js";
 import type { Config } from "../../shared/config.js";
+import { loadConversation } from "../../shared/conversation.js";
 import type { AppDeps } from "../../shared/deps.js";
 import { ProblemError, problemCodeOf, toProblem } from "../../shared/errors.js";
 import { type SecurityContext, securityContextFromEvent } from "../../shared/identity.js";
@@ -134,6 +135,17 @@ export function createApp(deps: AppDeps | LazyDeps) {
       return response as never;
     }
     const runId = `run_${randomUUID()}`;
+    // A continuation is checked before anything is claimed or written: 404 / 409 leave no trace.
+    const conversation =
+      body.previousRunId === undefined
+        ? undefined
+        : await loadConversation(deps.runs, security, {
+            previousRunId: body.previousRunId,
+            prompt: body.prompt,
+            historyMaxTokens: deps.config.history.maxTokens,
+            maxTotalTokens: deps.config.limits.maxTotalTokens,
+            runTtlSeconds: deps.config.runs.ttlSeconds,
+          });
     const deadline = new Deadline(
       runBudgetMs(deps.config, body, c.env?.lambdaContext?.getRemainingTimeInMillis()),
     );
@@ -161,8 +173,33 @@ export function createApp(deps: AppDeps | LazyDeps) {
             runId,
             runScope: clientKey ?? runId,
             deadline,
+            conversation,
           });
-          const { messages: _transcript, ...response } = outcome;
+          const { messages: _transcript, ...rest } = outcome;
+          const response = {
+            ...rest,
+            previousRunId: conversation?.previousRunId ?? null,
+            history: conversation?.summary ?? null,
+          };
+          if (response.status === "context_length_exceeded") {
+            throw new ProblemError(
+              "CONTEXT_LENGTH_EXCEEDED",
+              `The model's context window could not hold the request; the run stopped after ${response.cycles} cycle(s). Continue with less history (a new conversation, or a lower HISTORY_MAX_TOKENS).`,
+              {
+                extensions: {
+                  runId: response.runId,
+                  runStatus: response.status,
+                  previousRunId: response.previousRunId,
+                  history: response.history,
+                  contextLength: response.details.contextLength ?? null,
+                  cycles: response.cycles,
+                  toolResults: response.toolResults,
+                  usage: response.usage,
+                  durationMs: response.durationMs,
+                },
+              },
+            );
+          }
           if (response.status === "model_error") {
             throw new ProblemError(
               "MODEL_UNAVAILABLE",

@@ -35,6 +35,7 @@ export const RUN_STATUSES = [
   "model_refused",
   "model_output_truncated",
   "model_error",
+  "context_length_exceeded",
 ] as const;
 type MissingRunStatus = Exclude<RunStatus, (typeof RUN_STATUSES)[number]>;
 const everyRunStatusListed: [MissingRunStatus] extends [never] ? true : MissingRunStatus = true;
@@ -88,6 +89,24 @@ export const ToolResultSchema = z
 
 /** A terminal run status, see {@link RUN_STATUSES}. */
 export const RunStatusSchema = z.enum(RUN_STATUSES).openapi("RunStatus");
+
+/** A context-window refusal (`ContextLengthDetails` in shared/agent/context-length.ts). */
+export const ContextLengthSchema = z
+  .object({
+    providerStatus: z.number().int().nullable(),
+    message: z.string(),
+    historyMessages: z.number().int().nonnegative(),
+    historyEstimatedTokens: z.number().int().nonnegative(),
+    requestMessages: z.number().int().nonnegative(),
+    requestEstimatedTokens: z.number().int().nonnegative(),
+    contextTokens: z.number().int().nullable(),
+    requestTokens: z.number().int().nullable(),
+  })
+  .strict()
+  .openapi("ContextLength", {
+    description:
+      "context_length_exceeded: the provider's HTTP status and message, the history's and the whole request's size in messages and estimated tokens, and the context window and request size where the provider stated them (else null).",
+  });
 
 /** Why a run stopped, for the status that stopped it (`RunOutcomeDetails` in shared/agent/loop.ts). */
 export const RunDetailsSchema = z
@@ -150,10 +169,24 @@ export const RunDetailsSchema = z
       .boolean()
       .optional()
       .openapi({ description: "max_cycles_exceeded: whether a tool-less summary call produced `answer`." }),
+    contextLength: ContextLengthSchema.optional(),
   })
   .strict()
   .openapi("RunDetails", {
     description: "Machine-readable facts about why the run stopped; only the entry for its status is set.",
+  });
+
+/** The earlier conversation a run carried (`HistorySummary` in shared/store/runs.ts); null without one. */
+export const HistorySummarySchema = z
+  .object({
+    messages: z.number().int().nonnegative(),
+    estimatedTokens: z.number().int().nonnegative(),
+    droppedMessages: z.number().int().nonnegative(),
+  })
+  .nullable()
+  .openapi("HistorySummary", {
+    description:
+      "The earlier conversation sent with the run (previousRunId): messages, their estimated tokens, and the messages left out to stay within HISTORY_MAX_TOKENS. Null for a new conversation.",
   });
 
 /** A problem response (RFC 9457) with the stable `code`, and every extension member a code adds. */
@@ -176,24 +209,47 @@ export const ProblemSchema = z
       .string()
       .optional()
       .openapi({ description: "FORBIDDEN only: the permission the caller lacks." }),
-    runId: z.string().optional().openapi({ description: "MODEL_UNAVAILABLE and RUN_NOT_RUNNING only." }),
+    runId: z.string().optional().openapi({
+      description:
+        "MODEL_UNAVAILABLE, CONTEXT_LENGTH_EXCEEDED and RUN_NOT_RUNNING only. With the first two, as are cycles, toolResults, usage and durationMs: the partial run.",
+    }),
     runStatus: z
       .union([z.enum(["failed", "cancelled"]), RunStatusSchema])
       .optional()
       .openapi({
         description:
-          "MODEL_UNAVAILABLE: `model_error`; RUN_NOT_RUNNING: the run's final status. The members below are MODEL_UNAVAILABLE only.",
+          "MODEL_UNAVAILABLE: `model_error`; CONTEXT_LENGTH_EXCEEDED: `context_length_exceeded`; RUN_NOT_RUNNING: the run's final status.",
       }),
-    providerStatus: z
-      .number()
-      .int()
-      .nullable()
-      .optional()
-      .openapi({ description: "The provider's last HTTP status; null without an HTTP response." }),
+    providerStatus: z.number().int().nullable().optional().openapi({
+      description: "MODEL_UNAVAILABLE only: the provider's last HTTP status; null without an HTTP response.",
+    }),
     cycles: z.number().int().nonnegative().optional(),
     toolResults: z.array(ToolResultSchema).optional(),
     usage: UsageSchema.optional(),
     durationMs: z.number().int().nonnegative().optional(),
+    previousRunId: z
+      .string()
+      .nullable()
+      .optional()
+      .openapi({ description: "CONTEXT_LENGTH_EXCEEDED only: the run this one continued, or null." }),
+    history: HistorySummarySchema.optional().openapi({
+      description: "CONTEXT_LENGTH_EXCEEDED only: the earlier conversation the run carried, or null.",
+    }),
+    contextLength: ContextLengthSchema.nullable()
+      .optional()
+      .openapi({ description: "CONTEXT_LENGTH_EXCEEDED only: the refusal and the sizes." }),
+    expired: z
+      .literal(true)
+      .optional()
+      .openapi({ description: "NOT_FOUND of a `previousRunId` whose records expired (RUN_TTL_SECONDS)." }),
+    expiresAt: z
+      .string()
+      .optional()
+      .openapi({ description: "With `expired`: when the previous run's records expired (ISO 8601)." }),
+    previousRunStatus: z.string().optional().openapi({
+      description:
+        "PREVIOUS_RUN_IN_PROGRESS and PREVIOUS_RUN_NOT_CONTINUABLE only: the status of the run `previousRunId` names.",
+    }),
   })
   .strict()
   .openapi("Problem", { description: "RFC 9457 problem details; extension members depend on `code`." });
@@ -208,7 +264,9 @@ export const GatewayErrorSchema = z
  * Response headers the API sends, as zod objects (@hono/zod-openapi documents each member as a
  * response header; optional members are documented as not required):
  * - `Retry-After` (RFC 9110 §10.2.3): seconds to wait, on 409 IDEMPOTENCY_KEY_IN_USE (until the holder's
- *   lease ends) and 503 STORE_UNAVAILABLE;
+ *   lease ends), 409 PREVIOUS_RUN_IN_PROGRESS (until the previous run's deadline; `retryAfterWhileInProgress`:
+ *   optional, since the other 409 of `POST /v1/runs`, PREVIOUS_RUN_NOT_CONTINUABLE, has none) and 503
+ *   STORE_UNAVAILABLE;
  * - `WWW-Authenticate` (RFC 9110 §11.6.1): the challenge of every 401;
  * - `Idempotent-Replayed`: `true` on a response replayed for a repeated Idempotency-Key;
  * - `accepted`: the 202 of a durable run (`Prefer: respond-async`): `Location` (RFC 9110 §10.2.2) of the
@@ -218,6 +276,12 @@ export const GatewayErrorSchema = z
 export const RESPONSE_HEADERS = {
   retryAfter: z.object({
     "Retry-After": z.number().int().min(1).openapi({ description: "Seconds to wait before retrying." }),
+  }),
+  retryAfterWhileInProgress: z.object({
+    "Retry-After": z.number().int().min(1).optional().openapi({
+      description:
+        "Seconds to wait before retrying: on IDEMPOTENCY_KEY_IN_USE and PREVIOUS_RUN_IN_PROGRESS; absent on PREVIOUS_RUN_NOT_CONTINUABLE.",
+    }),
   }),
   wwwAuthenticate: z.object({
     "WWW-Authenticate": z.string().openapi({
@@ -261,6 +325,9 @@ const problem = (description: string, headers?: z.ZodObject) => ({
 
 // ---------------------------------------------------------------- runs
 
+/** A run id as the API issues it (`run_` and a UUID) or accepts it in a path or body. */
+const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
+
 /** Body of `POST /v1/runs`: prompt and optional limits that only tighten the server caps. */
 export const CreateRunBody = z
   .object({
@@ -280,6 +347,11 @@ export const CreateRunBody = z
     timeoutMs: z.number().int().positive().optional().openapi({
       description:
         "Cap on this run's wall time in ms. Only tightens the server's cap (RUN_TIMEOUT_MS): larger values are clamped to it.",
+    }),
+    previousRunId: RunId.optional().openapi({
+      description:
+        "Continue the conversation of this earlier run of the same user: the run starts from its transcript (cut to HISTORY_MAX_TOKENS), then this prompt. See docs/conversations.md.",
+      example: "run_0b6f0e53-8f0c-4a6e-9f33-3c1f0d6b5e21",
     }),
   })
   .strict()
@@ -302,6 +374,8 @@ export const RunResponseSchema = z
       .nullable()
       .openapi({ description: "model_error only: the provider's HTTP status; null otherwise." }),
     details: RunDetailsSchema,
+    previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
+    history: HistorySummarySchema,
   })
   .strict()
   .openapi("RunResponse", { description: "The run's terminal outcome (every terminal status is a 200)." });
@@ -354,6 +428,8 @@ export const RunRecordSchema = z
     usage: UsageSchema,
     durationMs: z.number().int().nullable(),
     expiresAt: z.string(),
+    previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
+    history: HistorySummarySchema,
     steps: z.array(RunStepSchema),
   })
   .strict()
@@ -364,10 +440,10 @@ export const RunRecordSchema = z
 
 /** Path parameters of `GET /v1/runs/{runId}`. */
 export const RunIdParam = z.object({
-  runId: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,128}$/)
-    .openapi({ param: { name: "runId", in: "path" }, example: "run_0b6f0e53-8f0c-4a6e-9f33-3c1f0d6b5e21" }),
+  runId: RunId.openapi({
+    param: { name: "runId", in: "path" },
+    example: "run_0b6f0e53-8f0c-4a6e-9f33-3c1f0d6b5e21",
+  }),
 });
 
 // ---------------------------------------------------------------- invoices
@@ -547,13 +623,18 @@ export const createRunRoute = createRoute({
     400: problem(
       "INVALID_REQUEST: the body is not valid JSON (or not the base64 or UTF-8 it claims to be), fails the schema, or the Idempotency-Key is malformed (`errors` says where).",
     ),
+    404: problem(
+      "NOT_FOUND: `previousRunId` names no run of this user (another tenant's or user's run looks the same), or one whose records expired (RUN_TTL_SECONDS; the detail says so, with `expired` and `expiresAt`).",
+    ),
     409: problem(
-      "IDEMPOTENCY_KEY_IN_USE: a run with this Idempotency-Key is still in progress.",
-      RESPONSE_HEADERS.retryAfter,
+      "IDEMPOTENCY_KEY_IN_USE: a run with this Idempotency-Key is still in progress. PREVIOUS_RUN_IN_PROGRESS: the run `previousRunId` names has not finished. Both with `Retry-After`. PREVIOUS_RUN_NOT_CONTINUABLE: that run ended without a transcript (the server failed mid-run, or it stopped without recording an outcome); no `Retry-After`.",
+      RESPONSE_HEADERS.retryAfterWhileInProgress,
     ),
     413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
-    422: problem("IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used with a different body."),
+    422: problem(
+      "IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used with a different body. CONTEXT_LENGTH_EXCEEDED: the model's context window could not hold the request; `history` and `contextLength` give the sizes, `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run.",
+    ),
     502: problem(
       "MODEL_UNAVAILABLE: the model provider kept failing after retries; `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run.",
     ),
@@ -682,7 +763,12 @@ const sameShape = <Check extends true>(value: Check): Check => value;
 // other fails `tsc` here.
 sameShape<Same<Invoice, InvoiceResponse>>(true);
 sameShape<Same<ToolResult, ToolResultResponse>>(true);
-sameShape<Same<Omit<RunOutcome, "messages">, RunResponse>>(true);
+sameShape<
+  Same<
+    Omit<RunOutcome & Pick<RunRecord<AgentRunShapes>, "previousRunId" | "history">, "messages">,
+    RunResponse
+  >
+>(true);
 sameShape<
   Same<Omit<RunRecord<AgentRunShapes> & { steps: RunStep<AgentRunShapes>[] }, never>, RunRecordResponse>
 >(true);

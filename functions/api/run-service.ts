@@ -1,6 +1,8 @@
 import { Deadline } from "../../shared/agent/deadline.js";
+import { transcriptOf } from "../../shared/agent/history.js";
 import { clampRunLimits, type RunLimits } from "../../shared/agent/limits.js";
 import { type RunOutcome, type RunUsage, runAgent } from "../../shared/agent/loop.js";
+import type { ConversationHistory } from "../../shared/conversation.js";
 import type { AppDeps } from "../../shared/deps.js";
 import type { SecurityContext } from "../../shared/identity.js";
 import { observeToolResults, recordRunMetrics } from "../../shared/observability.js";
@@ -11,6 +13,8 @@ import { observeToolResults, recordRunMetrics } from "../../shared/observability
  * - `runScope`: the client's Idempotency-Key, else `runId` (feeds tool idempotency keys)
  * - `deadline`: the run's deadline, made by the caller from {@link runBudgetMs} (the HTTP layer also
  *   uses it as the Idempotency-Key lease); the caller disposes it
+ * - `conversation`: the earlier conversation this run continues (`loadConversation` in
+ *   shared/conversation.ts, called before the run starts), absent for a new conversation
  */
 export interface RunRequest {
   security: SecurityContext;
@@ -20,6 +24,7 @@ export interface RunRequest {
   maxCycles?: number | undefined;
   timeoutMs?: number | undefined;
   deadline: Deadline;
+  conversation?: ConversationHistory | undefined;
 }
 
 /**
@@ -55,7 +60,8 @@ export function runBudgetMs(
  * 1. writes the run record (`running`) — a store failure here stops the request before any model call
  * 2. runs the bounded loop; after each cycle appends an audit step, logs each tool result (INFO:
  *    toolName, status, error code, latencyMs) and emits its metrics
- * 3. writes the outcome, logs "run finished" and stores the run metrics
+ * 3. writes the outcome with the run's transcript (for runs that continue it; never logged), logs "run
+ *    finished" and stores the run metrics
  * A failed step or outcome write is logged (WARN/ERROR) and does not change the outcome: the effects of
  * the run have happened, so the caller still gets them. Prompts and answers are never logged.
  * @throws the store's error when the run record cannot be written at the start; any unexpected error
@@ -73,6 +79,8 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
     userId: security.userId,
     prompt: request.prompt,
     limits: { maxCycles: limits.maxCycles, timeoutMs: limits.runTimeoutMs },
+    previousRunId: request.conversation?.previousRunId,
+    history: request.conversation?.summary,
   });
   logger.info("run started", {
     userId: security.userId,
@@ -94,6 +102,7 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
       runScope: request.runScope,
       limits,
       deadline,
+      ...(request.conversation ? { history: request.conversation.messages } : {}),
       hooks: {
         onCycle: async (record) => {
           usageSoFar.promptTokens += record.usage.promptTokens;
@@ -123,6 +132,7 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
       reason: outcome.reason,
       usage: outcome.usage,
       durationMs: outcome.durationMs,
+      transcript: transcriptOf(outcome.messages, outcome.answer),
     });
   } catch (error) {
     logger.error("run outcome not written", { error: error as Error });

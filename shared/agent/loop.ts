@@ -29,7 +29,8 @@ export type {
  * `cycle-N:model`, `cycle-N:tools`, `summary:model`), and every branch below is decided from their results.
  * Checks, in this order:
  * - before each model call: cycle limit, token budget, then (inside the model step) the deadline
- * - after it: model failure (model_error / deadline_exceeded), then the reply's resolution
+ * - after it: model failure (model_error / deadline_exceeded; a context-window refusal is
+ *   context_length_exceeded), then the reply's resolution
  *   (shared/agent/turn-resolution.ts): refusal, cut-off output, tool calls, answer, or no usable output
  *   (one corrective retry per run, then model_error)
  * - after the turn's tool calls settle: permission_denied, deadline_exceeded, budget_exceeded (tokens or
@@ -56,7 +57,14 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
     run.addUsage(model.usage);
     const resolution: Resolution =
       model.kind === "failure"
-        ? { kind: "stop", stop: stops.modelFailed(model, deadline.at), answer: null }
+        ? {
+            kind: "stop",
+            stop: stops.modelFailed(model, deadline.at, {
+              messages: run.messages,
+              history: input.history ?? [],
+            }),
+            answer: null,
+          }
         : resolveReply(model, { cycle, retried: run.retried, cycleLeft: cycle < limits.maxCycles });
     if (resolution.kind === "stop") {
       await notify(hooks, cycleRecord({ cycle, request, model, outcome: resolution.stop.status }));

@@ -102,20 +102,33 @@ export interface ModelReply {
 }
 
 /**
+ * What a provider stated when it refused a request that does not fit the model's context window:
+ * `contextTokens`, the window, and `requestTokens`, the request's size, in the provider's tokens; each
+ * null when the provider did not say (see shared/agent/context-length.ts for the phrasings recognised).
+ */
+export interface ContextLengthRefusal {
+  contextTokens: number | null;
+  requestTokens: number | null;
+}
+
+/**
  * A failed model call (plain JSON), never thrown.
  * - `cause`: "deadline" (the run's deadline ended the call, retries included), "provider" (an HTTP error
- *   after the client's retries, a connection error, an unreadable body), or "no_choices" (a 200 response
- *   without a choice)
+ *   after the client's retries, a connection error, an unreadable body), "context_length" (the provider
+ *   refused the request as larger than the model's context window; the client does not retry a 4xx), or
+ *   "no_choices" (a 200 response without a choice)
  * - `status`: HTTP status of the last failed attempt (for "deadline": of an attempt that failed before the
  *   deadline cut the retries short); null when there was no HTTP error response
  * - `message`: the provider's or transport's message
+ * - `contextLength`: for "context_length", the sizes the provider stated
  */
 export interface ModelFailure {
   kind: "failure";
-  cause: "deadline" | "provider" | "no_choices";
+  cause: "deadline" | "provider" | "context_length" | "no_choices";
   status: number | null;
   message: string;
   usage: ModelUsage;
+  contextLength?: ContextLengthRefusal;
 }
 
 /**

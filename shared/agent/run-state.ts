@@ -10,10 +10,14 @@ export const DEFAULT_SYSTEM_PROMPT = [
   "plainly. Record an invoice only when the user asked for it and its tax calculation succeeded.",
 ].join(" ");
 
-/** The messages of a run's first model request: the system prompt, then the user's prompt. */
-export function initialMessages(input: Pick<RunInput, "systemPrompt" | "prompt">): ChatMessage[] {
+/**
+ * The messages of a run's first model request: the system prompt, the earlier conversation it continues
+ * (`history`, none for a new one), then the user's prompt.
+ */
+export function initialMessages(input: Pick<RunInput, "systemPrompt" | "prompt" | "history">): ChatMessage[] {
   return [
     { role: "system", content: input.systemPrompt ?? DEFAULT_SYSTEM_PROMPT },
+    ...(input.history ?? []),
     { role: "user", content: input.prompt },
   ];
 }

@@ -1,4 +1,6 @@
-import type { ModelFailure } from "./model.js";
+import type { ContextLengthDetails } from "./context-length.js";
+import { estimateTokens, type HistoryMessage } from "./history.js";
+import type { ChatMessage, ModelFailure } from "./model.js";
 import type { RunOutcomeDetails, RunStatus } from "./types.js";
 
 /** Why a run stops: its status, a human sentence (null for completed) and the structured details. */
@@ -38,12 +40,19 @@ export const stops = {
   }),
 
   /**
-   * A failed model call: a provider failure is model_error with its HTTP status; a call the deadline cut
-   * short is deadline_exceeded, unless an attempt had already failed with an HTTP status (the provider was
-   * still failing: model_error with that status).
+   * A failed model call: a provider failure is model_error with its HTTP status; a context-window refusal
+   * is context_length_exceeded (see {@link stops.contextLengthExceeded}; `request` is the refused
+   * request: its messages and the history it carried); a call the deadline cut short is
+   * deadline_exceeded, unless an attempt had already failed with an HTTP status (the provider was still
+   * failing: model_error with that status).
    */
-  modelFailed: (failure: ModelFailure, deadlineAt: number): Stop => {
+  modelFailed: (
+    failure: ModelFailure,
+    deadlineAt: number,
+    request: { messages: readonly ChatMessage[]; history: readonly HistoryMessage[] },
+  ): Stop => {
     const { status, message } = failure;
+    if (failure.cause === "context_length") return stops.contextLengthExceeded(failure, request);
     if (failure.cause === "no_choices") {
       return {
         status: "model_error",
@@ -63,6 +72,38 @@ export const stops = {
       status: "model_error",
       reason: `The model provider was still failing (HTTP ${status}) at the deadline.`,
       details: { modelError: { status, message: `HTTP ${status}; retries were cut short by the deadline` } },
+    };
+  },
+
+  /**
+   * The provider refused the request as larger than the model's context window: context_length_exceeded
+   * with {@link ContextLengthDetails} (the provider's status, message and stated sizes; the refused
+   * request's and its history's message counts and estimated tokens, shared/agent/history.ts).
+   */
+  contextLengthExceeded: (
+    failure: ModelFailure,
+    request: { messages: readonly ChatMessage[]; history: readonly HistoryMessage[] },
+  ): Stop => {
+    const { messages, history } = request;
+    const historyEstimatedTokens = estimateTokens(history);
+    const requestEstimatedTokens = estimateTokens(messages);
+    const contextLength: ContextLengthDetails = {
+      providerStatus: failure.status,
+      message: failure.message,
+      historyMessages: history.length,
+      historyEstimatedTokens,
+      requestMessages: messages.length,
+      requestEstimatedTokens,
+      contextTokens: failure.contextLength?.contextTokens ?? null,
+      requestTokens: failure.contextLength?.requestTokens ?? null,
+    };
+    return {
+      status: "context_length_exceeded",
+      reason:
+        `The model's context window cannot hold this request (${messages.length} messages, about ` +
+        `${requestEstimatedTokens} tokens estimated, of which ${history.length} history messages, about ` +
+        `${historyEstimatedTokens} tokens): ${failure.message}`,
+      details: { contextLength },
     };
   },
 

@@ -1,6 +1,8 @@
 import type { SecurityContext } from "../identity.js";
+import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
 import type { ToolRegistry } from "./dispatcher.js";
+import type { HistoryMessage } from "./history.js";
 import type { RunLimits } from "./limits.js";
 import type { ChatMessage, Model, ModelUsage } from "./model.js";
 import type { ToolResult } from "./result.js";
@@ -16,7 +18,8 @@ export type RunStatus =
   | "loop_detected"
   | "model_refused"
   | "model_output_truncated"
-  | "model_error";
+  | "model_error"
+  | "context_length_exceeded";
 
 /** Token usage summed over every model call of a run (from the provider's `usage`; zeros when absent). */
 export type RunUsage = ModelUsage;
@@ -33,6 +36,8 @@ export type RunUsage = ModelUsage;
  * - `deadline` (deadline_exceeded): the phase the deadline hit and the deadline (epoch ms)
  * - `finishReason` (model_output_truncated): "length" or "content_filter"
  * - `summarized` (max_cycles_exceeded): whether the tool-less summary call produced `answer`
+ * - `contextLength` (context_length_exceeded): the provider's refusal and the size of the history and
+ *   request it refused, see {@link ContextLengthDetails}
  */
 export interface RunOutcomeDetails {
   budget?: { name: "maxTotalTokens" | "maxToolCallsPerRun"; limit: number; used: number };
@@ -42,6 +47,7 @@ export interface RunOutcomeDetails {
   deadline?: { phase: "before_model_call" | "model_call" | "tool_calls"; deadlineAt: number };
   finishReason?: string;
   summarized?: boolean;
+  contextLength?: ContextLengthDetails;
 }
 
 /**
@@ -107,6 +113,8 @@ export interface RunHooks {
  * - `deadline`: the run's single deadline; its signal reaches every model and tool call. Build it from
  *   `Deadline.budgetMs(limits.runTimeoutMs, lambdaRemainingMs, config.limits.deadlineReserveMs)`.
  * - `step`: runs each model call and each turn of tool calls (see shared/agent/step.ts); default `runInline`
+ * - `history`: an earlier conversation to continue (shared/conversation.ts loads and trims it), sent
+ *   between the system prompt and `prompt`; never holds a system message
  */
 export interface RunInput {
   model: Model;
@@ -118,6 +126,7 @@ export interface RunInput {
   limits: RunLimits;
   deadline: Deadline;
   systemPrompt?: string;
+  history?: HistoryMessage[];
   hooks?: RunHooks;
   step?: StepRunner;
 }

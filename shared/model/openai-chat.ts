@@ -5,6 +5,7 @@ import type {
   ChatCompletionFunctionTool,
   ChatCompletionMessage,
 } from "openai/resources/chat/completions";
+import { contextLengthRefusal } from "../agent/context-length.js";
 import { raceAbort } from "../agent/deadline.js";
 import type {
   Model,
@@ -88,12 +89,15 @@ export class OpenAIChatModel implements Model {
     } catch (error) {
       const atDeadline =
         request.signal.aborted || Date.now() >= request.deadlineAt || error instanceof APIUserAbortError;
+      // A refusal of the request's size (OpenAI code context_length_exceeded and other servers' forms).
+      const contextLength = atDeadline ? undefined : contextLengthRefusal(error);
       return {
         kind: "failure",
-        cause: atDeadline ? "deadline" : "provider",
+        cause: atDeadline ? "deadline" : contextLength ? "context_length" : "provider",
         status: atDeadline ? failedStatus : error instanceof APIError ? (error.status ?? null) : null,
         message: error instanceof Error ? error.message : String(error),
         usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+        ...(contextLength ? { contextLength } : {}),
       };
     }
     const usage = usageOf(completion.usage);

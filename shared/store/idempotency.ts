@@ -1,5 +1,5 @@
-import { gunzipSync, gzipSync } from "node:zlib";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { decodeText, encodeText } from "./compressed.js";
 import { keys } from "./keys.js";
 import { type Lease, type LeaseRecord, LeaseStore } from "./lease.js";
 import { type StoredItem, tableKey } from "./table.js";
@@ -163,26 +163,23 @@ export class IdempotencyStore extends LeaseStore<StoredResponse> {
     return record ? toRecord(record) : undefined;
   }
 
-  /** The stored form of a response, or undefined when it is over the cap even compressed. */
+  /**
+   * The stored form of a response (its body encoded by shared/store/compressed.ts: gzip above
+   * {@link COMPRESS_RESPONSE_ABOVE_BYTES}), or undefined when it is over the cap even compressed.
+   */
   protected encodeData(response: StoredResponse): StoredItem | undefined {
-    const bytes = Buffer.byteLength(response.body, "utf8");
-    const base = { status: response.status, headers: response.headers };
-    if (bytes <= COMPRESS_RESPONSE_ABOVE_BYTES) return { ...base, encoding: "identity", body: response.body };
-    const compressed = gzipSync(Buffer.from(response.body, "utf8"));
-    if (compressed.byteLength > MAX_STORED_RESPONSE_BYTES) return undefined;
-    return { ...base, encoding: "gzip", body: new Uint8Array(compressed) };
+    const encoded = encodeText(response.body, {
+      compressAboveBytes: COMPRESS_RESPONSE_ABOVE_BYTES,
+      maxBytes: MAX_STORED_RESPONSE_BYTES,
+    });
+    return encoded && { status: response.status, headers: response.headers, ...encoded };
   }
 
   /** A response back from its stored form (gunzipped when `encoding` is gzip). */
   protected decodeData(stored: unknown): StoredResponse | undefined {
     if (!stored || typeof stored !== "object") return undefined;
-    const { status, headers, encoding, body } = stored as Record<string, unknown>;
-    const text =
-      encoding === "gzip" && body instanceof Uint8Array
-        ? gunzipSync(body).toString("utf8")
-        : typeof body === "string"
-          ? body
-          : undefined;
+    const { status, headers } = stored as Record<string, unknown>;
+    const text = decodeText(stored);
     if (typeof status !== "number" || text === undefined) return undefined;
     return { status, headers: (headers ?? {}) as Record<string, string>, body: text };
   }

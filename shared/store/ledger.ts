@@ -2,6 +2,7 @@ import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { sha256Hex } from "../hash.js";
 import type { MoneyValue } from "../money/money.js";
 import { conditionalPut } from "./conditional.js";
+import { QuoteAlreadyRecordedError } from "./errors.js";
 import { keys } from "./keys.js";
 import { queryTenant } from "./query.js";
 import { getItem, ITEM_ABSENT, type StoredItem, splitItem, tableItem, tableKey } from "./table.js";
@@ -28,7 +29,10 @@ export interface Invoice {
   subtotal: MoneyValue;
   taxAmount: MoneyValue;
   grossTotal: MoneyValue;
-  /** The idempotency key the invoice id was derived from. */
+  /**
+   * The tool idempotency key of the operation that recorded it: a retry with the same key replays this
+   * invoice; another key recording the same quote gets `QuoteAlreadyRecordedError`.
+   */
   idempotencyKey: string;
   runId: string;
   createdBy: string;
@@ -40,11 +44,14 @@ export interface Invoice {
 export type NewInvoice = Omit<Invoice, "invoiceId" | "idempotencyKey" | "createdAt">;
 
 /**
- * Derives the invoice id from the idempotency key, so the effect (the ledger item) and the proof that it
- * happened are one item: `inv_` + the first 24 hex characters of SHA-256(key).
+ * Derives the invoice id from the quote it records: `inv_` + the first 24 hex characters of
+ * SHA-256(`quote:` + quoteId). One quote has one possible invoice id in its tenant's partition, so the
+ * ledger put's `attribute_not_exists` condition itself enforces "one quote, at most one invoice" (issue
+ * 19): the effect, the proof that it happened and the claim on the quote are one item, with no separate
+ * claim record that a crash could leave written without its invoice.
  */
-export function invoiceIdFor(idempotencyKey: string): string {
-  return `inv_${sha256Hex(idempotencyKey).slice(0, 24)}`;
+export function invoiceIdForQuote(quoteId: string): string {
+  return `inv_${sha256Hex(`quote:${quoteId}`).slice(0, 24)}`;
 }
 
 /** Ledger access for one table; all keys are tenant-scoped. */
@@ -55,23 +62,27 @@ export class LedgerStore {
   ) {}
 
   /**
-   * Records an invoice at most once per idempotency key. The effect and its proof are one item: a single
-   * conditional put (`attribute_not_exists(pk)`) of the invoice under an id derived from the idempotency
-   * key, so they cannot diverge (no separate "done" record that a crash could leave unwritten).
-   * If the item exists, nothing is written and the first invoice is returned unchanged (its runId,
-   * createdBy and createdAt stay those of the call that created it). The existing item is read from
-   * ReturnValuesOnConditionCheckFailure ALL_OLD where the server supports it (DynamoDB, DynamoDB Local:
-   * one request), else with a consistent GetItem (dynalite: two requests); see {@link conditionalPut}.
+   * Records an invoice at most once per quote, and replays it for the operation that recorded it. The
+   * effect and its proof are one item: a single conditional put (`attribute_not_exists(pk)`) of the
+   * invoice under an id derived from its quote ({@link invoiceIdForQuote}), so they cannot diverge (no
+   * separate "done" or "claimed" record that a crash could leave unwritten), and of two concurrent
+   * recordings of one quote exactly one put succeeds.
+   * If the item exists and holds the same idempotency key (a retry of the same operation), nothing is
+   * written and the first invoice is returned unchanged (its runId, createdBy and createdAt stay those of
+   * the call that created it). The existing item is read from ReturnValuesOnConditionCheckFailure ALL_OLD
+   * where the server supports it (DynamoDB, DynamoDB Local: one request), else with a consistent GetItem
+   * (dynalite: two requests); see {@link conditionalPut}.
    * @returns the stored invoice and whether this call created it
-   * @throws Error when the existing item belongs to another idempotency key (an invoice-id collision),
-   *   or vanished between the put and the read; the SDK's error for anything but a failed condition
+   * @throws QuoteAlreadyRecordedError when another operation (another idempotency key) recorded the
+   *   quote; Error when the existing item vanished between the put and the read; the SDK's error for
+   *   anything but a failed condition
    */
   async recordOnce(
     invoice: NewInvoice,
     idempotencyKey: string,
     signal?: AbortSignal,
   ): Promise<{ invoice: Invoice; created: boolean }> {
-    const invoiceId = invoiceIdFor(idempotencyKey);
+    const invoiceId = invoiceIdForQuote(invoice.quoteId);
     const item: Invoice = { ...invoice, invoiceId, idempotencyKey, createdAt: new Date().toISOString() };
     const put = await conditionalPut(
       this.client,
@@ -85,9 +96,7 @@ export class LedgerStore {
     if (put.written) return { invoice: item, created: true };
     if (!put.existing) throw new Error(`Invoice ${invoiceId} failed its condition but could not be read.`);
     const existing = toInvoice(put.existing);
-    if (existing.idempotencyKey !== idempotencyKey) {
-      throw new Error(`Invoice id ${invoiceId} is already taken by another idempotency key.`);
-    }
+    if (existing.idempotencyKey !== idempotencyKey) throw new QuoteAlreadyRecordedError(existing);
     return { invoice: existing, created: false };
   }
 

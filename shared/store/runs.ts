@@ -1,9 +1,19 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { sha256Hex } from "../hash.js";
+import { decodeText, type EncodedText, encodeText } from "./compressed.js";
+import { COMPRESS_RESPONSE_ABOVE_BYTES } from "./idempotency.js";
 import { keys } from "./keys.js";
 import { queryTenant } from "./query.js";
-import { ITEM_ABSENT, ITEM_PRESENT, splitItem, tableItem, tableKey } from "./table.js";
+import {
+  getItem,
+  ITEM_ABSENT,
+  ITEM_PRESENT,
+  type StoredItem,
+  splitItem,
+  tableItem,
+  tableKey,
+} from "./table.js";
 
 /**
  * What the run store persists of the agent's types, as type parameters bound once where the store is
@@ -11,10 +21,13 @@ import { ITEM_ABSENT, ITEM_PRESENT, splitItem, tableItem, tableKey } from "./tab
  * - `status`: the loop's terminal statuses (`RunStatus`)
  * - `toolResult`: the tool result envelope of one call (`ToolResult`); only its `data` is read, to drop
  *   it from a step over the size cap
+ * - `message`: one message of the transcript a finished run stores for the runs continuing it
+ *   (`HistoryMessage`); stored as JSON, never read by the store
  */
 export interface RunShapes {
   status: string;
   toolResult: { data: unknown };
+  message: unknown;
 }
 
 /** Token usage of a run or a cycle, as the agent counts it (`RunUsage`) and the store keeps it. */
@@ -43,6 +56,10 @@ export type RunRecordStatus<S extends RunShapes = RunShapes> =
  * - `cyclesRecorded`: audit steps written so far (how far a killed run got)
  * - `usage`: tokens summed over recorded cycles while running, the run's total once finished
  * - `expiresAt`: when DynamoDB TTL may delete the record (ISO 8601; the item's `ttl` in epoch seconds)
+ * - `previousRunId`: the run this one continues, null for a new conversation
+ * - `history`: the earlier conversation it carried, see {@link HistorySummary}; null without one
+ * The transcript a finished run stores for its continuations is an internal attribute of the same item
+ * (never returned here, never logged), see {@link RunStore.readContinuation}.
  */
 export interface RunRecord<S extends RunShapes = RunShapes> {
   runId: string;
@@ -61,7 +78,50 @@ export interface RunRecord<S extends RunShapes = RunShapes> {
   usage: TokenUsage;
   durationMs: number | null;
   expiresAt: string;
+  previousRunId: string | null;
+  history: HistorySummary | null;
 }
+
+/**
+ * The size of the earlier conversation a run carried: `messages` sent, their `estimatedTokens`
+ * (shared/agent/history.ts estimate) and `droppedMessages`, the previous transcript's messages left out
+ * to stay within HISTORY_MAX_TOKENS and the run's token budget (plus any its run dropped when storing it).
+ */
+export interface HistorySummary {
+  messages: number;
+  estimatedTokens: number;
+  droppedMessages: number;
+}
+
+/**
+ * A stored transcript is gzip-compressed above this many UTF-8 bytes of JSON: the same rule and
+ * threshold as stored Idempotency-Key responses ({@link COMPRESS_RESPONSE_ABOVE_BYTES}), one encoding
+ * (shared/store/compressed.ts).
+ */
+export const COMPRESS_TRANSCRIPT_ABOVE_BYTES = COMPRESS_RESPONSE_ABOVE_BYTES;
+
+/**
+ * Cap on a stored transcript in bytes after compression. It shares the run record's item with the
+ * answer and the outcome; DynamoDB items are limited to 400 KB, and 300 000 bytes leaves room for an
+ * answer as long as a model writes in one response. A transcript over the cap is stored shortened by
+ * {@link RunStoreOptions.shortenTranscript} (the oldest whole turns dropped) until it fits;
+ * `transcriptDroppedMessages` counts what was left out, and the continuing run reports it in its
+ * `history.droppedMessages`.
+ */
+export const MAX_STORED_TRANSCRIPT_BYTES = 300_000;
+
+/**
+ * What {@link RunStore.readContinuation} found under a run id of a tenant:
+ * - `missing`: no such run (or DynamoDB has deleted it)
+ * - `expired`: the record is past its `ttl` but not yet deleted by DynamoDB TTL (treated as gone)
+ * - `found`: the live record; `transcript` is the stored transcript as parsed JSON (unvalidated, the
+ *   caller checks its shape), undefined when none was stored (a run still running, failed, or finished
+ *   before transcripts were kept); `transcriptDroppedMessages` what was cut to store it
+ */
+export type ContinuationRead<S extends RunShapes = RunShapes> =
+  | { kind: "missing" }
+  | { kind: "expired"; run: RunRecord<S> }
+  | { kind: "found"; run: RunRecord<S>; transcript: unknown; transcriptDroppedMessages: number };
 
 /**
  * One tool call in an audit step: the model's raw arguments (cut to {@link MAX_ARGUMENT_CHARS}, with
@@ -105,7 +165,10 @@ export interface CycleInput<S extends RunShapes = RunShapes> {
   toolCalls: ReadonlyArray<{ id: string; name: string; arguments: string; result: S["toolResult"] }>;
 }
 
-/** The outcome fields written when a run ends. */
+/**
+ * The outcome fields written when a run ends. `transcript`: the run's conversation for later runs to
+ * continue (shared/agent/history.ts `transcriptOf`), stored encoded with the outcome in the same write.
+ */
 export interface RunFinish<S extends RunShapes = RunShapes> {
   status: S["status"];
   cycles: number;
@@ -113,6 +176,18 @@ export interface RunFinish<S extends RunShapes = RunShapes> {
   reason: string | null;
   usage: TokenUsage;
   durationMs: number;
+  transcript?: ReadonlyArray<S["message"]>;
+}
+
+/**
+ * Options of a {@link RunStore}, bound once where it is created (shared/deps.ts):
+ * - `shortenTranscript`: a shorter form of a transcript, tried while its encoding is over
+ *   {@link MAX_STORED_TRANSCRIPT_BYTES} (the agent's whole-turn cut, shared/agent/history.ts
+ *   `halveHistory`: the store does not know what a turn is). A result that is not shorter than its input
+ *   makes the store keep an empty transcript. Default: no shortening (an empty transcript at once).
+ */
+export interface RunStoreOptions<S extends RunShapes = RunShapes> {
+  shortenTranscript?: (messages: ReadonlyArray<S["message"]>) => ReadonlyArray<S["message"]>;
 }
 
 /** Raw tool-call arguments longer than this (characters) are cut in the audit step. */
@@ -126,13 +201,15 @@ const ZERO_USAGE: TokenUsage = { promptTokens: 0, completionTokens: 0, totalToke
  * Run records and their audit steps, tenant-scoped (`TENANT#<tenantId>`), each item with a `ttl`
  * (epoch seconds) of `ttlSeconds` after it was written (config RUN_TTL_SECONDS). Every write is a single
  * conditional item write, so a run killed mid-way keeps the record and steps written so far.
- * `S` binds the agent's status and tool result types (see {@link RunShapes}).
+ * `S` binds the agent's status, tool result and transcript message types (see {@link RunShapes});
+ * `options` the transcript policy (see {@link RunStoreOptions}).
  */
 export class RunStore<S extends RunShapes = RunShapes> {
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
     private readonly ttlSeconds: number,
+    private readonly options: RunStoreOptions<S> = {},
   ) {}
 
   /**
@@ -148,6 +225,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
       userId: string;
       prompt: string;
       limits: RunRecord["limits"];
+      previousRunId?: string | undefined;
+      history?: HistorySummary | undefined;
     },
     now: Date = new Date(),
   ): Promise<RunRecord<S>> {
@@ -169,6 +248,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
       usage: ZERO_USAGE,
       durationMs: null,
       expiresAt: new Date(expiresAtSeconds * 1000).toISOString(),
+      previousRunId: input.previousRunId ?? null,
+      history: input.history ?? null,
     };
     await this.client.send(
       new PutCommand({
@@ -216,7 +297,9 @@ export class RunStore<S extends RunShapes = RunShapes> {
   }
 
   /**
-   * Stores a run's outcome (only while the record is `running`, so an outcome is written once).
+   * Stores a run's outcome (only while the record is `running`, so an outcome is written once), with its
+   * transcript when given (see {@link transcriptAttributes}): one write, so a finished run always has
+   * the transcript its continuations need.
    * @returns false when the record was not `running` (already finished, or missing)
    * @throws the SDK's error for anything but the failed condition
    */
@@ -226,11 +309,40 @@ export class RunStore<S extends RunShapes = RunShapes> {
     outcome: RunFinish<S>,
     now: Date = new Date(),
   ): Promise<boolean> {
+    const { transcript, ...fields } = outcome;
     return this.updateIfRunning(tenantId, runId, {
-      ...outcome,
+      ...fields,
+      ...(transcript ? this.transcriptAttributes(transcript) : {}),
       finishedAt: now.toISOString(),
       updatedAt: now.toISOString(),
     });
+  }
+
+  /**
+   * Reads a run record with its stored transcript, for a run that continues it (consistent read of the
+   * record alone, not its steps). The caller checks the owner before it says anything about the run:
+   * `expired` and `found` are for the tenant's run whoever started it.
+   * @returns see {@link ContinuationRead}
+   * @throws the SDK's error when the store cannot be read; Error when a stored transcript is corrupt
+   */
+  async readContinuation(
+    tenantId: string,
+    runId: string,
+    now: Date = new Date(),
+    signal?: AbortSignal,
+  ): Promise<ContinuationRead<S>> {
+    const item = await getItem(this.client, this.tableName, tableKey(tenantId, keys.run(runId)), signal);
+    const split = item && splitItem(item);
+    if (split?.type !== "run") return { kind: "missing" };
+    const { run, transcript, transcriptDroppedMessages } = toRunRecord<S>(split.attributes);
+    if (Number(split.expiresAtSeconds) <= Math.floor(now.getTime() / 1000)) return { kind: "expired", run };
+    const text = transcript === undefined ? undefined : decodeText(transcript);
+    return {
+      kind: "found",
+      run,
+      transcript: text === undefined ? undefined : (JSON.parse(text) as unknown),
+      transcriptDroppedMessages: Number(transcriptDroppedMessages ?? 0),
+    };
   }
 
   /**
@@ -287,7 +399,31 @@ export class RunStore<S extends RunShapes = RunShapes> {
       .filter((item) => item.type === "run_step")
       .map(({ attributes: { runId: _runId, ...step } }) => step as unknown as RunStep<S>)
       .sort((a, b) => a.cycle - b.cycle);
-    return { run: runItem.attributes as unknown as RunRecord<S>, steps };
+    return { run: toRunRecord<S>(runItem.attributes).run, steps };
+  }
+
+  /**
+   * The stored attributes of a transcript: its JSON encoded by shared/store/compressed.ts (gzip above
+   * {@link COMPRESS_TRANSCRIPT_ABOVE_BYTES}). Over {@link MAX_STORED_TRANSCRIPT_BYTES} even compressed,
+   * it is shortened by {@link RunStoreOptions.shortenTranscript} until it fits; in the end an empty
+   * transcript always does.
+   */
+  private transcriptAttributes(transcript: ReadonlyArray<S["message"]>): {
+    transcript: EncodedText;
+    transcriptDroppedMessages: number;
+  } {
+    const limits = {
+      compressAboveBytes: COMPRESS_TRANSCRIPT_ABOVE_BYTES,
+      maxBytes: MAX_STORED_TRANSCRIPT_BYTES,
+    };
+    const shorten = this.options.shortenTranscript ?? (() => []);
+    let kept = transcript;
+    for (;;) {
+      const encoded = encodeText(JSON.stringify(kept), limits);
+      if (encoded) return { transcript: encoded, transcriptDroppedMessages: transcript.length - kept.length };
+      const shorter = shorten(kept);
+      kept = shorter.length < kept.length ? shorter : [];
+    }
   }
 
   /** The TTL of an item written at `now`: epoch seconds, `ttlSeconds` later. */
@@ -349,4 +485,19 @@ function toStep<S extends RunShapes>(record: CycleInput<S>, now: Date): RunStep<
     }
   }
   return step;
+}
+
+/**
+ * A run item's own attributes (table attributes already split off) as a {@link RunRecord}, fields added
+ * since records were first written defaulted, and the internal transcript attributes set apart.
+ */
+function toRunRecord<S extends RunShapes>(
+  attributes: StoredItem,
+): { run: RunRecord<S>; transcript: unknown; transcriptDroppedMessages: unknown } {
+  const { transcript, transcriptDroppedMessages, ...rest } = attributes;
+  return {
+    run: { previousRunId: null, history: null, ...rest } as unknown as RunRecord<S>,
+    transcript,
+    transcriptDroppedMessages,
+  };
 }

@@ -1,7 +1,8 @@
 import * as z from "zod";
 import { defineTool, ToolBusinessError, type ToolDefinition } from "../agent/tool.js";
 import { computeTax, Decimal } from "../money/money.js";
-import { type Invoice, invoiceIdFor, type LedgerStore } from "../store/ledger.js";
+import { QuoteAlreadyRecordedError } from "../store/errors.js";
+import { type Invoice, invoiceIdForQuote, type LedgerStore } from "../store/ledger.js";
 import { QUOTE_ID_PATTERN, type Quote, type QuoteStore } from "../store/quotes.js";
 
 /**
@@ -68,12 +69,23 @@ function assertQuoteConsistent(quote: Quote): void {
   if (!same) throw new Error(`Stored quote ${quote.quoteId} does not match its own recomputation.`);
 }
 
+/** The business error for a quote another operation already recorded, naming its invoice. */
+function alreadyRecorded(invoice: Invoice): ToolBusinessError {
+  return new ToolBusinessError(
+    "QUOTE_ALREADY_RECORDED",
+    `Quote ${invoice.quoteId} is already recorded as invoice ${invoice.invoiceId} (for ${invoice.clientName}, created ${invoice.createdAt}); a quote is recorded at most once. Use that invoice, or call calculateTax again for a new quote.`,
+    { quoteId: invoice.quoteId, invoiceId: invoice.invoiceId, runId: invoice.runId },
+  );
+}
+
 /**
- * recordInvoice: mutating, needs `billing:write`. Writes the invoice once per idempotency key, with
- * every amount copied from the caller's tenant's quote (a second call with the same key returns the
- * first invoice and writes nothing, even after the quote expired).
+ * recordInvoice: mutating, needs `billing:write`. Writes at most one invoice per quote, with every
+ * amount copied from the caller's tenant's quote. A retry of the same operation (same idempotency key)
+ * returns its invoice and writes nothing, even after the quote expired; any other recording of a
+ * recorded quote (another run, another call) is refused.
  * @throws (as tool results) business_error QUOTE_NOT_FOUND (no such quote for this tenant: missing,
- *   deleted, or another tenant's) and QUOTE_EXPIRED (past its expiresAt)
+ *   deleted, or another tenant's), QUOTE_EXPIRED (past its expiresAt) and QUOTE_ALREADY_RECORDED
+ *   (another operation recorded it; `details.invoiceId` names that invoice)
  */
 export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeof RecordInvoiceInput> {
   const clock = deps.clock ?? (() => new Date());
@@ -83,8 +95,9 @@ export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeo
       "Record an invoice in the ledger for a client, from a quote returned by calculateTax. Every amount " +
       "(subtotal, taxAmount, grossTotal, currency, rate) is copied from the quote; this tool takes no " +
       "amounts. A quote belongs to the caller's tenant and expires (see calculateTax's expiresAt): an " +
-      "unknown quote is QUOTE_NOT_FOUND, an expired one QUOTE_EXPIRED (calculate again). Safe to retry: the " +
-      "same request records once. Needs the billing:write permission.",
+      "unknown quote is QUOTE_NOT_FOUND, an expired one QUOTE_EXPIRED (calculate again). A quote is " +
+      "recorded at most once: recording it again is QUOTE_ALREADY_RECORDED, naming the existing invoice. " +
+      "Safe to retry: the same request records once. Needs the billing:write permission.",
     inputSchema: RecordInvoiceInput,
     isMutating: true,
     requiredPermission: "billing:write",
@@ -101,10 +114,11 @@ export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeo
         // A retry of an invoice already recorded returns it, even once its quote has gone.
         const existing = await deps.ledger.get(
           security.tenantId,
-          invoiceIdFor(idempotencyKey),
+          invoiceIdForQuote(input.quoteId),
           context.signal,
         );
-        if (existing) return { invoice: existing, replayed: true };
+        if (existing?.idempotencyKey === idempotencyKey) return { invoice: existing, replayed: true };
+        if (existing) throw alreadyRecorded(existing);
         if (found.kind === "expired") {
           throw new ToolBusinessError(
             "QUOTE_EXPIRED",
@@ -120,28 +134,32 @@ export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeo
       }
       const quote = found.quote;
       assertQuoteConsistent(quote);
-      const { invoice, created } = await deps.ledger.recordOnce(
-        {
-          tenantId: security.tenantId,
-          clientName: input.clientName,
-          clientReference: input.clientReference ?? null,
-          description: input.description ?? null,
-          quoteId: quote.quoteId,
-          jurisdiction: quote.jurisdiction,
-          currency: quote.currency,
-          rateVersion: quote.rateVersion,
-          rate: quote.rate,
-          taxPointDate: quote.taxPointDate,
-          subtotal: quote.subtotal,
-          taxAmount: quote.taxAmount,
-          grossTotal: quote.grossTotal,
-          runId: context.runId,
-          createdBy: security.userId,
-        },
-        idempotencyKey,
-        context.signal,
-      );
-      return { invoice, replayed: !created };
+      const recorded = await deps.ledger
+        .recordOnce(
+          {
+            tenantId: security.tenantId,
+            clientName: input.clientName,
+            clientReference: input.clientReference ?? null,
+            description: input.description ?? null,
+            quoteId: quote.quoteId,
+            jurisdiction: quote.jurisdiction,
+            currency: quote.currency,
+            rateVersion: quote.rateVersion,
+            rate: quote.rate,
+            taxPointDate: quote.taxPointDate,
+            subtotal: quote.subtotal,
+            taxAmount: quote.taxAmount,
+            grossTotal: quote.grossTotal,
+            runId: context.runId,
+            createdBy: security.userId,
+          },
+          idempotencyKey,
+          context.signal,
+        )
+        .catch((error: unknown) => {
+          throw error instanceof QuoteAlreadyRecordedError ? alreadyRecorded(error.invoice) : error;
+        });
+      return { invoice: recorded.invoice, replayed: !recorded.created };
     },
   });
 }

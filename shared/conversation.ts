@@ -1,0 +1,152 @@
+/**
+ * Continuing a conversation (docs/conversations.md): given the caller's security context and a `previousRunId`,
+ * load that run's transcript, check who may continue it and whether it can be, and cut it to the
+ * history cap. Callable from any run starter (the synchronous `POST /v1/runs`, async/durable runs);
+ * nothing here writes.
+ */
+import * as z from "zod";
+import { estimateTokens, type HistoryMessage, trimHistory } from "./agent/history.js";
+import { DEFAULT_SYSTEM_PROMPT } from "./agent/loop.js";
+import { ProblemError } from "./errors.js";
+import type { SecurityContext } from "./identity.js";
+import type { HistorySummary, RunShapes, RunStore } from "./store/runs.js";
+
+/** The stored transcript's shape, checked on every load (shared/agent/history.ts `HistoryMessage`). */
+const TranscriptSchema = z.array(
+  z.discriminatedUnion("role", [
+    z.object({ role: z.literal("user"), content: z.string() }).strict(),
+    z
+      .object({
+        role: z.literal("assistant"),
+        content: z.string().nullable(),
+        tool_calls: z
+          .array(
+            z
+              .object({
+                id: z.string(),
+                type: z.literal("function"),
+                function: z.object({ name: z.string(), arguments: z.string() }).strict(),
+              })
+              .strict(),
+          )
+          .optional(),
+      })
+      .strict(),
+    z.object({ role: z.literal("tool"), tool_call_id: z.string(), content: z.string() }).strict(),
+  ]),
+);
+
+/**
+ * Seconds past a `running` run's own deadline (startedAt + its timeoutMs) after which it is taken as
+ * stopped without an outcome (its Lambda was killed) rather than still running: the outcome write takes
+ * well under a second after the deadline; 30 s leaves room for a slow store.
+ */
+export const STALE_RUN_GRACE_MS = 30_000;
+
+/**
+ * The history a continuing run starts from.
+ * - `previousRunId`: the run it continues
+ * - `messages`: the previous run's transcript (its own history, prompt, assistant messages, tool calls
+ *   and tool results), cut to the cap; sent between today's system prompt and the new prompt
+ * - `summary`: sizes for the run record and response, see {@link HistorySummary}
+ */
+export interface ConversationHistory {
+  previousRunId: string;
+  messages: HistoryMessage[];
+  summary: HistorySummary;
+}
+
+/**
+ * Loads the conversation a new run continues.
+ *
+ * Checks, in this order (each failure a {@link ProblemError}, nothing written):
+ * 1. the run exists in the caller's tenant and was started by the caller (`sub`): otherwise 404
+ *    NOT_FOUND, the same answer for another tenant's run, another user's run and an unknown id;
+ * 2. its records have not expired (RUN_TTL_SECONDS; an item past its `ttl` that DynamoDB has not yet
+ *    deleted counts as expired): otherwise 404 NOT_FOUND whose detail says it expired and when;
+ * 3. it failed on the server (`failed`), or it finished without a stored transcript, or it is still
+ *    `running` more than {@link STALE_RUN_GRACE_MS} after its own deadline (killed mid-run): 409
+ *    PREVIOUS_RUN_NOT_CONTINUABLE;
+ * 4. it has not finished (`running`, or any later non-terminal status such as awaiting approval): 409
+ *    PREVIOUS_RUN_IN_PROGRESS with `Retry-After` (seconds to its deadline, at least 1).
+ *
+ * The transcript is then cut ({@link trimHistory}: oldest whole turns first, no tool message without
+ * its call) to the smaller of `historyMaxTokens` (HISTORY_MAX_TOKENS) and what `maxTotalTokens` leaves
+ * after the system prompt and the new prompt (estimated), so the history never takes the run's whole
+ * token budget.
+ * @param input.systemPrompt the run's system prompt (default the loop's) for the budget estimate
+ * @throws ProblemError as above; the store's error when it cannot be read (503 via toProblem)
+ */
+export async function loadConversation<S extends RunShapes>(
+  runs: RunStore<S>,
+  security: SecurityContext,
+  input: {
+    previousRunId: string;
+    prompt: string;
+    historyMaxTokens: number;
+    maxTotalTokens: number;
+    runTtlSeconds: number;
+    systemPrompt?: string;
+  },
+  now: Date = new Date(),
+  signal?: AbortSignal,
+): Promise<ConversationHistory> {
+  const { previousRunId } = input;
+  const read = await runs.readContinuation(security.tenantId, previousRunId, now, signal);
+  if (read.kind === "missing" || read.run.userId !== security.userId) {
+    throw new ProblemError("NOT_FOUND", `There is no run ${previousRunId} to continue.`);
+  }
+  if (read.kind === "expired") {
+    throw new ProblemError(
+      "NOT_FOUND",
+      `Run ${previousRunId} has expired (its records were kept until ${read.run.expiresAt}, RUN_TTL_SECONDS = ${input.runTtlSeconds}) and cannot be continued; start a new conversation.`,
+      { extensions: { expired: true, expiresAt: read.run.expiresAt } },
+    );
+  }
+  const { run } = read;
+  if (read.transcript === undefined) {
+    const deadline = Date.parse(run.startedAt) + run.limits.timeoutMs;
+    const stale = run.status === "running" && now.getTime() > deadline + STALE_RUN_GRACE_MS;
+    if (run.status === "failed" || run.finishedAt !== null || stale) {
+      throw new ProblemError(
+        "PREVIOUS_RUN_NOT_CONTINUABLE",
+        run.status === "failed"
+          ? `Run ${previousRunId} failed on the server and left no transcript to continue; start a new conversation.`
+          : stale
+            ? `Run ${previousRunId} stopped without recording an outcome (it is past its deadline) and cannot be continued; start a new conversation.`
+            : `Run ${previousRunId} stored no transcript and cannot be continued; start a new conversation.`,
+        { extensions: { previousRunStatus: run.status } },
+      );
+    }
+    const retryAfter = Math.max(1, Math.ceil((deadline - now.getTime()) / 1000));
+    throw new ProblemError(
+      "PREVIOUS_RUN_IN_PROGRESS",
+      `Run ${previousRunId} has not finished (status ${run.status}); continue it once it has.`,
+      { extensions: { previousRunStatus: run.status }, headers: { "retry-after": String(retryAfter) } },
+    );
+  }
+  const parsed = TranscriptSchema.safeParse(read.transcript);
+  if (!parsed.success) {
+    throw new ProblemError(
+      "PREVIOUS_RUN_NOT_CONTINUABLE",
+      `The stored transcript of run ${previousRunId} is unreadable; start a new conversation.`,
+      { extensions: { previousRunStatus: run.status } },
+    );
+  }
+  const transcript = parsed.data as HistoryMessage[];
+  const ownTokens = estimateTokens([
+    { role: "system", content: input.systemPrompt ?? DEFAULT_SYSTEM_PROMPT },
+    { role: "user", content: input.prompt },
+  ]);
+  const cap = Math.min(input.historyMaxTokens, input.maxTotalTokens - ownTokens);
+  const trimmed = trimHistory(transcript, cap);
+  return {
+    previousRunId,
+    messages: trimmed.messages,
+    summary: {
+      messages: trimmed.messages.length,
+      estimatedTokens: trimmed.estimatedTokens,
+      droppedMessages: trimmed.droppedMessages + read.transcriptDroppedMessages,
+    },
+  };
+}
