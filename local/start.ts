@@ -79,10 +79,7 @@ async function main(): Promise<number> {
       printOutcome(body);
       previousRunId = String(body.runId);
     }
-    const claims = event.requestContext as unknown as {
-      authorizer: { jwt: { claims: { tenant_id: string } } };
-    };
-    await printLedger(claims.authorizer.jwt.claims.tenant_id);
+    await printLedger(tenantOf(event));
     return 0;
   } finally {
     await stack.stop();
@@ -144,14 +141,19 @@ async function runDurable(
       }
       previousRunId = String(run.runId);
     }
-    const claims = event.requestContext as unknown as {
-      authorizer: { jwt: { claims: { tenant_id: string } } };
-    };
-    await printLedger(claims.authorizer.jwt.claims.tenant_id);
+    await printLedger(tenantOf(event));
     return 0;
   } finally {
     await api.stop();
   }
+}
+
+/** The tenant of the seed event's JWT claims. */
+function tenantOf(event: APIGatewayProxyEventV2): string {
+  const claims = event.requestContext as unknown as {
+    authorizer: { jwt: { claims: { tenant_id: string } } };
+  };
+  return claims.authorizer.jwt.claims.tenant_id;
 }
 
 function printOutcome(body: Record<string, unknown>): void {

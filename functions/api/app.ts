@@ -120,6 +120,18 @@ export function createApp(deps: AppDeps | LazyDeps) {
     const deps = getDeps();
     const security = c.get("security");
     const body = c.req.valid("json");
+    // A continuation is checked before anything is claimed or written, for a
+    // synchronous and a durable run alike: 404 / 409 leave no trace.
+    const conversation =
+      body.previousRunId === undefined
+        ? undefined
+        : await loadConversation(deps.runs, security, {
+            previousRunId: body.previousRunId,
+            prompt: body.prompt,
+            historyMaxTokens: deps.config.history.maxTokens,
+            maxTotalTokens: deps.config.limits.maxTotalTokens,
+            runTtlSeconds: deps.config.runs.ttlSeconds,
+          });
     // Prefer: respond-async starts a durable run and answers 202 (run-async.ts); without a runner the
     // preference is ignored (RFC 7240 lets a server do so) and the run is synchronous.
     if (deps.executions && prefersAsync(c.req.header("prefer"))) {
@@ -131,21 +143,11 @@ export function createApp(deps: AppDeps | LazyDeps) {
         body,
         headers: c.req.raw.headers,
         event: c.env?.event,
+        conversation,
       });
       return response as never;
     }
     const runId = `run_${randomUUID()}`;
-    // A continuation is checked before anything is claimed or written: 404 / 409 leave no trace.
-    const conversation =
-      body.previousRunId === undefined
-        ? undefined
-        : await loadConversation(deps.runs, security, {
-            previousRunId: body.previousRunId,
-            prompt: body.prompt,
-            historyMaxTokens: deps.config.history.maxTokens,
-            maxTotalTokens: deps.config.limits.maxTotalTokens,
-            runTtlSeconds: deps.config.runs.ttlSeconds,
-          });
     const deadline = new Deadline(
       runBudgetMs(deps.config, body, c.env?.lambdaContext?.getRemainingTimeInMillis()),
     );

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { clampRunLimits, type RunLimits } from "../../shared/agent/limits.js";
+import type { ConversationHistory } from "../../shared/conversation.js";
 import type { AgentRunShapes, AppDeps } from "../../shared/deps.js";
 import {
   asyncRunId,
@@ -8,6 +9,7 @@ import {
   type DurableRunPayload,
   executionNameFor,
 } from "../../shared/durable/executions.js";
+import { fitHistoryToCheckpoint } from "../../shared/durable/history.js";
 import { ProblemError } from "../../shared/errors.js";
 import type { SecurityContext } from "../../shared/identity.js";
 import type { RunRecord, RunStep } from "../../shared/store/runs.js";
@@ -35,13 +37,23 @@ export function asyncRunLimits(
   );
 }
 
-/** Input of {@link startAsyncRun}: the verified caller, the validated body, the raw request for its keys. */
+/**
+ * Input of {@link startAsyncRun}: the verified caller, the validated body, the raw request for its keys,
+ * and `conversation`, the earlier conversation of `body.previousRunId` as `loadConversation`
+ * (shared/conversation.ts) returned it — checked by the caller before anything is claimed or written.
+ */
 export interface AsyncStartInput {
   deps: AppDeps & { executions: DurableExecutions };
   security: SecurityContext;
-  body: { prompt: string; maxCycles?: number | undefined; timeoutMs?: number | undefined };
+  body: {
+    prompt: string;
+    maxCycles?: number | undefined;
+    timeoutMs?: number | undefined;
+    previousRunId?: string | undefined;
+  };
   headers: Headers;
   event?: unknown;
+  conversation?: ConversationHistory | undefined;
 }
 
 /**
@@ -51,7 +63,9 @@ export interface AsyncStartInput {
  * 409 in progress, 422 other body) the run id, hence the execution name, derives from tenant + key +
  * body ({@link asyncRunId}); the run record (start time, limits) is written once and the execution's
  * input is read back from it, so a retried or taken-over start sends Lambda the same name and payload
- * and never starts a second execution.
+ * and never starts a second execution. A continuation (`conversation`) is recorded with its history
+ * summary after the history is fitted to the checkpoint limit (shared/durable/history.ts), exactly as the
+ * runner will fit it; the payload names the previous run, the runner loads the transcript in a step.
  * @throws ProblemError (idempotency, STORE_UNAVAILABLE); the port's error when the execution cannot be
  *   started (a 500: the Idempotency-Key record is released, so a retry starts it)
  */
@@ -71,7 +85,8 @@ export async function startAsyncRun(input: AsyncStartInput): Promise<Response> {
         ? asyncRunId(security.tenantId, clientKey, requestFingerprint(RUN_ROUTE, body))
         : `run_${randomUUID()}`;
       const limits = asyncRunLimits(deps.config, body);
-      const run = await startOrReadRun(deps, security, runId, body.prompt, limits);
+      const conversation = input.conversation && fitHistoryToCheckpoint(input.conversation);
+      const run = await startOrReadRun(deps, security, runId, body.prompt, limits, conversation);
       const startedAt = Date.parse(run.startedAt);
       const payload: DurableRunPayload = {
         version: 1,
@@ -82,6 +97,14 @@ export async function startAsyncRun(input: AsyncStartInput): Promise<Response> {
         limits: { ...limits, runTimeoutMs: run.limits.timeoutMs },
         startedAt,
         deadlineAt: startedAt + run.limits.timeoutMs,
+        ...(run.previousRunId
+          ? {
+              conversation: {
+                previousRunId: run.previousRunId,
+                historyMaxTokens: deps.config.history.maxTokens,
+              },
+            }
+          : {}),
       };
       await deps.executions.start(executionNameFor(runId), payload);
       deps.logger.info("durable run started", { runId, deadlineAt: payload.deadlineAt });
@@ -101,13 +124,17 @@ export async function startAsyncRun(input: AsyncStartInput): Promise<Response> {
   );
 }
 
-/** Writes the run record (`running`); when it already exists (a retried start), reads it back. */
+/**
+ * Writes the run record (`running`, with `previousRunId` and the history summary of a continuation);
+ * when it already exists (a retried start), reads it back.
+ */
 async function startOrReadRun(
   deps: AppDeps,
   security: SecurityContext,
   runId: string,
   prompt: string,
   limits: RunLimits,
+  conversation: ConversationHistory | undefined,
 ): Promise<RunRecord<AgentRunShapes>> {
   try {
     return await deps.runs.start({
@@ -116,6 +143,8 @@ async function startOrReadRun(
       userId: security.userId,
       prompt,
       limits: { maxCycles: limits.maxCycles, timeoutMs: limits.runTimeoutMs },
+      previousRunId: conversation?.previousRunId,
+      history: conversation?.summary,
     });
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;

@@ -13,6 +13,9 @@ import type { SecurityContext } from "../identity.js";
  * - `limits`: the run's effective limits (`limits.runTimeoutMs` ≤ config `durable.runTimeoutMs`)
  * - `startedAt`, `deadlineAt`: epoch ms; the run's start and its absolute deadline, read from the run
  *   record, so a retried start sends the same payload
+ * - `conversation`: present when the run continues an earlier one (`previousRunId`): its id and the
+ *   HISTORY_MAX_TOKENS the API trimmed the history to. Not the transcript itself (a payload is limited to
+ *   256 KB): the runner loads it in its `history:load` step (shared/durable/history.ts)
  */
 export interface DurableRunPayload {
   version: 1;
@@ -23,6 +26,7 @@ export interface DurableRunPayload {
   limits: RunLimits;
   startedAt: number;
   deadlineAt: number;
+  conversation?: { previousRunId: string; historyMaxTokens: number };
 }
 
 /** The zod schema of {@link DurableRunPayload}; the runner parses its event with it. */
@@ -50,6 +54,13 @@ export const DurableRunPayloadSchema = z
     }),
     startedAt: z.number().int().nonnegative(),
     deadlineAt: z.number().int().nonnegative(),
+    conversation: z
+      .object({
+        previousRunId: z.string().min(1),
+        historyMaxTokens: z.number().int().nonnegative(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 

@@ -7,11 +7,13 @@ import {
 } from "@aws/durable-execution-sdk-js";
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { Deadline, raceAbort } from "../agent/deadline.js";
+import { transcriptOf } from "../agent/history.js";
 import { type CycleRecord, type RunOutcome, type RunUsage, runAgent } from "../agent/loop.js";
 import type { StepRunner } from "../agent/step.js";
 import type { AppDeps } from "../deps.js";
 import { flushMetrics, observeToolResults, recordRunMetrics } from "../observability.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
+import { loadDurableHistory } from "./history.js";
 
 /**
  * What a durable run's execution returns: the run's outcome without its transcript (the same fields as
@@ -44,8 +46,12 @@ export class StepResultTooLargeError extends Error {
   }
 }
 
-/** Errors a step attempt is not retried for (by name: the SDK may hand the retry strategy a copy). */
-const NOT_RETRIED = new Set(["RunStoppedError", "StepResultTooLargeError"]);
+/**
+ * Errors a step attempt is not retried for (by name: the SDK may hand the retry strategy a copy).
+ * `ProblemError`: a refusal of `history:load` (the previous run can no longer be continued) gives the
+ * same answer on every attempt.
+ */
+const NOT_RETRIED = new Set(["RunStoppedError", "StepResultTooLargeError", "ProblemError"]);
 
 /** Raised (as an abort reason, and inside a step) when the execution was stopped; never retried. */
 export class RunStoppedError extends Error {
@@ -95,13 +101,17 @@ export const STEP_RETRY = (() => {
 /**
  * Builds the durable runner: `withDurableExecution` around the same `runAgent` the synchronous path runs.
  * Per execution (event = {@link DurableRunPayload}, validated; an invalid one fails the execution):
+ * 0. a continuation (`payload.conversation`) first loads the earlier conversation in the step
+ *    `history:load` (shared/durable/history.ts): its checkpoint fixes the history for every replay;
  * 1. every model call and every turn of tool calls is a `ctx.step` (`cycle-<n>:model`, `cycle-<n>:tools`,
  *    `summary:model`); a replay returns their checkpoints without calling the model or the tools again;
  * 2. the deadline is `payload.deadlineAt` (absolute, fixed at start), so every invocation shares it;
  * 3. each cycle's audit step is written with a conditional put: on replay the cycles already written
  *    are skipped (their logs and metrics too);
  * 4. the outcome is written in the `run:finish` step, only while the run record is `running` (a
- *    cancelled run keeps `cancelled`); the execution returns {@link DurableRunResult}.
+ *    cancelled run keeps `cancelled`), with the run's transcript (its history, prompt, assistant messages
+ *    and tool results) for runs that continue it, as the synchronous path stores it; the execution
+ *    returns {@link DurableRunResult}.
  * A stop ends the run `cancelled` without writing anything. Any other failure (a step still throwing
  * after {@link STEP_RETRY}) marks the run `failed` in the `run:fail` step and fails the execution, which
  * the stack's failed-executions alarm reports.
@@ -164,6 +174,18 @@ async function durableRun(
   const usageSoFar: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
   let outcome: RunOutcome;
   try {
+    const { conversation } = payload;
+    const history = conversation
+      ? await step("history:load", () =>
+          loadDurableHistory(runs, security, {
+            previousRunId: conversation.previousRunId,
+            prompt: payload.prompt,
+            historyMaxTokens: conversation.historyMaxTokens,
+            maxTotalTokens: payload.limits.maxTotalTokens,
+            runTtlSeconds: deps.config.runs.ttlSeconds,
+          }),
+        )
+      : undefined;
     outcome = await runAgent({
       model: deps.model,
       tools: deps.tools,
@@ -174,6 +196,7 @@ async function durableRun(
       limits: payload.limits,
       deadline,
       step,
+      ...(history ? { history: history.messages } : {}),
       hooks: { onCycle: (record) => writeAuditStep(deps, payload, record, usageSoFar, stopped) },
     });
   } catch (error) {
@@ -199,6 +222,7 @@ async function durableRun(
       reason: outcome.reason,
       usage: outcome.usage,
       durationMs,
+      transcript: transcriptOf(outcome.messages, outcome.answer),
     });
     return { durationMs, written };
   });
