@@ -1,5 +1,5 @@
 /**
- * Conversations across durable runs (issue 19 on issue 17's runner): the real API handler with the
+ * Conversations across durable runs (docs/durable-runs.md, Conversations): the real API handler with the
  * runner on the testing SDK's LocalDurableTestRunner, DynamoDB Local, and the local model server over
  * HTTP through the real openai client. An async run continues a sync one, a sync run continues an async
  * one, and a running async run cannot be continued yet.
