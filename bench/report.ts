@@ -2,7 +2,9 @@
  * The bench report: what bench/run.ts writes to bench/results/latest.json, its markdown rendering
  * (bench/results/latest.md), and the Lambda memory size derived from the figures.
  */
+
 import type { ColdStartResult, ColdStartVariant } from "./cold-start.js";
+import type { DurableBenchResult } from "./durable.js";
 import type { IdempotencyReport, Phase } from "./idempotency.js";
 import type { LoadResult } from "./load.js";
 import type { LoopOverheadResult, ParallelToolsResult } from "./loop-overhead.js";
@@ -48,6 +50,7 @@ export interface BenchReport {
   p4BundleColdStart: ColdStartResult;
   p5Memory: MemoryResult;
   load: LoadResult;
+  durable: DurableBenchResult;
   lambdaMemory: MemoryRecommendation;
 }
 

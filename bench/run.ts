@@ -2,7 +2,9 @@
  * `npm run bench`: every benchmark in one run, side by side, on this machine. Starts one DynamoDB Local
  * and the local model servers, then runs P1 loop overhead and P2 parallel tools (bench/loop-overhead.ts),
  * P3 DynamoDB per recorded invoice (bench/idempotency.ts), P4 bundle and cold start (bench/cold-start.ts),
- * P5 memory (bench/memory.ts) and the load test (bench/load.ts); writes bench/results/latest.json,
+ * P5 memory (bench/memory.ts), the load test (bench/load.ts) and durable runs on the local runner
+ * (bench/durable.ts: checkpoints per seed run, ms per cycle as a ratio to synchronous runs); writes
+ * bench/results/latest.json,
  * bench/results/latest.md (and P3's bench/results/idempotency.json). `--quick` uses fewer repetitions
  * (for trying the harness; not for published figures). `--only p1` runs P1 alone (no DynamoDB, no load
  * test) and prints its figures without writing any result file, for comparing changes to the loop.
@@ -16,6 +18,7 @@ import { createDocumentClient } from "../shared/store/dynamo.js";
 import { ensureTable } from "../shared/store/table.js";
 import { BUILD_DIR } from "./bundle.js";
 import { benchColdStart } from "./cold-start.js";
+import { benchDurable, renderDurable } from "./durable.js";
 import { benchIdempotency, printIdempotency, writeIdempotencyReport } from "./idempotency.js";
 import { benchLoad } from "./load.js";
 import { benchLoopOverhead, benchParallelTools } from "./loop-overhead.js";
@@ -39,6 +42,7 @@ const SETTINGS = quick
       coldStarts: 3,
       memoryRuns: 1,
       loadSeconds: 3,
+      durableRuns: 2,
     }
   : {
       p1: { warmupRuns: 2000, warmupBatch: 500, rounds: 30, runsPerRound: 50 },
@@ -46,6 +50,7 @@ const SETTINGS = quick
       coldStarts: 15,
       memoryRuns: 3,
       loadSeconds: 10,
+      durableRuns: 15,
     };
 
 const round2 = (values: number[]) => values.map((value) => Math.round(value * 100) / 100);
@@ -110,6 +115,10 @@ async function main(): Promise<void> {
         warmupSeconds: 2,
       }),
     );
+    const durable = await section("durable", () => benchDurable(env, SETTINGS.durableRuns));
+    console.log(
+      `   checkpoints per seed run: ${durable.checkpointsPerRun}; ms per cycle sync ${durable.syncMsPerCycle.median}, durable ${durable.asyncMsPerCycle.median} (${durable.ratio}×)`,
+    );
     machine.loadavgAtEnd = round2(loadavg());
     const report: BenchReport = {
       generatedAt: new Date().toISOString(),
@@ -122,6 +131,7 @@ async function main(): Promise<void> {
       p4BundleColdStart: p4,
       p5Memory: p5,
       load,
+      durable,
       lambdaMemory: recommendMemory(p4, p5, load),
     };
     await mkdir(new URL("./results/", import.meta.url), { recursive: true });
@@ -129,7 +139,10 @@ async function main(): Promise<void> {
       new URL("./results/latest.json", import.meta.url),
       `${JSON.stringify(report, null, 2)}\n`,
     );
-    await writeFile(new URL("./results/latest.md", import.meta.url), renderMarkdown(report));
+    await writeFile(
+      new URL("./results/latest.md", import.meta.url),
+      `${renderMarkdown(report)}\n${renderDurable(durable)}`,
+    );
     console.log(`\n${goalsTable(report)}\n\nLambda memory: ${report.lambdaMemory.reason}`);
     console.log("\nWrote bench/results/latest.json, bench/results/latest.md, bench/results/idempotency.json");
   } finally {

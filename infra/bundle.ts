@@ -15,6 +15,9 @@ export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** The API function's entry point (exports `handler`), relative to {@link PROJECT_ROOT}. */
 export const API_ENTRY = "functions/api/handler.ts";
 
+/** The durable runner's entry point (exports `handler`), relative to {@link PROJECT_ROOT}; same build options. */
+export const RUNNER_ENTRY = "functions/runner/handler.ts";
+
 /** The Lambda handler setting for the built code: `index.mjs`'s `handler` export. */
 export const API_HANDLER = "index.handler";
 
@@ -102,15 +105,17 @@ export async function buildApiBundle(
 }
 
 /**
- * Builds the API bundle into `outdir` from synchronous code (the CDK's local bundling): runs this file
- * in a child `node --import tsx` (esbuild plugins need its asynchronous API).
+ * Builds the API bundle (or, with `entry`, another function's, e.g. {@link RUNNER_ENTRY}) into `outdir`
+ * from synchronous code (the CDK's local bundling): runs this file in a child `node --import tsx`
+ * (esbuild plugins need its asynchronous API).
  * @throws Error with the child's exit status when the build fails (its messages went to stderr)
  */
-export function buildApiBundleSync(outdir: string): void {
-  const child = spawnSync(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), outdir], {
-    cwd: PROJECT_ROOT,
-    stdio: ["ignore", "inherit", "inherit"],
-  });
+export function buildApiBundleSync(outdir: string, entry: string = API_ENTRY): void {
+  const child = spawnSync(
+    process.execPath,
+    ["--import", "tsx", fileURLToPath(import.meta.url), outdir, entry],
+    { cwd: PROJECT_ROOT, stdio: ["ignore", "inherit", "inherit"] },
+  );
   if (child.status !== 0) {
     throw new Error(`Bundling the API function failed (exit ${child.status ?? child.signal}); see above.`);
   }
@@ -118,15 +123,16 @@ export function buildApiBundleSync(outdir: string): void {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const outdir = process.argv[2];
+  const entry = process.argv[3] ?? API_ENTRY;
   if (!outdir) {
-    console.error("usage: node --import tsx infra/bundle.ts <outdir>");
+    console.error("usage: node --import tsx infra/bundle.ts <outdir> [entry]");
     process.exit(2);
   }
-  const { metafile } = await buildApiBundle(outdir);
+  const { metafile } = await buildApiBundle(outdir, { entry });
   const code = Object.entries(metafile.outputs).filter(([path]) => !path.endsWith(".map"));
   const index = code.find(([path]) => path.endsWith("index.mjs"))?.[1].bytes ?? 0;
   const total = code.reduce((sum, [, output]) => sum + output.bytes, 0);
   console.log(
-    `${API_ENTRY} → index.mjs ${(index / 1000).toFixed(1)} kB + ${code.length - 1} chunks, ${(total / 1000).toFixed(1)} kB of JavaScript`,
+    `${entry} → index.mjs ${(index / 1000).toFixed(1)} kB + ${code.length - 1} chunks, ${(total / 1000).toFixed(1)} kB of JavaScript`,
   );
 }

@@ -19,6 +19,7 @@ export interface ApiRoute {
 export const ROUTES: readonly ApiRoute[] = [
   { method: "POST", path: "/v1/runs", auth: "jwt" },
   { method: "GET", path: "/v1/runs/{runId}", auth: "jwt" },
+  { method: "POST", path: "/v1/runs/{runId}/cancel", auth: "jwt" },
   { method: "GET", path: "/v1/invoices", auth: "jwt" },
   { method: "GET", path: "/v1/invoices/{invoiceId}", auth: "jwt" },
   { method: "GET", path: "/healthz", auth: "public" },

@@ -30,6 +30,7 @@ import type { Construct } from "constructs";
 import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
 import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
+import { DurableRunner, RUNNER } from "./durable-runner.js";
 import { functionEnvironment } from "./function-env.js";
 import { ROUTES } from "./routes.js";
 import {
@@ -84,7 +85,8 @@ export interface BoundloopStackProps extends StackProps {
 
 /**
  * The boundloop stack: a DynamoDB table, a Secrets Manager secret for the OpenAI key, one Lambda
- * (functions/api/handler.ts) behind an HTTP API with a JWT authorizer, log groups and alarms.
+ * (functions/api/handler.ts) behind an HTTP API with a JWT authorizer, the durable runner
+ * (functions/runner/handler.ts, infra/durable-runner.ts) the API starts, log groups and alarms.
  *
  * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `personal`, `openaiModel`,
  * `openaiBaseUrl`, `openaiApiKeySecretName`) or `props.settings`; see infra/settings.ts. Synth needs
@@ -119,6 +121,27 @@ export class BoundloopStack extends Stack {
 
     const { secretArn, secretName } = this.openaiKeySecret(settings, removalPolicy);
 
+    // The durable runner of `Prefer: respond-async` runs (infra/durable-runner.ts, docs/durable-runs.md).
+    const modelEnvironment = functionEnvironment({
+      TABLE_NAME: table.tableName,
+      OPENAI_API_KEY_SECRET_NAME: secretName,
+      OPENAI_MODEL: settings.openaiModel,
+      OPENAI_BASE_URL: settings.openaiBaseUrl,
+      // The config's defaults, written out so the console shows where the logs and metrics go.
+      POWERTOOLS_SERVICE_NAME: CONFIG_DEFAULTS.observability.serviceName,
+      POWERTOOLS_METRICS_NAMESPACE: CONFIG_DEFAULTS.observability.metricsNamespace,
+      NODE_OPTIONS: "--enable-source-maps",
+    });
+    const runner = new DurableRunner(this, "Runner", {
+      table,
+      tableItemActions: TABLE_ITEM_ACTIONS,
+      secretArn,
+      secretName,
+      environment: modelEnvironment,
+      logRetention: LOG_RETENTION,
+      removalPolicy,
+    });
+
     const functionLogs = new LogGroup(this, "ApiFunctionLogs", { retention: LOG_RETENTION, removalPolicy });
 
     // The function's role: written by hand (no AWS managed policy) so it holds exactly the actions
@@ -132,6 +155,7 @@ export class BoundloopStack extends Stack {
     role.addToPolicy(
       new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),
     );
+    runner.grantStartStop(role);
 
     const fn = new LambdaFunction(this, "ApiFunction", {
       description: "boundloop HTTP API (Hono on Lambda): bounded agent runs, invoices",
@@ -157,16 +181,13 @@ export class BoundloopStack extends Stack {
       timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS),
       role,
       logGroup: functionLogs,
-      environment: functionEnvironment({
-        TABLE_NAME: table.tableName,
-        OPENAI_API_KEY_SECRET_NAME: secretName,
-        OPENAI_MODEL: settings.openaiModel,
-        OPENAI_BASE_URL: settings.openaiBaseUrl,
-        // The config's defaults, written out so the console shows where the logs and metrics go.
-        POWERTOOLS_SERVICE_NAME: CONFIG_DEFAULTS.observability.serviceName,
-        POWERTOOLS_METRICS_NAMESPACE: CONFIG_DEFAULTS.observability.metricsNamespace,
-        NODE_OPTIONS: "--enable-source-maps",
-      }),
+      environment: {
+        ...modelEnvironment,
+        ...functionEnvironment({
+          RUNNER_FUNCTION_ARN: runner.alias.functionArn,
+          DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
+        }),
+      },
     });
 
     const apiLogs = new LogGroup(this, "ApiAccessLogs", { retention: LOG_RETENTION, removalPolicy });

@@ -2,7 +2,8 @@
  * `npm run dev [-- --port 3000] [--host 127.0.0.1] [--env-vars env.json] [--timeout 29]`: the
  * counterpart of `sam local start-api`. Starts the local dependencies the environment does not provide
  * (local/local-stack.ts), generates an RS256 key pair for a local issuer, and serves the Lambda handler
- * the stack deploys (functions/api/handler.ts `handler`) on http://127.0.0.1:3000 behind a check that
+ * the stack deploys (functions/api/handler.ts `createLazyHandler`, with durable runs on the local durable
+ * runner: local/durable-runner.ts) on http://127.0.0.1:3000 behind a check that
  * follows API Gateway's JWT authorizer (local/dev-auth.ts). Each request becomes the HTTP API v2 event
  * the authorizer would produce (local/dev-event.ts) and is invoked with a Lambda context counting down
  * from the function timeout.
@@ -51,11 +52,13 @@ const USAGE = `usage: npm run dev -- [options]
 
 let starting: Promise<LocalStack> | undefined;
 let server: DevServer | undefined;
+let durableApi: { stop(): Promise<void> } | undefined;
 let issuerFile: string | undefined;
 
 /** Stops the server and the dependencies this process started, and removes the issuer file. */
 async function cleanup(): Promise<void> {
   await server?.stop();
+  await durableApi?.stop();
   // Dependencies still starting are waited for, then stopped.
   await starting?.then(
     (stack) => stack.stop(),
@@ -110,7 +113,12 @@ async function main(argv: string[]): Promise<void> {
   starting = startLocalStack({ ...process.env, ...vars }, log);
   const stack = await starting;
   Object.assign(process.env, vars, stack.env);
-  const { handler } = await import("../functions/api/handler.js");
+  // The deployed handler's factory, with `Prefer: respond-async` runs on the local durable runner.
+  const { createLocalDurableApi } = await import("./durable-runner.js");
+  const { loadConfig } = await import("../shared/config.js");
+  const local = createLocalDurableApi(loadConfig(process.env));
+  durableApi = local;
+  const { handler } = local;
   const issuer = await createDevIssuer({ issuer: values.issuer, audience: values.audience });
   server = await startDevServer({
     handler: handler as Handler,
@@ -143,6 +151,9 @@ async function main(argv: string[]): Promise<void> {
       `  -H 'authorization: Bearer ${token}' \\`,
       "  -H 'content-type: application/json' \\",
       `  -d ${shellQuote(seed.body)}`,
+      "",
+      "A durable run: add -H 'prefer: respond-async' (202, Location: /v1/runs/<runId>); poll the Location",
+      "with GET, stop it with POST /v1/runs/<runId>/cancel (docs/durable-runs.md).",
       "",
       "Tokens with other claims (tenant, permissions, any claim; --help lists the options):",
       "",

@@ -1,5 +1,5 @@
 /**
- * `npm start [-- "<prompt>"] [--then "<prompt>" …] [--continue <runId>]`: the main job. Starts the local
+ * `npm start [-- "<prompt>"] [--then "<prompt>" …] [--continue <runId>] [--async]`: the main job. Starts the local
  * dependencies the environment does not provide, sends the seed scenario's API Gateway event
  * (events/seed-scenario.json, with the prompt replaced when one is given) through the same Lambda
  * handler the stack deploys, and prints the run's outcome, a table of tool results and the tenant's
@@ -10,6 +10,11 @@
  * `npm start -- "Calculate tax on 1500 GBP for a client in the UK" --then "Now record it"`.
  * `--continue <runId>` makes the first run continue an earlier one; that run must be in the table used,
  * so it needs a DynamoDB that outlives the process (DYNAMODB_ENDPOINT), not the in-memory one started here.
+ *
+ * With `--async` each run is sent with `Prefer: respond-async`: a durable run on the durable execution
+ * SDK's local runner (local/durable-runner.ts); this prints the 202, each poll of `GET /v1/runs/{runId}`
+ * (status, cycles recorded) every `Retry-After` seconds, then the same outcome. `--then` and `--continue`
+ * chain durable runs the same way (docs/durable-runs.md, Conversations).
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
@@ -38,6 +43,7 @@ async function main(): Promise<number> {
       // biome-ignore lint/suspicious/noThenProperty: the CLI flag is --then; this options object is never awaited
       then: { type: "string", multiple: true },
       continue: { type: "string" },
+      async: { type: "boolean" },
     },
     allowPositionals: true,
   });
@@ -51,6 +57,7 @@ async function main(): Promise<number> {
   const stack = await startLocalStack();
   try {
     Object.assign(process.env, stack.env);
+    if (values.async) return await runDurable(event, prompts, values.continue);
     const { handler } = await import("../functions/api/handler.js");
     let previousRunId = values.continue;
     for (const next of prompts) {
@@ -72,14 +79,81 @@ async function main(): Promise<number> {
       printOutcome(body);
       previousRunId = String(body.runId);
     }
-    const claims = event.requestContext as unknown as {
-      authorizer: { jwt: { claims: { tenant_id: string } } };
-    };
-    await printLedger(claims.authorizer.jwt.claims.tenant_id);
+    await printLedger(tenantOf(event));
     return 0;
   } finally {
     await stack.stop();
   }
+}
+
+/**
+ * `--async`: sends each prompt with Prefer: respond-async (each after the first continuing the run before
+ * it, the first continuing `previousRunId` when given), polls each run to its end and prints it, then
+ * the ledger. Returns the process exit code: 0 when every run completed.
+ */
+async function runDurable(
+  event: APIGatewayProxyEventV2,
+  prompts: string[],
+  continueRunId: string | undefined,
+): Promise<number> {
+  const { createLocalDurableApi, eventForRoute } = await import("./durable-runner.js");
+  const api = createLocalDurableApi(loadConfig(process.env));
+  try {
+    const invoke = async (request: APIGatewayProxyEventV2) =>
+      (await api.handler(request as unknown as ApiEvent, createLambdaContext(LAMBDA_TIMEOUT_MS))) as Exclude<
+        APIGatewayProxyResultV2,
+        string
+      >;
+    let previousRunId = continueRunId;
+    for (const next of prompts) {
+      const started = await invoke({
+        ...event,
+        headers: { ...event.headers, prefer: "respond-async" },
+        body: JSON.stringify({ prompt: next, ...(previousRunId ? { previousRunId } : {}) }),
+      });
+      const headers = (started.headers ?? {}) as Record<string, string>;
+      const run = JSON.parse(started.body ?? "{}") as Record<string, unknown>;
+      if (started.statusCode !== 202) {
+        console.log(`HTTP ${started.statusCode}\n${JSON.stringify(run, null, 2)}`);
+        return 1;
+      }
+      console.log(
+        `\nHTTP 202 Accepted: run ${String(run.runId)} is ${String(run.status)}; Location: ${headers.location}, Retry-After: ${headers["retry-after"]} s`,
+      );
+      const poll = eventForRoute(event, "GET", String(headers.location));
+      for (let attempt = 1; ; attempt++) {
+        const response = await invoke(poll);
+        const body = JSON.parse(response.body ?? "{}") as Record<string, unknown>;
+        const retryAfter = ((response.headers ?? {}) as Record<string, string>)["retry-after"];
+        console.log(
+          `poll ${attempt}: HTTP ${response.statusCode}, status ${String(body.status)}, cycles ${String(body.cyclesRecorded)}`,
+        );
+        if (body.status !== "running") {
+          const steps = (body.steps ?? []) as Array<{ toolCalls: Array<{ result: ToolResult }> }>;
+          printOutcome({
+            ...body,
+            toolResults: steps.flatMap((step) => step.toolCalls.map((call) => call.result)),
+          });
+          if (body.status !== "completed") return 1;
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, Number(retryAfter ?? "1") * 1000));
+      }
+      previousRunId = String(run.runId);
+    }
+    await printLedger(tenantOf(event));
+    return 0;
+  } finally {
+    await api.stop();
+  }
+}
+
+/** The tenant of the seed event's JWT claims. */
+function tenantOf(event: APIGatewayProxyEventV2): string {
+  const claims = event.requestContext as unknown as {
+    authorizer: { jwt: { claims: { tenant_id: string } } };
+  };
+  return claims.authorizer.jwt.claims.tenant_id;
 }
 
 function printOutcome(body: Record<string, unknown>): void {

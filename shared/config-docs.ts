@@ -19,6 +19,7 @@ export const CONFIG_GROUPS = [
   "Limits of a run",
   "Quotes, idempotency and audit",
   "HTTP and identity",
+  "Durable runs",
   "Observability",
 ] as const;
 
@@ -181,6 +182,23 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     group: "HTTP and identity",
     description:
       'Function URL (`AWS_IAM`) callers: JSON from an IAM user ARN, or an assumed-role ARN without its session name, to `{"tenantId", "permissions"}`. An unlisted principal is 401.',
+  },
+  ASYNC_RUN_TIMEOUT_MS: {
+    group: "Durable runs",
+    unit: "ms",
+    description:
+      "Cap on the wall time of a durable run (`Prefer: respond-async`, docs/durable-runs.md); default 10 minutes. Its deadline is absolute, fixed when the run starts, and capped by `DURABLE_EXECUTION_TIMEOUT_SECONDS` less `DEADLINE_RESERVE_MS`, so the run ends in a typed status before Lambda times the execution out. A request's `timeoutMs` can lower it.",
+  },
+  DURABLE_EXECUTION_TIMEOUT_SECONDS: {
+    group: "Durable runs",
+    unit: "s",
+    description:
+      "The runner function's durable execution timeout; the stack sets this variable and the function's `durableConfig` from one setting (infra/durable-runner.ts). Lambda allows up to one year.",
+  },
+  RUNNER_FUNCTION_ARN: {
+    group: "Durable runs",
+    description:
+      "Qualified ARN (`function:name:alias`) of the durable runner the API starts executions on; set by the stack. Unset: `Prefer: respond-async` is ignored (runs are synchronous) unless a local runner is injected (`npm run dev`, `npm start -- --async`).",
   },
   POWERTOOLS_SERVICE_NAME: { group: "Observability", description: "`service` in every log line and metric." },
   POWERTOOLS_METRICS_NAMESPACE: {

@@ -148,6 +148,14 @@ const IamPrincipalTenants = z.pipe(
  *   lazily on the first model call, cached). Mutually exclusive with OPENAI_API_KEY.
  * - TENANT_CLAIMS / PERMISSION_CLAIMS: which authorizer claims carry the tenant (first present wins)
  *   and the permissions (all are merged).
+ * - ASYNC_RUN_TIMEOUT_MS (default 600000 ms = 10 min): wall-time cap of a durable run (`Prefer:
+ *   respond-async`), the issue's default. Its deadline is absolute, fixed when the run starts, and capped by
+ *   DURABLE_EXECUTION_TIMEOUT_SECONDS minus DEADLINE_RESERVE_MS, so the run ends in a typed status before
+ *   Lambda times the execution out.
+ * - DURABLE_EXECUTION_TIMEOUT_SECONDS (default 900 s): the runner function's durable execution timeout
+ *   (infra/ sets both from one setting). Lambda durable executions may last up to one year (31 536 000 s).
+ * - RUNNER_FUNCTION_ARN: the qualified ARN (alias) of the durable runner the API starts executions on;
+ *   unset outside AWS, where a local runner is injected instead (local/durable-executions.ts).
  */
 export const ConfigSchema = z.object({
   OPENAI_API_KEY: optionalString,
@@ -158,6 +166,21 @@ export const ConfigSchema = z.object({
   AWS_REGION: z._default(z.string().check(z.minLength(1)), "us-east-1"),
   MAX_CYCLES: positiveInt(5, 50),
   RUN_TIMEOUT_MS: positiveInt(25_000, 900_000),
+  ASYNC_RUN_TIMEOUT_MS: positiveInt(600_000, 31_536_000_000),
+  DURABLE_EXECUTION_TIMEOUT_SECONDS: positiveInt(900, 31_536_000),
+  RUNNER_FUNCTION_ARN: z.pipe(
+    optionalString,
+    z.optional(
+      z
+        .string()
+        .check(
+          z.regex(
+            /^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]+:[A-Za-z0-9_$-]+$/,
+            "must be a qualified Lambda function ARN (function:name:alias)",
+          ),
+        ),
+    ),
+  ),
   DEADLINE_RESERVE_MS: envInt(1_500, 0, 60_000),
   QUOTE_TTL_SECONDS: envInt(900, 60, 86_400),
   MAX_TOTAL_TOKENS: positiveInt(100_000, 10_000_000),
@@ -211,6 +234,9 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * - `runs`: audit trail retention (`ttlSeconds`).
  * - `history`: `maxTokens`, the estimated-token cap on the conversation a continuing run carries.
  * - `http`: request body cap in bytes.
+ * - `durable`: runs beyond one request (docs/durable-runs.md): `runTimeoutMs`, the cap of a durable run's
+ *   wall time in ms (ASYNC_RUN_TIMEOUT_MS capped by the execution timeout minus DEADLINE_RESERVE_MS);
+ *   `executionTimeoutSeconds`; `runnerFunctionArn`, the runner alias (undefined outside AWS).
  * - `observability`: Powertools service name, metrics namespace, log level.
  */
 export interface Config {
@@ -233,6 +259,7 @@ export interface Config {
   runs: { ttlSeconds: number };
   history: { maxTokens: number };
   http: { maxBodyBytes: number };
+  durable: { runTimeoutMs: number; executionTimeoutSeconds: number; runnerFunctionArn: string | undefined };
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
 }
 
@@ -301,6 +328,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     runs: { ttlSeconds: raw.RUN_TTL_SECONDS },
     history: { maxTokens: raw.HISTORY_MAX_TOKENS },
     http: { maxBodyBytes: raw.MAX_BODY_BYTES },
+    durable: {
+      runTimeoutMs: Math.max(
+        1,
+        Math.min(
+          raw.ASYNC_RUN_TIMEOUT_MS,
+          raw.DURABLE_EXECUTION_TIMEOUT_SECONDS * 1000 - raw.DEADLINE_RESERVE_MS,
+        ),
+      ),
+      executionTimeoutSeconds: raw.DURABLE_EXECUTION_TIMEOUT_SECONDS,
+      runnerFunctionArn: raw.RUNNER_FUNCTION_ARN,
+    },
     observability: {
       serviceName: raw.POWERTOOLS_SERVICE_NAME,
       metricsNamespace: raw.POWERTOOLS_METRICS_NAMESPACE,

@@ -8,6 +8,7 @@ import type { Model } from "./agent/model.js";
 import type { ToolResult } from "./agent/result.js";
 import type { RunStatus } from "./agent/types.js";
 import type { Config } from "./config.js";
+import type { DurableExecutions } from "./durable/executions.js";
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
@@ -30,6 +31,8 @@ export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; messag
  * - `ddb`: DynamoDB document client; `ledger`: the invoice store; `quotes`: the tax quote store;
  *   `runs`: run records and audit steps
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
+ * - `executions`: where durable runs start, stop and are read (shared/durable/executions.ts); absent
+ *   when the deployment has no runner
  */
 export interface AppDeps {
   config: Config;
@@ -41,6 +44,7 @@ export interface AppDeps {
   tools: ToolRegistry;
   logger: Logger;
   metrics: Metrics;
+  executions?: DurableExecutions;
 }
 
 /** Optional parts of {@link createDeps} that tests and scripts may supply. */
@@ -49,6 +53,11 @@ export interface DepsOptions {
   secretsProvider?: Pick<SecretsProvider, "get">;
   /** A Powertools LogFormatter replacing the default JSON formatter. */
   logFormatter?: LogFormatter;
+  /**
+   * Where durable runs (`Prefer: respond-async`) start; default: Lambda durable functions on
+   * RUNNER_FUNCTION_ARN when it is set, else none (the preference is then ignored and runs are synchronous).
+   */
+  executions?: DurableExecutions;
 }
 
 /**
@@ -120,5 +129,42 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
   const { logger, metrics } = createObservability(config.observability, {
     ...(options.logFormatter ? { logFormatter: options.logFormatter } : {}),
   });
-  return { config, ddb, model, ledger, quotes, runs, tools, logger, metrics };
+  const executions = options.executions ?? lambdaExecutions(config);
+  return {
+    config,
+    ddb,
+    model,
+    ledger,
+    quotes,
+    runs,
+    tools,
+    logger,
+    metrics,
+    ...(executions ? { executions } : {}),
+  };
+}
+
+/**
+ * The Lambda durable functions port on RUNNER_FUNCTION_ARN (undefined when it is unset). The Lambda
+ * client's code is loaded on the first durable run, not at cold start.
+ */
+function lambdaExecutions(config: Config): DurableExecutions | undefined {
+  const aliasArn = config.durable.runnerFunctionArn;
+  if (!aliasArn) return undefined;
+  let loading: Promise<DurableExecutions> | undefined;
+  const load = () => {
+    loading ??= Promise.all([
+      import("@aws-sdk/client-lambda"),
+      import("./durable/lambda-executions.js"),
+    ]).then(
+      ([{ LambdaClient }, { LambdaDurableExecutions }]) =>
+        new LambdaDurableExecutions(new LambdaClient({ region: aliasArn.split(":")[3] }), aliasArn),
+    );
+    return loading;
+  };
+  return {
+    start: async (name, payload) => (await load()).start(name, payload),
+    stop: async (name) => (await load()).stop(name),
+    describe: async (name) => (await load()).describe(name),
+  };
 }

@@ -1,7 +1,7 @@
 import type { LogFormatter } from "@aws-lambda-powertools/logger";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
-import type { RunOutcome } from "./agent/loop.js";
+import type { CycleRecord, RunOutcome } from "./agent/loop.js";
 import type { ToolResult } from "./agent/result.js";
 import type { Config } from "./config.js";
 
@@ -111,4 +111,22 @@ export function recordProblemMetric(metrics: Metrics, code: string): void {
 export function flushMetrics(metrics: Metrics): void {
   if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
   else metrics.clearDimensions();
+}
+
+/**
+ * Logs each tool result of a cycle (INFO "tool result": cycle, toolName, status, error code, latencyMs,
+ * idempotencyKey; never arguments or data) and records its metrics ({@link recordToolResultMetric}).
+ */
+export function observeToolResults(observability: Observability, record: CycleRecord): void {
+  for (const call of record.toolCalls) {
+    observability.logger.info("tool result", {
+      cycle: record.cycle,
+      toolName: call.result.metadata.toolName,
+      status: call.result.status,
+      errorCode: call.result.error?.code ?? null,
+      latencyMs: call.result.metadata.latencyMs,
+      idempotencyKey: call.result.metadata.idempotencyKey,
+    });
+    recordToolResultMetric(observability.metrics, call.result);
+  }
 }

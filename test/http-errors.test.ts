@@ -218,6 +218,7 @@ describe("the error → HTTP mapping (shared/errors.ts)", () => {
       FORBIDDEN: 403,
       NOT_FOUND: 404,
       IDEMPOTENCY_KEY_IN_USE: 409,
+      RUN_NOT_RUNNING: 409,
       PREVIOUS_RUN_IN_PROGRESS: 409,
       PREVIOUS_RUN_NOT_CONTINUABLE: 409,
       PAYLOAD_TOO_LARGE: 413,

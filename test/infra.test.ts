@@ -2,6 +2,7 @@ import { App } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../functions/api/app.js";
+import { RUNNER } from "../infra/durable-runner.js";
 import { PUBLIC_ROUTES, ROUTES } from "../infra/routes.js";
 import {
   DeploySettingsError,
@@ -37,21 +38,34 @@ const { stack, template } = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "cli
 const resources = template.toJSON().Resources as Record<string, Resource>;
 const ofType = (type: string) => Object.values(resources).filter((resource) => resource.Type === type);
 
-/** The one resource of a type in a template's resources (fails the test if there is not exactly one). */
-function only(all: Record<string, Resource>, type: string): Resource {
-  const found = Object.values(all).filter((resource) => resource.Type === type);
-  expect(found, type).toHaveLength(1);
-  return found[0] as Resource;
+/** The one resource of a type whose logical id starts with `prefix` (ApiFunction…, Runner…). */
+function named(all: Record<string, Resource>, type: string, prefix: string): Resource {
+  const found = Object.entries(all).filter(
+    ([id, resource]) => resource.Type === type && id.startsWith(prefix),
+  );
+  expect(found, `${type} ${prefix}`).toHaveLength(1);
+  return (found[0] as [string, Resource])[1];
 }
 
-/** The function's environment variables. */
-const envOf = (all: Record<string, Resource>) =>
-  (only(all, "AWS::Lambda::Function").Properties.Environment as { Variables: Record<string, unknown> })
-    .Variables;
+/** The API function (the durable runner is the stack's other function). */
+const apiFunction = (all: Record<string, Resource>) => named(all, "AWS::Lambda::Function", "ApiFunction");
 
-/** The logical id of the function's log group. */
+/** The API function's environment variables. */
+const envOf = (all: Record<string, Resource>) =>
+  (apiFunction(all).Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+
+/** The logical id of the API function's log group. */
 const functionLogGroupId = (all: Record<string, Resource>) =>
-  (only(all, "AWS::Lambda::Function").Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
+  (apiFunction(all).Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
+
+/** The statements of the policy attached to the role whose logical id starts with `rolePrefix`. */
+const statementsOf = (all: Record<string, Resource>, rolePrefix: string) =>
+  Object.entries(all)
+    .filter(([id, resource]) => resource.Type === "AWS::IAM::Policy" && id.startsWith(rolePrefix))
+    .flatMap(
+      ([, policy]) =>
+        (policy.Properties.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement,
+    );
 
 describe("the CDK stack", () => {
   it("has exactly the expected resources", () => {
@@ -60,17 +74,19 @@ describe("the CDK stack", () => {
     expect(counts).toEqual({
       "AWS::DynamoDB::GlobalTable": 1,
       "AWS::SecretsManager::Secret": 1,
-      "AWS::Logs::LogGroup": 2,
-      "AWS::IAM::Role": 1,
-      "AWS::IAM::Policy": 1,
-      "AWS::Lambda::Function": 1,
-      "AWS::Lambda::Permission": 6,
+      "AWS::Logs::LogGroup": 3,
+      "AWS::IAM::Role": 2,
+      "AWS::IAM::Policy": 2,
+      "AWS::Lambda::Function": 2,
+      "AWS::Lambda::Version": 1,
+      "AWS::Lambda::Alias": 1,
+      "AWS::Lambda::Permission": 7,
       "AWS::ApiGatewayV2::Api": 1,
       "AWS::ApiGatewayV2::Integration": 1,
       "AWS::ApiGatewayV2::Authorizer": 1,
-      "AWS::ApiGatewayV2::Route": 6,
+      "AWS::ApiGatewayV2::Route": 7,
       "AWS::ApiGatewayV2::Stage": 1,
-      "AWS::CloudWatch::Alarm": 4,
+      "AWS::CloudWatch::Alarm": 5,
     });
   });
 
@@ -97,7 +113,7 @@ describe("the CDK stack", () => {
   });
 
   it("deploys the handler on Node 24, ARM64, under the API's integration timeout, with its own log group", () => {
-    const fn = only(resources, "AWS::Lambda::Function");
+    const fn = apiFunction(resources);
     expect(fn.Properties.Runtime).toBe("nodejs24.x");
     expect(fn.Properties.Architectures).toEqual(["arm64"]);
     expect(fn.Properties.Handler).toBe("index.handler");
@@ -121,6 +137,8 @@ describe("the CDK stack", () => {
     for (const name of Object.keys(env)) expect(allowed, name).toContain(name);
     expect(Object.keys(env).sort()).toEqual(
       [
+        "DURABLE_EXECUTION_TIMEOUT_SECONDS",
+        "RUNNER_FUNCTION_ARN",
         "NODE_OPTIONS",
         "OPENAI_API_KEY_SECRET_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
@@ -144,14 +162,15 @@ describe("the CDK stack", () => {
     expect(secret?.DeletionPolicy).toBe("Retain");
   });
 
-  it("grants only the table's item actions and GetSecretValue on the one secret, no wildcards", () => {
-    const [role] = ofType("AWS::IAM::Role");
+  it("grants only the table's item actions, GetSecretValue on the one secret and the runner's start/stop", () => {
+    const role = named(resources, "AWS::IAM::Role", "ApiFunctionRole");
     expect(role?.Properties.ManagedPolicyArns).toBeUndefined();
     expect(role?.Properties.Policies).toBeUndefined();
-    const statements = ofType("AWS::IAM::Policy").flatMap(
-      (policy) =>
-        (policy.Properties.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement,
+    const statements = statementsOf(resources, "ApiFunctionRole");
+    const runnerId = Object.keys(resources).find(
+      (id) => id.startsWith("RunnerFunction") && resources[id]?.Type === "AWS::Lambda::Function",
     );
+    const aliasId = Object.keys(resources).find((id) => resources[id]?.Type === "AWS::Lambda::Alias");
     const tableId = Object.keys(resources).find((id) => resources[id]?.Type === "AWS::DynamoDB::GlobalTable");
     const secretId = Object.keys(resources).find(
       (id) => resources[id]?.Type === "AWS::SecretsManager::Secret",
@@ -175,11 +194,96 @@ describe("the CDK stack", () => {
         Resource: { "Fn::GetAtt": [tableId, "Arn"] },
       },
       { Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: { Ref: secretId } },
+      // Durable runs: invoke only the runner's alias; list, stop and read only its executions.
+      { Effect: "Allow", Action: "lambda:InvokeFunction", Resource: { Ref: aliasId } },
+      {
+        Effect: "Allow",
+        Action: "lambda:ListDurableExecutionsByFunction",
+        Resource: { "Fn::GetAtt": [runnerId, "Arn"] },
+      },
+      {
+        Effect: "Allow",
+        Action: ["lambda:StopDurableExecution", "lambda:GetDurableExecution"],
+        Resource: { "Fn::Join": ["", [{ "Fn::GetAtt": [runnerId, "Arn"] }, ":*/durable-execution/*"]] },
+      },
     ]);
     for (const statement of statements) {
       for (const action of [statement.Action].flat()) expect(action).not.toContain("*");
+      // The only wildcard: the runner's execution ARNs, made at run time.
+      if (JSON.stringify(statement.Resource).includes("durable-execution")) continue;
       expect(JSON.stringify(statement.Resource)).not.toContain("*");
     }
+  });
+
+  it("deploys the durable runner with durableConfig, a published version and the alias the API invokes", () => {
+    const runner = named(resources, "AWS::Lambda::Function", "RunnerFunction");
+    expect(runner.Properties).toMatchObject({
+      Runtime: "nodejs24.x",
+      Architectures: ["arm64"],
+      Handler: "index.handler",
+      Timeout: RUNNER.invocationTimeoutSeconds,
+      DurableConfig: {
+        ExecutionTimeout: RUNNER.executionTimeoutSeconds,
+        RetentionPeriodInDays: RUNNER.retentionDays,
+      },
+    });
+    const runnerEnv = (runner.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(runnerEnv.DURABLE_EXECUTION_TIMEOUT_SECONDS).toBe(String(RUNNER.executionTimeoutSeconds));
+    expect(runnerEnv).not.toHaveProperty("RUNNER_FUNCTION_ARN");
+    // The API caps ASYNC_RUN_TIMEOUT_MS by the same execution timeout.
+    expect(envOf(resources).DURABLE_EXECUTION_TIMEOUT_SECONDS).toBe(String(RUNNER.executionTimeoutSeconds));
+    const runnerId = Object.keys(resources).find((id) => resources[id] === runner);
+    const [version] = ofType("AWS::Lambda::Version");
+    expect(version?.Properties.FunctionName).toEqual({ Ref: runnerId });
+    const [alias] = ofType("AWS::Lambda::Alias");
+    expect(alias?.Properties).toMatchObject({ Name: RUNNER.aliasName, FunctionName: { Ref: runnerId } });
+    const versionId = Object.keys(resources).find((id) => resources[id] === version);
+    expect(alias?.Properties.FunctionVersion).toEqual({ "Fn::GetAtt": [versionId, "Version"] });
+    const aliasId = Object.keys(resources).find((id) => resources[id] === alias);
+    expect(envOf(resources).RUNNER_FUNCTION_ARN).toEqual({ Ref: aliasId });
+  });
+
+  it("gives the runner the durable-execution role policy, the table's item actions and the secret only", () => {
+    const role = named(resources, "AWS::IAM::Role", "RunnerRole");
+    expect(JSON.stringify(role.Properties.ManagedPolicyArns)).toContain(
+      ":iam::aws:policy/service-role/AWSLambdaBasicDurableExecutionRolePolicy",
+    );
+    const actions = statementsOf(resources, "RunnerRole").flatMap((statement) => [statement.Action].flat());
+    expect(actions.sort()).toEqual(
+      [
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:Query",
+        "secretsmanager:GetSecretValue",
+      ].sort(),
+    );
+    // Nothing but the API function may invoke the runner: no resource policy (Lambda::Permission) on it.
+    const runnerId = Object.keys(resources).find((id) => id.startsWith("RunnerFunction"));
+    for (const permission of ofType("AWS::Lambda::Permission")) {
+      expect(JSON.stringify(permission.Properties.FunctionName)).not.toContain(String(runnerId));
+    }
+  });
+
+  it("alarms when a durable execution fails or times out", () => {
+    const alarm = ofType("AWS::CloudWatch::Alarm").find((a) => a.Properties.Metrics !== undefined);
+    const metrics = alarm?.Properties.Metrics as Array<{
+      Expression?: string;
+      MetricStat?: { Metric: { MetricName: string; Namespace: string } };
+    }>;
+    expect(metrics.find((m) => m.Expression)?.Expression).toBe("FILL(failed, 0) + FILL(timedOut, 0)");
+    expect(metrics.flatMap((m) => (m.MetricStat ? [m.MetricStat.Metric.MetricName] : [])).sort()).toEqual([
+      "DurableExecutionFailed",
+      "DurableExecutionTimedOut",
+    ]);
+    expect(alarm?.Properties).toMatchObject({
+      Threshold: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
+      TreatMissingData: "notBreaching",
+    });
   });
 
   it("puts the JWT authorizer on every route except /healthz and /openapi.json", () => {
@@ -198,6 +302,7 @@ describe("the CDK stack", () => {
       [
         "POST /v1/runs",
         "GET /v1/runs/{runId}",
+        "POST /v1/runs/{runId}/cancel",
         "GET /v1/invoices",
         "GET /v1/invoices/{invoiceId}",
         "GET /healthz",
@@ -237,7 +342,9 @@ describe("the CDK stack", () => {
   });
 
   it("alarms on function errors, throttles, p99 duration near the timeout, and API 5xx", () => {
-    const alarms = ofType("AWS::CloudWatch::Alarm").map((alarm) => alarm.Properties);
+    const alarms = ofType("AWS::CloudWatch::Alarm")
+      .map((alarm) => alarm.Properties)
+      .filter((alarm) => alarm.MetricName !== undefined);
     const byMetric = Object.fromEntries(
       alarms.map((alarm) => [`${alarm.Namespace}/${alarm.MetricName}`, alarm]),
     );
@@ -302,7 +409,8 @@ describe("the stack's deploy settings", () => {
     const stateful = Object.values(all).filter((r) =>
       ["AWS::DynamoDB::GlobalTable", "AWS::Logs::LogGroup"].includes(r.Type),
     );
-    expect(stateful).toHaveLength(3);
+    // The table and the log groups of the API, its access logs and the durable runner.
+    expect(stateful).toHaveLength(4);
     for (const resource of stateful) expect(resource.DeletionPolicy).toBe("Delete");
     personal.template.hasResourceProperties("AWS::DynamoDB::GlobalTable", {
       Replicas: [Match.objectLike({ DeletionProtectionEnabled: false })],
@@ -368,7 +476,7 @@ describe("the routes of the stack, the app and the local dev server", () => {
     // The dev server (npm run dev) asks for a token on every route but these.
     const local = documented.map(({ route }) => ({ route, public: PUBLIC_ROUTES.has(route) }));
 
-    expect(documented.sort(byRoute)).toHaveLength(6);
+    expect(documented.sort(byRoute)).toHaveLength(7);
     expect(deployed.sort(byRoute)).toEqual(documented);
     expect(declared.sort(byRoute)).toEqual(documented);
     expect(local.sort(byRoute)).toEqual(documented);

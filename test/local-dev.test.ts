@@ -87,6 +87,29 @@ describe("npm run dev", { timeout: 60_000 }, () => {
     await dev.waitFor(/dev: POST \/v1\/runs → 200 in \d+ ms \(tenant tenant_demo_01\)/, 5_000);
   });
 
+  it("accepts Prefer: respond-async: 202, the Location polls to the outcome, cancelling it then is 409", async () => {
+    const auth = { authorization: `Bearer ${demoToken}` };
+    const started = await fetch(`${url}/v1/runs`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json", prefer: "respond-async" },
+      body: JSON.stringify({ prompt: SEED_PROMPT }),
+    });
+    expect(started.status).toBe(202);
+    const location = started.headers.get("location") as string;
+    expect(location).toMatch(/^\/v1\/runs\/run_[0-9a-f-]{36}$/);
+    expect(started.headers.get("retry-after")).toBe("1");
+    expect(((await started.json()) as { status: string }).status).toBe("running");
+    let run: { status: string; cycles: number | null } = { status: "running", cycles: null };
+    for (let polls = 0; run.status === "running" && polls < 100; polls++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      run = (await (await fetch(`${url}${location}`, { headers: auth })).json()) as typeof run;
+    }
+    expect(run).toMatchObject({ status: "completed", cycles: 3 });
+    const cancel = await fetch(`${url}${location}/cancel`, { method: "POST", headers: auth });
+    expect(cancel.status).toBe(409);
+    expect(await cancel.json()).toMatchObject({ code: "RUN_NOT_RUNNING", runStatus: "completed" });
+  });
+
   it("writes the issuer file readable only by its owner", () => {
     expect(statSync(issuerFile).mode & 0o777).toBe(0o600);
   });

@@ -9,6 +9,8 @@ import { createHandler } from "../functions/api/app-handler.js";
 import { GatewayErrorSchema } from "../functions/api/contract.js";
 import { createDevIssuer, DEMO_CLAIMS, type DevIssuerFile, mintToken } from "../local/dev-auth.js";
 import { type DevServer, type Handler, startDevServer } from "../local/dev-server.js";
+import { LocalDurableExecutions } from "../local/durable-executions.js";
+import { createDurableRunHandler } from "../shared/durable/runner.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
 /**
@@ -18,7 +20,9 @@ import { startTestStack, type TestStack } from "./support/stack.js";
  * every request and every response (status, headers, body against the strict schemas) against the
  * document the API serves, and reports each violation, warnings included, in an `sl-violations`
  * response header; with `--errors` an error-level violation also replaces the response. Every
- * response here must come back with the expected status and no violation.
+ * response here must come back with the expected status and no violation. Durable runs
+ * (`Prefer: respond-async`) run on the testing SDK's local runner (local/durable-executions.ts) over the
+ * same table and model server.
  */
 const PRISM = new URL("../node_modules/@stoplight/prism-cli/dist/index.js", import.meta.url).pathname;
 
@@ -26,6 +30,7 @@ let stack: TestStack;
 let dev: DevServer;
 let issuer: DevIssuerFile;
 let token: string;
+let executions: LocalDurableExecutions;
 /** The proxy over the served document, and the one over a copy that forgets a field (the control). */
 let prism: { url: string; process: ChildProcess };
 let forgetfulPrism: { url: string; process: ChildProcess };
@@ -122,8 +127,9 @@ beforeAll(async () => {
   stack = await startTestStack();
   issuer = await createDevIssuer();
   token = await mintToken(issuer, { ...DEMO_CLAIMS });
+  executions = new LocalDurableExecutions((options) => createDurableRunHandler(stack.deps, options));
   dev = await startDevServer({
-    handler: createHandler(stack.deps) as Handler,
+    handler: createHandler({ ...stack.deps, executions }) as Handler,
     issuer,
     host: "127.0.0.1",
     port: 0,
@@ -147,6 +153,7 @@ beforeAll(async () => {
 afterAll(async () => {
   prism?.process.kill("SIGTERM");
   forgetfulPrism?.process.kill("SIGTERM");
+  await executions?.shutdown();
   await dev?.stop();
   await stack?.stop();
 });
@@ -237,6 +244,64 @@ describe("the API as Prism sees it through the OpenAPI document", () => {
     expect(app.body?.code).toBe("UNAUTHENTICATED");
     expect(app.headers.get("content-type")).toBe("application/problem+json");
     expect(app.headers.get("www-authenticate")).toMatch(/^Bearer /);
+  }, 120_000);
+
+  it("conforms on an asynchronous start (202), its replay, the polls, a cancel and a cancel too late (409)", async () => {
+    const prompt = "Calculate tax on 1500 GBP for a client in the UK and record the invoice for Acme Ltd.";
+    const key = `prism-async-${randomUUID()}`;
+    const start = () =>
+      through(prism, "/v1/runs", {
+        method: "POST",
+        body: { prompt },
+        headers: { "idempotency-key": key, prefer: "respond-async" },
+      });
+
+    const accepted = conforming(await start(), 202);
+    const runId = String(accepted.body?.runId);
+    expect(accepted.body?.status).toBe("running");
+    expect(accepted.headers.get("location")).toBe(`/v1/runs/${runId}`);
+    expect(accepted.headers.get("retry-after")).toBe("1");
+    expect(accepted.headers.get("preference-applied")).toBe("respond-async");
+    const replayed = conforming(await start(), 202);
+    expect(replayed.headers.get("idempotent-replayed")).toBe("true");
+    expect(replayed.headers.get("location")).toBe(`/v1/runs/${runId}`);
+    expect(replayed.body?.runId).toBe(runId);
+
+    // Polls: `running` with Retry-After, then the outcome without it.
+    let polled = conforming(await through(prism, `/v1/runs/${runId}`), 200);
+    const statuses = [polled.body?.status];
+    while (polled.body?.status === "running") {
+      expect(polled.headers.get("retry-after")).toBe("1");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      polled = conforming(await through(prism, `/v1/runs/${runId}`), 200);
+      statuses.push(polled.body?.status);
+    }
+    expect(polled.body).toMatchObject({ status: "completed", cycles: 3, cyclesRecorded: 3 });
+    expect(polled.headers.get("retry-after")).toBeNull();
+
+    const late = conforming(await through(prism, `/v1/runs/${runId}/cancel`, { method: "POST" }), 409);
+    expect(late.body).toMatchObject({ code: "RUN_NOT_RUNNING", runId, runStatus: "completed" });
+
+    // A run stopped during a slow model call: 200 with the record, now `cancelled`.
+    const requestsBefore = stack.model.requests.length;
+    stack.model.script([{ content: "Too late.", delayMs: 2_000 }]);
+    const slow = conforming(
+      await through(prism, "/v1/runs", {
+        method: "POST",
+        body: { prompt: "Say hello." },
+        headers: { prefer: "respond-async" },
+      }),
+      202,
+    );
+    while (stack.model.requests.length === requestsBefore)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const cancelled = conforming(
+      await through(prism, `/v1/runs/${String(slow.body?.runId)}/cancel`, { method: "POST" }),
+      200,
+    );
+    expect(cancelled.body).toMatchObject({ status: "cancelled", cyclesRecorded: 0, steps: [] });
+    await executions.settled();
+    stack.model.usePlanner();
   }, 120_000);
 
   it("the gateway's 401 is the document's GatewayError with a WWW-Authenticate challenge", async () => {

@@ -53,13 +53,14 @@ describe("GET /openapi.json", () => {
         "GET /healthz",
         "POST /v1/runs",
         "GET /v1/runs/{runId}",
+        "POST /v1/runs/{runId}/cancel",
         "GET /v1/invoices",
         "GET /v1/invoices/{invoiceId}",
       ].sort(),
     );
     const post = document.paths["/v1/runs"]?.post;
     expect(Object.keys(post?.responses ?? {}).sort()).toEqual(
-      ["200", "400", "401", "404", "409", "413", "415", "422", "500", "502", "503"].sort(),
+      ["200", "202", "400", "401", "404", "409", "413", "415", "422", "500", "502", "503"].sort(),
     );
     expect(post?.security).toEqual([{ jwt: [] }, { iam: [] }]);
     expect(document.paths["/healthz"]?.get?.security).toBeUndefined();

@@ -13,7 +13,9 @@ import type { AppDeps } from "../../shared/deps.js";
 import { ProblemError, problemCodeOf, toProblem } from "../../shared/errors.js";
 import { type SecurityContext, securityContextFromEvent } from "../../shared/identity.js";
 import { createLogger, flushMetrics, recordProblemMetric } from "../../shared/observability.js";
+import { POLL_AFTER_SECONDS, prefersAsync } from "./async-preference.js";
 import {
+  cancelRunRoute,
   createRunRoute,
   getInvoiceRoute,
   getRunRoute,
@@ -50,6 +52,9 @@ export interface LazyDeps {
 
 /** The permission the read-only billing routes (`/v1/invoices…`) need. */
 export const BILLING_READ = "billing:read";
+
+/** The permission of billing writers; with it a caller may cancel any run of the tenant. */
+export const BILLING_WRITE = "billing:write";
 
 /** Where a validation issue was found, as the problem's `errors[].in` says it. */
 const TARGET_NAMES: Record<string, string> = {
@@ -115,8 +120,8 @@ export function createApp(deps: AppDeps | LazyDeps) {
     const deps = getDeps();
     const security = c.get("security");
     const body = c.req.valid("json");
-    const runId = `run_${randomUUID()}`;
-    // A continuation is checked before anything is claimed or written: 404 / 409 leave no trace.
+    // A continuation is checked before anything is claimed or written, for a
+    // synchronous and a durable run alike: 404 / 409 leave no trace.
     const conversation =
       body.previousRunId === undefined
         ? undefined
@@ -127,6 +132,22 @@ export function createApp(deps: AppDeps | LazyDeps) {
             maxTotalTokens: deps.config.limits.maxTotalTokens,
             runTtlSeconds: deps.config.runs.ttlSeconds,
           });
+    // Prefer: respond-async starts a durable run and answers 202 (run-async.ts); without a runner the
+    // preference is ignored (RFC 7240 lets a server do so) and the run is synchronous.
+    if (deps.executions && prefersAsync(c.req.header("prefer"))) {
+      const { startAsyncRun } = await import("./run-async.js");
+      const { executions } = deps;
+      const response = await startAsyncRun({
+        deps: { ...deps, executions },
+        security,
+        body,
+        headers: c.req.raw.headers,
+        event: c.env?.event,
+        conversation,
+      });
+      return response as never;
+    }
+    const runId = `run_${randomUUID()}`;
     const deadline = new Deadline(
       runBudgetMs(deps.config, body, c.env?.lambdaContext?.getRemainingTimeInMillis()),
     );
@@ -215,7 +236,23 @@ export function createApp(deps: AppDeps | LazyDeps) {
     const visible =
       found && (found.run.userId === security.userId || security.permissions.includes(BILLING_READ));
     if (!found || !visible) throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
+    // A run still going (a durable run between polls) says when to look again.
+    if (found.run.status === "running") c.header("Retry-After", String(POLL_AFTER_SECONDS));
     return c.json({ ...found.run, steps: found.steps }, 200);
+  });
+
+  app.openapi(cancelRunRoute, async (c) => {
+    const deps = getDeps();
+    const security = c.get("security");
+    const { runId } = c.req.valid("param");
+    const found = await deps.runs.get(security.tenantId, runId);
+    // The user who started a run may cancel it, and billing writers of the same tenant.
+    const allowed =
+      found && (found.run.userId === security.userId || security.permissions.includes(BILLING_WRITE));
+    if (!found || !allowed) throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
+    const { cancelRun } = await import("./run-async.js");
+    const after = await cancelRun(deps, security, found);
+    return c.json({ ...after.run, steps: after.steps }, 200);
   });
 
   app.openapi(listInvoicesRoute, async (c) => {

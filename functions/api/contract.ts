@@ -211,9 +211,15 @@ export const ProblemSchema = z
       .openapi({ description: "FORBIDDEN only: the permission the caller lacks." }),
     runId: z.string().optional().openapi({
       description:
-        "MODEL_UNAVAILABLE and CONTEXT_LENGTH_EXCEEDED only, as are runStatus, cycles, toolResults, usage and durationMs: the partial run.",
+        "MODEL_UNAVAILABLE, CONTEXT_LENGTH_EXCEEDED and RUN_NOT_RUNNING only. With the first two, as are cycles, toolResults, usage and durationMs: the partial run.",
     }),
-    runStatus: z.enum(["model_error", "context_length_exceeded"]).optional(),
+    runStatus: z
+      .union([z.enum(["failed", "cancelled"]), RunStatusSchema])
+      .optional()
+      .openapi({
+        description:
+          "MODEL_UNAVAILABLE: `model_error`; CONTEXT_LENGTH_EXCEEDED: `context_length_exceeded`; RUN_NOT_RUNNING: the run's final status.",
+      }),
     providerStatus: z.number().int().nullable().optional().openapi({
       description: "MODEL_UNAVAILABLE only: the provider's last HTTP status; null without an HTTP response.",
     }),
@@ -262,7 +268,10 @@ export const GatewayErrorSchema = z
  *   optional, since the other 409 of `POST /v1/runs`, PREVIOUS_RUN_NOT_CONTINUABLE, has none) and 503
  *   STORE_UNAVAILABLE;
  * - `WWW-Authenticate` (RFC 9110 §11.6.1): the challenge of every 401;
- * - `Idempotent-Replayed`: `true` on a response replayed for a repeated Idempotency-Key.
+ * - `Idempotent-Replayed`: `true` on a response replayed for a repeated Idempotency-Key;
+ * - `accepted`: the 202 of a durable run (`Prefer: respond-async`): `Location` (RFC 9110 §10.2.2) of the
+ *   run, `Retry-After` (s) when to poll it, `Preference-Applied: respond-async` (RFC 7240 §3);
+ * - `pollAfter`: `Retry-After` (s) on a run that is still `running`.
  */
 export const RESPONSE_HEADERS = {
   retryAfter: z.object({
@@ -284,6 +293,25 @@ export const RESPONSE_HEADERS = {
     "Idempotent-Replayed": z.literal("true").optional().openapi({
       description:
         "`true` when this is the stored response of an earlier request with the same Idempotency-Key; absent otherwise.",
+    }),
+  }),
+  accepted: z.object({
+    Location: z.string().openapi({ description: "The run's URL (`/v1/runs/{runId}`), to poll." }),
+    "Retry-After": z
+      .number()
+      .int()
+      .min(1)
+      .openapi({ description: "Seconds to wait before polling the run." }),
+    "Preference-Applied": z
+      .literal("respond-async")
+      .openapi({ description: "The honoured preference (RFC 7240)." }),
+    "Idempotent-Replayed": z.literal("true").optional().openapi({
+      description: "`true` when this is the stored 202 of an earlier start with the same Idempotency-Key.",
+    }),
+  }),
+  pollAfter: z.object({
+    "Retry-After": z.number().int().min(1).optional().openapi({
+      description: "Present while the run is `running`: seconds to wait before polling again.",
     }),
   }),
 };
@@ -387,7 +415,7 @@ export const RunRecordSchema = z
     runId: z.string(),
     tenantId: z.string(),
     userId: z.string(),
-    status: z.union([z.enum(["running", "failed"]), RunStatusSchema]),
+    status: z.union([z.enum(["running", "failed", "cancelled"]), RunStatusSchema]),
     prompt: z.object({ chars: z.number().int(), sha256: z.string() }).strict(),
     limits: z.object({ maxCycles: z.number().int(), timeoutMs: z.number().int() }).strict(),
     startedAt: z.string(),
@@ -406,7 +434,8 @@ export const RunRecordSchema = z
   })
   .strict()
   .openapi("RunRecord", {
-    description: "A stored run and its audit steps; `running` until the outcome is written.",
+    description:
+      "A stored run and its audit steps; `running` until the outcome is written, `cancelled` once a durable run was stopped.",
   });
 
 /** Path parameters of `GET /v1/runs/{runId}`. */
@@ -553,13 +582,29 @@ const idempotencyKeyParameter = {
   example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
 } as const;
 
+/**
+ * The Prefer request header (RFC 7240) of `POST /v1/runs`: `respond-async` starts a durable run
+ * (docs/durable-runs.md) answered 202; other preferences are ignored.
+ */
+const preferParameter = {
+  name: "Prefer",
+  in: "header",
+  required: false,
+  description:
+    "`respond-async` (RFC 7240) starts the run as a durable run and answers 202 at once with `Location` " +
+    "to poll; without it, or on a deployment without a durable runner, the run is synchronous. Other " +
+    "preferences are ignored.",
+  schema: { type: "string" },
+  example: "respond-async",
+} as const;
+
 /** `POST /v1/runs`: run the agent; every terminal status is 200 except model_error (502). */
 export const createRunRoute = createRoute({
   method: "post",
   path: "/v1/runs",
   summary: "Run the agent on a prompt",
   security,
-  parameters: [idempotencyKeyParameter],
+  parameters: [idempotencyKeyParameter, preferParameter],
   request: {
     body: { required: true, content: { "application/json": { schema: CreateRunBody } } },
   },
@@ -568,6 +613,12 @@ export const createRunRoute = createRoute({
       description: "The run ended; `status` says how (every terminal status is a 200).",
       content: { "application/json": { schema: RunResponseSchema } },
       headers: RESPONSE_HEADERS.idempotentReplayed,
+    },
+    202: {
+      description:
+        "With `Prefer: respond-async` (RFC 7240): the run was started as a durable run (docs/durable-runs.md). The body is the stored run (`status` running); `Location` is its URL, `Retry-After` (s) when to poll it, `Preference-Applied: respond-async`.",
+      content: { "application/json": { schema: RunRecordSchema } },
+      headers: RESPONSE_HEADERS.accepted,
     },
     400: problem(
       "INVALID_REQUEST: the body is not valid JSON (or not the base64 or UTF-8 it claims to be), fails the schema, or the Idempotency-Key is malformed (`errors` says where).",
@@ -599,9 +650,32 @@ export const getRunRoute = createRoute({
   security,
   request: { params: RunIdParam },
   responses: {
-    200: { description: "The run.", content: { "application/json": { schema: RunRecordSchema } } },
+    200: {
+      description: "The run.",
+      content: { "application/json": { schema: RunRecordSchema } },
+      headers: RESPONSE_HEADERS.pollAfter,
+    },
     400: problem("INVALID_REQUEST: malformed runId."),
     404: problem("NOT_FOUND: no such run for this caller (another tenant's run is not found either)."),
+    ...authErrors,
+  },
+});
+
+/** `POST /v1/runs/{runId}/cancel`: stops a running durable run; it ends `cancelled`. */
+export const cancelRunRoute = createRoute({
+  method: "post",
+  path: "/v1/runs/{runId}/cancel",
+  summary: "Cancel a running durable run (its execution is stopped)",
+  security,
+  request: { params: RunIdParam },
+  responses: {
+    200: {
+      description: "The run was stopped; its record now says `cancelled`.",
+      content: { "application/json": { schema: RunRecordSchema } },
+    },
+    400: problem("INVALID_REQUEST: malformed runId."),
+    404: problem("NOT_FOUND: no such run for this caller (another tenant's run is not found either)."),
+    409: problem("RUN_NOT_RUNNING: the run has already ended; `runStatus` is its final status."),
     ...authErrors,
   },
 });

@@ -5,7 +5,7 @@ import { type RunOutcome, type RunUsage, runAgent } from "../../shared/agent/loo
 import type { ConversationHistory } from "../../shared/conversation.js";
 import type { AppDeps } from "../../shared/deps.js";
 import type { SecurityContext } from "../../shared/identity.js";
-import { recordRunMetrics, recordToolResultMetric } from "../../shared/observability.js";
+import { observeToolResults, recordRunMetrics } from "../../shared/observability.js";
 
 /**
  * One run as the HTTP layer asks for it.
@@ -108,17 +108,7 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
           usageSoFar.promptTokens += record.usage.promptTokens;
           usageSoFar.completionTokens += record.usage.completionTokens;
           usageSoFar.totalTokens += record.usage.totalTokens;
-          for (const call of record.toolCalls) {
-            logger.info("tool result", {
-              cycle: record.cycle,
-              toolName: call.result.metadata.toolName,
-              status: call.result.status,
-              errorCode: call.result.error?.code ?? null,
-              latencyMs: call.result.metadata.latencyMs,
-              idempotencyKey: call.result.metadata.idempotencyKey,
-            });
-            recordToolResultMetric(metrics, call.result);
-          }
+          observeToolResults({ logger, metrics }, record);
           try {
             await runs.appendStep(security.tenantId, runId, record, { ...usageSoFar });
           } catch (error) {

@@ -28,6 +28,18 @@ export class Deadline {
     this.timer.unref();
   }
 
+  /**
+   * A deadline at the absolute instant `at` (epoch ms), e.g. the one a durable run fixed when it started:
+   * every invocation that replays the run rebuilds the same deadline. An instant already past gives an
+   * expired deadline that still reports `at` (so a replay reports the same `deadlineAt`).
+   * @example Deadline.until(payload.deadlineAt)
+   */
+  static until(at: number, now: number = Date.now()): Deadline {
+    const deadline = new Deadline(at - now, now);
+    (deadline as { at: number }).at = at;
+    return deadline;
+  }
+
   /** ms left before the deadline, never negative. */
   remainingMs(): number {
     return Math.max(0, this.at - Date.now());

@@ -40,9 +40,13 @@ export interface TokenUsage {
 /**
  * Where a run is: `running` from the first write until the outcome is stored; then the loop's terminal
  * status; `failed` when the server itself failed mid-run (an unexpected error, not a model or tool
- * failure).
+ * failure); `cancelled` when a durable run was stopped (`POST /v1/runs/{runId}/cancel`).
  */
-export type RunRecordStatus<S extends RunShapes = RunShapes> = "running" | "failed" | S["status"];
+export type RunRecordStatus<S extends RunShapes = RunShapes> =
+  | "running"
+  | "failed"
+  | "cancelled"
+  | S["status"];
 
 /**
  * The stored run (one item, sort key `RUN#<runId>`), written at start and updated as cycles complete
@@ -349,6 +353,20 @@ export class RunStore<S extends RunShapes = RunShapes> {
   async fail(tenantId: string, runId: string, reason: string, now: Date = new Date()): Promise<boolean> {
     return this.updateIfRunning(tenantId, runId, {
       status: "failed",
+      reason,
+      finishedAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+    });
+  }
+
+  /**
+   * Marks a running run `cancelled` (its durable execution was stopped); `reason` says who cancelled.
+   * @returns false when the record was not `running` (it ended first, or is missing)
+   * @throws the SDK's error for anything but the failed condition
+   */
+  async cancel(tenantId: string, runId: string, reason: string, now: Date = new Date()): Promise<boolean> {
+    return this.updateIfRunning(tenantId, runId, {
+      status: "cancelled",
       reason,
       finishedAt: now.toISOString(),
       updatedAt: now.toISOString(),

@@ -1,0 +1,14 @@
+import { loadConfig } from "../../shared/config.js";
+import { createDeps } from "../../shared/deps.js";
+import { createDurableRunHandler } from "../../shared/durable/runner.js";
+
+/** The runner's configuration, parsed at cold start (an invalid environment fails the init). */
+const config = loadConfig(process.env);
+
+/**
+ * The durable runner the stack deploys (infra/stack.ts, invoked only through its alias by the API
+ * function): `withDurableExecution` around the same `runAgent` as the synchronous path, each model call
+ * and tool turn a `ctx.step` (shared/durable/runner.ts, docs/durable-runs.md). The clients are built on
+ * the first invocation.
+ */
+export const handler = createDurableRunHandler(() => createDeps(config));

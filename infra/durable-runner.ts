@@ -1,0 +1,183 @@
+import { AssetHashType, DockerImage, Duration, type RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
+import {
+  Alarm,
+  ComparisonOperator,
+  MathExpression,
+  Metric,
+  TreatMissingData,
+} from "aws-cdk-lib/aws-cloudwatch";
+import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
+import { type IGrantable, ManagedPolicy, PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
+import {
+  type Alias,
+  Architecture,
+  type CfnFunction,
+  Code,
+  Function as LambdaFunction,
+  Runtime,
+} from "aws-cdk-lib/aws-lambda";
+import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
+import { Construct } from "constructs";
+import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT, RUNNER_ENTRY } from "./bundle.js";
+import { functionEnvironment } from "./function-env.js";
+
+/**
+ * The durable runner's settings.
+ * - `invocationTimeoutSeconds`: one invocation (a replay up to the next step, and that step): 5 min, far
+ *   above one model call or tool turn; a step cut off at it is retried in a new invocation
+ * - `executionTimeoutSeconds`: the whole durable execution (config DURABLE_EXECUTION_TIMEOUT_SECONDS, which
+ *   caps ASYNC_RUN_TIMEOUT_MS); 15 min holds the default 10-minute run with room for the last writes
+ * - `retentionDays`: how long Lambda keeps a closed execution's history (and its input, which holds the
+ *   prompt): 7 days, enough to investigate a failed run; the run record itself lives RUN_TTL_SECONDS
+ * - `aliasName`: the alias the API invokes (durable functions are invoked by qualified ARN)
+ * - `memoryMb`: as the API function (see FUNCTION_MEMORY_MB in stack.ts)
+ */
+export const RUNNER = {
+  invocationTimeoutSeconds: 300,
+  executionTimeoutSeconds: 900,
+  retentionDays: 7,
+  aliasName: "live",
+  memoryMb: 1024,
+} as const;
+
+/** The AWS managed policy for durable function roles (CheckpointDurableExecution, GetDurableExecutionState, logs). */
+export const DURABLE_EXECUTION_ROLE_POLICY = "service-role/AWSLambdaBasicDurableExecutionRolePolicy";
+
+/** Props of {@link DurableRunner}: the table and secret it uses, and the stack's shared settings. */
+export interface DurableRunnerProps {
+  table: ITableV2;
+  tableItemActions: readonly string[];
+  secretArn: string;
+  secretName: string;
+  environment: Record<string, string>;
+  logRetention: RetentionDays;
+  removalPolicy: RemovalPolicy;
+}
+
+/**
+ * The durable runner (functions/runner/handler.ts) with `durableConfig`, a published version and the
+ * alias the API invokes, its role and a failed-executions alarm.
+ * - Role: the AWS managed durable-execution role policy, item actions on the table, GetSecretValue on
+ *   the OpenAI key's secret.
+ * - {@link grantStartStop} gives another role (the API function's) exactly: InvokeFunction on the alias,
+ *   ListDurableExecutionsByFunction on the function, Stop/GetDurableExecution on its executions.
+ * - Alarm: DurableExecutionFailed + DurableExecutionTimedOut ≥ 1 in 5 minutes (AWS/Lambda, by function).
+ */
+export class DurableRunner extends Construct {
+  readonly fn: LambdaFunction;
+  readonly alias: Alias;
+
+  constructor(scope: Construct, id: string, props: DurableRunnerProps) {
+    super(scope, id);
+    const logs = new LogGroup(this, "Logs", {
+      retention: props.logRetention,
+      removalPolicy: props.removalPolicy,
+    });
+    const role = new Role(this, "Role", {
+      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
+      description:
+        "boundloop durable runner: checkpoints, its log group, item actions on the table, the OpenAI key",
+      managedPolicies: [ManagedPolicy.fromAwsManagedPolicyName(DURABLE_EXECUTION_ROLE_POLICY)],
+    });
+    Validations.of(role).acknowledge({
+      id: `AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/${DURABLE_EXECUTION_ROLE_POLICY}]`,
+      reason:
+        "AWSLambdaBasicDurableExecutionRolePolicy is AWS's documented role policy for durable functions (CheckpointDurableExecution, GetDurableExecutionState, logs).",
+    });
+    logs.grantWrite(role);
+    role.addToPolicy(
+      new PolicyStatement({ actions: [...props.tableItemActions], resources: [props.table.tableArn] }),
+    );
+    role.addToPolicy(
+      new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [props.secretArn] }),
+    );
+
+    this.fn = new LambdaFunction(this, "Function", {
+      description: "boundloop durable runner: runs started with Prefer: respond-async, step by step",
+      code: Code.fromAsset(PROJECT_ROOT, {
+        assetHashType: AssetHashType.OUTPUT,
+        bundling: {
+          image: DockerImage.fromRegistry("dummy"),
+          // Part of the asset's cache key: without it the CDK reuses the API function's bundle (same
+          // source directory, and `local` is not part of the key).
+          environment: { BOUNDLOOP_ENTRY: RUNNER_ENTRY },
+          local: {
+            tryBundle(outputDir) {
+              buildApiBundleSync(outputDir, RUNNER_ENTRY);
+              return true;
+            },
+          },
+        },
+      }),
+      handler: API_HANDLER,
+      runtime: Runtime.NODEJS_24_X,
+      architecture: Architecture.ARM_64,
+      memorySize: RUNNER.memoryMb,
+      timeout: Duration.seconds(RUNNER.invocationTimeoutSeconds),
+      durableConfig: {
+        executionTimeout: Duration.seconds(RUNNER.executionTimeoutSeconds),
+        retentionPeriod: Duration.days(RUNNER.retentionDays),
+      },
+      role,
+      logGroup: logs,
+      environment: functionEnvironment({
+        ...props.environment,
+        DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
+      }),
+    });
+    this.alias = this.fn.addAlias(RUNNER.aliasName);
+
+    const metric = (metricName: string) =>
+      new Metric({
+        namespace: "AWS/Lambda",
+        metricName,
+        dimensionsMap: { FunctionName: this.fn.functionName },
+        statistic: "Sum",
+        period: Duration.minutes(5),
+      });
+    new Alarm(this, "FailedExecutionsAlarm", {
+      metric: new MathExpression({
+        expression: "FILL(failed, 0) + FILL(timedOut, 0)",
+        usingMetrics: {
+          failed: metric("DurableExecutionFailed"),
+          timedOut: metric("DurableExecutionTimedOut"),
+        },
+        period: Duration.minutes(5),
+        label: "Failed or timed-out durable executions",
+      }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+      alarmDescription:
+        "A durable run's execution failed or timed out at least once in 5 minutes (the run record says failed or stays running).",
+    });
+  }
+
+  /**
+   * Lets `grantee` start, stop and read this runner's executions, and nothing else of it: InvokeFunction
+   * on the alias only; ListDurableExecutionsByFunction on the function; StopDurableExecution and
+   * GetDurableExecution on its executions (`<function ARN>:<version>/durable-execution/<name>/<id>`).
+   */
+  grantStartStop(grantee: IGrantable & Construct): void {
+    const { functionArn } = this.fn;
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: [this.alias.functionArn] }),
+    );
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({ actions: ["lambda:ListDurableExecutionsByFunction"], resources: [functionArn] }),
+    );
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ["lambda:StopDurableExecution", "lambda:GetDurableExecution"],
+        resources: [`${functionArn}:*/durable-execution/*`],
+      }),
+    );
+    const runnerArnToken = `<${Stack.of(this).getLogicalId(this.fn.node.defaultChild as CfnFunction)}.Arn>`;
+    Validations.of(grantee).acknowledge({
+      id: `AwsSolutions::AwsSolutions-IAM5[Resource::${runnerArnToken}:*/durable-execution/*]`,
+      reason:
+        "Durable execution ARNs (<runner ARN>:<version>/durable-execution/<name>/<id>) are made at run time; the wildcard covers only the runner's own executions.",
+    });
+  }
+}

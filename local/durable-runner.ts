@@ -1,0 +1,53 @@
+import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import { createLazyHandler } from "../functions/api/handler.js";
+import type { LambdaHandler } from "../functions/api/lambda-adapter.js";
+import type { Config } from "../shared/config.js";
+import { createDeps } from "../shared/deps.js";
+import { createDurableRunHandler, type DurableRunOptions } from "../shared/durable/runner.js";
+import { LocalDurableExecutions } from "./durable-executions.js";
+
+/**
+ * The API handler as deployed (functions/api/handler.ts `createLazyHandler`) with durable runs on the
+ * local runner (local/durable-executions.ts): for `npm run dev` and `npm start -- --async`. The runner
+ * gets its own dependencies, as the deployed runner function does; `options.faults` reach every step
+ * (tests cut steps off with them). `stop()` ends running executions,
+ * the testing SDK's worker thread and the runner's clients.
+ */
+export function createLocalDurableApi(
+  config: Config,
+  options: Pick<DurableRunOptions, "faults"> = {},
+): {
+  handler: LambdaHandler;
+  executions: LocalDurableExecutions;
+  stop(): Promise<void>;
+} {
+  const runnerDeps = createDeps(config);
+  const executions = new LocalDurableExecutions((runOptions) =>
+    createDurableRunHandler(runnerDeps, { ...options, ...runOptions }),
+  );
+  return {
+    handler: createLazyHandler(config, { executions }),
+    executions,
+    async stop() {
+      await executions.shutdown();
+      runnerDeps.ddb.destroy();
+    },
+  };
+}
+
+/**
+ * A copy of an API Gateway HTTP API v2 event (same authorizer claims and headers) sent to another route,
+ * without a body: e.g. `GET /v1/runs/{runId}` or `POST /v1/runs/{runId}/cancel` after a POST /v1/runs.
+ */
+export function eventForRoute<T extends APIGatewayProxyEventV2>(event: T, method: string, path: string): T {
+  const copy = structuredClone(event);
+  Object.assign(copy, {
+    rawPath: path,
+    routeKey: `${method} ${path}`,
+    body: undefined,
+    isBase64Encoded: false,
+  });
+  copy.requestContext.http.method = method;
+  copy.requestContext.http.path = path;
+  return copy;
+}

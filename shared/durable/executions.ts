@@ -1,0 +1,124 @@
+import { z } from "zod";
+import type { RunLimits } from "../agent/limits.js";
+import { sha256Hex } from "../hash.js";
+import type { SecurityContext } from "../identity.js";
+
+/**
+ * The start event of a durable run: everything the runner needs, fixed by the API when it accepted the
+ * run, so every invocation that replays the run sees the same input (docs/durable-runs.md).
+ * - `runId`: the run (also the execution name, see {@link executionNameFor})
+ * - `runScope`: the client's Idempotency-Key, else `runId` (feeds tool idempotency keys)
+ * - `security`: the caller's verified security context (only the API can invoke the runner: infra/ grants
+ *   `lambda:InvokeFunction` on the runner alias to the API function alone)
+ * - `limits`: the run's effective limits (`limits.runTimeoutMs` ≤ config `durable.runTimeoutMs`)
+ * - `startedAt`, `deadlineAt`: epoch ms; the run's start and its absolute deadline, read from the run
+ *   record, so a retried start sends the same payload
+ * - `conversation`: present when the run continues an earlier one (`previousRunId`): its id and the
+ *   HISTORY_MAX_TOKENS the API trimmed the history to. Not the transcript itself (a payload is limited to
+ *   256 KB): the runner loads it in its `history:load` step (shared/durable/history.ts)
+ */
+export interface DurableRunPayload {
+  version: 1;
+  runId: string;
+  runScope: string;
+  security: SecurityContext;
+  prompt: string;
+  limits: RunLimits;
+  startedAt: number;
+  deadlineAt: number;
+  conversation?: { previousRunId: string; historyMaxTokens: number };
+}
+
+/** The zod schema of {@link DurableRunPayload}; the runner parses its event with it. */
+export const DurableRunPayloadSchema = z
+  .object({
+    version: z.literal(1),
+    runId: z.string().regex(/^run_[A-Za-z0-9_-]{1,60}$/),
+    runScope: z.string().min(1).max(255),
+    security: z.object({
+      userId: z.string().min(1),
+      tenantId: z.string().min(1),
+      permissions: z.array(z.string()),
+    }),
+    prompt: z.string().min(1),
+    limits: z.object({
+      maxCycles: z.number().int().positive(),
+      runTimeoutMs: z.number().int().positive(),
+      maxTotalTokens: z.number().int().positive(),
+      maxToolCallsPerTurn: z.number().int().positive(),
+      maxToolCallsPerRun: z.number().int().positive(),
+      maxConcurrentToolCalls: z.number().int().positive(),
+      maxToolResultBytes: z.number().int().positive(),
+      loopBreakerThreshold: z.number().int().positive(),
+      summarizeOnMaxCycles: z.boolean(),
+    }),
+    startedAt: z.number().int().nonnegative(),
+    deadlineAt: z.number().int().nonnegative(),
+    conversation: z
+      .object({
+        previousRunId: z.string().min(1),
+        historyMaxTokens: z.number().int().nonnegative(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+/**
+ * Status of a durable execution, as Lambda's GetDurableExecution reports it (`ExecutionStatus` of
+ * @aws-sdk/client-lambda): RUNNING until it ends SUCCEEDED, FAILED, TIMED_OUT or STOPPED.
+ */
+export type ExecutionStatus = "RUNNING" | "SUCCEEDED" | "FAILED" | "TIMED_OUT" | "STOPPED";
+
+/** What {@link DurableExecutions.describe} tells about one execution. */
+export interface ExecutionDescription {
+  name: string;
+  status: ExecutionStatus;
+}
+
+/**
+ * The port through which the API starts, stops and reads durable runs; the AWS implementation is
+ * shared/durable/lambda-executions.ts, the local one (tests, `npm run dev`, `npm start -- --async`) is
+ * local/durable-executions.ts. Approvals will add a callback (SendDurableExecutionCallback*) here.
+ * - `start(name, payload)`: starts the execution `name` with `payload`; starting a name again with the
+ *   same payload starts nothing (Lambda treats a repeated name as the same execution)
+ * - `stop(name)`: stops a running execution: "stopped", or "not_running" when it has already ended
+ *   (or never existed)
+ * - `describe(name)`: its status, or undefined when there is no such execution
+ * @throws ExecutionConflictError from `start` when `name` was started with another payload
+ */
+export interface DurableExecutions {
+  start(name: string, payload: DurableRunPayload): Promise<void>;
+  stop(name: string): Promise<"stopped" | "not_running">;
+  describe(name: string): Promise<ExecutionDescription | undefined>;
+}
+
+/** Raised by {@link DurableExecutions.start} when the execution name exists with another payload. */
+export class ExecutionConflictError extends Error {
+  constructor(
+    readonly executionName: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`The durable execution ${executionName} was already started with another input.`, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * The run id of an asynchronous run started with an Idempotency-Key: `run_` and 32 hex digits of
+ * SHA-256 over the tenant, the key and the request fingerprint. A retry of the same request (also one that
+ * takes over a crashed start) gets the same run, hence the same execution name.
+ * @example asyncRunId("tenant_uk_01", "order-42", fingerprint) // "run_3f…" (36 characters)
+ */
+export function asyncRunId(tenantId: string, idempotencyKey: string, fingerprint: string): string {
+  return `run_${sha256Hex(`${tenantId}\n${idempotencyKey}\n${fingerprint}`).slice(0, 32)}`;
+}
+
+/**
+ * The durable execution name of a run: its run id. Lambda execution names are unique per account and
+ * region, 1 to 64 characters of letters, digits, `-` and `_`; a run id (`run_<uuid>`, or
+ * {@link asyncRunId}) is at most 40 such characters.
+ */
+export function executionNameFor(runId: string): string {
+  return runId;
+}

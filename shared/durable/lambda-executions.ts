@@ -1,0 +1,93 @@
+import {
+  DurableExecutionAlreadyStartedException,
+  GetDurableExecutionCommand,
+  InvokeCommand,
+  type LambdaClient,
+  ListDurableExecutionsByFunctionCommand,
+  ResourceNotFoundException,
+  StopDurableExecutionCommand,
+} from "@aws-sdk/client-lambda";
+import {
+  type DurableExecutions,
+  type DurableRunPayload,
+  ExecutionConflictError,
+  type ExecutionDescription,
+  type ExecutionStatus,
+} from "./executions.js";
+
+/**
+ * {@link DurableExecutions} on AWS Lambda durable functions.
+ * - start: `Invoke` with InvocationType `Event` on the runner's alias ARN (durable functions must be
+ *   invoked by a qualified ARN) and `DurableExecutionName`; Lambda starts nothing for a name already
+ *   started with the same payload, and answers DurableExecutionAlreadyStartedException for another payload
+ * - stop / describe: the execution's ARN is found by name with `ListDurableExecutionsByFunction` (the
+ *   API never stores it), then `StopDurableExecution` / `GetDurableExecution`
+ * IAM (infra/stack.ts): lambda:InvokeFunction on the alias; lambda:ListDurableExecutionsByFunction on the
+ * function; lambda:StopDurableExecution and lambda:GetDurableExecution on its executions.
+ */
+export class LambdaDurableExecutions implements DurableExecutions {
+  /** The runner function's unqualified ARN (the alias ARN without its alias). */
+  private readonly functionArn: string;
+
+  /**
+   * @param client a Lambda client (region of the runner)
+   * @param aliasArn config RUNNER_FUNCTION_ARN, `arn:aws:lambda:<region>:<account>:function:<name>:<alias>`
+   */
+  constructor(
+    private readonly client: LambdaClient,
+    private readonly aliasArn: string,
+  ) {
+    this.functionArn = aliasArn.split(":").slice(0, 7).join(":");
+  }
+
+  async start(name: string, payload: DurableRunPayload): Promise<void> {
+    try {
+      await this.client.send(
+        new InvokeCommand({
+          FunctionName: this.aliasArn,
+          InvocationType: "Event",
+          DurableExecutionName: name,
+          Payload: new TextEncoder().encode(JSON.stringify(payload)),
+        }),
+      );
+    } catch (error) {
+      if (error instanceof DurableExecutionAlreadyStartedException) {
+        throw new ExecutionConflictError(name, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  async stop(name: string): Promise<"stopped" | "not_running"> {
+    const arn = await this.arnOf(name);
+    if (!arn) return "not_running";
+    const current = await this.client.send(new GetDurableExecutionCommand({ DurableExecutionArn: arn }));
+    if (current.Status !== "RUNNING") return "not_running";
+    try {
+      await this.client.send(new StopDurableExecutionCommand({ DurableExecutionArn: arn }));
+      return "stopped";
+    } catch (error) {
+      if (error instanceof ResourceNotFoundException) return "not_running";
+      throw error;
+    }
+  }
+
+  async describe(name: string): Promise<ExecutionDescription | undefined> {
+    const arn = await this.arnOf(name);
+    if (!arn) return undefined;
+    const execution = await this.client.send(new GetDurableExecutionCommand({ DurableExecutionArn: arn }));
+    return { name, status: (execution.Status ?? "RUNNING") as ExecutionStatus };
+  }
+
+  /** The ARN of the execution named `name` (the newest, if the name was reused after its retention). */
+  private async arnOf(name: string): Promise<string | undefined> {
+    const listed = await this.client.send(
+      new ListDurableExecutionsByFunctionCommand({
+        FunctionName: this.functionArn,
+        DurableExecutionName: name,
+        MaxItems: 1,
+      }),
+    );
+    return listed.DurableExecutions?.[0]?.DurableExecutionArn;
+  }
+}

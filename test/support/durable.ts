@@ -1,0 +1,79 @@
+import { randomUUID } from "node:crypto";
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { inject } from "vitest";
+import type { LocalDurableExecutions } from "../../local/durable-executions.js";
+import { createLocalDurableApi, eventForRoute } from "../../local/durable-runner.js";
+import { createLambdaContext } from "../../local/lambda-context.js";
+import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
+import { type Config, loadConfig } from "../../shared/config.js";
+import { type AppDeps, createDeps } from "../../shared/deps.js";
+import type { DurableRunOptions } from "../../shared/durable/runner.js";
+import { ensureTable } from "../../shared/store/table.js";
+import { runEvent } from "./idempotency.js";
+
+/**
+ * The API handler (functions/api/handler.ts `createLazyHandler`, the deployed entry's factory) and a
+ * durable runner on the testing SDK's local runner (local/durable-executions.ts), over a fresh table on
+ * the suite's DynamoDB Local and a local model server spoken to over HTTP. The runner has its own
+ * dependencies, as the deployed runner function does.
+ * - `faults`: set by a test to cut steps off (see DurableRunOptions.faults); read at each step
+ */
+export interface DurableStack {
+  config: Config;
+  deps: AppDeps;
+  model: LocalModelServer;
+  executions: LocalDurableExecutions;
+  faults: NonNullable<DurableRunOptions["faults"]>;
+  invoke(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2>;
+  stop(): Promise<void>;
+}
+
+/** Starts a {@link DurableStack}; `env` overrides configuration variables. */
+export async function startDurableStack(env: Record<string, string> = {}): Promise<DurableStack> {
+  const model = await startModelServer();
+  const config = loadConfig({
+    DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
+    OPENAI_BASE_URL: model.baseURL,
+    TABLE_NAME: `test-${randomUUID()}`,
+    POWERTOOLS_LOG_LEVEL: "SILENT",
+    ...env,
+  });
+  const faults: DurableStack["faults"] = {};
+  const api = createLocalDurableApi(config, {
+    faults: {
+      beforeStep: (name) => faults.beforeStep?.(name),
+      afterStep: (name) => faults.afterStep?.(name),
+    },
+  });
+  const { executions, handler } = api;
+  const deps = createDeps(config, { executions });
+  await ensureTable(deps.ddb, config.table.name);
+  return {
+    config,
+    deps: { ...deps, executions },
+    model,
+    executions,
+    faults,
+    async invoke(event) {
+      return (await handler(
+        event as never,
+        createLambdaContext(29_000),
+      )) as APIGatewayProxyStructuredResultV2;
+    },
+    async stop() {
+      await api.stop();
+      deps.ddb.destroy();
+      await model.stop();
+    },
+  };
+}
+
+/**
+ * The seed event turned into `GET /v1/runs/{runId}` (or `POST /v1/runs/{runId}/cancel`) for `tenantId`'s
+ * user usr_idem (scope billing:write), as API Gateway HTTP API v2 delivers it.
+ */
+export function runPathEvent(runId: string, tenantId: string, action: "get" | "cancel" = "get") {
+  return action === "get"
+    ? eventForRoute(runEvent({ tenantId, prompt: "x" }), "GET", `/v1/runs/${runId}`)
+    : eventForRoute(runEvent({ tenantId, prompt: "x" }), "POST", `/v1/runs/${runId}/cancel`);
+}
