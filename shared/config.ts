@@ -99,6 +99,43 @@ const IamPrincipalTenants = z.pipe(
 );
 
 /**
+ * APPROVAL_RULES: JSON object from a tool that declares an approval policy (today `recordInvoice`) to
+ * a per-currency threshold (ISO 4217 code → a positive decimal string in major units, e.g.
+ * `{"recordInvoice":{"GBP":"1000.00"}}`). A call whose backend amount (for recordInvoice: the quote's
+ * gross total) is at or above its currency's threshold waits for a person's approval
+ * (docs/approvals.md). Unset or empty: no approvals.
+ */
+const ApprovalRules = z.pipe(
+  z.pipe(
+    z.optional(z.string()),
+    z.transform((value, ctx) => {
+      if (value === undefined || value.trim() === "") return {};
+      try {
+        return JSON.parse(value) as unknown;
+      } catch {
+        ctx.issues.push({ code: "custom", message: "must be a JSON object", input: value });
+        return z.NEVER;
+      }
+    }),
+  ),
+  z.strictObject({
+    recordInvoice: z.optional(
+      z.record(
+        z.string().check(z.regex(/^[A-Z]{3}$/, "keys must be ISO 4217 currency codes (GBP, BDT, …)")),
+        z
+          .string()
+          .check(
+            z.regex(
+              /^(?:0|[1-9]\d{0,14})(?:\.\d{1,4})?$/,
+              'thresholds must be decimal strings in major units, e.g. "1000.00"',
+            ),
+          ),
+      ),
+    ),
+  }),
+);
+
+/**
  * The environment the service reads, once, at cold start. This schema is the single source of truth
  * for variable names, defaults and bounds; infra/ and `.env.example` take their names from it.
  *
@@ -149,6 +186,11 @@ const IamPrincipalTenants = z.pipe(
  *   (infra/ sets both from one setting). Lambda durable executions may last up to one year (31 536 000 s).
  * - RUNNER_FUNCTION_ARN: the qualified ARN (alias) of the durable runner the API starts executions on;
  *   unset outside AWS, where a local runner is injected instead (local/durable-executions.ts).
+ * - APPROVAL_RULES (default none): which tool calls wait for a person's approval, see {@link ApprovalRules}.
+ * - APPROVAL_TIMEOUT_SECONDS (default 86400 s = 24 h, the issue's default): how long an approval waits
+ *   for a decision before the call gets business_error APPROVAL_EXPIRED. At most 30 days (an approval
+ *   must be decided within the run records' shortest retention, RUN_TTL_SECONDS' minimum is 1 h: keep
+ *   RUN_TTL_SECONDS above it).
  */
 export const ConfigSchema = z.object({
   OPENAI_API_KEY: optionalString,
@@ -174,6 +216,8 @@ export const ConfigSchema = z.object({
         ),
     ),
   ),
+  APPROVAL_RULES: ApprovalRules,
+  APPROVAL_TIMEOUT_SECONDS: positiveInt(86_400, 30 * 86_400),
   DEADLINE_RESERVE_MS: envInt(1_500, 0, 60_000),
   QUOTE_TTL_SECONDS: envInt(900, 60, 86_400),
   MAX_TOTAL_TOKENS: positiveInt(100_000, 10_000_000),
@@ -228,6 +272,9 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * - `durable`: runs beyond one request (docs/durable-runs.md): `runTimeoutMs`, the cap of a durable run's
  *   wall time in ms (ASYNC_RUN_TIMEOUT_MS capped by the execution timeout minus DEADLINE_RESERVE_MS);
  *   `executionTimeoutSeconds`; `runnerFunctionArn`, the runner alias (undefined outside AWS).
+ * - `approvals`: human approval (docs/approvals.md): `rules`, per tool the per-currency thresholds
+ *   (decimal strings, major units; `{}` means no approvals), and `timeoutSeconds`, how long an approval
+ *   waits for its decision.
  * - `observability`: Powertools service name, metrics namespace, log level.
  */
 export interface Config {
@@ -250,8 +297,12 @@ export interface Config {
   runs: { ttlSeconds: number };
   http: { maxBodyBytes: number };
   durable: { runTimeoutMs: number; executionTimeoutSeconds: number; runnerFunctionArn: string | undefined };
+  approvals: { rules: ApprovalRulesConfig; timeoutSeconds: number };
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
 }
+
+/** APPROVAL_RULES parsed: tool name → ISO 4217 currency → threshold (decimal string, major units). */
+export type ApprovalRulesConfig = RawConfig["APPROVAL_RULES"];
 
 /** Log levels Powertools Logger accepts (POWERTOOLS_LOG_LEVEL). */
 export type ObservabilityLogLevel = RawConfig["POWERTOOLS_LOG_LEVEL"];
@@ -328,6 +379,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       executionTimeoutSeconds: raw.DURABLE_EXECUTION_TIMEOUT_SECONDS,
       runnerFunctionArn: raw.RUNNER_FUNCTION_ARN,
     },
+    approvals: { rules: raw.APPROVAL_RULES, timeoutSeconds: raw.APPROVAL_TIMEOUT_SECONDS },
     observability: {
       serviceName: raw.POWERTOOLS_SERVICE_NAME,
       metricsNamespace: raw.POWERTOOLS_METRICS_NAMESPACE,

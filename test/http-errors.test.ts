@@ -213,6 +213,8 @@ describe("the error → HTTP mapping (shared/errors.ts)", () => {
       NOT_FOUND: 404,
       IDEMPOTENCY_KEY_IN_USE: 409,
       RUN_NOT_RUNNING: 409,
+      APPROVAL_DECIDED: 409,
+      APPROVAL_EXPIRED: 409,
       PAYLOAD_TOO_LARGE: 413,
       UNSUPPORTED_MEDIA_TYPE: 415,
       IDEMPOTENCY_KEY_REUSED: 422,

@@ -1,6 +1,7 @@
+import type { ApprovalGate } from "../../shared/agent/approval.js";
 import { Deadline } from "../../shared/agent/deadline.js";
 import { clampRunLimits, type RunLimits } from "../../shared/agent/limits.js";
-import { type RunOutcome, type RunUsage, runAgent } from "../../shared/agent/loop.js";
+import { type RunOutcome, type RunUsage, runAgent, type StepRunner } from "../../shared/agent/loop.js";
 import type { AppDeps } from "../../shared/deps.js";
 import type { SecurityContext } from "../../shared/identity.js";
 import { observeToolResults, recordRunMetrics } from "../../shared/observability.js";
@@ -11,6 +12,8 @@ import { observeToolResults, recordRunMetrics } from "../../shared/observability
  * - `runScope`: the client's Idempotency-Key, else `runId` (feeds tool idempotency keys)
  * - `deadline`: the run's deadline, made by the caller from {@link runBudgetMs} (the HTTP layer also
  *   uses it as the Idempotency-Key lease); the caller disposes it
+ * - `step`, `approve`: passed to the loop (a run that may pause for approval, approval-handoff.ts); an
+ *   error the gate throws (the hand-over) leaves the run record `running` for the durable execution
  */
 export interface RunRequest {
   security: SecurityContext;
@@ -20,6 +23,10 @@ export interface RunRequest {
   maxCycles?: number | undefined;
   timeoutMs?: number | undefined;
   deadline: Deadline;
+  step?: StepRunner | undefined;
+  approve?: ApprovalGate | undefined;
+  /** True for the error `approve` throws to hand the run over (the run is then not marked failed). */
+  isHandoff?: (error: unknown) => boolean;
 }
 
 /**
@@ -94,6 +101,8 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
       runScope: request.runScope,
       limits,
       deadline,
+      ...(request.step ? { step: request.step } : {}),
+      ...(request.approve ? { approve: request.approve } : {}),
       hooks: {
         onCycle: async (record) => {
           usageSoFar.promptTokens += record.usage.promptTokens;
@@ -109,6 +118,7 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
       },
     });
   } catch (error) {
+    if (request.isHandoff?.(error)) throw error;
     await runs
       .fail(security.tenantId, runId, "The server failed during the run.")
       .catch(() => logger.warn("run failure not recorded"));

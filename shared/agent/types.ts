@@ -1,4 +1,5 @@
 import type { SecurityContext } from "../identity.js";
+import type { ApprovalGate } from "./approval.js";
 import type { Deadline } from "./deadline.js";
 import type { ToolRegistry } from "./dispatcher.js";
 import type { RunLimits } from "./limits.js";
@@ -107,6 +108,8 @@ export interface RunHooks {
  * - `deadline`: the run's single deadline; its signal reaches every model and tool call. Build it from
  *   `Deadline.budgetMs(limits.runTimeoutMs, lambdaRemainingMs, config.limits.deadlineReserveMs)`.
  * - `step`: runs each model call and each turn of tool calls (see shared/agent/step.ts); default `runInline`
+ * - `approve`: where a call that needs approval waits for a person's decision (shared/agent/approval.ts);
+ *   without it such a call does not run (business_error APPROVAL_UNAVAILABLE)
  */
 export interface RunInput {
   model: Model;
@@ -120,4 +123,5 @@ export interface RunInput {
   systemPrompt?: string;
   hooks?: RunHooks;
   step?: StepRunner;
+  approve?: ApprovalGate;
 }

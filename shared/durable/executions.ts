@@ -13,6 +13,9 @@ import type { SecurityContext } from "../identity.js";
  * - `limits`: the run's effective limits (`limits.runTimeoutMs` ≤ config `durable.runTimeoutMs`)
  * - `startedAt`, `deadlineAt`: epoch ms; the run's start and its absolute deadline, read from the run
  *   record, so a retried start sends the same payload
+ * - `carried`: steps a synchronous run completed before it paused for an approval and was handed over
+ *   (functions/api/approval-handoff.ts): the runner returns these results for those step names instead
+ *   of calling the model or the tools again (docs/approvals.md)
  */
 export interface DurableRunPayload {
   version: 1;
@@ -23,6 +26,13 @@ export interface DurableRunPayload {
   limits: RunLimits;
   startedAt: number;
   deadlineAt: number;
+  carried?: CarriedStep[];
+}
+
+/** One completed step of a synchronous run carried into its durable execution: its name and result. */
+export interface CarriedStep {
+  name: string;
+  result: unknown;
 }
 
 /** The zod schema of {@link DurableRunPayload}; the runner parses its event with it. */
@@ -50,6 +60,7 @@ export const DurableRunPayloadSchema = z
     }),
     startedAt: z.number().int().nonnegative(),
     deadlineAt: z.number().int().nonnegative(),
+    carried: z.array(z.object({ name: z.string().min(1), result: z.unknown() }).strict()).optional(),
   })
   .strict();
 
@@ -68,18 +79,33 @@ export interface ExecutionDescription {
 /**
  * The port through which the API starts, stops and reads durable runs; the AWS implementation is
  * shared/durable/lambda-executions.ts, the local one (tests, `npm run dev`, `npm start -- --async`) is
- * local/durable-executions.ts. Approvals will add a callback (SendDurableExecutionCallback*) here.
+ * local/durable-executions.ts.
  * - `start(name, payload)`: starts the execution `name` with `payload`; starting a name again with the
  *   same payload starts nothing (Lambda treats a repeated name as the same execution)
  * - `stop(name)`: stops a running execution: "stopped", or "not_running" when it has already ended
  *   (or never existed)
  * - `describe(name)`: its status, or undefined when there is no such execution
+ * - `completeCallback(callback, result)`: completes a `waitForCallback` of an execution with `result`
+ *   (a JSON string): SendDurableExecutionCallbackSuccess on AWS. "completed", or "not_waiting" when the
+ *   callback is no longer waiting (already completed, timed out, or its execution ended)
  * @throws ExecutionConflictError from `start` when `name` was started with another payload
  */
 export interface DurableExecutions {
   start(name: string, payload: DurableRunPayload): Promise<void>;
   stop(name: string): Promise<"stopped" | "not_running">;
   describe(name: string): Promise<ExecutionDescription | undefined>;
+  completeCallback(callback: CallbackRef, result: string): Promise<"completed" | "not_waiting">;
+}
+
+/**
+ * Which callback to complete: `callbackId` (the durable service's id, given to the waiting execution's
+ * submitter; all Lambda needs) and, for the local runner, whose testing SDK sends callbacks through an
+ * operation handle, the execution's name and the wait's name.
+ */
+export interface CallbackRef {
+  callbackId: string;
+  executionName: string;
+  waitName: string;
 }
 
 /** Raised by {@link DurableExecutions.start} when the execution name exists with another payload. */

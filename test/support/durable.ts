@@ -5,6 +5,7 @@ import type { LocalDurableExecutions } from "../../local/durable-executions.js";
 import { createLocalDurableApi, eventForRoute } from "../../local/durable-runner.js";
 import { createLambdaContext } from "../../local/lambda-context.js";
 import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
+import { type ApprovalRequestedEvent, printedApprovalEvents } from "../../shared/approval-events.js";
 import { type Config, loadConfig } from "../../shared/config.js";
 import { type AppDeps, createDeps } from "../../shared/deps.js";
 import type { DurableRunOptions } from "../../shared/durable/runner.js";
@@ -24,6 +25,8 @@ export interface DurableStack {
   model: LocalModelServer;
   executions: LocalDurableExecutions;
   faults: NonNullable<DurableRunOptions["faults"]>;
+  /** The approval events the runner sent (docs/approvals.md). */
+  approvalEvents: ApprovalRequestedEvent[];
   invoke(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2>;
   stop(): Promise<void>;
 }
@@ -39,14 +42,16 @@ export async function startDurableStack(env: Record<string, string> = {}): Promi
     ...env,
   });
   const faults: DurableStack["faults"] = {};
+  const events = printedApprovalEvents(() => {});
   const api = createLocalDurableApi(config, {
+    approvalEvents: events,
     faults: {
       beforeStep: (name) => faults.beforeStep?.(name),
       afterStep: (name) => faults.afterStep?.(name),
     },
   });
   const { executions, handler } = api;
-  const deps = createDeps(config, { executions });
+  const deps = createDeps(config, { executions, approvalEvents: events });
   await ensureTable(deps.ddb, config.table.name);
   return {
     config,
@@ -54,6 +59,7 @@ export async function startDurableStack(env: Record<string, string> = {}): Promi
     model,
     executions,
     faults,
+    approvalEvents: events.sent,
     async invoke(event) {
       return (await handler(
         event as never,
