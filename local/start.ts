@@ -7,6 +7,11 @@
  * With `--async` the event carries `Prefer: respond-async`: the run is a durable run on the durable
  * execution SDK's local runner (local/durable-runner.ts); this prints the 202, each poll of
  * `GET /v1/runs/{runId}` (status, cycles recorded) every `Retry-After` seconds, then the same outcome.
+ *
+ * With `--approval` APPROVAL_RULES (unless set) is `{"recordInvoice":{"GBP":"1000.00"}}`, which catches
+ * the seed scenario's GB invoice (gross 1800.00 GBP): the synchronous request is answered 202 with the
+ * paused run (`awaiting_approval`, the preview), a second local user (`usr_approver_01`, billing:approve)
+ * approves it, and the polls show the run completing with one invoice (docs/approvals.md).
  */
 import { readFile } from "node:fs/promises";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from "aws-lambda";
@@ -30,10 +35,12 @@ process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const durable = args.includes("--async");
+  const approval = args.includes("--approval");
   const prompt = args
-    .filter((arg) => arg !== "--async")
+    .filter((arg) => arg !== "--async" && arg !== "--approval")
     .join(" ")
     .trim();
+  if (approval) process.env.APPROVAL_RULES ??= JSON.stringify({ recordInvoice: { GBP: "1000.00" } });
   const event = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
   ) as APIGatewayProxyEventV2;
@@ -42,7 +49,7 @@ async function main(): Promise<number> {
   const stack = await startLocalStack();
   try {
     Object.assign(process.env, stack.env);
-    if (durable) return await runDurable(event);
+    if (durable || approval) return await runDurable(event, approval ? "approval" : "async");
     const { handler } = await import("../functions/api/handler.js");
     const result = (await handler(
       event as unknown as ApiEvent,
@@ -64,8 +71,12 @@ async function main(): Promise<number> {
   }
 }
 
-/** `--async`: starts the run with Prefer: respond-async, polls it to its end, prints it and the ledger. */
-async function runDurable(event: APIGatewayProxyEventV2): Promise<number> {
+/**
+ * `--async`: starts the run with Prefer: respond-async, polls it to its end, prints it and the ledger.
+ * `--approval`: sends the run synchronously; when it pauses (202, awaiting_approval) prints the pending
+ * approval, approves it as a second user, then polls it to its end the same way.
+ */
+async function runDurable(event: APIGatewayProxyEventV2, mode: "async" | "approval"): Promise<number> {
   const { createLocalDurableApi, eventForRoute } = await import("./durable-runner.js");
   const api = createLocalDurableApi(loadConfig(process.env));
   try {
@@ -74,7 +85,9 @@ async function runDurable(event: APIGatewayProxyEventV2): Promise<number> {
         APIGatewayProxyResultV2,
         string
       >;
-    const started = await invoke({ ...event, headers: { ...event.headers, prefer: "respond-async" } });
+    const started = await invoke(
+      mode === "async" ? { ...event, headers: { ...event.headers, prefer: "respond-async" } } : event,
+    );
     const headers = (started.headers ?? {}) as Record<string, string>;
     const run = JSON.parse(started.body ?? "{}") as Record<string, unknown>;
     if (started.statusCode !== 202) {
@@ -84,6 +97,7 @@ async function runDurable(event: APIGatewayProxyEventV2): Promise<number> {
     console.log(
       `\nHTTP 202 Accepted: run ${String(run.runId)} is ${String(run.status)}; Location: ${headers.location}, Retry-After: ${headers["retry-after"]} s`,
     );
+    if (mode === "approval" && !(await approveAsSecondUser(event, run, invoke))) return 1;
     const poll = eventForRoute(event, "GET", String(headers.location));
     for (let attempt = 1; ; attempt++) {
       const response = await invoke(poll);
@@ -92,7 +106,7 @@ async function runDurable(event: APIGatewayProxyEventV2): Promise<number> {
       console.log(
         `poll ${attempt}: HTTP ${response.statusCode}, status ${String(body.status)}, cycles ${String(body.cyclesRecorded)}`,
       );
-      if (body.status !== "running") {
+      if (body.status !== "running" && body.status !== "awaiting_approval") {
         const steps = (body.steps ?? []) as Array<{ toolCalls: Array<{ result: ToolResult }> }>;
         printOutcome({
           ...body,
@@ -109,6 +123,53 @@ async function runDurable(event: APIGatewayProxyEventV2): Promise<number> {
   } finally {
     await api.stop();
   }
+}
+
+/**
+ * Prints the paused run's pending approval (the backend's preview) and approves it as `usr_approver_01`
+ * (billing:approve, same tenant: the four-eyes rule keeps the run's own user out). False when the run
+ * did not pause or the approval failed.
+ */
+async function approveAsSecondUser(
+  event: APIGatewayProxyEventV2,
+  run: Record<string, unknown>,
+  invoke: (request: APIGatewayProxyEventV2) => Promise<Exclude<APIGatewayProxyResultV2, string>>,
+): Promise<boolean> {
+  const pending = (run.pendingApprovals ?? []) as Array<{
+    approvalId: string;
+    toolName: string;
+    requestedBy: string;
+    expiresAt: string;
+    preview: Record<string, string>;
+  }>;
+  const approval = pending[0];
+  if (run.status !== "awaiting_approval" || !approval) {
+    console.log(`The run did not pause for approval (status ${String(run.status)}).`);
+    return false;
+  }
+  const { preview } = approval;
+  console.log(
+    `Pending approval ${approval.approvalId}: ${approval.toolName} requested by ${approval.requestedBy}, ` +
+      `preview subtotal ${preview.subtotal}, tax ${preview.taxAmount}, gross ${preview.grossTotal} ${preview.currency} ` +
+      `(threshold ${preview.threshold} ${preview.currency}), expires ${approval.expiresAt}`,
+  );
+  const { eventForRoute } = await import("./durable-runner.js");
+  const decision = eventForRoute(
+    event,
+    "POST",
+    `/v1/runs/${String(run.runId)}/approvals/${approval.approvalId}`,
+  );
+  const claims = (
+    decision.requestContext as unknown as { authorizer: { jwt: { claims: Record<string, string> } } }
+  ).authorizer.jwt.claims;
+  Object.assign(claims, { sub: "usr_approver_01", scope: "billing:approve" });
+  decision.body = JSON.stringify({ decision: "approve", reason: "Checked against the purchase order." });
+  const response = await invoke(decision);
+  const body = JSON.parse(response.body ?? "{}") as Record<string, unknown>;
+  console.log(
+    `Approval by usr_approver_01: HTTP ${response.statusCode}, status ${String(body.status ?? body.code)}, decided at ${String(body.decidedAt)}`,
+  );
+  return response.statusCode === 200;
 }
 
 function printOutcome(body: Record<string, unknown>): void {

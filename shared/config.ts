@@ -120,17 +120,23 @@ const ApprovalRules = z.pipe(
   ),
   z.strictObject({
     recordInvoice: z.optional(
-      z.record(
-        z.string().check(z.regex(/^[A-Z]{3}$/, "keys must be ISO 4217 currency codes (GBP, BDT, …)")),
-        z
-          .string()
-          .check(
-            z.regex(
-              /^(?:0|[1-9]\d{0,14})(?:\.\d{1,4})?$/,
-              'thresholds must be decimal strings in major units, e.g. "1000.00"',
+      z
+        .record(
+          z.string(),
+          z
+            .string()
+            .check(
+              z.regex(
+                /^(?:0|[1-9]\d{0,14})(?:\.\d{1,4})?$/,
+                'thresholds must be decimal strings in major units, e.g. "1000.00"',
+              ),
             ),
-          ),
-      ),
+        )
+        .check(
+          z.refine((rule) => Object.keys(rule).every((currency) => /^[A-Z]{3}$/.test(currency)), {
+            message: "keys must be ISO 4217 currency codes (GBP, BDT, …)",
+          }),
+        ),
     ),
   }),
 );
