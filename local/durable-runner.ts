@@ -1,10 +1,11 @@
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { createLazyHandler } from "../functions/api/handler.js";
 import type { LambdaHandler } from "../functions/api/lambda-adapter.js";
-import { type ApprovalEvents, printedApprovalEvents } from "../shared/approval-events.js";
+import type { ApprovalEvents } from "../shared/approval-events.js";
 import type { Config } from "../shared/config.js";
 import { createDeps } from "../shared/deps.js";
 import { createDurableRunHandler, type DurableRunOptions } from "../shared/durable/runner.js";
+import { printedApprovalEvents } from "./approval-events.js";
 import { LocalDurableExecutions } from "./durable-executions.js";
 
 /**

@@ -24,7 +24,7 @@ export const APPROVAL_REQUESTED = "boundloop.approval.requested";
 
 /**
  * The port approvals are announced through: EventBridge's default bus on AWS
- * ({@link eventBridgeApprovalEvents}), printed locally ({@link printedApprovalEvents}).
+ * ({@link eventBridgeApprovalEvents}), printed locally (local/approval-events.ts).
  * @throws from `requested` when the event could not be put (the runner logs it and goes on: the
  *   approval is stored and listed by `GET /v1/approvals` either way)
  */
@@ -64,21 +64,4 @@ export function eventBridgeApprovalEvents(region: string): ApprovalEvents {
     return client;
   };
   return { requested: async (event) => (await load()).send(event) };
-}
-
-/**
- * {@link ApprovalEvents} for local runs: prints one line per event (`print`, default console.log) with
- * its detail type and detail, and keeps every event in `sent` (for tests and scripts).
- */
-export function printedApprovalEvents(
-  print: (line: string) => void = console.log,
-): ApprovalEvents & { sent: ApprovalRequestedEvent[] } {
-  const sent: ApprovalRequestedEvent[] = [];
-  return {
-    sent,
-    requested: async (event) => {
-      sent.push(event);
-      print(`event ${APPROVAL_REQUESTED} ${JSON.stringify(event)}`);
-    },
-  };
 }

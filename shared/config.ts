@@ -70,23 +70,26 @@ function claimList(defaultValue: string) {
   );
 }
 
+/** A variable holding JSON, parsed (unset or empty gives `{}`); its schema follows in a pipe. */
+const jsonEnv = z.pipe(
+  z.optional(z.string()),
+  z.transform((value, ctx) => {
+    if (value === undefined || value.trim() === "") return {};
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      ctx.issues.push({ code: "custom", message: "must be a JSON object", input: value });
+      return z.NEVER;
+    }
+  }),
+);
+
 /**
  * IAM_PRINCIPAL_TENANTS: JSON object from an IAM principal ARN (a user ARN, or an assumed-role ARN
  * without its session name) to the tenant and permissions that principal acts with.
  */
 const IamPrincipalTenants = z.pipe(
-  z.pipe(
-    z.optional(z.string()),
-    z.transform((value, ctx) => {
-      if (value === undefined || value.trim() === "") return {};
-      try {
-        return JSON.parse(value) as unknown;
-      } catch {
-        ctx.issues.push({ code: "custom", message: "must be a JSON object", input: value });
-        return z.NEVER;
-      }
-    }),
-  ),
+  jsonEnv,
   z.record(
     z
       .string()
@@ -106,18 +109,7 @@ const IamPrincipalTenants = z.pipe(
  * (docs/approvals.md). Unset or empty: no approvals.
  */
 const ApprovalRules = z.pipe(
-  z.pipe(
-    z.optional(z.string()),
-    z.transform((value, ctx) => {
-      if (value === undefined || value.trim() === "") return {};
-      try {
-        return JSON.parse(value) as unknown;
-      } catch {
-        ctx.issues.push({ code: "custom", message: "must be a JSON object", input: value });
-        return z.NEVER;
-      }
-    }),
-  ),
+  jsonEnv,
   z.strictObject({
     recordInvoice: z.optional(
       z

@@ -22,7 +22,11 @@ describe("APPROVAL_RULES and APPROVAL_TIMEOUT_SECONDS (shared/config.ts)", () =>
     ["not JSON", "{recordInvoice", /APPROVAL_RULES: must be a JSON object/],
     ["an unknown tool", '{"deleteLedger":{"GBP":"1"}}', /APPROVAL_RULES.*deleteLedger/],
     ["a currency that is not ISO 4217", '{"recordInvoice":{"gbp":"1"}}', /ISO 4217 currency codes/],
-    ["a number instead of a decimal string", '{"recordInvoice":{"GBP":1000}}', /APPROVAL_RULES\.recordInvoice\.GBP/],
+    [
+      "a number instead of a decimal string",
+      '{"recordInvoice":{"GBP":1000}}',
+      /APPROVAL_RULES\.recordInvoice\.GBP/,
+    ],
     ["a negative threshold", '{"recordInvoice":{"GBP":"-1"}}', /decimal strings in major units/],
   ])("refuse %s at cold start with a clear error", (_case, value, message) => {
     expect(() => loadConfig({ APPROVAL_RULES: value })).toThrow(ConfigError);

@@ -361,9 +361,6 @@ export const RunStepSchema = z
 
 // ---------------------------------------------------------------- approvals
 
-/** Page size bounds of `GET /v1/approvals`: default 20, at most 100 (as invoices). */
-export const APPROVAL_PAGE = INVOICE_PAGE;
-
 /** One approval (`ApprovalRecord` in shared/store/approvals.ts); the durable callback id is never shown. */
 export const ApprovalSchema = z
   .object({
@@ -426,30 +423,6 @@ export const ApprovalParams = z.object({
     .string()
     .regex(/^apr_[a-f0-9]{32}$/)
     .openapi({ param: { name: "approvalId", in: "path" }, example: "apr_5c1f0d6b5e213c1f0d6b5e213c1f0d6b" }),
-});
-
-/** Query of `GET /v1/approvals`: status (only `pending`), page size and cursor. */
-export const ApprovalListQuery = z.object({
-  status: z
-    .enum(["pending"])
-    .default("pending")
-    .openapi({ param: { name: "status", in: "query" }, description: "Which approvals: `pending`." }),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(APPROVAL_PAGE.max)
-    .default(APPROVAL_PAGE.default)
-    .openapi({
-      param: { name: "limit", in: "query" },
-      description: `Approvals read per page, 1 to ${APPROVAL_PAGE.max} (default ${APPROVAL_PAGE.default}); decided ones are skipped, so a page may hold fewer.`,
-    }),
-  cursor: z
-    .string()
-    .min(1)
-    .max(2048)
-    .optional()
-    .openapi({ param: { name: "cursor", in: "query" }, description: "Opaque cursor from `nextCursor`." }),
 });
 
 /** 200 body of `GET /v1/approvals`. */
@@ -564,6 +537,19 @@ export const InvoiceListQuery = z.object({
     .max(2048)
     .optional()
     .openapi({ param: { name: "cursor", in: "query" }, description: "Opaque cursor from `nextCursor`." }),
+});
+
+/**
+ * Query of `GET /v1/approvals`: status (only `pending`), and page size and cursor as `GET /v1/invoices`
+ * (a page reads `limit` approvals and keeps the pending ones, so it may hold fewer).
+ */
+export const ApprovalListQuery = z.object({
+  status: z
+    .enum(["pending"])
+    .default("pending")
+    .openapi({ param: { name: "status", in: "query" }, description: "Which approvals: `pending`." }),
+  limit: InvoiceListQuery.shape.limit,
+  cursor: InvoiceListQuery.shape.cursor,
 });
 
 /** Path parameters of `GET /v1/invoices/{invoiceId}`. */

@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { inject } from "vitest";
+import { printedApprovalEvents } from "../../local/approval-events.js";
 import type { LocalDurableExecutions } from "../../local/durable-executions.js";
 import { createLocalDurableApi, eventForRoute } from "../../local/durable-runner.js";
 import { createLambdaContext } from "../../local/lambda-context.js";
 import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
-import { type ApprovalRequestedEvent, printedApprovalEvents } from "../../shared/approval-events.js";
+import type { ApprovalRequestedEvent } from "../../shared/approval-events.js";
 import { type Config, loadConfig } from "../../shared/config.js";
 import { type AppDeps, createDeps } from "../../shared/deps.js";
 import type { DurableRunOptions } from "../../shared/durable/runner.js";
