@@ -18,6 +18,7 @@ import {
 } from "aws-cdk-lib/aws-lambda";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
+import { CONFIG_DEFAULTS } from "../shared/config.js";
 import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT, RUNNER_ENTRY } from "./bundle.js";
 import { functionEnvironment } from "./function-env.js";
 
@@ -26,7 +27,9 @@ import { functionEnvironment } from "./function-env.js";
  * - `invocationTimeoutSeconds`: one invocation (a replay up to the next step, and that step): 5 min, far
  *   above one model call or tool turn; a step cut off at it is retried in a new invocation
  * - `executionTimeoutSeconds`: the whole durable execution (config DURABLE_EXECUTION_TIMEOUT_SECONDS, which
- *   caps ASYNC_RUN_TIMEOUT_MS); 15 min holds the default 10-minute run with room for the last writes
+ *   caps ASYNC_RUN_TIMEOUT_MS): 15 min holds the default 10-minute run with room for the last writes,
+ *   plus one approval wait of the default APPROVAL_TIMEOUT_SECONDS (24 h; waiting does not count against
+ *   the run's deadline, docs/approvals.md), so a paused run is not timed out by Lambda while it waits
  * - `retentionDays`: how long Lambda keeps a closed execution's history (and its input, which holds the
  *   prompt): 7 days, enough to investigate a failed run; the run record itself lives RUN_TTL_SECONDS
  * - `aliasName`: the alias the API invokes (durable functions are invoked by qualified ARN)
@@ -34,7 +37,7 @@ import { functionEnvironment } from "./function-env.js";
  */
 export const RUNNER = {
   invocationTimeoutSeconds: 300,
-  executionTimeoutSeconds: 900,
+  executionTimeoutSeconds: 900 + CONFIG_DEFAULTS.approvals.timeoutSeconds,
   retentionDays: 7,
   aliasName: "live",
   memoryMb: 1024,
@@ -90,6 +93,15 @@ export class DurableRunner extends Construct {
     );
     role.addToPolicy(
       new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [props.secretArn] }),
+    );
+    // Approvals are announced on the account's default event bus, and on no other (docs/approvals.md).
+    role.addToPolicy(
+      new PolicyStatement({
+        actions: ["events:PutEvents"],
+        resources: [
+          Stack.of(this).formatArn({ service: "events", resource: "event-bus", resourceName: "default" }),
+        ],
+      }),
     );
 
     this.fn = new LambdaFunction(this, "Function", {
@@ -155,7 +167,8 @@ export class DurableRunner extends Construct {
   }
 
   /**
-   * Lets `grantee` start, stop and read this runner's executions, and nothing else of it: InvokeFunction
+   * Lets `grantee` start, stop and read this runner's executions and complete their approval callbacks
+   * (SendDurableExecutionCallbackSuccess, docs/approvals.md), and nothing else of it: InvokeFunction
    * on the alias only; ListDurableExecutionsByFunction on the function; StopDurableExecution and
    * GetDurableExecution on its executions (`<function ARN>:<version>/durable-execution/<name>/<id>`).
    */
@@ -169,7 +182,11 @@ export class DurableRunner extends Construct {
     );
     grantee.grantPrincipal.addToPrincipalPolicy(
       new PolicyStatement({
-        actions: ["lambda:StopDurableExecution", "lambda:GetDurableExecution"],
+        actions: [
+          "lambda:StopDurableExecution",
+          "lambda:GetDurableExecution",
+          "lambda:SendDurableExecutionCallbackSuccess",
+        ],
         resources: [`${functionArn}:*/durable-execution/*`],
       }),
     );

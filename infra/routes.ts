@@ -20,6 +20,8 @@ export const ROUTES: readonly ApiRoute[] = [
   { method: "POST", path: "/v1/runs", auth: "jwt" },
   { method: "GET", path: "/v1/runs/{runId}", auth: "jwt" },
   { method: "POST", path: "/v1/runs/{runId}/cancel", auth: "jwt" },
+  { method: "POST", path: "/v1/runs/{runId}/approvals/{approvalId}", auth: "jwt" },
+  { method: "GET", path: "/v1/approvals", auth: "jwt" },
   { method: "GET", path: "/v1/invoices", auth: "jwt" },
   { method: "GET", path: "/v1/invoices/{invoiceId}", auth: "jwt" },
   { method: "GET", path: "/healthz", auth: "public" },

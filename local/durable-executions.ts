@@ -2,6 +2,7 @@ import type { DurableLambdaHandler } from "@aws/durable-execution-sdk-js";
 import { LocalDurableTestRunner, type TestResult } from "@aws/durable-execution-sdk-js-testing";
 import { canonicalJson } from "../shared/agent/idempotency-key.js";
 import {
+  type CallbackRef,
   type DurableExecutions,
   type DurableRunPayload,
   ExecutionConflictError,
@@ -36,11 +37,17 @@ let environment: Promise<void> | undefined;
  *   throws {@link ExecutionConflictError}, as Lambda does
  * - stop: the testing SDK has no StopDurableExecution, so the execution's `stopSignal` is aborted: its
  *   step in flight rejects, and the runner ends without writing anything more (shared/durable/runner.ts)
+ * - completeCallback: the testing SDK sends callbacks through an operation handle
+ *   (`runner.getOperation(waitName).sendCallbackSuccess`, its SendDurableExecutionCallbackSuccess); the
+ *   handle's callback id must be the one given, and a callback no longer waiting is "not_waiting"
  * @param handlerFor builds the runner for one execution from its options (the stop signal), e.g.
  *   `(options) => createDurableRunHandler(runnerDeps, options)`
  */
 export class LocalDurableExecutions implements DurableExecutions {
-  private readonly executions = new Map<string, LocalExecution & { controller: AbortController }>();
+  private readonly executions = new Map<
+    string,
+    LocalExecution & { controller: AbortController; runner: LocalDurableTestRunner }
+  >();
 
   constructor(private readonly handlerFor: (options: DurableRunOptions) => DurableLambdaHandler) {}
 
@@ -56,12 +63,13 @@ export class LocalDurableExecutions implements DurableExecutions {
     const runner = new LocalDurableTestRunner({
       handlerFunction: this.handlerFor({ stopSignal: controller.signal }),
     });
-    const execution: LocalExecution & { controller: AbortController } = {
+    const execution: LocalExecution & { controller: AbortController; runner: LocalDurableTestRunner } = {
       name,
       payload,
       status: "RUNNING",
       result: undefined,
       controller,
+      runner,
       done: Promise.resolve(),
     };
     execution.done = runner.run({ payload }).then(
@@ -89,6 +97,22 @@ export class LocalDurableExecutions implements DurableExecutions {
   async describe(name: string): Promise<ExecutionDescription | undefined> {
     const execution = this.executions.get(name);
     return execution ? { name, status: execution.status } : undefined;
+  }
+
+  async completeCallback(callback: CallbackRef, result: string): Promise<"completed" | "not_waiting"> {
+    const execution = this.executions.get(callback.executionName);
+    if (execution?.status !== "RUNNING") return "not_waiting";
+    const operation = execution.runner.getOperation(callback.waitName);
+    if (operation.getStatus() !== "STARTED") return "not_waiting";
+    if (operation.getCallbackDetails()?.callbackId !== callback.callbackId) {
+      throw new Error(`The wait ${callback.waitName} of ${callback.executionName} has another callback id.`);
+    }
+    try {
+      await operation.sendCallbackSuccess(result);
+      return "completed";
+    } catch {
+      return "not_waiting";
+    }
   }
 
   /** The execution named `name`, for tests and scripts (how it ended, its operations). */

@@ -1,29 +1,33 @@
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { createLazyHandler } from "../functions/api/handler.js";
 import type { LambdaHandler } from "../functions/api/lambda-adapter.js";
+import type { ApprovalEvents } from "../shared/approval-events.js";
 import type { Config } from "../shared/config.js";
 import { createDeps } from "../shared/deps.js";
 import { createDurableRunHandler, type DurableRunOptions } from "../shared/durable/runner.js";
+import { printedApprovalEvents } from "./approval-events.js";
 import { LocalDurableExecutions } from "./durable-executions.js";
 
 /**
  * The API handler as deployed (functions/api/handler.ts `createLazyHandler`) with durable runs on the
  * local runner (local/durable-executions.ts): for `npm run dev` and `npm start -- --async`. The runner
  * gets its own dependencies, as the deployed runner function does; `options.faults` reach every step
- * (tests cut steps off with them). `stop()` ends running executions,
+ * (tests cut steps off with them); `options.approvalEvents` receives the runner's approval events
+ * (default: printed to stdout). `stop()` ends running executions,
  * the testing SDK's worker thread and the runner's clients.
  */
 export function createLocalDurableApi(
   config: Config,
-  options: Pick<DurableRunOptions, "faults"> = {},
+  options: Pick<DurableRunOptions, "faults"> & { approvalEvents?: ApprovalEvents } = {},
 ): {
   handler: LambdaHandler;
   executions: LocalDurableExecutions;
   stop(): Promise<void>;
 } {
-  const runnerDeps = createDeps(config);
+  const { approvalEvents = printedApprovalEvents(), ...runnerOptions } = options;
+  const runnerDeps = createDeps(config, { approvalEvents });
   const executions = new LocalDurableExecutions((runOptions) =>
-    createDurableRunHandler(runnerDeps, { ...options, ...runOptions }),
+    createDurableRunHandler(runnerDeps, { ...runnerOptions, ...runOptions }),
   );
   return {
     handler: createLazyHandler(config, { executions }),

@@ -15,6 +15,11 @@
  * SDK's local runner (local/durable-runner.ts); this prints the 202, each poll of `GET /v1/runs/{runId}`
  * (status, cycles recorded) every `Retry-After` seconds, then the same outcome. `--then` and `--continue`
  * chain durable runs the same way (docs/durable-runs.md, Conversations).
+ *
+ * With `--approval` APPROVAL_RULES (unless set) is `{"recordInvoice":{"GBP":"1000.00"}}`, which catches
+ * the seed scenario's GB invoice (gross 1800.00 GBP): the synchronous request is answered 202 with the
+ * paused run (`awaiting_approval`, the preview), a second local user (`usr_approver_01`, billing:approve)
+ * approves it, and the polls show the run completing with one invoice (docs/approvals.md).
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
@@ -44,10 +49,12 @@ async function main(): Promise<number> {
       then: { type: "string", multiple: true },
       continue: { type: "string" },
       async: { type: "boolean" },
+      approval: { type: "boolean" },
     },
     allowPositionals: true,
   });
   const prompt = positionals.join(" ").trim();
+  if (values.approval) process.env.APPROVAL_RULES ??= JSON.stringify({ recordInvoice: { GBP: "1000.00" } });
   const event = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
   ) as APIGatewayProxyEventV2;
@@ -57,7 +64,9 @@ async function main(): Promise<number> {
   const stack = await startLocalStack();
   try {
     Object.assign(process.env, stack.env);
-    if (values.async) return await runDurable(event, prompts, values.continue);
+    if (values.async || values.approval) {
+      return await runDurable(event, prompts, values.continue, values.approval ? "approval" : "async");
+    }
     const { handler } = await import("../functions/api/handler.js");
     let previousRunId = values.continue;
     for (const next of prompts) {
@@ -89,12 +98,15 @@ async function main(): Promise<number> {
 /**
  * `--async`: sends each prompt with Prefer: respond-async (each after the first continuing the run before
  * it, the first continuing `previousRunId` when given), polls each run to its end and prints it, then
- * the ledger. Returns the process exit code: 0 when every run completed.
+ * the ledger. `--approval`: sends each prompt synchronously; when a run pauses (202, awaiting_approval)
+ * prints the pending approval, approves it as a second user, then polls it to its end the same way.
+ * Returns the process exit code: 0 when every run completed.
  */
 async function runDurable(
   event: APIGatewayProxyEventV2,
   prompts: string[],
   continueRunId: string | undefined,
+  mode: "async" | "approval",
 ): Promise<number> {
   const { createLocalDurableApi, eventForRoute } = await import("./durable-runner.js");
   const api = createLocalDurableApi(loadConfig(process.env));
@@ -108,11 +120,17 @@ async function runDurable(
     for (const next of prompts) {
       const started = await invoke({
         ...event,
-        headers: { ...event.headers, prefer: "respond-async" },
+        ...(mode === "async" ? { headers: { ...event.headers, prefer: "respond-async" } } : {}),
         body: JSON.stringify({ prompt: next, ...(previousRunId ? { previousRunId } : {}) }),
       });
       const headers = (started.headers ?? {}) as Record<string, string>;
       const run = JSON.parse(started.body ?? "{}") as Record<string, unknown>;
+      if (mode === "approval" && started.statusCode === 200) {
+        // No call of this run needed approval: it completed within the request.
+        printOutcome(run);
+        previousRunId = String(run.runId);
+        continue;
+      }
       if (started.statusCode !== 202) {
         console.log(`HTTP ${started.statusCode}\n${JSON.stringify(run, null, 2)}`);
         return 1;
@@ -120,6 +138,7 @@ async function runDurable(
       console.log(
         `\nHTTP 202 Accepted: run ${String(run.runId)} is ${String(run.status)}; Location: ${headers.location}, Retry-After: ${headers["retry-after"]} s`,
       );
+      if (mode === "approval" && !(await approveAsSecondUser(event, run, invoke))) return 1;
       const poll = eventForRoute(event, "GET", String(headers.location));
       for (let attempt = 1; ; attempt++) {
         const response = await invoke(poll);
@@ -128,7 +147,7 @@ async function runDurable(
         console.log(
           `poll ${attempt}: HTTP ${response.statusCode}, status ${String(body.status)}, cycles ${String(body.cyclesRecorded)}`,
         );
-        if (body.status !== "running") {
+        if (body.status !== "running" && body.status !== "awaiting_approval") {
           const steps = (body.steps ?? []) as Array<{ toolCalls: Array<{ result: ToolResult }> }>;
           printOutcome({
             ...body,
@@ -154,6 +173,53 @@ function tenantOf(event: APIGatewayProxyEventV2): string {
     authorizer: { jwt: { claims: { tenant_id: string } } };
   };
   return claims.authorizer.jwt.claims.tenant_id;
+}
+
+/**
+ * Prints the paused run's pending approval (the backend's preview) and approves it as `usr_approver_01`
+ * (billing:approve, same tenant: the four-eyes rule keeps the run's own user out). False when the run
+ * did not pause or the approval failed.
+ */
+async function approveAsSecondUser(
+  event: APIGatewayProxyEventV2,
+  run: Record<string, unknown>,
+  invoke: (request: APIGatewayProxyEventV2) => Promise<Exclude<APIGatewayProxyResultV2, string>>,
+): Promise<boolean> {
+  const pending = (run.pendingApprovals ?? []) as Array<{
+    approvalId: string;
+    toolName: string;
+    requestedBy: string;
+    expiresAt: string;
+    preview: Record<string, string>;
+  }>;
+  const approval = pending[0];
+  if (run.status !== "awaiting_approval" || !approval) {
+    console.log(`The run did not pause for approval (status ${String(run.status)}).`);
+    return false;
+  }
+  const { preview } = approval;
+  console.log(
+    `Pending approval ${approval.approvalId}: ${approval.toolName} requested by ${approval.requestedBy}, ` +
+      `preview subtotal ${preview.subtotal}, tax ${preview.taxAmount}, gross ${preview.grossTotal} ${preview.currency} ` +
+      `(threshold ${preview.threshold} ${preview.currency}), expires ${approval.expiresAt}`,
+  );
+  const { eventForRoute } = await import("./durable-runner.js");
+  const decision = eventForRoute(
+    event,
+    "POST",
+    `/v1/runs/${String(run.runId)}/approvals/${approval.approvalId}`,
+  );
+  const claims = (
+    decision.requestContext as unknown as { authorizer: { jwt: { claims: Record<string, string> } } }
+  ).authorizer.jwt.claims;
+  Object.assign(claims, { sub: "usr_approver_01", scope: "billing:approve" });
+  decision.body = JSON.stringify({ decision: "approve", reason: "Checked against the purchase order." });
+  const response = await invoke(decision);
+  const body = JSON.parse(response.body ?? "{}") as Record<string, unknown>;
+  console.log(
+    `Approval by usr_approver_01: HTTP ${response.statusCode}, status ${String(body.status ?? body.code)}, decided at ${String(body.decidedAt)}`,
+  );
+  return response.statusCode === 200;
 }
 
 function printOutcome(body: Record<string, unknown>): void {

@@ -20,6 +20,7 @@ export const CONFIG_GROUPS = [
   "Quotes, idempotency and audit",
   "HTTP and identity",
   "Durable runs",
+  "Approvals",
   "Observability",
 ] as const;
 
@@ -199,6 +200,17 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     group: "Durable runs",
     description:
       "Qualified ARN (`function:name:alias`) of the durable runner the API starts executions on; set by the stack. Unset: `Prefer: respond-async` is ignored (runs are synchronous) unless a local runner is injected (`npm run dev`, `npm start -- --async`).",
+  },
+  APPROVAL_RULES: {
+    group: "Approvals",
+    description:
+      'Which tool calls wait for a person\'s approval (docs/approvals.md): JSON from a tool with an approval policy (`recordInvoice`) to ISO 4217 currency → threshold in major units, e.g. `{"recordInvoice":{"GBP":"1000.00"}}`: an invoice whose quote\'s gross total is at or above it waits. Unset: no approvals. Needs a durable runner (else such a call gets business_error APPROVAL_UNAVAILABLE and does not run).',
+  },
+  APPROVAL_TIMEOUT_SECONDS: {
+    group: "Approvals",
+    unit: "s",
+    description:
+      "How long an approval waits for its decision; then the call gets business_error APPROVAL_EXPIRED and the run goes on. Default 24 h. Time spent waiting does not count against the run's deadline; the stack sizes the runner's execution timeout to hold it.",
   },
   POWERTOOLS_SERVICE_NAME: { group: "Observability", description: "`service` in every log line and metric." },
   POWERTOOLS_METRICS_NAMESPACE: {

@@ -70,23 +70,26 @@ function claimList(defaultValue: string) {
   );
 }
 
+/** A variable holding JSON, parsed (unset or empty gives `{}`); its schema follows in a pipe. */
+const jsonEnv = z.pipe(
+  z.optional(z.string()),
+  z.transform((value, ctx) => {
+    if (value === undefined || value.trim() === "") return {};
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      ctx.issues.push({ code: "custom", message: "must be a JSON object", input: value });
+      return z.NEVER;
+    }
+  }),
+);
+
 /**
  * IAM_PRINCIPAL_TENANTS: JSON object from an IAM principal ARN (a user ARN, or an assumed-role ARN
  * without its session name) to the tenant and permissions that principal acts with.
  */
 const IamPrincipalTenants = z.pipe(
-  z.pipe(
-    z.optional(z.string()),
-    z.transform((value, ctx) => {
-      if (value === undefined || value.trim() === "") return {};
-      try {
-        return JSON.parse(value) as unknown;
-      } catch {
-        ctx.issues.push({ code: "custom", message: "must be a JSON object", input: value });
-        return z.NEVER;
-      }
-    }),
-  ),
+  jsonEnv,
   z.record(
     z
       .string()
@@ -96,6 +99,38 @@ const IamPrincipalTenants = z.pipe(
       permissions: z._default(z.array(z.string().check(z.minLength(1), z.maxLength(128))), []),
     }),
   ),
+);
+
+/**
+ * APPROVAL_RULES: JSON object from a tool that declares an approval policy (today `recordInvoice`) to
+ * a per-currency threshold (ISO 4217 code → a positive decimal string in major units, e.g.
+ * `{"recordInvoice":{"GBP":"1000.00"}}`). A call whose backend amount (for recordInvoice: the quote's
+ * gross total) is at or above its currency's threshold waits for a person's approval
+ * (docs/approvals.md). Unset or empty: no approvals.
+ */
+const ApprovalRules = z.pipe(
+  jsonEnv,
+  z.strictObject({
+    recordInvoice: z.optional(
+      z
+        .record(
+          z.string(),
+          z
+            .string()
+            .check(
+              z.regex(
+                /^(?:0|[1-9]\d{0,14})(?:\.\d{1,4})?$/,
+                'thresholds must be decimal strings in major units, e.g. "1000.00"',
+              ),
+            ),
+        )
+        .check(
+          z.refine((rule) => Object.keys(rule).every((currency) => /^[A-Z]{3}$/.test(currency)), {
+            message: "keys must be ISO 4217 currency codes (GBP, BDT, …)",
+          }),
+        ),
+    ),
+  }),
 );
 
 /**
@@ -156,6 +191,11 @@ const IamPrincipalTenants = z.pipe(
  *   (infra/ sets both from one setting). Lambda durable executions may last up to one year (31 536 000 s).
  * - RUNNER_FUNCTION_ARN: the qualified ARN (alias) of the durable runner the API starts executions on;
  *   unset outside AWS, where a local runner is injected instead (local/durable-executions.ts).
+ * - APPROVAL_RULES (default none): which tool calls wait for a person's approval, see {@link ApprovalRules}.
+ * - APPROVAL_TIMEOUT_SECONDS (default 86400 s = 24 h, the issue's default): how long an approval waits
+ *   for a decision before the call gets business_error APPROVAL_EXPIRED. At most 30 days (an approval
+ *   must be decided within the run records' shortest retention, RUN_TTL_SECONDS' minimum is 1 h: keep
+ *   RUN_TTL_SECONDS above it).
  */
 export const ConfigSchema = z.object({
   OPENAI_API_KEY: optionalString,
@@ -181,6 +221,8 @@ export const ConfigSchema = z.object({
         ),
     ),
   ),
+  APPROVAL_RULES: ApprovalRules,
+  APPROVAL_TIMEOUT_SECONDS: positiveInt(86_400, 30 * 86_400),
   DEADLINE_RESERVE_MS: envInt(1_500, 0, 60_000),
   QUOTE_TTL_SECONDS: envInt(900, 60, 86_400),
   MAX_TOTAL_TOKENS: positiveInt(100_000, 10_000_000),
@@ -237,6 +279,9 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * - `durable`: runs beyond one request (docs/durable-runs.md): `runTimeoutMs`, the cap of a durable run's
  *   wall time in ms (ASYNC_RUN_TIMEOUT_MS capped by the execution timeout minus DEADLINE_RESERVE_MS);
  *   `executionTimeoutSeconds`; `runnerFunctionArn`, the runner alias (undefined outside AWS).
+ * - `approvals`: human approval (docs/approvals.md): `rules`, per tool the per-currency thresholds
+ *   (decimal strings, major units; `{}` means no approvals), and `timeoutSeconds`, how long an approval
+ *   waits for its decision.
  * - `observability`: Powertools service name, metrics namespace, log level.
  */
 export interface Config {
@@ -260,8 +305,12 @@ export interface Config {
   history: { maxTokens: number };
   http: { maxBodyBytes: number };
   durable: { runTimeoutMs: number; executionTimeoutSeconds: number; runnerFunctionArn: string | undefined };
+  approvals: { rules: ApprovalRulesConfig; timeoutSeconds: number };
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
 }
+
+/** APPROVAL_RULES parsed: tool name → ISO 4217 currency → threshold (decimal string, major units). */
+export type ApprovalRulesConfig = RawConfig["APPROVAL_RULES"];
 
 /** Log levels Powertools Logger accepts (POWERTOOLS_LOG_LEVEL). */
 export type ObservabilityLogLevel = RawConfig["POWERTOOLS_LOG_LEVEL"];
@@ -339,6 +388,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       executionTimeoutSeconds: raw.DURABLE_EXECUTION_TIMEOUT_SECONDS,
       runnerFunctionArn: raw.RUNNER_FUNCTION_ARN,
     },
+    approvals: { rules: raw.APPROVAL_RULES, timeoutSeconds: raw.APPROVAL_TIMEOUT_SECONDS },
     observability: {
       serviceName: raw.POWERTOOLS_SERVICE_NAME,
       metricsNamespace: raw.POWERTOOLS_METRICS_NAMESPACE,

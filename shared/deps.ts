@@ -7,11 +7,13 @@ import { type HistoryMessage, halveHistory } from "./agent/history.js";
 import type { Model } from "./agent/model.js";
 import type { ToolResult } from "./agent/result.js";
 import type { RunStatus } from "./agent/types.js";
+import type { ApprovalEvents } from "./approval-events.js";
 import type { Config } from "./config.js";
 import type { DurableExecutions } from "./durable/executions.js";
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
+import { ApprovalStore } from "./store/approvals.js";
 import { createDocumentClient } from "./store/dynamo.js";
 import { LedgerStore } from "./store/ledger.js";
 import { QuoteStore } from "./store/quotes.js";
@@ -33,6 +35,8 @@ export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; messag
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
  * - `executions`: where durable runs start, stop and are read (shared/durable/executions.ts); absent
  *   when the deployment has no runner
+ * - `approvals`: approvals of paused tool calls; `approvalEvents`: where a new approval is announced
+ *   (docs/approvals.md)
  */
 export interface AppDeps {
   config: Config;
@@ -45,6 +49,8 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   executions?: DurableExecutions;
+  approvals: ApprovalStore;
+  approvalEvents: ApprovalEvents;
 }
 
 /** Optional parts of {@link createDeps} that tests and scripts may supply. */
@@ -58,6 +64,12 @@ export interface DepsOptions {
    * RUNNER_FUNCTION_ARN when it is set, else none (the preference is then ignored and runs are synchronous).
    */
   executions?: DurableExecutions;
+  /**
+   * Where approvals are announced: the runner passes EventBridge (functions/runner/handler.ts), local
+   * scripts a printer. Default: none (the API function never announces; a runner without one logs a
+   * warning per approval and goes on), so the API bundle carries no EventBridge client.
+   */
+  approvalEvents?: ApprovalEvents;
 }
 
 /**
@@ -125,11 +137,22 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
   const runs = new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
     shortenTranscript: halveHistory,
   });
-  const tools = accountingTools({ ledger, quotes, quoteTtlSeconds: config.quotes.ttlSeconds });
+  const tools = accountingTools({
+    ledger,
+    quotes,
+    quoteTtlSeconds: config.quotes.ttlSeconds,
+    approvalRules: config.approvals.rules,
+  });
   const { logger, metrics } = createObservability(config.observability, {
     ...(options.logFormatter ? { logFormatter: options.logFormatter } : {}),
   });
   const executions = options.executions ?? lambdaExecutions(config);
+  const approvals = new ApprovalStore(ddb, config.table.name, config.runs.ttlSeconds);
+  const approvalEvents: ApprovalEvents = options.approvalEvents ?? {
+    requested: async () => {
+      throw new Error("No approval event port is configured in this function.");
+    },
+  };
   return {
     config,
     ddb,
@@ -140,6 +163,8 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
     tools,
     logger,
     metrics,
+    approvals,
+    approvalEvents,
     ...(executions ? { executions } : {}),
   };
 }
@@ -166,5 +191,6 @@ function lambdaExecutions(config: Config): DurableExecutions | undefined {
     start: async (name, payload) => (await load()).start(name, payload),
     stop: async (name) => (await load()).stop(name),
     describe: async (name) => (await load()).describe(name),
+    completeCallback: async (callback, result) => (await load()).completeCallback(callback, result),
   };
 }

@@ -80,11 +80,11 @@ describe("the CDK stack", () => {
       "AWS::Lambda::Function": 2,
       "AWS::Lambda::Version": 1,
       "AWS::Lambda::Alias": 1,
-      "AWS::Lambda::Permission": 7,
+      "AWS::Lambda::Permission": 9,
       "AWS::ApiGatewayV2::Api": 1,
       "AWS::ApiGatewayV2::Integration": 1,
       "AWS::ApiGatewayV2::Authorizer": 1,
-      "AWS::ApiGatewayV2::Route": 7,
+      "AWS::ApiGatewayV2::Route": 9,
       "AWS::ApiGatewayV2::Stage": 1,
       "AWS::CloudWatch::Alarm": 5,
     });
@@ -203,7 +203,12 @@ describe("the CDK stack", () => {
       },
       {
         Effect: "Allow",
-        Action: ["lambda:StopDurableExecution", "lambda:GetDurableExecution"],
+        // Approval callbacks: only to the runner's own executions.
+        Action: [
+          "lambda:StopDurableExecution",
+          "lambda:GetDurableExecution",
+          "lambda:SendDurableExecutionCallbackSuccess",
+        ],
         Resource: { "Fn::Join": ["", [{ "Fn::GetAtt": [runnerId, "Arn"] }, ":*/durable-execution/*"]] },
       },
     ]);
@@ -243,7 +248,7 @@ describe("the CDK stack", () => {
     expect(envOf(resources).RUNNER_FUNCTION_ARN).toEqual({ Ref: aliasId });
   });
 
-  it("gives the runner the durable-execution role policy, the table's item actions and the secret only", () => {
+  it("gives the runner the durable-execution role policy, the table's item actions, the secret and PutEvents on the default bus only", () => {
     const role = named(resources, "AWS::IAM::Role", "RunnerRole");
     expect(JSON.stringify(role.Properties.ManagedPolicyArns)).toContain(
       ":iam::aws:policy/service-role/AWSLambdaBasicDurableExecutionRolePolicy",
@@ -259,8 +264,13 @@ describe("the CDK stack", () => {
         "dynamodb:DeleteItem",
         "dynamodb:Query",
         "secretsmanager:GetSecretValue",
+        "events:PutEvents",
       ].sort(),
     );
+    // Approval events go to the account's default bus, and to no other.
+    const putEvents = statementsOf(resources, "RunnerRole").find((s) => s.Action === "events:PutEvents");
+    expect(JSON.stringify(putEvents?.Resource)).toMatch(/:events:.*:event-bus\/default"/);
+    expect(JSON.stringify(putEvents?.Resource)).not.toContain("*");
     // Nothing but the API function may invoke the runner: no resource policy (Lambda::Permission) on it.
     const runnerId = Object.keys(resources).find((id) => id.startsWith("RunnerFunction"));
     for (const permission of ofType("AWS::Lambda::Permission")) {
@@ -303,6 +313,8 @@ describe("the CDK stack", () => {
         "POST /v1/runs",
         "GET /v1/runs/{runId}",
         "POST /v1/runs/{runId}/cancel",
+        "POST /v1/runs/{runId}/approvals/{approvalId}",
+        "GET /v1/approvals",
         "GET /v1/invoices",
         "GET /v1/invoices/{invoiceId}",
         "GET /healthz",
@@ -476,7 +488,7 @@ describe("the routes of the stack, the app and the local dev server", () => {
     // The dev server (npm run dev) asks for a token on every route but these.
     const local = documented.map(({ route }) => ({ route, public: PUBLIC_ROUTES.has(route) }));
 
-    expect(documented.sort(byRoute)).toHaveLength(7);
+    expect(documented.sort(byRoute)).toHaveLength(9);
     expect(deployed.sort(byRoute)).toEqual(documented);
     expect(declared.sort(byRoute)).toEqual(documented);
     expect(local.sort(byRoute)).toEqual(documented);

@@ -54,6 +54,8 @@ describe("GET /openapi.json", () => {
         "POST /v1/runs",
         "GET /v1/runs/{runId}",
         "POST /v1/runs/{runId}/cancel",
+        "POST /v1/runs/{runId}/approvals/{approvalId}",
+        "GET /v1/approvals",
         "GET /v1/invoices",
         "GET /v1/invoices/{invoiceId}",
       ].sort(),

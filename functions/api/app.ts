@@ -17,9 +17,11 @@ import { POLL_AFTER_SECONDS, prefersAsync } from "./async-preference.js";
 import {
   cancelRunRoute,
   createRunRoute,
+  decideApprovalRoute,
   getInvoiceRoute,
   getRunRoute,
   healthRoute,
+  listApprovalsRoute,
   listInvoicesRoute,
   OPENAPI_INFO,
   SECURITY_SCHEMES,
@@ -55,6 +57,11 @@ export const BILLING_READ = "billing:read";
 
 /** The permission of billing writers; with it a caller may cancel any run of the tenant. */
 export const BILLING_WRITE = "billing:write";
+
+/** True when APPROVAL_RULES names at least one threshold (docs/approvals.md). */
+function approvalsConfigured(config: Config): boolean {
+  return Object.values(config.approvals.rules).some((rule) => rule && Object.keys(rule).length > 0);
+}
 
 /** Where a validation issue was found, as the problem's `errors[].in` says it. */
 const TARGET_NAMES: Record<string, string> = {
@@ -148,6 +155,13 @@ export function createApp(deps: AppDeps | LazyDeps) {
       return response as never;
     }
     const runId = `run_${randomUUID()}`;
+    // With approval rules and a runner, a run that reaches an approval is handed over to a durable
+    // execution and answered 202 (approval-handoff.ts); loaded only then.
+    const handoff =
+      deps.executions && approvalsConfigured(deps.config)
+        ? { module: await import("./approval-handoff.js"), executions: deps.executions }
+        : undefined;
+    const parts = handoff?.module.handoffParts();
     const deadline = new Deadline(
       runBudgetMs(deps.config, body, c.env?.lambdaContext?.getRemainingTimeInMillis()),
     );
@@ -167,7 +181,7 @@ export function createApp(deps: AppDeps | LazyDeps) {
           leaseExpiresAt: deadline.at,
         },
         async (clientKey) => {
-          const outcome = await executeRun(deps, {
+          const request = {
             security,
             prompt: body.prompt,
             maxCycles: body.maxCycles,
@@ -176,7 +190,26 @@ export function createApp(deps: AppDeps | LazyDeps) {
             runScope: clientKey ?? runId,
             deadline,
             conversation,
-          });
+          };
+          let outcome: Awaited<ReturnType<typeof executeRun>>;
+          try {
+            outcome = await executeRun(deps, {
+              ...request,
+              ...(parts && handoff
+                ? {
+                    step: parts.step,
+                    approve: parts.approve,
+                    isHandoff: (error) => error instanceof handoff.module.RunHandedOver,
+                  }
+                : {}),
+            });
+          } catch (error) {
+            if (!(handoff && parts && error instanceof handoff.module.RunHandedOver)) throw error;
+            return handoff.module.handOver(
+              { ...deps, executions: handoff.executions },
+              { ...request, body, carried: parts.carried },
+            );
+          }
           const { messages: _transcript, ...rest } = outcome;
           const response = {
             ...rest,
@@ -238,6 +271,11 @@ export function createApp(deps: AppDeps | LazyDeps) {
     if (!found || !visible) throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
     // A run still going (a durable run between polls) says when to look again.
     if (found.run.status === "running") c.header("Retry-After", String(POLL_AFTER_SECONDS));
+    if (found.run.status === "awaiting_approval") {
+      const { pendingApprovalsOf } = await import("./approvals.js");
+      const pendingApprovals = await pendingApprovalsOf(getDeps(), security.tenantId, runId);
+      return c.json({ ...found.run, steps: found.steps, pendingApprovals }, 200);
+    }
     return c.json({ ...found.run, steps: found.steps }, 200);
   });
 
@@ -253,6 +291,23 @@ export function createApp(deps: AppDeps | LazyDeps) {
     const { cancelRun } = await import("./run-async.js");
     const after = await cancelRun(deps, security, found);
     return c.json({ ...after.run, steps: after.steps }, 200);
+  });
+
+  app.openapi(decideApprovalRoute, async (c) => {
+    const { decideApproval } = await import("./approvals.js");
+    const approval = await decideApproval(
+      getDeps(),
+      c.get("security"),
+      c.req.valid("param"),
+      c.req.valid("json"),
+    );
+    return c.json(approval, 200);
+  });
+
+  app.openapi(listApprovalsRoute, async (c) => {
+    const { listApprovalPage } = await import("./approvals.js");
+    const { limit, cursor } = c.req.valid("query");
+    return c.json(await listApprovalPage(getDeps(), c.get("security"), { limit, cursor }), 200);
   });
 
   app.openapi(listInvoicesRoute, async (c) => {

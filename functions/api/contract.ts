@@ -11,6 +11,7 @@ import type { ToolResult } from "../../shared/agent/result.js";
 import type { RunOutcome, RunStatus } from "../../shared/agent/types.js";
 import type { AgentRunShapes } from "../../shared/deps.js";
 import { PROBLEM_STATUS, type ProblemCode } from "../../shared/errors.js";
+import type { ApprovalRecord } from "../../shared/store/approvals.js";
 import type { Invoice } from "../../shared/store/ledger.js";
 import type { RunRecord, RunStep } from "../../shared/store/runs.js";
 import { HEALTH_PATH } from "./health.js";
@@ -80,6 +81,20 @@ export const ToolResultSchema = z
           .openapi({
             description:
               "Present when the result was cut to MAX_TOOL_RESULT_BYTES: its size before (UTF-8 bytes) and the cap.",
+          }),
+        approval: z
+          .object({
+            approvalId: z.string(),
+            decision: z.enum(["approved", "rejected", "expired"]),
+            decidedBy: z.string().nullable(),
+            decidedAt: z.string(),
+            reason: z.string().nullable(),
+          })
+          .strict()
+          .optional()
+          .openapi({
+            description:
+              "Present when the call waited for a person's approval (docs/approvals.md): who decided, when and why.",
           }),
       })
       .strict(),
@@ -209,6 +224,15 @@ export const ProblemSchema = z
       .string()
       .optional()
       .openapi({ description: "FORBIDDEN only: the permission the caller lacks." }),
+    rule: z
+      .literal("four_eyes")
+      .optional()
+      .openapi({ description: "FORBIDDEN only: the approver started the run (four-eyes rule)." }),
+    approvalId: z.string().optional().openapi({ description: "APPROVAL_DECIDED and APPROVAL_EXPIRED only." }),
+    approvalStatus: z
+      .enum(["pending", "approved", "rejected", "expired"])
+      .optional()
+      .openapi({ description: "APPROVAL_DECIDED and APPROVAL_EXPIRED only: the approval's stored status." }),
     runId: z.string().optional().openapi({
       description:
         "MODEL_UNAVAILABLE, CONTEXT_LENGTH_EXCEEDED and RUN_NOT_RUNNING only. With the first two, as are cycles, toolResults, usage and durationMs: the partial run.",
@@ -409,13 +433,91 @@ export const RunStepSchema = z
   .strict()
   .openapi("RunStep", { description: "The audit record of one cycle." });
 
+// ---------------------------------------------------------------- approvals
+
+/** One approval (`ApprovalRecord` in shared/store/approvals.ts); the durable callback id is never shown. */
+export const ApprovalSchema = z
+  .object({
+    approvalId: z.string(),
+    runId: z.string(),
+    tenantId: z.string(),
+    toolName: z.string(),
+    toolCallId: z.string(),
+    arguments: z.unknown().openapi({ description: "The call's validated arguments." }),
+    preview: z.record(z.string(), z.unknown()).openapi({
+      description:
+        "The backend's numbers the decision is about (recordInvoice: quoteId, subtotal, taxAmount, grossTotal, currency, threshold; decimal strings).",
+    }),
+    requestedBy: z.string().openapi({ description: "The user who started the run; they may not decide." }),
+    requestedAt: z.string(),
+    expiresAt: z.string(),
+    status: z.enum(["pending", "approved", "rejected", "expired"]),
+    decidedBy: z.string().nullable(),
+    decidedAt: z.string().nullable(),
+    reason: z.string().nullable(),
+  })
+  .strict()
+  .openapi("Approval", { description: "A person's sign-off on one tool call (docs/approvals.md)." });
+
+/** A pending approval as a run shows it. */
+export const PendingApprovalSchema = ApprovalSchema.pick({
+  approvalId: true,
+  toolName: true,
+  arguments: true,
+  preview: true,
+  requestedBy: true,
+  requestedAt: true,
+  expiresAt: true,
+})
+  .strict()
+  .openapi("PendingApproval");
+
+/** Body of `POST /v1/runs/{runId}/approvals/{approvalId}`. */
+export const DecideApprovalBody = z
+  .object({
+    decision: z.enum(["approve", "reject"]),
+    reason: z
+      .string()
+      .trim()
+      .min(1)
+      .max(500)
+      .optional()
+      .openapi({ description: "Why (1-500 characters); a rejection's reason is given to the model." }),
+  })
+  .strict()
+  .openapi("DecideApprovalRequest");
+
+/** Path parameters of `POST /v1/runs/{runId}/approvals/{approvalId}`. */
+export const ApprovalParams = z.object({
+  runId: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,128}$/)
+    .openapi({ param: { name: "runId", in: "path" }, example: "run_0b6f0e53-8f0c-4a6e-9f33-3c1f0d6b5e21" }),
+  approvalId: z
+    .string()
+    .regex(/^apr_[a-f0-9]{32}$/)
+    .openapi({ param: { name: "approvalId", in: "path" }, example: "apr_5c1f0d6b5e213c1f0d6b5e213c1f0d6b" }),
+});
+
+/** 200 body of `GET /v1/approvals`. */
+export const ApprovalPageSchema = z
+  .object({
+    items: z.array(ApprovalSchema),
+    nextCursor: z
+      .string()
+      .nullable()
+      .openapi({ description: "Pass as `cursor` for the next page; null on the last page." }),
+  })
+  .strict()
+  .openapi("ApprovalPage");
+
 /** 200 body of `GET /v1/runs/{runId}`: `RunRecord` plus its steps in cycle order. */
 export const RunRecordSchema = z
   .object({
     runId: z.string(),
     tenantId: z.string(),
     userId: z.string(),
-    status: z.union([z.enum(["running", "failed", "cancelled"]), RunStatusSchema]),
+    status: z.union([z.enum(["running", "awaiting_approval", "failed", "cancelled"]), RunStatusSchema]),
     prompt: z.object({ chars: z.number().int(), sha256: z.string() }).strict(),
     limits: z.object({ maxCycles: z.number().int(), timeoutMs: z.number().int() }).strict(),
     startedAt: z.string(),
@@ -431,6 +533,9 @@ export const RunRecordSchema = z
     previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
     history: HistorySummarySchema,
     steps: z.array(RunStepSchema),
+    pendingApprovals: z.array(PendingApprovalSchema).optional().openapi({
+      description: "The run's approvals still waiting for a decision (GET, and a paused run's 202).",
+    }),
   })
   .strict()
   .openapi("RunRecord", {
@@ -508,6 +613,19 @@ export const InvoiceListQuery = z.object({
     .max(2048)
     .optional()
     .openapi({ param: { name: "cursor", in: "query" }, description: "Opaque cursor from `nextCursor`." }),
+});
+
+/**
+ * Query of `GET /v1/approvals`: status (only `pending`), and page size and cursor as `GET /v1/invoices`
+ * (a page reads `limit` approvals and keeps the pending ones, so it may hold fewer).
+ */
+export const ApprovalListQuery = z.object({
+  status: z
+    .enum(["pending"])
+    .default("pending")
+    .openapi({ param: { name: "status", in: "query" }, description: "Which approvals: `pending`." }),
+  limit: InvoiceListQuery.shape.limit,
+  cursor: InvoiceListQuery.shape.cursor,
 });
 
 /** Path parameters of `GET /v1/invoices/{invoiceId}`. */
@@ -680,6 +798,50 @@ export const cancelRunRoute = createRoute({
   },
 });
 
+/** `POST /v1/runs/{runId}/approvals/{approvalId}`: a person approves or rejects a paused call. */
+export const decideApprovalRoute = createRoute({
+  method: "post",
+  path: "/v1/runs/{runId}/approvals/{approvalId}",
+  summary: "Approve or reject a call a run waits on (needs billing:approve; not the run's own user)",
+  security,
+  request: {
+    params: ApprovalParams,
+    body: { required: true, content: { "application/json": { schema: DecideApprovalBody } } },
+  },
+  responses: {
+    200: {
+      description: "The decision was recorded (or the same decision had been: the stored one is returned).",
+      content: { "application/json": { schema: ApprovalSchema } },
+    },
+    400: problem("INVALID_REQUEST: malformed ids or body."),
+    403: problem(
+      "FORBIDDEN: the caller lacks billing:approve (`requiredPermission`), or started the run (`rule`: four_eyes).",
+    ),
+    404: problem("NOT_FOUND: the tenant has no such run or approval."),
+    409: problem(
+      "APPROVAL_DECIDED: the opposite decision was taken first; APPROVAL_EXPIRED: the approval expired (`approvalStatus`).",
+    ),
+    413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
+    415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
+    ...authErrors,
+  },
+});
+
+/** `GET /v1/approvals`: the tenant's pending approvals, paginated (needs billing:approve). */
+export const listApprovalsRoute = createRoute({
+  method: "get",
+  path: "/v1/approvals",
+  summary: "The tenant's pending approvals, a page at a time (needs billing:approve)",
+  security,
+  request: { query: ApprovalListQuery },
+  responses: {
+    200: { description: "One page.", content: { "application/json": { schema: ApprovalPageSchema } } },
+    400: problem("INVALID_REQUEST: bad `status`, `limit` or `cursor`."),
+    403: problem("FORBIDDEN: the caller lacks billing:approve."),
+    ...authErrors,
+  },
+});
+
 /** `GET /v1/invoices`: the tenant's ledger, paginated (needs billing:read). */
 export const listInvoicesRoute = createRoute({
   method: "get",
@@ -754,6 +916,10 @@ export type InvoicePageResponse = z.infer<typeof InvoicePageSchema>;
 export type ToolResultResponse = z.infer<typeof ToolResultSchema>;
 /** An `application/problem+json` body. */
 export type Problem = z.infer<typeof ProblemSchema>;
+/** One approval as the API returns it. */
+export type ApprovalResponse = z.infer<typeof ApprovalSchema>;
+/** 200 body of `GET /v1/approvals`. */
+export type ApprovalPageResponse = z.infer<typeof ApprovalPageSchema>;
 
 /** True when X and Y are the same type, field for field (optional fields included). */
 type Same<X, Y> = (<T>() => T extends X ? 1 : 2) extends <T>() => T extends Y ? 1 : 2 ? true : false;
@@ -770,5 +936,20 @@ sameShape<
   >
 >(true);
 sameShape<
-  Same<Omit<RunRecord<AgentRunShapes> & { steps: RunStep<AgentRunShapes>[] }, never>, RunRecordResponse>
+  Same<
+    Omit<
+      RunRecord<AgentRunShapes> & {
+        steps: RunStep<AgentRunShapes>[];
+        pendingApprovals?: Array<
+          Pick<
+            ApprovalRecord,
+            "approvalId" | "toolName" | "arguments" | "preview" | "requestedBy" | "requestedAt" | "expiresAt"
+          >
+        >;
+      },
+      never
+    >,
+    RunRecordResponse
+  >
 >(true);
+sameShape<Same<ApprovalRecord, ApprovalResponse>>(true);

@@ -16,12 +16,23 @@ export async function listInvoicePage(
   tenantId: string,
   query: { limit: number; cursor?: string | undefined },
 ): Promise<{ items: Invoice[]; nextCursor: string | null }> {
-  try {
+  return withCursorProblem(async () => {
     const page = await ledger.listPage(tenantId, {
       limit: query.limit,
       ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
     });
     return { items: page.invoices, nextCursor: page.nextCursor ?? null };
+  });
+}
+
+/**
+ * Runs one page read of a listing; a cursor the store did not issue for it (InvalidCursorError) becomes
+ * 400 INVALID_REQUEST naming the `cursor` query parameter.
+ * @throws ProblemError INVALID_REQUEST; anything else `read` throws
+ */
+export async function withCursorProblem<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
   } catch (error) {
     if (!(error instanceof InvalidCursorError)) throw error;
     throw new ProblemError("INVALID_REQUEST", "The cursor is not valid for this listing.", {

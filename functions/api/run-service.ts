@@ -1,7 +1,8 @@
+import type { ApprovalGate } from "../../shared/agent/approval.js";
 import { Deadline } from "../../shared/agent/deadline.js";
 import { transcriptOf } from "../../shared/agent/history.js";
 import { clampRunLimits, type RunLimits } from "../../shared/agent/limits.js";
-import { type RunOutcome, type RunUsage, runAgent } from "../../shared/agent/loop.js";
+import { type RunOutcome, type RunUsage, runAgent, type StepRunner } from "../../shared/agent/loop.js";
 import type { ConversationHistory } from "../../shared/conversation.js";
 import type { AppDeps } from "../../shared/deps.js";
 import type { SecurityContext } from "../../shared/identity.js";
@@ -15,6 +16,8 @@ import { observeToolResults, recordRunMetrics } from "../../shared/observability
  *   uses it as the Idempotency-Key lease); the caller disposes it
  * - `conversation`: the earlier conversation this run continues (`loadConversation` in
  *   shared/conversation.ts, called before the run starts), absent for a new conversation
+ * - `step`, `approve`: passed to the loop (a run that may pause for approval, approval-handoff.ts); an
+ *   error the gate throws (the hand-over) leaves the run record `running` for the durable execution
  */
 export interface RunRequest {
   security: SecurityContext;
@@ -25,6 +28,10 @@ export interface RunRequest {
   timeoutMs?: number | undefined;
   deadline: Deadline;
   conversation?: ConversationHistory | undefined;
+  step?: StepRunner | undefined;
+  approve?: ApprovalGate | undefined;
+  /** True for the error `approve` throws to hand the run over (the run is then not marked failed). */
+  isHandoff?: (error: unknown) => boolean;
 }
 
 /**
@@ -103,6 +110,8 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
       limits,
       deadline,
       ...(request.conversation ? { history: request.conversation.messages } : {}),
+      ...(request.step ? { step: request.step } : {}),
+      ...(request.approve ? { approve: request.approve } : {}),
       hooks: {
         onCycle: async (record) => {
           usageSoFar.promptTokens += record.usage.promptTokens;
@@ -118,6 +127,7 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
       },
     });
   } catch (error) {
+    if (request.isHandoff?.(error)) throw error;
     await runs
       .fail(security.tenantId, runId, "The server failed during the run.")
       .catch(() => logger.warn("run failure not recorded"));

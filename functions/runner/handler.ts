@@ -1,3 +1,4 @@
+import { eventBridgeApprovalEvents } from "../../shared/approval-events.js";
 import { loadConfig } from "../../shared/config.js";
 import { createDeps } from "../../shared/deps.js";
 import { createDurableRunHandler } from "../../shared/durable/runner.js";
@@ -9,6 +10,8 @@ const config = loadConfig(process.env);
  * The durable runner the stack deploys (infra/stack.ts, invoked only through its alias by the API
  * function): `withDurableExecution` around the same `runAgent` as the synchronous path, each model call
  * and tool turn a `ctx.step` (shared/durable/runner.ts, docs/durable-runs.md). The clients are built on
- * the first invocation.
+ * the first invocation. Approvals are announced on EventBridge's default bus (shared/approval-events.ts).
  */
-export const handler = createDurableRunHandler(() => createDeps(config));
+export const handler = createDurableRunHandler(() =>
+  createDeps(config, { approvalEvents: eventBridgeApprovalEvents(config.table.region) }),
+);

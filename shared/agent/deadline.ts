@@ -14,18 +14,41 @@ export class DeadlineExceededError extends Error {
 export class Deadline {
   /** Epoch ms at which the run must stop. */
   readonly at: number;
-  /** Aborted with a {@link DeadlineExceededError} at `at`. */
-  readonly signal: AbortSignal;
-  private readonly timer: NodeJS.Timeout;
+  private controller = new AbortController();
+  private timer: NodeJS.Timeout;
 
   /** @param budgetMs ms from now until the deadline (clamped to at least 0) */
   constructor(budgetMs: number, now: number = Date.now()) {
     const ms = Math.max(0, Math.floor(budgetMs));
     this.at = now + ms;
-    const controller = new AbortController();
-    this.signal = controller.signal;
-    this.timer = setTimeout(() => controller.abort(new DeadlineExceededError()), ms);
-    this.timer.unref();
+    this.timer = this.arm(ms);
+  }
+
+  /** Aborted with a {@link DeadlineExceededError} at `at`. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /**
+   * Moves the deadline later, to `at` (epoch ms; an earlier instant changes nothing): time a run spent
+   * waiting for a person's approval does not count against it (docs/approvals.md). A signal that had
+   * already fired is replaced by a fresh one; nothing may be in flight on the old one (the loop calls this
+   * between steps).
+   */
+  extendTo(at: number, now: number = Date.now()): void {
+    if (at <= this.at) return;
+    (this as { at: number }).at = at;
+    clearTimeout(this.timer);
+    if (this.controller.signal.aborted) this.controller = new AbortController();
+    this.timer = this.arm(Math.max(0, at - now));
+  }
+
+  /** Starts the timer that aborts the signal in `ms`. */
+  private arm(ms: number): NodeJS.Timeout {
+    const controller = this.controller;
+    const timer = setTimeout(() => controller.abort(new DeadlineExceededError()), ms);
+    timer.unref();
+    return timer;
   }
 
   /**

@@ -1,3 +1,4 @@
+import { settleApprovals } from "./approval.js";
 import { cycleRecord, notify, requestSummary } from "./audit.js";
 import { LoopBreaker } from "./loop-breaker.js";
 import { callModel, modelTools } from "./model-step.js";
@@ -8,6 +9,7 @@ import { runToolTurn, type ToolTurnResult } from "./tool-turn.js";
 import { type Resolution, resolveReply } from "./turn-resolution.js";
 import type { RunInput, RunOutcome } from "./types.js";
 
+export type { ApprovalDecision, ApprovalGate, ApprovalRequest } from "./approval.js";
 export type { ChatMessage } from "./model.js";
 export { DEFAULT_SYSTEM_PROMPT } from "./run-state.js";
 export type { StepRunner } from "./step.js";
@@ -81,9 +83,11 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
     run.messages.push(resolution.message);
     const overTokenBudget = run.usage.totalTokens >= limits.maxTotalTokens;
     const startedBefore = run.toolCallsStarted;
-    const turn = await step(`cycle-${cycle}:tools`, () =>
+    const asked = await step(`cycle-${cycle}:tools`, () =>
       runToolTurn(calls, { ...input, startedBefore, overTokenBudget }),
     );
+    // Calls that wait for a person's decision (shared/agent/approval.ts); the others already ran.
+    const turn = asked.pending ? await settleApprovals(asked, cycle, input) : asked;
     run.toolCallsStarted += turn.started;
     const checked = breaker.check(calls, turn.results);
     const results = run.addToolResults(checked.results);

@@ -23,7 +23,8 @@ export interface ToolError {
  * The envelope every tool call produces, success or not. It becomes the tool message the model sees
  * and the row the API returns in `toolResults`.
  * `metadata.latencyMs` is the handler's wall time in ms (0 when it never ran); `metadata.truncated` is
- * present when the result was cut to the tool-result size cap (see {@link capToolResult}).
+ * present when the result was cut to the tool-result size cap (see {@link capToolResult});
+ * `metadata.approval` when the call waited for a person's decision ({@link ApprovalAudit}).
  */
 export interface ToolResult {
   status: ToolStatus;
@@ -35,7 +36,20 @@ export interface ToolResult {
     latencyMs: number;
     idempotencyKey: string | null;
     truncated?: { originalBytes: number; maxBytes: number };
+    approval?: ApprovalAudit;
   };
+}
+
+/**
+ * Who decided on a call that needed approval, when and why (docs/approvals.md); recorded in the call's
+ * result, hence in the cycle's audit step. `decision` "expired" has no `decidedBy`. Times ISO 8601.
+ */
+export interface ApprovalAudit {
+  approvalId: string;
+  decision: "approved" | "rejected" | "expired";
+  decidedBy: string | null;
+  decidedAt: string;
+  reason: string | null;
 }
 
 /**

@@ -10,6 +10,7 @@ import {
 import { operationIdentity } from "./idempotency-key.js";
 import type { RunLimits } from "./limits.js";
 import type { ToolResult } from "./result.js";
+import type { ApprovalPreview } from "./tool.js";
 
 /** A tool call of the current turn, with a unique id (`originalId` is the model's id when it was re-keyed). */
 export interface TurnCall extends ToolCallRequest {
@@ -22,12 +23,29 @@ export interface TurnCall extends ToolCallRequest {
  * - `started`: calls that reached the dispatcher (validation failures included), for the per-run budget
  * - `refused`: a call was refused because the run's tool-call budget was spent
  * - `deadlinePassed`: the run's deadline had passed when the turn settled (read inside the step)
+ * - `pending`: calls whose tool's approval policy asked for a person's decision (present only when there
+ *   are some); their entry in `results` is a placeholder (business_error APPROVAL_PENDING) until
+ *   shared/agent/approval.ts settles them
  */
 export interface ToolTurnResult {
   results: ToolResult[];
   started: number;
   refused: boolean;
   deadlinePassed: boolean;
+  pending?: PendingApproval[];
+}
+
+/**
+ * A validated call that waits for a person's decision: its index in the turn, the call, its occurrence
+ * (so the approved call gets the idempotency key it would have had), its validated arguments and the
+ * backend's preview. Plain JSON (it is part of the tools step's checkpoint).
+ */
+export interface PendingApproval {
+  index: number;
+  call: TurnCall;
+  occurrence: number;
+  args: unknown;
+  preview: ApprovalPreview;
 }
 
 /** What {@link runToolTurn} needs from the run; `startedBefore`: tool calls the run started in earlier turns. */
@@ -49,7 +67,9 @@ export interface ToolTurnContext {
  * run's `maxToolCallsPerRun` get fatal_error BUDGET_EXCEEDED, and with `overTokenBudget` every call gets
  * fatal_error BUDGET_EXCEEDED; none of those runs. Each mutating call that passed validation gets its
  * occurrence: its index among the turn's calls with the same {@link operationIdentity} (tool + validated
- * arguments), which feeds its idempotency key. Never throws.
+ * arguments), which feeds its idempotency key. A call whose tool's `needsApproval` returns a preview does
+ * not run: it is listed in `pending` (see {@link PendingApproval}); a policy that throws gives
+ * fatal_error APPROVAL_CHECK_FAILED (retryable; the call did not run). Never throws.
  */
 export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): Promise<ToolTurnResult> {
   const { limits, deadline, tools, security, runId, runScope } = context;
@@ -62,6 +82,7 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
     };
   }
   const occurrences = new Map<string, number>();
+  const pending: PendingApproval[] = [];
   let started = 0;
   let refused = false;
   const jobs = calls.map((call, index): (() => Promise<ToolResult>) => {
@@ -94,7 +115,7 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
       occurrence = occurrences.get(identity) ?? 0;
       occurrences.set(identity, occurrence + 1);
     }
-    return () =>
+    const run = () =>
       runPreparedCall(prepared, security, {
         runId,
         runScope,
@@ -102,9 +123,32 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
         signal: deadline.signal,
         remainingMs: () => deadline.remainingMs(),
       });
+    const policy = prepared.tool.needsApproval?.bind(prepared.tool);
+    if (!policy) return run;
+    return async () => {
+      let preview: ApprovalPreview | null;
+      try {
+        preview = await policy(prepared.args as never, security, { signal: deadline.signal });
+      } catch (error) {
+        return notStartedResult(call, "fatal_error", {
+          code: "APPROVAL_CHECK_FAILED",
+          message: `${call.name} did not run: whether it needs approval could not be checked (${(error as Error).message}). The same call can be made again.`,
+          retryable: true,
+        });
+      }
+      if (!preview) return run();
+      pending.push({ index, call, occurrence, args: prepared.args, preview });
+      return notStartedResult(call, "business_error", {
+        code: "APPROVAL_PENDING",
+        message: `${call.name} waits for a person's approval.`,
+        retryable: false,
+      });
+    };
   });
   const results = await mapConcurrent(jobs, limits.maxConcurrentToolCalls);
-  return { results, started, refused, deadlinePassed: deadline.expired };
+  const turn: ToolTurnResult = { results, started, refused, deadlinePassed: deadline.expired };
+  if (pending.length > 0) turn.pending = pending.sort((a, b) => a.index - b.index);
+  return turn;
 }
 
 /** The result of a call that was not run because the model call that asked for it spent the token budget. */

@@ -32,6 +32,9 @@ export interface ToolContext {
  * - `handler`: returns JSON-serializable data, or throws {@link ToolBusinessError} for a business rule
  * - `timeoutMs`: optional upper bound of one call in ms. A call is not started when the run has less time
  *   left than this, and is aborted (fatal_error TOOL_TIMEOUT) when it takes longer.
+ * - `needsApproval`: optional approval policy (docs/approvals.md), asked after validation and before the
+ *   call runs, with the validated input and the caller: it decides from backend data (never from the
+ *   model's text) and returns the preview a person decides on, or null when the call may run now.
  *
  * `handler` is declared as a method so a `ToolDefinition<S>` is a `ToolDefinition` (TypeScript checks
  * method parameters bivariantly): a registry holds tools of different schemas without a cast, and the
@@ -45,6 +48,26 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   requiredPermission: string | undefined;
   timeoutMs?: number;
   handler(input: z.output<S>, security: SecurityContext, context: ToolContext): Promise<unknown>;
+  needsApproval?(
+    input: z.output<S>,
+    security: SecurityContext,
+    context: { signal: AbortSignal },
+  ): Promise<ApprovalPreview | null>;
+}
+
+/**
+ * What a person sees before deciding on a call that needs approval: the backend's own numbers (for
+ * recordInvoice the quote's subtotal, tax, gross total and currency, exact decimal strings in major
+ * units) and what they refer to. Plain JSON; never text the model wrote about itself.
+ */
+export interface ApprovalPreview {
+  quoteId: string;
+  subtotal: string;
+  taxAmount: string;
+  grossTotal: string;
+  currency: string;
+  /** The threshold (decimal string, major units, APPROVAL_RULES) the gross total reached. */
+  threshold: string;
 }
 
 /**

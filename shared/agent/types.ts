@@ -1,4 +1,5 @@
 import type { SecurityContext } from "../identity.js";
+import type { ApprovalGate } from "./approval.js";
 import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
 import type { ToolRegistry } from "./dispatcher.js";
@@ -115,6 +116,8 @@ export interface RunHooks {
  * - `step`: runs each model call and each turn of tool calls (see shared/agent/step.ts); default `runInline`
  * - `history`: an earlier conversation to continue (shared/conversation.ts loads and trims it), sent
  *   between the system prompt and `prompt`; never holds a system message
+ * - `approve`: where a call that needs approval waits for a person's decision (shared/agent/approval.ts);
+ *   without it such a call does not run (business_error APPROVAL_UNAVAILABLE)
  */
 export interface RunInput {
   model: Model;
@@ -129,4 +132,5 @@ export interface RunInput {
   history?: HistoryMessage[];
   hooks?: RunHooks;
   step?: StepRunner;
+  approve?: ApprovalGate;
 }

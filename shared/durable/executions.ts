@@ -16,6 +16,9 @@ import type { SecurityContext } from "../identity.js";
  * - `conversation`: present when the run continues an earlier one (`previousRunId`): its id and the
  *   HISTORY_MAX_TOKENS the API trimmed the history to. Not the transcript itself (a payload is limited to
  *   256 KB): the runner loads it in its `history:load` step (shared/durable/history.ts)
+ * - `carried`: steps a synchronous run completed before it paused for an approval and was handed over
+ *   (functions/api/approval-handoff.ts): the runner returns these results for those step names instead
+ *   of calling the model or the tools again (docs/approvals.md)
  */
 export interface DurableRunPayload {
   version: 1;
@@ -27,6 +30,13 @@ export interface DurableRunPayload {
   startedAt: number;
   deadlineAt: number;
   conversation?: { previousRunId: string; historyMaxTokens: number };
+  carried?: CarriedStep[];
+}
+
+/** One completed step of a synchronous run carried into its durable execution: its name and result. */
+export interface CarriedStep {
+  name: string;
+  result: unknown;
 }
 
 /** The zod schema of {@link DurableRunPayload}; the runner parses its event with it. */
@@ -61,6 +71,7 @@ export const DurableRunPayloadSchema = z
       })
       .strict()
       .optional(),
+    carried: z.array(z.object({ name: z.string().min(1), result: z.unknown() }).strict()).optional(),
   })
   .strict();
 
@@ -79,18 +90,33 @@ export interface ExecutionDescription {
 /**
  * The port through which the API starts, stops and reads durable runs; the AWS implementation is
  * shared/durable/lambda-executions.ts, the local one (tests, `npm run dev`, `npm start -- --async`) is
- * local/durable-executions.ts. Approvals will add a callback (SendDurableExecutionCallback*) here.
+ * local/durable-executions.ts.
  * - `start(name, payload)`: starts the execution `name` with `payload`; starting a name again with the
  *   same payload starts nothing (Lambda treats a repeated name as the same execution)
  * - `stop(name)`: stops a running execution: "stopped", or "not_running" when it has already ended
  *   (or never existed)
  * - `describe(name)`: its status, or undefined when there is no such execution
+ * - `completeCallback(callback, result)`: completes a `waitForCallback` of an execution with `result`
+ *   (a JSON string): SendDurableExecutionCallbackSuccess on AWS. "completed", or "not_waiting" when the
+ *   callback is no longer waiting (already completed, timed out, or its execution ended)
  * @throws ExecutionConflictError from `start` when `name` was started with another payload
  */
 export interface DurableExecutions {
   start(name: string, payload: DurableRunPayload): Promise<void>;
   stop(name: string): Promise<"stopped" | "not_running">;
   describe(name: string): Promise<ExecutionDescription | undefined>;
+  completeCallback(callback: CallbackRef, result: string): Promise<"completed" | "not_waiting">;
+}
+
+/**
+ * Which callback to complete: `callbackId` (the durable service's id, given to the waiting execution's
+ * submitter; all Lambda needs) and, for the local runner, whose testing SDK sends callbacks through an
+ * operation handle, the execution's name and the wait's name.
+ */
+export interface CallbackRef {
+  callbackId: string;
+  executionName: string;
+  waitName: string;
 }
 
 /** Raised by {@link DurableExecutions.start} when the execution name exists with another payload. */

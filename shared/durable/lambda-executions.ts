@@ -5,9 +5,11 @@ import {
   type LambdaClient,
   ListDurableExecutionsByFunctionCommand,
   ResourceNotFoundException,
+  SendDurableExecutionCallbackSuccessCommand,
   StopDurableExecutionCommand,
 } from "@aws-sdk/client-lambda";
 import {
+  type CallbackRef,
   type DurableExecutions,
   type DurableRunPayload,
   ExecutionConflictError,
@@ -22,8 +24,12 @@ import {
  *   started with the same payload, and answers DurableExecutionAlreadyStartedException for another payload
  * - stop / describe: the execution's ARN is found by name with `ListDurableExecutionsByFunction` (the
  *   API never stores it), then `StopDurableExecution` / `GetDurableExecution`
+ * - completeCallback: `SendDurableExecutionCallbackSuccess` with the callback id; a callback that is no
+ *   longer waiting (ResourceNotFoundException, CallbackTimeoutException, or InvalidParameterValueException for one already
+ *   completed) is "not_waiting"
  * IAM (infra/stack.ts): lambda:InvokeFunction on the alias; lambda:ListDurableExecutionsByFunction on the
- * function; lambda:StopDurableExecution and lambda:GetDurableExecution on its executions.
+ * function; lambda:StopDurableExecution, lambda:GetDurableExecution and
+ * lambda:SendDurableExecutionCallbackSuccess on its executions.
  */
 export class LambdaDurableExecutions implements DurableExecutions {
   /** The runner function's unqualified ARN (the alias ARN without its alias). */
@@ -77,6 +83,28 @@ export class LambdaDurableExecutions implements DurableExecutions {
     if (!arn) return undefined;
     const execution = await this.client.send(new GetDurableExecutionCommand({ DurableExecutionArn: arn }));
     return { name, status: (execution.Status ?? "RUNNING") as ExecutionStatus };
+  }
+
+  async completeCallback(callback: CallbackRef, result: string): Promise<"completed" | "not_waiting"> {
+    try {
+      await this.client.send(
+        new SendDurableExecutionCallbackSuccessCommand({
+          CallbackId: callback.callbackId,
+          Result: new TextEncoder().encode(result),
+        }),
+      );
+      return "completed";
+    } catch (error) {
+      const name = (error as Error).name;
+      if (
+        error instanceof ResourceNotFoundException ||
+        name === "CallbackTimeoutException" ||
+        name === "InvalidParameterValueException"
+      ) {
+        return "not_waiting";
+      }
+      throw error;
+    }
   }
 
   /** The ARN of the execution named `name` (the newest, if the name was reused after its retention). */

@@ -6,6 +6,8 @@ import {
   withDurableExecution,
 } from "@aws/durable-execution-sdk-js";
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
+import * as z from "zod";
+import type { ApprovalDecision, ApprovalGate, ApprovalRequest } from "../agent/approval.js";
 import { Deadline, raceAbort } from "../agent/deadline.js";
 import { transcriptOf } from "../agent/history.js";
 import { type CycleRecord, type RunOutcome, type RunUsage, runAgent } from "../agent/loop.js";
@@ -153,11 +155,14 @@ async function durableRun(
   const throwIfStopped = () => {
     if (stopped()) throw new RunStoppedError();
   };
+  // Steps a synchronous run completed before it was handed over (functions/api/approval-handoff.ts).
+  const carried = new Map((payload.carried ?? []).map((entry) => [entry.name, entry.result]));
   const step: StepRunner = (name, fn) =>
     ctx.step(
       name,
       async () => {
         throwIfStopped();
+        if (carried.has(name)) return carried.get(name) as Awaited<ReturnType<typeof fn>>;
         await options.faults?.beforeStep?.(name);
         const result = await (stopSignal ? raceAbort(fn(), stopSignal) : fn());
         await options.faults?.afterStep?.(name);
@@ -197,6 +202,7 @@ async function durableRun(
       deadline,
       step,
       ...(history ? { history: history.messages } : {}),
+      approve: approvalGate(ctx, deps, payload, deadline, stopSignal),
       hooks: { onCycle: (record) => writeAuditStep(deps, payload, record, usageSoFar, stopped) },
     });
   } catch (error) {
@@ -237,6 +243,115 @@ async function durableRun(
     });
   }
   return { ...result, durationMs: finished.durationMs };
+}
+
+/** The callback result the API sends when a person decides (functions/api/approvals.ts). */
+export const ApprovalCallbackSchema = z
+  .object({
+    decision: z.enum(["approved", "rejected"]),
+    decidedBy: z.string().min(1),
+    decidedAt: z.string(),
+    reason: z.string().nullable(),
+    requestedAt: z.string(),
+  })
+  .strict();
+
+/**
+ * The durable runner's {@link ApprovalGate} (docs/approvals.md): one `ctx.waitForCallback` named
+ * `request.name` (`cycle-<n>:approval:<toolCallId>`) with the timeout APPROVAL_TIMEOUT_SECONDS. Its
+ * submitter, which runs once and gets the callback id, writes the APPROVAL item (callback id stored
+ * server-side only), moves the run to `awaiting_approval` and announces the approval (a failed event is
+ * logged, never fatal). The decision is the callback's result; when the wait times out instead, the
+ * step `<name>:expire` marks the approval expired, or returns the decision that won the race with the
+ * timeout. Then the step `<name>:resume` moves the run back to `running` once none of its approvals is
+ * pending, and the deadline moves later by the time the run waited.
+ */
+function approvalGate(
+  ctx: DurableContext,
+  deps: AppDeps,
+  payload: DurableRunPayload,
+  deadline: Deadline,
+  stopSignal: AbortSignal | undefined,
+): ApprovalGate {
+  const { security, runId } = payload;
+  const timeoutSeconds = deps.config.approvals.timeoutSeconds;
+  return async (request: ApprovalRequest): Promise<ApprovalDecision> => {
+    const deadlineAtRequest = deadline.at;
+    let decision: ApprovalDecision;
+    try {
+      const waiting = ctx.waitForCallback(
+        request.name,
+        async (callbackId) => {
+          const now = Date.now();
+          const approval = await deps.approvals.request({
+            approvalId: request.approvalId,
+            runId,
+            tenantId: security.tenantId,
+            toolName: request.toolName,
+            toolCallId: request.toolCallId,
+            arguments: request.arguments,
+            preview: { ...request.preview },
+            requestedBy: security.userId,
+            requestedAt: new Date(now).toISOString(),
+            expiresAt: new Date(now + timeoutSeconds * 1000).toISOString(),
+            callbackId,
+            waitName: request.name,
+          });
+          await deps.runs.setWaiting(security.tenantId, runId, true);
+          deps.logger.info("approval requested", {
+            approvalId: approval.approvalId,
+            toolName: request.toolName,
+          });
+          await deps.approvalEvents
+            .requested({
+              tenantId: security.tenantId,
+              runId,
+              approvalId: approval.approvalId,
+              toolName: approval.toolName,
+              preview: approval.preview,
+              requestedBy: approval.requestedBy,
+              requestedAt: approval.requestedAt,
+              expiresAt: approval.expiresAt,
+            })
+            .catch((error: unknown) =>
+              deps.logger.warn("approval event not sent", {
+                approvalId: approval.approvalId,
+                error: error as Error,
+              }),
+            );
+        },
+        { timeout: { seconds: timeoutSeconds } },
+      );
+      // A local stop (no StopDurableExecution in the testing SDK) ends the wait at once.
+      const raw = await (stopSignal ? raceAbort(Promise.resolve(waiting), stopSignal) : waiting);
+      decision = ApprovalCallbackSchema.parse(JSON.parse(raw));
+    } catch (error) {
+      if (stopSignal?.aborted || error instanceof z.ZodError || error instanceof SyntaxError) throw error;
+      // The wait timed out: the approval expires, unless a decision was written first.
+      decision = await ctx.step(`${request.name}:expire`, async () => {
+        const approval = await deps.approvals.expire(security.tenantId, runId, request.approvalId);
+        if (!approval) throw new Error(`The approval ${request.approvalId} is missing.`);
+        return {
+          decision:
+            approval.status === "approved" || approval.status === "rejected" ? approval.status : "expired",
+          decidedBy: approval.decidedBy,
+          decidedAt: approval.decidedAt ?? approval.expiresAt,
+          reason: approval.reason,
+          requestedAt: approval.requestedAt,
+        } satisfies ApprovalDecision;
+      });
+    }
+    await ctx.step(`${request.name}:resume`, async () => {
+      const pending = await deps.approvals.pendingForRun(security.tenantId, runId);
+      if (pending.length === 0) await deps.runs.setWaiting(security.tenantId, runId, false);
+      return pending.length;
+    });
+    // The time the run waited does not count against its deadline.
+    const left = Math.max(0, deadlineAtRequest - Date.parse(decision.requestedAt));
+    deadline.extendTo(Date.parse(decision.decidedAt) + left);
+    deps.logger.info("approval decided", { approvalId: request.approvalId, decision: decision.decision });
+    return decision;
+  };
 }
 
 /**

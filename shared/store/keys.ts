@@ -12,6 +12,7 @@ import { sha256Hex } from "../hash.js";
  * | TENANT#<tenantId> | RUN#<runId>#STEP#<cycle, 4 digits> | one audit step (cycle) of a run, with `ttl` |
  * | TENANT#<tenantId> | QUOTE#<quoteId> | tax quote, with `ttl` (epoch seconds) for DynamoDB TTL |
  * | TENANT#<tenantId> | IDEM#<route>#<sha256(Idempotency-Key)> | HTTP Idempotency-Key record of one route |
+ * | TENANT#<tenantId> | APPROVAL#<runId>#<approvalId> | one approval of a run's tool call, with `ttl` |
  *
  * Client-supplied keys are hashed (hex SHA-256) so any printable value fits the sort key and cannot
  * collide with the `#` separators.
@@ -34,6 +35,10 @@ export const keys = {
   idempotencyPrefix: "IDEM#",
   /** Sort key of a run record; also the prefix of its steps (runIds contain no `#`). */
   run: (runId: string) => `RUN#${runId}`,
+  /** Sort key of one approval of a run (runIds and approvalIds contain no `#`). */
+  approval: (runId: string, approvalId: string) => `APPROVAL#${runId}#${approvalId}`,
+  /** Sort-key prefix of a run's approvals (`APPROVAL#<runId>#`), or of all the tenant's (`APPROVAL#`). */
+  approvalPrefix: (runId?: string) => (runId === undefined ? "APPROVAL#" : `APPROVAL#${runId}#`),
   /** Sort key of one audit step of a run; cycles are zero-padded so steps sort in cycle order. */
   runStep: (runId: string, cycle: number) => `RUN#${runId}#STEP#${String(cycle).padStart(4, "0")}`,
 } as const;

@@ -40,10 +40,12 @@ export interface TokenUsage {
 /**
  * Where a run is: `running` from the first write until the outcome is stored; then the loop's terminal
  * status; `failed` when the server itself failed mid-run (an unexpected error, not a model or tool
- * failure); `cancelled` when a durable run was stopped (`POST /v1/runs/{runId}/cancel`).
+ * failure); `cancelled` when a durable run was stopped (`POST /v1/runs/{runId}/cancel`);
+ * `awaiting_approval` while a durable run waits for a person's decision (docs/approvals.md).
  */
 export type RunRecordStatus<S extends RunShapes = RunShapes> =
   | "running"
+  | "awaiting_approval"
   | "failed"
   | "cancelled"
   | S["status"];
@@ -365,12 +367,30 @@ export class RunStore<S extends RunShapes = RunShapes> {
    * @throws the SDK's error for anything but the failed condition
    */
   async cancel(tenantId: string, runId: string, reason: string, now: Date = new Date()): Promise<boolean> {
-    return this.updateIfRunning(tenantId, runId, {
-      status: "cancelled",
-      reason,
-      finishedAt: now.toISOString(),
-      updatedAt: now.toISOString(),
-    });
+    return this.updateIfRunning(
+      tenantId,
+      runId,
+      { status: "cancelled", reason, finishedAt: now.toISOString(), updatedAt: now.toISOString() },
+      ["running", "awaiting_approval"],
+    );
+  }
+
+  /**
+   * Moves a run between `running` and `awaiting_approval` (a durable run waits for a person's decision,
+   * or goes on after it); only from the other of the two, so a finished or cancelled run stays so.
+   * @returns false when the record was not in the other status (already there, ended, or missing)
+   * @throws the SDK's error for anything but the failed condition
+   */
+  async setWaiting(
+    tenantId: string,
+    runId: string,
+    waiting: boolean,
+    now: Date = new Date(),
+  ): Promise<boolean> {
+    const [from, to] = waiting ? ["running", "awaiting_approval"] : ["awaiting_approval", "running"];
+    return this.updateIfRunning(tenantId, runId, { status: to, updatedAt: now.toISOString() }, [
+      from as string,
+    ]);
   }
 
   /**
@@ -431,12 +451,13 @@ export class RunStore<S extends RunShapes = RunShapes> {
     return Math.floor(now.getTime() / 1000) + this.ttlSeconds;
   }
 
-  /** Sets `fields` on the run record if it exists and is still `running` (names are placeholders, so
-   * reserved words such as `status` and `usage` are safe). */
+  /** Sets `fields` on the run record if it exists and is still `running` (or one of `from`; names are
+   * placeholders, so reserved words such as `status` and `usage` are safe). */
   private async updateIfRunning(
     tenantId: string,
     runId: string,
     fields: Record<string, unknown>,
+    from: readonly string[] = ["running"],
   ): Promise<boolean> {
     const entries = Object.entries(fields);
     const names: Record<string, string> = Object.fromEntries(entries.map(([name], i) => [`#f${i}`, name]));
@@ -449,9 +470,12 @@ export class RunStore<S extends RunShapes = RunShapes> {
           TableName: this.tableName,
           Key: tableKey(tenantId, keys.run(runId)),
           UpdateExpression: `SET ${entries.map((_, i) => `#f${i} = :f${i}`).join(", ")}`,
-          ConditionExpression: `${ITEM_PRESENT} AND #status = :running`,
+          ConditionExpression: `${ITEM_PRESENT} AND #status IN (${from.map((_, i) => `:from${i}`).join(", ")})`,
           ExpressionAttributeNames: { ...names, "#status": "status" },
-          ExpressionAttributeValues: { ...values, ":running": "running" },
+          ExpressionAttributeValues: {
+            ...values,
+            ...Object.fromEntries(from.map((status, i) => [`:from${i}`, status])),
+          },
         }),
       );
       return true;

@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { inject } from "vitest";
+import { printedApprovalEvents } from "../../local/approval-events.js";
 import type { LocalDurableExecutions } from "../../local/durable-executions.js";
 import { createLocalDurableApi, eventForRoute } from "../../local/durable-runner.js";
 import { createLambdaContext } from "../../local/lambda-context.js";
 import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
+import type { ApprovalRequestedEvent } from "../../shared/approval-events.js";
 import { type Config, loadConfig } from "../../shared/config.js";
 import { type AppDeps, createDeps } from "../../shared/deps.js";
 import type { DurableRunOptions } from "../../shared/durable/runner.js";
@@ -24,6 +26,8 @@ export interface DurableStack {
   model: LocalModelServer;
   executions: LocalDurableExecutions;
   faults: NonNullable<DurableRunOptions["faults"]>;
+  /** The approval events the runner sent (docs/approvals.md). */
+  approvalEvents: ApprovalRequestedEvent[];
   invoke(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2>;
   stop(): Promise<void>;
 }
@@ -39,14 +43,16 @@ export async function startDurableStack(env: Record<string, string> = {}): Promi
     ...env,
   });
   const faults: DurableStack["faults"] = {};
+  const events = printedApprovalEvents(() => {});
   const api = createLocalDurableApi(config, {
+    approvalEvents: events,
     faults: {
       beforeStep: (name) => faults.beforeStep?.(name),
       afterStep: (name) => faults.afterStep?.(name),
     },
   });
   const { executions, handler } = api;
-  const deps = createDeps(config, { executions });
+  const deps = createDeps(config, { executions, approvalEvents: events });
   await ensureTable(deps.ddb, config.table.name);
   return {
     config,
@@ -54,6 +60,7 @@ export async function startDurableStack(env: Record<string, string> = {}): Promi
     model,
     executions,
     faults,
+    approvalEvents: events.sent,
     async invoke(event) {
       return (await handler(
         event as never,

@@ -1,0 +1,133 @@
+import type { AppDeps } from "../../shared/deps.js";
+import { ProblemError } from "../../shared/errors.js";
+import type { SecurityContext } from "../../shared/identity.js";
+import type { ApprovalRecord } from "../../shared/store/approvals.js";
+import { withCursorProblem } from "./pagination.js";
+
+/** The permission of approvers: deciding on (and listing) approvals of the tenant. */
+export const BILLING_APPROVE = "billing:approve";
+
+/** Throws FORBIDDEN (with `requiredPermission`) unless the caller may approve. */
+function requireApprover(security: SecurityContext): void {
+  if (!security.permissions.includes(BILLING_APPROVE)) {
+    throw new ProblemError(
+      "FORBIDDEN",
+      `This needs the "${BILLING_APPROVE}" permission, which the caller lacks.`,
+      { extensions: { requiredPermission: BILLING_APPROVE } },
+    );
+  }
+}
+
+/**
+ * `POST /v1/runs/{runId}/approvals/{approvalId}` (docs/approvals.md), in this order:
+ * 1. the caller needs `billing:approve` (403 FORBIDDEN, `requiredPermission`);
+ * 2. the approval must be the caller's tenant's (the key's partition is the tenant: another tenant's is 404);
+ * 3. four eyes: the user who started the run may not decide (403 FORBIDDEN, `rule: "four_eyes"`);
+ * 4. one conditional write records the decision while the approval is pending and unexpired: exactly
+ *    one decision wins. The same decision again returns the stored approval (200); the opposite one is
+ *    409 APPROVAL_DECIDED; an expired approval is 409 APPROVAL_EXPIRED (`approvalStatus`);
+ * 5. the run's waiting execution gets the decision as its callback result (SendDurableExecutionCallbackSuccess
+ *    on AWS), also for a repeated same decision, so a decision whose callback was lost is delivered again.
+ * @returns the approval as stored after the decision (never its callback id)
+ * @throws ProblemError as listed; the store's and the executions port's errors (500/503)
+ */
+export async function decideApproval(
+  deps: AppDeps,
+  security: SecurityContext,
+  params: { runId: string; approvalId: string },
+  body: { decision: "approve" | "reject"; reason?: string | undefined },
+): Promise<ApprovalRecord> {
+  requireApprover(security);
+  const { runId, approvalId } = params;
+  const found = await deps.approvals.get(security.tenantId, runId, approvalId);
+  if (!found) throw new ProblemError("NOT_FOUND", `There is no approval ${approvalId} of run ${runId}.`);
+  if (found.approval.requestedBy === security.userId) {
+    throw new ProblemError(
+      "FORBIDDEN",
+      "Four-eyes rule: the user who started the run may not decide on its approvals; another approver must.",
+      { extensions: { rule: "four_eyes" } },
+    );
+  }
+  const status = body.decision === "approve" ? "approved" : "rejected";
+  const result = await deps.approvals.decide(security.tenantId, runId, approvalId, {
+    status,
+    decidedBy: security.userId,
+    reason: body.reason ?? null,
+  });
+  if (result.kind === "missing") {
+    throw new ProblemError("NOT_FOUND", `There is no approval ${approvalId} of run ${runId}.`);
+  }
+  const { approval, callback } = result;
+  if (result.kind === "conflict" && approval.status !== status) {
+    const expired =
+      approval.status === "expired" ||
+      (approval.status === "pending" && Date.parse(approval.expiresAt) <= Date.now());
+    throw expired
+      ? new ProblemError("APPROVAL_EXPIRED", `The approval ${approvalId} expired at ${approval.expiresAt}.`, {
+          extensions: { approvalId, approvalStatus: approval.status },
+        })
+      : new ProblemError("APPROVAL_DECIDED", `The approval ${approvalId} was already ${approval.status}.`, {
+          extensions: { approvalId, approvalStatus: approval.status },
+        });
+  }
+  const delivered = deps.executions
+    ? await deps.executions.completeCallback(
+        { callbackId: callback.callbackId, executionName: runId, waitName: callback.waitName },
+        JSON.stringify({
+          decision: approval.status,
+          decidedBy: approval.decidedBy,
+          decidedAt: approval.decidedAt,
+          reason: approval.reason,
+          requestedAt: approval.requestedAt,
+        }),
+      )
+    : "not_waiting";
+  deps.logger.info("approval decided", {
+    runId,
+    approvalId,
+    decision: approval.status,
+    repeated: result.kind === "conflict",
+    delivered,
+  });
+  return approval;
+}
+
+/**
+ * One page of `GET /v1/approvals?status=pending` for approvers of the caller's tenant (needs
+ * `billing:approve`): pending approvals in run, then approval id order; `nextCursor` is the store's
+ * cursor (null on the last page). A page reads `limit` approvals and keeps the pending ones.
+ * @throws ProblemError FORBIDDEN; INVALID_REQUEST for a cursor the store did not issue for this listing
+ */
+export async function listApprovalPage(
+  deps: AppDeps,
+  security: SecurityContext,
+  query: { limit: number; cursor?: string | undefined },
+): Promise<{ items: ApprovalRecord[]; nextCursor: string | null }> {
+  requireApprover(security);
+  return withCursorProblem(async () => {
+    const page = await deps.approvals.listPending(security.tenantId, {
+      limit: query.limit,
+      ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
+    });
+    return { items: page.approvals, nextCursor: page.nextCursor ?? null };
+  });
+}
+
+/**
+ * The run's pending approvals as `GET /v1/runs/{runId}` shows them (`pendingApprovals`): the fields a
+ * person decides on, no callback id.
+ */
+export async function pendingApprovalsOf(deps: AppDeps, tenantId: string, runId: string) {
+  const pending = await deps.approvals.pendingForRun(tenantId, runId);
+  return pending.map(
+    ({ approvalId, toolName, arguments: args, preview, requestedBy, requestedAt, expiresAt }) => ({
+      approvalId,
+      toolName,
+      arguments: args,
+      preview,
+      requestedBy,
+      requestedAt,
+      expiresAt,
+    }),
+  );
+}

@@ -1,0 +1,266 @@
+import {
+  ConditionalCheckFailedException,
+  ReturnValue,
+  ReturnValuesOnConditionCheckFailure,
+} from "@aws-sdk/client-dynamodb";
+import { type DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { conditionalPut } from "./conditional.js";
+import { keys } from "./keys.js";
+import { queryTenant } from "./query.js";
+import {
+  getItem,
+  ITEM_ABSENT,
+  ITEM_PRESENT,
+  type StoredItem,
+  splitItem,
+  tableItem,
+  tableKey,
+} from "./table.js";
+
+/** Where an approval is: `pending` until a person decides (`approved`, `rejected`) or it `expired`. */
+export type ApprovalStatus = "pending" | "approved" | "rejected" | "expired";
+
+/**
+ * One approval of a run's tool call (sort key `APPROVAL#<runId>#<approvalId>`), as the API shows it.
+ * The durable callback id is kept server-side only (see {@link ApprovalStore.get}); this type has none.
+ * - `arguments`: the call's validated arguments; `preview`: the backend's numbers (decimal strings)
+ * - `requestedBy`: the user who started the run (the four-eyes rule keeps them from deciding)
+ * - `requestedAt`, `expiresAt`, `decidedAt`: ISO 8601; `decidedBy`, `decidedAt`, `reason` are null while
+ *   pending (an expired approval has `decidedAt` = when it was marked expired, `decidedBy` null)
+ */
+export interface ApprovalRecord {
+  approvalId: string;
+  runId: string;
+  tenantId: string;
+  toolName: string;
+  toolCallId: string;
+  arguments: unknown;
+  preview: Record<string, unknown>;
+  requestedBy: string;
+  requestedAt: string;
+  expiresAt: string;
+  status: ApprovalStatus;
+  decidedBy: string | null;
+  decidedAt: string | null;
+  reason: string | null;
+}
+
+/**
+ * Where an approval's decision goes, kept server-side only: the durable callback id and the name of the
+ * wait (`cycle-<n>:approval:<toolCallId>`) in the run's execution.
+ */
+export interface ApprovalCallback {
+  callbackId: string;
+  waitName: string;
+}
+
+/** What {@link ApprovalStore.decide} did: `decided` (this call's decision won) or `conflict`. */
+export type DecideResult =
+  | { kind: "decided"; approval: ApprovalRecord; callback: ApprovalCallback }
+  | { kind: "conflict"; approval: ApprovalRecord; callback: ApprovalCallback }
+  | { kind: "missing" };
+
+/** The attribute holding the durable callback id (never returned by the API). */
+const CALLBACK_ID = "callbackId";
+/** The attribute holding the wait's name. */
+const WAIT_NAME = "waitName";
+/** The attribute holding `expiresAt` in epoch ms, for the decision's condition. */
+const EXPIRES_AT_MS = "expiresAtMs";
+
+/**
+ * Approvals, tenant-scoped (`TENANT#<tenantId>`), each item with a `ttl` (epoch s) of `ttlSeconds` after
+ * its expiry (config RUN_TTL_SECONDS, so an approval lives as long as its run's audit trail). Every write
+ * is a single-item conditional write: exactly one decision wins.
+ */
+export class ApprovalStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+    private readonly ttlSeconds: number,
+  ) {}
+
+  /**
+   * Writes a pending approval with its durable callback id, unless it exists (a retried submitter, or a
+   * replay: the existing item is kept as it is).
+   * @returns the approval as stored (the existing one when it was already there)
+   * @throws the SDK's errors
+   */
+  async request(
+    input: Omit<ApprovalRecord, "status" | "decidedBy" | "decidedAt" | "reason"> & ApprovalCallback,
+  ): Promise<ApprovalRecord> {
+    const { callbackId, waitName, ...fields } = input;
+    const approval: ApprovalRecord = {
+      ...fields,
+      status: "pending",
+      decidedBy: null,
+      decidedAt: null,
+      reason: null,
+    };
+    const expiresAtMs = Date.parse(input.expiresAt);
+    const item = tableItem(
+      tableKey(input.tenantId, keys.approval(input.runId, input.approvalId)),
+      "approval",
+      { ...approval, [CALLBACK_ID]: callbackId, [WAIT_NAME]: waitName, [EXPIRES_AT_MS]: expiresAtMs },
+      Math.floor(expiresAtMs / 1000) + this.ttlSeconds,
+    );
+    const put = await conditionalPut(this.client, {
+      tableName: this.tableName,
+      item,
+      condition: ITEM_ABSENT,
+    });
+    return put.written || !put.existing ? approval : toApproval(put.existing).approval;
+  }
+
+  /**
+   * The approval and its callback (server-side only), or undefined when the tenant has none such.
+   * @throws the SDK's errors
+   */
+  async get(
+    tenantId: string,
+    runId: string,
+    approvalId: string,
+  ): Promise<{ approval: ApprovalRecord; callback: ApprovalCallback } | undefined> {
+    const item = await getItem(
+      this.client,
+      this.tableName,
+      tableKey(tenantId, keys.approval(runId, approvalId)),
+    );
+    return item ? toApproval(item) : undefined;
+  }
+
+  /**
+   * Records a decision if the approval is still pending and not past its expiry (one conditional update):
+   * exactly one of two concurrent decisions is `decided`, the other a `conflict` carrying the stored one.
+   * @param decision.status "approved" or "rejected"; `decidedBy`: the approver's user id; `reason`: ≤ 500 chars
+   * @param now the decision time (epoch ms)
+   * @returns see {@link DecideResult}; `conflict` also when the approval expired (its status may still be
+   *   `pending` with `expiresAt` past, or `expired`)
+   * @throws the SDK's errors
+   */
+  async decide(
+    tenantId: string,
+    runId: string,
+    approvalId: string,
+    decision: { status: "approved" | "rejected"; decidedBy: string; reason: string | null },
+    now: number = Date.now(),
+  ): Promise<DecideResult> {
+    return this.transition(tenantId, runId, approvalId, {
+      condition: `${ITEM_PRESENT} AND #status = :pending AND #expiresAtMs > :now`,
+      fields: {
+        status: decision.status,
+        decidedBy: decision.decidedBy,
+        decidedAt: new Date(now).toISOString(),
+        reason: decision.reason,
+      },
+      now,
+    });
+  }
+
+  /**
+   * Marks a pending approval `expired` (its wait timed out). When a decision was written first (it
+   * raced the timeout), that decision stays and is returned: the run honours it.
+   * @returns the approval after the call, or undefined when it does not exist
+   * @throws the SDK's errors
+   */
+  async expire(
+    tenantId: string,
+    runId: string,
+    approvalId: string,
+    now: number = Date.now(),
+  ): Promise<ApprovalRecord | undefined> {
+    const result = await this.transition(tenantId, runId, approvalId, {
+      condition: `${ITEM_PRESENT} AND #status = :pending`,
+      fields: { status: "expired", decidedAt: new Date(now).toISOString() },
+      now,
+    });
+    return result.kind === "missing" ? undefined : result.approval;
+  }
+
+  /**
+   * The pending approvals of one run, in approval-id order (consistent read).
+   * @throws the SDK's errors
+   */
+  async pendingForRun(tenantId: string, runId: string): Promise<ApprovalRecord[]> {
+    const { items } = await queryTenant(this.client, this.tableName, {
+      tenantId,
+      prefix: keys.approvalPrefix(runId),
+    });
+    return items.map((item) => toApproval(item).approval).filter((approval) => approval.status === "pending");
+  }
+
+  /**
+   * One page of the tenant's pending approvals (run id, then approval id order). The page reads `limit`
+   * approvals and keeps the pending ones, so it may hold fewer than `limit` (even none) while
+   * `nextCursor` says more follow; `nextCursor` is the store's cursor (see `queryTenant`).
+   * @throws InvalidCursorError for a cursor not issued for this tenant's approvals; the SDK's errors
+   */
+  async listPending(
+    tenantId: string,
+    options: { limit: number; cursor?: string },
+  ): Promise<{ approvals: ApprovalRecord[]; nextCursor: string | undefined }> {
+    const page = await queryTenant(this.client, this.tableName, {
+      tenantId,
+      prefix: keys.approvalPrefix(),
+      limit: options.limit,
+      ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
+    });
+    const approvals = page.items
+      .map((item) => toApproval(item).approval)
+      .filter((approval) => approval.status === "pending");
+    return { approvals, nextCursor: page.nextCursor };
+  }
+
+  /** One conditional update of an approval's fields; the stored item comes back either way. */
+  private async transition(
+    tenantId: string,
+    runId: string,
+    approvalId: string,
+    change: { condition: string; fields: Record<string, unknown>; now: number },
+  ): Promise<DecideResult> {
+    const entries = Object.entries(change.fields);
+    try {
+      const result = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: tableKey(tenantId, keys.approval(runId, approvalId)),
+          UpdateExpression: `SET ${entries.map((_, i) => `#f${i} = :f${i}`).join(", ")}`,
+          ConditionExpression: change.condition,
+          ExpressionAttributeNames: {
+            ...Object.fromEntries(entries.map(([name], i) => [`#f${i}`, name])),
+            "#status": "status",
+            ...(change.condition.includes("#expiresAtMs") ? { "#expiresAtMs": EXPIRES_AT_MS } : {}),
+          },
+          ExpressionAttributeValues: {
+            ...Object.fromEntries(entries.map(([, value], i) => [`:f${i}`, value])),
+            ":pending": "pending",
+            ...(change.condition.includes(":now") ? { ":now": change.now } : {}),
+          },
+          ReturnValues: ReturnValue.ALL_NEW,
+          ReturnValuesOnConditionCheckFailure: ReturnValuesOnConditionCheckFailure.ALL_OLD,
+        }),
+      );
+      return { kind: "decided", ...toApproval(result.Attributes ?? {}) };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const existing = error.Item
+        ? unmarshall(error.Item)
+        : await getItem(this.client, this.tableName, tableKey(tenantId, keys.approval(runId, approvalId)));
+      return existing ? { kind: "conflict", ...toApproval(existing) } : { kind: "missing" };
+    }
+  }
+}
+
+/** An approval and its callback from a stored item (table attributes and internal fields stripped). */
+function toApproval(item: StoredItem): { approval: ApprovalRecord; callback: ApprovalCallback } {
+  const {
+    [CALLBACK_ID]: callbackId,
+    [WAIT_NAME]: waitName,
+    [EXPIRES_AT_MS]: _expiresAtMs,
+    ...approval
+  } = splitItem(item).attributes as Record<string, unknown>;
+  return {
+    approval: approval as unknown as ApprovalRecord,
+    callback: { callbackId: String(callbackId ?? ""), waitName: String(waitName ?? "") },
+  };
+}

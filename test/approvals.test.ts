@@ -1,0 +1,236 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import {
+  ApprovalPageSchema,
+  ApprovalSchema,
+  ProblemSchema,
+  RunRecordSchema,
+} from "../functions/api/contract.js";
+import { header } from "./fixtures/events.js";
+import { decide, GBP_RULES, json, pollUntil, SEED_PROMPT, userEvent } from "./support/approvals.js";
+import { type DurableStack, startDurableStack } from "./support/durable.js";
+import { runEvent } from "./support/idempotency.js";
+import { tenantKeys } from "./support/reliability.js";
+
+let stack: DurableStack;
+beforeAll(async () => {
+  stack = await startDurableStack({ MAX_CYCLES: "5", APPROVAL_RULES: GBP_RULES });
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+beforeEach(() => {
+  stack.model.usePlanner();
+});
+
+const invoices = (tenantId: string) =>
+  tenantKeys(stack.deps.ddb, stack.config.table.name, tenantId, ["INVOICE#"]);
+
+/** Starts the seed scenario as a durable run for `tenantId` and waits until it pauses for approval. */
+async function pausedRun(tenantId: string) {
+  const event = runEvent({ tenantId, prompt: SEED_PROMPT });
+  event.headers = { ...event.headers, prefer: "respond-async" };
+  const started = RunRecordSchema.parse(json(await stack.invoke(event)));
+  const run = await pollUntil(stack, started.runId, tenantId, ["running"]);
+  expect(run.status).toBe("awaiting_approval");
+  const approval = run.pendingApprovals?.[0];
+  if (!approval) throw new Error("no pending approval");
+  return { run, approval, target: { runId: run.runId, approvalId: approval.approvalId, tenantId } };
+}
+
+/** The tool results of a run's audit steps. */
+const resultsOf = (run: { steps: Array<{ toolCalls: Array<{ result: unknown }> }> }) =>
+  run.steps.flatMap((step) => step.toolCalls.map((call) => call.result)) as Array<
+    ReturnType<typeof RunRecordSchema.parse>["steps"][number]["toolCalls"][number]["result"]
+  >;
+
+describe("a call over the threshold pauses the run durably", () => {
+  it("pauses with the backend's preview, announces it, and after an approval records the invoice once without repeating a model call", async () => {
+    const tenantId = "tenant_apr_ok";
+    const requestsBefore = stack.model.requests.length;
+    const { run, approval, target } = await pausedRun(tenantId);
+    expect(run.cyclesRecorded).toBe(1);
+    expect(approval).toMatchObject({
+      toolName: "recordInvoice",
+      requestedBy: "usr_idem",
+      preview: {
+        subtotal: "1500.00",
+        taxAmount: "300.00",
+        grossTotal: "1800.00",
+        currency: "GBP",
+        threshold: "1000.00",
+      },
+    });
+    expect(Date.parse(approval.expiresAt) - Date.parse(approval.requestedAt)).toBe(86_400_000);
+    expect(await invoices(tenantId)).toHaveLength(0);
+    // The calculateTax calls of cycle 1 ran; cycle 2's model call asked for recordInvoice, which waits.
+    expect(stack.model.requests.length - requestsBefore).toBe(2);
+
+    const event = stack.approvalEvents.find((e) => e.approvalId === approval.approvalId);
+    expect(event).toMatchObject({ tenantId, runId: run.runId, toolName: "recordInvoice" });
+    expect(event?.preview).toMatchObject({ grossTotal: "1800.00", currency: "GBP" });
+    expect(JSON.stringify(event)).not.toContain("Calculate");
+    expect(JSON.stringify(event)).not.toMatch(/callback/i);
+
+    const decided = await decide(stack, target, "approve", { reason: "checked the PO" });
+    expect(decided.statusCode).toBe(200);
+    const body = ApprovalSchema.parse(json(decided));
+    expect(body).toMatchObject({ status: "approved", decidedBy: "usr_approver", reason: "checked the PO" });
+    expect(JSON.stringify(body)).not.toMatch(/callback/i);
+
+    const done = await pollUntil(stack, run.runId, tenantId);
+    expect(done).toMatchObject({ status: "completed", cycles: 3, cyclesRecorded: 3 });
+    expect(await invoices(tenantId)).toHaveLength(1);
+    // 3 cycles, 3 model requests: the pause repeated none.
+    expect(stack.model.requests.length - requestsBefore).toBe(3);
+    const recorded = resultsOf(done).find((r) => r.metadata.toolName === "recordInvoice");
+    expect(recorded?.status).toBe("success");
+    expect(recorded?.metadata.approval).toMatchObject({
+      approvalId: approval.approvalId,
+      decision: "approved",
+      decidedBy: "usr_approver",
+      reason: "checked the PO",
+    });
+    const execution = stack.executions.get(run.runId);
+    await execution?.done;
+    const names = execution?.result?.getOperations().map((op) => op.getName());
+    expect(names).toContain(`cycle-2:approval:${recorded?.metadata.toolCallId}`);
+    expect(names).toContain(`cycle-2:approved:${recorded?.metadata.toolCallId}`);
+  });
+
+  it("a rejection records nothing and tells the model why; the run goes on", async () => {
+    const tenantId = "tenant_apr_no";
+    const { target } = await pausedRun(tenantId);
+    const decided = await decide(stack, target, "reject", { reason: "client is on credit hold" });
+    expect(decided.statusCode).toBe(200);
+    expect(ApprovalSchema.parse(json(decided))).toMatchObject({ status: "rejected" });
+    const done = await pollUntil(stack, target.runId, tenantId);
+    expect(done.status).toBe("completed");
+    expect(await invoices(tenantId)).toHaveLength(0);
+    const rejected = resultsOf(done).find((r) => r.metadata.toolName === "recordInvoice");
+    expect(rejected).toMatchObject({ status: "business_error", error: { code: "APPROVAL_REJECTED" } });
+    expect(rejected?.metadata.approval).toMatchObject({ decision: "rejected", decidedBy: "usr_approver" });
+    // The model's next request carries the rejection and its reason.
+    const lastRequest = JSON.stringify(stack.model.requests.at(-1)?.messages);
+    expect(lastRequest).toContain("APPROVAL_REJECTED");
+    expect(lastRequest).toContain("client is on credit hold");
+  });
+});
+
+describe("the decision", () => {
+  it("needs billing:approve, and the four-eyes rule keeps the run's own user out", async () => {
+    const tenantId = "tenant_apr_eyes";
+    const { target } = await pausedRun(tenantId);
+    const noPermission = await decide(stack, target, "approve", { scope: "billing:write" });
+    expect(noPermission.statusCode).toBe(403);
+    expect(ProblemSchema.parse(json(noPermission))).toMatchObject({
+      code: "FORBIDDEN",
+      requiredPermission: "billing:approve",
+    });
+    const ownRun = await decide(stack, target, "approve", {
+      sub: "usr_idem",
+      scope: "billing:approve billing:write",
+    });
+    expect(ownRun.statusCode).toBe(403);
+    const problem = ProblemSchema.parse(json(ownRun));
+    expect(problem).toMatchObject({ code: "FORBIDDEN", rule: "four_eyes" });
+    expect(problem.detail).toMatch(/four-eyes/i);
+    // Nothing was decided: the approval is still pending.
+    const stored = await stack.deps.approvals.get(tenantId, target.runId, target.approvalId);
+    expect(stored?.approval.status).toBe("pending");
+    await decide(stack, target, "reject", { reason: "cleanup" });
+    await pollUntil(stack, target.runId, tenantId);
+  });
+
+  it("the same decision again returns the stored one; the opposite is 409", async () => {
+    const tenantId = "tenant_apr_again";
+    const { target } = await pausedRun(tenantId);
+    const first = ApprovalSchema.parse(json(await decide(stack, target, "approve")));
+    const again = await decide(stack, target, "approve", { sub: "usr_other_approver" });
+    expect(again.statusCode).toBe(200);
+    expect(ApprovalSchema.parse(json(again))).toEqual(first);
+    const opposite = await decide(stack, target, "reject");
+    expect(opposite.statusCode).toBe(409);
+    expect(ProblemSchema.parse(json(opposite))).toMatchObject({
+      code: "APPROVAL_DECIDED",
+      approvalStatus: "approved",
+      approvalId: target.approvalId,
+    });
+    const done = await pollUntil(stack, target.runId, tenantId);
+    expect(done.status).toBe("completed");
+    expect(await invoices(tenantId)).toHaveLength(1);
+  });
+
+  it("concurrent approve and reject: one 200, one 409, and the run follows the winner", async () => {
+    const tenantId = "tenant_apr_race";
+    const { target } = await pausedRun(tenantId);
+    const [a, b] = await Promise.all([
+      decide(stack, target, "approve", { sub: "usr_approver_a" }),
+      decide(stack, target, "reject", { sub: "usr_approver_b", reason: "no" }),
+    ]);
+    expect([a.statusCode, b.statusCode].sort()).toEqual([200, 409]);
+    const winner = ApprovalSchema.parse(json(a.statusCode === 200 ? a : b));
+    const done = await pollUntil(stack, target.runId, tenantId);
+    expect(done.status).toBe("completed");
+    expect(await invoices(tenantId)).toHaveLength(winner.status === "approved" ? 1 : 0);
+  });
+
+  it("another tenant's approver gets 404, and only sees its own tenant's pending approvals", async () => {
+    const tenantId = "tenant_apr_iso";
+    const { target } = await pausedRun(tenantId);
+    const other = await decide(stack, { ...target, tenantId: "tenant_apr_other" }, "approve");
+    expect(other.statusCode).toBe(404);
+    expect(ProblemSchema.parse(json(other)).code).toBe("NOT_FOUND");
+
+    const list = (forTenant: string, query = "?status=pending") =>
+      stack.invoke(
+        userEvent(
+          { sub: "usr_approver", tenantId: forTenant, scope: "billing:approve" },
+          "GET",
+          `/v1/approvals${query}`,
+        ),
+      );
+    const own = await list(tenantId);
+    expect(own.statusCode).toBe(200);
+    const page = ApprovalPageSchema.parse(json(own));
+    expect(page.items.map((item) => item.approvalId)).toEqual([target.approvalId]);
+    expect(page.items[0]).toMatchObject({ status: "pending", runId: target.runId, tenantId });
+    expect(ApprovalPageSchema.parse(json(await list("tenant_apr_other"))).items).toEqual([]);
+    // Approvers only: a billing writer is refused.
+    const writer = await stack.invoke(
+      userEvent({ sub: "usr_w", tenantId, scope: "billing:write" }, "GET", "/v1/approvals?status=pending"),
+    );
+    expect(writer.statusCode).toBe(403);
+    // A cursor of another listing is refused.
+    expect((await list(tenantId, "?status=pending&cursor=eyJ4IjoxfQ")).statusCode).toBe(400);
+
+    await decide(stack, target, "approve");
+    await pollUntil(stack, target.runId, tenantId);
+    expect(ApprovalPageSchema.parse(json(await list(tenantId))).items).toEqual([]);
+  });
+});
+
+describe("a pause inside a synchronous request", () => {
+  it("is answered 202 with Location and the awaiting_approval run, which continues durably without repeating a model call", async () => {
+    const tenantId = "tenant_apr_sync";
+    const requestsBefore = stack.model.requests.length;
+    const response = await stack.invoke(runEvent({ tenantId, prompt: SEED_PROMPT, key: "sync-approval-1" }));
+    expect(response.statusCode).toBe(202);
+    const run = RunRecordSchema.parse(json(response));
+    expect(header(response, "location")).toBe(`/v1/runs/${run.runId}`);
+    expect(run.status).toBe("awaiting_approval");
+    expect(run.pendingApprovals?.[0]?.preview).toMatchObject({ grossTotal: "1800.00", currency: "GBP" });
+    expect(stack.model.requests.length - requestsBefore).toBe(2);
+
+    // A replay of the request under its Idempotency-Key answers the same 202 and starts nothing.
+    const replay = await stack.invoke(runEvent({ tenantId, prompt: SEED_PROMPT, key: "sync-approval-1" }));
+    expect(replay.statusCode).toBe(202);
+    expect(header(replay, "idempotent-replayed")).toBe("true");
+
+    const approvalId = run.pendingApprovals?.[0]?.approvalId ?? "";
+    expect((await decide(stack, { runId: run.runId, approvalId, tenantId }, "approve")).statusCode).toBe(200);
+    const done = await pollUntil(stack, run.runId, tenantId);
+    expect(done).toMatchObject({ status: "completed", cycles: 3, cyclesRecorded: 3 });
+    expect(await invoices(tenantId)).toHaveLength(1);
+    expect(stack.model.requests.length - requestsBefore).toBe(3);
+  });
+});
