@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LocalModelServer } from "../local/model-server.js";
 import { dispatchToolCall } from "../shared/agent/dispatcher.js";
 import { toolIdempotencyKey } from "../shared/agent/idempotency-key.js";
-import { runScripted, startScriptedModel } from "./support/agent-harness.js";
+import { DEFAULT_CAPS, runScripted, startScriptedModel } from "./support/agent-harness.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
 let stack: TestStack;
@@ -59,9 +59,12 @@ describe("occurrence identity", () => {
         args: { clientName: "Acme Ltd", quoteId },
         occurrence,
       });
+    // One call at a time, in call order: with the turn's calls running concurrently, which of two
+    // recordings of one quote wins the conditional write is a race, and this test is about the keys.
     const turn = (first: string, second: string) => ({
       tools: [...stack.deps.tools.values()],
       security: writer,
+      caps: { ...DEFAULT_CAPS, maxConcurrentToolCalls: 1 },
       script: [
         {
           toolCalls: [
