@@ -228,11 +228,14 @@ export const ProblemSchema = z
       .literal("four_eyes")
       .optional()
       .openapi({ description: "FORBIDDEN only: the approver started the run (four-eyes rule)." }),
-    approvalId: z.string().optional().openapi({ description: "APPROVAL_DECIDED and APPROVAL_EXPIRED only." }),
-    approvalStatus: z
-      .enum(["pending", "approved", "rejected", "expired"])
+    approvalId: z
+      .string()
       .optional()
-      .openapi({ description: "APPROVAL_DECIDED and APPROVAL_EXPIRED only: the approval's stored status." }),
+      .openapi({ description: "APPROVAL_DECIDED, APPROVAL_EXPIRED and APPROVAL_CANCELLED only." }),
+    approvalStatus: z.enum(["pending", "approved", "rejected", "expired", "cancelled"]).optional().openapi({
+      description:
+        "APPROVAL_DECIDED, APPROVAL_EXPIRED and APPROVAL_CANCELLED only: the approval's stored status.",
+    }),
     runId: z.string().optional().openapi({
       description:
         "MODEL_UNAVAILABLE, CONTEXT_LENGTH_EXCEEDED and RUN_NOT_RUNNING only. With the first two, as are cycles, toolResults, usage and durationMs: the partial run.",
@@ -451,7 +454,10 @@ export const ApprovalSchema = z
     requestedBy: z.string().openapi({ description: "The user who started the run; they may not decide." }),
     requestedAt: z.string(),
     expiresAt: z.string(),
-    status: z.enum(["pending", "approved", "rejected", "expired"]),
+    status: z.enum(["pending", "approved", "rejected", "expired", "cancelled"]).openapi({
+      description:
+        "`cancelled`: the run was cancelled while the approval waited; it can no longer be decided.",
+    }),
     decidedBy: z.string().nullable(),
     decidedAt: z.string().nullable(),
     reason: z.string().nullable(),
@@ -783,12 +789,13 @@ export const getRunRoute = createRoute({
 export const cancelRunRoute = createRoute({
   method: "post",
   path: "/v1/runs/{runId}/cancel",
-  summary: "Cancel a running durable run (its execution is stopped)",
+  summary: "Cancel a running (or approval-awaiting) durable run (its execution is stopped)",
   security,
   request: { params: RunIdParam },
   responses: {
     200: {
-      description: "The run was stopped; its record now says `cancelled`.",
+      description:
+        "The run was stopped; its record now says `cancelled`. Approvals it waited for are withdrawn (`cancelled`).",
       content: { "application/json": { schema: RunRecordSchema } },
     },
     400: problem("INVALID_REQUEST: malformed runId."),
@@ -819,7 +826,7 @@ export const decideApprovalRoute = createRoute({
     ),
     404: problem("NOT_FOUND: the tenant has no such run or approval."),
     409: problem(
-      "APPROVAL_DECIDED: the opposite decision was taken first; APPROVAL_EXPIRED: the approval expired (`approvalStatus`).",
+      "APPROVAL_DECIDED: the opposite decision was taken first; APPROVAL_EXPIRED: the approval expired; APPROVAL_CANCELLED: its run was cancelled (`approvalStatus`).",
     ),
     413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
