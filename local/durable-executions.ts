@@ -36,7 +36,10 @@ let environment: Promise<void> | undefined;
  * - start: a repeated name with the same payload (RFC 8785 canonical JSON) starts nothing, another payload
  *   throws {@link ExecutionConflictError}, as Lambda does
  * - stop: the testing SDK has no StopDurableExecution, so the execution's `stopSignal` is aborted: its
- *   step in flight rejects, and the runner ends without writing anything more (shared/durable/runner.ts)
+ *   step in flight rejects, and the runner ends without writing anything more (shared/durable/runner.ts).
+ *   An execution suspended in `waitForCallback` (a run awaiting approval) has no invocation to abort:
+ *   its waiting callbacks are failed, so the SDK invokes it again, and that invocation, its stop signal
+ *   aborted, ends at once (see {@link failWaitingCallbacks})
  * - completeCallback: the testing SDK sends callbacks through an operation handle
  *   (`runner.getOperation(waitName).sendCallbackSuccess`, its SendDurableExecutionCallbackSuccess); the
  *   handle's callback id must be the one given, and a callback no longer waiting is "not_waiting"
@@ -91,6 +94,7 @@ export class LocalDurableExecutions implements DurableExecutions {
     if (execution?.status !== "RUNNING") return "not_running";
     execution.status = "STOPPED";
     execution.controller.abort(new RunStoppedError());
+    await failWaitingCallbacks(execution.runner);
     return "stopped";
   }
 
@@ -141,5 +145,24 @@ export class LocalDurableExecutions implements DurableExecutions {
       environment = undefined;
       await LocalDurableTestRunner.teardownTestEnvironment();
     }
+  }
+}
+
+/**
+ * Fails every `waitForCallback` of `runner`'s execution that is still waiting (status STARTED), through
+ * the testing SDK's operation handles (`sendCallbackFailure`, its SendDurableExecutionCallbackFailure).
+ * The SDK then invokes the suspended execution again; the runner, its stop signal aborted, rethrows at
+ * the wait and ends the run as stopped (shared/durable/runner.ts), so the execution ends instead of
+ * waiting out the callback's timeout (APPROVAL_TIMEOUT_SECONDS, 24 h by default). Operations are read by
+ * execution-order index until there is none.
+ */
+async function failWaitingCallbacks(runner: LocalDurableTestRunner): Promise<void> {
+  for (let index = 0; ; index += 1) {
+    const operation = runner.getOperationByIndex(index);
+    if (operation.getOperationData() === undefined) return;
+    if (!operation.isWaitForCallback() || operation.getStatus() !== "STARTED") continue;
+    await operation
+      .sendCallbackFailure({ ErrorType: "RunStoppedError", ErrorMessage: "The durable run was stopped." })
+      .catch(() => undefined); // completed or timed out meanwhile: nothing waits any more
   }
 }

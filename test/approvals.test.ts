@@ -7,7 +7,7 @@ import {
 } from "../functions/api/contract.js";
 import { header } from "./fixtures/events.js";
 import { decide, GBP_RULES, json, pollUntil, SEED_PROMPT, userEvent } from "./support/approvals.js";
-import { type DurableStack, startDurableStack } from "./support/durable.js";
+import { type DurableStack, runPathEvent, startDurableStack } from "./support/durable.js";
 import { runEvent } from "./support/idempotency.js";
 import { tenantKeys } from "./support/reliability.js";
 
@@ -232,5 +232,126 @@ describe("a pause inside a synchronous request", () => {
     expect(done).toMatchObject({ status: "completed", cycles: 3, cyclesRecorded: 3 });
     expect(await invoices(tenantId)).toHaveLength(1);
     expect(stack.model.requests.length - requestsBefore).toBe(3);
+  });
+});
+
+describe("cancelling a run that waits for approval", () => {
+  it("stops the waiting execution, ends the run cancelled, withdraws its approvals (a later decision is 409) and records no invoice", async () => {
+    const tenantId = "tenant_apr_cancel";
+    const { run, target } = await pausedRun(tenantId);
+    const requestsAtPause = stack.model.requests.length;
+
+    const cancelled = await stack.invoke(runPathEvent(run.runId, tenantId, "cancel"));
+    expect(cancelled.statusCode, cancelled.body).toBe(200);
+    const body = RunRecordSchema.parse(json(cancelled));
+    expect(body).toMatchObject({ status: "cancelled", reason: "Cancelled by usr_idem." });
+    expect(body.pendingApprovals).toBeUndefined();
+
+    // The execution waiting in waitForCallback really ends (it does not wait out the 24 h timeout).
+    const execution = stack.executions.get(run.runId);
+    const ended = await Promise.race([
+      execution?.done.then(() => "ended"),
+      new Promise((resolve) => setTimeout(() => resolve("still waiting"), 10_000)),
+    ]);
+    expect(ended).toBe("ended");
+    expect(execution?.status).toBe("STOPPED");
+
+    const after = await stack.invoke(runPathEvent(run.runId, tenantId));
+    expect(RunRecordSchema.parse(json(after))).toMatchObject({ status: "cancelled", cyclesRecorded: 1 });
+    const listed = await stack.invoke(
+      userEvent(
+        { sub: "usr_approver", tenantId, scope: "billing:approve" },
+        "GET",
+        "/v1/approvals?status=pending",
+      ),
+    );
+    expect(ApprovalPageSchema.parse(json(listed)).items).toEqual([]);
+    const stored = await stack.deps.approvals.get(tenantId, target.runId, target.approvalId);
+    expect(stored?.approval).toMatchObject({ status: "cancelled", decidedBy: null, reason: null });
+    expect(Date.parse(stored?.approval.decidedAt ?? "")).toBeGreaterThanOrEqual(
+      Date.parse(body.finishedAt ?? ""),
+    );
+
+    for (const decision of ["approve", "reject"] as const) {
+      const late = await decide(stack, target, decision);
+      expect(late.statusCode).toBe(409);
+      expect(header(late, "content-type")).toBe("application/problem+json");
+      const problem = ProblemSchema.parse(json(late));
+      expect(problem).toMatchObject({
+        code: "APPROVAL_CANCELLED",
+        approvalId: target.approvalId,
+        approvalStatus: "cancelled",
+      });
+      expect(problem.detail).toMatch(/cancelled/);
+    }
+    // Nothing was recorded by the late decisions, and nothing ran after the cancel.
+    expect((await stack.deps.approvals.get(tenantId, target.runId, target.approvalId))?.approval).toEqual(
+      stored?.approval,
+    );
+    expect(await invoices(tenantId)).toHaveLength(0);
+    expect(stack.model.requests.length).toBe(requestsAtPause);
+    const again = await stack.invoke(runPathEvent(run.runId, tenantId, "cancel"));
+    expect(again.statusCode).toBe(409);
+    expect(ProblemSchema.parse(json(again))).toMatchObject({
+      code: "RUN_NOT_RUNNING",
+      runStatus: "cancelled",
+    });
+  });
+});
+
+describe("two calls needing approval in one turn", () => {
+  it("both wait; approving one and rejecting the other records one invoice, tells the model of the rejection, and completes", async () => {
+    const tenantId = "tenant_apr_two";
+    const prompt =
+      "Calculate tax for two invoices: 1500 GBP for a client in the UK, and 2500 GBP for a client in the UK. Record both invoices.";
+    const event = runEvent({ tenantId, prompt });
+    event.headers = { ...event.headers, prefer: "respond-async" };
+    const started = RunRecordSchema.parse(json(await stack.invoke(event)));
+    let run = await pollUntil(stack, started.runId, tenantId, ["running"]);
+    // Both approvals are stored by their own waits' submitters: poll until both are listed.
+    for (let i = 0; (run.pendingApprovals?.length ?? 0) < 2 && i < 100; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      run = await pollUntil(stack, started.runId, tenantId, ["running"]);
+    }
+    expect(run.status).toBe("awaiting_approval");
+    const pending = run.pendingApprovals ?? [];
+    expect(pending.map((a) => a.preview.grossTotal).sort()).toEqual(["1800.00", "3000.00"]);
+    const small = pending.find((a) => a.preview.grossTotal === "1800.00");
+    const large = pending.find((a) => a.preview.grossTotal === "3000.00");
+    if (!small || !large) throw new Error("missing approval");
+
+    const approved = await decide(
+      stack,
+      { runId: run.runId, approvalId: small.approvalId, tenantId },
+      "approve",
+    );
+    expect(approved.statusCode).toBe(200);
+    // One decided, one still pending: the run keeps waiting and lists the other.
+    const between = await pollUntil(stack, run.runId, tenantId, ["running"]);
+    expect(between.status).toBe("awaiting_approval");
+    expect(between.pendingApprovals?.map((a) => a.approvalId)).toEqual([large.approvalId]);
+    expect(await invoices(tenantId)).toHaveLength(0);
+
+    const rejected = await decide(
+      stack,
+      { runId: run.runId, approvalId: large.approvalId, tenantId },
+      "reject",
+      { reason: "over the client's credit limit" },
+    );
+    expect(rejected.statusCode).toBe(200);
+    const done = await pollUntil(stack, run.runId, tenantId);
+    expect(done).toMatchObject({ status: "completed", cycles: 3 });
+    expect(await invoices(tenantId)).toHaveLength(1);
+    const records = resultsOf(done).filter((r) => r.metadata.toolName === "recordInvoice");
+    expect(records.map((r) => [r.status, r.metadata.approval?.approvalId])).toEqual(
+      expect.arrayContaining([
+        ["success", small.approvalId],
+        ["business_error", large.approvalId],
+      ]),
+    );
+    expect(records).toHaveLength(2);
+    const lastRequest = JSON.stringify(stack.model.requests.at(-1)?.messages);
+    expect(lastRequest).toContain("APPROVAL_REJECTED");
+    expect(lastRequest).toContain("over the client's credit limit");
   });
 });

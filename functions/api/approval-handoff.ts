@@ -7,7 +7,9 @@ import {
   type DurableExecutions,
   type DurableRunPayload,
   executionNameFor,
+  MAX_EXECUTION_INPUT_BYTES,
 } from "../../shared/durable/executions.js";
+import { ProblemError } from "../../shared/errors.js";
 import type { SecurityContext } from "../../shared/identity.js";
 import { pendingApprovalsOf } from "./approvals.js";
 import { POLL_AFTER_SECONDS } from "./async-preference.js";
@@ -61,8 +63,11 @@ export function handoffParts(): { step: StepRunner; approve: ApprovalGate; carri
  * sent, as the result of the runner's `history:load` step, so the durable run goes on from exactly the
  * same transcript without reading the previous run again. This answer waits up to {@link HANDOFF_SETTLE_MS} for that, then returns
  * the run record (`awaiting_approval`, `pendingApprovals`) with `Location: /v1/runs/{runId}` and
- * `Retry-After`.
- * @throws the executions port's or the store's errors (a 500: the Idempotency-Key record is released)
+ * `Retry-After`. The execution's input is measured first: over {@link MAX_EXECUTION_INPUT_BYTES} (UTF-8
+ * JSON) nothing is started, the run record ends `failed` with the reason, and the answer is 422.
+ * @throws ProblemError HANDOVER_TOO_LARGE (422, `runId`, `runStatus` failed, `inputBytes`, `limitBytes`;
+ *   stored under an Idempotency-Key like any 4xx); the executions port's or the store's errors (a 500:
+ *   the Idempotency-Key record is released)
  */
 export async function handOver(
   deps: AppDeps & { executions: DurableExecutions },
@@ -105,6 +110,19 @@ export async function handOver(
         }
       : {}),
   };
+  const inputBytes = Buffer.byteLength(JSON.stringify(payload), "utf8");
+  if (inputBytes > MAX_EXECUTION_INPUT_BYTES) {
+    const reason = `The run reached a call that needs approval, but its state (${inputBytes} bytes with the steps it carries) is over the ${MAX_EXECUTION_INPUT_BYTES}-byte input limit of a durable execution, so it could not wait for the decision.`;
+    await deps.runs.fail(security.tenantId, runId, reason);
+    deps.logger.warn("run not handed over: input too large", { runId, inputBytes });
+    throw new ProblemError(
+      "HANDOVER_TOO_LARGE",
+      `${reason} Nothing was recorded after the pause; start a smaller run.`,
+      {
+        extensions: { runId, runStatus: "failed", inputBytes, limitBytes: MAX_EXECUTION_INPUT_BYTES },
+      },
+    );
+  }
   await deps.executions.start(executionNameFor(runId), payload);
   deps.logger.info("run handed over for approval", { runId, carriedSteps: input.carried.length });
   let found = stored;

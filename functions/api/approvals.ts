@@ -25,7 +25,8 @@ function requireApprover(security: SecurityContext): void {
  * 3. four eyes: the user who started the run may not decide (403 FORBIDDEN, `rule: "four_eyes"`);
  * 4. one conditional write records the decision while the approval is pending and unexpired: exactly
  *    one decision wins. The same decision again returns the stored approval (200); the opposite one is
- *    409 APPROVAL_DECIDED; an expired approval is 409 APPROVAL_EXPIRED (`approvalStatus`);
+ *    409 APPROVAL_DECIDED; an expired approval is 409 APPROVAL_EXPIRED; one withdrawn because its run was
+ *    cancelled is 409 APPROVAL_CANCELLED (each with `approvalId`, `approvalStatus`); nothing is written;
  * 5. the run's waiting execution gets the decision as its callback result (SendDurableExecutionCallbackSuccess
  *    on AWS), also for a repeated same decision, so a decision whose callback was lost is delivered again.
  * @returns the approval as stored after the decision (never its callback id)
@@ -58,6 +59,13 @@ export async function decideApproval(
     throw new ProblemError("NOT_FOUND", `There is no approval ${approvalId} of run ${runId}.`);
   }
   const { approval, callback } = result;
+  if (result.kind === "conflict" && approval.status === "cancelled") {
+    throw new ProblemError(
+      "APPROVAL_CANCELLED",
+      `The approval ${approvalId} was cancelled with its run ${runId}; nothing can be decided on it any more.`,
+      { extensions: { approvalId, approvalStatus: approval.status } },
+    );
+  }
   if (result.kind === "conflict" && approval.status !== status) {
     const expired =
       approval.status === "expired" ||

@@ -228,21 +228,24 @@ export const ProblemSchema = z
       .literal("four_eyes")
       .optional()
       .openapi({ description: "FORBIDDEN only: the approver started the run (four-eyes rule)." }),
-    approvalId: z.string().optional().openapi({ description: "APPROVAL_DECIDED and APPROVAL_EXPIRED only." }),
-    approvalStatus: z
-      .enum(["pending", "approved", "rejected", "expired"])
+    approvalId: z
+      .string()
       .optional()
-      .openapi({ description: "APPROVAL_DECIDED and APPROVAL_EXPIRED only: the approval's stored status." }),
+      .openapi({ description: "APPROVAL_DECIDED, APPROVAL_EXPIRED and APPROVAL_CANCELLED only." }),
+    approvalStatus: z.enum(["pending", "approved", "rejected", "expired", "cancelled"]).optional().openapi({
+      description:
+        "APPROVAL_DECIDED, APPROVAL_EXPIRED and APPROVAL_CANCELLED only: the approval's stored status.",
+    }),
     runId: z.string().optional().openapi({
       description:
-        "MODEL_UNAVAILABLE, CONTEXT_LENGTH_EXCEEDED and RUN_NOT_RUNNING only. With the first two, as are cycles, toolResults, usage and durationMs: the partial run.",
+        "MODEL_UNAVAILABLE, CONTEXT_LENGTH_EXCEEDED, RUN_NOT_RUNNING and HANDOVER_TOO_LARGE only. With the first two, as are cycles, toolResults, usage and durationMs: the partial run.",
     }),
     runStatus: z
       .union([z.enum(["failed", "cancelled"]), RunStatusSchema])
       .optional()
       .openapi({
         description:
-          "MODEL_UNAVAILABLE: `model_error`; CONTEXT_LENGTH_EXCEEDED: `context_length_exceeded`; RUN_NOT_RUNNING: the run's final status.",
+          "MODEL_UNAVAILABLE: `model_error`; CONTEXT_LENGTH_EXCEEDED: `context_length_exceeded`; RUN_NOT_RUNNING: the run's final status; HANDOVER_TOO_LARGE: `failed`.",
       }),
     providerStatus: z.number().int().nullable().optional().openapi({
       description: "MODEL_UNAVAILABLE only: the provider's last HTTP status; null without an HTTP response.",
@@ -270,6 +273,13 @@ export const ProblemSchema = z
       .string()
       .optional()
       .openapi({ description: "With `expired`: when the previous run's records expired (ISO 8601)." }),
+    inputBytes: z.number().int().positive().optional().openapi({
+      description:
+        "HANDOVER_TOO_LARGE only: the size of the durable execution's input the run needed (bytes).",
+    }),
+    limitBytes: z.number().int().positive().optional().openapi({
+      description: "HANDOVER_TOO_LARGE only: the input limit of a durable execution (262 144 bytes).",
+    }),
     previousRunStatus: z.string().optional().openapi({
       description:
         "PREVIOUS_RUN_IN_PROGRESS and PREVIOUS_RUN_NOT_CONTINUABLE only: the status of the run `previousRunId` names.",
@@ -451,7 +461,10 @@ export const ApprovalSchema = z
     requestedBy: z.string().openapi({ description: "The user who started the run; they may not decide." }),
     requestedAt: z.string(),
     expiresAt: z.string(),
-    status: z.enum(["pending", "approved", "rejected", "expired"]),
+    status: z.enum(["pending", "approved", "rejected", "expired", "cancelled"]).openapi({
+      description:
+        "`cancelled`: the run was cancelled while the approval waited; it can no longer be decided.",
+    }),
     decidedBy: z.string().nullable(),
     decidedAt: z.string().nullable(),
     reason: z.string().nullable(),
@@ -751,7 +764,7 @@ export const createRunRoute = createRoute({
     413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
     422: problem(
-      "IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used with a different body. CONTEXT_LENGTH_EXCEEDED: the model's context window could not hold the request; `history` and `contextLength` give the sizes, `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run.",
+      "IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used with a different body. CONTEXT_LENGTH_EXCEEDED: the model's context window could not hold the request; `history` and `contextLength` give the sizes, `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run. HANDOVER_TOO_LARGE: the run paused for approval but its state (`inputBytes`) is over a durable execution's input limit (`limitBytes`); the run (`runId`) ended `failed`.",
     ),
     502: problem(
       "MODEL_UNAVAILABLE: the model provider kept failing after retries; `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run.",
@@ -783,12 +796,13 @@ export const getRunRoute = createRoute({
 export const cancelRunRoute = createRoute({
   method: "post",
   path: "/v1/runs/{runId}/cancel",
-  summary: "Cancel a running durable run (its execution is stopped)",
+  summary: "Cancel a running (or approval-awaiting) durable run (its execution is stopped)",
   security,
   request: { params: RunIdParam },
   responses: {
     200: {
-      description: "The run was stopped; its record now says `cancelled`.",
+      description:
+        "The run was stopped; its record now says `cancelled`. Approvals it waited for are withdrawn (`cancelled`).",
       content: { "application/json": { schema: RunRecordSchema } },
     },
     400: problem("INVALID_REQUEST: malformed runId."),
@@ -819,7 +833,7 @@ export const decideApprovalRoute = createRoute({
     ),
     404: problem("NOT_FOUND: the tenant has no such run or approval."),
     409: problem(
-      "APPROVAL_DECIDED: the opposite decision was taken first; APPROVAL_EXPIRED: the approval expired (`approvalStatus`).",
+      "APPROVAL_DECIDED: the opposite decision was taken first; APPROVAL_EXPIRED: the approval expired; APPROVAL_CANCELLED: its run was cancelled (`approvalStatus`).",
     ),
     413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),

@@ -33,6 +33,14 @@ export interface DurableRunPayload {
   carried?: CarriedStep[];
 }
 
+/**
+ * The most bytes (UTF-8 JSON) a durable execution's input may have: 256 KB, the input payload limit of
+ * Lambda durable functions (AWS's durable functions quotas; docs/durable-runs.md, "Checkpoint size
+ * limit"). The API measures a {@link DurableRunPayload} that carries steps against it before it starts
+ * the execution (functions/api/approval-handoff.ts).
+ */
+export const MAX_EXECUTION_INPUT_BYTES = 256 * 1024;
+
 /** One completed step of a synchronous run carried into its durable execution: its name and result. */
 export interface CarriedStep {
   name: string;

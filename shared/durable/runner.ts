@@ -322,7 +322,9 @@ function approvalGate(
         },
         { timeout: { seconds: timeoutSeconds } },
       );
-      // A local stop (no StopDurableExecution in the testing SDK) ends the wait at once.
+      // A local stop (no StopDurableExecution in the testing SDK) ends the wait at once; the invocation
+      // that replays a stopped execution (local/durable-executions.ts fails its waits) never starts it.
+      if (stopSignal?.aborted) throw stopSignal.reason;
       const raw = await (stopSignal ? raceAbort(Promise.resolve(waiting), stopSignal) : waiting);
       decision = ApprovalCallbackSchema.parse(JSON.parse(raw));
     } catch (error) {

@@ -18,8 +18,11 @@ import {
   tableKey,
 } from "./table.js";
 
-/** Where an approval is: `pending` until a person decides (`approved`, `rejected`) or it `expired`. */
-export type ApprovalStatus = "pending" | "approved" | "rejected" | "expired";
+/**
+ * Where an approval is: `pending` until a person decides (`approved`, `rejected`), it `expired`, or its
+ * run was cancelled while it waited (`cancelled`: withdrawn, no decision can be taken on it any more).
+ */
+export type ApprovalStatus = "pending" | "approved" | "rejected" | "expired" | "cancelled";
 
 /**
  * One approval of a run's tool call (sort key `APPROVAL#<runId>#<approvalId>`), as the API shows it.
@@ -27,7 +30,7 @@ export type ApprovalStatus = "pending" | "approved" | "rejected" | "expired";
  * - `arguments`: the call's validated arguments; `preview`: the backend's numbers (decimal strings)
  * - `requestedBy`: the user who started the run (the four-eyes rule keeps them from deciding)
  * - `requestedAt`, `expiresAt`, `decidedAt`: ISO 8601; `decidedBy`, `decidedAt`, `reason` are null while
- *   pending (an expired approval has `decidedAt` = when it was marked expired, `decidedBy` null)
+ *   pending (an expired or cancelled approval has `decidedAt` = when it was marked so, `decidedBy` null)
  */
 export interface ApprovalRecord {
   approvalId: string;
@@ -175,6 +178,28 @@ export class ApprovalStore {
       now,
     });
     return result.kind === "missing" ? undefined : result.approval;
+  }
+
+  /**
+   * Withdraws every pending approval of a run that was cancelled (`POST /v1/runs/{runId}/cancel`): each
+   * one conditional update `pending` → `cancelled` (`decidedAt` = `now`, `decidedBy` and `reason` null).
+   * A decision written first stays (that call never ran: the run's execution was stopped before it could
+   * resume). A later decision is refused: it finds the approval no longer pending.
+   * @param now the cancel time (epoch ms)
+   * @returns the approvals this call cancelled, in approval-id order
+   * @throws the SDK's errors
+   */
+  async cancelPending(tenantId: string, runId: string, now: number = Date.now()): Promise<ApprovalRecord[]> {
+    const cancelled: ApprovalRecord[] = [];
+    for (const approval of await this.pendingForRun(tenantId, runId)) {
+      const result = await this.transition(tenantId, runId, approval.approvalId, {
+        condition: `${ITEM_PRESENT} AND #status = :pending`,
+        fields: { status: "cancelled", decidedAt: new Date(now).toISOString() },
+        now,
+      });
+      if (result.kind === "decided") cancelled.push(result.approval);
+    }
+    return cancelled;
   }
 
   /**
