@@ -6,6 +6,7 @@
  * and prints its size: what the stack's local bundling runs.
  */
 import { spawnSync } from "node:child_process";
+import { dirname } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { type BuildOptions, build, type Metafile, type Plugin } from "esbuild";
 
@@ -45,6 +46,62 @@ export const zodEnglishOnly: Plugin = {
 };
 
 /**
+ * Modules the deployed code (Node on Lambda) never reaches, replaced in the bundle by a module named here
+ * (measured with esbuild's metafile, bytes of minified output; docs/performance.md "Bundle contents"):
+ * - `@aws-sdk/credential-provider-node` (the default credential chain: env, SSO, ini, process, web
+ *   identity, ECS/IMDS, and the STS/SSO/sign-in clients of @aws-sdk/nested-clients, ~125 kB) becomes its
+ *   first link only, `fromEnv()` of @aws-sdk/credential-provider-env, resolved from the chain's own
+ *   package so it is the version the chain would run. Lambda always puts the execution role's
+ *   credentials in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, where the chain's
+ *   first link finds them, so the other links never run there. Clients given `credentials` (the local
+ *   DynamoDB client, shared/store/dynamo.ts) never call it; without env credentials it throws the SDK's
+ *   CredentialsProviderError "Unable to find environment variable credentials.". Unbundled code (local
+ *   runs, tests) keeps the full chain.
+ * - `bowser` (~38 kB), a browser user-agent parser that @aws-sdk/core's client barrel imports lazily
+ *   for `createUserAgentStringParsingProvider`, which only the browser and React Native runtime configs
+ *   call; Node clients build their user agent with util-user-agent-node.
+ * - `@fastify/busboy` (~28 kB), the multipart parser @whatwg-node/node-fetch's Body uses only in
+ *   `formData()` of a multipart body; the model client (shared/model-client.ts, through openai) reads
+ *   responses with `json()`, `text()` and the body stream, never `formData()`.
+ * The replacements throw a clear Error naming this plugin if ever called, so a reach would not go
+ * unnoticed. test/infra-synth.test.ts checks that none of these packages is in the bundle and that the
+ * bundle serves a run end to end. Tests of unbundled code run the real packages.
+ */
+export const unreachableOnLambda: Plugin = {
+  name: "unreachable-on-lambda",
+  setup(esbuild) {
+    const unreachable = (what: string) =>
+      `throw new Error(${JSON.stringify(`${what} is not in the Lambda bundle (infra/bundle.ts unreachableOnLambda)`)});`;
+    const replacements: Record<string, string> = {
+      "@aws-sdk/credential-provider-node":
+        'export { fromEnv as defaultProvider } from "@aws-sdk/credential-provider-env";',
+      bowser: `export function parse() { ${unreachable("bowser (browser user-agent parsing)")} }\nexport default { parse };`,
+      "@fastify/busboy": `export class Busboy { constructor() { ${unreachable("@fastify/busboy (multipart formData())")} } }`,
+    };
+    esbuild.onResolve(
+      { filter: /^(@aws-sdk\/credential-provider-node|bowser|@fastify\/busboy)$/ },
+      async (args) => {
+        if (args.pluginData === "unreachable-on-lambda") return undefined;
+        // Resolve the real package first: its directory is where the replacement's own imports resolve.
+        const real = await esbuild.resolve(args.path, {
+          kind: args.kind,
+          importer: args.importer,
+          resolveDir: args.resolveDir,
+          pluginData: "unreachable-on-lambda",
+        });
+        // Named by the package name, so the bundle's source map shows `unreachable-on-lambda:<package>`.
+        return { path: args.path, namespace: "unreachable-on-lambda", pluginData: dirname(real.path) };
+      },
+    );
+    esbuild.onLoad({ filter: /.*/, namespace: "unreachable-on-lambda" }, ({ path, pluginData }) => ({
+      contents: replacements[path],
+      resolveDir: pluginData as string,
+      loader: "js",
+    }));
+  },
+};
+
+/**
  * The esbuild options of the API function (without entry and output):
  * - ESM for Node 24 (the function's runtime), `module` before `main` so dependencies come as ESM.
  * - Everything bundled, the AWS SDK included, so the deployed code runs the pinned versions the tests
@@ -55,6 +112,7 @@ export const zodEnglishOnly: Plugin = {
  * - Minified, with class and function names kept (errors set `this.name = new.target.name`, and logs
  *   show it), and source maps without the sources (stack traces need the mappings; NODE_OPTIONS
  *   `--enable-source-maps` is set on the function).
+ * - Modules Node on Lambda never reaches replaced ({@link unreachableOnLambda}), zod's locales reduced.
  * - A `require` for CommonJS dependencies that still call it for Node built-ins inside ESM output.
  */
 export const API_BUNDLE_OPTIONS = {
@@ -73,7 +131,7 @@ export const API_BUNDLE_OPTIONS = {
   sourcemap: true,
   sourcesContent: false,
   banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
-  plugins: [zodEnglishOnly],
+  plugins: [zodEnglishOnly, unreachableOnLambda],
   metafile: true,
   logLevel: "warning",
 } as const satisfies BuildOptions;
