@@ -12,6 +12,7 @@ import { DEFAULT_SYSTEM_PROMPT } from "../shared/agent/loop.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { QuoteAlreadyRecordedError } from "../shared/store/errors.js";
 import { apiEvent, header } from "./fixtures/events.js";
+import { expectContinues } from "./support/conversation.js";
 import { tenantKeys } from "./support/reliability.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
@@ -96,24 +97,11 @@ describe("a two-run conversation through the handler", () => {
 
     // The second run's first model request: today's system prompt, then the first run in order, then
     // the new prompt; valid for chat completions (each tool message follows its assistant tool_calls).
-    const request = requestsSince(stack, from)[0] as RecordedRequest;
-    const messages = request.messages as unknown as Array<Record<string, unknown>>;
-    expect(messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
-    expect(messages[0]).toEqual({ role: "system", content: DEFAULT_SYSTEM_PROMPT });
-    expect(messages[1]).toEqual({ role: "user", content: firstPrompt });
-    const call = (
-      messages[2]?.tool_calls as Array<{ id: string; function: { name: string } }> | undefined
-    )?.[0];
-    expect(call?.function.name).toBe("calculateTax");
-    expect(messages[3]?.tool_call_id).toBe(call?.id);
-    expect(JSON.parse(String(messages[3]?.content))).toMatchObject({
-      status: "success",
-      data: { quoteId, taxAmount: { amount: "300.00" }, grossTotal: { amount: "1800.00" } },
-    });
-    expect(messages[4]).toEqual({ role: "assistant", content: first.answer });
-    expect(messages[5]).toEqual({ role: "user", content: "Now record it." });
-    expect(transcriptProblem(request.messages)).toBeUndefined();
-    const history = messages.slice(1, 5) as unknown as HistoryMessage[];
+    const history = expectContinues(
+      requestsSince(stack, from)[0] as RecordedRequest,
+      { prompt: firstPrompt, answer: first.answer, quoteId },
+      "Now record it.",
+    );
     expect(second.history).toEqual({
       messages: 4,
       estimatedTokens: estimateTokens(history),

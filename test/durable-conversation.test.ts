@@ -9,10 +9,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ProblemSchema, RunRecordSchema, RunResponseSchema } from "../functions/api/contract.js";
 import { type RecordedRequest, transcriptProblem } from "../local/model-server.js";
 import { estimateTokens, type HistoryMessage } from "../shared/agent/history.js";
-import { DEFAULT_SYSTEM_PROMPT } from "../shared/agent/loop.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { fitHistoryToCheckpoint, MAX_HISTORY_CHECKPOINT_BYTES } from "../shared/durable/history.js";
 import { header } from "./fixtures/events.js";
+import { expectContinues } from "./support/conversation.js";
 import { type DurableStack, runPathEvent, startDurableStack } from "./support/durable.js";
 import { runEvent } from "./support/idempotency.js";
 import { tenantKeys } from "./support/reliability.js";
@@ -63,31 +63,6 @@ const resultsOf = (run: { steps: Array<{ toolCalls: Array<{ result: ToolResult }
 const quoteIdOf = (result: ToolResult | undefined) =>
   (result?.data as { quoteId: string } | undefined)?.quoteId;
 
-/**
- * Checks that `request` (a continuing run's first model request) is today's system prompt, the earlier
- * run in order (its prompt, the calculateTax call, its tool result, its answer), then the new prompt,
- * and valid for chat completions. Returns the history part.
- */
-function expectContinues(request: RecordedRequest, earlier: { answer: string | null; quoteId: string }) {
-  const messages = request.messages as unknown as Array<Record<string, unknown>>;
-  expect(messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
-  expect(messages[0]).toEqual({ role: "system", content: DEFAULT_SYSTEM_PROMPT });
-  expect(messages[1]).toEqual({ role: "user", content: TAX_PROMPT });
-  const call = (
-    messages[2]?.tool_calls as Array<{ id: string; function: { name: string } }> | undefined
-  )?.[0];
-  expect(call?.function.name).toBe("calculateTax");
-  expect(messages[3]?.tool_call_id).toBe(call?.id);
-  expect(JSON.parse(String(messages[3]?.content))).toMatchObject({
-    status: "success",
-    data: { quoteId: earlier.quoteId, taxAmount: { amount: "300.00" }, grossTotal: { amount: "1800.00" } },
-  });
-  expect(messages[4]).toEqual({ role: "assistant", content: earlier.answer });
-  expect(messages[5]).toEqual({ role: "user", content: RECORD_PROMPT });
-  expect(transcriptProblem(request.messages)).toBeUndefined();
-  return messages.slice(1, 5) as unknown as HistoryMessage[];
-}
-
 describe("an async run continuing a synchronous run", () => {
   it("starts from the earlier transcript (loaded in the history:load step), records the quote once, and shows previousRunId and history", async () => {
     const tenantId = "tenant_durconv_a";
@@ -111,10 +86,11 @@ describe("an async run continuing a synchronous run", () => {
 
     const run = await poll(started.runId, tenantId);
     expect(run.status).toBe("completed");
-    const history = expectContinues(stack.model.requests[from] as RecordedRequest, {
-      answer: first.answer,
-      quoteId,
-    });
+    const history = expectContinues(
+      stack.model.requests[from] as RecordedRequest,
+      { prompt: TAX_PROMPT, answer: first.answer, quoteId },
+      RECORD_PROMPT,
+    );
     const summary = { messages: 4, estimatedTokens: estimateTokens(history), droppedMessages: 0 };
     expect(started.history).toEqual(summary);
     expect(run).toMatchObject({ previousRunId: first.runId, history: summary });
@@ -184,10 +160,11 @@ describe("a synchronous run continuing a finished async run", () => {
     const second = RunResponseSchema.parse(json(response));
     expect(second.status).toBe("completed");
     expect(second.previousRunId).toBe(asyncRun.runId);
-    const history = expectContinues(stack.model.requests[from] as RecordedRequest, {
-      answer: asyncRun.answer,
-      quoteId,
-    });
+    const history = expectContinues(
+      stack.model.requests[from] as RecordedRequest,
+      { prompt: TAX_PROMPT, answer: asyncRun.answer, quoteId },
+      RECORD_PROMPT,
+    );
     expect(second.history).toEqual({
       messages: 4,
       estimatedTokens: estimateTokens(history),
