@@ -8,6 +8,12 @@ import { gunzipSync, gzipSync } from "node:zlib";
 export type EncodedText = { encoding: "identity"; body: string } | { encoding: "gzip"; body: Uint8Array };
 
 /**
+ * Stored texts above this many UTF-8 bytes are gzip-compressed; smaller ones stay readable text. One
+ * threshold for every stored text (Idempotency-Key responses, run transcripts).
+ */
+export const COMPRESS_ABOVE_BYTES = 8 * 1024;
+
+/**
  * Encodes `text` for storage: unchanged up to `compressAboveBytes` UTF-8 bytes, gzip-compressed above.
  * @returns the encoded text, or undefined when it is still over `maxBytes` after compression (the
  *   caller decides what to do; DynamoDB items are limited to 400 KB)

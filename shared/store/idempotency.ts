@@ -1,14 +1,14 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { decodeText, encodeText } from "./compressed.js";
+import { COMPRESS_ABOVE_BYTES, decodeText, encodeText } from "./compressed.js";
 import { keys } from "./keys.js";
 import { type Lease, type LeaseRecord, LeaseStore } from "./lease.js";
 import { type StoredItem, tableKey } from "./table.js";
 
 /**
  * Stored responses above this many UTF-8 bytes are gzip-compressed (attribute `response.encoding` =
- * `gzip`, body as binary). Smaller ones stay readable text.
+ * `gzip`, body as binary); the threshold of every stored text ({@link COMPRESS_ABOVE_BYTES}).
  */
-export const COMPRESS_RESPONSE_ABOVE_BYTES = 8 * 1024;
+export const COMPRESS_RESPONSE_ABOVE_BYTES = COMPRESS_ABOVE_BYTES;
 
 /**
  * Cap on a stored response body in bytes, after compression. DynamoDB items are limited to 400 KB

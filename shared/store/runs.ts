@@ -1,8 +1,7 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { sha256Hex } from "../hash.js";
-import { decodeText, type EncodedText, encodeText } from "./compressed.js";
-import { COMPRESS_RESPONSE_ABOVE_BYTES } from "./idempotency.js";
+import { COMPRESS_ABOVE_BYTES, decodeText, type EncodedText, encodeText } from "./compressed.js";
 import { keys } from "./keys.js";
 import { queryTenant } from "./query.js";
 import {
@@ -97,10 +96,10 @@ export interface HistorySummary {
 
 /**
  * A stored transcript is gzip-compressed above this many UTF-8 bytes of JSON: the same rule and
- * threshold as stored Idempotency-Key responses ({@link COMPRESS_RESPONSE_ABOVE_BYTES}), one encoding
+ * threshold as stored Idempotency-Key responses ({@link COMPRESS_ABOVE_BYTES}), one encoding
  * (shared/store/compressed.ts).
  */
-export const COMPRESS_TRANSCRIPT_ABOVE_BYTES = COMPRESS_RESPONSE_ABOVE_BYTES;
+export const COMPRESS_TRANSCRIPT_ABOVE_BYTES = COMPRESS_ABOVE_BYTES;
 
 /**
  * Cap on a stored transcript in bytes after compression. It shares the run record's item with the
