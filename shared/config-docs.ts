@@ -21,6 +21,7 @@ export const CONFIG_GROUPS = [
   "HTTP and identity",
   "Durable runs",
   "Approvals",
+  "Run event streams",
   "Observability",
 ] as const;
 
@@ -77,6 +78,29 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     unit: "ms",
     description:
       "Per-attempt socket timeout of a DynamoDB request. Past it, after the SDK's 3 attempts, the API answers 503 `STORE_UNAVAILABLE` instead of hanging until the Lambda times out.",
+  },
+  STREAM_HEARTBEAT_SECONDS: {
+    group: "Run event streams",
+    unit: "s",
+    description:
+      "A `: heartbeat` SSE comment is sent when an event stream has been quiet this long, well under the idle limits of the proxies and browsers in between.",
+  },
+  STREAM_MAX_SECONDS: {
+    group: "Run event streams",
+    unit: "s",
+    description:
+      "How long one event stream stays open before it ends with a `retry:` hint (the client resumes with `Last-Event-ID`); also cut to the Lambda's remaining time less `DEADLINE_RESERVE_MS`, so it ends before the platform does (the streaming function's 15-minute timeout).",
+  },
+  STREAM_RETRY_MS: {
+    group: "Run event streams",
+    unit: "ms",
+    description: "The `retry:` hint a stream ends with: how long the client waits before it reconnects.",
+  },
+  EVENTS_POLL_MS: {
+    group: "Run event streams",
+    unit: "ms",
+    description:
+      "How often a stream reads the table for new events of a run served by another function (the durable runner); a run served in the same process streams its events at once.",
   },
   MAX_CYCLES: {
     group: "Limits of a run",

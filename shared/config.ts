@@ -191,6 +191,16 @@ const ApprovalRules = z.pipe(
  *   (infra/ sets both from one setting). Lambda durable executions may last up to one year (31 536 000 s).
  * - RUNNER_FUNCTION_ARN: the qualified ARN (alias) of the durable runner the API starts executions on;
  *   unset outside AWS, where a local runner is injected instead (local/durable-executions.ts).
+ * - STREAM_HEARTBEAT_SECONDS (default 15 s): an SSE comment is sent when the event stream has been
+ *   quiet this long, well under the idle limits of what serves it (a Lambda function URL closes a
+ *   response idle for longer than its function's timeout; proxies and browsers often cut at 30-60 s).
+ * - STREAM_MAX_SECONDS (default 840 s = 14 min): how long one event stream stays open; it then ends
+ *   with a `retry:` hint and the client resumes with Last-Event-ID. Also cut to the Lambda's remaining
+ *   time minus DEADLINE_RESERVE_MS, so it ends before the platform's limit (the streaming function's
+ *   15-minute timeout; 29 s behind the HTTP API).
+ * - STREAM_RETRY_MS (default 1000 ms): the `retry:` hint, how long a client waits before reconnecting.
+ * - EVENTS_POLL_MS (default 1000 ms): how often a stream reads the table for new events of a run served
+ *   by another function (the durable runner); events of a run in the same process arrive at once.
  * - APPROVAL_RULES (default none): which tool calls wait for a person's approval, see {@link ApprovalRules}.
  * - APPROVAL_TIMEOUT_SECONDS (default 86400 s = 24 h, the issue's default): how long an approval waits
  *   for a decision before the call gets business_error APPROVAL_EXPIRED. At most 30 days (an approval
@@ -250,6 +260,10 @@ export const ConfigSchema = z.object({
   HISTORY_MAX_TOKENS: envInt(8_000, 0, 1_000_000),
   MAX_BODY_BYTES: envInt(65_536, 1_024, 6 * 1024 * 1024),
   DYNAMODB_REQUEST_TIMEOUT_MS: positiveInt(3_000, 60_000),
+  STREAM_HEARTBEAT_SECONDS: positiveInt(15, 240),
+  STREAM_MAX_SECONDS: positiveInt(840, 3_600),
+  STREAM_RETRY_MS: positiveInt(1_000, 60_000),
+  EVENTS_POLL_MS: envInt(1_000, 50, 60_000),
   POWERTOOLS_SERVICE_NAME: boundedName("boundloop"),
   POWERTOOLS_METRICS_NAMESPACE: boundedName("boundloop"),
   POWERTOOLS_LOG_LEVEL: z.pipe(
@@ -276,6 +290,8 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * - `runs`: audit trail retention (`ttlSeconds`).
  * - `history`: `maxTokens`, the estimated-token cap on the conversation a continuing run carries.
  * - `http`: request body cap in bytes.
+ * - `stream`: the run event streams (docs/run-events.md), all in ms: heartbeat interval, longest stream,
+ *   the `retry:` hint, and the table poll interval.
  * - `durable`: runs beyond one request (docs/durable-runs.md): `runTimeoutMs`, the cap of a durable run's
  *   wall time in ms (ASYNC_RUN_TIMEOUT_MS capped by the execution timeout minus DEADLINE_RESERVE_MS);
  *   `executionTimeoutSeconds`; `runnerFunctionArn`, the runner alias (undefined outside AWS).
@@ -304,6 +320,7 @@ export interface Config {
   runs: { ttlSeconds: number };
   history: { maxTokens: number };
   http: { maxBodyBytes: number };
+  stream: { heartbeatMs: number; maxMs: number; retryMs: number; pollMs: number };
   durable: { runTimeoutMs: number; executionTimeoutSeconds: number; runnerFunctionArn: string | undefined };
   approvals: { rules: ApprovalRulesConfig; timeoutSeconds: number };
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
@@ -377,6 +394,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     runs: { ttlSeconds: raw.RUN_TTL_SECONDS },
     history: { maxTokens: raw.HISTORY_MAX_TOKENS },
     http: { maxBodyBytes: raw.MAX_BODY_BYTES },
+    stream: {
+      heartbeatMs: raw.STREAM_HEARTBEAT_SECONDS * 1000,
+      maxMs: raw.STREAM_MAX_SECONDS * 1000,
+      retryMs: raw.STREAM_RETRY_MS,
+      pollMs: raw.EVENTS_POLL_MS,
+    },
     durable: {
       runTimeoutMs: Math.max(
         1,

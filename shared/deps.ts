@@ -13,10 +13,13 @@ import type { DurableExecutions } from "./durable/executions.js";
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
+import { type FeedClock, SYSTEM_CLOCK } from "./runs/event-feed.js";
+import { type RunEvent, RunEventHub } from "./runs/events.js";
 import { ApprovalStore } from "./store/approvals.js";
 import { createDocumentClient } from "./store/dynamo.js";
 import { LedgerStore } from "./store/ledger.js";
 import { QuoteStore } from "./store/quotes.js";
+import { RunEventStore } from "./store/run-events.js";
 import { RunStore } from "./store/runs.js";
 import { accountingTools } from "./tools/registry.js";
 
@@ -35,6 +38,8 @@ export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; messag
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
  * - `executions`: where durable runs start, stop and are read (shared/durable/executions.ts); absent
  *   when the deployment has no runner
+ * - `runEvents`: the runs' event logs (`store`) and this container's live readers (`hub`),
+ *   shared/runs/events.ts
  * - `approvals`: approvals of paused tool calls; `approvalEvents`: where a new approval is announced
  *   (docs/approvals.md)
  */
@@ -45,6 +50,9 @@ export interface AppDeps {
   ledger: LedgerStore;
   quotes: QuoteStore;
   runs: RunStore<AgentRunShapes>;
+  runEvents: { store: RunEventStore<RunEvent>; hub: RunEventHub };
+  /** The clock event streams wait with (heartbeats, time limit, polls); tests inject their own. */
+  clock: FeedClock;
   tools: ToolRegistry;
   logger: Logger;
   metrics: Metrics;
@@ -55,6 +63,8 @@ export interface AppDeps {
 
 /** Optional parts of {@link createDeps} that tests and scripts may supply. */
 export interface DepsOptions {
+  /** The clock of the event streams (default: the wall clock, shared/runs/event-feed.ts). */
+  clock?: FeedClock;
   /** Reads OPENAI_API_KEY_SECRET_NAME; default: a Powertools SecretsProvider in `config.table.region`. */
   secretsProvider?: Pick<SecretsProvider, "get">;
   /** A Powertools LogFormatter replacing the default JSON formatter. */
@@ -160,6 +170,8 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
     ledger,
     quotes,
     runs,
+    runEvents: { store: new RunEventStore<RunEvent>(ddb, config.table.name), hub: new RunEventHub() },
+    clock: options.clock ?? SYSTEM_CLOCK,
     tools,
     logger,
     metrics,

@@ -29,6 +29,7 @@ import {
 } from "./contract.js";
 import { healthResponse } from "./health.js";
 import { listInvoicePage } from "./pagination.js";
+import { runEventRoutes, streamRun, wantsEventStream } from "./run-events.js";
 
 /** What hono/aws-lambda puts in `c.env`: the raw event and the Lambda context. */
 export interface LambdaBindings {
@@ -92,11 +93,10 @@ export function createApp(deps: AppDeps | LazyDeps) {
     bootLogger ??= createLogger(deps.config.observability);
     return bootLogger;
   };
-  const app = new OpenAPIHono<AppEnv>({
-    defaultHook: (result) => {
-      if (!result.success) throw invalidRequest(result.target, result.error);
-    },
-  });
+  const validationHook = (result: { success: boolean; target: string; error?: unknown }) => {
+    if (!result.success) throw invalidRequest(result.target, result.error as ZodError);
+  };
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
   app.openapi(healthRoute, healthResponse);
   for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) {
@@ -162,104 +162,114 @@ export function createApp(deps: AppDeps | LazyDeps) {
         ? { module: await import("../../shared/runs/handover.js"), executions: deps.executions }
         : undefined;
     const parts = handoff?.module.handoffParts();
-    const deadline = new Deadline(
-      runBudgetMs(deps.config, body, c.env?.lambdaContext?.getRemainingTimeInMillis()),
-    );
-    try {
-      // Idempotency-Key: replay / 409 / 422, or run once and store; the key is the run scope of the
-      // tool idempotency keys. See run-idempotency.ts. A replay is a stored Response of this same route
-      // (its body was produced by the typed branch below), hence the cast to the route's typed response.
-      // Loaded on the first run, not at cold start: it brings the AWS SDK (see functions/api/handler.ts).
-      const { withRunIdempotency } = await import("./run-idempotency.js");
-      const response = await withRunIdempotency(
-        {
-          deps,
-          headers: c.req.raw.headers,
-          event: c.env?.event,
-          tenantId: security.tenantId,
-          body,
-          leaseExpiresAt: deadline.at,
-        },
-        async (clientKey) => {
-          const request = {
-            security,
-            prompt: body.prompt,
-            maxCycles: body.maxCycles,
-            timeoutMs: body.timeoutMs,
-            runId,
-            runScope: clientKey ?? runId,
-            deadline,
-            conversation,
-          };
-          let outcome: Awaited<ReturnType<typeof executeRun>>;
-          try {
-            outcome = await executeRun(deps, {
-              ...request,
-              ...(parts && handoff
-                ? {
-                    step: parts.step,
-                    approve: parts.approve,
-                    isHandoff: (error) => error instanceof handoff.module.RunHandedOver,
-                  }
-                : {}),
-            });
-          } catch (error) {
-            if (!(handoff && parts && error instanceof handoff.module.RunHandedOver)) throw error;
-            return handoff.module.handOver(
-              { ...deps, executions: handoff.executions },
-              { ...request, body, carried: parts.carried },
-            );
-          }
-          const { messages: _transcript, ...rest } = outcome;
-          const response = {
-            ...rest,
-            previousRunId: conversation?.previousRunId ?? null,
-            history: conversation?.summary ?? null,
-          };
-          if (response.status === "context_length_exceeded") {
-            throw new ProblemError(
-              "CONTEXT_LENGTH_EXCEEDED",
-              `The model's context window could not hold the request; the run stopped after ${response.cycles} cycle(s). Continue with less history (a new conversation, or a lower HISTORY_MAX_TOKENS).`,
-              {
-                extensions: {
-                  runId: response.runId,
-                  runStatus: response.status,
-                  previousRunId: response.previousRunId,
-                  history: response.history,
-                  contextLength: response.details.contextLength ?? null,
-                  cycles: response.cycles,
-                  toolResults: response.toolResults,
-                  usage: response.usage,
-                  durationMs: response.durationMs,
-                },
-              },
-            );
-          }
-          if (response.status === "model_error") {
-            throw new ProblemError(
-              "MODEL_UNAVAILABLE",
-              `The model provider kept failing after retries; the run stopped after ${response.cycles} cycle(s).`,
-              {
-                extensions: {
-                  runId: response.runId,
-                  runStatus: response.status,
-                  providerStatus: response.modelErrorStatus ?? null,
-                  cycles: response.cycles,
-                  toolResults: response.toolResults,
-                  usage: response.usage,
-                  durationMs: response.durationMs,
-                },
-              },
-            );
-          }
-          return c.json(response, 200);
-        },
+    // Accept: text/event-stream streams the run's events, then this same answer (run-events.ts).
+    const respond = async (onStart: () => void): Promise<Response> => {
+      const deadline = new Deadline(
+        runBudgetMs(deps.config, body, c.env?.lambdaContext?.getRemainingTimeInMillis()),
       );
-      return response as never;
-    } finally {
-      deadline.dispose();
+      try {
+        // Idempotency-Key: replay / 409 / 422, or run once and store; the key is the run scope of the
+        // tool idempotency keys. See run-idempotency.ts. A replay is a stored Response of this same route
+        // (its body was produced by the typed branch below), hence the cast to the route's typed response.
+        // Loaded on the first run, not at cold start: it brings the AWS SDK (see functions/api/handler.ts).
+        const { withRunIdempotency } = await import("./run-idempotency.js");
+        const response = await withRunIdempotency(
+          {
+            deps,
+            headers: c.req.raw.headers,
+            event: c.env?.event,
+            tenantId: security.tenantId,
+            body,
+            leaseExpiresAt: deadline.at,
+          },
+          async (clientKey) => {
+            onStart();
+            const request = {
+              security,
+              prompt: body.prompt,
+              maxCycles: body.maxCycles,
+              timeoutMs: body.timeoutMs,
+              runId,
+              runScope: clientKey ?? runId,
+              deadline,
+              conversation,
+            };
+            let outcome: Awaited<ReturnType<typeof executeRun>>;
+            try {
+              outcome = await executeRun(deps, {
+                ...request,
+                ...(parts && handoff
+                  ? {
+                      step: parts.step,
+                      approve: parts.approve,
+                      isHandoff: (error) => error instanceof handoff.module.RunHandedOver,
+                    }
+                  : {}),
+              });
+            } catch (error) {
+              if (!(handoff && parts && error instanceof handoff.module.RunHandedOver)) throw error;
+              return handoff.module.handOver(
+                { ...deps, executions: handoff.executions },
+                { ...request, body, carried: parts.carried },
+              );
+            }
+            const { messages: _transcript, ...rest } = outcome;
+            const response = {
+              ...rest,
+              previousRunId: conversation?.previousRunId ?? null,
+              history: conversation?.summary ?? null,
+            };
+            if (response.status === "context_length_exceeded") {
+              throw new ProblemError(
+                "CONTEXT_LENGTH_EXCEEDED",
+                `The model's context window could not hold the request; the run stopped after ${response.cycles} cycle(s). Continue with less history (a new conversation, or a lower HISTORY_MAX_TOKENS).`,
+                {
+                  extensions: {
+                    runId: response.runId,
+                    runStatus: response.status,
+                    previousRunId: response.previousRunId,
+                    history: response.history,
+                    contextLength: response.details.contextLength ?? null,
+                    cycles: response.cycles,
+                    toolResults: response.toolResults,
+                    usage: response.usage,
+                    durationMs: response.durationMs,
+                  },
+                },
+              );
+            }
+            if (response.status === "model_error") {
+              throw new ProblemError(
+                "MODEL_UNAVAILABLE",
+                `The model provider kept failing after retries; the run stopped after ${response.cycles} cycle(s).`,
+                {
+                  extensions: {
+                    runId: response.runId,
+                    runStatus: response.status,
+                    providerStatus: response.modelErrorStatus ?? null,
+                    cycles: response.cycles,
+                    toolResults: response.toolResults,
+                    usage: response.usage,
+                    durationMs: response.durationMs,
+                  },
+                },
+              );
+            }
+            return c.json(response, 200);
+          },
+        );
+        return response;
+      } finally {
+        deadline.dispose();
+      }
+    };
+    if (wantsEventStream(c.req.header("accept"))) {
+      return (await streamRun(c, deps, { tenantId: security.tenantId, runId, respond })) as never;
     }
+    return (await respond(() => {})) as never;
   });
+
+  app.route("/", runEventRoutes(getDeps, { defaultHook: validationHook }));
 
   app.openapi(getRunRoute, async (c) => {
     const security = c.get("security");

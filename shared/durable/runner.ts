@@ -14,6 +14,7 @@ import { type CycleRecord, type RunOutcome, type RunUsage, runAgent } from "../a
 import type { StepRunner } from "../agent/step.js";
 import type { AppDeps } from "../deps.js";
 import { flushMetrics, observeToolResults, recordRunMetrics } from "../observability.js";
+import { type RunEventLog, runEventLog } from "../runs/events.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
 import { loadDurableHistory } from "./history.js";
 
@@ -177,6 +178,13 @@ async function durableRun(
   logger.appendKeys({ runId, tenantId: security.tenantId });
   const deadline = Deadline.until(payload.deadlineAt);
   const usageSoFar: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  // The run record's TTL (runs.start wrote it at startedAt), so the log expires with the record.
+  const expiresAt = (Math.floor(payload.startedAt / 1000) + deps.config.runs.ttlSeconds) * 1000;
+  const events = runEventLog(deps, security.tenantId, runId, new Date(expiresAt).toISOString());
+  events.started(
+    { maxCycles: payload.limits.maxCycles, timeoutMs: payload.limits.runTimeoutMs },
+    payload.conversation?.previousRunId ?? null,
+  );
   let outcome: RunOutcome;
   try {
     const { conversation } = payload;
@@ -200,15 +208,26 @@ async function durableRun(
       runScope: payload.runScope,
       limits: payload.limits,
       deadline,
-      step,
+      step: events.observeSteps(step),
       ...(history ? { history: history.messages } : {}),
-      approve: approvalGate(ctx, deps, payload, deadline, stopSignal),
-      hooks: { onCycle: (record) => writeAuditStep(deps, payload, record, usageSoFar, stopped) },
+      approve: events.observeApprovals(approvalGate(ctx, deps, payload, deadline, stopSignal), {
+        persist: true,
+      }),
+      hooks: { onCycle: (record) => writeAuditStep(deps, payload, record, usageSoFar, stopped, events) },
     });
   } catch (error) {
     if (stopped()) return { runId, status: "cancelled" };
     await ctx.step("run:fail", async () => {
-      await runs.fail(security.tenantId, runId, "The server failed during the run.").catch(() => false);
+      const reason = "The server failed during the run.";
+      await runs.fail(security.tenantId, runId, reason).catch(() => false);
+      await events.finished({
+        status: "failed",
+        answer: null,
+        reason,
+        cycles: null,
+        usage: usageSoFar,
+        durationMs: null,
+      });
       return true;
     });
     logger.error("durable run failed", { error: error as Error });
@@ -229,6 +248,15 @@ async function durableRun(
       usage: outcome.usage,
       durationMs,
       transcript: transcriptOf(outcome.messages, outcome.answer),
+    });
+    // A run cancelled meanwhile keeps its record; the cancel wrote no final event, so this one is it.
+    await events.finished({
+      status: written ? outcome.status : "cancelled",
+      answer: written ? outcome.answer : null,
+      reason: written ? outcome.reason : null,
+      cycles: outcome.cycles,
+      usage: outcome.usage,
+      durationMs,
     });
     return { durationMs, written };
   });
@@ -357,7 +385,7 @@ function approvalGate(
 }
 
 /**
- * The onCycle hook of a durable run: writes the cycle's audit step (a conditional put, so a replayed
+ * The onCycle hook of a durable run: writes the cycle's events (one batch) and its audit step (a conditional put, so a replayed
  * cycle, already written, is skipped with its logs and metrics) and moves the run record's progress.
  * Nothing is written once the run was stopped. A failed write is logged and never changes the run.
  */
@@ -367,11 +395,17 @@ async function writeAuditStep(
   record: CycleRecord,
   usageSoFar: RunUsage,
   stopped: () => boolean,
+  events: RunEventLog,
 ): Promise<void> {
+  events.cycle(record);
   usageSoFar.promptTokens += record.usage.promptTokens;
   usageSoFar.completionTokens += record.usage.completionTokens;
   usageSoFar.totalTokens += record.usage.totalTokens;
-  if (stopped()) return;
+  if (stopped()) return events.discard();
+  // Events before the audit step: a crash between the two writes then loses nothing (a replay writes
+  // the batch again under the same key, which readers merge). The cycle that ends the run is written
+  // with the final event (run:finish), in the same batch.
+  if (record.outcome === undefined) await events.flush();
   try {
     await deps.runs.appendStep(payload.security.tenantId, payload.runId, record, { ...usageSoFar });
   } catch (error) {

@@ -3,10 +3,12 @@ import { Deadline } from "../agent/deadline.js";
 import { transcriptOf } from "../agent/history.js";
 import { clampRunLimits, type RunLimits } from "../agent/limits.js";
 import { type RunOutcome, type RunUsage, runAgent, type StepRunner } from "../agent/loop.js";
+import { runInline } from "../agent/step.js";
 import type { AppDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
 import { observeToolResults, recordRunMetrics } from "../observability.js";
 import type { ConversationHistory } from "./conversation.js";
+import { runEventLog } from "./events.js";
 
 /**
  * One run as the HTTP layer asks for it.
@@ -80,7 +82,7 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
   const limits = effectiveLimits(config, request);
   logger.appendKeys({ runId, tenantId: security.tenantId });
 
-  await runs.start({
+  const record = await runs.start({
     tenantId: security.tenantId,
     runId,
     userId: security.userId,
@@ -96,6 +98,8 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
     promptChars: request.prompt.length,
   });
 
+  const events = runEventLog(deps, security.tenantId, runId, record.expiresAt);
+  events.started({ maxCycles: limits.maxCycles, timeoutMs: limits.runTimeoutMs }, record.previousRunId);
   const usageSoFar: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
   const { deadline } = request;
   let outcome: RunOutcome;
@@ -110,8 +114,8 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
       limits,
       deadline,
       ...(request.conversation ? { history: request.conversation.messages } : {}),
-      ...(request.step ? { step: request.step } : {}),
-      ...(request.approve ? { approve: request.approve } : {}),
+      step: events.observeSteps(request.step ?? runInline),
+      ...(request.approve ? { approve: events.observeApprovals(request.approve, { persist: false }) } : {}),
       hooks: {
         onCycle: async (record) => {
           usageSoFar.promptTokens += record.usage.promptTokens;
@@ -123,14 +127,25 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
           } catch (error) {
             logger.warn("audit step not written", { cycle: record.cycle, error: error as Error });
           }
+          events.cycle(record);
+          // The cycle that ends the run is written with the final event, in the same batch.
+          if (record.outcome === undefined) await events.flush();
         },
       },
     });
   } catch (error) {
+    // A hand-over leaves the events of the paused cycle to the durable run, which emits them again.
     if (request.isHandoff?.(error)) throw error;
-    await runs
-      .fail(security.tenantId, runId, "The server failed during the run.")
-      .catch(() => logger.warn("run failure not recorded"));
+    const reason = "The server failed during the run.";
+    await runs.fail(security.tenantId, runId, reason).catch(() => logger.warn("run failure not recorded"));
+    await events.finished({
+      status: "failed",
+      answer: null,
+      reason,
+      cycles: null,
+      usage: usageSoFar,
+      durationMs: null,
+    });
     throw error;
   }
 
@@ -147,6 +162,14 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
   } catch (error) {
     logger.error("run outcome not written", { error: error as Error });
   }
+  await events.finished({
+    status: outcome.status,
+    answer: outcome.answer,
+    reason: outcome.reason,
+    cycles: outcome.cycles,
+    usage: outcome.usage,
+    durationMs: outcome.durationMs,
+  });
   recordRunMetrics(metrics, outcome);
   logger.info("run finished", {
     status: outcome.status,

@@ -1,0 +1,331 @@
+import type { ApprovalGate, ApprovalRequest } from "../agent/approval.js";
+import type { ModelStepResult } from "../agent/model-step.js";
+import type { ToolStatus } from "../agent/result.js";
+import type { StepRunner } from "../agent/step.js";
+import type { ApprovalPreview } from "../agent/tool.js";
+import { turnCallsOf } from "../agent/turn-resolution.js";
+import type { CycleRecord, RunUsage } from "../agent/types.js";
+import type { RunEventStore } from "../store/run-events.js";
+
+/**
+ * What happened in a run, one typed event each (the `type` names the kind; docs/run-events.md):
+ * - `run.started`: the run's effective limits (ms for time) and the run it continues (null for none)
+ * - `model.call.finished`: one model call of `cycle`: the provider's finish reason (null when the call
+ *   failed), its tokens and wall time (ms); `summary` for the tool-less summary call at the cycle limit
+ * - `tool.call.started`: a call the model asked for, by the id the run uses for it (the audit step's),
+ *   with its arguments as the model sent them (parsed JSON; the raw text when they were not JSON)
+ * - `tool.call.finished`: its category, error code (null on success), wall time (ms) and idempotency
+ *   key (set for mutating tools only) — never the tool's data or error message
+ * - `approval.requested` / `approval.decided` / `approval.expired`: a call that waits for a person
+ *   (docs/approvals.md), with the backend's preview; who decided and why
+ * - `run.finished`: the run's final status (a loop status, or `failed` / `cancelled` / `handed_over`),
+ *   answer, reason, cycles, tokens and wall time (ms); always the last event of a run
+ * Content follows GET /v1/runs/{runId}'s: the run's own prompt is never in it, nor any secret or internal
+ * error text.
+ */
+export type RunEventBody =
+  | {
+      type: "run.started";
+      limits: { maxCycles: number; timeoutMs: number };
+      previousRunId: string | null;
+    }
+  | {
+      type: "model.call.finished";
+      cycle: number;
+      finishReason: string | null;
+      usage: RunUsage;
+      latencyMs: number;
+      summary?: true;
+    }
+  | { type: "tool.call.started"; cycle: number; toolCallId: string; name: string; arguments: unknown }
+  | {
+      type: "tool.call.finished";
+      cycle: number;
+      toolCallId: string;
+      name: string;
+      status: ToolStatus;
+      errorCode: string | null;
+      latencyMs: number;
+      idempotencyKey: string | null;
+    }
+  | {
+      type: "approval.requested";
+      cycle: number;
+      approvalId: string;
+      toolCallId: string;
+      toolName: string;
+      preview: ApprovalPreview;
+    }
+  | {
+      type: "approval.decided";
+      approvalId: string;
+      decision: "approved" | "rejected";
+      decidedBy: string | null;
+      reason: string | null;
+    }
+  | { type: "approval.expired"; approvalId: string }
+  | {
+      type: "run.finished";
+      status: string;
+      answer: string | null;
+      reason: string | null;
+      cycles: number | null;
+      usage: RunUsage;
+      durationMs: number | null;
+    };
+
+/** The names of the event types, in the order a run emits them. */
+export type RunEventType = RunEventBody["type"];
+
+/** One stored event: its body, the run, its sequence in the run (from 1, no gaps) and when (ISO 8601). */
+export type RunEvent = RunEventBody & { runId: string; seq: number; at: string };
+
+/** The event type that ends every run's log (the stream closes after it). */
+export const FINAL_EVENT_TYPE = "run.finished" satisfies RunEventType;
+
+/**
+ * Tells readers in this process that a run's log moved on (after each write, and for every event
+ * emitted, so a stream served by the process running the run needs no polling). Readers elsewhere
+ * poll the table. One per container (shared/deps.ts); subscribers are removed by the function returned.
+ */
+export class RunEventHub {
+  private readonly listeners = new Map<string, Set<(event: RunEvent | undefined) => void>>();
+
+  /** Calls `listener` with each event of `runId` emitted in this process, and `undefined` after a write. */
+  subscribe(runId: string, listener: (event: RunEvent | undefined) => void): () => void {
+    const set = this.listeners.get(runId) ?? new Set();
+    set.add(listener);
+    this.listeners.set(runId, set);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0) this.listeners.delete(runId);
+    };
+  }
+
+  /** Hands `event` (or a write notice) to the run's listeners; a listener that throws is ignored. */
+  publish(runId: string, event: RunEvent | undefined): void {
+    for (const listener of this.listeners.get(runId) ?? []) {
+      try {
+        listener(event);
+      } catch {
+        // A reader's failure never reaches the run.
+      }
+    }
+  }
+}
+
+/** What a {@link RunEventLog} writes to and tells: the store, the process's hub, a clock (epoch ms). */
+export interface RunEventPorts {
+  store: RunEventStore<RunEvent>;
+  hub: RunEventHub;
+  now?: () => number;
+  /** Called when a batch could not be written (it is kept and sent with the next one). */
+  onWriteError?: (error: unknown) => void;
+}
+
+/**
+ * The event log of one run as its lifecycle writes it (shared/runs/lifecycle.ts and the durable runner
+ * emit through it at start, per step, per approval, per cycle and at the end). Events get consecutive
+ * sequences as they are emitted and are kept in memory until {@link flush}, which writes them as one
+ * batch (one table write): the lifecycle flushes once per cycle, and with the final event.
+ * Sequences are deterministic for a given run: a durable execution that replays a run emits the same
+ * events with the same sequences, and a cycle it replays is {@link discard}ed instead of written again.
+ * A failed write is reported to `onWriteError` and never changes the run; its events go out with the
+ * next batch, so the log has no gaps.
+ */
+export class RunEventLog {
+  private seq: number;
+  private buffer: RunEvent[] = [];
+  private readonly startedCalls = new Set<string>();
+  private readonly now: () => number;
+
+  /**
+   * @param expiresAtSeconds the run record's TTL (epoch s): every batch expires with the record
+   * @param emitted events of this run already in the log (0 for a new run)
+   */
+  constructor(
+    private readonly ports: RunEventPorts,
+    readonly tenantId: string,
+    readonly runId: string,
+    private readonly expiresAtSeconds: number,
+    emitted = 0,
+  ) {
+    this.seq = emitted;
+    this.now = ports.now ?? Date.now;
+  }
+
+  /** The sequence of the last event emitted (0 before the first). */
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  /** Gives `body` the next sequence, keeps it for the next batch and tells this process's readers. */
+  emit(body: RunEventBody): RunEvent {
+    this.seq += 1;
+    const event = { ...body, runId: this.runId, seq: this.seq, at: new Date(this.now()).toISOString() };
+    this.buffer.push(event as RunEvent);
+    this.ports.hub.publish(this.runId, event as RunEvent);
+    return event as RunEvent;
+  }
+
+  /** Writes the events kept since the last batch as one batch (nothing for none); never throws. */
+  async flush(): Promise<void> {
+    const batch = this.buffer;
+    if (batch.length === 0) return;
+    try {
+      await this.ports.store.append(this.tenantId, this.runId, batch, this.expiresAtSeconds);
+      this.buffer = this.buffer.slice(batch.length);
+      this.ports.hub.publish(this.runId, undefined);
+    } catch (error) {
+      this.ports.onWriteError?.(error);
+    }
+  }
+
+  /** Drops the kept events unwritten: they are in the log already (a replayed cycle). */
+  discard(): void {
+    this.buffer = [];
+  }
+
+  /** `run.started` with the run's effective limits (ms) and the run it continues. */
+  started(limits: { maxCycles: number; timeoutMs: number }, previousRunId: string | null): void {
+    this.emit({ type: "run.started", limits, previousRunId });
+  }
+
+  /**
+   * The step runner `step` with events: after a model step, `model.call.finished` (and, for a reply with
+   * tool calls, nothing yet: the calls start with the tools step); before a tools step,
+   * `tool.call.started` for each call of the last reply. Results pass through unchanged.
+   */
+  observeSteps(step: StepRunner): StepRunner {
+    let lastReply: { cycle: number; result: ModelStepResult } | undefined;
+    return async (name, fn) => {
+      const tools = /^cycle-(\d+):tools$/.exec(name);
+      if (tools && lastReply?.result.kind === "reply" && lastReply.cycle === Number(tools[1])) {
+        for (const call of turnCallsOf(lastReply.result, lastReply.cycle)) {
+          this.toolStarted(lastReply.cycle, call.id, call.name, call.arguments);
+        }
+      }
+      const result = await step(name, fn);
+      const model = /^(?:cycle-(\d+)|summary):model$/.exec(name);
+      if (model) {
+        const modelResult = result as ModelStepResult;
+        if (modelResult.kind !== "expired") {
+          // The summary call comes after the last cycle and is numbered as the audit numbers it.
+          const cycle = model[1] === undefined ? (lastReply?.cycle ?? 0) + 1 : Number(model[1]);
+          lastReply = { cycle, result: modelResult };
+          this.emit({
+            type: "model.call.finished",
+            cycle,
+            finishReason: modelResult.kind === "reply" ? modelResult.finishReason : null,
+            usage: modelResult.usage,
+            latencyMs: modelResult.latencyMs,
+            ...(model[1] === undefined ? { summary: true as const } : {}),
+          });
+        }
+      }
+      return result;
+    };
+  }
+
+  /**
+   * The approval gate `gate` with events: `approval.requested` before it waits, then `approval.decided`
+   * or `approval.expired`. With `persist` (a durable run, whose wait may last hours) the events so far are
+   * written before it waits, so a watcher sees the request at once.
+   */
+  observeApprovals(gate: ApprovalGate, options: { persist: boolean }): ApprovalGate {
+    return async (request: ApprovalRequest) => {
+      this.emit({
+        type: "approval.requested",
+        cycle: request.cycle,
+        approvalId: request.approvalId,
+        toolCallId: request.toolCallId,
+        toolName: request.toolName,
+        preview: request.preview,
+      });
+      if (options.persist) await this.flush();
+      const decision = await gate(request);
+      if (decision.decision === "expired") {
+        this.emit({ type: "approval.expired", approvalId: request.approvalId });
+      } else {
+        this.emit({
+          type: "approval.decided",
+          approvalId: request.approvalId,
+          decision: decision.decision,
+          decidedBy: decision.decidedBy,
+          reason: decision.reason,
+        });
+      }
+      return decision;
+    };
+  }
+
+  /**
+   * The end of a cycle: `tool.call.finished` for each of its calls (with `tool.call.started` first for a
+   * call no tools step announced). The caller then flushes (or, for the cycle that ends the run, lets the
+   * final event's batch carry it).
+   */
+  cycle(record: CycleRecord): void {
+    if (record.summary && record.toolCalls.length === 0) return;
+    for (const call of record.toolCalls) {
+      this.toolStarted(record.cycle, call.id, call.name, call.arguments);
+      const { result } = call;
+      this.emit({
+        type: "tool.call.finished",
+        cycle: record.cycle,
+        toolCallId: call.id,
+        name: call.name,
+        status: result.status,
+        errorCode: result.error?.code ?? null,
+        latencyMs: result.metadata.latencyMs,
+        idempotencyKey: result.metadata.idempotencyKey,
+      });
+    }
+  }
+
+  /** `run.finished`, written at once with whatever is still kept: always the last event of the log. */
+  async finished(outcome: Omit<Extract<RunEventBody, { type: "run.finished" }>, "type">): Promise<void> {
+    this.emit({ type: "run.finished", ...outcome });
+    await this.flush();
+  }
+
+  private toolStarted(cycle: number, toolCallId: string, name: string, args: string): void {
+    const key = `${cycle}:${toolCallId}`;
+    if (this.startedCalls.has(key)) return;
+    this.startedCalls.add(key);
+    this.emit({ type: "tool.call.started", cycle, toolCallId, name, arguments: parseArguments(args) });
+  }
+}
+
+/** Tool-call arguments as JSON when they parse, else the raw text (what the model sent either way). */
+function parseArguments(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The event log of a run from the container's dependencies: `deps.runEvents`' store and hub, failed
+ * writes logged (WARN "run events not written") with the run's keys.
+ * @param expiresAt the run record's `expiresAt` (ISO 8601), whose TTL every batch gets
+ */
+export function runEventLog(
+  deps: {
+    runEvents: { store: RunEventStore<RunEvent>; hub: RunEventHub };
+    logger: { warn: (message: string, extra: { error: Error }) => void };
+  },
+  tenantId: string,
+  runId: string,
+  expiresAt: string,
+): RunEventLog {
+  return new RunEventLog(
+    {
+      ...deps.runEvents,
+      onWriteError: (error) => deps.logger.warn("run events not written", { error: error as Error }),
+    },
+    tenantId,
+    runId,
+    Math.floor(Date.parse(expiresAt) / 1000),
+  );
+}
