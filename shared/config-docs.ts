@@ -79,6 +79,21 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     description:
       "Per-attempt socket timeout of a DynamoDB request. Past it, after the SDK's 3 attempts, the API answers 503 `STORE_UNAVAILABLE` instead of hanging until the Lambda times out.",
   },
+  JWT_ISSUER: {
+    group: "Run event streams",
+    description:
+      "The token issuer the streaming function verifies bearer tokens against (the HTTP API's authorizer issuer; the stack sets both from `jwtIssuer`). Unset elsewhere.",
+  },
+  JWT_AUDIENCE: {
+    group: "Run event streams",
+    description:
+      "Comma-separated audiences the streaming function accepts (`aud`, or a Cognito access token's `client_id`), as the HTTP API's authorizer does.",
+  },
+  JWT_JWKS_URL: {
+    group: "Run event streams",
+    description:
+      "Where the streaming function reads the issuer's signing keys; default: `jwks_uri` of the issuer's OpenID discovery document.",
+  },
   STREAM_HEARTBEAT_SECONDS: {
     group: "Run event streams",
     unit: "s",

@@ -191,6 +191,10 @@ const ApprovalRules = z.pipe(
  *   (infra/ sets both from one setting). Lambda durable executions may last up to one year (31 536 000 s).
  * - RUNNER_FUNCTION_ARN: the qualified ARN (alias) of the durable runner the API starts executions on;
  *   unset outside AWS, where a local runner is injected instead (local/durable-executions.ts).
+ * - JWT_ISSUER, JWT_AUDIENCE (comma separated), JWT_JWKS_URL: the streaming function (functions/stream/)
+ *   verifies the bearer token itself with these, as the HTTP API's JWT authorizer does with the same
+ *   issuer and audiences (infra/ sets both from one setting); the keys come from JWT_JWKS_URL, else the
+ *   issuer's OpenID discovery document (`jwks_uri`). Unset elsewhere.
  * - STREAM_HEARTBEAT_SECONDS (default 15 s): an SSE comment is sent when the event stream has been
  *   quiet this long, well under the idle limits of what serves it (a Lambda function URL closes a
  *   response idle for longer than its function's timeout; proxies and browsers often cut at 30-60 s).
@@ -260,6 +264,17 @@ export const ConfigSchema = z.object({
   HISTORY_MAX_TOKENS: envInt(8_000, 0, 1_000_000),
   MAX_BODY_BYTES: envInt(65_536, 1_024, 6 * 1024 * 1024),
   DYNAMODB_REQUEST_TIMEOUT_MS: positiveInt(3_000, 60_000),
+  JWT_ISSUER: optionalUrl,
+  JWT_AUDIENCE: z.pipe(
+    optionalString,
+    z.transform((value) =>
+      (value ?? "")
+        .split(",")
+        .map((item) => item.trim())
+        .filter((item) => item.length > 0),
+    ),
+  ),
+  JWT_JWKS_URL: optionalUrl,
   STREAM_HEARTBEAT_SECONDS: positiveInt(15, 240),
   STREAM_MAX_SECONDS: positiveInt(840, 3_600),
   STREAM_RETRY_MS: positiveInt(1_000, 60_000),
@@ -313,6 +328,8 @@ export interface Config {
   limits: RunLimits & { deadlineReserveMs: number };
   idempotency: { ttlSeconds: number; keyRequired: boolean };
   identity: {
+    /** The token issuer and audiences the streaming entry verifies (undefined / [] outside it). */
+    jwt: { issuer: string | undefined; audience: string[]; jwksUrl: string | undefined };
     tenantClaims: string[];
     permissionClaims: string[];
     iamPrincipals: Record<string, { tenantId: string; permissions: string[] }>;
@@ -387,6 +404,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     quotes: { ttlSeconds: raw.QUOTE_TTL_SECONDS },
     idempotency: { ttlSeconds: raw.IDEMPOTENCY_TTL_SECONDS, keyRequired: raw.IDEMPOTENCY_KEY_REQUIRED },
     identity: {
+      jwt: { issuer: raw.JWT_ISSUER, audience: raw.JWT_AUDIENCE, jwksUrl: raw.JWT_JWKS_URL },
       tenantClaims: raw.TENANT_CLAIMS,
       permissionClaims: raw.PERMISSION_CLAIMS,
       iamPrincipals: raw.IAM_PRINCIPAL_TENANTS,

@@ -1,0 +1,30 @@
+import { loadConfig } from "../../shared/config.js";
+import { createDeps } from "../../shared/deps.js";
+import { createApp } from "../api/app.js";
+import { createStreamHandler, tokenVerificationFromConfig } from "./entry.js";
+
+/** The streaming function's configuration, parsed at cold start (an invalid environment fails the init). */
+const config = loadConfig(process.env);
+
+/** Checked at cold start: without an issuer and audience no request could be verified. */
+const verification = tokenVerificationFromConfig(config);
+
+const app = createApp({ config, load: once(() => createDeps(config)) });
+
+/**
+ * The Lambda entry of the streaming function URL (infra/stack.ts, docs/run-events.md): the same app as
+ * the HTTP API, its bearer token verified here with jose, its responses streamed (RESPONSE_STREAM), so
+ * `GET /v1/runs/{runId}/events` stays open and a streamed `POST /v1/runs` may run past the HTTP API's 29 s.
+ */
+export const handler = createStreamHandler(
+  (request, env, executionCtx) => app.fetch(request, env, executionCtx),
+  () => verification,
+);
+
+function once<T>(make: () => T): () => T {
+  let made: { value: T } | undefined;
+  return () => {
+    made ??= { value: make() };
+    return made.value;
+  };
+}
