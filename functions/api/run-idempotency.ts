@@ -107,7 +107,7 @@ export function requestFingerprint(route: string, body: unknown): string {
 
 /**
  * The store the HTTP layer keeps its records in: the service table, retention IDEMPOTENCY_TTL_SECONDS.
- * @param deps the document client and config (AppDeps has both)
+ * @param deps the document client and config (ApiDeps has both)
  */
 export function runIdempotencyStore(deps: { ddb: DynamoDBDocumentClient; config: Config }): IdempotencyStore {
   return new IdempotencyStore(deps.ddb, deps.config.table.name, {

@@ -375,6 +375,21 @@ export class RunStore<S extends RunShapes = RunShapes> {
   }
 
   /**
+   * Records the limits a running run goes on with (a synchronous run handed over to a durable execution
+   * takes the durable run's), so the record shows the limits in force.
+   * @returns false when the record was not `running`
+   * @throws the SDK's error for anything but the failed condition
+   */
+  async setLimits(
+    tenantId: string,
+    runId: string,
+    limits: RunRecord["limits"],
+    now: Date = new Date(),
+  ): Promise<boolean> {
+    return this.updateIfRunning(tenantId, runId, { limits, updatedAt: now.toISOString() });
+  }
+
+  /**
    * Moves a run between `running` and `awaiting_approval` (a durable run waits for a person's decision,
    * or goes on after it); only from the other of the two, so a finished or cancelled run stays so.
    * @returns false when the record was not in the other status (already there, ended, or missing)
