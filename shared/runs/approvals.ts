@@ -51,24 +51,8 @@ export async function decideApproval(
     throw new ProblemError("NOT_FOUND", `There is no approval ${approvalId} of run ${runId}.`);
   }
   const { approval, callback } = result;
-  if (result.kind === "conflict" && approval.status === "cancelled") {
-    throw new ProblemError(
-      "APPROVAL_CANCELLED",
-      `The approval ${approvalId} was cancelled with its run ${runId}; nothing can be decided on it any more.`,
-      { extensions: { approvalId, approvalStatus: approval.status } },
-    );
-  }
-  if (result.kind === "conflict" && approval.status !== status) {
-    const expired =
-      approval.status === "expired" ||
-      (approval.status === "pending" && Date.parse(approval.expiresAt) <= Date.now());
-    throw expired
-      ? new ProblemError("APPROVAL_EXPIRED", `The approval ${approvalId} expired at ${approval.expiresAt}.`, {
-          extensions: { approvalId, approvalStatus: approval.status },
-        })
-      : new ProblemError("APPROVAL_DECIDED", `The approval ${approvalId} was already ${approval.status}.`, {
-          extensions: { approvalId, approvalStatus: approval.status },
-        });
+  if (result.kind === "conflict" && (approval.status === "cancelled" || approval.status !== status)) {
+    throw conflictProblem(approval, runId);
   }
   const delivered = deps.executions
     ? await deps.executions.completeCallback(
@@ -90,6 +74,33 @@ export async function decideApproval(
     delivered,
   });
   return approval;
+}
+
+/**
+ * Why a decision on `approval` (stored otherwise) is refused: 409 APPROVAL_CANCELLED (withdrawn with its
+ * run), APPROVAL_EXPIRED (expired, or pending past its expiry) or APPROVAL_DECIDED, each with
+ * `approvalId` and `approvalStatus`.
+ */
+function conflictProblem(approval: ApprovalRecord, runId: string): ProblemError {
+  const { approvalId } = approval;
+  const extensions = { approvalId, approvalStatus: approval.status };
+  if (approval.status === "cancelled") {
+    return new ProblemError(
+      "APPROVAL_CANCELLED",
+      `The approval ${approvalId} was cancelled with its run ${runId}; nothing can be decided on it any more.`,
+      { extensions },
+    );
+  }
+  const expired =
+    approval.status === "expired" ||
+    (approval.status === "pending" && Date.parse(approval.expiresAt) <= Date.now());
+  return expired
+    ? new ProblemError("APPROVAL_EXPIRED", `The approval ${approvalId} expired at ${approval.expiresAt}.`, {
+        extensions,
+      })
+    : new ProblemError("APPROVAL_DECIDED", `The approval ${approvalId} was already ${approval.status}.`, {
+        extensions,
+      });
 }
 
 /**

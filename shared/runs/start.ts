@@ -77,8 +77,8 @@ export function approvalsConfigured(config: Pick<Config, "approvals">): boolean 
  * run (shared/runs/async-start.ts, loaded then); without one the preference is ignored (RFC 7240 lets a
  * server do so) and the run is synchronous: its deadline is the run's budget, and with approval rules a
  * pause is handed over to a durable execution (shared/runs/handover.ts, loaded then). The Idempotency-Key
- * lease of a synchronous run lasts until its deadline plus DEADLINE_RESERVE_MS, the time the function
- * keeps to answer (a hand-over included), so no retry takes over a request still answering.
+ * lease of a synchronous run ends at its deadline, and so does the wait of a hand-over, so a retry after
+ * the lease finds the answer stored instead of taking the run over.
  * @throws ProblemError from `loadConversation`; the store's error
  */
 export async function prepareRun(deps: ApiDeps, request: RunRequest): Promise<PreparedRun> {
@@ -113,7 +113,7 @@ export async function prepareRun(deps: ApiDeps, request: RunRequest): Promise<Pr
   }
   const deadline = new Deadline(runBudgetMs(deps.config, body, request.lambdaRemainingMs));
   return {
-    leaseExpiresAt: deadline.at + deps.config.limits.deadlineReserveMs,
+    leaseExpiresAt: deadline.at,
     start: (idempotency) => startSync(deps, request, { deadline, conversation, idempotency }),
     dispose: () => deadline.dispose(),
   };

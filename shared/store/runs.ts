@@ -13,6 +13,7 @@ import {
   tableItem,
   tableKey,
 } from "./table.js";
+import { setFields } from "./update.js";
 
 /**
  * What the run store persists of the agent's types, as type parameters bound once where the store is
@@ -473,21 +474,17 @@ export class RunStore<S extends RunShapes = RunShapes> {
     fields: Record<string, unknown>,
     from: readonly string[] = ["running"],
   ): Promise<boolean> {
-    const entries = Object.entries(fields);
-    const names: Record<string, string> = Object.fromEntries(entries.map(([name], i) => [`#f${i}`, name]));
-    const values: Record<string, unknown> = Object.fromEntries(
-      entries.map(([, value], i) => [`:f${i}`, value]),
-    );
+    const set = setFields(fields);
     try {
       await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: tableKey(tenantId, keys.run(runId)),
-          UpdateExpression: `SET ${entries.map((_, i) => `#f${i} = :f${i}`).join(", ")}`,
+          UpdateExpression: set.expression,
           ConditionExpression: `${ITEM_PRESENT} AND #status IN (${from.map((_, i) => `:from${i}`).join(", ")})`,
-          ExpressionAttributeNames: { ...names, "#status": "status" },
+          ExpressionAttributeNames: { ...set.names, "#status": "status" },
           ExpressionAttributeValues: {
-            ...values,
+            ...set.values,
             ...Object.fromEntries(from.map((status, i) => [`:from${i}`, status])),
           },
         }),
