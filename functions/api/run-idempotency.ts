@@ -19,8 +19,6 @@ export const RUN_ROUTE = "POST /v1/runs";
 /** Response header set on every replayed response (value `true`). */
 export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
 
-export { IDEMPOTENCY_KEY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH } from "./contract.js";
-
 /**
  * The bare form: RFC 9110 tchar plus ":" and "/" (an RFC 8941 sf-token's characters, without its rule
  * that the first be a letter or "*", so that a bare UUID is accepted).

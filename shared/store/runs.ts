@@ -96,13 +96,6 @@ export interface HistorySummary {
 }
 
 /**
- * A stored transcript is gzip-compressed above this many UTF-8 bytes of JSON: the same rule and
- * threshold as stored Idempotency-Key responses ({@link COMPRESS_ABOVE_BYTES}), one encoding
- * (shared/store/compressed.ts).
- */
-export const COMPRESS_TRANSCRIPT_ABOVE_BYTES = COMPRESS_ABOVE_BYTES;
-
-/**
  * Cap on a stored transcript in bytes after compression. It shares the run record's item with the
  * answer and the outcome; DynamoDB items are limited to 400 KB, and 300 000 bytes leaves room for an
  * answer as long as a model writes in one response. A transcript over the cap is stored shortened by
@@ -439,7 +432,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
 
   /**
    * The stored attributes of a transcript: its JSON encoded by shared/store/compressed.ts (gzip above
-   * {@link COMPRESS_TRANSCRIPT_ABOVE_BYTES}). Over {@link MAX_STORED_TRANSCRIPT_BYTES} even compressed,
+   * {@link COMPRESS_ABOVE_BYTES}). Over {@link MAX_STORED_TRANSCRIPT_BYTES} even compressed,
    * it is shortened by {@link RunStoreOptions.shortenTranscript} until it fits; in the end an empty
    * transcript always does.
    */
@@ -448,7 +441,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
     transcriptDroppedMessages: number;
   } {
     const limits = {
-      compressAboveBytes: COMPRESS_TRANSCRIPT_ABOVE_BYTES,
+      compressAboveBytes: COMPRESS_ABOVE_BYTES,
       maxBytes: MAX_STORED_TRANSCRIPT_BYTES,
     };
     const shorten = this.options.shortenTranscript ?? (() => []);
