@@ -46,7 +46,10 @@ async function streamSeedRun(headers: Record<string, string> = {}) {
 }
 
 /** GET /v1/runs/{runId}/events on the streaming entry, read to its end. */
-async function readEvents(runId: string, options: { after?: string; lastEventId?: string; as?: string } = {}) {
+async function readEvents(
+  runId: string,
+  options: { after?: string; lastEventId?: string; as?: string } = {},
+) {
   const response = await entry.request(
     functionUrlEvent("GET", `/v1/runs/${runId}/events${options.after ? `?after=${options.after}` : ""}`, {
       token: options.as ?? token,
@@ -97,7 +100,9 @@ describe("a streamed synchronous seed run (POST /v1/runs, Accept: text/event-str
     const answer = RunResponseSchema.parse(JSON.parse(streamed.read.messages.at(-1)?.data ?? ""));
     const [started] = events;
     expect(started).toMatchObject({ type: "run.started", runId: answer.runId, seq: 1, previousRunId: null });
-    expect(started).toMatchObject({ limits: { maxCycles: stack.config.limits.maxCycles, timeoutMs: 25_000 } });
+    expect(started).toMatchObject({
+      limits: { maxCycles: stack.config.limits.maxCycles, timeoutMs: 25_000 },
+    });
     const models = events.filter((e) => e.type === "model.call.finished");
     expect(models.map((e) => [e.cycle, e.finishReason])).toEqual([
       [1, "tool_calls"],
@@ -167,7 +172,10 @@ describe("who may read a run's events", () => {
   });
 
   it.each([
-    ["another tenant's user", { sub: "usr_9918", tenant_id: "tenant_other", scope: "billing:read billing:write" }],
+    [
+      "another tenant's user",
+      { sub: "usr_9918", tenant_id: "tenant_other", scope: "billing:read billing:write" },
+    ],
     ["another user of the tenant", { sub: "usr_other", tenant_id: "tenant_uk_01", scope: "billing:write" }],
   ])("%s gets 404 problem+json and no event", async (_who, claims) => {
     const read = await readEvents(runId, { as: await entry.token(claims) });
@@ -177,7 +185,11 @@ describe("who may read a run's events", () => {
   });
 
   it("a billing reader of the tenant sees them, as GET /v1/runs/{runId} allows", async () => {
-    const reader = await entry.token({ sub: "usr_auditor", tenant_id: "tenant_uk_01", scope: "billing:read" });
+    const reader = await entry.token({
+      sub: "usr_auditor",
+      tenant_id: "tenant_uk_01",
+      scope: "billing:read",
+    });
     const read = await readEvents(runId, { as: reader });
     expect(runEventsOf(read.read).map((e) => e.type)).toEqual(SEED_TYPES);
   });
@@ -187,7 +199,9 @@ describe("who may read a run's events", () => {
       auth.mintToken(await auth.createDevIssuer(), SEED_USER),
     );
     for (const bad of [undefined, foreign, "not-a-jwt"]) {
-      const response = await entry.request(functionUrlEvent("GET", `/v1/runs/${runId}/events`, { token: bad }));
+      const response = await entry.request(
+        functionUrlEvent("GET", `/v1/runs/${runId}/events`, { token: bad }),
+      );
       await response.done;
       expect(response.metadata.statusCode).toBe(401);
       expect(ProblemSchema.parse(JSON.parse(await response.body)).code).toBe("UNAUTHENTICATED");
@@ -231,7 +245,7 @@ describe("a stream of a run that is still going", () => {
       await response.done;
       expect(response.read.retries).toEqual([stack.config.stream.retryMs]);
       expect(response.read.messages).toEqual([]);
-      expect(response.read.comments.length).toBe(Math.floor(maxMs / heartbeatMs) - 1);
+      expect(response.read.comments.length).toBe(Math.floor(maxMs / heartbeatMs));
     } finally {
       stack.deps.clock = original;
     }
@@ -246,7 +260,9 @@ describe("the buffered HTTP API entry", () => {
     const result = await stack.invoke(event);
     expect(result.statusCode).toBe(200);
     // hono/aws-lambda sends a text/event-stream body base64-encoded (API Gateway decodes it).
-    const body = result.isBase64Encoded ? Buffer.from(result.body ?? "", "base64").toString("utf8") : result.body;
+    const body = result.isBase64Encoded
+      ? Buffer.from(result.body ?? "", "base64").toString("utf8")
+      : result.body;
     const read = parseSse(body ?? "");
     expect(runEventsOf(read).map((e) => e.type)).toEqual(SEED_TYPES);
     expect(read.messages.at(-1)?.event).toBe("run.outcome");

@@ -32,7 +32,9 @@ export function tokenVerificationFromConfig(config: Config): TokenVerification {
   let remote: Promise<JWTVerifyGetKey> | undefined;
   const load = async (): Promise<JWTVerifyGetKey> => {
     if (jwksUrl) return createRemoteJWKSet(new URL(jwksUrl));
-    const discovery = await fetch(new URL(".well-known/openid-configuration", `${issuer.replace(/\/$/, "")}/`));
+    const discovery = await fetch(
+      new URL(".well-known/openid-configuration", `${issuer.replace(/\/$/, "")}/`),
+    );
     const { jwks_uri: uri } = (await discovery.json()) as { jwks_uri?: unknown };
     if (typeof uri !== "string") throw new Error(`The issuer ${issuer} publishes no jwks_uri.`);
     return createRemoteJWKSet(new URL(uri));
@@ -99,7 +101,11 @@ interface StreamBindings {
 export type FetchApp = (
   request: Request,
   env: { event: unknown; lambdaContext: LambdaContext },
-  executionCtx: { waitUntil(promise: Promise<unknown>): void; passThroughOnException(): void; props: unknown },
+  executionCtx: {
+    waitUntil(promise: Promise<unknown>): void;
+    passThroughOnException(): void;
+    props: unknown;
+  },
 ) => Response | Promise<Response>;
 
 /**

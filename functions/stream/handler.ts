@@ -1,5 +1,5 @@
 import { loadConfig } from "../../shared/config.js";
-import { createDeps } from "../../shared/deps.js";
+import { createApiDeps } from "../../shared/deps.js";
 import { createApp } from "../api/app.js";
 import { createStreamHandler, tokenVerificationFromConfig } from "./entry.js";
 
@@ -9,7 +9,7 @@ const config = loadConfig(process.env);
 /** Checked at cold start: without an issuer and audience no request could be verified. */
 const verification = tokenVerificationFromConfig(config);
 
-const app = createApp({ config, load: once(() => createDeps(config)) });
+const app = createApp({ config, load: once(() => createApiDeps(config)) });
 
 /**
  * The Lambda entry of the streaming function URL (infra/stack.ts, docs/run-events.md): the same app as

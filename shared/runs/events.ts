@@ -1,11 +1,11 @@
-import type { ApprovalGate, ApprovalRequest } from "../agent/approval.js";
+import type { ApprovalDecision, ApprovalRequest } from "../agent/approval.js";
 import type { ModelStepResult } from "../agent/model-step.js";
 import type { ToolStatus } from "../agent/result.js";
-import type { StepRunner } from "../agent/step.js";
 import type { ApprovalPreview } from "../agent/tool.js";
 import { turnCallsOf } from "../agent/turn-resolution.js";
 import type { CycleRecord, RunUsage } from "../agent/types.js";
 import type { RunEventStore } from "../store/run-events.js";
+import type { RunObserver, RunSubject } from "./lifecycle.js";
 
 /**
  * What happened in a run, one typed event each (the `type` names the kind; docs/run-events.md):
@@ -137,6 +137,7 @@ export class RunEventLog {
   private seq: number;
   private buffer: RunEvent[] = [];
   private readonly startedCalls = new Set<string>();
+  private lastReply: { cycle: number; result: Exclude<ModelStepResult, { kind: "expired" }> } | undefined;
   private readonly now: () => number;
 
   /**
@@ -191,81 +192,68 @@ export class RunEventLog {
     this.emit({ type: "run.started", limits, previousRunId });
   }
 
-  /**
-   * The step runner `step` with events: after a model step, `model.call.finished` (and, for a reply with
-   * tool calls, nothing yet: the calls start with the tools step); before a tools step,
-   * `tool.call.started` for each call of the last reply. Results pass through unchanged.
-   */
-  observeSteps(step: StepRunner): StepRunner {
-    let lastReply: { cycle: number; result: ModelStepResult } | undefined;
-    return async (name, fn) => {
-      const tools = /^cycle-(\d+):tools$/.exec(name);
-      if (tools && lastReply?.result.kind === "reply" && lastReply.cycle === Number(tools[1])) {
-        for (const call of turnCallsOf(lastReply.result, lastReply.cycle)) {
-          this.toolStarted(lastReply.cycle, call.id, call.name, call.arguments);
-        }
-      }
-      const result = await step(name, fn);
-      const model = /^(?:cycle-(\d+)|summary):model$/.exec(name);
-      if (model) {
-        const modelResult = result as ModelStepResult;
-        if (modelResult.kind !== "expired") {
-          // The summary call comes after the last cycle and is numbered as the audit numbers it.
-          const cycle = model[1] === undefined ? (lastReply?.cycle ?? 0) + 1 : Number(model[1]);
-          lastReply = { cycle, result: modelResult };
-          this.emit({
-            type: "model.call.finished",
-            cycle,
-            finishReason: modelResult.kind === "reply" ? modelResult.finishReason : null,
-            usage: modelResult.usage,
-            latencyMs: modelResult.latencyMs,
-            ...(model[1] === undefined ? { summary: true as const } : {}),
-          });
-        }
-      }
-      return result;
-    };
+  /** Before a step: a tools step announces the calls of the cycle's reply (`tool.call.started`). */
+  stepStarting(name: string): void {
+    const tools = /^cycle-(\d+):tools$/.exec(name);
+    if (!tools || this.lastReply?.result.kind !== "reply" || this.lastReply.cycle !== Number(tools[1]))
+      return;
+    for (const call of turnCallsOf(this.lastReply.result, this.lastReply.cycle)) {
+      this.toolStarted(this.lastReply.cycle, call.id, call.name, call.arguments);
+    }
   }
 
-  /**
-   * The approval gate `gate` with events: `approval.requested` before it waits, then `approval.decided`
-   * or `approval.expired`. With `persist` (a durable run, whose wait may last hours) the events so far are
-   * written before it waits, so a watcher sees the request at once.
-   */
-  observeApprovals(gate: ApprovalGate, options: { persist: boolean }): ApprovalGate {
-    return async (request: ApprovalRequest) => {
-      this.emit({
-        type: "approval.requested",
-        cycle: request.cycle,
-        approvalId: request.approvalId,
-        toolCallId: request.toolCallId,
-        toolName: request.toolName,
-        preview: request.preview,
-      });
-      if (options.persist) await this.flush();
-      const decision = await gate(request);
-      if (decision.decision === "expired") {
-        this.emit({ type: "approval.expired", approvalId: request.approvalId });
-      } else {
-        this.emit({
-          type: "approval.decided",
-          approvalId: request.approvalId,
-          decision: decision.decision,
-          decidedBy: decision.decidedBy,
-          reason: decision.reason,
-        });
-      }
-      return decision;
-    };
+  /** After a step: a model step is `model.call.finished` (unless the deadline had passed before it). */
+  stepFinished(name: string, result: unknown): void {
+    const model = /^(?:cycle-(\d+)|summary):model$/.exec(name);
+    const modelResult = result as ModelStepResult;
+    if (!model || modelResult.kind === "expired") return;
+    // The summary call comes after the last cycle and is numbered as the audit numbers it.
+    const cycle = model[1] === undefined ? (this.lastReply?.cycle ?? 0) + 1 : Number(model[1]);
+    this.lastReply = { cycle, result: modelResult };
+    this.emit({
+      type: "model.call.finished",
+      cycle,
+      finishReason: modelResult.kind === "reply" ? modelResult.finishReason : null,
+      usage: modelResult.usage,
+      latencyMs: modelResult.latencyMs,
+      ...(model[1] === undefined ? { summary: true as const } : {}),
+    });
+  }
+
+  /** `approval.requested`; written at once (a durable run may wait hours, a paused one continues elsewhere). */
+  async approvalRequested(request: ApprovalRequest): Promise<void> {
+    this.emit({
+      type: "approval.requested",
+      cycle: request.cycle,
+      approvalId: request.approvalId,
+      toolCallId: request.toolCallId,
+      toolName: request.toolName,
+      preview: request.preview,
+    });
+    await this.flush();
+  }
+
+  /** `approval.decided` or `approval.expired`. */
+  approvalDecided(request: ApprovalRequest, decision: ApprovalDecision): void {
+    if (decision.decision === "expired") {
+      this.emit({ type: "approval.expired", approvalId: request.approvalId });
+      return;
+    }
+    this.emit({
+      type: "approval.decided",
+      approvalId: request.approvalId,
+      decision: decision.decision,
+      decidedBy: decision.decidedBy,
+      reason: decision.reason,
+    });
   }
 
   /**
    * The end of a cycle: `tool.call.finished` for each of its calls (with `tool.call.started` first for a
-   * call no tools step announced). The caller then flushes (or, for the cycle that ends the run, lets the
-   * final event's batch carry it).
+   * call no tools step announced), then the batch is written — except for the cycle that ends the run,
+   * whose events go with the final event, in one batch.
    */
-  cycle(record: CycleRecord): void {
-    if (record.summary && record.toolCalls.length === 0) return;
+  async cycle(record: CycleRecord): Promise<void> {
     for (const call of record.toolCalls) {
       this.toolStarted(record.cycle, call.id, call.name, call.arguments);
       const { result } = call;
@@ -280,6 +268,7 @@ export class RunEventLog {
         idempotencyKey: result.metadata.idempotencyKey,
       });
     }
+    if (record.outcome === undefined) await this.flush();
   }
 
   /** `run.finished`, written at once with whatever is still kept: always the last event of the log. */
@@ -306,26 +295,50 @@ function parseArguments(text: string): unknown {
 }
 
 /**
- * The event log of a run from the container's dependencies: `deps.runEvents`' store and hub, failed
- * writes logged (WARN "run events not written") with the run's keys.
- * @param expiresAt the run record's `expiresAt` (ISO 8601), whose TTL every batch gets
+ * The run events as a {@link RunObserver} of the one lifecycle (shared/runs/lifecycle.ts): each run's
+ * lifecycle gets its own {@link RunEventLog} (keyed by the lifecycle's subject), created at `started`
+ * (the synchronous path: sequences from 1) or `resumed` (a durable execution: `run.started` again as 1,
+ * then the same sequence the run had, whoever ran its first steps), and fed at every point. Failed
+ * writes are logged (WARN "run events not written").
+ * @param ttlSeconds RUN_TTL_SECONDS: a durable execution's batches expire with the record it resumes
  */
-export function runEventLog(
-  deps: {
-    runEvents: { store: RunEventStore<RunEvent>; hub: RunEventHub };
-    logger: { warn: (message: string, extra: { error: Error }) => void };
-  },
-  tenantId: string,
-  runId: string,
-  expiresAt: string,
-): RunEventLog {
-  return new RunEventLog(
-    {
-      ...deps.runEvents,
-      onWriteError: (error) => deps.logger.warn("run events not written", { error: error as Error }),
+export function runEventObserver(ports: RunEventPorts & { ttlSeconds: number }): RunObserver {
+  const logs = new WeakMap<RunSubject, RunEventLog>();
+  const open = (run: RunSubject, expiresAtSeconds: number) => {
+    const log = new RunEventLog(ports, run.tenantId, run.runId, expiresAtSeconds);
+    logs.set(run, log);
+    return log;
+  };
+  const done = { status: "", answer: null, reason: null, cycles: null, durationMs: null };
+  return {
+    started: (run, record) => {
+      open(run, Math.floor(Date.parse(record.expiresAt) / 1000)).started(record.limits, record.previousRunId);
     },
-    tenantId,
-    runId,
-    Math.floor(Date.parse(expiresAt) / 1000),
-  );
+    resumed: (run, start) => {
+      open(run, Math.floor(start.startedAt / 1000) + ports.ttlSeconds).started(
+        start.limits,
+        start.previousRunId,
+      );
+    },
+    stepStarting: (run, name) => logs.get(run)?.stepStarting(name),
+    stepFinished: (run, name, result) => logs.get(run)?.stepFinished(name, result),
+    approvalRequested: (run, request) => logs.get(run)?.approvalRequested(request),
+    approvalDecided: (run, request, decision) => logs.get(run)?.approvalDecided(request, decision),
+    cycle: (run, record) => logs.get(run)?.cycle(record),
+    // A synchronous run paused for approval continues as a durable run, which emits the rest.
+    paused: (run) => logs.get(run)?.flush(),
+    finished: (run, outcome, durationMs) =>
+      logs.get(run)?.finished({
+        status: outcome.status,
+        answer: outcome.answer,
+        reason: outcome.reason,
+        cycles: outcome.cycles,
+        usage: outcome.usage,
+        durationMs,
+      }),
+    failed: (run, reason) =>
+      logs.get(run)?.finished({ ...done, status: "failed", reason, usage: ZERO_USAGE }),
+  };
 }
+
+const ZERO_USAGE: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };

@@ -1,12 +1,16 @@
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
-import { type EventSourceMessage, createParser } from "eventsource-parser";
+import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { createLocalJWKSet } from "jose";
 import { createApp } from "../../functions/api/app.js";
 import { createStreamHandler } from "../../functions/stream/entry.js";
 import { createDevIssuer, type DevIssuerFile, mintToken } from "../../local/dev-auth.js";
 import { createLambdaContext } from "../../local/lambda-context.js";
-import { installLambdaStreaming, invokeStreaming, type StreamMetadata } from "../../local/lambda-streaming.js";
-import type { AppDeps } from "../../shared/deps.js";
+import {
+  installLambdaStreaming,
+  invokeStreaming,
+  type StreamMetadata,
+} from "../../local/lambda-streaming.js";
+import type { ApiDeps } from "../../shared/deps.js";
 import type { FeedClock } from "../../shared/runs/event-feed.js";
 import type { RunEvent } from "../../shared/runs/events.js";
 
@@ -68,7 +72,7 @@ export interface StreamEntry {
 }
 
 /** Builds a {@link StreamEntry} over `deps`. */
-export async function startStreamEntry(deps: AppDeps): Promise<StreamEntry> {
+export async function startStreamEntry(deps: ApiDeps): Promise<StreamEntry> {
   installLambdaStreaming();
   const issuer = await createDevIssuer();
   const app = createApp(deps);
@@ -167,6 +171,7 @@ export class ManualClock implements FeedClock {
         at: this.time + ms,
         resolve: () => {
           this.timers.delete(timer);
+          signal.removeEventListener("abort", timer.resolve);
           resolve();
         },
       };

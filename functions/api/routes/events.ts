@@ -1,13 +1,12 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { type SSEStreamingApi, streamSSE } from "hono/streaming";
-import type { AppDeps } from "../../shared/deps.js";
-import { ProblemError, toProblem } from "../../shared/errors.js";
-import type { SecurityContext } from "../../shared/identity.js";
-import { type FeedItem, followRunEvents, LiveEvents } from "../../shared/runs/event-feed.js";
-import type { AppEnv } from "./app.js";
-import { runEventsRoute } from "./contract.js";
-import { IDEMPOTENT_REPLAYED_HEADER } from "./run-idempotency.js";
+import type { ApiDeps } from "../../../shared/deps.js";
+import { ProblemError, toProblem } from "../../../shared/errors.js";
+import type { SecurityContext } from "../../../shared/identity.js";
+import { type FeedItem, followRunEvents, LiveEvents } from "../../../shared/runs/event-feed.js";
+import { runEventsRoute } from "../contract.js";
+import { IDEMPOTENT_REPLAYED_HEADER } from "../run-idempotency.js";
+import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
 
 /** The SSE event name of the last event of a `POST /v1/runs` stream: the JSON answer's body. */
 export const OUTCOME_EVENT = "run.outcome";
@@ -56,16 +55,12 @@ export function resumeAfter(lastEventId: string | undefined, after: number | und
 }
 
 /**
- * The routes of the run event streams, as a sub-app of the API (functions/api/app.ts mounts it after
+ * The routes of the run event streams, a route group of the API (functions/api/app.ts mounts it after
  * its identity and body middlewares): `GET /v1/runs/{runId}/events`.
  * @param getDeps the app's dependencies, loaded on first use
- * @param options the app's options (its `defaultHook`: zod failures → 400 problem+json)
  */
-export function runEventRoutes(
-  getDeps: () => AppDeps,
-  options: ConstructorParameters<typeof OpenAPIHono<AppEnv>>[0],
-) {
-  const routes = new OpenAPIHono<AppEnv>(options);
+export function runEventRoutes(getDeps: GetDeps) {
+  const routes = routeGroup();
   routes.openapi(runEventsRoute, async (c) => {
     const deps = getDeps();
     const security = c.get("security");
@@ -93,7 +88,7 @@ export function runEventRoutes(
 export async function writeRunEvents(
   c: Context<AppEnv>,
   sse: SSEStreamingApi,
-  deps: AppDeps,
+  deps: ApiDeps,
   target: { tenantId: string; runId: string; after: number; live?: LiveEvents },
 ): Promise<boolean> {
   const { clock, config } = deps;
@@ -139,7 +134,7 @@ export async function writeRunEvents(
  * the Lambda has less time left (its remaining time less DEADLINE_RESERVE_MS), so the stream ends with
  * its `retry:` hint before the platform cuts it.
  */
-export function streamEndsAt(c: Context<AppEnv>, deps: AppDeps): number {
+export function streamEndsAt(c: Context<AppEnv>, deps: ApiDeps): number {
   const remaining = c.env?.lambdaContext?.getRemainingTimeInMillis?.();
   const budget =
     remaining === undefined
@@ -164,7 +159,7 @@ export function streamEndsAt(c: Context<AppEnv>, deps: AppDeps): number {
  */
 export async function streamRun(
   c: Context<AppEnv>,
-  deps: AppDeps,
+  deps: ApiDeps,
   input: { tenantId: string; runId: string; respond: (onStart: () => void) => Promise<Response> },
 ): Promise<Response> {
   const live = new LiveEvents(deps.runEvents.hub, input.runId);
