@@ -268,3 +268,67 @@ describe("the buffered HTTP API entry", () => {
     expect(read.messages.at(-1)?.event).toBe("run.outcome");
   });
 });
+
+describe("a client that leaves a streamed run", () => {
+  it("does not affect the run: it completes, stores every event and records its invoice once", async () => {
+    const leaver = await entry.token({
+      sub: "usr_leaver",
+      tenant_id: "tenant_leave_01",
+      scope: "billing:write",
+    });
+    let hangUp = () => {};
+    const response = await entry.request(
+      functionUrlEvent("POST", "/v1/runs", {
+        token: leaver,
+        headers: { accept: "text/event-stream" },
+        body: { prompt: SEED_PROMPT },
+      }),
+      // Gone after the first event, before the first model call has answered.
+      { onMessage: () => hangUp() },
+    );
+    hangUp = response.hangUp;
+    await response.done;
+    const [first] = runEventsOf(response.read);
+    expect(response.read.messages.length).toBeLessThan(SEED_TYPES.length);
+    const runId = (first as RunEvent).runId;
+    const stored = await stack.deps.runs.get("tenant_leave_01", runId);
+    expect(stored?.run).toMatchObject({ status: "completed", cycles: 3 });
+    expect(await stack.deps.ledger.list("tenant_leave_01")).toHaveLength(1);
+    const page = await stack.deps.runEvents.store.read("tenant_leave_01", runId, 0);
+    expect(page.events.map((e) => e.type)).toEqual(SEED_TYPES);
+  });
+});
+
+describe("a streamed synchronous run longer than the HTTP API's 29 s", () => {
+  let slow: TestStack;
+  beforeAll(async () => {
+    slow = await startTestStack({ POWERTOOLS_LOG_LEVEL: "SILENT", RUN_TIMEOUT_MS: "120000" });
+  });
+  afterAll(async () => {
+    await slow?.stop();
+  });
+
+  it("completes on the streaming entry (15-minute function), bounded by RUN_TIMEOUT_MS", {
+    timeout: 90_000,
+  }, async () => {
+    const slowEntry = await startStreamEntry(slow.deps);
+    const gbTax = '{"amount":1500,"currency":"GBP","jurisdiction":"UK"}';
+    slow.model.script([
+      { toolCalls: [{ id: "c1", name: "calculateTax", arguments: gbTax }], delayMs: 10_500 },
+      { toolCalls: [{ id: "c2", name: "calculateTax", arguments: gbTax }], delayMs: 10_500 },
+      { content: "GB tax is 300.00 GBP.", delayMs: 10_500 },
+    ]);
+    const response = await slowEntry.request(
+      functionUrlEvent("POST", "/v1/runs", {
+        token: await slowEntry.token(SEED_USER),
+        headers: { accept: "text/event-stream" },
+        body: { prompt: "Tax on 1500 GBP for the UK client." },
+      }),
+    );
+    await response.done;
+    const answer = RunResponseSchema.parse(JSON.parse(response.read.messages.at(-1)?.data ?? ""));
+    expect(answer.status).toBe("completed");
+    expect(answer.durationMs).toBeGreaterThan(29_000);
+    expect(runEventsOf(response.read).at(-1)).toMatchObject({ type: "run.finished", status: "completed" });
+  });
+});
