@@ -253,7 +253,7 @@ export class RunEventLog {
    * call no tools step announced), then the batch is written — except for the cycle that ends the run,
    * whose events go with the final event, in one batch.
    */
-  async cycle(record: CycleRecord): Promise<void> {
+  async cycle(record: CycleRecord, options: { write: boolean } = { write: true }): Promise<void> {
     for (const call of record.toolCalls) {
       this.toolStarted(record.cycle, call.id, call.name, call.arguments);
       const { result } = call;
@@ -268,7 +268,7 @@ export class RunEventLog {
         idempotencyKey: result.metadata.idempotencyKey,
       });
     }
-    if (record.outcome === undefined) await this.flush();
+    if (options.write && record.outcome === undefined) await this.flush();
   }
 
   /** `run.finished`, written at once with whatever is still kept: always the last event of the log. */
@@ -325,6 +325,8 @@ export function runEventObserver(ports: RunEventPorts & { ttlSeconds: number }):
     approvalRequested: (run, request) => logs.get(run)?.approvalRequested(request),
     approvalDecided: (run, request, decision) => logs.get(run)?.approvalDecided(request, decision),
     cycle: (run, record) => logs.get(run)?.cycle(record),
+    // Its events were written then; emitted again (unwritten) so the sequence goes on as it did.
+    cycleReplayed: (run, record) => logs.get(run)?.cycle(record, { write: false }),
     // A synchronous run paused for approval continues as a durable run, which emits the rest.
     paused: (run) => logs.get(run)?.flush(),
     finished: (run, outcome, durationMs) =>

@@ -28,6 +28,8 @@ export interface RunSubject {
  * - `failed`: the server failed during the run (recorded `failed`)
  * Points of the run's execution rather than its record, called on every durable replay too (a step's
  * result comes from its checkpoint then), so an observer sees the same sequence each time:
+ * - `cycleReplayed`: a cycle whose audit step was already written (a durable replay, or the steps a
+ *   handed-over run carries), in place of `cycle`
  * - `resumed`: a durable execution (re)starts the run (the record was written by whoever started it)
  * - `stepStarting` / `stepFinished`: before and after each named step of the loop (`cycle-<n>:model`,
  *   `cycle-<n>:tools`, `summary:model`, `history:load`), with its result
@@ -37,6 +39,7 @@ export interface RunSubject {
 export interface RunObserver {
   started?(run: RunSubject, record: RunRecord<AgentRunShapes>): void | Promise<void>;
   resumed?(run: RunSubject, start: ResumedRun): void | Promise<void>;
+  cycleReplayed?(run: RunSubject, record: CycleRecord): void | Promise<void>;
   stepStarting?(run: RunSubject, name: string): void | Promise<void>;
   stepFinished?(run: RunSubject, name: string, result: unknown): void | Promise<void>;
   approvalRequested?(run: RunSubject, request: ApprovalRequest): void | Promise<void>;
@@ -181,7 +184,10 @@ export class RunLifecycle {
     try {
       await runs.appendStep(this.subject.tenantId, this.subject.runId, record, usageSoFar);
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return;
+      if (error instanceof ConditionalCheckFailedException) {
+        await this.tell("cycleReplayed", (observer) => observer.cycleReplayed?.(this.subject, record));
+        return;
+      }
       logger.warn("audit step not written", { cycle: record.cycle, error: error as Error });
       return;
     }
