@@ -23,13 +23,20 @@ import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations
 import { Alarm, ComparisonOperator, TreatMissingData } from "aws-cdk-lib/aws-cloudwatch";
 import { AttributeType, Billing, TableV2 } from "aws-cdk-lib/aws-dynamodb";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Architecture, Code, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
+import {
+  Architecture,
+  Code,
+  FunctionUrlAuthType,
+  InvokeMode,
+  Function as LambdaFunction,
+  Runtime,
+} from "aws-cdk-lib/aws-lambda";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
-import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
+import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT, STREAM_ENTRY } from "./bundle.js";
 import { DurableRunner, RUNNER } from "./durable-runner.js";
 import { functionEnvironment } from "./function-env.js";
 import { ROUTES } from "./routes.js";
@@ -52,6 +59,21 @@ export const FUNCTION_MEMORY_MB = 1024;
 
 /** API Gateway HTTP API's maximum integration timeout, in seconds (see shared/config.ts FUNCTION_TIMEOUT_SECONDS). */
 export const API_INTEGRATION_TIMEOUT_SECONDS = 30;
+
+/**
+ * The streaming function's timeout in seconds: Lambda's maximum (15 min), which is what a function URL
+ * with RESPONSE_STREAM allows a response to last. Streams end with a `retry:` hint before it
+ * (STREAM_MAX_SECONDS, 14 min by default), and a streamed synchronous run is bounded by RUN_TIMEOUT_MS,
+ * which this function gets as {@link STREAM_RUN_TIMEOUT_MS}.
+ */
+export const STREAM_FUNCTION_TIMEOUT_SECONDS = 900;
+
+/**
+ * RUN_TIMEOUT_MS of the streaming function: a streamed synchronous run may take 10 minutes there (the
+ * durable runs' default, ASYNC_RUN_TIMEOUT_MS), well inside its 15-minute timeout, instead of the HTTP
+ * API's 25 s.
+ */
+export const STREAM_RUN_TIMEOUT_MS = 600_000;
 
 /**
  * Default route throttling of the API stage (requests per second, burst). Deliberately low for a
@@ -190,6 +212,62 @@ export class BoundloopStack extends Stack {
       },
     });
 
+    // The streaming entry (docs/run-events.md): a function URL with RESPONSE_STREAM, since HTTP APIs
+    // buffer responses and stop at 29 s. The URL has no IAM auth: the function verifies the same JWT
+    // (issuer, audience, the issuer's JWKS) with jose before any route runs (functions/stream/entry.ts).
+    const streamLogs = new LogGroup(this, "StreamFunctionLogs", { retention: LOG_RETENTION, removalPolicy });
+    const streamRole = new Role(this, "StreamFunctionRole", {
+      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
+      description:
+        "boundloop streaming function: its log group, item actions on the table, read of the OpenAI key",
+    });
+    streamLogs.grantWrite(streamRole);
+    streamRole.addToPolicy(
+      new PolicyStatement({ actions: [...TABLE_ITEM_ACTIONS], resources: [table.tableArn] }),
+    );
+    streamRole.addToPolicy(
+      new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),
+    );
+    runner.grantStartStop(streamRole);
+    const streamFn = new LambdaFunction(this, "StreamFunction", {
+      description: "boundloop run event streams (SSE) and streamed runs, behind a function URL",
+      code: Code.fromAsset(PROJECT_ROOT, {
+        assetHashType: AssetHashType.OUTPUT,
+        bundling: {
+          image: DockerImage.fromRegistry("dummy"),
+          // Part of the asset's cache key (see infra/durable-runner.ts).
+          environment: { BOUNDLOOP_ENTRY: STREAM_ENTRY },
+          local: {
+            tryBundle(outputDir) {
+              buildApiBundleSync(outputDir, STREAM_ENTRY);
+              return true;
+            },
+          },
+        },
+      }),
+      handler: API_HANDLER,
+      runtime: Runtime.NODEJS_24_X,
+      architecture: Architecture.ARM_64,
+      memorySize: FUNCTION_MEMORY_MB,
+      timeout: Duration.seconds(STREAM_FUNCTION_TIMEOUT_SECONDS),
+      role: streamRole,
+      logGroup: streamLogs,
+      environment: {
+        ...modelEnvironment,
+        ...functionEnvironment({
+          RUNNER_FUNCTION_ARN: runner.alias.functionArn,
+          DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
+          RUN_TIMEOUT_MS: String(STREAM_RUN_TIMEOUT_MS),
+          JWT_ISSUER: settings.jwtIssuer,
+          JWT_AUDIENCE: settings.jwtAudience.join(","),
+        }),
+      },
+    });
+    const streamUrl = streamFn.addFunctionUrl({
+      authType: FunctionUrlAuthType.NONE,
+      invokeMode: InvokeMode.RESPONSE_STREAM,
+    });
+
     const apiLogs = new LogGroup(this, "ApiAccessLogs", { retention: LOG_RETENTION, removalPolicy });
     const api = new HttpApi(this, "HttpApi", {
       description: "boundloop HTTP API",
@@ -244,6 +322,11 @@ export class BoundloopStack extends Stack {
     this.alarms(fn, api);
 
     new CfnOutput(this, "ApiUrl", { value: stage.url, description: "Base URL of the HTTP API" });
+    new CfnOutput(this, "StreamUrl", {
+      value: streamUrl.url,
+      description:
+        "Function URL of the event streams and streamed runs (bearer JWT verified in the function)",
+    });
     new CfnOutput(this, "TableName", { value: table.tableName, description: "DynamoDB table" });
     new CfnOutput(this, "SecretName", {
       value: secretName,
