@@ -74,17 +74,18 @@ describe("the CDK stack", () => {
     expect(counts).toEqual({
       "AWS::DynamoDB::GlobalTable": 1,
       "AWS::SecretsManager::Secret": 1,
-      "AWS::Logs::LogGroup": 3,
-      "AWS::IAM::Role": 2,
-      "AWS::IAM::Policy": 2,
-      "AWS::Lambda::Function": 2,
+      "AWS::Logs::LogGroup": 4,
+      "AWS::IAM::Role": 3,
+      "AWS::IAM::Policy": 3,
+      "AWS::Lambda::Function": 3,
       "AWS::Lambda::Version": 1,
       "AWS::Lambda::Alias": 1,
-      "AWS::Lambda::Permission": 9,
+      "AWS::Lambda::Permission": 12,
+      "AWS::Lambda::Url": 1,
       "AWS::ApiGatewayV2::Api": 1,
       "AWS::ApiGatewayV2::Integration": 1,
       "AWS::ApiGatewayV2::Authorizer": 1,
-      "AWS::ApiGatewayV2::Route": 9,
+      "AWS::ApiGatewayV2::Route": 10,
       "AWS::ApiGatewayV2::Stage": 1,
       "AWS::CloudWatch::Alarm": 5,
     });
@@ -312,6 +313,7 @@ describe("the CDK stack", () => {
       [
         "POST /v1/runs",
         "GET /v1/runs/{runId}",
+        "GET /v1/runs/{runId}/events",
         "POST /v1/runs/{runId}/cancel",
         "POST /v1/runs/{runId}/approvals/{approvalId}",
         "GET /v1/approvals",
@@ -379,7 +381,13 @@ describe("the CDK stack", () => {
 
   it("outputs the API URL, the table name and the secret name", () => {
     const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>;
-    expect(Object.keys(outputs).sort()).toEqual(["ApiUrl", "JwtIssuer", "SecretName", "TableName"]);
+    expect(Object.keys(outputs).sort()).toEqual([
+      "ApiUrl",
+      "JwtIssuer",
+      "SecretName",
+      "StreamUrl",
+      "TableName",
+    ]);
     expect(JSON.stringify(outputs.ApiUrl?.Value)).toContain(".execute-api.");
     expect(outputs.TableName?.Value).toEqual({ Ref: expect.any(String) });
     expect(outputs.JwtIssuer?.Value).toBe(COGNITO_ISSUER);
@@ -421,8 +429,8 @@ describe("the stack's deploy settings", () => {
     const stateful = Object.values(all).filter((r) =>
       ["AWS::DynamoDB::GlobalTable", "AWS::Logs::LogGroup"].includes(r.Type),
     );
-    // The table and the log groups of the API, its access logs and the durable runner.
-    expect(stateful).toHaveLength(4);
+    // The table and the log groups of the API, the streaming function, its access logs and the durable runner.
+    expect(stateful).toHaveLength(5);
     for (const resource of stateful) expect(resource.DeletionPolicy).toBe("Delete");
     personal.template.hasResourceProperties("AWS::DynamoDB::GlobalTable", {
       Replicas: [Match.objectLike({ DeletionProtectionEnabled: false })],
@@ -488,7 +496,7 @@ describe("the routes of the stack, the app and the local dev server", () => {
     // The dev server (npm run dev) asks for a token on every route but these.
     const local = documented.map(({ route }) => ({ route, public: PUBLIC_ROUTES.has(route) }));
 
-    expect(documented.sort(byRoute)).toHaveLength(9);
+    expect(documented.sort(byRoute)).toHaveLength(10);
     expect(deployed.sort(byRoute)).toEqual(documented);
     expect(declared.sort(byRoute)).toEqual(documented);
     expect(local.sort(byRoute)).toEqual(documented);
