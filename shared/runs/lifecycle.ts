@@ -94,9 +94,9 @@ export class RunLifecycle {
         history: input.conversation?.summary,
       });
     } catch (error) {
-      if (!(options.readIfExists && error instanceof ConditionalCheckFailedException)) throw error;
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const found = await runs.get(tenantId, runId);
-      if (!found) throw error;
+      if (found?.run.userId !== userId) throw error;
       return found.run;
     }
     logger.info("run started", {
