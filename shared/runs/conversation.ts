@@ -5,11 +5,11 @@
  * nothing here writes.
  */
 import * as z from "zod";
-import { estimateTokens, type HistoryMessage, trimHistory } from "./agent/history.js";
-import { DEFAULT_SYSTEM_PROMPT } from "./agent/loop.js";
-import { ProblemError } from "./errors.js";
-import type { SecurityContext } from "./identity.js";
-import type { HistorySummary, RunShapes, RunStore } from "./store/runs.js";
+import { estimateTokens, type HistoryMessage, trimHistory } from "../agent/history.js";
+import { DEFAULT_SYSTEM_PROMPT } from "../agent/loop.js";
+import { ProblemError } from "../errors.js";
+import type { SecurityContext } from "../identity.js";
+import type { HistorySummary, RunShapes, RunStore } from "../store/runs.js";
 
 /** The stored transcript's shape, checked on every load (shared/agent/history.ts `HistoryMessage`). */
 const TranscriptSchema = z.array(
@@ -86,7 +86,7 @@ export async function loadConversation<S extends RunShapes>(
     historyMaxTokens: number;
     maxTotalTokens: number;
     runTtlSeconds: number;
-    systemPrompt?: string;
+    systemPrompt?: string | undefined;
   },
   now: Date = new Date(),
   signal?: AbortSignal,
@@ -133,20 +133,37 @@ export async function loadConversation<S extends RunShapes>(
       { extensions: { previousRunStatus: run.status } },
     );
   }
-  const transcript = parsed.data as HistoryMessage[];
+  return fitted(previousRunId, parsed.data as HistoryMessage[], read.transcriptDroppedMessages, input);
+}
+
+/**
+ * The previous run's transcript cut to the smaller of `historyMaxTokens` and what `maxTotalTokens` leaves
+ * after the system prompt and the new prompt (estimated); `storedDropped`: messages its run already left
+ * out when storing it.
+ */
+function fitted(
+  previousRunId: string,
+  transcript: HistoryMessage[],
+  storedDropped: number,
+  input: {
+    prompt: string;
+    historyMaxTokens: number;
+    maxTotalTokens: number;
+    systemPrompt?: string | undefined;
+  },
+): ConversationHistory {
   const ownTokens = estimateTokens([
     { role: "system", content: input.systemPrompt ?? DEFAULT_SYSTEM_PROMPT },
     { role: "user", content: input.prompt },
   ]);
-  const cap = Math.min(input.historyMaxTokens, input.maxTotalTokens - ownTokens);
-  const trimmed = trimHistory(transcript, cap);
+  const trimmed = trimHistory(transcript, Math.min(input.historyMaxTokens, input.maxTotalTokens - ownTokens));
   return {
     previousRunId,
     messages: trimmed.messages,
     summary: {
       messages: trimmed.messages.length,
       estimatedTokens: trimmed.estimatedTokens,
-      droppedMessages: trimmed.droppedMessages + read.transcriptDroppedMessages,
+      droppedMessages: trimmed.droppedMessages + storedDropped,
     },
   };
 }
