@@ -16,24 +16,11 @@ import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, Code, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { ROLE_PERMISSIONS, ROLES, TENANT_ATTRIBUTE } from "../shared/user-roles.js";
+import { ROLE_PERMISSIONS, ROLES, TENANT_ATTRIBUTE, USER_POOL_POLICY } from "../shared/user-roles.js";
 import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
 
 /** The pre token generation trigger's entry point (exports `handler`), relative to PROJECT_ROOT. */
 export const PRE_TOKEN_ENTRY = "functions/pre-token/handler.ts";
-
-/**
- * The built-in pool's password policy and token lifetimes.
- * - Passwords: 12 characters with lower and upper case, digits and symbols (above cdk-nag COG1's 8);
- *   a temporary password from `npm run user -- add` is valid 3 days.
- * - Access and ID tokens: 1 hour (Cognito's default); refresh tokens 30 days (Cognito's default).
- */
-export const USER_POOL_POLICY = {
-  minPasswordLength: 12,
-  temporaryPasswordDays: 3,
-  accessTokenHours: 1,
-  refreshTokenDays: 30,
-} as const;
 
 /** Props of {@link BuiltInUserPool}. */
 export interface BuiltInUserPoolProps {

@@ -64,3 +64,16 @@ export const TENANT_CLAIM = "tenant_id";
  * `custom:tenant_id` counts, so only the access tokens the trigger shaped pass the handler.
  */
 export const BUILT_IN_POOL_IDENTITY = { TENANT_CLAIMS: TENANT_CLAIM, PERMISSION_CLAIMS: "scope" } as const;
+
+/**
+ * The built-in pool's password policy and token lifetimes.
+ * - Passwords: 12 characters with lower and upper case, digits and symbols (above cdk-nag COG1's 8);
+ *   a temporary password from `npm run user -- add` (local/user.ts) is valid 3 days.
+ * - Access and ID tokens: 1 hour (Cognito's default); refresh tokens 30 days (Cognito's default).
+ */
+export const USER_POOL_POLICY = {
+  minPasswordLength: 12,
+  temporaryPasswordDays: 3,
+  accessTokenHours: 1,
+  refreshTokenDays: 30,
+} as const;

@@ -2,9 +2,8 @@ import { App } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { BoundloopStack } from "../infra/stack.js";
-import { USER_POOL_POLICY } from "../infra/user-pool.js";
 import { loadConfig } from "../shared/config.js";
-import { ROLE_PERMISSIONS } from "../shared/user-roles.js";
+import { ROLE_PERMISSIONS, USER_POOL_POLICY } from "../shared/user-roles.js";
 
 /**
  * The stack without `jwtIssuer`/`jwtAudience`: its built-in Cognito user pool (infra/user-pool.ts).
