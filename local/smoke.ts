@@ -32,7 +32,7 @@ const USAGE = `usage: npm run smoke -- --url <ApiUrl> [--approval]
   --token <jwt>           a writer's access token (default: $BOUNDLOOP_TOKEN)
   --approval              expect an approval pause; approve it with the approver's token
   --approver-token <jwt>  an approver's access token, same tenant (default: $BOUNDLOOP_APPROVER_TOKEN)
-  --timeout <s>           how long to wait for a paused run to end after approval (default 120)`;
+  --timeout <s>           how long to wait for the run to pause, and to end after approval (default 120)`;
 
 /** The seed prompt's facts the run must reproduce. */
 const SEED_FACTS = {
@@ -199,33 +199,62 @@ class SmokeError extends Error {
   }
 }
 
+/** Polls `GET /v1/runs/{runId}` every Retry-After seconds (at least 0.2 s) until `done` says so. */
+async function pollRun(
+  api: Api,
+  runId: string,
+  token: string,
+  timeoutMs: number,
+  done: (run: RunBody) => boolean,
+): Promise<RunBody> {
+  const until = Date.now() + timeoutMs;
+  for (let attempt = 1; Date.now() < until; attempt++) {
+    const polled = await api.call("GET", `/v1/runs/${runId}`, token);
+    const body = polled.json as RunBody;
+    console.log(`poll ${attempt}: HTTP ${polled.status}, status ${body.status}`);
+    if (polled.status !== 200)
+      throw new SmokeError(`GET /v1/runs/${runId}: HTTP ${polled.status}`, polled.json);
+    if (done(body)) return body;
+    const retryAfter = Number(polled.headers.get("retry-after") ?? "1");
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0.2, Math.min(retryAfter, 5)) * 1000));
+  }
+  throw new SmokeError(`run ${runId} did not get there within ${timeoutMs / 1000} s`, null);
+}
+
 /**
- * `--approval`: the run must have paused (202, awaiting_approval); approves its first pending approval
- * with the approver's token, then polls `GET /v1/runs/{runId}` (every Retry-After seconds) until the
- * run is neither running nor awaiting approval.
+ * `--approval`: the run must pause: 202, `awaiting_approval` at once, or `running` while it is handed
+ * to the durable runner, polled until it awaits approval. Approves its first pending approval with the
+ * approver's token, then polls the run until it is neither running nor awaiting approval.
  */
 async function approveAndWait(
   api: Api,
-  paused: { status: number; json: Record<string, unknown> },
-  approverToken: string,
+  started: { status: number; json: Record<string, unknown> },
+  tokens: { writer: string; approver: string },
   timeoutMs: number,
 ): Promise<RunBody> {
-  const run = paused.json as RunBody;
-  const approval = run.pendingApprovals?.[0];
-  if (paused.status !== 202 || run.status !== "awaiting_approval" || !approval) {
+  let run = started.json as RunBody;
+  if (started.status !== 202 || (run.status !== "awaiting_approval" && run.status !== "running")) {
     throw new SmokeError(
-      `expected 202 awaiting_approval (is APPROVAL_RULES set on the API?), got HTTP ${paused.status} ${run.status}`,
-      paused.json,
+      `expected 202 awaiting_approval (is APPROVAL_RULES set on the API?), got HTTP ${started.status} ${run.status}`,
+      started.json,
     );
+  }
+  console.log(`\nHTTP 202: run ${run.runId} is ${run.status}`);
+  if (run.status === "running") {
+    run = await pollRun(api, run.runId, tokens.writer, timeoutMs, (body) => body.status !== "running");
+  }
+  const approval = run.pendingApprovals?.[0];
+  if (run.status !== "awaiting_approval" || !approval) {
+    throw new SmokeError(`expected the run to await approval, it is ${run.status}`, run);
   }
   const { preview } = approval;
   console.log(
-    `\nHTTP 202: run ${run.runId} awaits approval ${approval.approvalId} (gross ${preview.grossTotal} ${preview.currency}, threshold ${preview.threshold} ${preview.currency})`,
+    `Run ${run.runId} awaits approval ${approval.approvalId} (gross ${preview.grossTotal} ${preview.currency}, threshold ${preview.threshold} ${preview.currency})`,
   );
   const decision = await api.call(
     "POST",
     `/v1/runs/${run.runId}/approvals/${approval.approvalId}`,
-    approverToken,
+    tokens.approver,
     {
       decision: "approve",
       reason: "Smoke run: checked against the seed scenario.",
@@ -235,20 +264,14 @@ async function approveAndWait(
     `Approval: HTTP ${decision.status}, status ${String(decision.json.status ?? decision.json.code)}`,
   );
   if (decision.status !== 200) throw new SmokeError("the approval was not accepted", decision.json);
-  const until = Date.now() + timeoutMs;
-  for (let attempt = 1; Date.now() < until; attempt++) {
-    const polled = await api.call("GET", `/v1/runs/${run.runId}`, approverToken);
-    const body = polled.json as RunBody;
-    console.log(`poll ${attempt}: HTTP ${polled.status}, status ${body.status}`);
-    if (polled.status !== 200)
-      throw new SmokeError(`GET /v1/runs/${run.runId}: HTTP ${polled.status}`, polled.json);
-    if (body.status !== "running" && body.status !== "awaiting_approval") {
-      return { ...body, toolResults: toolResultsOf(body) };
-    }
-    const retryAfter = Number(polled.headers.get("retry-after") ?? "1");
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0.2, retryAfter) * 1000));
-  }
-  throw new SmokeError(`run ${run.runId} did not end within ${timeoutMs / 1000} s of its approval`, null);
+  const ended = await pollRun(
+    api,
+    run.runId,
+    tokens.writer,
+    timeoutMs,
+    (body) => body.status !== "running" && body.status !== "awaiting_approval",
+  );
+  return { ...ended, toolResults: toolResultsOf(ended) };
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -291,7 +314,8 @@ async function main(argv: string[]): Promise<number> {
   const started = await api.call("POST", "/v1/runs", token, { prompt });
   let run: RunBody;
   if (values.approval) {
-    run = await approveAndWait(api, started, approverToken as string, Number(values.timeout) * 1000);
+    const tokens = { writer: token, approver: approverToken as string };
+    run = await approveAndWait(api, started, tokens, Number(values.timeout) * 1000);
   } else {
     if (started.status !== 200) throw new SmokeError(`POST /v1/runs: HTTP ${started.status}`, started.json);
     run = started.json as RunBody;
