@@ -82,10 +82,11 @@ export interface BoundloopStackProps extends StackProps {
 /**
  * The boundloop stack: a DynamoDB table, a Secrets Manager secret for the OpenAI key, one Lambda
  * (functions/api/handler.ts) behind an HTTP API with a JWT authorizer, the durable runner
- * (functions/runner/handler.ts, infra/durable-runner.ts) the API starts, log groups and alarms.
+ * (functions/runner/handler.ts, infra/durable-runner.ts) the API starts, log groups and alarms; and,
+ * unless `jwtIssuer` is given, the built-in Cognito user pool the authorizer trusts (infra/user-pool.ts).
  *
- * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `personal`, `openaiModel`,
- * `openaiBaseUrl`, `openaiApiKeySecretName`) or `props.settings`; see infra/settings.ts. Synth needs
+ * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `consoleCallbackUrls`, `personal`,
+ * `openaiModel`, `openaiBaseUrl`, `openaiApiKeySecretName`) or `props.settings`; see infra/settings.ts. Synth needs
  * no AWS account, credentials, context lookups or Docker: the handler is bundled by the local esbuild.
  */
 export class BoundloopStack extends Stack {
