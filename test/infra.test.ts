@@ -403,8 +403,8 @@ describe("the stack's deploy settings", () => {
 
   it("creates no user pool, no trigger and no pool outputs when an issuer is given", () => {
     expect(Object.values(resources).filter((r) => r.Type.startsWith("AWS::Cognito::"))).toEqual([]);
-    // The API function and the durable runner only.
-    expect(ofType("AWS::Lambda::Function")).toHaveLength(2);
+    // The API function, the durable runner and the streaming function only.
+    expect(ofType("AWS::Lambda::Function")).toHaveLength(3);
     const env = envOf(resources);
     expect(env).not.toHaveProperty("TENANT_CLAIMS");
     expect(env).not.toHaveProperty("PERMISSION_CLAIMS");
