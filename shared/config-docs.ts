@@ -99,6 +99,11 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     description:
       "Where the streaming function reads the issuer's signing keys; default: `jwks_uri` of the issuer's OpenID discovery document.",
   },
+  CONSOLE_CLIENT_ID: {
+    group: "HTTP and identity",
+    description:
+      "OAuth client id the operator console (`/console`) signs in with at `JWT_ISSUER` (authorization code with PKCE); unset: the console takes a pasted token. Deploy setting `consoleClientId` (the built-in pool's app client by default).",
+  },
   STREAM_HEARTBEAT_SECONDS: {
     group: "Run event streams",
     unit: "s",
