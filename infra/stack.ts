@@ -72,6 +72,13 @@ export const STREAM_FUNCTION_TIMEOUT_SECONDS = 900;
 export const STREAM_RUN_TIMEOUT_MS = 600_000;
 
 /**
+ * How long one event stream of the API function stays open (s). The HTTP API delivers a response only
+ * when it ends, so a short stream, resumed by the client with Last-Event-ID, keeps a watcher (the
+ * console) within seconds of the run; the streaming function URL streams for real.
+ */
+export const API_STREAM_MAX_SECONDS = 2;
+
+/**
  * Default route throttling of the API stage (requests per second, burst). Deliberately low for a
  * personal account: each run spends model tokens. The account-level default is 10 000 rps / 5 000 burst.
  */
@@ -131,6 +138,8 @@ export class BoundloopStack extends Stack {
       : undefined;
     const jwtIssuer = userPool?.issuer ?? (settings.jwtIssuer as string);
     const jwtAudience = userPool ? [userPool.audience] : (settings.jwtAudience as string[]);
+    // The operator console (functions/api/console.ts) signs in at the issuer with this client.
+    const consoleClientId = userPool ? userPool.audience : settings.consoleClientId;
 
     const table = new TableV2(this, "Table", {
       partitionKey: { name: TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
@@ -211,6 +220,10 @@ export class BoundloopStack extends Stack {
           DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
           // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
           ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
+          ...(consoleClientId ? { JWT_ISSUER: jwtIssuer, CONSOLE_CLIENT_ID: consoleClientId } : {}),
+          // The HTTP API buffers a response until it ends: short event streams (each resumed by the
+          // client with Last-Event-ID) let the console follow a run within seconds through it.
+          STREAM_MAX_SECONDS: String(API_STREAM_MAX_SECONDS),
         }),
       },
     });

@@ -241,6 +241,9 @@ describe("the operator console in a real browser", () => {
     expect(numbers).toMatch(/Gross total\s+1800\.00/);
     expect(numbers).toMatch(/Currency\s+GBP/);
     expect(numbers).toMatch(/Threshold\s+1000\.00/);
+    expect(numbers).toMatch(/Jurisdiction\s+GB/);
+    expect(numbers).toMatch(/Rate version\s+\S+/);
+    expect(numbers).not.toContain("—");
     expect(await card.innerText()).toMatch(/Requested by usr_demo at .+ UTC; \d+ h \d+ min left\./);
     await expectAccessible(approver, "approvals-inbox");
     await card.getByLabel("Reason (required to reject)").fill("Checked against the contract");

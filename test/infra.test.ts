@@ -3,7 +3,7 @@ import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../functions/api/app.js";
 import { RUNNER } from "../infra/durable-runner.js";
-import { PUBLIC_ROUTES, ROUTES } from "../infra/routes.js";
+import { isPublicRoute, PUBLIC_ROUTES, ROUTES } from "../infra/routes.js";
 import { DeploySettingsError } from "../infra/settings.js";
 import {
   API_INTEGRATION_TIMEOUT_SECONDS,
@@ -477,8 +477,13 @@ describe("the routes of the stack, the app and the local dev server", () => {
         public: (operation.security ?? []).length === 0,
       })),
     );
-    // The document describes the API; it is not one of its own operations.
-    documented.push({ route: "GET /openapi.json", public: true });
+    // The document describes the API; it is not one of its own operations. Nor are the console's page
+    // and its assets (functions/api/console.ts), which a browser fetches without a token.
+    documented.push(
+      { route: "GET /openapi.json", public: true },
+      { route: "GET /console", public: true },
+      { route: "GET /console/assets/{file}", public: true },
+    );
 
     // The stack as synthesized: each route's key and whether it has an authorizer.
     const deployed = ofType("AWS::ApiGatewayV2::Route").map((route) => ({
@@ -492,10 +497,19 @@ describe("the routes of the stack, the app and the local dev server", () => {
     // The dev server (npm run dev) asks for a token on every route but these.
     const local = documented.map(({ route }) => ({ route, public: PUBLIC_ROUTES.has(route) }));
 
-    expect(documented.sort(byRoute)).toHaveLength(10);
+    expect(documented.sort(byRoute)).toHaveLength(13);
     expect(deployed.sort(byRoute)).toEqual(documented);
     expect(declared.sort(byRoute)).toEqual(documented);
     expect(local.sort(byRoute)).toEqual(documented);
-    expect([...PUBLIC_ROUTES].sort()).toEqual(["GET /healthz", "GET /openapi.json"]);
+    expect([...PUBLIC_ROUTES].sort()).toEqual([
+      "GET /console",
+      "GET /console/assets/{file}",
+      "GET /healthz",
+      "GET /openapi.json",
+    ]);
+    expect(isPublicRoute("GET", "/console/assets/app-ABCDEFGH.js")).toBe(true);
+    expect(isPublicRoute("GET", "/console/assets/a/b.js")).toBe(false);
+    expect(isPublicRoute("POST", "/console")).toBe(false);
+    expect(isPublicRoute("GET", "/v1/runs")).toBe(false);
   });
 });

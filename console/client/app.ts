@@ -454,8 +454,12 @@ function approvalCard(approval: Approval): HTMLElement {
     { onsubmit: (event: Event) => event.preventDefault() },
     h("label", { for: `reason-${id}` }, "Reason (required to reject)"),
     reason,
-    h("button", { type: "button", onclick: () => decide("approve") }, "Approve"),
-    h("button", { type: "button", onclick: () => decide("reject") }, "Reject"),
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "button", onclick: () => decide("approve") }, "Approve"),
+      h("button", { type: "button", onclick: () => decide("reject") }, "Reject"),
+    ),
   );
   const own = caller && approval.requestedBy === caller.sub;
   return h(
@@ -481,6 +485,7 @@ function approvalCard(approval: Approval): HTMLElement {
           ...fact("Tax", preview.taxAmount),
           ...fact("Gross total", preview.grossTotal),
           ...fact("Currency", preview.currency),
+          ...fact("Jurisdiction", preview.jurisdiction),
           ...fact("Rate version", preview.rateVersion),
           ...fact("Quote", preview.quoteId),
           ...fact("Threshold", preview.threshold),
