@@ -328,7 +328,7 @@ export class BoundloopStack extends Stack {
       if (route.auth === "public" && created) {
         Validations.of(created).acknowledge({
           id: "AwsSolutions-APIG4",
-          reason: `${route.method} ${route.path} is public by design: a liveness probe / the API's own description, no tenant data.`,
+          reason: `${route.method} ${route.path} is public by design: a liveness probe, the API's own description, or the console's page and static assets (its data comes from the authorized routes); no tenant data.`,
         });
       }
     }

@@ -75,12 +75,12 @@ describe("the CDK stack", () => {
       "AWS::Lambda::Function": 3,
       "AWS::Lambda::Version": 1,
       "AWS::Lambda::Alias": 1,
-      "AWS::Lambda::Permission": 12,
+      "AWS::Lambda::Permission": 15,
       "AWS::Lambda::Url": 1,
       "AWS::ApiGatewayV2::Api": 1,
       "AWS::ApiGatewayV2::Integration": 1,
       "AWS::ApiGatewayV2::Authorizer": 1,
-      "AWS::ApiGatewayV2::Route": 10,
+      "AWS::ApiGatewayV2::Route": 13,
       "AWS::ApiGatewayV2::Stage": 1,
       "AWS::CloudWatch::Alarm": 5,
     });
@@ -139,10 +139,15 @@ describe("the CDK stack", () => {
         "OPENAI_API_KEY_SECRET_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
         "POWERTOOLS_SERVICE_NAME",
+        "STREAM_MAX_SECONDS",
         "TABLE_NAME",
       ].sort(),
     );
     expect(env.NODE_OPTIONS).toBe("--enable-source-maps");
+    // Behind the buffering HTTP API, event streams are short and resumed (the console's timeline).
+    expect(env.STREAM_MAX_SECONDS).toBe("2");
+    // No consoleClientId with this issuer: the console takes a pasted token, no sign-in settings.
+    expect(env).not.toHaveProperty("CONSOLE_CLIENT_ID");
     // Logs and metrics go where the code's own defaults send them: one service name, one namespace.
     expect([env.POWERTOOLS_SERVICE_NAME, env.POWERTOOLS_METRICS_NAMESPACE]).toEqual([
       "boundloop",
@@ -292,7 +297,21 @@ describe("the CDK stack", () => {
     });
   });
 
-  it("puts the JWT authorizer on every route except /healthz and /openapi.json", () => {
+  it("gives the console its sign-in: consoleClientId with your issuer, the built-in pool's app client without one", () => {
+    const own = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "client-a", consoleClientId: "console-client" });
+    const ownEnv = envOf(own.template.toJSON().Resources as Record<string, Resource>);
+    expect([ownEnv.JWT_ISSUER, ownEnv.CONSOLE_CLIENT_ID]).toEqual([COGNITO_ISSUER, "console-client"]);
+    const pooled = synth();
+    const all = pooled.template.toJSON().Resources as Record<string, Resource>;
+    const clientId = Object.entries(all).find(([, r]) => r.Type === "AWS::Cognito::UserPoolClient")?.[0];
+    expect(envOf(all).CONSOLE_CLIENT_ID).toEqual({ Ref: clientId });
+    expect(envOf(all).JWT_ISSUER).toBeDefined();
+    expect(() => synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", consoleClientId: "has space" })).toThrow(
+      /consoleClientId must be an OAuth client id/,
+    );
+  });
+
+  it("puts the JWT authorizer on every route except /healthz, /openapi.json and the console's", () => {
     template.hasResourceProperties("AWS::ApiGatewayV2::Authorizer", {
       AuthorizerType: "JWT",
       IdentitySource: ["$request.header.Authorization"],
@@ -307,6 +326,7 @@ describe("the CDK stack", () => {
     expect(Object.keys(routes).sort()).toEqual(
       [
         "POST /v1/runs",
+        "GET /v1/runs",
         "GET /v1/runs/{runId}",
         "GET /v1/runs/{runId}/events",
         "POST /v1/runs/{runId}/cancel",
@@ -316,10 +336,13 @@ describe("the CDK stack", () => {
         "GET /v1/invoices/{invoiceId}",
         "GET /healthz",
         "GET /openapi.json",
+        "GET /console",
+        "GET /console/assets/{file}",
       ].sort(),
     );
+    const open = ["GET /healthz", "GET /openapi.json", "GET /console", "GET /console/assets/{file}"];
     for (const [key, route] of Object.entries(routes)) {
-      if (key === "GET /healthz" || key === "GET /openapi.json") {
+      if (open.includes(key)) {
         expect(route.AuthorizationType, key).toBe("NONE");
         expect(route.AuthorizerId, key).toBeUndefined();
       } else {
