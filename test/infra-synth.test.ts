@@ -252,7 +252,8 @@ describe("cdk synth of the real app", () => {
       style: string;
       files: Record<string, string>;
     };
-    for (const name of Object.keys(manifest.files)) expect(existsSync(join(dir, "console", name)), name).toBe(true);
+    for (const name of Object.keys(manifest.files))
+      expect(existsSync(join(dir, "console", name)), name).toBe(true);
     expect(manifest.script).toMatch(/^app-[A-Z0-9]{8}\.js$/);
     expect(statSync(join(dir, "console", manifest.script)).size).toBeLessThan(30_000);
     const consoleChunks = chunks.filter((chunk) =>

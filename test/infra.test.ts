@@ -298,7 +298,11 @@ describe("the CDK stack", () => {
   });
 
   it("gives the console its sign-in: consoleClientId with your issuer, the built-in pool's app client without one", () => {
-    const own = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "client-a", consoleClientId: "console-client" });
+    const own = synth({
+      jwtIssuer: COGNITO_ISSUER,
+      jwtAudience: "client-a",
+      consoleClientId: "console-client",
+    });
     const ownEnv = envOf(own.template.toJSON().Resources as Record<string, Resource>);
     expect([ownEnv.JWT_ISSUER, ownEnv.CONSOLE_CLIENT_ID]).toEqual([COGNITO_ISSUER, "console-client"]);
     const pooled = synth();
@@ -306,9 +310,9 @@ describe("the CDK stack", () => {
     const clientId = Object.entries(all).find(([, r]) => r.Type === "AWS::Cognito::UserPoolClient")?.[0];
     expect(envOf(all).CONSOLE_CLIENT_ID).toEqual({ Ref: clientId });
     expect(envOf(all).JWT_ISSUER).toBeDefined();
-    expect(() => synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", consoleClientId: "has space" })).toThrow(
-      /consoleClientId must be an OAuth client id/,
-    );
+    expect(() =>
+      synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", consoleClientId: "has space" }),
+    ).toThrow(/consoleClientId must be an OAuth client id/);
   });
 
   it("puts the JWT authorizer on every route except /healthz, /openapi.json and the console's", () => {
