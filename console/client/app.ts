@@ -311,6 +311,60 @@ function eventText(event: RunEvent): Child[] {
   }
 }
 
+/** Fills a run view's parts from the run's record: its facts, pending approvals, tool calls and results. */
+function showRunRecord(
+  run: RunRecord,
+  parts: { summary: HTMLElement; pending: HTMLElement; results: HTMLElement },
+): void {
+  const { summary, pending, results } = parts;
+  const fact = (term: string, value: string) => [h("dt", {}, term), h("dd", {}, value)];
+  summary.replaceChildren(
+    ...fact("Status", run.status),
+    ...fact("Cycles", String(run.cycles ?? run.cyclesRecorded)),
+    ...fact("Tokens", String(run.usage.totalTokens)),
+    ...fact("Started", time(run.startedAt)),
+    ...fact("Duration", seconds(run.durationMs)),
+    ...fact("Started by", run.userId),
+  );
+  pending.replaceChildren(
+    ...(run.pendingApprovals ?? []).map((approval) =>
+      h(
+        "p",
+        { class: "note" },
+        `Waiting for approval of ${approval.toolName}: gross total ${approval.preview.grossTotal} ${approval.preview.currency}. `,
+        h("a", { href: "#/approvals" }, "Open the approvals inbox"),
+      ),
+    ),
+  );
+  results.replaceChildren(
+    ...(run.steps ?? []).flatMap((step) =>
+      step.toolCalls.map((call) =>
+        h(
+          "tr",
+          {},
+          h("td", {}, String(step.cycle)),
+          h("td", {}, call.name),
+          h("td", {}, h("code", {}, call.arguments)),
+          h("td", {}, resultText(call.result)),
+        ),
+      ),
+    ),
+  );
+}
+
+/** One timeline row of an event, keyed by its sequence. */
+function timelineRow(event: RunEvent): HTMLElement {
+  return h(
+    "li",
+    { "data-seq": event.seq, "data-type": event.type },
+    h("span", { class: "type" }, event.type),
+    " ",
+    h("time", { datetime: event.at }, time(event.at).slice(11)),
+    " ",
+    ...eventText(event),
+  );
+}
+
 async function runView(runId: string): Promise<void> {
   const signal = leaving.signal;
   const summary = h("dl", { class: "facts" });
@@ -345,40 +399,7 @@ async function runView(runId: string): Promise<void> {
     const answer = await api<RunRecord>(`/v1/runs/${encodeURIComponent(runId)}`);
     if (signal.aborted) return;
     if (!answer.ok) return summary.replaceChildren(alert(problemText(answer.status, answer.body)));
-    const run = answer.body;
-    const fact = (term: string, value: string) => [h("dt", {}, term), h("dd", {}, value)];
-    summary.replaceChildren(
-      ...fact("Status", run.status),
-      ...fact("Cycles", String(run.cycles ?? run.cyclesRecorded)),
-      ...fact("Tokens", String(run.usage.totalTokens)),
-      ...fact("Started", time(run.startedAt)),
-      ...fact("Duration", seconds(run.durationMs)),
-      ...fact("Started by", run.userId),
-    );
-    pending.replaceChildren(
-      ...(run.pendingApprovals ?? []).map((approval) =>
-        h(
-          "p",
-          { class: "note" },
-          `Waiting for approval of ${approval.toolName}: gross total ${approval.preview.grossTotal} ${approval.preview.currency}. `,
-          h("a", { href: "#/approvals" }, "Open the approvals inbox"),
-        ),
-      ),
-    );
-    results.replaceChildren(
-      ...(run.steps ?? []).flatMap((step) =>
-        step.toolCalls.map((call) =>
-          h(
-            "tr",
-            {},
-            h("td", {}, String(step.cycle)),
-            h("td", {}, call.name),
-            h("td", {}, h("code", {}, call.arguments)),
-            h("td", {}, resultText(call.result)),
-          ),
-        ),
-      ),
-    );
+    showRunRecord(answer.body, { summary, pending, results });
   };
   await refresh();
   const seen = new Set<number>();
@@ -387,17 +408,7 @@ async function runView(runId: string): Promise<void> {
     onEvent: (event) => {
       if (seen.has(event.seq)) return;
       seen.add(event.seq);
-      timeline.append(
-        h(
-          "li",
-          { "data-seq": event.seq, "data-type": event.type },
-          h("span", { class: "type" }, event.type),
-          " ",
-          h("time", { datetime: event.at }, time(event.at).slice(11)),
-          " ",
-          ...eventText(event),
-        ),
-      );
+      timeline.append(timelineRow(event));
       if (event.type !== "model.call.finished") void refresh();
       if (event.type === "run.finished") live.textContent = "The run has ended.";
     },
@@ -428,12 +439,43 @@ function decidedText(approval: Approval): string {
   return `${approval.status} by ${approval.decidedBy} at ${time(approval.decidedAt)}${approval.reason ? `: ${approval.reason}` : ""}`;
 }
 
+/** The backend's numbers of an approval beside what the model asked for. */
+function previewColumns(approval: Approval): HTMLElement {
+  const preview = approval.preview;
+  const fact = (term: string, value: unknown) => [h("dt", {}, term), h("dd", {}, String(value ?? "—"))];
+  return h(
+    "div",
+    { class: "columns" },
+    h(
+      "section",
+      { "aria-label": "The backend's numbers" },
+      h("h3", {}, "The backend's numbers (from the quote)"),
+      h(
+        "dl",
+        { class: "facts" },
+        ...fact("Subtotal", preview.subtotal),
+        ...fact("Tax", preview.taxAmount),
+        ...fact("Gross total", preview.grossTotal),
+        ...fact("Currency", preview.currency),
+        ...fact("Jurisdiction", preview.jurisdiction),
+        ...fact("Rate version", preview.rateVersion),
+        ...fact("Quote", preview.quoteId),
+        ...fact("Threshold", preview.threshold),
+      ),
+    ),
+    h(
+      "section",
+      { "aria-label": "What the model asked for" },
+      h("h3", {}, "What the model asked for"),
+      h("pre", {}, json(approval.arguments)),
+    ),
+  );
+}
+
 function approvalCard(approval: Approval): HTMLElement {
   const id = approval.approvalId;
   const reason = h("input", { id: `reason-${id}`, name: "reason", type: "text", maxlength: 500 });
   const outcome = h("div", { "aria-live": "polite" });
-  const preview = approval.preview;
-  const fact = (term: string, value: unknown) => [h("dt", {}, term), h("dd", {}, String(value ?? "—"))];
   const decide = async (decision: "approve" | "reject") => {
     const text = (reason as HTMLInputElement).value.trim();
     if (decision === "reject" && text === "") {
@@ -471,33 +513,7 @@ function approvalCard(approval: Approval): HTMLElement {
       `${approval.toolName} for run `,
       h("a", { href: `#/runs/${approval.runId}` }, String(approval.runId)),
     ),
-    h(
-      "div",
-      { class: "columns" },
-      h(
-        "section",
-        { "aria-label": "The backend's numbers" },
-        h("h3", {}, "The backend's numbers (from the quote)"),
-        h(
-          "dl",
-          { class: "facts" },
-          ...fact("Subtotal", preview.subtotal),
-          ...fact("Tax", preview.taxAmount),
-          ...fact("Gross total", preview.grossTotal),
-          ...fact("Currency", preview.currency),
-          ...fact("Jurisdiction", preview.jurisdiction),
-          ...fact("Rate version", preview.rateVersion),
-          ...fact("Quote", preview.quoteId),
-          ...fact("Threshold", preview.threshold),
-        ),
-      ),
-      h(
-        "section",
-        { "aria-label": "What the model asked for" },
-        h("h3", {}, "What the model asked for"),
-        h("pre", {}, json(approval.arguments)),
-      ),
-    ),
+    previewColumns(approval),
     h(
       "p",
       {},
