@@ -152,14 +152,16 @@ describe("claims", () => {
     // The authorizer renders every claim as text: a JSON null arrives as "null" (claimsAsStrings does
     // what API Gateway does), in the HTTP API and the REST API shapes alike.
     for (const shape of ["http-api-v2", "rest-v1"] as const) {
-      const nullSub = apiEvent(shape, { claims: claimsAsStrings({ sub: null, tenant_id: "tenant_uk_01" }) });
+      const nullSub = apiEvent(shape, {
+        claims: claimsAsStrings({ sub: null, tenant_id: "tenant_uk_01" } as never),
+      });
       expect(unauthenticated(() => securityContextFromEvent(nullSub, defaults))).toContain("sub");
       const nullTenant = apiEvent(shape, { claims: claimsAsStrings({ sub: "usr_1", tenant_id: null }) });
       expect(unauthenticated(() => securityContextFromEvent(nullTenant, defaults))).toContain(
         "no tenant claim",
       );
     }
-    const raw = apiEvent("http-api-v2", { claims: { sub: null, tenant_id: null } });
+    const raw = apiEvent("http-api-v2", { claims: { sub: null, tenant_id: null } as never });
     expect(unauthenticated(() => securityContextFromEvent(raw, defaults))).toContain("sub");
     // A null first tenant claim falls through to the next one, as an empty one does.
     const fallback = apiEvent("http-api-v2", {
