@@ -177,6 +177,7 @@ export function createApp(deps: AppDeps | LazyDeps) {
           headers: c.req.raw.headers,
           event: c.env?.event,
           tenantId: security.tenantId,
+          userId: security.userId,
           body,
           leaseExpiresAt: deadline.at,
         },

@@ -60,8 +60,8 @@ export interface AsyncStartInput {
  * Starts a durable run (`POST /v1/runs` with `Prefer: respond-async`) and answers 202 with the stored
  * run (status `running`, no steps yet), `Location: /v1/runs/{runId}`, `Retry-After` and
  * `Preference-Applied: respond-async`. Under an Idempotency-Key (run-idempotency.ts: replay of the 202,
- * 409 in progress, 422 other body) the run id, hence the execution name, derives from tenant + key +
- * body ({@link asyncRunId}); the run record (start time, limits) is written once and the execution's
+ * 409 in progress, 422 other body) the run id, hence the execution name, derives from the caller
+ * (tenant, user), the key and the body ({@link asyncRunId}); the run record (start time, limits) is written once and the execution's
  * input is read back from it, so a retried or taken-over start sends Lambda the same name and payload
  * and never starts a second execution. A continuation (`conversation`) is recorded with its history
  * summary after the history is fitted to the checkpoint limit (shared/durable/history.ts), exactly as the
@@ -77,12 +77,13 @@ export async function startAsyncRun(input: AsyncStartInput): Promise<Response> {
       headers: input.headers,
       event: input.event,
       tenantId: security.tenantId,
+      userId: security.userId,
       body,
       leaseExpiresAt: Date.now() + ASYNC_START_LEASE_MS,
     },
     async (clientKey) => {
       const runId = clientKey
-        ? asyncRunId(security.tenantId, clientKey, requestFingerprint(RUN_ROUTE, body))
+        ? asyncRunId(security, clientKey, requestFingerprint(RUN_ROUTE, body))
         : `run_${randomUUID()}`;
       const limits = asyncRunLimits(deps.config, body);
       const conversation = input.conversation && fitHistoryToCheckpoint(input.conversation);
@@ -92,7 +93,11 @@ export async function startAsyncRun(input: AsyncStartInput): Promise<Response> {
         version: 1,
         runId,
         runScope: clientKey ?? runId,
-        security: { userId: run.userId, tenantId: run.tenantId, permissions: [...security.permissions] },
+        security: {
+          userId: security.userId,
+          tenantId: security.tenantId,
+          permissions: [...security.permissions],
+        },
         prompt: body.prompt,
         limits: { ...limits, runTimeoutMs: run.limits.timeoutMs },
         startedAt,
@@ -126,7 +131,8 @@ export async function startAsyncRun(input: AsyncStartInput): Promise<Response> {
 
 /**
  * Writes the run record (`running`, with `previousRunId` and the history summary of a continuation);
- * when it already exists (a retried start), reads it back.
+ * when it already exists (a retried start), reads it back — only the caller's own: a record of another
+ * user under the same id is never taken over (the id hashes the user, so this is a guard, not a path).
  */
 async function startOrReadRun(
   deps: AppDeps,
@@ -149,7 +155,7 @@ async function startOrReadRun(
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
     const found = await deps.runs.get(security.tenantId, runId);
-    if (!found) throw error;
+    if (!found || found.run.userId !== security.userId) throw error;
     return found.run;
   }
 }

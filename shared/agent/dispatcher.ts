@@ -314,6 +314,7 @@ export async function runPreparedCall(
   const operationKeyOf = () =>
     (operationKey ??= toolIdempotencyKey({
       tenantId: security.tenantId,
+      userId: security.userId,
       runScope: context.runScope,
       toolName: tool.name,
       args,
