@@ -6,7 +6,7 @@ import { type RunOutcome, type RunUsage, runAgent, type StepRunner } from "../..
 import type { ConversationHistory } from "../../shared/conversation.js";
 import type { AppDeps } from "../../shared/deps.js";
 import type { SecurityContext } from "../../shared/identity.js";
-import { observeToolResults, recordRunMetrics } from "../../shared/observability.js";
+import { logInternalFailure, observeToolResults, recordRunMetrics } from "../../shared/observability.js";
 
 /**
  * One run as the HTTP layer asks for it.
@@ -113,6 +113,7 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
       ...(request.step ? { step: request.step } : {}),
       ...(request.approve ? { approve: request.approve } : {}),
       hooks: {
+        onInternalFailure: logInternalFailure(logger),
         onCycle: async (record) => {
           usageSoFar.promptTokens += record.usage.promptTokens;
           usageSoFar.completionTokens += record.usage.completionTokens;

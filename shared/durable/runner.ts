@@ -13,7 +13,7 @@ import { transcriptOf } from "../agent/history.js";
 import { type CycleRecord, type RunOutcome, type RunUsage, runAgent } from "../agent/loop.js";
 import type { StepRunner } from "../agent/step.js";
 import type { AppDeps } from "../deps.js";
-import { flushMetrics, observeToolResults, recordRunMetrics } from "../observability.js";
+import { flushMetrics, logInternalFailure, observeToolResults, recordRunMetrics } from "../observability.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
 import { loadDurableHistory } from "./history.js";
 
@@ -203,7 +203,10 @@ async function durableRun(
       step,
       ...(history ? { history: history.messages } : {}),
       approve: approvalGate(ctx, deps, payload, deadline, stopSignal),
-      hooks: { onCycle: (record) => writeAuditStep(deps, payload, record, usageSoFar, stopped) },
+      hooks: {
+        onCycle: (record) => writeAuditStep(deps, payload, record, usageSoFar, stopped),
+        onInternalFailure: logInternalFailure(logger),
+      },
     });
   } catch (error) {
     if (stopped()) return { runId, status: "cancelled" };
