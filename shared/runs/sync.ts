@@ -3,6 +3,7 @@ import type { Deadline } from "../agent/deadline.js";
 import { type RunOutcome, type RunPaused, runAgent, type StepRunner } from "../agent/loop.js";
 import type { SharedDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
+import { logInternalFailure } from "../observability.js";
 import type { ConversationHistory } from "./conversation.js";
 import { RunLifecycle } from "./lifecycle.js";
 import { type RequestedLimits, syncRunLimits } from "./limits.js";
@@ -62,7 +63,7 @@ export async function runSynchronously(
       ...(conversation ? { history: conversation.messages } : {}),
       ...(request.step ? { step: request.step } : {}),
       ...(request.approve ? { approve: request.approve } : {}),
-      hooks: { onCycle: (record) => life.cycle(record) },
+      hooks: { onCycle: (record) => life.cycle(record), onInternalFailure: logInternalFailure(deps.logger) },
     });
   } catch (error) {
     await life.fail(error);
