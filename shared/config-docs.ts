@@ -52,6 +52,12 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
       "Base URL of any OpenAI-compatible server (`…/v1`); unset: `https://api.openai.com/v1`. Setting it locally uses that server instead of the planner.",
   },
   OPENAI_MODEL: { group: "Model", description: "Model name sent with each chat completions request." },
+  MODEL_MAX_TOKENS: {
+    group: "Model",
+    unit: "tokens",
+    description:
+      "Completion limit sent as `max_tokens` with every chat completions request, so truncation is not left to the server's default. An answer is a few sentences and a turn's tool calls a few hundred tokens; a reply cut at the limit (`finish_reason: length`) ends the run `model_output_truncated`, nothing of it is used. Raise it for a reasoning model that spends tokens thinking.",
+  },
   OPENAI_API_KEY_SECRET_NAME: {
     group: "Model",
     description:

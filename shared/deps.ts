@@ -131,7 +131,7 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
       )
     : (config.model.apiKey ?? NO_API_KEY);
   const openai = createModelClient({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
-  const model = new OpenAIChatModel(openai, config.model.name);
+  const model = new OpenAIChatModel(openai, config.model.name, { maxTokens: config.model.maxTokens });
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
   const runs = new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
