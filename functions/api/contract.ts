@@ -126,6 +126,23 @@ export const ContextLengthSchema = z
 /** Why a run stopped, for the status that stopped it (`RunOutcomeDetails` in shared/agent/loop.ts). */
 export const RunDetailsSchema = z
   .object({
+    effects: z
+      .array(
+        z
+          .object({
+            toolName: z.string(),
+            toolCallId: z.string(),
+            summary: z.string().openapi({
+              description: "The tool's sentence from its backend result, e.g. the invoice it recorded.",
+            }),
+          })
+          .strict(),
+      )
+      .optional()
+      .openapi({
+        description:
+          "Any status but completed: the successful calls of mutating tools before the run stopped (what was done), in call order; `reason` ends with the same sentences.",
+      }),
     budget: z
       .object({
         name: z.enum(["maxTotalTokens", "maxToolCallsPerRun"]),
@@ -188,7 +205,8 @@ export const RunDetailsSchema = z
   })
   .strict()
   .openapi("RunDetails", {
-    description: "Machine-readable facts about why the run stopped; only the entry for its status is set.",
+    description:
+      "Machine-readable facts about why the run stopped; only the entry for its status is set, plus `effects` when the run did something before it stopped.",
   });
 
 /** The earlier conversation a run carried (`HistorySummary` in shared/store/runs.ts); null without one. */

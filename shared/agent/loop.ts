@@ -1,5 +1,6 @@
 import { settleApprovals } from "./approval.js";
 import { cycleRecord, notify, requestSummary } from "./audit.js";
+import { toolsAllowedFor } from "./dispatcher.js";
 import { LoopBreaker } from "./loop-breaker.js";
 import { callModel, modelTools } from "./model-step.js";
 import { RunState } from "./run-state.js";
@@ -42,7 +43,8 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
   const { limits, deadline, hooks } = input;
   const step = input.step ?? runInline;
   const run = new RunState(input);
-  const tools = modelTools(input.tools);
+  // Only the tools the caller may call are offered; the dispatcher still checks every call.
+  const tools = modelTools(toolsAllowedFor(input.tools, input.security));
   const breaker = new LoopBreaker(limits.loopBreakerThreshold);
 
   while (run.cycles < limits.maxCycles) {
