@@ -39,7 +39,7 @@ async function run(scope: string, script: ScriptedReply[]) {
 
 /** The tool names of recorded model request `index`. */
 const offered = (index: number) =>
-  (stack.model.requests[index]?.tools as Array<{ function: { name: string } }>).map(
+  ((stack.model.requests[index]?.tools ?? []) as Array<{ function: { name: string } }>).map(
     (tool) => tool.function.name,
   );
 
@@ -73,7 +73,7 @@ describe("tools offered to the model", () => {
       { toolCalls: [{ id: "c1", name: "calculateTax", arguments: GB_TAX }] },
       { content: "300.00 GBP." },
     ]);
-    const { quoteId } = quote.toolResults[0]?.data as { quoteId: string };
+    const { quoteId } = (quote.toolResults[0]?.data ?? {}) as { quoteId: string };
     const body = await run("billing:write", [
       { toolCalls: [{ id: "c2", name: "recordInvoice", arguments: { clientName: "Acme Ltd", quoteId } }] },
       // A model "confirming" what was recorded with a tool this caller was never offered.
@@ -87,7 +87,7 @@ describe("tools offered to the model", () => {
       "recordInvoice:success",
       "getInvoice:permission_denied",
     ]);
-    const { invoice } = body.toolResults[0]?.data as { invoice: { invoiceId: string } };
+    const { invoice } = (body.toolResults[0]?.data ?? {}) as { invoice: { invoiceId: string } };
     const ledger = await stack.deps.ledger.list(TENANT);
     expect(ledger.filter((row) => row.invoiceId === invoice.invoiceId)).toHaveLength(1);
     const summary = `recordInvoice recorded invoice ${invoice.invoiceId} for Acme Ltd (gross total 1800.00 GBP)`;
