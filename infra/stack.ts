@@ -30,13 +30,14 @@ import type { Construct } from "constructs";
 import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
 import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
-import { DurableRunner, RUNNER } from "./durable-runner.js";
-import { functionEnvironment } from "./function-env.js";
+import { DurableRunner, runnerExecutionTimeoutSeconds } from "./durable-runner.js";
+import { functionEnvironment, runtimeEnvironment } from "./function-env.js";
 import { ROUTES } from "./routes.js";
 import {
   type DeploySettings,
   type DeploySettingsInput,
   PLACEHOLDER_WARNING_ID,
+  RUN_TIMEOUT_CAPPED_WARNING_ID,
   readDeploySettings,
 } from "./settings.js";
 
@@ -88,8 +89,9 @@ export interface BoundloopStackProps extends StackProps {
  * (functions/api/handler.ts) behind an HTTP API with a JWT authorizer, the durable runner
  * (functions/runner/handler.ts, infra/durable-runner.ts) the API starts, log groups and alarms.
  *
- * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `personal`, `openaiModel`,
- * `openaiBaseUrl`, `openaiApiKeySecretName`) or `props.settings`; see infra/settings.ts. Synth needs
+ * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `personal`, `openaiApiKeySecretName`, and
+ * the runtime settings of infra/settings.ts RUNTIME_SETTINGS, each passed to the functions that read it)
+ * or `props.settings`; see infra/settings.ts. Synth needs
  * no AWS account, credentials, context lookups or Docker: the handler is bundled by the local esbuild.
  */
 export class BoundloopStack extends Stack {
@@ -107,6 +109,14 @@ export class BoundloopStack extends Stack {
           "Deploy with -c jwtIssuer=https://... -c jwtAudience=... (see docs/deploy.md).",
       );
     }
+    const syncCapMs = FUNCTION_TIMEOUT_SECONDS * 1000 - settings.config.DEADLINE_RESERVE_MS;
+    if (settings.config.RUN_TIMEOUT_MS > syncCapMs) {
+      Annotations.of(this).addWarningV2(
+        RUN_TIMEOUT_CAPPED_WARNING_ID,
+        `runTimeoutMs ${settings.config.RUN_TIMEOUT_MS} ms is capped by the API function's ${FUNCTION_TIMEOUT_SECONDS} s timeout ` +
+          `(a synchronous run ends by ${syncCapMs} ms). Longer runs: send Prefer: respond-async (asyncRunTimeoutMs, docs/durable-runs.md).`,
+      );
+    }
     const removalPolicy = settings.personal ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
 
     const table = new TableV2(this, "Table", {
@@ -121,23 +131,25 @@ export class BoundloopStack extends Stack {
 
     const { secretArn, secretName } = this.openaiKeySecret(settings, removalPolicy);
 
-    // The durable runner of `Prefer: respond-async` runs (infra/durable-runner.ts, docs/durable-runs.md).
-    const modelEnvironment = functionEnvironment({
+    // What both functions get; each also gets the runtime settings it reads (infra/settings.ts).
+    const sharedEnvironment = {
       TABLE_NAME: table.tableName,
       OPENAI_API_KEY_SECRET_NAME: secretName,
-      OPENAI_MODEL: settings.openaiModel,
-      OPENAI_BASE_URL: settings.openaiBaseUrl,
       // The config's defaults, written out so the console shows where the logs and metrics go.
       POWERTOOLS_SERVICE_NAME: CONFIG_DEFAULTS.observability.serviceName,
       POWERTOOLS_METRICS_NAMESPACE: CONFIG_DEFAULTS.observability.metricsNamespace,
       NODE_OPTIONS: "--enable-source-maps",
-    });
+    };
+    // The durable runner of `Prefer: respond-async` runs (infra/durable-runner.ts, docs/durable-runs.md);
+    // its execution timeout follows the configured durable run cap and approval timeout.
+    const executionTimeoutSeconds = runnerExecutionTimeoutSeconds(settings.config);
     const runner = new DurableRunner(this, "Runner", {
       table,
       tableItemActions: TABLE_ITEM_ACTIONS,
       secretArn,
       secretName,
-      environment: modelEnvironment,
+      executionTimeoutSeconds,
+      environment: functionEnvironment({ ...sharedEnvironment, ...runtimeEnvironment(settings, "runner") }),
       logRetention: LOG_RETENTION,
       removalPolicy,
     });
@@ -181,13 +193,12 @@ export class BoundloopStack extends Stack {
       timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS),
       role,
       logGroup: functionLogs,
-      environment: {
-        ...modelEnvironment,
-        ...functionEnvironment({
-          RUNNER_FUNCTION_ARN: runner.alias.functionArn,
-          DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
-        }),
-      },
+      environment: functionEnvironment({
+        ...sharedEnvironment,
+        ...runtimeEnvironment(settings, "api"),
+        RUNNER_FUNCTION_ARN: runner.alias.functionArn,
+        DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeoutSeconds),
+      }),
     });
 
     const apiLogs = new LogGroup(this, "ApiAccessLogs", { retention: LOG_RETENTION, removalPolicy });

@@ -1,10 +1,14 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { App } from "aws-cdk-lib";
+import { Template } from "aws-cdk-lib/assertions";
 import GithubSlugger from "github-slugger";
 import { marked, type Token, type Tokens } from "marked";
 import { describe, expect, it } from "vitest";
 import * as z from "zod/mini";
+import { RUNTIME_SETTINGS } from "../infra/settings.js";
+import { BoundloopStack } from "../infra/stack.js";
 import {
   CONFIG_REFERENCE_COMMAND,
   CONFIG_REFERENCE_PATH,
@@ -13,7 +17,7 @@ import {
   describeDefault,
   renderConfigReference,
 } from "../local/gen-config-docs.js";
-import { ConfigSchema } from "../shared/config.js";
+import { ConfigSchema, loadConfig } from "../shared/config.js";
 import { CONFIG_DOCS } from "../shared/config-docs.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -187,5 +191,117 @@ describe("relative links in README.md and docs/*.md", () => {
       }
     }
     expect(broken).toEqual([]);
+  });
+});
+
+/** The code blocks of a Markdown file (their text). */
+function codeBlocks(path: string): string[] {
+  return tokens(read(path)).flatMap((token) => (token.type === "code" ? [(token as Tokens.Code).text] : []));
+}
+
+/**
+ * The words of a shell command line as a POSIX shell splits them: backslash-newline joins lines,
+ * single quotes keep everything, double quotes keep all but `\"`, unquoted `\x` is `x`. Enough for the
+ * commands the docs show (no expansions are run: `$(...)` stays as text).
+ */
+function shellWords(line: string): string[] {
+  const text = line.replace(/\\\n/g, " ");
+  const words: string[] = [];
+  let word: string | null = null;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i] as string;
+    if (char === "'") {
+      const end = text.indexOf("'", i + 1);
+      word = (word ?? "") + text.slice(i + 1, end);
+      i = end;
+    } else if (char === '"') {
+      let j = i + 1;
+      let part = "";
+      while (j < text.length && text[j] !== '"') {
+        if (text[j] === "\\" && text[j + 1] === '"') j++;
+        part += text[j];
+        j++;
+      }
+      word = (word ?? "") + part;
+      i = j;
+    } else if (char === "\\") {
+      word = (word ?? "") + (text[i + 1] ?? "");
+      i++;
+    } else if (/\s/.test(char)) {
+      if (word !== null) words.push(word);
+      word = null;
+    } else if (char === "#" && word === null) {
+      break;
+    } else {
+      word = (word ?? "") + char;
+    }
+  }
+  if (word !== null) words.push(word);
+  return words;
+}
+
+/** The `-c key=value` pairs of a `cdk`/`npm run deploy` command, as the CLI hands them to the app. */
+function contextOf(command: string): Record<string, string> {
+  const words = shellWords(command);
+  const context: Record<string, string> = {};
+  words.forEach((word, i) => {
+    if (word !== "-c" && word !== "--context") return;
+    const pair = words[i + 1] ?? "";
+    const at = pair.indexOf("=");
+    context[pair.slice(0, at)] = pair.slice(at + 1);
+  });
+  return context;
+}
+
+describe("docs/deploy.md", () => {
+  const deploy = read("docs/deploy.md");
+
+  it("lists every runtime setting of infra/settings.ts, with its variable and the functions that get it", () => {
+    const rows = tableRows(deploy).filter((row) => row.length === 3 && /^`[A-Z_]+`$/.test(row[1] ?? ""));
+    const label = { api: "API", runner: "runner" } as const;
+    expect(rows).toEqual(
+      RUNTIME_SETTINGS.map((setting) => [
+        `\`${setting.context}\``,
+        `\`${setting.env}\``,
+        setting.functions.map((fn) => label[fn]).join(", "),
+      ]),
+    );
+  });
+
+  it("its command turning approvals on synthesizes a stack whose functions pause invoices as the doc says", () => {
+    const command = codeBlocks("docs/deploy.md").find((block) => block.includes("approvalRules"));
+    expect(command).toBeDefined();
+    const context = contextOf(command ?? "");
+    expect(Object.keys(context)).toEqual([
+      "jwtIssuer",
+      "jwtAudience",
+      "approvalRules",
+      "approvalTimeoutSeconds",
+    ]);
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [], ...context } });
+    const stack = new BoundloopStack(app, "DocsApprovals");
+    const functions = Object.entries(Template.fromStack(stack).findResources("AWS::Lambda::Function"));
+    type LambdaResource = { Properties: { Environment: { Variables: Record<string, unknown> } } };
+    const envOf = (prefix: string) =>
+      ((functions.find(([id]) => id.startsWith(prefix)) ?? [])[1] as LambdaResource).Properties.Environment
+        .Variables;
+    const strings = (env: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(env).filter(([, value]) => typeof value === "string")) as Record<
+        string,
+        string
+      >;
+    for (const prefix of ["ApiFunction", "RunnerFunction"]) {
+      const config = loadConfig(strings(envOf(prefix)));
+      expect(config.approvals, prefix).toEqual({
+        rules: { recordInvoice: { GBP: "1000.00" } },
+        timeoutSeconds: 172_800,
+      });
+    }
+    // "the runner's execution timeout becomes 600 + 300 + 172 800 = 173 700 s"
+    const stated = deploy.match(/execution timeout\s+becomes [\d +]+ = ([\d ]+) s/)?.[1]?.replace(/ /g, "");
+    const runner = (functions.find(([id]) => id.startsWith("RunnerFunction")) ?? [])[1] as {
+      Properties: { DurableConfig: { ExecutionTimeout: number } };
+    };
+    expect(runner.Properties.DurableConfig.ExecutionTimeout).toBe(Number(stated));
   });
 });
