@@ -321,8 +321,10 @@ export const GatewayErrorSchema = z
  *   STORE_UNAVAILABLE;
  * - `WWW-Authenticate` (RFC 9110 §11.6.1): the challenge of every 401;
  * - `Idempotent-Replayed`: `true` on a response replayed for a repeated Idempotency-Key;
- * - `accepted`: the 202 of a durable run (`Prefer: respond-async`): `Location` (RFC 9110 §10.2.2) of the
- *   run, `Retry-After` (s) when to poll it, `Preference-Applied: respond-async` (RFC 7240 §3);
+ * - `accepted`: the 202 of `POST /v1/runs`: `Location` (RFC 9110 §10.2.2) of the run, `Retry-After` (s)
+ *   when to poll it, and `Preference-Applied: respond-async` (RFC 7240 §3) only when the run was started
+ *   durable because of `Prefer: respond-async` (not on the 202 of a synchronous run that paused for
+ *   approval and was handed over);
  * - `pollAfter`: `Retry-After` (s) on a run that is still `running`.
  */
 export const RESPONSE_HEADERS = {
@@ -354,9 +356,10 @@ export const RESPONSE_HEADERS = {
       .int()
       .min(1)
       .openapi({ description: "Seconds to wait before polling the run." }),
-    "Preference-Applied": z
-      .literal("respond-async")
-      .openapi({ description: "The honoured preference (RFC 7240)." }),
+    "Preference-Applied": z.literal("respond-async").optional().openapi({
+      description:
+        "`respond-async`: the honoured preference (RFC 7240), when the request sent `Prefer: respond-async`. Absent on the 202 of a synchronous run that paused for approval.",
+    }),
     "Idempotent-Replayed": z.literal("true").optional().openapi({
       description: "`true` when this is the stored 202 of an earlier start with the same Idempotency-Key.",
     }),
@@ -765,7 +768,7 @@ export const createRunRoute = createRoute({
     },
     202: {
       description:
-        "With `Prefer: respond-async` (RFC 7240): the run was started as a durable run (docs/durable-runs.md). The body is the stored run (`status` running); `Location` is its URL, `Retry-After` (s) when to poll it, `Preference-Applied: respond-async`.",
+        "The run goes on as a durable run; the body is the stored run, `Location` its URL to poll and `Retry-After` (s) when. Two cases: with `Prefer: respond-async` (RFC 7240) the run was started durable (docs/durable-runs.md): `status` running, `Preference-Applied: respond-async`. Without it, a run that reached a tool call needing a person's approval (APPROVAL_RULES, docs/approvals.md) paused and was handed over: `status` awaiting_approval with `pendingApprovals` (or running if the runner had not reached the approval yet), no `Preference-Applied`.",
       content: { "application/json": { schema: RunRecordSchema } },
       headers: RESPONSE_HEADERS.accepted,
     },
