@@ -318,7 +318,7 @@ describe("the API as Prism sees it through the OpenAPI document", () => {
     expect(paused.headers.get("location")).toBe(`/v1/runs/${runId}`);
     expect(paused.headers.get("retry-after")).toBe("1");
     expect(paused.headers.get("preference-applied")).toBeNull();
-    const [pending] = paused.body?.pendingApprovals as Array<{ approvalId: string }>;
+    const [pending] = (paused.body?.pendingApprovals ?? []) as Array<{ approvalId: string }>;
 
     const approver = await mintToken(issuer, {
       ...DEMO_CLAIMS,
