@@ -378,7 +378,28 @@ const problem = (description: string, headers?: z.ZodObject) => ({
   ...(headers ? { headers } : {}),
 });
 
+/**
+ * The 413 of a route that takes a body: the function's problem+json over MAX_BODY_BYTES, or API Gateway's
+ * own answer to a body over its 10 MB payload quota, which never reaches the function
+ * (`{"message":"Request Entity Too Large"}`, application/json).
+ */
+const payloadTooLarge = {
+  description:
+    'PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES (problem+json from the function). A body over API Gateway\'s 10 MB quota is refused by the gateway before the function: `{"message":"Request Entity Too Large"}` (application/json, not problem+json).',
+  content: { ...problemContent, "application/json": { schema: GatewayErrorSchema } },
+};
+
 // ---------------------------------------------------------------- runs
+
+/**
+ * The error option of a required body member: a missing one says "<name> is required" instead of zod's
+ * "expected string, received undefined"; any other failure keeps zod's message.
+ */
+function requiredField(name: string) {
+  return {
+    error: (issue: { input?: unknown }) => (issue.input === undefined ? `${name} is required` : undefined),
+  };
+}
 
 /** A run id as the API issues it (`run_` and a UUID) or accepts it in a path or body. */
 const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
@@ -387,7 +408,7 @@ const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
 export const CreateRunBody = z
   .object({
     prompt: z
-      .string()
+      .string(requiredField("prompt"))
       .trim()
       .min(1)
       .max(PROMPT_MAX_CHARS)
@@ -509,7 +530,7 @@ export const PendingApprovalSchema = ApprovalSchema.pick({
 /** Body of `POST /v1/runs/{runId}/approvals/{approvalId}`. */
 export const DecideApprovalBody = z
   .object({
-    decision: z.enum(["approve", "reject"]),
+    decision: z.enum(["approve", "reject"], requiredField("decision")),
     reason: z
       .string()
       .trim()
@@ -782,7 +803,7 @@ export const createRunRoute = createRoute({
       "IDEMPOTENCY_KEY_IN_USE: a run with this Idempotency-Key is still in progress. PREVIOUS_RUN_IN_PROGRESS: the run `previousRunId` names has not finished. Both with `Retry-After`. PREVIOUS_RUN_NOT_CONTINUABLE: that run ended without a transcript (the server failed mid-run, or it stopped without recording an outcome); no `Retry-After`.",
       RESPONSE_HEADERS.retryAfterWhileInProgress,
     ),
-    413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
+    413: payloadTooLarge,
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
     422: problem(
       "IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used with a different body. CONTEXT_LENGTH_EXCEEDED: the model's context window could not hold the request; `history` and `contextLength` give the sizes, `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run. HANDOVER_TOO_LARGE: the run paused for approval but its state (`inputBytes`) is over a durable execution's input limit (`limitBytes`); the run (`runId`) ended `failed`.",
@@ -856,7 +877,7 @@ export const decideApprovalRoute = createRoute({
     409: problem(
       "APPROVAL_DECIDED: the opposite decision was taken first; APPROVAL_EXPIRED: the approval expired; APPROVAL_CANCELLED: its run was cancelled (`approvalStatus`).",
     ),
-    413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
+    413: payloadTooLarge,
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
     ...authErrors,
   },
