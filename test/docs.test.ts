@@ -7,6 +7,9 @@ import GithubSlugger from "github-slugger";
 import { marked, type Token, type Tokens } from "marked";
 import { describe, expect, it } from "vitest";
 import * as z from "zod/mini";
+import { CreateRunBody } from "../functions/api/contract.js";
+import { RUNNER } from "../infra/durable-runner.js";
+import { ROUTES } from "../infra/routes.js";
 import { RUNTIME_SETTINGS } from "../infra/settings.js";
 import { BoundloopStack } from "../infra/stack.js";
 import {
@@ -268,7 +271,9 @@ describe("docs/deploy.md", () => {
     );
   });
 
-  it("its command turning approvals on synthesizes a stack whose functions pause invoices as the doc says", () => {
+  it("its command turning approvals on synthesizes a stack whose functions pause invoices as the doc says", {
+    timeout: 120_000,
+  }, () => {
     const command = codeBlocks("docs/deploy.md").find((block) => block.includes("approvalRules"));
     expect(command).toBeDefined();
     const context = contextOf(command ?? "");
@@ -303,5 +308,106 @@ describe("docs/deploy.md", () => {
       Properties: { DurableConfig: { ExecutionTimeout: number } };
     };
     expect(runner.Properties.DurableConfig.ExecutionTimeout).toBe(Number(stated));
+  });
+});
+
+/** The inline and block code of a Markdown file, with the text around each inline code span. */
+function paragraphsOf(path: string): Tokens.Generic[] {
+  return tokens(read(path)).filter((token) => token.type === "paragraph" || token.type === "text");
+}
+
+describe("Markdown that renders as written", () => {
+  it.each(markdownFiles)("%s: no accidental blockquote, no code span glued to a word", (path) => {
+    const problems: string[] = [];
+    for (const token of tokens(read(path))) {
+      if (token.type === "blockquote") problems.push(`blockquote: ${token.raw.trim().slice(0, 60)}`);
+    }
+    for (const paragraph of paragraphsOf(path)) {
+      const children = (paragraph.tokens ?? []) as Token[];
+      children.forEach((child, i) => {
+        if (child.type !== "codespan") return;
+        const before = children[i - 1];
+        const after = children[i + 1];
+        // A plural or possessive right after a span (`ModelTool`s) is fine; a word glued to it is not.
+        if (before?.type === "text" && /[A-Za-z0-9]$/.test(before.raw))
+          problems.push(`…${before.raw.slice(-20)}${child.raw}`);
+        if (after?.type === "text" && /^(?!s\b)[A-Za-z0-9]/.test(after.raw))
+          problems.push(`${child.raw}${after.raw.slice(0, 20)}…`);
+      });
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it.each(markdownFiles)("%s: shell examples do not overwrite the shell's own variables", (path) => {
+    const owned = /^\s*(?:export\s+)?(USER|HOME|PATH|PWD|SHELL|LANG|TERM|HOSTNAME)=/m;
+    const blocks = tokens(read(path)).flatMap((token) =>
+      token.type === "code" && ["bash", "sh", "shell", ""].includes((token as Tokens.Code).lang ?? "")
+        ? [(token as Tokens.Code).text]
+        : [],
+    );
+    expect(blocks.filter((block) => owned.test(block))).toEqual([]);
+  });
+});
+
+describe("numbers the docs quote", () => {
+  it("docs/durable-runs.md gives the runner's default execution timeout the stack deploys", () => {
+    const stated = read("docs/durable-runs.md").match(/so ([\d ]+) s\s+with\s+the defaults/)?.[1];
+    expect(Number(stated?.replace(/ /g, ""))).toBe(RUNNER.executionTimeoutSeconds);
+    expect(read("docs/durable-runs.md")).not.toMatch(/execution timeout 900 s/);
+  });
+
+  it("every 'deployed bundle is N kB' is the P4 figure of bench/results/latest.md", () => {
+    const measured = read("bench/results/latest.md").match(
+      /\| P4 deployed bundle \| [^|]+ \| ([\d.]+) kB/,
+    )?.[1];
+    expect(measured).toBeDefined();
+    for (const path of markdownFiles) {
+      for (const [, stated] of read(path).matchAll(/deployed bundle is\s+([\d.]+) kB/g)) {
+        expect(stated, path).toBe(measured);
+      }
+    }
+  });
+
+  it("docs/idempotency.md says two identical recordInvoice calls in one turn record one invoice", () => {
+    const text = read("docs/idempotency.md").replace(/\s+/g, " ");
+    expect(text).not.toContain("two identical calls in one turn are two operations");
+    expect(text).toMatch(/Two identical calls in one turn get two keys .*QUOTE_ALREADY_RECORDED/);
+  });
+
+  it("the README says which Node the durable SDK asks for, that Node 20 warns and works, and the deployed one", () => {
+    const sdk = JSON.parse(read("node_modules/@aws/durable-execution-sdk-js/package.json")) as {
+      engines: { node: string };
+    };
+    const wanted = sdk.engines.node.match(/\d+/)?.[0];
+    const readme = read("README.md").replace(/\s+/g, " ");
+    expect(readme).toContain(`Node 20+ (${wanted}+ recommended; the deployed runtime is Node 24)`);
+    expect(readme).toMatch(
+      new RegExp(
+        `EBADENGINE\` warning for the durable execution SDK \\(it asks for Node ${wanted}\\); it works on Node 20`,
+      ),
+    );
+  });
+});
+
+describe("docs/http-api.md", () => {
+  const httpApi = read("docs/http-api.md");
+  const rows = tableRows(httpApi);
+
+  it("lists every route of the stack", () => {
+    const listed = rows.flatMap((row) =>
+      /^`(GET|POST) \//.test(row[0] ?? "") ? [row[0]?.replace(/`/g, "")] : [],
+    );
+    expect(listed.sort()).toEqual(ROUTES.map((route) => `${route.method} ${route.path}`).sort());
+  });
+
+  it("names every body member POST /v1/runs accepts, and both forms of FORBIDDEN and of the 413", () => {
+    const body = httpApi.match(/`POST \/v1\/runs` takes `(\{[^`]+\})`/)?.[1] ?? "";
+    const members = [...body.matchAll(/"(\w+)"/g)].map((match) => match[1]);
+    expect(members.sort()).toEqual(Object.keys(CreateRunBody.shape).sort());
+    const forbidden = rows.find((row) => row[0] === "`FORBIDDEN`")?.[2] ?? "";
+    expect(forbidden).toContain("`requiredPermission`");
+    expect(forbidden).toContain('`rule: "four_eyes"`');
+    const tooLarge = rows.find((row) => row[0] === "`PAYLOAD_TOO_LARGE`")?.[2] ?? "";
+    expect(tooLarge).toContain('{"message":"Request Entity Too Large"}');
   });
 });
