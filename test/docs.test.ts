@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -5,7 +6,7 @@ import { App } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import GithubSlugger from "github-slugger";
 import { marked, type Token, type Tokens } from "marked";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import * as z from "zod/mini";
 import { CreateRunBody } from "../functions/api/contract.js";
 import { RUNNER } from "../infra/durable-runner.js";
@@ -20,8 +21,10 @@ import {
   describeDefault,
   renderConfigReference,
 } from "../local/gen-config-docs.js";
+import { type LocalModelServer, startModelServer } from "../local/model-server.js";
 import { ConfigSchema, loadConfig } from "../shared/config.js";
 import { CONFIG_DOCS } from "../shared/config-docs.js";
+import { parseInvokeOutput, runScript } from "./support/scripts.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const read = (path: string) => readFileSync(join(root, path), "utf8");
@@ -409,5 +412,70 @@ describe("docs/http-api.md", () => {
     expect(forbidden).toContain('`rule: "four_eyes"`');
     const tooLarge = rows.find((row) => row[0] === "`PAYLOAD_TOO_LARGE`")?.[2] ?? "";
     expect(tooLarge).toContain('{"message":"Request Entity Too Large"}');
+  });
+});
+
+/** `npm run invoke -- events/….json …` commands in code blocks and code spans of README.md and docs/. */
+function invokeCommands(): Array<{ path: string; command: string }> {
+  const found: Array<{ path: string; command: string }> = [];
+  for (const path of markdownFiles) {
+    for (const token of tokens(read(path))) {
+      if (token.type !== "code" && token.type !== "codespan") continue;
+      for (const [command] of (token as Tokens.Code).text.matchAll(
+        /npm run invoke -- events\/[\w.-]+\.json(?: events\/[\w.-]+\.json)*/g,
+      )) {
+        if (!command.includes("events/x.json")) found.push({ path, command });
+      }
+    }
+  }
+  return found;
+}
+
+describe("every npm run invoke command the docs show", () => {
+  const table = new Map(
+    tableRows(read("docs/local-workflow.md")).flatMap((row) =>
+      row[0]?.startsWith("`npm run invoke -- events/")
+        ? [[row[0].replace(/`/g, ""), row[2] ?? ""] as const]
+        : [],
+    ),
+  );
+  const commands = [...new Set(invokeCommands().map((found) => found.command))];
+  let model: LocalModelServer;
+  beforeAll(async () => {
+    model = await startModelServer();
+  });
+  afterAll(async () => {
+    await model?.stop();
+  });
+
+  it("each is in docs/local-workflow.md's table of events, and every events/ file is there", () => {
+    for (const { path, command } of invokeCommands())
+      expect([...table.keys()], `${path}: ${command}`).toContain(command);
+    const files = readdirSync(join(root, "events")).filter((name) => !name.endsWith(".env.json"));
+    const named = [...table.keys()].flatMap((command) => command.match(/events\/[\w.-]+\.json/g) ?? []);
+    expect([...new Set(named)].sort()).toEqual(files.map((name) => `events/${name}`).sort());
+  });
+
+  it.each(commands)("`%s` answers what the table says", { timeout: 120_000 }, async (command) => {
+    const expected = table.get(command) ?? "";
+    const args = command.replace(/^npm run invoke -- /, "").split(" ");
+    // The suite's DynamoDB with a table of its own, as a fresh in-memory one would be; the local model.
+    const { stdout } = await runScript("tsx", ["local/invoke.ts", ...args], {
+      DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
+      TABLE_NAME: `test-docs-${randomUUID()}`,
+      OPENAI_BASE_URL: model.baseURL,
+    });
+    const outputs = stdout.split(/^(?=HTTP \d{3}$)/m).map(parseInvokeOutput);
+    expect(outputs).toHaveLength(args.length);
+    const [first] = outputs;
+    expect(String(first?.status), stdout).toBe(expected.match(/^\d{3}/)?.[0]);
+    const body = JSON.parse(first?.body ?? "{}") as { status?: string; code?: string };
+    const named = expected.match(/`([A-Za-z_]+)`/)?.[1];
+    if (named && /^[a-z_]+$/.test(named)) expect(body.status).toBe(named);
+    if (named && /^[A-Z_]+$/.test(named)) expect(body.code).toBe(named);
+    if (expected.includes("then the same answer with `Idempotent-Replayed: true`")) {
+      expect(outputs[1]?.headers["idempotent-replayed"]).toBe("true");
+      expect(outputs[1]?.body).toBe(first?.body);
+    }
   });
 });
