@@ -185,6 +185,8 @@ export class BoundloopStack extends Stack {
         ...modelEnvironment,
         ...functionEnvironment({
           RUNNER_FUNCTION_ARN: runner.alias.functionArn,
+          // /mcp verifies tokens itself against the issuer the JWT authorizer trusts (docs/mcp.md).
+          JWT_ISSUER: settings.jwtIssuer,
           DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
         }),
       },
@@ -231,12 +233,15 @@ export class BoundloopStack extends Stack {
         path: route.path,
         methods: [HttpMethod[route.method]],
         integration,
-        ...(route.auth === "public" ? { authorizer: new HttpNoneAuthorizer() } : {}),
+        ...(route.auth === "jwt" ? {} : { authorizer: new HttpNoneAuthorizer() }),
       });
-      if (route.auth === "public" && created) {
+      if (route.auth !== "jwt" && created) {
         Validations.of(created).acknowledge({
           id: "AwsSolutions-APIG4",
-          reason: `${route.method} ${route.path} is public by design: a liveness probe / the API's own description, no tenant data.`,
+          reason:
+            route.auth === "bearer"
+              ? `${route.method} ${route.path} verifies its bearer token in the function (OAuth resource server: 401 with resource_metadata, audience = the endpoint's URL).`
+              : `${route.method} ${route.path} is public by design: a liveness probe / the API's own description / resource metadata, no tenant data.`,
         });
       }
     }

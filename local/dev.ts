@@ -113,13 +113,16 @@ async function main(argv: string[]): Promise<void> {
   starting = startLocalStack({ ...process.env, ...vars }, log);
   const stack = await starting;
   Object.assign(process.env, vars, stack.env);
+  const issuer = await createDevIssuer({ issuer: values.issuer, audience: values.audience });
+  // /mcp verifies tokens itself (docs/mcp.md): it trusts the local issuer and its generated key.
+  process.env.JWT_ISSUER = issuer.issuer;
+  process.env.JWT_JWKS = JSON.stringify({ keys: [issuer.publicJwk] });
   // The deployed handler's factory, with `Prefer: respond-async` runs on the local durable runner.
   const { createLocalDurableApi } = await import("./durable-runner.js");
   const { loadConfig } = await import("../shared/config.js");
   const local = createLocalDurableApi(loadConfig(process.env));
   durableApi = local;
   const { handler } = local;
-  const issuer = await createDevIssuer({ issuer: values.issuer, audience: values.audience });
   server = await startDevServer({
     handler: handler as Handler,
     issuer,

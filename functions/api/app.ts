@@ -27,6 +27,7 @@ import {
   SECURITY_SCHEMES,
 } from "./contract.js";
 import { healthResponse } from "./health.js";
+import { mountMcp } from "./mcp.js";
 import { listInvoicePage } from "./pagination.js";
 import { executeRun, runBudgetMs } from "./run-service.js";
 
@@ -103,6 +104,7 @@ export function createApp(deps: AppDeps | LazyDeps) {
     app.openAPIRegistry.registerComponent("securitySchemes", name, scheme);
   }
   app.doc31("/openapi.json", OPENAPI_INFO);
+  mountMcp(app, getDeps, deps.config);
 
   app.use("/v1/*", observeRequest(getDeps));
   app.use("/v1/*", async (c, next) => {

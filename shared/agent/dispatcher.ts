@@ -55,6 +55,21 @@ export function createRegistry(tools: readonly ToolDefinition[]): ToolRegistry {
 }
 
 /**
+ * The tools `security` may call, in registry order: those that need no permission, and those whose
+ * `requiredPermission` the caller holds (the rule {@link prepareToolCall} enforces on every call, so a
+ * listed tool is never refused PERMISSION_DENIED and an unlisted one always is). Used to offer tools to a
+ * caller (MCP `tools/list`).
+ */
+export function toolsAllowedFor(registry: ToolRegistry, security: SecurityContext): ToolDefinition[] {
+  return [...registry.values()].filter((tool) => permits(tool, security));
+}
+
+/** True when the caller holds the tool's required permission (or it needs none). */
+function permits(tool: ToolDefinition, security: SecurityContext): boolean {
+  return !tool.requiredPermission || security.permissions.includes(tool.requiredPermission);
+}
+
+/**
  * Field-level problems of a zod failure, phrased for the model: `path` ("items.0.amount", "(root)"),
  * `code` (zod's issue code), `message`, `expected` (the constraint: a type, ">= 2 characters", one of
  * the allowed values, a pattern) and `received` (the JSON type the model sent at that path, or
@@ -205,10 +220,10 @@ export function prepareToolCall(
       retryable: true,
     });
   }
-  if (tool.requiredPermission && !security.permissions.includes(tool.requiredPermission)) {
+  if (!permits(tool, security)) {
     return failed("permission_denied", {
       code: "PERMISSION_DENIED",
-      message: `The caller lacks the permission "${tool.requiredPermission}" that ${tool.name} requires.`,
+      message: `The caller lacks the permission "${String(tool.requiredPermission)}" that ${tool.name} requires.`,
       details: { requiredPermission: tool.requiredPermission },
       retryable: false,
     });
