@@ -1,5 +1,8 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as z from "zod";
+import { createRegistry, toolsAllowedFor } from "../shared/agent/dispatcher.js";
+import { defineTool } from "../shared/agent/tool.js";
 import { IDEMPOTENCY_META_KEY, REPLAYED_META_KEY } from "../shared/mcp/call.js";
 import { GBP_RULES } from "./support/approvals.js";
 import { type McpStack, startMcpStack, WRITER } from "./support/mcp.js";
@@ -167,6 +170,43 @@ describe("MCP exactly once", () => {
     expect(first._meta?.[REPLAYED_META_KEY]).toBeUndefined();
     const recorded = (await invoices(WRITER.tenant_id)).filter((item) => item.quoteId === quoteId);
     expect(recorded.map((item) => item.invoiceId)).toEqual([invoice.invoiceId]);
+  });
+
+  it("every call lands in the run audit trail (one cycle, reason mcp tools/call), a replay too, visible to its user only", async () => {
+    const quoteId = await quote();
+    const args = { clientName: "Audit Ltd", quoteId };
+    const first = await writer.callTool({
+      name: "recordInvoice",
+      arguments: args,
+      _meta: keyed("inv-audit"),
+    });
+    const again = await writer.callTool({
+      name: "recordInvoice",
+      arguments: args,
+      _meta: keyed("inv-audit"),
+    });
+    const ids = [first, again].map((r) => String(r._meta?.["io.boundloop/toolCallId"]));
+    expect(ids[0]).not.toBe(ids[1]);
+    for (const runId of ids) {
+      const response = await mcp.api(`/v1/runs/${runId}`, { sub: WRITER.sub, tenant_id: WRITER.tenant_id });
+      expect(response.status).toBe(200);
+      const run = (await response.json()) as {
+        status: string;
+        reason: string;
+        cycles: number;
+        steps: Array<{
+          finishReason: string;
+          toolCalls: Array<{ name: string; result: { status: string } }>;
+        }>;
+      };
+      expect(run).toMatchObject({ status: "completed", reason: "mcp tools/call", cycles: 1 });
+      expect(run.steps.map((step) => step.finishReason)).toEqual(["mcp"]);
+      expect(run.steps[0]?.toolCalls.map((c) => [c.name, c.result.status])).toEqual([
+        ["recordInvoice", "success"],
+      ]);
+    }
+    const stranger = await mcp.api(`/v1/runs/${ids[0]}`, { sub: "usr_other", tenant_id: WRITER.tenant_id });
+    expect(stranger.status).toBe(404);
   });
 
   it("the same key with other arguments is IDEMPOTENCY_KEY_REUSED naming the _meta field; nothing more is written", async () => {
@@ -339,6 +379,14 @@ describe("MCP protocol errors are JSON-RPC errors, never a 500", () => {
     expect(get.headers.get("allow")).toBe("POST");
   });
 
+  it("a request from another Origin is 403 (DNS rebinding); the endpoint's own origin is served", async () => {
+    const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+    const foreign = await post(list, { origin: "http://evil.example" });
+    expect(foreign.status).toBe(403);
+    expect(((await foreign.json()) as { error: { code: number } }).error.code).toBe(-32000);
+    expect((await post(list, { origin: mcp.mcpUrl.origin })).status).toBe(200);
+  });
+
   it("negotiates the current and the previous protocol version", async () => {
     for (const version of ["2025-11-25", "2025-06-18"]) {
       const response = await post(
@@ -481,5 +529,77 @@ describe("MCP approval", () => {
       error: { code: "IDEMPOTENCY_KEY_REQUIRED" },
     });
     expect((await invoices(WRITER.tenant_id, gated)).filter((item) => item.quoteId === quoteId)).toEqual([]);
+  });
+});
+
+describe("MCP: a mutating tool without a business key", () => {
+  let custom: McpStack;
+  const effects: string[] = [];
+  beforeAll(async () => {
+    custom = await startMcpStack({}, (deps) =>
+      createRegistry([
+        ...deps.tools.values(),
+        defineTool({
+          name: "archiveNote",
+          description: "Archives a note (test tool: mutating, no business key).",
+          inputSchema: z.object({ note: z.string().min(1) }).strict(),
+          isMutating: true,
+          requiredPermission: "billing:write",
+          handler: async (input, _security, context) => {
+            effects.push(`${input.note}:${String(context.idempotencyKey)}`);
+            return { archived: input.note };
+          },
+        }),
+      ]),
+    );
+  });
+  afterAll(async () => {
+    await custom?.stop();
+  });
+
+  it("is refused IDEMPOTENCY_KEY_REQUIRED without a key (never run unguarded), and runs once with one", async () => {
+    const client = await custom.connect(await custom.token(WRITER));
+    const refused = await client.callTool({ name: "archiveNote", arguments: { note: "n1" } });
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toMatchObject({
+      status: "validation_error",
+      error: { code: "IDEMPOTENCY_KEY_REQUIRED", details: { path: `_meta.${IDEMPOTENCY_META_KEY}` } },
+    });
+    expect(effects).toEqual([]);
+    const first = await client.callTool({
+      name: "archiveNote",
+      arguments: { note: "n1" },
+      _meta: keyed("arch-1"),
+    });
+    const again = await client.callTool({
+      name: "archiveNote",
+      arguments: { note: "n1" },
+      _meta: keyed("arch-1"),
+    });
+    expect(text(first)).toEqual({ archived: "n1" });
+    expect(text(again)).toEqual({ archived: "n1" });
+    expect(again._meta?.[REPLAYED_META_KEY]).toBe(true);
+    expect(effects).toHaveLength(1);
+    expect(effects[0]).toMatch(/^n1:tk_[0-9a-f]{64}$/);
+  });
+});
+
+describe("toolsAllowedFor", () => {
+  it("keeps exactly the tools whose permission the caller holds, in registry order", () => {
+    const tool = (name: string, requiredPermission: string | undefined) =>
+      defineTool({
+        name,
+        description: name,
+        inputSchema: z.object({}).strict(),
+        isMutating: false,
+        requiredPermission,
+        handler: async () => ({}),
+      });
+    const registry = createRegistry([tool("a", undefined), tool("b", "p:read"), tool("c", "p:write")]);
+    const names = (permissions: string[]) =>
+      toolsAllowedFor(registry, { userId: "u", tenantId: "t", permissions }).map((t) => t.name);
+    expect(names([])).toEqual(["a"]);
+    expect(names(["p:write"])).toEqual(["a", "c"]);
+    expect(names(["p:read", "p:write", "other"])).toEqual(["a", "b", "c"]);
   });
 });

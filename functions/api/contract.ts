@@ -740,6 +740,9 @@ export const mcpRoute = createRoute({
       "Malformed JSON (-32700), not a JSON-RPC message (-32700/-32600), or an unsupported MCP-Protocol-Version (-32000).",
     ),
     401: mcpUnauthorized,
+    403: jsonRpc(
+      "An `Origin` header other than the endpoint's own origin (DNS-rebinding protection, -32000).",
+    ),
     406: jsonRpc("The Accept header does not list both application/json and text/event-stream (-32000)."),
     413: jsonRpc("The body is over MAX_BODY_BYTES (-32000)."),
     415: jsonRpc("The Content-Type is not application/json (-32000)."),

@@ -41,6 +41,19 @@ export function mountMcp(app: OpenAPIHono<AppEnv>, getDeps: () => AppDeps, confi
 
   app.openapi(mcpRoute, async (c) => {
     const resourceUrl = resourceUrlOf(c.req.raw, config);
+    // DNS rebinding (MCP transport spec: servers must validate Origin): a browser page of another
+    // origin is refused before anything else.
+    const origin = c.req.header("origin");
+    if (origin !== undefined && origin !== new URL(resourceUrl).origin) {
+      return c.json(
+        {
+          jsonrpc: "2.0" as const,
+          id: null,
+          error: { code: -32000, message: `Origin ${origin} is not allowed.` },
+        },
+        403,
+      );
+    }
     const verdict = await verify(c.req.header("authorization"), resourceUrl);
     if (!verdict.ok) {
       return c.body(null, 401, { "WWW-Authenticate": wwwAuthenticate(resourceUrl, verdict) }) as never;

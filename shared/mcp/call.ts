@@ -14,11 +14,13 @@ import type { ToolResult } from "../agent/result.js";
 import type { ApprovalPreview } from "../agent/tool.js";
 import type { ApprovalEvents } from "../approval-events.js";
 import type { Config } from "../config.js";
+import type { AgentRunShapes } from "../deps.js";
 import { sha256Hex } from "../hash.js";
 import type { SecurityContext } from "../identity.js";
 import { recordToolResultMetric } from "../observability.js";
 import type { ApprovalRecord, ApprovalStore } from "../store/approvals.js";
 import type { IdempotencyClaim, IdempotencyStore } from "../store/idempotency.js";
+import type { RunStore } from "../store/runs.js";
 
 /**
  * The `_meta` key of a `tools/call` request that carries the caller's idempotency key (1-255 printable
@@ -56,6 +58,7 @@ export interface McpCallDeps {
   idempotency: IdempotencyStore;
   approvals: ApprovalStore;
   approvalEvents: ApprovalEvents;
+  runs: RunStore<AgentRunShapes>;
   logger: Logger;
   metrics: Metrics;
 }
@@ -115,8 +118,10 @@ export async function callMcpTool(
       const context = { deps, security, prepared, deadline };
       outcome = rawKey === undefined ? await withoutKey(context) : await withKey(context, rawKey as string);
     }
-    observe(deps, outcome.result, outcome.replayed === true);
-    return toMcpResult(outcome.result, prepared.kind === "ready" ? prepared : undefined, outcome.replayed);
+    // A replayed result is this call's answer: it carries this call's id (its audit record's run id).
+    const result = { ...outcome.result, metadata: { ...outcome.result.metadata, toolCallId: callId } };
+    await observe(deps, security, call, result, outcome.replayed === true, budget);
+    return toMcpResult(result, prepared.kind === "ready" ? prepared : undefined, outcome.replayed);
   } catch (error) {
     // The store could not be read or written around the call (the dispatcher itself never throws).
     const result = notStartedResult(call, "fatal_error", {
@@ -125,7 +130,7 @@ export async function callMcpTool(
       retryable: true,
     });
     deps.logger.error("mcp tool call failed", { toolName: params.name, error: error as Error });
-    observe(deps, result, false);
+    await observe(deps, security, call, result, false, budget);
     return toMcpResult(result, undefined, false);
   } finally {
     deadline.dispose();
@@ -439,8 +444,59 @@ function auditOf(approval: ApprovalRecord) {
   };
 }
 
+/**
+ * The audit of one MCP call, where the loop's tool calls are audited: a run record of one cycle in the
+ * run store (run id = the call's `io.boundloop/toolCallId`, `reason` "mcp tools/call", the step's
+ * `finishReason` "mcp", no model call: zero tokens), visible to its user at `GET /v1/runs/{runId}`; the
+ * log line and metrics of {@link recordToolResultMetric} with `surface: "mcp"`. A failed audit write is
+ * logged and does not change the call's result (as the loop's observers).
+ */
+async function observe(
+  deps: McpCallDeps,
+  security: SecurityContext,
+  call: { id: string; name: string; arguments: string },
+  result: ToolResult,
+  replayed: boolean,
+  budgetMs: number,
+): Promise<void> {
+  const usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  try {
+    await deps.runs.start({
+      tenantId: security.tenantId,
+      runId: call.id,
+      userId: security.userId,
+      prompt: `mcp tools/call ${call.name}`,
+      limits: { maxCycles: 1, timeoutMs: Math.max(1, budgetMs) },
+    });
+    await deps.runs.appendStep(
+      security.tenantId,
+      call.id,
+      {
+        cycle: 1,
+        request: { messageCount: 0, toolsOffered: [call.name] },
+        finishReason: "mcp",
+        modelLatencyMs: 0,
+        usage,
+        toolCalls: [{ ...call, result }],
+      },
+      usage,
+    );
+    await deps.runs.finish(security.tenantId, call.id, {
+      status: "completed",
+      cycles: 1,
+      answer: null,
+      reason: "mcp tools/call",
+      usage,
+      durationMs: result.metadata.latencyMs,
+    });
+  } catch (error) {
+    deps.logger.error("mcp call audit not written", { toolCallId: call.id, error: error as Error });
+  }
+  logResult(deps, result, replayed);
+}
+
 /** The audit line and metrics of one MCP tool result (the loop's, with `surface: "mcp"`). */
-function observe(deps: McpCallDeps, result: ToolResult, replayed: boolean): void {
+function logResult(deps: McpCallDeps, result: ToolResult, replayed: boolean): void {
   deps.logger.info("tool result", {
     surface: "mcp",
     toolName: result.metadata.toolName,

@@ -4,6 +4,8 @@ import type { JWTPayload } from "jose";
 import { createHandler } from "../../functions/api/app-handler.js";
 import { createDevIssuer, type DevIssuerFile, type MintOptions, mintToken } from "../../local/dev-auth.js";
 import { type DevServer, type Handler, startDevServer } from "../../local/dev-server.js";
+import type { ToolRegistry } from "../../shared/agent/dispatcher.js";
+import type { AppDeps } from "../../shared/deps.js";
 import { startTestStack, type TestStack } from "./stack.js";
 
 /** The real handler behind the dev server (its JWT check for /v1, none for /mcp), over a test stack. */
@@ -25,8 +27,14 @@ export interface McpStack {
 /** The seed scenario's caller (billing:read and billing:write of tenant_demo_01). */
 export const WRITER = { sub: "usr_mcp", tenant_id: "tenant_mcp_01", scope: "billing:read billing:write" };
 
-/** Starts an {@link McpStack}; `env` overrides configuration variables. */
-export async function startMcpStack(env: Record<string, string> = {}): Promise<McpStack> {
+/**
+ * Starts an {@link McpStack}; `env` overrides configuration variables, `tools` the registry the handler
+ * serves (default: the accounting tools).
+ */
+export async function startMcpStack(
+  env: Record<string, string> = {},
+  tools?: (deps: AppDeps) => ToolRegistry,
+): Promise<McpStack> {
   const issuer = await createDevIssuer();
   const stack = await startTestStack({
     JWT_ISSUER: issuer.issuer,
@@ -34,7 +42,7 @@ export async function startMcpStack(env: Record<string, string> = {}): Promise<M
     ...env,
   });
   const server = await startDevServer({
-    handler: createHandler(stack.deps) as Handler,
+    handler: createHandler(tools ? { ...stack.deps, tools: tools(stack.deps) } : stack.deps) as Handler,
     issuer,
     host: "127.0.0.1",
     port: 0,
