@@ -1,9 +1,7 @@
 import {
   Annotations,
   ArnFormat,
-  AssetHashType,
   CfnOutput,
-  DockerImage,
   Duration,
   RemovalPolicy,
   Stack,
@@ -23,16 +21,17 @@ import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations
 import { Alarm, ComparisonOperator, TreatMissingData } from "aws-cdk-lib/aws-cloudwatch";
 import { AttributeType, Billing, TableV2 } from "aws-cdk-lib/aws-dynamodb";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Architecture, Code, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
+import { Architecture, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
 import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
-import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
+import { API_HANDLER } from "./bundle.js";
 import { DurableRunner, runnerExecutionTimeoutSeconds } from "./durable-runner.js";
 import { functionEnvironment, runtimeEnvironment } from "./function-env.js";
+import { bundledCode } from "./lambda-code.js";
 import { ROUTES } from "./routes.js";
 import {
   type DeploySettings,
@@ -177,21 +176,7 @@ export class BoundloopStack extends Stack {
 
     const fn = new LambdaFunction(this, "ApiFunction", {
       description: "boundloop HTTP API (Hono on Lambda): bounded agent runs, invoices",
-      // Built at synth by the local esbuild with infra/bundle.ts (the benchmarks measure the same build):
-      // index.mjs plus the chunks it loads on demand. No Docker: the image below is never pulled, local
-      // bundling either succeeds or fails the synth with esbuild's messages.
-      code: Code.fromAsset(PROJECT_ROOT, {
-        assetHashType: AssetHashType.OUTPUT,
-        bundling: {
-          image: DockerImage.fromRegistry("dummy"),
-          local: {
-            tryBundle(outputDir) {
-              buildApiBundleSync(outputDir);
-              return true;
-            },
-          },
-        },
-      }),
+      code: bundledCode(),
       handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
