@@ -180,29 +180,26 @@ function sharedDeps(config: Config, options: Pick<ApiDepsOptions, "secretsProvid
   };
 }
 
-/** The modules the Lambda durable functions port is built from, loaded on the first durable run. */
-type LambdaPortModules = [
-  typeof import("@aws-sdk/client-lambda"),
-  typeof import("./durable/lambda-executions.js"),
-];
+/** The module the Lambda durable functions port is built from, loaded on the first durable run. */
+type LambdaPortModule = typeof import("./durable/lambda-executions.js");
 
 /**
  * The Lambda durable functions port on RUNNER_FUNCTION_ARN (undefined when it is unset). The Lambda
  * client's code is loaded on the first durable run, not at cold start; a failed load is retried by the
  * next call ({@link onceUntilFailed}).
- * @param importModules loads the client and the port's modules (tests inject a failing one)
+ * @param importModule loads the port's module (tests inject a failing one)
+ * @param clientConfig extra Lambda client settings (tests: a stand-in endpoint)
  */
 export function lambdaExecutions(
   config: Config,
-  importModules: () => Promise<LambdaPortModules> = () =>
-    Promise.all([import("@aws-sdk/client-lambda"), import("./durable/lambda-executions.js")]),
+  importModule: () => Promise<LambdaPortModule> = () => import("./durable/lambda-executions.js"),
+  clientConfig?: Parameters<LambdaPortModule["createLambdaDurableExecutions"]>[1],
 ): DurableExecutions | undefined {
   const aliasArn = config.durable.runnerFunctionArn;
   if (!aliasArn) return undefined;
-  const load = onceUntilFailed(async () => {
-    const [{ LambdaClient }, { LambdaDurableExecutions }] = await importModules();
-    return new LambdaDurableExecutions(new LambdaClient({ region: aliasArn.split(":")[3] }), aliasArn);
-  });
+  const load = onceUntilFailed(async () =>
+    (await importModule()).createLambdaDurableExecutions(aliasArn, clientConfig),
+  );
   return {
     start: async (name, payload) => (await load()).start(name, payload),
     stop: async (name) => (await load()).stop(name),

@@ -294,6 +294,16 @@ describe("cdk synth of the real app", () => {
         source,
       ).toEqual([]);
     }
+    // Only the commands the port sends: not the aggregated `Lambda` class, its waiters or other commands
+    // (shared/durable/lambda-executions.ts builds the client from named imports).
+    for (const unused of [
+      "dist-es/Lambda.js",
+      "dist-es/commands/CreateFunctionCommand.js",
+      "dist-es/waiters/",
+    ]) {
+      expect(holding(`node_modules/@aws-sdk/client-lambda/${unused}`), unused).toEqual([]);
+    }
+    expect(holding("node_modules/@aws-sdk/client-lambda/dist-es/commands/InvokeCommand.js")).not.toEqual([]);
     // The runner's SDK is not in the API's bundle at all.
     expect(holding("node_modules/@aws/durable-execution-sdk-js")).toEqual([]);
     expect(asyncOnlyChunks(dir)).toEqual(expect.arrayContaining(lambdaClient));
