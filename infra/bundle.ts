@@ -46,6 +46,43 @@ export const zodEnglishOnly: Plugin = {
 };
 
 /**
+ * Two zod APIs boundloop never calls, kept in a bundle only because `z` (and its `z.core` namespace) is
+ * imported whole (see {@link zodEnglishOnly}), replaced by modules whose functions throw an Error naming
+ * this plugin (bytes of minified output, esbuild's metafile):
+ * - `zod/v4/core/compile.js`, `z.compile`: the ahead-of-time parser compiler (~31 kB). Schemas parse
+ *   with the runtime parser (`.parse`, `.safeParse`), which never imports it.
+ * - `zod/v4/classic/from-json-schema.js`, `z.fromJSONSchema` (~12 kB): boundloop converts zod to JSON
+ *   Schema, never back.
+ * The stubs export the same names, so a new import of another name fails the build. Tests run the
+ * unbundled zod.
+ */
+export const zodUnusedApis: Plugin = {
+  name: "zod-unused-apis",
+  setup(esbuild) {
+    const unused = (api: string) =>
+      `{ throw new Error(${JSON.stringify(`${api} is not in the Lambda bundle (infra/bundle.ts zodUnusedApis)`)}); }`;
+    const stubs: Record<string, string> = {
+      "core/compile.js": [
+        'export const INVALID = Symbol.for("zod.compile.invalid");',
+        "export class ZodCompileAsyncError extends Error {}",
+        "export class ZodCompileUnsupportedError extends Error {}",
+        ...["compile", "withParser", "compileFn"].map(
+          (name) => `export function ${name}() ${unused(`z.${name}`)}`,
+        ),
+      ].join("\n"),
+      "classic/from-json-schema.js": `export function fromJSONSchema() ${unused("z.fromJSONSchema")}`,
+    };
+    esbuild.onLoad(
+      { filter: /[\\/]node_modules[\\/]zod[\\/]v4[\\/](core[\\/]compile|classic[\\/]from-json-schema)\.js$/ },
+      ({ path }) => {
+        const key = Object.keys(stubs).find((name) => path.replaceAll("\\", "/").endsWith(`/zod/v4/${name}`));
+        return key === undefined ? undefined : { contents: stubs[key], loader: "js" };
+      },
+    );
+  },
+};
+
+/**
  * Modules the deployed code (Node on Lambda) never reaches, replaced in the bundle by a module named here
  * (measured with esbuild's metafile, bytes of minified output; docs/performance.md "Bundle contents"):
  * - `@aws-sdk/credential-provider-node` (the default credential chain: env, SSO, ini, process, web
@@ -119,7 +156,8 @@ export const unreachableOnLambda: Plugin = {
  * - Minified, with class and function names kept (errors set `this.name = new.target.name`, and logs
  *   show it), and source maps without the sources (stack traces need the mappings; NODE_OPTIONS
  *   `--enable-source-maps` is set on the function).
- * - Modules Node on Lambda never reaches replaced ({@link unreachableOnLambda}), zod's locales reduced.
+ * - Modules Node on Lambda never reaches replaced ({@link unreachableOnLambda}), zod's locales reduced,
+ *   two zod APIs never called left out ({@link zodUnusedApis}).
  * - A `require` for CommonJS dependencies that still call it for Node built-ins inside ESM output.
  */
 export const API_BUNDLE_OPTIONS = {
@@ -138,7 +176,7 @@ export const API_BUNDLE_OPTIONS = {
   sourcemap: true,
   sourcesContent: false,
   banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
-  plugins: [zodEnglishOnly, unreachableOnLambda],
+  plugins: [zodEnglishOnly, zodUnusedApis, unreachableOnLambda],
   metafile: true,
   logLevel: "warning",
 } as const satisfies BuildOptions;

@@ -40,8 +40,8 @@ export interface ApprovalEvents {
  * failing one).
  */
 export interface EventBridgeOptions {
-  clientConfig?: Omit<import("@aws-sdk/client-eventbridge").EventBridgeClientConfig, "region">;
-  importClient?: () => Promise<typeof import("@aws-sdk/client-eventbridge")>;
+  clientConfig?: Omit<import("./eventbridge-client.js").EventBridgeClientConfig, "region">;
+  importClient?: () => Promise<typeof import("./eventbridge-client.js")>;
 }
 
 /**
@@ -53,7 +53,7 @@ export interface EventBridgeOptions {
  * @throws from `requested`: the SDK's error, or Error when EventBridge reports the entry failed
  */
 export function eventBridgeApprovalEvents(region: string, options: EventBridgeOptions = {}): ApprovalEvents {
-  const importClient = options.importClient ?? (() => import("@aws-sdk/client-eventbridge"));
+  const importClient = options.importClient ?? (() => import("./eventbridge-client.js"));
   const load = onceUntilFailed(async () => {
     const { EventBridgeClient, PutEventsCommand } = await importClient();
     const eventBridge = new EventBridgeClient({ ...options.clientConfig, region });

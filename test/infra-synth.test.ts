@@ -9,6 +9,8 @@ import { Bucket } from "aws-cdk-lib/aws-s3";
 import type { CloudAssembly } from "aws-cdk-lib/cx-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp, STACK_ID } from "../infra/build-app.js";
+import { createDevIssuer, mintToken } from "../local/dev-auth.js";
+import { toHttpApiEvent } from "../local/dev-event.js";
 import { seedEvent, startTestStack } from "./support/stack.js";
 
 const run = promisify(execFile);
@@ -297,6 +299,14 @@ describe("cdk synth of the real app", () => {
     const all = [...eagerSources, ...lazySources];
     expect(all.some((source) => /node_modules\/zod\/v4\/locales\/en\.js$/.test(source))).toBe(true);
     expect(all.filter((source) => /node_modules\/zod\/v4\/locales\/(?!en\.js)/.test(source))).toEqual([]);
+    // z.compile and z.fromJSONSchema are stubs (infra/bundle.ts zodUnusedApis): their code is not shipped.
+    const code = readdirSync(join(dir, "chunks"))
+      .filter((file) => file.endsWith(".mjs"))
+      .map((file) => readFileSync(join(dir, "chunks", file), "utf8"))
+      .join("\n");
+    expect(code).toContain("z.compile is not in the Lambda bundle");
+    expect(code).not.toContain("z.compile does not support");
+    expect(code).not.toContain("unevaluatedProperties is not supported");
   });
 
   it("only an asynchronous start or a cancel loads the Lambda client: not a cold start, not a synchronous run", () => {
@@ -445,6 +455,73 @@ describe("cdk synth of the real app", () => {
       // The bundle's write is in the table, read back by the unbundled store.
       const ledger = await stack.deps.ledger.list("tenant_uk_01");
       expect(ledger).toMatchObject([{ invoiceId, grossTotal: { amount: "1800.00", minorUnits: 180000 } }]);
+    } finally {
+      await stack.stop();
+    }
+  }, 90_000);
+
+  it("the bundle serves an MCP tools/call (the MCP SDK, jose and zod as bundled): calculateTax GB 1500.00", async () => {
+    const issuer = await createDevIssuer();
+    const stack = await startTestStack();
+    try {
+      const host = "mcp.bundle.invalid";
+      const token = await mintToken(
+        issuer,
+        { sub: "usr_bundle", tenant_id: "tenant_bundle_01", scope: "billing:read" },
+        { audience: `https://${host}/mcp` },
+      );
+      const body = JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: {
+          name: "calculateTax",
+          arguments: { amount: "1500.00", currency: "GBP", jurisdiction: "GB" },
+        },
+      });
+      const headers = {
+        host,
+        authorization: `Bearer ${token}`,
+        accept: "application/json, text/event-stream",
+        "content-type": "application/json",
+      };
+      const event = toHttpApiEvent(
+        {
+          method: "POST",
+          url: "/mcp",
+          headers: Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, [value]])),
+          body: Buffer.from(body),
+          sourceIp: "127.0.0.1",
+          localPort: 443,
+        },
+        undefined,
+      );
+      event.headers["x-forwarded-proto"] = "https";
+      const result = await runBundle(
+        `const res = await handler(${JSON.stringify(event)}, { getRemainingTimeInMillis: () => 29000, awsRequestId: "r1" });
+         console.log(JSON.stringify(res));`,
+        {
+          TABLE_NAME: stack.config.table.name,
+          DYNAMODB_ENDPOINT: stack.config.table.endpoint ?? "",
+          JWT_ISSUER: issuer.issuer,
+          JWT_JWKS: JSON.stringify({ keys: [issuer.publicJwk] }),
+          AWS_ACCESS_KEY_ID: "bundletest",
+          AWS_SECRET_ACCESS_KEY: "bundletest",
+          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+        },
+      );
+      expect(result.stderr).not.toMatch(/Error/);
+      const response = JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "{}");
+      expect(response.statusCode, response.body).toBe(200);
+      const answer = JSON.parse(response.body) as {
+        result: {
+          isError?: boolean;
+          structuredContent: { taxAmount: { amount: string }; grossTotal: { amount: string } };
+        };
+      };
+      expect(answer.result.isError ?? false).toBe(false);
+      expect(answer.result.structuredContent.taxAmount.amount).toBe("300.00");
+      expect(answer.result.structuredContent.grossTotal.amount).toBe("1800.00");
     } finally {
       await stack.stop();
     }

@@ -158,7 +158,7 @@ describe("the CDK stack", () => {
     expect(secret?.DeletionPolicy).toBe("Retain");
   });
 
-  it("grants only the table's item actions, GetSecretValue on the one secret and the runner's start/stop", () => {
+  it("grants only the table's item actions, GetSecretValue on the one secret, the runner's start/stop and PutEvents on the default bus", () => {
     const role = named(resources, "AWS::IAM::Role", "ApiFunctionRole");
     expect(role?.Properties.ManagedPolicyArns).toBeUndefined();
     expect(role?.Properties.Policies).toBeUndefined();
@@ -206,6 +206,25 @@ describe("the CDK stack", () => {
           "lambda:SendDurableExecutionCallbackSuccess",
         ],
         Resource: { "Fn::Join": ["", [{ "Fn::GetAtt": [runnerId, "Arn"] }, ":*/durable-execution/*"]] },
+      },
+      // An MCP call that needs approval is announced on the default bus, as the runner does for the loop.
+      {
+        Effect: "Allow",
+        Action: "events:PutEvents",
+        Resource: {
+          "Fn::Join": [
+            "",
+            [
+              "arn:",
+              { Ref: "AWS::Partition" },
+              ":events:",
+              { Ref: "AWS::Region" },
+              ":",
+              { Ref: "AWS::AccountId" },
+              ":event-bus/default",
+            ],
+          ],
+        },
       },
     ]);
     for (const statement of statements) {
@@ -504,6 +523,8 @@ describe("the stack's runtime settings (CDK context → the functions' environme
       MAX_CYCLES: "3",
       MODEL_MAX_TOKENS: "2048",
       DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeout),
+      // /mcp verifies tokens itself, against the issuer the HTTP API's authorizer trusts.
+      JWT_ISSUER: COGNITO_ISSUER,
       NODE_OPTIONS: "--enable-source-maps",
       POWERTOOLS_METRICS_NAMESPACE: "boundloop",
       POWERTOOLS_SERVICE_NAME: "boundloop",

@@ -1,3 +1,4 @@
+import { DeleteTableCommand } from "@aws-sdk/client-dynamodb";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
@@ -587,6 +588,35 @@ describe("MCP: a mutating tool without a business key", () => {
     expect(again._meta?.[REPLAYED_META_KEY]).toBe(true);
     expect(effects).toHaveLength(1);
     expect(effects[0]).toMatch(/^n1:tk_[0-9a-f]{64}$/);
+  });
+});
+
+describe("MCP: the data store fails around a call", () => {
+  it("is a retryable fatal_error STORE_UNAVAILABLE with a fixed sentence: no internal error text", async () => {
+    const broken = await startMcpStack();
+    try {
+      const client = await broken.connect(await broken.token(WRITER));
+      const quoteId = await quote(client);
+      // A real failure: the table is gone, so DynamoDB Local refuses the idempotency record's write.
+      await broken.stack.deps.ddb.send(new DeleteTableCommand({ TableName: broken.stack.config.table.name }));
+      const result = (await client.callTool({
+        name: "recordInvoice",
+        arguments: { clientName: "Acme Ltd", quoteId },
+        _meta: keyed("store-down-1"),
+      })) as CallResult;
+      expect(result.isError).toBe(true);
+      const body = text(result);
+      expect(body).toMatchObject({
+        status: "fatal_error",
+        error: { code: "STORE_UNAVAILABLE", retryable: true },
+      });
+      expect(body.error.message).toBe(
+        "recordInvoice could not be guarded: the data store failed. The same call, with the same key, can be made again.",
+      );
+      expect(JSON.stringify(result)).not.toMatch(/non-existent|ResourceNotFound|table/i);
+    } finally {
+      await broken.stop();
+    }
   });
 });
 

@@ -3,7 +3,6 @@ import type { Config } from "../../shared/config.js";
 import type { ApiDeps } from "../../shared/deps.js";
 import type { BearerVerifier } from "../../shared/mcp/auth.js";
 import { resourceMetadata, resourceUrlOf, wwwAuthenticate } from "../../shared/mcp/resource.js";
-import { IdempotencyStore } from "../../shared/store/idempotency.js";
 import type { AppEnv } from "./app.js";
 import { mcpGetRoute, mcpRoute, resourceMetadataRoutes } from "./contract.js";
 
@@ -15,13 +14,7 @@ import { mcpGetRoute, mcpRoute, resourceMetadataRoutes } from "./contract.js";
  * @param getDeps the app's dependencies, loaded on first use
  */
 export function mountMcp(app: OpenAPIHono<AppEnv>, getDeps: () => ApiDeps, config: Config): void {
-  let verifier: BearerVerifier | undefined;
-  // The JOSE code is loaded by the first /mcp request, not with the app.
-  const verify = async (authorization: string | undefined, resourceUrl: string) => {
-    verifier ??= (await import("../../shared/mcp/auth.js")).createBearerVerifier(config);
-    return verifier(authorization, resourceUrl);
-  };
-
+  const verify = lazyVerifier(config);
   for (const route of resourceMetadataRoutes) {
     app.openapi(route, (c) => c.json(resourceMetadata(resourceUrlOf(c.req.raw, config), config), 200));
   }
@@ -32,11 +25,7 @@ export function mountMcp(app: OpenAPIHono<AppEnv>, getDeps: () => ApiDeps, confi
     if (!verdict.ok) {
       return c.body(null, 401, { "WWW-Authenticate": wwwAuthenticate(resourceUrl, verdict) }) as never;
     }
-    return c.json(
-      { jsonrpc: "2.0" as const, id: null, error: { code: -32000, message: "Method not allowed." } },
-      405,
-      { Allow: "POST" },
-    );
+    return c.json(jsonRpcError("Method not allowed."), 405, { Allow: "POST" });
   });
 
   app.openapi(mcpRoute, async (c) => {
@@ -45,40 +34,28 @@ export function mountMcp(app: OpenAPIHono<AppEnv>, getDeps: () => ApiDeps, confi
     // origin is refused before anything else.
     const origin = c.req.header("origin");
     if (origin !== undefined && origin !== new URL(resourceUrl).origin) {
-      return c.json(
-        {
-          jsonrpc: "2.0" as const,
-          id: null,
-          error: { code: -32000, message: `Origin ${origin} is not allowed.` },
-        },
-        403,
-      );
+      return c.json(jsonRpcError(`Origin ${origin} is not allowed.`), 403);
     }
     const verdict = await verify(c.req.header("authorization"), resourceUrl);
     if (!verdict.ok) {
       return c.body(null, 401, { "WWW-Authenticate": wwwAuthenticate(resourceUrl, verdict) }) as never;
     }
-    const deps = getDeps();
-    deps.logger.appendKeys({ tenantId: verdict.security.tenantId });
-    try {
-      const { handleMcpRequest } = await import("../../shared/mcp/server.js");
-      const response = await handleMcpRequest(
-        c.req.raw,
-        {
-          ...deps,
-          idempotency: new IdempotencyStore(deps.ddb, deps.config.table.name, {
-            ttlSeconds: deps.config.idempotency.ttlSeconds,
-          }),
-        },
-        verdict.security,
-        {
-          maxBodyBytes: deps.config.http.maxBodyBytes,
-          remainingMs: c.env?.lambdaContext?.getRemainingTimeInMillis(),
-        },
-      );
-      return response as never;
-    } finally {
-      deps.logger.resetKeys();
-    }
+    const { serveMcp } = await import("../../shared/mcp/server.js");
+    const remainingMs = c.env?.lambdaContext?.getRemainingTimeInMillis();
+    return (await serveMcp(c.req.raw, getDeps(), verdict.security, remainingMs)) as never;
   });
+}
+
+/** The token check of `/mcp`; the JOSE code is loaded by the first /mcp request, not with the app. */
+function lazyVerifier(config: Config): BearerVerifier {
+  let verifier: BearerVerifier | undefined;
+  return async (authorization, resourceUrl) => {
+    verifier ??= (await import("../../shared/mcp/auth.js")).createBearerVerifier(config);
+    return verifier(authorization, resourceUrl);
+  };
+}
+
+/** A JSON-RPC error answer without a request id (the transport spec's shape for refused HTTP requests). */
+function jsonRpcError(message: string) {
+  return { jsonrpc: "2.0" as const, id: null, error: { code: -32000, message } };
 }

@@ -123,10 +123,11 @@ export async function callMcpTool(
     await observe(deps, security, call, result, outcome.replayed === true, budget);
     return toMcpResult(result, prepared.kind === "ready" ? prepared : undefined, outcome.replayed);
   } catch (error) {
-    // The store could not be read or written around the call (the dispatcher itself never throws).
+    // The store could not be read or written around the call (the dispatcher itself never throws). The
+    // client gets a fixed sentence; the error itself goes to the log only.
     const result = notStartedResult(call, "fatal_error", {
       code: "STORE_UNAVAILABLE",
-      message: `${params.name} could not be guarded: the data store failed (${(error as Error).message}). The same call, with the same key, can be made again.`,
+      message: `${params.name} could not be guarded: the data store failed. The same call, with the same key, can be made again.`,
       retryable: true,
     });
     deps.logger.error("mcp tool call failed", { toolName: params.name, error: error as Error });

@@ -16,7 +16,9 @@ import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/t
 import * as z from "zod";
 import { toolsAllowedFor } from "../agent/dispatcher.js";
 import type { ToolDefinition } from "../agent/tool.js";
+import type { ApiDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
+import { IdempotencyStore } from "../store/idempotency.js";
 import { callMcpTool, IDEMPOTENCY_META_KEY, type McpCallDeps } from "./call.js";
 
 /**
@@ -128,5 +130,30 @@ export async function handleMcpRequest(
     return await transport.handleRequest(request);
   } finally {
     await server.close();
+  }
+}
+
+/**
+ * {@link handleMcpRequest} with the API's dependencies: the call guard's idempotency store on the
+ * service's table (same TTL as runs' keys), and the caller's tenant on every log line of the request.
+ * @param request the HTTP request to `/mcp`, its token already verified into `security`
+ */
+export async function serveMcp(
+  request: Request,
+  deps: ApiDeps,
+  security: SecurityContext,
+  remainingMs: number | undefined,
+): Promise<Response> {
+  const idempotency = new IdempotencyStore(deps.ddb, deps.config.table.name, {
+    ttlSeconds: deps.config.idempotency.ttlSeconds,
+  });
+  deps.logger.appendKeys({ tenantId: security.tenantId });
+  try {
+    return await handleMcpRequest(request, { ...deps, idempotency }, security, {
+      maxBodyBytes: deps.config.http.maxBodyBytes,
+      remainingMs,
+    });
+  } finally {
+    deps.logger.resetKeys();
   }
 }
