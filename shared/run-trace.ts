@@ -1,0 +1,198 @@
+import { createHash } from "node:crypto";
+import { type Context, context, type Span, trace } from "@opentelemetry/api";
+import type { ModelTelemetry } from "./agent/model.js";
+import {
+  ATTR,
+  type CarriedTrace,
+  contextOf,
+  emitSpan,
+  failSpan,
+  Kind,
+  parentContextOf,
+  startSpanWithIds,
+  tracingOptions,
+} from "./tracing.js";
+
+/**
+ * The `invoke_agent` span of a run (GenAI conventions, INTERNAL), started and ended at the run
+ * lifecycle's points: start, finish (the typed stop status), fail. The model's `chat`, the tools'
+ * `execute_tool` and the store's DynamoDB spans are its children. A durable run's span outlives an
+ * invocation: its ids are carried in the execution's input ({@link CarriedTrace}), every invocation's
+ * spans name it as their parent, and the invocation that finishes the run emits it whole
+ * ({@link finishCarriedRunSpan}).
+ */
+
+/** The agent's name on spans (`gen_ai.agent.name`). */
+export const AGENT_NAME = "boundloop";
+
+/**
+ * What the agent span says about a run: tenant, run id, conversation (the first run of its
+ * `previousRunId` chain), whether it is durable, and the model it talks to.
+ */
+export interface RunTraceInfo {
+  tenantId: string;
+  runId: string;
+  conversationId: string;
+  durable: boolean;
+  model?: ModelTelemetry | undefined;
+}
+
+/** The outcome facts the agent span ends with. */
+export interface RunTraceOutcome {
+  status: string;
+  cycles: number;
+  usage: { promptTokens: number; completionTokens: number };
+}
+
+/** Statuses a run ends in without an error: the loop's answer. Any other typed stop is an error. */
+const OK_STATUSES = new Set(["completed"]);
+
+function startAttributes(info: RunTraceInfo) {
+  return {
+    [ATTR.operationName]: "invoke_agent",
+    [ATTR.providerName]: info.model?.providerName ?? "unknown",
+    [ATTR.agentName]: AGENT_NAME,
+    [ATTR.conversationId]: info.conversationId,
+    ...(info.model ? { [ATTR.requestModel]: info.model.requestModel } : {}),
+    [ATTR.tenant]: info.tenantId,
+    [ATTR.runId]: info.runId,
+    [ATTR.runDurable]: info.durable,
+  };
+}
+
+function endWith(span: Span, outcome: RunTraceOutcome): void {
+  span.setAttributes({
+    [ATTR.runStatus]: outcome.status,
+    [ATTR.runCycles]: outcome.cycles,
+    [ATTR.inputTokens]: outcome.usage.promptTokens,
+    [ATTR.outputTokens]: outcome.usage.completionTokens,
+  });
+  // The run's typed stop status is its error type: stable, upper case like the problem codes.
+  if (!OK_STATUSES.has(outcome.status)) failSpan(span, outcome.status.toUpperCase());
+}
+
+/**
+ * A run's agent span in this process (the synchronous path). `context` is the context the run's work
+ * runs in (its children's parent); `undefined` members with tracing off.
+ */
+export interface RunSpan {
+  context: Context | undefined;
+  /** Ends the span with the run's outcome. */
+  finish(outcome: RunTraceOutcome): void;
+  /** Ends the span as a run that failed on the server (error.type = the stable code, e.g. INTERNAL). */
+  fail(code: string): void;
+  /**
+   * Hands the span over to a durable execution: it is not ended here (an unended span is never
+   * exported); its ids and start go into the execution's input and the runner ends it.
+   */
+  carry(): CarriedTrace | undefined;
+}
+
+const NO_SPAN: RunSpan = { context: undefined, finish() {}, fail() {}, carry: () => undefined };
+
+/**
+ * The ids of a run's agent span, derived from its run id (SHA-256): the span id always, the trace id
+ * when the run has no parent span. So a retried start of a durable run sends the same input, and a
+ * run's trace can be found from its run id alone (docs/tracing.md).
+ */
+export function agentSpanIds(runId: string): { traceId: string; spanId: string } {
+  const hash = (what: string) => createHash("sha256").update(`${what}:${runId}`).digest("hex");
+  return { traceId: hash("trace").slice(0, 32), spanId: hash("span").slice(0, 16) };
+}
+
+/** Starts the agent span of a run that runs in this process, a child of the active span (if any). */
+export function startRunSpan(info: RunTraceInfo): RunSpan {
+  if (!tracingOptions().enabled) return NO_SPAN;
+  const parent = trace.getSpan(context.active())?.spanContext();
+  const hasParent = parent !== undefined && trace.isSpanContextValid(parent);
+  const ids = agentSpanIds(info.runId);
+  const span = startSpanWithIds(
+    `invoke_agent ${AGENT_NAME}`,
+    { kind: Kind.INTERNAL, attributes: startAttributes(info) },
+    context.active(),
+    hasParent ? { spanId: ids.spanId } : ids,
+  );
+  let ended = false;
+  const end = (fn: () => void) => {
+    if (ended) return;
+    ended = true;
+    fn();
+    span.end();
+  };
+  return {
+    context: trace.setSpan(context.active(), span),
+    finish: (outcome) => end(() => endWith(span, outcome)),
+    fail: (code) => end(() => failSpan(span, code)),
+    carry: () => {
+      ended = true;
+      const { traceId, spanId, traceFlags } = span.spanContext();
+      return { traceId, spanId, traceFlags, ...(hasParent ? { parentSpanId: parent.spanId } : {}) };
+    },
+  };
+}
+
+/**
+ * The agent span of a run that runs in a durable execution from its start (the asynchronous start):
+ * its own trace, ids from {@link agentSpanIds}. Undefined with tracing off.
+ */
+export function newCarriedTrace(runId: string): CarriedTrace | undefined {
+  if (!tracingOptions().enabled) return undefined;
+  return { ...agentSpanIds(runId), traceFlags: 1 };
+}
+
+/** The context a durable invocation runs a run's work in: its agent span as the (remote) parent. */
+export function carriedContext(carried: CarriedTrace | undefined): Context | undefined {
+  return carried && tracingOptions().enabled ? contextOf(carried) : undefined;
+}
+
+/**
+ * Emits a durable run's agent span whole, with the carried ids, from `startedAt` (epoch ms, the run's
+ * start) to now: called once, by the step that records the run's outcome (so a replay does not emit
+ * it again).
+ */
+export function finishCarriedRunSpan(
+  carried: CarriedTrace | undefined,
+  info: RunTraceInfo,
+  startedAt: number,
+  outcome: RunTraceOutcome | { failed: string },
+): void {
+  if (!carried) return;
+  emitSpan(
+    `invoke_agent ${AGENT_NAME}`,
+    { kind: Kind.INTERNAL, startTime: startedAt, attributes: startAttributes(info) },
+    Date.now(),
+    (span) => ("failed" in outcome ? failSpan(span, outcome.failed) : endWith(span, outcome)),
+    parentContextOf(carried),
+    { traceId: carried.traceId, spanId: carried.spanId },
+  );
+}
+
+/**
+ * Emits the approval wait of a durable run as its own span (`boundloop.approval.wait`, INTERNAL) from
+ * the request to the decision (epoch ms), a child of the run's agent span: called once, from the step
+ * after the decision, so a replay emits no second one.
+ */
+export function emitApprovalWait(
+  carried: CarriedTrace | undefined,
+  wait: { approvalId: string; toolName: string; toolCallId: string; decision: string },
+  requestedAt: number,
+  decidedAt: number,
+): void {
+  if (!carried) return;
+  emitSpan(
+    "boundloop.approval.wait",
+    {
+      kind: Kind.INTERNAL,
+      startTime: requestedAt,
+      attributes: {
+        [ATTR.approvalId]: wait.approvalId,
+        [ATTR.approvalDecision]: wait.decision,
+        [ATTR.toolName]: wait.toolName,
+        [ATTR.toolCallId]: wait.toolCallId,
+      },
+    },
+    Math.max(requestedAt, decidedAt),
+    () => undefined,
+    contextOf(carried),
+  );
+}
