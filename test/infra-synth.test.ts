@@ -95,18 +95,18 @@ function syncRequestPath(dir: string): string[] {
     "index.mjs",
     ...chunksHolding(dir, "functions/api/app.ts"),
     ...chunksHolding(dir, "shared/deps.ts"),
-    ...chunksHolding(dir, "functions/api/run-service.ts"),
+    ...chunksHolding(dir, "shared/runs/lifecycle.ts"),
   ]);
 }
 
 /**
- * The chunks only the durable port loads (functions/api/run-async.ts, shared/durable/lambda-executions.ts
+ * The chunks only the durable port loads (shared/runs/async-start.ts, shared/durable/lambda-executions.ts
  * and what they import statically), less those of {@link syncRequestPath}.
  */
 function asyncOnlyChunks(dir: string): string[] {
   const syncPath = syncRequestPath(dir);
   return staticallyLoaded(dir, [
-    ...chunksHolding(dir, "functions/api/run-async.ts"),
+    ...chunksHolding(dir, "shared/runs/async-start.ts"),
     ...chunksHolding(dir, "shared/durable/lambda-executions.ts"),
   ]).filter((file) => !syncPath.includes(file));
 }
@@ -253,7 +253,7 @@ describe("cdk synth of the real app", () => {
     for (const source of [
       "node_modules/@aws-sdk/client-lambda/",
       "shared/durable/lambda-executions.ts",
-      "functions/api/run-async.ts",
+      "shared/runs/async-start.ts",
     ]) {
       expect(holding(source), source).not.toEqual([]);
       expect(

@@ -8,11 +8,12 @@ import { HTTPException } from "hono/http-exception";
 import type { ZodError } from "zod";
 import { Deadline } from "../../shared/agent/deadline.js";
 import type { Config } from "../../shared/config.js";
-import { loadConversation } from "../../shared/conversation.js";
 import type { AppDeps } from "../../shared/deps.js";
 import { ProblemError, problemCodeOf, toProblem } from "../../shared/errors.js";
 import { type SecurityContext, securityContextFromEvent } from "../../shared/identity.js";
 import { createLogger, flushMetrics, recordProblemMetric } from "../../shared/observability.js";
+import { loadConversation } from "../../shared/runs/conversation.js";
+import { executeRun, runBudgetMs } from "../../shared/runs/lifecycle.js";
 import { POLL_AFTER_SECONDS, prefersAsync } from "./async-preference.js";
 import {
   cancelRunRoute,
@@ -28,7 +29,6 @@ import {
 } from "./contract.js";
 import { healthResponse } from "./health.js";
 import { listInvoicePage } from "./pagination.js";
-import { executeRun, runBudgetMs } from "./run-service.js";
 
 /** What hono/aws-lambda puts in `c.env`: the raw event and the Lambda context. */
 export interface LambdaBindings {
@@ -139,10 +139,10 @@ export function createApp(deps: AppDeps | LazyDeps) {
             maxTotalTokens: deps.config.limits.maxTotalTokens,
             runTtlSeconds: deps.config.runs.ttlSeconds,
           });
-    // Prefer: respond-async starts a durable run and answers 202 (run-async.ts); without a runner the
+    // Prefer: respond-async starts a durable run and answers 202 (shared/runs/async-start.ts); without a runner the
     // preference is ignored (RFC 7240 lets a server do so) and the run is synchronous.
     if (deps.executions && prefersAsync(c.req.header("prefer"))) {
-      const { startAsyncRun } = await import("./run-async.js");
+      const { startAsyncRun } = await import("../../shared/runs/async-start.js");
       const { executions } = deps;
       const response = await startAsyncRun({
         deps: { ...deps, executions },
@@ -156,10 +156,10 @@ export function createApp(deps: AppDeps | LazyDeps) {
     }
     const runId = `run_${randomUUID()}`;
     // With approval rules and a runner, a run that reaches an approval is handed over to a durable
-    // execution and answered 202 (approval-handoff.ts); loaded only then.
+    // execution and answered 202 (shared/runs/handover.ts); loaded only then.
     const handoff =
       deps.executions && approvalsConfigured(deps.config)
-        ? { module: await import("./approval-handoff.js"), executions: deps.executions }
+        ? { module: await import("../../shared/runs/handover.js"), executions: deps.executions }
         : undefined;
     const parts = handoff?.module.handoffParts();
     const deadline = new Deadline(
@@ -272,7 +272,7 @@ export function createApp(deps: AppDeps | LazyDeps) {
     // A run still going (a durable run between polls) says when to look again.
     if (found.run.status === "running") c.header("Retry-After", String(POLL_AFTER_SECONDS));
     if (found.run.status === "awaiting_approval") {
-      const { pendingApprovalsOf } = await import("./approvals.js");
+      const { pendingApprovalsOf } = await import("../../shared/runs/approvals.js");
       const pendingApprovals = await pendingApprovalsOf(getDeps(), security.tenantId, runId);
       return c.json({ ...found.run, steps: found.steps, pendingApprovals }, 200);
     }
@@ -288,13 +288,13 @@ export function createApp(deps: AppDeps | LazyDeps) {
     const allowed =
       found && (found.run.userId === security.userId || security.permissions.includes(BILLING_WRITE));
     if (!found || !allowed) throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
-    const { cancelRun } = await import("./run-async.js");
+    const { cancelRun } = await import("../../shared/runs/async-start.js");
     const after = await cancelRun(deps, security, found);
     return c.json({ ...after.run, steps: after.steps }, 200);
   });
 
   app.openapi(decideApprovalRoute, async (c) => {
-    const { decideApproval } = await import("./approvals.js");
+    const { decideApproval } = await import("../../shared/runs/approvals.js");
     const approval = await decideApproval(
       getDeps(),
       c.get("security"),
@@ -305,7 +305,7 @@ export function createApp(deps: AppDeps | LazyDeps) {
   });
 
   app.openapi(listApprovalsRoute, async (c) => {
-    const { listApprovalPage } = await import("./approvals.js");
+    const { listApprovalPage } = await import("../../shared/runs/approvals.js");
     const { limit, cursor } = c.req.valid("query");
     return c.json(await listApprovalPage(getDeps(), c.get("security"), { limit, cursor }), 200);
   });

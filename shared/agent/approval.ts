@@ -42,7 +42,7 @@ export interface ApprovalDecision {
 /**
  * Where a run waits for a decision; an optional part of {@link RunInput} like `step`, so the loop knows
  * no engine. The durable runner implements it with `ctx.waitForCallback` (shared/durable/runner.ts); the
- * synchronous path hands the run over to a durable execution (functions/api/approval-handoff.ts) by
+ * synchronous path hands the run over to a durable execution (shared/runs/handover.ts) by
  * throwing. Without a gate, a call that needs approval does not run: business_error APPROVAL_UNAVAILABLE.
  */
 export type ApprovalGate = (request: ApprovalRequest) => Promise<ApprovalDecision>;

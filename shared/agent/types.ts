@@ -114,7 +114,7 @@ export interface RunHooks {
  * - `deadline`: the run's single deadline; its signal reaches every model and tool call. Build it from
  *   `Deadline.budgetMs(limits.runTimeoutMs, lambdaRemainingMs, config.limits.deadlineReserveMs)`.
  * - `step`: runs each model call and each turn of tool calls (see shared/agent/step.ts); default `runInline`
- * - `history`: an earlier conversation to continue (shared/conversation.ts loads and trims it), sent
+ * - `history`: an earlier conversation to continue (shared/runs/conversation.ts loads and trims it), sent
  *   between the system prompt and `prompt`; never holds a system message
  * - `approve`: where a call that needs approval waits for a person's decision (shared/agent/approval.ts);
  *   without it such a call does not run (business_error APPROVAL_UNAVAILABLE)

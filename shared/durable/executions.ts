@@ -17,7 +17,7 @@ import type { SecurityContext } from "../identity.js";
  *   HISTORY_MAX_TOKENS the API trimmed the history to. Not the transcript itself (a payload is limited to
  *   256 KB): the runner loads it in its `history:load` step (shared/durable/history.ts)
  * - `carried`: steps a synchronous run completed before it paused for an approval and was handed over
- *   (functions/api/approval-handoff.ts): the runner returns these results for those step names instead
+ *   (shared/runs/handover.ts): the runner returns these results for those step names instead
  *   of calling the model or the tools again (docs/approvals.md)
  */
 export interface DurableRunPayload {
@@ -37,7 +37,7 @@ export interface DurableRunPayload {
  * The most bytes (UTF-8 JSON) a durable execution's input may have: 256 KB, the input payload limit of
  * Lambda durable functions (AWS's durable functions quotas; docs/durable-runs.md, "Checkpoint size
  * limit"). The API measures a {@link DurableRunPayload} that carries steps against it before it starts
- * the execution (functions/api/approval-handoff.ts).
+ * the execution (shared/runs/handover.ts).
  */
 export const MAX_EXECUTION_INPUT_BYTES = 256 * 1024;
 

@@ -155,7 +155,7 @@ async function durableRun(
   const throwIfStopped = () => {
     if (stopped()) throw new RunStoppedError();
   };
-  // Steps a synchronous run completed before it was handed over (functions/api/approval-handoff.ts).
+  // Steps a synchronous run completed before it was handed over (shared/runs/handover.ts).
   const carried = new Map((payload.carried ?? []).map((entry) => [entry.name, entry.result]));
   const step: StepRunner = (name, fn) =>
     ctx.step(
@@ -245,7 +245,7 @@ async function durableRun(
   return { ...result, durationMs: finished.durationMs };
 }
 
-/** The callback result the API sends when a person decides (functions/api/approvals.ts). */
+/** The callback result the API sends when a person decides (shared/runs/approvals.ts). */
 export const ApprovalCallbackSchema = z
   .object({
     decision: z.enum(["approved", "rejected"]),

@@ -1,12 +1,12 @@
-import type { ApprovalGate } from "../../shared/agent/approval.js";
-import { Deadline } from "../../shared/agent/deadline.js";
-import { transcriptOf } from "../../shared/agent/history.js";
-import { clampRunLimits, type RunLimits } from "../../shared/agent/limits.js";
-import { type RunOutcome, type RunUsage, runAgent, type StepRunner } from "../../shared/agent/loop.js";
-import type { ConversationHistory } from "../../shared/conversation.js";
-import type { AppDeps } from "../../shared/deps.js";
-import type { SecurityContext } from "../../shared/identity.js";
-import { observeToolResults, recordRunMetrics } from "../../shared/observability.js";
+import type { ApprovalGate } from "../agent/approval.js";
+import { Deadline } from "../agent/deadline.js";
+import { transcriptOf } from "../agent/history.js";
+import { clampRunLimits, type RunLimits } from "../agent/limits.js";
+import { type RunOutcome, type RunUsage, runAgent, type StepRunner } from "../agent/loop.js";
+import type { AppDeps } from "../deps.js";
+import type { SecurityContext } from "../identity.js";
+import { observeToolResults, recordRunMetrics } from "../observability.js";
+import type { ConversationHistory } from "./conversation.js";
 
 /**
  * One run as the HTTP layer asks for it.
@@ -15,8 +15,8 @@ import { observeToolResults, recordRunMetrics } from "../../shared/observability
  * - `deadline`: the run's deadline, made by the caller from {@link runBudgetMs} (the HTTP layer also
  *   uses it as the Idempotency-Key lease); the caller disposes it
  * - `conversation`: the earlier conversation this run continues (`loadConversation` in
- *   shared/conversation.ts, called before the run starts), absent for a new conversation
- * - `step`, `approve`: passed to the loop (a run that may pause for approval, approval-handoff.ts); an
+ *   shared/runs/conversation.ts, called before the run starts), absent for a new conversation
+ * - `step`, `approve`: passed to the loop (a run that may pause for approval, shared/runs/handover.ts); an
  *   error the gate throws (the hand-over) leaves the run record `running` for the durable execution
  */
 export interface RunRequest {

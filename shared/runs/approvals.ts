@@ -1,8 +1,8 @@
-import type { AppDeps } from "../../shared/deps.js";
-import { ProblemError } from "../../shared/errors.js";
-import type { SecurityContext } from "../../shared/identity.js";
-import type { ApprovalRecord } from "../../shared/store/approvals.js";
-import { withCursorProblem } from "./pagination.js";
+import { withCursorProblem } from "../../functions/api/pagination.js";
+import type { AppDeps } from "../deps.js";
+import { ProblemError } from "../errors.js";
+import type { SecurityContext } from "../identity.js";
+import type { ApprovalRecord } from "../store/approvals.js";
 
 /** The permission of approvers: deciding on (and listing) approvals of the tenant. */
 export const BILLING_APPROVE = "billing:approve";

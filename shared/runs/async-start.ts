@@ -1,20 +1,20 @@
 import { randomUUID } from "node:crypto";
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
-import { clampRunLimits, type RunLimits } from "../../shared/agent/limits.js";
-import type { ConversationHistory } from "../../shared/conversation.js";
-import type { AgentRunShapes, AppDeps } from "../../shared/deps.js";
+import { POLL_AFTER_SECONDS } from "../../functions/api/async-preference.js";
+import { RUN_ROUTE, requestFingerprint, withRunIdempotency } from "../../functions/api/run-idempotency.js";
+import { clampRunLimits, type RunLimits } from "../agent/limits.js";
+import type { AgentRunShapes, AppDeps } from "../deps.js";
 import {
   asyncRunId,
   type DurableExecutions,
   type DurableRunPayload,
   executionNameFor,
-} from "../../shared/durable/executions.js";
-import { fitHistoryToCheckpoint } from "../../shared/durable/history.js";
-import { ProblemError } from "../../shared/errors.js";
-import type { SecurityContext } from "../../shared/identity.js";
-import type { RunRecord, RunStep } from "../../shared/store/runs.js";
-import { POLL_AFTER_SECONDS } from "./async-preference.js";
-import { RUN_ROUTE, requestFingerprint, withRunIdempotency } from "./run-idempotency.js";
+} from "../durable/executions.js";
+import { fitHistoryToCheckpoint } from "../durable/history.js";
+import { ProblemError } from "../errors.js";
+import type { SecurityContext } from "../identity.js";
+import type { RunRecord, RunStep } from "../store/runs.js";
+import type { ConversationHistory } from "./conversation.js";
 
 /**
  * The Idempotency-Key lease (ms) of an asynchronous start: the time one start request may take
@@ -40,7 +40,7 @@ export function asyncRunLimits(
 /**
  * Input of {@link startAsyncRun}: the verified caller, the validated body, the raw request for its keys,
  * and `conversation`, the earlier conversation of `body.previousRunId` as `loadConversation`
- * (shared/conversation.ts) returned it — checked by the caller before anything is claimed or written.
+ * (shared/runs/conversation.ts) returned it — checked by the caller before anything is claimed or written.
  */
 export interface AsyncStartInput {
   deps: AppDeps & { executions: DurableExecutions };

@@ -5,11 +5,11 @@
  * nothing here writes.
  */
 import * as z from "zod";
-import { estimateTokens, type HistoryMessage, trimHistory } from "./agent/history.js";
-import { DEFAULT_SYSTEM_PROMPT } from "./agent/loop.js";
-import { ProblemError } from "./errors.js";
-import type { SecurityContext } from "./identity.js";
-import type { HistorySummary, RunShapes, RunStore } from "./store/runs.js";
+import { estimateTokens, type HistoryMessage, trimHistory } from "../agent/history.js";
+import { DEFAULT_SYSTEM_PROMPT } from "../agent/loop.js";
+import { ProblemError } from "../errors.js";
+import type { SecurityContext } from "../identity.js";
+import type { HistorySummary, RunShapes, RunStore } from "../store/runs.js";
 
 /** The stored transcript's shape, checked on every load (shared/agent/history.ts `HistoryMessage`). */
 const TranscriptSchema = z.array(

@@ -1,19 +1,19 @@
-import type { ApprovalGate, ApprovalRequest } from "../../shared/agent/approval.js";
-import type { StepRunner } from "../../shared/agent/step.js";
-import type { ConversationHistory } from "../../shared/conversation.js";
-import type { AppDeps } from "../../shared/deps.js";
+import { POLL_AFTER_SECONDS } from "../../functions/api/async-preference.js";
+import type { ApprovalGate, ApprovalRequest } from "../agent/approval.js";
+import type { StepRunner } from "../agent/step.js";
+import type { AppDeps } from "../deps.js";
 import {
   type CarriedStep,
   type DurableExecutions,
   type DurableRunPayload,
   executionNameFor,
   MAX_EXECUTION_INPUT_BYTES,
-} from "../../shared/durable/executions.js";
-import { ProblemError } from "../../shared/errors.js";
-import type { SecurityContext } from "../../shared/identity.js";
+} from "../durable/executions.js";
+import { ProblemError } from "../errors.js";
+import type { SecurityContext } from "../identity.js";
 import { pendingApprovalsOf } from "./approvals.js";
-import { POLL_AFTER_SECONDS } from "./async-preference.js";
-import { asyncRunLimits } from "./run-async.js";
+import { asyncRunLimits } from "./async-start.js";
+import type { ConversationHistory } from "./conversation.js";
 
 /**
  * Thrown by the synchronous path's approval gate: the run reached a call that needs a person's decision,
