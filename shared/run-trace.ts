@@ -73,7 +73,7 @@ function endWith(span: Span, outcome: RunTraceOutcome): void {
 
 /**
  * A run's agent span in this process (the synchronous path). `context` is the context the run's work
- * runs in (its children's parent); `undefined` members with tracing off.
+ * runs in (its children's parent); undefined with tracing off.
  */
 export interface RunSpan {
   context: Context | undefined;
@@ -81,36 +81,43 @@ export interface RunSpan {
   finish(outcome: RunTraceOutcome): void;
   /** Ends the span as a run that failed on the server (error.type = the stable code, e.g. INTERNAL). */
   fail(code: string): void;
-  /**
-   * Hands the span over to a durable execution: it is not ended here (an unended span is never
-   * exported); its ids and start go into the execution's input and the runner ends it.
-   */
-  carry(): CarriedTrace | undefined;
 }
 
-const NO_SPAN: RunSpan = { context: undefined, finish() {}, fail() {}, carry: () => undefined };
+const NO_SPAN: RunSpan = { context: undefined, finish() {}, fail() {} };
 
 /**
- * The ids of a run's agent span, derived from its run id (SHA-256): the span id always, the trace id
- * when the run has no parent span. So a retried start of a durable run sends the same input, and a
- * run's trace can be found from its run id alone (docs/tracing.md).
+ * The ids of a run's agent span, derived from its run id (SHA-256), so every process that has a part
+ * of the run (the API, each invocation of its durable execution) names the same span without asking a
+ * store, and a retried start sends the same execution input: the span id always, and the trace id
+ * unless `parent` (the active span when the run started, e.g. an ADOT layer's invocation span) gives
+ * it. Undefined with tracing off.
+ * @param withParent false for a run started as a durable execution: its own trace, whoever retries the
+ *   start
  */
-export function agentSpanIds(runId: string): { traceId: string; spanId: string } {
+export function agentTraceOf(runId: string, withParent = true): CarriedTrace | undefined {
+  if (!tracingOptions().enabled) return undefined;
   const hash = (what: string) => createHash("sha256").update(`${what}:${runId}`).digest("hex");
-  return { traceId: hash("trace").slice(0, 32), spanId: hash("span").slice(0, 16) };
+  const spanId = hash("span").slice(0, 16);
+  const parent = withParent ? trace.getSpan(context.active())?.spanContext() : undefined;
+  if (parent && trace.isSpanContextValid(parent)) {
+    return { traceId: parent.traceId, spanId, traceFlags: parent.traceFlags, parentSpanId: parent.spanId };
+  }
+  return { traceId: hash("trace").slice(0, 32), spanId, traceFlags: 1 };
 }
 
-/** Starts the agent span of a run that runs in this process, a child of the active span (if any). */
+/**
+ * Starts the agent span of a run that runs in this process (ids from {@link agentTraceOf}), a child of
+ * the active span (if any). A run handed over to a durable execution leaves it unended (an unended span
+ * is never exported): the execution emits it under the same ids.
+ */
 export function startRunSpan(info: RunTraceInfo): RunSpan {
-  if (!tracingOptions().enabled) return NO_SPAN;
-  const parent = trace.getSpan(context.active())?.spanContext();
-  const hasParent = parent !== undefined && trace.isSpanContextValid(parent);
-  const ids = agentSpanIds(info.runId);
+  const ids = agentTraceOf(info.runId);
+  if (!ids) return NO_SPAN;
   const span = startSpanWithIds(
     `invoke_agent ${AGENT_NAME}`,
     { kind: Kind.INTERNAL, attributes: startAttributes(info) },
     context.active(),
-    hasParent ? { spanId: ids.spanId } : ids,
+    ids,
   );
   let ended = false;
   const end = (fn: () => void) => {
@@ -123,21 +130,7 @@ export function startRunSpan(info: RunTraceInfo): RunSpan {
     context: trace.setSpan(context.active(), span),
     finish: (outcome) => end(() => endWith(span, outcome)),
     fail: (code) => end(() => failSpan(span, code)),
-    carry: () => {
-      ended = true;
-      const { traceId, spanId, traceFlags } = span.spanContext();
-      return { traceId, spanId, traceFlags, ...(hasParent ? { parentSpanId: parent.spanId } : {}) };
-    },
   };
-}
-
-/**
- * The agent span of a run that runs in a durable execution from its start (the asynchronous start):
- * its own trace, ids from {@link agentSpanIds}. Undefined with tracing off.
- */
-export function newCarriedTrace(runId: string): CarriedTrace | undefined {
-  if (!tracingOptions().enabled) return undefined;
-  return { ...agentSpanIds(runId), traceFlags: 1 };
 }
 
 /** The context a durable invocation runs a run's work in: its agent span as the (remote) parent. */

@@ -14,6 +14,8 @@ import { type CycleRecord, type RunOutcome, type RunUsage, runAgent } from "../a
 import type { StepRunner } from "../agent/step.js";
 import type { AppDeps } from "../deps.js";
 import { flushMetrics, observeToolResults, recordRunMetrics } from "../observability.js";
+import { agentTraceOf, carriedContext, emitApprovalWait, finishCarriedRunSpan } from "../run-trace.js";
+import { type CarriedTrace, withContext } from "../tracing.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
 import { loadDurableHistory } from "./history.js";
 
@@ -128,11 +130,11 @@ export function createDurableRunHandler(
   return withDurableExecution(async (event: unknown, ctx: DurableContext) => {
     resolved ??= (deps as () => AppDeps)();
     try {
-      return await durableRun(
-        DurableRunPayloadSchema.parse(event) as DurableRunPayload,
-        ctx,
-        resolved,
-        options,
+      const payload = DurableRunPayloadSchema.parse(event) as DurableRunPayload;
+      // Every invocation's spans join the run's trace, under its agent span (shared/run-trace.ts).
+      const carried = payload.trace ?? agentTraceOf(payload.runId, false);
+      return await withContext(carriedContext(carried), () =>
+        durableRun(payload, ctx, resolved as AppDeps, { ...options, carried }),
       );
     } finally {
       flushMetrics(resolved.metrics);
@@ -146,7 +148,7 @@ async function durableRun(
   payload: DurableRunPayload,
   ctx: DurableContext,
   deps: AppDeps,
-  options: DurableRunOptions,
+  options: DurableRunOptions & { carried: CarriedTrace | undefined },
 ): Promise<DurableRunResult> {
   const { runs, logger, metrics } = deps;
   const { security, runId } = payload;
@@ -178,6 +180,13 @@ async function durableRun(
   const deadline = Deadline.until(payload.deadlineAt);
   const usageSoFar: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
   let outcome: RunOutcome;
+  const traceInfo = {
+    tenantId: security.tenantId,
+    runId,
+    conversationId: runId,
+    durable: true,
+    model: deps.model.telemetry,
+  };
   try {
     const { conversation } = payload;
     const history = conversation
@@ -191,6 +200,7 @@ async function durableRun(
           }),
         )
       : undefined;
+    if (history) traceInfo.conversationId = history.conversationId;
     outcome = await runAgent({
       model: deps.model,
       tools: deps.tools,
@@ -202,13 +212,14 @@ async function durableRun(
       deadline,
       step,
       ...(history ? { history: history.messages } : {}),
-      approve: approvalGate(ctx, deps, payload, deadline, stopSignal),
+      approve: approvalGate(ctx, deps, payload, deadline, stopSignal, options.carried),
       hooks: { onCycle: (record) => writeAuditStep(deps, payload, record, usageSoFar, stopped) },
     });
   } catch (error) {
     if (stopped()) return { runId, status: "cancelled" };
     await ctx.step("run:fail", async () => {
       await runs.fail(security.tenantId, runId, "The server failed during the run.").catch(() => false);
+      finishCarriedRunSpan(options.carried, traceInfo, payload.startedAt, { failed: "INTERNAL" });
       return true;
     });
     logger.error("durable run failed", { error: error as Error });
@@ -230,6 +241,8 @@ async function durableRun(
       durationMs,
       transcript: transcriptOf(outcome.messages, outcome.answer),
     });
+    // In this step, so the agent span is emitted once, by the invocation that records the outcome.
+    finishCarriedRunSpan(options.carried, traceInfo, payload.startedAt, outcome);
     return { durationMs, written };
   });
   if (finished.written) {
@@ -272,6 +285,7 @@ function approvalGate(
   payload: DurableRunPayload,
   deadline: Deadline,
   stopSignal: AbortSignal | undefined,
+  carried: CarriedTrace | undefined,
 ): ApprovalGate {
   const { security, runId } = payload;
   const timeoutSeconds = deps.config.approvals.timeoutSeconds;
@@ -346,6 +360,13 @@ function approvalGate(
     await ctx.step(`${request.name}:resume`, async () => {
       const pending = await deps.approvals.pendingForRun(security.tenantId, runId);
       if (pending.length === 0) await deps.runs.setWaiting(security.tenantId, runId, false);
+      // The wait as its own span, emitted once (this step's checkpoint keeps a replay from repeating it).
+      emitApprovalWait(
+        carried,
+        { ...request, decision: decision.decision },
+        Date.parse(decision.requestedAt),
+        Date.parse(decision.decidedAt),
+      );
       return pending.length;
     });
     // The time the run waited does not count against its deadline.

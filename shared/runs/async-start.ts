@@ -13,7 +13,9 @@ import {
 import { fitHistoryToCheckpoint } from "../durable/history.js";
 import { ProblemError } from "../errors.js";
 import type { SecurityContext } from "../identity.js";
+import { agentTraceOf } from "../run-trace.js";
 import type { RunRecord, RunStep } from "../store/runs.js";
+import type { CarriedTrace } from "../tracing.js";
 import type { ConversationHistory } from "./conversation.js";
 
 /**
@@ -105,6 +107,7 @@ export async function startAsyncRun(input: AsyncStartInput): Promise<Response> {
               },
             }
           : {}),
+        ...withTrace(agentTraceOf(runId, false)),
       };
       await deps.executions.start(executionNameFor(runId), payload);
       deps.logger.info("durable run started", { runId, deadlineAt: payload.deadlineAt });
@@ -145,6 +148,7 @@ async function startOrReadRun(
       limits: { maxCycles: limits.maxCycles, timeoutMs: limits.runTimeoutMs },
       previousRunId: conversation?.previousRunId,
       history: conversation?.summary,
+      conversationId: conversation?.conversationId,
     });
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
@@ -189,4 +193,9 @@ export async function cancelRun(
   const withdrawn = await deps.approvals.cancelPending(security.tenantId, runId);
   deps.logger.info("durable run cancelled", { runId, approvalsCancelled: withdrawn.length });
   return after;
+}
+
+/** The payload member carrying the run's agent span, when tracing is on. */
+export function withTrace(trace: CarriedTrace | undefined): { trace?: CarriedTrace } {
+  return trace ? { trace } : {};
 }

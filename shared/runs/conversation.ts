@@ -52,6 +52,8 @@ export const STALE_RUN_GRACE_MS = 30_000;
  */
 export interface ConversationHistory {
   previousRunId: string;
+  /** The conversation's id: the id of its first run (`gen_ai.conversation.id` on the run's spans). */
+  conversationId: string;
   messages: HistoryMessage[];
   summary: HistorySummary;
 }
@@ -142,6 +144,7 @@ export async function loadConversation<S extends RunShapes>(
   const trimmed = trimHistory(transcript, cap);
   return {
     previousRunId,
+    conversationId: read.conversationId,
     messages: trimmed.messages,
     summary: {
       messages: trimmed.messages.length,

@@ -11,8 +11,9 @@ import {
 } from "../durable/executions.js";
 import { ProblemError } from "../errors.js";
 import type { SecurityContext } from "../identity.js";
+import { agentTraceOf } from "../run-trace.js";
 import { pendingApprovalsOf } from "./approvals.js";
-import { asyncRunLimits } from "./async-start.js";
+import { asyncRunLimits, withTrace } from "./async-start.js";
 import type { ConversationHistory } from "./conversation.js";
 
 /**
@@ -109,6 +110,8 @@ export async function handOver(
           },
         }
       : {}),
+    // The synchronous part's agent span, left open: the execution ends it (same ids, same trace).
+    ...withTrace(agentTraceOf(runId)),
   };
   const inputBytes = Buffer.byteLength(JSON.stringify(payload), "utf8");
   if (inputBytes > MAX_EXECUTION_INPUT_BYTES) {

@@ -6,6 +6,8 @@ import { type RunOutcome, type RunUsage, runAgent, type StepRunner } from "../ag
 import type { AppDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
 import { observeToolResults, recordRunMetrics } from "../observability.js";
+import { type RunSpan, type RunTraceInfo, startRunSpan } from "../run-trace.js";
+import { withContext } from "../tracing.js";
 import type { ConversationHistory } from "./conversation.js";
 
 /**
@@ -75,6 +77,30 @@ export function runBudgetMs(
  *   of the loop (after marking the run `failed`, best effort)
  */
 export async function executeRun(deps: AppDeps, request: RunRequest): Promise<RunOutcome> {
+  const span = startRunSpan(runTraceInfo(deps, request, false));
+  return withContext(span.context, () => executeRunIn(span, deps, request));
+}
+
+/**
+ * The trace facts of a run ({@link RunTraceInfo}): its conversation is the one it continues, or a new
+ * one named after it.
+ */
+export function runTraceInfo(
+  deps: Pick<AppDeps, "model">,
+  request: Pick<RunRequest, "security" | "runId" | "conversation">,
+  durable: boolean,
+): RunTraceInfo {
+  return {
+    tenantId: request.security.tenantId,
+    runId: request.runId,
+    conversationId: request.conversation?.conversationId ?? request.runId,
+    durable,
+    model: deps.model.telemetry,
+  };
+}
+
+/** {@link executeRun} inside the run's agent span (ended here, except for a hand-over). */
+async function executeRunIn(span: RunSpan, deps: AppDeps, request: RunRequest): Promise<RunOutcome> {
   const { config, logger, metrics, runs } = deps;
   const { security, runId } = request;
   const limits = effectiveLimits(config, request);
@@ -88,6 +114,7 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
     limits: { maxCycles: limits.maxCycles, timeoutMs: limits.runTimeoutMs },
     previousRunId: request.conversation?.previousRunId,
     history: request.conversation?.summary,
+    conversationId: request.conversation?.conversationId,
   });
   logger.info("run started", {
     userId: security.userId,
@@ -127,7 +154,9 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
       },
     });
   } catch (error) {
+    // A hand-over leaves the agent span open: the durable execution ends it (shared/run-trace.ts).
     if (request.isHandoff?.(error)) throw error;
+    span.fail("INTERNAL");
     await runs
       .fail(security.tenantId, runId, "The server failed during the run.")
       .catch(() => logger.warn("run failure not recorded"));
@@ -148,6 +177,7 @@ export async function executeRun(deps: AppDeps, request: RunRequest): Promise<Ru
     logger.error("run outcome not written", { error: error as Error });
   }
   recordRunMetrics(metrics, outcome);
+  span.finish(outcome);
   logger.info("run finished", {
     status: outcome.status,
     cycles: outcome.cycles,
