@@ -52,6 +52,11 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
       "Base URL of any OpenAI-compatible server (`…/v1`); unset: `https://api.openai.com/v1`. Setting it locally uses that server instead of the planner.",
   },
   OPENAI_MODEL: { group: "Model", description: "Model name sent with each chat completions request." },
+  SYSTEM_PROMPT: {
+    group: "Model",
+    description:
+      "The system message of every run (synchronous and durable), for a deployment that brings its own domain and tools. Unset: the accounting assistant's prompt. Trimmed; empty means unset. It counts against `MAX_TOTAL_TOKENS` on every cycle.",
+  },
   OPENAI_API_KEY_SECRET_NAME: {
     group: "Model",
     description:

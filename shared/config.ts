@@ -16,6 +16,9 @@ export const FUNCTION_TIMEOUT_SECONDS = 29;
 z.config(en());
 
 /** Turns an empty string (an unset variable in many shells and .env files) into undefined. */
+/** The longest SYSTEM_PROMPT accepted, in characters (about 5 000 tokens: it is sent on every cycle). */
+export const MAX_SYSTEM_PROMPT_CHARS = 20_000;
+
 const optionalString = z.pipe(
   z.optional(z.string()),
   z.transform((value: string | undefined) =>
@@ -191,6 +194,9 @@ const ApprovalRules = z.pipe(
  *   (infra/ sets both from one setting). Lambda durable executions may last up to one year (31 536 000 s).
  * - RUNNER_FUNCTION_ARN: the qualified ARN (alias) of the durable runner the API starts executions on;
  *   unset outside AWS, where a local runner is injected instead (local/durable-executions.ts).
+ * - SYSTEM_PROMPT (default: the accounting assistant's, shared/agent/run-state.ts DEFAULT_SYSTEM_PROMPT):
+ *   the system message of every run, for a deployment that replaces the accounting domain; at most
+ *   {@link MAX_SYSTEM_PROMPT_CHARS} characters, leading and trailing white space trimmed.
  * - APPROVAL_RULES (default none): which tool calls wait for a person's approval, see {@link ApprovalRules}.
  * - APPROVAL_TIMEOUT_SECONDS (default 86400 s = 24 h, the issue's default): how long an approval waits
  *   for a decision before the call gets business_error APPROVAL_EXPIRED. At most 30 days (an approval
@@ -208,6 +214,7 @@ export const ConfigSchema = z.object({
   OPENAI_API_KEY: optionalString,
   OPENAI_BASE_URL: optionalUrl,
   OPENAI_MODEL: z._default(z.string().check(z.minLength(1)), "gpt-4o-mini"),
+  SYSTEM_PROMPT: z.pipe(optionalString, z.optional(z.string().check(z.maxLength(MAX_SYSTEM_PROMPT_CHARS)))),
   TABLE_NAME: z._default(z.string().check(z.minLength(3), z.maxLength(255)), "boundloop"),
   DYNAMODB_ENDPOINT: optionalUrl,
   AWS_REGION: z._default(z.string().check(z.minLength(1)), "us-east-1"),
@@ -292,6 +299,7 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * - `approvals`: human approval (docs/approvals.md): `rules`, per tool the per-currency thresholds
  *   (decimal strings, major units; `{}` means no approvals), and `timeoutSeconds`, how long an approval
  *   waits for its decision.
+ * - `prompts`: `system`, the runs' system prompt (undefined: the loop's default).
  * - `observability`: Powertools service name, metrics namespace, log level.
  * - `tracing`: OpenTelemetry traces (docs/tracing.md): `mode` off, otlp (the in-bundle SDK exporting
  *   OTLP/HTTP to `otlpEndpoint`, flushed before each invocation ends), console, or adot (an ADOT Lambda
@@ -320,6 +328,7 @@ export interface Config {
   http: { maxBodyBytes: number };
   durable: { runTimeoutMs: number; executionTimeoutSeconds: number; runnerFunctionArn: string | undefined };
   approvals: { rules: ApprovalRulesConfig; timeoutSeconds: number };
+  prompts: { system: string | undefined };
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
   tracing: { mode: TracingMode; otlpEndpoint: string; captureContent: boolean };
 }
@@ -407,6 +416,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       runnerFunctionArn: raw.RUNNER_FUNCTION_ARN,
     },
     approvals: { rules: raw.APPROVAL_RULES, timeoutSeconds: raw.APPROVAL_TIMEOUT_SECONDS },
+    prompts: { system: raw.SYSTEM_PROMPT },
     observability: {
       serviceName: raw.POWERTOOLS_SERVICE_NAME,
       metricsNamespace: raw.POWERTOOLS_METRICS_NAMESPACE,

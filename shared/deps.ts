@@ -1,4 +1,4 @@
-import type { LogFormatter, Logger } from "@aws-lambda-powertools/logger";
+import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { SecretsProvider } from "@aws-lambda-powertools/parameters/secrets";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
@@ -13,6 +13,7 @@ import type { DurableExecutions } from "./durable/executions.js";
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
+import type { RunObserver } from "./runs/lifecycle.js";
 import { ApprovalStore } from "./store/approvals.js";
 import { createDocumentClient } from "./store/dynamo.js";
 import { LedgerStore } from "./store/ledger.js";
@@ -27,18 +28,15 @@ import { accountingTools } from "./tools/registry.js";
 export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; message: HistoryMessage };
 
 /**
- * Everything a request handler needs, built once per Lambda container and injectable in tests.
+ * What both functions use, built once per Lambda container and injectable in tests.
  * - `model`: the chat model the loop calls: OpenAI chat completions over the real openai client (any
  *   OpenAI-compatible server via `config.model.baseURL`), model name `config.model.name`
  * - `ddb`: DynamoDB document client; `ledger`: the invoice store; `quotes`: the tax quote store;
- *   `runs`: run records and audit steps
+ *   `runs`: run records and audit steps; `approvals`: approvals of paused tool calls
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
- * - `executions`: where durable runs start, stop and are read (shared/durable/executions.ts); absent
- *   when the deployment has no runner
- * - `approvals`: approvals of paused tool calls; `approvalEvents`: where a new approval is announced
- *   (docs/approvals.md)
+ * - `runObservers`: observers of every run's lifecycle points (shared/runs/lifecycle.ts); none by default
  */
-export interface AppDeps {
+export interface SharedDeps {
   config: Config;
   ddb: DynamoDBDocumentClient;
   model: Model;
@@ -48,28 +46,35 @@ export interface AppDeps {
   tools: ToolRegistry;
   logger: Logger;
   metrics: Metrics;
-  executions?: DurableExecutions;
   approvals: ApprovalStore;
+  runObservers?: readonly RunObserver[];
+}
+
+/**
+ * The API function's dependencies: {@link SharedDeps} and `executions`, where durable runs start, stop
+ * and get their callbacks (shared/durable/executions.ts); absent when the deployment has no runner.
+ */
+export interface ApiDeps extends SharedDeps {
+  executions?: DurableExecutions;
+}
+
+/**
+ * The durable runner's dependencies: {@link SharedDeps} and `approvalEvents`, where a new approval is
+ * announced (docs/approvals.md).
+ */
+export interface RunnerDeps extends SharedDeps {
   approvalEvents: ApprovalEvents;
 }
 
-/** Optional parts of {@link createDeps} that tests and scripts may supply. */
-export interface DepsOptions {
+/** Optional parts of {@link createApiDeps} that tests and scripts may supply. */
+export interface ApiDepsOptions {
   /** Reads OPENAI_API_KEY_SECRET_NAME; default: a Powertools SecretsProvider in `config.table.region`. */
   secretsProvider?: Pick<SecretsProvider, "get">;
-  /** A Powertools LogFormatter replacing the default JSON formatter. */
-  logFormatter?: LogFormatter;
   /**
    * Where durable runs (`Prefer: respond-async`) start; default: Lambda durable functions on
    * RUNNER_FUNCTION_ARN when it is set, else none (the preference is then ignored and runs are synchronous).
    */
   executions?: DurableExecutions;
-  /**
-   * Where approvals are announced: the runner passes EventBridge (functions/runner/handler.ts), local
-   * scripts a printer. Default: none (the API function never announces; a runner without one logs a
-   * warning per approval and goes on), so the API bundle carries no EventBridge client.
-   */
-  approvalEvents?: ApprovalEvents;
 }
 
 /**
@@ -114,13 +119,33 @@ export function secretApiKey(
 }
 
 /**
- * Builds the dependencies from config. The openai client (shared/model-client.ts createModelClient) keeps
- * the SDK's own retries (2, with backoff) for 429 and 5xx; every request also carries the run's deadline
- * signal and timeout. With
- * OPENAI_API_KEY_SECRET_NAME set, the key is fetched lazily by the openai client before its first
- * request (so a cold start that serves /healthz never reads the secret) and cached.
+ * Builds the API function's dependencies from config ({@link sharedDeps}, and the Lambda durable
+ * functions port on RUNNER_FUNCTION_ARN unless `options.executions` is given).
  */
-export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
+export function createApiDeps(config: Config, options: ApiDepsOptions = {}): ApiDeps {
+  const executions = options.executions ?? lambdaExecutions(config);
+  return { ...sharedDeps(config, options), ...(executions ? { executions } : {}) };
+}
+
+/**
+ * Builds the durable runner's dependencies from config ({@link sharedDeps}) and the port its approvals
+ * are announced through (EventBridge in the deployed runner, a printer locally).
+ */
+export function createRunnerDeps(
+  config: Config,
+  options: Pick<ApiDepsOptions, "secretsProvider"> & { approvalEvents: ApprovalEvents },
+): RunnerDeps {
+  return { ...sharedDeps(config, options), approvalEvents: options.approvalEvents };
+}
+
+/**
+ * The clients and stores both functions build from config. The openai client (shared/model-client.ts
+ * createModelClient) keeps the SDK's own retries (2, with backoff) for 429 and 5xx; every request also
+ * carries the run's deadline signal and timeout. With OPENAI_API_KEY_SECRET_NAME set, the key is fetched
+ * lazily by the openai client before its first request (so a cold start that serves /healthz never
+ * reads the secret) and cached.
+ */
+function sharedDeps(config: Config, options: Pick<ApiDepsOptions, "secretsProvider">): SharedDeps {
   const ddb = createDocumentClient(config.table);
   const secretName = config.model.apiKeySecretName;
   const apiKey = secretName
@@ -131,41 +156,26 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
       )
     : (config.model.apiKey ?? NO_API_KEY);
   const openai = createModelClient({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
-  const model = new OpenAIChatModel(openai, config.model.name);
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
-  const runs = new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
-    shortenTranscript: halveHistory,
-  });
   const tools = accountingTools({
     ledger,
     quotes,
     quoteTtlSeconds: config.quotes.ttlSeconds,
     approvalRules: config.approvals.rules,
   });
-  const { logger, metrics } = createObservability(config.observability, {
-    ...(options.logFormatter ? { logFormatter: options.logFormatter } : {}),
-  });
-  const executions = options.executions ?? lambdaExecutions(config);
-  const approvals = new ApprovalStore(ddb, config.table.name, config.runs.ttlSeconds);
-  const approvalEvents: ApprovalEvents = options.approvalEvents ?? {
-    requested: async () => {
-      throw new Error("No approval event port is configured in this function.");
-    },
-  };
   return {
     config,
     ddb,
-    model,
+    model: new OpenAIChatModel(openai, config.model.name),
     ledger,
     quotes,
-    runs,
+    runs: new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
+      shortenTranscript: halveHistory,
+    }),
     tools,
-    logger,
-    metrics,
-    approvals,
-    approvalEvents,
-    ...(executions ? { executions } : {}),
+    ...createObservability(config.observability),
+    approvals: new ApprovalStore(ddb, config.table.name, config.runs.ttlSeconds),
   };
 }
 
@@ -190,7 +200,6 @@ function lambdaExecutions(config: Config): DurableExecutions | undefined {
   return {
     start: async (name, payload) => (await load()).start(name, payload),
     stop: async (name) => (await load()).stop(name),
-    describe: async (name) => (await load()).describe(name),
     completeCallback: async (callback, result) => (await load()).completeCallback(callback, result),
   };
 }

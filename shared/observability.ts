@@ -1,4 +1,3 @@
-import type { LogFormatter } from "@aws-lambda-powertools/logger";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { CycleRecord, RunOutcome } from "./agent/loop.js";
@@ -36,30 +35,21 @@ const REDACTED_KEYS = new Set([
 /**
  * Builds the service's Powertools logger from config (POWERTOOLS_SERVICE_NAME, POWERTOOLS_LOG_LEVEL),
  * with the {@link REDACTED_KEYS} replacer. The one way a logger is made in functions/ and shared/.
- * @param options.logFormatter a Powertools LogFormatter to use instead of the default JSON one
  */
-export function createLogger(
-  config: Config["observability"],
-  options: { logFormatter?: LogFormatter } = {},
-): Logger {
+export function createLogger(config: Config["observability"]): Logger {
   return new Logger({
     serviceName: config.serviceName,
     logLevel: config.logLevel,
     jsonReplacerFn: (key, value) => (REDACTED_KEYS.has(key.toLowerCase()) ? "[REDACTED]" : value),
-    ...(options.logFormatter ? { logFormatter: options.logFormatter } : {}),
   });
 }
 
 /**
  * Builds the logger ({@link createLogger}) and metrics from config (POWERTOOLS_SERVICE_NAME,
  * POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_LOG_LEVEL).
- * @param options.logFormatter a Powertools LogFormatter to use instead of the default JSON one
  */
-export function createObservability(
-  config: Config["observability"],
-  options: { logFormatter?: LogFormatter } = {},
-): Observability {
-  const logger = createLogger(config, options);
+export function createObservability(config: Config["observability"]): Observability {
+  const logger = createLogger(config);
   const metrics = new Metrics({ namespace: config.metricsNamespace, serviceName: config.serviceName });
   return { logger, metrics };
 }

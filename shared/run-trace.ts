@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { type Context, context, type Span, trace } from "@opentelemetry/api";
 import type { ModelTelemetry } from "./agent/model.js";
+import type { RunObserver } from "./runs/lifecycle.js";
 import {
   ATTR,
   type CarriedTrace,
@@ -11,6 +12,7 @@ import {
   parentContextOf,
   startSpanWithIds,
   tracingOptions,
+  withContext,
 } from "./tracing.js";
 
 /**
@@ -133,11 +135,6 @@ export function startRunSpan(info: RunTraceInfo): RunSpan {
   };
 }
 
-/** The context a durable invocation runs a run's work in: its agent span as the (remote) parent. */
-export function carriedContext(carried: CarriedTrace | undefined): Context | undefined {
-  return carried && tracingOptions().enabled ? contextOf(carried) : undefined;
-}
-
 /**
  * Emits a durable run's agent span whole, with the carried ids, from `startedAt` (epoch ms, the run's
  * start) to now: called once, by the step that records the run's outcome (so a replay does not emit
@@ -188,4 +185,91 @@ export function emitApprovalWait(
     () => undefined,
     contextOf(carried),
   );
+}
+
+/** Agent spans of runs in progress in this process (synchronous runs), by run id. */
+const inProcess = new Map<string, RunSpan>();
+
+/** The carried agent spans of durable runs this invocation is running, by run id. */
+const durable = new Map<string, { carried: CarriedTrace; startedAt: number; info: RunTraceInfo }>();
+
+/**
+ * Runs a synchronous run's work (`fn`: its lifecycle and loop) inside its agent span, so every span of
+ * the run is its child; {@link traceObserver} ends it at the lifecycle's `finished` or `failed`, and a
+ * run that `paused` (handed over) leaves it open for its durable execution.
+ */
+export async function traceRun<T>(info: RunTraceInfo, fn: () => Promise<T>): Promise<T> {
+  const span = startRunSpan(info);
+  if (!span.context) return fn();
+  inProcess.set(info.runId, span);
+  try {
+    return await withContext(span.context, fn);
+  } finally {
+    inProcess.delete(info.runId);
+  }
+}
+
+/**
+ * Runs one invocation of a durable run (`fn`) in its carried trace: every span of it is a child of the
+ * run's agent span (`carried`, from the execution's input; derived from the run id when absent), which
+ * {@link traceObserver} emits at the lifecycle's `finished` or `failed` (each in a step: once).
+ * @param startedAt the run's start (epoch ms), the agent span's start
+ */
+export async function traceDurableRun<T>(
+  carried: CarriedTrace | undefined,
+  startedAt: number,
+  info: RunTraceInfo,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const ids = carried ?? agentTraceOf(info.runId, false);
+  if (!ids || !tracingOptions().enabled) return fn();
+  durable.set(info.runId, { carried: ids, startedAt, info });
+  try {
+    return await withContext(contextOf(ids), fn);
+  } finally {
+    durable.delete(info.runId);
+  }
+}
+
+/** Sets the conversation of a durable run being traced (known once its history is loaded). */
+export function traceConversation(runId: string, conversationId: string): void {
+  const entry = durable.get(runId);
+  if (entry) entry.info = { ...entry.info, conversationId };
+}
+
+/**
+ * The lifecycle's trace points (shared/runs/lifecycle.ts calls it with its other observers): `finished`
+ * and `failed` end the run's agent span (in process) or emit it (durable); `paused` leaves it open.
+ */
+export const traceObserver: RunObserver = {
+  finished(run, outcome) {
+    endRun(run.runId, outcome);
+  },
+  failed(run) {
+    endRun(run.runId, { failed: "INTERNAL" });
+  },
+  paused(run) {
+    inProcess.delete(run.runId);
+  },
+};
+
+function endRun(runId: string, outcome: RunTraceOutcome | { failed: string }): void {
+  const span = inProcess.get(runId);
+  if (span) {
+    if ("failed" in outcome) span.fail(outcome.failed);
+    else span.finish(outcome);
+    return;
+  }
+  const entry = durable.get(runId);
+  if (entry) finishCarriedRunSpan(entry.carried, entry.info, entry.startedAt, outcome);
+}
+
+/** The approval wait of durable run `runId` being traced (see {@link emitApprovalWait}). */
+export function traceApprovalWait(
+  runId: string,
+  wait: Parameters<typeof emitApprovalWait>[1],
+  requestedAt: number,
+  decidedAt: number,
+): void {
+  emitApprovalWait(durable.get(runId)?.carried, wait, requestedAt, decidedAt);
 }

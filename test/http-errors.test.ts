@@ -7,7 +7,7 @@ import { type ApiEvent, createHandler } from "../functions/api/app-handler.js";
 import { ProblemSchema } from "../functions/api/contract.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { loadConfig } from "../shared/config.js";
-import { createDeps } from "../shared/deps.js";
+import { createApiDeps } from "../shared/deps.js";
 import {
   isStoreUnavailable,
   PROBLEM_STATUS,
@@ -141,7 +141,7 @@ describe("server-side failures", () => {
   /** A handler over a config the test shapes (same model server, own DynamoDB settings). */
   function handlerWith(env: Record<string, string>) {
     const config = loadConfig({ OPENAI_BASE_URL: stack.model.baseURL, ...env });
-    const deps = createDeps(config);
+    const deps = createApiDeps(config);
     const handler = createHandler(deps);
     return {
       deps,

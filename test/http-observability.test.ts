@@ -8,7 +8,7 @@ import { type ApiEvent, createHandler } from "../functions/api/app-handler.js";
 import { ProblemSchema, RunResponseSchema } from "../functions/api/contract.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { loadConfig } from "../shared/config.js";
-import { type AppDeps, createDeps } from "../shared/deps.js";
+import { type ApiDeps, createApiDeps } from "../shared/deps.js";
 import { createObservability } from "../shared/observability.js";
 import { apiEvent, type EventOptions } from "./fixtures/events.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
@@ -68,7 +68,7 @@ async function startSecretsServer(secrets: Record<string, string>) {
 type Result = APIGatewayProxyStructuredResultV2;
 let stack: TestStack;
 let secrets: Awaited<ReturnType<typeof startSecretsServer>>;
-const built: AppDeps[] = [];
+const built: ApiDeps[] = [];
 
 /** A handler over the test table and model server, with extra config; the key from `secretsEndpoint`. */
 function handlerWith(env: Record<string, string>) {
@@ -79,9 +79,9 @@ function handlerWith(env: Record<string, string>) {
     POWERTOOLS_METRICS_NAMESPACE: "boundloop-test",
     ...env,
   });
-  let deps: AppDeps | undefined;
+  let deps: ApiDeps | undefined;
   const factory = () => {
-    deps = createDeps(config, {
+    deps = createApiDeps(config, {
       secretsProvider: new SecretsProvider({
         awsSdkV3Client: new SecretsManagerClient({
           endpoint: secrets.endpoint,

@@ -12,7 +12,7 @@ import {
 } from "../functions/api/run-idempotency.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import type { ToolResult } from "../shared/agent/result.js";
-import { createDeps } from "../shared/deps.js";
+import { createApiDeps } from "../shared/deps.js";
 import { ProblemError, toProblem } from "../shared/errors.js";
 import { keys } from "../shared/store/keys.js";
 import { recordInvoiceArgs, runEvent } from "./support/idempotency.js";
@@ -194,7 +194,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
     const key = `cold-${randomUUID()}`;
     await scriptOneInvoice(tenantId);
     const first = await stack.invoke(runEvent({ key, tenantId }));
-    const deps = createDeps(stack.config);
+    const deps = createApiDeps(stack.config);
     try {
       const coldHandler = createHandler(deps);
       const cold = (await coldHandler(

@@ -1,11 +1,8 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import {
-  COMPRESS_RESPONSE_ABOVE_BYTES,
-  IdempotencyStore,
-  MAX_STORED_RESPONSE_BYTES,
-} from "../shared/store/idempotency.js";
+import { COMPRESS_ABOVE_BYTES } from "../shared/store/compressed.js";
+import { IdempotencyStore, MAX_STORED_RESPONSE_BYTES } from "../shared/store/idempotency.js";
 import { keys } from "../shared/store/keys.js";
 import { LedgerStore } from "../shared/store/ledger.js";
 import { countRequests, freshTable } from "./support/idempotency.js";
@@ -208,7 +205,7 @@ describe("IdempotencyStore", () => {
       body: Uint8Array;
     };
     expect(stored.encoding).toBe("gzip");
-    expect(stored.body.byteLength).toBeGreaterThan(COMPRESS_RESPONSE_ABOVE_BYTES / 100);
+    expect(stored.body.byteLength).toBeGreaterThan(COMPRESS_ABOVE_BYTES / 100);
     expect(stored.body.byteLength).toBeLessThan(MAX_STORED_RESPONSE_BYTES);
     const replay = await storeAt().acquire(request(keyBig));
     expect(replay.kind === "completed" && replay.response.body === big).toBe(true);

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHandler } from "../functions/api/app-handler.js";
 import { GatewayErrorSchema } from "../functions/api/contract.js";
+import { printedApprovalEvents } from "../local/approval-events.js";
 import { createDevIssuer, DEMO_CLAIMS, type DevIssuerFile, mintToken } from "../local/dev-auth.js";
 import { type DevServer, type Handler, startDevServer } from "../local/dev-server.js";
 import { LocalDurableExecutions } from "../local/durable-executions.js";
@@ -127,7 +128,8 @@ beforeAll(async () => {
   stack = await startTestStack();
   issuer = await createDevIssuer();
   token = await mintToken(issuer, { ...DEMO_CLAIMS });
-  executions = new LocalDurableExecutions((options) => createDurableRunHandler(stack.deps, options));
+  const runnerDeps = { ...stack.deps, approvalEvents: printedApprovalEvents(() => {}) };
+  executions = new LocalDurableExecutions((options) => createDurableRunHandler(runnerDeps, options));
   dev = await startDevServer({
     handler: createHandler({ ...stack.deps, executions }) as Handler,
     issuer,

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { handle } from "hono/aws-lambda";
 import { type Config, loadConfig } from "../../shared/config.js";
-import type { AppDeps, DepsOptions } from "../../shared/deps.js";
+import type { ApiDeps, ApiDepsOptions } from "../../shared/deps.js";
 import { toProblem } from "../../shared/errors.js";
 import { withTracing } from "../../shared/telemetry/entry.js";
 import type { LambdaBindings } from "./app.js";
@@ -26,12 +26,12 @@ export const DEPENDENCY_FREE_PATHS: ReadonlySet<string> = new Set([HEALTH_PATH, 
  * service's Powertools logger (loaded then), and the next request tries again. The
  * deployed bundle is split into chunks along these `import()`s (infra/bundle.ts), so what is not loaded
  * is not even read from disk (measured in bench/cold-start.ts).
- * `depsOptions` go to `createDeps`: local scripts pass a local durable runner (local/durable-executions.ts).
+ * `depsOptions` go to `createApiDeps`: local scripts pass a local durable runner (local/durable-executions.ts).
  */
-export function createLazyHandler(config: Config, depsOptions: DepsOptions = {}): LambdaHandler {
-  let deps: AppDeps | undefined;
+export function createLazyHandler(config: Config, depsOptions: ApiDepsOptions = {}): LambdaHandler {
+  let deps: ApiDeps | undefined;
   const loadDeps = once(async () => {
-    deps = (await import("../../shared/deps.js")).createDeps(config, depsOptions);
+    deps = (await import("../../shared/deps.js")).createApiDeps(config, depsOptions);
   });
   const loadApp = once(async () =>
     (await import("./app.js")).createApp({

@@ -19,8 +19,6 @@ export const RUN_ROUTE = "POST /v1/runs";
 /** Response header set on every replayed response (value `true`). */
 export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
 
-export { IDEMPOTENCY_KEY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH } from "./contract.js";
-
 /**
  * The bare form: RFC 9110 tchar plus ":" and "/" (an RFC 8941 sf-token's characters, without its rule
  * that the first be a letter or "*", so that a bare UUID is accepted).
@@ -107,7 +105,7 @@ export function requestFingerprint(route: string, body: unknown): string {
 
 /**
  * The store the HTTP layer keeps its records in: the service table, retention IDEMPOTENCY_TTL_SECONDS.
- * @param deps the document client and config (AppDeps has both)
+ * @param deps the document client and config (ApiDeps has both)
  */
 export function runIdempotencyStore(deps: { ddb: DynamoDBDocumentClient; config: Config }): IdempotencyStore {
   return new IdempotencyStore(deps.ddb, deps.config.table.name, {

@@ -1,6 +1,6 @@
 import { eventBridgeApprovalEvents } from "../../shared/approval-events.js";
 import { loadConfig } from "../../shared/config.js";
-import { createDeps } from "../../shared/deps.js";
+import { createRunnerDeps } from "../../shared/deps.js";
 import { createDurableRunHandler } from "../../shared/durable/runner.js";
 import { withTracing } from "../../shared/telemetry/entry.js";
 
@@ -16,7 +16,7 @@ const config = loadConfig(process.env);
  */
 export const handler = withTracing(
   createDurableRunHandler(() =>
-    createDeps(config, { approvalEvents: eventBridgeApprovalEvents(config.table.region) }),
+    createRunnerDeps(config, { approvalEvents: eventBridgeApprovalEvents(config.table.region) }),
   ),
   config,
 );

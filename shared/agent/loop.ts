@@ -1,4 +1,4 @@
-import { settleApprovals } from "./approval.js";
+import { type ApprovalGate, settleApprovals } from "./approval.js";
 import { cycleRecord, notify, requestSummary } from "./audit.js";
 import { LoopBreaker } from "./loop-breaker.js";
 import { callModel, modelTools } from "./model-step.js";
@@ -7,9 +7,15 @@ import { runInline } from "./step.js";
 import { type Stop, stops } from "./stops.js";
 import { runToolTurn, type ToolTurnResult } from "./tool-turn.js";
 import { type Resolution, resolveReply } from "./turn-resolution.js";
-import type { RunInput, RunOutcome } from "./types.js";
+import type { RunInput, RunOutcome, RunPaused } from "./types.js";
 
-export type { ApprovalDecision, ApprovalGate, ApprovalRequest } from "./approval.js";
+export type {
+  ApprovalDecision,
+  ApprovalGate,
+  ApprovalPause,
+  ApprovalRequest,
+  PausingApprovalGate,
+} from "./approval.js";
 export type { ChatMessage } from "./model.js";
 export { DEFAULT_SYSTEM_PROMPT } from "./run-state.js";
 export type { StepRunner } from "./step.js";
@@ -19,6 +25,7 @@ export type {
   RunInput,
   RunOutcome,
   RunOutcomeDetails,
+  RunPaused,
   RunStatus,
   RunUsage,
 } from "./types.js";
@@ -37,8 +44,12 @@ export type {
  *   (one corrective retry per run, then model_error)
  * - after the turn's tool calls settle: permission_denied, deadline_exceeded, budget_exceeded (tokens or
  *   tool calls per run), loop_detected
+ * With a pausing approval gate (shared/agent/approval.ts) a turn whose calls need a decision ends the
+ * loop as {@link RunPaused} instead: a value, the run goes on elsewhere.
  */
-export async function runAgent(input: RunInput): Promise<RunOutcome> {
+export function runAgent(input: RunInput & { approve?: ApprovalGate }): Promise<RunOutcome>;
+export function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>;
+export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused> {
   const { limits, deadline, hooks } = input;
   const step = input.step ?? runInline;
   const run = new RunState(input);
@@ -88,6 +99,7 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
     );
     // Calls that wait for a person's decision (shared/agent/approval.ts); the others already ran.
     const turn = asked.pending ? await settleApprovals(asked, cycle, input) : asked;
+    if ("paused" in turn) return run.pause(turn.paused);
     run.toolCallsStarted += turn.started;
     const checked = breaker.check(calls, turn.results);
     const results = run.addToolResults(checked.results);

@@ -1,7 +1,8 @@
+import type { ApprovalRequest } from "./approval.js";
 import type { ChatMessage, ModelUsage } from "./model.js";
 import { capToolResult, type ToolResult } from "./result.js";
 import type { Stop } from "./stops.js";
-import type { RunInput, RunOutcome, RunUsage } from "./types.js";
+import type { RunInput, RunOutcome, RunPaused, RunUsage } from "./types.js";
 
 /** The default instructions: the model chooses tools and phrases; the backend owns every number. */
 export const DEFAULT_SYSTEM_PROMPT = [
@@ -57,6 +58,11 @@ export class RunState {
       modelErrorStatus: details.modelError?.status ?? null,
       details,
     };
+  }
+
+  /** The run paused at a turn whose approvals its gate could not wait for (see `RunPaused`). */
+  pause(approvals: ApprovalRequest[]): RunPaused {
+    return { status: "paused", runId: this.input.runId, cycles: this.cycles, approvals, usage: this.usage };
   }
 
   /** Adds one model call's token counts. */

@@ -1,5 +1,5 @@
 import type { SecurityContext } from "../identity.js";
-import type { ApprovalGate } from "./approval.js";
+import type { ApprovalGate, ApprovalRequest, PausingApprovalGate } from "./approval.js";
 import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
 import type { ToolRegistry } from "./dispatcher.js";
@@ -117,7 +117,9 @@ export interface RunHooks {
  * - `history`: an earlier conversation to continue (shared/runs/conversation.ts loads and trims it), sent
  *   between the system prompt and `prompt`; never holds a system message
  * - `approve`: where a call that needs approval waits for a person's decision (shared/agent/approval.ts);
- *   without it such a call does not run (business_error APPROVAL_UNAVAILABLE)
+ *   without it such a call does not run (business_error APPROVAL_UNAVAILABLE); a pausing gate makes the
+ *   run end as {@link RunPaused}
+ * - `systemPrompt`: the system message (config SYSTEM_PROMPT); default `DEFAULT_SYSTEM_PROMPT`
  */
 export interface RunInput {
   model: Model;
@@ -132,5 +134,18 @@ export interface RunInput {
   history?: HistoryMessage[];
   hooks?: RunHooks;
   step?: StepRunner;
-  approve?: ApprovalGate;
+  approve?: ApprovalGate | PausingApprovalGate;
+}
+
+/**
+ * A run that stopped at a turn whose calls need a person's decision, which its gate could not wait for
+ * ({@link PausingApprovalGate}): not an outcome, the run goes on elsewhere. `cycles`: model calls made;
+ * `approvals`: the requests of the turn, in call order; `usage`: tokens so far.
+ */
+export interface RunPaused {
+  status: "paused";
+  runId: string;
+  cycles: number;
+  approvals: ApprovalRequest[];
+  usage: RunUsage;
 }

@@ -105,12 +105,6 @@ export const DurableRunPayloadSchema = z
  */
 export type ExecutionStatus = "RUNNING" | "SUCCEEDED" | "FAILED" | "TIMED_OUT" | "STOPPED";
 
-/** What {@link DurableExecutions.describe} tells about one execution. */
-export interface ExecutionDescription {
-  name: string;
-  status: ExecutionStatus;
-}
-
 /**
  * The port through which the API starts, stops and reads durable runs; the AWS implementation is
  * shared/durable/lambda-executions.ts, the local one (tests, `npm run dev`, `npm start -- --async`) is
@@ -119,7 +113,6 @@ export interface ExecutionDescription {
  *   same payload starts nothing (Lambda treats a repeated name as the same execution)
  * - `stop(name)`: stops a running execution: "stopped", or "not_running" when it has already ended
  *   (or never existed)
- * - `describe(name)`: its status, or undefined when there is no such execution
  * - `completeCallback(callback, result)`: completes a `waitForCallback` of an execution with `result`
  *   (a JSON string): SendDurableExecutionCallbackSuccess on AWS. "completed", or "not_waiting" when the
  *   callback is no longer waiting (already completed, timed out, or its execution ended)
@@ -128,7 +121,6 @@ export interface ExecutionDescription {
 export interface DurableExecutions {
   start(name: string, payload: DurableRunPayload): Promise<void>;
   stop(name: string): Promise<"stopped" | "not_running">;
-  describe(name: string): Promise<ExecutionDescription | undefined>;
   completeCallback(callback: CallbackRef, result: string): Promise<"completed" | "not_waiting">;
 }
 

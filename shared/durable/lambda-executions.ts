@@ -13,8 +13,6 @@ import {
   type DurableExecutions,
   type DurableRunPayload,
   ExecutionConflictError,
-  type ExecutionDescription,
-  type ExecutionStatus,
 } from "./executions.js";
 
 /**
@@ -22,8 +20,8 @@ import {
  * - start: `Invoke` with InvocationType `Event` on the runner's alias ARN (durable functions must be
  *   invoked by a qualified ARN) and `DurableExecutionName`; Lambda starts nothing for a name already
  *   started with the same payload, and answers DurableExecutionAlreadyStartedException for another payload
- * - stop / describe: the execution's ARN is found by name with `ListDurableExecutionsByFunction` (the
- *   API never stores it), then `StopDurableExecution` / `GetDurableExecution`
+ * - stop: the execution's ARN is found by name with `ListDurableExecutionsByFunction` (the
+ *   API never stores it), then `GetDurableExecution` and `StopDurableExecution` while it runs
  * - completeCallback: `SendDurableExecutionCallbackSuccess` with the callback id; a callback that is no
  *   longer waiting (ResourceNotFoundException, CallbackTimeoutException, or InvalidParameterValueException for one already
  *   completed) is "not_waiting"
@@ -76,13 +74,6 @@ export class LambdaDurableExecutions implements DurableExecutions {
       if (error instanceof ResourceNotFoundException) return "not_running";
       throw error;
     }
-  }
-
-  async describe(name: string): Promise<ExecutionDescription | undefined> {
-    const arn = await this.arnOf(name);
-    if (!arn) return undefined;
-    const execution = await this.client.send(new GetDurableExecutionCommand({ DurableExecutionArn: arn }));
-    return { name, status: (execution.Status ?? "RUNNING") as ExecutionStatus };
   }
 
   async completeCallback(callback: CallbackRef, result: string): Promise<"completed" | "not_waiting"> {

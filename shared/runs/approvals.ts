@@ -1,21 +1,13 @@
-import { withCursorProblem } from "../../functions/api/pagination.js";
-import type { AppDeps } from "../deps.js";
+import type { ApiDeps } from "../deps.js";
 import { ProblemError } from "../errors.js";
 import type { SecurityContext } from "../identity.js";
-import type { ApprovalRecord } from "../store/approvals.js";
+import type { ApprovalRecord, ApprovalStore } from "../store/approvals.js";
+import { BILLING_APPROVE, requirePermission } from "./permissions.js";
 
-/** The permission of approvers: deciding on (and listing) approvals of the tenant. */
-export const BILLING_APPROVE = "billing:approve";
-
-/** Throws FORBIDDEN (with `requiredPermission`) unless the caller may approve. */
-function requireApprover(security: SecurityContext): void {
-  if (!security.permissions.includes(BILLING_APPROVE)) {
-    throw new ProblemError(
-      "FORBIDDEN",
-      `This needs the "${BILLING_APPROVE}" permission, which the caller lacks.`,
-      { extensions: { requiredPermission: BILLING_APPROVE } },
-    );
-  }
+/** One page of a listing: its items and the cursor of the next page (null on the last). */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
 }
 
 /**
@@ -33,12 +25,12 @@ function requireApprover(security: SecurityContext): void {
  * @throws ProblemError as listed; the store's and the executions port's errors (500/503)
  */
 export async function decideApproval(
-  deps: AppDeps,
+  deps: Pick<ApiDeps, "approvals" | "executions" | "logger">,
   security: SecurityContext,
   params: { runId: string; approvalId: string },
   body: { decision: "approve" | "reject"; reason?: string | undefined },
 ): Promise<ApprovalRecord> {
-  requireApprover(security);
+  requirePermission(security, BILLING_APPROVE);
   const { runId, approvalId } = params;
   const found = await deps.approvals.get(security.tenantId, runId, approvalId);
   if (!found) throw new ProblemError("NOT_FOUND", `There is no approval ${approvalId} of run ${runId}.`);
@@ -59,24 +51,8 @@ export async function decideApproval(
     throw new ProblemError("NOT_FOUND", `There is no approval ${approvalId} of run ${runId}.`);
   }
   const { approval, callback } = result;
-  if (result.kind === "conflict" && approval.status === "cancelled") {
-    throw new ProblemError(
-      "APPROVAL_CANCELLED",
-      `The approval ${approvalId} was cancelled with its run ${runId}; nothing can be decided on it any more.`,
-      { extensions: { approvalId, approvalStatus: approval.status } },
-    );
-  }
-  if (result.kind === "conflict" && approval.status !== status) {
-    const expired =
-      approval.status === "expired" ||
-      (approval.status === "pending" && Date.parse(approval.expiresAt) <= Date.now());
-    throw expired
-      ? new ProblemError("APPROVAL_EXPIRED", `The approval ${approvalId} expired at ${approval.expiresAt}.`, {
-          extensions: { approvalId, approvalStatus: approval.status },
-        })
-      : new ProblemError("APPROVAL_DECIDED", `The approval ${approvalId} was already ${approval.status}.`, {
-          extensions: { approvalId, approvalStatus: approval.status },
-        });
+  if (result.kind === "conflict" && (approval.status === "cancelled" || approval.status !== status)) {
+    throw conflictProblem(approval, runId);
   }
   const delivered = deps.executions
     ? await deps.executions.completeCallback(
@@ -101,32 +77,62 @@ export async function decideApproval(
 }
 
 /**
+ * Why a decision on `approval` (stored otherwise) is refused: 409 APPROVAL_CANCELLED (withdrawn with its
+ * run), APPROVAL_EXPIRED (expired, or pending past its expiry) or APPROVAL_DECIDED, each with
+ * `approvalId` and `approvalStatus`.
+ */
+function conflictProblem(approval: ApprovalRecord, runId: string): ProblemError {
+  const { approvalId } = approval;
+  const extensions = { approvalId, approvalStatus: approval.status };
+  if (approval.status === "cancelled") {
+    return new ProblemError(
+      "APPROVAL_CANCELLED",
+      `The approval ${approvalId} was cancelled with its run ${runId}; nothing can be decided on it any more.`,
+      { extensions },
+    );
+  }
+  const expired =
+    approval.status === "expired" ||
+    (approval.status === "pending" && Date.parse(approval.expiresAt) <= Date.now());
+  return expired
+    ? new ProblemError("APPROVAL_EXPIRED", `The approval ${approvalId} expired at ${approval.expiresAt}.`, {
+        extensions,
+      })
+    : new ProblemError("APPROVAL_DECIDED", `The approval ${approvalId} was already ${approval.status}.`, {
+        extensions,
+      });
+}
+
+/**
  * One page of `GET /v1/approvals?status=pending` for approvers of the caller's tenant (needs
  * `billing:approve`): pending approvals in run, then approval id order; `nextCursor` is the store's
  * cursor (null on the last page). A page reads `limit` approvals and keeps the pending ones.
- * @throws ProblemError FORBIDDEN; INVALID_REQUEST for a cursor the store did not issue for this listing
+ * @throws ProblemError FORBIDDEN; the store's InvalidCursorError for a cursor it did not issue for this
+ *   listing (the HTTP layer answers it 400)
  */
 export async function listApprovalPage(
-  deps: AppDeps,
+  approvals: ApprovalStore,
   security: SecurityContext,
   query: { limit: number; cursor?: string | undefined },
-): Promise<{ items: ApprovalRecord[]; nextCursor: string | null }> {
-  requireApprover(security);
-  return withCursorProblem(async () => {
-    const page = await deps.approvals.listPending(security.tenantId, {
-      limit: query.limit,
-      ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
-    });
-    return { items: page.approvals, nextCursor: page.nextCursor ?? null };
+): Promise<Page<ApprovalRecord>> {
+  requirePermission(security, BILLING_APPROVE);
+  const page = await approvals.listPending(security.tenantId, {
+    limit: query.limit,
+    ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
   });
+  return { items: page.approvals, nextCursor: page.nextCursor ?? null };
 }
 
 /**
  * The run's pending approvals as `GET /v1/runs/{runId}` shows them (`pendingApprovals`): the fields a
  * person decides on, no callback id.
  */
-export async function pendingApprovalsOf(deps: AppDeps, tenantId: string, runId: string) {
-  const pending = await deps.approvals.pendingForRun(tenantId, runId);
+export async function pendingApprovalsOf(
+  approvals: Pick<ApprovalStore, "pendingForRun">,
+  tenantId: string,
+  runId: string,
+): Promise<PendingApprovalView[]> {
+  const pending = await approvals.pendingForRun(tenantId, runId);
   return pending.map(
     ({ approvalId, toolName, arguments: args, preview, requestedBy, requestedAt, expiresAt }) => ({
       approvalId,
@@ -139,3 +145,9 @@ export async function pendingApprovalsOf(deps: AppDeps, tenantId: string, runId:
     }),
   );
 }
+
+/** A pending approval as a run's record shows it: what a person decides on, never its callback id. */
+export type PendingApprovalView = Pick<
+  ApprovalRecord,
+  "approvalId" | "toolName" | "arguments" | "preview" | "requestedBy" | "requestedAt" | "expiresAt"
+>;

@@ -88,7 +88,7 @@ export async function loadConversation<S extends RunShapes>(
     historyMaxTokens: number;
     maxTotalTokens: number;
     runTtlSeconds: number;
-    systemPrompt?: string;
+    systemPrompt?: string | undefined;
   },
   now: Date = new Date(),
   signal?: AbortSignal,
@@ -135,21 +135,42 @@ export async function loadConversation<S extends RunShapes>(
       { extensions: { previousRunStatus: run.status } },
     );
   }
-  const transcript = parsed.data as HistoryMessage[];
+  return fitted(
+    { previousRunId, conversationId: read.conversationId },
+    parsed.data as HistoryMessage[],
+    read.transcriptDroppedMessages,
+    input,
+  );
+}
+
+/**
+ * The previous run's transcript cut to the smaller of `historyMaxTokens` and what `maxTotalTokens` leaves
+ * after the system prompt and the new prompt (estimated); `storedDropped`: messages its run already left
+ * out when storing it.
+ */
+function fitted(
+  ids: { previousRunId: string; conversationId: string },
+  transcript: HistoryMessage[],
+  storedDropped: number,
+  input: {
+    prompt: string;
+    historyMaxTokens: number;
+    maxTotalTokens: number;
+    systemPrompt?: string | undefined;
+  },
+): ConversationHistory {
   const ownTokens = estimateTokens([
     { role: "system", content: input.systemPrompt ?? DEFAULT_SYSTEM_PROMPT },
     { role: "user", content: input.prompt },
   ]);
-  const cap = Math.min(input.historyMaxTokens, input.maxTotalTokens - ownTokens);
-  const trimmed = trimHistory(transcript, cap);
+  const trimmed = trimHistory(transcript, Math.min(input.historyMaxTokens, input.maxTotalTokens - ownTokens));
   return {
-    previousRunId,
-    conversationId: read.conversationId,
+    ...ids,
     messages: trimmed.messages,
     summary: {
       messages: trimmed.messages.length,
       estimatedTokens: trimmed.estimatedTokens,
-      droppedMessages: trimmed.droppedMessages + read.transcriptDroppedMessages,
+      droppedMessages: trimmed.droppedMessages + storedDropped,
     },
   };
 }

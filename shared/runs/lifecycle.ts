@@ -1,189 +1,202 @@
-import type { ApprovalGate } from "../agent/approval.js";
-import { Deadline } from "../agent/deadline.js";
+import type { Logger } from "@aws-lambda-powertools/logger";
+import type { Metrics } from "@aws-lambda-powertools/metrics";
+import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
+import type { ApprovalRequest } from "../agent/approval.js";
 import { transcriptOf } from "../agent/history.js";
-import { clampRunLimits, type RunLimits } from "../agent/limits.js";
-import { type RunOutcome, type RunUsage, runAgent, type StepRunner } from "../agent/loop.js";
-import type { AppDeps } from "../deps.js";
-import type { SecurityContext } from "../identity.js";
+import type { RunLimits } from "../agent/limits.js";
+import type { CycleRecord, RunOutcome, RunUsage } from "../agent/loop.js";
+import type { AgentRunShapes } from "../deps.js";
 import { observeToolResults, recordRunMetrics } from "../observability.js";
-import { type RunSpan, type RunTraceInfo, startRunSpan } from "../run-trace.js";
-import { withContext } from "../tracing.js";
-import type { ConversationHistory } from "./conversation.js";
+import { traceObserver } from "../run-trace.js";
+import type { HistorySummary, RunRecord, RunStore } from "../store/runs.js";
 
-/**
- * One run as the HTTP layer asks for it.
- * - `maxCycles`, `timeoutMs` (ms): the request's own caps, which only tighten the server's
- * - `runScope`: the client's Idempotency-Key, else `runId` (feeds tool idempotency keys)
- * - `deadline`: the run's deadline, made by the caller from {@link runBudgetMs} (the HTTP layer also
- *   uses it as the Idempotency-Key lease); the caller disposes it
- * - `conversation`: the earlier conversation this run continues (`loadConversation` in
- *   shared/runs/conversation.ts, called before the run starts), absent for a new conversation
- * - `step`, `approve`: passed to the loop (a run that may pause for approval, shared/runs/handover.ts); an
- *   error the gate throws (the hand-over) leaves the run record `running` for the durable execution
- */
-export interface RunRequest {
-  security: SecurityContext;
-  prompt: string;
+/** The run a lifecycle belongs to: its id and who started it (from the verified security context). */
+export interface RunSubject {
   runId: string;
-  runScope: string;
-  maxCycles?: number | undefined;
-  timeoutMs?: number | undefined;
-  deadline: Deadline;
-  conversation?: ConversationHistory | undefined;
-  step?: StepRunner | undefined;
-  approve?: ApprovalGate | undefined;
-  /** True for the error `approve` throws to hand the run over (the run is then not marked failed). */
-  isHandoff?: (error: unknown) => boolean;
+  tenantId: string;
+  userId: string;
 }
 
 /**
- * The effective limits of a run: the server's caps (`config.limits`) lowered by the request's
- * `maxCycles` and `timeoutMs` (ms), through `clampRunLimits` — a request can only tighten them (a
- * larger value is clamped, not rejected).
+ * Observers of a run's lifecycle points, for run events (a live stream) and trace spans: each is called
+ * once per point, after the point's own write, by the synchronous path and the durable runner alike
+ * (a durable replay that skips a point skips its observers too). Every method is optional; a throwing
+ * observer is logged at WARN and never changes the run.
+ * - `started`: the run record was written (`running`)
+ * - `cycle`: one cycle's audit step was written; `usageSoFar` sums this and earlier cycles
+ * - `paused`: a synchronous run stopped at approvals it cannot wait for (it is handed over)
+ * - `finished`: the outcome was written; `durationMs` as stored
+ * - `failed`: the server failed during the run (recorded `failed`)
  */
-export function effectiveLimits(
-  config: AppDeps["config"],
-  request: Pick<RunRequest, "maxCycles" | "timeoutMs">,
-): RunLimits {
-  return clampRunLimits(config.limits, { maxCycles: request.maxCycles, runTimeoutMs: request.timeoutMs });
+export interface RunObserver {
+  started?(run: RunSubject, record: RunRecord<AgentRunShapes>): void | Promise<void>;
+  cycle?(run: RunSubject, record: CycleRecord, usageSoFar: RunUsage): void | Promise<void>;
+  paused?(run: RunSubject, approvals: ApprovalRequest[]): void | Promise<void>;
+  finished?(run: RunSubject, outcome: RunOutcome, durationMs: number): void | Promise<void>;
+  failed?(run: RunSubject, reason: string): void | Promise<void>;
+}
+
+/** What a run's lifecycle writes to and reports through: the run store, logs, metrics, observers. */
+export interface LifecycleDeps {
+  runs: RunStore<AgentRunShapes>;
+  logger: Logger;
+  metrics: Metrics;
+  runObservers?: readonly RunObserver[] | undefined;
+}
+
+/** The reason a run record gets when the server failed during the run (never the error's own text). */
+export const RUN_FAILED_REASON = "The server failed during the run.";
+
+/** What the run record stores of a run's start: its prompt (hashed), limits in force and conversation. */
+export interface RunStartInput {
+  prompt: string;
+  limits: Pick<RunLimits, "maxCycles" | "runTimeoutMs">;
+  conversation?: { previousRunId: string; conversationId?: string; summary: HistorySummary } | undefined;
 }
 
 /**
- * The run's time budget in ms: the smaller of its effective timeout and the Lambda's remaining time
- * (`lambdaRemainingMs`, undefined outside Lambda) minus DEADLINE_RESERVE_MS; see `Deadline.budgetMs`.
+ * The one lifecycle of a run, used unchanged by the synchronous path (shared/runs/sync.ts), the
+ * asynchronous start (shared/runs/async-start.ts) and the durable runner (shared/durable/runner.ts):
+ * {@link start} writes the record, {@link cycle} audits each cycle, {@link finish} or {@link fail} ends it;
+ * each point logs, counts its metrics and tells the {@link RunObserver}s. Prompts and answers are never
+ * logged. The logger gets the run's `runId` and `tenantId` keys for the rest of the invocation.
  */
-export function runBudgetMs(
-  config: AppDeps["config"],
-  request: Pick<RunRequest, "maxCycles" | "timeoutMs">,
-  lambdaRemainingMs: number | undefined,
-): number {
-  return Deadline.budgetMs(
-    effectiveLimits(config, request).runTimeoutMs,
-    lambdaRemainingMs,
-    config.limits.deadlineReserveMs,
-  );
-}
+export class RunLifecycle {
+  private readonly usageSoFar: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 
-/**
- * Runs the agent with an audit trail, logs and metrics:
- * 1. writes the run record (`running`) — a store failure here stops the request before any model call
- * 2. runs the bounded loop; after each cycle appends an audit step, logs each tool result (INFO:
- *    toolName, status, error code, latencyMs) and emits its metrics
- * 3. writes the outcome with the run's transcript (for runs that continue it; never logged), logs "run
- *    finished" and stores the run metrics
- * A failed step or outcome write is logged (WARN/ERROR) and does not change the outcome: the effects of
- * the run have happened, so the caller still gets them. Prompts and answers are never logged.
- * @throws the store's error when the run record cannot be written at the start; any unexpected error
- *   of the loop (after marking the run `failed`, best effort)
- */
-export async function executeRun(deps: AppDeps, request: RunRequest): Promise<RunOutcome> {
-  const span = startRunSpan(runTraceInfo(deps, request, false));
-  return withContext(span.context, () => executeRunIn(span, deps, request));
-}
-
-/**
- * The trace facts of a run ({@link RunTraceInfo}): its conversation is the one it continues, or a new
- * one named after it.
- */
-export function runTraceInfo(
-  deps: Pick<AppDeps, "model">,
-  request: Pick<RunRequest, "security" | "runId" | "conversation">,
-  durable: boolean,
-): RunTraceInfo {
-  return {
-    tenantId: request.security.tenantId,
-    runId: request.runId,
-    conversationId: request.conversation?.conversationId ?? request.runId,
-    durable,
-    model: deps.model.telemetry,
-  };
-}
-
-/** {@link executeRun} inside the run's agent span (ended here, except for a hand-over). */
-async function executeRunIn(span: RunSpan, deps: AppDeps, request: RunRequest): Promise<RunOutcome> {
-  const { config, logger, metrics, runs } = deps;
-  const { security, runId } = request;
-  const limits = effectiveLimits(config, request);
-  logger.appendKeys({ runId, tenantId: security.tenantId });
-
-  await runs.start({
-    tenantId: security.tenantId,
-    runId,
-    userId: security.userId,
-    prompt: request.prompt,
-    limits: { maxCycles: limits.maxCycles, timeoutMs: limits.runTimeoutMs },
-    previousRunId: request.conversation?.previousRunId,
-    history: request.conversation?.summary,
-    conversationId: request.conversation?.conversationId,
-  });
-  logger.info("run started", {
-    userId: security.userId,
-    maxCycles: limits.maxCycles,
-    timeoutMs: limits.runTimeoutMs,
-    promptChars: request.prompt.length,
-  });
-
-  const usageSoFar: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
-  const { deadline } = request;
-  let outcome: RunOutcome;
-  try {
-    outcome = await runAgent({
-      model: deps.model,
-      tools: deps.tools,
-      security,
-      prompt: request.prompt,
-      runId,
-      runScope: request.runScope,
-      limits,
-      deadline,
-      ...(request.conversation ? { history: request.conversation.messages } : {}),
-      ...(request.step ? { step: request.step } : {}),
-      ...(request.approve ? { approve: request.approve } : {}),
-      hooks: {
-        onCycle: async (record) => {
-          usageSoFar.promptTokens += record.usage.promptTokens;
-          usageSoFar.completionTokens += record.usage.completionTokens;
-          usageSoFar.totalTokens += record.usage.totalTokens;
-          observeToolResults({ logger, metrics }, record);
-          try {
-            await runs.appendStep(security.tenantId, runId, record, { ...usageSoFar });
-          } catch (error) {
-            logger.warn("audit step not written", { cycle: record.cycle, error: error as Error });
-          }
-        },
-      },
-    });
-  } catch (error) {
-    // A hand-over leaves the agent span open: the durable execution ends it (shared/run-trace.ts).
-    if (request.isHandoff?.(error)) throw error;
-    span.fail("INTERNAL");
-    await runs
-      .fail(security.tenantId, runId, "The server failed during the run.")
-      .catch(() => logger.warn("run failure not recorded"));
-    throw error;
+  constructor(
+    private readonly deps: LifecycleDeps,
+    readonly subject: RunSubject,
+  ) {
+    deps.logger.appendKeys({ runId: subject.runId, tenantId: subject.tenantId });
   }
 
-  try {
-    await runs.finish(security.tenantId, runId, {
+  /**
+   * Writes the run record (`running`) and logs "run started".
+   * @param options.readIfExists return the stored record when this run id was already started (a retried
+   *   asynchronous start), instead of throwing
+   * @throws the store's error (ConditionalCheckFailedException for an existing run without `readIfExists`)
+   */
+  async start(
+    input: RunStartInput,
+    options: { readIfExists?: boolean } = {},
+  ): Promise<RunRecord<AgentRunShapes>> {
+    const { runs, logger } = this.deps;
+    const { tenantId, runId, userId } = this.subject;
+    let record: RunRecord<AgentRunShapes>;
+    try {
+      record = await runs.start({
+        tenantId,
+        runId,
+        userId,
+        prompt: input.prompt,
+        limits: { maxCycles: input.limits.maxCycles, timeoutMs: input.limits.runTimeoutMs },
+        previousRunId: input.conversation?.previousRunId,
+        history: input.conversation?.summary,
+        conversationId: input.conversation?.conversationId,
+      });
+    } catch (error) {
+      if (!(options.readIfExists && error instanceof ConditionalCheckFailedException)) throw error;
+      const found = await runs.get(tenantId, runId);
+      if (!found) throw error;
+      return found.run;
+    }
+    logger.info("run started", {
+      userId,
+      maxCycles: record.limits.maxCycles,
+      timeoutMs: record.limits.timeoutMs,
+      promptChars: input.prompt.length,
+    });
+    await this.tell("started", (observer) => observer.started?.(this.subject, record));
+    return record;
+  }
+
+  /**
+   * The loop's `onCycle` hook: sums usage, writes the cycle's audit step (a conditional put, so a cycle a
+   * durable replay already wrote is skipped with its logs, metrics and observers), then logs each tool
+   * result (INFO: toolName, status, error code, latencyMs) and emits its metrics. A failed write is logged
+   * at WARN and never changes the run. `skip`: true once the run was stopped (nothing is written).
+   */
+  readonly cycle = async (record: CycleRecord, skip?: () => boolean): Promise<void> => {
+    const { runs, logger } = this.deps;
+    this.usageSoFar.promptTokens += record.usage.promptTokens;
+    this.usageSoFar.completionTokens += record.usage.completionTokens;
+    this.usageSoFar.totalTokens += record.usage.totalTokens;
+    if (skip?.()) return;
+    const usageSoFar = { ...this.usageSoFar };
+    try {
+      await runs.appendStep(this.subject.tenantId, this.subject.runId, record, usageSoFar);
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return;
+      logger.warn("audit step not written", { cycle: record.cycle, error: error as Error });
+      return;
+    }
+    observeToolResults(this.deps, record);
+    await this.tell("cycle", (observer) => observer.cycle?.(this.subject, record, usageSoFar));
+  };
+
+  /** The run stopped at approvals it cannot wait for; its record stays `running` for the hand-over. */
+  async paused(approvals: ApprovalRequest[]): Promise<void> {
+    this.deps.logger.info("run paused for approval", { approvals: approvals.length });
+    await this.tell("paused", (observer) => observer.paused?.(this.subject, approvals));
+  }
+
+  /**
+   * Writes the outcome with the run's transcript (for runs that continue it), only while the record is
+   * `running` (a cancelled run keeps `cancelled`); when written, stores the run metrics and logs "run
+   * finished".
+   * @param durationMs the run's wall time as stored (ms)
+   * @returns false when the record was no longer `running`
+   * @throws the store's error (the caller decides: the durable step retries it, the synchronous path logs it)
+   */
+  async finish(outcome: RunOutcome, durationMs: number): Promise<boolean> {
+    const { runs, logger, metrics } = this.deps;
+    const written = await runs.finish(this.subject.tenantId, this.subject.runId, {
       status: outcome.status,
       cycles: outcome.cycles,
       answer: outcome.answer,
       reason: outcome.reason,
       usage: outcome.usage,
-      durationMs: outcome.durationMs,
+      durationMs,
       transcript: transcriptOf(outcome.messages, outcome.answer),
     });
-  } catch (error) {
-    logger.error("run outcome not written", { error: error as Error });
+    if (!written) return false;
+    recordRunMetrics(metrics, { ...outcome, durationMs });
+    logger.info("run finished", {
+      status: outcome.status,
+      cycles: outcome.cycles,
+      toolResults: outcome.toolResults.length,
+      totalTokens: outcome.usage.totalTokens,
+      latencyMs: durationMs,
+    });
+    await this.tell("finished", (observer) => observer.finished?.(this.subject, outcome, durationMs));
+    return true;
   }
-  recordRunMetrics(metrics, outcome);
-  span.finish(outcome);
-  logger.info("run finished", {
-    status: outcome.status,
-    cycles: outcome.cycles,
-    toolResults: outcome.toolResults.length,
-    totalTokens: outcome.usage.totalTokens,
-    latencyMs: outcome.durationMs,
-  });
-  return outcome;
+
+  /**
+   * Records the run `failed` with {@link RUN_FAILED_REASON} (best effort: a failed write is logged) and
+   * logs the error at ERROR. Never throws.
+   */
+  async fail(error: unknown): Promise<void> {
+    const { runs, logger } = this.deps;
+    await runs
+      .fail(this.subject.tenantId, this.subject.runId, RUN_FAILED_REASON)
+      .catch((writeError: unknown) =>
+        logger.warn("run failure not recorded", { error: writeError as Error }),
+      );
+    logger.error("run failed", { error: error as Error });
+    await this.tell("failed", (observer) => observer.failed?.(this.subject, RUN_FAILED_REASON));
+  }
+
+  /** Calls every observer at one point; a throwing observer is logged and ignored. */
+  private async tell(point: string, call: (observer: RunObserver) => unknown): Promise<void> {
+    // The trace's points first (shared/run-trace.ts: the agent span ends where the run does).
+    for (const observer of [traceObserver, ...(this.deps.runObservers ?? [])]) {
+      try {
+        await call(observer);
+      } catch (error) {
+        this.deps.logger.warn("run observer failed", { point, error: error as Error });
+      }
+    }
+  }
 }

@@ -5,12 +5,6 @@ import { type Lease, type LeaseRecord, LeaseStore } from "./lease.js";
 import { type StoredItem, tableKey } from "./table.js";
 
 /**
- * Stored responses above this many UTF-8 bytes are gzip-compressed (attribute `response.encoding` =
- * `gzip`, body as binary); the threshold of every stored text ({@link COMPRESS_ABOVE_BYTES}).
- */
-export const COMPRESS_RESPONSE_ABOVE_BYTES = COMPRESS_ABOVE_BYTES;
-
-/**
  * Cap on a stored response body in bytes, after compression. DynamoDB items are limited to 400 KB
  * (names and values); 350 000 bytes leaves room for the record's other attributes. A response over the
  * cap is not stored: {@link IdempotencyStore.complete} answers `too_large` and writes nothing, and the
@@ -75,7 +69,7 @@ export interface IdempotencyStoreOptions {
  * The HTTP Idempotency-Key record store: a {@link LeaseStore} whose records are keyed by
  * tenant, route and the SHA-256 of the client's key (`IDEM#<route>#<sha256>`), whose fingerprint is the
  * request's, whose lease is the run's deadline and whose data is the response to replay (attribute
- * `response`; gzip-compressed above {@link COMPRESS_RESPONSE_ABOVE_BYTES}, refused above
+ * `response`; gzip-compressed above {@link COMPRESS_ABOVE_BYTES}, refused above
  * {@link MAX_STORED_RESPONSE_BYTES}). See `LeaseStore` for the protocol: acquire is a conditional put,
  * complete an owner-fenced update, release an owner-fenced delete (for 5xx outcomes: a retry runs again).
  */
@@ -165,11 +159,11 @@ export class IdempotencyStore extends LeaseStore<StoredResponse> {
 
   /**
    * The stored form of a response (its body encoded by shared/store/compressed.ts: gzip above
-   * {@link COMPRESS_RESPONSE_ABOVE_BYTES}), or undefined when it is over the cap even compressed.
+   * {@link COMPRESS_ABOVE_BYTES}), or undefined when it is over the cap even compressed.
    */
   protected encodeData(response: StoredResponse): StoredItem | undefined {
     const encoded = encodeText(response.body, {
-      compressAboveBytes: COMPRESS_RESPONSE_ABOVE_BYTES,
+      compressAboveBytes: COMPRESS_ABOVE_BYTES,
       maxBytes: MAX_STORED_RESPONSE_BYTES,
     });
     return encoded && { status: response.status, headers: response.headers, ...encoded };

@@ -13,6 +13,7 @@ import {
   tableItem,
   tableKey,
 } from "./table.js";
+import { setFields } from "./update.js";
 
 /**
  * What the run store persists of the agent's types, as type parameters bound once where the store is
@@ -93,13 +94,6 @@ export interface HistorySummary {
   estimatedTokens: number;
   droppedMessages: number;
 }
-
-/**
- * A stored transcript is gzip-compressed above this many UTF-8 bytes of JSON: the same rule and
- * threshold as stored Idempotency-Key responses ({@link COMPRESS_ABOVE_BYTES}), one encoding
- * (shared/store/compressed.ts).
- */
-export const COMPRESS_TRANSCRIPT_ABOVE_BYTES = COMPRESS_ABOVE_BYTES;
 
 /**
  * Cap on a stored transcript in bytes after compression. It shares the run record's item with the
@@ -391,6 +385,21 @@ export class RunStore<S extends RunShapes = RunShapes> {
   }
 
   /**
+   * Records the limits a running run goes on with (a synchronous run handed over to a durable execution
+   * takes the durable run's), so the record shows the limits in force.
+   * @returns false when the record was not `running`
+   * @throws the SDK's error for anything but the failed condition
+   */
+  async setLimits(
+    tenantId: string,
+    runId: string,
+    limits: RunRecord["limits"],
+    now: Date = new Date(),
+  ): Promise<boolean> {
+    return this.updateIfRunning(tenantId, runId, { limits, updatedAt: now.toISOString() });
+  }
+
+  /**
    * Moves a run between `running` and `awaiting_approval` (a durable run waits for a person's decision,
    * or goes on after it); only from the other of the two, so a finished or cancelled run stays so.
    * @returns false when the record was not in the other status (already there, ended, or missing)
@@ -439,7 +448,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
 
   /**
    * The stored attributes of a transcript: its JSON encoded by shared/store/compressed.ts (gzip above
-   * {@link COMPRESS_TRANSCRIPT_ABOVE_BYTES}). Over {@link MAX_STORED_TRANSCRIPT_BYTES} even compressed,
+   * {@link COMPRESS_ABOVE_BYTES}). Over {@link MAX_STORED_TRANSCRIPT_BYTES} even compressed,
    * it is shortened by {@link RunStoreOptions.shortenTranscript} until it fits; in the end an empty
    * transcript always does.
    */
@@ -448,7 +457,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
     transcriptDroppedMessages: number;
   } {
     const limits = {
-      compressAboveBytes: COMPRESS_TRANSCRIPT_ABOVE_BYTES,
+      compressAboveBytes: COMPRESS_ABOVE_BYTES,
       maxBytes: MAX_STORED_TRANSCRIPT_BYTES,
     };
     const shorten = this.options.shortenTranscript ?? (() => []);
@@ -474,21 +483,17 @@ export class RunStore<S extends RunShapes = RunShapes> {
     fields: Record<string, unknown>,
     from: readonly string[] = ["running"],
   ): Promise<boolean> {
-    const entries = Object.entries(fields);
-    const names: Record<string, string> = Object.fromEntries(entries.map(([name], i) => [`#f${i}`, name]));
-    const values: Record<string, unknown> = Object.fromEntries(
-      entries.map(([, value], i) => [`:f${i}`, value]),
-    );
+    const set = setFields(fields);
     try {
       await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: tableKey(tenantId, keys.run(runId)),
-          UpdateExpression: `SET ${entries.map((_, i) => `#f${i} = :f${i}`).join(", ")}`,
+          UpdateExpression: set.expression,
           ConditionExpression: `${ITEM_PRESENT} AND #status IN (${from.map((_, i) => `:from${i}`).join(", ")})`,
-          ExpressionAttributeNames: { ...names, "#status": "status" },
+          ExpressionAttributeNames: { ...set.names, "#status": "status" },
           ExpressionAttributeValues: {
-            ...values,
+            ...set.values,
             ...Object.fromEntries(from.map((status, i) => [`:from${i}`, status])),
           },
         }),

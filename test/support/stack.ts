@@ -6,13 +6,13 @@ import { type ApiEvent, createHandler } from "../../functions/api/app-handler.js
 import { createLambdaContext } from "../../local/lambda-context.js";
 import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
 import { type Config, loadConfig } from "../../shared/config.js";
-import { type AppDeps, createDeps } from "../../shared/deps.js";
+import { type ApiDeps, createApiDeps } from "../../shared/deps.js";
 import { ensureTable } from "../../shared/store/table.js";
 
 /** A test's own table on the suite's local DynamoDB, a local model server, and the real handler over them. */
 export interface TestStack {
   config: Config;
-  deps: AppDeps;
+  deps: ApiDeps;
   model: LocalModelServer;
   /** Invokes the real Lambda handler with an event and a context counting down from `timeoutMs`. */
   invoke(event: APIGatewayProxyEventV2, timeoutMs?: number): Promise<APIGatewayProxyStructuredResultV2>;
@@ -28,7 +28,7 @@ export async function startTestStack(env: Record<string, string> = {}): Promise<
     TABLE_NAME: `test-${randomUUID()}`,
     ...env,
   });
-  const deps = createDeps(config);
+  const deps = createApiDeps(config);
   await ensureTable(deps.ddb, config.table.name);
   const handler = createHandler(deps);
   return {
