@@ -20,6 +20,9 @@
  * the seed scenario's GB invoice (gross 1800.00 GBP): the synchronous request is answered 202 with the
  * paused run (`awaiting_approval`, the preview), a second local user (`usr_approver_01`, billing:approve)
  * approves it, and the polls show the run completing with one invoice (docs/approvals.md).
+ *
+ * With `--trace` the runs are traced in process (docs/tracing.md) and their span tree is printed at the
+ * end: names, durations and key attributes (TRACE_CONTENT=true adds the content attributes to the spans).
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
@@ -32,6 +35,7 @@ import { LedgerStore } from "../shared/store/ledger.js";
 import { formatTable } from "./format.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { startLocalStack } from "./local-stack.js";
+import { startTraceTree } from "./trace-tree.js";
 
 const LAMBDA_TIMEOUT_MS = FUNCTION_TIMEOUT_SECONDS * 1000;
 // Lambda runs a current Node; the AWS SDK's "Node 20 support ends" notice is noise in local runs.
@@ -50,6 +54,7 @@ async function main(): Promise<number> {
       continue: { type: "string" },
       async: { type: "boolean" },
       approval: { type: "boolean" },
+      trace: { type: "boolean" },
     },
     allowPositionals: true,
   });
@@ -62,6 +67,7 @@ async function main(): Promise<number> {
   const prompts = [prompt || seedBody.prompt, ...(values.then ?? [])];
 
   const stack = await startLocalStack();
+  const traces = values.trace ? startTraceTree(process.env.TRACE_CONTENT === "true") : undefined;
   try {
     Object.assign(process.env, stack.env);
     if (values.async || values.approval) {
@@ -91,6 +97,11 @@ async function main(): Promise<number> {
     await printLedger(tenantOf(event));
     return 0;
   } finally {
+    if (traces) {
+      console.log("\nSpans (OpenTelemetry GenAI conventions, docs/tracing.md):");
+      traces.print();
+      await traces.sdk.shutdown();
+    }
     await stack.stop();
   }
 }
