@@ -101,7 +101,8 @@ export function recommendMemory(
   };
 }
 
-const FRAMEWORK_NAMES: Record<Framework | "bare-fetch", string> = {
+const FRAMEWORK_NAMES: Record<Framework | "bare-fetch" | "boundloop-traced", string> = {
+  "boundloop-traced": "boundloop with tracing on (SDK, batch processor, spans dropped)",
   boundloop: "boundloop (ours)",
   "openai-agents": "@openai/agents (chat completions)",
   "ai-sdk": "AI SDK generateText",
@@ -119,6 +120,7 @@ const VARIANT_NAMES: Record<ColdStartVariant, string> = {
   naive: "naive eager bundle",
   "naive-zod-namespace": "naive eager, `import * as z`",
   "boundloop-one-file": "boundloop in one file (not deployed)",
+  "boundloop-traced": "boundloop, deployed bundle, TRACING=otlp",
 };
 
 const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
@@ -135,6 +137,8 @@ function table(header: string[], rows: Array<Array<string | number>>): string {
  * The headline table: each benchmark's key figure side by side with its peer, the goal where the issue
  * sets one, and whether it is met.
  */
+const round2 = (value: number) => Math.round(value * 100) / 100;
+
 export function goalsTable(report: BenchReport): string {
   const { p1LoopOverhead: p1, p2ParallelTools: p2, p3DynamoDb: p3, p4BundleColdStart: p4 } = report;
   const { p5Memory: p5, load } = report;
@@ -182,6 +186,18 @@ export function goalsTable(report: BenchReport): string {
         "≤ 0.7",
         `${p4.goals.coldStart.ratio}: ${p4.variants.boundloop.healthzAtMs.median} ms vs ${p4.variants.naive.healthzAtMs.median} ms (bare Hono ${p4.variants.hello.healthzAtMs.median} ms); in one file ${p4.ratioToNaive["boundloop-one-file"]}`,
         yes(p4.goals.coldStart.met),
+      ],
+      [
+        "P1 with tracing on ÷ off (ours, per cycle)",
+        "≤ 1.3",
+        `${p1.tracing.ratio}: ${p1.frameworks["boundloop-traced"].overheadPerCycleUs.median} µs vs ${ours} µs`,
+        yes(p1.tracing.met),
+      ],
+      [
+        "P4 cold start with TRACING=otlp ÷ off (/healthz; first run)",
+        "–",
+        `${round2(p4.variants["boundloop-traced"].healthzAtMs.median / p4.variants.boundloop.healthzAtMs.median)}: ${p4.variants["boundloop-traced"].healthzAtMs.median} ms vs ${p4.variants.boundloop.healthzAtMs.median} ms; run at ${p4.variants["boundloop-traced"].runAtMs?.median} ms vs ${p4.variants.boundloop.runAtMs?.median} ms`,
+        "–",
       ],
       [
         "P5 peak RSS of a 5-cycle run",

@@ -166,6 +166,9 @@ async function onlyP1(): Promise<void> {
   console.log(`   ratio to peer: ${JSON.stringify(p1.ratioToPeer)}`);
   console.log(`   net of transport: ${JSON.stringify(p1.ratioToPeerNetOfTransport)}`);
   console.log(
+    `   tracing on ÷ off: ${p1.tracing.ratio} (goal ≤ ${p1.tracing.goal}: ${p1.tracing.met ? "met" : "not met"})`,
+  );
+  console.log(
     `   goal (${p1.goal.text}): ${p1.goal.ratio} vs ${p1.fastestPeer} → ${p1.goal.met ? "met" : "not met"}`,
   );
   console.log(

@@ -19,12 +19,12 @@ import { configureTracing, presetIds } from "../tracing.js";
  * - `otlp`: OTLP/HTTP (JSON) to `endpoint` + `/v1/traces`, batched, flushed before each invocation ends
  * - `console`: the SDK's console exporter (one object per span on stdout)
  * - `exporter`: any SpanExporter (tests' InMemorySpanExporter, `npm start -- --trace`'s tree printer),
- *   exported span by span
+ *   exported span by span, or batched with `batch` (the benchmark's)
  */
 export type TracingExport =
   | { kind: "otlp"; endpoint: string }
   | { kind: "console" }
-  | { kind: "exporter"; exporter: SpanExporter };
+  | { kind: "exporter"; exporter: SpanExporter; batch?: boolean };
 
 /** The running SDK: `flush` exports what has ended (call it before an invocation returns). */
 export interface TracingSdk {
@@ -60,9 +60,11 @@ export function startTracing(
       ? new BatchSpanProcessor({
           exporter: new OTLPTraceExporter({ url: `${exportTo.endpoint.replace(/\/+$/, "")}/v1/traces` }),
         })
-      : new SimpleSpanProcessor({
-          exporter: exportTo.kind === "console" ? new ConsoleSpanExporter() : exportTo.exporter,
-        });
+      : exportTo.kind === "exporter" && exportTo.batch
+        ? new BatchSpanProcessor({ exporter: exportTo.exporter })
+        : new SimpleSpanProcessor({
+            exporter: exportTo.kind === "console" ? new ConsoleSpanExporter() : exportTo.exporter,
+          });
   const functionName = process.env.AWS_LAMBDA_FUNCTION_NAME;
   const provider = new TracerProvider({
     resource: resourceFromAttributes({
