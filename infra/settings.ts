@@ -1,5 +1,6 @@
 import type { IConstruct } from "constructs";
 import { z } from "zod";
+import { loadConfig } from "../shared/config.js";
 
 /**
  * Placeholder JWT issuer used when none is given, so `cdk synth` and the tests work without one.
@@ -24,6 +25,10 @@ export const PLACEHOLDER_WARNING_ID = "boundloop:jwtPlaceholder";
  * - `openaiModel`, `openaiBaseUrl`: optional; become OPENAI_MODEL / OPENAI_BASE_URL in the function.
  * - `openaiApiKeySecretName`: optional name of an existing Secrets Manager secret holding the OpenAI key;
  *   without it the stack creates an empty secret.
+ * - `tracing`: OpenTelemetry traces of both functions (docs/tracing.md): "off" (default), or the
+ *   OTLP/HTTP endpoint (http(s) URL, e.g. a collector, or the ADOT collector extension's
+ *   http://localhost:4318) the in-bundle SDK sends each invocation's spans to before it returns
+ *   (TRACING=otlp, OTEL_EXPORTER_OTLP_ENDPOINT); checked by the functions' own ConfigSchema.
  * - `usesPlaceholders`: true when issuer or audience fell back to the placeholders.
  */
 export interface DeploySettings {
@@ -33,6 +38,7 @@ export interface DeploySettings {
   openaiModel: string | undefined;
   openaiBaseUrl: string | undefined;
   openaiApiKeySecretName: string | undefined;
+  tracing: string;
   usesPlaceholders: boolean;
 }
 
@@ -49,6 +55,7 @@ export const CONTEXT_KEYS = [
   "openaiModel",
   "openaiBaseUrl",
   "openaiApiKeySecretName",
+  "tracing",
 ] as const;
 
 /** An unset or blank value (the CLI passes `-c key=` as an empty string). */
@@ -88,7 +95,35 @@ const SettingsSchema = z.object({
       .regex(/^[A-Za-z0-9/_+=.@-]{1,512}$/, "openaiApiKeySecretName must be a Secrets Manager secret name")
       .optional(),
   ),
+  tracing: z.preprocess(blankToUndefined, z.string().trim().default("off")),
 });
+
+/** `tracing` after {@link tracingEnvironment} accepted it. */
+function checkedTracing(tracing: string): string {
+  tracingEnvironment(tracing);
+  return tracing;
+}
+
+/**
+ * The functions' environment for the `tracing` setting, checked by their own ConfigSchema (loadConfig):
+ * none for "off", else TRACING=otlp and the endpoint.
+ * @throws DeploySettingsError when the value is neither "off" nor an http(s) URL
+ */
+export function tracingEnvironment(tracing: string): {
+  TRACING?: string;
+  OTEL_EXPORTER_OTLP_ENDPOINT?: string;
+} {
+  if (tracing === "off") return {};
+  const env = { TRACING: "otlp", OTEL_EXPORTER_OTLP_ENDPOINT: tracing };
+  try {
+    loadConfig(env);
+  } catch (error) {
+    throw new DeploySettingsError(
+      `Invalid deploy settings: tracing must be "off" or an http(s) OTLP endpoint URL (${(error as Error).message})`,
+    );
+  }
+  return env;
+}
 
 /** Raised at synth when a context value or prop is invalid; names every bad key. */
 export class DeploySettingsError extends Error {
@@ -123,6 +158,7 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
     openaiModel: settings.openaiModel,
     openaiBaseUrl: settings.openaiBaseUrl,
     openaiApiKeySecretName: settings.openaiApiKeySecretName,
+    tracing: checkedTracing(settings.tracing),
     usesPlaceholders: settings.jwtIssuer === undefined || settings.jwtAudience === undefined,
   };
 }

@@ -38,6 +38,7 @@ import {
   type DeploySettingsInput,
   PLACEHOLDER_WARNING_ID,
   readDeploySettings,
+  tracingEnvironment,
 } from "./settings.js";
 
 /**
@@ -131,6 +132,7 @@ export class BoundloopStack extends Stack {
       POWERTOOLS_SERVICE_NAME: CONFIG_DEFAULTS.observability.serviceName,
       POWERTOOLS_METRICS_NAMESPACE: CONFIG_DEFAULTS.observability.metricsNamespace,
       NODE_OPTIONS: "--enable-source-maps",
+      ...tracingEnvironment(settings.tracing),
     });
     const runner = new DurableRunner(this, "Runner", {
       table,

@@ -495,3 +495,34 @@ describe("the routes of the stack, the app and the local dev server", () => {
     expect([...PUBLIC_ROUTES].sort()).toEqual(["GET /healthz", "GET /openapi.json"]);
   });
 });
+
+describe("the tracing deploy setting (docs/tracing.md)", () => {
+  const functionsEnv = (context: Record<string, unknown>) => {
+    const all = synth(context).template.toJSON().Resources as Record<string, Resource>;
+    return Object.values(all)
+      .filter((r) => r.Type === "AWS::Lambda::Function")
+      .map(
+        (r) =>
+          (r.Properties as { Environment?: { Variables?: Record<string, unknown> } }).Environment
+            ?.Variables ?? {},
+      );
+  };
+
+  it("off by default: neither function gets a tracing variable", () => {
+    for (const env of functionsEnv({})) {
+      expect(env.TRACING).toBeUndefined();
+      expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
+    }
+  });
+
+  it("an OTLP endpoint turns the in-bundle SDK on in both functions; anything else fails the synth", () => {
+    const envs = functionsEnv({ tracing: "http://localhost:4318" });
+    expect(envs).toHaveLength(2);
+    for (const env of envs) {
+      expect(env).toMatchObject({ TRACING: "otlp", OTEL_EXPORTER_OTLP_ENDPOINT: "http://localhost:4318" });
+    }
+    expect(() => synth({ tracing: "xray" })).toThrow(
+      /tracing must be "off" or an http\(s\) OTLP endpoint URL/,
+    );
+  });
+});
