@@ -3,23 +3,14 @@ import { z } from "zod";
 import { loadConfig } from "../shared/config.js";
 
 /**
- * Placeholder JWT issuer used when none is given, so `cdk synth` and the tests work without one.
- * The `.invalid` TLD is reserved (RFC 2606): no real token can ever come from it, so a stack deployed
- * with the placeholder rejects every authenticated request (401) instead of trusting anything.
- */
-export const PLACEHOLDER_JWT_ISSUER = "https://issuer.invalid/placeholder";
-
-/** Placeholder JWT audience, paired with {@link PLACEHOLDER_JWT_ISSUER}. */
-export const PLACEHOLDER_JWT_AUDIENCE = "placeholder-audience";
-
-/** Id of the synth warning raised when the JWT placeholders are in use (see `npm run deploy`). */
-export const PLACEHOLDER_WARNING_ID = "boundloop:jwtPlaceholder";
-
-/**
  * Deploy-time settings of the stack.
- * - `jwtIssuer`: HTTPS issuer URL whose `/.well-known/openid-configuration` API Gateway reads; for
- *   Cognito `https://cognito-idp.<region>.amazonaws.com/<userPoolId>`.
+ * - `jwtIssuer`: HTTPS issuer URL whose `/.well-known/openid-configuration` API Gateway reads (your
+ *   own issuer); with it, `jwtAudience` is required and the stack creates no user pool.
  * - `jwtAudience`: accepted `aud` (or, for Cognito access tokens, `client_id`) values; at least one.
+ *   Neither given: the stack creates its built-in Cognito user pool (infra/user-pool.ts) and the API
+ *   trusts that (`builtInUserPool: true`).
+ * - `consoleCallbackUrls`: where the built-in pool's app client may send an authorization code
+ *   (OAuth 2.0 code grant with PKCE, for a browser console); https, or http on localhost.
  * - `personal`: true for a personal/sandbox account: table, secret and log groups are DESTROYed with
  *   the stack; false (the default) RETAINs them and turns on table deletion protection.
  * - `openaiModel`, `openaiBaseUrl`: optional; become OPENAI_MODEL / OPENAI_BASE_URL in the function.
@@ -29,28 +20,32 @@ export const PLACEHOLDER_WARNING_ID = "boundloop:jwtPlaceholder";
  *   OTLP/HTTP endpoint (http(s) URL, e.g. a collector, or the ADOT collector extension's
  *   http://localhost:4318) the in-bundle SDK sends each invocation's spans to before it returns
  *   (TRACING=otlp, OTEL_EXPORTER_OTLP_ENDPOINT); checked by the functions' own ConfigSchema.
- * - `usesPlaceholders`: true when issuer or audience fell back to the placeholders.
  */
 export interface DeploySettings {
-  jwtIssuer: string;
-  jwtAudience: string[];
+  jwtIssuer: string | undefined;
+  jwtAudience: string[] | undefined;
+  builtInUserPool: boolean;
+  consoleCallbackUrls: string[];
   personal: boolean;
   openaiModel: string | undefined;
   openaiBaseUrl: string | undefined;
   openaiApiKeySecretName: string | undefined;
   tracing: string;
-  usesPlaceholders: boolean;
 }
 
 /** Settings passed as stack props; each one overrides the CDK context value of the same name. */
-export type DeploySettingsInput = Partial<Omit<DeploySettings, "usesPlaceholders" | "jwtAudience">> & {
+export type DeploySettingsInput = Partial<
+  Omit<DeploySettings, "builtInUserPool" | "jwtAudience" | "consoleCallbackUrls">
+> & {
   jwtAudience?: string | string[];
+  consoleCallbackUrls?: string | string[];
 };
 
 /** The CDK context keys read by {@link readDeploySettings} (`cdk deploy -c key=value` or cdk.json). */
 export const CONTEXT_KEYS = [
   "jwtIssuer",
   "jwtAudience",
+  "consoleCallbackUrls",
   "personal",
   "openaiModel",
   "openaiBaseUrl",
@@ -64,6 +59,17 @@ const blankToUndefined = (value: unknown) =>
 
 const optionalText = z.preprocess(blankToUndefined, z.string().trim().min(1).optional());
 
+/** A comma separated list (CLI) or an array (cdk.json, props), trimmed, blanks dropped; empty is unset. */
+const listOf = (value: unknown) => {
+  const list = typeof value === "string" ? value.split(",") : value;
+  if (!Array.isArray(list)) return blankToUndefined(list);
+  const items = list.map((item) => (typeof item === "string" ? item.trim() : item)).filter((i) => i !== "");
+  return items.length === 0 ? undefined : items;
+};
+
+/** The default of `consoleCallbackUrls`: a console served by `npm run dev` on its default port. */
+export const DEFAULT_CONSOLE_CALLBACK_URLS = ["http://localhost:3000/callback"];
+
 /** Context arrives as strings from the CLI (`-c personal=true`) or typed values from cdk.json/props. */
 const SettingsSchema = z.object({
   jwtIssuer: z.preprocess(
@@ -72,12 +78,25 @@ const SettingsSchema = z.object({
       .url({ protocol: /^https$/, error: "jwtIssuer must be an https:// URL (the token's iss claim)" })
       .optional(),
   ),
-  jwtAudience: z.preprocess((value) => {
-    const list = typeof value === "string" ? value.split(",") : value;
-    if (!Array.isArray(list)) return blankToUndefined(list);
-    const items = list.map((item) => (typeof item === "string" ? item.trim() : item)).filter((i) => i !== "");
-    return items.length === 0 ? undefined : items;
-  }, z.array(z.string().min(1)).min(1).optional()),
+  jwtAudience: z.preprocess(listOf, z.array(z.string().min(1)).min(1).optional()),
+  // Cognito accepts http only for localhost callback URLs.
+  consoleCallbackUrls: z.preprocess(
+    listOf,
+    z
+      .array(
+        z.url({
+          protocol: /^https?$/,
+          error: "consoleCallbackUrls must be URLs (https, or http on localhost)",
+        }),
+      )
+      .refine(
+        (urls) => urls.every((url) => url.startsWith("https://") || /^http:\/\/localhost[:/]/.test(url)),
+        {
+          error: "consoleCallbackUrls must be https, or http on localhost",
+        },
+      )
+      .optional(),
+  ),
   personal: z.preprocess(
     blankToUndefined,
     z
@@ -135,10 +154,10 @@ export class DeploySettingsError extends Error {
 
 /**
  * Reads the deploy settings: each prop in `overrides` wins over the CDK context value of the same key
- * (no context lookups, nothing read from AWS). A missing issuer or audience falls back to
- * {@link PLACEHOLDER_JWT_ISSUER} / {@link PLACEHOLDER_JWT_AUDIENCE} with `usesPlaceholders: true`;
- * the stack turns that into a synth warning.
- * @throws DeploySettingsError when a value is present but invalid (e.g. an http:// issuer)
+ * (no context lookups, nothing read from AWS). Neither issuer nor audience given means the built-in
+ * user pool (`builtInUserPool: true`).
+ * @throws DeploySettingsError when a value is present but invalid (e.g. an http:// issuer), or only
+ *   one of jwtIssuer and jwtAudience is given
  */
 export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsInput = {}): DeploySettings {
   const raw: Record<string, unknown> = {};
@@ -151,14 +170,20 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
     throw new DeploySettingsError(`Invalid deploy settings: ${problems.join("; ")}`);
   }
   const settings = parsed.data;
+  if ((settings.jwtIssuer === undefined) !== (settings.jwtAudience === undefined)) {
+    throw new DeploySettingsError(
+      "Invalid deploy settings: jwtIssuer and jwtAudience go together (your own issuer); give both, or neither for the built-in user pool.",
+    );
+  }
   return {
-    jwtIssuer: settings.jwtIssuer ?? PLACEHOLDER_JWT_ISSUER,
-    jwtAudience: settings.jwtAudience ?? [PLACEHOLDER_JWT_AUDIENCE],
+    jwtIssuer: settings.jwtIssuer,
+    jwtAudience: settings.jwtAudience,
+    builtInUserPool: settings.jwtIssuer === undefined,
+    consoleCallbackUrls: settings.consoleCallbackUrls ?? DEFAULT_CONSOLE_CALLBACK_URLS,
     personal: settings.personal,
     openaiModel: settings.openaiModel,
     openaiBaseUrl: settings.openaiBaseUrl,
     openaiApiKeySecretName: settings.openaiApiKeySecretName,
     tracing: checkedTracing(settings.tracing),
-    usesPlaceholders: settings.jwtIssuer === undefined || settings.jwtAudience === undefined,
   };
 }

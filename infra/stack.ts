@@ -1,5 +1,4 @@
 import {
-  Annotations,
   ArnFormat,
   AssetHashType,
   CfnOutput,
@@ -29,6 +28,7 @@ import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
+import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
 import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
 import { DurableRunner, RUNNER } from "./durable-runner.js";
 import { functionEnvironment } from "./function-env.js";
@@ -36,10 +36,10 @@ import { ROUTES } from "./routes.js";
 import {
   type DeploySettings,
   type DeploySettingsInput,
-  PLACEHOLDER_WARNING_ID,
   readDeploySettings,
   tracingEnvironment,
 } from "./settings.js";
+import { BuiltInUserPool } from "./user-pool.js";
 
 /**
  * Lambda memory in MB, from `npm run bench` (bench/results/latest.md, "Lambda memory"; rule in
@@ -87,10 +87,11 @@ export interface BoundloopStackProps extends StackProps {
 /**
  * The boundloop stack: a DynamoDB table, a Secrets Manager secret for the OpenAI key, one Lambda
  * (functions/api/handler.ts) behind an HTTP API with a JWT authorizer, the durable runner
- * (functions/runner/handler.ts, infra/durable-runner.ts) the API starts, log groups and alarms.
+ * (functions/runner/handler.ts, infra/durable-runner.ts) the API starts, log groups and alarms; and,
+ * unless `jwtIssuer` is given, the built-in Cognito user pool the authorizer trusts (infra/user-pool.ts).
  *
- * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `personal`, `openaiModel`,
- * `openaiBaseUrl`, `openaiApiKeySecretName`) or `props.settings`; see infra/settings.ts. Synth needs
+ * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `consoleCallbackUrls`, `personal`,
+ * `openaiModel`, `openaiBaseUrl`, `openaiApiKeySecretName`) or `props.settings`; see infra/settings.ts. Synth needs
  * no AWS account, credentials, context lookups or Docker: the handler is bundled by the local esbuild.
  */
 export class BoundloopStack extends Stack {
@@ -101,14 +102,18 @@ export class BoundloopStack extends Stack {
     super(scope, id, props);
     const settings = readDeploySettings(this, props.settings);
     this.settings = settings;
-    if (settings.usesPlaceholders) {
-      Annotations.of(this).addWarningV2(
-        PLACEHOLDER_WARNING_ID,
-        "No jwtIssuer/jwtAudience given: the JWT authorizer uses placeholders and will reject every token. " +
-          "Deploy with -c jwtIssuer=https://... -c jwtAudience=... (see docs/deploy.md).",
-      );
-    }
     const removalPolicy = settings.personal ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
+    // No issuer given: the stack's own Cognito user pool (infra/user-pool.ts) issues the tokens.
+    const userPool = settings.builtInUserPool
+      ? new BuiltInUserPool(this, "Users", {
+          personal: settings.personal,
+          removalPolicy,
+          logRetention: LOG_RETENTION,
+          callbackUrls: settings.consoleCallbackUrls,
+        })
+      : undefined;
+    const jwtIssuer = userPool?.issuer ?? (settings.jwtIssuer as string);
+    const jwtAudience = userPool ? [userPool.audience] : (settings.jwtAudience as string[]);
 
     const table = new TableV2(this, "Table", {
       partitionKey: { name: TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
@@ -188,6 +193,8 @@ export class BoundloopStack extends Stack {
         ...functionEnvironment({
           RUNNER_FUNCTION_ARN: runner.alias.functionArn,
           DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
+          // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
+          ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
         }),
       },
     });
@@ -197,9 +204,7 @@ export class BoundloopStack extends Stack {
       description: "boundloop HTTP API",
       createDefaultStage: false,
       // Secure by default: a route added without an explicit authorizer gets the JWT authorizer.
-      defaultAuthorizer: new HttpJwtAuthorizer("JwtAuthorizer", settings.jwtIssuer, {
-        jwtAudience: settings.jwtAudience,
-      }),
+      defaultAuthorizer: new HttpJwtAuthorizer("JwtAuthorizer", jwtIssuer, { jwtAudience }),
     });
     const stage = new HttpStage(this, "DefaultStage", {
       httpApi: api,
@@ -251,7 +256,28 @@ export class BoundloopStack extends Stack {
       value: secretName,
       description: "Secrets Manager secret holding the OpenAI API key (set its value after deploy)",
     });
-    new CfnOutput(this, "JwtIssuer", { value: settings.jwtIssuer, description: "Issuer the API trusts" });
+    new CfnOutput(this, "JwtIssuer", { value: jwtIssuer, description: "Issuer the API trusts" });
+    if (userPool) this.userPoolOutputs(userPool, stage.url);
+  }
+
+  /**
+   * The built-in pool's outputs: its id and client id (read by `npm run user`), and the commands to run
+   * next, which `npm run deploy` prints last (local/deploy.ts).
+   */
+  private userPoolOutputs(userPool: BuiltInUserPool, apiUrl: string): void {
+    new CfnOutput(this, "UserPoolId", { value: userPool.pool.userPoolId, description: "Cognito user pool" });
+    new CfnOutput(this, "UserPoolClientId", {
+      value: userPool.client.userPoolClientId,
+      description: "The pool's public app client (the API's audience)",
+    });
+    new CfnOutput(this, "NextUserCommand", {
+      value: "npm run user -- add --email you@example.com --tenant tenant_demo_01 --role writer",
+      description: "Create your first user (prints a temporary password)",
+    });
+    new CfnOutput(this, "SmokeCommand", {
+      value: `BOUNDLOOP_TOKEN="$(npm run -s user -- token --email you@example.com)" npm run smoke -- --url ${apiUrl}`,
+      description: "Send the seed scenario to the deployed API and check the result and the ledger",
+    });
   }
 
   /**

@@ -32,9 +32,9 @@ import type { ToolResult } from "../shared/agent/result.js";
 import { FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { LedgerStore } from "../shared/store/ledger.js";
-import { formatTable } from "./format.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { startLocalStack } from "./local-stack.js";
+import { formatLedger, formatOutcome } from "./run-report.js";
 import { startTraceTree } from "./trace-tree.js";
 
 const LAMBDA_TIMEOUT_MS = FUNCTION_TIMEOUT_SECONDS * 1000;
@@ -234,43 +234,7 @@ async function approveAsSecondUser(
 }
 
 function printOutcome(body: Record<string, unknown>): void {
-  const toolResults = (body.toolResults ?? []) as ToolResult[];
-  const history = body.history as { messages: number; droppedMessages: number } | null;
-  console.log(
-    `\nRun ${String(body.runId)}: ${String(body.status)} after ${String(body.cycles)} cycle(s) in ${String(body.durationMs)} ms` +
-      (body.reason ? ` (${String(body.reason)})` : ""),
-  );
-  if (body.previousRunId) {
-    console.log(
-      `Continues ${String(body.previousRunId)} with ${history?.messages ?? 0} earlier message(s)` +
-        (history?.droppedMessages ? ` (${history.droppedMessages} older dropped)` : ""),
-    );
-  }
-  console.log(`\nAnswer:\n${String(body.answer ?? "(none)").replace(/^/gm, "  ")}`);
-  console.log("\nTool results:");
-  console.log(
-    formatTable(
-      ["tool", "status", "error code", "latency", "result"],
-      toolResults.map((r) => [
-        r.metadata.toolName,
-        r.status,
-        r.error?.code ?? "",
-        `${r.metadata.latencyMs} ms`,
-        r.status === "success" ? summarizeData(r.data) : (r.error?.message ?? ""),
-      ]),
-    ),
-  );
-}
-
-/** One line per successful result, copying the backend's values. */
-function summarizeData(data: unknown): string {
-  const d = data as Record<string, unknown>;
-  const amount = (value: unknown) => (value as { amount?: string } | undefined)?.amount;
-  if (d.invoice) {
-    const invoice = d.invoice as Record<string, unknown>;
-    return `invoice ${String(invoice.invoiceId)} for ${String(invoice.clientName)}${d.replayed ? " (replayed)" : ""}`;
-  }
-  return `jurisdiction ${String(d.jurisdiction)}, rate ${String(d.rate)}, subtotal ${amount(d.subtotal)}, tax amount ${amount(d.taxAmount)}, gross total ${amount(d.grossTotal)}, currency ${String(d.currency)}`;
+  console.log(formatOutcome(body));
 }
 
 async function printLedger(tenantId: string): Promise<void> {
@@ -278,31 +242,7 @@ async function printLedger(tenantId: string): Promise<void> {
   const ddb = createDocumentClient(config.table);
   try {
     const invoices = await new LedgerStore(ddb, config.table.name).list(tenantId);
-    console.log(`\nLedger for ${tenantId} (${invoices.length} invoice${invoices.length === 1 ? "" : "s"}):`);
-    console.log(
-      formatTable(
-        [
-          "invoiceId",
-          "client",
-          "jurisdiction",
-          "subtotal",
-          "tax amount",
-          "gross total",
-          "currency",
-          "created by",
-        ],
-        invoices.map((i) => [
-          i.invoiceId,
-          i.clientName,
-          i.jurisdiction,
-          i.subtotal.amount,
-          i.taxAmount.amount,
-          i.grossTotal.amount,
-          i.currency,
-          i.createdBy,
-        ]),
-      ),
-    );
+    console.log(formatLedger(tenantId, invoices));
   } finally {
     ddb.destroy();
   }

@@ -295,7 +295,7 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * - `http`: request body cap in bytes.
  * - `durable`: runs beyond one request (docs/durable-runs.md): `runTimeoutMs`, the cap of a durable run's
  *   wall time in ms (ASYNC_RUN_TIMEOUT_MS capped by the execution timeout minus DEADLINE_RESERVE_MS);
- *   `executionTimeoutSeconds`; `runnerFunctionArn`, the runner alias (undefined outside AWS).
+ *   `runnerFunctionArn`, the runner alias (undefined outside AWS).
  * - `approvals`: human approval (docs/approvals.md): `rules`, per tool the per-currency thresholds
  *   (decimal strings, major units; `{}` means no approvals), and `timeoutSeconds`, how long an approval
  *   waits for its decision.
@@ -326,7 +326,7 @@ export interface Config {
   runs: { ttlSeconds: number };
   history: { maxTokens: number };
   http: { maxBodyBytes: number };
-  durable: { runTimeoutMs: number; executionTimeoutSeconds: number; runnerFunctionArn: string | undefined };
+  durable: { runTimeoutMs: number; runnerFunctionArn: string | undefined };
   approvals: { rules: ApprovalRulesConfig; timeoutSeconds: number };
   prompts: { system: string | undefined };
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
@@ -412,7 +412,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           raw.DURABLE_EXECUTION_TIMEOUT_SECONDS * 1000 - raw.DEADLINE_RESERVE_MS,
         ),
       ),
-      executionTimeoutSeconds: raw.DURABLE_EXECUTION_TIMEOUT_SECONDS,
       runnerFunctionArn: raw.RUNNER_FUNCTION_ARN,
     },
     approvals: { rules: raw.APPROVAL_RULES, timeoutSeconds: raw.APPROVAL_TIMEOUT_SECONDS },

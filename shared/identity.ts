@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { CONFIG_DEFAULTS, type Config } from "./config.js";
 import { ProblemError } from "./errors.js";
+import { TENANT_ID_PATTERN } from "./user-roles.js";
 
 /**
  * Who is calling, taken only from the verified identity API Gateway or Lambda attaches to the event
@@ -29,7 +30,7 @@ export const DEFAULT_IDENTITY_CONFIG: IdentityConfig = CONFIG_DEFAULTS.identity;
 export const TenantId = z
   .string()
   .trim()
-  .regex(/^[A-Za-z0-9_-]{1,64}$/, "tenant must be 1-64 characters of A-Z a-z 0-9 _ -");
+  .regex(TENANT_ID_PATTERN, "tenant must be 1-64 characters of A-Z a-z 0-9 _ -");
 
 const Subject = z.string().trim().min(1).max(256);
 

@@ -186,6 +186,39 @@ describe("cdk synth of the real app", () => {
     rmSync(probe.app.outdir, { recursive: true, force: true });
   });
 
+  it("synthesizes the built-in user pool (no issuer) with cdk-nag: only COG2 (MFA optional) and COG8 (not Plus) acknowledged, on the pool", () => {
+    const pooled = buildApp({
+      outdir: mkdtempSync(join(tmpdir(), "boundloop-cdk-pool-")),
+      context: { "aws:cdk:bundling-stacks": [] },
+    });
+    const template = pooled.app.synth().getStackArtifact(STACK_ID).template as {
+      Resources: Record<string, { Type: string }>;
+    };
+    expect(Object.values(template.Resources).map((r) => r.Type)).toContain("AWS::Cognito::UserPool");
+    const report = JSON.parse(readFileSync(join(pooled.app.outdir, "validation-report.json"), "utf8")) as {
+      pluginReports: Array<{ violations?: unknown[] }>;
+    };
+    expect(report.pluginReports.flatMap((plugin) => plugin.violations ?? [])).toEqual([]);
+    const acknowledged: Record<string, string[]> = {};
+    for (const construct of pooled.app.node.findAll()) {
+      for (const entry of construct.node.metadata) {
+        if (
+          entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY &&
+          construct.node.path.includes("Users")
+        ) {
+          acknowledged[construct.node.path] = [
+            ...(acknowledged[construct.node.path] ?? []),
+            ...Object.keys(entry.data as Record<string, string>),
+          ].sort();
+        }
+      }
+    }
+    expect(acknowledged).toEqual({
+      "Boundloop/Users/Pool": ["Annotation::AwsSolutions-COG2", "Annotation::AwsSolutions-COG8"],
+    });
+    rmSync(pooled.app.outdir, { recursive: true, force: true });
+  });
+
   it("bundles the handler with the local esbuild (infra/bundle.ts) as minified ESM chunks with source maps", () => {
     const dir = bundleDir();
     const code = readFileSync(join(dir, "index.mjs"), "utf8");

@@ -4,12 +4,7 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../functions/api/app.js";
 import { RUNNER } from "../infra/durable-runner.js";
 import { PUBLIC_ROUTES, ROUTES } from "../infra/routes.js";
-import {
-  DeploySettingsError,
-  PLACEHOLDER_JWT_AUDIENCE,
-  PLACEHOLDER_JWT_ISSUER,
-  PLACEHOLDER_WARNING_ID,
-} from "../infra/settings.js";
+import { DeploySettingsError } from "../infra/settings.js";
 import {
   API_INTEGRATION_TIMEOUT_SECONDS,
   API_THROTTLE,
@@ -393,17 +388,18 @@ describe("the CDK stack", () => {
 });
 
 describe("the stack's deploy settings", () => {
-  it("falls back to placeholder issuer/audience with a synth warning", () => {
-    const placeholder = synth();
-    placeholder.template.hasResourceProperties("AWS::ApiGatewayV2::Authorizer", {
-      JwtConfiguration: { Issuer: PLACEHOLDER_JWT_ISSUER, Audience: [PLACEHOLDER_JWT_AUDIENCE] },
-    });
-    const warnings = Annotations.fromStack(placeholder.stack).findWarning(
-      "*",
-      Match.stringLikeRegexp("jwtIssuer"),
-    );
-    expect(warnings).toHaveLength(1);
-    expect(JSON.stringify(warnings[0]?.entry)).toContain(PLACEHOLDER_WARNING_ID);
+  it("rejects an issuer without an audience and an audience without an issuer, naming both keys", () => {
+    expect(() => synth({ jwtIssuer: COGNITO_ISSUER })).toThrow(/jwtIssuer and jwtAudience go together/);
+    expect(() => synth({ jwtAudience: "client-a" })).toThrow(DeploySettingsError);
+  });
+
+  it("creates no user pool, no trigger and no pool outputs when an issuer is given", () => {
+    expect(Object.values(resources).filter((r) => r.Type.startsWith("AWS::Cognito::"))).toEqual([]);
+    // The API function and the durable runner only.
+    expect(ofType("AWS::Lambda::Function")).toHaveLength(2);
+    const env = envOf(resources);
+    expect(env).not.toHaveProperty("TENANT_CLAIMS");
+    expect(env).not.toHaveProperty("PERMISSION_CLAIMS");
   });
 
   it("personal=true destroys table, secret and log groups with the stack, and references a named secret", () => {

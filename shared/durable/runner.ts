@@ -180,9 +180,10 @@ async function durableRun(
   } catch (error) {
     if (stopped()) return { runId, status: "cancelled" };
     await ctx.step("run:fail", async () => {
-      await life.fail(error);
-      // Approvals the failed run left pending can never be decided into a run: they are withdrawn.
+      // Approvals the failed run left pending can never be decided into a run: they are withdrawn
+      // before the record says `failed`, so whoever sees it failed sees none pending.
       await deps.approvals.cancelPending(security.tenantId, runId).catch(() => []);
+      await life.fail(error);
       return true;
     });
     throw error;

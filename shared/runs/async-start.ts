@@ -46,7 +46,7 @@ export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput
   const limits = durableRunLimits(deps.config, body);
   const conversation = input.conversation && fitHistoryToCheckpoint(input.conversation);
   const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
-  const run = await life.start({ prompt: body.prompt, limits, conversation }, { readIfExists: true });
+  const run = await life.start({ prompt: body.prompt, limits, conversation });
   const payload = durableRunPayload({
     runId,
     runScope: idempotency?.key ?? runId,

@@ -72,15 +72,12 @@ export class RunLifecycle {
   }
 
   /**
-   * Writes the run record (`running`) and logs "run started".
-   * @param options.readIfExists return the stored record when this run id was already started (a retried
-   *   asynchronous start), instead of throwing
-   * @throws the store's error (ConditionalCheckFailedException for an existing run without `readIfExists`)
+   * Writes the run record (`running`) and logs "run started". When the run id was already started by the
+   * same user (a retried asynchronous start, or the SDK's retry of a write that landed), the stored
+   * record is returned as it is.
+   * @throws the store's error (ConditionalCheckFailedException when another user's run has this id)
    */
-  async start(
-    input: RunStartInput,
-    options: { readIfExists?: boolean } = {},
-  ): Promise<RunRecord<AgentRunShapes>> {
+  async start(input: RunStartInput): Promise<RunRecord<AgentRunShapes>> {
     const { runs, logger } = this.deps;
     const { tenantId, runId, userId } = this.subject;
     let record: RunRecord<AgentRunShapes>;
@@ -96,9 +93,9 @@ export class RunLifecycle {
         conversationId: input.conversation?.conversationId,
       });
     } catch (error) {
-      if (!(options.readIfExists && error instanceof ConditionalCheckFailedException)) throw error;
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const found = await runs.get(tenantId, runId);
-      if (!found) throw error;
+      if (found?.run.userId !== userId) throw error;
       return found.run;
     }
     logger.info("run started", {
