@@ -495,13 +495,17 @@ describe("the routes of the stack, the app and the local dev server", () => {
 describe("the tracing deploy setting (docs/tracing.md)", () => {
   const functionsEnv = (context: Record<string, unknown>) => {
     const all = synth(context).template.toJSON().Resources as Record<string, Resource>;
-    return Object.values(all)
-      .filter((r) => r.Type === "AWS::Lambda::Function")
-      .map(
-        (r) =>
-          (r.Properties as { Environment?: { Variables?: Record<string, unknown> } }).Environment
-            ?.Variables ?? {},
-      );
+    return (
+      Object.values(all)
+        .filter((r) => r.Type === "AWS::Lambda::Function")
+        .map(
+          (r) =>
+            (r.Properties as { Environment?: { Variables?: Record<string, unknown> } }).Environment
+              ?.Variables ?? {},
+        )
+        // The API and the runner (the user pool's pre-token trigger runs no agent and is not traced).
+        .filter((env) => env.TABLE_NAME !== undefined)
+    );
   };
 
   it("off by default: neither function gets a tracing variable", () => {
