@@ -10,7 +10,7 @@
  * test) and prints its figures without writing any result file, for comparing changes to the loop.
  */
 
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { cpus, loadavg, totalmem } from "node:os";
 import { startLocalDynamo } from "../local/dynamo.js";
 import { startModelServer } from "../local/model-server.js";
@@ -53,6 +53,21 @@ const SETTINGS = quick
       durableRuns: 15,
     };
 
+/** The packages P1, P2 and P5 compare with. */
+const PEER_PACKAGES = ["@openai/agents", "ai", "@ai-sdk/openai-compatible"];
+
+/** The installed version of each peer package (its package.json under node_modules). */
+async function peerVersions(): Promise<Record<string, string>> {
+  const entries = await Promise.all(
+    PEER_PACKAGES.map(async (name) => {
+      const url = new URL(`../node_modules/${name}/package.json`, import.meta.url);
+      const { version } = JSON.parse(await readFile(url, "utf8")) as { version: string };
+      return [name, version] as const;
+    }),
+  );
+  return Object.fromEntries(entries);
+}
+
 const round2 = (values: number[]) => values.map((value) => Math.round(value * 100) / 100);
 
 async function main(): Promise<void> {
@@ -66,6 +81,7 @@ async function main(): Promise<void> {
     loadavgAtStart: round2(loadavg()),
     loadavgAtEnd: [],
     loadavgBySection: {},
+    peerVersions: await peerVersions(),
   };
   console.log(
     `bench: Node ${machine.node}, ${machine.cpus} CPUs, load average ${machine.loadavgAtStart.join(" ")}`,

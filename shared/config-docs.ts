@@ -162,7 +162,7 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     group: "Quotes, idempotency and audit",
     unit: "s",
     description:
-      "How long run records and their audit steps live before DynamoDB TTL removes them: enough to answer a dispute within a monthly billing cycle without keeping model-generated text for good. Ledger invoices never expire.",
+      "How long run records and their audit steps live before DynamoDB TTL removes them: enough to answer a dispute within a monthly billing cycle without keeping model-generated text for good. Ledger invoices never expire. Must exceed APPROVAL_TIMEOUT_SECONDS and DURABLE_EXECUTION_TIMEOUT_SECONDS (checked at cold start), or a paused or long durable run would lose its record before it ends.",
   },
   HISTORY_MAX_TOKENS: {
     group: "Limits of a run",
@@ -215,7 +215,7 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     group: "Approvals",
     unit: "s",
     description:
-      "How long an approval waits for its decision; then the call gets business_error APPROVAL_EXPIRED and the run goes on. Default 24 h. Time spent waiting does not count against the run's deadline; the stack sizes the runner's execution timeout to hold it.",
+      "How long an approval waits for its decision; then the call gets business_error APPROVAL_EXPIRED and the run goes on. Default 24 h. Time spent waiting does not count against the run's deadline; the stack sizes the runner's execution timeout to hold it. RUN_TTL_SECONDS must exceed it.",
   },
   TRACING: {
     group: "Observability",

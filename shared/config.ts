@@ -200,8 +200,8 @@ const ApprovalRules = z.pipe(
  * - APPROVAL_RULES (default none): which tool calls wait for a person's approval, see {@link ApprovalRules}.
  * - APPROVAL_TIMEOUT_SECONDS (default 86400 s = 24 h, the issue's default): how long an approval waits
  *   for a decision before the call gets business_error APPROVAL_EXPIRED. At most 30 days (an approval
- *   must be decided within the run records' shortest retention, RUN_TTL_SECONDS' minimum is 1 h: keep
- *   RUN_TTL_SECONDS above it).
+ *   must be decided within the run records' retention: RUN_TTL_SECONDS must exceed it, checked at cold
+ *   start by {@link crossFieldProblems}).
  * - TRACING (default off): OpenTelemetry traces of every run (docs/tracing.md). off loads no SDK code;
  *   otlp exports OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT; console prints spans; adot leaves export to
  *   an ADOT Lambda layer (the deploy setting `tracing` sets it).
@@ -351,9 +351,37 @@ export class ConfigError extends Error {
 }
 
 /**
+ * The rules between settings that each pass on its own, checked at cold start (and at synth, which
+ * parses the same environment), one sentence per broken rule:
+ * - OPENAI_API_KEY and OPENAI_API_KEY_SECRET_NAME are exclusive;
+ * - RUN_TTL_SECONDS must exceed APPROVAL_TIMEOUT_SECONDS and DURABLE_EXECUTION_TIMEOUT_SECONDS: a run's
+ *   record lives RUN_TTL_SECONDS from its start, and a durable run (paused for an approval up to
+ *   APPROVAL_TIMEOUT_SECONDS, within its execution timeout) still writes its outcome to it at the end.
+ */
+function crossFieldProblems(raw: RawConfig): string[] {
+  const problems: string[] = [];
+  if (raw.OPENAI_API_KEY && raw.OPENAI_API_KEY_SECRET_NAME) {
+    problems.push("set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both.");
+  }
+  const ttl = raw.RUN_TTL_SECONDS;
+  for (const [name, seconds, why] of [
+    ["APPROVAL_TIMEOUT_SECONDS", raw.APPROVAL_TIMEOUT_SECONDS, "a run paused for approval"],
+    ["DURABLE_EXECUTION_TIMEOUT_SECONDS", raw.DURABLE_EXECUTION_TIMEOUT_SECONDS, "a durable run"],
+  ] as const) {
+    if (ttl <= seconds) {
+      problems.push(
+        `RUN_TTL_SECONDS (${ttl} s) must exceed ${name} (${seconds} s): ${why} would outlive its run record, and its outcome would be lost.`,
+      );
+    }
+  }
+  return problems;
+}
+
+/**
  * Parses the environment into a {@link Config}.
  * @param env a process.env-like record (defaults to `process.env`)
- * @throws ConfigError naming every invalid variable and why
+ * @throws ConfigError naming every invalid variable and why, or every rule between variables broken
+ *   (see {@link crossFieldProblems})
  * @example loadConfig({ TABLE_NAME: "boundloop-dev", MAX_CYCLES: "3" })
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -363,11 +391,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
   }
   const raw = parsed.data;
-  if (raw.OPENAI_API_KEY && raw.OPENAI_API_KEY_SECRET_NAME) {
-    throw new ConfigError(
-      "Invalid configuration: set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both.",
-    );
-  }
+  const conflicts = crossFieldProblems(raw);
+  if (conflicts.length > 0) throw new ConfigError(`Invalid configuration: ${conflicts.join("; ")}`);
   return {
     model: {
       apiKey: raw.OPENAI_API_KEY,

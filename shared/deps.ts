@@ -10,6 +10,7 @@ import type { RunStatus } from "./agent/types.js";
 import type { ApprovalEvents } from "./approval-events.js";
 import type { Config } from "./config.js";
 import type { DurableExecutions } from "./durable/executions.js";
+import { onceUntilFailed } from "./lazy.js";
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
@@ -179,24 +180,29 @@ function sharedDeps(config: Config, options: Pick<ApiDepsOptions, "secretsProvid
   };
 }
 
+/** The modules the Lambda durable functions port is built from, loaded on the first durable run. */
+type LambdaPortModules = [
+  typeof import("@aws-sdk/client-lambda"),
+  typeof import("./durable/lambda-executions.js"),
+];
+
 /**
  * The Lambda durable functions port on RUNNER_FUNCTION_ARN (undefined when it is unset). The Lambda
- * client's code is loaded on the first durable run, not at cold start.
+ * client's code is loaded on the first durable run, not at cold start; a failed load is retried by the
+ * next call ({@link onceUntilFailed}).
+ * @param importModules loads the client and the port's modules (tests inject a failing one)
  */
-function lambdaExecutions(config: Config): DurableExecutions | undefined {
+export function lambdaExecutions(
+  config: Config,
+  importModules: () => Promise<LambdaPortModules> = () =>
+    Promise.all([import("@aws-sdk/client-lambda"), import("./durable/lambda-executions.js")]),
+): DurableExecutions | undefined {
   const aliasArn = config.durable.runnerFunctionArn;
   if (!aliasArn) return undefined;
-  let loading: Promise<DurableExecutions> | undefined;
-  const load = () => {
-    loading ??= Promise.all([
-      import("@aws-sdk/client-lambda"),
-      import("./durable/lambda-executions.js"),
-    ]).then(
-      ([{ LambdaClient }, { LambdaDurableExecutions }]) =>
-        new LambdaDurableExecutions(new LambdaClient({ region: aliasArn.split(":")[3] }), aliasArn),
-    );
-    return loading;
-  };
+  const load = onceUntilFailed(async () => {
+    const [{ LambdaClient }, { LambdaDurableExecutions }] = await importModules();
+    return new LambdaDurableExecutions(new LambdaClient({ region: aliasArn.split(":")[3] }), aliasArn);
+  });
   return {
     start: async (name, payload) => (await load()).start(name, payload),
     stop: async (name) => (await load()).stop(name),

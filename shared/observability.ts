@@ -1,5 +1,6 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
+import type { InternalFailure } from "./agent/dispatcher.js";
 import type { CycleRecord, RunOutcome } from "./agent/loop.js";
 import type { ToolResult } from "./agent/result.js";
 import type { Config } from "./config.js";
@@ -101,6 +102,15 @@ export function recordProblemMetric(metrics: Metrics, code: string): void {
 export function flushMetrics(metrics: Metrics): void {
   if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
   else metrics.clearDimensions();
+}
+
+/**
+ * The run hook that logs an internal failure at ERROR ("internal failure": source, name, code, detail),
+ * the one place the text the model and the client do not get (a tool's error and cause chain, a failed
+ * approval check, the provider's message) is kept.
+ */
+export function logInternalFailure(logger: Logger): (failure: InternalFailure) => void {
+  return (failure) => logger.error("internal failure", { ...failure });
 }
 
 /**

@@ -3,6 +3,7 @@ import { handle } from "hono/aws-lambda";
 import { type Config, loadConfig } from "../../shared/config.js";
 import type { ApiDeps, ApiDepsOptions } from "../../shared/deps.js";
 import { toProblem } from "../../shared/errors.js";
+import { onceUntilFailed } from "../../shared/lazy.js";
 import { withTracing } from "../../shared/telemetry/entry.js";
 import type { LambdaBindings } from "./app.js";
 import { HEALTH_PATH, healthResponse } from "./health.js";
@@ -30,10 +31,10 @@ export const DEPENDENCY_FREE_PATHS: ReadonlySet<string> = new Set([HEALTH_PATH, 
  */
 export function createLazyHandler(config: Config, depsOptions: ApiDepsOptions = {}): LambdaHandler {
   let deps: ApiDeps | undefined;
-  const loadDeps = once(async () => {
+  const loadDeps = onceUntilFailed(async () => {
     deps = (await import("../../shared/deps.js")).createApiDeps(config, depsOptions);
   });
-  const loadApp = once(async () =>
+  const loadApp = onceUntilFailed(async () =>
     (await import("./app.js")).createApp({
       config,
       load: () => {
@@ -43,7 +44,7 @@ export function createLazyHandler(config: Config, depsOptions: ApiDepsOptions = 
     }),
   );
   // Only a failed load reaches the entry's error handler: its logger is loaded then, not at cold start.
-  const loadLogger = once(async () =>
+  const loadLogger = onceUntilFailed(async () =>
     (await import("../../shared/observability.js")).createLogger(config.observability),
   );
 
@@ -64,21 +65,6 @@ export function createLazyHandler(config: Config, depsOptions: ApiDepsOptions = 
     return problem.getResponse();
   });
   return guardLambdaEdge(handle(entry));
-}
-
-/**
- * `load` run once: every call shares its promise. When it rejects, the next call runs it again (a
- * failed dynamic import is retried by the next request instead of failing every request after it).
- */
-function once<T>(load: () => Promise<T>): () => Promise<T> {
-  let loading: Promise<T> | undefined;
-  return () => {
-    loading ??= load().catch((error: unknown) => {
-      loading = undefined;
-      throw error;
-    });
-    return loading;
-  };
 }
 
 /**

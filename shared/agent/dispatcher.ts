@@ -22,12 +22,39 @@ export interface ToolCallRequest {
 }
 
 /**
+ * An internal failure the model and the API client never see the text of (they get a stable code and a
+ * fixed sentence): for the logs only.
+ * - `source`: a tool's thrown error, a failed approval check, or the model provider's failure
+ * - `name`: the tool (or "model"); `code`: the stable code the model and client were given
+ * - `detail`: the full text ({@link describeThrown}: name, message, cause chain; the provider's message)
+ */
+export interface InternalFailure {
+  source: "tool" | "approval_check" | "model";
+  name: string;
+  code: string;
+  detail: string;
+}
+
+/** Hands `failure` to `report` (the run's `onInternalFailure` hook); a hook that throws is ignored. */
+export function reportInternalFailure(
+  report: ((failure: InternalFailure) => void) | undefined,
+  failure: InternalFailure,
+): void {
+  try {
+    report?.(failure);
+  } catch {
+    // Observers never change a run.
+  }
+}
+
+/**
  * Per-call context the loop hands the dispatcher.
  * - `runScope`: the client's Idempotency-Key, else the run id (see `toolIdempotencyKey`)
  * - `occurrence`: index of this call among identical calls in the same assistant turn
  * - `signal`: the run's deadline signal
  * - `remainingMs`: ms left before the run's deadline, read when the call is about to start; a tool whose
  *   `timeoutMs` is longer than this is not started (omitted: no such check)
+ * - `onInternalFailure`: gets the detail of a TOOL_FAILED / STORE_UNAVAILABLE result (for the logs)
  */
 export interface DispatchContext {
   runId: string;
@@ -35,6 +62,7 @@ export interface DispatchContext {
   occurrence: number;
   signal: AbortSignal;
   remainingMs?: () => number;
+  onInternalFailure?: ((failure: InternalFailure) => void) | undefined;
 }
 
 /** Tools by name. Build it once with {@link createRegistry}. */
@@ -317,6 +345,7 @@ export async function runPreparedCall(
   const operationKeyOf = () =>
     (operationKey ??= toolIdempotencyKey({
       tenantId: security.tenantId,
+      userId: security.userId,
       runScope: context.runScope,
       toolName: tool.name,
       args,
@@ -381,29 +410,26 @@ export async function runPreparedCall(
         idempotencyKey,
       );
     }
-    const message = describeThrown(error);
-    if (isStoreUnavailable(error)) {
-      return result(
-        "fatal_error",
-        null,
-        {
-          code: "STORE_UNAVAILABLE",
-          message: `${tool.name} could not reach the data store (${message}); ${effect}. The same call can be made again.`,
-          details: { error: message, mayHaveCommitted: tool.isMutating },
-          retryable: true,
-        },
-        elapsed(),
-        idempotencyKey,
-      );
-    }
+    // The model and the client get the code and a fixed sentence; the error's text (messages, cause
+    // chain: table names, hosts, SQL, stack frames) goes to the logs only.
+    const unavailable = isStoreUnavailable(error);
+    const code = unavailable ? "STORE_UNAVAILABLE" : "TOOL_FAILED";
+    reportInternalFailure(context.onInternalFailure, {
+      source: "tool",
+      name: tool.name,
+      code,
+      detail: describeThrown(error),
+    });
     return result(
       "fatal_error",
       null,
       {
-        code: "TOOL_FAILED",
-        message: `${tool.name} failed unexpectedly: ${message}`,
-        details: { error: message, mayHaveCommitted: tool.isMutating },
-        retryable: false,
+        code,
+        message: unavailable
+          ? `${tool.name} could not reach the data store; ${effect}. The same call can be made again.`
+          : `${tool.name} failed with an internal error; ${effect}.`,
+        details: { mayHaveCommitted: tool.isMutating },
+        retryable: unavailable,
       },
       elapsed(),
       idempotencyKey,

@@ -1,5 +1,6 @@
 import { type ApprovalGate, settleApprovals } from "./approval.js";
 import { cycleRecord, notify, requestSummary } from "./audit.js";
+import { reportInternalFailure } from "./dispatcher.js";
 import { LoopBreaker } from "./loop-breaker.js";
 import { callModel, modelTools } from "./model-step.js";
 import { RunState } from "./run-state.js";
@@ -68,6 +69,14 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     if (model.kind === "expired") return run.end(stops.deadlineBeforeModelCall(deadline.at));
     run.cycles = cycle;
     run.addUsage(model.usage);
+    if (model.kind === "failure" && model.cause !== "deadline") {
+      reportInternalFailure(hooks?.onInternalFailure, {
+        source: "model",
+        name: "model",
+        code: model.cause,
+        detail: `${model.status === null ? "no HTTP response" : `HTTP ${model.status}`}: ${model.message}`,
+      });
+    }
     const resolution: Resolution =
       model.kind === "failure"
         ? {

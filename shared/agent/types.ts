@@ -2,7 +2,7 @@ import type { SecurityContext } from "../identity.js";
 import type { ApprovalGate, ApprovalRequest, PausingApprovalGate } from "./approval.js";
 import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
-import type { ToolRegistry } from "./dispatcher.js";
+import type { InternalFailure, ToolRegistry } from "./dispatcher.js";
 import type { HistoryMessage } from "./history.js";
 import type { RunLimits } from "./limits.js";
 import type { ChatMessage, Model, ModelUsage } from "./model.js";
@@ -101,9 +101,15 @@ export interface CycleRecord {
   summary?: boolean;
 }
 
-/** Optional observers of a run. A hook that throws is ignored: observers never change the outcome. */
+/**
+ * Optional observers of a run. A hook that throws is ignored: observers never change the outcome.
+ * - `onCycle`: after each cycle, with its audit record
+ * - `onInternalFailure`: the detail of a failure the model and the client only get a code and a fixed
+ *   sentence for (a tool's error, a failed approval check, the provider's message), for the logs
+ */
 export interface RunHooks {
   onCycle?: (record: CycleRecord) => Promise<void> | void;
+  onInternalFailure?: (failure: InternalFailure) => void;
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Deadline } from "../agent/deadline.js";
 import { type RunOutcome, type RunPaused, runAgent, type StepRunner } from "../agent/loop.js";
 import type { SharedDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
+import { logInternalFailure } from "../observability.js";
 import { traceRun } from "../run-trace.js";
 import type { ConversationHistory } from "./conversation.js";
 import { RunLifecycle } from "./lifecycle.js";
@@ -71,7 +72,7 @@ async function runInLifecycle(deps: SyncRunDeps, request: SyncRunRequest): Promi
       ...(conversation ? { history: conversation.messages } : {}),
       ...(request.step ? { step: request.step } : {}),
       ...(request.approve ? { approve: request.approve } : {}),
-      hooks: { onCycle: (record) => life.cycle(record) },
+      hooks: { onCycle: (record) => life.cycle(record), onInternalFailure: logInternalFailure(deps.logger) },
     });
   } catch (error) {
     await life.fail(error);

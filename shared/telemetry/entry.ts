@@ -1,4 +1,5 @@
 import type { Config } from "../config.js";
+import { onceUntilFailed } from "../lazy.js";
 import { configureTracing } from "../tracing.js";
 import type { TracingSdk } from "./sdk.js";
 
@@ -10,8 +11,9 @@ import type { TracingSdk } from "./sdk.js";
  *   and flushes it itself; boundloop's spans are switched on and go to it
  * - `otlp`, `console`: the in-bundle SDK (shared/telemetry/sdk.ts) is loaded on the first invocation,
  *   and every invocation flushes it before it returns (Lambda freezes the process once the handler has
- *   answered, so a span left in a batch could be lost or sent minutes late). A failed flush is ignored:
- *   traces never change an answer.
+ *   answered, so a span left in a batch could be lost or sent minutes late). Traces never change an
+ *   answer: a failed flush is ignored, and a failed SDK load runs that invocation untraced and is
+ *   retried by the next one (shared/lazy.ts `onceUntilFailed`).
  */
 export function withTracing<A extends unknown[], R>(
   handler: (...args: A) => Promise<R>,
@@ -23,20 +25,20 @@ export function withTracing<A extends unknown[], R>(
     configureTracing({ enabled: true, captureContent });
     return handler;
   }
-  let sdk: Promise<TracingSdk> | undefined;
-  return async (...args: A) => {
-    sdk ??= import("./sdk.js").then(({ startTracing }) =>
-      startTracing(
-        mode === "otlp" ? { kind: "otlp", endpoint: otlpEndpoint } : { kind: "console" },
-        config.observability.serviceName,
-        captureContent,
-      ),
+  const loadSdk = onceUntilFailed<TracingSdk>(async () => {
+    const { startTracing } = await import("./sdk.js");
+    return startTracing(
+      mode === "otlp" ? { kind: "otlp", endpoint: otlpEndpoint } : { kind: "console" },
+      config.observability.serviceName,
+      captureContent,
     );
-    const started = await sdk;
+  });
+  return async (...args: A) => {
+    const started = await loadSdk().catch(() => undefined);
     try {
       return await handler(...args);
     } finally {
-      await started.flush().catch(() => undefined);
+      await started?.flush().catch(() => undefined);
     }
   };
 }

@@ -30,6 +30,7 @@ export function runRoutes(deps: GetDeps) {
         const idempotent = {
           ...input,
           tenantId: c.get("security").tenantId,
+          userId: c.get("security").userId,
           leaseExpiresAt: prepared.leaseExpiresAt,
         };
         const response = await withRunIdempotency(idempotent, async (key) =>
