@@ -1,3 +1,4 @@
+import { context, trace } from "@opentelemetry/api";
 import type { InMemorySpanExporter, ReadableSpan } from "@opentelemetry/sdk-trace";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { RunRecordSchema } from "../functions/api/contract.js";
@@ -142,5 +143,90 @@ describe("a durable run's trace", () => {
     // The pause replayed the run's earlier steps in a new invocation: still one chat span per model call.
     expect(named(direct, "chat ")).toHaveLength(run.cycles ?? 0);
     expect(named(direct, "execute_tool recordInvoice")).toHaveLength(1);
+  });
+  it("a synchronous run handed over at an approval is one trace: the request's spans and the execution's under one agent span", async () => {
+    const tenantId = "tenant_trace_handover";
+    const requestsBefore = stack.model.requests.length;
+    // No Prefer header: the run starts synchronously, pauses at recordInvoice and is handed over (202).
+    // The request runs under an invocation span (as an ADOT layer's): the run's trace is the request's.
+    const invocation = trace.getTracer("test").startSpan("lambda invocation");
+    const response = await context.with(trace.setSpan(context.active(), invocation), () =>
+      stack.invoke(runEvent({ tenantId, prompt: SEED_PROMPT })),
+    );
+    invocation.end();
+    expect(response.statusCode, response.body).toBe(202);
+    const paused = RunRecordSchema.parse(json(response));
+    expect(paused.status).toBe("awaiting_approval");
+    const runId = paused.runId;
+    const approval = paused.pendingApprovals?.[0];
+    if (!approval) throw new Error("no pending approval");
+    const syncCalls = stack.model.requests.length - requestsBefore;
+    expect(syncCalls).toBeGreaterThan(0);
+    const derived = agentTraceOf(runId, false);
+    if (!derived) throw new Error("tracing is off");
+    const ids = { traceId: invocation.spanContext().traceId, spanId: derived.spanId };
+    // The execution got the request's agent span (its ids from the run id), and the span is not exported
+    // yet: it was left open at the pause.
+    expect(stack.executions.get(runId)?.payload.trace).toMatchObject({
+      traceId: ids.traceId,
+      spanId: ids.spanId,
+    });
+    const ofRun = () =>
+      exporter.getFinishedSpans().filter((span) => span.spanContext().traceId === ids.traceId);
+    expect(ofRun().filter((span) => span.name === "invoke_agent boundloop")).toHaveLength(0);
+    // The request's model calls are already exported, children of that open span.
+    const syncChats = named(ofRun(), "chat ");
+    expect(syncChats).toHaveLength(syncCalls);
+    for (const chat of syncChats) expect(chat.parentSpanContext?.spanId).toBe(ids.spanId);
+
+    const decided = await decide(stack, { runId, approvalId: approval.approvalId, tenantId }, "approve");
+    expect(decided.statusCode).toBe(200);
+    const run = await pollUntil(stack, runId, tenantId);
+    expect(run.status).toBe("completed");
+    const { agent, spans, childrenOf } = await finishedTrace(runId);
+    // One agent span, emitted once by the execution with the request's ids, covering the run from its start.
+    expect(agent.spanContext()).toMatchObject({ traceId: ids.traceId, spanId: ids.spanId });
+    expect(agent.parentSpanContext?.spanId).toBe(invocation.spanContext().spanId);
+    expect(agent.attributes).toMatchObject({
+      "boundloop.run.id": runId,
+      "boundloop.run.status": "completed",
+      "boundloop.run.cycles": run.cycles,
+      "boundloop.tenant.id": tenantId,
+    });
+    const startedMs = agent.startTime[0] * 1000 + agent.startTime[1] / 1e6;
+    expect(Math.abs(startedMs - Date.parse(run.startedAt))).toBeLessThan(2);
+    const direct = childrenOf(agent);
+    // Every model call once: the request's, then the execution's; the carried steps made no second span.
+    expect(stack.model.requests.length - requestsBefore).toBe(run.cycles);
+    const chats = named(direct, "chat ");
+    expect(chats).toHaveLength(run.cycles ?? 0);
+    expect(chats.filter((chat) => syncChats.includes(chat))).toHaveLength(syncCalls);
+    expect(named(direct, "execute_tool recordInvoice")).toHaveLength(1);
+    const waits = direct.filter((span) => span.name === "boundloop.approval.wait");
+    expect(waits).toHaveLength(1);
+    expect(waits[0]?.attributes).toMatchObject({
+      "boundloop.approval.id": approval.approvalId,
+      "boundloop.approval.decision": "approved",
+    });
+    // The trace is the invocation's: the agent span's subtree and, beside it, the hand-over's own store
+    // calls (made after the synchronous part, under the invocation span).
+    const inTree = new Set<string>([agent.spanContext().spanId]);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const span of spans) {
+        const parent = span.parentSpanContext?.spanId;
+        if (parent && inTree.has(parent) && !inTree.has(span.spanContext().spanId)) {
+          inTree.add(span.spanContext().spanId);
+          grew = true;
+        }
+      }
+    }
+    const outside = spans.filter((span) => !inTree.has(span.spanContext().spanId));
+    const invocationId = invocation.spanContext().spanId;
+    for (const span of outside) {
+      if (span.spanContext().spanId === invocationId) continue;
+      expect(span.name).toMatch(/^DynamoDB\./);
+      expect(span.parentSpanContext?.spanId).toBe(invocationId);
+    }
   });
 });
