@@ -1,4 +1,5 @@
 import {
+  Annotations,
   ArnFormat,
   AssetHashType,
   CfnOutput,
@@ -30,14 +31,14 @@ import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
 import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
 import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
-import { DurableRunner, RUNNER } from "./durable-runner.js";
-import { functionEnvironment } from "./function-env.js";
+import { DurableRunner, runnerExecutionTimeoutSeconds } from "./durable-runner.js";
+import { functionEnvironment, runtimeEnvironment } from "./function-env.js";
 import { ROUTES } from "./routes.js";
 import {
   type DeploySettings,
   type DeploySettingsInput,
+  RUN_TIMEOUT_CAPPED_WARNING_ID,
   readDeploySettings,
-  tracingEnvironment,
 } from "./settings.js";
 import { BuiltInUserPool } from "./user-pool.js";
 
@@ -91,7 +92,8 @@ export interface BoundloopStackProps extends StackProps {
  * unless `jwtIssuer` is given, the built-in Cognito user pool the authorizer trusts (infra/user-pool.ts).
  *
  * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `consoleCallbackUrls`, `personal`,
- * `openaiModel`, `openaiBaseUrl`, `openaiApiKeySecretName`) or `props.settings`; see infra/settings.ts. Synth needs
+ * `openaiApiKeySecretName`, and the runtime settings of infra/settings.ts RUNTIME_SETTINGS, each passed
+ * to the functions that read it) or `props.settings`; see infra/settings.ts. Synth needs
  * no AWS account, credentials, context lookups or Docker: the handler is bundled by the local esbuild.
  */
 export class BoundloopStack extends Stack {
@@ -102,6 +104,14 @@ export class BoundloopStack extends Stack {
     super(scope, id, props);
     const settings = readDeploySettings(this, props.settings);
     this.settings = settings;
+    const syncCapMs = FUNCTION_TIMEOUT_SECONDS * 1000 - settings.config.DEADLINE_RESERVE_MS;
+    if (settings.config.RUN_TIMEOUT_MS > syncCapMs) {
+      Annotations.of(this).addWarningV2(
+        RUN_TIMEOUT_CAPPED_WARNING_ID,
+        `runTimeoutMs ${settings.config.RUN_TIMEOUT_MS} ms is capped by the API function's ${FUNCTION_TIMEOUT_SECONDS} s timeout ` +
+          `(a synchronous run ends by ${syncCapMs} ms). Longer runs: send Prefer: respond-async (asyncRunTimeoutMs, docs/durable-runs.md).`,
+      );
+    }
     const removalPolicy = settings.personal ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
     // No issuer given: the stack's own Cognito user pool (infra/user-pool.ts) issues the tokens.
     const userPool = settings.builtInUserPool
@@ -127,24 +137,25 @@ export class BoundloopStack extends Stack {
 
     const { secretArn, secretName } = this.openaiKeySecret(settings, removalPolicy);
 
-    // The durable runner of `Prefer: respond-async` runs (infra/durable-runner.ts, docs/durable-runs.md).
-    const modelEnvironment = functionEnvironment({
+    // What both functions get; each also gets the runtime settings it reads (infra/settings.ts).
+    const sharedEnvironment = {
       TABLE_NAME: table.tableName,
       OPENAI_API_KEY_SECRET_NAME: secretName,
-      OPENAI_MODEL: settings.openaiModel,
-      OPENAI_BASE_URL: settings.openaiBaseUrl,
       // The config's defaults, written out so the console shows where the logs and metrics go.
       POWERTOOLS_SERVICE_NAME: CONFIG_DEFAULTS.observability.serviceName,
       POWERTOOLS_METRICS_NAMESPACE: CONFIG_DEFAULTS.observability.metricsNamespace,
       NODE_OPTIONS: "--enable-source-maps",
-      ...tracingEnvironment(settings.tracing),
-    });
+    };
+    // The durable runner of `Prefer: respond-async` runs (infra/durable-runner.ts, docs/durable-runs.md);
+    // its execution timeout follows the configured durable run cap and approval timeout.
+    const executionTimeoutSeconds = runnerExecutionTimeoutSeconds(settings.config);
     const runner = new DurableRunner(this, "Runner", {
       table,
       tableItemActions: TABLE_ITEM_ACTIONS,
       secretArn,
       secretName,
-      environment: modelEnvironment,
+      executionTimeoutSeconds,
+      environment: functionEnvironment({ ...sharedEnvironment, ...runtimeEnvironment(settings, "runner") }),
       logRetention: LOG_RETENTION,
       removalPolicy,
     });
@@ -188,15 +199,14 @@ export class BoundloopStack extends Stack {
       timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS),
       role,
       logGroup: functionLogs,
-      environment: {
-        ...modelEnvironment,
-        ...functionEnvironment({
-          RUNNER_FUNCTION_ARN: runner.alias.functionArn,
-          DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
-          // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
-          ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
-        }),
-      },
+      environment: functionEnvironment({
+        ...sharedEnvironment,
+        ...runtimeEnvironment(settings, "api"),
+        RUNNER_FUNCTION_ARN: runner.alias.functionArn,
+        DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeoutSeconds),
+        // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
+        ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
+      }),
     });
 
     const apiLogs = new LogGroup(this, "ApiAccessLogs", { retention: LOG_RETENTION, removalPolicy });

@@ -57,6 +57,12 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     description:
       "The system message of every run (synchronous and durable), for a deployment that brings its own domain and tools. Unset: the accounting assistant's prompt. Trimmed; empty means unset. It counts against `MAX_TOTAL_TOKENS` on every cycle.",
   },
+  MODEL_MAX_TOKENS: {
+    group: "Model",
+    unit: "tokens",
+    description:
+      "Completion limit sent as `max_tokens` with every chat completions request, so truncation is not left to the server's default. An answer is a few sentences and a turn's tool calls a few hundred tokens; a reply cut at the limit (`finish_reason: length`) ends the run `model_output_truncated`, nothing of it is used. Raise it for a reasoning model that spends tokens thinking.",
+  },
   OPENAI_API_KEY_SECRET_NAME: {
     group: "Model",
     description:

@@ -141,6 +141,10 @@ const ApprovalRules = z.pipe(
  * for variable names, defaults and bounds; infra/ and `.env.example` take their names from it.
  *
  * Limits and where they come from:
+ * - MODEL_MAX_TOKENS (default 4096 tokens): `max_tokens` of every chat completion request, so the
+ *   completion limit is ours, not the server's default (which may be as low as a few hundred tokens on
+ *   local servers, or the whole context). An answer here is a few sentences and a turn's tool calls are
+ *   a few hundred tokens: 4096 leaves ample room, and bounds what one runaway completion costs.
  * - MAX_CYCLES (default 5): the design card's default cycle cap per run.
  * - RUN_TIMEOUT_MS (default 25000 ms): below the function timeout ({@link FUNCTION_TIMEOUT_SECONDS}), so
  *   a run ends, and its outcome is written, before the function is stopped.
@@ -215,6 +219,7 @@ export const ConfigSchema = z.object({
   OPENAI_BASE_URL: optionalUrl,
   OPENAI_MODEL: z._default(z.string().check(z.minLength(1)), "gpt-4o-mini"),
   SYSTEM_PROMPT: z.pipe(optionalString, z.optional(z.string().check(z.maxLength(MAX_SYSTEM_PROMPT_CHARS)))),
+  MODEL_MAX_TOKENS: positiveInt(4_096, 1_000_000),
   TABLE_NAME: z._default(z.string().check(z.minLength(3), z.maxLength(255)), "boundloop"),
   DYNAMODB_ENDPOINT: optionalUrl,
   AWS_REGION: z._default(z.string().check(z.minLength(1)), "us-east-1"),
@@ -283,7 +288,8 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
 
 /**
  * Service configuration in the shapes the code uses.
- * - `model`: OpenAI-compatible endpoint; `apiKey` undefined means "no key configured".
+ * - `model`: OpenAI-compatible endpoint; `apiKey` undefined means "no key configured"; `maxTokens`, the
+ *   completion limit (tokens) sent with every request.
  * - `table`: DynamoDB table name and optional endpoint override (DynamoDB Local, dynalite).
  * - `quotes`: `ttlSeconds`, seconds a tax quote stays usable by recordInvoice.
  * - `limits`: the server's caps for a run ({@link RunLimits}: a request may lower them through
@@ -313,6 +319,7 @@ export interface Config {
     secretCacheSeconds: number;
     baseURL: string | undefined;
     name: string;
+    maxTokens: number;
   };
   table: { name: string; endpoint: string | undefined; region: string; requestTimeoutMs: number };
   quotes: { ttlSeconds: number };
@@ -400,6 +407,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       secretCacheSeconds: raw.SECRET_CACHE_SECONDS,
       baseURL: raw.OPENAI_BASE_URL,
       name: raw.OPENAI_MODEL,
+      maxTokens: raw.MODEL_MAX_TOKENS,
     },
     table: {
       name: raw.TABLE_NAME,

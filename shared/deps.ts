@@ -168,7 +168,7 @@ function sharedDeps(config: Config, options: Pick<ApiDepsOptions, "secretsProvid
   return {
     config,
     ddb,
-    model: new OpenAIChatModel(openai, config.model.name),
+    model: new OpenAIChatModel(openai, config.model.name, { maxTokens: config.model.maxTokens }),
     ledger,
     quotes,
     runs: new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {

@@ -126,6 +126,23 @@ export const ContextLengthSchema = z
 /** Why a run stopped, for the status that stopped it (`RunOutcomeDetails` in shared/agent/loop.ts). */
 export const RunDetailsSchema = z
   .object({
+    effects: z
+      .array(
+        z
+          .object({
+            toolName: z.string(),
+            toolCallId: z.string(),
+            summary: z.string().openapi({
+              description: "The tool's sentence from its backend result, e.g. the invoice it recorded.",
+            }),
+          })
+          .strict(),
+      )
+      .optional()
+      .openapi({
+        description:
+          "Any status but completed: the successful calls of mutating tools before the run stopped (what was done), in call order; `reason` ends with the same sentences.",
+      }),
     budget: z
       .object({
         name: z.enum(["maxTotalTokens", "maxToolCallsPerRun"]),
@@ -188,7 +205,8 @@ export const RunDetailsSchema = z
   })
   .strict()
   .openapi("RunDetails", {
-    description: "Machine-readable facts about why the run stopped; only the entry for its status is set.",
+    description:
+      "Machine-readable facts about why the run stopped; only the entry for its status is set, plus `effects` when the run did something before it stopped.",
   });
 
 /** The earlier conversation a run carried (`HistorySummary` in shared/store/runs.ts); null without one. */
@@ -303,8 +321,10 @@ export const GatewayErrorSchema = z
  *   STORE_UNAVAILABLE;
  * - `WWW-Authenticate` (RFC 9110 §11.6.1): the challenge of every 401;
  * - `Idempotent-Replayed`: `true` on a response replayed for a repeated Idempotency-Key;
- * - `accepted`: the 202 of a durable run (`Prefer: respond-async`): `Location` (RFC 9110 §10.2.2) of the
- *   run, `Retry-After` (s) when to poll it, `Preference-Applied: respond-async` (RFC 7240 §3);
+ * - `accepted`: the 202 of `POST /v1/runs`: `Location` (RFC 9110 §10.2.2) of the run, `Retry-After` (s)
+ *   when to poll it, and `Preference-Applied: respond-async` (RFC 7240 §3) only when the run was started
+ *   durable because of `Prefer: respond-async` (not on the 202 of a synchronous run that paused for
+ *   approval and was handed over);
  * - `pollAfter`: `Retry-After` (s) on a run that is still `running`.
  */
 export const RESPONSE_HEADERS = {
@@ -336,9 +356,10 @@ export const RESPONSE_HEADERS = {
       .int()
       .min(1)
       .openapi({ description: "Seconds to wait before polling the run." }),
-    "Preference-Applied": z
-      .literal("respond-async")
-      .openapi({ description: "The honoured preference (RFC 7240)." }),
+    "Preference-Applied": z.literal("respond-async").optional().openapi({
+      description:
+        "`respond-async`: the honoured preference (RFC 7240), when the request sent `Prefer: respond-async`. Absent on the 202 of a synchronous run that paused for approval.",
+    }),
     "Idempotent-Replayed": z.literal("true").optional().openapi({
       description: "`true` when this is the stored 202 of an earlier start with the same Idempotency-Key.",
     }),
@@ -357,7 +378,28 @@ const problem = (description: string, headers?: z.ZodObject) => ({
   ...(headers ? { headers } : {}),
 });
 
+/**
+ * The 413 of a route that takes a body: the function's problem+json over MAX_BODY_BYTES, or API Gateway's
+ * own answer to a body over its 10 MB payload quota, which never reaches the function
+ * (`{"message":"Request Entity Too Large"}`, application/json).
+ */
+const payloadTooLarge = {
+  description:
+    'PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES (problem+json from the function). A body over API Gateway\'s 10 MB quota is refused by the gateway before the function: `{"message":"Request Entity Too Large"}` (application/json, not problem+json).',
+  content: { ...problemContent, "application/json": { schema: GatewayErrorSchema } },
+};
+
 // ---------------------------------------------------------------- runs
+
+/**
+ * The error option of a required body member: a missing one says "<name> is required" instead of zod's
+ * "expected string, received undefined"; any other failure keeps zod's message.
+ */
+function requiredField(name: string) {
+  return {
+    error: (issue: { input?: unknown }) => (issue.input === undefined ? `${name} is required` : undefined),
+  };
+}
 
 /** A run id as the API issues it (`run_` and a UUID) or accepts it in a path or body. */
 const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
@@ -366,7 +408,7 @@ const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
 export const CreateRunBody = z
   .object({
     prompt: z
-      .string()
+      .string(requiredField("prompt"))
       .trim()
       .min(1)
       .max(PROMPT_MAX_CHARS)
@@ -488,7 +530,7 @@ export const PendingApprovalSchema = ApprovalSchema.pick({
 /** Body of `POST /v1/runs/{runId}/approvals/{approvalId}`. */
 export const DecideApprovalBody = z
   .object({
-    decision: z.enum(["approve", "reject"]),
+    decision: z.enum(["approve", "reject"], requiredField("decision")),
     reason: z
       .string()
       .trim()
@@ -747,7 +789,7 @@ export const createRunRoute = createRoute({
     },
     202: {
       description:
-        "With `Prefer: respond-async` (RFC 7240): the run was started as a durable run (docs/durable-runs.md). The body is the stored run (`status` running); `Location` is its URL, `Retry-After` (s) when to poll it, `Preference-Applied: respond-async`.",
+        "The run goes on as a durable run; the body is the stored run, `Location` its URL to poll and `Retry-After` (s) when. Two cases: with `Prefer: respond-async` (RFC 7240) the run was started durable (docs/durable-runs.md): `status` running, `Preference-Applied: respond-async`. Without it, a run that reached a tool call needing a person's approval (APPROVAL_RULES, docs/approvals.md) paused and was handed over: `status` awaiting_approval with `pendingApprovals` (or running if the runner had not reached the approval yet), no `Preference-Applied`.",
       content: { "application/json": { schema: RunRecordSchema } },
       headers: RESPONSE_HEADERS.accepted,
     },
@@ -761,7 +803,7 @@ export const createRunRoute = createRoute({
       "IDEMPOTENCY_KEY_IN_USE: a run with this Idempotency-Key is still in progress. PREVIOUS_RUN_IN_PROGRESS: the run `previousRunId` names has not finished. Both with `Retry-After`. PREVIOUS_RUN_NOT_CONTINUABLE: that run ended without a transcript (the server failed mid-run, or it stopped without recording an outcome); no `Retry-After`.",
       RESPONSE_HEADERS.retryAfterWhileInProgress,
     ),
-    413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
+    413: payloadTooLarge,
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
     422: problem(
       "IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used with a different body. CONTEXT_LENGTH_EXCEEDED: the model's context window could not hold the request; `history` and `contextLength` give the sizes, `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run. HANDOVER_TOO_LARGE: the run paused for approval but its state (`inputBytes`) is over a durable execution's input limit (`limitBytes`); the run (`runId`) ended `failed`.",
@@ -835,7 +877,7 @@ export const decideApprovalRoute = createRoute({
     409: problem(
       "APPROVAL_DECIDED: the opposite decision was taken first; APPROVAL_EXPIRED: the approval expired; APPROVAL_CANCELLED: its run was cancelled (`approvalStatus`).",
     ),
-    413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
+    413: payloadTooLarge,
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
     ...authErrors,
   },

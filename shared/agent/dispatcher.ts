@@ -83,6 +83,22 @@ export function createRegistry(tools: readonly ToolDefinition[]): ToolRegistry {
   return registry;
 }
 
+/** Whether the caller holds the permission `tool` requires (a tool requiring none is open to every caller). */
+function mayCall(tool: ToolDefinition, security: SecurityContext): boolean {
+  return !tool.requiredPermission || security.permissions.includes(tool.requiredPermission);
+}
+
+/**
+ * The tools of `registry` the caller may call, in registry order: those requiring no permission and
+ * those whose `requiredPermission` is among `security.permissions`. These are the tools a run offers the
+ * model (and an MCP server lists); a tool withheld here is not described to the model at all, so a model
+ * is never invited to call what the caller may not. Offering is not authorizing: {@link prepareToolCall}
+ * still checks the permission of every call, and a call to a withheld tool is `permission_denied`.
+ */
+export function toolsAllowedFor(registry: ToolRegistry, security: SecurityContext): ToolDefinition[] {
+  return [...registry.values()].filter((tool) => mayCall(tool, security));
+}
+
 /**
  * Field-level problems of a zod failure, phrased for the model: `path` ("items.0.amount", "(root)"),
  * `code` (zod's issue code), `message`, `expected` (the constraint: a type, ">= 2 characters", one of
@@ -227,14 +243,16 @@ export function prepareToolCall(
   });
 
   if (!tool) {
+    // The tools offered to this caller: naming a withheld one would invite a call that is refused.
+    const available = toolsAllowedFor(registry, security).map((allowed) => allowed.name);
     return failed("validation_error", {
       code: "UNKNOWN_TOOL",
-      message: `There is no tool named "${call.name}". Available tools: ${[...registry.keys()].join(", ")}.`,
-      details: { available: [...registry.keys()] },
+      message: `There is no tool named "${call.name}". Available tools: ${available.join(", ")}.`,
+      details: { available },
       retryable: true,
     });
   }
-  if (tool.requiredPermission && !security.permissions.includes(tool.requiredPermission)) {
+  if (!mayCall(tool, security)) {
     return failed("permission_denied", {
       code: "PERMISSION_DENIED",
       message: `The caller lacks the permission "${tool.requiredPermission}" that ${tool.name} requires.`,

@@ -32,6 +32,8 @@ export interface ToolContext {
  * - `handler`: returns JSON-serializable data, or throws {@link ToolBusinessError} for a business rule
  * - `timeoutMs`: optional upper bound of one call in ms. A call is not started when the run has less time
  *   left than this, and is aborted (fatal_error TOOL_TIMEOUT) when it takes longer.
+ * - `describeEffect`: optional, for a mutating tool: a sentence on what a successful call did, from its
+ *   result data, for the outcome of a run that stops afterwards
  * - `needsApproval`: optional approval policy (docs/approvals.md), asked after validation and before the
  *   call runs, with the validated input and the caller: it decides from backend data (never from the
  *   model's text) and returns the preview a person decides on, or null when the call may run now.
@@ -48,6 +50,11 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   requiredPermission: string | undefined;
   timeoutMs?: number;
   handler(input: z.output<S>, security: SecurityContext, context: ToolContext): Promise<unknown>;
+  /**
+   * For a mutating tool: one sentence on what a successful call did, from its result `data` (the
+   * handler's return value), for the outcome of a run that stops after it (`details.effects`).
+   */
+  describeEffect?(data: unknown): string;
   needsApproval?(
     input: z.output<S>,
     security: SecurityContext,

@@ -39,8 +39,10 @@ export type RunUsage = ModelUsage;
  * - `summarized` (max_cycles_exceeded): whether the tool-less summary call produced `answer`
  * - `contextLength` (context_length_exceeded): the provider's refusal and the size of the history and
  *   request it refused, see {@link ContextLengthDetails}
+ * - `effects` (any status but completed): what the run did before it stopped, see {@link RunEffect}
  */
 export interface RunOutcomeDetails {
+  effects?: RunEffect[];
   budget?: { name: "maxTotalTokens" | "maxToolCallsPerRun"; limit: number; used: number };
   permission?: { toolName: string; requiredPermission: string };
   loop?: { toolName: string; arguments: string; errorCode: string; failures: number; hinted: boolean };
@@ -49,6 +51,17 @@ export interface RunOutcomeDetails {
   finishReason?: string;
   summarized?: boolean;
   contextLength?: ContextLengthDetails;
+}
+
+/**
+ * A side effect a run had before it stopped without completing: a successful call of a mutating tool.
+ * `summary` is the tool's sentence from its backend result (e.g. "recorded invoice inv_… for Acme Ltd,
+ * gross total 1800.00 GBP"), never model text.
+ */
+export interface RunEffect {
+  toolName: string;
+  toolCallId: string;
+  summary: string;
 }
 
 /**

@@ -152,6 +152,13 @@ export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeo
     inputSchema: RecordInvoiceInput,
     isMutating: true,
     requiredPermission: "billing:write",
+    describeEffect: (data) => {
+      const { invoice, replayed } = data as { invoice: Invoice; replayed: boolean };
+      return (
+        `recordInvoice recorded invoice ${invoice.invoiceId} for ${invoice.clientName} ` +
+        `(gross total ${invoice.grossTotal.amount} ${invoice.currency})${replayed ? ", already recorded by an earlier call" : ""}`
+      );
+    },
     handler: async (input, security, context): Promise<{ invoice: Invoice; replayed: boolean }> => {
       const idempotencyKey = context.idempotencyKey;
       if (!idempotencyKey) throw new Error("recordInvoice needs an idempotency key.");
