@@ -8,7 +8,6 @@ import type { DurableBenchResult } from "./durable.js";
 import type { IdempotencyReport, Phase } from "./idempotency.js";
 import type { LoadResult } from "./load.js";
 import type { LoopOverheadResult, ParallelToolsResult } from "./loop-overhead.js";
-import type { McpBenchResult } from "./mcp.js";
 import type { MemoryResult } from "./memory.js";
 import type { Framework } from "./scenario/types.js";
 
@@ -54,7 +53,6 @@ export interface BenchReport {
   p5Memory: MemoryResult;
   load: LoadResult;
   durable: DurableBenchResult;
-  mcp: McpBenchResult;
   lambdaMemory: MemoryRecommendation;
 }
 

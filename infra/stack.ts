@@ -174,13 +174,6 @@ export class BoundloopStack extends Stack {
       new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),
     );
     runner.grantStartStop(role);
-    // An MCP tools/call that needs approval is announced as the runner announces the loop's (docs/mcp.md).
-    role.addToPolicy(
-      new PolicyStatement({
-        actions: ["events:PutEvents"],
-        resources: [this.formatArn({ service: "events", resource: "event-bus", resourceName: "default" })],
-      }),
-    );
 
     const fn = new LambdaFunction(this, "ApiFunction", {
       description: "boundloop HTTP API (Hono on Lambda): bounded agent runs, invoices",
@@ -211,8 +204,6 @@ export class BoundloopStack extends Stack {
         ...runtimeEnvironment(settings, "api"),
         RUNNER_FUNCTION_ARN: runner.alias.functionArn,
         DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeoutSeconds),
-        // /mcp verifies tokens itself against the issuer the JWT authorizer trusts (docs/mcp.md).
-        JWT_ISSUER: jwtIssuer,
         // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
         ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
       }),
@@ -257,15 +248,12 @@ export class BoundloopStack extends Stack {
         path: route.path,
         methods: [HttpMethod[route.method]],
         integration,
-        ...(route.auth === "jwt" ? {} : { authorizer: new HttpNoneAuthorizer() }),
+        ...(route.auth === "public" ? { authorizer: new HttpNoneAuthorizer() } : {}),
       });
-      if (route.auth !== "jwt" && created) {
+      if (route.auth === "public" && created) {
         Validations.of(created).acknowledge({
           id: "AwsSolutions-APIG4",
-          reason:
-            route.auth === "bearer"
-              ? `${route.method} ${route.path} verifies its bearer token in the function (OAuth resource server: 401 with resource_metadata, audience = the endpoint's URL).`
-              : `${route.method} ${route.path} is public by design: a liveness probe / the API's own description / resource metadata, no tenant data.`,
+          reason: `${route.method} ${route.path} is public by design: a liveness probe / the API's own description, no tenant data.`,
         });
       }
     }

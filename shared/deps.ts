@@ -7,7 +7,7 @@ import { type HistoryMessage, halveHistory } from "./agent/history.js";
 import type { Model } from "./agent/model.js";
 import type { ToolResult } from "./agent/result.js";
 import type { RunStatus } from "./agent/types.js";
-import { type ApprovalEvents, eventBridgeApprovalEvents } from "./approval-events.js";
+import type { ApprovalEvents } from "./approval-events.js";
 import type { Config } from "./config.js";
 import type { DurableExecutions } from "./durable/executions.js";
 import { onceUntilFailed } from "./lazy.js";
@@ -57,8 +57,6 @@ export interface SharedDeps {
  */
 export interface ApiDeps extends SharedDeps {
   executions?: DurableExecutions;
-  /** Where an approval requested by an MCP tools/call is announced (the loop's are the runner's). */
-  approvalEvents: ApprovalEvents;
 }
 
 /**
@@ -78,8 +76,6 @@ export interface ApiDepsOptions {
    * RUNNER_FUNCTION_ARN when it is set, else none (the preference is then ignored and runs are synchronous).
    */
   executions?: DurableExecutions;
-  /** Where MCP approvals are announced; default: EventBridge's default bus (loaded on first use). */
-  approvalEvents?: ApprovalEvents;
 }
 
 /**
@@ -129,8 +125,7 @@ export function secretApiKey(
  */
 export function createApiDeps(config: Config, options: ApiDepsOptions = {}): ApiDeps {
   const executions = options.executions ?? lambdaExecutions(config);
-  const approvalEvents = options.approvalEvents ?? eventBridgeApprovalEvents(config.table.region);
-  return { ...sharedDeps(config, options), approvalEvents, ...(executions ? { executions } : {}) };
+  return { ...sharedDeps(config, options), ...(executions ? { executions } : {}) };
 }
 
 /**
