@@ -8,6 +8,7 @@ import type { DurableBenchResult } from "./durable.js";
 import type { IdempotencyReport, Phase } from "./idempotency.js";
 import type { LoadResult } from "./load.js";
 import type { LoopOverheadResult, ParallelToolsResult } from "./loop-overhead.js";
+import type { McpBenchResult } from "./mcp.js";
 import type { MemoryResult } from "./memory.js";
 import type { Framework } from "./scenario/types.js";
 
@@ -53,6 +54,7 @@ export interface BenchReport {
   p5Memory: MemoryResult;
   load: LoadResult;
   durable: DurableBenchResult;
+  mcp: McpBenchResult;
   lambdaMemory: MemoryRecommendation;
 }
 

@@ -1,4 +1,4 @@
-import { AssetHashType, DockerImage, Duration, type RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
+import { Duration, type RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
 import {
   Alarm,
   ComparisonOperator,
@@ -12,15 +12,15 @@ import {
   type Alias,
   Architecture,
   type CfnFunction,
-  Code,
   Function as LambdaFunction,
   Runtime,
 } from "aws-cdk-lib/aws-lambda";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { ConfigSchema, type RawConfig } from "../shared/config.js";
-import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT, RUNNER_ENTRY } from "./bundle.js";
+import { API_HANDLER, RUNNER_ENTRY } from "./bundle.js";
 import { functionEnvironment } from "./function-env.js";
+import { bundledCode } from "./lambda-code.js";
 
 /**
  * Time (s) the runner's execution gets beyond the run's own wall-time cap: the last writes after the
@@ -139,21 +139,7 @@ export class DurableRunner extends Construct {
 
     this.fn = new LambdaFunction(this, "Function", {
       description: "boundloop durable runner: runs started with Prefer: respond-async, step by step",
-      code: Code.fromAsset(PROJECT_ROOT, {
-        assetHashType: AssetHashType.OUTPUT,
-        bundling: {
-          image: DockerImage.fromRegistry("dummy"),
-          // Part of the asset's cache key: without it the CDK reuses the API function's bundle (same
-          // source directory, and `local` is not part of the key).
-          environment: { BOUNDLOOP_ENTRY: RUNNER_ENTRY },
-          local: {
-            tryBundle(outputDir) {
-              buildApiBundleSync(outputDir, RUNNER_ENTRY);
-              return true;
-            },
-          },
-        },
-      }),
+      code: bundledCode(RUNNER_ENTRY),
       handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,

@@ -1,9 +1,7 @@
 import {
   Annotations,
   ArnFormat,
-  AssetHashType,
   CfnOutput,
-  DockerImage,
   Duration,
   RemovalPolicy,
   Stack,
@@ -23,16 +21,17 @@ import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations
 import { Alarm, ComparisonOperator, TreatMissingData } from "aws-cdk-lib/aws-cloudwatch";
 import { AttributeType, Billing, TableV2 } from "aws-cdk-lib/aws-dynamodb";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Architecture, Code, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
+import { Architecture, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
 import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
-import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
+import { API_HANDLER } from "./bundle.js";
 import { DurableRunner, runnerExecutionTimeoutSeconds } from "./durable-runner.js";
 import { functionEnvironment, runtimeEnvironment } from "./function-env.js";
+import { bundledCode } from "./lambda-code.js";
 import { ROUTES } from "./routes.js";
 import {
   type DeploySettings,
@@ -174,24 +173,17 @@ export class BoundloopStack extends Stack {
       new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),
     );
     runner.grantStartStop(role);
+    // An MCP tools/call that needs approval is announced as the runner announces the loop's (docs/mcp.md).
+    role.addToPolicy(
+      new PolicyStatement({
+        actions: ["events:PutEvents"],
+        resources: [this.formatArn({ service: "events", resource: "event-bus", resourceName: "default" })],
+      }),
+    );
 
     const fn = new LambdaFunction(this, "ApiFunction", {
       description: "boundloop HTTP API (Hono on Lambda): bounded agent runs, invoices",
-      // Built at synth by the local esbuild with infra/bundle.ts (the benchmarks measure the same build):
-      // index.mjs plus the chunks it loads on demand. No Docker: the image below is never pulled, local
-      // bundling either succeeds or fails the synth with esbuild's messages.
-      code: Code.fromAsset(PROJECT_ROOT, {
-        assetHashType: AssetHashType.OUTPUT,
-        bundling: {
-          image: DockerImage.fromRegistry("dummy"),
-          local: {
-            tryBundle(outputDir) {
-              buildApiBundleSync(outputDir);
-              return true;
-            },
-          },
-        },
-      }),
+      code: bundledCode(),
       handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
@@ -204,6 +196,8 @@ export class BoundloopStack extends Stack {
         ...runtimeEnvironment(settings, "api"),
         RUNNER_FUNCTION_ARN: runner.alias.functionArn,
         DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeoutSeconds),
+        // /mcp verifies tokens itself against the issuer the JWT authorizer trusts (docs/mcp.md).
+        JWT_ISSUER: jwtIssuer,
         // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
         ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
       }),
@@ -248,12 +242,15 @@ export class BoundloopStack extends Stack {
         path: route.path,
         methods: [HttpMethod[route.method]],
         integration,
-        ...(route.auth === "public" ? { authorizer: new HttpNoneAuthorizer() } : {}),
+        ...(route.auth === "jwt" ? {} : { authorizer: new HttpNoneAuthorizer() }),
       });
-      if (route.auth === "public" && created) {
+      if (route.auth !== "jwt" && created) {
         Validations.of(created).acknowledge({
           id: "AwsSolutions-APIG4",
-          reason: `${route.method} ${route.path} is public by design: a liveness probe / the API's own description, no tenant data.`,
+          reason:
+            route.auth === "bearer"
+              ? `${route.method} ${route.path} verifies its bearer token in the function (OAuth resource server: 401 with resource_metadata, audience = the endpoint's URL).`
+              : `${route.method} ${route.path} is public by design: a liveness probe / the API's own description / resource metadata, no tenant data.`,
         });
       }
     }

@@ -114,6 +114,10 @@ async function main(argv: string[]): Promise<void> {
   starting = startLocalStack({ ...process.env, ...vars }, log);
   const stack = await starting;
   Object.assign(process.env, vars, stack.env);
+  const issuer = await createDevIssuer({ issuer: values.issuer, audience: values.audience });
+  // /mcp verifies tokens itself (docs/mcp.md): it trusts the local issuer and its generated key.
+  process.env.JWT_ISSUER = issuer.issuer;
+  process.env.JWT_JWKS = JSON.stringify({ keys: [issuer.publicJwk] });
   // The deployed handler's factory, with `Prefer: respond-async` runs on the local durable runner.
   const { createLocalDurableApi } = await import("./durable-runner.js");
   const { loadConfig } = await import("../shared/config.js");
@@ -123,7 +127,6 @@ async function main(argv: string[]): Promise<void> {
   if (timeout.note) log(`dev: ${timeout.note}`);
   durableApi = local;
   const { handler } = local;
-  const issuer = await createDevIssuer({ issuer: values.issuer, audience: values.audience });
   server = await startDevServer({
     handler: handler as Handler,
     issuer,
@@ -167,6 +170,11 @@ async function main(argv: string[]): Promise<void> {
       `  -H "authorization: Bearer $(${mint} --tenant tenant_ro_01 --scope billing:read)" \\`,
       "  -H 'content-type: application/json' \\",
       `  -d ${shellQuote(seed.body)}`,
+      "",
+      `MCP (docs/mcp.md): ${server.url}/mcp with a token whose audience is that URL:`,
+      "",
+      `  npx @modelcontextprotocol/inspector --cli ${server.url}/mcp --transport http --method tools/list \\`,
+      `    --header "Authorization: Bearer $(${mint} --audience ${server.url}/mcp)"`,
       "",
       "Ctrl-C stops the server and everything it started.",
       "",

@@ -21,6 +21,7 @@ export const CONFIG_GROUPS = [
   "HTTP and identity",
   "Durable runs",
   "Approvals",
+  "MCP",
   "Observability",
 ] as const;
 
@@ -237,6 +238,26 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     group: "Observability",
     description:
       "Put prompts, answers, tool arguments and results on spans (the GenAI conventions' opt-in content attributes). Never a secret.",
+  },
+  JWT_ISSUER: {
+    group: "MCP",
+    description:
+      "The token issuer (`iss`) `/mcp` accepts: the one the API's JWT authorizer trusts (the stack sets it from `jwtIssuer`; `npm run dev` from its local issuer). Unset: `/mcp` answers 401 to every token (docs/mcp.md).",
+  },
+  JWT_JWKS_URL: {
+    group: "MCP",
+    description:
+      "Where `/mcp` reads the issuer's signing keys (JWKS, cached). Unset: `<JWT_ISSUER>/.well-known/jwks.json` (Cognito's and most issuers' location).",
+  },
+  JWT_JWKS: {
+    group: "MCP",
+    description:
+      'Inline signing keys (`{"keys":[…]}`, RFC 7517) used instead of JWT_JWKS_URL; `npm run dev` sets its generated public key here.',
+  },
+  MCP_RESOURCE_URL: {
+    group: "MCP",
+    description:
+      "The canonical URL of the MCP endpoint: the audience (`aud`) a token must carry to be accepted on `/mcp` (RFC 8707 / RFC 9728 `resource`). Unset: the request's own origin + `/mcp`, as API Gateway received it.",
   },
   POWERTOOLS_SERVICE_NAME: { group: "Observability", description: "`service` in every log line and metric." },
   POWERTOOLS_METRICS_NAMESPACE: {

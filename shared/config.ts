@@ -136,6 +136,15 @@ const ApprovalRules = z.pipe(
   }),
 );
 
+/** JWT_JWKS: an inline JSON Web Key Set (`{"keys":[…]}`, RFC 7517); unset or empty: none. */
+const InlineJwks = z.pipe(
+  jsonEnv,
+  z.union([
+    z.strictObject({}),
+    z.object({ keys: z.array(z.record(z.string(), z.unknown())).check(z.minLength(1)) }),
+  ]),
+);
+
 /**
  * The environment the service reads, once, at cold start. This schema is the single source of truth
  * for variable names, defaults and bounds; infra/ and `.env.example` take their names from it.
@@ -202,6 +211,10 @@ const ApprovalRules = z.pipe(
  *   the system message of every run, for a deployment that replaces the accounting domain; at most
  *   {@link MAX_SYSTEM_PROMPT_CHARS} characters, leading and trailing white space trimmed.
  * - APPROVAL_RULES (default none): which tool calls wait for a person's approval, see {@link ApprovalRules}.
+ * - JWT_ISSUER, JWT_JWKS_URL, JWT_JWKS, MCP_RESOURCE_URL: how `/mcp` verifies bearer tokens itself (it
+ *   is an OAuth 2.1 resource server, docs/mcp.md): the issuer the API's JWT authorizer trusts, its key
+ *   set (a URL, default `<issuer>/.well-known/jwks.json`, or inline keys), and the canonical URL of the
+ *   endpoint that tokens must name as their audience (unset: this request's own origin + `/mcp`).
  * - APPROVAL_TIMEOUT_SECONDS (default 86400 s = 24 h, the issue's default): how long an approval waits
  *   for a decision before the call gets business_error APPROVAL_EXPIRED. At most 30 days (an approval
  *   must be decided within the run records' retention: RUN_TTL_SECONDS must exceed it, checked at cold
@@ -242,6 +255,10 @@ export const ConfigSchema = z.object({
   ),
   APPROVAL_RULES: ApprovalRules,
   APPROVAL_TIMEOUT_SECONDS: positiveInt(86_400, 30 * 86_400),
+  JWT_ISSUER: z.pipe(optionalString, z.optional(z.string().check(z.maxLength(2048)))),
+  JWT_JWKS_URL: optionalUrl,
+  JWT_JWKS: InlineJwks,
+  MCP_RESOURCE_URL: optionalUrl,
   DEADLINE_RESERVE_MS: envInt(1_500, 0, 60_000),
   QUOTE_TTL_SECONDS: envInt(900, 60, 86_400),
   MAX_TOTAL_TOKENS: positiveInt(100_000, 10_000_000),
@@ -306,6 +323,10 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  *   (decimal strings, major units; `{}` means no approvals), and `timeoutSeconds`, how long an approval
  *   waits for its decision.
  * - `prompts`: `system`, the runs' system prompt (undefined: the loop's default).
+ * - `mcp`: how `/mcp` verifies bearer tokens (docs/mcp.md): `issuer` (undefined: /mcp refuses every
+ *   token), `jwksUrl` (undefined: `<issuer>/.well-known/jwks.json`), `jwks` (inline keys; used instead of
+ *   the URL when set), `resourceUrl` (the audience tokens must carry; undefined: the request's origin +
+ *   `/mcp`).
  * - `observability`: Powertools service name, metrics namespace, log level.
  * - `tracing`: OpenTelemetry traces (docs/tracing.md): `mode` off, otlp (the in-bundle SDK exporting
  *   OTLP/HTTP to `otlpEndpoint`, flushed before each invocation ends), console, or adot (an ADOT Lambda
@@ -336,6 +357,12 @@ export interface Config {
   durable: { runTimeoutMs: number; runnerFunctionArn: string | undefined };
   approvals: { rules: ApprovalRulesConfig; timeoutSeconds: number };
   prompts: { system: string | undefined };
+  mcp: {
+    issuer: string | undefined;
+    jwksUrl: string | undefined;
+    jwks: { keys: Record<string, unknown>[] } | undefined;
+    resourceUrl: string | undefined;
+  };
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
   tracing: { mode: TracingMode; otlpEndpoint: string; captureContent: boolean };
 }
@@ -449,6 +476,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     approvals: { rules: raw.APPROVAL_RULES, timeoutSeconds: raw.APPROVAL_TIMEOUT_SECONDS },
     prompts: { system: raw.SYSTEM_PROMPT },
+    mcp: {
+      issuer: raw.JWT_ISSUER,
+      jwksUrl: raw.JWT_JWKS_URL,
+      jwks: "keys" in raw.JWT_JWKS ? (raw.JWT_JWKS as { keys: Record<string, unknown>[] }) : undefined,
+      resourceUrl: raw.MCP_RESOURCE_URL,
+    },
     observability: {
       serviceName: raw.POWERTOOLS_SERVICE_NAME,
       metricsNamespace: raw.POWERTOOLS_METRICS_NAMESPACE,

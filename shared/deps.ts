@@ -7,7 +7,7 @@ import { type HistoryMessage, halveHistory } from "./agent/history.js";
 import type { Model } from "./agent/model.js";
 import type { ToolResult } from "./agent/result.js";
 import type { RunStatus } from "./agent/types.js";
-import type { ApprovalEvents } from "./approval-events.js";
+import { type ApprovalEvents, eventBridgeApprovalEvents } from "./approval-events.js";
 import type { Config } from "./config.js";
 import type { DurableExecutions } from "./durable/executions.js";
 import { onceUntilFailed } from "./lazy.js";
@@ -57,6 +57,8 @@ export interface SharedDeps {
  */
 export interface ApiDeps extends SharedDeps {
   executions?: DurableExecutions;
+  /** Where an approval requested by an MCP tools/call is announced (the loop's are the runner's). */
+  approvalEvents: ApprovalEvents;
 }
 
 /**
@@ -76,6 +78,8 @@ export interface ApiDepsOptions {
    * RUNNER_FUNCTION_ARN when it is set, else none (the preference is then ignored and runs are synchronous).
    */
   executions?: DurableExecutions;
+  /** Where MCP approvals are announced; default: EventBridge's default bus (loaded on first use). */
+  approvalEvents?: ApprovalEvents;
 }
 
 /**
@@ -125,7 +129,8 @@ export function secretApiKey(
  */
 export function createApiDeps(config: Config, options: ApiDepsOptions = {}): ApiDeps {
   const executions = options.executions ?? lambdaExecutions(config);
-  return { ...sharedDeps(config, options), ...(executions ? { executions } : {}) };
+  const approvalEvents = options.approvalEvents ?? eventBridgeApprovalEvents(config.table.region);
+  return { ...sharedDeps(config, options), approvalEvents, ...(executions ? { executions } : {}) };
 }
 
 /**
@@ -180,29 +185,26 @@ function sharedDeps(config: Config, options: Pick<ApiDepsOptions, "secretsProvid
   };
 }
 
-/** The modules the Lambda durable functions port is built from, loaded on the first durable run. */
-type LambdaPortModules = [
-  typeof import("@aws-sdk/client-lambda"),
-  typeof import("./durable/lambda-executions.js"),
-];
+/** The module the Lambda durable functions port is built from, loaded on the first durable run. */
+type LambdaPortModule = typeof import("./durable/lambda-executions.js");
 
 /**
  * The Lambda durable functions port on RUNNER_FUNCTION_ARN (undefined when it is unset). The Lambda
  * client's code is loaded on the first durable run, not at cold start; a failed load is retried by the
  * next call ({@link onceUntilFailed}).
- * @param importModules loads the client and the port's modules (tests inject a failing one)
+ * @param importModule loads the port's module (tests inject a failing one)
+ * @param clientConfig extra Lambda client settings (tests: a stand-in endpoint)
  */
 export function lambdaExecutions(
   config: Config,
-  importModules: () => Promise<LambdaPortModules> = () =>
-    Promise.all([import("@aws-sdk/client-lambda"), import("./durable/lambda-executions.js")]),
+  importModule: () => Promise<LambdaPortModule> = () => import("./durable/lambda-executions.js"),
+  clientConfig?: Parameters<LambdaPortModule["createLambdaDurableExecutions"]>[1],
 ): DurableExecutions | undefined {
   const aliasArn = config.durable.runnerFunctionArn;
   if (!aliasArn) return undefined;
-  const load = onceUntilFailed(async () => {
-    const [{ LambdaClient }, { LambdaDurableExecutions }] = await importModules();
-    return new LambdaDurableExecutions(new LambdaClient({ region: aliasArn.split(":")[3] }), aliasArn);
-  });
+  const load = onceUntilFailed(async () =>
+    (await importModule()).createLambdaDurableExecutions(aliasArn, clientConfig),
+  );
   return {
     start: async (name, payload) => (await load()).start(name, payload),
     stop: async (name) => (await load()).stop(name),

@@ -77,9 +77,14 @@ export function recordRunMetrics(
  * Metrics of one tool result, emitted at once (Powertools single metrics, one EMF line each) with the
  * dimensions `toolName` and `status` (success, validation_error, permission_denied, business_error,
  * fatal_error): `ToolResults` (Count 1) and `ToolLatency` (Milliseconds, the handler's wall time).
+ * A call that came over MCP (`surface` "mcp") has the dimension `surface: mcp` as well.
  */
-export function recordToolResultMetric(metrics: Metrics, result: ToolResult): void {
-  const dimensions = { toolName: result.metadata.toolName, status: result.status };
+export function recordToolResultMetric(metrics: Metrics, result: ToolResult, surface?: "mcp"): void {
+  const dimensions = {
+    toolName: result.metadata.toolName,
+    status: result.status,
+    ...(surface ? { surface } : {}),
+  };
   metrics.singleMetric().addDimensions(dimensions).addMetric("ToolResults", MetricUnit.Count, 1);
   metrics
     .singleMetric()

@@ -1,5 +1,4 @@
 import * as eventBridgeModule from "@aws-sdk/client-eventbridge";
-import * as lambdaModule from "@aws-sdk/client-lambda";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   APPROVAL_REQUESTED,
@@ -115,19 +114,15 @@ describe("lazy loaders retry a failed import", () => {
 
   it("Lambda: the first start fails with the import error, the next loads the port and invokes", async () => {
     standIn.answer({ status: 202 });
-    const endpoint = standIn.endpoint;
-    class StandInLambdaClient extends lambdaModule.LambdaClient {
-      constructor(config: lambdaModule.LambdaClientConfig) {
-        super({ ...config, endpoint, credentials: STAND_IN_CREDENTIALS, maxAttempts: 1 });
-      }
-    }
-    const flaky = flakyImport(
-      () => [{ ...lambdaModule, LambdaClient: StandInLambdaClient }, lambdaPortModule] as const,
-    );
+    const flaky = flakyImport(() => lambdaPortModule);
     const config = loadConfig({
       RUNNER_FUNCTION_ARN: "arn:aws:lambda:eu-west-1:123456789012:function:boundloop-runner:live",
     });
-    const port = lambdaExecutions(config, flaky.load as never);
+    const port = lambdaExecutions(config, flaky.load as never, {
+      endpoint: standIn.endpoint,
+      credentials: STAND_IN_CREDENTIALS,
+      maxAttempts: 1,
+    });
     if (!port) throw new Error("RUNNER_FUNCTION_ARN is set: the port exists");
     await expect(port.stop("run_a")).rejects.toThrow("EMFILE");
     await expect(port.start("run_a", { runId: "run_a" } as never)).resolves.toBeUndefined();

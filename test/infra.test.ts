@@ -75,11 +75,11 @@ describe("the CDK stack", () => {
       "AWS::Lambda::Function": 2,
       "AWS::Lambda::Version": 1,
       "AWS::Lambda::Alias": 1,
-      "AWS::Lambda::Permission": 9,
+      "AWS::Lambda::Permission": 13,
       "AWS::ApiGatewayV2::Api": 1,
       "AWS::ApiGatewayV2::Integration": 1,
       "AWS::ApiGatewayV2::Authorizer": 1,
-      "AWS::ApiGatewayV2::Route": 9,
+      "AWS::ApiGatewayV2::Route": 13,
       "AWS::ApiGatewayV2::Stage": 1,
       "AWS::CloudWatch::Alarm": 5,
     });
@@ -133,6 +133,7 @@ describe("the CDK stack", () => {
     expect(Object.keys(env).sort()).toEqual(
       [
         "DURABLE_EXECUTION_TIMEOUT_SECONDS",
+        "JWT_ISSUER",
         "RUNNER_FUNCTION_ARN",
         "NODE_OPTIONS",
         "OPENAI_API_KEY_SECRET_NAME",
@@ -291,7 +292,7 @@ describe("the CDK stack", () => {
     });
   });
 
-  it("puts the JWT authorizer on every route except /healthz and /openapi.json", () => {
+  it("puts the JWT authorizer on every route except /healthz, /openapi.json, /mcp and its metadata", () => {
     template.hasResourceProperties("AWS::ApiGatewayV2::Authorizer", {
       AuthorizerType: "JWT",
       IdentitySource: ["$request.header.Authorization"],
@@ -314,10 +315,24 @@ describe("the CDK stack", () => {
         "GET /v1/invoices/{invoiceId}",
         "GET /healthz",
         "GET /openapi.json",
+        "POST /mcp",
+        "GET /mcp",
+        "GET /.well-known/oauth-protected-resource",
+        "GET /.well-known/oauth-protected-resource/mcp",
       ].sort(),
     );
+    // /mcp verifies its bearer token in the function (it must answer 401 with resource_metadata).
+    const ungated = new Set([
+      "GET /healthz",
+      "GET /openapi.json",
+      "POST /mcp",
+      "GET /mcp",
+      "GET /.well-known/oauth-protected-resource",
+      "GET /.well-known/oauth-protected-resource/mcp",
+    ]);
+    expect(envOf(resources).JWT_ISSUER).toBe(COGNITO_ISSUER);
     for (const [key, route] of Object.entries(routes)) {
-      if (key === "GET /healthz" || key === "GET /openapi.json") {
+      if (ungated.has(key)) {
         expect(route.AuthorizationType, key).toBe("NONE");
         expect(route.AuthorizerId, key).toBeUndefined();
       } else {
@@ -600,10 +615,11 @@ describe("the routes of the stack, the app and the local dev server", () => {
       paths: Record<string, Record<string, { security?: unknown[] }>>;
     };
     const byRoute = (a: { route: string }, b: { route: string }) => a.route.localeCompare(b.route);
+    // "public" here: no gateway authorizer. /mcp's `mcp` scheme is verified by the function itself.
     const documented = Object.entries(document.paths).flatMap(([path, operations]) =>
       Object.entries(operations).map(([method, operation]) => ({
         route: `${method.toUpperCase()} ${path}`,
-        public: (operation.security ?? []).length === 0,
+        public: (operation.security ?? []).every((scheme) => Object.keys(scheme as object).join() === "mcp"),
       })),
     );
     // The document describes the API; it is not one of its own operations.
@@ -616,16 +632,25 @@ describe("the routes of the stack, the app and the local dev server", () => {
     }));
     const declared = ROUTES.map((route) => ({
       route: `${route.method} ${route.path}`,
-      public: route.auth === "public",
+      public: route.auth !== "jwt",
     }));
     // The dev server (npm run dev) asks for a token on every route but these.
     const local = documented.map(({ route }) => ({ route, public: PUBLIC_ROUTES.has(route) }));
 
-    expect(documented.sort(byRoute)).toHaveLength(9);
+    expect(documented.sort(byRoute)).toHaveLength(13);
     expect(deployed.sort(byRoute)).toEqual(documented);
     expect(declared.sort(byRoute)).toEqual(documented);
     expect(local.sort(byRoute)).toEqual(documented);
-    expect([...PUBLIC_ROUTES].sort()).toEqual(["GET /healthz", "GET /openapi.json"]);
+    expect([...PUBLIC_ROUTES].sort()).toEqual(
+      [
+        "GET /healthz",
+        "GET /openapi.json",
+        "POST /mcp",
+        "GET /mcp",
+        "GET /.well-known/oauth-protected-resource",
+        "GET /.well-known/oauth-protected-resource/mcp",
+      ].sort(),
+    );
   });
 });
 

@@ -12,7 +12,13 @@ import { guardLambdaEdge, type LambdaHandler } from "./lambda-adapter.js";
 export type { ApiEvent, LambdaHandler } from "./lambda-adapter.js";
 
 /** Request paths whose routes never touch the dependencies: serving them loads no client code. */
-export const DEPENDENCY_FREE_PATHS: ReadonlySet<string> = new Set([HEALTH_PATH, "/openapi.json"]);
+export const DEPENDENCY_FREE_PATHS: ReadonlySet<string> = new Set([
+  HEALTH_PATH,
+  "/openapi.json",
+  // RFC 9728 metadata of /mcp (functions/api/contract.ts RESOURCE_METADATA_PATHS), from config alone.
+  "/.well-known/oauth-protected-resource",
+  "/.well-known/oauth-protected-resource/mcp",
+]);
 
 /**
  * The deployed handler: it loads, on the first request that needs each, what the request needs and no more.

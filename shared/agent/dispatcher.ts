@@ -255,7 +255,7 @@ export function prepareToolCall(
   if (!mayCall(tool, security)) {
     return failed("permission_denied", {
       code: "PERMISSION_DENIED",
-      message: `The caller lacks the permission "${tool.requiredPermission}" that ${tool.name} requires.`,
+      message: `The caller lacks the permission "${String(tool.requiredPermission)}" that ${tool.name} requires.`,
       details: { requiredPermission: tool.requiredPermission },
       retryable: false,
     });
