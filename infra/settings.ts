@@ -6,6 +6,9 @@ import type { DeployedFunction, FunctionEnvName } from "./function-env.js";
 /** Id of the synth warning raised when `runTimeoutMs` is above what the API function's timeout allows. */
 export const RUN_TIMEOUT_CAPPED_WARNING_ID = "boundloop:runTimeoutCapped";
 
+/** Id of the synth warning raised when `tracing` is `adot`: the stack attaches no layer itself. */
+export const TRACING_ADOT_WARNING_ID = "boundloop:tracingAdotLayerNotAttached";
+
 /** A variable of shared/config.ts a deploy setting may set: any the functions read but the stack's own. */
 export type RuntimeEnvName = Exclude<
   FunctionEnvName,

@@ -4,7 +4,12 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../functions/api/app.js";
 import { RUNNER } from "../infra/durable-runner.js";
 import { PUBLIC_ROUTES, ROUTES } from "../infra/routes.js";
-import { DeploySettingsError, RUN_TIMEOUT_CAPPED_WARNING_ID, RUNTIME_SETTINGS } from "../infra/settings.js";
+import {
+  DeploySettingsError,
+  RUN_TIMEOUT_CAPPED_WARNING_ID,
+  RUNTIME_SETTINGS,
+  TRACING_ADOT_WARNING_ID,
+} from "../infra/settings.js";
 import {
   API_INTEGRATION_TIMEOUT_SECONDS,
   API_THROTTLE,
@@ -675,6 +680,16 @@ describe("the tracing deploy setting (docs/tracing.md)", () => {
       expect(env.TRACING).toBeUndefined();
       expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
     }
+  });
+
+  it("tracing=adot warns at synth that the stack attaches no ADOT layer; otlp does not warn", () => {
+    const adot = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", tracing: "adot" });
+    const warnings = Annotations.fromStack(adot.stack).findWarning("*", Match.stringLikeRegexp("ADOT"));
+    expect(warnings).toHaveLength(1);
+    expect(JSON.stringify(warnings[0]?.entry)).toContain(TRACING_ADOT_WARNING_ID);
+    expect(JSON.stringify(warnings[0]?.entry)).toContain("AWS_LAMBDA_EXEC_WRAPPER");
+    const otlp = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", tracing: "otlp" });
+    Annotations.fromStack(otlp.stack).hasNoWarning("*", Match.anyValue());
   });
 
   it("tracing, otlpEndpoint and traceContent reach both functions; a value TRACING refuses fails the synth", () => {

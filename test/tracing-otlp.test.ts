@@ -1,62 +1,28 @@
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { trace } from "@opentelemetry/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHandler } from "../functions/api/app-handler.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { withTracing } from "../shared/telemetry/entry.js";
 import { configureTracing, tracingOptions } from "../shared/tracing.js";
+import { type OtlpReceiver, type OtlpRequest, startOtlpReceiver } from "./support/spans.js";
 import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
 
-/** What arrived at the receiver: one entry per POST. */
-const received: Array<{ url: string; headers: IncomingHttpHeaders; body: string }> = [];
-let receiver: Server;
+let receiver: OtlpReceiver;
 let stack: TestStack;
 beforeAll(async () => {
-  receiver = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", () => {
-      received.push({
-        url: request.url ?? "",
-        headers: request.headers,
-        body: Buffer.concat(chunks).toString("utf8"),
-      });
-      response.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  receiver = await startOtlpReceiver();
   stack = await startTestStack({ POWERTOOLS_LOG_LEVEL: "SILENT" });
 });
 afterAll(async () => {
   await stack?.stop();
-  await new Promise((resolve) => receiver?.close(resolve));
+  await receiver?.stop();
   configureTracing({ enabled: false, captureContent: false });
   trace.disable();
 });
 
-/** OTLP/JSON of ExportTraceServiceRequest, as much of it as the test reads. */
-interface OtlpRequest {
-  resourceSpans: Array<{
-    resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> };
-    scopeSpans: Array<{
-      scope: { name: string };
-      spans: Array<{
-        traceId: string;
-        spanId: string;
-        parentSpanId?: string;
-        name: string;
-        kind: number;
-        attributes: Array<{ key: string; value: Record<string, unknown> }>;
-        status?: { code?: number };
-      }>;
-    }>;
-  }>;
-}
-
 describe("export over OTLP/HTTP", () => {
   it("the entry's SDK, loaded on the first invocation, sends the run's spans before the invocation answers", async () => {
-    const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    const { endpoint, received } = receiver;
     expect(tracingOptions().enabled).toBe(false);
     const handler = withTracing(createHandler(stack.deps), {
       tracing: { mode: "otlp", otlpEndpoint: endpoint, captureContent: false },

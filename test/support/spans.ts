@@ -1,3 +1,5 @@
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace";
 import { startTracing, type TracingSdk } from "../../shared/telemetry/sdk.js";
 
@@ -42,3 +44,78 @@ export const CONTENT_KEYS = [
   "gen_ai.tool.call.arguments",
   "gen_ai.tool.call.result",
 ];
+
+/** The OpenTelemetry packages only an exporting deployment bundles (infra/bundle.ts withoutTracingSdk). */
+export const TRACING_SDK_PACKAGES = [
+  "node_modules/@opentelemetry/sdk-trace/",
+  "node_modules/@opentelemetry/exporter-trace-otlp-http/",
+  "node_modules/@opentelemetry/otlp-exporter-base/",
+  "node_modules/@opentelemetry/otlp-transformer/",
+  "node_modules/@opentelemetry/resources/",
+  "node_modules/@opentelemetry/core/",
+  "node_modules/@opentelemetry/context-async-hooks/",
+];
+
+/** One POST an {@link OtlpReceiver} got. */
+export interface OtlpPost {
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** A local OTLP/HTTP receiver: answers every POST 200 `{}` and keeps what it got. */
+export interface OtlpReceiver {
+  /** The base URL to give OTEL_EXPORTER_OTLP_ENDPOINT (`/v1/traces` is appended by the exporter). */
+  endpoint: string;
+  received: OtlpPost[];
+  stop(): Promise<void>;
+}
+
+/** Starts an {@link OtlpReceiver} on a free port of 127.0.0.1. */
+export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+  const received: OtlpPost[] = [];
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      received.push({
+        url: request.url ?? "",
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString("utf8"),
+      });
+      response.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** OTLP/JSON of an ExportTraceServiceRequest, as much of it as the tests read. */
+export interface OtlpRequest {
+  resourceSpans: Array<{
+    resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> };
+    scopeSpans: Array<{
+      scope: { name: string };
+      spans: Array<{
+        traceId: string;
+        spanId: string;
+        parentSpanId?: string;
+        name: string;
+        kind: number;
+        attributes: Array<{ key: string; value: Record<string, unknown> }>;
+        status?: { code?: number };
+      }>;
+    }>;
+  }>;
+}
+
+/** The spans of every OTLP/JSON request a receiver got, in arrival order. */
+export function otlpSpans(received: readonly OtlpPost[]) {
+  return received
+    .map((post) => JSON.parse(post.body) as OtlpRequest)
+    .flatMap((request) => request.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)));
+}
