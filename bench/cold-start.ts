@@ -123,10 +123,11 @@ export async function benchColdStart(env: ColdStartEnv, coldStarts: number): Pro
     naive: await bundle("naive", "bench/fixtures/naive-eager.ts", "plain"),
     "naive-zod-namespace": await bundle("naive-zod-namespace", namespacedEntry, "plain"),
     "boundloop-one-file": await bundle("boundloop-one-file", API_ENTRY, "one-file"),
-    "boundloop-traced": deployed,
+    "boundloop-traced": await bundle("boundloop-traced", API_ENTRY, "deployed-traced"),
   };
-  // The deployed bundle with TRACING=otlp: the SDK chunk is loaded on the first invocation and every
-  // invocation's spans are sent (and answered) before it returns, to a local OTLP/HTTP receiver.
+  // The bundle the stack deploys with tracing=otlp (the SDK bundled), run with TRACING=otlp: the SDK
+  // chunk is loaded on the first invocation and every invocation's spans are sent (and answered) before
+  // it returns, to a local OTLP/HTTP receiver.
   const receiver = createServer((request, response) => {
     request.resume();
     request.on("end", () => response.writeHead(200, { "content-type": "application/json" }).end("{}"));
