@@ -227,7 +227,7 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
   TRACING: {
     group: "Observability",
     description:
-      "OpenTelemetry traces of every run (docs/tracing.md): off (no SDK code loaded), otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT, flushed before each invocation ends), console, or adot (an ADOT Lambda layer exports; set by the deploy setting `tracing`).",
+      "OpenTelemetry traces of every run (docs/tracing.md): off (the deployed bundle holds no SDK), otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT, flushed before each invocation ends), console, or adot (an ADOT Lambda layer you attach exports). Set on AWS by the deploy setting `tracing`, which also decides whether the SDK is bundled: switch it there, not in the function's environment.",
   },
   OTEL_EXPORTER_OTLP_ENDPOINT: {
     group: "Observability",
