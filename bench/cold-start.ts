@@ -17,6 +17,8 @@
  */
 import { execFile } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { promisify } from "node:util";
 import { API_ENTRY } from "../infra/bundle.js";
 import { BUILD_DIR, type Bundle, bundle, type Contributor, contributors, PROJECT_ROOT } from "./bundle.js";
@@ -31,6 +33,7 @@ export const COLD_START_VARIANTS = [
   "naive",
   "naive-zod-namespace",
   "boundloop-one-file",
+  "boundloop-traced",
 ] as const;
 
 /** One P4 variant. */
@@ -94,6 +97,8 @@ export interface ColdStartEnv {
   dynamoEndpoint: string;
   table: string;
   modelBaseURL: string;
+  /** More environment variables of the function (the traced variant's TRACING settings). */
+  extra?: Record<string, string>;
 }
 
 /** Bundle size goal: 1.2 MB (decimal) with the AWS SDK bundled. */
@@ -111,19 +116,37 @@ export async function benchColdStart(env: ColdStartEnv, coldStarts: number): Pro
   const namespacedEntry = `${BUILD_DIR}naive-zod-namespace-entry.ts`;
   await mkdir(BUILD_DIR, { recursive: true });
   await writeFile(namespacedEntry, namespaced);
+  const deployed = await bundle("boundloop", API_ENTRY, "deployed");
   const bundles: Record<ColdStartVariant, Bundle> = {
-    boundloop: await bundle("boundloop", API_ENTRY, "deployed"),
+    boundloop: deployed,
     hello: await bundle("hello", "bench/fixtures/hello-hono.ts", "plain"),
     naive: await bundle("naive", "bench/fixtures/naive-eager.ts", "plain"),
     "naive-zod-namespace": await bundle("naive-zod-namespace", namespacedEntry, "plain"),
     "boundloop-one-file": await bundle("boundloop-one-file", API_ENTRY, "one-file"),
+    "boundloop-traced": await bundle("boundloop-traced", API_ENTRY, "deployed-traced"),
+  };
+  // The bundle the stack deploys with tracing=otlp (the SDK bundled), run with TRACING=otlp: the SDK
+  // chunk is loaded on the first invocation and every invocation's spans are sent (and answered) before
+  // it returns, to a local OTLP/HTTP receiver.
+  const receiver = createServer((request, response) => {
+    request.resume();
+    request.on("end", () => response.writeHead(200, { "content-type": "application/json" }).end("{}"));
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  const tracedEnv: ColdStartEnv = {
+    ...env,
+    extra: {
+      TRACING: "otlp",
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
+    },
   };
   const serves = (variant: ColdStartVariant) => variant !== "hello";
   const samples = new Map<ColdStartVariant, ColdSample[]>(COLD_START_VARIANTS.map((v) => [v, []]));
   for (let n = 0; n < coldStarts; n++) {
     for (let i = 0; i < COLD_START_VARIANTS.length; i++) {
       const variant = COLD_START_VARIANTS[(i + n) % COLD_START_VARIANTS.length] as ColdStartVariant;
-      const sample = await coldStart(bundles[variant].file, env, serves(variant) ? seed : null);
+      const variantEnv = variant === "boundloop-traced" ? tracedEnv : env;
+      const sample = await coldStart(bundles[variant].file, variantEnv, serves(variant) ? seed : null);
       const isOurs = variant.startsWith("boundloop");
       if (
         sample.healthzStatus !== 200 ||
@@ -135,6 +158,7 @@ export async function benchColdStart(env: ColdStartEnv, coldStarts: number): Pro
       samples.get(variant)?.push(sample);
     }
   }
+  receiver.close();
   const variants = Object.fromEntries(
     COLD_START_VARIANTS.map((variant) => {
       const values = samples.get(variant) as ColdSample[];
@@ -273,6 +297,7 @@ console.log(JSON.stringify({ bootMs, importMs: imported - bootMs, healthzAtMs, h
         TABLE_NAME: env.table,
         DYNAMODB_ENDPOINT: env.dynamoEndpoint,
         OPENAI_BASE_URL: env.modelBaseURL,
+        ...env.extra,
       },
     },
   );

@@ -2,8 +2,8 @@
  * How the API function's code is built: one esbuild configuration for the stack (infra/stack.ts bundles
  * with it at synth) and the benchmarks (bench/bundle.ts measures exactly what is deployed).
  *
- * `node --import tsx infra/bundle.ts <outdir>` builds it into `<outdir>` (index.mjs, chunks/, source maps)
- * and prints its size: what the stack's local bundling runs.
+ * `node --import tsx infra/bundle.ts <outdir> [entry] [--tracing-sdk]` builds it into `<outdir>` (index.mjs,
+ * chunks/, source maps) and prints its size: what the stack's local bundling runs.
  */
 import { spawnSync } from "node:child_process";
 import { dirname } from "node:path";
@@ -145,6 +145,44 @@ export const unreachableOnLambda: Plugin = {
   },
 };
 
+/** The module that wires the OpenTelemetry SDK and exporters (loaded by shared/telemetry/entry.ts). */
+export const TRACING_SDK_MODULE = "shared/telemetry/sdk.ts";
+
+/**
+ * Leaves the OpenTelemetry SDK out of a bundle built for a deployment that does not export from inside
+ * the function (the deploy setting `tracing` is `off`, or `adot`, where a layer brings its own SDK; see
+ * shared/telemetry/entry.ts `bundlesTracingSdk`): {@link TRACING_SDK_MODULE}, the one module that imports
+ * `@opentelemetry/sdk-trace`, the OTLP exporter, resources and the context manager, becomes a module whose
+ * `startTracing` throws a clear Error. What stays is `@opentelemetry/api` and boundloop's own
+ * instrumentation (~20 kB), whose spans are no-ops until a tracer provider is registered. Built with
+ * tracing `otlp` or `console`, the bundle has the real module (a chunk of its own, read on the first
+ * invocation; docs/tracing.md gives both sizes).
+ */
+export const withoutTracingSdk: Plugin = {
+  name: "without-tracing-sdk",
+  setup(esbuild) {
+    esbuild.onResolve({ filter: /[\\/]sdk\.js$/ }, async (args) => {
+      if (args.pluginData === "without-tracing-sdk") return undefined;
+      const real = await esbuild.resolve(args.path, {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: "without-tracing-sdk",
+      });
+      if (real.errors.length > 0 || !real.path.replaceAll("\\", "/").endsWith(TRACING_SDK_MODULE)) {
+        return undefined;
+      }
+      return { path: TRACING_SDK_MODULE, namespace: "without-tracing-sdk" };
+    });
+    esbuild.onLoad({ filter: /.*/, namespace: "without-tracing-sdk" }, () => ({
+      contents: `export function startTracing() { throw new Error(${JSON.stringify(
+        "The OpenTelemetry SDK is not in this bundle: it was built with the deploy setting tracing off or adot (infra/bundle.ts withoutTracingSdk); deploy with -c tracing=otlp or -c tracing=console to export from the function.",
+      )}); }`,
+      loader: "js",
+    }));
+  },
+};
+
 /**
  * The esbuild options of the API function (without entry and output):
  * - ESM for Node 24 (the function's runtime), `module` before `main` so dependencies come as ESM.
@@ -190,16 +228,28 @@ export interface ApiBundle {
 }
 
 /**
- * Builds `entry` (default {@link API_ENTRY}) with {@link API_BUNDLE_OPTIONS} into `outdir` as
- * `index.mjs` plus `chunks/`. `splitting: false` builds one file instead (the benchmarks compare it).
+ * How a bundle is built besides {@link API_BUNDLE_OPTIONS}:
+ * - `entry`: the function's entry point (default {@link API_ENTRY}, e.g. {@link RUNNER_ENTRY})
+ * - `splitting: false`: one file instead of chunks (the benchmarks compare it)
+ * - `tracingSdk`: bundle the OpenTelemetry SDK (the deploy setting `tracing` is `otlp` or `console`);
+ *   default false, as the stack deploys by default: {@link withoutTracingSdk} leaves it out
+ */
+export interface ApiBundleOptions {
+  entry?: string;
+  splitting?: boolean;
+  tracingSdk?: boolean;
+}
+
+/**
+ * Builds `options.entry` with {@link API_BUNDLE_OPTIONS} into `outdir` as `index.mjs` plus `chunks/`.
  * @throws esbuild's build failure (unresolvable import, type-stripping error), with its messages
  */
-export async function buildApiBundle(
-  outdir: string,
-  options: { entry?: string; splitting?: boolean } = {},
-): Promise<ApiBundle> {
+export async function buildApiBundle(outdir: string, options: ApiBundleOptions = {}): Promise<ApiBundle> {
   const result = await build({
     ...API_BUNDLE_OPTIONS,
+    plugins: options.tracingSdk
+      ? API_BUNDLE_OPTIONS.plugins
+      : [...API_BUNDLE_OPTIONS.plugins, withoutTracingSdk],
     splitting: options.splitting ?? API_BUNDLE_OPTIONS.splitting,
     entryPoints: { index: options.entry ?? API_ENTRY },
     outdir,
@@ -207,16 +257,30 @@ export async function buildApiBundle(
   return { outdir, file: `${outdir}/index.mjs`, metafile: result.metafile };
 }
 
+/** The command-line flag of this file that bundles the tracing SDK ({@link ApiBundleOptions}.tracingSdk). */
+const TRACING_SDK_FLAG = "--tracing-sdk";
+
 /**
  * Builds the API bundle (or, with `entry`, another function's, e.g. {@link RUNNER_ENTRY}) into `outdir`
  * from synchronous code (the CDK's local bundling): runs this file in a child `node --import tsx`
  * (esbuild plugins need its asynchronous API).
  * @throws Error with the child's exit status when the build fails (its messages went to stderr)
  */
-export function buildApiBundleSync(outdir: string, entry: string = API_ENTRY): void {
+export function buildApiBundleSync(
+  outdir: string,
+  entry: string = API_ENTRY,
+  options: { tracingSdk?: boolean } = {},
+): void {
   const child = spawnSync(
     process.execPath,
-    ["--import", "tsx", fileURLToPath(import.meta.url), outdir, entry],
+    [
+      "--import",
+      "tsx",
+      fileURLToPath(import.meta.url),
+      outdir,
+      entry,
+      ...(options.tracingSdk ? [TRACING_SDK_FLAG] : []),
+    ],
     { cwd: PROJECT_ROOT, stdio: ["ignore", "inherit", "inherit"] },
   );
   if (child.status !== 0) {
@@ -225,17 +289,18 @@ export function buildApiBundleSync(outdir: string, entry: string = API_ENTRY): v
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const outdir = process.argv[2];
-  const entry = process.argv[3] ?? API_ENTRY;
+  const args = process.argv.slice(2);
+  const tracingSdk = args.includes(TRACING_SDK_FLAG);
+  const [outdir, entry = API_ENTRY] = args.filter((arg) => arg !== TRACING_SDK_FLAG);
   if (!outdir) {
-    console.error("usage: node --import tsx infra/bundle.ts <outdir> [entry]");
+    console.error(`usage: node --import tsx infra/bundle.ts <outdir> [entry] [${TRACING_SDK_FLAG}]`);
     process.exit(2);
   }
-  const { metafile } = await buildApiBundle(outdir, { entry });
+  const { metafile } = await buildApiBundle(outdir, { entry, tracingSdk });
   const code = Object.entries(metafile.outputs).filter(([path]) => !path.endsWith(".map"));
   const index = code.find(([path]) => path.endsWith("index.mjs"))?.[1].bytes ?? 0;
   const total = code.reduce((sum, [, output]) => sum + output.bytes, 0);
   console.log(
-    `${entry} → index.mjs ${(index / 1000).toFixed(1)} kB + ${code.length - 1} chunks, ${(total / 1000).toFixed(1)} kB of JavaScript`,
+    `${entry}${tracingSdk ? " (tracing SDK bundled)" : ""} → index.mjs ${(index / 1000).toFixed(1)} kB + ${code.length - 1} chunks, ${(total / 1000).toFixed(1)} kB of JavaScript`,
   );
 }

@@ -87,6 +87,8 @@ export interface DurableRunnerProps {
   environment: Record<string, string>;
   logRetention: RetentionDays;
   removalPolicy: RemovalPolicy;
+  /** Bundle the OpenTelemetry SDK (infra/lambda-code.ts `bundledCode`); default false. */
+  tracingSdk?: boolean;
 }
 
 /**
@@ -139,7 +141,7 @@ export class DurableRunner extends Construct {
 
     this.fn = new LambdaFunction(this, "Function", {
       description: "boundloop durable runner: runs started with Prefer: respond-async, step by step",
-      code: bundledCode(RUNNER_ENTRY),
+      code: bundledCode(RUNNER_ENTRY, { tracingSdk: props.tracingSdk ?? false }),
       handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,

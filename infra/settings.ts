@@ -6,6 +6,9 @@ import type { DeployedFunction, FunctionEnvName } from "./function-env.js";
 /** Id of the synth warning raised when `runTimeoutMs` is above what the API function's timeout allows. */
 export const RUN_TIMEOUT_CAPPED_WARNING_ID = "boundloop:runTimeoutCapped";
 
+/** Id of the synth warning raised when `tracing` is `adot`: the stack attaches no layer itself. */
+export const TRACING_ADOT_WARNING_ID = "boundloop:tracingAdotLayerNotAttached";
+
 /** A variable of shared/config.ts a deploy setting may set: any the functions read but the stack's own. */
 export type RuntimeEnvName = Exclude<
   FunctionEnvName,
@@ -73,6 +76,9 @@ export const RUNTIME_SETTINGS = [
   { context: "permissionClaims", env: "PERMISSION_CLAIMS", functions: API },
   { context: "dynamodbRequestTimeoutMs", env: "DYNAMODB_REQUEST_TIMEOUT_MS", functions: BOTH },
   { context: "logLevel", env: "POWERTOOLS_LOG_LEVEL", functions: BOTH },
+  { context: "tracing", env: "TRACING", functions: BOTH },
+  { context: "otlpEndpoint", env: "OTEL_EXPORTER_OTLP_ENDPOINT", functions: BOTH },
+  { context: "traceContent", env: "TRACE_CONTENT", functions: BOTH },
 ] as const satisfies readonly RuntimeSetting[];
 
 /** The context key of a runtime setting, see {@link RUNTIME_SETTINGS}. */

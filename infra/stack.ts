@@ -27,6 +27,7 @@ import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
+import { bundlesTracingSdk } from "../shared/telemetry/entry.js";
 import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
 import { API_HANDLER } from "./bundle.js";
 import { DurableRunner, runnerExecutionTimeoutSeconds } from "./durable-runner.js";
@@ -38,6 +39,7 @@ import {
   type DeploySettingsInput,
   RUN_TIMEOUT_CAPPED_WARNING_ID,
   readDeploySettings,
+  TRACING_ADOT_WARNING_ID,
 } from "./settings.js";
 import { BuiltInUserPool } from "./user-pool.js";
 
@@ -111,6 +113,13 @@ export class BoundloopStack extends Stack {
           `(a synchronous run ends by ${syncCapMs} ms). Longer runs: send Prefer: respond-async (asyncRunTimeoutMs, docs/durable-runs.md).`,
       );
     }
+    if (settings.config.TRACING === "adot") {
+      Annotations.of(this).addWarningV2(
+        TRACING_ADOT_WARNING_ID,
+        "tracing=adot: the functions emit spans to an OpenTelemetry SDK that an ADOT Lambda layer registers, but this stack attaches no layer. " +
+          "Add the layer and AWS_LAMBDA_EXEC_WRAPPER=/opt/otel-instrument to both functions, or deploy with tracing=otlp (docs/tracing.md).",
+      );
+    }
     const removalPolicy = settings.personal ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
     // No issuer given: the stack's own Cognito user pool (infra/user-pool.ts) issues the tokens.
     const userPool = settings.builtInUserPool
@@ -148,6 +157,8 @@ export class BoundloopStack extends Stack {
     // The durable runner of `Prefer: respond-async` runs (infra/durable-runner.ts, docs/durable-runs.md);
     // its execution timeout follows the configured durable run cap and approval timeout.
     const executionTimeoutSeconds = runnerExecutionTimeoutSeconds(settings.config);
+    // With tracing off (or left to an ADOT layer) neither bundle holds the OpenTelemetry SDK.
+    const tracingSdk = bundlesTracingSdk(settings.config.TRACING);
     const runner = new DurableRunner(this, "Runner", {
       table,
       tableItemActions: TABLE_ITEM_ACTIONS,
@@ -157,6 +168,7 @@ export class BoundloopStack extends Stack {
       environment: functionEnvironment({ ...sharedEnvironment, ...runtimeEnvironment(settings, "runner") }),
       logRetention: LOG_RETENTION,
       removalPolicy,
+      tracingSdk,
     });
 
     const functionLogs = new LogGroup(this, "ApiFunctionLogs", { retention: LOG_RETENTION, removalPolicy });
@@ -183,7 +195,7 @@ export class BoundloopStack extends Stack {
 
     const fn = new LambdaFunction(this, "ApiFunction", {
       description: "boundloop HTTP API (Hono on Lambda): bounded agent runs, invoices",
-      code: bundledCode(),
+      code: bundledCode(undefined, { tracingSdk }),
       handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,

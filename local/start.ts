@@ -24,6 +24,9 @@
  * The function timeout of the local Lambda context follows RUN_TIMEOUT_MS (local/function-timeout.ts):
  * the deployed 29 s, or more when RUN_TIMEOUT_MS needs it (a slow local model), with a line saying so.
  * `--help` prints the usage; a bad option prints one line and the usage (exit status 2).
+ *
+ * With `--trace` the runs are traced in process (docs/tracing.md) and their span tree is printed at the
+ * end: names, durations and key attributes (TRACE_CONTENT=true adds the content attributes to the spans).
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
@@ -38,6 +41,7 @@ import { createLambdaContext } from "./lambda-context.js";
 import { startLocalStack } from "./local-stack.js";
 import { pollProgress } from "./poll-progress.js";
 import { formatLedger, formatOutcome } from "./run-report.js";
+import { startTraceTree } from "./trace-tree.js";
 
 const USAGE = `usage: npm start -- ["<prompt>"] [options]
 
@@ -74,6 +78,7 @@ function parseOptions(argv: string[]) {
         continue: { type: "string" },
         async: { type: "boolean" },
         approval: { type: "boolean" },
+        trace: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
       allowPositionals: true,
@@ -101,6 +106,7 @@ async function main(): Promise<number> {
   const prompts = [prompt || seedBody.prompt, ...(values.then ?? [])];
 
   const stack = await startLocalStack();
+  const traces = values.trace ? startTraceTree(process.env.TRACE_CONTENT === "true") : undefined;
   try {
     Object.assign(process.env, stack.env);
     const timeout = localFunctionTimeout(loadConfig(process.env).limits);
@@ -133,6 +139,11 @@ async function main(): Promise<number> {
     await printLedger(tenantOf(event));
     return 0;
   } finally {
+    if (traces) {
+      console.log("\nSpans (OpenTelemetry GenAI conventions, docs/tracing.md):");
+      traces.print();
+      await traces.sdk.shutdown();
+    }
     await stack.stop();
   }
 }

@@ -224,6 +224,21 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     description:
       "How long an approval waits for its decision; then the call gets business_error APPROVAL_EXPIRED and the run goes on. Default 24 h. Time spent waiting does not count against the run's deadline; the stack sizes the runner's execution timeout to hold it. RUN_TTL_SECONDS must exceed it.",
   },
+  TRACING: {
+    group: "Observability",
+    description:
+      "OpenTelemetry traces of every run (docs/tracing.md): off (the deployed bundle holds no SDK), otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT, flushed before each invocation ends), console, or adot (an ADOT Lambda layer you attach exports). Set on AWS by the deploy setting `tracing`, which also decides whether the SDK is bundled: switch it there, not in the function's environment.",
+  },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    group: "Observability",
+    description:
+      "Base URL TRACING=otlp sends spans to (`/v1/traces` is appended): a collector's OTLP/HTTP port.",
+  },
+  TRACE_CONTENT: {
+    group: "Observability",
+    description:
+      "Put prompts, answers, tool arguments and results on spans (the GenAI conventions' opt-in content attributes). Never a secret.",
+  },
   JWT_ISSUER: {
     group: "MCP",
     description:

@@ -219,6 +219,13 @@ const InlineJwks = z.pipe(
  *   for a decision before the call gets business_error APPROVAL_EXPIRED. At most 30 days (an approval
  *   must be decided within the run records' retention: RUN_TTL_SECONDS must exceed it, checked at cold
  *   start by {@link crossFieldProblems}).
+ * - TRACING (default off): OpenTelemetry traces of every run (docs/tracing.md). off loads no SDK code;
+ *   otlp exports OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT; console prints spans; adot leaves export to
+ *   an ADOT Lambda layer (the deploy setting `tracing` sets it).
+ * - OTEL_EXPORTER_OTLP_ENDPOINT (default http://127.0.0.1:4318, the OTLP/HTTP port of a local
+ *   collector): where TRACING=otlp sends spans (`/v1/traces` is appended), the standard variable's name.
+ * - TRACE_CONTENT (default false): puts prompts, answers, tool arguments and results on spans (the GenAI
+ *   conventions' opt-in attributes). Off, spans carry names, ids, counts and codes only.
  */
 export const ConfigSchema = z.object({
   OPENAI_API_KEY: optionalString,
@@ -279,6 +286,9 @@ export const ConfigSchema = z.object({
   HISTORY_MAX_TOKENS: envInt(8_000, 0, 1_000_000),
   MAX_BODY_BYTES: envInt(65_536, 1_024, 6 * 1024 * 1024),
   DYNAMODB_REQUEST_TIMEOUT_MS: positiveInt(3_000, 60_000),
+  TRACING: z._default(z.enum(["off", "otlp", "console", "adot"]), "off"),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z._default(z.url({ protocol: /^https?$/ }), "http://127.0.0.1:4318"),
+  TRACE_CONTENT: envBoolean(false),
   POWERTOOLS_SERVICE_NAME: boundedName("boundloop"),
   POWERTOOLS_METRICS_NAMESPACE: boundedName("boundloop"),
   POWERTOOLS_LOG_LEVEL: z.pipe(
@@ -318,6 +328,10 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  *   the URL when set), `resourceUrl` (the audience tokens must carry; undefined: the request's origin +
  *   `/mcp`).
  * - `observability`: Powertools service name, metrics namespace, log level.
+ * - `tracing`: OpenTelemetry traces (docs/tracing.md): `mode` off, otlp (the in-bundle SDK exporting
+ *   OTLP/HTTP to `otlpEndpoint`, flushed before each invocation ends), console, or adot (an ADOT Lambda
+ *   layer's SDK is registered; boundloop only emits spans); `captureContent`, the opt-in prompt, answer
+ *   and tool argument attributes.
  */
 export interface Config {
   model: {
@@ -350,7 +364,11 @@ export interface Config {
     resourceUrl: string | undefined;
   };
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
+  tracing: { mode: TracingMode; otlpEndpoint: string; captureContent: boolean };
 }
+
+/** TRACING: where spans go (see {@link Config}.tracing). */
+export type TracingMode = RawConfig["TRACING"];
 
 /** APPROVAL_RULES parsed: tool name → ISO 4217 currency → threshold (decimal string, major units). */
 export type ApprovalRulesConfig = RawConfig["APPROVAL_RULES"];
@@ -468,6 +486,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       serviceName: raw.POWERTOOLS_SERVICE_NAME,
       metricsNamespace: raw.POWERTOOLS_METRICS_NAMESPACE,
       logLevel: raw.POWERTOOLS_LOG_LEVEL,
+    },
+    tracing: {
+      mode: raw.TRACING,
+      otlpEndpoint: raw.OTEL_EXPORTER_OTLP_ENDPOINT,
+      captureContent: raw.TRACE_CONTENT,
     },
   };
 }

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp, STACK_ID } from "../infra/build-app.js";
 import { createDevIssuer, mintToken } from "../local/dev-auth.js";
 import { toHttpApiEvent } from "../local/dev-event.js";
+import { TRACING_SDK_PACKAGES } from "./support/spans.js";
 import { seedEvent, startTestStack } from "./support/stack.js";
 
 const run = promisify(execFile);
@@ -38,17 +39,29 @@ beforeAll(() => {
 
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
-/** The bundled handler's directory: the asset whose hash the function's S3Key names. */
-function bundleDir(): string {
+/**
+ * The bundled handler's directory: the asset whose hash the function's S3Key names (the function whose
+ * logical id starts with `functionId`: the API's by default, `RunnerFunction` for the durable runner).
+ */
+function bundleDir(functionId = "ApiFunction"): string {
   const template = assembly.getStackArtifact(STACK_ID).template as {
     Resources: Record<string, { Type: string; Properties: { Code?: { S3Key?: string } } }>;
   };
   const fn = Object.entries(template.Resources).find(
-    ([id, resource]) => resource.Type === "AWS::Lambda::Function" && id.startsWith("ApiFunction"),
+    ([id, resource]) => resource.Type === "AWS::Lambda::Function" && id.startsWith(functionId),
   )?.[1];
   const key = fn?.Properties.Code?.S3Key;
   expect(key).toMatch(/^[0-9a-f]{64}\.zip$/);
   return join(outdir, `asset.${key?.replace(/\.zip$/, "")}`);
+}
+
+/** Every source path the source maps of a bundle's JavaScript files name (index.mjs and chunks/). */
+function bundleSources(dir: string): string[] {
+  const chunks = existsSync(join(dir, "chunks")) ? readdirSync(join(dir, "chunks")) : [];
+  return [
+    "index.mjs",
+    ...chunks.filter((name) => name.endsWith(".mjs")).map((name) => `chunks/${name}`),
+  ].flatMap((file) => sourcesOf(dir, file));
 }
 
 /** The original source paths a built file's source map names (`file` relative to the bundle dir). */
@@ -111,6 +124,36 @@ function asyncOnlyChunks(dir: string): string[] {
     ...chunksHolding(dir, "shared/runs/async-start.ts"),
     ...chunksHolding(dir, "shared/durable/lambda-executions.ts"),
   ]).filter((file) => !syncPath.includes(file));
+}
+
+/** A v2 `GET /healthz` event as API Gateway sends it (the route is public: no authorizer). */
+function healthzEvent() {
+  return {
+    version: "2.0",
+    routeKey: "GET /healthz",
+    rawPath: "/healthz",
+    rawQueryString: "",
+    headers: { host: "abc123.execute-api.eu-west-2.amazonaws.com" },
+    requestContext: {
+      accountId: "123456789012",
+      apiId: "abc123",
+      domainName: "abc123.execute-api.eu-west-2.amazonaws.com",
+      domainPrefix: "abc123",
+      http: {
+        method: "GET",
+        path: "/healthz",
+        protocol: "HTTP/1.1",
+        sourceIp: "203.0.113.10",
+        userAgent: "vitest",
+      },
+      requestId: "req-1",
+      routeKey: "GET /healthz",
+      stage: "$default",
+      time: "30/Nov/2025:06:00:00 +0000",
+      timeEpoch: 1764482400000,
+    },
+    isBase64Encoded: false,
+  };
 }
 
 /** Runs the bundle in a fresh `node --enable-source-maps` (as NODE_OPTIONS does in Lambda). */
@@ -343,34 +386,8 @@ describe("cdk synth of the real app", () => {
   });
 
   it("the bundle answers GET /healthz through the real handler", async () => {
-    const event = {
-      version: "2.0",
-      routeKey: "GET /healthz",
-      rawPath: "/healthz",
-      rawQueryString: "",
-      headers: { host: "abc123.execute-api.eu-west-2.amazonaws.com" },
-      requestContext: {
-        accountId: "123456789012",
-        apiId: "abc123",
-        domainName: "abc123.execute-api.eu-west-2.amazonaws.com",
-        domainPrefix: "abc123",
-        http: {
-          method: "GET",
-          path: "/healthz",
-          protocol: "HTTP/1.1",
-          sourceIp: "203.0.113.10",
-          userAgent: "vitest",
-        },
-        requestId: "req-1",
-        routeKey: "GET /healthz",
-        stage: "$default",
-        time: "30/Nov/2025:06:00:00 +0000",
-        timeEpoch: 1764482400000,
-      },
-      isBase64Encoded: false,
-    };
     const result = await runBundle(
-      `const res = await handler(${JSON.stringify(event)}, { getRemainingTimeInMillis: () => 29000, awsRequestId: "r1" });
+      `const res = await handler(${JSON.stringify(healthzEvent())}, { getRemainingTimeInMillis: () => 29000, awsRequestId: "r1" });
        console.log(JSON.stringify(res));`,
       { TABLE_NAME: "boundloop-bundle-test", OPENAI_API_KEY_SECRET_NAME: "boundloop/openai" },
     );
@@ -413,6 +430,34 @@ describe("cdk synth of the real app", () => {
     expect(sources.some((source) => source.includes("node_modules/@aws-sdk/credential-provider-env/"))).toBe(
       true,
     );
+  });
+
+  it("with tracing off (the default) neither function's bundle holds the OpenTelemetry SDK or an exporter", async () => {
+    for (const functionId of ["ApiFunction", "RunnerFunction"]) {
+      const sources = bundleSources(bundleDir(functionId));
+      for (const absent of TRACING_SDK_PACKAGES) {
+        expect(
+          sources.filter((source) => source.includes(absent)),
+          `${functionId}: ${absent}`,
+        ).toEqual([]);
+      }
+      // The API and boundloop's instrumentation stay (spans are no-ops until a provider is registered);
+      // the SDK's module is the throwing replacement.
+      expect(sources.some((source) => source.includes("node_modules/@opentelemetry/api/"))).toBe(true);
+      expect(sources, functionId).toContain("without-tracing-sdk:shared/telemetry/sdk.ts");
+    }
+    // TRACING switched on by hand in such a function's environment: the request is still answered, and
+    // the missing SDK is logged at ERROR, naming the deploy setting.
+    const result = await runBundle(
+      `const res = await handler(${JSON.stringify(healthzEvent())}, { getRemainingTimeInMillis: () => 29000, awsRequestId: "r1" });
+       console.log(JSON.stringify(res));`,
+      { TABLE_NAME: "boundloop-bundle-test", TRACING: "otlp" },
+    );
+    const response = JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "{}");
+    expect(response.statusCode).toBe(200);
+    const logged = `${result.stdout}\n${result.stderr}`;
+    expect(logged).toContain("tracing is on but the OpenTelemetry SDK did not start");
+    expect(logged).toContain("-c tracing=otlp");
   });
 
   it("the bundle serves the seed run end to end: model over HTTP, DynamoDB with credentials from the environment", async () => {

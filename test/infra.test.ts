@@ -4,7 +4,12 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../functions/api/app.js";
 import { RUNNER } from "../infra/durable-runner.js";
 import { PUBLIC_ROUTES, ROUTES } from "../infra/routes.js";
-import { DeploySettingsError, RUN_TIMEOUT_CAPPED_WARNING_ID, RUNTIME_SETTINGS } from "../infra/settings.js";
+import {
+  DeploySettingsError,
+  RUN_TIMEOUT_CAPPED_WARNING_ID,
+  RUNTIME_SETTINGS,
+  TRACING_ADOT_WARNING_ID,
+} from "../infra/settings.js";
 import {
   API_INTEGRATION_TIMEOUT_SECONDS,
   API_THROTTLE,
@@ -671,6 +676,59 @@ describe("the routes of the stack, the app and the local dev server", () => {
         "GET /.well-known/oauth-protected-resource",
         "GET /.well-known/oauth-protected-resource/mcp",
       ].sort(),
+    );
+  });
+});
+
+describe("the tracing deploy setting (docs/tracing.md)", () => {
+  const functionsEnv = (context: Record<string, unknown>) => {
+    const all = synth(context).template.toJSON().Resources as Record<string, Resource>;
+    return (
+      Object.values(all)
+        .filter((r) => r.Type === "AWS::Lambda::Function")
+        .map(
+          (r) =>
+            (r.Properties as { Environment?: { Variables?: Record<string, unknown> } }).Environment
+              ?.Variables ?? {},
+        )
+        // The API and the runner (the user pool's pre-token trigger runs no agent and is not traced).
+        .filter((env) => env.TABLE_NAME !== undefined)
+    );
+  };
+
+  it("off by default: neither function gets a tracing variable", () => {
+    for (const env of functionsEnv({})) {
+      expect(env.TRACING).toBeUndefined();
+      expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
+    }
+  });
+
+  it("tracing=adot warns at synth that the stack attaches no ADOT layer; otlp does not warn", () => {
+    const adot = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", tracing: "adot" });
+    const warnings = Annotations.fromStack(adot.stack).findWarning("*", Match.stringLikeRegexp("ADOT"));
+    expect(warnings).toHaveLength(1);
+    expect(JSON.stringify(warnings[0]?.entry)).toContain(TRACING_ADOT_WARNING_ID);
+    expect(JSON.stringify(warnings[0]?.entry)).toContain("AWS_LAMBDA_EXEC_WRAPPER");
+    const otlp = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", tracing: "otlp" });
+    Annotations.fromStack(otlp.stack).hasNoWarning("*", Match.anyValue());
+  });
+
+  it("tracing, otlpEndpoint and traceContent reach both functions; a value TRACING refuses fails the synth", () => {
+    const envs = functionsEnv({ tracing: "otlp", otlpEndpoint: "https://collector.example.com:4318" });
+    expect(envs).toHaveLength(2);
+    for (const env of envs) {
+      expect(env).toMatchObject({
+        TRACING: "otlp",
+        OTEL_EXPORTER_OTLP_ENDPOINT: "https://collector.example.com:4318",
+      });
+      expect(env.TRACE_CONTENT).toBeUndefined();
+    }
+    for (const env of functionsEnv({ tracing: "otlp", traceContent: true })) {
+      expect(env).toMatchObject({ TRACING: "otlp", TRACE_CONTENT: "true" });
+    }
+    expect(() => synth({ tracing: "xray" })).toThrow(/tracing \(TRACING\)/);
+    expect(() => synth({ tracing: "otlp", otlpEndpoint: "not a url" })).toThrow(
+      /otlpEndpoint \(OTEL_EXPORTER_OTLP_ENDPOINT\)/,
     );
   });
 });

@@ -4,6 +4,7 @@ import { type Config, loadConfig } from "../../shared/config.js";
 import type { ApiDeps, ApiDepsOptions } from "../../shared/deps.js";
 import { toProblem } from "../../shared/errors.js";
 import { onceUntilFailed } from "../../shared/lazy.js";
+import { withTracing } from "../../shared/telemetry/entry.js";
 import type { LambdaBindings } from "./app.js";
 import { HEALTH_PATH, healthResponse } from "./health.js";
 import { guardLambdaEdge, type LambdaHandler } from "./lambda-adapter.js";
@@ -79,6 +80,10 @@ export function createLazyHandler(config: Config, depsOptions: ApiDepsOptions = 
  * hono/aws-lambda decodes them, adapter failures as problem+json). Config is
  * parsed at cold start (an invalid environment fails the init with a clear ConfigError); the app, the
  * clients and their code are loaded on the first request that needs them (see {@link createLazyHandler}),
- * and the OpenAI key secret is read on the first model call.
+ * and the OpenAI key secret is read on the first model call. With TRACING on, every invocation is
+ * traced and its spans flushed before it answers (shared/telemetry/entry.ts `withTracing`).
  */
-export const handler = createLazyHandler(loadConfig(process.env));
+export const handler: LambdaHandler = (() => {
+  const config = loadConfig(process.env);
+  return withTracing(createLazyHandler(config), config);
+})();

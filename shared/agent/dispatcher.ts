@@ -6,6 +6,7 @@ import { DeadlineExceededError, raceAbort } from "./deadline.js";
 import { toolIdempotencyKey } from "./idempotency-key.js";
 import type { ToolError, ToolResult, ToolStatus } from "./result.js";
 import { strictSchemaOf, ToolBusinessError, type ToolDefinition, ToolDefinitionError } from "./tool.js";
+import { toolSpan } from "./trace-spans.js";
 
 /**
  * One tool call as the model asked for it: `arguments` is the raw JSON text the model produced.
@@ -300,7 +301,7 @@ export function prepareToolCall(
 /**
  * Runs one tool call: {@link prepareToolCall}, then {@link runPreparedCall}. Never throws: every outcome
  * is a {@link ToolResult} in one of the fixed categories, each error with code, message, details and
- * `retryable` (codes as the two functions list).
+ * `retryable` (codes as the two functions list). The call runs in its `execute_tool` span.
  */
 export async function dispatchToolCall(
   call: ToolCallRequest,
@@ -308,9 +309,11 @@ export async function dispatchToolCall(
   security: SecurityContext,
   context: DispatchContext,
 ): Promise<ToolResult> {
-  const prepared = prepareToolCall(call, registry, security);
-  if (prepared.kind === "failed") return prepared.result;
-  return runPreparedCall(prepared, security, context);
+  return toolSpan(call, async () => {
+    const prepared = prepareToolCall(call, registry, security);
+    if (prepared.kind === "failed") return prepared.result;
+    return runPreparedCall(prepared, security, context);
+  });
 }
 
 /**

@@ -2,6 +2,7 @@ import type { Deadline } from "./deadline.js";
 import { describeThrown } from "./dispatcher.js";
 import type { ChatMessage, Model, ModelFailure, ModelReply, ModelTool } from "./model.js";
 import { strictSchemaOf, type ToolDefinition } from "./tool.js";
+import { chatSpan } from "./trace-spans.js";
 
 /**
  * The result of one model step (`cycle-N:model`, `summary:model`; plain JSON): `expired` when the deadline
@@ -15,8 +16,9 @@ export type ModelStepResult =
 
 /**
  * One model call as a step's work: the deadline check (the clock read that decides whether the call is
- * made happens here, inside the step), then `model.call` with the deadline's signal. A model that throws
- * despite the port's contract is a provider failure with the thrown text, never a crash.
+ * made happens here, inside the step), then `model.call` with the deadline's signal, inside its `chat`
+ * span (shared/agent/trace-spans.ts: only a call made has one, so a replayed step has none). A model
+ * that throws despite the port's contract is a provider failure with the thrown text, never a crash.
  */
 export async function callModel(
   model: Model,
@@ -26,26 +28,28 @@ export async function callModel(
   toolChoice: "auto" | "none",
 ): Promise<ModelStepResult> {
   if (deadline.expired) return { kind: "expired" };
-  const started = performance.now();
-  let response: ModelReply | ModelFailure;
-  try {
-    response = await model.call({
-      messages,
-      tools,
-      toolChoice,
-      signal: deadline.signal,
-      deadlineAt: deadline.at,
-    });
-  } catch (error) {
-    response = {
-      kind: "failure",
-      cause: "provider",
-      status: null,
-      message: describeThrown(error),
-      usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
-    };
-  }
-  return { ...response, latencyMs: Math.round(performance.now() - started) };
+  return chatSpan(model, messages, async () => {
+    const started = performance.now();
+    let response: ModelReply | ModelFailure;
+    try {
+      response = await model.call({
+        messages,
+        tools,
+        toolChoice,
+        signal: deadline.signal,
+        deadlineAt: deadline.at,
+      });
+    } catch (error) {
+      response = {
+        kind: "failure",
+        cause: "provider",
+        status: null,
+        message: describeThrown(error),
+        usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+      };
+    }
+    return { ...response, latencyMs: Math.round(performance.now() - started) };
+  });
 }
 
 /** Each tool as offered to the model, derived once per definition (definitions are built once). */

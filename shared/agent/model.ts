@@ -137,4 +137,18 @@ export interface ModelFailure {
  */
 export interface Model {
   call(request: ModelRequest): Promise<ModelReply | ModelFailure>;
+  /** What the model's `chat` spans say about it (shared/agent/model-step.ts); absent: "unknown". */
+  readonly telemetry?: ModelTelemetry;
+}
+
+/**
+ * How a model adapter names itself on spans (OpenTelemetry GenAI conventions): `providerName` one of
+ * the conventions' `gen_ai.provider.name` values ("openai", "aws.bedrock", …), `requestModel` the
+ * model name sent, `serverAddress`/`serverPort` the endpoint's host and port. Never a key or a token.
+ */
+export interface ModelTelemetry {
+  providerName: string;
+  requestModel: string;
+  serverAddress?: string;
+  serverPort?: number;
 }

@@ -13,6 +13,7 @@ import { operationIdentity } from "./idempotency-key.js";
 import type { RunLimits } from "./limits.js";
 import type { ToolResult } from "./result.js";
 import type { ApprovalPreview } from "./tool.js";
+import { toolSpan } from "./trace-spans.js";
 import type { RunHooks } from "./types.js";
 
 /** A tool call of the current turn, with a unique id (`originalId` is the model's id when it was re-keyed). */
@@ -73,7 +74,8 @@ export interface ToolTurnContext {
  * fatal_error BUDGET_EXCEEDED; none of those runs. Each mutating call that passed validation gets its
  * occurrence: its index among the turn's calls with the same {@link operationIdentity} (tool + validated
  * arguments), which feeds its idempotency key. A call whose tool's `needsApproval` returns a preview does
- * not run: it is listed in `pending` (see {@link PendingApproval}); a policy that throws gives
+ * not run: it is listed in `pending` (see {@link PendingApproval}); every call that reached the dispatcher
+ * and is not pending runs in its `execute_tool` span (shared/agent/trace-spans.ts); a policy that throws gives
  * fatal_error APPROVAL_CHECK_FAILED (retryable; the call did not run). Never throws.
  */
 export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): Promise<ToolTurnResult> {
@@ -112,7 +114,7 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
     }
     started += 1;
     const prepared = prepareToolCall(call, tools, security);
-    if (prepared.kind === "failed") return () => Promise.resolve(prepared.result);
+    if (prepared.kind === "failed") return () => toolSpan(call, () => Promise.resolve(prepared.result));
     // Counted in call order on the validated arguments, the identity the idempotency key hashes.
     let occurrence = 0;
     if (prepared.tool.isMutating) {
@@ -121,14 +123,16 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
       occurrences.set(identity, occurrence + 1);
     }
     const run = () =>
-      runPreparedCall(prepared, security, {
-        runId,
-        runScope,
-        occurrence,
-        signal: deadline.signal,
-        remainingMs: () => deadline.remainingMs(),
-        onInternalFailure: context.hooks?.onInternalFailure,
-      });
+      toolSpan(call, () =>
+        runPreparedCall(prepared, security, {
+          runId,
+          runScope,
+          occurrence,
+          signal: deadline.signal,
+          remainingMs: () => deadline.remainingMs(),
+          onInternalFailure: context.hooks?.onInternalFailure,
+        }),
+      );
     const policy = prepared.tool.needsApproval?.bind(prepared.tool);
     if (!policy) return run;
     return async () => {

@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { RunLimits } from "../agent/limits.js";
 import { sha256Hex } from "../hash.js";
 import type { SecurityContext } from "../identity.js";
+import type { CarriedTrace } from "../tracing.js";
 
 /**
  * The start event of a durable run: everything the runner needs, fixed by the API when it accepted the
@@ -19,6 +20,8 @@ import type { SecurityContext } from "../identity.js";
  * - `carried`: steps a synchronous run completed before it paused for an approval and was handed over
  *   (shared/runs/handover.ts): the runner returns these results for those step names instead
  *   of calling the model or the tools again (docs/approvals.md)
+ * - `trace`: with tracing on, the run's agent span (shared/run-trace.ts `agentTraceOf`): every
+ *   invocation's spans join its trace under it, and the one that finishes the run emits it
  */
 export interface DurableRunPayload {
   version: 1;
@@ -31,6 +34,7 @@ export interface DurableRunPayload {
   deadlineAt: number;
   conversation?: { previousRunId: string; historyMaxTokens: number };
   carried?: CarriedStep[];
+  trace?: CarriedTrace;
 }
 
 /**
@@ -80,6 +84,18 @@ export const DurableRunPayloadSchema = z
       .strict()
       .optional(),
     carried: z.array(z.object({ name: z.string().min(1), result: z.unknown() }).strict()).optional(),
+    trace: z
+      .object({
+        traceId: z.string().regex(/^[0-9a-f]{32}$/),
+        spanId: z.string().regex(/^[0-9a-f]{16}$/),
+        traceFlags: z.number().int().min(0).max(255),
+        parentSpanId: z
+          .string()
+          .regex(/^[0-9a-f]{16}$/)
+          .optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 

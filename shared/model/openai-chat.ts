@@ -12,6 +12,7 @@ import type {
   ModelFailure,
   ModelReply,
   ModelRequest,
+  ModelTelemetry,
   ModelTool,
   ModelToolCall,
   ModelUsage,
@@ -57,7 +58,12 @@ export class OpenAIChatModel implements Model {
     private readonly client: OpenAI,
     private readonly model: string,
     private readonly options: { maxTokens: number } = { maxTokens: CONFIG_DEFAULTS.model.maxTokens },
-  ) {}
+  ) {
+    this.telemetry = openAITelemetry(client.baseURL, model);
+  }
+
+  /** How this model's `chat` spans name it: the provider from the endpoint, the model, the server. */
+  readonly telemetry: ModelTelemetry;
 
   /** One chat-completions call; never throws (see {@link Model.call}). */
   async call(request: ModelRequest): Promise<ModelReply | ModelFailure> {
@@ -177,4 +183,27 @@ function functionCalls(message: Partial<ChatCompletionMessage>): ModelToolCall[]
       },
     ];
   });
+}
+
+/**
+ * The `gen_ai.provider.name` of an OpenAI-compatible endpoint (GenAI conventions' well-known values):
+ * "aws.bedrock" for a Bedrock runtime host, "openai" otherwise (the conventions name the API flavour
+ * when the server behind it is not known: a local or proxy server speaks OpenAI's). Server address and
+ * port from the URL; nothing else of it (a URL could carry credentials).
+ */
+export function openAITelemetry(baseURL: string, model: string): ModelTelemetry {
+  let url: URL | undefined;
+  try {
+    url = new URL(baseURL);
+  } catch {
+    url = undefined;
+  }
+  const host = url?.hostname ?? "";
+  const port = url ? Number(url.port || (url.protocol === "https:" ? 443 : 80)) : undefined;
+  return {
+    providerName: /(^|\.)bedrock(-runtime|-mantle)?[.-]/.test(host) ? "aws.bedrock" : "openai",
+    requestModel: model,
+    ...(host ? { serverAddress: host } : {}),
+    ...(port ? { serverPort: port } : {}),
+  };
 }

@@ -3,6 +3,7 @@ import type { ApiDeps } from "../deps.js";
 import { asyncRunId, type DurableExecutions, executionNameFor } from "../durable/executions.js";
 import { fitHistoryToCheckpoint } from "../durable/history.js";
 import type { SecurityContext } from "../identity.js";
+import { agentTraceOf } from "../run-trace.js";
 import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
 import { RunLifecycle } from "./lifecycle.js";
@@ -55,6 +56,8 @@ export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput
     startedAt: Date.parse(run.startedAt),
     previousRunId: run.previousRunId,
     historyMaxTokens: deps.config.history.maxTokens,
+    // Its own trace, named by the run id, so a retried start sends the same input.
+    trace: agentTraceOf(runId, false),
   });
   await deps.executions.start(executionNameFor(runId), payload);
   deps.logger.info("durable run started", { runId, deadlineAt: payload.deadlineAt });

@@ -53,6 +53,8 @@ export const STALE_RUN_GRACE_MS = 30_000;
  */
 export interface ConversationHistory {
   previousRunId: string;
+  /** The conversation's id: the id of its first run (`gen_ai.conversation.id` on the run's spans). */
+  conversationId: string;
   messages: HistoryMessage[];
   summary: HistorySummary;
 }
@@ -135,7 +137,12 @@ export async function loadConversation<S extends RunShapes>(
       { extensions: { previousRunStatus: run.status } },
     );
   }
-  return fitted(previousRunId, parsed.data as HistoryMessage[], read.transcriptDroppedMessages, input);
+  return fitted(
+    { previousRunId, conversationId: read.conversationId },
+    parsed.data as HistoryMessage[],
+    read.transcriptDroppedMessages,
+    input,
+  );
 }
 
 /**
@@ -144,7 +151,7 @@ export async function loadConversation<S extends RunShapes>(
  * out when storing it.
  */
 function fitted(
-  previousRunId: string,
+  ids: { previousRunId: string; conversationId: string },
   transcript: HistoryMessage[],
   storedDropped: number,
   input: {
@@ -160,7 +167,7 @@ function fitted(
   ]);
   const trimmed = trimHistory(transcript, Math.min(input.historyMaxTokens, input.maxTotalTokens - ownTokens));
   return {
-    previousRunId,
+    ...ids,
     messages: trimmed.messages,
     summary: {
       messages: trimmed.messages.length,

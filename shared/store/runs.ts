@@ -111,7 +111,8 @@ export const MAX_STORED_TRANSCRIPT_BYTES = 300_000;
  * - `expired`: the record is past its `ttl` but not yet deleted by DynamoDB TTL (treated as gone)
  * - `found`: the live record; `transcript` is the stored transcript as parsed JSON (unvalidated, the
  *   caller checks its shape), undefined when none was stored (a run still running, failed, or finished
- *   before transcripts were kept); `transcriptDroppedMessages` what was cut to store it
+ *   before transcripts were kept); `transcriptDroppedMessages` what was cut to store it; `conversationId`
+ *   the conversation it belongs to (its first run's id; the run's own id for records written before)
  */
 export type ContinuationRead<S extends RunShapes = RunShapes> =
   | { kind: "missing" }
@@ -121,6 +122,7 @@ export type ContinuationRead<S extends RunShapes = RunShapes> =
       run: RunRecord<S>;
       transcript: unknown;
       transcriptDroppedMessages: number;
+      conversationId: string;
       approvalWaitedMs: number;
     };
 
@@ -220,6 +222,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
   /**
    * Writes the run record with status `running` (conditional: never overwrites an existing run).
    * @param input.prompt the prompt text; only its length and SHA-256 are stored
+   * @param input.conversationId the conversation's id (its first run's id; default this run's): an
+   *   internal attribute, read back by {@link RunStore.readContinuation} for the run's traces
    * @returns the record as stored
    * @throws ConditionalCheckFailedException when the runId already exists; the SDK's error otherwise
    */
@@ -232,6 +236,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       limits: RunRecord["limits"];
       previousRunId?: string | undefined;
       history?: HistorySummary | undefined;
+      conversationId?: string | undefined;
     },
     now: Date = new Date(),
   ): Promise<RunRecord<S>> {
@@ -259,7 +264,12 @@ export class RunStore<S extends RunShapes = RunShapes> {
     await this.client.send(
       new PutCommand({
         TableName: this.tableName,
-        Item: tableItem(tableKey(input.tenantId, keys.run(input.runId)), "run", record, expiresAtSeconds),
+        Item: tableItem(
+          tableKey(input.tenantId, keys.run(input.runId)),
+          "run",
+          { ...record, conversationId: input.conversationId ?? input.runId },
+          expiresAtSeconds,
+        ),
         ConditionExpression: ITEM_ABSENT,
       }),
     );
@@ -339,12 +349,15 @@ export class RunStore<S extends RunShapes = RunShapes> {
     const item = await getItem(this.client, this.tableName, tableKey(tenantId, keys.run(runId)), signal);
     const split = item && splitItem(item);
     if (split?.type !== "run") return { kind: "missing" };
-    const { run, transcript, transcriptDroppedMessages, approvalWaitedMs } = toRunRecord<S>(split.attributes);
+    const { run, transcript, transcriptDroppedMessages, conversationId, approvalWaitedMs } = toRunRecord<S>(
+      split.attributes,
+    );
     if (Number(split.expiresAtSeconds) <= Math.floor(now.getTime() / 1000)) return { kind: "expired", run };
     const text = transcript === undefined ? undefined : decodeText(transcript);
     return {
       kind: "found",
       run,
+      conversationId: typeof conversationId === "string" ? conversationId : run.runId,
       transcript: text === undefined ? undefined : (JSON.parse(text) as unknown),
       transcriptDroppedMessages: Number(transcriptDroppedMessages ?? 0),
       approvalWaitedMs,
@@ -557,10 +570,17 @@ function toStep<S extends RunShapes>(record: CycleInput<S>, now: Date): RunStep<
  */
 function toRunRecord<S extends RunShapes>(
   attributes: StoredItem,
-): { run: RunRecord<S>; transcript: unknown; transcriptDroppedMessages: unknown; approvalWaitedMs: number } {
+): {
+  run: RunRecord<S>;
+  transcript: unknown;
+  transcriptDroppedMessages: unknown;
+  approvalWaitedMs: number;
+  conversationId: unknown;
+} {
   const {
     transcript,
     transcriptDroppedMessages,
+    conversationId,
     [WAIT_STARTS_ATTRIBUTE]: waitStarts,
     [WAIT_ENDS_ATTRIBUTE]: waitEnds,
     ...rest
@@ -569,6 +589,7 @@ function toRunRecord<S extends RunShapes>(
     run: { previousRunId: null, history: null, ...rest } as unknown as RunRecord<S>,
     transcript,
     transcriptDroppedMessages,
+    conversationId,
     approvalWaitedMs: Math.max(0, Number(waitEnds ?? 0) - Number(waitStarts ?? 0)),
   };
 }
