@@ -1,7 +1,9 @@
 import type { LogFormatter, Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { SecretsProvider } from "@aws-lambda-powertools/parameters/secrets";
+import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { ToolRegistry } from "./agent/dispatcher.js";
 import { type HistoryMessage, halveHistory } from "./agent/history.js";
 import type { Model } from "./agent/model.js";
@@ -10,6 +12,7 @@ import type { RunStatus } from "./agent/types.js";
 import type { ApprovalEvents } from "./approval-events.js";
 import type { Config } from "./config.js";
 import type { DurableExecutions } from "./durable/executions.js";
+import { BedrockApiKeys, bedrockFetch, classifyBedrockFailure } from "./model/bedrock.js";
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
@@ -57,6 +60,15 @@ export interface AppDeps {
 export interface DepsOptions {
   /** Reads OPENAI_API_KEY_SECRET_NAME; default: a Powertools SecretsProvider in `config.table.region`. */
   secretsProvider?: Pick<SecretsProvider, "get">;
+  /**
+   * The AWS credentials Bedrock API keys are made from (MODEL_PROVIDER=bedrock); default: the AWS SDK's
+   * default chain (on Lambda, and in the bundle, the role's credentials in the environment).
+   */
+  awsCredentials?: AwsCredentialIdentityProvider;
+  /** The clock of the Bedrock key cache (epoch ms); default Date.now. */
+  now?: () => number;
+  /** How long each Bedrock API key is made for, in s; default BEDROCK_KEY_LIFETIME_SECONDS (900). */
+  bedrockKeyLifetimeSeconds?: number;
   /** A Powertools LogFormatter replacing the default JSON formatter. */
   logFormatter?: LogFormatter;
   /**
@@ -122,16 +134,13 @@ export function secretApiKey(
  */
 export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
   const ddb = createDocumentClient(config.table);
-  const secretName = config.model.apiKeySecretName;
-  const apiKey = secretName
-    ? secretApiKey(
-        options.secretsProvider ?? new SecretsProvider({ clientConfig: { region: config.table.region } }),
-        secretName,
-        config.model.secretCacheSeconds,
-      )
-    : (config.model.apiKey ?? NO_API_KEY);
-  const openai = createModelClient({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
-  const model = new OpenAIChatModel(openai, config.model.name);
+  const { logger, metrics } = createObservability(config.observability, {
+    ...(options.logFormatter ? { logFormatter: options.logFormatter } : {}),
+  });
+  const model =
+    config.model.provider === "bedrock"
+      ? bedrockModel(config.model.bedrock, logger, options)
+      : openAICompatibleModel(config.model, options);
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
   const runs = new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
@@ -142,9 +151,6 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
     quotes,
     quoteTtlSeconds: config.quotes.ttlSeconds,
     approvalRules: config.approvals.rules,
-  });
-  const { logger, metrics } = createObservability(config.observability, {
-    ...(options.logFormatter ? { logFormatter: options.logFormatter } : {}),
   });
   const executions = options.executions ?? lambdaExecutions(config);
   const approvals = new ApprovalStore(ddb, config.table.name, config.runs.ttlSeconds);
@@ -167,6 +173,56 @@ export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
     approvalEvents,
     ...(executions ? { executions } : {}),
   };
+}
+
+/**
+ * MODEL_PROVIDER=openai-compatible: the openai client on `model.baseURL` with the key (OPENAI_API_KEY, or
+ * the secret OPENAI_API_KEY_SECRET_NAME read lazily before the first request, then cached).
+ */
+function openAICompatibleModel(model: Config["model"], options: DepsOptions): Model {
+  const secretName = model.apiKeySecretName;
+  const apiKey = secretName
+    ? secretApiKey(
+        options.secretsProvider ?? new SecretsProvider({ clientConfig: { region: model.bedrock.region } }),
+        secretName,
+        model.secretCacheSeconds,
+      )
+    : (model.apiKey ?? NO_API_KEY);
+  const openai = createModelClient({ apiKey, baseURL: model.baseURL, maxRetries: 2 });
+  return new OpenAIChatModel(openai, model.name);
+}
+
+/**
+ * MODEL_PROVIDER=bedrock: the same openai client and adapter on Bedrock's Chat Completions endpoint, its
+ * `apiKey` a function the SDK calls before every attempt, answered from the {@link BedrockApiKeys} cache
+ * (renewed before it expires). Bedrock's refusals become stable codes and fixed sentences
+ * (classifyBedrockFailure); what Bedrock said is logged at warn, without the key (the SDK's error
+ * messages carry the response body, never the request's headers).
+ */
+function bedrockModel(bedrock: Config["model"]["bedrock"], logger: Logger, options: DepsOptions): Model {
+  const keys = new BedrockApiKeys({
+    credentials: options.awsCredentials ?? defaultProvider(),
+    region: bedrock.region,
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.bedrockKeyLifetimeSeconds ? { lifetimeSeconds: options.bedrockKeyLifetimeSeconds } : {}),
+  });
+  const openai = createModelClient({
+    apiKey: () => keys.get(),
+    baseURL: bedrock.baseURL,
+    maxRetries: 2,
+    wrapFetch: bedrockFetch,
+  });
+  return new OpenAIChatModel(openai, bedrock.modelId, (error) => {
+    const failure = classifyBedrockFailure(error, bedrock.modelId, bedrock.region);
+    if (failure) {
+      logger.warn("Amazon Bedrock refused a model call", {
+        modelErrorCode: failure.code,
+        bedrockModelId: bedrock.modelId,
+        detail: failure.detail,
+      });
+    }
+    return failure;
+  });
 }
 
 /**

@@ -236,14 +236,19 @@ export function createApp(deps: AppDeps | LazyDeps) {
             );
           }
           if (response.status === "model_error") {
+            // A failure the adapter knows (Bedrock's) carries a fixed sentence saying what to do.
+            const known = response.details.modelError?.code ? response.details.modelError : undefined;
             throw new ProblemError(
               "MODEL_UNAVAILABLE",
-              `The model provider kept failing after retries; the run stopped after ${response.cycles} cycle(s).`,
+              known
+                ? `${known.message} The run stopped after ${response.cycles} cycle(s).`
+                : `The model provider kept failing after retries; the run stopped after ${response.cycles} cycle(s).`,
               {
                 extensions: {
                   runId: response.runId,
                   runStatus: response.status,
                   providerStatus: response.modelErrorStatus ?? null,
+                  modelErrorCode: known?.code ?? null,
                   cycles: response.cycles,
                   toolResults: response.toolResults,
                   usage: response.usage,

@@ -121,6 +121,8 @@ export interface ContextLengthRefusal {
  *   deadline cut the retries short); null when there was no HTTP error response
  * - `message`: the provider's or transport's message
  * - `contextLength`: for "context_length", the sizes the provider stated
+ * - `code`: for "provider", a stable code when the adapter knows the provider's failure (Bedrock's, e.g.
+ *   MODEL_ACCESS_DENIED; `message` is then a fixed sentence, see shared/model/bedrock.ts)
  */
 export interface ModelFailure {
   kind: "failure";
@@ -129,6 +131,7 @@ export interface ModelFailure {
   message: string;
   usage: ModelUsage;
   contextLength?: ContextLengthRefusal;
+  code?: string;
 }
 
 /**

@@ -64,7 +64,7 @@ export const stops = {
       return {
         status: "model_error",
         reason: `The model provider failed${status ? ` (HTTP ${status})` : ""}: ${message}`,
-        details: { modelError: { status, message } },
+        details: { modelError: { status, message, ...(failure.code ? { code: failure.code } : {}) } },
       };
     }
     if (status === null) return stops.deadlineDuringModelCall(deadlineAt);

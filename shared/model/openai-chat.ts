@@ -31,6 +31,13 @@ export function toOpenAITool(tool: ModelTool): ChatCompletionFunctionTool {
   };
 }
 
+/**
+ * A provider's own reading of a failed call (shared/model/bedrock.ts classifyBedrockFailure): a stable
+ * `code` and a fixed `message` that replace the SDK's message in the {@link ModelFailure}. Whatever
+ * detail the provider gave is the translator's to log; it never reaches the run.
+ */
+export type FailureTranslator = (error: unknown) => { code: string; message: string } | undefined;
+
 /** OpenAI function tools per offered tool list, converted once (the loop offers one cached list per registry). */
 const openAITools = new WeakMap<readonly ModelTool[], ChatCompletionFunctionTool[]>();
 
@@ -48,11 +55,14 @@ const openAITools = new WeakMap<readonly ModelTool[], ChatCompletionFunctionTool
 export class OpenAIChatModel implements Model {
   /**
    * @param client the openai client (`createModelClient`)
-   * @param model the model name sent with each request (config OPENAI_MODEL)
+   * @param model the model name sent with each request (config OPENAI_MODEL, or BEDROCK_MODEL_ID)
+   * @param translateFailure a provider's reading of failures that are neither the deadline nor a
+   *   context-window refusal (Bedrock's); without it the SDK's message is kept
    */
   constructor(
     private readonly client: OpenAI,
     private readonly model: string,
+    private readonly translateFailure?: FailureTranslator,
   ) {}
 
   /** One chat-completions call; never throws (see {@link Model.call}). */
@@ -91,13 +101,15 @@ export class OpenAIChatModel implements Model {
         request.signal.aborted || Date.now() >= request.deadlineAt || error instanceof APIUserAbortError;
       // A refusal of the request's size (OpenAI code context_length_exceeded and other servers' forms).
       const contextLength = atDeadline ? undefined : contextLengthRefusal(error);
+      const translated = atDeadline || contextLength ? undefined : this.translateFailure?.(error);
       return {
         kind: "failure",
         cause: atDeadline ? "deadline" : contextLength ? "context_length" : "provider",
         status: atDeadline ? failedStatus : error instanceof APIError ? (error.status ?? null) : null,
-        message: error instanceof Error ? error.message : String(error),
+        message: translated?.message ?? (error instanceof Error ? error.message : String(error)),
         usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
         ...(contextLength ? { contextLength } : {}),
+        ...(translated ? { code: translated.code } : {}),
       };
     }
     const usage = usageOf(completion.usage);
