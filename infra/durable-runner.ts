@@ -19,6 +19,7 @@ import {
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { CONFIG_DEFAULTS } from "../shared/config.js";
+import { grantBedrockModel } from "./bedrock-access.js";
 import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT, RUNNER_ENTRY } from "./bundle.js";
 import { functionEnvironment } from "./function-env.js";
 
@@ -50,8 +51,10 @@ export const DURABLE_EXECUTION_ROLE_POLICY = "service-role/AWSLambdaBasicDurable
 export interface DurableRunnerProps {
   table: ITableV2;
   tableItemActions: readonly string[];
-  secretArn: string;
-  secretName: string;
+  /** The OpenAI key's secret (MODEL_PROVIDER openai-compatible); unset for a Bedrock deploy. */
+  secretArn?: string | undefined;
+  /** The Bedrock model the runner may invoke (MODEL_PROVIDER bedrock, infra/bedrock-access.ts). */
+  bedrockModelId?: string | undefined;
   environment: Record<string, string>;
   logRetention: RetentionDays;
   removalPolicy: RemovalPolicy;
@@ -78,8 +81,7 @@ export class DurableRunner extends Construct {
     });
     const role = new Role(this, "Role", {
       assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
-      description:
-        "boundloop durable runner: checkpoints, its log group, item actions on the table, the OpenAI key",
+      description: `boundloop durable runner: checkpoints, its log group, item actions on the table, ${props.secretArn ? "the OpenAI key" : `invoking ${props.bedrockModelId} on Amazon Bedrock`}`,
       managedPolicies: [ManagedPolicy.fromAwsManagedPolicyName(DURABLE_EXECUTION_ROLE_POLICY)],
     });
     Validations.of(role).acknowledge({
@@ -91,9 +93,12 @@ export class DurableRunner extends Construct {
     role.addToPolicy(
       new PolicyStatement({ actions: [...props.tableItemActions], resources: [props.table.tableArn] }),
     );
-    role.addToPolicy(
-      new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [props.secretArn] }),
-    );
+    if (props.secretArn) {
+      role.addToPolicy(
+        new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [props.secretArn] }),
+      );
+    }
+    if (props.bedrockModelId) grantBedrockModel(role, props.bedrockModelId);
     // Approvals are announced on the account's default event bus, and on no other (docs/approvals.md).
     role.addToPolicy(
       new PolicyStatement({

@@ -2,7 +2,7 @@ import type { RawConfig } from "../shared/config.js";
 
 /**
  * Environment variables the stack may give the function. Config names come from `shared/config.ts`
- * (`keyof RawConfig`), so a misspelt or removed name fails `tsc`. Two are excluded on purpose:
+ * (`keyof RawConfig`), so a misspelt or removed name fails `tsc`. Three are excluded on purpose:
  * - `OPENAI_API_KEY`: the key never enters the environment; the function reads the secret named by
  *   `OPENAI_API_KEY_SECRET_NAME` at run time.
  * - `AWS_REGION`: reserved; Lambda sets it.
@@ -12,7 +12,7 @@ import type { RawConfig } from "../shared/config.js";
  * `NODE_OPTIONS` (for `--enable-source-maps`).
  */
 export type FunctionEnvName =
-  | Exclude<keyof RawConfig, "OPENAI_API_KEY" | "AWS_REGION">
+  | Exclude<keyof RawConfig, "OPENAI_API_KEY" | "BEDROCK_BASE_URL" | "AWS_REGION">
   | "POWERTOOLS_SERVICE_NAME"
   | "POWERTOOLS_METRICS_NAMESPACE"
   | "NODE_OPTIONS";

@@ -1,5 +1,11 @@
 import type { IConstruct } from "constructs";
 import { z } from "zod";
+import {
+  BEDROCK_MODEL_ID_PATTERN,
+  BEDROCK_MODEL_ID_RULE,
+  DEFAULT_BEDROCK_MODEL_ID,
+  type ModelProvider,
+} from "../shared/config.js";
 
 /**
  * Placeholder JWT issuer used when none is given, so `cdk synth` and the tests work without one.
@@ -24,6 +30,12 @@ export const PLACEHOLDER_WARNING_ID = "boundloop:jwtPlaceholder";
  * - `openaiModel`, `openaiBaseUrl`: optional; become OPENAI_MODEL / OPENAI_BASE_URL in the function.
  * - `openaiApiKeySecretName`: optional name of an existing Secrets Manager secret holding the OpenAI key;
  *   without it the stack creates an empty secret.
+ * - `modelProvider`: `bedrock` (Amazon Bedrock through the function's role: no secret) or
+ *   `openai-compatible` (the OpenAI settings above and a secret); default `bedrock` when `personal`, else
+ *   `openai-compatible`. Becomes MODEL_PROVIDER.
+ * - `bedrockModelId`: the Bedrock model id or inference profile id, checked at synth with the function's
+ *   own pattern (shared/config.ts BEDROCK_MODEL_ID_PATTERN); the role may invoke only it. Becomes
+ *   BEDROCK_MODEL_ID. Default {@link DEFAULT_BEDROCK_MODEL_ID}.
  * - `usesPlaceholders`: true when issuer or audience fell back to the placeholders.
  */
 export interface DeploySettings {
@@ -33,6 +45,8 @@ export interface DeploySettings {
   openaiModel: string | undefined;
   openaiBaseUrl: string | undefined;
   openaiApiKeySecretName: string | undefined;
+  modelProvider: ModelProvider;
+  bedrockModelId: string;
   usesPlaceholders: boolean;
 }
 
@@ -49,6 +63,8 @@ export const CONTEXT_KEYS = [
   "openaiModel",
   "openaiBaseUrl",
   "openaiApiKeySecretName",
+  "modelProvider",
+  "bedrockModelId",
 ] as const;
 
 /** An unset or blank value (the CLI passes `-c key=` as an empty string). */
@@ -88,6 +104,16 @@ const SettingsSchema = z.object({
       .regex(/^[A-Za-z0-9/_+=.@-]{1,512}$/, "openaiApiKeySecretName must be a Secrets Manager secret name")
       .optional(),
   ),
+  modelProvider: z.preprocess(
+    blankToUndefined,
+    z
+      .enum(["bedrock", "openai-compatible"], { error: "modelProvider must be bedrock or openai-compatible" })
+      .optional(),
+  ),
+  bedrockModelId: z.preprocess(
+    blankToUndefined,
+    z.string().regex(BEDROCK_MODEL_ID_PATTERN, `bedrockModelId ${BEDROCK_MODEL_ID_RULE}`).optional(),
+  ),
 });
 
 /** Raised at synth when a context value or prop is invalid; names every bad key. */
@@ -116,6 +142,15 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
     throw new DeploySettingsError(`Invalid deploy settings: ${problems.join("; ")}`);
   }
   const settings = parsed.data;
+  const modelProvider = settings.modelProvider ?? (settings.personal ? "bedrock" : "openai-compatible");
+  const openaiOnly = (["openaiModel", "openaiBaseUrl", "openaiApiKeySecretName"] as const).filter(
+    (key) => settings[key] !== undefined,
+  );
+  if (modelProvider === "bedrock" && openaiOnly.length > 0) {
+    throw new DeploySettingsError(
+      `Invalid deploy settings: ${openaiOnly.join(", ")}: modelProvider is bedrock (the default of a personal deploy), which uses bedrockModelId and reads no secret; leave ${openaiOnly.length > 1 ? "them" : "it"} out or set modelProvider=openai-compatible`,
+    );
+  }
   return {
     jwtIssuer: settings.jwtIssuer ?? PLACEHOLDER_JWT_ISSUER,
     jwtAudience: settings.jwtAudience ?? [PLACEHOLDER_JWT_AUDIENCE],
@@ -123,6 +158,8 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
     openaiModel: settings.openaiModel,
     openaiBaseUrl: settings.openaiBaseUrl,
     openaiApiKeySecretName: settings.openaiApiKeySecretName,
+    modelProvider,
+    bedrockModelId: settings.bedrockModelId ?? DEFAULT_BEDROCK_MODEL_ID,
     usesPlaceholders: settings.jwtIssuer === undefined || settings.jwtAudience === undefined,
   };
 }

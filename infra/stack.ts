@@ -29,6 +29,7 @@ import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
+import { grantBedrockModel } from "./bedrock-access.js";
 import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
 import { DurableRunner, RUNNER } from "./durable-runner.js";
 import { functionEnvironment } from "./function-env.js";
@@ -89,7 +90,9 @@ export interface BoundloopStackProps extends StackProps {
  * (functions/runner/handler.ts, infra/durable-runner.ts) the API starts, log groups and alarms.
  *
  * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `personal`, `openaiModel`,
- * `openaiBaseUrl`, `openaiApiKeySecretName`) or `props.settings`; see infra/settings.ts. Synth needs
+ * `openaiBaseUrl`, `openaiApiKeySecretName`, `modelProvider`, `bedrockModelId`) or `props.settings`; see
+ * infra/settings.ts. With `modelProvider` bedrock (a personal deploy's default) there is no secret: both
+ * functions' roles may invoke the one configured Bedrock model (infra/bedrock-access.ts). Synth needs
  * no AWS account, credentials, context lookups or Docker: the handler is bundled by the local esbuild.
  */
 export class BoundloopStack extends Stack {
@@ -119,14 +122,19 @@ export class BoundloopStack extends Stack {
       removalPolicy,
     });
 
-    const { secretArn, secretName } = this.openaiKeySecret(settings, removalPolicy);
+    // A Bedrock deploy signs in with the functions' roles: no secret is created, granted or named.
+    const bedrock = settings.modelProvider === "bedrock";
+    const secret = bedrock ? undefined : this.openaiKeySecret(settings, removalPolicy);
+    const bedrockModelId = bedrock ? settings.bedrockModelId : undefined;
 
     // The durable runner of `Prefer: respond-async` runs (infra/durable-runner.ts, docs/durable-runs.md).
     const modelEnvironment = functionEnvironment({
       TABLE_NAME: table.tableName,
-      OPENAI_API_KEY_SECRET_NAME: secretName,
+      OPENAI_API_KEY_SECRET_NAME: secret?.secretName,
       OPENAI_MODEL: settings.openaiModel,
       OPENAI_BASE_URL: settings.openaiBaseUrl,
+      MODEL_PROVIDER: bedrock ? "bedrock" : undefined,
+      BEDROCK_MODEL_ID: bedrockModelId,
       // The config's defaults, written out so the console shows where the logs and metrics go.
       POWERTOOLS_SERVICE_NAME: CONFIG_DEFAULTS.observability.serviceName,
       POWERTOOLS_METRICS_NAMESPACE: CONFIG_DEFAULTS.observability.metricsNamespace,
@@ -135,8 +143,8 @@ export class BoundloopStack extends Stack {
     const runner = new DurableRunner(this, "Runner", {
       table,
       tableItemActions: TABLE_ITEM_ACTIONS,
-      secretArn,
-      secretName,
+      secretArn: secret?.secretArn,
+      bedrockModelId,
       environment: modelEnvironment,
       logRetention: LOG_RETENTION,
       removalPolicy,
@@ -148,13 +156,16 @@ export class BoundloopStack extends Stack {
     // below, each on one resource.
     const role = new Role(this, "ApiFunctionRole", {
       assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
-      description: "boundloop API function: its log group, item actions on the table, read of the OpenAI key",
+      description: `boundloop API function: its log group, item actions on the table, ${secret ? "read of the OpenAI key" : `invoking ${bedrockModelId} on Amazon Bedrock`}`,
     });
     functionLogs.grantWrite(role);
     role.addToPolicy(new PolicyStatement({ actions: [...TABLE_ITEM_ACTIONS], resources: [table.tableArn] }));
-    role.addToPolicy(
-      new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),
-    );
+    if (secret) {
+      role.addToPolicy(
+        new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secret.secretArn] }),
+      );
+    }
+    if (bedrockModelId) grantBedrockModel(role, bedrockModelId);
     runner.grantStartStop(role);
 
     const fn = new LambdaFunction(this, "ApiFunction", {
@@ -245,10 +256,17 @@ export class BoundloopStack extends Stack {
 
     new CfnOutput(this, "ApiUrl", { value: stage.url, description: "Base URL of the HTTP API" });
     new CfnOutput(this, "TableName", { value: table.tableName, description: "DynamoDB table" });
-    new CfnOutput(this, "SecretName", {
-      value: secretName,
-      description: "Secrets Manager secret holding the OpenAI API key (set its value after deploy)",
-    });
+    if (secret) {
+      new CfnOutput(this, "SecretName", {
+        value: secret.secretName,
+        description: "Secrets Manager secret holding the OpenAI API key (set its value after deploy)",
+      });
+    } else {
+      new CfnOutput(this, "BedrockModelId", {
+        value: settings.bedrockModelId,
+        description: "Amazon Bedrock model the functions invoke (turn on its access in the Bedrock console)",
+      });
+    }
     new CfnOutput(this, "JwtIssuer", { value: settings.jwtIssuer, description: "Issuer the API trusts" });
   }
 
