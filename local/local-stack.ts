@@ -4,6 +4,16 @@ import { ensureTable } from "../shared/store/table.js";
 import { parseDynamoBackend, startLocalDynamo } from "./dynamo.js";
 import { startModelServer } from "./model-server.js";
 
+/**
+ * The AWS credentials a local Bedrock run signs its keys with when the environment has none: fixed,
+ * local-only values (letters and digits in the key id, as DynamoDB Local accepts) that the stand-in
+ * checks the keys against, exactly as Bedrock checks a Lambda role's.
+ */
+export const LOCAL_BEDROCK_CREDENTIALS = {
+  accessKeyId: "LOCALBEDROCKSTANDIN1",
+  secretAccessKey: "local-bedrock-stand-in-secret-access-key",
+} as const;
+
 /** A process a local stack started, so callers (and tests) can check it is gone after stop. */
 export interface StartedProcess {
   name: string;
@@ -31,7 +41,10 @@ function portOf(url: string): string {
  * naming the backend and its port:
  * - DynamoDB: DYNAMODB_ENDPOINT if set, else DynamoDB Local (java, in memory) or dynalite without
  *   Java (BOUNDLOOP_DYNAMO_BACKEND forces one); the table TABLE_NAME is created if missing
- * - model: OPENAI_API_KEY or OPENAI_BASE_URL if set, else the local deterministic model server
+ * - model: with MODEL_PROVIDER=bedrock, BEDROCK_BASE_URL if set, else the Bedrock stand-in
+ *   (local/bedrock-stand-in.ts, answering with the planner) that verifies the function's keys against the
+ *   AWS credentials in the environment (or {@link LOCAL_BEDROCK_CREDENTIALS}, then set in `env`);
+ *   otherwise OPENAI_API_KEY or OPENAI_BASE_URL if set, else the local deterministic model server
  * Anything started is stopped again if a later step fails.
  * @param env a process.env-like record (read, never written)
  * @param log where progress lines go (default stderr)
@@ -66,7 +79,39 @@ export async function startLocalStack(
         `dynamodb: started ${dynamo.backend} on port ${dynamo.port} (${where}, in memory) at ${dynamo.endpoint}`,
       );
     }
-    if (env.OPENAI_API_KEY || env.OPENAI_BASE_URL) {
+    const bedrock = loadConfig(env).model;
+    if (bedrock.provider === "bedrock" && env.BEDROCK_BASE_URL) {
+      log(
+        `model: using Amazon Bedrock at ${env.BEDROCK_BASE_URL} with ${bedrock.bedrock.modelId} (BEDROCK_BASE_URL)`,
+      );
+    } else if (bedrock.provider === "bedrock") {
+      const credentials =
+        env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+          ? {
+              accessKeyId: env.AWS_ACCESS_KEY_ID,
+              secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
+              ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
+            }
+          : LOCAL_BEDROCK_CREDENTIALS;
+      if (credentials === LOCAL_BEDROCK_CREDENTIALS) {
+        resolved.AWS_ACCESS_KEY_ID = credentials.accessKeyId;
+        resolved.AWS_SECRET_ACCESS_KEY = credentials.secretAccessKey;
+      }
+      const { startBedrockStandIn } = await import("./bedrock-stand-in.js");
+      const standIn = await startBedrockStandIn({
+        credentials,
+        region: bedrock.bedrock.region,
+        models: [bedrock.bedrock.modelId],
+      });
+      stops.push(async () => {
+        await standIn.stop();
+        log(`model: stopped the Bedrock stand-in on port ${portOf(standIn.baseURL)}`);
+      });
+      resolved.BEDROCK_BASE_URL = standIn.baseURL;
+      log(
+        `model: started the Bedrock stand-in for ${bedrock.bedrock.modelId} in ${bedrock.bedrock.region} on port ${portOf(standIn.baseURL)} at ${standIn.baseURL} (checks the keys' signatures; answers with the local planner, not an LLM)`,
+      );
+    } else if (env.OPENAI_API_KEY || env.OPENAI_BASE_URL) {
       const url = env.OPENAI_BASE_URL ?? "https://api.openai.com/v1";
       log(`model: using ${url} on port ${portOf(url)} (OPENAI_BASE_URL/OPENAI_API_KEY)`);
     } else {

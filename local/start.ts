@@ -1,5 +1,5 @@
 /**
- * `npm start [-- "<prompt>"] [--then "<prompt>" …] [--continue <runId>] [--async]`: the main job. Starts the local
+ * `npm start [-- "<prompt>"] [--then "<prompt>" …] [--continue <runId>] [--async] [--bedrock]`: the main job. Starts the local
  * dependencies the environment does not provide, sends the seed scenario's API Gateway event
  * (events/seed-scenario.json, with the prompt replaced when one is given) through the same Lambda
  * handler the stack deploys, and prints the run's outcome, a table of tool results and the tenant's
@@ -20,6 +20,10 @@
  * the seed scenario's GB invoice (gross 1800.00 GBP): the synchronous request is answered 202 with the
  * paused run (`awaiting_approval`, the preview), a second local user (`usr_approver_01`, billing:approve)
  * approves it, and the polls show the run completing with one invoice (docs/approvals.md).
+ *
+ * With `--bedrock` (or MODEL_PROVIDER=bedrock) the model is called as a Bedrock deploy calls it: Bedrock's
+ * OpenAI-compatible endpoint with short-term API keys the function makes from its AWS credentials, here
+ * the local Bedrock stand-in, which verifies each key's SigV4 signature (local/bedrock-stand-in.ts).
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
@@ -50,10 +54,14 @@ async function main(): Promise<number> {
       continue: { type: "string" },
       async: { type: "boolean" },
       approval: { type: "boolean" },
+      bedrock: { type: "boolean" },
     },
     allowPositionals: true,
   });
   const prompt = positionals.join(" ").trim();
+  // The model through the Bedrock provider: the function makes short-term keys from AWS credentials and the
+  // local Bedrock stand-in checks them (local/local-stack.ts), unless BEDROCK_BASE_URL points elsewhere.
+  if (values.bedrock) process.env.MODEL_PROVIDER = "bedrock";
   if (values.approval) process.env.APPROVAL_RULES ??= JSON.stringify({ recordInvoice: { GBP: "1000.00" } });
   const event = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
