@@ -441,7 +441,7 @@ describe("cdk synth of the real app", () => {
     const generator = sources.filter((source) => source.includes("@aws/bedrock-token-generator/"));
     expect(
       generator.map((source) => source.replace(/^.*@aws\/bedrock-token-generator\//, "")).sort(),
-    ).toEqual(["dist/getToken.js", "dist/token.js"]);
+    ).toEqual(["src/getToken.ts", "src/token.ts"]);
     // Its package index would load every credential provider; only getToken is imported.
     expect(sources.some((source) => source.includes("@aws-sdk/credential-providers/"))).toBe(false);
     expect(sources.some((source) => source.includes("@aws-sdk/client-cognito-identity/"))).toBe(false);
