@@ -8,6 +8,10 @@
  *   shows what the zod import style alone is worth
  * - boundloop one file: the same build without splitting; NOT what the stack deploys: shows what reading
  *   only the chunks a request needs is worth
+ * - boundloop on Bedrock: the deployed bundle itself (one bundle serves both providers) with
+ *   MODEL_PROVIDER=bedrock: its run makes a short-term Bedrock API key from the environment's AWS
+ *   credentials (@aws/bedrock-token-generator) and calls the local Bedrock stand-in
+ *   (local/bedrock-stand-in.ts), which verifies the key's signature before the planner answers
  * The comparison bundles (hello, naive) use the same esbuild options without boundloop's own choices
  * (no zod locale plugin, one file): bench/bundle.ts PLAIN_BUNDLING.
  * A cold start is a fresh `node --enable-source-maps` (as NODE_OPTIONS sets it in the function) that
@@ -19,6 +23,8 @@ import { execFile } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import { API_ENTRY } from "../infra/bundle.js";
+import { startBedrockStandIn } from "../local/bedrock-stand-in.js";
+import { DEFAULT_BEDROCK_MODEL_ID } from "../shared/config.js";
 import { BUILD_DIR, type Bundle, bundle, type Contributor, contributors, PROJECT_ROOT } from "./bundle.js";
 import { median, round, type Summary, summarize } from "./stats.js";
 
@@ -31,6 +37,7 @@ export const COLD_START_VARIANTS = [
   "naive",
   "naive-zod-namespace",
   "boundloop-one-file",
+  "boundloop-bedrock",
 ] as const;
 
 /** One P4 variant. */
@@ -96,6 +103,13 @@ export interface ColdStartEnv {
   modelBaseURL: string;
 }
 
+/** The AWS credentials the Bedrock variant's function finds in its environment (fixed, local only). */
+const BENCH_AWS_CREDENTIALS = {
+  accessKeyId: "ASIABENCHCOLDSTART01",
+  secretAccessKey: "benchColdStartSecretAccessKey000000000000",
+  sessionToken: "benchColdStartSessionToken",
+};
+
 /** Bundle size goal: 1.2 MB (decimal) with the AWS SDK bundled. */
 const BUNDLE_GOAL_BYTES = 1_200_000;
 
@@ -117,24 +131,48 @@ export async function benchColdStart(env: ColdStartEnv, coldStarts: number): Pro
     naive: await bundle("naive", "bench/fixtures/naive-eager.ts", "plain"),
     "naive-zod-namespace": await bundle("naive-zod-namespace", namespacedEntry, "plain"),
     "boundloop-one-file": await bundle("boundloop-one-file", API_ENTRY, "one-file"),
+    "boundloop-bedrock": undefined as unknown as Bundle,
+  };
+  bundles["boundloop-bedrock"] = bundles.boundloop;
+  const standIn = await startBedrockStandIn({
+    credentials: BENCH_AWS_CREDENTIALS,
+    region: "eu-west-2",
+    models: [DEFAULT_BEDROCK_MODEL_ID],
+  });
+  const bedrockEnv = {
+    MODEL_PROVIDER: "bedrock",
+    BEDROCK_BASE_URL: standIn.baseURL,
+    AWS_ACCESS_KEY_ID: BENCH_AWS_CREDENTIALS.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: BENCH_AWS_CREDENTIALS.secretAccessKey,
+    AWS_SESSION_TOKEN: BENCH_AWS_CREDENTIALS.sessionToken,
   };
   const serves = (variant: ColdStartVariant) => variant !== "hello";
   const samples = new Map<ColdStartVariant, ColdSample[]>(COLD_START_VARIANTS.map((v) => [v, []]));
-  for (let n = 0; n < coldStarts; n++) {
-    for (let i = 0; i < COLD_START_VARIANTS.length; i++) {
-      const variant = COLD_START_VARIANTS[(i + n) % COLD_START_VARIANTS.length] as ColdStartVariant;
-      const sample = await coldStart(bundles[variant].file, env, serves(variant) ? seed : null);
-      const isOurs = variant.startsWith("boundloop");
-      if (
-        sample.healthzStatus !== 200 ||
-        (serves(variant) && sample.runStatus !== 200) ||
-        (isOurs && sample.runOutcome !== "completed")
-      ) {
-        throw new Error(`${variant}: cold start answered ${JSON.stringify(sample)}`);
+  try {
+    for (let n = 0; n < coldStarts; n++) {
+      for (let i = 0; i < COLD_START_VARIANTS.length; i++) {
+        const variant = COLD_START_VARIANTS[(i + n) % COLD_START_VARIANTS.length] as ColdStartVariant;
+        const sample = await coldStart(
+          bundles[variant].file,
+          env,
+          serves(variant) ? seed : null,
+          variant === "boundloop-bedrock" ? bedrockEnv : {},
+        );
+        const isOurs = variant.startsWith("boundloop");
+        if (
+          sample.healthzStatus !== 200 ||
+          (serves(variant) && sample.runStatus !== 200) ||
+          (isOurs && sample.runOutcome !== "completed")
+        ) {
+          throw new Error(`${variant}: cold start answered ${JSON.stringify(sample)}`);
+        }
+        samples.get(variant)?.push(sample);
       }
-      samples.get(variant)?.push(sample);
     }
+  } finally {
+    await standIn.stop();
   }
+  if (standIn.keys.some((key) => key.refused !== null)) throw new Error("the Bedrock stand-in refused a key");
   const variants = Object.fromEntries(
     COLD_START_VARIANTS.map((variant) => {
       const values = samples.get(variant) as ColdSample[];
@@ -229,13 +267,15 @@ function healthzEvent(): Record<string, unknown> {
 
 /**
  * Runs one cold start of the bundle at `file` in a fresh `node --enable-source-maps`: import, GET
- * /healthz, then `runEvent` (the JSON text of a v2 event) unless it is null. Config comes from `env`.
+ * /healthz, then `runEvent` (the JSON text of a v2 event) unless it is null. Config comes from `env`,
+ * plus `extraEnv` (the Bedrock variant's MODEL_PROVIDER, endpoint and AWS credentials).
  * @throws when the child fails or times out (60 s)
  */
 export async function coldStart(
   file: string,
   env: ColdStartEnv,
   runEvent: string | null,
+  extraEnv: Record<string, string> = {},
 ): Promise<ColdSample> {
   const source = `
 const bootMs = performance.now();
@@ -273,6 +313,7 @@ console.log(JSON.stringify({ bootMs, importMs: imported - bootMs, healthzAtMs, h
         TABLE_NAME: env.table,
         DYNAMODB_ENDPOINT: env.dynamoEndpoint,
         OPENAI_BASE_URL: env.modelBaseURL,
+        ...extraEnv,
       },
     },
   );

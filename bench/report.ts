@@ -119,6 +119,7 @@ const VARIANT_NAMES: Record<ColdStartVariant, string> = {
   naive: "naive eager bundle",
   "naive-zod-namespace": "naive eager, `import * as z`",
   "boundloop-one-file": "boundloop in one file (not deployed)",
+  "boundloop-bedrock": "boundloop, deployed bundle, MODEL_PROVIDER=bedrock",
 };
 
 const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
@@ -182,6 +183,12 @@ export function goalsTable(report: BenchReport): string {
         "≤ 0.7",
         `${p4.goals.coldStart.ratio}: ${p4.variants.boundloop.healthzAtMs.median} ms vs ${p4.variants.naive.healthzAtMs.median} ms (bare Hono ${p4.variants.hello.healthzAtMs.median} ms); in one file ${p4.ratioToNaive["boundloop-one-file"]}`,
         yes(p4.goals.coldStart.met),
+      ],
+      [
+        "P4 MODEL_PROVIDER=bedrock vs openai-compatible (same bundle): cold init + first request, + first run",
+        "–",
+        `${kb(p4.variants["boundloop-bedrock"].totalBytes)}; ${p4.variants["boundloop-bedrock"].healthzAtMs.median} ms vs ${p4.variants.boundloop.healthzAtMs.median} ms; run answered at ${p4.variants["boundloop-bedrock"].runAtMs?.median ?? "–"} ms vs ${p4.variants.boundloop.runAtMs?.median ?? "–"} ms (CPU ${p4.variants["boundloop-bedrock"].cpuMsAtRun?.median ?? "–"} vs ${p4.variants.boundloop.cpuMsAtRun?.median ?? "–"} ms)`,
+        "–",
       ],
       [
         "P5 peak RSS of a 5-cycle run",
