@@ -34,12 +34,13 @@ function statementsOf(resources: Resources, rolePrefix: string): Statement[] {
     .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
 }
 
-const envOf = (resources: Resources, prefix: string) =>
-  (
-    Object.entries(resources).find(
-      ([id, r]) => r.Type === "AWS::Lambda::Function" && id.startsWith(prefix),
-    )?.[1].Properties.Environment as { Variables: Record<string, unknown> }
-  ).Variables;
+const envOf = (resources: Resources, prefix: string) => {
+  const fn = Object.entries(resources).find(
+    ([id, r]) => r.Type === "AWS::Lambda::Function" && id.startsWith(prefix),
+  );
+  expect(fn, prefix).toBeDefined();
+  return (fn?.[1].Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+};
 
 const COGNITO = "https://cognito-idp.eu-west-2.amazonaws.com/eu-west-2_AbCdEf123";
 
