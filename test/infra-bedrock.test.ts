@@ -38,8 +38,8 @@ const envOf = (resources: Resources, prefix: string) => {
   const fn = Object.entries(resources).find(
     ([id, r]) => r.Type === "AWS::Lambda::Function" && id.startsWith(prefix),
   );
-  expect(fn, prefix).toBeDefined();
-  return (fn?.[1].Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+  if (!fn) throw new Error(`no function ${prefix}`);
+  return (fn[1].Properties.Environment as { Variables: Record<string, unknown> }).Variables;
 };
 
 const COGNITO = "https://cognito-idp.eu-west-2.amazonaws.com/eu-west-2_AbCdEf123";
