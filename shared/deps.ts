@@ -31,8 +31,9 @@ export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; messag
 
 /**
  * Everything a request handler needs, built once per Lambda container and injectable in tests.
- * - `model`: the chat model the loop calls: OpenAI chat completions over the real openai client (any
- *   OpenAI-compatible server via `config.model.baseURL`), model name `config.model.name`
+ * - `model`: the chat model the loop calls: OpenAI chat completions over the real openai client, on any
+ *   OpenAI-compatible server (`config.model.baseURL`, model `config.model.name`), or with
+ *   MODEL_PROVIDER=bedrock on Amazon Bedrock's Chat Completions endpoint (`config.model.bedrock`)
  * - `ddb`: DynamoDB document client; `ledger`: the invoice store; `quotes`: the tax quote store;
  *   `runs`: run records and audit steps
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
