@@ -47,9 +47,8 @@ export interface BedrockStandIn {
 
 /**
  * What the stand-in checks keys against, as Bedrock would: the `credentials` the function's environment
- * holds, its `region`, the models the account may use (`models`: access granted; `unknownModels` get
- * 400 "The provided model identifier is invalid."; any other 403 no access), and its clock (`now`,
- * epoch ms; default Date.now).
+ * holds, its `region`, the models the account may use (`models`: access granted; see
+ * {@link modelRefusal} for the others), and its clock (`now`, epoch ms; default Date.now).
  */
 export interface BedrockStandInOptions {
   credentials: AwsCredentialIdentity;
@@ -58,6 +57,49 @@ export interface BedrockStandInOptions {
   now?: () => number;
   /** Called after each answered chat completion with the count so far (tests move their clock here). */
   onAnswered?: (answered: number) => void;
+}
+
+/** A refusal: status, Bedrock's error type, its message, extra headers. */
+type Refusal = [status: number, type: string, message: string, headers?: Record<string, string>];
+
+const NO_ACCESS = "You don't have access to the model with the specified model ID.";
+
+/** What Bedrock answers for each {@link BedrockFault} (its error types and messages). */
+const FAULTS: Record<BedrockFault, (region: string, model: string) => Refusal> = {
+  throttled: () => [
+    429,
+    "ThrottlingException",
+    "Too many requests, please wait before trying again.",
+    { "retry-after-ms": "10" },
+  ],
+  noModelAccess: () => [403, "AccessDeniedException", NO_ACCESS],
+  notAuthorized: (region, model) => [
+    403,
+    "AccessDeniedException",
+    `User: arn:aws:sts::123456789012:assumed-role/ApiFunctionRole/fn is not authorized to perform: bedrock:InvokeModel on resource: arn:aws:bedrock:${region}::foundation-model/${model} because no identity-based policy allows the bedrock:InvokeModel action`,
+  ],
+  validation: () => [
+    400,
+    "ValidationException",
+    "Malformed input request: #: extraneous key [seed] is not permitted.",
+  ],
+  internal: () => [500, "InternalServerException", "The server encountered an internal error."],
+  unavailable: () => [
+    503,
+    "ServiceUnavailableException",
+    "The service is temporarily unable to handle the request.",
+  ],
+};
+
+/**
+ * The refusal of a model the account may not use: a versioned model id (`provider.name-v1:0`) not in
+ * `models` is a real model without access (403); anything else an identifier Bedrock does not know (400).
+ */
+function modelRefusal(requested: string, models: readonly string[]): Refusal | undefined {
+  if (models.includes(requested)) return undefined;
+  return /^[a-z0-9-]+\.[a-z0-9][^:]*:\d+$/.test(requested)
+    ? [403, "AccessDeniedException", NO_ACCESS]
+    : [400, "ValidationException", "The provided model identifier is invalid."];
 }
 
 /** Bedrock's clock skew allowance for a presigned request signed in the future: 5 minutes. */
@@ -110,21 +152,11 @@ export async function startBedrockStandIn(options: BedrockStandInOptions): Promi
     }
     const requested = String((JSON.parse(body.toString("utf8")) as { model?: unknown }).model);
     const fault = faults.shift();
-    if (fault) {
-      answerFault(res, fault, requested);
-      return;
-    }
-    if (!options.models.includes(requested)) {
-      if (/^[a-z0-9-]+\.[a-z0-9]/.test(requested) && requested.includes(":")) {
-        refuse(
-          res,
-          403,
-          "AccessDeniedException",
-          "You don't have access to the model with the specified model ID.",
-        );
-      } else {
-        refuse(res, 400, "ValidationException", "The provided model identifier is invalid.");
-      }
+    const refusal = fault
+      ? FAULTS[fault](options.region, requested)
+      : modelRefusal(requested, options.models);
+    if (refusal) {
+      refuse(res, ...refusal);
       return;
     }
     await forward(res, body);
@@ -145,51 +177,6 @@ export async function startBedrockStandIn(options: BedrockStandInOptions): Promi
     res.end(text);
     answered += 1;
     options.onAnswered?.(answered);
-  }
-
-  function answerFault(res: ServerResponse, fault: BedrockFault, requested: string): void {
-    switch (fault) {
-      case "throttled":
-        refuse(res, 429, "ThrottlingException", "Too many requests, please wait before trying again.", {
-          "retry-after-ms": "10",
-        });
-        return;
-      case "noModelAccess":
-        refuse(
-          res,
-          403,
-          "AccessDeniedException",
-          "You don't have access to the model with the specified model ID.",
-        );
-        return;
-      case "notAuthorized":
-        refuse(
-          res,
-          403,
-          "AccessDeniedException",
-          `User: arn:aws:sts::123456789012:assumed-role/ApiFunctionRole/fn is not authorized to perform: bedrock:InvokeModel on resource: arn:aws:bedrock:${options.region}::foundation-model/${requested} because no identity-based policy allows the bedrock:InvokeModel action`,
-        );
-        return;
-      case "validation":
-        refuse(
-          res,
-          400,
-          "ValidationException",
-          "Malformed input request: #: extraneous key [seed] is not permitted.",
-        );
-        return;
-      case "internal":
-        refuse(res, 500, "InternalServerException", "The server encountered an internal error.");
-        return;
-      case "unavailable":
-        refuse(
-          res,
-          503,
-          "ServiceUnavailableException",
-          "The service is temporarily unable to handle the request.",
-        );
-        return;
-    }
   }
 
   server.listen(0, "127.0.0.1");

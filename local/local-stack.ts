@@ -1,4 +1,4 @@
-import { loadConfig } from "../shared/config.js";
+import { type Config, loadConfig } from "../shared/config.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { ensureTable } from "../shared/store/table.js";
 import { parseDynamoBackend, startLocalDynamo } from "./dynamo.js";
@@ -85,32 +85,9 @@ export async function startLocalStack(
         `model: using Amazon Bedrock at ${env.BEDROCK_BASE_URL} with ${bedrock.bedrock.modelId} (BEDROCK_BASE_URL)`,
       );
     } else if (bedrock.provider === "bedrock") {
-      const credentials =
-        env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
-          ? {
-              accessKeyId: env.AWS_ACCESS_KEY_ID,
-              secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
-              ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
-            }
-          : LOCAL_BEDROCK_CREDENTIALS;
-      if (credentials === LOCAL_BEDROCK_CREDENTIALS) {
-        resolved.AWS_ACCESS_KEY_ID = credentials.accessKeyId;
-        resolved.AWS_SECRET_ACCESS_KEY = credentials.secretAccessKey;
-      }
-      const { startBedrockStandIn } = await import("./bedrock-stand-in.js");
-      const standIn = await startBedrockStandIn({
-        credentials,
-        region: bedrock.bedrock.region,
-        models: [bedrock.bedrock.modelId],
-      });
-      stops.push(async () => {
-        await standIn.stop();
-        log(`model: stopped the Bedrock stand-in on port ${portOf(standIn.baseURL)}`);
-      });
-      resolved.BEDROCK_BASE_URL = standIn.baseURL;
-      log(
-        `model: started the Bedrock stand-in for ${bedrock.bedrock.modelId} in ${bedrock.bedrock.region} on port ${portOf(standIn.baseURL)} at ${standIn.baseURL} (checks the keys' signatures; answers with the local planner, not an LLM)`,
-      );
+      const standIn = await startStandIn(env, bedrock.bedrock, log);
+      stops.push(standIn.stop);
+      Object.assign(resolved, standIn.env);
     } else if (env.OPENAI_API_KEY || env.OPENAI_BASE_URL) {
       const url = env.OPENAI_BASE_URL ?? "https://api.openai.com/v1";
       log(`model: using ${url} on port ${portOf(url)} (OPENAI_BASE_URL/OPENAI_API_KEY)`);
@@ -145,6 +122,48 @@ export async function startLocalStack(
     stop() {
       stopped ??= stopAll(stops, log);
       return stopped;
+    },
+  };
+}
+
+/**
+ * Starts the Bedrock stand-in for `bedrock`'s model and Region, checking keys against the environment's
+ * AWS credentials, or {@link LOCAL_BEDROCK_CREDENTIALS} (then returned in `env` for the function).
+ * @returns the variables to give the function (BEDROCK_BASE_URL, and the local credentials if used) and a stop
+ */
+async function startStandIn(
+  env: Record<string, string | undefined>,
+  bedrock: Config["model"]["bedrock"],
+  log: (line: string) => void,
+): Promise<{ env: Record<string, string>; stop: () => Promise<void> }> {
+  const resolved: Record<string, string> = {};
+  const credentials =
+    env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+      ? {
+          accessKeyId: env.AWS_ACCESS_KEY_ID,
+          secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
+          ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
+        }
+      : LOCAL_BEDROCK_CREDENTIALS;
+  if (credentials === LOCAL_BEDROCK_CREDENTIALS) {
+    resolved.AWS_ACCESS_KEY_ID = credentials.accessKeyId;
+    resolved.AWS_SECRET_ACCESS_KEY = credentials.secretAccessKey;
+  }
+  const { startBedrockStandIn } = await import("./bedrock-stand-in.js");
+  const standIn = await startBedrockStandIn({
+    credentials,
+    region: bedrock.region,
+    models: [bedrock.modelId],
+  });
+  resolved.BEDROCK_BASE_URL = standIn.baseURL;
+  log(
+    `model: started the Bedrock stand-in for ${bedrock.modelId} in ${bedrock.region} on port ${portOf(standIn.baseURL)} at ${standIn.baseURL} (checks the keys' signatures; answers with the local planner, not an LLM)`,
+  );
+  return {
+    env: resolved,
+    stop: async () => {
+      await standIn.stop();
+      log(`model: stopped the Bedrock stand-in on port ${portOf(standIn.baseURL)}`);
     },
   };
 }
