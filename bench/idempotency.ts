@@ -28,7 +28,7 @@ import { quotedRecordInvoiceArgs } from "../local/fixtures.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { startModelServer } from "../local/model-server.js";
 import { loadConfig } from "../shared/config.js";
-import { createDeps } from "../shared/deps.js";
+import { createApiDeps } from "../shared/deps.js";
 import { keys } from "../shared/store/keys.js";
 import { invoiceIdForQuote, LedgerStore, type NewInvoice } from "../shared/store/ledger.js";
 import { ensureTable } from "../shared/store/table.js";
@@ -221,7 +221,7 @@ export async function benchIdempotency(dynamo: {
       OPENAI_BASE_URL: model.baseURL,
       TABLE_NAME: TABLE,
     });
-    const deps = createDeps(config);
+    const deps = createApiDeps(config);
     counter.attach(deps.ddb);
     const handler = createHandler(deps);
     const seed = JSON.parse(

@@ -1,9 +1,7 @@
 import {
   Annotations,
   ArnFormat,
-  AssetHashType,
   CfnOutput,
-  DockerImage,
   Duration,
   RemovalPolicy,
   Stack,
@@ -23,23 +21,26 @@ import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations
 import { Alarm, ComparisonOperator, TreatMissingData } from "aws-cdk-lib/aws-cloudwatch";
 import { AttributeType, Billing, TableV2 } from "aws-cdk-lib/aws-dynamodb";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Architecture, Code, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
+import { Architecture, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
+import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
 import { grantBedrockModel } from "./bedrock-access.js";
-import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
-import { DurableRunner, RUNNER } from "./durable-runner.js";
-import { functionEnvironment } from "./function-env.js";
+import { API_HANDLER } from "./bundle.js";
+import { DurableRunner, runnerExecutionTimeoutSeconds } from "./durable-runner.js";
+import { functionEnvironment, runtimeEnvironment } from "./function-env.js";
+import { bundledCode } from "./lambda-code.js";
 import { ROUTES } from "./routes.js";
 import {
   type DeploySettings,
   type DeploySettingsInput,
-  PLACEHOLDER_WARNING_ID,
+  RUN_TIMEOUT_CAPPED_WARNING_ID,
   readDeploySettings,
 } from "./settings.js";
+import { BuiltInUserPool } from "./user-pool.js";
 
 /**
  * Lambda memory in MB, from `npm run bench` (bench/results/latest.md, "Lambda memory"; rule in
@@ -85,14 +86,16 @@ export interface BoundloopStackProps extends StackProps {
 }
 
 /**
- * The boundloop stack: a DynamoDB table, a Secrets Manager secret for the OpenAI key, one Lambda
+ * The boundloop stack: a DynamoDB table, a Secrets Manager secret for the OpenAI key (none with Bedrock), one Lambda
  * (functions/api/handler.ts) behind an HTTP API with a JWT authorizer, the durable runner
- * (functions/runner/handler.ts, infra/durable-runner.ts) the API starts, log groups and alarms.
+ * (functions/runner/handler.ts, infra/durable-runner.ts) the API starts, log groups and alarms; and,
+ * unless `jwtIssuer` is given, the built-in Cognito user pool the authorizer trusts (infra/user-pool.ts).
  *
- * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `personal`, `openaiModel`,
- * `openaiBaseUrl`, `openaiApiKeySecretName`, `modelProvider`, `bedrockModelId`) or `props.settings`; see
- * infra/settings.ts. With `modelProvider` bedrock (a personal deploy's default) there is no secret: both
- * functions' roles may invoke the one configured Bedrock model (infra/bedrock-access.ts). Synth needs
+ * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `consoleCallbackUrls`, `personal`,
+ * `openaiApiKeySecretName`, and the runtime settings of infra/settings.ts RUNTIME_SETTINGS, each passed
+ * to the functions that read it) or `props.settings`; see infra/settings.ts. With `modelProvider`
+ * bedrock (a personal deploy's default) there is no secret: both functions' roles may invoke the one
+ * configured Bedrock model (infra/bedrock-access.ts). Synth needs
  * no AWS account, credentials, context lookups or Docker: the handler is bundled by the local esbuild.
  */
 export class BoundloopStack extends Stack {
@@ -103,14 +106,26 @@ export class BoundloopStack extends Stack {
     super(scope, id, props);
     const settings = readDeploySettings(this, props.settings);
     this.settings = settings;
-    if (settings.usesPlaceholders) {
+    const syncCapMs = FUNCTION_TIMEOUT_SECONDS * 1000 - settings.config.DEADLINE_RESERVE_MS;
+    if (settings.config.RUN_TIMEOUT_MS > syncCapMs) {
       Annotations.of(this).addWarningV2(
-        PLACEHOLDER_WARNING_ID,
-        "No jwtIssuer/jwtAudience given: the JWT authorizer uses placeholders and will reject every token. " +
-          "Deploy with -c jwtIssuer=https://... -c jwtAudience=... (see docs/deploy.md).",
+        RUN_TIMEOUT_CAPPED_WARNING_ID,
+        `runTimeoutMs ${settings.config.RUN_TIMEOUT_MS} ms is capped by the API function's ${FUNCTION_TIMEOUT_SECONDS} s timeout ` +
+          `(a synchronous run ends by ${syncCapMs} ms). Longer runs: send Prefer: respond-async (asyncRunTimeoutMs, docs/durable-runs.md).`,
       );
     }
     const removalPolicy = settings.personal ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
+    // No issuer given: the stack's own Cognito user pool (infra/user-pool.ts) issues the tokens.
+    const userPool = settings.builtInUserPool
+      ? new BuiltInUserPool(this, "Users", {
+          personal: settings.personal,
+          removalPolicy,
+          logRetention: LOG_RETENTION,
+          callbackUrls: settings.consoleCallbackUrls,
+        })
+      : undefined;
+    const jwtIssuer = userPool?.issuer ?? (settings.jwtIssuer as string);
+    const jwtAudience = userPool ? [userPool.audience] : (settings.jwtAudience as string[]);
 
     const table = new TableV2(this, "Table", {
       partitionKey: { name: TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
@@ -127,25 +142,25 @@ export class BoundloopStack extends Stack {
     const secret = bedrock ? undefined : this.openaiKeySecret(settings, removalPolicy);
     const bedrockModelId = bedrock ? settings.bedrockModelId : undefined;
 
-    // The durable runner of `Prefer: respond-async` runs (infra/durable-runner.ts, docs/durable-runs.md).
-    const modelEnvironment = functionEnvironment({
+    // What both functions get; each also gets the runtime settings it reads (infra/settings.ts).
+    const sharedEnvironment = {
       TABLE_NAME: table.tableName,
       OPENAI_API_KEY_SECRET_NAME: secret?.secretName,
-      OPENAI_MODEL: settings.openaiModel,
-      OPENAI_BASE_URL: settings.openaiBaseUrl,
-      MODEL_PROVIDER: bedrock ? "bedrock" : undefined,
-      BEDROCK_MODEL_ID: bedrockModelId,
       // The config's defaults, written out so the console shows where the logs and metrics go.
       POWERTOOLS_SERVICE_NAME: CONFIG_DEFAULTS.observability.serviceName,
       POWERTOOLS_METRICS_NAMESPACE: CONFIG_DEFAULTS.observability.metricsNamespace,
       NODE_OPTIONS: "--enable-source-maps",
-    });
+    };
+    // The durable runner of `Prefer: respond-async` runs (infra/durable-runner.ts, docs/durable-runs.md);
+    // its execution timeout follows the configured durable run cap and approval timeout.
+    const executionTimeoutSeconds = runnerExecutionTimeoutSeconds(settings.config);
     const runner = new DurableRunner(this, "Runner", {
       table,
       tableItemActions: TABLE_ITEM_ACTIONS,
       secretArn: secret?.secretArn,
       bedrockModelId,
-      environment: modelEnvironment,
+      executionTimeoutSeconds,
+      environment: functionEnvironment({ ...sharedEnvironment, ...runtimeEnvironment(settings, "runner") }),
       logRetention: LOG_RETENTION,
       removalPolicy,
     });
@@ -153,7 +168,7 @@ export class BoundloopStack extends Stack {
     const functionLogs = new LogGroup(this, "ApiFunctionLogs", { retention: LOG_RETENTION, removalPolicy });
 
     // The function's role: written by hand (no AWS managed policy) so it holds exactly the actions
-    // below, each on one resource.
+    // below, each on one resource (Bedrock's bearer-key permission has none: infra/bedrock-access.ts).
     const role = new Role(this, "ApiFunctionRole", {
       assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
       description: `boundloop API function: its log group, item actions on the table, ${secret ? "read of the OpenAI key" : `invoking ${bedrockModelId} on Amazon Bedrock`}`,
@@ -167,24 +182,17 @@ export class BoundloopStack extends Stack {
     }
     if (bedrockModelId) grantBedrockModel(role, bedrockModelId);
     runner.grantStartStop(role);
+    // An MCP tools/call that needs approval is announced as the runner announces the loop's (docs/mcp.md).
+    role.addToPolicy(
+      new PolicyStatement({
+        actions: ["events:PutEvents"],
+        resources: [this.formatArn({ service: "events", resource: "event-bus", resourceName: "default" })],
+      }),
+    );
 
     const fn = new LambdaFunction(this, "ApiFunction", {
       description: "boundloop HTTP API (Hono on Lambda): bounded agent runs, invoices",
-      // Built at synth by the local esbuild with infra/bundle.ts (the benchmarks measure the same build):
-      // index.mjs plus the chunks it loads on demand. No Docker: the image below is never pulled, local
-      // bundling either succeeds or fails the synth with esbuild's messages.
-      code: Code.fromAsset(PROJECT_ROOT, {
-        assetHashType: AssetHashType.OUTPUT,
-        bundling: {
-          image: DockerImage.fromRegistry("dummy"),
-          local: {
-            tryBundle(outputDir) {
-              buildApiBundleSync(outputDir);
-              return true;
-            },
-          },
-        },
-      }),
+      code: bundledCode(),
       handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
@@ -192,13 +200,16 @@ export class BoundloopStack extends Stack {
       timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS),
       role,
       logGroup: functionLogs,
-      environment: {
-        ...modelEnvironment,
-        ...functionEnvironment({
-          RUNNER_FUNCTION_ARN: runner.alias.functionArn,
-          DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
-        }),
-      },
+      environment: functionEnvironment({
+        ...sharedEnvironment,
+        ...runtimeEnvironment(settings, "api"),
+        RUNNER_FUNCTION_ARN: runner.alias.functionArn,
+        DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeoutSeconds),
+        // /mcp verifies tokens itself against the issuer the JWT authorizer trusts (docs/mcp.md).
+        JWT_ISSUER: jwtIssuer,
+        // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
+        ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
+      }),
     });
 
     const apiLogs = new LogGroup(this, "ApiAccessLogs", { retention: LOG_RETENTION, removalPolicy });
@@ -206,9 +217,7 @@ export class BoundloopStack extends Stack {
       description: "boundloop HTTP API",
       createDefaultStage: false,
       // Secure by default: a route added without an explicit authorizer gets the JWT authorizer.
-      defaultAuthorizer: new HttpJwtAuthorizer("JwtAuthorizer", settings.jwtIssuer, {
-        jwtAudience: settings.jwtAudience,
-      }),
+      defaultAuthorizer: new HttpJwtAuthorizer("JwtAuthorizer", jwtIssuer, { jwtAudience }),
     });
     const stage = new HttpStage(this, "DefaultStage", {
       httpApi: api,
@@ -242,12 +251,15 @@ export class BoundloopStack extends Stack {
         path: route.path,
         methods: [HttpMethod[route.method]],
         integration,
-        ...(route.auth === "public" ? { authorizer: new HttpNoneAuthorizer() } : {}),
+        ...(route.auth === "jwt" ? {} : { authorizer: new HttpNoneAuthorizer() }),
       });
-      if (route.auth === "public" && created) {
+      if (route.auth !== "jwt" && created) {
         Validations.of(created).acknowledge({
           id: "AwsSolutions-APIG4",
-          reason: `${route.method} ${route.path} is public by design: a liveness probe / the API's own description, no tenant data.`,
+          reason:
+            route.auth === "bearer"
+              ? `${route.method} ${route.path} verifies its bearer token in the function (OAuth resource server: 401 with resource_metadata, audience = the endpoint's URL).`
+              : `${route.method} ${route.path} is public by design: a liveness probe / the API's own description / resource metadata, no tenant data.`,
         });
       }
     }
@@ -267,7 +279,28 @@ export class BoundloopStack extends Stack {
         description: "Amazon Bedrock model the functions invoke (turn on its access in the Bedrock console)",
       });
     }
-    new CfnOutput(this, "JwtIssuer", { value: settings.jwtIssuer, description: "Issuer the API trusts" });
+    new CfnOutput(this, "JwtIssuer", { value: jwtIssuer, description: "Issuer the API trusts" });
+    if (userPool) this.userPoolOutputs(userPool, stage.url);
+  }
+
+  /**
+   * The built-in pool's outputs: its id and client id (read by `npm run user`), and the commands to run
+   * next, which `npm run deploy` prints last (local/deploy.ts).
+   */
+  private userPoolOutputs(userPool: BuiltInUserPool, apiUrl: string): void {
+    new CfnOutput(this, "UserPoolId", { value: userPool.pool.userPoolId, description: "Cognito user pool" });
+    new CfnOutput(this, "UserPoolClientId", {
+      value: userPool.client.userPoolClientId,
+      description: "The pool's public app client (the API's audience)",
+    });
+    new CfnOutput(this, "NextUserCommand", {
+      value: "npm run user -- add --email you@example.com --tenant tenant_demo_01 --role writer",
+      description: "Create your first user (prints a temporary password)",
+    });
+    new CfnOutput(this, "SmokeCommand", {
+      value: `BOUNDLOOP_TOKEN="$(npm run -s user -- token --email you@example.com)" npm run smoke -- --url ${apiUrl}`,
+      description: "Send the seed scenario to the deployed API and check the result and the ledger",
+    });
   }
 
   /**

@@ -6,7 +6,6 @@ import {
   type DurableExecutions,
   type DurableRunPayload,
   ExecutionConflictError,
-  type ExecutionDescription,
   type ExecutionStatus,
 } from "../shared/durable/executions.js";
 import { type DurableRunOptions, RunStoppedError } from "../shared/durable/runner.js";
@@ -96,11 +95,6 @@ export class LocalDurableExecutions implements DurableExecutions {
     execution.controller.abort(new RunStoppedError());
     await failWaitingCallbacks(execution.runner);
     return "stopped";
-  }
-
-  async describe(name: string): Promise<ExecutionDescription | undefined> {
-    const execution = this.executions.get(name);
-    return execution ? { name, status: execution.status } : undefined;
   }
 
   async completeCallback(callback: CallbackRef, result: string): Promise<"completed" | "not_waiting"> {

@@ -3,7 +3,7 @@ import { createLazyHandler } from "../functions/api/handler.js";
 import type { LambdaHandler } from "../functions/api/lambda-adapter.js";
 import type { ApprovalEvents } from "../shared/approval-events.js";
 import type { Config } from "../shared/config.js";
-import { createDeps } from "../shared/deps.js";
+import { createRunnerDeps } from "../shared/deps.js";
 import { createDurableRunHandler, type DurableRunOptions } from "../shared/durable/runner.js";
 import { printedApprovalEvents } from "./approval-events.js";
 import { LocalDurableExecutions } from "./durable-executions.js";
@@ -22,16 +22,19 @@ export function createLocalDurableApi(
 ): {
   handler: LambdaHandler;
   executions: LocalDurableExecutions;
+  /** The runner's own dependencies (tests inject store faults into its DynamoDB client). */
+  runnerDeps: ReturnType<typeof createRunnerDeps>;
   stop(): Promise<void>;
 } {
   const { approvalEvents = printedApprovalEvents(), ...runnerOptions } = options;
-  const runnerDeps = createDeps(config, { approvalEvents });
+  const runnerDeps = createRunnerDeps(config, { approvalEvents });
   const executions = new LocalDurableExecutions((runOptions) =>
     createDurableRunHandler(runnerDeps, { ...runnerOptions, ...runOptions }),
   );
   return {
-    handler: createLazyHandler(config, { executions }),
+    handler: createLazyHandler(config, { executions, approvalEvents }),
     executions,
+    runnerDeps,
     async stop() {
       await executions.shutdown();
       runnerDeps.ddb.destroy();

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { dispatchToolCall } from "../shared/agent/dispatcher.js";
-import type { AppDeps } from "../shared/deps.js";
+import type { ApiDeps } from "../shared/deps.js";
 
 /**
  * recordInvoice arguments for the scripted model (JSON text), over a fresh real quote: calculateTax runs
@@ -10,7 +10,7 @@ import type { AppDeps } from "../shared/deps.js";
  * @throws Error when calculateTax does not succeed
  */
 export async function quotedRecordInvoiceArgs(
-  deps: Pick<AppDeps, "tools">,
+  deps: Pick<ApiDeps, "tools">,
   tenantId: string,
   clientName = "Acme Ltd",
 ): Promise<string> {

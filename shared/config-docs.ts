@@ -21,6 +21,7 @@ export const CONFIG_GROUPS = [
   "HTTP and identity",
   "Durable runs",
   "Approvals",
+  "MCP",
   "Observability",
 ] as const;
 
@@ -44,7 +45,7 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
   MODEL_PROVIDER: {
     group: "Model",
     description:
-      "`openai-compatible`: the server at `OPENAI_BASE_URL` with `OPENAI_MODEL` and its key. `bedrock`: Amazon Bedrock's OpenAI-compatible Chat Completions endpoint (bedrock-runtime `/openai/v1`) in `AWS_REGION` with `BEDROCK_MODEL_ID`, signed in with short-term Bedrock API keys made from the function's own AWS credentials: no key to store (docs/deploy.md \"Use Bedrock\"). Locally, `bedrock` starts the Bedrock stand-in (`npm start -- --bedrock`).",
+      "`openai-compatible`: the server at `OPENAI_BASE_URL` with `OPENAI_MODEL` and its key. `bedrock`: Amazon Bedrock's OpenAI-compatible Chat Completions endpoint (bedrock-runtime `/openai/v1`) in `AWS_REGION` with `BEDROCK_MODEL_ID`, signed in with short-term Bedrock API keys made from the function's own AWS credentials: no key to store (docs/deploy.md \"Use Bedrock\"). Deploy setting `modelProvider`, `bedrock` by default on a personal deploy (`-c personal=true`). Locally, `bedrock` starts the Bedrock stand-in (`npm start -- --bedrock`).",
   },
   BEDROCK_MODEL_ID: {
     group: "Model",
@@ -67,6 +68,17 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
       "Base URL of any OpenAI-compatible server (`…/v1`); unset: `https://api.openai.com/v1`. Setting it locally uses that server instead of the planner.",
   },
   OPENAI_MODEL: { group: "Model", description: "Model name sent with each chat completions request." },
+  SYSTEM_PROMPT: {
+    group: "Model",
+    description:
+      "The system message of every run (synchronous and durable), for a deployment that brings its own domain and tools. Unset: the accounting assistant's prompt. Trimmed; empty means unset. It counts against `MAX_TOTAL_TOKENS` on every cycle.",
+  },
+  MODEL_MAX_TOKENS: {
+    group: "Model",
+    unit: "tokens",
+    description:
+      "Completion limit sent as `max_tokens` with every chat completions request, so truncation is not left to the server's default. An answer is a few sentences and a turn's tool calls a few hundred tokens; a reply cut at the limit (`finish_reason: length`) ends the run `model_output_truncated`, nothing of it is used. Raise it for a reasoning model that spends tokens thinking.",
+  },
   OPENAI_API_KEY_SECRET_NAME: {
     group: "Model",
     description:
@@ -172,7 +184,7 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     group: "Quotes, idempotency and audit",
     unit: "s",
     description:
-      "How long run records and their audit steps live before DynamoDB TTL removes them: enough to answer a dispute within a monthly billing cycle without keeping model-generated text for good. Ledger invoices never expire.",
+      "How long run records and their audit steps live before DynamoDB TTL removes them: enough to answer a dispute within a monthly billing cycle without keeping model-generated text for good. Ledger invoices never expire. Must exceed APPROVAL_TIMEOUT_SECONDS and DURABLE_EXECUTION_TIMEOUT_SECONDS (checked at cold start), or a paused or long durable run would lose its record before it ends.",
   },
   HISTORY_MAX_TOKENS: {
     group: "Limits of a run",
@@ -225,7 +237,27 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     group: "Approvals",
     unit: "s",
     description:
-      "How long an approval waits for its decision; then the call gets business_error APPROVAL_EXPIRED and the run goes on. Default 24 h. Time spent waiting does not count against the run's deadline; the stack sizes the runner's execution timeout to hold it.",
+      "How long an approval waits for its decision; then the call gets business_error APPROVAL_EXPIRED and the run goes on. Default 24 h. Time spent waiting does not count against the run's deadline; the stack sizes the runner's execution timeout to hold it. RUN_TTL_SECONDS must exceed it.",
+  },
+  JWT_ISSUER: {
+    group: "MCP",
+    description:
+      "The token issuer (`iss`) `/mcp` accepts: the one the API's JWT authorizer trusts (the stack sets it from `jwtIssuer`; `npm run dev` from its local issuer). Unset: `/mcp` answers 401 to every token (docs/mcp.md).",
+  },
+  JWT_JWKS_URL: {
+    group: "MCP",
+    description:
+      "Where `/mcp` reads the issuer's signing keys (JWKS, cached). Unset: `<JWT_ISSUER>/.well-known/jwks.json` (Cognito's and most issuers' location).",
+  },
+  JWT_JWKS: {
+    group: "MCP",
+    description:
+      'Inline signing keys (`{"keys":[…]}`, RFC 7517) used instead of JWT_JWKS_URL; `npm run dev` sets its generated public key here.',
+  },
+  MCP_RESOURCE_URL: {
+    group: "MCP",
+    description:
+      "The canonical URL of the MCP endpoint: the audience (`aud`) a token must carry to be accepted on `/mcp` (RFC 8707 / RFC 9728 `resource`). Unset: the request's own origin + `/mcp`, as API Gateway received it.",
   },
   POWERTOOLS_SERVICE_NAME: { group: "Observability", description: "`service` in every log line and metric." },
   POWERTOOLS_METRICS_NAMESPACE: {

@@ -36,6 +36,9 @@ export const BEDROCK_MODEL_ID_RULE =
  */
 export const DEFAULT_BEDROCK_MODEL_ID = "openai.gpt-oss-120b-1:0";
 
+/** The longest SYSTEM_PROMPT accepted, in characters (about 5 000 tokens: it is sent on every cycle). */
+export const MAX_SYSTEM_PROMPT_CHARS = 20_000;
+
 /** Turns an empty string (an unset variable in many shells and .env files) into undefined. */
 const optionalString = z.pipe(
   z.optional(z.string()),
@@ -154,11 +157,24 @@ const ApprovalRules = z.pipe(
   }),
 );
 
+/** JWT_JWKS: an inline JSON Web Key Set (`{"keys":[…]}`, RFC 7517); unset or empty: none. */
+const InlineJwks = z.pipe(
+  jsonEnv,
+  z.union([
+    z.strictObject({}),
+    z.object({ keys: z.array(z.record(z.string(), z.unknown())).check(z.minLength(1)) }),
+  ]),
+);
+
 /**
  * The environment the service reads, once, at cold start. This schema is the single source of truth
  * for variable names, defaults and bounds; infra/ and `.env.example` take their names from it.
  *
  * Limits and where they come from:
+ * - MODEL_MAX_TOKENS (default 4096 tokens): `max_tokens` of every chat completion request, so the
+ *   completion limit is ours, not the server's default (which may be as low as a few hundred tokens on
+ *   local servers, or the whole context). An answer here is a few sentences and a turn's tool calls are
+ *   a few hundred tokens: 4096 leaves ample room, and bounds what one runaway completion costs.
  * - MAX_CYCLES (default 5): the design card's default cycle cap per run.
  * - RUN_TIMEOUT_MS (default 25000 ms): below the function timeout ({@link FUNCTION_TIMEOUT_SECONDS}), so
  *   a run ends, and its outcome is written, before the function is stopped.
@@ -221,11 +237,18 @@ const ApprovalRules = z.pipe(
  *   (infra/ sets both from one setting). Lambda durable executions may last up to one year (31 536 000 s).
  * - RUNNER_FUNCTION_ARN: the qualified ARN (alias) of the durable runner the API starts executions on;
  *   unset outside AWS, where a local runner is injected instead (local/durable-executions.ts).
+ * - SYSTEM_PROMPT (default: the accounting assistant's, shared/agent/run-state.ts DEFAULT_SYSTEM_PROMPT):
+ *   the system message of every run, for a deployment that replaces the accounting domain; at most
+ *   {@link MAX_SYSTEM_PROMPT_CHARS} characters, leading and trailing white space trimmed.
  * - APPROVAL_RULES (default none): which tool calls wait for a person's approval, see {@link ApprovalRules}.
+ * - JWT_ISSUER, JWT_JWKS_URL, JWT_JWKS, MCP_RESOURCE_URL: how `/mcp` verifies bearer tokens itself (it
+ *   is an OAuth 2.1 resource server, docs/mcp.md): the issuer the API's JWT authorizer trusts, its key
+ *   set (a URL, default `<issuer>/.well-known/jwks.json`, or inline keys), and the canonical URL of the
+ *   endpoint that tokens must name as their audience (unset: this request's own origin + `/mcp`).
  * - APPROVAL_TIMEOUT_SECONDS (default 86400 s = 24 h, the issue's default): how long an approval waits
  *   for a decision before the call gets business_error APPROVAL_EXPIRED. At most 30 days (an approval
- *   must be decided within the run records' shortest retention, RUN_TTL_SECONDS' minimum is 1 h: keep
- *   RUN_TTL_SECONDS above it).
+ *   must be decided within the run records' retention: RUN_TTL_SECONDS must exceed it, checked at cold
+ *   start by {@link crossFieldProblems}).
  */
 export const ConfigSchema = z.object({
   MODEL_PROVIDER: z._default(z.enum(["openai-compatible", "bedrock"]), "openai-compatible"),
@@ -237,6 +260,8 @@ export const ConfigSchema = z.object({
   OPENAI_API_KEY: optionalString,
   OPENAI_BASE_URL: optionalUrl,
   OPENAI_MODEL: z._default(z.string().check(z.minLength(1)), "gpt-4o-mini"),
+  SYSTEM_PROMPT: z.pipe(optionalString, z.optional(z.string().check(z.maxLength(MAX_SYSTEM_PROMPT_CHARS)))),
+  MODEL_MAX_TOKENS: positiveInt(4_096, 1_000_000),
   TABLE_NAME: z._default(z.string().check(z.minLength(3), z.maxLength(255)), "boundloop"),
   DYNAMODB_ENDPOINT: optionalUrl,
   AWS_REGION: z._default(z.string().check(z.minLength(1)), "us-east-1"),
@@ -259,6 +284,10 @@ export const ConfigSchema = z.object({
   ),
   APPROVAL_RULES: ApprovalRules,
   APPROVAL_TIMEOUT_SECONDS: positiveInt(86_400, 30 * 86_400),
+  JWT_ISSUER: z.pipe(optionalString, z.optional(z.string().check(z.maxLength(2048)))),
+  JWT_JWKS_URL: optionalUrl,
+  JWT_JWKS: InlineJwks,
+  MCP_RESOURCE_URL: optionalUrl,
   DEADLINE_RESERVE_MS: envInt(1_500, 0, 60_000),
   QUOTE_TTL_SECONDS: envInt(900, 60, 86_400),
   MAX_TOTAL_TOKENS: positiveInt(100_000, 10_000_000),
@@ -304,7 +333,8 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * Service configuration in the shapes the code uses.
  * - `model`: which provider (`provider`); for `openai-compatible` the endpoint, model name and key
  *   (`apiKey` undefined means "no key configured"); for `bedrock` the model id, the endpoint
- *   (`bedrockBaseUrl(region)` unless BEDROCK_BASE_URL overrides it) and the Region the keys are made for.
+ *   (`bedrockBaseUrl(region)` unless BEDROCK_BASE_URL overrides it) and the Region the keys are made for;
+ *   `maxTokens`, the completion limit (tokens) sent with every request, on either provider.
  * - `table`: DynamoDB table name and optional endpoint override (DynamoDB Local, dynalite).
  * - `quotes`: `ttlSeconds`, seconds a tax quote stays usable by recordInvoice.
  * - `limits`: the server's caps for a run ({@link RunLimits}: a request may lower them through
@@ -316,10 +346,15 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * - `http`: request body cap in bytes.
  * - `durable`: runs beyond one request (docs/durable-runs.md): `runTimeoutMs`, the cap of a durable run's
  *   wall time in ms (ASYNC_RUN_TIMEOUT_MS capped by the execution timeout minus DEADLINE_RESERVE_MS);
- *   `executionTimeoutSeconds`; `runnerFunctionArn`, the runner alias (undefined outside AWS).
+ *   `runnerFunctionArn`, the runner alias (undefined outside AWS).
  * - `approvals`: human approval (docs/approvals.md): `rules`, per tool the per-currency thresholds
  *   (decimal strings, major units; `{}` means no approvals), and `timeoutSeconds`, how long an approval
  *   waits for its decision.
+ * - `prompts`: `system`, the runs' system prompt (undefined: the loop's default).
+ * - `mcp`: how `/mcp` verifies bearer tokens (docs/mcp.md): `issuer` (undefined: /mcp refuses every
+ *   token), `jwksUrl` (undefined: `<issuer>/.well-known/jwks.json`), `jwks` (inline keys; used instead of
+ *   the URL when set), `resourceUrl` (the audience tokens must carry; undefined: the request's origin +
+ *   `/mcp`).
  * - `observability`: Powertools service name, metrics namespace, log level.
  */
 export interface Config {
@@ -331,6 +366,7 @@ export interface Config {
     secretCacheSeconds: number;
     baseURL: string | undefined;
     name: string;
+    maxTokens: number;
   };
   table: { name: string; endpoint: string | undefined; region: string; requestTimeoutMs: number };
   quotes: { ttlSeconds: number };
@@ -344,8 +380,15 @@ export interface Config {
   runs: { ttlSeconds: number };
   history: { maxTokens: number };
   http: { maxBodyBytes: number };
-  durable: { runTimeoutMs: number; executionTimeoutSeconds: number; runnerFunctionArn: string | undefined };
+  durable: { runTimeoutMs: number; runnerFunctionArn: string | undefined };
   approvals: { rules: ApprovalRulesConfig; timeoutSeconds: number };
+  prompts: { system: string | undefined };
+  mcp: {
+    issuer: string | undefined;
+    jwksUrl: string | undefined;
+    jwks: { keys: Record<string, unknown>[] } | undefined;
+    resourceUrl: string | undefined;
+  };
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
 }
 
@@ -375,9 +418,42 @@ export class ConfigError extends Error {
 }
 
 /**
+ * The rules between settings that each pass on its own, checked at cold start (and at synth, which
+ * parses the same environment), one sentence per broken rule:
+ * - OPENAI_API_KEY and OPENAI_API_KEY_SECRET_NAME are exclusive;
+ * - RUN_TTL_SECONDS must exceed APPROVAL_TIMEOUT_SECONDS and DURABLE_EXECUTION_TIMEOUT_SECONDS: a run's
+ *   record lives RUN_TTL_SECONDS from its start, and a durable run (paused for an approval up to
+ *   APPROVAL_TIMEOUT_SECONDS, within its execution timeout) still writes its outcome to it at the end.
+ */
+function crossFieldProblems(raw: RawConfig): string[] {
+  const problems: string[] = [];
+  if (raw.OPENAI_API_KEY && raw.OPENAI_API_KEY_SECRET_NAME) {
+    problems.push("set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both.");
+  }
+  if (raw.MODEL_PROVIDER === "bedrock" && (raw.OPENAI_API_KEY || raw.OPENAI_API_KEY_SECRET_NAME)) {
+    problems.push(
+      "MODEL_PROVIDER=bedrock signs in with the function's AWS credentials; unset OPENAI_API_KEY and OPENAI_API_KEY_SECRET_NAME.",
+    );
+  }
+  const ttl = raw.RUN_TTL_SECONDS;
+  for (const [name, seconds, why] of [
+    ["APPROVAL_TIMEOUT_SECONDS", raw.APPROVAL_TIMEOUT_SECONDS, "a run paused for approval"],
+    ["DURABLE_EXECUTION_TIMEOUT_SECONDS", raw.DURABLE_EXECUTION_TIMEOUT_SECONDS, "a durable run"],
+  ] as const) {
+    if (ttl <= seconds) {
+      problems.push(
+        `RUN_TTL_SECONDS (${ttl} s) must exceed ${name} (${seconds} s): ${why} would outlive its run record, and its outcome would be lost.`,
+      );
+    }
+  }
+  return problems;
+}
+
+/**
  * Parses the environment into a {@link Config}.
  * @param env a process.env-like record (defaults to `process.env`)
- * @throws ConfigError naming every invalid variable and why
+ * @throws ConfigError naming every invalid variable and why, or every rule between variables broken
+ *   (see {@link crossFieldProblems})
  * @example loadConfig({ TABLE_NAME: "boundloop-dev", MAX_CYCLES: "3" })
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -387,16 +463,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
   }
   const raw = parsed.data;
-  if (raw.OPENAI_API_KEY && raw.OPENAI_API_KEY_SECRET_NAME) {
-    throw new ConfigError(
-      "Invalid configuration: set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both.",
-    );
-  }
-  if (raw.MODEL_PROVIDER === "bedrock" && (raw.OPENAI_API_KEY || raw.OPENAI_API_KEY_SECRET_NAME)) {
-    throw new ConfigError(
-      "Invalid configuration: MODEL_PROVIDER=bedrock signs in with the function's AWS credentials; unset OPENAI_API_KEY and OPENAI_API_KEY_SECRET_NAME.",
-    );
-  }
+  const conflicts = crossFieldProblems(raw);
+  if (conflicts.length > 0) throw new ConfigError(`Invalid configuration: ${conflicts.join("; ")}`);
   return {
     model: {
       provider: raw.MODEL_PROVIDER,
@@ -410,6 +478,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       secretCacheSeconds: raw.SECRET_CACHE_SECONDS,
       baseURL: raw.OPENAI_BASE_URL,
       name: raw.OPENAI_MODEL,
+      maxTokens: raw.MODEL_MAX_TOKENS,
     },
     table: {
       name: raw.TABLE_NAME,
@@ -447,10 +516,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           raw.DURABLE_EXECUTION_TIMEOUT_SECONDS * 1000 - raw.DEADLINE_RESERVE_MS,
         ),
       ),
-      executionTimeoutSeconds: raw.DURABLE_EXECUTION_TIMEOUT_SECONDS,
       runnerFunctionArn: raw.RUNNER_FUNCTION_ARN,
     },
     approvals: { rules: raw.APPROVAL_RULES, timeoutSeconds: raw.APPROVAL_TIMEOUT_SECONDS },
+    prompts: { system: raw.SYSTEM_PROMPT },
+    mcp: {
+      issuer: raw.JWT_ISSUER,
+      jwksUrl: raw.JWT_JWKS_URL,
+      jwks: "keys" in raw.JWT_JWKS ? (raw.JWT_JWKS as { keys: Record<string, unknown>[] }) : undefined,
+      resourceUrl: raw.MCP_RESOURCE_URL,
+    },
     observability: {
       serviceName: raw.POWERTOOLS_SERVICE_NAME,
       metricsNamespace: raw.POWERTOOLS_METRICS_NAMESPACE,

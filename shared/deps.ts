@@ -1,4 +1,4 @@
-import type { LogFormatter, Logger } from "@aws-lambda-powertools/logger";
+import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { SecretsProvider } from "@aws-lambda-powertools/parameters/secrets";
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
@@ -9,13 +9,15 @@ import { type HistoryMessage, halveHistory } from "./agent/history.js";
 import type { Model } from "./agent/model.js";
 import type { ToolResult } from "./agent/result.js";
 import type { RunStatus } from "./agent/types.js";
-import type { ApprovalEvents } from "./approval-events.js";
+import { type ApprovalEvents, eventBridgeApprovalEvents } from "./approval-events.js";
 import type { Config } from "./config.js";
 import type { DurableExecutions } from "./durable/executions.js";
+import { onceUntilFailed } from "./lazy.js";
 import { BedrockApiKeys, bedrockFetch, classifyBedrockFailure } from "./model/bedrock.js";
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
+import type { RunObserver } from "./runs/lifecycle.js";
 import { ApprovalStore } from "./store/approvals.js";
 import { createDocumentClient } from "./store/dynamo.js";
 import { LedgerStore } from "./store/ledger.js";
@@ -30,19 +32,16 @@ import { accountingTools } from "./tools/registry.js";
 export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; message: HistoryMessage };
 
 /**
- * Everything a request handler needs, built once per Lambda container and injectable in tests.
+ * What both functions use, built once per Lambda container and injectable in tests.
  * - `model`: the chat model the loop calls: OpenAI chat completions over the real openai client, on any
  *   OpenAI-compatible server (`config.model.baseURL`, model `config.model.name`), or with
  *   MODEL_PROVIDER=bedrock on Amazon Bedrock's Chat Completions endpoint (`config.model.bedrock`)
  * - `ddb`: DynamoDB document client; `ledger`: the invoice store; `quotes`: the tax quote store;
- *   `runs`: run records and audit steps
+ *   `runs`: run records and audit steps; `approvals`: approvals of paused tool calls
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
- * - `executions`: where durable runs start, stop and are read (shared/durable/executions.ts); absent
- *   when the deployment has no runner
- * - `approvals`: approvals of paused tool calls; `approvalEvents`: where a new approval is announced
- *   (docs/approvals.md)
+ * - `runObservers`: observers of every run's lifecycle points (shared/runs/lifecycle.ts); none by default
  */
-export interface AppDeps {
+export interface SharedDeps {
   config: Config;
   ddb: DynamoDBDocumentClient;
   model: Model;
@@ -52,13 +51,30 @@ export interface AppDeps {
   tools: ToolRegistry;
   logger: Logger;
   metrics: Metrics;
-  executions?: DurableExecutions;
   approvals: ApprovalStore;
+  runObservers?: readonly RunObserver[];
+}
+
+/**
+ * The API function's dependencies: {@link SharedDeps} and `executions`, where durable runs start, stop
+ * and get their callbacks (shared/durable/executions.ts); absent when the deployment has no runner.
+ */
+export interface ApiDeps extends SharedDeps {
+  executions?: DurableExecutions;
+  /** Where an approval requested by an MCP tools/call is announced (the loop's are the runner's). */
   approvalEvents: ApprovalEvents;
 }
 
-/** Optional parts of {@link createDeps} that tests and scripts may supply. */
-export interface DepsOptions {
+/**
+ * The durable runner's dependencies: {@link SharedDeps} and `approvalEvents`, where a new approval is
+ * announced (docs/approvals.md).
+ */
+export interface RunnerDeps extends SharedDeps {
+  approvalEvents: ApprovalEvents;
+}
+
+/** Optional parts of {@link createApiDeps} that tests and scripts may supply. */
+export interface ApiDepsOptions {
   /** Reads OPENAI_API_KEY_SECRET_NAME; default: a Powertools SecretsProvider in `config.table.region`. */
   secretsProvider?: Pick<SecretsProvider, "get">;
   /**
@@ -70,20 +86,20 @@ export interface DepsOptions {
   now?: () => number;
   /** How long each Bedrock API key is made for, in s; default BEDROCK_KEY_LIFETIME_SECONDS (900). */
   bedrockKeyLifetimeSeconds?: number;
-  /** A Powertools LogFormatter replacing the default JSON formatter. */
-  logFormatter?: LogFormatter;
   /**
    * Where durable runs (`Prefer: respond-async`) start; default: Lambda durable functions on
    * RUNNER_FUNCTION_ARN when it is set, else none (the preference is then ignored and runs are synchronous).
    */
   executions?: DurableExecutions;
-  /**
-   * Where approvals are announced: the runner passes EventBridge (functions/runner/handler.ts), local
-   * scripts a printer. Default: none (the API function never announces; a runner without one logs a
-   * warning per approval and goes on), so the API bundle carries no EventBridge client.
-   */
+  /** Where MCP approvals are announced; default: EventBridge's default bus (loaded on first use). */
   approvalEvents?: ApprovalEvents;
 }
+
+/** What both functions' model may be given: the OpenAI key's secret reader, or Bedrock's credentials and clock. */
+export type ModelOptions = Pick<
+  ApiDepsOptions,
+  "secretsProvider" | "awsCredentials" | "now" | "bedrockKeyLifetimeSeconds"
+>;
 
 /**
  * Placeholder key sent when none is configured: OpenAI rejects it, local OpenAI-compatible servers
@@ -127,127 +143,130 @@ export function secretApiKey(
 }
 
 /**
- * Builds the dependencies from config. The openai client (shared/model-client.ts createModelClient) keeps
- * the SDK's own retries (2, with backoff) for 429 and 5xx; every request also carries the run's deadline
- * signal and timeout. With
- * OPENAI_API_KEY_SECRET_NAME set, the key is fetched lazily by the openai client before its first
- * request (so a cold start that serves /healthz never reads the secret) and cached.
+ * Builds the API function's dependencies from config ({@link sharedDeps}, and the Lambda durable
+ * functions port on RUNNER_FUNCTION_ARN unless `options.executions` is given).
  */
-export function createDeps(config: Config, options: DepsOptions = {}): AppDeps {
+export function createApiDeps(config: Config, options: ApiDepsOptions = {}): ApiDeps {
+  const executions = options.executions ?? lambdaExecutions(config);
+  const approvalEvents = options.approvalEvents ?? eventBridgeApprovalEvents(config.table.region);
+  return { ...sharedDeps(config, options), approvalEvents, ...(executions ? { executions } : {}) };
+}
+
+/**
+ * Builds the durable runner's dependencies from config ({@link sharedDeps}) and the port its approvals
+ * are announced through (EventBridge in the deployed runner, a printer locally).
+ */
+export function createRunnerDeps(
+  config: Config,
+  options: ModelOptions & { approvalEvents: ApprovalEvents },
+): RunnerDeps {
+  return { ...sharedDeps(config, options), approvalEvents: options.approvalEvents };
+}
+
+/**
+ * The clients and stores both functions build from config. The openai client (shared/model-client.ts
+ * createModelClient) keeps the SDK's own retries (2, with backoff) for 429 and 5xx; every request also
+ * carries the run's deadline signal and timeout. With OPENAI_API_KEY_SECRET_NAME set, the key is fetched
+ * lazily by the openai client before its first request (so a cold start that serves /healthz never
+ * reads the secret) and cached; with MODEL_PROVIDER=bedrock, no secret: a Bedrock API key is made the
+ * same way, before the first request.
+ */
+function sharedDeps(config: Config, options: ModelOptions): SharedDeps {
   const ddb = createDocumentClient(config.table);
-  const { logger, metrics } = createObservability(config.observability, {
-    ...(options.logFormatter ? { logFormatter: options.logFormatter } : {}),
-  });
-  const model =
-    config.model.provider === "bedrock"
-      ? bedrockModel(config.model.bedrock, logger, options)
-      : openAICompatibleModel(config.model, options);
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
-  const runs = new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
-    shortenTranscript: halveHistory,
-  });
   const tools = accountingTools({
     ledger,
     quotes,
     quoteTtlSeconds: config.quotes.ttlSeconds,
     approvalRules: config.approvals.rules,
   });
-  const executions = options.executions ?? lambdaExecutions(config);
-  const approvals = new ApprovalStore(ddb, config.table.name, config.runs.ttlSeconds);
-  const approvalEvents: ApprovalEvents = options.approvalEvents ?? {
-    requested: async () => {
-      throw new Error("No approval event port is configured in this function.");
-    },
-  };
   return {
     config,
     ddb,
-    model,
+    model:
+      config.model.provider === "bedrock"
+        ? bedrockModel(config.model, options)
+        : openAICompatibleModel(config, options),
     ledger,
     quotes,
-    runs,
+    runs: new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
+      shortenTranscript: halveHistory,
+    }),
     tools,
-    logger,
-    metrics,
-    approvals,
-    approvalEvents,
-    ...(executions ? { executions } : {}),
+    ...createObservability(config.observability),
+    approvals: new ApprovalStore(ddb, config.table.name, config.runs.ttlSeconds),
   };
 }
 
 /**
- * MODEL_PROVIDER=openai-compatible: the openai client on `model.baseURL` with the key (OPENAI_API_KEY, or
- * the secret OPENAI_API_KEY_SECRET_NAME read lazily before the first request, then cached).
+ * MODEL_PROVIDER=openai-compatible: the openai client on `config.model.baseURL` with the key
+ * (OPENAI_API_KEY, or the secret OPENAI_API_KEY_SECRET_NAME read lazily before the first request, then
+ * cached).
  */
-function openAICompatibleModel(model: Config["model"], options: DepsOptions): Model {
-  const secretName = model.apiKeySecretName;
+function openAICompatibleModel(config: Config, options: ModelOptions): Model {
+  const secretName = config.model.apiKeySecretName;
   const apiKey = secretName
     ? secretApiKey(
-        options.secretsProvider ?? new SecretsProvider({ clientConfig: { region: model.bedrock.region } }),
+        options.secretsProvider ?? new SecretsProvider({ clientConfig: { region: config.table.region } }),
         secretName,
-        model.secretCacheSeconds,
+        config.model.secretCacheSeconds,
       )
-    : (model.apiKey ?? NO_API_KEY);
-  const openai = createModelClient({ apiKey, baseURL: model.baseURL, maxRetries: 2 });
-  return new OpenAIChatModel(openai, model.name);
+    : (config.model.apiKey ?? NO_API_KEY);
+  const openai = createModelClient({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
+  return new OpenAIChatModel(openai, config.model.name, { maxTokens: config.model.maxTokens });
 }
 
 /**
  * MODEL_PROVIDER=bedrock: the same openai client and adapter on Bedrock's Chat Completions endpoint, its
  * `apiKey` a function the SDK calls before every attempt, answered from the {@link BedrockApiKeys} cache
  * (renewed before it expires). Bedrock's refusals become stable codes and fixed sentences
- * (classifyBedrockFailure); what Bedrock said is logged at warn, without the key (the SDK's error
- * messages carry the response body, never the request's headers).
+ * (classifyBedrockFailure); what Bedrock said is the failure's logged message, never the key (the SDK's
+ * error messages carry the response body, never the request's headers).
  */
-function bedrockModel(bedrock: Config["model"]["bedrock"], logger: Logger, options: DepsOptions): Model {
+function bedrockModel(model: Config["model"], options: ModelOptions): Model {
+  const { modelId, region, baseURL } = model.bedrock;
   const keys = new BedrockApiKeys({
     credentials: options.awsCredentials ?? defaultProvider(),
-    region: bedrock.region,
+    region,
     ...(options.now ? { now: options.now } : {}),
     ...(options.bedrockKeyLifetimeSeconds ? { lifetimeSeconds: options.bedrockKeyLifetimeSeconds } : {}),
   });
   const openai = createModelClient({
     apiKey: () => keys.get(),
-    baseURL: bedrock.baseURL,
+    baseURL,
     maxRetries: 2,
     wrapFetch: bedrockFetch,
   });
-  return new OpenAIChatModel(openai, bedrock.modelId, (error) => {
-    const failure = classifyBedrockFailure(error, bedrock.modelId, bedrock.region);
-    if (failure) {
-      logger.warn("Amazon Bedrock refused a model call", {
-        modelErrorCode: failure.code,
-        bedrockModelId: bedrock.modelId,
-        detail: failure.detail,
-      });
-    }
-    return failure;
+  return new OpenAIChatModel(openai, modelId, {
+    maxTokens: model.maxTokens,
+    translateFailure: (error) => classifyBedrockFailure(error, modelId, region),
   });
 }
 
+/** The module the Lambda durable functions port is built from, loaded on the first durable run. */
+type LambdaPortModule = typeof import("./durable/lambda-executions.js");
+
 /**
  * The Lambda durable functions port on RUNNER_FUNCTION_ARN (undefined when it is unset). The Lambda
- * client's code is loaded on the first durable run, not at cold start.
+ * client's code is loaded on the first durable run, not at cold start; a failed load is retried by the
+ * next call ({@link onceUntilFailed}).
+ * @param importModule loads the port's module (tests inject a failing one)
+ * @param clientConfig extra Lambda client settings (tests: a stand-in endpoint)
  */
-function lambdaExecutions(config: Config): DurableExecutions | undefined {
+export function lambdaExecutions(
+  config: Config,
+  importModule: () => Promise<LambdaPortModule> = () => import("./durable/lambda-executions.js"),
+  clientConfig?: Parameters<LambdaPortModule["createLambdaDurableExecutions"]>[1],
+): DurableExecutions | undefined {
   const aliasArn = config.durable.runnerFunctionArn;
   if (!aliasArn) return undefined;
-  let loading: Promise<DurableExecutions> | undefined;
-  const load = () => {
-    loading ??= Promise.all([
-      import("@aws-sdk/client-lambda"),
-      import("./durable/lambda-executions.js"),
-    ]).then(
-      ([{ LambdaClient }, { LambdaDurableExecutions }]) =>
-        new LambdaDurableExecutions(new LambdaClient({ region: aliasArn.split(":")[3] }), aliasArn),
-    );
-    return loading;
-  };
+  const load = onceUntilFailed(async () =>
+    (await importModule()).createLambdaDurableExecutions(aliasArn, clientConfig),
+  );
   return {
     start: async (name, payload) => (await load()).start(name, payload),
     stop: async (name) => (await load()).stop(name),
-    describe: async (name) => (await load()).describe(name),
     completeCallback: async (callback, result) => (await load()).completeCallback(callback, result),
   };
 }

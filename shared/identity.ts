@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { CONFIG_DEFAULTS, type Config } from "./config.js";
 import { ProblemError } from "./errors.js";
+import { TENANT_ID_PATTERN } from "./user-roles.js";
 
 /**
  * Who is calling, taken only from the verified identity API Gateway or Lambda attaches to the event
@@ -29,7 +30,7 @@ export const DEFAULT_IDENTITY_CONFIG: IdentityConfig = CONFIG_DEFAULTS.identity;
 export const TenantId = z
   .string()
   .trim()
-  .regex(/^[A-Za-z0-9_-]{1,64}$/, "tenant must be 1-64 characters of A-Z a-z 0-9 _ -");
+  .regex(TENANT_ID_PATTERN, "tenant must be 1-64 characters of A-Z a-z 0-9 _ -");
 
 const Subject = z.string().trim().min(1).max(256);
 
@@ -65,6 +66,15 @@ export function splitPermissions(value: string | readonly string[] | undefined):
   return [...new Set(items.map((item) => item.trim()).filter((item) => item.length > 0))];
 }
 
+/**
+ * True when a claim carries no value: absent, empty, JSON null, or the text "null" — authorizers render
+ * every claim as a string (see local/dev-event.ts `claimAsString`), so a JSON null arrives as "null".
+ * Such a claim is treated exactly like a missing one, never as the id "null".
+ */
+function isEmptyClaim(value: unknown): boolean {
+  return value === undefined || value === null || value === "" || value === "null";
+}
+
 function unauthenticated(detail: string): ProblemError {
   return new ProblemError("UNAUTHENTICATED", detail);
 }
@@ -73,6 +83,7 @@ function unauthenticated(detail: string): ProblemError {
  * Builds the security context from token claims (HTTP API v2 JWT authorizer or REST v1 Cognito/JWT
  * authorizer): `sub` → userId; the first of `config.tenantClaims` present → tenantId; every claim of
  * `config.permissionClaims` → permissions (merged, deduplicated).
+ * A claim that is empty, JSON null or the text "null" counts as missing.
  * @throws ProblemError UNAUTHENTICATED when `sub` or the tenant is missing or malformed
  */
 export function securityContextFromClaims(
@@ -80,8 +91,9 @@ export function securityContextFromClaims(
   config: IdentityConfig = DEFAULT_IDENTITY_CONFIG,
 ): SecurityContext {
   const sub = Subject.safeParse(claims.sub);
-  if (!sub.success) throw unauthenticated("The verified identity has no usable `sub` claim.");
-  const tenantClaim = config.tenantClaims.find((name) => claims[name] !== undefined && claims[name] !== "");
+  if (!sub.success || isEmptyClaim(sub.data))
+    throw unauthenticated("The verified identity has no usable `sub` claim.");
+  const tenantClaim = config.tenantClaims.find((name) => !isEmptyClaim(claims[name]));
   if (tenantClaim === undefined) {
     throw unauthenticated(
       `The verified identity carries no tenant claim (looked for ${config.tenantClaims.join(", ")}).`,

@@ -51,7 +51,7 @@ export interface ModelClientOptions {
 }
 
 /**
- * The one way the service builds its openai client (shared/deps.ts createDeps, and the benchmarks and
+ * The one way the service builds its openai client (shared/deps.ts createApiDeps, and the benchmarks and
  * tests that stand for it): the real SDK with its own retries, sending over {@link observingModelFetch}
  * (so a request can observe the HTTP status of its failed attempts). Building it does no I/O.
  */

@@ -1,6 +1,6 @@
-import type { LogFormatter } from "@aws-lambda-powertools/logger";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
+import type { InternalFailure } from "./agent/dispatcher.js";
 import type { CycleRecord, RunOutcome } from "./agent/loop.js";
 import type { ToolResult } from "./agent/result.js";
 import type { Config } from "./config.js";
@@ -36,30 +36,21 @@ const REDACTED_KEYS = new Set([
 /**
  * Builds the service's Powertools logger from config (POWERTOOLS_SERVICE_NAME, POWERTOOLS_LOG_LEVEL),
  * with the {@link REDACTED_KEYS} replacer. The one way a logger is made in functions/ and shared/.
- * @param options.logFormatter a Powertools LogFormatter to use instead of the default JSON one
  */
-export function createLogger(
-  config: Config["observability"],
-  options: { logFormatter?: LogFormatter } = {},
-): Logger {
+export function createLogger(config: Config["observability"]): Logger {
   return new Logger({
     serviceName: config.serviceName,
     logLevel: config.logLevel,
     jsonReplacerFn: (key, value) => (REDACTED_KEYS.has(key.toLowerCase()) ? "[REDACTED]" : value),
-    ...(options.logFormatter ? { logFormatter: options.logFormatter } : {}),
   });
 }
 
 /**
  * Builds the logger ({@link createLogger}) and metrics from config (POWERTOOLS_SERVICE_NAME,
  * POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_LOG_LEVEL).
- * @param options.logFormatter a Powertools LogFormatter to use instead of the default JSON one
  */
-export function createObservability(
-  config: Config["observability"],
-  options: { logFormatter?: LogFormatter } = {},
-): Observability {
-  const logger = createLogger(config, options);
+export function createObservability(config: Config["observability"]): Observability {
+  const logger = createLogger(config);
   const metrics = new Metrics({ namespace: config.metricsNamespace, serviceName: config.serviceName });
   return { logger, metrics };
 }
@@ -86,9 +77,14 @@ export function recordRunMetrics(
  * Metrics of one tool result, emitted at once (Powertools single metrics, one EMF line each) with the
  * dimensions `toolName` and `status` (success, validation_error, permission_denied, business_error,
  * fatal_error): `ToolResults` (Count 1) and `ToolLatency` (Milliseconds, the handler's wall time).
+ * A call that came over MCP (`surface` "mcp") has the dimension `surface: mcp` as well.
  */
-export function recordToolResultMetric(metrics: Metrics, result: ToolResult): void {
-  const dimensions = { toolName: result.metadata.toolName, status: result.status };
+export function recordToolResultMetric(metrics: Metrics, result: ToolResult, surface?: "mcp"): void {
+  const dimensions = {
+    toolName: result.metadata.toolName,
+    status: result.status,
+    ...(surface ? { surface } : {}),
+  };
   metrics.singleMetric().addDimensions(dimensions).addMetric("ToolResults", MetricUnit.Count, 1);
   metrics
     .singleMetric()
@@ -111,6 +107,15 @@ export function recordProblemMetric(metrics: Metrics, code: string): void {
 export function flushMetrics(metrics: Metrics): void {
   if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
   else metrics.clearDimensions();
+}
+
+/**
+ * The run hook that logs an internal failure at ERROR ("internal failure": source, name, code, detail),
+ * the one place the text the model and the client do not get (a tool's error and cause chain, a failed
+ * approval check, the provider's message) is kept.
+ */
+export function logInternalFailure(logger: Logger): (failure: InternalFailure) => void {
+  return (failure) => logger.error("internal failure", { ...failure });
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * A synchronous run that continues a conversation and pauses for approval is handed over to a durable
- * execution (functions/api/approval-handoff.ts, docs/approvals.md): the real API handler with the runner
+ * execution (shared/runs/handover.ts, docs/approvals.md): the real API handler with the runner
  * on the testing SDK's LocalDurableTestRunner, DynamoDB Local, and the local model server over HTTP
  * through the real openai client.
  */

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { type BedrockStandIn, startBedrockStandIn, verifyBedrockKey } from "../local/bedrock-stand-in.js";
 import { ConfigError, loadConfig } from "../shared/config.js";
 import { BedrockApiKeys, BedrockKeyError, decodeBedrockKey } from "../shared/model/bedrock.js";
+import { makeBedrockKey } from "../shared/model/bedrock-key.js";
 import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
 
 /** The function's credentials, as Lambda puts the role's into its environment (fixed test values). */
@@ -57,7 +58,7 @@ async function bedrockStack(
 
 describe("the Bedrock stand-in verifies short-term keys as Bedrock does", () => {
   const now = Date.UTC(2026, 11, 1, 12, 0, 0);
-  /** A key made by AWS's generator with the system clock at `at`. */
+  /** A key made by AWS's generator (the reference) with the system clock at `at`. */
   async function keyAt(
     at: number,
     credentials = FUNCTION_CREDENTIALS,
@@ -71,6 +72,30 @@ describe("the Bedrock stand-in verifies short-term keys as Bedrock does", () => 
       vi.useRealTimers();
     }
   }
+
+  it("makes the key AWS's token generator makes, byte for byte, signed at the injected time", async () => {
+    for (const [credentials, region, lifetime] of [
+      [FUNCTION_CREDENTIALS, REGION, 900],
+      [
+        { accessKeyId: "AKIALONGTERM00000001", secretAccessKey: "longTermSecret0000000000000000000000000" },
+        "us-east-1",
+        43_200,
+      ],
+    ] as const) {
+      const ours = await makeBedrockKey({ credentials, region, expiresInSeconds: lifetime, signedAt: now });
+      expect(ours).toBe(await keyAt(now, credentials, region, lifetime));
+    }
+    for (const lifetime of [0, 43_201]) {
+      await expect(
+        makeBedrockKey({
+          credentials: FUNCTION_CREDENTIALS,
+          region: REGION,
+          expiresInSeconds: lifetime,
+          signedAt: now,
+        }),
+      ).rejects.toBeInstanceOf(RangeError);
+    }
+  });
 
   it("accepts a key of the function's credentials for its Region, within its lifetime", async () => {
     const key = await keyAt(now);

@@ -7,7 +7,7 @@ import { type ApiEvent, createHandler } from "../functions/api/app-handler.js";
 import { ProblemSchema } from "../functions/api/contract.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { loadConfig } from "../shared/config.js";
-import { createDeps } from "../shared/deps.js";
+import { createApiDeps } from "../shared/deps.js";
 import {
   isStoreUnavailable,
   PROBLEM_STATUS,
@@ -95,8 +95,11 @@ describe("bad input is a problem response and writes nothing", () => {
     expect(long.errors?.[0]?.path).toBe("prompt");
     expect(long.errors?.[0]?.message).toMatch(/8000/);
 
+    // A missing field says it is required, not "expected string, received undefined".
     const missing = problem(await call("rest-v1", { body: {} }), "INVALID_REQUEST");
-    expect(missing.errors?.[0]?.path).toBe("prompt");
+    expect(missing.errors).toEqual([{ in: "body", path: "prompt", message: "prompt is required" }]);
+    const notText = problem(await call("rest-v1", { body: { prompt: 42 } }), "INVALID_REQUEST");
+    expect(notText.errors?.[0]?.message).toMatch(/expected string, received number/);
     expect(stack.model.requests.length).toBe(0);
   });
 
@@ -141,7 +144,7 @@ describe("server-side failures", () => {
   /** A handler over a config the test shapes (same model server, own DynamoDB settings). */
   function handlerWith(env: Record<string, string>) {
     const config = loadConfig({ OPENAI_BASE_URL: stack.model.baseURL, ...env });
-    const deps = createDeps(config);
+    const deps = createApiDeps(config);
     const handler = createHandler(deps);
     return {
       deps,

@@ -8,7 +8,7 @@ import { type ApiEvent, createHandler } from "../functions/api/app-handler.js";
 import { ProblemSchema, RunResponseSchema } from "../functions/api/contract.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { loadConfig } from "../shared/config.js";
-import { type AppDeps, createDeps } from "../shared/deps.js";
+import { type ApiDeps, createApiDeps } from "../shared/deps.js";
 import { createObservability } from "../shared/observability.js";
 import { apiEvent, type EventOptions } from "./fixtures/events.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
@@ -68,7 +68,7 @@ async function startSecretsServer(secrets: Record<string, string>) {
 type Result = APIGatewayProxyStructuredResultV2;
 let stack: TestStack;
 let secrets: Awaited<ReturnType<typeof startSecretsServer>>;
-const built: AppDeps[] = [];
+const built: ApiDeps[] = [];
 
 /** A handler over the test table and model server, with extra config; the key from `secretsEndpoint`. */
 function handlerWith(env: Record<string, string>) {
@@ -79,9 +79,9 @@ function handlerWith(env: Record<string, string>) {
     POWERTOOLS_METRICS_NAMESPACE: "boundloop-test",
     ...env,
   });
-  let deps: AppDeps | undefined;
+  let deps: ApiDeps | undefined;
   const factory = () => {
-    deps = createDeps(config, {
+    deps = createApiDeps(config, {
       secretsProvider: new SecretsProvider({
         awsSdkV3Client: new SecretsManagerClient({
           endpoint: secrets.endpoint,
@@ -162,7 +162,9 @@ describe("the OpenAI key from Secrets Manager (OPENAI_API_KEY_SECRET_NAME)", () 
     expect(stack.model.requests).toHaveLength(2); // only the two runs above reached the model
     const run = await api.deps()?.runs.get("tenant_uk_01", String(body.runId));
     expect(run?.run.status).toBe("model_error");
-    expect(run?.run.reason).toContain("boundloop/missing");
+    // The client and the record get a fixed sentence: the secret's name and the SDK's text stay in the logs.
+    expect(run?.run.reason).toBe("The model provider failed.");
+    expect(JSON.stringify(body)).not.toContain("boundloop/missing");
     expect(raw).toContain('"ProblemResponses":1');
     expect(raw).toContain('"code":"MODEL_UNAVAILABLE"');
   });

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MAX_IDEMPOTENCY_KEY_LENGTH, parseIdempotencyKey } from "../functions/api/run-idempotency.js";
+import { MAX_IDEMPOTENCY_KEY_LENGTH } from "../functions/api/contract.js";
+import { parseIdempotencyKey } from "../functions/api/run-idempotency.js";
 import { ProblemError } from "../shared/errors.js";
 
 /**

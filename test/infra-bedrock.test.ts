@@ -42,6 +42,34 @@ const envOf = (resources: Resources, prefix: string) => {
   return (fn[1].Properties.Environment as { Variables: Record<string, unknown> }).Variables;
 };
 
+/**
+ * Synthesizes the real app (cdk-nag on) with `context`, expects no violation, and returns the
+ * acknowledged rules by construct path (sorted).
+ */
+function acknowledgedOf(context: Record<string, unknown>): Record<string, string[]> {
+  const outdir = mkdtempSync(join(tmpdir(), "boundloop-cdk-bedrock-"));
+  try {
+    const built = buildApp({ outdir, context: { ...context, "aws:cdk:bundling-stacks": [] } });
+    built.app.synth();
+    const report = JSON.parse(readFileSync(join(outdir, "validation-report.json"), "utf8")) as {
+      pluginReports: Array<{ violations?: unknown[] }>;
+    };
+    expect(report.pluginReports.flatMap((plugin) => plugin.violations ?? [])).toEqual([]);
+    const acknowledged: Record<string, string[]> = {};
+    for (const construct of built.app.node.findAll()) {
+      for (const entry of construct.node.metadata) {
+        if (entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY) {
+          const path = construct.node.path;
+          acknowledged[path] = [...(acknowledged[path] ?? []), ...Object.keys(entry.data)].sort();
+        }
+      }
+    }
+    return acknowledged;
+  } finally {
+    rmSync(outdir, { recursive: true, force: true });
+  }
+}
+
 const COGNITO = "https://cognito-idp.eu-west-2.amazonaws.com/eu-west-2_AbCdEf123";
 
 describe("modelProvider=bedrock", () => {
@@ -49,6 +77,7 @@ describe("modelProvider=bedrock", () => {
     modelProvider: "bedrock",
     bedrockModelId: "openai.gpt-oss-20b-1:0",
     jwtIssuer: COGNITO,
+    jwtAudience: "client-a",
   });
   const resources = (template as unknown as { Resources: Resources }).Resources;
   const text = JSON.stringify(template);
@@ -145,43 +174,20 @@ describe("modelProvider=bedrock", () => {
   });
 
   it('passes cdk-nag AwsSolutions; the only new acknowledgment is CallWithBearerToken\'s "*", on the two roles', () => {
-    const outdir = mkdtempSync(join(tmpdir(), "boundloop-cdk-bedrock-"));
-    try {
-      const built = buildApp({
-        outdir,
-        context: { personal: "true", jwtIssuer: COGNITO, "aws:cdk:bundling-stacks": [] },
-      });
-      expect(() => built.app.synth()).not.toThrow();
-      const report = JSON.parse(readFileSync(join(outdir, "validation-report.json"), "utf8")) as {
-        pluginReports: Array<{ violations?: unknown[] }>;
-      };
-      expect(report.pluginReports.flatMap((plugin) => plugin.violations ?? [])).toEqual([]);
-      const acknowledged: Record<string, string[]> = {};
-      for (const construct of built.app.node.findAll()) {
-        for (const entry of construct.node.metadata) {
-          if (entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY) {
-            acknowledged[construct.node.path] = [
-              ...(acknowledged[construct.node.path] ?? []),
-              ...Object.keys(entry.data),
-            ];
-          }
-        }
-      }
-      // No secret, so no SMG4; the roles' other acknowledgments are the openai-compatible stack's.
-      expect(Object.keys(acknowledged).sort()).toEqual([
-        "Boundloop/ApiFunctionRole",
-        "Boundloop/HttpApi/GET--healthz",
-        "Boundloop/HttpApi/GET--openapi.json",
-        "Boundloop/Runner/Role",
-      ]);
-      for (const role of ["Boundloop/ApiFunctionRole", "Boundloop/Runner/Role"]) {
-        expect(acknowledged[role]?.filter((id) => id.includes("Resource::*]"))).toEqual([
-          "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-        ]);
-      }
-    } finally {
-      rmSync(outdir, { recursive: true, force: true });
+    // The zero-to-smoke deploy (personal, the built-in user pool, Bedrock by default) against the same
+    // deploy on the OpenAI-compatible provider.
+    const bedrock = acknowledgedOf({ personal: "true" });
+    const openai = acknowledgedOf({ personal: "true", modelProvider: "openai-compatible" });
+    const secretPaths = Object.keys(openai).filter((path) => path.includes("OpenAiApiKey"));
+    expect(secretPaths.length).toBeGreaterThan(0);
+    const expected: Record<string, string[]> = {};
+    for (const [path, ids] of Object.entries(openai)) {
+      if (!secretPaths.includes(path)) expected[path] = [...ids];
     }
+    for (const role of ["Boundloop/ApiFunctionRole", "Boundloop/Runner/Role"]) {
+      expected[role] = [...(expected[role] ?? []), "AwsSolutions::AwsSolutions-IAM5[Resource::*]"].sort();
+    }
+    expect(bedrock).toEqual(expected);
   }, 120_000);
 
   it("is a personal deploy's default; other deploys keep the OpenAI-compatible default", () => {
@@ -197,7 +203,7 @@ describe("modelProvider=bedrock", () => {
 
   it("validates the model id at synth with the function's own pattern, and refuses OpenAI settings with Bedrock", () => {
     expect(() => synth({ modelProvider: "bedrock", bedrockModelId: "gpt-4o" })).toThrow(
-      /bedrockModelId must be a Bedrock model id/,
+      /bedrockModelId \(BEDROCK_MODEL_ID\): must be a Bedrock model id/,
     );
     expect(() => synth({ modelProvider: "anthropic" })).toThrow(DeploySettingsError);
     expect(() => synth({ personal: "true", openaiApiKeySecretName: "boundloop/openai" })).toThrow(
@@ -208,7 +214,7 @@ describe("modelProvider=bedrock", () => {
 
 describe("modelProvider=openai-compatible", () => {
   it("synthesizes exactly the template main produced before Bedrock (asset keys aside)", () => {
-    // Generated from the commit before Bedrock with the same contexts and normalisation.
+    // Generated from main just before the Bedrock merge, with the same contexts and normalisation.
     const main = JSON.parse(
       readFileSync(new URL("./fixtures/openai-compatible-templates.json", import.meta.url), "utf8"),
     ) as Record<string, unknown>;
@@ -218,8 +224,20 @@ describe("modelProvider=openai-compatible", () => {
         openaiApiKeySecretName: "boundloop/openai",
         openaiModel: "gpt-4.1-mini",
         openaiBaseUrl: "https://llm.example.com/v1",
-        modelProvider: "openai-compatible",
       }).template,
     ).toEqual(main.sharedNamedSecret);
+  });
+
+  it("given explicitly, is written into both functions' environment like any runtime setting, and grants nothing on Bedrock", () => {
+    const { template } = synth({ modelProvider: "openai-compatible", openaiModel: "gpt-4.1-mini" });
+    const resources = (template as unknown as { Resources: Resources }).Resources;
+    for (const prefix of ["ApiFunction", "RunnerFunction"]) {
+      expect(envOf(resources, prefix)).toMatchObject({ MODEL_PROVIDER: "openai-compatible" });
+      expect(envOf(resources, prefix)).not.toHaveProperty("BEDROCK_MODEL_ID");
+    }
+    expect(JSON.stringify(template)).not.toContain("bedrock:");
+    expect(() =>
+      synth({ modelProvider: "openai-compatible", bedrockModelId: "openai.gpt-oss-20b-1:0" }),
+    ).toThrow(/bedrockModelId: modelProvider is openai-compatible/);
   });
 });

@@ -96,18 +96,18 @@ function syncRequestPath(dir: string): string[] {
     "index.mjs",
     ...chunksHolding(dir, "functions/api/app.ts"),
     ...chunksHolding(dir, "shared/deps.ts"),
-    ...chunksHolding(dir, "functions/api/run-service.ts"),
+    ...chunksHolding(dir, "shared/runs/lifecycle.ts"),
   ]);
 }
 
 /**
- * The chunks only the durable port loads (functions/api/run-async.ts, shared/durable/lambda-executions.ts
+ * The chunks only the durable port loads (shared/runs/async-start.ts, shared/durable/lambda-executions.ts
  * and what they import statically), less those of {@link syncRequestPath}.
  */
 function asyncOnlyChunks(dir: string): string[] {
   const syncPath = syncRequestPath(dir);
   return staticallyLoaded(dir, [
-    ...chunksHolding(dir, "functions/api/run-async.ts"),
+    ...chunksHolding(dir, "shared/runs/async-start.ts"),
     ...chunksHolding(dir, "shared/durable/lambda-executions.ts"),
   ]).filter((file) => !syncPath.includes(file));
 }
@@ -152,8 +152,12 @@ describe("cdk synth of the real app", () => {
     }
     expect(Object.keys(acknowledged).sort()).toEqual([
       "Boundloop/ApiFunctionRole",
+      "Boundloop/HttpApi/GET--.well-known--oauth-protected-resource",
+      "Boundloop/HttpApi/GET--.well-known--oauth-protected-resource--mcp",
       "Boundloop/HttpApi/GET--healthz",
+      "Boundloop/HttpApi/GET--mcp",
       "Boundloop/HttpApi/GET--openapi.json",
+      "Boundloop/HttpApi/POST--mcp",
       "Boundloop/OpenAiApiKey",
       "Boundloop/Runner/Role",
     ]);
@@ -187,6 +191,39 @@ describe("cdk synth of the real app", () => {
     rmSync(probe.app.outdir, { recursive: true, force: true });
   });
 
+  it("synthesizes the built-in user pool (no issuer) with cdk-nag: only COG2 (MFA optional) and COG8 (not Plus) acknowledged, on the pool", () => {
+    const pooled = buildApp({
+      outdir: mkdtempSync(join(tmpdir(), "boundloop-cdk-pool-")),
+      context: { "aws:cdk:bundling-stacks": [] },
+    });
+    const template = pooled.app.synth().getStackArtifact(STACK_ID).template as {
+      Resources: Record<string, { Type: string }>;
+    };
+    expect(Object.values(template.Resources).map((r) => r.Type)).toContain("AWS::Cognito::UserPool");
+    const report = JSON.parse(readFileSync(join(pooled.app.outdir, "validation-report.json"), "utf8")) as {
+      pluginReports: Array<{ violations?: unknown[] }>;
+    };
+    expect(report.pluginReports.flatMap((plugin) => plugin.violations ?? [])).toEqual([]);
+    const acknowledged: Record<string, string[]> = {};
+    for (const construct of pooled.app.node.findAll()) {
+      for (const entry of construct.node.metadata) {
+        if (
+          entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY &&
+          construct.node.path.includes("Users")
+        ) {
+          acknowledged[construct.node.path] = [
+            ...(acknowledged[construct.node.path] ?? []),
+            ...Object.keys(entry.data as Record<string, string>),
+          ].sort();
+        }
+      }
+    }
+    expect(acknowledged).toEqual({
+      "Boundloop/Users/Pool": ["Annotation::AwsSolutions-COG2", "Annotation::AwsSolutions-COG8"],
+    });
+    rmSync(pooled.app.outdir, { recursive: true, force: true });
+  });
+
   it("bundles the handler with the local esbuild (infra/bundle.ts) as minified ESM chunks with source maps", () => {
     const dir = bundleDir();
     const code = readFileSync(join(dir, "index.mjs"), "utf8");
@@ -211,6 +248,25 @@ describe("cdk synth of the real app", () => {
     expect(total - asyncOnly.reduce((sum, file) => sum + sizeOf(file), 0)).toBeLessThan(1_200_000);
     expect(total).toBeLessThan(1_200_000);
     expect(gzipSync(code).length).toBeLessThan(100_000);
+  });
+
+  it("the MCP SDK and the JOSE code are read only by an /mcp request: no other route loads them", () => {
+    const dir = bundleDir();
+    const otherRoutes = syncRequestPath(dir).flatMap((file) => sourcesOf(dir, file));
+    const mcpOnly = staticallyLoaded(dir, [
+      ...chunksHolding(dir, "shared/mcp/server.ts"),
+      ...chunksHolding(dir, "shared/mcp/auth.ts"),
+    ]).flatMap((file) => sourcesOf(dir, file));
+    for (const heavy of ["node_modules/@modelcontextprotocol/sdk/", "node_modules/jose/"]) {
+      expect(
+        otherRoutes.filter((source) => source.includes(heavy)),
+        heavy,
+      ).toEqual([]);
+      expect(
+        mcpOnly.some((source) => source.includes(heavy)),
+        heavy,
+      ).toBe(true);
+    }
   });
 
   it("a cold start reads none of zod's full API, the app, openai or the AWS SDK; requests load them", () => {
@@ -254,7 +310,7 @@ describe("cdk synth of the real app", () => {
     for (const source of [
       "node_modules/@aws-sdk/client-lambda/",
       "shared/durable/lambda-executions.ts",
-      "functions/api/run-async.ts",
+      "shared/runs/async-start.ts",
     ]) {
       expect(holding(source), source).not.toEqual([]);
       expect(
@@ -262,6 +318,16 @@ describe("cdk synth of the real app", () => {
         source,
       ).toEqual([]);
     }
+    // Only the commands the port sends: not the aggregated `Lambda` class, its waiters or other commands
+    // (shared/durable/lambda-executions.ts builds the client from named imports).
+    for (const unused of [
+      "dist-es/Lambda.js",
+      "dist-es/commands/CreateFunctionCommand.js",
+      "dist-es/waiters/",
+    ]) {
+      expect(holding(`node_modules/@aws-sdk/client-lambda/${unused}`), unused).toEqual([]);
+    }
+    expect(holding("node_modules/@aws-sdk/client-lambda/dist-es/commands/InvokeCommand.js")).not.toEqual([]);
     // The runner's SDK is not in the API's bundle at all.
     expect(holding("node_modules/@aws/durable-execution-sdk-js")).toEqual([]);
     expect(asyncOnlyChunks(dir)).toEqual(expect.arrayContaining(lambdaClient));
@@ -322,6 +388,8 @@ describe("cdk synth of the real app", () => {
       "node_modules/@aws-sdk/nested-clients/",
       "node_modules/bowser/",
       "node_modules/@fastify/busboy/",
+      "node_modules/ajv/",
+      "node_modules/ajv-formats/",
     ]) {
       expect(
         sources.filter((source) => source.includes(absent)),
@@ -433,16 +501,16 @@ describe("cdk synth of the real app", () => {
     }
   }, 90_000);
 
-  it("the bundle holds the token generator's getToken only, not its credential-provider index", () => {
+  it("the bundle makes Bedrock keys with the SDK's ESM signer: no token generator, no credential-provider index", () => {
     const dir = bundleDir();
-    const sources = readdirSync(join(dir, "chunks"))
+    const sources = ["index.mjs", ...readdirSync(join(dir, "chunks")).map((name) => `chunks/${name}`)]
       .filter((name) => name.endsWith(".mjs"))
-      .flatMap((name) => sourcesOf(dir, `chunks/${name}`));
-    const generator = sources.filter((source) => source.includes("@aws/bedrock-token-generator/"));
-    expect(
-      generator.map((source) => source.replace(/^.*@aws\/bedrock-token-generator\//, "")).sort(),
-    ).toEqual(["src/getToken.ts", "src/token.ts"]);
-    // Its package index would load every credential provider; only getToken is imported.
+      .flatMap((name) => sourcesOf(dir, name));
+    expect(sources.some((source) => source.endsWith("shared/model/bedrock-key.ts"))).toBe(true);
+    expect(sources.filter((source) => source.includes("@smithy/signature-v4/")).length).toBeGreaterThan(0);
+    // The CommonJS generator (a test dependency only) would wrap the SDK's modules; its package index
+    // would load every credential provider.
+    expect(sources.some((source) => source.includes("@aws/bedrock-token-generator/"))).toBe(false);
     expect(sources.some((source) => source.includes("@aws-sdk/credential-providers/"))).toBe(false);
     expect(sources.some((source) => source.includes("@aws-sdk/client-cognito-identity/"))).toBe(false);
   });

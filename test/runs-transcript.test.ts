@@ -1,6 +1,6 @@
 /**
  * Stored transcripts: kept with the run's outcome in one write, gzip-compressed above
- * COMPRESS_TRANSCRIPT_ABOVE_BYTES (the same encoding as stored Idempotency-Key responses), and cut by
+ * COMPRESS_ABOVE_BYTES (the same encoding as stored Idempotency-Key responses), and cut by
  * whole turns when still over MAX_STORED_TRANSCRIPT_BYTES compressed, so the run item stays under
  * DynamoDB's 400 KB limit. On DynamoDB Local through RunStore.
  */
@@ -10,12 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { transcriptProblem } from "../local/model-server.js";
 import type { HistoryMessage } from "../shared/agent/history.js";
 import type { AgentRunShapes } from "../shared/deps.js";
+import { COMPRESS_ABOVE_BYTES } from "../shared/store/compressed.js";
 import { keys } from "../shared/store/keys.js";
-import {
-  COMPRESS_TRANSCRIPT_ABOVE_BYTES,
-  MAX_STORED_TRANSCRIPT_BYTES,
-  type RunFinish,
-} from "../shared/store/runs.js";
+import { MAX_STORED_TRANSCRIPT_BYTES, type RunFinish } from "../shared/store/runs.js";
 import { tableKey } from "../shared/store/table.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
@@ -81,12 +78,12 @@ describe("RunStore transcripts", () => {
     expect(Object.keys(shown?.run ?? {})).not.toContain("transcript");
   });
 
-  it("gzip-compresses a transcript over COMPRESS_TRANSCRIPT_ABOVE_BYTES and reads it back unchanged", async () => {
-    const transcript = [...turn(1, "x".repeat(COMPRESS_TRANSCRIPT_ABOVE_BYTES)), ...turn(2, "y")];
+  it("gzip-compresses a transcript over COMPRESS_ABOVE_BYTES and reads it back unchanged", async () => {
+    const transcript = [...turn(1, "x".repeat(COMPRESS_ABOVE_BYTES)), ...turn(2, "y")];
     const { item, read } = await stored(`run_${randomUUID()}`, transcript);
     expect(item.transcript?.encoding).toBe("gzip");
     expect((item.transcript?.body as Uint8Array | undefined)?.byteLength).toBeLessThan(
-      COMPRESS_TRANSCRIPT_ABOVE_BYTES / 10,
+      COMPRESS_ABOVE_BYTES / 10,
     );
     expect(read.transcript).toEqual(transcript);
   });

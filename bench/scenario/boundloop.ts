@@ -10,7 +10,7 @@ import { type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./type
 /**
  * Our loop as the service runs it: `runAgent` over a registry of `defineTool` tools, the OpenAI
  * chat-completions model adapter over the real openai client built by the service's own factory
- * (shared/model-client.ts createModelClient, as shared/deps.ts createDeps builds it: SDK retries 2, the
+ * (shared/model-client.ts createModelClient, as shared/deps.ts createApiDeps builds it: SDK retries 2, the
  * same fetch), the config's default limits with `maxCycles`, and a
  * fresh 25 s {@link Deadline} per run.
  */

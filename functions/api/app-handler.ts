@@ -1,5 +1,5 @@
 import { handle } from "hono/aws-lambda";
-import type { AppDeps } from "../../shared/deps.js";
+import type { ApiDeps } from "../../shared/deps.js";
 import { createApp, type LazyDeps } from "./app.js";
 import { guardLambdaEdge, type LambdaHandler } from "./lambda-adapter.js";
 
@@ -12,6 +12,6 @@ export type { ApiEvent, LambdaHandler } from "./lambda-adapter.js";
  * The raw event first passes the edge rules ({@link guardLambdaEdge}: named-stage paths, base64 bodies,
  * adapter failures as problem+json).
  */
-export function createHandler(deps: AppDeps | LazyDeps): LambdaHandler {
+export function createHandler(deps: ApiDeps | LazyDeps): LambdaHandler {
   return guardLambdaEdge(handle(createApp(deps)));
 }

@@ -1,5 +1,5 @@
 /**
- * The HTTP side of durable runs that app.ts needs at load time, kept free of the AWS SDK (run-async.ts,
+ * The HTTP side of durable runs that app.ts needs at load time, kept free of the AWS SDK (shared/runs/async-start.ts,
  * which brings it, is imported on the first asynchronous request).
  */
 

@@ -1,4 +1,5 @@
 import { ProblemError } from "../../shared/errors.js";
+import type { Page } from "../../shared/runs/approvals.js";
 import { InvalidCursorError } from "../../shared/store/errors.js";
 import type { Invoice, LedgerStore } from "../../shared/store/ledger.js";
 
@@ -15,7 +16,7 @@ export async function listInvoicePage(
   ledger: LedgerStore,
   tenantId: string,
   query: { limit: number; cursor?: string | undefined },
-): Promise<{ items: Invoice[]; nextCursor: string | null }> {
+): Promise<Page<Invoice>> {
   return withCursorProblem(async () => {
     const page = await ledger.listPage(tenantId, {
       limit: query.limit,

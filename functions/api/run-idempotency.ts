@@ -19,8 +19,6 @@ export const RUN_ROUTE = "POST /v1/runs";
 /** Response header set on every replayed response (value `true`). */
 export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
 
-export { IDEMPOTENCY_KEY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH } from "./contract.js";
-
 /**
  * The bare form: RFC 9110 tchar plus ":" and "/" (an RFC 8941 sf-token's characters, without its rule
  * that the first be a letter or "*", so that a bare UUID is accepted).
@@ -107,7 +105,7 @@ export function requestFingerprint(route: string, body: unknown): string {
 
 /**
  * The store the HTTP layer keeps its records in: the service table, retention IDEMPOTENCY_TTL_SECONDS.
- * @param deps the document client and config (AppDeps has both)
+ * @param deps the document client and config (ApiDeps has both)
  */
 export function runIdempotencyStore(deps: { ddb: DynamoDBDocumentClient; config: Config }): IdempotencyStore {
   return new IdempotencyStore(deps.ddb, deps.config.table.name, {
@@ -117,7 +115,8 @@ export function runIdempotencyStore(deps: { ddb: DynamoDBDocumentClient; config:
 
 /**
  * Input of {@link withRunIdempotency}.
- * - `tenantId`: from the verified security context (never from the body); scopes the record
+ * - `tenantId`, `userId`: the caller, from the verified security context (never from the body); a key
+ *   belongs to one caller, so the record is scoped to both
  * - `body`: the validated request body, fingerprinted before `execute` runs
  * - `leaseExpiresAt`: epoch ms, the run's deadline (`Deadline.at`)
  * - `deps.logger`: logs a record that could not be completed or released (with the request's keys)
@@ -130,6 +129,7 @@ export interface RunIdempotencyInput {
   headers: Headers;
   event?: unknown;
   tenantId: string;
+  userId: string;
   body: unknown;
   leaseExpiresAt: number;
   route?: string;
@@ -137,7 +137,7 @@ export interface RunIdempotencyInput {
 }
 
 /**
- * Runs `execute` at most once per (tenant, route, Idempotency-Key) within the retention, and replays its
+ * Runs `execute` at most once per (tenant, user, route, Idempotency-Key) within the retention, and replays its
  * response to retries:
  * - no header: `execute(undefined)` (400 when IDEMPOTENCY_KEY_REQUIRED is true);
  * - first request: record acquired (IN_PROGRESS, lease = the run's deadline); `execute(key)` runs with the
@@ -171,6 +171,7 @@ export async function withRunIdempotency(
   const fingerprint = requestFingerprint(route, input.body);
   const acquired = await store.acquire({
     tenantId: input.tenantId,
+    userId: input.userId,
     route,
     idempotencyKey: key,
     fingerprint,

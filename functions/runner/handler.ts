@@ -1,6 +1,6 @@
 import { eventBridgeApprovalEvents } from "../../shared/approval-events.js";
 import { loadConfig } from "../../shared/config.js";
-import { createDeps } from "../../shared/deps.js";
+import { createRunnerDeps } from "../../shared/deps.js";
 import { createDurableRunHandler } from "../../shared/durable/runner.js";
 
 /** The runner's configuration, parsed at cold start (an invalid environment fails the init). */
@@ -13,5 +13,5 @@ const config = loadConfig(process.env);
  * the first invocation. Approvals are announced on EventBridge's default bus (shared/approval-events.ts).
  */
 export const handler = createDurableRunHandler(() =>
-  createDeps(config, { approvalEvents: eventBridgeApprovalEvents(config.table.region) }),
+  createRunnerDeps(config, { approvalEvents: eventBridgeApprovalEvents(config.table.region) }),
 );

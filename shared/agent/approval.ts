@@ -39,12 +39,32 @@ export interface ApprovalDecision {
 }
 
 /**
+ * What a gate answers instead of a decision when the run cannot wait where it is (a synchronous request
+ * cannot wait for a person): the run pauses at this turn, and {@link settleApprovals} reports the
+ * requests so the caller can continue the run elsewhere (the runs layer hands it over to a durable
+ * execution, shared/runs/handover.ts).
+ */
+export interface ApprovalPause {
+  decision: "paused";
+}
+
+/**
  * Where a run waits for a decision; an optional part of {@link RunInput} like `step`, so the loop knows
- * no engine. The durable runner implements it with `ctx.waitForCallback` (shared/durable/runner.ts); the
- * synchronous path hands the run over to a durable execution (functions/api/approval-handoff.ts) by
- * throwing. Without a gate, a call that needs approval does not run: business_error APPROVAL_UNAVAILABLE.
+ * no engine. The durable runner implements it with `ctx.waitForCallback` (shared/durable/runner.ts).
+ * Without a gate, a call that needs approval does not run: business_error APPROVAL_UNAVAILABLE.
  */
 export type ApprovalGate = (request: ApprovalRequest) => Promise<ApprovalDecision>;
+
+/**
+ * A gate that may also answer {@link ApprovalPause}: the synchronous path's, whose run then ends the loop
+ * as a {@link RunPaused} value (no exception).
+ */
+export type PausingApprovalGate = (request: ApprovalRequest) => Promise<ApprovalDecision | ApprovalPause>;
+
+/** The turn of a run whose gate answered {@link ApprovalPause}: the approvals it stopped at, in call order. */
+export interface PausedTurn {
+  paused: ApprovalRequest[];
+}
 
 /**
  * The id of the approval of one call: `apr_` + the first 32 hex digits of SHA-256 over tenant, run,
@@ -79,20 +99,24 @@ export function approvalRequestOf(
  * key), and answers a rejected one with business_error APPROVAL_REJECTED (the reason, for the model), an
  * expired one with business_error APPROVAL_EXPIRED, and, without a gate, APPROVAL_UNAVAILABLE. Each
  * decided result carries `metadata.approval` (who, when, why). Returns the turn with its placeholders
- * replaced and `pending` removed; `deadlinePassed` is re-read after the approved calls.
- * @throws whatever the gate throws (the synchronous path's hand-over)
+ * replaced and `pending` removed; `deadlinePassed` is re-read after the approved calls. When the gate
+ * answers {@link ApprovalPause} for any call, nothing of the turn is settled: the {@link PausedTurn}
+ * lists every request of the turn.
+ * @throws whatever the gate throws
  */
 export async function settleApprovals(
   turn: ToolTurnResult,
   cycle: number,
   input: RunInput,
-): Promise<ToolTurnResult> {
+): Promise<ToolTurnResult | PausedTurn> {
   const { pending, ...rest } = turn;
   if (!pending || pending.length === 0) return turn;
   const step = input.step ?? runInline;
   const approve = input.approve;
   const requests = pending.map((item) => approvalRequestOf(input, cycle, item));
-  const decisions = approve ? await Promise.all(requests.map((request) => approve(request))) : [];
+  const answers = approve ? await Promise.all(requests.map((request) => approve(request))) : [];
+  if (answers.some((answer) => answer.decision === "paused")) return { paused: requests };
+  const decisions = answers as ApprovalDecision[];
   const results = [...rest.results];
   let deadlinePassed = rest.deadlinePassed;
   for (const [i, item] of pending.entries()) {
@@ -126,6 +150,7 @@ export async function settleApprovals(
                 occurrence: item.occurrence,
                 signal: input.deadline.signal,
                 remainingMs: () => input.deadline.remainingMs(),
+                onInternalFailure: input.hooks?.onInternalFailure,
               });
         return { result, deadlinePassed: input.deadline.expired };
       });

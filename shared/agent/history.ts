@@ -1,7 +1,7 @@
 /**
  * Conversation history: the transcript one run hands to the next, its token estimate, and
  * how it is cut to a cap. Pure functions, no I/O; the store keeps transcripts (shared/store/runs.ts),
- * shared/conversation.ts loads and checks them for a new run.
+ * shared/runs/conversation.ts loads and checks them for a new run.
  */
 import type { AssistantMessage, ChatMessage, ToolMessage, UserMessage } from "./model.js";
 

@@ -1,5 +1,6 @@
-import { settleApprovals } from "./approval.js";
+import { type ApprovalGate, settleApprovals } from "./approval.js";
 import { cycleRecord, notify, requestSummary } from "./audit.js";
+import { reportInternalFailure, toolsAllowedFor } from "./dispatcher.js";
 import { LoopBreaker } from "./loop-breaker.js";
 import { callModel, modelTools } from "./model-step.js";
 import { RunState } from "./run-state.js";
@@ -7,9 +8,15 @@ import { runInline } from "./step.js";
 import { type Stop, stops } from "./stops.js";
 import { runToolTurn, type ToolTurnResult } from "./tool-turn.js";
 import { type Resolution, resolveReply } from "./turn-resolution.js";
-import type { RunInput, RunOutcome } from "./types.js";
+import type { RunInput, RunOutcome, RunPaused } from "./types.js";
 
-export type { ApprovalDecision, ApprovalGate, ApprovalRequest } from "./approval.js";
+export type {
+  ApprovalDecision,
+  ApprovalGate,
+  ApprovalPause,
+  ApprovalRequest,
+  PausingApprovalGate,
+} from "./approval.js";
 export type { ChatMessage } from "./model.js";
 export { DEFAULT_SYSTEM_PROMPT } from "./run-state.js";
 export type { StepRunner } from "./step.js";
@@ -19,6 +26,7 @@ export type {
   RunInput,
   RunOutcome,
   RunOutcomeDetails,
+  RunPaused,
   RunStatus,
   RunUsage,
 } from "./types.js";
@@ -37,12 +45,17 @@ export type {
  *   (one corrective retry per run, then model_error)
  * - after the turn's tool calls settle: permission_denied, deadline_exceeded, budget_exceeded (tokens or
  *   tool calls per run), loop_detected
+ * With a pausing approval gate (shared/agent/approval.ts) a turn whose calls need a decision ends the
+ * loop as {@link RunPaused} instead: a value, the run goes on elsewhere.
  */
-export async function runAgent(input: RunInput): Promise<RunOutcome> {
+export function runAgent(input: RunInput & { approve?: ApprovalGate }): Promise<RunOutcome>;
+export function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>;
+export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused> {
   const { limits, deadline, hooks } = input;
   const step = input.step ?? runInline;
   const run = new RunState(input);
-  const tools = modelTools(input.tools);
+  // Only the tools the caller may call are offered; the dispatcher still checks every call.
+  const tools = modelTools(toolsAllowedFor(input.tools, input.security));
   const breaker = new LoopBreaker(limits.loopBreakerThreshold);
 
   while (run.cycles < limits.maxCycles) {
@@ -57,6 +70,14 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
     if (model.kind === "expired") return run.end(stops.deadlineBeforeModelCall(deadline.at));
     run.cycles = cycle;
     run.addUsage(model.usage);
+    if (model.kind === "failure" && model.cause !== "deadline") {
+      reportInternalFailure(hooks?.onInternalFailure, {
+        source: "model",
+        name: "model",
+        code: model.cause,
+        detail: `${model.status === null ? "no HTTP response" : `HTTP ${model.status}`}: ${model.message}`,
+      });
+    }
     const resolution: Resolution =
       model.kind === "failure"
         ? {
@@ -88,6 +109,7 @@ export async function runAgent(input: RunInput): Promise<RunOutcome> {
     );
     // Calls that wait for a person's decision (shared/agent/approval.ts); the others already ran.
     const turn = asked.pending ? await settleApprovals(asked, cycle, input) : asked;
+    if ("paused" in turn) return run.pause(turn.paused);
     run.toolCallsStarted += turn.started;
     const checked = breaker.check(calls, turn.results);
     const results = run.addToolResults(checked.results);

@@ -1,8 +1,8 @@
 import type { SecurityContext } from "../identity.js";
-import type { ApprovalGate } from "./approval.js";
+import type { ApprovalGate, ApprovalRequest, PausingApprovalGate } from "./approval.js";
 import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
-import type { ToolRegistry } from "./dispatcher.js";
+import type { InternalFailure, ToolRegistry } from "./dispatcher.js";
 import type { HistoryMessage } from "./history.js";
 import type { RunLimits } from "./limits.js";
 import type { ChatMessage, Model, ModelUsage } from "./model.js";
@@ -40,8 +40,10 @@ export type RunUsage = ModelUsage;
  * - `summarized` (max_cycles_exceeded): whether the tool-less summary call produced `answer`
  * - `contextLength` (context_length_exceeded): the provider's refusal and the size of the history and
  *   request it refused, see {@link ContextLengthDetails}
+ * - `effects` (any status but completed): what the run did before it stopped, see {@link RunEffect}
  */
 export interface RunOutcomeDetails {
+  effects?: RunEffect[];
   budget?: { name: "maxTotalTokens" | "maxToolCallsPerRun"; limit: number; used: number };
   permission?: { toolName: string; requiredPermission: string };
   loop?: { toolName: string; arguments: string; errorCode: string; failures: number; hinted: boolean };
@@ -50,6 +52,17 @@ export interface RunOutcomeDetails {
   finishReason?: string;
   summarized?: boolean;
   contextLength?: ContextLengthDetails;
+}
+
+/**
+ * A side effect a run had before it stopped without completing: a successful call of a mutating tool.
+ * `summary` is the tool's sentence from its backend result (e.g. "recorded invoice inv_… for Acme Ltd,
+ * gross total 1800.00 GBP"), never model text.
+ */
+export interface RunEffect {
+  toolName: string;
+  toolCallId: string;
+  summary: string;
 }
 
 /**
@@ -102,9 +115,15 @@ export interface CycleRecord {
   summary?: boolean;
 }
 
-/** Optional observers of a run. A hook that throws is ignored: observers never change the outcome. */
+/**
+ * Optional observers of a run. A hook that throws is ignored: observers never change the outcome.
+ * - `onCycle`: after each cycle, with its audit record
+ * - `onInternalFailure`: the detail of a failure the model and the client only get a code and a fixed
+ *   sentence for (a tool's error, a failed approval check, the provider's message), for the logs
+ */
 export interface RunHooks {
   onCycle?: (record: CycleRecord) => Promise<void> | void;
+  onInternalFailure?: (failure: InternalFailure) => void;
 }
 
 /**
@@ -115,10 +134,12 @@ export interface RunHooks {
  * - `deadline`: the run's single deadline; its signal reaches every model and tool call. Build it from
  *   `Deadline.budgetMs(limits.runTimeoutMs, lambdaRemainingMs, config.limits.deadlineReserveMs)`.
  * - `step`: runs each model call and each turn of tool calls (see shared/agent/step.ts); default `runInline`
- * - `history`: an earlier conversation to continue (shared/conversation.ts loads and trims it), sent
+ * - `history`: an earlier conversation to continue (shared/runs/conversation.ts loads and trims it), sent
  *   between the system prompt and `prompt`; never holds a system message
  * - `approve`: where a call that needs approval waits for a person's decision (shared/agent/approval.ts);
- *   without it such a call does not run (business_error APPROVAL_UNAVAILABLE)
+ *   without it such a call does not run (business_error APPROVAL_UNAVAILABLE); a pausing gate makes the
+ *   run end as {@link RunPaused}
+ * - `systemPrompt`: the system message (config SYSTEM_PROMPT); default `DEFAULT_SYSTEM_PROMPT`
  */
 export interface RunInput {
   model: Model;
@@ -133,5 +154,18 @@ export interface RunInput {
   history?: HistoryMessage[];
   hooks?: RunHooks;
   step?: StepRunner;
-  approve?: ApprovalGate;
+  approve?: ApprovalGate | PausingApprovalGate;
+}
+
+/**
+ * A run that stopped at a turn whose calls need a person's decision, which its gate could not wait for
+ * ({@link PausingApprovalGate}): not an outcome, the run goes on elsewhere. `cycles`: model calls made;
+ * `approvals`: the requests of the turn, in call order; `usage`: tokens so far.
+ */
+export interface RunPaused {
+  status: "paused";
+  runId: string;
+  cycles: number;
+  approvals: ApprovalRequest[];
+  usage: RunUsage;
 }

@@ -17,7 +17,7 @@ import type { SecurityContext } from "../identity.js";
  *   HISTORY_MAX_TOKENS the API trimmed the history to. Not the transcript itself (a payload is limited to
  *   256 KB): the runner loads it in its `history:load` step (shared/durable/history.ts)
  * - `carried`: steps a synchronous run completed before it paused for an approval and was handed over
- *   (functions/api/approval-handoff.ts): the runner returns these results for those step names instead
+ *   (shared/runs/handover.ts): the runner returns these results for those step names instead
  *   of calling the model or the tools again (docs/approvals.md)
  */
 export interface DurableRunPayload {
@@ -37,7 +37,7 @@ export interface DurableRunPayload {
  * The most bytes (UTF-8 JSON) a durable execution's input may have: 256 KB, the input payload limit of
  * Lambda durable functions (AWS's durable functions quotas; docs/durable-runs.md, "Checkpoint size
  * limit"). The API measures a {@link DurableRunPayload} that carries steps against it before it starts
- * the execution (functions/api/approval-handoff.ts).
+ * the execution (shared/runs/handover.ts).
  */
 export const MAX_EXECUTION_INPUT_BYTES = 256 * 1024;
 
@@ -89,12 +89,6 @@ export const DurableRunPayloadSchema = z
  */
 export type ExecutionStatus = "RUNNING" | "SUCCEEDED" | "FAILED" | "TIMED_OUT" | "STOPPED";
 
-/** What {@link DurableExecutions.describe} tells about one execution. */
-export interface ExecutionDescription {
-  name: string;
-  status: ExecutionStatus;
-}
-
 /**
  * The port through which the API starts, stops and reads durable runs; the AWS implementation is
  * shared/durable/lambda-executions.ts, the local one (tests, `npm run dev`, `npm start -- --async`) is
@@ -103,7 +97,6 @@ export interface ExecutionDescription {
  *   same payload starts nothing (Lambda treats a repeated name as the same execution)
  * - `stop(name)`: stops a running execution: "stopped", or "not_running" when it has already ended
  *   (or never existed)
- * - `describe(name)`: its status, or undefined when there is no such execution
  * - `completeCallback(callback, result)`: completes a `waitForCallback` of an execution with `result`
  *   (a JSON string): SendDurableExecutionCallbackSuccess on AWS. "completed", or "not_waiting" when the
  *   callback is no longer waiting (already completed, timed out, or its execution ended)
@@ -112,7 +105,6 @@ export interface ExecutionDescription {
 export interface DurableExecutions {
   start(name: string, payload: DurableRunPayload): Promise<void>;
   stop(name: string): Promise<"stopped" | "not_running">;
-  describe(name: string): Promise<ExecutionDescription | undefined>;
   completeCallback(callback: CallbackRef, result: string): Promise<"completed" | "not_waiting">;
 }
 
@@ -140,12 +132,17 @@ export class ExecutionConflictError extends Error {
 
 /**
  * The run id of an asynchronous run started with an Idempotency-Key: `run_` and 32 hex digits of
- * SHA-256 over the tenant, the key and the request fingerprint. A retry of the same request (also one that
- * takes over a crashed start) gets the same run, hence the same execution name.
- * @example asyncRunId("tenant_uk_01", "order-42", fingerprint) // "run_3f…" (36 characters)
+ * SHA-256 over the caller (tenant, user), the key and the request fingerprint (as one JSON array, so no
+ * two tuples meet). A retry of the same request by the same caller (also one that takes over a crashed
+ * start) gets the same run, hence the same execution name; another user's equal key and body never do.
+ * @example asyncRunId({ tenantId: "tenant_uk_01", userId: "usr_1" }, "order-42", fingerprint) // "run_3f…"
  */
-export function asyncRunId(tenantId: string, idempotencyKey: string, fingerprint: string): string {
-  return `run_${sha256Hex(`${tenantId}\n${idempotencyKey}\n${fingerprint}`).slice(0, 32)}`;
+export function asyncRunId(
+  caller: Pick<SecurityContext, "tenantId" | "userId">,
+  idempotencyKey: string,
+  fingerprint: string,
+): string {
+  return `run_${sha256Hex(JSON.stringify([caller.tenantId, caller.userId, idempotencyKey, fingerprint])).slice(0, 32)}`;
 }
 
 /**

@@ -1,15 +1,15 @@
 /**
  * The earlier conversation of a durable run (`previousRunId` with `Prefer: respond-async`,
  * docs/durable-runs.md, Conversations). The API checks and trims it before anything is written
- * (shared/conversation.ts `loadConversation`, as for synchronous runs); the runner loads it again inside
+ * (shared/runs/conversation.ts `loadConversation`, as for synchronous runs); the runner loads it again inside
  * the named step `history:load`, whose checkpoint then fixes it for every replay. The start payload
  * carries only the previous run's id and the cap, never the transcript (payloads are limited to 256 KB).
  * No import of the durable SDK here: the API bundle uses this module too.
  */
 import { estimateTokens, halveHistory } from "../agent/history.js";
-import { type ConversationHistory, loadConversation } from "../conversation.js";
 import type { AgentRunShapes } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
+import { type ConversationHistory, loadConversation } from "../runs/conversation.js";
 import type { RunStore } from "../store/runs.js";
 
 /**

@@ -2,7 +2,8 @@ import {
   DurableExecutionAlreadyStartedException,
   GetDurableExecutionCommand,
   InvokeCommand,
-  type LambdaClient,
+  LambdaClient,
+  type LambdaClientConfig,
   ListDurableExecutionsByFunctionCommand,
   ResourceNotFoundException,
   SendDurableExecutionCallbackSuccessCommand,
@@ -13,8 +14,6 @@ import {
   type DurableExecutions,
   type DurableRunPayload,
   ExecutionConflictError,
-  type ExecutionDescription,
-  type ExecutionStatus,
 } from "./executions.js";
 
 /**
@@ -22,8 +21,8 @@ import {
  * - start: `Invoke` with InvocationType `Event` on the runner's alias ARN (durable functions must be
  *   invoked by a qualified ARN) and `DurableExecutionName`; Lambda starts nothing for a name already
  *   started with the same payload, and answers DurableExecutionAlreadyStartedException for another payload
- * - stop / describe: the execution's ARN is found by name with `ListDurableExecutionsByFunction` (the
- *   API never stores it), then `StopDurableExecution` / `GetDurableExecution`
+ * - stop: the execution's ARN is found by name with `ListDurableExecutionsByFunction` (the
+ *   API never stores it), then `GetDurableExecution` and `StopDurableExecution` while it runs
  * - completeCallback: `SendDurableExecutionCallbackSuccess` with the callback id; a callback that is no
  *   longer waiting (ResourceNotFoundException, CallbackTimeoutException, or InvalidParameterValueException for one already
  *   completed) is "not_waiting"
@@ -78,13 +77,6 @@ export class LambdaDurableExecutions implements DurableExecutions {
     }
   }
 
-  async describe(name: string): Promise<ExecutionDescription | undefined> {
-    const arn = await this.arnOf(name);
-    if (!arn) return undefined;
-    const execution = await this.client.send(new GetDurableExecutionCommand({ DurableExecutionArn: arn }));
-    return { name, status: (execution.Status ?? "RUNNING") as ExecutionStatus };
-  }
-
   async completeCallback(callback: CallbackRef, result: string): Promise<"completed" | "not_waiting"> {
     try {
       await this.client.send(
@@ -118,4 +110,22 @@ export class LambdaDurableExecutions implements DurableExecutions {
     );
     return listed.DurableExecutions?.[0]?.DurableExecutionArn;
   }
+}
+
+/**
+ * The port on the runner's alias ARN with its own Lambda client in the alias's region. The API loads
+ * this module with a dynamic `import()` (shared/deps.ts lambdaExecutions): the client is built here, from
+ * named imports, so the bundle keeps only the commands above (a dynamically imported SDK namespace would
+ * keep all of them, their schemas and error classes: ~100 kB).
+ * @param aliasArn config RUNNER_FUNCTION_ARN
+ * @param clientConfig extra client settings (tests: a stand-in endpoint and credentials)
+ */
+export function createLambdaDurableExecutions(
+  aliasArn: string,
+  clientConfig: Omit<LambdaClientConfig, "region"> = {},
+): LambdaDurableExecutions {
+  return new LambdaDurableExecutions(
+    new LambdaClient({ ...clientConfig, region: aliasArn.split(":")[3] }),
+    aliasArn,
+  );
 }

@@ -1,19 +1,19 @@
 import {
+  CallbackTimeoutError,
   createRetryStrategy,
   type DurableContext,
   type DurableLambdaHandler,
   JitterStrategy,
   withDurableExecution,
 } from "@aws/durable-execution-sdk-js";
-import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import * as z from "zod";
 import type { ApprovalDecision, ApprovalGate, ApprovalRequest } from "../agent/approval.js";
 import { Deadline, raceAbort } from "../agent/deadline.js";
-import { transcriptOf } from "../agent/history.js";
-import { type CycleRecord, type RunOutcome, type RunUsage, runAgent } from "../agent/loop.js";
+import { type RunOutcome, runAgent } from "../agent/loop.js";
 import type { StepRunner } from "../agent/step.js";
-import type { AppDeps } from "../deps.js";
-import { flushMetrics, observeToolResults, recordRunMetrics } from "../observability.js";
+import type { RunnerDeps } from "../deps.js";
+import { flushMetrics, logInternalFailure } from "../observability.js";
+import { RunLifecycle } from "../runs/lifecycle.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
 import { loadDurableHistory } from "./history.js";
 
@@ -121,12 +121,12 @@ export const STEP_RETRY = (() => {
  *   a factory is called on the first invocation
  */
 export function createDurableRunHandler(
-  deps: AppDeps | (() => AppDeps),
+  deps: RunnerDeps | (() => RunnerDeps),
   options: DurableRunOptions = {},
 ): DurableLambdaHandler {
-  let resolved: AppDeps | undefined = typeof deps === "function" ? undefined : deps;
+  let resolved: RunnerDeps | undefined = typeof deps === "function" ? undefined : deps;
   return withDurableExecution(async (event: unknown, ctx: DurableContext) => {
-    resolved ??= (deps as () => AppDeps)();
+    resolved ??= (deps as () => RunnerDeps)();
     try {
       return await durableRun(
         DurableRunPayloadSchema.parse(event) as DurableRunPayload,
@@ -145,52 +145,17 @@ export function createDurableRunHandler(
 async function durableRun(
   payload: DurableRunPayload,
   ctx: DurableContext,
-  deps: AppDeps,
+  deps: RunnerDeps,
   options: DurableRunOptions,
 ): Promise<DurableRunResult> {
-  const { runs, logger, metrics } = deps;
   const { security, runId } = payload;
-  const stopSignal = options.stopSignal;
-  const stopped = () => stopSignal?.aborted === true;
-  const throwIfStopped = () => {
-    if (stopped()) throw new RunStoppedError();
-  };
-  // Steps a synchronous run completed before it was handed over (functions/api/approval-handoff.ts).
-  const carried = new Map((payload.carried ?? []).map((entry) => [entry.name, entry.result]));
-  const step: StepRunner = (name, fn) =>
-    ctx.step(
-      name,
-      async () => {
-        throwIfStopped();
-        if (carried.has(name)) return carried.get(name) as Awaited<ReturnType<typeof fn>>;
-        await options.faults?.beforeStep?.(name);
-        const result = await (stopSignal ? raceAbort(fn(), stopSignal) : fn());
-        await options.faults?.afterStep?.(name);
-        throwIfStopped();
-        const bytes = Buffer.byteLength(JSON.stringify(result) ?? "", "utf8");
-        if (bytes > MAX_STEP_RESULT_BYTES) throw new StepResultTooLargeError(name, bytes);
-        return result;
-      },
-      { retryStrategy: STEP_RETRY },
-    );
-
-  logger.appendKeys({ runId, tenantId: security.tenantId });
+  const stopped = () => options.stopSignal?.aborted === true;
+  const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
+  const step = durableStep(ctx, payload, options);
   const deadline = Deadline.until(payload.deadlineAt);
-  const usageSoFar: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
   let outcome: RunOutcome;
   try {
-    const { conversation } = payload;
-    const history = conversation
-      ? await step("history:load", () =>
-          loadDurableHistory(runs, security, {
-            previousRunId: conversation.previousRunId,
-            prompt: payload.prompt,
-            historyMaxTokens: conversation.historyMaxTokens,
-            maxTotalTokens: payload.limits.maxTotalTokens,
-            runTtlSeconds: deps.config.runs.ttlSeconds,
-          }),
-        )
-      : undefined;
+    const history = await loadHistory(step, deps, payload);
     outcome = await runAgent({
       model: deps.model,
       tools: deps.tools,
@@ -201,51 +166,86 @@ async function durableRun(
       limits: payload.limits,
       deadline,
       step,
+      ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
       ...(history ? { history: history.messages } : {}),
-      approve: approvalGate(ctx, deps, payload, deadline, stopSignal),
-      hooks: { onCycle: (record) => writeAuditStep(deps, payload, record, usageSoFar, stopped) },
+      approve: approvalGate(ctx, deps, payload, deadline, options.stopSignal),
+      hooks: {
+        onCycle: (record) => life.cycle(record, stopped),
+        onInternalFailure: logInternalFailure(deps.logger),
+      },
     });
   } catch (error) {
     if (stopped()) return { runId, status: "cancelled" };
     await ctx.step("run:fail", async () => {
-      await runs.fail(security.tenantId, runId, "The server failed during the run.").catch(() => false);
+      // Approvals the failed run left pending can never be decided into a run: they are withdrawn
+      // before the record says `failed`, so whoever sees it failed sees none pending.
+      await deps.approvals.cancelPending(security.tenantId, runId).catch(() => []);
+      await life.fail(error);
       return true;
     });
-    logger.error("durable run failed", { error: error as Error });
     throw error;
   } finally {
     deadline.dispose();
   }
   if (stopped()) return { runId, status: "cancelled" };
-
   const { messages: _transcript, ...result } = outcome;
-  const finished = await ctx.step("run:finish", async () => {
-    const durationMs = Math.max(0, Date.now() - payload.startedAt);
-    const written = await runs.finish(security.tenantId, runId, {
-      status: outcome.status,
-      cycles: outcome.cycles,
-      answer: outcome.answer,
-      reason: outcome.reason,
-      usage: outcome.usage,
-      durationMs,
-      transcript: transcriptOf(outcome.messages, outcome.answer),
-    });
-    return { durationMs, written };
+  const durationMs = await ctx.step("run:finish", async () => {
+    const ms = Math.max(0, Date.now() - payload.startedAt);
+    await life.finish(outcome, ms);
+    return ms;
   });
-  if (finished.written) {
-    recordRunMetrics(metrics, { ...outcome, durationMs: finished.durationMs });
-    logger.info("run finished", {
-      status: outcome.status,
-      cycles: outcome.cycles,
-      toolResults: outcome.toolResults.length,
-      totalTokens: outcome.usage.totalTokens,
-      latencyMs: finished.durationMs,
-    });
-  }
-  return { ...result, durationMs: finished.durationMs };
+  return { ...result, durationMs };
 }
 
-/** The callback result the API sends when a person decides (functions/api/approvals.ts). */
+/**
+ * The runner's {@link StepRunner}: `ctx.step` with {@link STEP_RETRY}; a step the synchronous run
+ * completed before its hand-over (`payload.carried`) returns its carried result; each attempt checks the
+ * stop signal, runs the test faults, and refuses a result over {@link MAX_STEP_RESULT_BYTES}.
+ */
+function durableStep(
+  ctx: DurableContext,
+  payload: DurableRunPayload,
+  options: DurableRunOptions,
+): StepRunner {
+  const { stopSignal, faults } = options;
+  const throwIfStopped = () => {
+    if (stopSignal?.aborted) throw new RunStoppedError();
+  };
+  const carried = new Map((payload.carried ?? []).map((entry) => [entry.name, entry.result]));
+  return (name, fn) =>
+    ctx.step(
+      name,
+      async () => {
+        throwIfStopped();
+        if (carried.has(name)) return carried.get(name) as Awaited<ReturnType<typeof fn>>;
+        await faults?.beforeStep?.(name);
+        const result = await (stopSignal ? raceAbort(fn(), stopSignal) : fn());
+        await faults?.afterStep?.(name);
+        throwIfStopped();
+        const bytes = Buffer.byteLength(JSON.stringify(result) ?? "", "utf8");
+        if (bytes > MAX_STEP_RESULT_BYTES) throw new StepResultTooLargeError(name, bytes);
+        return result;
+      },
+      { retryStrategy: STEP_RETRY },
+    );
+}
+
+/** A continuation's earlier conversation, loaded in the step `history:load`; undefined for a new one. */
+async function loadHistory(step: StepRunner, deps: RunnerDeps, payload: DurableRunPayload) {
+  const { conversation } = payload;
+  if (!conversation) return undefined;
+  return step("history:load", () =>
+    loadDurableHistory(deps.runs, payload.security, {
+      previousRunId: conversation.previousRunId,
+      prompt: payload.prompt,
+      historyMaxTokens: conversation.historyMaxTokens,
+      maxTotalTokens: payload.limits.maxTotalTokens,
+      runTtlSeconds: deps.config.runs.ttlSeconds,
+    }),
+  );
+}
+
+/** The callback result the API sends when a person decides (shared/runs/approvals.ts). */
 export const ApprovalCallbackSchema = z
   .object({
     decision: z.enum(["approved", "rejected"]),
@@ -259,68 +259,30 @@ export const ApprovalCallbackSchema = z
 /**
  * The durable runner's {@link ApprovalGate} (docs/approvals.md): one `ctx.waitForCallback` named
  * `request.name` (`cycle-<n>:approval:<toolCallId>`) with the timeout APPROVAL_TIMEOUT_SECONDS. Its
- * submitter, which runs once and gets the callback id, writes the APPROVAL item (callback id stored
- * server-side only), moves the run to `awaiting_approval` and announces the approval (a failed event is
- * logged, never fatal). The decision is the callback's result; when the wait times out instead, the
- * step `<name>:expire` marks the approval expired, or returns the decision that won the race with the
+ * submitter ({@link requestApproval}) stores the approval and moves the run to `awaiting_approval`; a
+ * submitter that throws (a throttled or failed store write) is retried by {@link STEP_RETRY}, and when it
+ * still fails the run fails (`run:fail`): the approval never expires for it. The decision is the
+ * callback's result; only the SDK's CallbackTimeoutError means nobody decided in time: the step
+ * `<name>:expire` then marks the approval expired, or returns the decision that won the race with the
  * timeout. Then the step `<name>:resume` moves the run back to `running` once none of its approvals is
  * pending, and the deadline moves later by the time the run waited.
  */
 function approvalGate(
   ctx: DurableContext,
-  deps: AppDeps,
+  deps: RunnerDeps,
   payload: DurableRunPayload,
   deadline: Deadline,
   stopSignal: AbortSignal | undefined,
 ): ApprovalGate {
   const { security, runId } = payload;
-  const timeoutSeconds = deps.config.approvals.timeoutSeconds;
   return async (request: ApprovalRequest): Promise<ApprovalDecision> => {
     const deadlineAtRequest = deadline.at;
     let decision: ApprovalDecision;
     try {
       const waiting = ctx.waitForCallback(
         request.name,
-        async (callbackId) => {
-          const now = Date.now();
-          const approval = await deps.approvals.request({
-            approvalId: request.approvalId,
-            runId,
-            tenantId: security.tenantId,
-            toolName: request.toolName,
-            toolCallId: request.toolCallId,
-            arguments: request.arguments,
-            preview: { ...request.preview },
-            requestedBy: security.userId,
-            requestedAt: new Date(now).toISOString(),
-            expiresAt: new Date(now + timeoutSeconds * 1000).toISOString(),
-            callbackId,
-            waitName: request.name,
-          });
-          await deps.runs.setWaiting(security.tenantId, runId, true);
-          deps.logger.info("approval requested", {
-            approvalId: approval.approvalId,
-            toolName: request.toolName,
-          });
-          await deps.approvalEvents
-            .requested({
-              tenantId: security.tenantId,
-              runId,
-              approvalId: approval.approvalId,
-              toolName: approval.toolName,
-              preview: approval.preview,
-              requestedBy: approval.requestedBy,
-              requestedAt: approval.requestedAt,
-              expiresAt: approval.expiresAt,
-            })
-            .catch((error: unknown) =>
-              deps.logger.warn("approval event not sent", {
-                approvalId: approval.approvalId,
-                error: error as Error,
-              }),
-            );
-        },
-        { timeout: { seconds: timeoutSeconds } },
+        (callbackId) => requestApproval(deps, payload, request, callbackId),
+        { timeout: { seconds: deps.config.approvals.timeoutSeconds }, retryStrategy: STEP_RETRY },
       );
       // A local stop (no StopDurableExecution in the testing SDK) ends the wait at once; the invocation
       // that replays a stopped execution (local/durable-executions.ts fails its waits) never starts it.
@@ -328,20 +290,8 @@ function approvalGate(
       const raw = await (stopSignal ? raceAbort(Promise.resolve(waiting), stopSignal) : waiting);
       decision = ApprovalCallbackSchema.parse(JSON.parse(raw));
     } catch (error) {
-      if (stopSignal?.aborted || error instanceof z.ZodError || error instanceof SyntaxError) throw error;
-      // The wait timed out: the approval expires, unless a decision was written first.
-      decision = await ctx.step(`${request.name}:expire`, async () => {
-        const approval = await deps.approvals.expire(security.tenantId, runId, request.approvalId);
-        if (!approval) throw new Error(`The approval ${request.approvalId} is missing.`);
-        return {
-          decision:
-            approval.status === "approved" || approval.status === "rejected" ? approval.status : "expired",
-          decidedBy: approval.decidedBy,
-          decidedAt: approval.decidedAt ?? approval.expiresAt,
-          reason: approval.reason,
-          requestedAt: approval.requestedAt,
-        } satisfies ApprovalDecision;
-      });
+      if (stopSignal?.aborted || !isCallbackTimeout(error)) throw error;
+      decision = await ctx.step(`${request.name}:expire`, () => expireApproval(deps, payload, request));
     }
     await ctx.step(`${request.name}:resume`, async () => {
       const pending = await deps.approvals.pendingForRun(security.tenantId, runId);
@@ -356,28 +306,74 @@ function approvalGate(
   };
 }
 
+/** True for the SDK's error of a `waitForCallback` whose timeout passed (by name: it may be a copy). */
+function isCallbackTimeout(error: unknown): boolean {
+  return (
+    error instanceof CallbackTimeoutError ||
+    (error as { errorType?: unknown } | null)?.errorType === "CallbackTimeoutError"
+  );
+}
+
 /**
- * The onCycle hook of a durable run: writes the cycle's audit step (a conditional put, so a replayed
- * cycle, already written, is skipped with its logs and metrics) and moves the run record's progress.
- * Nothing is written once the run was stopped. A failed write is logged and never changes the run.
+ * The approval wait's submitter, run once per attempt with the callback id: writes the APPROVAL item
+ * (callback id stored server-side only; a retried attempt finds the one written before), moves the run
+ * to `awaiting_approval` and announces the approval (a failed event is logged, never fatal).
+ * @throws the store's error (the wait's retry strategy retries it)
  */
-async function writeAuditStep(
-  deps: AppDeps,
+async function requestApproval(
+  deps: RunnerDeps,
   payload: DurableRunPayload,
-  record: CycleRecord,
-  usageSoFar: RunUsage,
-  stopped: () => boolean,
+  request: ApprovalRequest,
+  callbackId: string,
 ): Promise<void> {
-  usageSoFar.promptTokens += record.usage.promptTokens;
-  usageSoFar.completionTokens += record.usage.completionTokens;
-  usageSoFar.totalTokens += record.usage.totalTokens;
-  if (stopped()) return;
-  try {
-    await deps.runs.appendStep(payload.security.tenantId, payload.runId, record, { ...usageSoFar });
-  } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) return; // a replayed cycle: written before
-    deps.logger.warn("audit step not written", { cycle: record.cycle, error: error as Error });
-    return;
-  }
-  observeToolResults(deps, record);
+  const { security, runId } = payload;
+  const now = Date.now();
+  const approval = await deps.approvals.request({
+    approvalId: request.approvalId,
+    runId,
+    tenantId: security.tenantId,
+    toolName: request.toolName,
+    toolCallId: request.toolCallId,
+    arguments: request.arguments,
+    preview: { ...request.preview },
+    requestedBy: security.userId,
+    requestedAt: new Date(now).toISOString(),
+    expiresAt: new Date(now + deps.config.approvals.timeoutSeconds * 1000).toISOString(),
+    callbackId,
+    waitName: request.name,
+  });
+  await deps.runs.setWaiting(security.tenantId, runId, true);
+  deps.logger.info("approval requested", { approvalId: approval.approvalId, toolName: request.toolName });
+  const { approvalId, toolName, preview, requestedBy, requestedAt, expiresAt } = approval;
+  await deps.approvalEvents
+    .requested({
+      tenantId: security.tenantId,
+      runId,
+      approvalId,
+      toolName,
+      preview,
+      requestedBy,
+      requestedAt,
+      expiresAt,
+    })
+    .catch((error: unknown) =>
+      deps.logger.warn("approval event not sent", { approvalId, error: error as Error }),
+    );
+}
+
+/** The `<name>:expire` step: marks the approval expired, or returns the decision written first. */
+async function expireApproval(
+  deps: RunnerDeps,
+  payload: DurableRunPayload,
+  request: ApprovalRequest,
+): Promise<ApprovalDecision> {
+  const approval = await deps.approvals.expire(payload.security.tenantId, payload.runId, request.approvalId);
+  if (!approval) throw new Error(`The approval ${request.approvalId} is missing.`);
+  return {
+    decision: approval.status === "approved" || approval.status === "rejected" ? approval.status : "expired",
+    decidedBy: approval.decidedBy,
+    decidedAt: approval.decidedAt ?? approval.expiresAt,
+    reason: approval.reason,
+    requestedAt: approval.requestedAt,
+  };
 }

@@ -6,24 +6,20 @@
  *
  * A short-term key is a SigV4-presigned `POST https://bedrock.amazonaws.com/?Action=CallWithBearerToken`
  * (service `bedrock`, the function's Region), base64-encoded behind the prefix `bedrock-api-key-`, made
- * locally by AWS's @aws/bedrock-token-generator: no network call. It is valid until `X-Amz-Date +
+ * locally as AWS's @aws/bedrock-token-generator makes it (./bedrock-key.ts): no network call. It is valid until `X-Amz-Date +
  * X-Amz-Expires`, and never after the credentials that signed it expire
  * (https://docs.aws.amazon.com/bedrock/latest/userguide/api-keys-how.html).
  */
-// The generator's `getToken` entry only (SignatureV4, hash-node, protocol-http, util-format-url, all already
-// in the bundle through the AWS SDK): its package index also loads `getTokenProvider`, which imports all of
-// @aws-sdk/credential-providers (Cognito, SSO, STS clients) to find credentials itself.
-import { getToken } from "@aws/bedrock-token-generator/dist/getToken.js";
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from "@smithy/types";
 import type { ClientOptions } from "openai";
 import { APIError } from "openai/core/error";
+import { BEDROCK_KEY_PREFIX, makeBedrockKey } from "./bedrock-key.js";
 
-/** The prefix of every Bedrock API key (the generator's `AUTH_PREFIX`). */
-export const BEDROCK_KEY_PREFIX = "bedrock-api-key-";
+export { BEDROCK_KEY_PREFIX };
 
 /**
  * How long each key is made for: 15 minutes. Making one is a few HMACs (no I/O), so a short life costs
- * nothing and bounds what a leaked key could do; the maximum is 12 h.
+ * nothing and bounds what a leaked key could do; the maximum is 12 h (MAX_BEDROCK_KEY_LIFETIME_SECONDS).
  */
 export const BEDROCK_KEY_LIFETIME_SECONDS = 900;
 
@@ -118,10 +114,11 @@ export class BedrockApiKeys {
     let key: string;
     try {
       credentials = await this.options.credentials();
-      key = await getToken({
+      key = await makeBedrockKey({
         credentials,
         region: this.options.region,
         expiresInSeconds: this.lifetimeSeconds,
+        signedAt: this.now(),
       });
     } catch (error) {
       throw new BedrockKeyError({ cause: error });

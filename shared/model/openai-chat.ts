@@ -16,6 +16,7 @@ import type {
   ModelToolCall,
   ModelUsage,
 } from "../agent/model.js";
+import { CONFIG_DEFAULTS } from "../config.js";
 import { FAILED_STATUS_HOOK, type FailedStatusFetchOptions } from "../model-client.js";
 
 /** The `fetchOptions` of a chat-completions request (the SDK's RequestInit extension). */
@@ -33,10 +34,12 @@ export function toOpenAITool(tool: ModelTool): ChatCompletionFunctionTool {
 
 /**
  * A provider's own reading of a failed call (shared/model/bedrock.ts classifyBedrockFailure): a stable
- * `code` and a fixed `message` that replace the SDK's message in the {@link ModelFailure}. Whatever
- * detail the provider gave is the translator's to log; it never reaches the run.
+ * `code` and a fixed `message` the client may see (the {@link ModelFailure}'s `known`), and `detail`,
+ * what the provider said, which becomes the failure's `message` (for the logs only).
  */
-export type FailureTranslator = (error: unknown) => { code: string; message: string } | undefined;
+export type FailureTranslator = (
+  error: unknown,
+) => { code: string; message: string; detail: string } | undefined;
 
 /** OpenAI function tools per offered tool list, converted once (the loop offers one cached list per registry). */
 const openAITools = new WeakMap<readonly ModelTool[], ChatCompletionFunctionTool[]>();
@@ -56,13 +59,17 @@ export class OpenAIChatModel implements Model {
   /**
    * @param client the openai client (`createModelClient`)
    * @param model the model name sent with each request (config OPENAI_MODEL, or BEDROCK_MODEL_ID)
-   * @param translateFailure a provider's reading of failures that are neither the deadline nor a
-   *   context-window refusal (Bedrock's); without it the SDK's message is kept
+   * @param options `maxTokens`: the completion limit in tokens, sent as `max_tokens` with every request
+   *   (config MODEL_MAX_TOKENS; its default here is the config's, so every caller sends one);
+   *   `translateFailure`: a provider's reading of failures that are neither the deadline nor a
+   *   context-window refusal (Bedrock's), kept as the failure's `known`
    */
   constructor(
     private readonly client: OpenAI,
     private readonly model: string,
-    private readonly translateFailure?: FailureTranslator,
+    private readonly options: { maxTokens: number; translateFailure?: FailureTranslator } = {
+      maxTokens: CONFIG_DEFAULTS.model.maxTokens,
+    },
   ) {}
 
   /** One chat-completions call; never throws (see {@link Model.call}). */
@@ -80,6 +87,9 @@ export class OpenAIChatModel implements Model {
           {
             model: this.model,
             messages: request.messages,
+            // `max_tokens`, not `max_completion_tokens`: the one every OpenAI-compatible server reads
+            // (llama.cpp, Ollama, vLLM, LiteLLM, Bedrock's endpoint); OpenAI reads it for chat models.
+            max_tokens: this.options.maxTokens,
             ...(request.tools.length > 0
               ? {
                   tools: this.tools(request.tools),
@@ -97,20 +107,7 @@ export class OpenAIChatModel implements Model {
         request.signal,
       );
     } catch (error) {
-      const atDeadline =
-        request.signal.aborted || Date.now() >= request.deadlineAt || error instanceof APIUserAbortError;
-      // A refusal of the request's size (OpenAI code context_length_exceeded and other servers' forms).
-      const contextLength = atDeadline ? undefined : contextLengthRefusal(error);
-      const translated = atDeadline || contextLength ? undefined : this.translateFailure?.(error);
-      return {
-        kind: "failure",
-        cause: atDeadline ? "deadline" : contextLength ? "context_length" : "provider",
-        status: atDeadline ? failedStatus : error instanceof APIError ? (error.status ?? null) : null,
-        message: translated?.message ?? (error instanceof Error ? error.message : String(error)),
-        usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
-        ...(contextLength ? { contextLength } : {}),
-        ...(translated ? { code: translated.code } : {}),
-      };
+      return this.failure(error, request, failedStatus);
     }
     const usage = usageOf(completion.usage);
     const choice = completion.choices?.[0];
@@ -123,6 +120,28 @@ export class OpenAIChatModel implements Model {
       toolCalls: functionCalls(message),
       finishReason: choice.finish_reason ?? null,
       usage,
+    };
+  }
+
+  /**
+   * The {@link ModelFailure} of a call that threw: the deadline's (with the status of an attempt that
+   * failed before it, `failedStatus`), a context-window refusal, or the provider's, read by
+   * `translateFailure` when it recognises it (its detail then becomes the logged `message`).
+   */
+  private failure(error: unknown, request: ModelRequest, failedStatus: number | null): ModelFailure {
+    const atDeadline =
+      request.signal.aborted || Date.now() >= request.deadlineAt || error instanceof APIUserAbortError;
+    // A refusal of the request's size (OpenAI code context_length_exceeded and other servers' forms).
+    const contextLength = atDeadline ? undefined : contextLengthRefusal(error);
+    const known = atDeadline || contextLength ? undefined : this.options.translateFailure?.(error);
+    return {
+      kind: "failure",
+      cause: atDeadline ? "deadline" : contextLength ? "context_length" : "provider",
+      status: atDeadline ? failedStatus : error instanceof APIError ? (error.status ?? null) : null,
+      message: known?.detail ?? (error instanceof Error ? error.message : String(error)),
+      usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+      ...(contextLength ? { contextLength } : {}),
+      ...(known ? { known: { code: known.code, message: known.message } } : {}),
     };
   }
 

@@ -17,6 +17,7 @@ import {
   tableItem,
   tableKey,
 } from "./table.js";
+import { setFields } from "./update.js";
 
 /**
  * Where an approval is: `pending` until a person decides (`approved`, `rejected`), it `expired`, or its
@@ -243,21 +244,21 @@ export class ApprovalStore {
     approvalId: string,
     change: { condition: string; fields: Record<string, unknown>; now: number },
   ): Promise<DecideResult> {
-    const entries = Object.entries(change.fields);
+    const set = setFields(change.fields);
     try {
       const result = await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: tableKey(tenantId, keys.approval(runId, approvalId)),
-          UpdateExpression: `SET ${entries.map((_, i) => `#f${i} = :f${i}`).join(", ")}`,
+          UpdateExpression: set.expression,
           ConditionExpression: change.condition,
           ExpressionAttributeNames: {
-            ...Object.fromEntries(entries.map(([name], i) => [`#f${i}`, name])),
+            ...set.names,
             "#status": "status",
             ...(change.condition.includes("#expiresAtMs") ? { "#expiresAtMs": EXPIRES_AT_MS } : {}),
           },
           ExpressionAttributeValues: {
-            ...Object.fromEntries(entries.map(([, value], i) => [`:f${i}`, value])),
+            ...set.values,
             ":pending": "pending",
             ...(change.condition.includes(":now") ? { ":now": change.now } : {}),
           },

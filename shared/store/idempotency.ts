@@ -5,12 +5,6 @@ import { type Lease, type LeaseRecord, LeaseStore } from "./lease.js";
 import { type StoredItem, tableKey } from "./table.js";
 
 /**
- * Stored responses above this many UTF-8 bytes are gzip-compressed (attribute `response.encoding` =
- * `gzip`, body as binary); the threshold of every stored text ({@link COMPRESS_ABOVE_BYTES}).
- */
-export const COMPRESS_RESPONSE_ABOVE_BYTES = COMPRESS_ABOVE_BYTES;
-
-/**
  * Cap on a stored response body in bytes, after compression. DynamoDB items are limited to 400 KB
  * (names and values); 350 000 bytes leaves room for the record's other attributes. A response over the
  * cap is not stored: {@link IdempotencyStore.complete} answers `too_large` and writes nothing, and the
@@ -75,7 +69,7 @@ export interface IdempotencyStoreOptions {
  * The HTTP Idempotency-Key record store: a {@link LeaseStore} whose records are keyed by
  * tenant, route and the SHA-256 of the client's key (`IDEM#<route>#<sha256>`), whose fingerprint is the
  * request's, whose lease is the run's deadline and whose data is the response to replay (attribute
- * `response`; gzip-compressed above {@link COMPRESS_RESPONSE_ABOVE_BYTES}, refused above
+ * `response`; gzip-compressed above {@link COMPRESS_ABOVE_BYTES}, refused above
  * {@link MAX_STORED_RESPONSE_BYTES}). See `LeaseStore` for the protocol: acquire is a conditional put,
  * complete an owner-fenced update, release an owner-fenced delete (for 5xx outcomes: a retry runs again).
  */
@@ -85,7 +79,7 @@ export class IdempotencyStore extends LeaseStore<StoredResponse> {
   }
 
   /**
-   * Claims the record of (`tenantId`, `route`, `idempotencyKey`) for a request, or reports why not (see
+   * Claims the record of (`tenantId`, `userId`, `route`, `idempotencyKey`) for a request, or reports why not (see
    * {@link AcquireResult}; the fingerprint is compared first, so a different request under a used key is
    * a `mismatch` even when the record is COMPLETED).
    * @param input.leaseExpiresAt epoch ms; written as given even when it is already now (0 ms remaining)
@@ -94,13 +88,14 @@ export class IdempotencyStore extends LeaseStore<StoredResponse> {
    */
   async acquire(input: {
     tenantId: string;
+    userId: string;
     route: string;
     idempotencyKey: string;
     fingerprint: string;
     leaseExpiresAt: number;
   }): Promise<AcquireResult> {
     const found = await this.acquireLease(
-      tableKey(input.tenantId, keys.idempotency(input.route, input.idempotencyKey)),
+      tableKey(input.tenantId, keys.idempotency(input.route, input.userId, input.idempotencyKey)),
       {
         fingerprint: input.fingerprint,
         leaseExpiresAt: input.leaseExpiresAt,
@@ -156,20 +151,21 @@ export class IdempotencyStore extends LeaseStore<StoredResponse> {
    */
   async read(
     tenantId: string,
+    userId: string,
     route: string,
     idempotencyKey: string,
   ): Promise<IdempotencyRecord | undefined> {
-    const record = await this.readLease(tableKey(tenantId, keys.idempotency(route, idempotencyKey)));
+    const record = await this.readLease(tableKey(tenantId, keys.idempotency(route, userId, idempotencyKey)));
     return record ? toRecord(record) : undefined;
   }
 
   /**
    * The stored form of a response (its body encoded by shared/store/compressed.ts: gzip above
-   * {@link COMPRESS_RESPONSE_ABOVE_BYTES}), or undefined when it is over the cap even compressed.
+   * {@link COMPRESS_ABOVE_BYTES}), or undefined when it is over the cap even compressed.
    */
   protected encodeData(response: StoredResponse): StoredItem | undefined {
     const encoded = encodeText(response.body, {
-      compressAboveBytes: COMPRESS_RESPONSE_ABOVE_BYTES,
+      compressAboveBytes: COMPRESS_ABOVE_BYTES,
       maxBytes: MAX_STORED_RESPONSE_BYTES,
     });
     return encoded && { status: response.status, headers: response.headers, ...encoded };

@@ -8,7 +8,7 @@ import { createLambdaContext } from "../../local/lambda-context.js";
 import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
 import type { ApprovalRequestedEvent } from "../../shared/approval-events.js";
 import { type Config, loadConfig } from "../../shared/config.js";
-import { type AppDeps, createDeps } from "../../shared/deps.js";
+import { type ApiDeps, createApiDeps, type RunnerDeps } from "../../shared/deps.js";
 import type { DurableRunOptions } from "../../shared/durable/runner.js";
 import { ensureTable } from "../../shared/store/table.js";
 import { runEvent } from "./idempotency.js";
@@ -22,7 +22,9 @@ import { runEvent } from "./idempotency.js";
  */
 export interface DurableStack {
   config: Config;
-  deps: AppDeps;
+  deps: ApiDeps;
+  /** The runner's dependencies (its own clients, as the deployed runner function has). */
+  runnerDeps: RunnerDeps;
   model: LocalModelServer;
   executions: LocalDurableExecutions;
   faults: NonNullable<DurableRunOptions["faults"]>;
@@ -52,11 +54,12 @@ export async function startDurableStack(env: Record<string, string> = {}): Promi
     },
   });
   const { executions, handler } = api;
-  const deps = createDeps(config, { executions, approvalEvents: events });
+  const deps = createApiDeps(config, { executions });
   await ensureTable(deps.ddb, config.table.name);
   return {
     config,
     deps: { ...deps, executions },
+    runnerDeps: api.runnerDeps,
     model,
     executions,
     faults,

@@ -10,10 +10,10 @@ import { createHandler } from "../../functions/api/app-handler.js";
 import type { ApiEvent } from "../../functions/api/handler.js";
 import { createLambdaContext } from "../../local/lambda-context.js";
 import { loadConfig } from "../../shared/config.js";
-import { createDeps } from "../../shared/deps.js";
+import { createApiDeps } from "../../shared/deps.js";
 import { keys } from "../../shared/store/keys.js";
 
-const deps = createDeps(loadConfig());
+const deps = createApiDeps(loadConfig());
 deps.ddb.middlewareStack.add(
   (next, context) => async (args) => {
     const output = await next(args);

@@ -6,23 +6,23 @@ import { type ApiEvent, createHandler } from "../../functions/api/app-handler.js
 import { createLambdaContext } from "../../local/lambda-context.js";
 import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
 import { type Config, loadConfig } from "../../shared/config.js";
-import { type AppDeps, createDeps, type DepsOptions } from "../../shared/deps.js";
+import { type ApiDeps, type ApiDepsOptions, createApiDeps } from "../../shared/deps.js";
 import { ensureTable } from "../../shared/store/table.js";
 
 /** A test's own table on the suite's local DynamoDB, a local model server, and the real handler over them. */
 export interface TestStack {
   config: Config;
-  deps: AppDeps;
+  deps: ApiDeps;
   model: LocalModelServer;
   /** Invokes the real Lambda handler with an event and a context counting down from `timeoutMs`. */
   invoke(event: APIGatewayProxyEventV2, timeoutMs?: number): Promise<APIGatewayProxyStructuredResultV2>;
   stop(): Promise<void>;
 }
 
-/** Starts a {@link TestStack}; `env` overrides configuration variables, `options` are createDeps'. */
+/** Starts a {@link TestStack}; `env` overrides configuration variables, `options` are createApiDeps'. */
 export async function startTestStack(
   env: Record<string, string> = {},
-  options: DepsOptions = {},
+  options: ApiDepsOptions = {},
 ): Promise<TestStack> {
   const model = await startModelServer();
   const config = loadConfig({
@@ -31,7 +31,7 @@ export async function startTestStack(
     TABLE_NAME: `test-${randomUUID()}`,
     ...env,
   });
-  const deps = createDeps(config, options);
+  const deps = createApiDeps(config, options);
   await ensureTable(deps.ddb, config.table.name);
   const handler = createHandler(deps);
   return {

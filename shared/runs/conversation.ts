@@ -5,11 +5,11 @@
  * nothing here writes.
  */
 import * as z from "zod";
-import { estimateTokens, type HistoryMessage, trimHistory } from "./agent/history.js";
-import { DEFAULT_SYSTEM_PROMPT } from "./agent/loop.js";
-import { ProblemError } from "./errors.js";
-import type { SecurityContext } from "./identity.js";
-import type { HistorySummary, RunShapes, RunStore } from "./store/runs.js";
+import { estimateTokens, type HistoryMessage, trimHistory } from "../agent/history.js";
+import { DEFAULT_SYSTEM_PROMPT } from "../agent/loop.js";
+import { ProblemError } from "../errors.js";
+import type { SecurityContext } from "../identity.js";
+import type { HistorySummary, RunShapes, RunStore } from "../store/runs.js";
 
 /** The stored transcript's shape, checked on every load (shared/agent/history.ts `HistoryMessage`). */
 const TranscriptSchema = z.array(
@@ -37,7 +37,8 @@ const TranscriptSchema = z.array(
 );
 
 /**
- * Seconds past a `running` run's own deadline (startedAt + its timeoutMs) after which it is taken as
+ * Seconds past a `running` run's own deadline (startedAt + its timeoutMs + the time it waited for
+ * approvals) after which it is taken as
  * stopped without an outcome (its Lambda was killed) rather than still running: the outcome write takes
  * well under a second after the deadline; 30 s leaves room for a slow store.
  */
@@ -86,7 +87,7 @@ export async function loadConversation<S extends RunShapes>(
     historyMaxTokens: number;
     maxTotalTokens: number;
     runTtlSeconds: number;
-    systemPrompt?: string;
+    systemPrompt?: string | undefined;
   },
   now: Date = new Date(),
   signal?: AbortSignal,
@@ -105,7 +106,8 @@ export async function loadConversation<S extends RunShapes>(
   }
   const { run } = read;
   if (read.transcript === undefined) {
-    const deadline = Date.parse(run.startedAt) + run.limits.timeoutMs;
+    // Time spent waiting for approvals moved the run's deadline later (shared/durable/runner.ts).
+    const deadline = Date.parse(run.startedAt) + run.limits.timeoutMs + read.approvalWaitedMs;
     const stale = run.status === "running" && now.getTime() > deadline + STALE_RUN_GRACE_MS;
     if (run.status === "failed" || run.finishedAt !== null || stale) {
       throw new ProblemError(
@@ -133,20 +135,37 @@ export async function loadConversation<S extends RunShapes>(
       { extensions: { previousRunStatus: run.status } },
     );
   }
-  const transcript = parsed.data as HistoryMessage[];
+  return fitted(previousRunId, parsed.data as HistoryMessage[], read.transcriptDroppedMessages, input);
+}
+
+/**
+ * The previous run's transcript cut to the smaller of `historyMaxTokens` and what `maxTotalTokens` leaves
+ * after the system prompt and the new prompt (estimated); `storedDropped`: messages its run already left
+ * out when storing it.
+ */
+function fitted(
+  previousRunId: string,
+  transcript: HistoryMessage[],
+  storedDropped: number,
+  input: {
+    prompt: string;
+    historyMaxTokens: number;
+    maxTotalTokens: number;
+    systemPrompt?: string | undefined;
+  },
+): ConversationHistory {
   const ownTokens = estimateTokens([
     { role: "system", content: input.systemPrompt ?? DEFAULT_SYSTEM_PROMPT },
     { role: "user", content: input.prompt },
   ]);
-  const cap = Math.min(input.historyMaxTokens, input.maxTotalTokens - ownTokens);
-  const trimmed = trimHistory(transcript, cap);
+  const trimmed = trimHistory(transcript, Math.min(input.historyMaxTokens, input.maxTotalTokens - ownTokens));
   return {
     previousRunId,
     messages: trimmed.messages,
     summary: {
       messages: trimmed.messages.length,
       estimatedTokens: trimmed.estimatedTokens,
-      droppedMessages: trimmed.droppedMessages + read.transcriptDroppedMessages,
+      droppedMessages: trimmed.droppedMessages + storedDropped,
     },
   };
 }

@@ -1,0 +1,51 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context as LambdaContext } from "aws-lambda";
+import type { ZodError } from "zod";
+import type { ApiDeps } from "../../../shared/deps.js";
+import { ProblemError } from "../../../shared/errors.js";
+import type { SecurityContext } from "../../../shared/identity.js";
+
+/** What hono/aws-lambda puts in `c.env`: the raw event and the Lambda context. */
+export interface LambdaBindings {
+  event?: unknown;
+  lambdaContext?: LambdaContext;
+}
+
+/** Hono environment of the app: Lambda bindings, and the caller's security context once verified. */
+export interface AppEnv {
+  Bindings: LambdaBindings;
+  Variables: { security: SecurityContext; problemCode: string };
+}
+
+/** The API's dependencies, built on the first request that needs them (see functions/api/app.ts). */
+export type GetDeps = () => ApiDeps;
+
+/** Where a validation issue was found, as the problem's `errors[].in` says it. */
+const TARGET_NAMES: Record<string, string> = {
+  json: "body",
+  query: "query",
+  param: "path",
+  header: "header",
+};
+
+/** A zod failure of one request part as INVALID_REQUEST, with each issue's location and field path. */
+export function invalidRequest(target: string, error: ZodError): ProblemError {
+  return new ProblemError("INVALID_REQUEST", "The request is invalid.", {
+    extensions: {
+      errors: error.issues.map((issue) => ({
+        in: TARGET_NAMES[target] ?? target,
+        path: issue.path.map(String).join(".") || "(root)",
+        message: issue.message,
+      })),
+    },
+  });
+}
+
+/** A route group: an OpenAPIHono whose request validation fails as INVALID_REQUEST (400). */
+export function routeGroup(): OpenAPIHono<AppEnv> {
+  return new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (!result.success) throw invalidRequest(result.target, result.error);
+    },
+  });
+}

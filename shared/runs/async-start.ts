@@ -1,0 +1,62 @@
+import { randomUUID } from "node:crypto";
+import type { ApiDeps } from "../deps.js";
+import { asyncRunId, type DurableExecutions, executionNameFor } from "../durable/executions.js";
+import { fitHistoryToCheckpoint } from "../durable/history.js";
+import type { SecurityContext } from "../identity.js";
+import type { ConversationHistory } from "./conversation.js";
+import { durableRunPayload } from "./durable-start.js";
+import { RunLifecycle } from "./lifecycle.js";
+import { durableRunLimits } from "./limits.js";
+import type { RunBody, RunIdempotency, RunStart } from "./start.js";
+
+/** What an asynchronous start uses. */
+export type AsyncStartDeps = Pick<ApiDeps, "config" | "runs" | "logger" | "metrics" | "runObservers"> & {
+  executions: DurableExecutions;
+};
+
+/**
+ * Input of {@link startAsyncRun}: the verified caller, the validated body, the client's Idempotency-Key
+ * with the request's fingerprint (when it sent one), and `conversation`, the earlier conversation of
+ * `body.previousRunId` as `loadConversation` (shared/runs/conversation.ts) returned it.
+ */
+export interface AsyncStartInput {
+  security: SecurityContext;
+  body: RunBody;
+  idempotency: RunIdempotency | undefined;
+  conversation?: ConversationHistory | undefined;
+}
+
+/**
+ * Starts a durable run (`POST /v1/runs` with `Prefer: respond-async`). Under an Idempotency-Key the run
+ * id, hence the execution name, derives from the caller (tenant, user), the key and the fingerprint ({@link asyncRunId}); the run
+ * record (start time, limits) is written once through the run's lifecycle and the execution's input is
+ * read back from it, so a retried or taken-over start sends Lambda the same name and payload and never
+ * starts a second execution. A continuation is recorded with its history summary after the history is
+ * fitted to the checkpoint limit (shared/durable/history.ts), exactly as the runner will fit it; the
+ * payload names the previous run, the runner loads the transcript in a step.
+ * @returns `accepted` with the stored run (`running`)
+ * @throws the store's error; the port's error when the execution cannot be started
+ */
+export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput): Promise<RunStart> {
+  const { security, body, idempotency } = input;
+  const runId = idempotency
+    ? asyncRunId(security, idempotency.key, idempotency.fingerprint)
+    : `run_${randomUUID()}`;
+  const limits = durableRunLimits(deps.config, body);
+  const conversation = input.conversation && fitHistoryToCheckpoint(input.conversation);
+  const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
+  const run = await life.start({ prompt: body.prompt, limits, conversation });
+  const payload = durableRunPayload({
+    runId,
+    runScope: idempotency?.key ?? runId,
+    security: { ...security },
+    prompt: body.prompt,
+    limits: { ...limits, runTimeoutMs: run.limits.timeoutMs },
+    startedAt: Date.parse(run.startedAt),
+    previousRunId: run.previousRunId,
+    historyMaxTokens: deps.config.history.maxTokens,
+  });
+  await deps.executions.start(executionNameFor(runId), payload);
+  deps.logger.info("durable run started", { runId, deadlineAt: payload.deadlineAt });
+  return { kind: "accepted", run };
+}

@@ -1,0 +1,42 @@
+import type { AgentRunShapes, ApiDeps } from "../deps.js";
+import { executionNameFor } from "../durable/executions.js";
+import { ProblemError } from "../errors.js";
+import type { SecurityContext } from "../identity.js";
+import type { RunRecord, RunStep } from "../store/runs.js";
+
+/**
+ * Cancels a durable run that is `running` or `awaiting_approval` (`POST /v1/runs/{runId}/cancel`): stops
+ * its execution (also one waiting in `waitForCallback` for a decision), marks the record `cancelled`, then
+ * withdraws the run's pending approvals (`cancelled`: they leave `GET /v1/approvals?status=pending`, and
+ * a decision on them is 409 APPROVAL_CANCELLED). The execution is stopped first, so no approved call can
+ * run after the cancel. The caller has already checked visibility.
+ * @returns the record and its steps as they are after the cancel
+ * @throws ProblemError RUN_NOT_RUNNING (409, `runStatus`) when the run already ended, or its execution
+ *   has (a synchronous run, or one finishing right now); for a run already `cancelled` the pending
+ *   approvals a failed earlier cancel left are withdrawn first
+ */
+export async function cancelRun(
+  deps: Pick<ApiDeps, "runs" | "approvals" | "executions" | "logger">,
+  security: SecurityContext,
+  found: { run: RunRecord<AgentRunShapes>; steps: RunStep<AgentRunShapes>[] },
+): Promise<{ run: RunRecord<AgentRunShapes>; steps: RunStep<AgentRunShapes>[] }> {
+  const { runId } = found.run;
+  const notRunning = (run: RunRecord<AgentRunShapes>) =>
+    new ProblemError("RUN_NOT_RUNNING", `The run ${runId} is not running (its status is ${run.status}).`, {
+      extensions: { runId, runStatus: run.status },
+    });
+  if (found.run.status !== "running" && found.run.status !== "awaiting_approval") {
+    // A cancel whose withdrawal of the approvals failed is finished by the next one.
+    if (found.run.status === "cancelled") await deps.approvals.cancelPending(security.tenantId, runId);
+    throw notRunning(found.run);
+  }
+  const stopped = deps.executions ? await deps.executions.stop(executionNameFor(runId)) : "not_running";
+  if (stopped === "stopped") {
+    await deps.runs.cancel(security.tenantId, runId, `Cancelled by ${security.userId}.`);
+  }
+  const after = (await deps.runs.get(security.tenantId, runId)) ?? found;
+  if (after.run.status !== "cancelled") throw notRunning(after.run);
+  const withdrawn = await deps.approvals.cancelPending(security.tenantId, runId);
+  deps.logger.info("durable run cancelled", { runId, approvalsCancelled: withdrawn.length });
+  return after;
+}

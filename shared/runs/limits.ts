@@ -1,0 +1,48 @@
+import { Deadline } from "../agent/deadline.js";
+import { clampRunLimits, type RunLimits } from "../agent/limits.js";
+import type { Config } from "../config.js";
+
+/** A request's own caps (ms for time), which only tighten the server's (a larger value is clamped). */
+export interface RequestedLimits {
+  maxCycles?: number | undefined;
+  timeoutMs?: number | undefined;
+}
+
+/**
+ * The limits of a synchronous run: the server's caps (`config.limits`) lowered by the request's
+ * `maxCycles` and `timeoutMs` (ms), through `clampRunLimits`.
+ */
+export function syncRunLimits(config: Pick<Config, "limits">, request: RequestedLimits): RunLimits {
+  return clampRunLimits(config.limits, { maxCycles: request.maxCycles, runTimeoutMs: request.timeoutMs });
+}
+
+/**
+ * The limits of a durable run (started asynchronously, or a synchronous run handed over to one): the
+ * server's caps with the run timeout of durable runs (config `durable.runTimeoutMs`: ASYNC_RUN_TIMEOUT_MS
+ * capped by the execution timeout), lowered by the request's `maxCycles` and `timeoutMs` (ms).
+ */
+export function durableRunLimits(
+  config: Pick<Config, "limits" | "durable">,
+  request: RequestedLimits,
+): RunLimits {
+  return clampRunLimits(
+    { ...config.limits, runTimeoutMs: config.durable.runTimeoutMs },
+    { maxCycles: request.maxCycles, runTimeoutMs: request.timeoutMs },
+  );
+}
+
+/**
+ * A synchronous run's time budget in ms: the smaller of its timeout and the Lambda's remaining time
+ * (`lambdaRemainingMs`, undefined outside Lambda) minus DEADLINE_RESERVE_MS; see `Deadline.budgetMs`.
+ */
+export function runBudgetMs(
+  config: Pick<Config, "limits">,
+  request: RequestedLimits,
+  lambdaRemainingMs: number | undefined,
+): number {
+  return Deadline.budgetMs(
+    syncRunLimits(config, request).runTimeoutMs,
+    lambdaRemainingMs,
+    config.limits.deadlineReserveMs,
+  );
+}

@@ -1,0 +1,157 @@
+import { randomUUID } from "node:crypto";
+import { Deadline } from "../agent/deadline.js";
+import type { RunOutcome } from "../agent/loop.js";
+import type { Config } from "../config.js";
+import type { AgentRunShapes, ApiDeps } from "../deps.js";
+import type { SecurityContext } from "../identity.js";
+import type { RunRecord, RunStep } from "../store/runs.js";
+import type { PendingApprovalView } from "./approvals.js";
+import { type ConversationHistory, loadConversation } from "./conversation.js";
+import { runBudgetMs } from "./limits.js";
+import { runSynchronously } from "./sync.js";
+
+/**
+ * The Idempotency-Key lease (ms) of an asynchronous start: the time one start request may take (write
+ * the run record, start the execution), after which a retry may take the start over.
+ */
+export const ASYNC_START_LEASE_MS = 10_000;
+
+/** The validated body of `POST /v1/runs`. */
+export interface RunBody {
+  prompt: string;
+  maxCycles?: number | undefined;
+  timeoutMs?: number | undefined;
+  previousRunId?: string | undefined;
+}
+
+/**
+ * How a run started, as a value:
+ * - `completed`: a synchronous run ended (any of the loop's statuses) with its outcome and the
+ *   conversation it continued
+ * - `accepted`: a durable run was started (`Prefer: respond-async`); `run` is its record
+ * - `handed_over`: a synchronous run paused for approval and continues as a durable run; `run` and
+ *   `steps` as stored, with the pending approvals once the runner reached them
+ */
+export type RunStart =
+  | { kind: "completed"; outcome: RunOutcome; conversation: ConversationHistory | undefined }
+  | { kind: "accepted"; run: RunRecord<AgentRunShapes> }
+  | {
+      kind: "handed_over";
+      run: RunRecord<AgentRunShapes>;
+      steps: RunStep<AgentRunShapes>[];
+      pendingApprovals: PendingApprovalView[];
+    };
+
+/** The client's Idempotency-Key and the request's fingerprint, when the request carried a key. */
+export interface RunIdempotency {
+  key: string;
+  fingerprint: string;
+}
+
+/**
+ * A run checked and ready to start: `leaseExpiresAt` (epoch ms) is how long the Idempotency-Key is held
+ * for it, `start` runs it (once), `dispose` frees its deadline timer.
+ */
+export interface PreparedRun {
+  leaseExpiresAt: number;
+  start(idempotency: RunIdempotency | undefined): Promise<RunStart>;
+  dispose(): void;
+}
+
+/** A request to start a run: the verified caller, the body, and what the HTTP layer read. */
+export interface RunRequest {
+  security: SecurityContext;
+  body: RunBody;
+  prefersAsync: boolean;
+  lambdaRemainingMs?: number | undefined;
+}
+
+/** True when APPROVAL_RULES names at least one threshold (docs/approvals.md). */
+export function approvalsConfigured(config: Pick<Config, "approvals">): boolean {
+  return Object.values(config.approvals.rules).some((rule) => rule && Object.keys(rule).length > 0);
+}
+
+/**
+ * Checks a run before anything is claimed or written, and prepares its start: a continuation's
+ * conversation is loaded first (404 / 409 leave no trace). `prefersAsync` with a runner starts a durable
+ * run (shared/runs/async-start.ts, loaded then); without one the preference is ignored (RFC 7240 lets a
+ * server do so) and the run is synchronous: its deadline is the run's budget, and with approval rules a
+ * pause is handed over to a durable execution (shared/runs/handover.ts, loaded then). The Idempotency-Key
+ * lease of a synchronous run ends at its deadline, and so does the wait of a hand-over, so a retry after
+ * the lease finds the answer stored instead of taking the run over.
+ * @throws ProblemError from `loadConversation`; the store's error
+ */
+export async function prepareRun(deps: ApiDeps, request: RunRequest): Promise<PreparedRun> {
+  const { security, body } = request;
+  const conversation =
+    body.previousRunId === undefined
+      ? undefined
+      : await loadConversation(deps.runs, security, {
+          previousRunId: body.previousRunId,
+          prompt: body.prompt,
+          historyMaxTokens: deps.config.history.maxTokens,
+          maxTotalTokens: deps.config.limits.maxTotalTokens,
+          runTtlSeconds: deps.config.runs.ttlSeconds,
+          systemPrompt: deps.config.prompts.system,
+        });
+  const { executions } = deps;
+  if (executions && request.prefersAsync) {
+    return {
+      leaseExpiresAt: Date.now() + ASYNC_START_LEASE_MS,
+      start: async (idempotency) =>
+        (await import("./async-start.js")).startAsyncRun(
+          { ...deps, executions },
+          {
+            security,
+            body,
+            idempotency,
+            conversation,
+          },
+        ),
+      dispose: () => {},
+    };
+  }
+  const deadline = new Deadline(runBudgetMs(deps.config, body, request.lambdaRemainingMs));
+  return {
+    leaseExpiresAt: deadline.at,
+    start: (idempotency) => startSync(deps, request, { deadline, conversation, idempotency }),
+    dispose: () => deadline.dispose(),
+  };
+}
+
+/** A synchronous run; one that pauses for approval is handed over (see {@link prepareRun}). */
+async function startSync(
+  deps: ApiDeps,
+  request: RunRequest,
+  run: {
+    deadline: Deadline;
+    conversation: ConversationHistory | undefined;
+    idempotency: RunIdempotency | undefined;
+  },
+): Promise<RunStart> {
+  const { security, body } = request;
+  const { executions } = deps;
+  const handover = executions && approvalsConfigured(deps.config) ? await import("./handover.js") : undefined;
+  const pausing = handover?.pausingParts();
+  const runId = `run_${randomUUID()}`;
+  const runScope = run.idempotency?.key ?? runId;
+  const { deadline, conversation } = run;
+  const result = await runSynchronously(deps, {
+    security,
+    prompt: body.prompt,
+    maxCycles: body.maxCycles,
+    timeoutMs: body.timeoutMs,
+    runId,
+    runScope,
+    deadline,
+    conversation,
+    step: pausing?.step,
+    approve: pausing?.approve,
+  });
+  if (result.status !== "paused") return { kind: "completed", outcome: result, conversation };
+  if (!(handover && pausing && executions)) throw new Error(`The run ${runId} paused without a hand-over.`);
+  return handover.handOver(
+    { ...deps, executions },
+    { security, runId, runScope, body, carried: pausing.carried, conversation, deadline },
+  );
+}

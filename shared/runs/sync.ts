@@ -1,0 +1,80 @@
+import type { PausingApprovalGate } from "../agent/approval.js";
+import type { Deadline } from "../agent/deadline.js";
+import { type RunOutcome, type RunPaused, runAgent, type StepRunner } from "../agent/loop.js";
+import type { SharedDeps } from "../deps.js";
+import type { SecurityContext } from "../identity.js";
+import { logInternalFailure } from "../observability.js";
+import type { ConversationHistory } from "./conversation.js";
+import { RunLifecycle } from "./lifecycle.js";
+import { type RequestedLimits, syncRunLimits } from "./limits.js";
+
+/**
+ * One synchronous run.
+ * - `runScope`: the client's Idempotency-Key, else `runId` (feeds tool idempotency keys)
+ * - `deadline`: the run's deadline (from `runBudgetMs`, shared/runs/limits.ts); the caller disposes it
+ * - `conversation`: the earlier conversation this run continues (`loadConversation`), absent for a new one
+ * - `step`, `approve`: passed to the loop; a pausing gate ends the run as {@link RunPaused}
+ */
+export interface SyncRunRequest extends RequestedLimits {
+  security: SecurityContext;
+  prompt: string;
+  runId: string;
+  runScope: string;
+  deadline: Deadline;
+  conversation?: ConversationHistory | undefined;
+  step?: StepRunner | undefined;
+  approve?: PausingApprovalGate | undefined;
+}
+
+/** What a synchronous run uses: the model, the tools, the config and what its lifecycle writes to. */
+export type SyncRunDeps = Pick<
+  SharedDeps,
+  "config" | "model" | "tools" | "runs" | "logger" | "metrics" | "runObservers"
+>;
+
+/**
+ * Runs the agent inside one request through the run's {@link RunLifecycle}: start (record `running`; a
+ * store failure stops the request before any model call), an audit step per cycle, then finish with the
+ * transcript. A failed outcome write is logged at ERROR and does not change the outcome (the run's effects
+ * have happened). A run that pauses for approval keeps its record `running` for the hand-over.
+ * @returns the outcome, or {@link RunPaused}
+ * @throws the store's error at the start; any unexpected error of the loop (after recording `failed`)
+ */
+export async function runSynchronously(
+  deps: SyncRunDeps,
+  request: SyncRunRequest,
+): Promise<RunOutcome | RunPaused> {
+  const { security, runId, conversation } = request;
+  const limits = syncRunLimits(deps.config, request);
+  const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
+  await life.start({ prompt: request.prompt, limits, conversation });
+  let result: RunOutcome | RunPaused;
+  try {
+    result = await runAgent({
+      model: deps.model,
+      tools: deps.tools,
+      security,
+      prompt: request.prompt,
+      runId,
+      runScope: request.runScope,
+      limits,
+      deadline: request.deadline,
+      ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
+      ...(conversation ? { history: conversation.messages } : {}),
+      ...(request.step ? { step: request.step } : {}),
+      ...(request.approve ? { approve: request.approve } : {}),
+      hooks: { onCycle: (record) => life.cycle(record), onInternalFailure: logInternalFailure(deps.logger) },
+    });
+  } catch (error) {
+    await life.fail(error);
+    throw error;
+  }
+  if (result.status === "paused") {
+    await life.paused(result.approvals);
+    return result;
+  }
+  await life
+    .finish(result, result.durationMs)
+    .catch((error: unknown) => deps.logger.error("run outcome not written", { error: error as Error }));
+  return result;
+}
