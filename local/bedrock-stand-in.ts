@@ -138,12 +138,7 @@ export async function startBedrockStandIn(options: BedrockStandInOptions): Promi
     const verdict = await verifyBedrockKey(key, options.credentials, options.region, now());
     keys.push(verdict.seen);
     if (verdict.refusal) {
-      // Bedrock's own words for a key it does not accept, with capital-M "Message" as its auth layer sends.
-      res.writeHead(403, {
-        "content-type": "application/json",
-        "x-amzn-errortype": `${verdict.refusal.type}:http://internal.amazon.com/coral/com.amazon.coral.service/`,
-      });
-      res.end(JSON.stringify({ Message: verdict.refusal.message }));
+      refuseKey(res, verdict.refusal);
       return;
     }
     if (req.method !== "POST" || req.url !== "/openai/v1/chat/completions") {
@@ -198,6 +193,18 @@ export async function startBedrockStandIn(options: BedrockStandInOptions): Promi
   };
 }
 
+/**
+ * Bedrock's own answer to a key it does not accept: 403, its error type, and capital-M `{"Message"}` as
+ * its authentication layer sends it.
+ */
+function refuseKey(res: ServerResponse, refusal: { type: string; message: string }): void {
+  res.writeHead(403, {
+    "content-type": "application/json",
+    "x-amzn-errortype": `${refusal.type}:http://internal.amazon.com/coral/com.amazon.coral.service/`,
+  });
+  res.end(JSON.stringify({ Message: refusal.message }));
+}
+
 /** An AWS REST-JSON error: the status, `x-amzn-ErrorType`, and `{"message"}`. */
 function refuse(
   res: ServerResponse,
@@ -214,6 +221,36 @@ function refuse(
     "content-length": Buffer.byteLength(text),
   });
   res.end(text);
+}
+
+/**
+ * The signature Bedrock computes for a key's request: `POST bedrock.amazonaws.com/?Action=CallWithBearerToken`
+ * presigned with `credentials` for service `bedrock` in `region`, valid `expiresIn` s from `signedAt` (epoch ms).
+ */
+async function expectedSignature(
+  credentials: AwsCredentialIdentity,
+  region: string,
+  expiresIn: number,
+  signedAt: number,
+): Promise<string> {
+  const signer = new SignatureV4({
+    service: "bedrock",
+    region,
+    credentials,
+    sha256: Hash.bind(null, "sha256"),
+  });
+  const presigned = await signer.presign(
+    new HttpRequest({
+      method: "POST",
+      protocol: "https",
+      hostname: "bedrock.amazonaws.com",
+      headers: { host: "bedrock.amazonaws.com" },
+      path: "/",
+      query: { Action: "CallWithBearerToken" },
+    }),
+    { expiresIn, signingDate: new Date(signedAt) },
+  );
+  return String(presigned.query?.["X-Amz-Signature"] ?? "");
 }
 
 /**
@@ -282,25 +319,9 @@ export async function verifyBedrockKey(
       "The security token included in the request is invalid.",
     );
   }
-  const signer = new SignatureV4({
-    service: "bedrock",
-    region,
-    credentials,
-    sha256: Hash.bind(null, "sha256"),
-  });
-  const expiresIn = Number(query.get("X-Amz-Expires"));
-  const presigned = await signer.presign(
-    new HttpRequest({
-      method: "POST",
-      protocol: "https",
-      hostname: "bedrock.amazonaws.com",
-      headers: { host: "bedrock.amazonaws.com" },
-      path: "/",
-      query: { Action: "CallWithBearerToken" },
-    }),
-    { expiresIn, signingDate: new Date(decoded.signedAt) },
+  const expected = Buffer.from(
+    await expectedSignature(credentials, region, Number(query.get("X-Amz-Expires")), decoded.signedAt),
   );
-  const expected = Buffer.from(String(presigned.query?.["X-Amz-Signature"] ?? ""));
   const given = Buffer.from(query.get("X-Amz-Signature") ?? "");
   if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
     return refuseWith(
