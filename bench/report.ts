@@ -125,6 +125,7 @@ const VARIANT_NAMES: Record<ColdStartVariant, string> = {
   "naive-zod-namespace": "naive eager, `import * as z`",
   "boundloop-one-file": "boundloop in one file (not deployed)",
   "boundloop-traced": "boundloop, deployed bundle, TRACING=otlp",
+  "boundloop-bedrock": "boundloop, deployed bundle, MODEL_PROVIDER=bedrock",
 };
 
 const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
@@ -201,6 +202,12 @@ export function goalsTable(report: BenchReport): string {
         "P4 cold start with TRACING=otlp ÷ off (/healthz; first run)",
         "–",
         `${round2(p4.variants["boundloop-traced"].healthzAtMs.median / p4.variants.boundloop.healthzAtMs.median)}: ${p4.variants["boundloop-traced"].healthzAtMs.median} ms vs ${p4.variants.boundloop.healthzAtMs.median} ms; run at ${p4.variants["boundloop-traced"].runAtMs?.median} ms vs ${p4.variants.boundloop.runAtMs?.median} ms`,
+        "–",
+      ],
+      [
+        "P4 MODEL_PROVIDER=bedrock vs openai-compatible (same bundle): cold init + first request, + first run",
+        "–",
+        `${kb(p4.variants["boundloop-bedrock"].totalBytes)}; ${p4.variants["boundloop-bedrock"].healthzAtMs.median} ms vs ${p4.variants.boundloop.healthzAtMs.median} ms; run answered at ${p4.variants["boundloop-bedrock"].runAtMs?.median ?? "–"} ms vs ${p4.variants.boundloop.runAtMs?.median ?? "–"} ms (CPU ${p4.variants["boundloop-bedrock"].cpuMsAtRun?.median ?? "–"} vs ${p4.variants.boundloop.cpuMsAtRun?.median ?? "–"} ms)`,
         "–",
       ],
       [

@@ -18,6 +18,7 @@ import {
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { ConfigSchema, type RawConfig } from "../shared/config.js";
+import { grantBedrockModel } from "./bedrock-access.js";
 import { API_HANDLER, RUNNER_ENTRY } from "./bundle.js";
 import { functionEnvironment } from "./function-env.js";
 import { bundledCode } from "./lambda-code.js";
@@ -74,7 +75,7 @@ export const RUNNER = {
 export const DURABLE_EXECUTION_ROLE_POLICY = "service-role/AWSLambdaBasicDurableExecutionRolePolicy";
 
 /**
- * Props of {@link DurableRunner}: the table and secret it uses, the stack's shared settings, and
+ * Props of {@link DurableRunner}: the table and the model access it uses, the stack's shared settings, and
  * `executionTimeoutSeconds` (the configuration's {@link runnerExecutionTimeoutSeconds}; default
  * RUNNER.executionTimeoutSeconds).
  */
@@ -82,8 +83,10 @@ export interface DurableRunnerProps {
   executionTimeoutSeconds?: number;
   table: ITableV2;
   tableItemActions: readonly string[];
-  secretArn: string;
-  secretName: string;
+  /** The OpenAI key's secret (MODEL_PROVIDER openai-compatible); unset for a Bedrock deploy. */
+  secretArn?: string | undefined;
+  /** The Bedrock model the runner may invoke (MODEL_PROVIDER bedrock, infra/bedrock-access.ts). */
+  bedrockModelId?: string | undefined;
   environment: Record<string, string>;
   logRetention: RetentionDays;
   removalPolicy: RemovalPolicy;
@@ -94,8 +97,8 @@ export interface DurableRunnerProps {
 /**
  * The durable runner (functions/runner/handler.ts) with `durableConfig`, a published version and the
  * alias the API invokes, its role and a failed-executions alarm.
- * - Role: the AWS managed durable-execution role policy, item actions on the table, GetSecretValue on
- *   the OpenAI key's secret.
+ * - Role: the AWS managed durable-execution role policy, item actions on the table, and GetSecretValue on
+ *   the OpenAI key's secret or (Bedrock) invoking the one configured model (infra/bedrock-access.ts).
  * - {@link grantStartStop} gives another role (the API function's) exactly: InvokeFunction on the alias,
  *   ListDurableExecutionsByFunction on the function, Stop/GetDurableExecution on its executions.
  * - Alarm: DurableExecutionFailed + DurableExecutionTimedOut ≥ 1 in 5 minutes (AWS/Lambda, by function).
@@ -113,8 +116,7 @@ export class DurableRunner extends Construct {
     });
     const role = new Role(this, "Role", {
       assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
-      description:
-        "boundloop durable runner: checkpoints, its log group, item actions on the table, the OpenAI key",
+      description: `boundloop durable runner: checkpoints, its log group, item actions on the table, ${props.secretArn ? "the OpenAI key" : `invoking ${props.bedrockModelId} on Amazon Bedrock`}`,
       managedPolicies: [ManagedPolicy.fromAwsManagedPolicyName(DURABLE_EXECUTION_ROLE_POLICY)],
     });
     Validations.of(role).acknowledge({
@@ -126,9 +128,12 @@ export class DurableRunner extends Construct {
     role.addToPolicy(
       new PolicyStatement({ actions: [...props.tableItemActions], resources: [props.table.tableArn] }),
     );
-    role.addToPolicy(
-      new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [props.secretArn] }),
-    );
+    if (props.secretArn) {
+      role.addToPolicy(
+        new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [props.secretArn] }),
+      );
+    }
+    if (props.bedrockModelId) grantBedrockModel(role, props.bedrockModelId);
     // Approvals are announced on the account's default event bus, and on no other (docs/approvals.md).
     role.addToPolicy(
       new PolicyStatement({

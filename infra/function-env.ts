@@ -3,9 +3,11 @@ import { type DeploySettings, RUNTIME_SETTINGS } from "./settings.js";
 
 /**
  * Environment variables the stack may give the function. Config names come from `shared/config.ts`
- * (`keyof RawConfig`), so a misspelt or removed name fails `tsc`. Two are excluded on purpose:
+ * (`keyof RawConfig`), so a misspelt or removed name fails `tsc`. Three are excluded on purpose:
  * - `OPENAI_API_KEY`: the key never enters the environment; the function reads the secret named by
  *   `OPENAI_API_KEY_SECRET_NAME` at run time.
+ * - `BEDROCK_BASE_URL`: the local Bedrock stand-in's address (local runs and tests); a deployed function
+ *   calls its own Region's Bedrock endpoint.
  * - `AWS_REGION`: reserved; Lambda sets it.
  *
  * The others are Powertools' own settings
@@ -13,7 +15,7 @@ import { type DeploySettings, RUNTIME_SETTINGS } from "./settings.js";
  * `NODE_OPTIONS` (for `--enable-source-maps`).
  */
 export type FunctionEnvName =
-  | Exclude<keyof RawConfig, "OPENAI_API_KEY" | "AWS_REGION">
+  | Exclude<keyof RawConfig, "OPENAI_API_KEY" | "BEDROCK_BASE_URL" | "AWS_REGION">
   | "POWERTOOLS_SERVICE_NAME"
   | "POWERTOOLS_METRICS_NAMESPACE"
   | "NODE_OPTIONS";

@@ -1,6 +1,13 @@
 import type { IConstruct } from "constructs";
 import { z } from "zod";
-import { ConfigError, ConfigSchema, loadConfig, type RawConfig } from "../shared/config.js";
+import {
+  ConfigError,
+  ConfigSchema,
+  DEFAULT_BEDROCK_MODEL_ID,
+  loadConfig,
+  type ModelProvider,
+  type RawConfig,
+} from "../shared/config.js";
 import type { DeployedFunction, FunctionEnvName } from "./function-env.js";
 
 /** Id of the synth warning raised when `runTimeoutMs` is above what the API function's timeout allows. */
@@ -45,9 +52,13 @@ const BOTH = ["api", "runner"] as const;
  * bounds and defaults are in docs/configuration.md). Not here, on purpose: the table, the runner's ARN and
  * the durable execution timeout (the stack's own: the timeout follows `asyncRunTimeoutMs` and
  * `approvalTimeoutSeconds`), the key's secret (`openaiApiKeySecretName`), DynamoDB endpoint and region,
- * and IAM_PRINCIPAL_TENANTS (the stack has no function URL).
+ * the Bedrock endpoint (the stack's Region's), and IAM_PRINCIPAL_TENANTS (the stack has no function URL).
+ * `modelProvider` defaults to `bedrock` on a personal deploy ({@link readDeploySettings}); with
+ * `bedrock`, `bedrockModelId` is also the one model the roles may invoke (infra/bedrock-access.ts).
  */
 export const RUNTIME_SETTINGS = [
+  { context: "modelProvider", env: "MODEL_PROVIDER", functions: BOTH },
+  { context: "bedrockModelId", env: "BEDROCK_MODEL_ID", functions: BOTH },
   { context: "openaiModel", env: "OPENAI_MODEL", functions: BOTH },
   { context: "openaiBaseUrl", env: "OPENAI_BASE_URL", functions: BOTH },
   { context: "modelMaxTokens", env: "MODEL_MAX_TOKENS", functions: BOTH },
@@ -97,7 +108,11 @@ export type RuntimeContextKey = (typeof RUNTIME_SETTINGS)[number]["context"];
  *   the stack; false (the default) RETAINs them and turns on table deletion protection.
  * - `openaiModel`, `openaiBaseUrl`: the runtime settings of those names (OPENAI_MODEL, OPENAI_BASE_URL).
  * - `openaiApiKeySecretName`: optional name of an existing Secrets Manager secret holding the OpenAI key;
- *   without it the stack creates an empty secret.
+ *   without it the stack creates an empty secret (`openai-compatible` only: a Bedrock deploy has none).
+ * - `modelProvider`: MODEL_PROVIDER as deployed: `bedrock` (Amazon Bedrock through the functions' roles,
+ *   no secret) or `openai-compatible` (the OpenAI settings and a secret); `bedrock` by default when
+ *   `personal`, else `openai-compatible`.
+ * - `bedrockModelId`: BEDROCK_MODEL_ID as deployed (with `bedrock`, the only model the roles may invoke).
  * - `runtime`: the runtime settings given (config variable → its value as the environment holds it).
  * - `config`: the functions' configuration with those settings, parsed by `ConfigSchema` (the defaults
  *   for what was not given), e.g. `config.APPROVAL_TIMEOUT_SECONDS` for the runner's execution timeout.
@@ -111,6 +126,8 @@ export interface DeploySettings {
   openaiModel: string | undefined;
   openaiBaseUrl: string | undefined;
   openaiApiKeySecretName: string | undefined;
+  modelProvider: ModelProvider;
+  bedrockModelId: string;
   runtime: Partial<Record<RuntimeEnvName, string>>;
   config: RawConfig;
 }
@@ -222,8 +239,8 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
   if (!parsed.success || problems.length > 0) {
     throw new DeploySettingsError(`Invalid deploy settings: ${problems.join("; ")}`);
   }
-  const config = runtimeConfig(runtime);
   const settings = parsed.data;
+  const config = runtimeConfig(withModelProvider(runtime, settings));
   if ((settings.jwtIssuer === undefined) !== (settings.jwtAudience === undefined)) {
     throw new DeploySettingsError(
       "Invalid deploy settings: jwtIssuer and jwtAudience go together (your own issuer); give both, or neither for the built-in user pool.",
@@ -248,9 +265,50 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
     openaiModel: runtime.OPENAI_MODEL,
     openaiBaseUrl: runtime.OPENAI_BASE_URL,
     openaiApiKeySecretName: settings.openaiApiKeySecretName,
+    modelProvider: config.MODEL_PROVIDER,
+    bedrockModelId: config.BEDROCK_MODEL_ID,
     runtime,
     config,
   };
+}
+
+/** The deploy settings only the `openai-compatible` provider reads (a Bedrock deploy has no key). */
+const OPENAI_ONLY = [
+  ["openaiModel", "OPENAI_MODEL"],
+  ["openaiBaseUrl", "OPENAI_BASE_URL"],
+  ["secretCacheSeconds", "SECRET_CACHE_SECONDS"],
+] as const;
+
+/**
+ * Settles MODEL_PROVIDER in `runtime` (in place, so the functions get it): as given, else `bedrock` for a
+ * personal deploy (its account has Bedrock, and no key to create), else the config default. A Bedrock
+ * deploy also gets BEDROCK_MODEL_ID written out (the default when not given): the same value its roles
+ * are granted. A setting the chosen provider would ignore is refused, not dropped silently.
+ * @throws DeploySettingsError naming the settings the provider would ignore
+ */
+function withModelProvider(
+  runtime: Partial<Record<RuntimeEnvName, string>>,
+  settings: { personal: boolean; openaiApiKeySecretName?: string | undefined },
+): Partial<Record<RuntimeEnvName, string>> {
+  const personalDefault = runtime.MODEL_PROVIDER === undefined && settings.personal;
+  if (personalDefault) runtime.MODEL_PROVIDER = "bedrock";
+  if (runtime.MODEL_PROVIDER !== "bedrock") {
+    if (runtime.BEDROCK_MODEL_ID !== undefined) {
+      throw new DeploySettingsError(
+        "Invalid deploy settings: bedrockModelId: modelProvider is openai-compatible, which uses openaiModel; leave it out or set modelProvider=bedrock",
+      );
+    }
+    return runtime;
+  }
+  const ignored: string[] = OPENAI_ONLY.filter(([, env]) => runtime[env] !== undefined).map(([key]) => key);
+  if (settings.openaiApiKeySecretName !== undefined) ignored.push("openaiApiKeySecretName");
+  if (ignored.length > 0) {
+    throw new DeploySettingsError(
+      `Invalid deploy settings: ${ignored.join(", ")}: modelProvider is bedrock${personalDefault ? " (the default of a personal deploy)" : ""}, which uses bedrockModelId and reads no secret; leave ${ignored.length > 1 ? "them" : "it"} out or set modelProvider=openai-compatible`,
+    );
+  }
+  runtime.BEDROCK_MODEL_ID ??= DEFAULT_BEDROCK_MODEL_ID;
+  return runtime;
 }
 
 /**

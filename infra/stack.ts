@@ -29,6 +29,7 @@ import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
 import { bundlesTracingSdk } from "../shared/telemetry/entry.js";
 import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
+import { grantBedrockModel } from "./bedrock-access.js";
 import { API_HANDLER } from "./bundle.js";
 import { DurableRunner, runnerExecutionTimeoutSeconds } from "./durable-runner.js";
 import { functionEnvironment, runtimeEnvironment } from "./function-env.js";
@@ -87,14 +88,16 @@ export interface BoundloopStackProps extends StackProps {
 }
 
 /**
- * The boundloop stack: a DynamoDB table, a Secrets Manager secret for the OpenAI key, one Lambda
+ * The boundloop stack: a DynamoDB table, a Secrets Manager secret for the OpenAI key (none with Bedrock), one Lambda
  * (functions/api/handler.ts) behind an HTTP API with a JWT authorizer, the durable runner
  * (functions/runner/handler.ts, infra/durable-runner.ts) the API starts, log groups and alarms; and,
  * unless `jwtIssuer` is given, the built-in Cognito user pool the authorizer trusts (infra/user-pool.ts).
  *
  * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `consoleCallbackUrls`, `personal`,
  * `openaiApiKeySecretName`, and the runtime settings of infra/settings.ts RUNTIME_SETTINGS, each passed
- * to the functions that read it) or `props.settings`; see infra/settings.ts. Synth needs
+ * to the functions that read it) or `props.settings`; see infra/settings.ts. With `modelProvider`
+ * bedrock (a personal deploy's default) there is no secret: both functions' roles may invoke the one
+ * configured Bedrock model (infra/bedrock-access.ts). Synth needs
  * no AWS account, credentials, context lookups or Docker: the handler is bundled by the local esbuild.
  */
 export class BoundloopStack extends Stack {
@@ -143,12 +146,15 @@ export class BoundloopStack extends Stack {
       removalPolicy,
     });
 
-    const { secretArn, secretName } = this.openaiKeySecret(settings, removalPolicy);
+    // A Bedrock deploy signs in with the functions' roles: no secret is created, granted or named.
+    const bedrock = settings.modelProvider === "bedrock";
+    const secret = bedrock ? undefined : this.openaiKeySecret(settings, removalPolicy);
+    const bedrockModelId = bedrock ? settings.bedrockModelId : undefined;
 
     // What both functions get; each also gets the runtime settings it reads (infra/settings.ts).
     const sharedEnvironment = {
       TABLE_NAME: table.tableName,
-      OPENAI_API_KEY_SECRET_NAME: secretName,
+      OPENAI_API_KEY_SECRET_NAME: secret?.secretName,
       // The config's defaults, written out so the console shows where the logs and metrics go.
       POWERTOOLS_SERVICE_NAME: CONFIG_DEFAULTS.observability.serviceName,
       POWERTOOLS_METRICS_NAMESPACE: CONFIG_DEFAULTS.observability.metricsNamespace,
@@ -162,8 +168,8 @@ export class BoundloopStack extends Stack {
     const runner = new DurableRunner(this, "Runner", {
       table,
       tableItemActions: TABLE_ITEM_ACTIONS,
-      secretArn,
-      secretName,
+      secretArn: secret?.secretArn,
+      bedrockModelId,
       executionTimeoutSeconds,
       environment: functionEnvironment({ ...sharedEnvironment, ...runtimeEnvironment(settings, "runner") }),
       logRetention: LOG_RETENTION,
@@ -174,16 +180,19 @@ export class BoundloopStack extends Stack {
     const functionLogs = new LogGroup(this, "ApiFunctionLogs", { retention: LOG_RETENTION, removalPolicy });
 
     // The function's role: written by hand (no AWS managed policy) so it holds exactly the actions
-    // below, each on one resource.
+    // below, each on one resource (Bedrock's bearer-key permission has none: infra/bedrock-access.ts).
     const role = new Role(this, "ApiFunctionRole", {
       assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
-      description: "boundloop API function: its log group, item actions on the table, read of the OpenAI key",
+      description: `boundloop API function: its log group, item actions on the table, ${secret ? "read of the OpenAI key" : `invoking ${bedrockModelId} on Amazon Bedrock`}`,
     });
     functionLogs.grantWrite(role);
     role.addToPolicy(new PolicyStatement({ actions: [...TABLE_ITEM_ACTIONS], resources: [table.tableArn] }));
-    role.addToPolicy(
-      new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),
-    );
+    if (secret) {
+      role.addToPolicy(
+        new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secret.secretArn] }),
+      );
+    }
+    if (bedrockModelId) grantBedrockModel(role, bedrockModelId);
     runner.grantStartStop(role);
     // An MCP tools/call that needs approval is announced as the runner announces the loop's (docs/mcp.md).
     role.addToPolicy(
@@ -271,10 +280,17 @@ export class BoundloopStack extends Stack {
 
     new CfnOutput(this, "ApiUrl", { value: stage.url, description: "Base URL of the HTTP API" });
     new CfnOutput(this, "TableName", { value: table.tableName, description: "DynamoDB table" });
-    new CfnOutput(this, "SecretName", {
-      value: secretName,
-      description: "Secrets Manager secret holding the OpenAI API key (set its value after deploy)",
-    });
+    if (secret) {
+      new CfnOutput(this, "SecretName", {
+        value: secret.secretName,
+        description: "Secrets Manager secret holding the OpenAI API key (set its value after deploy)",
+      });
+    } else {
+      new CfnOutput(this, "BedrockModelId", {
+        value: settings.bedrockModelId,
+        description: "Amazon Bedrock model the functions invoke (turn on its access in the Bedrock console)",
+      });
+    }
     new CfnOutput(this, "JwtIssuer", { value: jwtIssuer, description: "Issuer the API trusts" });
     if (userPool) this.userPoolOutputs(userPool, stage.url);
   }

@@ -1,5 +1,5 @@
 /**
- * `npm start [-- "<prompt>"] [--then "<prompt>" …] [--continue <runId>] [--async]`: the main job. Starts the local
+ * `npm start [-- "<prompt>"] [--then "<prompt>" …] [--continue <runId>] [--async] [--bedrock]`: the main job. Starts the local
  * dependencies the environment does not provide, sends the seed scenario's API Gateway event
  * (events/seed-scenario.json, with the prompt replaced when one is given) through the same Lambda
  * handler the stack deploys, and prints the run's outcome, a table of tool results and the tenant's
@@ -20,6 +20,10 @@
  * the seed scenario's GB invoice (gross 1800.00 GBP): the synchronous request is answered 202 with the
  * paused run (`awaiting_approval`, the preview), a second local user (`usr_approver_01`, billing:approve)
  * approves it, and the polls show the run completing with one invoice (docs/approvals.md).
+ *
+ * With `--bedrock` (or MODEL_PROVIDER=bedrock) the model is called as a Bedrock deploy calls it: Bedrock's
+ * OpenAI-compatible endpoint with short-term API keys the function makes from its AWS credentials, here
+ * the local Bedrock stand-in, which verifies each key's SigV4 signature (local/bedrock-stand-in.ts).
  *
  * The function timeout of the local Lambda context follows RUN_TIMEOUT_MS (local/function-timeout.ts):
  * the deployed 29 s, or more when RUN_TIMEOUT_MS needs it (a slow local model), with a line saying so.
@@ -51,6 +55,8 @@ const USAGE = `usage: npm start -- ["<prompt>"] [options]
   --async              send each run with Prefer: respond-async (a durable run) and poll it
   --approval           set APPROVAL_RULES to {"recordInvoice":{"GBP":"1000.00"}} (unless set): the run
                        pauses, a second local user approves it
+  --bedrock            call the model as a Bedrock deploy does (MODEL_PROVIDER=bedrock): short-term keys
+                       made from AWS credentials, checked by the local Bedrock stand-in
   -h, --help           this text
 
 Settings come from the environment (docs/configuration.md), e.g. RUN_TIMEOUT_MS=300000 for a slow model.`;
@@ -79,6 +85,7 @@ function parseOptions(argv: string[]) {
         async: { type: "boolean" },
         approval: { type: "boolean" },
         trace: { type: "boolean" },
+        bedrock: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
       allowPositionals: true,
@@ -98,6 +105,9 @@ async function main(): Promise<number> {
     return 0;
   }
   const prompt = positionals.join(" ").trim();
+  // The model through the Bedrock provider: the function makes short-term keys from AWS credentials and the
+  // local Bedrock stand-in checks them (local/local-stack.ts), unless BEDROCK_BASE_URL points elsewhere.
+  if (values.bedrock) process.env.MODEL_PROVIDER = "bedrock";
   if (values.approval) process.env.APPROVAL_RULES ??= JSON.stringify({ recordInvoice: { GBP: "1000.00" } });
   const event = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),

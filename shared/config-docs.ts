@@ -42,6 +42,21 @@ export interface ConfigVariableDoc {
 
 /** The prose of every variable of {@link ConfigSchema}, in the order the reference lists them. */
 export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } = {
+  MODEL_PROVIDER: {
+    group: "Model",
+    description:
+      "`openai-compatible`: the server at `OPENAI_BASE_URL` with `OPENAI_MODEL` and its key. `bedrock`: Amazon Bedrock's OpenAI-compatible Chat Completions endpoint (bedrock-runtime `/openai/v1`) in `AWS_REGION` with `BEDROCK_MODEL_ID`, signed in with short-term Bedrock API keys made from the function's own AWS credentials: no key to store (docs/deploy.md \"Use Bedrock\"). Deploy setting `modelProvider`, `bedrock` by default on a personal deploy (`-c personal=true`). Locally, `bedrock` starts the Bedrock stand-in (`npm start -- --bedrock`).",
+  },
+  BEDROCK_MODEL_ID: {
+    group: "Model",
+    description:
+      "With `MODEL_PROVIDER=bedrock`: the Bedrock model id or system inference profile id, served by the Chat Completions endpoint with tool calling (e.g. `openai.gpt-oss-20b-1:0`, `qwen.qwen3-32b-v1:0`). Deploy setting `bedrockModelId`; the role may invoke this model only.",
+  },
+  BEDROCK_BASE_URL: {
+    group: "Model",
+    description:
+      "Local runs and tests only: the Bedrock endpoint to call instead of `https://bedrock-runtime.<AWS_REGION>.amazonaws.com/openai/v1` (the local stand-in sets it). The stack never sets it.",
+  },
   OPENAI_API_KEY: {
     group: "Model",
     description:

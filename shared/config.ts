@@ -15,10 +15,31 @@ export const FUNCTION_TIMEOUT_SECONDS = 29;
 // of all of zod (measured in bench/cold-start.ts). zod/mini loads no locale by itself: English messages.
 z.config(en());
 
-/** Turns an empty string (an unset variable in many shells and .env files) into undefined. */
+/**
+ * A Bedrock model id (`provider.model-version`, e.g. `openai.gpt-oss-120b-1:0`, `qwen.qwen3-32b-v1:0`) or a
+ * system-defined inference profile id (the same with a geography prefix, e.g. `us.deepseek.r1-v1:0`,
+ * `global.…`), as the Bedrock model catalogue spells them
+ * (https://docs.aws.amazon.com/bedrock/latest/userguide/models-supported.html). ARNs are not accepted:
+ * the stack builds the ARNs it grants from the id and its own region.
+ */
+export const BEDROCK_MODEL_ID_PATTERN =
+  /^(?:(?:us|eu|apac|jp|au|ca|us-gov|global)\.)?[a-z0-9][a-z0-9-]*\.[a-z0-9][a-z0-9._-]*(?::[a-z0-9]+){0,2}$/;
+
+/** The message of a model id that does not match {@link BEDROCK_MODEL_ID_PATTERN}. */
+export const BEDROCK_MODEL_ID_RULE =
+  "must be a Bedrock model id or inference profile id, e.g. openai.gpt-oss-120b-1:0 or us.deepseek.r1-v1:0";
+
+/**
+ * The Bedrock model used when BEDROCK_MODEL_ID is unset: gpt-oss-120b, served by the Chat Completions
+ * endpoint in every Region that has it, with function calling, and without an inference profile (so
+ * the grant is one foundation-model ARN in the stack's Region). docs/deploy.md lists others.
+ */
+export const DEFAULT_BEDROCK_MODEL_ID = "openai.gpt-oss-120b-1:0";
+
 /** The longest SYSTEM_PROMPT accepted, in characters (about 5 000 tokens: it is sent on every cycle). */
 export const MAX_SYSTEM_PROMPT_CHARS = 20_000;
 
+/** Turns an empty string (an unset variable in many shells and .env files) into undefined. */
 const optionalString = z.pipe(
   z.optional(z.string()),
   z.transform((value: string | undefined) =>
@@ -195,6 +216,15 @@ const InlineJwks = z.pipe(
  *   JSON even with every character \u-escaped.
  * - DYNAMODB_REQUEST_TIMEOUT_MS (default 3000 ms): per-attempt socket timeout of DynamoDB calls, so an
  *   unreachable table answers 503 STORE_UNAVAILABLE instead of hanging until the Lambda times out.
+ * - MODEL_PROVIDER (default openai-compatible): which model the function calls. `openai-compatible`: the
+ *   server at OPENAI_BASE_URL with OPENAI_MODEL and the key below (today's path). `bedrock`: Amazon
+ *   Bedrock's OpenAI-compatible Chat Completions endpoint in AWS_REGION with BEDROCK_MODEL_ID, signed in
+ *   with short-term Bedrock API keys the function makes from its own AWS credentials (no key to store;
+ *   shared/model/bedrock.ts, docs/deploy.md "Use Bedrock").
+ * - BEDROCK_MODEL_ID (default `openai.gpt-oss-120b-1:0`): a Bedrock model id or system inference profile id
+ *   ({@link BEDROCK_MODEL_ID_PATTERN}) that the Chat Completions endpoint serves with tool calling.
+ * - BEDROCK_BASE_URL: local and tests only: the Bedrock endpoint to call instead of the region's
+ *   (local/bedrock-stand-in.ts). The stack never sets it: its IAM grant and the key's region are the region's.
  * - OPENAI_API_KEY_SECRET_NAME: in AWS, the Secrets Manager secret holding the OpenAI key (read
  *   lazily on the first model call, cached). Mutually exclusive with OPENAI_API_KEY.
  * - TENANT_CLAIMS / PERMISSION_CLAIMS: which authorizer claims carry the tenant (first present wins)
@@ -228,6 +258,12 @@ const InlineJwks = z.pipe(
  *   conventions' opt-in attributes). Off, spans carry names, ids, counts and codes only.
  */
 export const ConfigSchema = z.object({
+  MODEL_PROVIDER: z._default(z.enum(["openai-compatible", "bedrock"]), "openai-compatible"),
+  BEDROCK_MODEL_ID: z._default(
+    z.string().check(z.regex(BEDROCK_MODEL_ID_PATTERN, BEDROCK_MODEL_ID_RULE)),
+    DEFAULT_BEDROCK_MODEL_ID,
+  ),
+  BEDROCK_BASE_URL: optionalUrl,
   OPENAI_API_KEY: optionalString,
   OPENAI_BASE_URL: optionalUrl,
   OPENAI_MODEL: z._default(z.string().check(z.minLength(1)), "gpt-4o-mini"),
@@ -305,8 +341,10 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
 
 /**
  * Service configuration in the shapes the code uses.
- * - `model`: OpenAI-compatible endpoint; `apiKey` undefined means "no key configured"; `maxTokens`, the
- *   completion limit (tokens) sent with every request.
+ * - `model`: which provider (`provider`); for `openai-compatible` the endpoint, model name and key
+ *   (`apiKey` undefined means "no key configured"); for `bedrock` the model id, the endpoint
+ *   (`bedrockBaseUrl(region)` unless BEDROCK_BASE_URL overrides it) and the Region the keys are made for;
+ *   `maxTokens`, the completion limit (tokens) sent with every request, on either provider.
  * - `table`: DynamoDB table name and optional endpoint override (DynamoDB Local, dynalite).
  * - `quotes`: `ttlSeconds`, seconds a tax quote stays usable by recordInvoice.
  * - `limits`: the server's caps for a run ({@link RunLimits}: a request may lower them through
@@ -335,6 +373,8 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  */
 export interface Config {
   model: {
+    provider: ModelProvider;
+    bedrock: { modelId: string; baseURL: string; region: string };
     apiKey: string | undefined;
     apiKeySecretName: string | undefined;
     secretCacheSeconds: number;
@@ -370,6 +410,17 @@ export interface Config {
 /** TRACING: where spans go (see {@link Config}.tracing). */
 export type TracingMode = RawConfig["TRACING"];
 
+/** MODEL_PROVIDER: `openai-compatible` (OPENAI_* settings) or `bedrock` (BEDROCK_* settings). */
+export type ModelProvider = RawConfig["MODEL_PROVIDER"];
+
+/**
+ * Bedrock's OpenAI-compatible endpoint of a Region: bedrock-runtime's `/openai/v1` (chosen over
+ * bedrock-mantle: see docs/deploy.md "Use Bedrock").
+ */
+export function bedrockBaseUrl(region: string): string {
+  return `https://bedrock-runtime.${region}.amazonaws.com/openai/v1`;
+}
+
 /** APPROVAL_RULES parsed: tool name → ISO 4217 currency → threshold (decimal string, major units). */
 export type ApprovalRulesConfig = RawConfig["APPROVAL_RULES"];
 
@@ -396,6 +447,11 @@ function crossFieldProblems(raw: RawConfig): string[] {
   const problems: string[] = [];
   if (raw.OPENAI_API_KEY && raw.OPENAI_API_KEY_SECRET_NAME) {
     problems.push("set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both.");
+  }
+  if (raw.MODEL_PROVIDER === "bedrock" && (raw.OPENAI_API_KEY || raw.OPENAI_API_KEY_SECRET_NAME)) {
+    problems.push(
+      "MODEL_PROVIDER=bedrock signs in with the function's AWS credentials; unset OPENAI_API_KEY and OPENAI_API_KEY_SECRET_NAME.",
+    );
   }
   const ttl = raw.RUN_TTL_SECONDS;
   for (const [name, seconds, why] of [
@@ -429,6 +485,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (conflicts.length > 0) throw new ConfigError(`Invalid configuration: ${conflicts.join("; ")}`);
   return {
     model: {
+      provider: raw.MODEL_PROVIDER,
+      bedrock: {
+        modelId: raw.BEDROCK_MODEL_ID,
+        baseURL: raw.BEDROCK_BASE_URL ?? bedrockBaseUrl(raw.AWS_REGION),
+        region: raw.AWS_REGION,
+      },
       apiKey: raw.OPENAI_API_KEY,
       apiKeySecretName: raw.OPENAI_API_KEY_SECRET_NAME,
       secretCacheSeconds: raw.SECRET_CACHE_SECONDS,

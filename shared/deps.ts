@@ -1,7 +1,9 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { SecretsProvider } from "@aws-lambda-powertools/parameters/secrets";
+import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { ToolRegistry } from "./agent/dispatcher.js";
 import { type HistoryMessage, halveHistory } from "./agent/history.js";
 import type { Model } from "./agent/model.js";
@@ -11,6 +13,7 @@ import { type ApprovalEvents, eventBridgeApprovalEvents } from "./approval-event
 import type { Config } from "./config.js";
 import type { DurableExecutions } from "./durable/executions.js";
 import { onceUntilFailed } from "./lazy.js";
+import { BedrockApiKeys, bedrockFetch, classifyBedrockFailure } from "./model/bedrock.js";
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
@@ -30,8 +33,9 @@ export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; messag
 
 /**
  * What both functions use, built once per Lambda container and injectable in tests.
- * - `model`: the chat model the loop calls: OpenAI chat completions over the real openai client (any
- *   OpenAI-compatible server via `config.model.baseURL`), model name `config.model.name`
+ * - `model`: the chat model the loop calls: OpenAI chat completions over the real openai client, on any
+ *   OpenAI-compatible server (`config.model.baseURL`, model `config.model.name`), or with
+ *   MODEL_PROVIDER=bedrock on Amazon Bedrock's Chat Completions endpoint (`config.model.bedrock`)
  * - `ddb`: DynamoDB document client; `ledger`: the invoice store; `quotes`: the tax quote store;
  *   `runs`: run records and audit steps; `approvals`: approvals of paused tool calls
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
@@ -74,6 +78,15 @@ export interface ApiDepsOptions {
   /** Reads OPENAI_API_KEY_SECRET_NAME; default: a Powertools SecretsProvider in `config.table.region`. */
   secretsProvider?: Pick<SecretsProvider, "get">;
   /**
+   * The AWS credentials Bedrock API keys are made from (MODEL_PROVIDER=bedrock); default: the AWS SDK's
+   * default chain (on Lambda, and in the bundle, the role's credentials in the environment).
+   */
+  awsCredentials?: AwsCredentialIdentityProvider;
+  /** The clock of the Bedrock key cache (epoch ms); default Date.now. */
+  now?: () => number;
+  /** How long each Bedrock API key is made for, in s; default BEDROCK_KEY_LIFETIME_SECONDS (900). */
+  bedrockKeyLifetimeSeconds?: number;
+  /**
    * Where durable runs (`Prefer: respond-async`) start; default: Lambda durable functions on
    * RUNNER_FUNCTION_ARN when it is set, else none (the preference is then ignored and runs are synchronous).
    */
@@ -81,6 +94,12 @@ export interface ApiDepsOptions {
   /** Where MCP approvals are announced; default: EventBridge's default bus (loaded on first use). */
   approvalEvents?: ApprovalEvents;
 }
+
+/** What both functions' model may be given: the OpenAI key's secret reader, or Bedrock's credentials and clock. */
+export type ModelOptions = Pick<
+  ApiDepsOptions,
+  "secretsProvider" | "awsCredentials" | "now" | "bedrockKeyLifetimeSeconds"
+>;
 
 /**
  * Placeholder key sent when none is configured: OpenAI rejects it, local OpenAI-compatible servers
@@ -139,7 +158,7 @@ export function createApiDeps(config: Config, options: ApiDepsOptions = {}): Api
  */
 export function createRunnerDeps(
   config: Config,
-  options: Pick<ApiDepsOptions, "secretsProvider"> & { approvalEvents: ApprovalEvents },
+  options: ModelOptions & { approvalEvents: ApprovalEvents },
 ): RunnerDeps {
   return { ...sharedDeps(config, options), approvalEvents: options.approvalEvents };
 }
@@ -149,19 +168,11 @@ export function createRunnerDeps(
  * createModelClient) keeps the SDK's own retries (2, with backoff) for 429 and 5xx; every request also
  * carries the run's deadline signal and timeout. With OPENAI_API_KEY_SECRET_NAME set, the key is fetched
  * lazily by the openai client before its first request (so a cold start that serves /healthz never
- * reads the secret) and cached.
+ * reads the secret) and cached; with MODEL_PROVIDER=bedrock, no secret: a Bedrock API key is made the
+ * same way, before the first request.
  */
-function sharedDeps(config: Config, options: Pick<ApiDepsOptions, "secretsProvider">): SharedDeps {
+function sharedDeps(config: Config, options: ModelOptions): SharedDeps {
   const ddb = createDocumentClient(config.table);
-  const secretName = config.model.apiKeySecretName;
-  const apiKey = secretName
-    ? secretApiKey(
-        options.secretsProvider ?? new SecretsProvider({ clientConfig: { region: config.table.region } }),
-        secretName,
-        config.model.secretCacheSeconds,
-      )
-    : (config.model.apiKey ?? NO_API_KEY);
-  const openai = createModelClient({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
   const tools = accountingTools({
@@ -173,7 +184,10 @@ function sharedDeps(config: Config, options: Pick<ApiDepsOptions, "secretsProvid
   return {
     config,
     ddb,
-    model: new OpenAIChatModel(openai, config.model.name, { maxTokens: config.model.maxTokens }),
+    model:
+      config.model.provider === "bedrock"
+        ? bedrockModel(config.model, options)
+        : openAICompatibleModel(config, options),
     ledger,
     quotes,
     runs: new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
@@ -183,6 +197,51 @@ function sharedDeps(config: Config, options: Pick<ApiDepsOptions, "secretsProvid
     ...createObservability(config.observability),
     approvals: new ApprovalStore(ddb, config.table.name, config.runs.ttlSeconds),
   };
+}
+
+/**
+ * MODEL_PROVIDER=openai-compatible: the openai client on `config.model.baseURL` with the key
+ * (OPENAI_API_KEY, or the secret OPENAI_API_KEY_SECRET_NAME read lazily before the first request, then
+ * cached).
+ */
+function openAICompatibleModel(config: Config, options: ModelOptions): Model {
+  const secretName = config.model.apiKeySecretName;
+  const apiKey = secretName
+    ? secretApiKey(
+        options.secretsProvider ?? new SecretsProvider({ clientConfig: { region: config.table.region } }),
+        secretName,
+        config.model.secretCacheSeconds,
+      )
+    : (config.model.apiKey ?? NO_API_KEY);
+  const openai = createModelClient({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
+  return new OpenAIChatModel(openai, config.model.name, { maxTokens: config.model.maxTokens });
+}
+
+/**
+ * MODEL_PROVIDER=bedrock: the same openai client and adapter on Bedrock's Chat Completions endpoint, its
+ * `apiKey` a function the SDK calls before every attempt, answered from the {@link BedrockApiKeys} cache
+ * (renewed before it expires). Bedrock's refusals become stable codes and fixed sentences
+ * (classifyBedrockFailure); what Bedrock said is the failure's logged message, never the key (the SDK's
+ * error messages carry the response body, never the request's headers).
+ */
+function bedrockModel(model: Config["model"], options: ModelOptions): Model {
+  const { modelId, region, baseURL } = model.bedrock;
+  const keys = new BedrockApiKeys({
+    credentials: options.awsCredentials ?? defaultProvider(),
+    region,
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.bedrockKeyLifetimeSeconds ? { lifetimeSeconds: options.bedrockKeyLifetimeSeconds } : {}),
+  });
+  const openai = createModelClient({
+    apiKey: () => keys.get(),
+    baseURL,
+    maxRetries: 2,
+    wrapFetch: bedrockFetch,
+  });
+  return new OpenAIChatModel(openai, modelId, {
+    maxTokens: model.maxTokens,
+    translateFailure: (error) => classifyBedrockFailure(error, modelId, region),
+  });
 }
 
 /** The module the Lambda durable functions port is built from, loaded on the first durable run. */

@@ -9,6 +9,7 @@ import { Bucket } from "aws-cdk-lib/aws-s3";
 import type { CloudAssembly } from "aws-cdk-lib/cx-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp, STACK_ID } from "../infra/build-app.js";
+import { startBedrockStandIn } from "../local/bedrock-stand-in.js";
 import { createDevIssuer, mintToken } from "../local/dev-auth.js";
 import { toHttpApiEvent } from "../local/dev-event.js";
 import { TRACING_SDK_PACKAGES } from "./support/spans.js";
@@ -569,6 +570,56 @@ describe("cdk synth of the real app", () => {
       expect(answer.result.structuredContent.grossTotal.amount).toBe("1800.00");
     } finally {
       await stack.stop();
+    }
+  }, 90_000);
+
+  it("the bundle serves the seed run through Bedrock's endpoint with keys it makes from Lambda's environment credentials", async () => {
+    // The role's credentials as Lambda puts them in the environment; the stand-in checks every key's
+    // signature against them and the Region, as Bedrock does.
+    const credentials = {
+      accessKeyId: "ASIABUNDLETEST000001",
+      secretAccessKey: "bundleTestSecretAccessKey0000000000000000",
+      sessionToken: "bundleTestSessionToken",
+    };
+    const standIn = await startBedrockStandIn({
+      credentials,
+      region: "eu-west-2",
+      models: ["openai.gpt-oss-20b-1:0"],
+    });
+    const stack = await startTestStack();
+    try {
+      const result = await runBundle(
+        `const res = await handler(${JSON.stringify(seedEvent())}, { getRemainingTimeInMillis: () => 29000, awsRequestId: "r1" });
+         console.log(JSON.stringify(res));`,
+        {
+          TABLE_NAME: stack.config.table.name,
+          DYNAMODB_ENDPOINT: stack.config.table.endpoint ?? "",
+          MODEL_PROVIDER: "bedrock",
+          BEDROCK_MODEL_ID: "openai.gpt-oss-20b-1:0",
+          BEDROCK_BASE_URL: standIn.baseURL,
+          AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+          AWS_SESSION_TOKEN: credentials.sessionToken,
+          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+        },
+      );
+      expect(result.stderr).not.toMatch(/Error/);
+      const response = JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "{}");
+      expect(response.statusCode, response.body).toBe(200);
+      expect(JSON.parse(response.body)).toMatchObject({ status: "completed", cycles: 3 });
+      expect(standIn.keys.map((key) => [key.accessKeyId, key.refused])).toEqual([
+        [credentials.accessKeyId, null],
+        [credentials.accessKeyId, null],
+        [credentials.accessKeyId, null],
+      ]);
+      expect(standIn.model.requests.map((request) => request.model)).toEqual(
+        Array(3).fill("openai.gpt-oss-20b-1:0"),
+      );
+      // The key is never in what the function logged or answered.
+      expect(`${result.stdout}${result.stderr}`).not.toContain("bedrock-api-key-");
+    } finally {
+      await stack.stop();
+      await standIn.stop();
     }
   }, 90_000);
 

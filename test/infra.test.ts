@@ -442,8 +442,14 @@ describe("the stack's deploy settings", () => {
   });
 
   it("personal=true destroys table, secret and log groups with the stack, and references a named secret", () => {
+    // A personal deploy uses Bedrock unless told otherwise (test/infra-bedrock.test.ts).
     const personal = synth(
-      { personal: "true", openaiModel: "gpt-4.1-mini", openaiBaseUrl: "https://llm.example.com/v1" },
+      {
+        personal: "true",
+        modelProvider: "openai-compatible",
+        openaiModel: "gpt-4.1-mini",
+        openaiBaseUrl: "https://llm.example.com/v1",
+      },
       {
         settings: {
           jwtIssuer: "https://auth.example.com/",

@@ -179,6 +179,10 @@ export const RunDetailsSchema = z
           description:
             "Set when the model twice sent a reply with neither text nor tool calls: the provider's finish_reason of the last one (null when it sent none).",
         }),
+        code: z.string().optional().openapi({
+          description:
+            "A stable code of the provider's failure when the adapter knows it (Amazon Bedrock: MODEL_THROTTLED, MODEL_ACCESS_DENIED, MODEL_NOT_PERMITTED, MODEL_AUTH_FAILED, MODEL_NOT_FOUND, MODEL_REQUEST_INVALID, MODEL_SERVICE_ERROR, MODEL_KEY_UNAVAILABLE); `message` is then a fixed sentence.",
+        }),
       })
       .strict()
       .optional()
@@ -267,6 +271,10 @@ export const ProblemSchema = z
       }),
     providerStatus: z.number().int().nullable().optional().openapi({
       description: "MODEL_UNAVAILABLE only: the provider's last HTTP status; null without an HTTP response.",
+    }),
+    modelErrorCode: z.string().nullable().optional().openapi({
+      description:
+        "MODEL_UNAVAILABLE only: the stable code of the provider's failure when known (Amazon Bedrock's, e.g. MODEL_ACCESS_DENIED; `detail` then says what to do), else null.",
     }),
     cycles: z.number().int().nonnegative().optional(),
     toolResults: z.array(ToolResultSchema).optional(),

@@ -61,13 +61,17 @@ export const stops = {
       };
     }
     // The provider's own message stays in the logs (the run's onInternalFailure hook): it can carry
-    // account, request or prompt details; the client gets the status and a fixed sentence.
+    // account, request or prompt details; the client gets the status and a fixed sentence, the
+    // adapter's own when it recognised the failure (with its stable code).
     if (failure.cause === "provider") {
-      const fixed = status ? `the provider answered HTTP ${status}` : "the provider could not be reached";
+      const { known } = failure;
+      const fixed =
+        known?.message ??
+        (status ? `the provider answered HTTP ${status}` : "the provider could not be reached");
       return {
         status: "model_error",
-        reason: `The model provider failed${status ? ` (HTTP ${status})` : ""}.`,
-        details: { modelError: { status, message: fixed } },
+        reason: `The model provider failed${status ? ` (HTTP ${status})` : ""}.${known ? ` ${known.message}` : ""}`,
+        details: { modelError: { status, message: fixed, ...(known ? { code: known.code } : {}) } },
       };
     }
     if (status === null) return stops.deadlineDuringModelCall(deadlineAt);

@@ -33,7 +33,8 @@ export type RunUsage = ModelUsage;
  *   failed, and whether the model had been given a final hint
  * - `modelError` (model_error): the provider's HTTP status (null without an HTTP response) and message;
  *   `finishReason` when the model twice sent a reply with neither text nor tool calls (the provider's
- *   finish_reason of the last one, null when it sent none; see docs/providers.md)
+ *   finish_reason of the last one, null when it sent none; see docs/providers.md); `code`, the adapter's
+ *   stable code of the provider's failure when it knows one (Bedrock's, shared/model/bedrock.ts)
  * - `deadline` (deadline_exceeded): the phase the deadline hit and the deadline (epoch ms)
  * - `finishReason` (model_output_truncated): "length" or "content_filter"
  * - `summarized` (max_cycles_exceeded): whether the tool-less summary call produced `answer`
@@ -46,7 +47,7 @@ export interface RunOutcomeDetails {
   budget?: { name: "maxTotalTokens" | "maxToolCallsPerRun"; limit: number; used: number };
   permission?: { toolName: string; requiredPermission: string };
   loop?: { toolName: string; arguments: string; errorCode: string; failures: number; hinted: boolean };
-  modelError?: { status: number | null; message: string; finishReason?: string | null };
+  modelError?: { status: number | null; message: string; finishReason?: string | null; code?: string };
   deadline?: { phase: "before_model_call" | "model_call" | "tool_calls"; deadlineAt: number };
   finishReason?: string;
   summarized?: boolean;

@@ -33,6 +33,15 @@ export function toOpenAITool(tool: ModelTool): ChatCompletionFunctionTool {
   };
 }
 
+/**
+ * A provider's own reading of a failed call (shared/model/bedrock.ts classifyBedrockFailure): a stable
+ * `code` and a fixed `message` the client may see (the {@link ModelFailure}'s `known`), and `detail`,
+ * what the provider said, which becomes the failure's `message` (for the logs only).
+ */
+export type FailureTranslator = (
+  error: unknown,
+) => { code: string; message: string; detail: string } | undefined;
+
 /** OpenAI function tools per offered tool list, converted once (the loop offers one cached list per registry). */
 const openAITools = new WeakMap<readonly ModelTool[], ChatCompletionFunctionTool[]>();
 
@@ -50,14 +59,18 @@ const openAITools = new WeakMap<readonly ModelTool[], ChatCompletionFunctionTool
 export class OpenAIChatModel implements Model {
   /**
    * @param client the openai client (`createModelClient`)
-   * @param model the model name sent with each request (config OPENAI_MODEL)
+   * @param model the model name sent with each request (config OPENAI_MODEL, or BEDROCK_MODEL_ID)
    * @param options `maxTokens`: the completion limit in tokens, sent as `max_tokens` with every request
-   *   (config MODEL_MAX_TOKENS; its default here is the config's, so every caller sends one)
+   *   (config MODEL_MAX_TOKENS; its default here is the config's, so every caller sends one);
+   *   `translateFailure`: a provider's reading of failures that are neither the deadline nor a
+   *   context-window refusal (Bedrock's), kept as the failure's `known`
    */
   constructor(
     private readonly client: OpenAI,
     private readonly model: string,
-    private readonly options: { maxTokens: number } = { maxTokens: CONFIG_DEFAULTS.model.maxTokens },
+    private readonly options: { maxTokens: number; translateFailure?: FailureTranslator } = {
+      maxTokens: CONFIG_DEFAULTS.model.maxTokens,
+    },
   ) {
     this.telemetry = openAITelemetry(client.baseURL, model);
   }
@@ -100,18 +113,7 @@ export class OpenAIChatModel implements Model {
         request.signal,
       );
     } catch (error) {
-      const atDeadline =
-        request.signal.aborted || Date.now() >= request.deadlineAt || error instanceof APIUserAbortError;
-      // A refusal of the request's size (OpenAI code context_length_exceeded and other servers' forms).
-      const contextLength = atDeadline ? undefined : contextLengthRefusal(error);
-      return {
-        kind: "failure",
-        cause: atDeadline ? "deadline" : contextLength ? "context_length" : "provider",
-        status: atDeadline ? failedStatus : error instanceof APIError ? (error.status ?? null) : null,
-        message: error instanceof Error ? error.message : String(error),
-        usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
-        ...(contextLength ? { contextLength } : {}),
-      };
+      return this.failure(error, request, failedStatus);
     }
     const usage = usageOf(completion.usage);
     const choice = completion.choices?.[0];
@@ -124,6 +126,28 @@ export class OpenAIChatModel implements Model {
       toolCalls: functionCalls(message),
       finishReason: choice.finish_reason ?? null,
       usage,
+    };
+  }
+
+  /**
+   * The {@link ModelFailure} of a call that threw: the deadline's (with the status of an attempt that
+   * failed before it, `failedStatus`), a context-window refusal, or the provider's, read by
+   * `translateFailure` when it recognises it (its detail then becomes the logged `message`).
+   */
+  private failure(error: unknown, request: ModelRequest, failedStatus: number | null): ModelFailure {
+    const atDeadline =
+      request.signal.aborted || Date.now() >= request.deadlineAt || error instanceof APIUserAbortError;
+    // A refusal of the request's size (OpenAI code context_length_exceeded and other servers' forms).
+    const contextLength = atDeadline ? undefined : contextLengthRefusal(error);
+    const known = atDeadline || contextLength ? undefined : this.options.translateFailure?.(error);
+    return {
+      kind: "failure",
+      cause: atDeadline ? "deadline" : contextLength ? "context_length" : "provider",
+      status: atDeadline ? failedStatus : error instanceof APIError ? (error.status ?? null) : null,
+      message: known?.detail ?? (error instanceof Error ? error.message : String(error)),
+      usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+      ...(contextLength ? { contextLength } : {}),
+      ...(known ? { known: { code: known.code, message: known.message } } : {}),
     };
   }
 

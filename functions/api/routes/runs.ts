@@ -129,14 +129,19 @@ function completedBody(outcome: RunOutcome, conversation: ConversationHistory | 
     );
   }
   if (body.status === "model_error") {
+    // A failure the adapter recognised (Bedrock's) has a stable code and a fixed sentence saying what to do.
+    const known = body.details.modelError?.code ? body.details.modelError : undefined;
     throw new ProblemError(
       "MODEL_UNAVAILABLE",
-      `The model provider kept failing after retries; the run stopped after ${body.cycles} cycle(s).`,
+      known
+        ? `${known.message} The run stopped after ${body.cycles} cycle(s).`
+        : `The model provider kept failing after retries; the run stopped after ${body.cycles} cycle(s).`,
       {
         extensions: {
           runId,
           runStatus,
           providerStatus: body.modelErrorStatus ?? null,
+          modelErrorCode: known?.code ?? null,
           cycles,
           toolResults,
           usage,
