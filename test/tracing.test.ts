@@ -137,7 +137,9 @@ describe("the seed run's trace (synchronous)", () => {
     const plain = runTrace(exporter, runId).spans;
     const text = JSON.stringify(plain.map((span) => span.attributes));
     for (const key of CONTENT_KEYS) expect(text).not.toContain(key);
-    expect(text).not.toContain("1500");
+    // The prompt's "1500 GBP" and the arguments' "1500.00" (a bare /1500/ would also match a random
+    // aws.request_id or a token count).
+    expect(text).not.toMatch(/1500(\.00| GBP)/);
     expect(text).not.toContain("Calculate");
 
     exporter.reset();
