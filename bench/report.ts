@@ -8,6 +8,7 @@ import type { DurableBenchResult } from "./durable.js";
 import type { IdempotencyReport, Phase } from "./idempotency.js";
 import type { LoadResult } from "./load.js";
 import type { LoopOverheadResult, ParallelToolsResult } from "./loop-overhead.js";
+import type { McpBenchResult } from "./mcp.js";
 import type { MemoryResult } from "./memory.js";
 import type { Framework } from "./scenario/types.js";
 
@@ -23,6 +24,8 @@ export interface MachineInfo {
   loadavgAtEnd: number[];
   /** The 1-minute load average when each section started. */
   loadavgBySection: Record<string, number>;
+  /** The installed version of each peer package the figures compare with (from its package.json). */
+  peerVersions: Record<string, string>;
 }
 
 /** Lambda memory from the figures, with the arithmetic that chose it. */
@@ -51,6 +54,7 @@ export interface BenchReport {
   p5Memory: MemoryResult;
   load: LoadResult;
   durable: DurableBenchResult;
+  mcp: McpBenchResult;
   lambdaMemory: MemoryRecommendation;
 }
 
@@ -220,6 +224,9 @@ export function renderMarkdown(report: BenchReport): string {
   return `# Benchmarks
 
 \`${report.command}\` on ${report.generatedAt}: Node ${machine.node}, ${machine.platform}/${machine.arch}, ${machine.cpus} × ${machine.cpuModel}, ${Math.round(machine.memoryMb / 1024)} GB.
+Peers: ${Object.entries(machine.peerVersions)
+    .map(([name, version]) => `${name} ${version}`)
+    .join(", ")}.
 The machine is shared: load average (1/5/15 min) ${machine.loadavgAtStart.join(" / ")} at the start, ${machine.loadavgAtEnd.join(" / ")} at the end
 (1-min load by section: ${Object.entries(machine.loadavgBySection)
     .map(([section, load]) => `${section} ${load}`)

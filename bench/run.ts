@@ -3,14 +3,15 @@
  * and the local model servers, then runs P1 loop overhead and P2 parallel tools (bench/loop-overhead.ts),
  * P3 DynamoDB per recorded invoice (bench/idempotency.ts), P4 bundle and cold start (bench/cold-start.ts),
  * P5 memory (bench/memory.ts), the load test (bench/load.ts) and durable runs on the local runner
- * (bench/durable.ts: checkpoints per seed run, ms per cycle as a ratio to synchronous runs); writes
+ * (bench/durable.ts: checkpoints per seed run, ms per cycle as a ratio to synchronous runs) and MCP
+ * (bench/mcp.ts: a tools/call ÷ the same dispatcher call in process, cold start of /mcp ÷ /healthz); writes
  * bench/results/latest.json,
  * bench/results/latest.md (and P3's bench/results/idempotency.json). `--quick` uses fewer repetitions
  * (for trying the harness; not for published figures). `--only p1` runs P1 alone (no DynamoDB, no load
  * test) and prints its figures without writing any result file, for comparing changes to the loop.
  */
 
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { cpus, loadavg, totalmem } from "node:os";
 import { startLocalDynamo } from "../local/dynamo.js";
 import { startModelServer } from "../local/model-server.js";
@@ -22,6 +23,7 @@ import { benchDurable, renderDurable } from "./durable.js";
 import { benchIdempotency, printIdempotency, writeIdempotencyReport } from "./idempotency.js";
 import { benchLoad } from "./load.js";
 import { benchLoopOverhead, benchParallelTools } from "./loop-overhead.js";
+import { benchMcp, renderMcp } from "./mcp.js";
 import { benchMemory } from "./memory.js";
 import { type BenchReport, goalsTable, type MachineInfo, recommendMemory, renderMarkdown } from "./report.js";
 
@@ -43,6 +45,7 @@ const SETTINGS = quick
       memoryRuns: 1,
       loadSeconds: 3,
       durableRuns: 2,
+      mcp: { calls: 10, coldStarts: 2 },
     }
   : {
       p1: { warmupRuns: 2000, warmupBatch: 500, rounds: 30, runsPerRound: 50 },
@@ -51,7 +54,23 @@ const SETTINGS = quick
       memoryRuns: 3,
       loadSeconds: 10,
       durableRuns: 15,
+      mcp: { calls: 100, coldStarts: 9 },
     };
+
+/** The packages P1, P2 and P5 compare with. */
+const PEER_PACKAGES = ["@openai/agents", "ai", "@ai-sdk/openai-compatible"];
+
+/** The installed version of each peer package (its package.json under node_modules). */
+async function peerVersions(): Promise<Record<string, string>> {
+  const entries = await Promise.all(
+    PEER_PACKAGES.map(async (name) => {
+      const url = new URL(`../node_modules/${name}/package.json`, import.meta.url);
+      const { version } = JSON.parse(await readFile(url, "utf8")) as { version: string };
+      return [name, version] as const;
+    }),
+  );
+  return Object.fromEntries(entries);
+}
 
 const round2 = (values: number[]) => values.map((value) => Math.round(value * 100) / 100);
 
@@ -66,6 +85,7 @@ async function main(): Promise<void> {
     loadavgAtStart: round2(loadavg()),
     loadavgAtEnd: [],
     loadavgBySection: {},
+    peerVersions: await peerVersions(),
   };
   console.log(
     `bench: Node ${machine.node}, ${machine.cpus} CPUs, load average ${machine.loadavgAtStart.join(" ")}`,
@@ -119,6 +139,12 @@ async function main(): Promise<void> {
     console.log(
       `   checkpoints per seed run: ${durable.checkpointsPerRun}; ms per cycle sync ${durable.syncMsPerCycle.median}, durable ${durable.asyncMsPerCycle.median} (${durable.ratio}×)`,
     );
+    const mcp = await section("mcp", () =>
+      benchMcp({ dynamoEndpoint: dynamo.endpoint, table: "bench-mcp" }, SETTINGS.mcp),
+    );
+    console.log(
+      `   tools/call ${mcp.mcpCallMs.median} ms vs dispatcher ${mcp.dispatcherCallMs.median} ms (${mcp.callRatio}×); cold /mcp ${mcp.mcpColdMs.median} ms vs /healthz ${mcp.healthzColdMs.median} ms (${mcp.coldRatio}×)`,
+    );
     machine.loadavgAtEnd = round2(loadavg());
     const report: BenchReport = {
       generatedAt: new Date().toISOString(),
@@ -132,6 +158,7 @@ async function main(): Promise<void> {
       p5Memory: p5,
       load,
       durable,
+      mcp,
       lambdaMemory: recommendMemory(p4, p5, load),
     };
     await mkdir(new URL("./results/", import.meta.url), { recursive: true });
@@ -141,7 +168,7 @@ async function main(): Promise<void> {
     );
     await writeFile(
       new URL("./results/latest.md", import.meta.url),
-      `${renderMarkdown(report)}\n${renderDurable(durable)}`,
+      `${renderMarkdown(report)}\n${renderDurable(durable)}\n${renderMcp(mcp)}`,
     );
     console.log(`\n${goalsTable(report)}\n\nLambda memory: ${report.lambdaMemory.reason}`);
     console.log("\nWrote bench/results/latest.json, bench/results/latest.md, bench/results/idempotency.json");

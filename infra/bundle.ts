@@ -66,6 +66,9 @@ export const zodEnglishOnly: Plugin = {
  * - `@fastify/busboy` (~28 kB), the multipart parser @whatwg-node/node-fetch's Body uses only in
  *   `formData()` of a multipart body; the model client (shared/model-client.ts, through openai) reads
  *   responses with `json()`, `text()` and the body stream, never `formData()`.
+ * - `ajv` and `ajv-formats` (~137 kB with fast-uri), the MCP SDK's default JSON Schema validator, which
+ *   a server uses only to check an elicitation's answer; `/mcp` never elicits and gives its Server its
+ *   own validator (shared/mcp/server.ts), so the default is never constructed.
  * The replacements throw a clear Error naming this plugin if ever called, so a reach would not go
  * unnoticed. test/infra-synth.test.ts checks that none of these packages is in the bundle and that the
  * bundle serves a run end to end. Tests of unbundled code run the real packages.
@@ -80,9 +83,13 @@ export const unreachableOnLambda: Plugin = {
         'export { fromEnv as defaultProvider } from "@aws-sdk/credential-provider-env";',
       bowser: `export function parse() { ${unreachable("bowser (browser user-agent parsing)")} }\nexport default { parse };`,
       "@fastify/busboy": `export class Busboy { constructor() { ${unreachable("@fastify/busboy (multipart formData())")} } }`,
+      // The MCP SDK's default JSON Schema validator (for elicitation, which /mcp never asks for):
+      // shared/mcp/server.ts gives its Server its own validator, so Ajv is never built.
+      ajv: `export default class Ajv { constructor() { ${unreachable("ajv (the MCP SDK's default validator)")} } }`,
+      "ajv-formats": `export default function addFormats() { ${unreachable("ajv-formats")} }`,
     };
     esbuild.onResolve(
-      { filter: /^(@aws-sdk\/credential-provider-node|bowser|@fastify\/busboy)$/ },
+      { filter: /^(@aws-sdk\/credential-provider-node|bowser|@fastify\/busboy|ajv|ajv-formats)$/ },
       async (args) => {
         if (args.pluginData === "unreachable-on-lambda") return undefined;
         // Resolve the real package first: its directory is where the replacement's own imports resolve.

@@ -1,4 +1,5 @@
 import type { RawConfig } from "../shared/config.js";
+import { type DeploySettings, RUNTIME_SETTINGS } from "./settings.js";
 
 /**
  * Environment variables the stack may give the function. Config names come from `shared/config.ts`
@@ -31,4 +32,25 @@ export function functionEnvironment(env: FunctionEnvironment): Record<string, st
     if (value !== undefined) result[name] = value;
   }
   return result;
+}
+
+/**
+ * The stack's functions that read runtime settings: the API function (functions/api/handler.ts) and the
+ * durable runner. The streaming function (functions/stream/) serves the API's app and gets what "api" gets.
+ */
+export type DeployedFunction = "api" | "runner";
+
+/**
+ * The runtime settings a deployment gave (infra/settings.ts RUNTIME_SETTINGS) that `fn` reads, as
+ * environment variables; a setting not given is left out, so the function applies the config default.
+ * @example runtimeEnvironment(settings, "runner") // { APPROVAL_RULES: "{...}", OPENAI_MODEL: "..." }
+ */
+export function runtimeEnvironment(settings: DeploySettings, fn: DeployedFunction): FunctionEnvironment {
+  const env: FunctionEnvironment = {};
+  for (const setting of RUNTIME_SETTINGS) {
+    if ((setting.functions as readonly DeployedFunction[]).includes(fn)) {
+      env[setting.env] = settings.runtime[setting.env];
+    }
+  }
+  return env;
 }

@@ -1,8 +1,7 @@
 import {
+  Annotations,
   ArnFormat,
-  AssetHashType,
   CfnOutput,
-  DockerImage,
   Duration,
   RemovalPolicy,
   Stack,
@@ -24,7 +23,6 @@ import { AttributeType, Billing, TableV2 } from "aws-cdk-lib/aws-dynamodb";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import {
   Architecture,
-  Code,
   FunctionUrlAuthType,
   InvokeMode,
   Function as LambdaFunction,
@@ -36,11 +34,17 @@ import type { Construct } from "constructs";
 import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
 import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
-import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT, STREAM_ENTRY } from "./bundle.js";
-import { DurableRunner, RUNNER } from "./durable-runner.js";
-import { functionEnvironment } from "./function-env.js";
+import { API_HANDLER, STREAM_ENTRY } from "./bundle.js";
+import { DurableRunner, runnerExecutionTimeoutSeconds } from "./durable-runner.js";
+import { functionEnvironment, runtimeEnvironment } from "./function-env.js";
+import { bundledCode } from "./lambda-code.js";
 import { ROUTES } from "./routes.js";
-import { type DeploySettings, type DeploySettingsInput, readDeploySettings } from "./settings.js";
+import {
+  type DeploySettings,
+  type DeploySettingsInput,
+  RUN_TIMEOUT_CAPPED_WARNING_ID,
+  readDeploySettings,
+} from "./settings.js";
 import { BuiltInUserPool } from "./user-pool.js";
 
 /**
@@ -59,17 +63,10 @@ export const API_INTEGRATION_TIMEOUT_SECONDS = 30;
 /**
  * The streaming function's timeout in seconds: Lambda's maximum (15 min), which is what a function URL
  * with RESPONSE_STREAM allows a response to last. Streams end with a `retry:` hint before it
- * (STREAM_MAX_SECONDS, 14 min by default), and a streamed synchronous run is bounded by RUN_TIMEOUT_MS,
- * which this function gets as {@link STREAM_RUN_TIMEOUT_MS}.
+ * (STREAM_MAX_SECONDS, 14 min by default), and a streamed synchronous run is bounded by
+ * STREAM_RUN_TIMEOUT_MS (10 min by default, the `streamRunTimeoutMs` setting), its RUN_TIMEOUT_MS there.
  */
 export const STREAM_FUNCTION_TIMEOUT_SECONDS = 900;
-
-/**
- * RUN_TIMEOUT_MS of the streaming function: a streamed synchronous run may take 10 minutes there (the
- * durable runs' default, ASYNC_RUN_TIMEOUT_MS), well inside its 15-minute timeout, instead of the HTTP
- * API's 25 s.
- */
-export const STREAM_RUN_TIMEOUT_MS = 600_000;
 
 /**
  * Default route throttling of the API stage (requests per second, burst). Deliberately low for a
@@ -108,7 +105,8 @@ export interface BoundloopStackProps extends StackProps {
  * unless `jwtIssuer` is given, the built-in Cognito user pool the authorizer trusts (infra/user-pool.ts).
  *
  * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `consoleCallbackUrls`, `personal`,
- * `openaiModel`, `openaiBaseUrl`, `openaiApiKeySecretName`) or `props.settings`; see infra/settings.ts. Synth needs
+ * `openaiApiKeySecretName`, and the runtime settings of infra/settings.ts RUNTIME_SETTINGS, each passed
+ * to the functions that read it) or `props.settings`; see infra/settings.ts. Synth needs
  * no AWS account, credentials, context lookups or Docker: the handler is bundled by the local esbuild.
  */
 export class BoundloopStack extends Stack {
@@ -119,6 +117,14 @@ export class BoundloopStack extends Stack {
     super(scope, id, props);
     const settings = readDeploySettings(this, props.settings);
     this.settings = settings;
+    const syncCapMs = FUNCTION_TIMEOUT_SECONDS * 1000 - settings.config.DEADLINE_RESERVE_MS;
+    if (settings.config.RUN_TIMEOUT_MS > syncCapMs) {
+      Annotations.of(this).addWarningV2(
+        RUN_TIMEOUT_CAPPED_WARNING_ID,
+        `runTimeoutMs ${settings.config.RUN_TIMEOUT_MS} ms is capped by the API function's ${FUNCTION_TIMEOUT_SECONDS} s timeout ` +
+          `(a synchronous run ends by ${syncCapMs} ms). Longer runs: send Prefer: respond-async (asyncRunTimeoutMs, docs/durable-runs.md).`,
+      );
+    }
     const removalPolicy = settings.personal ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
     // No issuer given: the stack's own Cognito user pool (infra/user-pool.ts) issues the tokens.
     const userPool = settings.builtInUserPool
@@ -144,23 +150,25 @@ export class BoundloopStack extends Stack {
 
     const { secretArn, secretName } = this.openaiKeySecret(settings, removalPolicy);
 
-    // The durable runner of `Prefer: respond-async` runs (infra/durable-runner.ts, docs/durable-runs.md).
-    const modelEnvironment = functionEnvironment({
+    // What both functions get; each also gets the runtime settings it reads (infra/settings.ts).
+    const sharedEnvironment = {
       TABLE_NAME: table.tableName,
       OPENAI_API_KEY_SECRET_NAME: secretName,
-      OPENAI_MODEL: settings.openaiModel,
-      OPENAI_BASE_URL: settings.openaiBaseUrl,
       // The config's defaults, written out so the console shows where the logs and metrics go.
       POWERTOOLS_SERVICE_NAME: CONFIG_DEFAULTS.observability.serviceName,
       POWERTOOLS_METRICS_NAMESPACE: CONFIG_DEFAULTS.observability.metricsNamespace,
       NODE_OPTIONS: "--enable-source-maps",
-    });
+    };
+    // The durable runner of `Prefer: respond-async` runs (infra/durable-runner.ts, docs/durable-runs.md);
+    // its execution timeout follows the configured durable run cap and approval timeout.
+    const executionTimeoutSeconds = runnerExecutionTimeoutSeconds(settings.config);
     const runner = new DurableRunner(this, "Runner", {
       table,
       tableItemActions: TABLE_ITEM_ACTIONS,
       secretArn,
       secretName,
-      environment: modelEnvironment,
+      executionTimeoutSeconds,
+      environment: functionEnvironment({ ...sharedEnvironment, ...runtimeEnvironment(settings, "runner") }),
       logRetention: LOG_RETENTION,
       removalPolicy,
     });
@@ -179,24 +187,17 @@ export class BoundloopStack extends Stack {
       new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),
     );
     runner.grantStartStop(role);
+    // An MCP tools/call that needs approval is announced as the runner announces the loop's (docs/mcp.md).
+    role.addToPolicy(
+      new PolicyStatement({
+        actions: ["events:PutEvents"],
+        resources: [this.formatArn({ service: "events", resource: "event-bus", resourceName: "default" })],
+      }),
+    );
 
     const fn = new LambdaFunction(this, "ApiFunction", {
       description: "boundloop HTTP API (Hono on Lambda): bounded agent runs, invoices",
-      // Built at synth by the local esbuild with infra/bundle.ts (the benchmarks measure the same build):
-      // index.mjs plus the chunks it loads on demand. No Docker: the image below is never pulled, local
-      // bundling either succeeds or fails the synth with esbuild's messages.
-      code: Code.fromAsset(PROJECT_ROOT, {
-        assetHashType: AssetHashType.OUTPUT,
-        bundling: {
-          image: DockerImage.fromRegistry("dummy"),
-          local: {
-            tryBundle(outputDir) {
-              buildApiBundleSync(outputDir);
-              return true;
-            },
-          },
-        },
-      }),
+      code: bundledCode(),
       handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
@@ -204,15 +205,16 @@ export class BoundloopStack extends Stack {
       timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS),
       role,
       logGroup: functionLogs,
-      environment: {
-        ...modelEnvironment,
-        ...functionEnvironment({
-          RUNNER_FUNCTION_ARN: runner.alias.functionArn,
-          DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
-          // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
-          ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
-        }),
-      },
+      environment: functionEnvironment({
+        ...sharedEnvironment,
+        ...runtimeEnvironment(settings, "api"),
+        RUNNER_FUNCTION_ARN: runner.alias.functionArn,
+        DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeoutSeconds),
+        // /mcp verifies tokens itself against the issuer the JWT authorizer trusts (docs/mcp.md).
+        JWT_ISSUER: jwtIssuer,
+        // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
+        ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
+      }),
     });
 
     // The streaming entry (docs/run-events.md): a function URL with RESPONSE_STREAM, since HTTP APIs
@@ -232,22 +234,16 @@ export class BoundloopStack extends Stack {
       new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),
     );
     runner.grantStartStop(streamRole);
+    // The same app, so an MCP approval announced from here needs what the API function has.
+    streamRole.addToPolicy(
+      new PolicyStatement({
+        actions: ["events:PutEvents"],
+        resources: [this.formatArn({ service: "events", resource: "event-bus", resourceName: "default" })],
+      }),
+    );
     const streamFn = new LambdaFunction(this, "StreamFunction", {
       description: "boundloop run event streams (SSE) and streamed runs, behind a function URL",
-      code: Code.fromAsset(PROJECT_ROOT, {
-        assetHashType: AssetHashType.OUTPUT,
-        bundling: {
-          image: DockerImage.fromRegistry("dummy"),
-          // Part of the asset's cache key (see infra/durable-runner.ts).
-          environment: { BOUNDLOOP_ENTRY: STREAM_ENTRY },
-          local: {
-            tryBundle(outputDir) {
-              buildApiBundleSync(outputDir, STREAM_ENTRY);
-              return true;
-            },
-          },
-        },
-      }),
+      code: bundledCode(STREAM_ENTRY),
       handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
@@ -255,16 +251,17 @@ export class BoundloopStack extends Stack {
       timeout: Duration.seconds(STREAM_FUNCTION_TIMEOUT_SECONDS),
       role: streamRole,
       logGroup: streamLogs,
-      environment: {
-        ...modelEnvironment,
-        ...functionEnvironment({
-          RUNNER_FUNCTION_ARN: runner.alias.functionArn,
-          DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
-          RUN_TIMEOUT_MS: String(STREAM_RUN_TIMEOUT_MS),
-          JWT_ISSUER: jwtIssuer,
-          JWT_AUDIENCE: jwtAudience.join(","),
-        }),
-      },
+      environment: functionEnvironment({
+        ...sharedEnvironment,
+        // It serves the API's app, so it reads the API's settings.
+        ...runtimeEnvironment(settings, "api"),
+        RUNNER_FUNCTION_ARN: runner.alias.functionArn,
+        DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeoutSeconds),
+        JWT_ISSUER: jwtIssuer,
+        JWT_AUDIENCE: jwtAudience.join(","),
+        // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
+        ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
+      }),
     });
     const streamUrl = streamFn.addFunctionUrl({
       authType: FunctionUrlAuthType.NONE,
@@ -310,12 +307,15 @@ export class BoundloopStack extends Stack {
         path: route.path,
         methods: [HttpMethod[route.method]],
         integration,
-        ...(route.auth === "public" ? { authorizer: new HttpNoneAuthorizer() } : {}),
+        ...(route.auth === "jwt" ? {} : { authorizer: new HttpNoneAuthorizer() }),
       });
-      if (route.auth === "public" && created) {
+      if (route.auth !== "jwt" && created) {
         Validations.of(created).acknowledge({
           id: "AwsSolutions-APIG4",
-          reason: `${route.method} ${route.path} is public by design: a liveness probe / the API's own description, no tenant data.`,
+          reason:
+            route.auth === "bearer"
+              ? `${route.method} ${route.path} verifies its bearer token in the function (OAuth resource server: 401 with resource_metadata, audience = the endpoint's URL).`
+              : `${route.method} ${route.path} is public by design: a liveness probe / the API's own description / resource metadata, no tenant data.`,
         });
       }
     }

@@ -12,28 +12,50 @@
  * so it needs a DynamoDB that outlives the process (DYNAMODB_ENDPOINT), not the in-memory one started here.
  *
  * With `--async` each run is sent with `Prefer: respond-async`: a durable run on the durable execution
- * SDK's local runner (local/durable-runner.ts); this prints the 202, each poll of `GET /v1/runs/{runId}`
- * (status, cycles recorded) every `Retry-After` seconds, then the same outcome. `--then` and `--continue`
+ * SDK's local runner (local/durable-runner.ts); this prints the 202, polls `GET /v1/runs/{runId}` every
+ * `Retry-After` seconds printing a line when the status or the cycles recorded change, then the same outcome. `--then` and `--continue`
  * chain durable runs the same way (docs/durable-runs.md, Conversations).
  *
  * With `--approval` APPROVAL_RULES (unless set) is `{"recordInvoice":{"GBP":"1000.00"}}`, which catches
  * the seed scenario's GB invoice (gross 1800.00 GBP): the synchronous request is answered 202 with the
  * paused run (`awaiting_approval`, the preview), a second local user (`usr_approver_01`, billing:approve)
  * approves it, and the polls show the run completing with one invoice (docs/approvals.md).
+ *
+ * The function timeout of the local Lambda context follows RUN_TIMEOUT_MS (local/function-timeout.ts):
+ * the deployed 29 s, or more when RUN_TIMEOUT_MS needs it (a slow local model), with a line saying so.
+ * `--help` prints the usage; a bad option prints one line and the usage (exit status 2).
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from "aws-lambda";
 import type { ApiEvent } from "../functions/api/handler.js";
 import type { ToolResult } from "../shared/agent/result.js";
-import { FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
+import { ConfigError, FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { LedgerStore } from "../shared/store/ledger.js";
+import { localFunctionTimeout } from "./function-timeout.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { startLocalStack } from "./local-stack.js";
+import { pollProgress } from "./poll-progress.js";
 import { formatLedger, formatOutcome } from "./run-report.js";
 
-const LAMBDA_TIMEOUT_MS = FUNCTION_TIMEOUT_SECONDS * 1000;
+const USAGE = `usage: npm start -- ["<prompt>"] [options]
+
+  "<prompt>"           the first run's prompt (default: the seed scenario's, events/seed-scenario.json)
+  --then "<prompt>"    a further run continuing the one before (previousRunId); repeatable
+  --continue <runId>   make the first run continue an earlier run (needs DYNAMODB_ENDPOINT)
+  --async              send each run with Prefer: respond-async (a durable run) and poll it
+  --approval           set APPROVAL_RULES to {"recordInvoice":{"GBP":"1000.00"}} (unless set): the run
+                       pauses, a second local user approves it
+  -h, --help           this text
+
+Settings come from the environment (docs/configuration.md), e.g. RUN_TIMEOUT_MS=300000 for a slow model.`;
+
+/** A bad command line: one line and the usage, exit status 2. */
+class UsageError extends Error {}
+
+/** The function timeout of the local Lambda context (ms); set once the configuration is known. */
+let lambdaTimeoutMs = FUNCTION_TIMEOUT_SECONDS * 1000;
 // Lambda runs a current Node; the AWS SDK's "Node 20 support ends" notice is noise in local runs.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 // The printed outcome is the point here: the JSON log lines and EMF metrics the function writes on AWS
@@ -41,18 +63,35 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 process.env.POWERTOOLS_LOG_LEVEL ??= "WARN";
 process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
 
+/** The command line, or a {@link UsageError} for an unknown option or a missing value. */
+function parseOptions(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      options: {
+        // biome-ignore lint/suspicious/noThenProperty: the CLI flag is --then; this options object is never awaited
+        then: { type: "string", multiple: true },
+        continue: { type: "string" },
+        async: { type: "boolean" },
+        approval: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+      allowPositionals: true,
+    });
+  } catch (error) {
+    if ((error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      throw new UsageError((error as Error).message);
+    }
+    throw error;
+  }
+}
+
 async function main(): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: process.argv.slice(2),
-    options: {
-      // biome-ignore lint/suspicious/noThenProperty: the CLI flag is --then; this options object is never awaited
-      then: { type: "string", multiple: true },
-      continue: { type: "string" },
-      async: { type: "boolean" },
-      approval: { type: "boolean" },
-    },
-    allowPositionals: true,
-  });
+  const { values, positionals } = parseOptions(process.argv.slice(2));
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
   const prompt = positionals.join(" ").trim();
   if (values.approval) process.env.APPROVAL_RULES ??= JSON.stringify({ recordInvoice: { GBP: "1000.00" } });
   const event = JSON.parse(
@@ -64,6 +103,9 @@ async function main(): Promise<number> {
   const stack = await startLocalStack();
   try {
     Object.assign(process.env, stack.env);
+    const timeout = localFunctionTimeout(loadConfig(process.env).limits);
+    lambdaTimeoutMs = timeout.timeoutMs;
+    if (timeout.note) console.log(`start: ${timeout.note}`);
     if (values.async || values.approval) {
       return await runDurable(event, prompts, values.continue, values.approval ? "approval" : "async");
     }
@@ -73,7 +115,7 @@ async function main(): Promise<number> {
       event.body = JSON.stringify({ prompt: next, ...(previousRunId ? { previousRunId } : {}) });
       const result = (await handler(
         event as unknown as ApiEvent,
-        createLambdaContext(LAMBDA_TIMEOUT_MS),
+        createLambdaContext(lambdaTimeoutMs),
       )) as Exclude<APIGatewayProxyResultV2, string>;
       const body = JSON.parse(result.body ?? "{}") as Record<string, unknown>;
       if (result.statusCode !== 200) {
@@ -112,7 +154,7 @@ async function runDurable(
   const api = createLocalDurableApi(loadConfig(process.env));
   try {
     const invoke = async (request: APIGatewayProxyEventV2) =>
-      (await api.handler(request as unknown as ApiEvent, createLambdaContext(LAMBDA_TIMEOUT_MS))) as Exclude<
+      (await api.handler(request as unknown as ApiEvent, createLambdaContext(lambdaTimeoutMs))) as Exclude<
         APIGatewayProxyResultV2,
         string
       >;
@@ -140,13 +182,20 @@ async function runDurable(
       );
       if (mode === "approval" && !(await approveAsSecondUser(event, run, invoke))) return 1;
       const poll = eventForRoute(event, "GET", String(headers.location));
-      for (let attempt = 1; ; attempt++) {
+      const progress = pollProgress();
+      for (;;) {
         const response = await invoke(poll);
         const body = JSON.parse(response.body ?? "{}") as Record<string, unknown>;
         const retryAfter = ((response.headers ?? {}) as Record<string, string>)["retry-after"];
-        console.log(
-          `poll ${attempt}: HTTP ${response.statusCode}, status ${String(body.status)}, cycles ${String(body.cyclesRecorded)}`,
+        const line = progress(
+          {
+            httpStatus: response.statusCode ?? 0,
+            status: String(body.status),
+            cycles: body.cyclesRecorded as number,
+          },
+          Date.now(),
         );
+        if (line) console.log(line);
         if (body.status !== "running" && body.status !== "awaiting_approval") {
           const steps = (body.steps ?? []) as Array<{ toolCalls: Array<{ result: ToolResult }> }>;
           printOutcome({
@@ -240,7 +289,18 @@ async function printLedger(tenantId: string): Promise<void> {
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    if (error instanceof UsageError) {
+      console.error(`start: ${error.message}\n\n${USAGE}`);
+      process.exit(2);
+    }
+    // A bad configuration names its variables: the message says it all. Anything else is a bug: its stack.
+    console.error(
+      error instanceof ConfigError
+        ? `start: ${error.message}`
+        : error instanceof Error
+          ? (error.stack ?? error.message)
+          : String(error),
+    );
     process.exit(1);
   },
 );

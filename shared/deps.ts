@@ -7,9 +7,10 @@ import { type HistoryMessage, halveHistory } from "./agent/history.js";
 import type { Model } from "./agent/model.js";
 import type { ToolResult } from "./agent/result.js";
 import type { RunStatus } from "./agent/types.js";
-import type { ApprovalEvents } from "./approval-events.js";
+import { type ApprovalEvents, eventBridgeApprovalEvents } from "./approval-events.js";
 import type { Config } from "./config.js";
 import type { DurableExecutions } from "./durable/executions.js";
+import { onceUntilFailed } from "./lazy.js";
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
@@ -64,6 +65,8 @@ export interface SharedDeps {
  */
 export interface ApiDeps extends SharedDeps {
   executions?: DurableExecutions;
+  /** Where an approval requested by an MCP tools/call is announced (the loop's are the runner's). */
+  approvalEvents: ApprovalEvents;
 }
 
 /**
@@ -85,6 +88,8 @@ export interface ApiDepsOptions {
    * RUNNER_FUNCTION_ARN when it is set, else none (the preference is then ignored and runs are synchronous).
    */
   executions?: DurableExecutions;
+  /** Where MCP approvals are announced; default: EventBridge's default bus (loaded on first use). */
+  approvalEvents?: ApprovalEvents;
 }
 
 /**
@@ -134,7 +139,8 @@ export function secretApiKey(
  */
 export function createApiDeps(config: Config, options: ApiDepsOptions = {}): ApiDeps {
   const executions = options.executions ?? lambdaExecutions(config);
-  return { ...sharedDeps(config, options), ...(executions ? { executions } : {}) };
+  const approvalEvents = options.approvalEvents ?? eventBridgeApprovalEvents(config.table.region);
+  return { ...sharedDeps(config, options), approvalEvents, ...(executions ? { executions } : {}) };
 }
 
 /**
@@ -184,7 +190,7 @@ function sharedDeps(config: Config, options: Pick<ApiDepsOptions, "secretsProvid
   return {
     config,
     ddb,
-    model: new OpenAIChatModel(openai, config.model.name),
+    model: new OpenAIChatModel(openai, config.model.name, { maxTokens: config.model.maxTokens }),
     ledger,
     quotes,
     runs: new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
@@ -199,24 +205,26 @@ function sharedDeps(config: Config, options: Pick<ApiDepsOptions, "secretsProvid
   };
 }
 
+/** The module the Lambda durable functions port is built from, loaded on the first durable run. */
+type LambdaPortModule = typeof import("./durable/lambda-executions.js");
+
 /**
  * The Lambda durable functions port on RUNNER_FUNCTION_ARN (undefined when it is unset). The Lambda
- * client's code is loaded on the first durable run, not at cold start.
+ * client's code is loaded on the first durable run, not at cold start; a failed load is retried by the
+ * next call ({@link onceUntilFailed}).
+ * @param importModule loads the port's module (tests inject a failing one)
+ * @param clientConfig extra Lambda client settings (tests: a stand-in endpoint)
  */
-function lambdaExecutions(config: Config): DurableExecutions | undefined {
+export function lambdaExecutions(
+  config: Config,
+  importModule: () => Promise<LambdaPortModule> = () => import("./durable/lambda-executions.js"),
+  clientConfig?: Parameters<LambdaPortModule["createLambdaDurableExecutions"]>[1],
+): DurableExecutions | undefined {
   const aliasArn = config.durable.runnerFunctionArn;
   if (!aliasArn) return undefined;
-  let loading: Promise<DurableExecutions> | undefined;
-  const load = () => {
-    loading ??= Promise.all([
-      import("@aws-sdk/client-lambda"),
-      import("./durable/lambda-executions.js"),
-    ]).then(
-      ([{ LambdaClient }, { LambdaDurableExecutions }]) =>
-        new LambdaDurableExecutions(new LambdaClient({ region: aliasArn.split(":")[3] }), aliasArn),
-    );
-    return loading;
-  };
+  const load = onceUntilFailed(async () =>
+    (await importModule()).createLambdaDurableExecutions(aliasArn, clientConfig),
+  );
   return {
     start: async (name, payload) => (await load()).start(name, payload),
     stop: async (name) => (await load()).stop(name),

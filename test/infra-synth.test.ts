@@ -151,8 +151,12 @@ describe("cdk synth of the real app", () => {
     }
     expect(Object.keys(acknowledged).sort()).toEqual([
       "Boundloop/ApiFunctionRole",
+      "Boundloop/HttpApi/GET--.well-known--oauth-protected-resource",
+      "Boundloop/HttpApi/GET--.well-known--oauth-protected-resource--mcp",
       "Boundloop/HttpApi/GET--healthz",
+      "Boundloop/HttpApi/GET--mcp",
       "Boundloop/HttpApi/GET--openapi.json",
+      "Boundloop/HttpApi/POST--mcp",
       "Boundloop/OpenAiApiKey",
       "Boundloop/Runner/Role",
     ]);
@@ -245,6 +249,25 @@ describe("cdk synth of the real app", () => {
     expect(gzipSync(code).length).toBeLessThan(100_000);
   });
 
+  it("the MCP SDK and the JOSE code are read only by an /mcp request: no other route loads them", () => {
+    const dir = bundleDir();
+    const otherRoutes = syncRequestPath(dir).flatMap((file) => sourcesOf(dir, file));
+    const mcpOnly = staticallyLoaded(dir, [
+      ...chunksHolding(dir, "shared/mcp/server.ts"),
+      ...chunksHolding(dir, "shared/mcp/auth.ts"),
+    ]).flatMap((file) => sourcesOf(dir, file));
+    for (const heavy of ["node_modules/@modelcontextprotocol/sdk/", "node_modules/jose/"]) {
+      expect(
+        otherRoutes.filter((source) => source.includes(heavy)),
+        heavy,
+      ).toEqual([]);
+      expect(
+        mcpOnly.some((source) => source.includes(heavy)),
+        heavy,
+      ).toBe(true);
+    }
+  });
+
   it("a cold start reads none of zod's full API, the app, openai or the AWS SDK; requests load them", () => {
     const dir = bundleDir();
     const eager = staticallyLoaded(dir);
@@ -294,6 +317,16 @@ describe("cdk synth of the real app", () => {
         source,
       ).toEqual([]);
     }
+    // Only the commands the port sends: not the aggregated `Lambda` class, its waiters or other commands
+    // (shared/durable/lambda-executions.ts builds the client from named imports).
+    for (const unused of [
+      "dist-es/Lambda.js",
+      "dist-es/commands/CreateFunctionCommand.js",
+      "dist-es/waiters/",
+    ]) {
+      expect(holding(`node_modules/@aws-sdk/client-lambda/${unused}`), unused).toEqual([]);
+    }
+    expect(holding("node_modules/@aws-sdk/client-lambda/dist-es/commands/InvokeCommand.js")).not.toEqual([]);
     // The runner's SDK is not in the API's bundle at all.
     expect(holding("node_modules/@aws/durable-execution-sdk-js")).toEqual([]);
     expect(asyncOnlyChunks(dir)).toEqual(expect.arrayContaining(lambdaClient));
@@ -354,6 +387,8 @@ describe("cdk synth of the real app", () => {
       "node_modules/@aws-sdk/nested-clients/",
       "node_modules/bowser/",
       "node_modules/@fastify/busboy/",
+      "node_modules/ajv/",
+      "node_modules/ajv-formats/",
     ]) {
       expect(
         sources.filter((source) => source.includes(absent)),

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { GatewayErrorSchema } from "../functions/api/contract.js";
 import { DEMO_CLAIMS, mintToken, readIssuerFile } from "../local/dev-auth.js";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
 import type { ToolResult } from "../shared/agent/result.js";
@@ -145,6 +146,32 @@ describe("npm run dev", { timeout: 60_000 }, () => {
     const document = await fetch(`${url}/openapi.json`);
     expect(document.status).toBe(200);
     expect(((await document.json()) as { openapi: string }).openapi).toBe("3.1.0");
+  });
+
+  it("a body over the gateway's 10 MB: its 413 JSON, which the OpenAPI document declares next to the function's problem+json", async () => {
+    const response = await fetch(`${url}/v1/runs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${demoToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "x".repeat(10 * 1024 * 1024 + 1) }),
+    });
+    expect(response.status).toBe(413);
+    expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(GatewayErrorSchema.parse(await response.json())).toEqual({ message: "Request Entity Too Large" });
+    const document = (await (await fetch(`${url}/openapi.json`)).json()) as {
+      paths: Record<
+        string,
+        Record<string, { responses: Record<string, { content: Record<string, unknown> }> }>
+      >;
+    };
+    for (const [path, method] of [
+      ["/v1/runs", "post"],
+      ["/v1/runs/{runId}/approvals/{approvalId}", "post"],
+    ] as const) {
+      expect(document.paths[path]?.[method]?.responses["413"]?.content, `${method} ${path}`).toEqual({
+        "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } },
+        "application/json": { schema: { $ref: "#/components/schemas/GatewayError" } },
+      });
+    }
   });
 
   it("401 without a token", async () => {

@@ -150,6 +150,7 @@ export async function settleApprovals(
                 occurrence: item.occurrence,
                 signal: input.deadline.signal,
                 remainingMs: () => input.deadline.remainingMs(),
+                onInternalFailure: input.hooks?.onInternalFailure,
               });
         return { result, deadlinePassed: input.deadline.expired };
       });

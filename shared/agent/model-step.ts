@@ -1,5 +1,5 @@
 import type { Deadline } from "./deadline.js";
-import { describeThrown, type ToolRegistry } from "./dispatcher.js";
+import { describeThrown } from "./dispatcher.js";
 import type { ChatMessage, Model, ModelFailure, ModelReply, ModelTool } from "./model.js";
 import { strictSchemaOf, type ToolDefinition } from "./tool.js";
 
@@ -48,8 +48,8 @@ export async function callModel(
   return { ...response, latencyMs: Math.round(performance.now() - started) };
 }
 
-/** The tools of a registry as offered to the model, derived once per registry (registries are built once). */
-const modelToolsByRegistry = new WeakMap<ToolRegistry, ModelTool[]>();
+/** Each tool as offered to the model, derived once per definition (definitions are built once). */
+const modelToolByDefinition = new WeakMap<ToolDefinition, ModelTool>();
 
 /**
  * A tool as offered to the model: name, description and its strict JSON Schema (see `strictSchemaOf`).
@@ -63,12 +63,17 @@ export function modelTool(definition: ToolDefinition): ModelTool {
   };
 }
 
-/** The registry's tools as {@link ModelTool}s, in registry order; cached per registry. */
-export function modelTools(registry: ToolRegistry): ModelTool[] {
-  let tools = modelToolsByRegistry.get(registry);
-  if (!tools || tools.length !== registry.size) {
-    tools = [...registry.values()].map(modelTool);
-    modelToolsByRegistry.set(registry, tools);
-  }
-  return tools;
+/**
+ * The tools a run offers the model, as {@link ModelTool}s in the given order: the registry's tools
+ * the caller may call (`toolsAllowedFor`, shared/agent/dispatcher.ts). Each tool's conversion is cached.
+ */
+export function modelTools(definitions: readonly ToolDefinition[]): ModelTool[] {
+  return definitions.map((definition) => {
+    let tool = modelToolByDefinition.get(definition);
+    if (!tool) {
+      tool = modelTool(definition);
+      modelToolByDefinition.set(definition, tool);
+    }
+    return tool;
+  });
 }

@@ -1,8 +1,10 @@
 import type { SecurityContext } from "../identity.js";
 import type { Deadline } from "./deadline.js";
 import {
+  describeThrown,
   notStartedResult,
   prepareToolCall,
+  reportInternalFailure,
   runPreparedCall,
   type ToolCallRequest,
   type ToolRegistry,
@@ -11,6 +13,7 @@ import { operationIdentity } from "./idempotency-key.js";
 import type { RunLimits } from "./limits.js";
 import type { ToolResult } from "./result.js";
 import type { ApprovalPreview } from "./tool.js";
+import type { RunHooks } from "./types.js";
 
 /** A tool call of the current turn, with a unique id (`originalId` is the model's id when it was re-keyed). */
 export interface TurnCall extends ToolCallRequest {
@@ -59,6 +62,8 @@ export interface ToolTurnContext {
   startedBefore: number;
   /** True when the model call that asked for these calls spent the token budget: none of them runs. */
   overTokenBudget: boolean;
+  /** The run's hooks: `onInternalFailure` gets the detail of a failed call or approval check. */
+  hooks?: RunHooks | undefined;
 }
 
 /**
@@ -122,6 +127,7 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
         occurrence,
         signal: deadline.signal,
         remainingMs: () => deadline.remainingMs(),
+        onInternalFailure: context.hooks?.onInternalFailure,
       });
     const policy = prepared.tool.needsApproval?.bind(prepared.tool);
     if (!policy) return run;
@@ -130,9 +136,15 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
       try {
         preview = await policy(prepared.args as never, security, { signal: deadline.signal });
       } catch (error) {
+        reportInternalFailure(context.hooks?.onInternalFailure, {
+          source: "approval_check",
+          name: call.name,
+          code: "APPROVAL_CHECK_FAILED",
+          detail: describeThrown(error),
+        });
         return notStartedResult(call, "fatal_error", {
           code: "APPROVAL_CHECK_FAILED",
-          message: `${call.name} did not run: whether it needs approval could not be checked (${(error as Error).message}). The same call can be made again.`,
+          message: `${call.name} did not run: whether it needs approval could not be checked. The same call can be made again.`,
           retryable: true,
         });
       }

@@ -132,12 +132,17 @@ export class ExecutionConflictError extends Error {
 
 /**
  * The run id of an asynchronous run started with an Idempotency-Key: `run_` and 32 hex digits of
- * SHA-256 over the tenant, the key and the request fingerprint. A retry of the same request (also one that
- * takes over a crashed start) gets the same run, hence the same execution name.
- * @example asyncRunId("tenant_uk_01", "order-42", fingerprint) // "run_3f…" (36 characters)
+ * SHA-256 over the caller (tenant, user), the key and the request fingerprint (as one JSON array, so no
+ * two tuples meet). A retry of the same request by the same caller (also one that takes over a crashed
+ * start) gets the same run, hence the same execution name; another user's equal key and body never do.
+ * @example asyncRunId({ tenantId: "tenant_uk_01", userId: "usr_1" }, "order-42", fingerprint) // "run_3f…"
  */
-export function asyncRunId(tenantId: string, idempotencyKey: string, fingerprint: string): string {
-  return `run_${sha256Hex(`${tenantId}\n${idempotencyKey}\n${fingerprint}`).slice(0, 32)}`;
+export function asyncRunId(
+  caller: Pick<SecurityContext, "tenantId" | "userId">,
+  idempotencyKey: string,
+  fingerprint: string,
+): string {
+  return `run_${sha256Hex(JSON.stringify([caller.tenantId, caller.userId, idempotencyKey, fingerprint])).slice(0, 32)}`;
 }
 
 /**

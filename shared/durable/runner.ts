@@ -12,7 +12,7 @@ import { Deadline, raceAbort } from "../agent/deadline.js";
 import { type RunOutcome, runAgent } from "../agent/loop.js";
 import type { StepRunner } from "../agent/step.js";
 import type { RunnerDeps } from "../deps.js";
-import { flushMetrics } from "../observability.js";
+import { flushMetrics, logInternalFailure } from "../observability.js";
 import { RunLifecycle } from "../runs/lifecycle.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
 import { loadDurableHistory } from "./history.js";
@@ -174,7 +174,10 @@ async function durableRun(
       ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
       ...(history ? { history: history.messages } : {}),
       approve: life.approvals(approvalGate(ctx, deps, payload, deadline, options.stopSignal)),
-      hooks: { onCycle: (record) => life.cycle(record, stopped) },
+      hooks: {
+        onCycle: (record) => life.cycle(record, stopped),
+        onInternalFailure: logInternalFailure(deps.logger),
+      },
     });
   } catch (error) {
     if (stopped()) return { runId, status: "cancelled" };

@@ -16,6 +16,7 @@ import type {
   ModelToolCall,
   ModelUsage,
 } from "../agent/model.js";
+import { CONFIG_DEFAULTS } from "../config.js";
 import { FAILED_STATUS_HOOK, type FailedStatusFetchOptions } from "../model-client.js";
 
 /** The `fetchOptions` of a chat-completions request (the SDK's RequestInit extension). */
@@ -49,10 +50,13 @@ export class OpenAIChatModel implements Model {
   /**
    * @param client the openai client (`createModelClient`)
    * @param model the model name sent with each request (config OPENAI_MODEL)
+   * @param options `maxTokens`: the completion limit in tokens, sent as `max_tokens` with every request
+   *   (config MODEL_MAX_TOKENS; its default here is the config's, so every caller sends one)
    */
   constructor(
     private readonly client: OpenAI,
     private readonly model: string,
+    private readonly options: { maxTokens: number } = { maxTokens: CONFIG_DEFAULTS.model.maxTokens },
   ) {}
 
   /** One chat-completions call; never throws (see {@link Model.call}). */
@@ -70,6 +74,9 @@ export class OpenAIChatModel implements Model {
           {
             model: this.model,
             messages: request.messages,
+            // `max_tokens`, not `max_completion_tokens`: the one every OpenAI-compatible server reads
+            // (llama.cpp, Ollama, vLLM, LiteLLM, Bedrock's endpoint); OpenAI reads it for chat models.
+            max_tokens: this.options.maxTokens,
             ...(request.tools.length > 0
               ? {
                   tools: this.tools(request.tools),

@@ -37,7 +37,8 @@ const TranscriptSchema = z.array(
 );
 
 /**
- * Seconds past a `running` run's own deadline (startedAt + its timeoutMs) after which it is taken as
+ * Seconds past a `running` run's own deadline (startedAt + its timeoutMs + the time it waited for
+ * approvals) after which it is taken as
  * stopped without an outcome (its Lambda was killed) rather than still running: the outcome write takes
  * well under a second after the deadline; 30 s leaves room for a slow store.
  */
@@ -105,7 +106,8 @@ export async function loadConversation<S extends RunShapes>(
   }
   const { run } = read;
   if (read.transcript === undefined) {
-    const deadline = Date.parse(run.startedAt) + run.limits.timeoutMs;
+    // Time spent waiting for approvals moved the run's deadline later (shared/durable/runner.ts).
+    const deadline = Date.parse(run.startedAt) + run.limits.timeoutMs + read.approvalWaitedMs;
     const stale = run.status === "running" && now.getTime() > deadline + STALE_RUN_GRACE_MS;
     if (run.status === "failed" || run.finishedAt !== null || stale) {
       throw new ProblemError(

@@ -4,6 +4,7 @@ import { type RunOutcome, type RunPaused, runAgent, type StepRunner } from "../a
 import { runInline } from "../agent/step.js";
 import type { SharedDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
+import { logInternalFailure } from "../observability.js";
 import type { ConversationHistory } from "./conversation.js";
 import { RunLifecycle } from "./lifecycle.js";
 import { type RequestedLimits, syncRunLimits } from "./limits.js";
@@ -63,7 +64,7 @@ export async function runSynchronously(
       ...(conversation ? { history: conversation.messages } : {}),
       step: life.steps(request.step ?? runInline),
       ...(request.approve ? { approve: life.approvals(request.approve) } : {}),
-      hooks: { onCycle: (record) => life.cycle(record) },
+      hooks: { onCycle: (record) => life.cycle(record), onInternalFailure: logInternalFailure(deps.logger) },
     });
   } catch (error) {
     await life.fail(error);

@@ -82,6 +82,7 @@ async function respondOnce(
     const idempotent = {
       ...input,
       tenantId: c.get("security").tenantId,
+      userId: c.get("security").userId,
       leaseExpiresAt: prepared.leaseExpiresAt,
     };
     // A replay is a stored response of this same route.
