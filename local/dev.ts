@@ -18,25 +18,21 @@
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import type { StreamifyHandler } from "aws-lambda";
-import { type Config, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
-import type { ApiDeps } from "../shared/deps.js";
-import { printedApprovalEvents } from "./approval-events.js";
+import { FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import {
   createDevIssuer,
   DEMO_CLAIMS,
-  type DevIssuerFile,
   defaultIssuerFile,
   mintToken,
   removeIssuerFile,
   writeIssuerFile,
 } from "./dev-auth.js";
 import { type DevServer, type Handler, startDevServer } from "./dev-server.js";
-import type { LocalDurableExecutions } from "./durable-executions.js";
 import { readEnvVarsFile } from "./env-vars.js";
 import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
 import { type LocalStack, startLocalStack } from "./local-stack.js";
 import { onShutdownSignal } from "./shutdown.js";
+import { localStreamHandler } from "./stream-handler.js";
 
 /** The dev server's default address, as `sam local start-api`'s. */
 const DEFAULT_HOST = "127.0.0.1";
@@ -71,46 +67,6 @@ async function cleanup(): Promise<void> {
     () => undefined,
   );
   if (issuerFile) await removeIssuerFile(issuerFile);
-}
-
-/**
- * The streaming function's entry (functions/stream/entry.ts) over the same app and configuration, with
- * its own dependencies and durable runs on the same local runner, trusting the local issuer: the dev
- * server sends it what the stack's function URL serves (event streams, streamed runs), so `curl -N`
- * shows a run's events as they happen.
- */
-async function localStreamHandler(
-  config: Config,
-  executions: LocalDurableExecutions,
-  issuer: DevIssuerFile,
-): Promise<StreamifyHandler> {
-  const { installLambdaStreaming } = await import("./lambda-streaming.js");
-  installLambdaStreaming();
-  const [{ createStreamHandler }, { createApp }, { createApiDeps }, { createLocalJWKSet }] =
-    await Promise.all([
-      import("../functions/stream/entry.js"),
-      import("../functions/api/app.js"),
-      import("../shared/deps.js"),
-      import("jose"),
-    ]);
-  const streamConfig = { ...config, limits: { ...config.limits, runTimeoutMs: config.stream.runTimeoutMs } };
-  let deps: ApiDeps | undefined;
-  const app = createApp({
-    config: streamConfig,
-    load: () => {
-      deps ??= createApiDeps(streamConfig, { executions, approvalEvents: printedApprovalEvents() });
-      return deps;
-    },
-  });
-  const verification = {
-    issuer: issuer.issuer,
-    audience: [issuer.audience],
-    keys: createLocalJWKSet({ keys: [issuer.publicJwk] }),
-  };
-  return createStreamHandler(
-    (request, env, executionCtx) => app.fetch(request, env, executionCtx as never),
-    () => verification,
-  );
 }
 
 /** Quotes a string for a POSIX shell. */
@@ -174,7 +130,7 @@ async function main(argv: string[]): Promise<void> {
   const { handler } = local;
   server = await startDevServer({
     handler: handler as Handler,
-    stream: await localStreamHandler(config, local.executions, issuer),
+    stream: await localStreamHandler(config, issuer, local.executions),
     issuer,
     host: values.host,
     port,
