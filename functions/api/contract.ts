@@ -877,9 +877,8 @@ const preferParameter = {
 /** The SSE body of the event stream routes (docs/run-events.md): `id:` is the event's sequence. */
 const EventStreamSchema = z.string().openapi("RunEventStream", {
   description:
-    "Server-Sent Events. Each run event is `event: <type>` (run.started, model.call.finished, tool.call.started, tool.call.finished, approval.requested, approval.decided, approval.expired, run.finished), `id: <sequence>` and `data: <the event as JSON>`; `: heartbeat` comments keep the connection alive; before the stream's time limit it ends with a `retry:` hint (reconnect with `Last-Event-ID`). `POST /v1/runs` streams end with `event: run.outcome`, whose data is the JSON answer's body (or its problem).",
-  example:
-    'event: run.started\nid: 1\ndata: {"type":"run.started","runId":"run_…","seq":1,"at":"…","limits":{"maxCycles":5,"timeoutMs":25000},"previousRunId":null}\n\n',
+    "Server-Sent Events (docs/run-events.md): `event: <type>`, `id: <sequence>`, `data: <the event as JSON>`; `: heartbeat` comments; a `retry:` hint before the stream's time limit (resume with `Last-Event-ID`). A `POST /v1/runs` stream ends with `event: run.outcome`, the JSON answer.",
+  example: 'event: run.started\nid: 1\ndata: {"type":"run.started","seq":1,…}\n\n',
 });
 
 /** `POST /v1/runs`: run the agent; every terminal status is 200 except model_error (502). */
@@ -895,7 +894,7 @@ export const createRunRoute = createRoute({
   responses: {
     200: {
       description:
-        "The run ended; `status` says how (every terminal status is a 200). With `Accept: text/event-stream` the run's events stream as it runs and the stream ends with `event: run.outcome`, whose data is the JSON answer (docs/run-events.md).",
+        "The run ended; `status` says how (every terminal status is a 200). With `Accept: text/event-stream`: its events as it runs, then `event: run.outcome`.",
       content: {
         "application/json": { schema: RunResponseSchema },
         "text/event-stream": { schema: EventStreamSchema },
