@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { GetCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { quotedRecordInvoiceArgs } from "../local/fixtures.js";
 import { keys } from "../shared/store/keys.js";
+import { TABLE_SCHEMA, tableKey } from "../shared/store/table.js";
 import { SEED_PROMPT } from "./support/approvals.js";
 import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
 
@@ -96,5 +98,28 @@ describe("DynamoDB requests of a keyed run with its event log", () => {
       "UpdateItem",
     ]);
     expect(run.log.filter((r) => r.command === "Query")).toEqual([]);
+  });
+
+  it("every event batch carries the run record's ttl: the log expires with the run", async () => {
+    stack.model.usePlanner();
+    const run = await keyedRun(SEED_PROMPT);
+    const table = stack.config.table.name;
+    const record = await stack.deps.ddb.send(
+      new GetCommand({ TableName: table, Key: tableKey(SEED_TENANT, keys.run(run.body.runId)) }),
+    );
+    const ttl = record.Item?.[TABLE_SCHEMA.ttlAttribute] as number;
+    // RUN_TTL_SECONDS (30 days by default) after the run started.
+    expect(ttl * 1000 - Date.now()).toBeGreaterThan(29 * 86_400_000);
+    const batches = await stack.deps.ddb.send(
+      new QueryCommand({
+        TableName: table,
+        KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+        ExpressionAttributeValues: {
+          ":pk": keys.tenant(SEED_TENANT),
+          ":prefix": keys.runEventsPrefix(run.body.runId),
+        },
+      }),
+    );
+    expect(batches.Items?.map((item) => item[TABLE_SCHEMA.ttlAttribute])).toEqual([ttl, ttl, ttl]);
   });
 });
