@@ -153,8 +153,16 @@ export class RunLifecycle {
     gate: (request: ApprovalRequest) => Promise<D>,
   ): (request: ApprovalRequest) => Promise<D> {
     return async (request) => {
-      await this.tell("approvalRequested", (observer) => observer.approvalRequested?.(this.subject, request));
-      const decision = await gate(request);
+      const told = this.tell("approvalRequested", (observer) =>
+        observer.approvalRequested?.(this.subject, request),
+      );
+      // The gate starts at once, as the loop asked: a durable run's operations must be created in the
+      // same order, in the same turn, on every replay, whatever the observers' writes take.
+      const decided = gate(request);
+      // Its failure is thrown below, after the observers; until then it is not unhandled.
+      decided.catch(() => undefined);
+      await told;
+      const decision = await decided;
       if (decision.decision !== "paused") {
         const decided = decision as ApprovalDecision;
         await this.tell("approvalDecided", (observer) =>
