@@ -5,6 +5,7 @@
 
 import type { ColdStartResult, ColdStartVariant } from "./cold-start.js";
 import type { DurableBenchResult } from "./durable.js";
+import type { EventsBenchResult } from "./events.js";
 import type { IdempotencyReport, Phase } from "./idempotency.js";
 import type { LoadResult } from "./load.js";
 import type { LoopOverheadResult, ParallelToolsResult } from "./loop-overhead.js";
@@ -55,6 +56,8 @@ export interface BenchReport {
   load: LoadResult;
   durable: DurableBenchResult;
   mcp: McpBenchResult;
+  /** Run events: P7, P8 and the streamed path's overhead per cycle (bench/events.ts). */
+  events: EventsBenchResult;
   lambdaMemory: MemoryRecommendation;
 }
 

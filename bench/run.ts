@@ -4,7 +4,9 @@
  * P3 DynamoDB per recorded invoice (bench/idempotency.ts), P4 bundle and cold start (bench/cold-start.ts),
  * P5 memory (bench/memory.ts), the load test (bench/load.ts) and durable runs on the local runner
  * (bench/durable.ts: checkpoints per seed run, ms per cycle as a ratio to synchronous runs) and MCP
- * (bench/mcp.ts: a tools/call ÷ the same dispatcher call in process, cold start of /mcp ÷ /healthz); writes
+ * (bench/mcp.ts: a tools/call ÷ the same dispatcher call in process, cold start of /mcp ÷ /healthz) and run
+ * events (bench/events.ts: P7 first event ÷ first model response, P8 DynamoDB requests per keyed run ÷ 10,
+ * streamed ÷ JSON per cycle); writes
  * bench/results/latest.json,
  * bench/results/latest.md (and P3's bench/results/idempotency.json). `--quick` uses fewer repetitions
  * (for trying the harness; not for published figures). `--only p1` runs P1 alone (no DynamoDB, no load
@@ -23,6 +25,7 @@ import { ensureTable } from "../shared/store/table.js";
 import { BUILD_DIR } from "./bundle.js";
 import { benchColdStart } from "./cold-start.js";
 import { benchDurable, renderDurable } from "./durable.js";
+import { benchEvents, renderEvents } from "./events.js";
 import { benchIdempotency, printIdempotency, writeIdempotencyReport } from "./idempotency.js";
 import { benchLoad } from "./load.js";
 import { benchLoopOverhead, benchParallelTools } from "./loop-overhead.js";
@@ -58,6 +61,7 @@ const SETTINGS = quick
       durableRuns: 2,
       mcp: { calls: 10, coldStarts: 2 },
       tracing: { p1: { warmupRuns: 10, warmupBatch: 5, rounds: 3, runsPerRound: 5 }, coldStarts: 2 },
+      eventRuns: 2,
     }
   : {
       p1: { warmupRuns: 2000, warmupBatch: 500, rounds: 30, runsPerRound: 50 },
@@ -69,6 +73,7 @@ const SETTINGS = quick
       mcp: { calls: 100, coldStarts: 9 },
       // P1 warm enough for a ratio of two runs of the same loop (both processes warm up alike).
       tracing: { p1: { warmupRuns: 600, warmupBatch: 200, rounds: 12, runsPerRound: 30 }, coldStarts: 5 },
+      eventRuns: 7,
     };
 
 /** The packages P1, P2 and P5 compare with. */
@@ -160,6 +165,10 @@ async function main(): Promise<void> {
     console.log(
       `   tools/call ${mcp.mcpCallMs.median} ms vs dispatcher ${mcp.dispatcherCallMs.median} ms (${mcp.callRatio}×); cold /mcp ${mcp.mcpColdMs.median} ms vs /healthz ${mcp.healthzColdMs.median} ms (${mcp.coldRatio}×)`,
     );
+    const events = await section("events", () => benchEvents(dynamo.endpoint, SETTINGS.eventRuns));
+    console.log(
+      `   P7 ${events.p7.map((row) => `${row.ratio} (model ${row.modelDelayMs} ms)`).join(", ")}; P8 ${events.p8.jsonRatio} (streamed ${events.p8.streamedRatio}); streamed ÷ JSON per cycle ${events.overhead.ratio}×`,
+    );
     machine.loadavgAtEnd = round2(loadavg());
     const report: BenchReport = {
       generatedAt: new Date().toISOString(),
@@ -174,6 +183,7 @@ async function main(): Promise<void> {
       load,
       durable,
       mcp,
+      events,
       lambdaMemory: recommendMemory(p4, p5, load),
     };
     await mkdir(new URL("./results/", import.meta.url), { recursive: true });
@@ -183,7 +193,7 @@ async function main(): Promise<void> {
     );
     await writeFile(
       new URL("./results/latest.md", import.meta.url),
-      `${renderMarkdown(report)}\n${renderDurable(durable)}\n${renderMcp(mcp)}\n${renderTracing(p1, p4)}`,
+      `${renderMarkdown(report)}\n${renderDurable(durable)}\n${renderMcp(mcp)}\n${renderTracing(p1, p4)}\n${renderEvents(events)}`,
     );
     console.log(`\n${goalsTable(report)}\n\nLambda memory: ${report.lambdaMemory.reason}`);
     console.log("\nWrote bench/results/latest.json, bench/results/latest.md, bench/results/idempotency.json");

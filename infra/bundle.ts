@@ -19,6 +19,9 @@ export const API_ENTRY = "functions/api/handler.ts";
 /** The durable runner's entry point (exports `handler`), relative to {@link PROJECT_ROOT}; same build options. */
 export const RUNNER_ENTRY = "functions/runner/handler.ts";
 
+/** The streaming function's entry point (functions/stream/handler.ts; the function URL, docs/run-events.md). */
+export const STREAM_ENTRY = "functions/stream/handler.ts";
+
 /** The Lambda handler setting for the built code: `index.mjs`'s `handler` export. */
 export const API_HANDLER = "index.handler";
 

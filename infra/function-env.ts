@@ -36,7 +36,10 @@ export function functionEnvironment(env: FunctionEnvironment): Record<string, st
   return result;
 }
 
-/** The stack's functions: the API function (functions/api/handler.ts) and the durable runner. */
+/**
+ * The stack's functions that read runtime settings: the API function (functions/api/handler.ts) and the
+ * durable runner. The streaming function (functions/stream/) serves the API's app and gets what "api" gets.
+ */
 export type DeployedFunction = "api" | "runner";
 
 /**

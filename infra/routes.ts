@@ -23,6 +23,7 @@ export interface ApiRoute {
 export const ROUTES: readonly ApiRoute[] = [
   { method: "POST", path: "/v1/runs", auth: "jwt" },
   { method: "GET", path: "/v1/runs/{runId}", auth: "jwt" },
+  { method: "GET", path: "/v1/runs/{runId}/events", auth: "jwt" },
   { method: "POST", path: "/v1/runs/{runId}/cancel", auth: "jwt" },
   { method: "POST", path: "/v1/runs/{runId}/approvals/{approvalId}", auth: "jwt" },
   { method: "GET", path: "/v1/approvals", auth: "jwt" },

@@ -23,6 +23,8 @@ export type RuntimeEnvName = Exclude<
   | "DYNAMODB_ENDPOINT"
   | "RUNNER_FUNCTION_ARN"
   | "DURABLE_EXECUTION_TIMEOUT_SECONDS"
+  | "JWT_ISSUER"
+  | "JWT_AUDIENCE"
   | "OPENAI_API_KEY_SECRET_NAME"
   | "POWERTOOLS_SERVICE_NAME"
   | "POWERTOOLS_METRICS_NAMESPACE"
@@ -42,7 +44,10 @@ export interface RuntimeSetting {
   functions: readonly DeployedFunction[];
 }
 
-/** Read by the API function only (synchronous runs, the HTTP edge; durable runs get these in their input). */
+/**
+ * Read by the API function only (synchronous runs, the HTTP edge; durable runs get these in their input)
+ * and by the streaming function, which serves the same app (infra/stack.ts).
+ */
 const API = ["api"] as const;
 /** Read by both: the API function's synchronous runs and the durable runner's runs. */
 const BOTH = ["api", "runner"] as const;
@@ -90,6 +95,11 @@ export const RUNTIME_SETTINGS = [
   { context: "tracing", env: "TRACING", functions: BOTH },
   { context: "otlpEndpoint", env: "OTEL_EXPORTER_OTLP_ENDPOINT", functions: BOTH },
   { context: "traceContent", env: "TRACE_CONTENT", functions: BOTH },
+  { context: "streamHeartbeatSeconds", env: "STREAM_HEARTBEAT_SECONDS", functions: API },
+  { context: "streamMaxSeconds", env: "STREAM_MAX_SECONDS", functions: API },
+  { context: "streamRetryMs", env: "STREAM_RETRY_MS", functions: API },
+  { context: "streamRunTimeoutMs", env: "STREAM_RUN_TIMEOUT_MS", functions: API },
+  { context: "eventsPollMs", env: "EVENTS_POLL_MS", functions: API },
 ] as const satisfies readonly RuntimeSetting[];
 
 /** The context key of a runtime setting, see {@link RUNTIME_SETTINGS}. */

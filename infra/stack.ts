@@ -21,7 +21,13 @@ import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations
 import { Alarm, ComparisonOperator, TreatMissingData } from "aws-cdk-lib/aws-cloudwatch";
 import { AttributeType, Billing, TableV2 } from "aws-cdk-lib/aws-dynamodb";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Architecture, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
+import {
+  Architecture,
+  FunctionUrlAuthType,
+  InvokeMode,
+  Function as LambdaFunction,
+  Runtime,
+} from "aws-cdk-lib/aws-lambda";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
@@ -30,7 +36,7 @@ import { TABLE_SCHEMA } from "../shared/store/table.js";
 import { bundlesTracingSdk } from "../shared/telemetry/entry.js";
 import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
 import { grantBedrockModel } from "./bedrock-access.js";
-import { API_HANDLER } from "./bundle.js";
+import { API_HANDLER, STREAM_ENTRY } from "./bundle.js";
 import { DurableRunner, runnerExecutionTimeoutSeconds } from "./durable-runner.js";
 import { functionEnvironment, runtimeEnvironment } from "./function-env.js";
 import { bundledCode } from "./lambda-code.js";
@@ -56,6 +62,14 @@ export const FUNCTION_MEMORY_MB = 1024;
 
 /** API Gateway HTTP API's maximum integration timeout, in seconds (see shared/config.ts FUNCTION_TIMEOUT_SECONDS). */
 export const API_INTEGRATION_TIMEOUT_SECONDS = 30;
+
+/**
+ * The streaming function's timeout in seconds: Lambda's maximum (15 min), which is what a function URL
+ * with RESPONSE_STREAM allows a response to last. Streams end with a `retry:` hint before it
+ * (STREAM_MAX_SECONDS, 14 min by default), and a streamed synchronous run is bounded by
+ * STREAM_RUN_TIMEOUT_MS (10 min by default, the `streamRunTimeoutMs` setting), its RUN_TIMEOUT_MS there.
+ */
+export const STREAM_FUNCTION_TIMEOUT_SECONDS = 900;
 
 /**
  * Default route throttling of the API stage (requests per second, burst). Deliberately low for a
@@ -179,28 +193,12 @@ export class BoundloopStack extends Stack {
 
     const functionLogs = new LogGroup(this, "ApiFunctionLogs", { retention: LOG_RETENTION, removalPolicy });
 
-    // The function's role: written by hand (no AWS managed policy) so it holds exactly the actions
-    // below, each on one resource (Bedrock's bearer-key permission has none: infra/bedrock-access.ts).
-    const role = new Role(this, "ApiFunctionRole", {
-      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
-      description: `boundloop API function: its log group, item actions on the table, ${secret ? "read of the OpenAI key" : `invoking ${bedrockModelId} on Amazon Bedrock`}`,
+    const role = this.appRole("ApiFunctionRole", "API function", functionLogs, {
+      table,
+      secret,
+      bedrockModelId,
+      runner,
     });
-    functionLogs.grantWrite(role);
-    role.addToPolicy(new PolicyStatement({ actions: [...TABLE_ITEM_ACTIONS], resources: [table.tableArn] }));
-    if (secret) {
-      role.addToPolicy(
-        new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secret.secretArn] }),
-      );
-    }
-    if (bedrockModelId) grantBedrockModel(role, bedrockModelId);
-    runner.grantStartStop(role);
-    // An MCP tools/call that needs approval is announced as the runner announces the loop's (docs/mcp.md).
-    role.addToPolicy(
-      new PolicyStatement({
-        actions: ["events:PutEvents"],
-        resources: [this.formatArn({ service: "events", resource: "event-bus", resourceName: "default" })],
-      }),
-    );
 
     const fn = new LambdaFunction(this, "ApiFunction", {
       description: "boundloop HTTP API (Hono on Lambda): bounded agent runs, invoices",
@@ -222,6 +220,43 @@ export class BoundloopStack extends Stack {
         // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
         ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
       }),
+    });
+
+    // The streaming entry (docs/run-events.md): a function URL with RESPONSE_STREAM, since HTTP APIs
+    // buffer responses and stop at 29 s. The URL has no IAM auth: the function verifies the same JWT
+    // (issuer, audience, the issuer's JWKS) with jose before any route runs (functions/stream/entry.ts).
+    const streamLogs = new LogGroup(this, "StreamFunctionLogs", { retention: LOG_RETENTION, removalPolicy });
+    const streamRole = this.appRole("StreamFunctionRole", "streaming function", streamLogs, {
+      table,
+      secret,
+      bedrockModelId,
+      runner,
+    });
+    const streamFn = new LambdaFunction(this, "StreamFunction", {
+      description: "boundloop run event streams (SSE) and streamed runs, behind a function URL",
+      code: bundledCode(STREAM_ENTRY),
+      handler: API_HANDLER,
+      runtime: Runtime.NODEJS_24_X,
+      architecture: Architecture.ARM_64,
+      memorySize: FUNCTION_MEMORY_MB,
+      timeout: Duration.seconds(STREAM_FUNCTION_TIMEOUT_SECONDS),
+      role: streamRole,
+      logGroup: streamLogs,
+      environment: functionEnvironment({
+        ...sharedEnvironment,
+        // It serves the API's app, so it reads the API's settings.
+        ...runtimeEnvironment(settings, "api"),
+        RUNNER_FUNCTION_ARN: runner.alias.functionArn,
+        DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeoutSeconds),
+        JWT_ISSUER: jwtIssuer,
+        JWT_AUDIENCE: jwtAudience.join(","),
+        // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
+        ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
+      }),
+    });
+    const streamUrl = streamFn.addFunctionUrl({
+      authType: FunctionUrlAuthType.NONE,
+      invokeMode: InvokeMode.RESPONSE_STREAM,
     });
 
     const apiLogs = new LogGroup(this, "ApiAccessLogs", { retention: LOG_RETENTION, removalPolicy });
@@ -279,6 +314,11 @@ export class BoundloopStack extends Stack {
     this.alarms(fn, api);
 
     new CfnOutput(this, "ApiUrl", { value: stage.url, description: "Base URL of the HTTP API" });
+    new CfnOutput(this, "StreamUrl", {
+      value: streamUrl.url,
+      description:
+        "Function URL of the event streams and streamed runs (bearer JWT verified in the function)",
+    });
     new CfnOutput(this, "TableName", { value: table.tableName, description: "DynamoDB table" });
     if (secret) {
       new CfnOutput(this, "SecretName", {
@@ -313,6 +353,48 @@ export class BoundloopStack extends Stack {
       value: `BOUNDLOOP_TOKEN="$(npm run -s user -- token --email you@example.com)" npm run smoke -- --url ${apiUrl}`,
       description: "Send the seed scenario to the deployed API and check the result and the ledger",
     });
+  }
+
+  /**
+   * The role of a function that serves the API's app (the API function, the streaming function): written
+   * by hand (no AWS managed policy) so it holds exactly these actions, each on one resource (Bedrock's
+   * bearer-key permission has none: infra/bedrock-access.ts) — its log group, the table's item actions,
+   * the OpenAI key's read or the Bedrock model, the runner's start/stop, and PutEvents on the default
+   * bus (an MCP tools/call that needs approval is announced as the runner announces the loop's,
+   * docs/mcp.md).
+   */
+  private appRole(
+    id: string,
+    what: string,
+    logs: LogGroup,
+    access: {
+      table: TableV2;
+      secret: { secretArn: string } | undefined;
+      bedrockModelId: string | undefined;
+      runner: DurableRunner;
+    },
+  ): Role {
+    const { table, secret, bedrockModelId, runner } = access;
+    const role = new Role(this, id, {
+      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
+      description: `boundloop ${what}: its log group, item actions on the table, ${secret ? "read of the OpenAI key" : `invoking ${bedrockModelId} on Amazon Bedrock`}`,
+    });
+    logs.grantWrite(role);
+    role.addToPolicy(new PolicyStatement({ actions: [...TABLE_ITEM_ACTIONS], resources: [table.tableArn] }));
+    if (secret) {
+      role.addToPolicy(
+        new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secret.secretArn] }),
+      );
+    }
+    if (bedrockModelId) grantBedrockModel(role, bedrockModelId);
+    runner.grantStartStop(role);
+    role.addToPolicy(
+      new PolicyStatement({
+        actions: ["events:PutEvents"],
+        resources: [this.formatArn({ service: "events", resource: "event-bus", resourceName: "default" })],
+      }),
+    );
+    return role;
   }
 
   /**

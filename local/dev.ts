@@ -32,6 +32,7 @@ import { readEnvVarsFile } from "./env-vars.js";
 import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
 import { type LocalStack, startLocalStack } from "./local-stack.js";
 import { onShutdownSignal } from "./shutdown.js";
+import { localStreamHandler } from "./stream-handler.js";
 
 /** The dev server's default address, as `sam local start-api`'s. */
 const DEFAULT_HOST = "127.0.0.1";
@@ -129,6 +130,7 @@ async function main(argv: string[]): Promise<void> {
   const { handler } = local;
   server = await startDevServer({
     handler: handler as Handler,
+    stream: await localStreamHandler(config, issuer, local.executions),
     issuer,
     host: values.host,
     port,
@@ -158,6 +160,9 @@ async function main(argv: string[]): Promise<void> {
       `  -H 'authorization: Bearer ${token}' \\`,
       "  -H 'content-type: application/json' \\",
       `  -d ${shellQuote(seed.body)}`,
+      "",
+      "Live events (docs/run-events.md): curl -N with -H 'accept: text/event-stream' streams the run as it",
+      "runs; GET /v1/runs/<runId>/events replays a run's events and follows it (resume with Last-Event-ID).",
       "",
       "A durable run: add -H 'prefer: respond-async' (202, Location: /v1/runs/<runId>); poll the Location",
       "with GET, stop it with POST /v1/runs/<runId>/cancel (docs/durable-runs.md).",

@@ -16,6 +16,11 @@
  * `Retry-After` seconds printing a line when the status or the cycles recorded change, then the same outcome. `--then` and `--continue`
  * chain durable runs the same way (docs/durable-runs.md, Conversations).
  *
+ * With `--watch` each synchronous run is sent with `Accept: text/event-stream` to the streaming entry the
+ * stack deploys behind its function URL (functions/stream/, local/stream-handler.ts, a token from a local
+ * issuer), and its events (docs/run-events.md) are printed as they arrive, read with eventsource-parser;
+ * the stream's last event is the JSON answer, printed as without `--watch`, then the ledger.
+ *
  * With `--approval` APPROVAL_RULES (unless set) is `{"recordInvoice":{"GBP":"1000.00"}}`, which catches
  * the seed scenario's GB invoice (gross 1800.00 GBP): the synchronous request is answered 202 with the
  * paused run (`awaiting_approval`, the preview), a second local user (`usr_approver_01`, billing:approve)
@@ -44,7 +49,7 @@ import { localFunctionTimeout } from "./function-timeout.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { startLocalStack } from "./local-stack.js";
 import { pollProgress } from "./poll-progress.js";
-import { formatLedger, formatOutcome } from "./run-report.js";
+import { formatLedger, formatOutcome, formatRunEvent } from "./run-report.js";
 import { startTraceTree } from "./trace-tree.js";
 
 const USAGE = `usage: npm start -- ["<prompt>"] [options]
@@ -53,6 +58,7 @@ const USAGE = `usage: npm start -- ["<prompt>"] [options]
   --then "<prompt>"    a further run continuing the one before (previousRunId); repeatable
   --continue <runId>   make the first run continue an earlier run (needs DYNAMODB_ENDPOINT)
   --async              send each run with Prefer: respond-async (a durable run) and poll it
+  --watch              stream each synchronous run (Accept: text/event-stream), printing its events live
   --approval           set APPROVAL_RULES to {"recordInvoice":{"GBP":"1000.00"}} (unless set): the run
                        pauses, a second local user approves it
   --bedrock            call the model as a Bedrock deploy does (MODEL_PROVIDER=bedrock): short-term keys
@@ -86,6 +92,7 @@ function parseOptions(argv: string[]) {
         approval: { type: "boolean" },
         trace: { type: "boolean" },
         bedrock: { type: "boolean" },
+        watch: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
       allowPositionals: true,
@@ -126,13 +133,16 @@ async function main(): Promise<number> {
       return await runDurable(event, prompts, values.continue, values.approval ? "approval" : "async");
     }
     const { handler } = await import("../functions/api/handler.js");
+    const send = values.watch ? await watchedRuns(event) : undefined;
     let previousRunId = values.continue;
     for (const next of prompts) {
       event.body = JSON.stringify({ prompt: next, ...(previousRunId ? { previousRunId } : {}) });
-      const result = (await handler(
-        event as unknown as ApiEvent,
-        createLambdaContext(lambdaTimeoutMs),
-      )) as Exclude<APIGatewayProxyResultV2, string>;
+      const result = send
+        ? await send(event)
+        : ((await handler(event as unknown as ApiEvent, createLambdaContext(lambdaTimeoutMs))) as Exclude<
+            APIGatewayProxyResultV2,
+            string
+          >);
       const body = JSON.parse(result.body ?? "{}") as Record<string, unknown>;
       if (result.statusCode !== 200) {
         console.log(`HTTP ${result.statusCode}\n${JSON.stringify(body, null, 2)}`);
@@ -235,6 +245,78 @@ async function runDurable(
   } finally {
     await api.stop();
   }
+}
+
+/**
+ * `--watch`: a sender of runs to the local streaming entry (local/stream-handler.ts) as the seed event's
+ * user (a token with its claims from a local issuer), with `Accept: text/event-stream`. It prints each
+ * run event as it arrives (eventsource-parser) and resolves with the answer the stream ends with
+ * (`run.outcome`), as status and body like the JSON path's; a refusal before the run (problem+json) is
+ * returned as it came.
+ */
+async function watchedRuns(
+  seed: APIGatewayProxyEventV2,
+): Promise<(event: APIGatewayProxyEventV2) => Promise<{ statusCode: number; body: string }>> {
+  const [{ createDevIssuer, mintToken }, { localStreamHandler }, { invokeStreaming }, { createParser }] =
+    await Promise.all([
+      import("./dev-auth.js"),
+      import("./stream-handler.js"),
+      import("./lambda-streaming.js"),
+      import("eventsource-parser"),
+    ]);
+  const issuer = await createDevIssuer();
+  const claims = (
+    seed.requestContext as unknown as { authorizer: { jwt: { claims: Record<string, string> } } }
+  ).authorizer.jwt.claims;
+  const token = await mintToken(issuer, {
+    sub: claims.sub,
+    tenant_id: claims.tenant_id,
+    scope: claims.scope,
+  });
+  const config = loadConfig(process.env);
+  const handler = await localStreamHandler(config, issuer);
+  return async (event) => {
+    const request = {
+      ...event,
+      headers: { ...event.headers, authorization: `Bearer ${token}`, accept: "text/event-stream" },
+    };
+    const { stream, done } = invokeStreaming(
+      handler,
+      request,
+      createLambdaContext(config.stream.runTimeoutMs + config.limits.deadlineReserveMs, "boundloop-stream"),
+    );
+    const metadata = await Promise.race([stream.metadata, done.then(() => stream.metadata)]);
+    const statusCode = metadata.statusCode ?? 200;
+    let text = "";
+    let outcome: string | undefined;
+    const parser = createParser({
+      onEvent: (message) => {
+        if (message.event === "run.outcome") outcome = message.data;
+        else console.log(formatRunEvent(JSON.parse(message.data) as Record<string, unknown>));
+      },
+    });
+    console.log(`
+Watching the run (POST /v1/runs, Accept: text/event-stream):`);
+    for await (const chunk of stream) {
+      const part = (chunk as Buffer).toString("utf8");
+      text += part;
+      if (metadata.headers?.["content-type"]?.startsWith("text/event-stream")) parser.feed(part);
+    }
+    await done;
+    if (outcome === undefined) return { statusCode: statusCode === 200 ? 500 : statusCode, body: text };
+    // The outcome is the JSON answer's body: a problem (its `status` is the HTTP status) or a run
+    // (200; 202 when handed over for approval; 502 for model_error, as the JSON path answers).
+    const answer = JSON.parse(outcome) as { status?: unknown };
+    const status =
+      typeof answer.status === "number"
+        ? answer.status
+        : answer.status === "awaiting_approval"
+          ? 202
+          : answer.status === "model_error"
+            ? 502
+            : 200;
+    return { statusCode: status, body: outcome };
+  };
 }
 
 /** The tenant of the seed event's JWT claims. */

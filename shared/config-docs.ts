@@ -21,6 +21,7 @@ export const CONFIG_GROUPS = [
   "HTTP and identity",
   "Durable runs",
   "Approvals",
+  "Run event streams",
   "MCP",
   "Observability",
 ] as const;
@@ -104,6 +105,40 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     unit: "ms",
     description:
       "Per-attempt socket timeout of a DynamoDB request. Past it, after the SDK's 3 attempts, the API answers 503 `STORE_UNAVAILABLE` instead of hanging until the Lambda times out.",
+  },
+  JWT_AUDIENCE: {
+    group: "Run event streams",
+    description:
+      "Comma-separated audiences the streaming function accepts (`aud`, or a Cognito access token's `client_id`), as the HTTP API's authorizer does; it verifies tokens against JWT_ISSUER with the keys of JWT_JWKS or JWT_JWKS_URL, as `/mcp` does.",
+  },
+  STREAM_HEARTBEAT_SECONDS: {
+    group: "Run event streams",
+    unit: "s",
+    description:
+      "A `: heartbeat` SSE comment is sent when an event stream has been quiet this long, well under the idle limits of the proxies and browsers in between.",
+  },
+  STREAM_MAX_SECONDS: {
+    group: "Run event streams",
+    unit: "s",
+    description:
+      "How long one event stream stays open before it ends with a `retry:` hint (the client resumes with `Last-Event-ID`); also cut to the Lambda's remaining time less `DEADLINE_RESERVE_MS`, so it ends before the platform does (the streaming function's 15-minute timeout).",
+  },
+  STREAM_RETRY_MS: {
+    group: "Run event streams",
+    unit: "ms",
+    description: "The `retry:` hint a stream ends with: how long the client waits before it reconnects.",
+  },
+  STREAM_RUN_TIMEOUT_MS: {
+    group: "Run event streams",
+    unit: "ms",
+    description:
+      "The run timeout (`RUN_TIMEOUT_MS`) of a synchronous run on the streaming function (a streamed `POST /v1/runs`), whose 15-minute timeout lifts the HTTP API's 29 s. The deadline also follows the invocation's remaining time less `DEADLINE_RESERVE_MS`.",
+  },
+  EVENTS_POLL_MS: {
+    group: "Run event streams",
+    unit: "ms",
+    description:
+      "How often a stream reads the table for new events of a run served by another function (the durable runner); a run served in the same process streams its events at once.",
   },
   MAX_CYCLES: {
     group: "Limits of a run",
@@ -257,7 +292,7 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
   JWT_ISSUER: {
     group: "MCP",
     description:
-      "The token issuer (`iss`) `/mcp` accepts: the one the API's JWT authorizer trusts (the stack sets it from `jwtIssuer`; `npm run dev` from its local issuer). Unset: `/mcp` answers 401 to every token (docs/mcp.md).",
+      "The token issuer (`iss`) `/mcp` and the streaming function accept: the one the API's JWT authorizer trusts (the stack sets it from `jwtIssuer`; `npm run dev` from its local issuer). Unset: `/mcp` answers 401 to every token (docs/mcp.md).",
   },
   JWT_JWKS_URL: {
     group: "MCP",

@@ -237,6 +237,22 @@ const InlineJwks = z.pipe(
  *   (infra/ sets both from one setting). Lambda durable executions may last up to one year (31 536 000 s).
  * - RUNNER_FUNCTION_ARN: the qualified ARN (alias) of the durable runner the API starts executions on;
  *   unset outside AWS, where a local runner is injected instead (local/durable-executions.ts).
+ * - JWT_AUDIENCE (comma separated), with JWT_ISSUER and the keys of JWT_JWKS / JWT_JWKS_URL (below): the
+ *   streaming function (functions/stream/) verifies the bearer token itself with these, as the HTTP
+ *   API's JWT authorizer does with the same issuer and audiences (infra/ sets both from one setting).
+ * - STREAM_HEARTBEAT_SECONDS (default 15 s): an SSE comment is sent when the event stream has been
+ *   quiet this long, well under the idle limits of what serves it (a Lambda function URL closes a
+ *   response idle for longer than its function's timeout; proxies and browsers often cut at 30-60 s).
+ * - STREAM_MAX_SECONDS (default 840 s = 14 min): how long one event stream stays open; it then ends
+ *   with a `retry:` hint and the client resumes with Last-Event-ID. Also cut to the Lambda's remaining
+ *   time minus DEADLINE_RESERVE_MS, so it ends before the platform's limit (the streaming function's
+ *   15-minute timeout; 29 s behind the HTTP API).
+ * - STREAM_RETRY_MS (default 1000 ms): the `retry:` hint, how long a client waits before reconnecting.
+ * - STREAM_RUN_TIMEOUT_MS (default 600000 ms = 10 min, at most 15 min): RUN_TIMEOUT_MS of a synchronous
+ *   run on the streaming function (functions/stream/handler.ts), whose 15-minute timeout lifts the HTTP
+ *   API's 29 s; the deadline still follows the invocation's remaining time.
+ * - EVENTS_POLL_MS (default 1000 ms): how often a stream reads the table for new events of a run served
+ *   by another function (the durable runner); events of a run in the same process arrive at once.
  * - SYSTEM_PROMPT (default: the accounting assistant's, shared/agent/run-state.ts DEFAULT_SYSTEM_PROMPT):
  *   the system message of every run, for a deployment that replaces the accounting domain; at most
  *   {@link MAX_SYSTEM_PROMPT_CHARS} characters, leading and trailing white space trimmed.
@@ -325,6 +341,20 @@ export const ConfigSchema = z.object({
   TRACING: z._default(z.enum(["off", "otlp", "console", "adot"]), "off"),
   OTEL_EXPORTER_OTLP_ENDPOINT: z._default(z.url({ protocol: /^https?$/ }), "http://127.0.0.1:4318"),
   TRACE_CONTENT: envBoolean(false),
+  JWT_AUDIENCE: z.pipe(
+    optionalString,
+    z.transform((value) =>
+      (value ?? "")
+        .split(",")
+        .map((item) => item.trim())
+        .filter((item) => item.length > 0),
+    ),
+  ),
+  STREAM_HEARTBEAT_SECONDS: positiveInt(15, 240),
+  STREAM_MAX_SECONDS: positiveInt(840, 3_600),
+  STREAM_RETRY_MS: positiveInt(1_000, 60_000),
+  STREAM_RUN_TIMEOUT_MS: positiveInt(600_000, 900_000),
+  EVENTS_POLL_MS: envInt(1_000, 50, 60_000),
   POWERTOOLS_SERVICE_NAME: boundedName("boundloop"),
   POWERTOOLS_METRICS_NAMESPACE: boundedName("boundloop"),
   POWERTOOLS_LOG_LEVEL: z.pipe(
@@ -354,6 +384,8 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * - `runs`: audit trail retention (`ttlSeconds`).
  * - `history`: `maxTokens`, the estimated-token cap on the conversation a continuing run carries.
  * - `http`: request body cap in bytes.
+ * - `stream`: the run event streams (docs/run-events.md), all in ms: heartbeat interval, longest stream,
+ *   the `retry:` hint, and the table poll interval.
  * - `durable`: runs beyond one request (docs/durable-runs.md): `runTimeoutMs`, the cap of a durable run's
  *   wall time in ms (ASYNC_RUN_TIMEOUT_MS capped by the execution timeout minus DEADLINE_RESERVE_MS);
  *   `runnerFunctionArn`, the runner alias (undefined outside AWS).
@@ -387,6 +419,8 @@ export interface Config {
   limits: RunLimits & { deadlineReserveMs: number };
   idempotency: { ttlSeconds: number; keyRequired: boolean };
   identity: {
+    /** The token issuer and audiences the streaming entry verifies (undefined / [] outside it). */
+    jwt: { issuer: string | undefined; audience: string[] };
     tenantClaims: string[];
     permissionClaims: string[];
     iamPrincipals: Record<string, { tenantId: string; permissions: string[] }>;
@@ -394,6 +428,7 @@ export interface Config {
   runs: { ttlSeconds: number };
   history: { maxTokens: number };
   http: { maxBodyBytes: number };
+  stream: { heartbeatMs: number; maxMs: number; retryMs: number; pollMs: number; runTimeoutMs: number };
   durable: { runTimeoutMs: number; runnerFunctionArn: string | undefined };
   approvals: { rules: ApprovalRulesConfig; timeoutSeconds: number };
   prompts: { system: string | undefined };
@@ -519,6 +554,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     quotes: { ttlSeconds: raw.QUOTE_TTL_SECONDS },
     idempotency: { ttlSeconds: raw.IDEMPOTENCY_TTL_SECONDS, keyRequired: raw.IDEMPOTENCY_KEY_REQUIRED },
     identity: {
+      jwt: { issuer: raw.JWT_ISSUER, audience: raw.JWT_AUDIENCE },
       tenantClaims: raw.TENANT_CLAIMS,
       permissionClaims: raw.PERMISSION_CLAIMS,
       iamPrincipals: raw.IAM_PRINCIPAL_TENANTS,
@@ -526,6 +562,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     runs: { ttlSeconds: raw.RUN_TTL_SECONDS },
     history: { maxTokens: raw.HISTORY_MAX_TOKENS },
     http: { maxBodyBytes: raw.MAX_BODY_BYTES },
+    stream: {
+      heartbeatMs: raw.STREAM_HEARTBEAT_SECONDS * 1000,
+      maxMs: raw.STREAM_MAX_SECONDS * 1000,
+      retryMs: raw.STREAM_RETRY_MS,
+      pollMs: raw.EVENTS_POLL_MS,
+      runTimeoutMs: raw.STREAM_RUN_TIMEOUT_MS,
+    },
     durable: {
       runTimeoutMs: Math.max(
         1,

@@ -17,11 +17,14 @@ import { BedrockApiKeys, bedrockFetch, classifyBedrockFailure } from "./model/be
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
+import { type FeedClock, SYSTEM_CLOCK } from "./runs/event-feed.js";
+import { type RunEvent, RunEventHub, runEventObserver } from "./runs/events.js";
 import type { RunObserver } from "./runs/lifecycle.js";
 import { ApprovalStore } from "./store/approvals.js";
 import { createDocumentClient } from "./store/dynamo.js";
 import { LedgerStore } from "./store/ledger.js";
 import { QuoteStore } from "./store/quotes.js";
+import { RunEventStore } from "./store/run-events.js";
 import { RunStore } from "./store/runs.js";
 import { accountingTools } from "./tools/registry.js";
 
@@ -39,7 +42,10 @@ export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; messag
  * - `ddb`: DynamoDB document client; `ledger`: the invoice store; `quotes`: the tax quote store;
  *   `runs`: run records and audit steps; `approvals`: approvals of paused tool calls
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
- * - `runObservers`: observers of every run's lifecycle points (shared/runs/lifecycle.ts); none by default
+ * - `runObservers`: observers of every run's lifecycle points (shared/runs/lifecycle.ts); by default the
+ *   run events (shared/runs/events.ts)
+ * - `runEvents`: the runs' event logs (`store`) and this container's live readers (`hub`); `clock`, the
+ *   clock event streams wait with (heartbeats, time limits, polls; tests inject their own)
  */
 export interface SharedDeps {
   config: Config;
@@ -53,6 +59,8 @@ export interface SharedDeps {
   metrics: Metrics;
   approvals: ApprovalStore;
   runObservers?: readonly RunObserver[];
+  runEvents: { store: RunEventStore<RunEvent>; hub: RunEventHub };
+  clock: FeedClock;
 }
 
 /**
@@ -75,6 +83,8 @@ export interface RunnerDeps extends SharedDeps {
 
 /** Optional parts of {@link createApiDeps} that tests and scripts may supply. */
 export interface ApiDepsOptions {
+  /** The clock of the event streams (default: the wall clock, shared/runs/event-feed.ts). */
+  clock?: FeedClock;
   /** Reads OPENAI_API_KEY_SECRET_NAME; default: a Powertools SecretsProvider in `config.table.region`. */
   secretsProvider?: Pick<SecretsProvider, "get">;
   /**
@@ -158,7 +168,7 @@ export function createApiDeps(config: Config, options: ApiDepsOptions = {}): Api
  */
 export function createRunnerDeps(
   config: Config,
-  options: ModelOptions & { approvalEvents: ApprovalEvents },
+  options: ModelOptions & Pick<ApiDepsOptions, "clock"> & { approvalEvents: ApprovalEvents },
 ): RunnerDeps {
   return { ...sharedDeps(config, options), approvalEvents: options.approvalEvents };
 }
@@ -171,7 +181,7 @@ export function createRunnerDeps(
  * reads the secret) and cached; with MODEL_PROVIDER=bedrock, no secret: a Bedrock API key is made the
  * same way, before the first request.
  */
-function sharedDeps(config: Config, options: ModelOptions): SharedDeps {
+function sharedDeps(config: Config, options: ModelOptions & Pick<ApiDepsOptions, "clock">): SharedDeps {
   const ddb = createDocumentClient(config.table);
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
@@ -180,6 +190,13 @@ function sharedDeps(config: Config, options: ModelOptions): SharedDeps {
     quotes,
     quoteTtlSeconds: config.quotes.ttlSeconds,
     approvalRules: config.approvals.rules,
+  });
+  const observability = createObservability(config.observability);
+  const runEvents = { store: new RunEventStore<RunEvent>(ddb, config.table.name), hub: new RunEventHub() };
+  const events = runEventObserver({
+    ...runEvents,
+    ttlSeconds: config.runs.ttlSeconds,
+    onWriteError: (error) => observability.logger.warn("run events not written", { error: error as Error }),
   });
   return {
     config,
@@ -194,8 +211,11 @@ function sharedDeps(config: Config, options: ModelOptions): SharedDeps {
       shortenTranscript: halveHistory,
     }),
     tools,
-    ...createObservability(config.observability),
+    ...observability,
     approvals: new ApprovalStore(ddb, config.table.name, config.runs.ttlSeconds),
+    runObservers: [events],
+    runEvents,
+    clock: options.clock ?? SYSTEM_CLOCK,
   };
 }
 

@@ -173,7 +173,7 @@ describe("modelProvider=bedrock", () => {
     );
   });
 
-  it('passes cdk-nag AwsSolutions; the only new acknowledgment is CallWithBearerToken\'s "*", on the two roles', () => {
+  it('passes cdk-nag AwsSolutions; the only new acknowledgment is CallWithBearerToken\'s "*", on the three roles', () => {
     // The zero-to-smoke deploy (personal, the built-in user pool, Bedrock by default) against the same
     // deploy on the OpenAI-compatible provider.
     const bedrock = acknowledgedOf({ personal: "true" });
@@ -184,7 +184,11 @@ describe("modelProvider=bedrock", () => {
     for (const [path, ids] of Object.entries(openai)) {
       if (!secretPaths.includes(path)) expected[path] = [...ids];
     }
-    for (const role of ["Boundloop/ApiFunctionRole", "Boundloop/Runner/Role"]) {
+    for (const role of [
+      "Boundloop/ApiFunctionRole",
+      "Boundloop/StreamFunctionRole",
+      "Boundloop/Runner/Role",
+    ]) {
       expected[role] = [...(expected[role] ?? []), "AwsSolutions::AwsSolutions-IAM5[Resource::*]"].sort();
     }
     expect(bedrock).toEqual(expected);
@@ -214,7 +218,9 @@ describe("modelProvider=bedrock", () => {
 
 describe("modelProvider=openai-compatible", () => {
   it("synthesizes exactly the template main produced before Bedrock (asset keys aside)", () => {
-    // Generated from main just before the Bedrock merge, with the same contexts and normalisation.
+    // Generated from main just before the Bedrock merge, with the same contexts and normalisation, then
+    // once more when the streaming function landed (the only difference then: its resources, its route
+    // and the StreamUrl output).
     const main = JSON.parse(
       readFileSync(new URL("./fixtures/openai-compatible-templates.json", import.meta.url), "utf8"),
     ) as Record<string, unknown>;

@@ -205,6 +205,7 @@ describe("cdk synth of the real app", () => {
       "Boundloop/HttpApi/POST--mcp",
       "Boundloop/OpenAiApiKey",
       "Boundloop/Runner/Role",
+      "Boundloop/StreamFunctionRole",
     ]);
     // The runner's role uses AWS's durable-execution policy; the API may stop/read the runner's executions.
     expect(Object.keys(acknowledged["Boundloop/Runner/Role"] ?? {})).toEqual([
@@ -215,6 +216,10 @@ describe("cdk synth of the real app", () => {
         /^AwsSolutions::AwsSolutions-IAM5\[Resource::<RunnerFunction[0-9A-F]{8}\.Arn>:\*\/durable-execution\/\*\]$/,
       ),
     ]);
+    // The streaming function starts and stops durable runs as the API function does.
+    expect(Object.keys(acknowledged["Boundloop/StreamFunctionRole"] ?? {})).toEqual(
+      Object.keys(acknowledged["Boundloop/ApiFunctionRole"] ?? {}),
+    );
     expect(Object.keys(acknowledged["Boundloop/OpenAiApiKey"] ?? {})).toEqual([
       "Annotation::AwsSolutions-SMG4",
     ]);

@@ -74,17 +74,18 @@ describe("the CDK stack", () => {
     expect(counts).toEqual({
       "AWS::DynamoDB::GlobalTable": 1,
       "AWS::SecretsManager::Secret": 1,
-      "AWS::Logs::LogGroup": 3,
-      "AWS::IAM::Role": 2,
-      "AWS::IAM::Policy": 2,
-      "AWS::Lambda::Function": 2,
+      "AWS::Logs::LogGroup": 4,
+      "AWS::IAM::Role": 3,
+      "AWS::IAM::Policy": 3,
+      "AWS::Lambda::Function": 3,
       "AWS::Lambda::Version": 1,
       "AWS::Lambda::Alias": 1,
-      "AWS::Lambda::Permission": 13,
+      "AWS::Lambda::Permission": 16,
+      "AWS::Lambda::Url": 1,
       "AWS::ApiGatewayV2::Api": 1,
       "AWS::ApiGatewayV2::Integration": 1,
       "AWS::ApiGatewayV2::Authorizer": 1,
-      "AWS::ApiGatewayV2::Route": 13,
+      "AWS::ApiGatewayV2::Route": 14,
       "AWS::ApiGatewayV2::Stage": 1,
       "AWS::CloudWatch::Alarm": 5,
     });
@@ -332,6 +333,7 @@ describe("the CDK stack", () => {
       [
         "POST /v1/runs",
         "GET /v1/runs/{runId}",
+        "GET /v1/runs/{runId}/events",
         "POST /v1/runs/{runId}/cancel",
         "POST /v1/runs/{runId}/approvals/{approvalId}",
         "GET /v1/approvals",
@@ -413,7 +415,13 @@ describe("the CDK stack", () => {
 
   it("outputs the API URL, the table name and the secret name", () => {
     const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>;
-    expect(Object.keys(outputs).sort()).toEqual(["ApiUrl", "JwtIssuer", "SecretName", "TableName"]);
+    expect(Object.keys(outputs).sort()).toEqual([
+      "ApiUrl",
+      "JwtIssuer",
+      "SecretName",
+      "StreamUrl",
+      "TableName",
+    ]);
     expect(JSON.stringify(outputs.ApiUrl?.Value)).toContain(".execute-api.");
     expect(outputs.TableName?.Value).toEqual({ Ref: expect.any(String) });
     expect(outputs.JwtIssuer?.Value).toBe(COGNITO_ISSUER);
@@ -434,8 +442,8 @@ describe("the stack's deploy settings", () => {
 
   it("creates no user pool, no trigger and no pool outputs when an issuer is given", () => {
     expect(Object.values(resources).filter((r) => r.Type.startsWith("AWS::Cognito::"))).toEqual([]);
-    // The API function and the durable runner only.
-    expect(ofType("AWS::Lambda::Function")).toHaveLength(2);
+    // The API function, the durable runner and the streaming function only.
+    expect(ofType("AWS::Lambda::Function")).toHaveLength(3);
     const env = envOf(resources);
     expect(env).not.toHaveProperty("TENANT_CLAIMS");
     expect(env).not.toHaveProperty("PERMISSION_CLAIMS");
@@ -462,8 +470,8 @@ describe("the stack's deploy settings", () => {
     const stateful = Object.values(all).filter((r) =>
       ["AWS::DynamoDB::GlobalTable", "AWS::Logs::LogGroup"].includes(r.Type),
     );
-    // The table and the log groups of the API, its access logs and the durable runner.
-    expect(stateful).toHaveLength(4);
+    // The table and the log groups of the API, the streaming function, its access logs and the durable runner.
+    expect(stateful).toHaveLength(5);
     for (const resource of stateful) expect(resource.DeletionPolicy).toBe("Delete");
     personal.template.hasResourceProperties("AWS::DynamoDB::GlobalTable", {
       Replicas: [Match.objectLike({ DeletionProtectionEnabled: false })],
@@ -669,7 +677,7 @@ describe("the routes of the stack, the app and the local dev server", () => {
     // The dev server (npm run dev) asks for a token on every route but these.
     const local = documented.map(({ route }) => ({ route, public: PUBLIC_ROUTES.has(route) }));
 
-    expect(documented.sort(byRoute)).toHaveLength(13);
+    expect(documented.sort(byRoute)).toHaveLength(14);
     expect(deployed.sort(byRoute)).toEqual(documented);
     expect(declared.sort(byRoute)).toEqual(documented);
     expect(local.sort(byRoute)).toEqual(documented);
@@ -719,9 +727,9 @@ describe("the tracing deploy setting (docs/tracing.md)", () => {
     Annotations.fromStack(otlp.stack).hasNoWarning("*", Match.anyValue());
   });
 
-  it("tracing, otlpEndpoint and traceContent reach both functions; a value TRACING refuses fails the synth", () => {
+  it("tracing, otlpEndpoint and traceContent reach every function (API, streaming, runner); a value TRACING refuses fails the synth", () => {
     const envs = functionsEnv({ tracing: "otlp", otlpEndpoint: "https://collector.example.com:4318" });
-    expect(envs).toHaveLength(2);
+    expect(envs).toHaveLength(3);
     for (const env of envs) {
       expect(env).toMatchObject({
         TRACING: "otlp",

@@ -53,6 +53,7 @@ describe("GET /openapi.json", () => {
         "GET /healthz",
         "POST /v1/runs",
         "GET /v1/runs/{runId}",
+        "GET /v1/runs/{runId}/events",
         "POST /v1/runs/{runId}/cancel",
         "POST /v1/runs/{runId}/approvals/{approvalId}",
         "GET /v1/approvals",

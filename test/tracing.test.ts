@@ -118,16 +118,20 @@ describe("the seed run's trace (synchronous)", () => {
       "db.system.name": "aws.dynamodb",
       "aws.dynamodb.table_names": [stack.config.table.name],
     });
-    // run start, 3 audit steps (a put and an update each), the outcome.
+    // run start, 3 audit steps (a put and an update each), the outcome, and the run's event log: one
+    // batch (a put) per cycle, written after the cycle (docs/run-events.md).
     expect(named(direct, "DynamoDB.").map((span) => span.name)).toEqual([
-      "DynamoDB.PutItem",
-      "DynamoDB.PutItem",
+      "DynamoDB.PutItem", // run start
+      "DynamoDB.PutItem", // cycle 1 audit step
       "DynamoDB.UpdateItem",
-      "DynamoDB.PutItem",
+      "DynamoDB.PutItem", // cycle 1 events
+      "DynamoDB.PutItem", // cycle 2 audit step
       "DynamoDB.UpdateItem",
-      "DynamoDB.PutItem",
+      "DynamoDB.PutItem", // cycle 2 events
+      "DynamoDB.PutItem", // cycle 3 audit step
       "DynamoDB.UpdateItem",
-      "DynamoDB.UpdateItem",
+      "DynamoDB.UpdateItem", // the outcome
+      "DynamoDB.PutItem", // cycle 3 and run.finished events
     ]);
     expect(spans).toHaveLength(1 + direct.length + childrenOf(record).length + 1);
   });

@@ -12,6 +12,7 @@ import { healthResponse } from "./health.js";
 import { mountMcp } from "./mcp.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./routes/deps.js";
+import { runEventRoutes } from "./routes/events.js";
 import { invoiceRoutes } from "./routes/invoices.js";
 import { runRoutes } from "./routes/runs.js";
 
@@ -58,6 +59,7 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   mountMcp(app, getDeps, deps.config);
   app.use("/v1/*", observeRequest(getDeps), verifyCaller(getDeps), limitBody(getDeps));
   app.route("/", runRoutes(getDeps));
+  app.route("/", runEventRoutes(getDeps));
   app.route("/", approvalRoutes(getDeps));
   app.route("/", invoiceRoutes(getDeps));
   app.notFound(() => {

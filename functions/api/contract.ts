@@ -882,6 +882,13 @@ const preferParameter = {
   example: "respond-async",
 } as const;
 
+/** The SSE body of the event stream routes (docs/run-events.md): `id:` is the event's sequence. */
+const EventStreamSchema = z.string().openapi("RunEventStream", {
+  description:
+    "Server-Sent Events (docs/run-events.md): `event: <type>`, `id: <sequence>`, `data: <the event as JSON>`; `: heartbeat` comments; a `retry:` hint before the stream's time limit (resume with `Last-Event-ID`). A `POST /v1/runs` stream ends with `event: run.outcome`, the JSON answer.",
+  example: 'event: run.started\nid: 1\ndata: {"type":"run.started","seq":1,…}\n\n',
+});
+
 /** `POST /v1/runs`: run the agent; every terminal status is 200 except model_error (502). */
 export const createRunRoute = createRoute({
   method: "post",
@@ -894,8 +901,12 @@ export const createRunRoute = createRoute({
   },
   responses: {
     200: {
-      description: "The run ended; `status` says how (every terminal status is a 200).",
-      content: { "application/json": { schema: RunResponseSchema } },
+      description:
+        "The run ended; `status` says how (every terminal status is a 200). With `Accept: text/event-stream`: its events as it runs, then `event: run.outcome`.",
+      content: {
+        "application/json": { schema: RunResponseSchema },
+        "text/event-stream": { schema: EventStreamSchema },
+      },
       headers: RESPONSE_HEADERS.idempotentReplayed,
     },
     202: {
@@ -941,6 +952,51 @@ export const getRunRoute = createRoute({
     },
     400: problem("INVALID_REQUEST: malformed runId."),
     404: problem("NOT_FOUND: no such run for this caller (another tenant's run is not found either)."),
+    ...authErrors,
+  },
+});
+
+/** Query of `GET /v1/runs/{runId}/events`: `after`, the sequence to resume after. */
+export const RunEventsQuery = z.object({
+  after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
+    .optional()
+    .openapi({
+      param: { name: "after", in: "query" },
+      description:
+        "Resume after this event sequence (as `Last-Event-ID`, which wins when both are sent); 0 or absent: from the first event.",
+    }),
+});
+
+/** `GET /v1/runs/{runId}/events`: the run's events as Server-Sent Events, then live until it ends. */
+export const runEventsRoute = createRoute({
+  method: "get",
+  path: "/v1/runs/{runId}/events",
+  summary: "Watch a run: its events so far, then live until it ends (Server-Sent Events, resumable)",
+  security,
+  request: { params: RunIdParam, query: RunEventsQuery },
+  parameters: [
+    {
+      name: "Last-Event-ID",
+      in: "header",
+      required: false,
+      description: "The `id` of the last event received: the stream resumes with every later event, once.",
+      schema: { type: "string", pattern: "^[0-9]{1,15}$" },
+    },
+  ],
+  responses: {
+    200: {
+      description:
+        "`text/event-stream`: every event after the resume point, then live events; the stream closes after `run.finished`.",
+      content: { "text/event-stream": { schema: EventStreamSchema } },
+    },
+    400: problem("INVALID_REQUEST: malformed runId, `after` or `Last-Event-ID`."),
+    404: problem(
+      "NOT_FOUND: no such run for this caller (another tenant's or user's run is not found either).",
+    ),
     ...authErrors,
   },
 });

@@ -42,7 +42,7 @@ export function resolveReply(
   if (finishReason === "length" || finishReason === "content_filter") {
     return { kind: "stop", stop: stops.outputTruncated(finishReason), answer: null };
   }
-  const calls = withUniqueIds(reply.toolCalls.map(toTurnCall), context.cycle);
+  const calls = turnCallsOf(reply, context.cycle);
   if (calls.length > 0) {
     const message: AssistantMessage = {
       role: "assistant",
@@ -62,6 +62,14 @@ export function resolveReply(
     return { kind: "retry", message: { role: "user", content: EMPTY_REPLY_NUDGE } };
   }
   return { kind: "stop", stop: stops.noUsableOutput(finishReason), answer: null };
+}
+
+/**
+ * The calls of a reply as the turn runs them (arguments as strings, ids made unique per
+ * {@link withUniqueIds}); the run's events name calls by these ids (shared/runs/events.ts).
+ */
+export function turnCallsOf(reply: ModelReply, cycle: number): TurnCall[] {
+  return withUniqueIds(reply.toolCalls.map(toTurnCall), cycle);
 }
 
 /**

@@ -156,8 +156,13 @@ async function durableRun(
   const { security, runId } = payload;
   const stopped = () => options.stopSignal?.aborted === true;
   const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
-  const step = durableStep(ctx, payload, options);
+  const step = life.steps(durableStep(ctx, payload, options));
   const deadline = Deadline.until(payload.deadlineAt);
+  await life.resumed({
+    startedAt: payload.startedAt,
+    limits: { maxCycles: payload.limits.maxCycles, timeoutMs: payload.limits.runTimeoutMs },
+    previousRunId: payload.conversation?.previousRunId ?? null,
+  });
   let outcome: RunOutcome;
   try {
     const history = await loadHistory(step, deps, payload);
@@ -174,7 +179,7 @@ async function durableRun(
       step,
       ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
       ...(history ? { history: history.messages } : {}),
-      approve: approvalGate(ctx, deps, payload, deadline, options.stopSignal),
+      approve: life.approvals(approvalGate(ctx, deps, payload, deadline, options.stopSignal)),
       hooks: {
         onCycle: (record) => life.cycle(record, stopped),
         onInternalFailure: logInternalFailure(deps.logger),

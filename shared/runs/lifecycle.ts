@@ -1,10 +1,10 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
-import type { ApprovalRequest } from "../agent/approval.js";
+import type { ApprovalDecision, ApprovalPause, ApprovalRequest } from "../agent/approval.js";
 import { transcriptOf } from "../agent/history.js";
 import type { RunLimits } from "../agent/limits.js";
-import type { CycleRecord, RunOutcome, RunUsage } from "../agent/loop.js";
+import type { CycleRecord, RunOutcome, RunUsage, StepRunner } from "../agent/loop.js";
 import type { AgentRunShapes } from "../deps.js";
 import { observeToolResults, recordRunMetrics } from "../observability.js";
 import { traceObserver } from "../run-trace.js";
@@ -27,13 +27,40 @@ export interface RunSubject {
  * - `paused`: a synchronous run stopped at approvals it cannot wait for (it is handed over)
  * - `finished`: the outcome was written; `durationMs` as stored
  * - `failed`: the server failed during the run (recorded `failed`)
+ * Points of the run's execution rather than its record, called on every durable replay too (a step's
+ * result comes from its checkpoint then), so an observer sees the same sequence each time:
+ * - `cycleReplayed`: a cycle whose audit step was already written (a durable replay, or the steps a
+ *   handed-over run carries), in place of `cycle`
+ * - `resumed`: a durable execution (re)starts the run (the record was written by whoever started it)
+ * - `stepStarting` / `stepFinished`: before and after each named step of the loop (`cycle-<n>:model`,
+ *   `cycle-<n>:tools`, `summary:model`, `history:load`), with its result
+ * - `approvalRequested` / `approvalDecided`: a call waits for a person / got its decision (a pausing
+ *   gate's pause is not a decision: `paused` follows)
  */
 export interface RunObserver {
   started?(run: RunSubject, record: RunRecord<AgentRunShapes>): void | Promise<void>;
+  resumed?(run: RunSubject, start: ResumedRun): void | Promise<void>;
+  cycleReplayed?(run: RunSubject, record: CycleRecord): void | Promise<void>;
+  stepStarting?(run: RunSubject, name: string): void | Promise<void>;
+  stepFinished?(run: RunSubject, name: string, result: unknown): void | Promise<void>;
+  approvalRequested?(run: RunSubject, request: ApprovalRequest): void | Promise<void>;
+  approvalDecided?(
+    run: RunSubject,
+    request: ApprovalRequest,
+    decision: ApprovalDecision,
+  ): void | Promise<void>;
   cycle?(run: RunSubject, record: CycleRecord, usageSoFar: RunUsage): void | Promise<void>;
   paused?(run: RunSubject, approvals: ApprovalRequest[]): void | Promise<void>;
   finished?(run: RunSubject, outcome: RunOutcome, durationMs: number): void | Promise<void>;
   failed?(run: RunSubject, reason: string): void | Promise<void>;
+}
+
+/** What a durable execution knows of the run it resumes: its limits (ms) and the run it continues. */
+export interface ResumedRun {
+  /** When the run started (epoch ms, the record's `startedAt`). */
+  startedAt: number;
+  limits: { maxCycles: number; timeoutMs: number };
+  previousRunId: string | null;
 }
 
 /** What a run's lifecycle writes to and reports through: the run store, logs, metrics, observers. */
@@ -108,6 +135,46 @@ export class RunLifecycle {
     return record;
   }
 
+  /** A durable execution (re)starts the run; see {@link RunObserver.resumed}. */
+  async resumed(start: ResumedRun): Promise<void> {
+    await this.tell("resumed", (observer) => observer.resumed?.(this.subject, start));
+  }
+
+  /** The step runner `inner` with the step points ({@link RunObserver.stepStarting}, `stepFinished`). */
+  steps(inner: StepRunner): StepRunner {
+    return async (name, fn) => {
+      await this.tell("stepStarting", (observer) => observer.stepStarting?.(this.subject, name));
+      const result = await inner(name, fn);
+      await this.tell("stepFinished", (observer) => observer.stepFinished?.(this.subject, name, result));
+      return result;
+    };
+  }
+
+  /** The approval gate `gate` with the approval points; a pause is passed on as it is. */
+  approvals<D extends ApprovalDecision | ApprovalPause>(
+    gate: (request: ApprovalRequest) => Promise<D>,
+  ): (request: ApprovalRequest) => Promise<D> {
+    return async (request) => {
+      const told = this.tell("approvalRequested", (observer) =>
+        observer.approvalRequested?.(this.subject, request),
+      );
+      // The gate starts at once, as the loop asked: a durable run's operations must be created in the
+      // same order, in the same turn, on every replay, whatever the observers' writes take.
+      const decided = gate(request);
+      // Its failure is thrown below, after the observers; until then it is not unhandled.
+      decided.catch(() => undefined);
+      await told;
+      const decision = await decided;
+      if (decision.decision !== "paused") {
+        const decided = decision as ApprovalDecision;
+        await this.tell("approvalDecided", (observer) =>
+          observer.approvalDecided?.(this.subject, request, decided),
+        );
+      }
+      return decision;
+    };
+  }
+
   /**
    * The loop's `onCycle` hook: sums usage, writes the cycle's audit step (a conditional put, so a cycle a
    * durable replay already wrote is skipped with its logs, metrics and observers), then logs each tool
@@ -124,7 +191,10 @@ export class RunLifecycle {
     try {
       await runs.appendStep(this.subject.tenantId, this.subject.runId, record, usageSoFar);
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return;
+      if (error instanceof ConditionalCheckFailedException) {
+        await this.tell("cycleReplayed", (observer) => observer.cycleReplayed?.(this.subject, record));
+        return;
+      }
       logger.warn("audit step not written", { cycle: record.cycle, error: error as Error });
       return;
     }

@@ -64,6 +64,8 @@ export interface RunRequest {
   body: RunBody;
   prefersAsync: boolean;
   lambdaRemainingMs?: number | undefined;
+  /** The id a synchronous run gets (a streamed request follows it from the start); default a new one. */
+  runId?: string | undefined;
 }
 
 /** True when APPROVAL_RULES names at least one threshold (docs/approvals.md). */
@@ -133,7 +135,7 @@ async function startSync(
   const { executions } = deps;
   const handover = executions && approvalsConfigured(deps.config) ? await import("./handover.js") : undefined;
   const pausing = handover?.pausingParts();
-  const runId = `run_${randomUUID()}`;
+  const runId = request.runId ?? `run_${randomUUID()}`;
   const runScope = run.idempotency?.key ?? runId;
   const { deadline, conversation } = run;
   const result = await runSynchronously(deps, {

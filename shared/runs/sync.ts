@@ -1,6 +1,7 @@
 import type { PausingApprovalGate } from "../agent/approval.js";
 import type { Deadline } from "../agent/deadline.js";
 import { type RunOutcome, type RunPaused, runAgent, type StepRunner } from "../agent/loop.js";
+import { runInline } from "../agent/step.js";
 import type { SharedDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
 import { logInternalFailure } from "../observability.js";
@@ -70,8 +71,8 @@ async function runInLifecycle(deps: SyncRunDeps, request: SyncRunRequest): Promi
       deadline: request.deadline,
       ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
       ...(conversation ? { history: conversation.messages } : {}),
-      ...(request.step ? { step: request.step } : {}),
-      ...(request.approve ? { approve: request.approve } : {}),
+      step: life.steps(request.step ?? runInline),
+      ...(request.approve ? { approve: life.approvals(request.approve) } : {}),
       hooks: { onCycle: (record) => life.cycle(record), onInternalFailure: logInternalFailure(deps.logger) },
     });
   } catch (error) {

@@ -13,6 +13,7 @@ import { sha256Hex } from "../hash.js";
  * | TENANT#<tenantId> | QUOTE#<quoteId> | tax quote, with `ttl` (epoch seconds) for DynamoDB TTL |
  * | TENANT#<tenantId> | IDEM#<route>#<sha256([userId, Idempotency-Key])> | HTTP Idempotency-Key record of one caller and route |
  * | TENANT#<tenantId> | APPROVAL#<runId>#<approvalId> | one approval of a run's tool call, with `ttl` |
+ * | TENANT#<tenantId> | EVENTS#<runId>#<first sequence, 8 digits> | one batch of a run's events, with the run's `ttl` |
  *
  * Client-supplied keys are hashed (hex SHA-256) so any printable value fits the sort key and cannot
  * collide with the `#` separators.
@@ -44,4 +45,8 @@ export const keys = {
   approvalPrefix: (runId?: string) => (runId === undefined ? "APPROVAL#" : `APPROVAL#${runId}#`),
   /** Sort key of one audit step of a run; cycles are zero-padded so steps sort in cycle order. */
   runStep: (runId: string, cycle: number) => `RUN#${runId}#STEP#${String(cycle).padStart(4, "0")}`,
+  /** Sort key of one batch of a run's events, by the sequence of its first event (zero-padded to sort). */
+  runEvents: (runId: string, firstSeq: number) => `EVENTS#${runId}#${String(firstSeq).padStart(8, "0")}`,
+  /** Sort-key prefix of a run's event batches. */
+  runEventsPrefix: (runId: string) => `EVENTS#${runId}#`,
 } as const;

@@ -451,6 +451,24 @@ export class RunStore<S extends RunShapes = RunShapes> {
   }
 
   /**
+   * Reads a run record alone (one consistent GetItem, no steps); a record past its `ttl` counts as
+   * absent. For readers that only need its owner and status (the event stream checks whether a run
+   * ended).
+   * @returns undefined when the tenant has no such (live) run
+   */
+  async getRecord(
+    tenantId: string,
+    runId: string,
+    now: Date = new Date(),
+  ): Promise<RunRecord<S> | undefined> {
+    const item = await getItem(this.client, this.tableName, tableKey(tenantId, keys.run(runId)));
+    const split = item && splitItem(item);
+    if (split?.type !== "run") return undefined;
+    if (Number(split.expiresAtSeconds) <= Math.floor(now.getTime() / 1000)) return undefined;
+    return toRunRecord<S>(split.attributes).run;
+  }
+
+  /**
    * Reads a run and its steps (in cycle order) with consistent reads. Items past their `ttl` count as
    * absent (DynamoDB deletes expired items lazily, up to days later).
    * @returns undefined when the tenant has no such run

@@ -1,12 +1,14 @@
+import { randomUUID } from "node:crypto";
 import type { Context } from "hono";
 import type { RunOutcome } from "../../../shared/agent/loop.js";
 import { ProblemError } from "../../../shared/errors.js";
 import type { ConversationHistory } from "../../../shared/runs/conversation.js";
-import { BILLING_READ, BILLING_WRITE } from "../../../shared/runs/permissions.js";
-import { prepareRun, type RunStart } from "../../../shared/runs/start.js";
+import { BILLING_WRITE } from "../../../shared/runs/permissions.js";
+import { type PreparedRun, prepareRun, type RunBody, type RunStart } from "../../../shared/runs/start.js";
 import { POLL_AFTER_SECONDS, prefersAsync } from "../async-preference.js";
 import { cancelRunRoute, createRunRoute, getRunRoute } from "../contract.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
+import { canSeeRun, streamRun, wantsEventStream } from "./events.js";
 
 /**
  * `POST /v1/runs`, `GET /v1/runs/{runId}` and `POST /v1/runs/{runId}/cancel`. The POST maps HTTP to the
@@ -18,41 +20,28 @@ export function runRoutes(deps: GetDeps) {
   return routeGroup()
     .openapi(createRunRoute, async (c) => {
       const body = c.req.valid("json");
+      const async = prefersAsync(c.req.header("prefer")) && deps().executions !== undefined;
+      // Accept: text/event-stream streams a synchronous run's events, then this same answer.
+      const stream = !async && wantsEventStream(c.req.header("accept"));
+      const runId = `run_${randomUUID()}`;
       const prepared = await prepareRun(deps(), {
         security: c.get("security"),
         body,
-        prefersAsync: prefersAsync(c.req.header("prefer")),
+        prefersAsync: async,
         lambdaRemainingMs: c.env?.lambdaContext?.getRemainingTimeInMillis(),
+        runId,
       });
-      try {
-        const { RUN_ROUTE, requestFingerprint, withRunIdempotency } = await import("../run-idempotency.js");
-        const input = { deps: deps(), headers: c.req.raw.headers, event: c.env?.event, body };
-        const idempotent = {
-          ...input,
-          tenantId: c.get("security").tenantId,
-          userId: c.get("security").userId,
-          leaseExpiresAt: prepared.leaseExpiresAt,
-        };
-        const response = await withRunIdempotency(idempotent, async (key) =>
-          runStartResponse(
-            c,
-            await prepared.start(key ? { key, fingerprint: requestFingerprint(RUN_ROUTE, body) } : undefined),
-          ),
-        );
-        // A replay is a stored response of this same route, hence the cast to its typed response.
-        return response as never;
-      } finally {
-        prepared.dispose();
-      }
+      const respond = (onStart: () => void) => respondOnce(c, deps, prepared, body, onStart);
+      if (!stream) return (await respond(() => {})) as never;
+      return (await streamRun(c, deps(), { tenantId: c.get("security").tenantId, runId, respond })) as never;
     })
     .openapi(getRunRoute, async (c) => {
       const security = c.get("security");
       const { runId } = c.req.valid("param");
       const found = await deps().runs.get(security.tenantId, runId);
       // A run is visible to the user who started it, and to billing readers of the same tenant.
-      const visible =
-        found && (found.run.userId === security.userId || security.permissions.includes(BILLING_READ));
-      if (!found || !visible) throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
+      if (!found || !canSeeRun(security, found.run.userId))
+        throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
       // A run still going (a durable run between polls) says when to look again.
       if (found.run.status === "running") c.header("Retry-After", String(POLL_AFTER_SECONDS));
       if (found.run.status !== "awaiting_approval") return c.json({ ...found.run, steps: found.steps }, 200);
@@ -72,6 +61,40 @@ export function runRoutes(deps: GetDeps) {
       const after = await cancelRun(deps(), security, found);
       return c.json({ ...after.run, steps: after.steps }, 200);
     });
+}
+
+/**
+ * The POST's JSON path: the Idempotency-Key (replay / 409 / 422, or run once and store), then the run's
+ * start as HTTP ({@link runStartResponse}). `onStart` is called when this request really starts the run
+ * (a streamed request then begins its stream).
+ */
+async function respondOnce(
+  c: Context<AppEnv>,
+  deps: GetDeps,
+  prepared: PreparedRun,
+  body: RunBody,
+  onStart: () => void,
+): Promise<Response> {
+  try {
+    const { RUN_ROUTE, requestFingerprint, withRunIdempotency } = await import("../run-idempotency.js");
+    const input = { deps: deps(), headers: c.req.raw.headers, event: c.env?.event, body };
+    const idempotent = {
+      ...input,
+      tenantId: c.get("security").tenantId,
+      userId: c.get("security").userId,
+      leaseExpiresAt: prepared.leaseExpiresAt,
+    };
+    // A replay is a stored response of this same route.
+    return await withRunIdempotency(idempotent, async (key) => {
+      onStart();
+      return runStartResponse(
+        c,
+        await prepared.start(key ? { key, fingerprint: requestFingerprint(RUN_ROUTE, body) } : undefined),
+      );
+    });
+  } finally {
+    prepared.dispose();
+  }
 }
 
 /**

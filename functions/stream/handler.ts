@@ -1,0 +1,35 @@
+import { loadConfig } from "../../shared/config.js";
+import { createApiDeps } from "../../shared/deps.js";
+import { createApp } from "../api/app.js";
+import { createStreamHandler, tokenVerificationFromConfig } from "./entry.js";
+
+/**
+ * The streaming function's configuration, parsed at cold start (an invalid environment fails the init).
+ * Its 15-minute timeout lifts the HTTP API's 29 s, so a synchronous run here is bounded by
+ * STREAM_RUN_TIMEOUT_MS instead of RUN_TIMEOUT_MS.
+ */
+const loaded = loadConfig(process.env);
+const config = { ...loaded, limits: { ...loaded.limits, runTimeoutMs: loaded.stream.runTimeoutMs } };
+
+/** Checked at cold start: without an issuer and audience no request could be verified. */
+const verification = tokenVerificationFromConfig(config);
+
+const app = createApp({ config, load: once(() => createApiDeps(config)) });
+
+/**
+ * The Lambda entry of the streaming function URL (infra/stack.ts, docs/run-events.md): the same app as
+ * the HTTP API, its bearer token verified here with jose, its responses streamed (RESPONSE_STREAM), so
+ * `GET /v1/runs/{runId}/events` stays open and a streamed `POST /v1/runs` may run past the HTTP API's 29 s.
+ */
+export const handler = createStreamHandler(
+  (request, env, executionCtx) => app.fetch(request, env, executionCtx),
+  () => verification,
+);
+
+function once<T>(make: () => T): () => T {
+  let made: { value: T } | undefined;
+  return () => {
+    made ??= { value: make() };
+    return made.value;
+  };
+}

@@ -1,0 +1,199 @@
+import type { RunEventStore } from "../store/run-events.js";
+import type { RunStore } from "../store/runs.js";
+import { FINAL_EVENT_TYPE, type RunEvent, type RunEventHub } from "./events.js";
+
+/**
+ * The clock a feed waits with: `now` (epoch ms) and `sleep`, which resolves after `ms` or as soon as
+ * `signal` aborts (never rejects). Injected so tests drive heartbeats and stream limits without waiting.
+ */
+export interface FeedClock {
+  now(): number;
+  sleep(ms: number, signal: AbortSignal): Promise<void>;
+}
+
+/** The wall clock: `Date.now` and a `setTimeout` that an abort cuts short. */
+export const SYSTEM_CLOCK: FeedClock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        resolve();
+      }
+      signal.addEventListener("abort", done, { once: true });
+    }),
+};
+
+/** What a feed yields: the next event, or `idle` after a wait of `pollMs` in which nothing came. */
+export type FeedItem = { kind: "event"; event: RunEvent } | { kind: "idle" };
+
+/**
+ * A run's events as this process emits them (through the hub), kept from the moment it is made until
+ * a feed takes them: a `POST /v1/runs` stream makes one before its run starts, so it misses nothing.
+ * {@link LiveEvents.finish} tells the feed to end once it has handed out what is there (the request's
+ * run returned, e.g. handed over to a durable execution that goes on elsewhere).
+ */
+export class LiveEvents {
+  readonly events = new Map<number, RunEvent>();
+  changed = false;
+  finishing = false;
+  private woken = new AbortController();
+  private readonly unsubscribe: () => void;
+
+  /** True once {@link close}d: a feed then reads the table. */
+  closed = false;
+
+  constructor(
+    hub: RunEventHub,
+    readonly runId: string,
+  ) {
+    this.unsubscribe = hub.subscribe(runId, (event) => {
+      if (event) this.events.set(event.seq, event);
+      this.changed = true;
+      this.woken.abort();
+    });
+  }
+
+  /** Aborted when something came since the last {@link rearm}. */
+  get wake(): AbortSignal {
+    return this.woken.signal;
+  }
+
+  /** A fresh wake signal once the last one fired. */
+  rearm(): void {
+    if (this.woken.signal.aborted) this.woken = new AbortController();
+  }
+
+  /** Makes the feed end after what it can hand out now. */
+  finish(): void {
+    this.finishing = true;
+    this.woken.abort();
+  }
+
+  /** Stops listening to the hub. */
+  close(): void {
+    this.closed = true;
+    this.unsubscribe();
+  }
+}
+
+/**
+ * Input of {@link followRunEvents}: where to read (the run's tenant and id), from where (`after`, the
+ * last sequence the reader has; 0 for all), how (`pollMs`, ms between table reads while nothing comes
+ * through this process's hub) and until when (`signal`: the reader left; `live.finish()`).
+ */
+export interface FollowInput {
+  deps: {
+    runEvents: { store: RunEventStore<RunEvent>; hub: RunEventHub };
+    runs: Pick<RunStore, "getRecord">;
+  };
+  tenantId: string;
+  runId: string;
+  after: number;
+  pollMs: number;
+  clock: FeedClock;
+  signal: AbortSignal;
+  live?: LiveEvents;
+}
+
+/** Run statuses after which nothing more is appended (everything but running and awaiting_approval). */
+function ended(status: string): boolean {
+  return status !== "running" && status !== "awaiting_approval";
+}
+
+/**
+ * The run's events after `after`, each once and in sequence order, then live ones as they come, ending
+ * after the final event (`run.finished`). Events emitted in this process (the run is served here) come
+ * through the hub at once, before they are written, and need no table read (`live` of the request's own
+ * run reads nothing from the table); others are read from the table (when the next sequence is not
+ * among those seen here) every `pollMs`,
+ * and an `idle` item is yielded after each wait that brought nothing (the caller's cue for heartbeats
+ * and its own time limit). A run whose record has ended without a final event in its log (cancelled
+ * from the API, failed before its outcome was written) gets one made from the record, with the next
+ * sequence, so every reader sees the same end. Ends early, without a final event, when `signal` aborts
+ * or after `live.finish()` once what is stored and emitted so far is handed out.
+ * @throws the store's errors (the caller closes the stream)
+ */
+export async function* followRunEvents(input: FollowInput): AsyncGenerator<FeedItem> {
+  const { deps, tenantId, runId, clock, signal } = input;
+  const live = input.live ?? new LiveEvents(deps.runEvents.hub, runId);
+  // A feed given the live events of a run this request serves (made before it started) needs no table.
+  const here = input.live !== undefined && input.live.runId === runId && !input.live.closed;
+  const onAbort = () => live.finish();
+  signal.addEventListener("abort", onAbort);
+  let last = input.after;
+  let from = 0;
+  let highest = 0;
+  try {
+    while (!signal.aborted) {
+      const finishing = live.finishing;
+      live.changed = false;
+      // The table is read only when what this process saw emitted does not go on from `last` (events
+      // are emitted before their batch is written: a run served here streams without a read per event).
+      const events: RunEvent[] = [];
+      if (!here && !live.events.has(last + 1)) {
+        const page = await deps.runEvents.store.read(tenantId, runId, last, from, { signal });
+        from = page.nextFrom;
+        highest = Math.max(highest, page.lastSeq);
+        events.push(...page.events);
+      }
+      let yielded = false;
+      for (;;) {
+        const event = events[0]?.seq === last + 1 ? events.shift() : live.events.get(last + 1);
+        if (!event) break;
+        live.events.delete(event.seq);
+        last = event.seq;
+        yielded = true;
+        yield { kind: "event", event };
+        if (event.type === FINAL_EVENT_TYPE || signal.aborted) return;
+        highest = Math.max(highest, last);
+      }
+      if (finishing) return;
+      if (yielded || live.changed) continue;
+      if (here) {
+        // The run is this request's own: every event comes through the hub, and live.finish() ends it.
+        await clock.sleep(input.pollMs, live.wake);
+        if (live.wake.aborted) live.rearm();
+        else yield { kind: "idle" };
+        continue;
+      }
+      const record = await deps.runs.getRecord(tenantId, runId);
+      if (!record || ended(record.status)) {
+        // Read once more: the final batch may have landed between the two reads.
+        const again = await deps.runEvents.store.read(tenantId, runId, last, from, { signal });
+        if (again.events.length > 0) continue;
+        highest = Math.max(highest, again.lastSeq);
+        if (!record || highest + 1 <= last) return;
+        yield { kind: "event", event: finalFromRecord(record, highest + 1) };
+        return;
+      }
+      await clock.sleep(input.pollMs, live.wake);
+      if (live.wake.aborted) live.rearm();
+      else yield { kind: "idle" };
+    }
+  } finally {
+    if (!input.live) live.close();
+    signal.removeEventListener("abort", onAbort);
+  }
+}
+/** The final event of a run that ended without writing one, made from its record. */
+function finalFromRecord(
+  record: NonNullable<Awaited<ReturnType<RunStore["getRecord"]>>>,
+  seq: number,
+): RunEvent {
+  return {
+    type: FINAL_EVENT_TYPE,
+    status: record.status,
+    answer: record.answer,
+    reason: record.reason,
+    cycles: record.cycles,
+    usage: record.usage,
+    durationMs: record.durationMs,
+    runId: record.runId,
+    seq,
+    at: record.finishedAt ?? record.updatedAt,
+  };
+}

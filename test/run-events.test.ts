@@ -1,0 +1,334 @@
+import fc from "fast-check";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { ProblemSchema, RunResponseSchema } from "../functions/api/contract.js";
+import type { RunEvent } from "../shared/runs/events.js";
+import { SEED_PROMPT } from "./support/approvals.js";
+import { startTestStack, type TestStack } from "./support/stack.js";
+import {
+  functionUrlEvent,
+  ManualClock,
+  parseSse,
+  runEventsOf,
+  type StreamEntry,
+  startStreamEntry,
+} from "./support/streaming.js";
+
+// docs/run-events.md: the seed run's events over the real streaming handler, read with eventsource-parser.
+const SEED_USER = { sub: "usr_9918", tenant_id: "tenant_uk_01", scope: "billing:write" };
+
+let stack: TestStack;
+let entry: StreamEntry;
+let token: string;
+beforeAll(async () => {
+  stack = await startTestStack({ POWERTOOLS_LOG_LEVEL: "SILENT" });
+  entry = await startStreamEntry(stack.deps);
+  token = await entry.token(SEED_USER);
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+beforeEach(() => {
+  stack.model.usePlanner();
+});
+
+/** Streams the seed run through POST /v1/runs on the streaming entry; returns its SSE read. */
+async function streamSeedRun(headers: Record<string, string> = {}) {
+  const response = await entry.request(
+    functionUrlEvent("POST", "/v1/runs", {
+      token,
+      headers: { accept: "text/event-stream", ...headers },
+      body: { prompt: SEED_PROMPT },
+    }),
+  );
+  await response.done;
+  await response.body;
+  return response;
+}
+
+/** GET /v1/runs/{runId}/events on the streaming entry, read to its end. */
+async function readEvents(
+  runId: string,
+  options: { after?: string; lastEventId?: string; as?: string } = {},
+) {
+  const response = await entry.request(
+    functionUrlEvent("GET", `/v1/runs/${runId}/events${options.after ? `?after=${options.after}` : ""}`, {
+      token: options.as ?? token,
+      headers: options.lastEventId === undefined ? {} : { "last-event-id": options.lastEventId },
+    }),
+  );
+  await response.done;
+  return { ...response, text: await response.body };
+}
+
+const SEED_TYPES = [
+  "run.started",
+  "model.call.finished",
+  "tool.call.started",
+  "tool.call.started",
+  "tool.call.finished",
+  "tool.call.finished",
+  "model.call.finished",
+  "tool.call.started",
+  "tool.call.finished",
+  "model.call.finished",
+  "run.finished",
+];
+
+describe("a streamed synchronous seed run (POST /v1/runs, Accept: text/event-stream)", () => {
+  let streamed: Awaited<ReturnType<typeof streamSeedRun>>;
+  let events: RunEvent[];
+  beforeAll(async () => {
+    streamed = await streamSeedRun();
+    events = runEventsOf(streamed.read);
+  });
+
+  it("streams the run's typed events in order, with consecutive ids, then the JSON answer as run.outcome", () => {
+    expect(streamed.metadata.statusCode).toBe(200);
+    expect(streamed.metadata.headers?.["content-type"]).toBe("text/event-stream");
+    expect(events.map((e) => e.type)).toEqual(SEED_TYPES);
+    expect(streamed.read.messages.slice(0, -1).map((m) => m.id)).toEqual(events.map((_, i) => String(i + 1)));
+    expect(streamed.read.messages.map((m) => m.event).slice(0, -1)).toEqual(SEED_TYPES);
+    const outcome = streamed.read.messages.at(-1);
+    expect(outcome?.event).toBe("run.outcome");
+    expect(outcome?.id).toBeUndefined();
+    const answer = RunResponseSchema.parse(JSON.parse(outcome?.data ?? ""));
+    expect(answer.status).toBe("completed");
+    expect(answer.toolResults.map((r) => r.status)).toEqual(["success", "business_error", "success"]);
+  });
+
+  it("carries what the run did: limits, finish reasons, tool names, categories, codes, the invoice's idempotency key", () => {
+    const answer = RunResponseSchema.parse(JSON.parse(streamed.read.messages.at(-1)?.data ?? ""));
+    const [started] = events;
+    expect(started).toMatchObject({ type: "run.started", runId: answer.runId, seq: 1, previousRunId: null });
+    expect(started).toMatchObject({
+      limits: { maxCycles: stack.config.limits.maxCycles, timeoutMs: 25_000 },
+    });
+    const models = events.filter((e) => e.type === "model.call.finished");
+    expect(models.map((e) => [e.cycle, e.finishReason])).toEqual([
+      [1, "tool_calls"],
+      [2, "tool_calls"],
+      [3, "stop"],
+    ]);
+    const finished = events.filter((e) => e.type === "tool.call.finished");
+    expect(finished.map((e) => [e.name, e.status, e.errorCode])).toEqual([
+      ["calculateTax", "success", null],
+      ["calculateTax", "business_error", "UNSUPPORTED_JURISDICTION"],
+      ["recordInvoice", "success", null],
+    ]);
+    expect(finished.map((e) => e.toolCallId)).toEqual(answer.toolResults.map((r) => r.metadata.toolCallId));
+    expect(finished[2]?.idempotencyKey).toBe(answer.toolResults[2]?.metadata.idempotencyKey);
+    expect(finished[2]?.idempotencyKey).toMatch(/\S/);
+    const startedCalls = events.filter((e) => e.type === "tool.call.started");
+    expect(startedCalls[0]).toMatchObject({
+      name: "calculateTax",
+      arguments: { amount: "1500", currency: "GBP" },
+    });
+    const last = events.at(-1);
+    expect(last).toMatchObject({
+      type: "run.finished",
+      status: "completed",
+      answer: answer.answer,
+      cycles: 3,
+      usage: answer.usage,
+    });
+    // Nothing the run was asked (its prompt) is in any event.
+    expect(JSON.stringify(events)).not.toContain(SEED_PROMPT);
+  });
+
+  it("stores the same events: GET /v1/runs/{runId}/events replays them and closes after run.finished", async () => {
+    const { runId } = events[0] as RunEvent;
+    const read = await readEvents(runId);
+    expect(read.metadata.statusCode).toBe(200);
+    const stored = runEventsOf(read.read);
+    expect(stored.map(({ at: _at, ...rest }) => rest)).toEqual(events.map(({ at: _at, ...rest }) => rest));
+    expect(read.read.retries).toEqual([]);
+    expect(read.text.trimEnd().endsWith(`id: ${events.length}`)).toBe(true);
+  });
+
+  it("resumes from every event id with every later event exactly once, in order (Last-Event-ID or ?after=)", async () => {
+    const { runId } = events[0] as RunEvent;
+    const ids = events.map((e) => e.seq);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: ids.length }), fc.boolean(), async (after, useHeader) => {
+        const read = await readEvents(
+          runId,
+          useHeader ? { lastEventId: String(after) } : { after: String(after) },
+        );
+        const resumed = runEventsOf(read.read);
+        expect(resumed.map((e) => e.seq)).toEqual(ids.slice(after));
+        const before = events.slice(0, after).map((e) => e.seq);
+        expect([...before, ...resumed.map((e) => e.seq)]).toEqual(ids);
+      }),
+      { numRuns: 2 * (ids.length + 1) },
+    );
+  });
+});
+
+describe("who may read a run's events", () => {
+  let runId: string;
+  beforeAll(async () => {
+    const streamed = await streamSeedRun();
+    runId = (runEventsOf(streamed.read)[0] as RunEvent).runId;
+  });
+
+  it.each([
+    [
+      "another tenant's user",
+      { sub: "usr_9918", tenant_id: "tenant_other", scope: "billing:read billing:write" },
+    ],
+    ["another user of the tenant", { sub: "usr_other", tenant_id: "tenant_uk_01", scope: "billing:write" }],
+  ])("%s gets 404 problem+json and no event", async (_who, claims) => {
+    const read = await readEvents(runId, { as: await entry.token(claims) });
+    expect(read.metadata.statusCode).toBe(404);
+    expect(read.metadata.headers?.["content-type"]).toBe("application/problem+json");
+    expect(ProblemSchema.parse(JSON.parse(read.text)).code).toBe("NOT_FOUND");
+  });
+
+  it("a billing reader of the tenant sees them, as GET /v1/runs/{runId} allows", async () => {
+    const reader = await entry.token({
+      sub: "usr_auditor",
+      tenant_id: "tenant_uk_01",
+      scope: "billing:read",
+    });
+    const read = await readEvents(runId, { as: reader });
+    expect(runEventsOf(read.read).map((e) => e.type)).toEqual(SEED_TYPES);
+  });
+
+  it("no token, a foreign token: 401 and nothing runs", async () => {
+    const foreign = await import("../local/dev-auth.js").then(async (auth) =>
+      auth.mintToken(await auth.createDevIssuer(), SEED_USER),
+    );
+    for (const bad of [undefined, foreign, "not-a-jwt"]) {
+      const response = await entry.request(
+        functionUrlEvent("GET", `/v1/runs/${runId}/events`, { token: bad }),
+      );
+      await response.done;
+      expect(response.metadata.statusCode).toBe(401);
+      expect(ProblemSchema.parse(JSON.parse(await response.body)).code).toBe("UNAUTHENTICATED");
+    }
+  });
+});
+
+describe("a stream of a run that is still going", () => {
+  it("sends heartbeats on the injected clock, then a retry: hint before the stream's limit, and resumes", async () => {
+    const clock = new ManualClock();
+    const original = stack.deps.clock;
+    stack.deps.clock = clock;
+    try {
+      const runId = `run_${crypto.randomUUID()}`;
+      await stack.deps.runs.start({
+        tenantId: "tenant_uk_01",
+        runId,
+        userId: "usr_9918",
+        prompt: "x",
+        limits: { maxCycles: 5, timeoutMs: 25_000 },
+      });
+      const response = await entry.request(functionUrlEvent("GET", `/v1/runs/${runId}/events`, { token }));
+      const { heartbeatMs, maxMs } = stack.config.stream;
+      const { pollMs } = stack.config.stream;
+      // Quiet for just under a heartbeat: no comment yet.
+      for (let waited = 0; waited + pollMs < heartbeatMs; waited += pollMs) {
+        await clock.untilSleeping();
+        clock.advance(pollMs);
+      }
+      await clock.untilSleeping();
+      expect(response.read.comments).toEqual([]);
+      clock.advance(pollMs);
+      await clock.untilSleeping();
+      expect(response.read.comments).toEqual(["heartbeat"]);
+      // Then on to the stream's limit: it ends with the retry hint, having sent no event.
+      while (!response.read.retries.length) {
+        await clock.untilSleeping();
+        clock.advance(heartbeatMs);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await response.done;
+      expect(response.read.retries).toEqual([stack.config.stream.retryMs]);
+      expect(response.read.messages).toEqual([]);
+      expect(response.read.comments.length).toBe(Math.floor(maxMs / heartbeatMs));
+    } finally {
+      stack.deps.clock = original;
+    }
+  });
+});
+
+describe("the buffered HTTP API entry", () => {
+  it("answers Accept: text/event-stream with the whole stream at the end (within its 29 s)", async () => {
+    const { seedEvent } = await import("./support/stack.js");
+    const event = seedEvent();
+    event.headers = { ...event.headers, accept: "text/event-stream" };
+    const result = await stack.invoke(event);
+    expect(result.statusCode).toBe(200);
+    // hono/aws-lambda sends a text/event-stream body base64-encoded (API Gateway decodes it).
+    const body = result.isBase64Encoded
+      ? Buffer.from(result.body ?? "", "base64").toString("utf8")
+      : result.body;
+    const read = parseSse(body ?? "");
+    expect(runEventsOf(read).map((e) => e.type)).toEqual(SEED_TYPES);
+    expect(read.messages.at(-1)?.event).toBe("run.outcome");
+  });
+});
+
+describe("a client that leaves a streamed run", () => {
+  it("does not affect the run: it completes, stores every event and records its invoice once", async () => {
+    const leaver = await entry.token({
+      sub: "usr_leaver",
+      tenant_id: "tenant_leave_01",
+      scope: "billing:write",
+    });
+    let hangUp = () => {};
+    const response = await entry.request(
+      functionUrlEvent("POST", "/v1/runs", {
+        token: leaver,
+        headers: { accept: "text/event-stream" },
+        body: { prompt: SEED_PROMPT },
+      }),
+      // Gone after the first event, before the first model call has answered.
+      { onMessage: () => hangUp() },
+    );
+    hangUp = response.hangUp;
+    await response.done;
+    const [first] = runEventsOf(response.read);
+    expect(response.read.messages.length).toBeLessThan(SEED_TYPES.length);
+    const runId = (first as RunEvent).runId;
+    const stored = await stack.deps.runs.get("tenant_leave_01", runId);
+    expect(stored?.run).toMatchObject({ status: "completed", cycles: 3 });
+    expect(await stack.deps.ledger.list("tenant_leave_01")).toHaveLength(1);
+    const page = await stack.deps.runEvents.store.read("tenant_leave_01", runId, 0);
+    expect(page.events.map((e) => e.type)).toEqual(SEED_TYPES);
+  });
+});
+
+describe("a streamed synchronous run longer than the HTTP API's 29 s", () => {
+  let slow: TestStack;
+  beforeAll(async () => {
+    slow = await startTestStack({ POWERTOOLS_LOG_LEVEL: "SILENT", RUN_TIMEOUT_MS: "120000" });
+  });
+  afterAll(async () => {
+    await slow?.stop();
+  });
+
+  it("completes on the streaming entry (15-minute function), bounded by RUN_TIMEOUT_MS", {
+    timeout: 90_000,
+  }, async () => {
+    const slowEntry = await startStreamEntry(slow.deps);
+    const gbTax = '{"amount":1500,"currency":"GBP","jurisdiction":"UK"}';
+    slow.model.script([
+      { toolCalls: [{ id: "c1", name: "calculateTax", arguments: gbTax }], delayMs: 10_500 },
+      { toolCalls: [{ id: "c2", name: "calculateTax", arguments: gbTax }], delayMs: 10_500 },
+      { content: "GB tax is 300.00 GBP.", delayMs: 10_500 },
+    ]);
+    const response = await slowEntry.request(
+      functionUrlEvent("POST", "/v1/runs", {
+        token: await slowEntry.token(SEED_USER),
+        headers: { accept: "text/event-stream" },
+        body: { prompt: "Tax on 1500 GBP for the UK client." },
+      }),
+    );
+    await response.done;
+    const answer = RunResponseSchema.parse(JSON.parse(response.read.messages.at(-1)?.data ?? ""));
+    expect(answer.status).toBe("completed");
+    expect(answer.durationMs).toBeGreaterThan(29_000);
+    expect(runEventsOf(response.read).at(-1)).toMatchObject({ type: "run.finished", status: "completed" });
+  });
+});
