@@ -26,11 +26,12 @@ export const PLAIN_BUNDLING = {
 } as const satisfies BuildOptions;
 
 /**
- * How a benchmark bundle is built: `deployed` exactly as the stack deploys (infra/bundle.ts), `one-file`
- * the same without splitting (not deployed; shows what the chunks are worth), `plain` with
- * {@link PLAIN_BUNDLING}.
+ * How a benchmark bundle is built: `deployed` exactly as the stack deploys by default (infra/bundle.ts,
+ * tracing off: no OpenTelemetry SDK), `deployed-traced` as it deploys with tracing `otlp` (the SDK
+ * bundled), `one-file` the default without splitting (not deployed; shows what the chunks are worth),
+ * `plain` with {@link PLAIN_BUNDLING}.
  */
-export type BuildKind = "deployed" | "one-file" | "plain";
+export type BuildKind = "deployed" | "deployed-traced" | "one-file" | "plain";
 
 /** A built bundle: its entry file, sizes in bytes (entry file, its source map, all JavaScript) and esbuild's metafile. */
 export interface Bundle {
@@ -55,7 +56,13 @@ export async function bundle(name: string, entry: string, kind: BuildKind): Prom
   const metafile =
     kind === "plain"
       ? (await build({ ...PLAIN_BUNDLING, entryPoints: { index: entry }, outdir })).metafile
-      : (await buildApiBundle(outdir, { entry, splitting: kind === "deployed" })).metafile;
+      : (
+          await buildApiBundle(outdir, {
+            entry,
+            splitting: kind !== "one-file",
+            tracingSdk: kind === "deployed-traced",
+          })
+        ).metafile;
   const outputs = Object.entries(metafile.outputs);
   const main = outputs.find(([path]) => path.endsWith("/index.mjs"));
   const map = outputs.find(([path]) => path.endsWith("/index.mjs.map"));

@@ -8,6 +8,10 @@
  *   shows what the zod import style alone is worth
  * - boundloop one file: the same build without splitting; NOT what the stack deploys: shows what reading
  *   only the chunks a request needs is worth
+ * - boundloop on Bedrock: the deployed bundle itself (one bundle serves both providers) with
+ *   MODEL_PROVIDER=bedrock: its run makes a short-term Bedrock API key from the environment's AWS
+ *   credentials (@aws/bedrock-token-generator) and calls the local Bedrock stand-in
+ *   (local/bedrock-stand-in.ts), which verifies the key's signature before the planner answers
  * The comparison bundles (hello, naive) use the same esbuild options without boundloop's own choices
  * (no zod locale plugin, one file): bench/bundle.ts PLAIN_BUNDLING.
  * A cold start is a fresh `node --enable-source-maps` (as NODE_OPTIONS sets it in the function) that
@@ -17,8 +21,12 @@
  */
 import { execFile } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { promisify } from "node:util";
 import { API_ENTRY } from "../infra/bundle.js";
+import { startBedrockStandIn } from "../local/bedrock-stand-in.js";
+import { DEFAULT_BEDROCK_MODEL_ID } from "../shared/config.js";
 import { BUILD_DIR, type Bundle, bundle, type Contributor, contributors, PROJECT_ROOT } from "./bundle.js";
 import { median, round, type Summary, summarize } from "./stats.js";
 
@@ -31,6 +39,8 @@ export const COLD_START_VARIANTS = [
   "naive",
   "naive-zod-namespace",
   "boundloop-one-file",
+  "boundloop-traced",
+  "boundloop-bedrock",
 ] as const;
 
 /** One P4 variant. */
@@ -94,7 +104,16 @@ export interface ColdStartEnv {
   dynamoEndpoint: string;
   table: string;
   modelBaseURL: string;
+  /** More environment variables of the function (the traced variant's TRACING settings). */
+  extra?: Record<string, string>;
 }
+
+/** The AWS credentials the Bedrock variant's function finds in its environment (fixed, local only). */
+const BENCH_AWS_CREDENTIALS = {
+  accessKeyId: "ASIABENCHCOLDSTART01",
+  secretAccessKey: "benchColdStartSecretAccessKey000000000000",
+  sessionToken: "benchColdStartSessionToken",
+};
 
 /** Bundle size goal: 1.2 MB (decimal) with the AWS SDK bundled. */
 const BUNDLE_GOAL_BYTES = 1_200_000;
@@ -111,30 +130,72 @@ export async function benchColdStart(env: ColdStartEnv, coldStarts: number): Pro
   const namespacedEntry = `${BUILD_DIR}naive-zod-namespace-entry.ts`;
   await mkdir(BUILD_DIR, { recursive: true });
   await writeFile(namespacedEntry, namespaced);
+  const deployed = await bundle("boundloop", API_ENTRY, "deployed");
   const bundles: Record<ColdStartVariant, Bundle> = {
-    boundloop: await bundle("boundloop", API_ENTRY, "deployed"),
+    boundloop: deployed,
     hello: await bundle("hello", "bench/fixtures/hello-hono.ts", "plain"),
     naive: await bundle("naive", "bench/fixtures/naive-eager.ts", "plain"),
     "naive-zod-namespace": await bundle("naive-zod-namespace", namespacedEntry, "plain"),
     "boundloop-one-file": await bundle("boundloop-one-file", API_ENTRY, "one-file"),
+    "boundloop-traced": await bundle("boundloop-traced", API_ENTRY, "deployed-traced"),
+    "boundloop-bedrock": undefined as unknown as Bundle,
+  };
+  bundles["boundloop-bedrock"] = bundles.boundloop;
+  // The bundle the stack deploys with tracing=otlp (the SDK bundled), run with TRACING=otlp: the SDK
+  // chunk is loaded on the first invocation and every invocation's spans are sent (and answered) before
+  // it returns, to a local OTLP/HTTP receiver.
+  const receiver = createServer((request, response) => {
+    request.resume();
+    request.on("end", () => response.writeHead(200, { "content-type": "application/json" }).end("{}"));
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  const tracedEnv: ColdStartEnv = {
+    ...env,
+    extra: {
+      TRACING: "otlp",
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
+    },
+  };
+  const standIn = await startBedrockStandIn({
+    credentials: BENCH_AWS_CREDENTIALS,
+    region: "eu-west-2",
+    models: [DEFAULT_BEDROCK_MODEL_ID],
+  });
+  const bedrockEnv = {
+    MODEL_PROVIDER: "bedrock",
+    BEDROCK_BASE_URL: standIn.baseURL,
+    AWS_ACCESS_KEY_ID: BENCH_AWS_CREDENTIALS.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: BENCH_AWS_CREDENTIALS.secretAccessKey,
+    AWS_SESSION_TOKEN: BENCH_AWS_CREDENTIALS.sessionToken,
   };
   const serves = (variant: ColdStartVariant) => variant !== "hello";
   const samples = new Map<ColdStartVariant, ColdSample[]>(COLD_START_VARIANTS.map((v) => [v, []]));
-  for (let n = 0; n < coldStarts; n++) {
-    for (let i = 0; i < COLD_START_VARIANTS.length; i++) {
-      const variant = COLD_START_VARIANTS[(i + n) % COLD_START_VARIANTS.length] as ColdStartVariant;
-      const sample = await coldStart(bundles[variant].file, env, serves(variant) ? seed : null);
-      const isOurs = variant.startsWith("boundloop");
-      if (
-        sample.healthzStatus !== 200 ||
-        (serves(variant) && sample.runStatus !== 200) ||
-        (isOurs && sample.runOutcome !== "completed")
-      ) {
-        throw new Error(`${variant}: cold start answered ${JSON.stringify(sample)}`);
+  try {
+    for (let n = 0; n < coldStarts; n++) {
+      for (let i = 0; i < COLD_START_VARIANTS.length; i++) {
+        const variant = COLD_START_VARIANTS[(i + n) % COLD_START_VARIANTS.length] as ColdStartVariant;
+        const sample = await coldStart(
+          bundles[variant].file,
+          variant === "boundloop-traced" ? tracedEnv : env,
+          serves(variant) ? seed : null,
+          variant === "boundloop-bedrock" ? bedrockEnv : {},
+        );
+        const isOurs = variant.startsWith("boundloop");
+        if (
+          sample.healthzStatus !== 200 ||
+          (serves(variant) && sample.runStatus !== 200) ||
+          (isOurs && sample.runOutcome !== "completed")
+        ) {
+          throw new Error(`${variant}: cold start answered ${JSON.stringify(sample)}`);
+        }
+        samples.get(variant)?.push(sample);
       }
-      samples.get(variant)?.push(sample);
     }
+  } finally {
+    await standIn.stop();
+    receiver.close();
   }
+  if (standIn.keys.some((key) => key.refused !== null)) throw new Error("the Bedrock stand-in refused a key");
   const variants = Object.fromEntries(
     COLD_START_VARIANTS.map((variant) => {
       const values = samples.get(variant) as ColdSample[];
@@ -229,13 +290,15 @@ function healthzEvent(): Record<string, unknown> {
 
 /**
  * Runs one cold start of the bundle at `file` in a fresh `node --enable-source-maps`: import, GET
- * /healthz, then `runEvent` (the JSON text of a v2 event) unless it is null. Config comes from `env`.
+ * /healthz, then `runEvent` (the JSON text of a v2 event) unless it is null. Config comes from `env`,
+ * plus `extraEnv` (the Bedrock variant's MODEL_PROVIDER, endpoint and AWS credentials).
  * @throws when the child fails or times out (60 s)
  */
 export async function coldStart(
   file: string,
   env: ColdStartEnv,
   runEvent: string | null,
+  extraEnv: Record<string, string> = {},
 ): Promise<ColdSample> {
   const source = `
 const bootMs = performance.now();
@@ -273,6 +336,8 @@ console.log(JSON.stringify({ bootMs, importMs: imported - bootMs, healthzAtMs, h
         TABLE_NAME: env.table,
         DYNAMODB_ENDPOINT: env.dynamoEndpoint,
         OPENAI_BASE_URL: env.modelBaseURL,
+        ...env.extra,
+        ...extraEnv,
       },
     },
   );

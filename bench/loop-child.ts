@@ -39,6 +39,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const clock = new ServerClock(portOf(model.baseURL));
   const toolLog = new IntervalLog();
   const script = loopScript();
+  // boundloop-traced (bench/loop-overhead.ts): the SDK as the entry wires it, spans batched and dropped.
+  const traced = process.env.BENCH_TRACING === "1" ? await startBenchTracing() : undefined;
   const runner = await createScenarioRunner(framework, {
     baseURL: model.baseURL,
     model: "bench-scripted",
@@ -52,7 +54,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     clock.log.take();
     toolLog.take();
     const started = performance.now();
-    const answer = await runner.run(LOOP_PROMPT);
+    const answer = traced ? await traced.run(() => runner.run(LOOP_PROMPT)) : await runner.run(LOOP_PROMPT);
     const wallMs = performance.now() - started;
     const modelIntervals = clock.log.take();
     const tools = toolLog.take();
@@ -74,4 +76,40 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   }
   clock.stop();
   await model.stop();
+}
+
+/**
+ * Tracing for the P1 child: the SDK (shared/telemetry/sdk.ts) with a batch processor over an exporter
+ * that drops what it gets; each run is one agent span (shared/run-trace.ts traceRun) with its chat and
+ * execute_tool spans, and is flushed after it, as the entry flushes each invocation.
+ */
+async function startBenchTracing() {
+  const { startTracing } = await import("../shared/telemetry/sdk.js");
+  const { traceRun } = await import("../shared/run-trace.js");
+  const sdk = startTracing(
+    {
+      kind: "exporter",
+      batch: true,
+      exporter: { export: (_spans, done) => done({ code: 0 }), shutdown: async () => undefined },
+    },
+    "boundloop-bench",
+    false,
+  );
+  let n = 0;
+  return {
+    async run<T>(fn: () => Promise<T>): Promise<T> {
+      n += 1;
+      const info = {
+        tenantId: "bench",
+        runId: `run_bench_${n}`,
+        conversationId: `run_bench_${n}`,
+        durable: false,
+      };
+      try {
+        return await traceRun(info, fn);
+      } finally {
+        await sdk.flush();
+      }
+    },
+  };
 }

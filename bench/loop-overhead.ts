@@ -27,9 +27,14 @@ import { createScenarioRunner } from "./scenario/index.js";
 import { FINAL_ANSWER, scriptRun, slowTools } from "./scenario/tools.js";
 import { FRAMEWORKS, type Framework, type Reference } from "./scenario/types.js";
 
-/** What P1 measures: the three frameworks and the bare transport (fetch + JSON.parse, no framework). */
-const MEASURED: ReadonlyArray<Framework | Reference> = [...FRAMEWORKS, "bare-fetch"];
-type Measured = Framework | Reference;
+/**
+ * What P1 measures: the three frameworks, ours again with tracing on (`boundloop-traced`: the SDK with a
+ * batch processor, every run an agent span, flushed after each run as an invocation would be, spans
+ * dropped by a no-op exporter so the network is not measured), and the bare transport (fetch +
+ * JSON.parse, no framework).
+ */
+const MEASURED: ReadonlyArray<Measured> = [...FRAMEWORKS, "boundloop-traced", "bare-fetch"];
+type Measured = Framework | Reference | "boundloop-traced";
 
 import type { LocalModelServer } from "../local/model-server.js";
 import { median, round, type Summary, summarize } from "./stats.js";
@@ -75,6 +80,8 @@ export interface LoopOverheadResult {
   ratioToPeerNetOfTransport: Record<Exclude<Framework, "boundloop">, number>;
   fastestPeer: Exclude<Framework, "boundloop">;
   goal: { text: string; ratio: number; met: boolean };
+  /** Ours with tracing on ÷ ours with tracing off (median of the per-round ratios); goal ≤ 1.3. */
+  tracing: { ratio: number; goal: number; met: boolean };
 }
 
 /** One measured run: overhead per cycle in µs, and its parts in ms. */
@@ -156,6 +163,8 @@ export async function benchLoopOverhead(options: LoopOverheadOptions): Promise<L
         2,
       );
     const ratioToPeer = { "openai-agents": ratio("openai-agents", false), "ai-sdk": ratio("ai-sdk", false) };
+    const traced = perRound.get("boundloop-traced") as number[];
+    const tracingRatio = round(median(traced.map((value, i) => value / (ours[i] as number))), 2);
     const ratioToPeerNetOfTransport = {
       "openai-agents": ratio("openai-agents", true),
       "ai-sdk": ratio("ai-sdk", true),
@@ -180,6 +189,7 @@ export async function benchLoopOverhead(options: LoopOverheadOptions): Promise<L
         ratio: ratioToPeer[fastestPeer],
         met: ratioToPeer[fastestPeer] <= 0.5,
       },
+      tracing: { ratio: tracingRatio, goal: 1.3, met: tracingRatio <= 1.3 },
     };
   } finally {
     for (const child of children.values()) child.stop();
@@ -199,9 +209,11 @@ interface LoopChild {
  * @throws Error when the child exits or fails before answering
  */
 async function startLoopChild(framework: Measured): Promise<LoopChild> {
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/loop-child.ts", framework], {
+  const traced = framework === "boundloop-traced";
+  const argument = traced ? "boundloop" : framework;
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/loop-child.ts", argument], {
     cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH ?? "" },
+    env: { PATH: process.env.PATH ?? "", ...(traced ? { BENCH_TRACING: "1" } : {}) },
     stdio: ["pipe", "pipe", "inherit"],
   });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();

@@ -5,9 +5,11 @@
 
 import type { ColdStartResult, ColdStartVariant } from "./cold-start.js";
 import type { DurableBenchResult } from "./durable.js";
+import type { EventsBenchResult } from "./events.js";
 import type { IdempotencyReport, Phase } from "./idempotency.js";
 import type { LoadResult } from "./load.js";
 import type { LoopOverheadResult, ParallelToolsResult } from "./loop-overhead.js";
+import type { McpBenchResult } from "./mcp.js";
 import type { MemoryResult } from "./memory.js";
 import type { Framework } from "./scenario/types.js";
 
@@ -23,6 +25,8 @@ export interface MachineInfo {
   loadavgAtEnd: number[];
   /** The 1-minute load average when each section started. */
   loadavgBySection: Record<string, number>;
+  /** The installed version of each peer package the figures compare with (from its package.json). */
+  peerVersions: Record<string, string>;
 }
 
 /** Lambda memory from the figures, with the arithmetic that chose it. */
@@ -51,6 +55,9 @@ export interface BenchReport {
   p5Memory: MemoryResult;
   load: LoadResult;
   durable: DurableBenchResult;
+  mcp: McpBenchResult;
+  /** Run events: P7, P8 and the streamed path's overhead per cycle (bench/events.ts). */
+  events: EventsBenchResult;
   lambdaMemory: MemoryRecommendation;
 }
 
@@ -101,7 +108,8 @@ export function recommendMemory(
   };
 }
 
-const FRAMEWORK_NAMES: Record<Framework | "bare-fetch", string> = {
+const FRAMEWORK_NAMES: Record<Framework | "bare-fetch" | "boundloop-traced", string> = {
+  "boundloop-traced": "boundloop with tracing on (SDK, batch processor, spans dropped)",
   boundloop: "boundloop (ours)",
   "openai-agents": "@openai/agents (chat completions)",
   "ai-sdk": "AI SDK generateText",
@@ -119,6 +127,8 @@ const VARIANT_NAMES: Record<ColdStartVariant, string> = {
   naive: "naive eager bundle",
   "naive-zod-namespace": "naive eager, `import * as z`",
   "boundloop-one-file": "boundloop in one file (not deployed)",
+  "boundloop-traced": "boundloop, deployed bundle, TRACING=otlp",
+  "boundloop-bedrock": "boundloop, deployed bundle, MODEL_PROVIDER=bedrock",
 };
 
 const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
@@ -135,6 +145,8 @@ function table(header: string[], rows: Array<Array<string | number>>): string {
  * The headline table: each benchmark's key figure side by side with its peer, the goal where the issue
  * sets one, and whether it is met.
  */
+const round2 = (value: number) => Math.round(value * 100) / 100;
+
 export function goalsTable(report: BenchReport): string {
   const { p1LoopOverhead: p1, p2ParallelTools: p2, p3DynamoDb: p3, p4BundleColdStart: p4 } = report;
   const { p5Memory: p5, load } = report;
@@ -184,6 +196,24 @@ export function goalsTable(report: BenchReport): string {
         yes(p4.goals.coldStart.met),
       ],
       [
+        "P1 with tracing on ÷ off (ours, per cycle)",
+        "≤ 1.3",
+        `${p1.tracing.ratio}: ${p1.frameworks["boundloop-traced"].overheadPerCycleUs.median} µs vs ${ours} µs`,
+        yes(p1.tracing.met),
+      ],
+      [
+        "P4 cold start with TRACING=otlp ÷ off (/healthz; first run)",
+        "–",
+        `${round2(p4.variants["boundloop-traced"].healthzAtMs.median / p4.variants.boundloop.healthzAtMs.median)}: ${p4.variants["boundloop-traced"].healthzAtMs.median} ms vs ${p4.variants.boundloop.healthzAtMs.median} ms; run at ${p4.variants["boundloop-traced"].runAtMs?.median} ms vs ${p4.variants.boundloop.runAtMs?.median} ms`,
+        "–",
+      ],
+      [
+        "P4 MODEL_PROVIDER=bedrock vs openai-compatible (same bundle): cold init + first request, + first run",
+        "–",
+        `${kb(p4.variants["boundloop-bedrock"].totalBytes)}; ${p4.variants["boundloop-bedrock"].healthzAtMs.median} ms vs ${p4.variants.boundloop.healthzAtMs.median} ms; run answered at ${p4.variants["boundloop-bedrock"].runAtMs?.median ?? "–"} ms vs ${p4.variants.boundloop.runAtMs?.median ?? "–"} ms (CPU ${p4.variants["boundloop-bedrock"].cpuMsAtRun?.median ?? "–"} vs ${p4.variants.boundloop.cpuMsAtRun?.median ?? "–"} ms)`,
+        "–",
+      ],
+      [
         "P5 peak RSS of a 5-cycle run",
         "–",
         `${p5.frameworks.boundloop.maxRssMb.median} MB vs agents ${p5.frameworks["openai-agents"].maxRssMb.median} MB (${p5.ratioToPeer["openai-agents"]}×), AI SDK ${p5.frameworks["ai-sdk"].maxRssMb.median} MB (${p5.ratioToPeer["ai-sdk"]}×); deployed handler ${p5.deployedHandler.maxRssMb.median} MB`,
@@ -220,6 +250,9 @@ export function renderMarkdown(report: BenchReport): string {
   return `# Benchmarks
 
 \`${report.command}\` on ${report.generatedAt}: Node ${machine.node}, ${machine.platform}/${machine.arch}, ${machine.cpus} × ${machine.cpuModel}, ${Math.round(machine.memoryMb / 1024)} GB.
+Peers: ${Object.entries(machine.peerVersions)
+    .map(([name, version]) => `${name} ${version}`)
+    .join(", ")}.
 The machine is shared: load average (1/5/15 min) ${machine.loadavgAtStart.join(" / ")} at the start, ${machine.loadavgAtEnd.join(" / ")} at the end
 (1-min load by section: ${Object.entries(machine.loadavgBySection)
     .map(([section, load]) => `${section} ${load}`)
@@ -394,6 +427,92 @@ ${table(
     `${r.non2xx} / ${r.errors + r.timeouts}`,
     r.serverCpuMsPerRun ?? "–",
   ]),
+)}
+`;
+}
+
+/** What `npm run bench -- --only tracing` measured: P1 and P4 with tracing on and off, side by side. */
+export interface TracingBenchReport {
+  generatedAt: string;
+  command: string;
+  machine: MachineInfo;
+  p1LoopOverhead: LoopOverheadResult;
+  p4BundleColdStart: ColdStartResult;
+}
+
+/**
+ * The tracing section (bench/results/tracing.md, and the end of latest.md): P1 overhead per cycle with
+ * tracing on ÷ off (goal ≤ 1.3), and the deployed bundle and its cold start with tracing off (the default
+ * build, no SDK) and on (the tracing=otlp build, TRACING=otlp to a local receiver, flushed per invocation).
+ */
+export function renderTracing(p1: LoopOverheadResult, p4: ColdStartResult): string {
+  const off = p4.variants.boundloop;
+  const on = p4.variants["boundloop-traced"];
+  const ratio = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined ? "–" : String(round2(a / b));
+  return `## Tracing on ÷ off
+
+P1: ours with tracing off, and again in a process of its own with the SDK started as the entry starts it
+(batch span processor, every run one \`invoke_agent\` span with its \`chat\` and \`execute_tool\` spans, flushed
+after each run as an invocation is; spans go to an exporter that drops them, so the figure is the cost of
+making and batching spans, not of a network). Ratio = median of the per-round ratios (same rounds as P1).
+P4: the bundle the stack deploys with tracing off (no SDK in it) and with tracing=otlp (the SDK bundled),
+the latter run with TRACING=otlp and a local OTLP/HTTP receiver: the SDK chunk is read on the first
+invocation, and every invocation sends its spans before it answers. Medians of ${p4.coldStarts} cold starts each, interleaved.
+
+${table(
+  ["figure", "goal", "tracing off", "tracing on", "on ÷ off"],
+  [
+    [
+      "P1 loop overhead per cycle (µs)",
+      "≤ 1.3",
+      range(p1.frameworks.boundloop.overheadPerCycleUs),
+      range(p1.frameworks["boundloop-traced"].overheadPerCycleUs),
+      `${p1.tracing.ratio} (${yes(p1.tracing.met)})`,
+    ],
+    [
+      "P1 wall per run (ms)",
+      "–",
+      p1.frameworks.boundloop.wallPerRunMs,
+      p1.frameworks["boundloop-traced"].wallPerRunMs,
+      ratio(p1.frameworks["boundloop-traced"].wallPerRunMs, p1.frameworks.boundloop.wallPerRunMs),
+    ],
+    [
+      "P4 bundle, all JavaScript",
+      "≤ 1.2 MB",
+      kb(off.totalBytes),
+      kb(on.totalBytes),
+      `+${kb(on.totalBytes - off.totalBytes)}`,
+    ],
+    [
+      "P4 read at cold start (loaded)",
+      "–",
+      kb(off.loadedBytes),
+      kb(on.loadedBytes),
+      ratio(on.loadedBytes, off.loadedBytes),
+    ],
+    [
+      "P4 cold init + GET /healthz (ms)",
+      "–",
+      range(off.healthzAtMs),
+      range(on.healthzAtMs),
+      ratio(on.healthzAtMs.median, off.healthzAtMs.median),
+    ],
+    [
+      "P4 … then the seed run answered (ms)",
+      "–",
+      off.runAtMs ? range(off.runAtMs) : "–",
+      on.runAtMs ? range(on.runAtMs) : "–",
+      ratio(on.runAtMs?.median, off.runAtMs?.median),
+    ],
+    [
+      "P4 CPU by the run's answer (ms)",
+      "–",
+      off.cpuMsAtRun ? range(off.cpuMsAtRun) : "–",
+      on.cpuMsAtRun ? range(on.cpuMsAtRun) : "–",
+      ratio(on.cpuMsAtRun?.median, off.cpuMsAtRun?.median),
+    ],
+  ],
 )}
 `;
 }

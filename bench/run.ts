@@ -3,14 +3,20 @@
  * and the local model servers, then runs P1 loop overhead and P2 parallel tools (bench/loop-overhead.ts),
  * P3 DynamoDB per recorded invoice (bench/idempotency.ts), P4 bundle and cold start (bench/cold-start.ts),
  * P5 memory (bench/memory.ts), the load test (bench/load.ts) and durable runs on the local runner
- * (bench/durable.ts: checkpoints per seed run, ms per cycle as a ratio to synchronous runs); writes
+ * (bench/durable.ts: checkpoints per seed run, ms per cycle as a ratio to synchronous runs) and MCP
+ * (bench/mcp.ts: a tools/call ÷ the same dispatcher call in process, cold start of /mcp ÷ /healthz) and run
+ * events (bench/events.ts: P7 first event ÷ first model response, P8 DynamoDB requests per keyed run ÷ 10,
+ * streamed ÷ JSON per cycle); writes
  * bench/results/latest.json,
  * bench/results/latest.md (and P3's bench/results/idempotency.json). `--quick` uses fewer repetitions
  * (for trying the harness; not for published figures). `--only p1` runs P1 alone (no DynamoDB, no load
  * test) and prints its figures without writing any result file, for comparing changes to the loop.
+ * `--only tracing` runs P1 and P4 with fewer repetitions and writes the tracing on ÷ off figures side by
+ * side to bench/results/tracing.json and bench/results/tracing.md (the full run has them at the end of
+ * latest.md too).
  */
 
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { cpus, loadavg, totalmem } from "node:os";
 import { startLocalDynamo } from "../local/dynamo.js";
 import { startModelServer } from "../local/model-server.js";
@@ -19,19 +25,29 @@ import { ensureTable } from "../shared/store/table.js";
 import { BUILD_DIR } from "./bundle.js";
 import { benchColdStart } from "./cold-start.js";
 import { benchDurable, renderDurable } from "./durable.js";
+import { benchEvents, renderEvents } from "./events.js";
 import { benchIdempotency, printIdempotency, writeIdempotencyReport } from "./idempotency.js";
 import { benchLoad } from "./load.js";
 import { benchLoopOverhead, benchParallelTools } from "./loop-overhead.js";
+import { benchMcp, renderMcp } from "./mcp.js";
 import { benchMemory } from "./memory.js";
-import { type BenchReport, goalsTable, type MachineInfo, recommendMemory, renderMarkdown } from "./report.js";
+import {
+  type BenchReport,
+  goalsTable,
+  type MachineInfo,
+  recommendMemory,
+  renderMarkdown,
+  renderTracing,
+  type TracingBenchReport,
+} from "./report.js";
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 
 const quick = process.argv.includes("--quick");
 const onlyIndex = process.argv.indexOf("--only");
 const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
-if (only !== undefined && only !== "p1") {
-  console.error(`--only: unknown section ${JSON.stringify(only)} (supported: p1)`);
+if (only !== undefined && only !== "p1" && only !== "tracing") {
+  console.error(`--only: unknown section ${JSON.stringify(only)} (supported: p1, tracing)`);
   process.exit(2);
 }
 /** Repetitions: sized so the whole run stays well under 10 minutes on 2 shared cores. */
@@ -43,6 +59,9 @@ const SETTINGS = quick
       memoryRuns: 1,
       loadSeconds: 3,
       durableRuns: 2,
+      mcp: { calls: 10, coldStarts: 2 },
+      tracing: { p1: { warmupRuns: 10, warmupBatch: 5, rounds: 3, runsPerRound: 5 }, coldStarts: 2 },
+      eventRuns: 2,
     }
   : {
       p1: { warmupRuns: 2000, warmupBatch: 500, rounds: 30, runsPerRound: 50 },
@@ -51,7 +70,26 @@ const SETTINGS = quick
       memoryRuns: 3,
       loadSeconds: 10,
       durableRuns: 15,
+      mcp: { calls: 100, coldStarts: 9 },
+      // P1 warm enough for a ratio of two runs of the same loop (both processes warm up alike).
+      tracing: { p1: { warmupRuns: 600, warmupBatch: 200, rounds: 12, runsPerRound: 30 }, coldStarts: 5 },
+      eventRuns: 7,
     };
+
+/** The packages P1, P2 and P5 compare with. */
+const PEER_PACKAGES = ["@openai/agents", "ai", "@ai-sdk/openai-compatible"];
+
+/** The installed version of each peer package (its package.json under node_modules). */
+async function peerVersions(): Promise<Record<string, string>> {
+  const entries = await Promise.all(
+    PEER_PACKAGES.map(async (name) => {
+      const url = new URL(`../node_modules/${name}/package.json`, import.meta.url);
+      const { version } = JSON.parse(await readFile(url, "utf8")) as { version: string };
+      return [name, version] as const;
+    }),
+  );
+  return Object.fromEntries(entries);
+}
 
 const round2 = (values: number[]) => values.map((value) => Math.round(value * 100) / 100);
 
@@ -66,11 +104,13 @@ async function main(): Promise<void> {
     loadavgAtStart: round2(loadavg()),
     loadavgAtEnd: [],
     loadavgBySection: {},
+    peerVersions: await peerVersions(),
   };
   console.log(
     `bench: Node ${machine.node}, ${machine.cpus} CPUs, load average ${machine.loadavgAtStart.join(" ")}`,
   );
   if (only === "p1") return onlyP1();
+  if (only === "tracing") return onlyTracing(machine);
   const sectionSeconds: Record<string, number> = {};
   const section = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
     machine.loadavgBySection[name] = round2(loadavg())[0] as number;
@@ -119,6 +159,16 @@ async function main(): Promise<void> {
     console.log(
       `   checkpoints per seed run: ${durable.checkpointsPerRun}; ms per cycle sync ${durable.syncMsPerCycle.median}, durable ${durable.asyncMsPerCycle.median} (${durable.ratio}×)`,
     );
+    const mcp = await section("mcp", () =>
+      benchMcp({ dynamoEndpoint: dynamo.endpoint, table: "bench-mcp" }, SETTINGS.mcp),
+    );
+    console.log(
+      `   tools/call ${mcp.mcpCallMs.median} ms vs dispatcher ${mcp.dispatcherCallMs.median} ms (${mcp.callRatio}×); cold /mcp ${mcp.mcpColdMs.median} ms vs /healthz ${mcp.healthzColdMs.median} ms (${mcp.coldRatio}×)`,
+    );
+    const events = await section("events", () => benchEvents(dynamo.endpoint, SETTINGS.eventRuns));
+    console.log(
+      `   P7 ${events.p7.map((row) => `${row.ratio} (model ${row.modelDelayMs} ms)`).join(", ")}; P8 ${events.p8.jsonRatio} (streamed ${events.p8.streamedRatio}); streamed ÷ JSON per cycle ${events.overhead.ratio}×`,
+    );
     machine.loadavgAtEnd = round2(loadavg());
     const report: BenchReport = {
       generatedAt: new Date().toISOString(),
@@ -132,6 +182,8 @@ async function main(): Promise<void> {
       p5Memory: p5,
       load,
       durable,
+      mcp,
+      events,
       lambdaMemory: recommendMemory(p4, p5, load),
     };
     await mkdir(new URL("./results/", import.meta.url), { recursive: true });
@@ -141,7 +193,7 @@ async function main(): Promise<void> {
     );
     await writeFile(
       new URL("./results/latest.md", import.meta.url),
-      `${renderMarkdown(report)}\n${renderDurable(durable)}`,
+      `${renderMarkdown(report)}\n${renderDurable(durable)}\n${renderMcp(mcp)}\n${renderTracing(p1, p4)}\n${renderEvents(events)}`,
     );
     console.log(`\n${goalsTable(report)}\n\nLambda memory: ${report.lambdaMemory.reason}`);
     console.log("\nWrote bench/results/latest.json, bench/results/latest.md, bench/results/idempotency.json");
@@ -166,11 +218,62 @@ async function onlyP1(): Promise<void> {
   console.log(`   ratio to peer: ${JSON.stringify(p1.ratioToPeer)}`);
   console.log(`   net of transport: ${JSON.stringify(p1.ratioToPeerNetOfTransport)}`);
   console.log(
+    `   tracing on ÷ off: ${p1.tracing.ratio} (goal ≤ ${p1.tracing.goal}: ${p1.tracing.met ? "met" : "not met"})`,
+  );
+  console.log(
     `   goal (${p1.goal.text}): ${p1.goal.ratio} vs ${p1.fastestPeer} → ${p1.goal.met ? "met" : "not met"}`,
   );
   console.log(
     `   P1: ${Math.round((performance.now() - started) / 100) / 10} s, load ${round2(loadavg()).join(" ")}`,
   );
+}
+
+/**
+ * `--only tracing`: P1 (all its processes, ours traced among them) and P4 (every variant, the traced
+ * bundle among them) with {@link SETTINGS}.tracing, against one DynamoDB Local and the planner model
+ * server; writes bench/results/tracing.json and tracing.md and prints the tracing table.
+ */
+async function onlyTracing(machine: MachineInfo): Promise<void> {
+  const dynamo = await startLocalDynamo();
+  const planner = await startModelServer();
+  const table = "bench-runs";
+  const ddb = createDocumentClient({
+    name: table,
+    endpoint: dynamo.endpoint,
+    region: "eu-west-2",
+    requestTimeoutMs: 3_000,
+  });
+  try {
+    await ensureTable(ddb, table);
+    const env = { dynamoEndpoint: dynamo.endpoint, table, modelBaseURL: planner.baseURL };
+    machine.loadavgBySection.P1 = round2(loadavg())[0] as number;
+    const p1 = await benchLoopOverhead(SETTINGS.tracing.p1);
+    machine.loadavgBySection.P4 = round2(loadavg())[0] as number;
+    const p4 = await benchColdStart(env, SETTINGS.tracing.coldStarts);
+    machine.loadavgAtEnd = round2(loadavg());
+    const report: TracingBenchReport = {
+      generatedAt: new Date().toISOString(),
+      command: quick ? "npm run bench -- --only tracing --quick" : "npm run bench -- --only tracing",
+      machine,
+      p1LoopOverhead: p1,
+      p4BundleColdStart: p4,
+    };
+    const section = renderTracing(p1, p4);
+    await mkdir(new URL("./results/", import.meta.url), { recursive: true });
+    await writeFile(
+      new URL("./results/tracing.json", import.meta.url),
+      `${JSON.stringify(report, null, 2)}\n`,
+    );
+    await writeFile(
+      new URL("./results/tracing.md", import.meta.url),
+      `# Benchmarks: tracing on ÷ off\n\n\`${report.command}\` on ${report.generatedAt}: Node ${machine.node}, ${machine.cpus} × ${machine.cpuModel}; load average ${machine.loadavgAtStart.join(" / ")} at the start, ${machine.loadavgAtEnd.join(" / ")} at the end (shared machine).\n\n${section}`,
+    );
+    console.log(`\n${section}\nWrote bench/results/tracing.json, bench/results/tracing.md`);
+  } finally {
+    ddb.destroy();
+    await planner.stop();
+    await dynamo.stop();
+  }
 }
 
 main().catch((error: unknown) => {

@@ -2,8 +2,8 @@
  * How the API function's code is built: one esbuild configuration for the stack (infra/stack.ts bundles
  * with it at synth) and the benchmarks (bench/bundle.ts measures exactly what is deployed).
  *
- * `node --import tsx infra/bundle.ts <outdir>` builds it into `<outdir>` (index.mjs, chunks/, source maps)
- * and prints its size: what the stack's local bundling runs.
+ * `node --import tsx infra/bundle.ts <outdir> [entry] [--tracing-sdk]` builds it into `<outdir>` (index.mjs,
+ * chunks/, source maps) and prints its size: what the stack's local bundling runs.
  */
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
@@ -50,6 +50,43 @@ export const zodEnglishOnly: Plugin = {
 };
 
 /**
+ * Two zod APIs boundloop never calls, kept in a bundle only because `z` (and its `z.core` namespace) is
+ * imported whole (see {@link zodEnglishOnly}), replaced by modules whose functions throw an Error naming
+ * this plugin (bytes of minified output, esbuild's metafile):
+ * - `zod/v4/core/compile.js`, `z.compile`: the ahead-of-time parser compiler (~31 kB). Schemas parse
+ *   with the runtime parser (`.parse`, `.safeParse`), which never imports it.
+ * - `zod/v4/classic/from-json-schema.js`, `z.fromJSONSchema` (~12 kB): boundloop converts zod to JSON
+ *   Schema, never back.
+ * The stubs export the same names, so a new import of another name fails the build. Tests run the
+ * unbundled zod.
+ */
+export const zodUnusedApis: Plugin = {
+  name: "zod-unused-apis",
+  setup(esbuild) {
+    const unused = (api: string) =>
+      `{ throw new Error(${JSON.stringify(`${api} is not in the Lambda bundle (infra/bundle.ts zodUnusedApis)`)}); }`;
+    const stubs: Record<string, string> = {
+      "core/compile.js": [
+        'export const INVALID = Symbol.for("zod.compile.invalid");',
+        "export class ZodCompileAsyncError extends Error {}",
+        "export class ZodCompileUnsupportedError extends Error {}",
+        ...["compile", "withParser", "compileFn"].map(
+          (name) => `export function ${name}() ${unused(`z.${name}`)}`,
+        ),
+      ].join("\n"),
+      "classic/from-json-schema.js": `export function fromJSONSchema() ${unused("z.fromJSONSchema")}`,
+    };
+    esbuild.onLoad(
+      { filter: /[\\/]node_modules[\\/]zod[\\/]v4[\\/](core[\\/]compile|classic[\\/]from-json-schema)\.js$/ },
+      ({ path }) => {
+        const key = Object.keys(stubs).find((name) => path.replaceAll("\\", "/").endsWith(`/zod/v4/${name}`));
+        return key === undefined ? undefined : { contents: stubs[key], loader: "js" };
+      },
+    );
+  },
+};
+
+/**
  * Modules the deployed code (Node on Lambda) never reaches, replaced in the bundle by a module named here
  * (measured with esbuild's metafile, bytes of minified output; docs/performance.md "Bundle contents"):
  * - `@aws-sdk/credential-provider-node` (the default credential chain: env, SSO, ini, process, web
@@ -67,6 +104,9 @@ export const zodEnglishOnly: Plugin = {
  * - `@fastify/busboy` (~28 kB), the multipart parser @whatwg-node/node-fetch's Body uses only in
  *   `formData()` of a multipart body; the model client (shared/model-client.ts, through openai) reads
  *   responses with `json()`, `text()` and the body stream, never `formData()`.
+ * - `ajv` and `ajv-formats` (~137 kB with fast-uri), the MCP SDK's default JSON Schema validator, which
+ *   a server uses only to check an elicitation's answer; `/mcp` never elicits and gives its Server its
+ *   own validator (shared/mcp/server.ts), so the default is never constructed.
  * The replacements throw a clear Error naming this plugin if ever called, so a reach would not go
  * unnoticed. test/infra-synth.test.ts checks that none of these packages is in the bundle and that the
  * bundle serves a run end to end. Tests of unbundled code run the real packages.
@@ -81,9 +121,13 @@ export const unreachableOnLambda: Plugin = {
         'export { fromEnv as defaultProvider } from "@aws-sdk/credential-provider-env";',
       bowser: `export function parse() { ${unreachable("bowser (browser user-agent parsing)")} }\nexport default { parse };`,
       "@fastify/busboy": `export class Busboy { constructor() { ${unreachable("@fastify/busboy (multipart formData())")} } }`,
+      // The MCP SDK's default JSON Schema validator (for elicitation, which /mcp never asks for):
+      // shared/mcp/server.ts gives its Server its own validator, so Ajv is never built.
+      ajv: `export default class Ajv { constructor() { ${unreachable("ajv (the MCP SDK's default validator)")} } }`,
+      "ajv-formats": `export default function addFormats() { ${unreachable("ajv-formats")} }`,
     };
     esbuild.onResolve(
-      { filter: /^(@aws-sdk\/credential-provider-node|bowser|@fastify\/busboy)$/ },
+      { filter: /^(@aws-sdk\/credential-provider-node|bowser|@fastify\/busboy|ajv|ajv-formats)$/ },
       async (args) => {
         if (args.pluginData === "unreachable-on-lambda") return undefined;
         // Resolve the real package first: its directory is where the replacement's own imports resolve.
@@ -105,6 +149,44 @@ export const unreachableOnLambda: Plugin = {
   },
 };
 
+/** The module that wires the OpenTelemetry SDK and exporters (loaded by shared/telemetry/entry.ts). */
+export const TRACING_SDK_MODULE = "shared/telemetry/sdk.ts";
+
+/**
+ * Leaves the OpenTelemetry SDK out of a bundle built for a deployment that does not export from inside
+ * the function (the deploy setting `tracing` is `off`, or `adot`, where a layer brings its own SDK; see
+ * shared/telemetry/entry.ts `bundlesTracingSdk`): {@link TRACING_SDK_MODULE}, the one module that imports
+ * `@opentelemetry/sdk-trace`, the OTLP exporter, resources and the context manager, becomes a module whose
+ * `startTracing` throws a clear Error. What stays is `@opentelemetry/api` and boundloop's own
+ * instrumentation (~20 kB), whose spans are no-ops until a tracer provider is registered. Built with
+ * tracing `otlp` or `console`, the bundle has the real module (a chunk of its own, read on the first
+ * invocation; docs/tracing.md gives both sizes).
+ */
+export const withoutTracingSdk: Plugin = {
+  name: "without-tracing-sdk",
+  setup(esbuild) {
+    esbuild.onResolve({ filter: /[\\/]sdk\.js$/ }, async (args) => {
+      if (args.pluginData === "without-tracing-sdk") return undefined;
+      const real = await esbuild.resolve(args.path, {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: "without-tracing-sdk",
+      });
+      if (real.errors.length > 0 || !real.path.replaceAll("\\", "/").endsWith(TRACING_SDK_MODULE)) {
+        return undefined;
+      }
+      return { path: TRACING_SDK_MODULE, namespace: "without-tracing-sdk" };
+    });
+    esbuild.onLoad({ filter: /.*/, namespace: "without-tracing-sdk" }, () => ({
+      contents: `export function startTracing() { throw new Error(${JSON.stringify(
+        "The OpenTelemetry SDK is not in this bundle: it was built with the deploy setting tracing off or adot (infra/bundle.ts withoutTracingSdk); deploy with -c tracing=otlp or -c tracing=console to export from the function.",
+      )}); }`,
+      loader: "js",
+    }));
+  },
+};
+
 /**
  * The esbuild options of the API function (without entry and output):
  * - ESM for Node 24 (the function's runtime), `module` before `main` so dependencies come as ESM.
@@ -116,7 +198,8 @@ export const unreachableOnLambda: Plugin = {
  * - Minified, with class and function names kept (errors set `this.name = new.target.name`, and logs
  *   show it), and source maps without the sources (stack traces need the mappings; NODE_OPTIONS
  *   `--enable-source-maps` is set on the function).
- * - Modules Node on Lambda never reaches replaced ({@link unreachableOnLambda}), zod's locales reduced.
+ * - Modules Node on Lambda never reaches replaced ({@link unreachableOnLambda}), zod's locales reduced,
+ *   two zod APIs never called left out ({@link zodUnusedApis}).
  * - A `require` for CommonJS dependencies that still call it for Node built-ins inside ESM output.
  */
 export const API_BUNDLE_OPTIONS = {
@@ -135,7 +218,7 @@ export const API_BUNDLE_OPTIONS = {
   sourcemap: true,
   sourcesContent: false,
   banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
-  plugins: [zodEnglishOnly, unreachableOnLambda],
+  plugins: [zodEnglishOnly, zodUnusedApis, unreachableOnLambda],
   metafile: true,
   logLevel: "warning",
 } as const satisfies BuildOptions;
@@ -149,18 +232,30 @@ export interface ApiBundle {
 }
 
 /**
- * Builds `entry` (default {@link API_ENTRY}) with {@link API_BUNDLE_OPTIONS} into `outdir` as
- * `index.mjs` plus `chunks/`; the API's also gets the console's browser assets in `console/`
- * (console/build.ts). `splitting: false` builds one file instead (the benchmarks compare it).
+ * How a bundle is built besides {@link API_BUNDLE_OPTIONS}:
+ * - `entry`: the function's entry point (default {@link API_ENTRY}, e.g. {@link RUNNER_ENTRY})
+ * - `splitting: false`: one file instead of chunks (the benchmarks compare it)
+ * - `tracingSdk`: bundle the OpenTelemetry SDK (the deploy setting `tracing` is `otlp` or `console`);
+ *   default false, as the stack deploys by default: {@link withoutTracingSdk} leaves it out
+ */
+export interface ApiBundleOptions {
+  entry?: string;
+  splitting?: boolean;
+  tracingSdk?: boolean;
+}
+
+/**
+ * Builds `options.entry` with {@link API_BUNDLE_OPTIONS} into `outdir` as `index.mjs` plus `chunks/`;
+ * the API's also gets the console's browser assets in `console/` (console/build.ts).
  * @throws esbuild's build failure (unresolvable import, type-stripping error), with its messages
  */
-export async function buildApiBundle(
-  outdir: string,
-  options: { entry?: string; splitting?: boolean } = {},
-): Promise<ApiBundle> {
+export async function buildApiBundle(outdir: string, options: ApiBundleOptions = {}): Promise<ApiBundle> {
   const entry = options.entry ?? API_ENTRY;
   const result = await build({
     ...API_BUNDLE_OPTIONS,
+    plugins: options.tracingSdk
+      ? API_BUNDLE_OPTIONS.plugins
+      : [...API_BUNDLE_OPTIONS.plugins, withoutTracingSdk],
     splitting: options.splitting ?? API_BUNDLE_OPTIONS.splitting,
     entryPoints: { index: entry },
     outdir,
@@ -171,16 +266,30 @@ export async function buildApiBundle(
   return { outdir, file: `${outdir}/index.mjs`, metafile: result.metafile };
 }
 
+/** The command-line flag of this file that bundles the tracing SDK ({@link ApiBundleOptions}.tracingSdk). */
+const TRACING_SDK_FLAG = "--tracing-sdk";
+
 /**
  * Builds the API bundle (or, with `entry`, another function's, e.g. {@link RUNNER_ENTRY}) into `outdir`
  * from synchronous code (the CDK's local bundling): runs this file in a child `node --import tsx`
  * (esbuild plugins need its asynchronous API).
  * @throws Error with the child's exit status when the build fails (its messages went to stderr)
  */
-export function buildApiBundleSync(outdir: string, entry: string = API_ENTRY): void {
+export function buildApiBundleSync(
+  outdir: string,
+  entry: string = API_ENTRY,
+  options: { tracingSdk?: boolean } = {},
+): void {
   const child = spawnSync(
     process.execPath,
-    ["--import", "tsx", fileURLToPath(import.meta.url), outdir, entry],
+    [
+      "--import",
+      "tsx",
+      fileURLToPath(import.meta.url),
+      outdir,
+      entry,
+      ...(options.tracingSdk ? [TRACING_SDK_FLAG] : []),
+    ],
     { cwd: PROJECT_ROOT, stdio: ["ignore", "inherit", "inherit"] },
   );
   if (child.status !== 0) {
@@ -189,17 +298,18 @@ export function buildApiBundleSync(outdir: string, entry: string = API_ENTRY): v
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const outdir = process.argv[2];
-  const entry = process.argv[3] ?? API_ENTRY;
+  const args = process.argv.slice(2);
+  const tracingSdk = args.includes(TRACING_SDK_FLAG);
+  const [outdir, entry = API_ENTRY] = args.filter((arg) => arg !== TRACING_SDK_FLAG);
   if (!outdir) {
-    console.error("usage: node --import tsx infra/bundle.ts <outdir> [entry]");
+    console.error(`usage: node --import tsx infra/bundle.ts <outdir> [entry] [${TRACING_SDK_FLAG}]`);
     process.exit(2);
   }
-  const { metafile } = await buildApiBundle(outdir, { entry });
+  const { metafile } = await buildApiBundle(outdir, { entry, tracingSdk });
   const code = Object.entries(metafile.outputs).filter(([path]) => !path.endsWith(".map"));
   const index = code.find(([path]) => path.endsWith("index.mjs"))?.[1].bytes ?? 0;
   const total = code.reduce((sum, [, output]) => sum + output.bytes, 0);
   console.log(
-    `${entry} → index.mjs ${(index / 1000).toFixed(1)} kB + ${code.length - 1} chunks, ${(total / 1000).toFixed(1)} kB of JavaScript`,
+    `${entry}${tracingSdk ? " (tracing SDK bundled)" : ""} → index.mjs ${(index / 1000).toFixed(1)} kB + ${code.length - 1} chunks, ${(total / 1000).toFixed(1)} kB of JavaScript`,
   );
 }

@@ -1,4 +1,4 @@
-import { AssetHashType, DockerImage, Duration, type RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
+import { Duration, type RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
 import {
   Alarm,
   ComparisonOperator,
@@ -12,24 +12,52 @@ import {
   type Alias,
   Architecture,
   type CfnFunction,
-  Code,
   Function as LambdaFunction,
   Runtime,
 } from "aws-cdk-lib/aws-lambda";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { CONFIG_DEFAULTS } from "../shared/config.js";
-import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT, RUNNER_ENTRY } from "./bundle.js";
+import { ConfigSchema, type RawConfig } from "../shared/config.js";
+import { grantBedrockModel } from "./bedrock-access.js";
+import { API_HANDLER, RUNNER_ENTRY } from "./bundle.js";
 import { functionEnvironment } from "./function-env.js";
+import { bundledCode } from "./lambda-code.js";
+
+/**
+ * Time (s) the runner's execution gets beyond the run's own wall-time cap: the last writes after the
+ * deadline, and one invocation's worth (RUNNER.invocationTimeoutSeconds) for a step cut off and retried.
+ */
+export const EXECUTION_TIMEOUT_MARGIN_SECONDS = 300;
+
+/** Lambda durable executions last at most one year (s). */
+export const MAX_EXECUTION_TIMEOUT_SECONDS = 31_536_000;
+
+/**
+ * The durable execution timeout (s) for the configuration deployed: the durable run's cap
+ * (ASYNC_RUN_TIMEOUT_MS, rounded up to s) plus {@link EXECUTION_TIMEOUT_MARGIN_SECONDS}, plus one approval
+ * wait of the APPROVAL_TIMEOUT_SECONDS configured (a wait does not count against the run's deadline,
+ * docs/approvals.md), at most a year. With the defaults: 600 + 300 + 86 400 = 87 300 s. The stack gives
+ * both functions this value as DURABLE_EXECUTION_TIMEOUT_SECONDS.
+ */
+export function runnerExecutionTimeoutSeconds(
+  config: Pick<RawConfig, "ASYNC_RUN_TIMEOUT_MS" | "APPROVAL_TIMEOUT_SECONDS">,
+): number {
+  return Math.min(
+    MAX_EXECUTION_TIMEOUT_SECONDS,
+    Math.ceil(config.ASYNC_RUN_TIMEOUT_MS / 1000) +
+      EXECUTION_TIMEOUT_MARGIN_SECONDS +
+      config.APPROVAL_TIMEOUT_SECONDS,
+  );
+}
 
 /**
  * The durable runner's settings.
  * - `invocationTimeoutSeconds`: one invocation (a replay up to the next step, and that step): 5 min, far
  *   above one model call or tool turn; a step cut off at it is retried in a new invocation
- * - `executionTimeoutSeconds`: the whole durable execution (config DURABLE_EXECUTION_TIMEOUT_SECONDS, which
- *   caps ASYNC_RUN_TIMEOUT_MS): 15 min holds the default 10-minute run with room for the last writes,
- *   plus one approval wait of the default APPROVAL_TIMEOUT_SECONDS (24 h; waiting does not count against
- *   the run's deadline, docs/approvals.md), so a paused run is not timed out by Lambda while it waits
+ * - `executionTimeoutSeconds`: the whole durable execution with the default configuration (see
+ *   {@link runnerExecutionTimeoutSeconds}, which the stack applies to the configuration deployed): the
+ *   default 10-minute run with room for the last writes, plus one approval wait of the default
+ *   APPROVAL_TIMEOUT_SECONDS (24 h), so a paused run is not timed out by Lambda while it waits
  * - `retentionDays`: how long Lambda keeps a closed execution's history (and its input, which holds the
  *   prompt): 7 days, enough to investigate a failed run; the run record itself lives RUN_TTL_SECONDS
  * - `aliasName`: the alias the API invokes (durable functions are invoked by qualified ARN)
@@ -37,7 +65,7 @@ import { functionEnvironment } from "./function-env.js";
  */
 export const RUNNER = {
   invocationTimeoutSeconds: 300,
-  executionTimeoutSeconds: 900 + CONFIG_DEFAULTS.approvals.timeoutSeconds,
+  executionTimeoutSeconds: runnerExecutionTimeoutSeconds(ConfigSchema.parse({})),
   retentionDays: 7,
   aliasName: "live",
   memoryMb: 1024,
@@ -46,22 +74,31 @@ export const RUNNER = {
 /** The AWS managed policy for durable function roles (CheckpointDurableExecution, GetDurableExecutionState, logs). */
 export const DURABLE_EXECUTION_ROLE_POLICY = "service-role/AWSLambdaBasicDurableExecutionRolePolicy";
 
-/** Props of {@link DurableRunner}: the table and secret it uses, and the stack's shared settings. */
+/**
+ * Props of {@link DurableRunner}: the table and the model access it uses, the stack's shared settings, and
+ * `executionTimeoutSeconds` (the configuration's {@link runnerExecutionTimeoutSeconds}; default
+ * RUNNER.executionTimeoutSeconds).
+ */
 export interface DurableRunnerProps {
+  executionTimeoutSeconds?: number;
   table: ITableV2;
   tableItemActions: readonly string[];
-  secretArn: string;
-  secretName: string;
+  /** The OpenAI key's secret (MODEL_PROVIDER openai-compatible); unset for a Bedrock deploy. */
+  secretArn?: string | undefined;
+  /** The Bedrock model the runner may invoke (MODEL_PROVIDER bedrock, infra/bedrock-access.ts). */
+  bedrockModelId?: string | undefined;
   environment: Record<string, string>;
   logRetention: RetentionDays;
   removalPolicy: RemovalPolicy;
+  /** Bundle the OpenTelemetry SDK (infra/lambda-code.ts `bundledCode`); default false. */
+  tracingSdk?: boolean;
 }
 
 /**
  * The durable runner (functions/runner/handler.ts) with `durableConfig`, a published version and the
  * alias the API invokes, its role and a failed-executions alarm.
- * - Role: the AWS managed durable-execution role policy, item actions on the table, GetSecretValue on
- *   the OpenAI key's secret.
+ * - Role: the AWS managed durable-execution role policy, item actions on the table, and GetSecretValue on
+ *   the OpenAI key's secret or (Bedrock) invoking the one configured model (infra/bedrock-access.ts).
  * - {@link grantStartStop} gives another role (the API function's) exactly: InvokeFunction on the alias,
  *   ListDurableExecutionsByFunction on the function, Stop/GetDurableExecution on its executions.
  * - Alarm: DurableExecutionFailed + DurableExecutionTimedOut ≥ 1 in 5 minutes (AWS/Lambda, by function).
@@ -72,14 +109,14 @@ export class DurableRunner extends Construct {
 
   constructor(scope: Construct, id: string, props: DurableRunnerProps) {
     super(scope, id);
+    const executionTimeoutSeconds = props.executionTimeoutSeconds ?? RUNNER.executionTimeoutSeconds;
     const logs = new LogGroup(this, "Logs", {
       retention: props.logRetention,
       removalPolicy: props.removalPolicy,
     });
     const role = new Role(this, "Role", {
       assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
-      description:
-        "boundloop durable runner: checkpoints, its log group, item actions on the table, the OpenAI key",
+      description: `boundloop durable runner: checkpoints, its log group, item actions on the table, ${props.secretArn ? "the OpenAI key" : `invoking ${props.bedrockModelId} on Amazon Bedrock`}`,
       managedPolicies: [ManagedPolicy.fromAwsManagedPolicyName(DURABLE_EXECUTION_ROLE_POLICY)],
     });
     Validations.of(role).acknowledge({
@@ -91,9 +128,12 @@ export class DurableRunner extends Construct {
     role.addToPolicy(
       new PolicyStatement({ actions: [...props.tableItemActions], resources: [props.table.tableArn] }),
     );
-    role.addToPolicy(
-      new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [props.secretArn] }),
-    );
+    if (props.secretArn) {
+      role.addToPolicy(
+        new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [props.secretArn] }),
+      );
+    }
+    if (props.bedrockModelId) grantBedrockModel(role, props.bedrockModelId);
     // Approvals are announced on the account's default event bus, and on no other (docs/approvals.md).
     role.addToPolicy(
       new PolicyStatement({
@@ -106,35 +146,21 @@ export class DurableRunner extends Construct {
 
     this.fn = new LambdaFunction(this, "Function", {
       description: "boundloop durable runner: runs started with Prefer: respond-async, step by step",
-      code: Code.fromAsset(PROJECT_ROOT, {
-        assetHashType: AssetHashType.OUTPUT,
-        bundling: {
-          image: DockerImage.fromRegistry("dummy"),
-          // Part of the asset's cache key: without it the CDK reuses the API function's bundle (same
-          // source directory, and `local` is not part of the key).
-          environment: { BOUNDLOOP_ENTRY: RUNNER_ENTRY },
-          local: {
-            tryBundle(outputDir) {
-              buildApiBundleSync(outputDir, RUNNER_ENTRY);
-              return true;
-            },
-          },
-        },
-      }),
+      code: bundledCode(RUNNER_ENTRY, { tracingSdk: props.tracingSdk ?? false }),
       handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
       memorySize: RUNNER.memoryMb,
       timeout: Duration.seconds(RUNNER.invocationTimeoutSeconds),
       durableConfig: {
-        executionTimeout: Duration.seconds(RUNNER.executionTimeoutSeconds),
+        executionTimeout: Duration.seconds(executionTimeoutSeconds),
         retentionPeriod: Duration.days(RUNNER.retentionDays),
       },
       role,
       logGroup: logs,
       environment: functionEnvironment({
         ...props.environment,
-        DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
+        DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeoutSeconds),
       }),
     });
     this.alias = this.fn.addAlias(RUNNER.aliasName);

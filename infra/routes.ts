@@ -5,8 +5,12 @@
  * documented routes and the dev server's public routes equal.
  */
 
-/** How a route is authorized: by the JWT authorizer, or public (no auth). */
-export type RouteAuth = "jwt" | "public";
+/**
+ * How a route is authorized: by the gateway's JWT authorizer, public (no auth), or `bearer`: no gateway
+ * authorizer, the function verifies the bearer token itself (`/mcp`, an OAuth 2.1 resource server that
+ * must answer 401 with `WWW-Authenticate: Bearer resource_metadata=…`, which the gateway cannot).
+ */
+export type RouteAuth = "jwt" | "public" | "bearer";
 
 /** One route: HTTP method, path (API Gateway syntax, `{param}`), authorization. */
 export interface ApiRoute {
@@ -26,6 +30,10 @@ export const ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "/v1/approvals", auth: "jwt" },
   { method: "GET", path: "/v1/invoices", auth: "jwt" },
   { method: "GET", path: "/v1/invoices/{invoiceId}", auth: "jwt" },
+  { method: "POST", path: "/mcp", auth: "bearer" },
+  { method: "GET", path: "/mcp", auth: "bearer" },
+  { method: "GET", path: "/.well-known/oauth-protected-resource", auth: "public" },
+  { method: "GET", path: "/.well-known/oauth-protected-resource/mcp", auth: "public" },
   { method: "GET", path: "/healthz", auth: "public" },
   { method: "GET", path: "/openapi.json", auth: "public" },
   // The operator console's page and its hashed assets (functions/api/console.ts): a browser navigating
@@ -34,9 +42,9 @@ export const ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "/console/assets/{file}", auth: "public" },
 ];
 
-/** The public routes as `"METHOD /path"` (API Gateway syntax, `{param}` for one path segment). */
+/** The routes without a gateway authorizer (public and `bearer`) as `"METHOD /path"` (API Gateway syntax, `{param}` for one path segment). */
 export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(
-  ROUTES.filter((route) => route.auth === "public").map((route) => `${route.method} ${route.path}`),
+  ROUTES.filter((route) => route.auth !== "jwt").map((route) => `${route.method} ${route.path}`),
 );
 
 /**

@@ -1,5 +1,109 @@
 import type { IConstruct } from "constructs";
 import { z } from "zod";
+import {
+  ConfigError,
+  ConfigSchema,
+  DEFAULT_BEDROCK_MODEL_ID,
+  loadConfig,
+  type ModelProvider,
+  type RawConfig,
+} from "../shared/config.js";
+import type { DeployedFunction, FunctionEnvName } from "./function-env.js";
+
+/** Id of the synth warning raised when `runTimeoutMs` is above what the API function's timeout allows. */
+export const RUN_TIMEOUT_CAPPED_WARNING_ID = "boundloop:runTimeoutCapped";
+
+/** Id of the synth warning raised when `tracing` is `adot`: the stack attaches no layer itself. */
+export const TRACING_ADOT_WARNING_ID = "boundloop:tracingAdotLayerNotAttached";
+
+/** A variable of shared/config.ts a deploy setting may set: any the functions read but the stack's own. */
+export type RuntimeEnvName = Exclude<
+  FunctionEnvName,
+  | "TABLE_NAME"
+  | "DYNAMODB_ENDPOINT"
+  | "RUNNER_FUNCTION_ARN"
+  | "DURABLE_EXECUTION_TIMEOUT_SECONDS"
+  | "JWT_ISSUER"
+  | "JWT_AUDIENCE"
+  | "OPENAI_API_KEY_SECRET_NAME"
+  | "POWERTOOLS_SERVICE_NAME"
+  | "POWERTOOLS_METRICS_NAMESPACE"
+  | "NODE_OPTIONS"
+>;
+
+/**
+ * A runtime setting a deployment may change: the CDK context key (`-c key=value`, cdk.json `context`, or
+ * the stack prop of the same name), the config variable it becomes, and the deployed functions that read
+ * that variable (and so get it). The value is validated at synth by that variable's own schema in
+ * shared/config.ts `ConfigSchema`, the one the functions parse at cold start, and the whole set by
+ * `loadConfig` (its cross-field checks included). Adding a setting is one entry here.
+ */
+export interface RuntimeSetting {
+  context: string;
+  env: RuntimeEnvName;
+  functions: readonly DeployedFunction[];
+}
+
+/**
+ * Read by the API function only (synchronous runs, the HTTP edge; durable runs get these in their input)
+ * and by the streaming function, which serves the same app (infra/stack.ts).
+ */
+const API = ["api"] as const;
+/** Read by both: the API function's synchronous runs and the durable runner's runs. */
+const BOTH = ["api", "runner"] as const;
+
+/**
+ * Every runtime setting a user may want on AWS (docs/deploy.md, "Runtime settings"; the variables'
+ * bounds and defaults are in docs/configuration.md). Not here, on purpose: the table, the runner's ARN and
+ * the durable execution timeout (the stack's own: the timeout follows `asyncRunTimeoutMs` and
+ * `approvalTimeoutSeconds`), the key's secret (`openaiApiKeySecretName`), DynamoDB endpoint and region,
+ * the Bedrock endpoint (the stack's Region's), and IAM_PRINCIPAL_TENANTS (the stack has no function URL).
+ * `modelProvider` defaults to `bedrock` on a personal deploy ({@link readDeploySettings}); with
+ * `bedrock`, `bedrockModelId` is also the one model the roles may invoke (infra/bedrock-access.ts).
+ */
+export const RUNTIME_SETTINGS = [
+  { context: "modelProvider", env: "MODEL_PROVIDER", functions: BOTH },
+  { context: "bedrockModelId", env: "BEDROCK_MODEL_ID", functions: BOTH },
+  { context: "openaiModel", env: "OPENAI_MODEL", functions: BOTH },
+  { context: "openaiBaseUrl", env: "OPENAI_BASE_URL", functions: BOTH },
+  { context: "modelMaxTokens", env: "MODEL_MAX_TOKENS", functions: BOTH },
+  { context: "systemPrompt", env: "SYSTEM_PROMPT", functions: BOTH },
+  { context: "secretCacheSeconds", env: "SECRET_CACHE_SECONDS", functions: BOTH },
+  { context: "approvalRules", env: "APPROVAL_RULES", functions: BOTH },
+  { context: "approvalTimeoutSeconds", env: "APPROVAL_TIMEOUT_SECONDS", functions: BOTH },
+  { context: "maxCycles", env: "MAX_CYCLES", functions: API },
+  { context: "runTimeoutMs", env: "RUN_TIMEOUT_MS", functions: API },
+  { context: "asyncRunTimeoutMs", env: "ASYNC_RUN_TIMEOUT_MS", functions: API },
+  { context: "deadlineReserveMs", env: "DEADLINE_RESERVE_MS", functions: API },
+  { context: "maxTotalTokens", env: "MAX_TOTAL_TOKENS", functions: API },
+  { context: "maxToolCallsPerTurn", env: "MAX_TOOL_CALLS_PER_TURN", functions: API },
+  { context: "maxToolCallsPerRun", env: "MAX_TOOL_CALLS_PER_RUN", functions: API },
+  { context: "maxParallelToolCalls", env: "MAX_PARALLEL_TOOL_CALLS", functions: API },
+  { context: "maxToolResultBytes", env: "MAX_TOOL_RESULT_BYTES", functions: API },
+  { context: "loopBreakerThreshold", env: "LOOP_BREAKER_THRESHOLD", functions: API },
+  { context: "summarizeOnMaxCycles", env: "SUMMARIZE_ON_MAX_CYCLES", functions: API },
+  { context: "historyMaxTokens", env: "HISTORY_MAX_TOKENS", functions: API },
+  { context: "quoteTtlSeconds", env: "QUOTE_TTL_SECONDS", functions: BOTH },
+  { context: "idempotencyTtlSeconds", env: "IDEMPOTENCY_TTL_SECONDS", functions: API },
+  { context: "idempotencyKeyRequired", env: "IDEMPOTENCY_KEY_REQUIRED", functions: API },
+  { context: "runTtlSeconds", env: "RUN_TTL_SECONDS", functions: BOTH },
+  { context: "maxBodyBytes", env: "MAX_BODY_BYTES", functions: API },
+  { context: "tenantClaims", env: "TENANT_CLAIMS", functions: API },
+  { context: "permissionClaims", env: "PERMISSION_CLAIMS", functions: API },
+  { context: "dynamodbRequestTimeoutMs", env: "DYNAMODB_REQUEST_TIMEOUT_MS", functions: BOTH },
+  { context: "logLevel", env: "POWERTOOLS_LOG_LEVEL", functions: BOTH },
+  { context: "tracing", env: "TRACING", functions: BOTH },
+  { context: "otlpEndpoint", env: "OTEL_EXPORTER_OTLP_ENDPOINT", functions: BOTH },
+  { context: "traceContent", env: "TRACE_CONTENT", functions: BOTH },
+  { context: "streamHeartbeatSeconds", env: "STREAM_HEARTBEAT_SECONDS", functions: API },
+  { context: "streamMaxSeconds", env: "STREAM_MAX_SECONDS", functions: API },
+  { context: "streamRetryMs", env: "STREAM_RETRY_MS", functions: API },
+  { context: "streamRunTimeoutMs", env: "STREAM_RUN_TIMEOUT_MS", functions: API },
+  { context: "eventsPollMs", env: "EVENTS_POLL_MS", functions: API },
+] as const satisfies readonly RuntimeSetting[];
+
+/** The context key of a runtime setting, see {@link RUNTIME_SETTINGS}. */
+export type RuntimeContextKey = (typeof RUNTIME_SETTINGS)[number]["context"];
 
 /**
  * Deploy-time settings of the stack.
@@ -15,9 +119,16 @@ import { z } from "zod";
  *   own issuer: the console takes a pasted token.
  * - `personal`: true for a personal/sandbox account: table, secret and log groups are DESTROYed with
  *   the stack; false (the default) RETAINs them and turns on table deletion protection.
- * - `openaiModel`, `openaiBaseUrl`: optional; become OPENAI_MODEL / OPENAI_BASE_URL in the function.
+ * - `openaiModel`, `openaiBaseUrl`: the runtime settings of those names (OPENAI_MODEL, OPENAI_BASE_URL).
  * - `openaiApiKeySecretName`: optional name of an existing Secrets Manager secret holding the OpenAI key;
- *   without it the stack creates an empty secret.
+ *   without it the stack creates an empty secret (`openai-compatible` only: a Bedrock deploy has none).
+ * - `modelProvider`: MODEL_PROVIDER as deployed: `bedrock` (Amazon Bedrock through the functions' roles,
+ *   no secret) or `openai-compatible` (the OpenAI settings and a secret); `bedrock` by default when
+ *   `personal`, else `openai-compatible`.
+ * - `bedrockModelId`: BEDROCK_MODEL_ID as deployed (with `bedrock`, the only model the roles may invoke).
+ * - `runtime`: the runtime settings given (config variable → its value as the environment holds it).
+ * - `config`: the functions' configuration with those settings, parsed by `ConfigSchema` (the defaults
+ *   for what was not given), e.g. `config.APPROVAL_TIMEOUT_SECONDS` for the runner's execution timeout.
  */
 export interface DeploySettings {
   jwtIssuer: string | undefined;
@@ -29,15 +140,22 @@ export interface DeploySettings {
   openaiModel: string | undefined;
   openaiBaseUrl: string | undefined;
   openaiApiKeySecretName: string | undefined;
+  modelProvider: ModelProvider;
+  bedrockModelId: string;
+  runtime: Partial<Record<RuntimeEnvName, string>>;
+  config: RawConfig;
 }
+
+/** A context value as cdk.json or a prop may hold it (the CLI's `-c` always gives a string). */
+export type ContextValue = string | number | boolean | readonly string[] | Record<string, unknown>;
 
 /** Settings passed as stack props; each one overrides the CDK context value of the same name. */
 export type DeploySettingsInput = Partial<
-  Omit<DeploySettings, "builtInUserPool" | "jwtAudience" | "consoleCallbackUrls">
+  Pick<DeploySettings, "jwtIssuer" | "consoleClientId" | "personal" | "openaiApiKeySecretName">
 > & {
   jwtAudience?: string | string[];
   consoleCallbackUrls?: string | string[];
-};
+} & Partial<Record<RuntimeContextKey, ContextValue | undefined>>;
 
 /** The CDK context keys read by {@link readDeploySettings} (`cdk deploy -c key=value` or cdk.json). */
 export const CONTEXT_KEYS = [
@@ -46,16 +164,12 @@ export const CONTEXT_KEYS = [
   "consoleCallbackUrls",
   "consoleClientId",
   "personal",
-  "openaiModel",
-  "openaiBaseUrl",
   "openaiApiKeySecretName",
+  ...RUNTIME_SETTINGS.map((setting) => setting.context),
 ] as const;
-
 /** An unset or blank value (the CLI passes `-c key=` as an empty string). */
 const blankToUndefined = (value: unknown) =>
   value === null || (typeof value === "string" && value.trim() === "") ? undefined : value;
-
-const optionalText = z.preprocess(blankToUndefined, z.string().trim().min(1).optional());
 
 /** A comma separated list (CLI) or an array (cdk.json, props), trimmed, blanks dropped; empty is unset. */
 const listOf = (value: unknown) => {
@@ -110,8 +224,6 @@ const SettingsSchema = z.object({
       })
       .default(false),
   ),
-  openaiModel: optionalText,
-  openaiBaseUrl: z.preprocess(blankToUndefined, z.url({ protocol: /^https?$/ }).optional()),
   openaiApiKeySecretName: z.preprocess(
     blankToUndefined,
     z
@@ -142,14 +254,28 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
     raw[key] = overrides[key] ?? scope.node.tryGetContext(key);
   }
   const parsed = SettingsSchema.safeParse(raw);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
+  const problems = parsed.success
+    ? []
+    : parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
+  const runtime = readRuntimeSettings(raw, problems);
+  if (!parsed.success || problems.length > 0) {
     throw new DeploySettingsError(`Invalid deploy settings: ${problems.join("; ")}`);
   }
   const settings = parsed.data;
+  const config = runtimeConfig(withModelProvider(runtime, settings));
   if ((settings.jwtIssuer === undefined) !== (settings.jwtAudience === undefined)) {
     throw new DeploySettingsError(
       "Invalid deploy settings: jwtIssuer and jwtAudience go together (your own issuer); give both, or neither for the built-in user pool.",
+    );
+  }
+  // The built-in pool's trigger writes the claims the API reads (shared/user-roles.ts); another claim
+  // list would either be ignored or trust a claim the pool never vouches for.
+  const claimKeys = RUNTIME_SETTINGS.filter(
+    (setting) => setting.env === "TENANT_CLAIMS" || setting.env === "PERMISSION_CLAIMS",
+  ).filter((setting) => runtime[setting.env] !== undefined);
+  if (settings.jwtIssuer === undefined && claimKeys.length > 0) {
+    throw new DeploySettingsError(
+      `Invalid deploy settings: ${claimKeys.map((setting) => setting.context).join(", ")}: the built-in user pool sets the claims; give jwtIssuer and jwtAudience to choose your own.`,
     );
   }
   return {
@@ -159,8 +285,114 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
     consoleCallbackUrls: settings.consoleCallbackUrls ?? DEFAULT_CONSOLE_CALLBACK_URLS,
     consoleClientId: settings.consoleClientId,
     personal: settings.personal,
-    openaiModel: settings.openaiModel,
-    openaiBaseUrl: settings.openaiBaseUrl,
+    openaiModel: runtime.OPENAI_MODEL,
+    openaiBaseUrl: runtime.OPENAI_BASE_URL,
     openaiApiKeySecretName: settings.openaiApiKeySecretName,
+    modelProvider: config.MODEL_PROVIDER,
+    bedrockModelId: config.BEDROCK_MODEL_ID,
+    runtime,
+    config,
   };
+}
+
+/** The deploy settings only the `openai-compatible` provider reads (a Bedrock deploy has no key). */
+const OPENAI_ONLY = [
+  ["openaiModel", "OPENAI_MODEL"],
+  ["openaiBaseUrl", "OPENAI_BASE_URL"],
+  ["secretCacheSeconds", "SECRET_CACHE_SECONDS"],
+] as const;
+
+/**
+ * Settles MODEL_PROVIDER in `runtime` (in place, so the functions get it): as given, else `bedrock` for a
+ * personal deploy (its account has Bedrock, and no key to create), else the config default. A Bedrock
+ * deploy also gets BEDROCK_MODEL_ID written out (the default when not given): the same value its roles
+ * are granted. A setting the chosen provider would ignore is refused, not dropped silently.
+ * @throws DeploySettingsError naming the settings the provider would ignore
+ */
+function withModelProvider(
+  runtime: Partial<Record<RuntimeEnvName, string>>,
+  settings: { personal: boolean; openaiApiKeySecretName?: string | undefined },
+): Partial<Record<RuntimeEnvName, string>> {
+  const personalDefault = runtime.MODEL_PROVIDER === undefined && settings.personal;
+  if (personalDefault) runtime.MODEL_PROVIDER = "bedrock";
+  if (runtime.MODEL_PROVIDER !== "bedrock") {
+    if (runtime.BEDROCK_MODEL_ID !== undefined) {
+      throw new DeploySettingsError(
+        "Invalid deploy settings: bedrockModelId: modelProvider is openai-compatible, which uses openaiModel; leave it out or set modelProvider=bedrock",
+      );
+    }
+    return runtime;
+  }
+  const ignored: string[] = OPENAI_ONLY.filter(([, env]) => runtime[env] !== undefined).map(([key]) => key);
+  if (settings.openaiApiKeySecretName !== undefined) ignored.push("openaiApiKeySecretName");
+  if (ignored.length > 0) {
+    throw new DeploySettingsError(
+      `Invalid deploy settings: ${ignored.join(", ")}: modelProvider is bedrock${personalDefault ? " (the default of a personal deploy)" : ""}, which uses bedrockModelId and reads no secret; leave ${ignored.length > 1 ? "them" : "it"} out or set modelProvider=openai-compatible`,
+    );
+  }
+  runtime.BEDROCK_MODEL_ID ??= DEFAULT_BEDROCK_MODEL_ID;
+  return runtime;
+}
+
+/**
+ * A context value as the environment variable holds it: strings as given (the CLI's form), a list
+ * (cdk.json `["a","b"]`) comma separated as the claim lists read it, an object as JSON, numbers and
+ * booleans as their text. Unset and blank values are left out.
+ */
+function environmentValue(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === "string") return value.trim() === "" ? undefined : value;
+  if (Array.isArray(value)) return value.join(",");
+  if (typeof value === "object") return JSON.stringify(value);
+  return String(value);
+}
+
+/**
+ * The runtime settings present in `raw` (context key → value), each checked by its variable's schema in
+ * `ConfigSchema`; a failure is pushed to `problems` as "<context key> (<VARIABLE>): <message>".
+ */
+function readRuntimeSettings(
+  raw: Record<string, unknown>,
+  problems: string[],
+): Partial<Record<RuntimeEnvName, string>> {
+  const runtime: Partial<Record<RuntimeEnvName, string>> = {};
+  for (const setting of RUNTIME_SETTINGS) {
+    const value = environmentValue(raw[setting.context]);
+    if (value === undefined) continue;
+    const checked = ConfigSchema.shape[setting.env].safeParse(value);
+    if (!checked.success) {
+      const messages = checked.error.issues.map((issue) =>
+        issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message,
+      );
+      problems.push(`${setting.context} (${setting.env}): ${messages.join(", ")}`);
+      continue;
+    }
+    runtime[setting.env] = value;
+  }
+  return runtime;
+}
+
+/**
+ * The functions' configuration with these settings, through `loadConfig` (so the cross-field checks the
+ * functions make at cold start fail the synth instead) and `ConfigSchema`.
+ * @throws DeploySettingsError naming the variables when `loadConfig` refuses the combination
+ */
+function runtimeConfig(runtime: Partial<Record<RuntimeEnvName, string>>): RawConfig {
+  try {
+    loadConfig(runtime);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      throw new DeploySettingsError(
+        `Invalid deploy settings: ${error.message} (${contextNames(error.message)})`,
+      );
+    }
+    throw error;
+  }
+  return ConfigSchema.parse(runtime);
+}
+
+/** "set with -c key" for each config variable a message names, so the user finds the context key. */
+function contextNames(message: string): string {
+  const named = RUNTIME_SETTINGS.filter((setting) => message.includes(setting.env));
+  return named.map((setting) => `${setting.env} is -c ${setting.context}`).join(", ") || "see docs/deploy.md";
 }

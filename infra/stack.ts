@@ -1,8 +1,7 @@
 import {
+  Annotations,
   ArnFormat,
-  AssetHashType,
   CfnOutput,
-  DockerImage,
   Duration,
   RemovalPolicy,
   Stack,
@@ -24,7 +23,6 @@ import { AttributeType, Billing, TableV2 } from "aws-cdk-lib/aws-dynamodb";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import {
   Architecture,
-  Code,
   FunctionUrlAuthType,
   InvokeMode,
   Function as LambdaFunction,
@@ -35,12 +33,21 @@ import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { TABLE_SCHEMA } from "../shared/store/table.js";
+import { bundlesTracingSdk } from "../shared/telemetry/entry.js";
 import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
-import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT, STREAM_ENTRY } from "./bundle.js";
-import { DurableRunner, RUNNER } from "./durable-runner.js";
-import { functionEnvironment } from "./function-env.js";
+import { grantBedrockModel } from "./bedrock-access.js";
+import { API_HANDLER, STREAM_ENTRY } from "./bundle.js";
+import { DurableRunner, runnerExecutionTimeoutSeconds } from "./durable-runner.js";
+import { functionEnvironment, runtimeEnvironment } from "./function-env.js";
+import { bundledCode } from "./lambda-code.js";
 import { ROUTES } from "./routes.js";
-import { type DeploySettings, type DeploySettingsInput, readDeploySettings } from "./settings.js";
+import {
+  type DeploySettings,
+  type DeploySettingsInput,
+  RUN_TIMEOUT_CAPPED_WARNING_ID,
+  readDeploySettings,
+  TRACING_ADOT_WARNING_ID,
+} from "./settings.js";
 import { BuiltInUserPool } from "./user-pool.js";
 
 /**
@@ -59,17 +66,10 @@ export const API_INTEGRATION_TIMEOUT_SECONDS = 30;
 /**
  * The streaming function's timeout in seconds: Lambda's maximum (15 min), which is what a function URL
  * with RESPONSE_STREAM allows a response to last. Streams end with a `retry:` hint before it
- * (STREAM_MAX_SECONDS, 14 min by default), and a streamed synchronous run is bounded by RUN_TIMEOUT_MS,
- * which this function gets as {@link STREAM_RUN_TIMEOUT_MS}.
+ * (STREAM_MAX_SECONDS, 14 min by default), and a streamed synchronous run is bounded by
+ * STREAM_RUN_TIMEOUT_MS (10 min by default, the `streamRunTimeoutMs` setting), its RUN_TIMEOUT_MS there.
  */
 export const STREAM_FUNCTION_TIMEOUT_SECONDS = 900;
-
-/**
- * RUN_TIMEOUT_MS of the streaming function: a streamed synchronous run may take 10 minutes there (the
- * durable runs' default, ASYNC_RUN_TIMEOUT_MS), well inside its 15-minute timeout, instead of the HTTP
- * API's 25 s.
- */
-export const STREAM_RUN_TIMEOUT_MS = 600_000;
 
 /**
  * How long one event stream of the API function stays open (s). The HTTP API delivers a response only
@@ -109,13 +109,16 @@ export interface BoundloopStackProps extends StackProps {
 }
 
 /**
- * The boundloop stack: a DynamoDB table, a Secrets Manager secret for the OpenAI key, one Lambda
+ * The boundloop stack: a DynamoDB table, a Secrets Manager secret for the OpenAI key (none with Bedrock), one Lambda
  * (functions/api/handler.ts) behind an HTTP API with a JWT authorizer, the durable runner
  * (functions/runner/handler.ts, infra/durable-runner.ts) the API starts, log groups and alarms; and,
  * unless `jwtIssuer` is given, the built-in Cognito user pool the authorizer trusts (infra/user-pool.ts).
  *
  * Settings come from CDK context (`jwtIssuer`, `jwtAudience`, `consoleCallbackUrls`, `personal`,
- * `openaiModel`, `openaiBaseUrl`, `openaiApiKeySecretName`) or `props.settings`; see infra/settings.ts. Synth needs
+ * `openaiApiKeySecretName`, and the runtime settings of infra/settings.ts RUNTIME_SETTINGS, each passed
+ * to the functions that read it) or `props.settings`; see infra/settings.ts. With `modelProvider`
+ * bedrock (a personal deploy's default) there is no secret: both functions' roles may invoke the one
+ * configured Bedrock model (infra/bedrock-access.ts). Synth needs
  * no AWS account, credentials, context lookups or Docker: the handler is bundled by the local esbuild.
  */
 export class BoundloopStack extends Stack {
@@ -126,6 +129,21 @@ export class BoundloopStack extends Stack {
     super(scope, id, props);
     const settings = readDeploySettings(this, props.settings);
     this.settings = settings;
+    const syncCapMs = FUNCTION_TIMEOUT_SECONDS * 1000 - settings.config.DEADLINE_RESERVE_MS;
+    if (settings.config.RUN_TIMEOUT_MS > syncCapMs) {
+      Annotations.of(this).addWarningV2(
+        RUN_TIMEOUT_CAPPED_WARNING_ID,
+        `runTimeoutMs ${settings.config.RUN_TIMEOUT_MS} ms is capped by the API function's ${FUNCTION_TIMEOUT_SECONDS} s timeout ` +
+          `(a synchronous run ends by ${syncCapMs} ms). Longer runs: send Prefer: respond-async (asyncRunTimeoutMs, docs/durable-runs.md).`,
+      );
+    }
+    if (settings.config.TRACING === "adot") {
+      Annotations.of(this).addWarningV2(
+        TRACING_ADOT_WARNING_ID,
+        "tracing=adot: the functions emit spans to an OpenTelemetry SDK that an ADOT Lambda layer registers, but this stack attaches no layer. " +
+          "Add the layer and AWS_LAMBDA_EXEC_WRAPPER=/opt/otel-instrument to both functions, or deploy with tracing=otlp (docs/tracing.md).",
+      );
+    }
     const removalPolicy = settings.personal ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
     // No issuer given: the stack's own Cognito user pool (infra/user-pool.ts) issues the tokens.
     const userPool = settings.builtInUserPool
@@ -151,61 +169,49 @@ export class BoundloopStack extends Stack {
       removalPolicy,
     });
 
-    const { secretArn, secretName } = this.openaiKeySecret(settings, removalPolicy);
+    // A Bedrock deploy signs in with the functions' roles: no secret is created, granted or named.
+    const bedrock = settings.modelProvider === "bedrock";
+    const secret = bedrock ? undefined : this.openaiKeySecret(settings, removalPolicy);
+    const bedrockModelId = bedrock ? settings.bedrockModelId : undefined;
 
-    // The durable runner of `Prefer: respond-async` runs (infra/durable-runner.ts, docs/durable-runs.md).
-    const modelEnvironment = functionEnvironment({
+    // What both functions get; each also gets the runtime settings it reads (infra/settings.ts).
+    const sharedEnvironment = {
       TABLE_NAME: table.tableName,
-      OPENAI_API_KEY_SECRET_NAME: secretName,
-      OPENAI_MODEL: settings.openaiModel,
-      OPENAI_BASE_URL: settings.openaiBaseUrl,
+      OPENAI_API_KEY_SECRET_NAME: secret?.secretName,
       // The config's defaults, written out so the console shows where the logs and metrics go.
       POWERTOOLS_SERVICE_NAME: CONFIG_DEFAULTS.observability.serviceName,
       POWERTOOLS_METRICS_NAMESPACE: CONFIG_DEFAULTS.observability.metricsNamespace,
       NODE_OPTIONS: "--enable-source-maps",
-    });
+    };
+    // The durable runner of `Prefer: respond-async` runs (infra/durable-runner.ts, docs/durable-runs.md);
+    // its execution timeout follows the configured durable run cap and approval timeout.
+    const executionTimeoutSeconds = runnerExecutionTimeoutSeconds(settings.config);
+    // With tracing off (or left to an ADOT layer) neither bundle holds the OpenTelemetry SDK.
+    const tracingSdk = bundlesTracingSdk(settings.config.TRACING);
     const runner = new DurableRunner(this, "Runner", {
       table,
       tableItemActions: TABLE_ITEM_ACTIONS,
-      secretArn,
-      secretName,
-      environment: modelEnvironment,
+      secretArn: secret?.secretArn,
+      bedrockModelId,
+      executionTimeoutSeconds,
+      environment: functionEnvironment({ ...sharedEnvironment, ...runtimeEnvironment(settings, "runner") }),
       logRetention: LOG_RETENTION,
       removalPolicy,
+      tracingSdk,
     });
 
     const functionLogs = new LogGroup(this, "ApiFunctionLogs", { retention: LOG_RETENTION, removalPolicy });
 
-    // The function's role: written by hand (no AWS managed policy) so it holds exactly the actions
-    // below, each on one resource.
-    const role = new Role(this, "ApiFunctionRole", {
-      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
-      description: "boundloop API function: its log group, item actions on the table, read of the OpenAI key",
+    const role = this.appRole("ApiFunctionRole", "API function", functionLogs, {
+      table,
+      secret,
+      bedrockModelId,
+      runner,
     });
-    functionLogs.grantWrite(role);
-    role.addToPolicy(new PolicyStatement({ actions: [...TABLE_ITEM_ACTIONS], resources: [table.tableArn] }));
-    role.addToPolicy(
-      new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),
-    );
-    runner.grantStartStop(role);
 
     const fn = new LambdaFunction(this, "ApiFunction", {
       description: "boundloop HTTP API (Hono on Lambda): bounded agent runs, invoices",
-      // Built at synth by the local esbuild with infra/bundle.ts (the benchmarks measure the same build):
-      // index.mjs plus the chunks it loads on demand. No Docker: the image below is never pulled, local
-      // bundling either succeeds or fails the synth with esbuild's messages.
-      code: Code.fromAsset(PROJECT_ROOT, {
-        assetHashType: AssetHashType.OUTPUT,
-        bundling: {
-          image: DockerImage.fromRegistry("dummy"),
-          local: {
-            tryBundle(outputDir) {
-              buildApiBundleSync(outputDir);
-              return true;
-            },
-          },
-        },
-      }),
+      code: bundledCode(undefined, { tracingSdk }),
       handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
@@ -213,54 +219,36 @@ export class BoundloopStack extends Stack {
       timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS),
       role,
       logGroup: functionLogs,
-      environment: {
-        ...modelEnvironment,
-        ...functionEnvironment({
-          RUNNER_FUNCTION_ARN: runner.alias.functionArn,
-          DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
-          // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
-          ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
-          ...(consoleClientId ? { JWT_ISSUER: jwtIssuer, CONSOLE_CLIENT_ID: consoleClientId } : {}),
-          // The HTTP API buffers a response until it ends: short event streams (each resumed by the
-          // client with Last-Event-ID) let the console follow a run within seconds through it.
-          STREAM_MAX_SECONDS: String(API_STREAM_MAX_SECONDS),
-        }),
-      },
+      environment: functionEnvironment({
+        ...sharedEnvironment,
+        ...runtimeEnvironment(settings, "api"),
+        // The HTTP API buffers a response until it ends: short event streams (each resumed by the
+        // client with Last-Event-ID) let the console follow a run within seconds through it; the
+        // streamMaxSeconds setting, when given, wins.
+        STREAM_MAX_SECONDS: settings.runtime.STREAM_MAX_SECONDS ?? String(API_STREAM_MAX_SECONDS),
+        RUNNER_FUNCTION_ARN: runner.alias.functionArn,
+        DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeoutSeconds),
+        // /mcp verifies tokens itself against the issuer the JWT authorizer trusts (docs/mcp.md).
+        JWT_ISSUER: jwtIssuer,
+        // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
+        ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
+        ...(consoleClientId ? { CONSOLE_CLIENT_ID: consoleClientId } : {}),
+      }),
     });
 
     // The streaming entry (docs/run-events.md): a function URL with RESPONSE_STREAM, since HTTP APIs
     // buffer responses and stop at 29 s. The URL has no IAM auth: the function verifies the same JWT
     // (issuer, audience, the issuer's JWKS) with jose before any route runs (functions/stream/entry.ts).
     const streamLogs = new LogGroup(this, "StreamFunctionLogs", { retention: LOG_RETENTION, removalPolicy });
-    const streamRole = new Role(this, "StreamFunctionRole", {
-      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
-      description:
-        "boundloop streaming function: its log group, item actions on the table, read of the OpenAI key",
+    const streamRole = this.appRole("StreamFunctionRole", "streaming function", streamLogs, {
+      table,
+      secret,
+      bedrockModelId,
+      runner,
     });
-    streamLogs.grantWrite(streamRole);
-    streamRole.addToPolicy(
-      new PolicyStatement({ actions: [...TABLE_ITEM_ACTIONS], resources: [table.tableArn] }),
-    );
-    streamRole.addToPolicy(
-      new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),
-    );
-    runner.grantStartStop(streamRole);
     const streamFn = new LambdaFunction(this, "StreamFunction", {
       description: "boundloop run event streams (SSE) and streamed runs, behind a function URL",
-      code: Code.fromAsset(PROJECT_ROOT, {
-        assetHashType: AssetHashType.OUTPUT,
-        bundling: {
-          image: DockerImage.fromRegistry("dummy"),
-          // Part of the asset's cache key (see infra/durable-runner.ts).
-          environment: { BOUNDLOOP_ENTRY: STREAM_ENTRY },
-          local: {
-            tryBundle(outputDir) {
-              buildApiBundleSync(outputDir, STREAM_ENTRY);
-              return true;
-            },
-          },
-        },
-      }),
+      code: bundledCode(STREAM_ENTRY),
       handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
@@ -268,16 +256,17 @@ export class BoundloopStack extends Stack {
       timeout: Duration.seconds(STREAM_FUNCTION_TIMEOUT_SECONDS),
       role: streamRole,
       logGroup: streamLogs,
-      environment: {
-        ...modelEnvironment,
-        ...functionEnvironment({
-          RUNNER_FUNCTION_ARN: runner.alias.functionArn,
-          DURABLE_EXECUTION_TIMEOUT_SECONDS: String(RUNNER.executionTimeoutSeconds),
-          RUN_TIMEOUT_MS: String(STREAM_RUN_TIMEOUT_MS),
-          JWT_ISSUER: jwtIssuer,
-          JWT_AUDIENCE: jwtAudience.join(","),
-        }),
-      },
+      environment: functionEnvironment({
+        ...sharedEnvironment,
+        // It serves the API's app, so it reads the API's settings.
+        ...runtimeEnvironment(settings, "api"),
+        RUNNER_FUNCTION_ARN: runner.alias.functionArn,
+        DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeoutSeconds),
+        JWT_ISSUER: jwtIssuer,
+        JWT_AUDIENCE: jwtAudience.join(","),
+        // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
+        ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
+      }),
     });
     const streamUrl = streamFn.addFunctionUrl({
       authType: FunctionUrlAuthType.NONE,
@@ -323,12 +312,15 @@ export class BoundloopStack extends Stack {
         path: route.path,
         methods: [HttpMethod[route.method]],
         integration,
-        ...(route.auth === "public" ? { authorizer: new HttpNoneAuthorizer() } : {}),
+        ...(route.auth === "jwt" ? {} : { authorizer: new HttpNoneAuthorizer() }),
       });
-      if (route.auth === "public" && created) {
+      if (route.auth !== "jwt" && created) {
         Validations.of(created).acknowledge({
           id: "AwsSolutions-APIG4",
-          reason: `${route.method} ${route.path} is public by design: a liveness probe, the API's own description, or the console's page and static assets (its data comes from the authorized routes); no tenant data.`,
+          reason:
+            route.auth === "bearer"
+              ? `${route.method} ${route.path} verifies its bearer token in the function (OAuth resource server: 401 with resource_metadata, audience = the endpoint's URL).`
+              : `${route.method} ${route.path} is public by design: a liveness probe / the API's own description / resource metadata, or the console's page and static assets (its data comes from the authorized routes), no tenant data.`,
         });
       }
     }
@@ -342,10 +334,17 @@ export class BoundloopStack extends Stack {
         "Function URL of the event streams and streamed runs (bearer JWT verified in the function)",
     });
     new CfnOutput(this, "TableName", { value: table.tableName, description: "DynamoDB table" });
-    new CfnOutput(this, "SecretName", {
-      value: secretName,
-      description: "Secrets Manager secret holding the OpenAI API key (set its value after deploy)",
-    });
+    if (secret) {
+      new CfnOutput(this, "SecretName", {
+        value: secret.secretName,
+        description: "Secrets Manager secret holding the OpenAI API key (set its value after deploy)",
+      });
+    } else {
+      new CfnOutput(this, "BedrockModelId", {
+        value: settings.bedrockModelId,
+        description: "Amazon Bedrock model the functions invoke (turn on its access in the Bedrock console)",
+      });
+    }
     new CfnOutput(this, "JwtIssuer", { value: jwtIssuer, description: "Issuer the API trusts" });
     if (userPool) this.userPoolOutputs(userPool, stage.url);
   }
@@ -368,6 +367,48 @@ export class BoundloopStack extends Stack {
       value: `BOUNDLOOP_TOKEN="$(npm run -s user -- token --email you@example.com)" npm run smoke -- --url ${apiUrl}`,
       description: "Send the seed scenario to the deployed API and check the result and the ledger",
     });
+  }
+
+  /**
+   * The role of a function that serves the API's app (the API function, the streaming function): written
+   * by hand (no AWS managed policy) so it holds exactly these actions, each on one resource (Bedrock's
+   * bearer-key permission has none: infra/bedrock-access.ts) — its log group, the table's item actions,
+   * the OpenAI key's read or the Bedrock model, the runner's start/stop, and PutEvents on the default
+   * bus (an MCP tools/call that needs approval is announced as the runner announces the loop's,
+   * docs/mcp.md).
+   */
+  private appRole(
+    id: string,
+    what: string,
+    logs: LogGroup,
+    access: {
+      table: TableV2;
+      secret: { secretArn: string } | undefined;
+      bedrockModelId: string | undefined;
+      runner: DurableRunner;
+    },
+  ): Role {
+    const { table, secret, bedrockModelId, runner } = access;
+    const role = new Role(this, id, {
+      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
+      description: `boundloop ${what}: its log group, item actions on the table, ${secret ? "read of the OpenAI key" : `invoking ${bedrockModelId} on Amazon Bedrock`}`,
+    });
+    logs.grantWrite(role);
+    role.addToPolicy(new PolicyStatement({ actions: [...TABLE_ITEM_ACTIONS], resources: [table.tableArn] }));
+    if (secret) {
+      role.addToPolicy(
+        new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secret.secretArn] }),
+      );
+    }
+    if (bedrockModelId) grantBedrockModel(role, bedrockModelId);
+    runner.grantStartStop(role);
+    role.addToPolicy(
+      new PolicyStatement({
+        actions: ["events:PutEvents"],
+        resources: [this.formatArn({ service: "events", resource: "event-bus", resourceName: "default" })],
+      }),
+    );
+    return role;
   }
 
   /**

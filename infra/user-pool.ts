@@ -1,4 +1,4 @@
-import { AssetHashType, DockerImage, Duration, type RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
+import { Duration, type RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
 import {
   AccountRecovery,
   ClientAttributes,
@@ -13,11 +13,12 @@ import {
   UserPoolOperation,
 } from "aws-cdk-lib/aws-cognito";
 import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Architecture, Code, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
+import { Architecture, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { ROLE_PERMISSIONS, ROLES, TENANT_ATTRIBUTE, USER_POOL_POLICY } from "../shared/user-roles.js";
-import { API_HANDLER, buildApiBundleSync, PROJECT_ROOT } from "./bundle.js";
+import { API_HANDLER } from "./bundle.js";
+import { bundledCode } from "./lambda-code.js";
 
 /** The pre token generation trigger's entry point (exports `handler`), relative to PROJECT_ROOT. */
 export const PRE_TOKEN_ENTRY = "functions/pre-token/handler.ts";
@@ -145,20 +146,7 @@ export class BuiltInUserPool extends Construct {
     logs.grantWrite(role);
     return new LambdaFunction(this, "PreTokenFunction", {
       description: "boundloop user pool: writes tenant_id and the role's billing: scopes into access tokens",
-      code: Code.fromAsset(PROJECT_ROOT, {
-        assetHashType: AssetHashType.OUTPUT,
-        bundling: {
-          image: DockerImage.fromRegistry("dummy"),
-          // Part of the asset's cache key (see infra/durable-runner.ts).
-          environment: { BOUNDLOOP_ENTRY: PRE_TOKEN_ENTRY },
-          local: {
-            tryBundle(outputDir) {
-              buildApiBundleSync(outputDir, PRE_TOKEN_ENTRY);
-              return true;
-            },
-          },
-        },
-      }),
+      code: bundledCode(PRE_TOKEN_ENTRY),
       handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,

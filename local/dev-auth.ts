@@ -7,8 +7,8 @@
  * key, the signature must verify, `iss` must equal the issuer, `aud` (or `client_id` when there is
  * no `aud`) must name an allowed audience, `exp` must be in the future, and `nbf` and `iat` in the past.
  */
-import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import { dirname } from "node:path";
+import { chmod, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   calculateJwkThumbprint,
@@ -45,6 +45,8 @@ export interface DevIssuerFile {
   privateJwk: JWK;
   /** The public half, as the issuer's JWKS would publish it. */
   publicJwk: JWK;
+  /** The writing dev server's process id (so a file left by a killed server is told apart). */
+  pid?: number;
 }
 
 /** The default issuer file of a dev server on `port`: `.boundloop/dev-issuer-<port>.json` in the repo. */
@@ -72,16 +74,63 @@ export async function createDevIssuer(
   };
 }
 
-/** Writes the issuer file readable only by this user (directory 0700, file 0600). */
+/** Writes the issuer file readable only by this user (directory 0700, file 0600), with this process's pid. */
 export async function writeIssuerFile(path: string, issuer: DevIssuerFile): Promise<void> {
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  await writeFile(path, `${JSON.stringify(issuer, null, 2)}\n`, { mode: 0o600 });
+  await writeFile(path, `${JSON.stringify({ ...issuer, pid: process.pid }, null, 2)}\n`, { mode: 0o600 });
   await chmod(path, 0o600);
 }
 
 /** Removes the issuer file (missing is fine). */
 export async function removeIssuerFile(path: string): Promise<void> {
   await rm(path, { force: true });
+}
+
+/** Whether process `pid` is running (signal 0 checks without sending anything). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * The issuer file of the running dev server, when neither `--port` nor `--issuer-file` says which: the one
+ * `.boundloop/dev-issuer-<port>.json` whose server is still running (files of killed servers are skipped).
+ * @param directory where dev servers write their files (default the repo's `.boundloop/`)
+ * @throws Error saying to start `npm run dev` when none is running, or naming the ports and `--port`
+ *   when several are
+ */
+export async function findRunningIssuerFile(
+  directory: string = dirname(defaultIssuerFile(0)),
+): Promise<string> {
+  let names: string[] = [];
+  try {
+    names = await readdir(directory);
+  } catch {
+    // No directory: no dev server ever ran here.
+  }
+  const running: Array<{ port: number; path: string }> = [];
+  for (const name of names) {
+    const port = /^dev-issuer-(\d+)\.json$/.exec(name)?.[1];
+    if (!port) continue;
+    const path = join(directory, name);
+    try {
+      const { pid } = JSON.parse(await readFile(path, "utf8")) as DevIssuerFile;
+      if (pid === undefined || isRunning(pid)) running.push({ port: Number(port), path });
+    } catch {
+      // Unreadable or being written: not a usable issuer.
+    }
+  }
+  if (running.length === 1) return (running[0] as { path: string }).path;
+  if (running.length === 0) {
+    throw new Error("No running `npm run dev` found: start it first (or pass --port or --issuer-file).");
+  }
+  const ports = running.map((entry) => entry.port).sort((a, b) => a - b);
+  throw new Error(`Several dev servers are running (ports ${ports.join(", ")}): pass --port <n>.`);
 }
 
 /**

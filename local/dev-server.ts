@@ -11,12 +11,14 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Context } from "aws-lambda";
+import type { Context, StreamifyHandler } from "aws-lambda";
 import type { ApiEvent } from "../functions/api/handler.js";
+import { wantsEventStream } from "../functions/api/routes/events.js";
 import { isPublicRoute } from "../infra/routes.js";
 import { createJwtAuthorizer, type DevIssuerFile } from "./dev-auth.js";
 import { headersOf, type ProxyResult, toHttpApiEvent, writeProxyResult } from "./dev-event.js";
 import { createLambdaContext } from "./lambda-context.js";
+import { invokeStreaming } from "./lambda-streaming.js";
 
 /** API Gateway's payload limit (bytes). */
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -42,6 +44,12 @@ export async function startDevServer(options: {
   host: string;
   port: number;
   timeoutMs: number;
+  /**
+   * The streaming entry (functions/stream/entry.ts, run with local/lambda-streaming.ts's stand-in for
+   * the runtime): requests {@link servedByStream} goes to it and its body is written as it comes, as the
+   * stack's function URL serves them; without it they are buffered like every other route.
+   */
+  stream?: StreamifyHandler;
   log?: (line: string) => void;
 }): Promise<DevServer> {
   const write = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -80,6 +88,10 @@ export async function startDevServer(options: {
       },
       claims?.ok ? claims.claims : undefined,
     );
+    if (options.stream && servedByStream(method, path, req.headers)) {
+      await streamResponse(options.stream, event, res);
+      return claims?.ok ? ` (tenant ${String(claims.claims.tenant_id ?? "?")}, streamed)` : " (streamed)";
+    }
     const context = createLambdaContext(options.timeoutMs);
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -131,6 +143,43 @@ export async function startDevServer(options: {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * Whether a request is one the stack serves on its streaming function URL (docs/run-events.md): an
+ * event stream (`GET /v1/runs/{runId}/events`), or a run asked for as one (`POST /v1/runs` with
+ * `Accept: text/event-stream`; `Prefer: respond-async` wins, as on AWS, and is answered 202 JSON).
+ */
+export function servedByStream(
+  method: string,
+  path: string,
+  headers: Record<string, string | string[] | undefined>,
+): boolean {
+  if (method === "GET" && /^\/v1\/runs\/[^/]+\/events$/.test(path)) return true;
+  const header = (name: string) => [headers[name] ?? []].flat().join(",");
+  return (
+    method === "POST" &&
+    path === "/v1/runs" &&
+    wantsEventStream(header("accept")) &&
+    !/respond-async/i.test(header("prefer"))
+  );
+}
+
+/**
+ * Invokes the streaming handler with `event` and writes its metadata, then each chunk as it comes, to
+ * `res`; a client that hangs up destroys the handler's stream (the run goes on, as on AWS).
+ */
+async function streamResponse(handler: StreamifyHandler, event: unknown, res: ServerResponse): Promise<void> {
+  // The streaming function's 15-minute timeout (infra/stack.ts STREAM_FUNCTION_TIMEOUT_SECONDS).
+  const { stream, done } = invokeStreaming(handler, event, createLambdaContext(900_000, "boundloop-stream"));
+  const metadata = await Promise.race([stream.metadata, done.then(() => stream.metadata)]);
+  res.writeHead(metadata.statusCode ?? 200, metadata.headers ?? {});
+  res.flushHeaders();
+  res.on("close", () => {
+    if (!stream.readableEnded) stream.destroy();
+  });
+  stream.pipe(res);
+  await done;
 }
 
 /** Reads the request body; undefined when it is over API Gateway's 10 MB limit. */

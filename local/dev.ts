@@ -29,8 +29,10 @@ import {
 } from "./dev-auth.js";
 import { type DevServer, type Handler, startDevServer } from "./dev-server.js";
 import { readEnvVarsFile } from "./env-vars.js";
+import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
 import { type LocalStack, startLocalStack } from "./local-stack.js";
 import { onShutdownSignal } from "./shutdown.js";
+import { localStreamHandler } from "./stream-handler.js";
 
 /** The dev server's default address, as `sam local start-api`'s. */
 const DEFAULT_HOST = "127.0.0.1";
@@ -45,7 +47,7 @@ const USAGE = `usage: npm run dev -- [options]
   --port <n>           port on 127.0.0.1 (default ${DEFAULT_PORT}; 0 picks a free one)
   --host <addr>        address to listen on (default ${DEFAULT_HOST})
   --env-vars <file>    variables for the function: flat JSON, SAM's shape, or a dotenv file
-  --timeout <s>        function timeout in seconds (default ${DEFAULT_TIMEOUT_S}, as deployed)
+  --timeout <s>        function timeout in seconds (default ${DEFAULT_TIMEOUT_S}, as deployed, or more when RUN_TIMEOUT_MS needs it)
   --issuer <iss>       issuer the JWT check accepts and tokens carry (default urn:boundloop:local-dev-issuer)
   --audience <aud>     audience the JWT check accepts and tokens carry (default boundloop-api)
   --issuer-file <f>    where to write the issuer key for npm run token (default .boundloop/dev-issuer-<port>.json)
@@ -100,7 +102,7 @@ async function main(argv: string[]): Promise<void> {
       host: { type: "string", default: DEFAULT_HOST },
       port: { type: "string", default: String(DEFAULT_PORT) },
       "env-vars": { type: "string", short: "n" },
-      timeout: { type: "string", short: "t", default: String(DEFAULT_TIMEOUT_S) },
+      timeout: { type: "string", short: "t" },
       issuer: { type: "string" },
       audience: { type: "string" },
       "issuer-file": { type: "string" },
@@ -113,9 +115,9 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const port = Number(values.port);
-  const timeoutS = Number(values.timeout);
+  const timeoutS = values.timeout === undefined ? undefined : Number(values.timeout);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error("--port must be 0 to 65535.");
-  if (!Number.isFinite(timeoutS) || timeoutS <= 0 || timeoutS > 900) {
+  if (timeoutS !== undefined && (!Number.isFinite(timeoutS) || timeoutS <= 0 || timeoutS > 900)) {
     throw new Error("--timeout must be a number of seconds in (0, 900].");
   }
   let vars: Record<string, string> = {};
@@ -137,19 +139,26 @@ async function main(argv: string[]): Promise<void> {
   starting = startLocalStack({ ...process.env, ...vars }, log);
   const stack = await starting;
   Object.assign(process.env, vars, stack.env);
+  const issuer = await createDevIssuer({ issuer: values.issuer, audience: values.audience });
+  // /mcp verifies tokens itself (docs/mcp.md): it trusts the local issuer and its generated key.
+  process.env.JWT_ISSUER = issuer.issuer;
+  process.env.JWT_JWKS = JSON.stringify({ keys: [issuer.publicJwk] });
   // The deployed handler's factory, with `Prefer: respond-async` runs on the local durable runner.
   const { createLocalDurableApi } = await import("./durable-runner.js");
   const { loadConfig } = await import("../shared/config.js");
-  const local = createLocalDurableApi(loadConfig(process.env));
+  const config = loadConfig(process.env);
+  const local = createLocalDurableApi(config);
+  const timeout = localFunctionTimeout(config.limits, timeoutS, MAX_FUNCTION_TIMEOUT_SECONDS);
+  if (timeout.note) log(`dev: ${timeout.note}`);
   durableApi = local;
   const { handler } = local;
-  const issuer = await createDevIssuer({ issuer: values.issuer, audience: values.audience });
   server = await startDevServer({
     handler: handler as Handler,
+    stream: await localStreamHandler(config, issuer, local.executions),
     issuer,
     host: values.host,
     port,
-    timeoutMs: Math.round(timeoutS * 1000),
+    timeoutMs: timeout.timeoutMs,
   });
   issuerFile = values["issuer-file"] ?? defaultIssuerFile(server.port);
   await writeIssuerFile(issuerFile, issuer);
@@ -177,6 +186,9 @@ async function main(argv: string[]): Promise<void> {
       "  -H 'content-type: application/json' \\",
       `  -d ${shellQuote(seed.body)}`,
       "",
+      "Live events (docs/run-events.md): curl -N with -H 'accept: text/event-stream' streams the run as it",
+      "runs; GET /v1/runs/<runId>/events replays a run's events and follows it (resume with Last-Event-ID).",
+      "",
       "A durable run: add -H 'prefer: respond-async' (202, Location: /v1/runs/<runId>); poll the Location",
       "with GET, stop it with POST /v1/runs/<runId>/cancel (docs/durable-runs.md).",
       "",
@@ -190,6 +202,11 @@ async function main(argv: string[]): Promise<void> {
       `  -d ${shellQuote(seed.body)}`,
       "",
       ...consoleLinks,
+      `MCP (docs/mcp.md): ${server.url}/mcp with a token whose audience is that URL:`,
+      "",
+      `  npx @modelcontextprotocol/inspector --cli ${server.url}/mcp --transport http --method tools/list \\`,
+      `    --header "Authorization: Bearer $(${mint} --audience ${server.url}/mcp)"`,
+      "",
       "Ctrl-C stops the server and everything it started.",
       "",
     ].join("\n"),

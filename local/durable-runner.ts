@@ -32,7 +32,7 @@ export function createLocalDurableApi(
     createDurableRunHandler(runnerDeps, { ...runnerOptions, ...runOptions }),
   );
   return {
-    handler: createLazyHandler(config, { executions }),
+    handler: createLazyHandler(config, { executions, approvalEvents }),
     executions,
     runnerDeps,
     async stop() {

@@ -1,14 +1,17 @@
 /**
- * `npm run invoke -- events/<file>.json [--env-vars env.json] [--timeout 29]`: the counterpart of
- * `sam local invoke`. Loads the event (a file, or `-` for stdin), starts the local dependencies the
+ * `npm run invoke -- events/<file>.json [more.json …] [--env-vars env.json] [--timeout 29]`: the
+ * counterpart of `sam local invoke`. Loads the events (files, or `-` for stdin) and the variables
+ * (`--env-vars`, else each event's `<event>.env.json` when it exists), starts the local dependencies the
  * environment does not provide (local/local-stack.ts), builds a Lambda context whose
- * getRemainingTimeInMillis counts down from the timeout, invokes the handler the stack deploys
- * (functions/api/handler.ts `handler`), and prints:
+ * getRemainingTimeInMillis counts down from the timeout (`--timeout`, else the deployed 29 s raised to
+ * fit RUN_TIMEOUT_MS, local/function-timeout.ts), invokes the handler the stack deploys
+ * (functions/api/handler.ts `handler`) with each event in order, in one process (so one table: an
+ * event sent twice is a retry), and prints for each:
  * - on stderr: progress lines, then `START`, the handler's own log lines (its stdout and stderr, as
  *   structured JSON lines when the handler logs JSON), `END` and `REPORT` like the Lambda runtime;
  * - on stdout: `HTTP <status>`, the response headers, a blank line and the body (pretty JSON).
  *
- * Exit status: 0 when the response status is below 400; 1 when the response is an HTTP error
+ * Exit status (the worst of the events'): 0 when the response status is below 400; 1 when the response is an HTTP error
  * (4xx/5xx); 2 when the invocation itself failed (bad arguments, unreadable event, invalid config,
  * the handler threw or timed out); 128 + n when stopped by signal n (SIGINT → 130). Whatever the exit,
  * the dependencies it started are stopped first.
@@ -16,9 +19,11 @@
 import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
+import type { Context } from "aws-lambda";
 import type { ApiEvent } from "../functions/api/handler.js";
-import { FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
+import { FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
 import type { ProxyResult } from "./dev-event.js";
+import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
 import { createLambdaContext } from "./lambda-context.js";
 import type { LocalStack } from "./local-stack.js";
 import { onShutdownSignal } from "./shutdown.js";
@@ -26,18 +31,20 @@ import { onShutdownSignal } from "./shutdown.js";
 /** The function timeout as deployed (s), and so the default here. */
 const DEFAULT_TIMEOUT_S = FUNCTION_TIMEOUT_SECONDS;
 /** Lambda's largest timeout (s). */
-const MAX_TIMEOUT_S = 900;
+const MAX_TIMEOUT_S = MAX_FUNCTION_TIMEOUT_SECONDS;
 
 /** Exit statuses of `npm run invoke`. */
 const INVOKE_EXIT = { ok: 0, httpError: 1, invocationFailed: 2 } as const;
 
-const USAGE = `usage: npm run invoke -- <event.json | -> [--env-vars <env.json | .env>] [--timeout <seconds>]
+const USAGE = `usage: npm run invoke -- <event.json | -> [more events…] [--env-vars <env.json | .env>] [--timeout <seconds>]
 
-  <event.json>   an API Gateway / function URL event, e.g. events/seed-scenario.json; - reads stdin
+  <event.json>   an API Gateway / function URL event, e.g. events/seed-scenario.json; - reads stdin.
+                 Several events are invoked in order in one process, on the same tables: the same
+                 event twice is a retry (events/replay-idempotency-key.json replays)
   --env-vars     variables for the function: flat JSON, SAM's {"Parameters": {...}, "ApiFunction": {...}},
-                 or a dotenv file (see .env.example)
-  --timeout      function timeout in seconds (default ${DEFAULT_TIMEOUT_S}, as deployed); the context's
-                 getRemainingTimeInMillis counts down from it`;
+                 or a dotenv file (see .env.example); default: the event's own <event>.env.json if any
+  --timeout      function timeout in seconds (default ${DEFAULT_TIMEOUT_S}, as deployed, or more when
+                 RUN_TIMEOUT_MS needs it); the context's getRemainingTimeInMillis counts down from it`;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -46,9 +53,10 @@ class UsageError extends Error {}
 class HelpRequested extends Error {}
 
 interface Options {
-  eventPath: string;
+  eventPaths: string[];
   envVarsPath: string | undefined;
-  timeoutMs: number;
+  /** `--timeout` (s); undefined: follow RUN_TIMEOUT_MS (local/function-timeout.ts). */
+  timeoutSeconds: number | undefined;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -64,16 +72,14 @@ function parseOptions(argv: string[]): Options {
   });
   if (values.help) throw new HelpRequested();
   const eventPaths = [...(values.event ? [values.event] : []), ...positionals];
-  if (eventPaths.length !== 1) throw new UsageError("give exactly one event file.");
-  const timeout = Number(values.timeout ?? DEFAULT_TIMEOUT_S);
-  if (!Number.isFinite(timeout) || timeout <= 0 || timeout > MAX_TIMEOUT_S) {
+  if (eventPaths.length === 0) throw new UsageError("give an event file.");
+  if (eventPaths.filter((path) => path === "-").length > 1)
+    throw new UsageError("stdin (-) can be read once.");
+  const timeout = values.timeout === undefined ? undefined : Number(values.timeout);
+  if (timeout !== undefined && (!Number.isFinite(timeout) || timeout <= 0 || timeout > MAX_TIMEOUT_S)) {
     throw new UsageError(`--timeout must be a number of seconds in (0, ${MAX_TIMEOUT_S}].`);
   }
-  return {
-    eventPath: eventPaths[0] as string,
-    envVarsPath: values["env-vars"],
-    timeoutMs: Math.round(timeout * 1000),
-  };
+  return { eventPaths, envVarsPath: values["env-vars"], timeoutSeconds: timeout };
 }
 
 async function readEvent(path: string): Promise<Record<string, unknown>> {
@@ -119,15 +125,16 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error;
   }
-  const event = await readEvent(options.eventPath);
-  // Loaded once the arguments and the event are known good: a usage error answers at once.
+  const events: Array<{ path: string; event: Record<string, unknown> }> = [];
+  for (const path of options.eventPaths) events.push({ path, event: await readEvent(path) });
+  // Loaded once the arguments and the events are known good: a usage error answers at once.
   const { readEnvVarsFile } = await import("./env-vars.js");
   const { startLocalStack } = await import("./local-stack.js");
-  let vars: Record<string, string> = {};
-  if (options.envVarsPath) {
-    const read = await readEnvVarsFile(options.envVarsPath);
-    vars = read.vars;
-    log(`env: ${Object.keys(vars).length} variable(s) from ${options.envVarsPath}`);
+  const vars: Record<string, string> = {};
+  for (const file of await envVarsFiles(options)) {
+    const read = await readEnvVarsFile(file);
+    Object.assign(vars, read.vars);
+    log(`env: ${Object.keys(read.vars).length} variable(s) from ${file}`);
     if (read.unknown.length > 0) log(`env: warning: boundloop reads none of ${read.unknown.join(", ")}`);
   }
 
@@ -148,53 +155,90 @@ async function main(argv: string[]): Promise<number> {
   try {
     Object.assign(process.env, vars, stack.env);
     const { handler } = await import("../functions/api/handler.js");
-    // Interrupted before the invocation: invoke nothing; the signal handler stops everything and exits.
-    if (interrupted) return await new Promise<never>(() => undefined);
-    const context = createLambdaContext(options.timeoutMs);
-    const requestId = context.awsRequestId;
-    log(
-      `invoke: ${options.eventPath} → functions/api/handler.ts handler (timeout ${options.timeoutMs / 1000} s)`,
-    );
-    log(`START RequestId: ${requestId} Version: ${context.functionVersion}`);
-    const started = performance.now();
-    const restore = redirectStdout();
-    let timer: NodeJS.Timeout | undefined;
-    let result: ProxyResult | string;
-    try {
-      const timedOut = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new InvocationTimeout()), options.timeoutMs);
-      });
-      result = (await Promise.race([handler(event as unknown as ApiEvent, context), timedOut])) as
-        | ProxyResult
-        | string;
-    } catch (error) {
-      restore();
-      const seconds = ((performance.now() - started) / 1000).toFixed(2);
-      if (error instanceof InvocationTimeout) {
-        log(`${new Date().toISOString()} ${requestId} Task timed out after ${seconds} seconds`);
-      } else {
-        log(
-          `invoke: the handler threw: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-        );
-      }
-      log(`END RequestId: ${requestId}`);
-      log(
-        `REPORT RequestId: ${requestId}\tDuration: ${(Number(seconds) * 1000).toFixed(2)} ms\tStatus: error`,
-      );
-      return INVOKE_EXIT.invocationFailed;
-    } finally {
-      clearTimeout(timer);
-      restore();
+    const timeoutMs = functionTimeoutMs(options.timeoutSeconds);
+    // The events share this process's tables: the same event sent twice is a retry (Idempotency-Key).
+    let exit: number = INVOKE_EXIT.ok;
+    for (const { path, event } of events) {
+      // Interrupted before an invocation: invoke nothing; the signal handler stops everything and exits.
+      if (interrupted) return await new Promise<never>(() => undefined);
+      exit = Math.max(exit, await invokeOnce(handler, event, path, timeoutMs));
     }
-    const durationMs = performance.now() - started;
-    log(`END RequestId: ${requestId}`);
-    log(
-      `REPORT RequestId: ${requestId}\tDuration: ${durationMs.toFixed(2)} ms\tMemory Size: ${context.memoryLimitInMB} MB\tMax Memory Used: ${Math.round(process.memoryUsage.rss() / 2 ** 20)} MB`,
-    );
-    return printResult(result);
+    return exit;
   } finally {
     await stack.stop();
   }
+}
+
+/**
+ * The variable files to load: `--env-vars` when given; otherwise each event's own `<event>.env.json`
+ * next to it when there is one (events/function-url.env.json maps that event's IAM principal), so
+ * `npm run invoke -- events/function-url.json` answers as the docs say.
+ */
+async function envVarsFiles(options: Options): Promise<string[]> {
+  if (options.envVarsPath) return [options.envVarsPath];
+  const { existsSync } = await import("node:fs");
+  const sidecars = options.eventPaths
+    .filter((path) => path !== "-" && path.endsWith(".json"))
+    .map((path) => path.replace(/\.json$/, ".env.json"));
+  return [...new Set(sidecars)].filter((path) => existsSync(path));
+}
+
+/**
+ * The function timeout (ms): `--timeout`, else the deployed one raised to fit RUN_TIMEOUT_MS
+ * (local/function-timeout.ts); a line on stderr says when one caps or exceeds the other.
+ */
+function functionTimeoutMs(explicitSeconds: number | undefined): number {
+  // Called once the handler has loaded: the configuration is valid (else that load names the variable).
+  const timeout = localFunctionTimeout(loadConfig(process.env).limits, explicitSeconds, MAX_TIMEOUT_S);
+  if (timeout.note) log(`invoke: ${timeout.note}`);
+  return timeout.timeoutMs;
+}
+
+/** Invokes the handler with one event as the Lambda runtime would, prints the result; the exit status. */
+async function invokeOnce(
+  handler: (event: ApiEvent, context: Context) => Promise<unknown>,
+  event: Record<string, unknown>,
+  path: string,
+  timeoutMs: number,
+): Promise<number> {
+  const context = createLambdaContext(timeoutMs);
+  const requestId = context.awsRequestId;
+  log(`invoke: ${path} → functions/api/handler.ts handler (timeout ${timeoutMs / 1000} s)`);
+  log(`START RequestId: ${requestId} Version: ${context.functionVersion}`);
+  const started = performance.now();
+  const restore = redirectStdout();
+  let timer: NodeJS.Timeout | undefined;
+  let result: ProxyResult | string;
+  try {
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new InvocationTimeout()), timeoutMs);
+    });
+    result = (await Promise.race([handler(event as unknown as ApiEvent, context), timedOut])) as
+      | ProxyResult
+      | string;
+  } catch (error) {
+    restore();
+    const seconds = ((performance.now() - started) / 1000).toFixed(2);
+    if (error instanceof InvocationTimeout) {
+      log(`${new Date().toISOString()} ${requestId} Task timed out after ${seconds} seconds`);
+    } else {
+      log(
+        `invoke: the handler threw: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+      );
+    }
+    log(`END RequestId: ${requestId}`);
+    log(`REPORT RequestId: ${requestId}\tDuration: ${(Number(seconds) * 1000).toFixed(2)} ms\tStatus: error`);
+    return INVOKE_EXIT.invocationFailed;
+  } finally {
+    clearTimeout(timer);
+    restore();
+  }
+  const durationMs = performance.now() - started;
+  log(`END RequestId: ${requestId}`);
+  log(
+    `REPORT RequestId: ${requestId}\tDuration: ${durationMs.toFixed(2)} ms\tMemory Size: ${context.memoryLimitInMB} MB\tMax Memory Used: ${Math.round(process.memoryUsage.rss() / 2 ** 20)} MB`,
+  );
+  return printResult(result);
 }
 
 /**

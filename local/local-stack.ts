@@ -1,8 +1,18 @@
-import { loadConfig } from "../shared/config.js";
+import { type Config, loadConfig } from "../shared/config.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { ensureTable } from "../shared/store/table.js";
 import { parseDynamoBackend, startLocalDynamo } from "./dynamo.js";
 import { startModelServer } from "./model-server.js";
+
+/**
+ * The AWS credentials a local Bedrock run signs its keys with when the environment has none: fixed,
+ * local-only values (letters and digits in the key id, as DynamoDB Local accepts) that the stand-in
+ * checks the keys against, exactly as Bedrock checks a Lambda role's.
+ */
+export const LOCAL_BEDROCK_CREDENTIALS = {
+  accessKeyId: "LOCALBEDROCKSTANDIN1",
+  secretAccessKey: "local-bedrock-stand-in-secret-access-key",
+} as const;
 
 /** A process a local stack started, so callers (and tests) can check it is gone after stop. */
 export interface StartedProcess {
@@ -31,7 +41,10 @@ function portOf(url: string): string {
  * naming the backend and its port:
  * - DynamoDB: DYNAMODB_ENDPOINT if set, else DynamoDB Local (java, in memory) or dynalite without
  *   Java (BOUNDLOOP_DYNAMO_BACKEND forces one); the table TABLE_NAME is created if missing
- * - model: OPENAI_API_KEY or OPENAI_BASE_URL if set, else the local deterministic model server
+ * - model: with MODEL_PROVIDER=bedrock, BEDROCK_BASE_URL if set, else the Bedrock stand-in
+ *   (local/bedrock-stand-in.ts, answering with the planner) that verifies the function's keys against the
+ *   AWS credentials in the environment (or {@link LOCAL_BEDROCK_CREDENTIALS}, then set in `env`);
+ *   otherwise OPENAI_API_KEY or OPENAI_BASE_URL if set, else the local deterministic model server
  * Anything started is stopped again if a later step fails.
  * @param env a process.env-like record (read, never written)
  * @param log where progress lines go (default stderr)
@@ -66,7 +79,16 @@ export async function startLocalStack(
         `dynamodb: started ${dynamo.backend} on port ${dynamo.port} (${where}, in memory) at ${dynamo.endpoint}`,
       );
     }
-    if (env.OPENAI_API_KEY || env.OPENAI_BASE_URL) {
+    const bedrock = loadConfig(env).model;
+    if (bedrock.provider === "bedrock" && env.BEDROCK_BASE_URL) {
+      log(
+        `model: using Amazon Bedrock at ${env.BEDROCK_BASE_URL} with ${bedrock.bedrock.modelId} (BEDROCK_BASE_URL)`,
+      );
+    } else if (bedrock.provider === "bedrock") {
+      const standIn = await startStandIn(env, bedrock.bedrock, log);
+      stops.push(standIn.stop);
+      Object.assign(resolved, standIn.env);
+    } else if (env.OPENAI_API_KEY || env.OPENAI_BASE_URL) {
       const url = env.OPENAI_BASE_URL ?? "https://api.openai.com/v1";
       log(`model: using ${url} on port ${portOf(url)} (OPENAI_BASE_URL/OPENAI_API_KEY)`);
     } else {
@@ -100,6 +122,48 @@ export async function startLocalStack(
     stop() {
       stopped ??= stopAll(stops, log);
       return stopped;
+    },
+  };
+}
+
+/**
+ * Starts the Bedrock stand-in for `bedrock`'s model and Region, checking keys against the environment's
+ * AWS credentials, or {@link LOCAL_BEDROCK_CREDENTIALS} (then returned in `env` for the function).
+ * @returns the variables to give the function (BEDROCK_BASE_URL, and the local credentials if used) and a stop
+ */
+async function startStandIn(
+  env: Record<string, string | undefined>,
+  bedrock: Config["model"]["bedrock"],
+  log: (line: string) => void,
+): Promise<{ env: Record<string, string>; stop: () => Promise<void> }> {
+  const resolved: Record<string, string> = {};
+  const credentials =
+    env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+      ? {
+          accessKeyId: env.AWS_ACCESS_KEY_ID,
+          secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
+          ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
+        }
+      : LOCAL_BEDROCK_CREDENTIALS;
+  if (credentials === LOCAL_BEDROCK_CREDENTIALS) {
+    resolved.AWS_ACCESS_KEY_ID = credentials.accessKeyId;
+    resolved.AWS_SECRET_ACCESS_KEY = credentials.secretAccessKey;
+  }
+  const { startBedrockStandIn } = await import("./bedrock-stand-in.js");
+  const standIn = await startBedrockStandIn({
+    credentials,
+    region: bedrock.region,
+    models: [bedrock.modelId],
+  });
+  resolved.BEDROCK_BASE_URL = standIn.baseURL;
+  log(
+    `model: started the Bedrock stand-in for ${bedrock.modelId} in ${bedrock.region} on port ${portOf(standIn.baseURL)} at ${standIn.baseURL} (checks the keys' signatures; answers with the local planner, not an LLM)`,
+  );
+  return {
+    env: resolved,
+    stop: async () => {
+      await standIn.stop();
+      log(`model: stopped the Bedrock stand-in on port ${portOf(standIn.baseURL)}`);
     },
   };
 }

@@ -1,8 +1,8 @@
 /**
  * `npm run -s token -- [--tenant T] [--sub U] [--scope S]... [--claim k=v]... [--expires-in 12h]
- * [--audience A] [--issuer I] [--port 3000 | --issuer-file F]`: prints a token signed by the local
- * issuer of a running `npm run dev` (its key is in `.boundloop/dev-issuer-<port>.json`), for pasting
- * into `authorization: Bearer …`. Defaults are the demo caller: sub usr_demo, tenant tenant_demo_01,
+ * [--audience A] [--issuer I] [--port N | --issuer-file F]`: prints a token signed by the local
+ * issuer of a running `npm run dev` (its key is in `.boundloop/dev-issuer-<port>.json`; without `--port`
+ * the one running dev server's, whatever its port), for pasting into `authorization: Bearer …`. Defaults are the demo caller: sub usr_demo, tenant tenant_demo_01,
  * scope "billing:read billing:write", valid 12 h.
  *
  * `--scope` may repeat and may hold several space separated scopes; `--scope ''` gives a token with no
@@ -12,7 +12,13 @@
  */
 import { parseArgs } from "node:util";
 import type { JWTPayload } from "jose";
-import { DEMO_CLAIMS, defaultIssuerFile, mintToken, readIssuerFile } from "./dev-auth.js";
+import {
+  DEMO_CLAIMS,
+  defaultIssuerFile,
+  findRunningIssuerFile,
+  mintToken,
+  readIssuerFile,
+} from "./dev-auth.js";
 
 const USAGE = `usage: npm run -s token -- [options]
 
@@ -23,7 +29,7 @@ const USAGE = `usage: npm run -s token -- [options]
   --expires-in <span>  lifetime, e.g. 12h, 30m (default 12h); --expires-in=-5m for an expired token
   --audience <aud>     override the audience (the dev server accepts only its own)
   --issuer <iss>       override the issuer (the dev server accepts only its own)
-  --port <n>           the dev server's port, to find its key (default 3000)
+  --port <n>           the dev server's port, to find its key (default: the one dev server running)
   --issuer-file <f>    the issuer file the dev server wrote (default .boundloop/dev-issuer-<port>.json)`;
 
 function claimValue(text: string): unknown {
@@ -45,7 +51,7 @@ async function main(argv: string[]): Promise<number> {
       "expires-in": { type: "string", default: "12h" },
       audience: { type: "string" },
       issuer: { type: "string" },
-      port: { type: "string", default: "3000" },
+      port: { type: "string" },
       "issuer-file": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -54,7 +60,10 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${USAGE}\n`);
     return 0;
   }
-  const issuer = await readIssuerFile(values["issuer-file"] ?? defaultIssuerFile(Number(values.port)));
+  const issuer = await readIssuerFile(
+    values["issuer-file"] ??
+      (values.port === undefined ? await findRunningIssuerFile() : defaultIssuerFile(Number(values.port))),
+  );
   const scope = (values.scope ?? [DEMO_CLAIMS.scope]).join(" ").trim();
   const claims: JWTPayload = {
     sub: values.sub,

@@ -91,3 +91,38 @@ export function formatLedger(tenantId: string, invoices: readonly LedgerRow[]): 
     ),
   ].join("\n");
 }
+
+/**
+ * One line for a run event as `npm start -- --watch` prints it while the run goes on: its sequence, its
+ * type and what it says (cycle, tool, status, error code, tokens, latency in ms). `event` is the JSON
+ * data of one SSE event of the run's stream (docs/run-events.md).
+ */
+export function formatRunEvent(event: Record<string, unknown>): string {
+  const cycle = event.cycle === undefined ? "" : `cycle ${String(event.cycle)} `;
+  const usage = event.usage as { totalTokens?: number } | undefined;
+  const detail = (() => {
+    switch (event.type) {
+      case "run.started": {
+        const limits = event.limits as { maxCycles: number; timeoutMs: number };
+        return `max ${limits.maxCycles} cycles, ${limits.timeoutMs} ms${event.previousRunId ? `, continues ${String(event.previousRunId)}` : ""}`;
+      }
+      case "model.call.finished":
+        return `${cycle}${String(event.finishReason ?? "no reply")}, ${usage?.totalTokens ?? 0} tokens, ${String(event.latencyMs)} ms${event.summary ? " (summary)" : ""}`;
+      case "tool.call.started":
+        return `${cycle}${String(event.name)} ${JSON.stringify(event.arguments)}`;
+      case "tool.call.finished":
+        return `${cycle}${String(event.name)} ${String(event.status)}${event.errorCode ? ` ${String(event.errorCode)}` : ""}, ${String(event.latencyMs)} ms${event.idempotencyKey ? `, key ${String(event.idempotencyKey)}` : ""}`;
+      case "approval.requested":
+        return `${cycle}${String(event.toolName)} waits for approval ${String(event.approvalId)}`;
+      case "approval.decided":
+        return `${String(event.approvalId)} ${String(event.decision)} by ${String(event.decidedBy ?? "?")}`;
+      case "approval.expired":
+        return String(event.approvalId);
+      case "run.finished":
+        return `${String(event.status)}${event.reason ? ` (${String(event.reason)})` : ""}, ${String(event.cycles ?? 0)} cycle(s), ${usage?.totalTokens ?? 0} tokens, ${String(event.durationMs ?? "?")} ms`;
+      default:
+        return "";
+    }
+  })();
+  return `  [${String(event.seq)}] ${String(event.type).padEnd(19)} ${detail}`.trimEnd();
+}

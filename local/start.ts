@@ -1,5 +1,5 @@
 /**
- * `npm start [-- "<prompt>"] [--then "<prompt>" …] [--continue <runId>] [--async]`: the main job. Starts the local
+ * `npm start [-- "<prompt>"] [--then "<prompt>" …] [--continue <runId>] [--async] [--bedrock]`: the main job. Starts the local
  * dependencies the environment does not provide, sends the seed scenario's API Gateway event
  * (events/seed-scenario.json, with the prompt replaced when one is given) through the same Lambda
  * handler the stack deploys, and prints the run's outcome, a table of tool results and the tenant's
@@ -12,28 +12,66 @@
  * so it needs a DynamoDB that outlives the process (DYNAMODB_ENDPOINT), not the in-memory one started here.
  *
  * With `--async` each run is sent with `Prefer: respond-async`: a durable run on the durable execution
- * SDK's local runner (local/durable-runner.ts); this prints the 202, each poll of `GET /v1/runs/{runId}`
- * (status, cycles recorded) every `Retry-After` seconds, then the same outcome. `--then` and `--continue`
+ * SDK's local runner (local/durable-runner.ts); this prints the 202, polls `GET /v1/runs/{runId}` every
+ * `Retry-After` seconds printing a line when the status or the cycles recorded change, then the same outcome. `--then` and `--continue`
  * chain durable runs the same way (docs/durable-runs.md, Conversations).
+ *
+ * With `--watch` each synchronous run is sent with `Accept: text/event-stream` to the streaming entry the
+ * stack deploys behind its function URL (functions/stream/, local/stream-handler.ts, a token from a local
+ * issuer), and its events (docs/run-events.md) are printed as they arrive, read with eventsource-parser;
+ * the stream's last event is the JSON answer, printed as without `--watch`, then the ledger.
  *
  * With `--approval` APPROVAL_RULES (unless set) is `{"recordInvoice":{"GBP":"1000.00"}}`, which catches
  * the seed scenario's GB invoice (gross 1800.00 GBP): the synchronous request is answered 202 with the
  * paused run (`awaiting_approval`, the preview), a second local user (`usr_approver_01`, billing:approve)
  * approves it, and the polls show the run completing with one invoice (docs/approvals.md).
+ *
+ * With `--bedrock` (or MODEL_PROVIDER=bedrock) the model is called as a Bedrock deploy calls it: Bedrock's
+ * OpenAI-compatible endpoint with short-term API keys the function makes from its AWS credentials, here
+ * the local Bedrock stand-in, which verifies each key's SigV4 signature (local/bedrock-stand-in.ts).
+ *
+ * The function timeout of the local Lambda context follows RUN_TIMEOUT_MS (local/function-timeout.ts):
+ * the deployed 29 s, or more when RUN_TIMEOUT_MS needs it (a slow local model), with a line saying so.
+ * `--help` prints the usage; a bad option prints one line and the usage (exit status 2).
+ *
+ * With `--trace` the runs are traced in process (docs/tracing.md) and their span tree is printed at the
+ * end: names, durations and key attributes (TRACE_CONTENT=true adds the content attributes to the spans).
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from "aws-lambda";
 import type { ApiEvent } from "../functions/api/handler.js";
 import type { ToolResult } from "../shared/agent/result.js";
-import { FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
+import { ConfigError, FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { LedgerStore } from "../shared/store/ledger.js";
+import { localFunctionTimeout } from "./function-timeout.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { startLocalStack } from "./local-stack.js";
-import { formatLedger, formatOutcome } from "./run-report.js";
+import { pollProgress } from "./poll-progress.js";
+import { formatLedger, formatOutcome, formatRunEvent } from "./run-report.js";
+import { startTraceTree } from "./trace-tree.js";
 
-const LAMBDA_TIMEOUT_MS = FUNCTION_TIMEOUT_SECONDS * 1000;
+const USAGE = `usage: npm start -- ["<prompt>"] [options]
+
+  "<prompt>"           the first run's prompt (default: the seed scenario's, events/seed-scenario.json)
+  --then "<prompt>"    a further run continuing the one before (previousRunId); repeatable
+  --continue <runId>   make the first run continue an earlier run (needs DYNAMODB_ENDPOINT)
+  --async              send each run with Prefer: respond-async (a durable run) and poll it
+  --watch              stream each synchronous run (Accept: text/event-stream), printing its events live
+  --approval           set APPROVAL_RULES to {"recordInvoice":{"GBP":"1000.00"}} (unless set): the run
+                       pauses, a second local user approves it
+  --bedrock            call the model as a Bedrock deploy does (MODEL_PROVIDER=bedrock): short-term keys
+                       made from AWS credentials, checked by the local Bedrock stand-in
+  -h, --help           this text
+
+Settings come from the environment (docs/configuration.md), e.g. RUN_TIMEOUT_MS=300000 for a slow model.`;
+
+/** A bad command line: one line and the usage, exit status 2. */
+class UsageError extends Error {}
+
+/** The function timeout of the local Lambda context (ms); set once the configuration is known. */
+let lambdaTimeoutMs = FUNCTION_TIMEOUT_SECONDS * 1000;
 // Lambda runs a current Node; the AWS SDK's "Node 20 support ends" notice is noise in local runs.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 // The printed outcome is the point here: the JSON log lines and EMF metrics the function writes on AWS
@@ -41,19 +79,42 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 process.env.POWERTOOLS_LOG_LEVEL ??= "WARN";
 process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
 
+/** The command line, or a {@link UsageError} for an unknown option or a missing value. */
+function parseOptions(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      options: {
+        // biome-ignore lint/suspicious/noThenProperty: the CLI flag is --then; this options object is never awaited
+        then: { type: "string", multiple: true },
+        continue: { type: "string" },
+        async: { type: "boolean" },
+        approval: { type: "boolean" },
+        trace: { type: "boolean" },
+        bedrock: { type: "boolean" },
+        watch: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+      allowPositionals: true,
+    });
+  } catch (error) {
+    if ((error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      throw new UsageError((error as Error).message);
+    }
+    throw error;
+  }
+}
+
 async function main(): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: process.argv.slice(2),
-    options: {
-      // biome-ignore lint/suspicious/noThenProperty: the CLI flag is --then; this options object is never awaited
-      then: { type: "string", multiple: true },
-      continue: { type: "string" },
-      async: { type: "boolean" },
-      approval: { type: "boolean" },
-    },
-    allowPositionals: true,
-  });
+  const { values, positionals } = parseOptions(process.argv.slice(2));
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
   const prompt = positionals.join(" ").trim();
+  // The model through the Bedrock provider: the function makes short-term keys from AWS credentials and the
+  // local Bedrock stand-in checks them (local/local-stack.ts), unless BEDROCK_BASE_URL points elsewhere.
+  if (values.bedrock) process.env.MODEL_PROVIDER = "bedrock";
   if (values.approval) process.env.APPROVAL_RULES ??= JSON.stringify({ recordInvoice: { GBP: "1000.00" } });
   const event = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
@@ -62,19 +123,26 @@ async function main(): Promise<number> {
   const prompts = [prompt || seedBody.prompt, ...(values.then ?? [])];
 
   const stack = await startLocalStack();
+  const traces = values.trace ? startTraceTree(process.env.TRACE_CONTENT === "true") : undefined;
   try {
     Object.assign(process.env, stack.env);
+    const timeout = localFunctionTimeout(loadConfig(process.env).limits);
+    lambdaTimeoutMs = timeout.timeoutMs;
+    if (timeout.note) console.log(`start: ${timeout.note}`);
     if (values.async || values.approval) {
       return await runDurable(event, prompts, values.continue, values.approval ? "approval" : "async");
     }
     const { handler } = await import("../functions/api/handler.js");
+    const send = values.watch ? await watchedRuns(event) : undefined;
     let previousRunId = values.continue;
     for (const next of prompts) {
       event.body = JSON.stringify({ prompt: next, ...(previousRunId ? { previousRunId } : {}) });
-      const result = (await handler(
-        event as unknown as ApiEvent,
-        createLambdaContext(LAMBDA_TIMEOUT_MS),
-      )) as Exclude<APIGatewayProxyResultV2, string>;
+      const result = send
+        ? await send(event)
+        : ((await handler(event as unknown as ApiEvent, createLambdaContext(lambdaTimeoutMs))) as Exclude<
+            APIGatewayProxyResultV2,
+            string
+          >);
       const body = JSON.parse(result.body ?? "{}") as Record<string, unknown>;
       if (result.statusCode !== 200) {
         console.log(`HTTP ${result.statusCode}\n${JSON.stringify(body, null, 2)}`);
@@ -91,6 +159,11 @@ async function main(): Promise<number> {
     await printLedger(tenantOf(event));
     return 0;
   } finally {
+    if (traces) {
+      console.log("\nSpans (OpenTelemetry GenAI conventions, docs/tracing.md):");
+      traces.print();
+      await traces.sdk.shutdown();
+    }
     await stack.stop();
   }
 }
@@ -112,7 +185,7 @@ async function runDurable(
   const api = createLocalDurableApi(loadConfig(process.env));
   try {
     const invoke = async (request: APIGatewayProxyEventV2) =>
-      (await api.handler(request as unknown as ApiEvent, createLambdaContext(LAMBDA_TIMEOUT_MS))) as Exclude<
+      (await api.handler(request as unknown as ApiEvent, createLambdaContext(lambdaTimeoutMs))) as Exclude<
         APIGatewayProxyResultV2,
         string
       >;
@@ -140,13 +213,20 @@ async function runDurable(
       );
       if (mode === "approval" && !(await approveAsSecondUser(event, run, invoke))) return 1;
       const poll = eventForRoute(event, "GET", String(headers.location));
-      for (let attempt = 1; ; attempt++) {
+      const progress = pollProgress();
+      for (;;) {
         const response = await invoke(poll);
         const body = JSON.parse(response.body ?? "{}") as Record<string, unknown>;
         const retryAfter = ((response.headers ?? {}) as Record<string, string>)["retry-after"];
-        console.log(
-          `poll ${attempt}: HTTP ${response.statusCode}, status ${String(body.status)}, cycles ${String(body.cyclesRecorded)}`,
+        const line = progress(
+          {
+            httpStatus: response.statusCode ?? 0,
+            status: String(body.status),
+            cycles: body.cyclesRecorded as number,
+          },
+          Date.now(),
         );
+        if (line) console.log(line);
         if (body.status !== "running" && body.status !== "awaiting_approval") {
           const steps = (body.steps ?? []) as Array<{ toolCalls: Array<{ result: ToolResult }> }>;
           printOutcome({
@@ -165,6 +245,78 @@ async function runDurable(
   } finally {
     await api.stop();
   }
+}
+
+/**
+ * `--watch`: a sender of runs to the local streaming entry (local/stream-handler.ts) as the seed event's
+ * user (a token with its claims from a local issuer), with `Accept: text/event-stream`. It prints each
+ * run event as it arrives (eventsource-parser) and resolves with the answer the stream ends with
+ * (`run.outcome`), as status and body like the JSON path's; a refusal before the run (problem+json) is
+ * returned as it came.
+ */
+async function watchedRuns(
+  seed: APIGatewayProxyEventV2,
+): Promise<(event: APIGatewayProxyEventV2) => Promise<{ statusCode: number; body: string }>> {
+  const [{ createDevIssuer, mintToken }, { localStreamHandler }, { invokeStreaming }, { createParser }] =
+    await Promise.all([
+      import("./dev-auth.js"),
+      import("./stream-handler.js"),
+      import("./lambda-streaming.js"),
+      import("eventsource-parser"),
+    ]);
+  const issuer = await createDevIssuer();
+  const claims = (
+    seed.requestContext as unknown as { authorizer: { jwt: { claims: Record<string, string> } } }
+  ).authorizer.jwt.claims;
+  const token = await mintToken(issuer, {
+    sub: claims.sub,
+    tenant_id: claims.tenant_id,
+    scope: claims.scope,
+  });
+  const config = loadConfig(process.env);
+  const handler = await localStreamHandler(config, issuer);
+  return async (event) => {
+    const request = {
+      ...event,
+      headers: { ...event.headers, authorization: `Bearer ${token}`, accept: "text/event-stream" },
+    };
+    const { stream, done } = invokeStreaming(
+      handler,
+      request,
+      createLambdaContext(config.stream.runTimeoutMs + config.limits.deadlineReserveMs, "boundloop-stream"),
+    );
+    const metadata = await Promise.race([stream.metadata, done.then(() => stream.metadata)]);
+    const statusCode = metadata.statusCode ?? 200;
+    let text = "";
+    let outcome: string | undefined;
+    const parser = createParser({
+      onEvent: (message) => {
+        if (message.event === "run.outcome") outcome = message.data;
+        else console.log(formatRunEvent(JSON.parse(message.data) as Record<string, unknown>));
+      },
+    });
+    console.log(`
+Watching the run (POST /v1/runs, Accept: text/event-stream):`);
+    for await (const chunk of stream) {
+      const part = (chunk as Buffer).toString("utf8");
+      text += part;
+      if (metadata.headers?.["content-type"]?.startsWith("text/event-stream")) parser.feed(part);
+    }
+    await done;
+    if (outcome === undefined) return { statusCode: statusCode === 200 ? 500 : statusCode, body: text };
+    // The outcome is the JSON answer's body: a problem (its `status` is the HTTP status) or a run
+    // (200; 202 when handed over for approval; 502 for model_error, as the JSON path answers).
+    const answer = JSON.parse(outcome) as { status?: unknown };
+    const status =
+      typeof answer.status === "number"
+        ? answer.status
+        : answer.status === "awaiting_approval"
+          ? 202
+          : answer.status === "model_error"
+            ? 502
+            : 200;
+    return { statusCode: status, body: outcome };
+  };
 }
 
 /** The tenant of the seed event's JWT claims. */
@@ -240,7 +392,18 @@ async function printLedger(tenantId: string): Promise<void> {
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    if (error instanceof UsageError) {
+      console.error(`start: ${error.message}\n\n${USAGE}`);
+      process.exit(2);
+    }
+    // A bad configuration names its variables: the message says it all. Anything else is a bug: its stack.
+    console.error(
+      error instanceof ConfigError
+        ? `start: ${error.message}`
+        : error instanceof Error
+          ? (error.stack ?? error.message)
+          : String(error),
+    );
     process.exit(1);
   },
 );

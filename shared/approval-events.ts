@@ -1,3 +1,5 @@
+import { onceUntilFailed } from "./lazy.js";
+
 /**
  * The event announcing that a call waits for a person's approval (docs/approvals.md), so an account can
  * route it (EventBridge rule → e-mail, chat). It holds ids and the backend's numbers only: no prompt
@@ -33,35 +35,43 @@ export interface ApprovalEvents {
 }
 
 /**
+ * Options of {@link eventBridgeApprovalEvents}: `clientConfig` is merged into the EventBridge client's
+ * configuration (an endpoint, credentials); `importClient` loads the client module (tests inject a
+ * failing one).
+ */
+export interface EventBridgeOptions {
+  clientConfig?: Omit<import("./eventbridge-client.js").EventBridgeClientConfig, "region">;
+  importClient?: () => Promise<typeof import("./eventbridge-client.js")>;
+}
+
+/**
  * {@link ApprovalEvents} on EventBridge: one `PutEvents` entry on the account's **default** bus (no
  * `EventBusName`), Source {@link EVENT_SOURCE}, DetailType {@link APPROVAL_REQUESTED}. The client is
- * loaded on the first event, not at cold start (bundle budget, test/infra-synth.test.ts). IAM
- * (infra/durable-runner.ts): events:PutEvents on `event-bus/default` only.
+ * loaded on the first event, not at cold start (bundle budget, test/infra-synth.test.ts); a failed load
+ * is retried by the next event. IAM (infra/durable-runner.ts): events:PutEvents on `event-bus/default` only.
  * @param region the bus's region (config AWS_REGION)
  * @throws from `requested`: the SDK's error, or Error when EventBridge reports the entry failed
  */
-export function eventBridgeApprovalEvents(region: string): ApprovalEvents {
-  let client: Promise<{ send: (event: ApprovalRequestedEvent) => Promise<void> }> | undefined;
-  const load = () => {
-    client ??= import("@aws-sdk/client-eventbridge").then(({ EventBridgeClient, PutEventsCommand }) => {
-      const eventBridge = new EventBridgeClient({ region });
-      return {
-        send: async (event: ApprovalRequestedEvent) => {
-          const result = await eventBridge.send(
-            new PutEventsCommand({
-              Entries: [
-                { Source: EVENT_SOURCE, DetailType: APPROVAL_REQUESTED, Detail: JSON.stringify(event) },
-              ],
-            }),
-          );
-          if ((result.FailedEntryCount ?? 0) > 0) {
-            const entry = result.Entries?.[0];
-            throw new Error(`EventBridge refused the event: ${entry?.ErrorCode} ${entry?.ErrorMessage}`);
-          }
-        },
-      };
-    });
-    return client;
-  };
+export function eventBridgeApprovalEvents(region: string, options: EventBridgeOptions = {}): ApprovalEvents {
+  const importClient = options.importClient ?? (() => import("./eventbridge-client.js"));
+  const load = onceUntilFailed(async () => {
+    const { EventBridgeClient, PutEventsCommand } = await importClient();
+    const eventBridge = new EventBridgeClient({ ...options.clientConfig, region });
+    return {
+      send: async (event: ApprovalRequestedEvent) => {
+        const result = await eventBridge.send(
+          new PutEventsCommand({
+            Entries: [
+              { Source: EVENT_SOURCE, DetailType: APPROVAL_REQUESTED, Detail: JSON.stringify(event) },
+            ],
+          }),
+        );
+        if ((result.FailedEntryCount ?? 0) > 0) {
+          const entry = result.Entries?.[0];
+          throw new Error(`EventBridge refused the event: ${entry?.ErrorCode} ${entry?.ErrorMessage}`);
+        }
+      },
+    };
+  });
   return { requested: async (event) => (await load()).send(event) };
 }

@@ -22,6 +22,7 @@ export const CONFIG_GROUPS = [
   "Durable runs",
   "Approvals",
   "Run event streams",
+  "MCP",
   "Observability",
 ] as const;
 
@@ -42,6 +43,21 @@ export interface ConfigVariableDoc {
 
 /** The prose of every variable of {@link ConfigSchema}, in the order the reference lists them. */
 export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } = {
+  MODEL_PROVIDER: {
+    group: "Model",
+    description:
+      "`openai-compatible`: the server at `OPENAI_BASE_URL` with `OPENAI_MODEL` and its key. `bedrock`: Amazon Bedrock's OpenAI-compatible Chat Completions endpoint (bedrock-runtime `/openai/v1`) in `AWS_REGION` with `BEDROCK_MODEL_ID`, signed in with short-term Bedrock API keys made from the function's own AWS credentials: no key to store (docs/deploy.md \"Use Bedrock\"). Deploy setting `modelProvider`, `bedrock` by default on a personal deploy (`-c personal=true`). Locally, `bedrock` starts the Bedrock stand-in (`npm start -- --bedrock`).",
+  },
+  BEDROCK_MODEL_ID: {
+    group: "Model",
+    description:
+      "With `MODEL_PROVIDER=bedrock`: the Bedrock model id or system inference profile id, served by the Chat Completions endpoint with tool calling (e.g. `openai.gpt-oss-20b-1:0`, `qwen.qwen3-32b-v1:0`). Deploy setting `bedrockModelId`; the role may invoke this model only.",
+  },
+  BEDROCK_BASE_URL: {
+    group: "Model",
+    description:
+      "Local runs and tests only: the Bedrock endpoint to call instead of `https://bedrock-runtime.<AWS_REGION>.amazonaws.com/openai/v1` (the local stand-in sets it). The stack never sets it.",
+  },
   OPENAI_API_KEY: {
     group: "Model",
     description:
@@ -57,6 +73,12 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     group: "Model",
     description:
       "The system message of every run (synchronous and durable), for a deployment that brings its own domain and tools. Unset: the accounting assistant's prompt. Trimmed; empty means unset. It counts against `MAX_TOTAL_TOKENS` on every cycle.",
+  },
+  MODEL_MAX_TOKENS: {
+    group: "Model",
+    unit: "tokens",
+    description:
+      "Completion limit sent as `max_tokens` with every chat completions request, so truncation is not left to the server's default. An answer is a few sentences and a turn's tool calls a few hundred tokens; a reply cut at the limit (`finish_reason: length`) ends the run `model_output_truncated`, nothing of it is used. Raise it for a reasoning model that spends tokens thinking.",
   },
   OPENAI_API_KEY_SECRET_NAME: {
     group: "Model",
@@ -84,20 +106,10 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     description:
       "Per-attempt socket timeout of a DynamoDB request. Past it, after the SDK's 3 attempts, the API answers 503 `STORE_UNAVAILABLE` instead of hanging until the Lambda times out.",
   },
-  JWT_ISSUER: {
-    group: "Run event streams",
-    description:
-      "The token issuer the streaming function verifies bearer tokens against (the HTTP API's authorizer issuer; the stack sets both from `jwtIssuer`). Unset elsewhere.",
-  },
   JWT_AUDIENCE: {
     group: "Run event streams",
     description:
-      "Comma-separated audiences the streaming function accepts (`aud`, or a Cognito access token's `client_id`), as the HTTP API's authorizer does.",
-  },
-  JWT_JWKS_URL: {
-    group: "Run event streams",
-    description:
-      "Where the streaming function reads the issuer's signing keys; default: `jwks_uri` of the issuer's OpenID discovery document.",
+      "Comma-separated audiences the streaming function accepts (`aud`, or a Cognito access token's `client_id`), as the HTTP API's authorizer does; it verifies tokens against JWT_ISSUER with the keys of JWT_JWKS or JWT_JWKS_URL, as `/mcp` does.",
   },
   CONSOLE_CLIENT_ID: {
     group: "HTTP and identity",
@@ -120,6 +132,12 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     group: "Run event streams",
     unit: "ms",
     description: "The `retry:` hint a stream ends with: how long the client waits before it reconnects.",
+  },
+  STREAM_RUN_TIMEOUT_MS: {
+    group: "Run event streams",
+    unit: "ms",
+    description:
+      "The run timeout (`RUN_TIMEOUT_MS`) of a synchronous run on the streaming function (a streamed `POST /v1/runs`), whose 15-minute timeout lifts the HTTP API's 29 s. The deadline also follows the invocation's remaining time less `DEADLINE_RESERVE_MS`.",
   },
   EVENTS_POLL_MS: {
     group: "Run event streams",
@@ -206,7 +224,7 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     group: "Quotes, idempotency and audit",
     unit: "s",
     description:
-      "How long run records and their audit steps live before DynamoDB TTL removes them: enough to answer a dispute within a monthly billing cycle without keeping model-generated text for good. Ledger invoices never expire.",
+      "How long run records and their audit steps live before DynamoDB TTL removes them: enough to answer a dispute within a monthly billing cycle without keeping model-generated text for good. Ledger invoices never expire. Must exceed APPROVAL_TIMEOUT_SECONDS and DURABLE_EXECUTION_TIMEOUT_SECONDS (checked at cold start), or a paused or long durable run would lose its record before it ends.",
   },
   HISTORY_MAX_TOKENS: {
     group: "Limits of a run",
@@ -259,7 +277,42 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     group: "Approvals",
     unit: "s",
     description:
-      "How long an approval waits for its decision; then the call gets business_error APPROVAL_EXPIRED and the run goes on. Default 24 h. Time spent waiting does not count against the run's deadline; the stack sizes the runner's execution timeout to hold it.",
+      "How long an approval waits for its decision; then the call gets business_error APPROVAL_EXPIRED and the run goes on. Default 24 h. Time spent waiting does not count against the run's deadline; the stack sizes the runner's execution timeout to hold it. RUN_TTL_SECONDS must exceed it.",
+  },
+  TRACING: {
+    group: "Observability",
+    description:
+      "OpenTelemetry traces of every run (docs/tracing.md): off (the deployed bundle holds no SDK), otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT, flushed before each invocation ends), console, or adot (an ADOT Lambda layer you attach exports). Set on AWS by the deploy setting `tracing`, which also decides whether the SDK is bundled: switch it there, not in the function's environment.",
+  },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    group: "Observability",
+    description:
+      "Base URL TRACING=otlp sends spans to (`/v1/traces` is appended): a collector's OTLP/HTTP port.",
+  },
+  TRACE_CONTENT: {
+    group: "Observability",
+    description:
+      "Put prompts, answers, tool arguments and results on spans (the GenAI conventions' opt-in content attributes). Never a secret.",
+  },
+  JWT_ISSUER: {
+    group: "MCP",
+    description:
+      "The token issuer (`iss`) `/mcp` and the streaming function accept: the one the API's JWT authorizer trusts (the stack sets it from `jwtIssuer`; `npm run dev` from its local issuer). Unset: `/mcp` answers 401 to every token (docs/mcp.md).",
+  },
+  JWT_JWKS_URL: {
+    group: "MCP",
+    description:
+      "Where `/mcp` reads the issuer's signing keys (JWKS, cached). Unset: `<JWT_ISSUER>/.well-known/jwks.json` (Cognito's and most issuers' location).",
+  },
+  JWT_JWKS: {
+    group: "MCP",
+    description:
+      'Inline signing keys (`{"keys":[…]}`, RFC 7517) used instead of JWT_JWKS_URL; `npm run dev` sets its generated public key here.',
+  },
+  MCP_RESOURCE_URL: {
+    group: "MCP",
+    description:
+      "The canonical URL of the MCP endpoint: the audience (`aud`) a token must carry to be accepted on `/mcp` (RFC 8707 / RFC 9728 `resource`). Unset: the request's own origin + `/mcp`, as API Gateway received it.",
   },
   POWERTOOLS_SERVICE_NAME: { group: "Observability", description: "`service` in every log line and metric." },
   POWERTOOLS_METRICS_NAMESPACE: {

@@ -15,10 +15,31 @@ export const FUNCTION_TIMEOUT_SECONDS = 29;
 // of all of zod (measured in bench/cold-start.ts). zod/mini loads no locale by itself: English messages.
 z.config(en());
 
-/** Turns an empty string (an unset variable in many shells and .env files) into undefined. */
+/**
+ * A Bedrock model id (`provider.model-version`, e.g. `openai.gpt-oss-120b-1:0`, `qwen.qwen3-32b-v1:0`) or a
+ * system-defined inference profile id (the same with a geography prefix, e.g. `us.deepseek.r1-v1:0`,
+ * `global.…`), as the Bedrock model catalogue spells them
+ * (https://docs.aws.amazon.com/bedrock/latest/userguide/models-supported.html). ARNs are not accepted:
+ * the stack builds the ARNs it grants from the id and its own region.
+ */
+export const BEDROCK_MODEL_ID_PATTERN =
+  /^(?:(?:us|eu|apac|jp|au|ca|us-gov|global)\.)?[a-z0-9][a-z0-9-]*\.[a-z0-9][a-z0-9._-]*(?::[a-z0-9]+){0,2}$/;
+
+/** The message of a model id that does not match {@link BEDROCK_MODEL_ID_PATTERN}. */
+export const BEDROCK_MODEL_ID_RULE =
+  "must be a Bedrock model id or inference profile id, e.g. openai.gpt-oss-120b-1:0 or us.deepseek.r1-v1:0";
+
+/**
+ * The Bedrock model used when BEDROCK_MODEL_ID is unset: gpt-oss-120b, served by the Chat Completions
+ * endpoint in every Region that has it, with function calling, and without an inference profile (so
+ * the grant is one foundation-model ARN in the stack's Region). docs/deploy.md lists others.
+ */
+export const DEFAULT_BEDROCK_MODEL_ID = "openai.gpt-oss-120b-1:0";
+
 /** The longest SYSTEM_PROMPT accepted, in characters (about 5 000 tokens: it is sent on every cycle). */
 export const MAX_SYSTEM_PROMPT_CHARS = 20_000;
 
+/** Turns an empty string (an unset variable in many shells and .env files) into undefined. */
 const optionalString = z.pipe(
   z.optional(z.string()),
   z.transform((value: string | undefined) =>
@@ -136,11 +157,24 @@ const ApprovalRules = z.pipe(
   }),
 );
 
+/** JWT_JWKS: an inline JSON Web Key Set (`{"keys":[…]}`, RFC 7517); unset or empty: none. */
+const InlineJwks = z.pipe(
+  jsonEnv,
+  z.union([
+    z.strictObject({}),
+    z.object({ keys: z.array(z.record(z.string(), z.unknown())).check(z.minLength(1)) }),
+  ]),
+);
+
 /**
  * The environment the service reads, once, at cold start. This schema is the single source of truth
  * for variable names, defaults and bounds; infra/ and `.env.example` take their names from it.
  *
  * Limits and where they come from:
+ * - MODEL_MAX_TOKENS (default 4096 tokens): `max_tokens` of every chat completion request, so the
+ *   completion limit is ours, not the server's default (which may be as low as a few hundred tokens on
+ *   local servers, or the whole context). An answer here is a few sentences and a turn's tool calls are
+ *   a few hundred tokens: 4096 leaves ample room, and bounds what one runaway completion costs.
  * - MAX_CYCLES (default 5): the design card's default cycle cap per run.
  * - RUN_TIMEOUT_MS (default 25000 ms): below the function timeout ({@link FUNCTION_TIMEOUT_SECONDS}), so
  *   a run ends, and its outcome is written, before the function is stopped.
@@ -182,6 +216,15 @@ const ApprovalRules = z.pipe(
  *   JSON even with every character \u-escaped.
  * - DYNAMODB_REQUEST_TIMEOUT_MS (default 3000 ms): per-attempt socket timeout of DynamoDB calls, so an
  *   unreachable table answers 503 STORE_UNAVAILABLE instead of hanging until the Lambda times out.
+ * - MODEL_PROVIDER (default openai-compatible): which model the function calls. `openai-compatible`: the
+ *   server at OPENAI_BASE_URL with OPENAI_MODEL and the key below (today's path). `bedrock`: Amazon
+ *   Bedrock's OpenAI-compatible Chat Completions endpoint in AWS_REGION with BEDROCK_MODEL_ID, signed in
+ *   with short-term Bedrock API keys the function makes from its own AWS credentials (no key to store;
+ *   shared/model/bedrock.ts, docs/deploy.md "Use Bedrock").
+ * - BEDROCK_MODEL_ID (default `openai.gpt-oss-120b-1:0`): a Bedrock model id or system inference profile id
+ *   ({@link BEDROCK_MODEL_ID_PATTERN}) that the Chat Completions endpoint serves with tool calling.
+ * - BEDROCK_BASE_URL: local and tests only: the Bedrock endpoint to call instead of the region's
+ *   (local/bedrock-stand-in.ts). The stack never sets it: its IAM grant and the key's region are the region's.
  * - OPENAI_API_KEY_SECRET_NAME: in AWS, the Secrets Manager secret holding the OpenAI key (read
  *   lazily on the first model call, cached). Mutually exclusive with OPENAI_API_KEY.
  * - TENANT_CLAIMS / PERMISSION_CLAIMS: which authorizer claims carry the tenant (first present wins)
@@ -194,10 +237,9 @@ const ApprovalRules = z.pipe(
  *   (infra/ sets both from one setting). Lambda durable executions may last up to one year (31 536 000 s).
  * - RUNNER_FUNCTION_ARN: the qualified ARN (alias) of the durable runner the API starts executions on;
  *   unset outside AWS, where a local runner is injected instead (local/durable-executions.ts).
- * - JWT_ISSUER, JWT_AUDIENCE (comma separated), JWT_JWKS_URL: the streaming function (functions/stream/)
- *   verifies the bearer token itself with these, as the HTTP API's JWT authorizer does with the same
- *   issuer and audiences (infra/ sets both from one setting); the keys come from JWT_JWKS_URL, else the
- *   issuer's OpenID discovery document (`jwks_uri`). Unset elsewhere.
+ * - JWT_AUDIENCE (comma separated), with JWT_ISSUER and the keys of JWT_JWKS / JWT_JWKS_URL (below): the
+ *   streaming function (functions/stream/) verifies the bearer token itself with these, as the HTTP
+ *   API's JWT authorizer does with the same issuer and audiences (infra/ sets both from one setting).
  * - CONSOLE_CLIENT_ID: the OAuth client id the operator console (/console, functions/api/console.ts) signs
  *   in with at JWT_ISSUER (authorization code with PKCE); unset: the console asks for a pasted token.
  * - STREAM_HEARTBEAT_SECONDS (default 15 s): an SSE comment is sent when the event stream has been
@@ -208,22 +250,43 @@ const ApprovalRules = z.pipe(
  *   time minus DEADLINE_RESERVE_MS, so it ends before the platform's limit (the streaming function's
  *   15-minute timeout; 29 s behind the HTTP API).
  * - STREAM_RETRY_MS (default 1000 ms): the `retry:` hint, how long a client waits before reconnecting.
+ * - STREAM_RUN_TIMEOUT_MS (default 600000 ms = 10 min, at most 15 min): RUN_TIMEOUT_MS of a synchronous
+ *   run on the streaming function (functions/stream/handler.ts), whose 15-minute timeout lifts the HTTP
+ *   API's 29 s; the deadline still follows the invocation's remaining time.
  * - EVENTS_POLL_MS (default 1000 ms): how often a stream reads the table for new events of a run served
  *   by another function (the durable runner); events of a run in the same process arrive at once.
  * - SYSTEM_PROMPT (default: the accounting assistant's, shared/agent/run-state.ts DEFAULT_SYSTEM_PROMPT):
  *   the system message of every run, for a deployment that replaces the accounting domain; at most
  *   {@link MAX_SYSTEM_PROMPT_CHARS} characters, leading and trailing white space trimmed.
  * - APPROVAL_RULES (default none): which tool calls wait for a person's approval, see {@link ApprovalRules}.
+ * - JWT_ISSUER, JWT_JWKS_URL, JWT_JWKS, MCP_RESOURCE_URL: how `/mcp` verifies bearer tokens itself (it
+ *   is an OAuth 2.1 resource server, docs/mcp.md): the issuer the API's JWT authorizer trusts, its key
+ *   set (a URL, default `<issuer>/.well-known/jwks.json`, or inline keys), and the canonical URL of the
+ *   endpoint that tokens must name as their audience (unset: this request's own origin + `/mcp`).
  * - APPROVAL_TIMEOUT_SECONDS (default 86400 s = 24 h, the issue's default): how long an approval waits
  *   for a decision before the call gets business_error APPROVAL_EXPIRED. At most 30 days (an approval
- *   must be decided within the run records' shortest retention, RUN_TTL_SECONDS' minimum is 1 h: keep
- *   RUN_TTL_SECONDS above it).
+ *   must be decided within the run records' retention: RUN_TTL_SECONDS must exceed it, checked at cold
+ *   start by {@link crossFieldProblems}).
+ * - TRACING (default off): OpenTelemetry traces of every run (docs/tracing.md). off loads no SDK code;
+ *   otlp exports OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT; console prints spans; adot leaves export to
+ *   an ADOT Lambda layer (the deploy setting `tracing` sets it).
+ * - OTEL_EXPORTER_OTLP_ENDPOINT (default http://127.0.0.1:4318, the OTLP/HTTP port of a local
+ *   collector): where TRACING=otlp sends spans (`/v1/traces` is appended), the standard variable's name.
+ * - TRACE_CONTENT (default false): puts prompts, answers, tool arguments and results on spans (the GenAI
+ *   conventions' opt-in attributes). Off, spans carry names, ids, counts and codes only.
  */
 export const ConfigSchema = z.object({
+  MODEL_PROVIDER: z._default(z.enum(["openai-compatible", "bedrock"]), "openai-compatible"),
+  BEDROCK_MODEL_ID: z._default(
+    z.string().check(z.regex(BEDROCK_MODEL_ID_PATTERN, BEDROCK_MODEL_ID_RULE)),
+    DEFAULT_BEDROCK_MODEL_ID,
+  ),
+  BEDROCK_BASE_URL: optionalUrl,
   OPENAI_API_KEY: optionalString,
   OPENAI_BASE_URL: optionalUrl,
   OPENAI_MODEL: z._default(z.string().check(z.minLength(1)), "gpt-4o-mini"),
   SYSTEM_PROMPT: z.pipe(optionalString, z.optional(z.string().check(z.maxLength(MAX_SYSTEM_PROMPT_CHARS)))),
+  MODEL_MAX_TOKENS: positiveInt(4_096, 1_000_000),
   TABLE_NAME: z._default(z.string().check(z.minLength(3), z.maxLength(255)), "boundloop"),
   DYNAMODB_ENDPOINT: optionalUrl,
   AWS_REGION: z._default(z.string().check(z.minLength(1)), "us-east-1"),
@@ -246,6 +309,10 @@ export const ConfigSchema = z.object({
   ),
   APPROVAL_RULES: ApprovalRules,
   APPROVAL_TIMEOUT_SECONDS: positiveInt(86_400, 30 * 86_400),
+  JWT_ISSUER: z.pipe(optionalString, z.optional(z.string().check(z.maxLength(2048)))),
+  JWT_JWKS_URL: optionalUrl,
+  JWT_JWKS: InlineJwks,
+  MCP_RESOURCE_URL: optionalUrl,
   DEADLINE_RESERVE_MS: envInt(1_500, 0, 60_000),
   QUOTE_TTL_SECONDS: envInt(900, 60, 86_400),
   MAX_TOTAL_TOKENS: positiveInt(100_000, 10_000_000),
@@ -273,7 +340,9 @@ export const ConfigSchema = z.object({
   HISTORY_MAX_TOKENS: envInt(8_000, 0, 1_000_000),
   MAX_BODY_BYTES: envInt(65_536, 1_024, 6 * 1024 * 1024),
   DYNAMODB_REQUEST_TIMEOUT_MS: positiveInt(3_000, 60_000),
-  JWT_ISSUER: optionalUrl,
+  TRACING: z._default(z.enum(["off", "otlp", "console", "adot"]), "off"),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z._default(z.url({ protocol: /^https?$/ }), "http://127.0.0.1:4318"),
+  TRACE_CONTENT: envBoolean(false),
   JWT_AUDIENCE: z.pipe(
     optionalString,
     z.transform((value) =>
@@ -283,11 +352,11 @@ export const ConfigSchema = z.object({
         .filter((item) => item.length > 0),
     ),
   ),
-  JWT_JWKS_URL: optionalUrl,
   CONSOLE_CLIENT_ID: optionalString,
   STREAM_HEARTBEAT_SECONDS: positiveInt(15, 240),
   STREAM_MAX_SECONDS: positiveInt(840, 3_600),
   STREAM_RETRY_MS: positiveInt(1_000, 60_000),
+  STREAM_RUN_TIMEOUT_MS: positiveInt(600_000, 900_000),
   EVENTS_POLL_MS: envInt(1_000, 50, 60_000),
   POWERTOOLS_SERVICE_NAME: boundedName("boundloop"),
   POWERTOOLS_METRICS_NAMESPACE: boundedName("boundloop"),
@@ -305,7 +374,10 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
 
 /**
  * Service configuration in the shapes the code uses.
- * - `model`: OpenAI-compatible endpoint; `apiKey` undefined means "no key configured".
+ * - `model`: which provider (`provider`); for `openai-compatible` the endpoint, model name and key
+ *   (`apiKey` undefined means "no key configured"); for `bedrock` the model id, the endpoint
+ *   (`bedrockBaseUrl(region)` unless BEDROCK_BASE_URL overrides it) and the Region the keys are made for;
+ *   `maxTokens`, the completion limit (tokens) sent with every request, on either provider.
  * - `table`: DynamoDB table name and optional endpoint override (DynamoDB Local, dynalite).
  * - `quotes`: `ttlSeconds`, seconds a tax quote stays usable by recordInvoice.
  * - `limits`: the server's caps for a run ({@link RunLimits}: a request may lower them through
@@ -324,15 +396,26 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  *   (decimal strings, major units; `{}` means no approvals), and `timeoutSeconds`, how long an approval
  *   waits for its decision.
  * - `prompts`: `system`, the runs' system prompt (undefined: the loop's default).
+ * - `mcp`: how `/mcp` verifies bearer tokens (docs/mcp.md): `issuer` (undefined: /mcp refuses every
+ *   token), `jwksUrl` (undefined: `<issuer>/.well-known/jwks.json`), `jwks` (inline keys; used instead of
+ *   the URL when set), `resourceUrl` (the audience tokens must carry; undefined: the request's origin +
+ *   `/mcp`).
  * - `observability`: Powertools service name, metrics namespace, log level.
+ * - `tracing`: OpenTelemetry traces (docs/tracing.md): `mode` off, otlp (the in-bundle SDK exporting
+ *   OTLP/HTTP to `otlpEndpoint`, flushed before each invocation ends), console, or adot (an ADOT Lambda
+ *   layer's SDK is registered; boundloop only emits spans); `captureContent`, the opt-in prompt, answer
+ *   and tool argument attributes.
  */
 export interface Config {
   model: {
+    provider: ModelProvider;
+    bedrock: { modelId: string; baseURL: string; region: string };
     apiKey: string | undefined;
     apiKeySecretName: string | undefined;
     secretCacheSeconds: number;
     baseURL: string | undefined;
     name: string;
+    maxTokens: number;
   };
   table: { name: string; endpoint: string | undefined; region: string; requestTimeoutMs: number };
   quotes: { ttlSeconds: number };
@@ -340,7 +423,7 @@ export interface Config {
   idempotency: { ttlSeconds: number; keyRequired: boolean };
   identity: {
     /** The token issuer and audiences the streaming entry verifies (undefined / [] outside it). */
-    jwt: { issuer: string | undefined; audience: string[]; jwksUrl: string | undefined };
+    jwt: { issuer: string | undefined; audience: string[] };
     tenantClaims: string[];
     permissionClaims: string[];
     iamPrincipals: Record<string, { tenantId: string; permissions: string[] }>;
@@ -350,11 +433,32 @@ export interface Config {
   console: { issuer: string | undefined; clientId: string | undefined };
   history: { maxTokens: number };
   http: { maxBodyBytes: number };
-  stream: { heartbeatMs: number; maxMs: number; retryMs: number; pollMs: number };
+  stream: { heartbeatMs: number; maxMs: number; retryMs: number; pollMs: number; runTimeoutMs: number };
   durable: { runTimeoutMs: number; runnerFunctionArn: string | undefined };
   approvals: { rules: ApprovalRulesConfig; timeoutSeconds: number };
   prompts: { system: string | undefined };
+  mcp: {
+    issuer: string | undefined;
+    jwksUrl: string | undefined;
+    jwks: { keys: Record<string, unknown>[] } | undefined;
+    resourceUrl: string | undefined;
+  };
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
+  tracing: { mode: TracingMode; otlpEndpoint: string; captureContent: boolean };
+}
+
+/** TRACING: where spans go (see {@link Config}.tracing). */
+export type TracingMode = RawConfig["TRACING"];
+
+/** MODEL_PROVIDER: `openai-compatible` (OPENAI_* settings) or `bedrock` (BEDROCK_* settings). */
+export type ModelProvider = RawConfig["MODEL_PROVIDER"];
+
+/**
+ * Bedrock's OpenAI-compatible endpoint of a Region: bedrock-runtime's `/openai/v1` (chosen over
+ * bedrock-mantle: see docs/deploy.md "Use Bedrock").
+ */
+export function bedrockBaseUrl(region: string): string {
+  return `https://bedrock-runtime.${region}.amazonaws.com/openai/v1`;
 }
 
 /** APPROVAL_RULES parsed: tool name → ISO 4217 currency → threshold (decimal string, major units). */
@@ -372,9 +476,42 @@ export class ConfigError extends Error {
 }
 
 /**
+ * The rules between settings that each pass on its own, checked at cold start (and at synth, which
+ * parses the same environment), one sentence per broken rule:
+ * - OPENAI_API_KEY and OPENAI_API_KEY_SECRET_NAME are exclusive;
+ * - RUN_TTL_SECONDS must exceed APPROVAL_TIMEOUT_SECONDS and DURABLE_EXECUTION_TIMEOUT_SECONDS: a run's
+ *   record lives RUN_TTL_SECONDS from its start, and a durable run (paused for an approval up to
+ *   APPROVAL_TIMEOUT_SECONDS, within its execution timeout) still writes its outcome to it at the end.
+ */
+function crossFieldProblems(raw: RawConfig): string[] {
+  const problems: string[] = [];
+  if (raw.OPENAI_API_KEY && raw.OPENAI_API_KEY_SECRET_NAME) {
+    problems.push("set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both.");
+  }
+  if (raw.MODEL_PROVIDER === "bedrock" && (raw.OPENAI_API_KEY || raw.OPENAI_API_KEY_SECRET_NAME)) {
+    problems.push(
+      "MODEL_PROVIDER=bedrock signs in with the function's AWS credentials; unset OPENAI_API_KEY and OPENAI_API_KEY_SECRET_NAME.",
+    );
+  }
+  const ttl = raw.RUN_TTL_SECONDS;
+  for (const [name, seconds, why] of [
+    ["APPROVAL_TIMEOUT_SECONDS", raw.APPROVAL_TIMEOUT_SECONDS, "a run paused for approval"],
+    ["DURABLE_EXECUTION_TIMEOUT_SECONDS", raw.DURABLE_EXECUTION_TIMEOUT_SECONDS, "a durable run"],
+  ] as const) {
+    if (ttl <= seconds) {
+      problems.push(
+        `RUN_TTL_SECONDS (${ttl} s) must exceed ${name} (${seconds} s): ${why} would outlive its run record, and its outcome would be lost.`,
+      );
+    }
+  }
+  return problems;
+}
+
+/**
  * Parses the environment into a {@link Config}.
  * @param env a process.env-like record (defaults to `process.env`)
- * @throws ConfigError naming every invalid variable and why
+ * @throws ConfigError naming every invalid variable and why, or every rule between variables broken
+ *   (see {@link crossFieldProblems})
  * @example loadConfig({ TABLE_NAME: "boundloop-dev", MAX_CYCLES: "3" })
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -384,18 +521,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
   }
   const raw = parsed.data;
-  if (raw.OPENAI_API_KEY && raw.OPENAI_API_KEY_SECRET_NAME) {
-    throw new ConfigError(
-      "Invalid configuration: set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both.",
-    );
-  }
+  const conflicts = crossFieldProblems(raw);
+  if (conflicts.length > 0) throw new ConfigError(`Invalid configuration: ${conflicts.join("; ")}`);
   return {
     model: {
+      provider: raw.MODEL_PROVIDER,
+      bedrock: {
+        modelId: raw.BEDROCK_MODEL_ID,
+        baseURL: raw.BEDROCK_BASE_URL ?? bedrockBaseUrl(raw.AWS_REGION),
+        region: raw.AWS_REGION,
+      },
       apiKey: raw.OPENAI_API_KEY,
       apiKeySecretName: raw.OPENAI_API_KEY_SECRET_NAME,
       secretCacheSeconds: raw.SECRET_CACHE_SECONDS,
       baseURL: raw.OPENAI_BASE_URL,
       name: raw.OPENAI_MODEL,
+      maxTokens: raw.MODEL_MAX_TOKENS,
     },
     table: {
       name: raw.TABLE_NAME,
@@ -418,7 +559,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     quotes: { ttlSeconds: raw.QUOTE_TTL_SECONDS },
     idempotency: { ttlSeconds: raw.IDEMPOTENCY_TTL_SECONDS, keyRequired: raw.IDEMPOTENCY_KEY_REQUIRED },
     identity: {
-      jwt: { issuer: raw.JWT_ISSUER, audience: raw.JWT_AUDIENCE, jwksUrl: raw.JWT_JWKS_URL },
+      jwt: { issuer: raw.JWT_ISSUER, audience: raw.JWT_AUDIENCE },
       tenantClaims: raw.TENANT_CLAIMS,
       permissionClaims: raw.PERMISSION_CLAIMS,
       iamPrincipals: raw.IAM_PRINCIPAL_TENANTS,
@@ -432,6 +573,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxMs: raw.STREAM_MAX_SECONDS * 1000,
       retryMs: raw.STREAM_RETRY_MS,
       pollMs: raw.EVENTS_POLL_MS,
+      runTimeoutMs: raw.STREAM_RUN_TIMEOUT_MS,
     },
     durable: {
       runTimeoutMs: Math.max(
@@ -445,10 +587,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     approvals: { rules: raw.APPROVAL_RULES, timeoutSeconds: raw.APPROVAL_TIMEOUT_SECONDS },
     prompts: { system: raw.SYSTEM_PROMPT },
+    mcp: {
+      issuer: raw.JWT_ISSUER,
+      jwksUrl: raw.JWT_JWKS_URL,
+      jwks: "keys" in raw.JWT_JWKS ? (raw.JWT_JWKS as { keys: Record<string, unknown>[] }) : undefined,
+      resourceUrl: raw.MCP_RESOURCE_URL,
+    },
     observability: {
       serviceName: raw.POWERTOOLS_SERVICE_NAME,
       metricsNamespace: raw.POWERTOOLS_METRICS_NAMESPACE,
       logLevel: raw.POWERTOOLS_LOG_LEVEL,
+    },
+    tracing: {
+      mode: raw.TRACING,
+      otlpEndpoint: raw.OTEL_EXPORTER_OTLP_ENDPOINT,
+      captureContent: raw.TRACE_CONTENT,
     },
   };
 }

@@ -1,15 +1,19 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { SecretsProvider } from "@aws-lambda-powertools/parameters/secrets";
+import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { ToolRegistry } from "./agent/dispatcher.js";
 import { type HistoryMessage, halveHistory } from "./agent/history.js";
 import type { Model } from "./agent/model.js";
 import type { ToolResult } from "./agent/result.js";
 import type { RunStatus } from "./agent/types.js";
-import type { ApprovalEvents } from "./approval-events.js";
+import { type ApprovalEvents, eventBridgeApprovalEvents } from "./approval-events.js";
 import type { Config } from "./config.js";
 import type { DurableExecutions } from "./durable/executions.js";
+import { onceUntilFailed } from "./lazy.js";
+import { BedrockApiKeys, bedrockFetch, classifyBedrockFailure } from "./model/bedrock.js";
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
@@ -32,8 +36,9 @@ export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; messag
 
 /**
  * What both functions use, built once per Lambda container and injectable in tests.
- * - `model`: the chat model the loop calls: OpenAI chat completions over the real openai client (any
- *   OpenAI-compatible server via `config.model.baseURL`), model name `config.model.name`
+ * - `model`: the chat model the loop calls: OpenAI chat completions over the real openai client, on any
+ *   OpenAI-compatible server (`config.model.baseURL`, model `config.model.name`), or with
+ *   MODEL_PROVIDER=bedrock on Amazon Bedrock's Chat Completions endpoint (`config.model.bedrock`)
  * - `ddb`: DynamoDB document client; `ledger`: the invoice store; `quotes`: the tax quote store;
  *   `runs`: run records and audit steps; `approvals`: approvals of paused tool calls
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
@@ -64,6 +69,8 @@ export interface SharedDeps {
  */
 export interface ApiDeps extends SharedDeps {
   executions?: DurableExecutions;
+  /** Where an approval requested by an MCP tools/call is announced (the loop's are the runner's). */
+  approvalEvents: ApprovalEvents;
 }
 
 /**
@@ -81,11 +88,28 @@ export interface ApiDepsOptions {
   /** Reads OPENAI_API_KEY_SECRET_NAME; default: a Powertools SecretsProvider in `config.table.region`. */
   secretsProvider?: Pick<SecretsProvider, "get">;
   /**
+   * The AWS credentials Bedrock API keys are made from (MODEL_PROVIDER=bedrock); default: the AWS SDK's
+   * default chain (on Lambda, and in the bundle, the role's credentials in the environment).
+   */
+  awsCredentials?: AwsCredentialIdentityProvider;
+  /** The clock of the Bedrock key cache (epoch ms); default Date.now. */
+  now?: () => number;
+  /** How long each Bedrock API key is made for, in s; default BEDROCK_KEY_LIFETIME_SECONDS (900). */
+  bedrockKeyLifetimeSeconds?: number;
+  /**
    * Where durable runs (`Prefer: respond-async`) start; default: Lambda durable functions on
    * RUNNER_FUNCTION_ARN when it is set, else none (the preference is then ignored and runs are synchronous).
    */
   executions?: DurableExecutions;
+  /** Where MCP approvals are announced; default: EventBridge's default bus (loaded on first use). */
+  approvalEvents?: ApprovalEvents;
 }
+
+/** What both functions' model may be given: the OpenAI key's secret reader, or Bedrock's credentials and clock. */
+export type ModelOptions = Pick<
+  ApiDepsOptions,
+  "secretsProvider" | "awsCredentials" | "now" | "bedrockKeyLifetimeSeconds"
+>;
 
 /**
  * Placeholder key sent when none is configured: OpenAI rejects it, local OpenAI-compatible servers
@@ -134,7 +158,8 @@ export function secretApiKey(
  */
 export function createApiDeps(config: Config, options: ApiDepsOptions = {}): ApiDeps {
   const executions = options.executions ?? lambdaExecutions(config);
-  return { ...sharedDeps(config, options), ...(executions ? { executions } : {}) };
+  const approvalEvents = options.approvalEvents ?? eventBridgeApprovalEvents(config.table.region);
+  return { ...sharedDeps(config, options), approvalEvents, ...(executions ? { executions } : {}) };
 }
 
 /**
@@ -143,7 +168,7 @@ export function createApiDeps(config: Config, options: ApiDepsOptions = {}): Api
  */
 export function createRunnerDeps(
   config: Config,
-  options: Pick<ApiDepsOptions, "secretsProvider" | "clock"> & { approvalEvents: ApprovalEvents },
+  options: ModelOptions & Pick<ApiDepsOptions, "clock"> & { approvalEvents: ApprovalEvents },
 ): RunnerDeps {
   return { ...sharedDeps(config, options), approvalEvents: options.approvalEvents };
 }
@@ -153,19 +178,11 @@ export function createRunnerDeps(
  * createModelClient) keeps the SDK's own retries (2, with backoff) for 429 and 5xx; every request also
  * carries the run's deadline signal and timeout. With OPENAI_API_KEY_SECRET_NAME set, the key is fetched
  * lazily by the openai client before its first request (so a cold start that serves /healthz never
- * reads the secret) and cached.
+ * reads the secret) and cached; with MODEL_PROVIDER=bedrock, no secret: a Bedrock API key is made the
+ * same way, before the first request.
  */
-function sharedDeps(config: Config, options: Pick<ApiDepsOptions, "secretsProvider" | "clock">): SharedDeps {
+function sharedDeps(config: Config, options: ModelOptions & Pick<ApiDepsOptions, "clock">): SharedDeps {
   const ddb = createDocumentClient(config.table);
-  const secretName = config.model.apiKeySecretName;
-  const apiKey = secretName
-    ? secretApiKey(
-        options.secretsProvider ?? new SecretsProvider({ clientConfig: { region: config.table.region } }),
-        secretName,
-        config.model.secretCacheSeconds,
-      )
-    : (config.model.apiKey ?? NO_API_KEY);
-  const openai = createModelClient({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
   const tools = accountingTools({
@@ -184,7 +201,10 @@ function sharedDeps(config: Config, options: Pick<ApiDepsOptions, "secretsProvid
   return {
     config,
     ddb,
-    model: new OpenAIChatModel(openai, config.model.name),
+    model:
+      config.model.provider === "bedrock"
+        ? bedrockModel(config.model, options)
+        : openAICompatibleModel(config, options),
     ledger,
     quotes,
     runs: new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
@@ -200,23 +220,70 @@ function sharedDeps(config: Config, options: Pick<ApiDepsOptions, "secretsProvid
 }
 
 /**
- * The Lambda durable functions port on RUNNER_FUNCTION_ARN (undefined when it is unset). The Lambda
- * client's code is loaded on the first durable run, not at cold start.
+ * MODEL_PROVIDER=openai-compatible: the openai client on `config.model.baseURL` with the key
+ * (OPENAI_API_KEY, or the secret OPENAI_API_KEY_SECRET_NAME read lazily before the first request, then
+ * cached).
  */
-function lambdaExecutions(config: Config): DurableExecutions | undefined {
+function openAICompatibleModel(config: Config, options: ModelOptions): Model {
+  const secretName = config.model.apiKeySecretName;
+  const apiKey = secretName
+    ? secretApiKey(
+        options.secretsProvider ?? new SecretsProvider({ clientConfig: { region: config.table.region } }),
+        secretName,
+        config.model.secretCacheSeconds,
+      )
+    : (config.model.apiKey ?? NO_API_KEY);
+  const openai = createModelClient({ apiKey, baseURL: config.model.baseURL, maxRetries: 2 });
+  return new OpenAIChatModel(openai, config.model.name, { maxTokens: config.model.maxTokens });
+}
+
+/**
+ * MODEL_PROVIDER=bedrock: the same openai client and adapter on Bedrock's Chat Completions endpoint, its
+ * `apiKey` a function the SDK calls before every attempt, answered from the {@link BedrockApiKeys} cache
+ * (renewed before it expires). Bedrock's refusals become stable codes and fixed sentences
+ * (classifyBedrockFailure); what Bedrock said is the failure's logged message, never the key (the SDK's
+ * error messages carry the response body, never the request's headers).
+ */
+function bedrockModel(model: Config["model"], options: ModelOptions): Model {
+  const { modelId, region, baseURL } = model.bedrock;
+  const keys = new BedrockApiKeys({
+    credentials: options.awsCredentials ?? defaultProvider(),
+    region,
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.bedrockKeyLifetimeSeconds ? { lifetimeSeconds: options.bedrockKeyLifetimeSeconds } : {}),
+  });
+  const openai = createModelClient({
+    apiKey: () => keys.get(),
+    baseURL,
+    maxRetries: 2,
+    wrapFetch: bedrockFetch,
+  });
+  return new OpenAIChatModel(openai, modelId, {
+    maxTokens: model.maxTokens,
+    translateFailure: (error) => classifyBedrockFailure(error, modelId, region),
+  });
+}
+
+/** The module the Lambda durable functions port is built from, loaded on the first durable run. */
+type LambdaPortModule = typeof import("./durable/lambda-executions.js");
+
+/**
+ * The Lambda durable functions port on RUNNER_FUNCTION_ARN (undefined when it is unset). The Lambda
+ * client's code is loaded on the first durable run, not at cold start; a failed load is retried by the
+ * next call ({@link onceUntilFailed}).
+ * @param importModule loads the port's module (tests inject a failing one)
+ * @param clientConfig extra Lambda client settings (tests: a stand-in endpoint)
+ */
+export function lambdaExecutions(
+  config: Config,
+  importModule: () => Promise<LambdaPortModule> = () => import("./durable/lambda-executions.js"),
+  clientConfig?: Parameters<LambdaPortModule["createLambdaDurableExecutions"]>[1],
+): DurableExecutions | undefined {
   const aliasArn = config.durable.runnerFunctionArn;
   if (!aliasArn) return undefined;
-  let loading: Promise<DurableExecutions> | undefined;
-  const load = () => {
-    loading ??= Promise.all([
-      import("@aws-sdk/client-lambda"),
-      import("./durable/lambda-executions.js"),
-    ]).then(
-      ([{ LambdaClient }, { LambdaDurableExecutions }]) =>
-        new LambdaDurableExecutions(new LambdaClient({ region: aliasArn.split(":")[3] }), aliasArn),
-    );
-    return loading;
-  };
+  const load = onceUntilFailed(async () =>
+    (await importModule()).createLambdaDurableExecutions(aliasArn, clientConfig),
+  );
   return {
     start: async (name, payload) => (await load()).start(name, payload),
     stop: async (name) => (await load()).stop(name),

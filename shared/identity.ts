@@ -66,6 +66,15 @@ export function splitPermissions(value: string | readonly string[] | undefined):
   return [...new Set(items.map((item) => item.trim()).filter((item) => item.length > 0))];
 }
 
+/**
+ * True when a claim carries no value: absent, empty, JSON null, or the text "null" — authorizers render
+ * every claim as a string (see local/dev-event.ts `claimAsString`), so a JSON null arrives as "null".
+ * Such a claim is treated exactly like a missing one, never as the id "null".
+ */
+function isEmptyClaim(value: unknown): boolean {
+  return value === undefined || value === null || value === "" || value === "null";
+}
+
 function unauthenticated(detail: string): ProblemError {
   return new ProblemError("UNAUTHENTICATED", detail);
 }
@@ -74,6 +83,7 @@ function unauthenticated(detail: string): ProblemError {
  * Builds the security context from token claims (HTTP API v2 JWT authorizer or REST v1 Cognito/JWT
  * authorizer): `sub` → userId; the first of `config.tenantClaims` present → tenantId; every claim of
  * `config.permissionClaims` → permissions (merged, deduplicated).
+ * A claim that is empty, JSON null or the text "null" counts as missing.
  * @throws ProblemError UNAUTHENTICATED when `sub` or the tenant is missing or malformed
  */
 export function securityContextFromClaims(
@@ -81,8 +91,9 @@ export function securityContextFromClaims(
   config: IdentityConfig = DEFAULT_IDENTITY_CONFIG,
 ): SecurityContext {
   const sub = Subject.safeParse(claims.sub);
-  if (!sub.success) throw unauthenticated("The verified identity has no usable `sub` claim.");
-  const tenantClaim = config.tenantClaims.find((name) => claims[name] !== undefined && claims[name] !== "");
+  if (!sub.success || isEmptyClaim(sub.data))
+    throw unauthenticated("The verified identity has no usable `sub` claim.");
+  const tenantClaim = config.tenantClaims.find((name) => !isEmptyClaim(claims[name]));
   if (tenantClaim === undefined) {
     throw unauthenticated(
       `The verified identity carries no tenant claim (looked for ${config.tenantClaims.join(", ")}).`,

@@ -40,11 +40,14 @@ export const observingModelFetch: NonNullable<ClientOptions["fetch"]> = async (u
  * - `apiKey`: the key, or a function giving it (read lazily before each request, e.g. from Secrets Manager)
  * - `baseURL`: any OpenAI-compatible endpoint ending in `/v1`; undefined: the SDK's default (OpenAI)
  * - `maxRetries`: the SDK's retries of 408/409/429/5xx and connection errors, with its backoff (default 2)
+ * - `wrapFetch`: a provider's wrapper around {@link observingModelFetch} (Bedrock's error shapes,
+ *   shared/model/bedrock.ts bedrockFetch)
  */
 export interface ModelClientOptions {
   apiKey: NonNullable<ClientOptions["apiKey"]>;
   baseURL?: string | undefined;
   maxRetries?: number;
+  wrapFetch?: (fetch: NonNullable<ClientOptions["fetch"]>) => NonNullable<ClientOptions["fetch"]>;
 }
 
 /**
@@ -57,6 +60,6 @@ export function createModelClient(options: ModelClientOptions): OpenAI {
     apiKey: options.apiKey,
     baseURL: options.baseURL,
     maxRetries: options.maxRetries ?? 2,
-    fetch: observingModelFetch,
+    fetch: options.wrapFetch ? options.wrapFetch(observingModelFetch) : observingModelFetch,
   });
 }

@@ -1,5 +1,6 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
+import type { InternalFailure } from "./agent/dispatcher.js";
 import type { CycleRecord, RunOutcome } from "./agent/loop.js";
 import type { ToolResult } from "./agent/result.js";
 import type { Config } from "./config.js";
@@ -76,9 +77,14 @@ export function recordRunMetrics(
  * Metrics of one tool result, emitted at once (Powertools single metrics, one EMF line each) with the
  * dimensions `toolName` and `status` (success, validation_error, permission_denied, business_error,
  * fatal_error): `ToolResults` (Count 1) and `ToolLatency` (Milliseconds, the handler's wall time).
+ * A call that came over MCP (`surface` "mcp") has the dimension `surface: mcp` as well.
  */
-export function recordToolResultMetric(metrics: Metrics, result: ToolResult): void {
-  const dimensions = { toolName: result.metadata.toolName, status: result.status };
+export function recordToolResultMetric(metrics: Metrics, result: ToolResult, surface?: "mcp"): void {
+  const dimensions = {
+    toolName: result.metadata.toolName,
+    status: result.status,
+    ...(surface ? { surface } : {}),
+  };
   metrics.singleMetric().addDimensions(dimensions).addMetric("ToolResults", MetricUnit.Count, 1);
   metrics
     .singleMetric()
@@ -101,6 +107,15 @@ export function recordProblemMetric(metrics: Metrics, code: string): void {
 export function flushMetrics(metrics: Metrics): void {
   if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
   else metrics.clearDimensions();
+}
+
+/**
+ * The run hook that logs an internal failure at ERROR ("internal failure": source, name, code, detail),
+ * the one place the text the model and the client do not get (a tool's error and cause chain, a failed
+ * approval check, the provider's message) is kept.
+ */
+export function logInternalFailure(logger: Logger): (failure: InternalFailure) => void {
+  return (failure) => logger.error("internal failure", { ...failure });
 }
 
 /**

@@ -85,10 +85,11 @@ describe("the durable approval gate and store failures while pausing", () => {
     const tenantId = "tenant_seam_fail";
     const remove = onRequest(
       stack.runnerDeps.ddb,
-      (command, input) =>
-        command.includes("Update") &&
-        (input.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[":f0"] ===
-          "awaiting_approval",
+      (command, input) => {
+        // The move to awaiting_approval: the one update whose target status is it.
+        const values = input.ExpressionAttributeValues as Record<string, unknown> | undefined;
+        return command.includes("Update") && (values?.[":to"] ?? values?.[":f0"]) === "awaiting_approval";
+      },
       () => {
         throw throttled();
       },

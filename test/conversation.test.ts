@@ -262,7 +262,7 @@ describe("who may continue which run", () => {
     const before = stack.model.requests.length;
     const keysBefore = await tenantKeys(stack.deps.ddb, stack.config.table.name, caller.tenantId);
     const response = await post(stack, caller, body, { "idempotency-key": `"k-${randomUUID()}"` });
-    expect(response.statusCode).toBe(status);
+    expect(response.statusCode, response.body).toBe(status);
     const body_ = problem(response);
     expect(body_.code).toBe(code);
     expect(stack.model.requests.length).toBe(before);
@@ -337,6 +337,39 @@ describe("who may continue which run", () => {
       );
       expect(body.detail).toContain(detail);
     }
+  });
+
+  it("time a run spent waiting for approval does not count against its deadline: back to running after a 10 min wait, it is 409 PREVIOUS_RUN_IN_PROGRESS, not stale", async () => {
+    const runId = `run_${randomUUID()}`;
+    const now = Date.now();
+    const startedAt = now - 600_000;
+    await stack.deps.runs.start(
+      {
+        tenantId: owner.tenantId,
+        runId,
+        userId: owner.userId,
+        prompt: "p",
+        limits: { maxCycles: 5, timeoutMs: 60_000 },
+      },
+      new Date(startedAt),
+    );
+    // Paused 30 s into its 60 s, decided 5 s ago: 30 s of its deadline were left then, 25 s now.
+    await stack.deps.runs.setWaiting(owner.tenantId, runId, true, new Date(startedAt + 30_000));
+    await stack.deps.runs.setWaiting(owner.tenantId, runId, false, new Date(now - 5_000));
+    const response = await rejected(
+      owner,
+      { prompt: "go on", previousRunId: runId },
+      409,
+      "PREVIOUS_RUN_IN_PROGRESS",
+    );
+    expect(response.body.previousRunStatus).toBe("running");
+    const retryAfter = Number(header(response.response, "retry-after"));
+    expect(retryAfter).toBeGreaterThan(15);
+    expect(retryAfter).toBeLessThanOrEqual(25);
+    // The wait sums stay internal: the record as GET /v1/runs shows it has none of them.
+    const found = await stack.deps.runs.get(owner.tenantId, runId);
+    expect(Object.keys(found?.run ?? {}).filter((name) => name.startsWith("approvalWait"))).toEqual([]);
+    expect(found?.run.status).toBe("running");
   });
 
   it("a run whose records expired (past ttl, not yet deleted) is 404 saying so; another user's expired run is the plain 404", async () => {

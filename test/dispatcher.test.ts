@@ -1,7 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { z } from "zod";
-import { createRegistry, dispatchToolCall, type ToolRegistry } from "../shared/agent/dispatcher.js";
+import {
+  createRegistry,
+  type DispatchContext,
+  dispatchToolCall,
+  type InternalFailure,
+  type ToolRegistry,
+} from "../shared/agent/dispatcher.js";
 import { defineTool, ToolBusinessError } from "../shared/agent/tool.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { QuoteStore } from "../shared/store/quotes.js";
@@ -54,8 +60,8 @@ beforeAll(async () => {
   registry = createRegistry([calculateTax, boom, guarded, refuses] as never[]);
 });
 afterAll(() => ddb.destroy());
-const call = (name: string, args: string) =>
-  dispatchToolCall({ id: "c1", name, arguments: args }, registry, security, context);
+const call = (name: string, args: string, dispatch: DispatchContext = context) =>
+  dispatchToolCall({ id: "c1", name, arguments: args }, registry, security, dispatch);
 
 describe("dispatcher categories", () => {
   it("unknown tool → validation_error UNKNOWN_TOOL naming the available tools", async () => {
@@ -127,11 +133,21 @@ describe("dispatcher categories", () => {
     expect(custom.error).toMatchObject({ code: "INVOICE_NOT_FOUND", details: { invoiceId: "inv_x" } });
   });
 
-  it("unexpected throw → fatal_error TOOL_FAILED that keeps the message", async () => {
-    const result = await call("explode", "{}");
+  it("unexpected throw → fatal_error TOOL_FAILED with a fixed sentence; the message goes to onInternalFailure", async () => {
+    const failures: InternalFailure[] = [];
+    const result = await call("explode", "{}", {
+      runId: "r",
+      runScope: "r",
+      occurrence: 0,
+      signal: new AbortController().signal,
+      onInternalFailure: (failure) => void failures.push(failure),
+    });
     expect(result.status).toBe("fatal_error");
     expect(result.error?.code).toBe("TOOL_FAILED");
-    expect(result.error?.message).toContain("boom");
+    expect(JSON.stringify(result)).not.toContain("boom");
+    expect(failures).toEqual([
+      { source: "tool", name: "explode", code: "TOOL_FAILED", detail: expect.stringContaining("boom") },
+    ]);
   });
 
   it("success carries data and no error", async () => {

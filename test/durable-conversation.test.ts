@@ -249,6 +249,7 @@ describe("fitHistoryToCheckpoint (the history:load step's result under the 256 K
     }
     const conversation = {
       previousRunId: "run_prev",
+      conversationId: "run_first",
       messages,
       summary: { messages: messages.length, estimatedTokens: estimateTokens(messages), droppedMessages: 2 },
     };

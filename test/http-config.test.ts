@@ -21,6 +21,8 @@ describe("the HTTP API's configuration (shared/config.ts)", () => {
       tenantClaims: ["tenant_id", "custom:tenant_id"],
       permissionClaims: ["scope", "permissions", "cognito:groups"],
       iamPrincipals: {},
+      // Set only on the streaming function (docs/run-events.md).
+      jwt: { issuer: undefined, audience: [] },
     });
     expect(config.http.maxBodyBytes).toBe(65_536);
     expect(config.table.requestTimeoutMs).toBe(3_000);

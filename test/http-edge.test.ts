@@ -336,7 +336,10 @@ describe("Idempotency-Key syntax through the handler", () => {
     );
     expect(records).toHaveLength(2);
     expect(records.map((item) => item.sk).sort()).toEqual(
-      [keys.idempotency("POST /v1/runs", key), keys.idempotency("POST /v1/runs", 'say "hi" \\ bye')].sort(),
+      [
+        keys.idempotency("POST /v1/runs", "usr_9918", key),
+        keys.idempotency("POST /v1/runs", "usr_9918", 'say "hi" \\ bye'),
+      ].sort(),
     );
   });
 

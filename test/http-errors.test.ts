@@ -95,8 +95,11 @@ describe("bad input is a problem response and writes nothing", () => {
     expect(long.errors?.[0]?.path).toBe("prompt");
     expect(long.errors?.[0]?.message).toMatch(/8000/);
 
+    // A missing field says it is required, not "expected string, received undefined".
     const missing = problem(await call("rest-v1", { body: {} }), "INVALID_REQUEST");
-    expect(missing.errors?.[0]?.path).toBe("prompt");
+    expect(missing.errors).toEqual([{ in: "body", path: "prompt", message: "prompt is required" }]);
+    const notText = problem(await call("rest-v1", { body: { prompt: 42 } }), "INVALID_REQUEST");
+    expect(notText.errors?.[0]?.message).toMatch(/expected string, received number/);
     expect(stack.model.requests.length).toBe(0);
   });
 

@@ -162,7 +162,9 @@ describe("the OpenAI key from Secrets Manager (OPENAI_API_KEY_SECRET_NAME)", () 
     expect(stack.model.requests).toHaveLength(2); // only the two runs above reached the model
     const run = await api.deps()?.runs.get("tenant_uk_01", String(body.runId));
     expect(run?.run.status).toBe("model_error");
-    expect(run?.run.reason).toContain("boundloop/missing");
+    // The client and the record get a fixed sentence: the secret's name and the SDK's text stay in the logs.
+    expect(run?.run.reason).toBe("The model provider failed.");
+    expect(JSON.stringify(body)).not.toContain("boundloop/missing");
     expect(raw).toContain('"ProblemResponses":1');
     expect(raw).toContain('"code":"MODEL_UNAVAILABLE"');
   });

@@ -62,7 +62,7 @@ describe("a crash after the ledger write, before completion (PY #8049)", () => {
     await waitFor(() => stack.model.requests.length >= calls + 2, `the ledger write (${crashing.output()})`);
     const [invoice, ...others] = await stack.deps.ledger.list(tenantId);
     expect(others).toHaveLength(0);
-    const held = await store.read(tenantId, RUN_ROUTE, key);
+    const held = await store.read(tenantId, "usr_idem", RUN_ROUTE, key);
     expect(held?.status).toBe("IN_PROGRESS");
 
     child.kill("SIGKILL");
@@ -84,7 +84,7 @@ describe("a crash after the ledger write, before completion (PY #8049)", () => {
     expect(result?.data).toMatchObject({ replayed: true, invoice: { invoiceId: invoice?.invoiceId } });
     expect(await stack.deps.ledger.list(tenantId)).toHaveLength(1);
 
-    const completed = await store.read(tenantId, RUN_ROUTE, key);
+    const completed = await store.read(tenantId, "usr_idem", RUN_ROUTE, key);
     expect(completed?.status).toBe("COMPLETED");
     expect(completed?.owner).not.toBe(held?.owner);
     expect(completed?.response?.body).toBe(retry.body);

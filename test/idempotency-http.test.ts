@@ -76,7 +76,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
     expect(body.toolResults[0]?.metadata.idempotencyKey).toMatch(/^tk_[0-9a-f]{64}$/);
     expect(await invoices(tenantId)).toHaveLength(1);
 
-    const record = await store().read(tenantId, RUN_ROUTE, key);
+    const record = await store().read(tenantId, "usr_idem", RUN_ROUTE, key);
     expect(record).toMatchObject({ status: "COMPLETED", tenantId, route: RUN_ROUTE });
     expect(record?.response?.status).toBe(200);
     expect(record?.response?.body).toBe(first.body);
@@ -181,7 +181,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
     const liveKey = `reuse-live-${randomUUID()}`;
     await scriptOneInvoice(tenantId, 400);
     const running = stack.invoke(runEvent({ key: liveKey, tenantId, prompt: "record invoice C" }));
-    await waitFor(async () => (await store().read(tenantId, RUN_ROUTE, liveKey)) !== undefined);
+    await waitFor(async () => (await store().read(tenantId, "usr_idem", RUN_ROUTE, liveKey)) !== undefined);
     const during = await stack.invoke(runEvent({ key: liveKey, tenantId, prompt: "record invoice D" }));
     expect(during.statusCode).toBe(422);
     expect((await running).statusCode).toBe(200);
@@ -215,7 +215,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
     const response = await stack.invoke(runEvent({ key, tenantId }), 1_000);
     expect(response.statusCode).toBe(200);
     expect(parse(response).status).toBe("deadline_exceeded");
-    const record = await store().read(tenantId, RUN_ROUTE, key);
+    const record = await store().read(tenantId, "usr_idem", RUN_ROUTE, key);
     expect(typeof record?.leaseExpiresAt).toBe("number");
     expect(record?.leaseExpiresAt).toBeGreaterThanOrEqual(before);
     expect(record?.leaseExpiresAt).toBeLessThanOrEqual(Date.now());
@@ -295,6 +295,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
       deps: stack.deps,
       headers: new Headers({ "Idempotency-Key": key }),
       tenantId,
+      userId: "usr_idem",
       body,
       leaseExpiresAt: Date.now() + 5_000,
       route: "POST /v1/order-test",
@@ -359,6 +360,7 @@ describe("withRunIdempotency (the HTTP logic)", () => {
     deps: stack.deps,
     headers: new Headers({ "Idempotency-Key": key }),
     tenantId: "tenant_logic",
+    userId: "usr_idem",
     body,
     leaseExpiresAt: Date.now() + 5_000,
   });
@@ -375,9 +377,9 @@ describe("withRunIdempotency (the HTTP logic)", () => {
       return Response.json({ ok: true });
     });
     expect(response.status).toBe(200);
-    expect((await store().read("tenant_logic", RUN_ROUTE, key))?.status).toBe("COMPLETED");
-    expect(await store().read("tenant_logic", RUN_ROUTE, "another-key")).toBeUndefined();
-    expect(await store().read("tenant_other", RUN_ROUTE, key)).toBeUndefined();
+    expect((await store().read("tenant_logic", "usr_idem", RUN_ROUTE, key))?.status).toBe("COMPLETED");
+    expect(await store().read("tenant_logic", "usr_idem", RUN_ROUTE, "another-key")).toBeUndefined();
+    expect(await store().read("tenant_other", "usr_idem", RUN_ROUTE, key)).toBeUndefined();
     const again = await withRunIdempotency(input(key, { prompt: "original" }), async () => {
       runs += 1;
       return Response.json({ ok: false });
@@ -416,7 +418,7 @@ describe("withRunIdempotency (the HTTP logic)", () => {
     };
     const first = await withRunIdempotency(input(flaky), execute);
     expect(first.status).toBe(502);
-    expect(await store().read("tenant_logic", RUN_ROUTE, flaky)).toBeUndefined();
+    expect(await store().read("tenant_logic", "usr_idem", RUN_ROUTE, flaky)).toBeUndefined();
     const second = await withRunIdempotency(input(flaky), execute);
     expect([second.status, second.headers.get("idempotent-replayed")]).toEqual([200, null]);
     const third = await withRunIdempotency(input(flaky), execute);
@@ -429,7 +431,7 @@ describe("withRunIdempotency (the HTTP logic)", () => {
         throw new Error("bug");
       }),
     ).rejects.toThrow("bug");
-    expect(await store().read("tenant_logic", RUN_ROUTE, boom)).toBeUndefined();
+    expect(await store().read("tenant_logic", "usr_idem", RUN_ROUTE, boom)).toBeUndefined();
   });
 
   it("a store that cannot serve the record is 503 STORE_UNAVAILABLE, a request error 500 INTERNAL; neither runs", async () => {

@@ -9,6 +9,7 @@ import { countRequests, freshTable } from "./support/idempotency.js";
 
 const DAY_SECONDS = 86_400;
 const ROUTE = "POST /v1/runs";
+const USER = "usr_store";
 const backend = inject("dynamoBackend");
 
 let ddb: DynamoDBDocumentClient;
@@ -28,7 +29,7 @@ async function rawRecord(tenantId: string, key: string, route = ROUTE) {
   const result = await ddb.send(
     new GetCommand({
       TableName: tableName,
-      Key: { pk: keys.tenant(tenantId), sk: keys.idempotency(route, key) },
+      Key: { pk: keys.tenant(tenantId), sk: keys.idempotency(route, USER, key) },
       ConsistentRead: true,
     }),
   );
@@ -37,6 +38,7 @@ async function rawRecord(tenantId: string, key: string, route = ROUTE) {
 
 const request = (key: string, fingerprint = "fp-a", leaseMs = 10_000) => ({
   tenantId: "tenant_store",
+  userId: USER,
   route: ROUTE,
   idempotencyKey: key,
   fingerprint,
@@ -219,12 +221,16 @@ describe("IdempotencyStore", () => {
     expect((await rawRecord("tenant_store", keyHuge))?.status).toBe("IN_PROGRESS");
   });
 
-  it("scopes records by tenant and route", async () => {
+  it("scopes records by tenant, user and route", async () => {
     const key = randomUUID();
     const a = await storeAt().acquire(request(key));
     const b = await storeAt().acquire({ ...request(key), tenantId: "tenant_other" });
     const c = await storeAt().acquire({ ...request(key), route: "POST /v1/other" });
-    expect([a.kind, b.kind, c.kind]).toEqual(["acquired", "acquired", "acquired"]);
+    const d = await storeAt().acquire({ ...request(key), userId: "usr_other" });
+    expect([a.kind, b.kind, c.kind, d.kind]).toEqual(["acquired", "acquired", "acquired", "acquired"]);
+    expect(await storeAt().read("tenant_store", "usr_other", ROUTE, key)).toMatchObject({
+      status: "IN_PROGRESS",
+    });
   });
 });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { claimsAsStrings } from "../local/dev-event.js";
 import { loadConfig } from "../shared/config.js";
 import { ProblemError } from "../shared/errors.js";
 import {
@@ -145,6 +146,31 @@ describe("claims", () => {
     expect(unauthenticated(() => securityContextFromEvent(claims({ scope: 42 }), defaults))).toContain(
       "scope",
     );
+  });
+
+  it('a sub or tenant claim whose value is JSON null is 401 like an empty one, never the id "null"', () => {
+    // The authorizer renders every claim as text: a JSON null arrives as "null" (claimsAsStrings does
+    // what API Gateway does), in the HTTP API and the REST API shapes alike.
+    for (const shape of ["http-api-v2", "rest-v1"] as const) {
+      const nullSub = apiEvent(shape, {
+        claims: claimsAsStrings({ sub: null, tenant_id: "tenant_uk_01" } as never),
+      });
+      expect(unauthenticated(() => securityContextFromEvent(nullSub, defaults))).toContain("sub");
+      const nullTenant = apiEvent(shape, { claims: claimsAsStrings({ sub: "usr_1", tenant_id: null }) });
+      expect(unauthenticated(() => securityContextFromEvent(nullTenant, defaults))).toContain(
+        "no tenant claim",
+      );
+    }
+    const raw = apiEvent("http-api-v2", { claims: { sub: null, tenant_id: null } as never });
+    expect(unauthenticated(() => securityContextFromEvent(raw, defaults))).toContain("sub");
+    // A null first tenant claim falls through to the next one, as an empty one does.
+    const fallback = apiEvent("http-api-v2", {
+      claims: { sub: "usr_1", tenant_id: "null", "custom:tenant_id": "t_custom" },
+    });
+    expect(securityContextFromEvent(fallback, defaults)).toMatchObject({
+      userId: "usr_1",
+      tenantId: "t_custom",
+    });
   });
 
   it("no authorizer at all is 401; headers and body are never read", () => {

@@ -9,6 +9,10 @@ import { Bucket } from "aws-cdk-lib/aws-s3";
 import type { CloudAssembly } from "aws-cdk-lib/cx-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp, STACK_ID } from "../infra/build-app.js";
+import { startBedrockStandIn } from "../local/bedrock-stand-in.js";
+import { createDevIssuer, mintToken } from "../local/dev-auth.js";
+import { toHttpApiEvent } from "../local/dev-event.js";
+import { TRACING_SDK_PACKAGES } from "./support/spans.js";
 import { seedEvent, startTestStack } from "./support/stack.js";
 
 const run = promisify(execFile);
@@ -36,17 +40,29 @@ beforeAll(() => {
 
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
-/** The bundled handler's directory: the asset whose hash the function's S3Key names. */
-function bundleDir(): string {
+/**
+ * The bundled handler's directory: the asset whose hash the function's S3Key names (the function whose
+ * logical id starts with `functionId`: the API's by default, `RunnerFunction` for the durable runner).
+ */
+function bundleDir(functionId = "ApiFunction"): string {
   const template = assembly.getStackArtifact(STACK_ID).template as {
     Resources: Record<string, { Type: string; Properties: { Code?: { S3Key?: string } } }>;
   };
   const fn = Object.entries(template.Resources).find(
-    ([id, resource]) => resource.Type === "AWS::Lambda::Function" && id.startsWith("ApiFunction"),
+    ([id, resource]) => resource.Type === "AWS::Lambda::Function" && id.startsWith(functionId),
   )?.[1];
   const key = fn?.Properties.Code?.S3Key;
   expect(key).toMatch(/^[0-9a-f]{64}\.zip$/);
   return join(outdir, `asset.${key?.replace(/\.zip$/, "")}`);
+}
+
+/** Every source path the source maps of a bundle's JavaScript files name (index.mjs and chunks/). */
+function bundleSources(dir: string): string[] {
+  const chunks = existsSync(join(dir, "chunks")) ? readdirSync(join(dir, "chunks")) : [];
+  return [
+    "index.mjs",
+    ...chunks.filter((name) => name.endsWith(".mjs")).map((name) => `chunks/${name}`),
+  ].flatMap((file) => sourcesOf(dir, file));
 }
 
 /** The original source paths a built file's source map names (`file` relative to the bundle dir). */
@@ -111,6 +127,36 @@ function asyncOnlyChunks(dir: string): string[] {
   ]).filter((file) => !syncPath.includes(file));
 }
 
+/** A v2 `GET /healthz` event as API Gateway sends it (the route is public: no authorizer). */
+function healthzEvent() {
+  return {
+    version: "2.0",
+    routeKey: "GET /healthz",
+    rawPath: "/healthz",
+    rawQueryString: "",
+    headers: { host: "abc123.execute-api.eu-west-2.amazonaws.com" },
+    requestContext: {
+      accountId: "123456789012",
+      apiId: "abc123",
+      domainName: "abc123.execute-api.eu-west-2.amazonaws.com",
+      domainPrefix: "abc123",
+      http: {
+        method: "GET",
+        path: "/healthz",
+        protocol: "HTTP/1.1",
+        sourceIp: "203.0.113.10",
+        userAgent: "vitest",
+      },
+      requestId: "req-1",
+      routeKey: "GET /healthz",
+      stage: "$default",
+      time: "30/Nov/2025:06:00:00 +0000",
+      timeEpoch: 1764482400000,
+    },
+    isBase64Encoded: false,
+  };
+}
+
 /** Runs the bundle in a fresh `node --enable-source-maps` (as NODE_OPTIONS does in Lambda). */
 async function runBundle(script: string, env: Record<string, string>) {
   const entry = join(bundleDir(), "index.mjs");
@@ -151,12 +197,17 @@ describe("cdk synth of the real app", () => {
     }
     expect(Object.keys(acknowledged).sort()).toEqual([
       "Boundloop/ApiFunctionRole",
+      "Boundloop/HttpApi/GET--.well-known--oauth-protected-resource",
+      "Boundloop/HttpApi/GET--.well-known--oauth-protected-resource--mcp",
       "Boundloop/HttpApi/GET--console",
       "Boundloop/HttpApi/GET--console--assets--{file}",
       "Boundloop/HttpApi/GET--healthz",
+      "Boundloop/HttpApi/GET--mcp",
       "Boundloop/HttpApi/GET--openapi.json",
+      "Boundloop/HttpApi/POST--mcp",
       "Boundloop/OpenAiApiKey",
       "Boundloop/Runner/Role",
+      "Boundloop/StreamFunctionRole",
     ]);
     // The runner's role uses AWS's durable-execution policy; the API may stop/read the runner's executions.
     expect(Object.keys(acknowledged["Boundloop/Runner/Role"] ?? {})).toEqual([
@@ -167,6 +218,10 @@ describe("cdk synth of the real app", () => {
         /^AwsSolutions::AwsSolutions-IAM5\[Resource::<RunnerFunction[0-9A-F]{8}\.Arn>:\*\/durable-execution\/\*\]$/,
       ),
     ]);
+    // The streaming function starts and stops durable runs as the API function does.
+    expect(Object.keys(acknowledged["Boundloop/StreamFunctionRole"] ?? {})).toEqual(
+      Object.keys(acknowledged["Boundloop/ApiFunctionRole"] ?? {}),
+    );
     expect(Object.keys(acknowledged["Boundloop/OpenAiApiKey"] ?? {})).toEqual([
       "Annotation::AwsSolutions-SMG4",
     ]);
@@ -264,6 +319,25 @@ describe("cdk synth of the real app", () => {
     expect(staticallyLoaded(dir)).not.toContain(`chunks/${consoleChunks[0]}`);
   });
 
+  it("the MCP SDK and the JOSE code are read only by an /mcp request: no other route loads them", () => {
+    const dir = bundleDir();
+    const otherRoutes = syncRequestPath(dir).flatMap((file) => sourcesOf(dir, file));
+    const mcpOnly = staticallyLoaded(dir, [
+      ...chunksHolding(dir, "shared/mcp/server.ts"),
+      ...chunksHolding(dir, "shared/mcp/auth.ts"),
+    ]).flatMap((file) => sourcesOf(dir, file));
+    for (const heavy of ["node_modules/@modelcontextprotocol/sdk/", "node_modules/jose/"]) {
+      expect(
+        otherRoutes.filter((source) => source.includes(heavy)),
+        heavy,
+      ).toEqual([]);
+      expect(
+        mcpOnly.some((source) => source.includes(heavy)),
+        heavy,
+      ).toBe(true);
+    }
+  });
+
   it("a cold start reads none of zod's full API, the app, openai or the AWS SDK; requests load them", () => {
     const dir = bundleDir();
     const eager = staticallyLoaded(dir);
@@ -293,6 +367,14 @@ describe("cdk synth of the real app", () => {
     const all = [...eagerSources, ...lazySources];
     expect(all.some((source) => /node_modules\/zod\/v4\/locales\/en\.js$/.test(source))).toBe(true);
     expect(all.filter((source) => /node_modules\/zod\/v4\/locales\/(?!en\.js)/.test(source))).toEqual([]);
+    // z.compile and z.fromJSONSchema are stubs (infra/bundle.ts zodUnusedApis): their code is not shipped.
+    const code = readdirSync(join(dir, "chunks"))
+      .filter((file) => file.endsWith(".mjs"))
+      .map((file) => readFileSync(join(dir, "chunks", file), "utf8"))
+      .join("\n");
+    expect(code).toContain("z.compile is not in the Lambda bundle");
+    expect(code).not.toContain("z.compile does not support");
+    expect(code).not.toContain("unevaluatedProperties is not supported");
   });
 
   it("only an asynchronous start or a cancel loads the Lambda client: not a cold start, not a synchronous run", () => {
@@ -313,40 +395,24 @@ describe("cdk synth of the real app", () => {
         source,
       ).toEqual([]);
     }
+    // Only the commands the port sends: not the aggregated `Lambda` class, its waiters or other commands
+    // (shared/durable/lambda-executions.ts builds the client from named imports).
+    for (const unused of [
+      "dist-es/Lambda.js",
+      "dist-es/commands/CreateFunctionCommand.js",
+      "dist-es/waiters/",
+    ]) {
+      expect(holding(`node_modules/@aws-sdk/client-lambda/${unused}`), unused).toEqual([]);
+    }
+    expect(holding("node_modules/@aws-sdk/client-lambda/dist-es/commands/InvokeCommand.js")).not.toEqual([]);
     // The runner's SDK is not in the API's bundle at all.
     expect(holding("node_modules/@aws/durable-execution-sdk-js")).toEqual([]);
     expect(asyncOnlyChunks(dir)).toEqual(expect.arrayContaining(lambdaClient));
   });
 
   it("the bundle answers GET /healthz through the real handler", async () => {
-    const event = {
-      version: "2.0",
-      routeKey: "GET /healthz",
-      rawPath: "/healthz",
-      rawQueryString: "",
-      headers: { host: "abc123.execute-api.eu-west-2.amazonaws.com" },
-      requestContext: {
-        accountId: "123456789012",
-        apiId: "abc123",
-        domainName: "abc123.execute-api.eu-west-2.amazonaws.com",
-        domainPrefix: "abc123",
-        http: {
-          method: "GET",
-          path: "/healthz",
-          protocol: "HTTP/1.1",
-          sourceIp: "203.0.113.10",
-          userAgent: "vitest",
-        },
-        requestId: "req-1",
-        routeKey: "GET /healthz",
-        stage: "$default",
-        time: "30/Nov/2025:06:00:00 +0000",
-        timeEpoch: 1764482400000,
-      },
-      isBase64Encoded: false,
-    };
     const result = await runBundle(
-      `const res = await handler(${JSON.stringify(event)}, { getRemainingTimeInMillis: () => 29000, awsRequestId: "r1" });
+      `const res = await handler(${JSON.stringify(healthzEvent())}, { getRemainingTimeInMillis: () => 29000, awsRequestId: "r1" });
        console.log(JSON.stringify(res));`,
       { TABLE_NAME: "boundloop-bundle-test", OPENAI_API_KEY_SECRET_NAME: "boundloop/openai" },
     );
@@ -373,6 +439,8 @@ describe("cdk synth of the real app", () => {
       "node_modules/@aws-sdk/nested-clients/",
       "node_modules/bowser/",
       "node_modules/@fastify/busboy/",
+      "node_modules/ajv/",
+      "node_modules/ajv-formats/",
     ]) {
       expect(
         sources.filter((source) => source.includes(absent)),
@@ -387,6 +455,34 @@ describe("cdk synth of the real app", () => {
     expect(sources.some((source) => source.includes("node_modules/@aws-sdk/credential-provider-env/"))).toBe(
       true,
     );
+  });
+
+  it("with tracing off (the default) neither function's bundle holds the OpenTelemetry SDK or an exporter", async () => {
+    for (const functionId of ["ApiFunction", "RunnerFunction"]) {
+      const sources = bundleSources(bundleDir(functionId));
+      for (const absent of TRACING_SDK_PACKAGES) {
+        expect(
+          sources.filter((source) => source.includes(absent)),
+          `${functionId}: ${absent}`,
+        ).toEqual([]);
+      }
+      // The API and boundloop's instrumentation stay (spans are no-ops until a provider is registered);
+      // the SDK's module is the throwing replacement.
+      expect(sources.some((source) => source.includes("node_modules/@opentelemetry/api/"))).toBe(true);
+      expect(sources, functionId).toContain("without-tracing-sdk:shared/telemetry/sdk.ts");
+    }
+    // TRACING switched on by hand in such a function's environment: the request is still answered, and
+    // the missing SDK is logged at ERROR, naming the deploy setting.
+    const result = await runBundle(
+      `const res = await handler(${JSON.stringify(healthzEvent())}, { getRemainingTimeInMillis: () => 29000, awsRequestId: "r1" });
+       console.log(JSON.stringify(res));`,
+      { TABLE_NAME: "boundloop-bundle-test", TRACING: "otlp" },
+    );
+    const response = JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "{}");
+    expect(response.statusCode).toBe(200);
+    const logged = `${result.stdout}\n${result.stderr}`;
+    expect(logged).toContain("tracing is on but the OpenTelemetry SDK did not start");
+    expect(logged).toContain("-c tracing=otlp");
   });
 
   it("the bundle serves the seed run end to end: model over HTTP, DynamoDB with credentials from the environment", async () => {
@@ -431,6 +527,123 @@ describe("cdk synth of the real app", () => {
       expect(ledger).toMatchObject([{ invoiceId, grossTotal: { amount: "1800.00", minorUnits: 180000 } }]);
     } finally {
       await stack.stop();
+    }
+  }, 90_000);
+
+  it("the bundle serves an MCP tools/call (the MCP SDK, jose and zod as bundled): calculateTax GB 1500.00", async () => {
+    const issuer = await createDevIssuer();
+    const stack = await startTestStack();
+    try {
+      const host = "mcp.bundle.invalid";
+      const token = await mintToken(
+        issuer,
+        { sub: "usr_bundle", tenant_id: "tenant_bundle_01", scope: "billing:read" },
+        { audience: `https://${host}/mcp` },
+      );
+      const body = JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: {
+          name: "calculateTax",
+          arguments: { amount: "1500.00", currency: "GBP", jurisdiction: "GB" },
+        },
+      });
+      const headers = {
+        host,
+        authorization: `Bearer ${token}`,
+        accept: "application/json, text/event-stream",
+        "content-type": "application/json",
+      };
+      const event = toHttpApiEvent(
+        {
+          method: "POST",
+          url: "/mcp",
+          headers: Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, [value]])),
+          body: Buffer.from(body),
+          sourceIp: "127.0.0.1",
+          localPort: 443,
+        },
+        undefined,
+      );
+      event.headers["x-forwarded-proto"] = "https";
+      const result = await runBundle(
+        `const res = await handler(${JSON.stringify(event)}, { getRemainingTimeInMillis: () => 29000, awsRequestId: "r1" });
+         console.log(JSON.stringify(res));`,
+        {
+          TABLE_NAME: stack.config.table.name,
+          DYNAMODB_ENDPOINT: stack.config.table.endpoint ?? "",
+          JWT_ISSUER: issuer.issuer,
+          JWT_JWKS: JSON.stringify({ keys: [issuer.publicJwk] }),
+          AWS_ACCESS_KEY_ID: "bundletest",
+          AWS_SECRET_ACCESS_KEY: "bundletest",
+          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+        },
+      );
+      expect(result.stderr).not.toMatch(/Error/);
+      const response = JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "{}");
+      expect(response.statusCode, response.body).toBe(200);
+      const answer = JSON.parse(response.body) as {
+        result: {
+          isError?: boolean;
+          structuredContent: { taxAmount: { amount: string }; grossTotal: { amount: string } };
+        };
+      };
+      expect(answer.result.isError ?? false).toBe(false);
+      expect(answer.result.structuredContent.taxAmount.amount).toBe("300.00");
+      expect(answer.result.structuredContent.grossTotal.amount).toBe("1800.00");
+    } finally {
+      await stack.stop();
+    }
+  }, 90_000);
+
+  it("the bundle serves the seed run through Bedrock's endpoint with keys it makes from Lambda's environment credentials", async () => {
+    // The role's credentials as Lambda puts them in the environment; the stand-in checks every key's
+    // signature against them and the Region, as Bedrock does.
+    const credentials = {
+      accessKeyId: "ASIABUNDLETEST000001",
+      secretAccessKey: "bundleTestSecretAccessKey0000000000000000",
+      sessionToken: "bundleTestSessionToken",
+    };
+    const standIn = await startBedrockStandIn({
+      credentials,
+      region: "eu-west-2",
+      models: ["openai.gpt-oss-20b-1:0"],
+    });
+    const stack = await startTestStack();
+    try {
+      const result = await runBundle(
+        `const res = await handler(${JSON.stringify(seedEvent())}, { getRemainingTimeInMillis: () => 29000, awsRequestId: "r1" });
+         console.log(JSON.stringify(res));`,
+        {
+          TABLE_NAME: stack.config.table.name,
+          DYNAMODB_ENDPOINT: stack.config.table.endpoint ?? "",
+          MODEL_PROVIDER: "bedrock",
+          BEDROCK_MODEL_ID: "openai.gpt-oss-20b-1:0",
+          BEDROCK_BASE_URL: standIn.baseURL,
+          AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+          AWS_SESSION_TOKEN: credentials.sessionToken,
+          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+        },
+      );
+      expect(result.stderr).not.toMatch(/Error/);
+      const response = JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "{}");
+      expect(response.statusCode, response.body).toBe(200);
+      expect(JSON.parse(response.body)).toMatchObject({ status: "completed", cycles: 3 });
+      expect(standIn.keys.map((key) => [key.accessKeyId, key.refused])).toEqual([
+        [credentials.accessKeyId, null],
+        [credentials.accessKeyId, null],
+        [credentials.accessKeyId, null],
+      ]);
+      expect(standIn.model.requests.map((request) => request.model)).toEqual(
+        Array(3).fill("openai.gpt-oss-20b-1:0"),
+      );
+      // The key is never in what the function logged or answered.
+      expect(`${result.stdout}${result.stderr}`).not.toContain("bedrock-api-key-");
+    } finally {
+      await stack.stop();
+      await standIn.stop();
     }
   }, 90_000);
 

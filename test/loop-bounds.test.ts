@@ -381,6 +381,14 @@ describe("model errors", () => {
       script: [{ rawBody: '{"id":"x","choices":[' }],
     });
     expect(broken.outcome.status).toBe("model_error");
-    expect(broken.outcome.reason).toMatch(/JSON/);
+    // The client gets a fixed sentence; the SDK's parse error goes to the logs' hook only.
+    expect(broken.outcome.reason).toBe("The model provider failed.");
+    expect(broken.outcome.details.modelError).toEqual({
+      status: null,
+      message: "the provider could not be reached",
+    });
+    expect(broken.failures).toEqual([
+      expect.objectContaining({ source: "model", code: "provider", detail: expect.stringMatching(/JSON/) }),
+    ]);
   });
 });

@@ -201,25 +201,85 @@ describe("the loop does not repeat its peers' reported failures", () => {
     expect(outcome.messages.filter((m) => m.role === "tool")).toHaveLength(2);
   });
 
-  it("a thrown Error('boom'): the text 'boom' reaches the model (vercel/ai #13056)", async () => {
-    const { outcome } = await runScripted(setup, {
-      tools: [flakyTool(new Error("boom"))],
+  it("a thrown Error('boom', { cause }): the model gets TOOL_FAILED and a fixed sentence, the error's text only the logs' hook (vercel/ai #13056)", async () => {
+    const secret = new Error("connect ECONNREFUSED 10.0.3.7:5432", {
+      cause: new Error("table billing_prod.invoices"),
+    });
+    const { outcome, failures } = await runScripted(setup, {
+      tools: [flakyTool(new Error("boom", { cause: secret }))],
       script: [{ toolCalls: [call("c1", "flaky", { label: "x", fail: true })] }, { content: "sorry" }],
     });
     expect(outcome.status).toBe("completed");
     const [message] = toolMessages(setup.model, 1);
-    expect(message?.result.error).toMatchObject({ code: "TOOL_FAILED", retryable: false });
-    expect(message?.result.error?.message).toBe("flaky failed unexpectedly: Error: boom");
+    expect(message?.result.error).toEqual({
+      code: "TOOL_FAILED",
+      message: "flaky failed with an internal error; it has no side effects.",
+      details: { mayHaveCommitted: false },
+      retryable: false,
+    });
+    // Nothing of the error reaches the model's request or the client's outcome.
+    const sent = JSON.stringify(setup.model.requests);
+    for (const leaked of ["boom", "ECONNREFUSED", "10.0.3.7", "billing_prod"]) {
+      expect(sent).not.toContain(leaked);
+      expect(JSON.stringify(outcome)).not.toContain(leaked);
+    }
+    expect(failures).toEqual([
+      {
+        source: "tool",
+        name: "flaky",
+        code: "TOOL_FAILED",
+        detail:
+          "Error: boom (cause: Error: connect ECONNREFUSED 10.0.3.7:5432 (cause: Error: table billing_prod.invoices))",
+      },
+    ]);
 
-    // Not only Errors: a thrown plain object is described, never "{}" or "[object Object]".
+    // Not only Errors: a thrown plain object is described for the logs, never "{}" or "[object Object]".
     const objectRun = await runScripted(setup, {
       tools: [flakyTool({ reason: "boom-object", code: 7 })],
       script: [{ toolCalls: [call("c2", "flaky", { label: "x", fail: true })] }, { content: "sorry" }],
     });
     expect(objectRun.outcome.status).toBe("completed");
-    const text = toolMessages(setup.model, 1)[0]?.result.error?.message;
-    expect(text).toContain("boom-object");
-    expect(text).not.toContain("[object Object]");
+    expect(toolMessages(setup.model, 1)[0]?.result.error?.message).not.toContain("boom-object");
+    expect(objectRun.failures[0]?.detail).toContain("boom-object");
+    expect(objectRun.failures[0]?.detail).not.toContain("[object Object]");
+  });
+
+  it("an approval policy that throws: APPROVAL_CHECK_FAILED with a fixed sentence, the error's text only the logs' hook", async () => {
+    let ran = false;
+    const guarded = defineTool({
+      name: "guarded",
+      description: "Needs approval above a threshold.",
+      inputSchema: z.object({ label: z.string() }).strict(),
+      isMutating: true,
+      requiredPermission: undefined,
+      needsApproval: async () => {
+        throw new Error("ResourceNotFoundException: table approvals-prod-eu not found");
+      },
+      handler: async () => {
+        ran = true;
+        return { ok: true };
+      },
+    }) as unknown as ToolDefinition;
+    const { outcome, failures } = await runScripted(setup, {
+      tools: [guarded],
+      script: [{ toolCalls: [call("c1", "guarded", { label: "x" })] }, { content: "sorry" }],
+    });
+    expect(ran).toBe(false);
+    expect(outcome.toolResults[0]?.error).toMatchObject({
+      code: "APPROVAL_CHECK_FAILED",
+      message:
+        "guarded did not run: whether it needs approval could not be checked. The same call can be made again.",
+      retryable: true,
+    });
+    expect(JSON.stringify(setup.model.requests)).not.toContain("approvals-prod-eu");
+    expect(failures).toEqual([
+      {
+        source: "approval_check",
+        name: "guarded",
+        code: "APPROVAL_CHECK_FAILED",
+        detail: "Error: ResourceNotFoundException: table approvals-prod-eu not found",
+      },
+    ]);
   });
 
   it("finish_reason length with a tool call: nothing is dispatched (vercel/ai PR #19066)", async () => {
@@ -319,7 +379,7 @@ describe("the loop does not repeat its peers' reported failures", () => {
     expect(outcome.status).toBe("completed");
     expect(outcome.toolResults.map((r) => [r.status, r.data, r.error?.message ?? null])).toEqual([
       ["success", { ok: "one" }, null],
-      ["fatal_error", null, "flaky failed unexpectedly: RangeError: index out of range"],
+      ["fatal_error", null, "flaky failed with an internal error; it has no side effects."],
       ["success", { ok: "three" }, null],
     ]);
   });

@@ -9,13 +9,14 @@ import { ProblemSchema, RunRecordSchema, RunResponseSchema } from "../functions/
 import type { ScriptedReply } from "../local/model-server.js";
 import { EMPTY_REPLY_NUDGE } from "../shared/agent/turn-resolution.js";
 import type { RunOutcomeDetails } from "../shared/agent/types.js";
+import { loadConfig } from "../shared/config.js";
 import { apiEvent } from "./fixtures/events.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
 let stack: TestStack;
 beforeAll(async () => {
   // A token budget the scripted usage can reach; estimated usage stays far below it.
-  stack = await startTestStack({ MAX_CYCLES: "4", MAX_TOTAL_TOKENS: "50000" });
+  stack = await startTestStack({ MAX_CYCLES: "4", MAX_TOTAL_TOKENS: "50000", MODEL_MAX_TOKENS: "1536" });
 });
 afterAll(async () => {
   await stack?.stop();
@@ -264,5 +265,24 @@ describe("quirks that keep working (issue 15 item 3)", () => {
     // The response (run record and outcome written to DynamoDB included) comes soon after the deadline.
     expect(endedAt - deadlineAt).toBeLessThan(500);
     expect(stack.model.requests).toHaveLength(1);
+  });
+});
+
+describe("the completion limit", () => {
+  it("every chat completion request carries max_tokens from MODEL_MAX_TOKENS", async () => {
+    const response = await postRun([
+      { toolCalls: [{ id: "c_lim", name: "calculateTax", arguments: GB_TAX }] },
+      { content: "GB tax is 300.00 GBP." },
+    ]);
+    expect(runBody(response).status).toBe("completed");
+    expect(stack.model.requests).toHaveLength(2);
+    expect(stack.model.requests.map((request) => request.body.max_tokens)).toEqual([1536, 1536]);
+  });
+
+  it("defaults to 4096 tokens and refuses a limit that is not a positive integer", () => {
+    expect(loadConfig({}).model.maxTokens).toBe(4096);
+    expect(loadConfig({ MODEL_MAX_TOKENS: "800" }).model.maxTokens).toBe(800);
+    expect(() => loadConfig({ MODEL_MAX_TOKENS: "0" })).toThrow(/MODEL_MAX_TOKENS/);
+    expect(() => loadConfig({ MODEL_MAX_TOKENS: "12.5" })).toThrow(/MODEL_MAX_TOKENS/);
   });
 });

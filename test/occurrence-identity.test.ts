@@ -54,6 +54,7 @@ describe("occurrence identity", () => {
     const keyOf = (occurrence: number) =>
       toolIdempotencyKey({
         tenantId: writer.tenantId,
+        userId: writer.userId,
         runScope: "run_test",
         toolName: "recordInvoice",
         args: { clientName: "Acme Ltd", quoteId },

@@ -125,7 +125,8 @@ function conforming(exchange: Awaited<ReturnType<typeof through>>, status: numbe
 }
 
 beforeAll(async () => {
-  stack = await startTestStack();
+  // Approvals on for BDT only: the other requests here (GBP, no recording in BDT) never pause.
+  stack = await startTestStack({ APPROVAL_RULES: JSON.stringify({ recordInvoice: { BDT: "100" } }) });
   issuer = await createDevIssuer();
   token = await mintToken(issuer, { ...DEMO_CLAIMS });
   const runnerDeps = { ...stack.deps, approvalEvents: printedApprovalEvents(() => {}) };
@@ -304,6 +305,47 @@ describe("the API as Prism sees it through the OpenAPI document", () => {
     expect(cancelled.body).toMatchObject({ status: "cancelled", cyclesRecorded: 0, steps: [] });
     await executions.settled();
     stack.model.usePlanner();
+  }, 120_000);
+
+  it("conforms on a synchronous run that pauses for approval (202 without Preference-Applied), the inbox, the decision and the polls", async () => {
+    const paused = conforming(
+      await through(prism, "/v1/runs", {
+        method: "POST",
+        body: { prompt: "Calculate tax on 200 BDT for a client in Bangladesh and record it" },
+      }),
+      202,
+    );
+    const runId = String(paused.body?.runId);
+    expect(paused.body?.status).toBe("awaiting_approval");
+    expect(paused.headers.get("location")).toBe(`/v1/runs/${runId}`);
+    expect(paused.headers.get("retry-after")).toBe("1");
+    expect(paused.headers.get("preference-applied")).toBeNull();
+    const [pending] = (paused.body?.pendingApprovals ?? []) as Array<{ approvalId: string }>;
+
+    const approver = await mintToken(issuer, {
+      ...DEMO_CLAIMS,
+      sub: "usr_approver_prism",
+      scope: "billing:approve",
+    });
+    const inbox = conforming(await through(prism, "/v1/approvals", { token: approver }), 200);
+    expect(JSON.stringify(inbox.body)).toContain(String(pending?.approvalId));
+    const decided = conforming(
+      await through(prism, `/v1/runs/${runId}/approvals/${String(pending?.approvalId)}`, {
+        method: "POST",
+        token: approver,
+        body: { decision: "approve", reason: "Checked." },
+      }),
+      200,
+    );
+    expect(decided.body?.status).toBe("approved");
+
+    let polled = conforming(await through(prism, `/v1/runs/${runId}`), 200);
+    while (polled.body?.status === "running" || polled.body?.status === "awaiting_approval") {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      polled = conforming(await through(prism, `/v1/runs/${runId}`), 200);
+    }
+    expect(polled.body?.status).toBe("completed");
+    await executions.settled();
   }, 120_000);
 
   it("the gateway's 401 is the document's GatewayError with a WWW-Authenticate challenge", async () => {

@@ -60,6 +60,10 @@ describe("GET /openapi.json", () => {
         "GET /v1/approvals",
         "GET /v1/invoices",
         "GET /v1/invoices/{invoiceId}",
+        "POST /mcp",
+        "GET /mcp",
+        "GET /.well-known/oauth-protected-resource",
+        "GET /.well-known/oauth-protected-resource/mcp",
       ].sort(),
     );
     const post = document.paths["/v1/runs"]?.post;
@@ -68,7 +72,7 @@ describe("GET /openapi.json", () => {
     );
     expect(post?.security).toEqual([{ jwt: [] }, { iam: [] }]);
     expect(document.paths["/healthz"]?.get?.security).toBeUndefined();
-    expect(Object.keys(document.components.securitySchemes).sort()).toEqual(["iam", "jwt"]);
+    expect(Object.keys(document.components.securitySchemes).sort()).toEqual(["iam", "jwt", "mcp"]);
     for (const name of [
       "CreateRunRequest",
       "RunResponse",
@@ -160,7 +164,7 @@ describe("the document's response shapes", () => {
     }
     for (const [path, methods] of Object.entries(document.paths)) {
       for (const [method, operation] of Object.entries(methods)) {
-        if (path === "/healthz") continue;
+        if (path === "/healthz" || path.startsWith("/.well-known/")) continue;
         expect(operation.responses["401"]?.headers?.["WWW-Authenticate"], `${method} ${path}`).toMatchObject({
           required: true,
         });

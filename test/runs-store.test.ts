@@ -190,10 +190,20 @@ describe("RunStore", () => {
 });
 
 describe("RUN_TTL_SECONDS", () => {
-  it("defaults to 30 days and is bounded", () => {
-    expect(loadConfig({}).runs.ttlSeconds).toBe(2_592_000);
-    expect(loadConfig({ RUN_TTL_SECONDS: "86400" }).runs.ttlSeconds).toBe(86_400);
-    expect(() => loadConfig({ RUN_TTL_SECONDS: "60" })).toThrow(ConfigError);
+  it("is bounded, and must outlive an approval wait and a durable execution (checked at cold start)", () => {
+    const day = { RUN_TTL_SECONDS: "86400", APPROVAL_TIMEOUT_SECONDS: "3600" };
+    expect(loadConfig(day).runs.ttlSeconds).toBe(86_400);
     expect(() => loadConfig({ RUN_TTL_SECONDS: "60" })).toThrow(/RUN_TTL_SECONDS/);
+    // Each passes on its own; together a paused run's record would expire before its outcome is written.
+    expect(() => loadConfig({ RUN_TTL_SECONDS: "7200", APPROVAL_TIMEOUT_SECONDS: "7200" })).toThrow(
+      new ConfigError(
+        "Invalid configuration: RUN_TTL_SECONDS (7200 s) must exceed APPROVAL_TIMEOUT_SECONDS (7200 s): a run paused for approval would outlive its run record, and its outcome would be lost.",
+      ),
+    );
+    const both = () => loadConfig({ RUN_TTL_SECONDS: "3600", DURABLE_EXECUTION_TIMEOUT_SECONDS: "87300" });
+    expect(both).toThrow(
+      /APPROVAL_TIMEOUT_SECONDS \(86400 s\).*; RUN_TTL_SECONDS \(3600 s\) must exceed DURABLE_EXECUTION_TIMEOUT_SECONDS \(87300 s\)/,
+    );
+    expect(loadConfig({ ...day, DURABLE_EXECUTION_TIMEOUT_SECONDS: "86399" }).runs.ttlSeconds).toBe(86_400);
   });
 });

@@ -13,7 +13,7 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dispatchToolCall } from "../shared/agent/dispatcher.js";
+import { dispatchToolCall, type InternalFailure } from "../shared/agent/dispatcher.js";
 import { toProblem } from "../shared/errors.js";
 import { CONDITIONAL_WRITE_ATTEMPTS, StoreContentionError } from "../shared/store/errors.js";
 import { keys } from "../shared/store/keys.js";
@@ -123,6 +123,7 @@ describe("QuoteStore.createOrGet under a conflict that vanishes before the read"
 
   it("reaches the model as a retryable fatal_error STORE_UNAVAILABLE from calculateTax", async () => {
     const conflicts = vanishingConflicts(stack.deps.ddb, keys.quote(""));
+    const failures: InternalFailure[] = [];
     let result: Awaited<ReturnType<typeof dispatchToolCall>>;
     try {
       result = await dispatchToolCall(
@@ -138,7 +139,13 @@ describe("QuoteStore.createOrGet under a conflict that vanishes before the read"
         },
         stack.deps.tools,
         { userId: "usr_bounds", tenantId: "tenant_bounds_tool", permissions: [] },
-        { runId: "run_bounds", runScope: "run_bounds", occurrence: 0, signal: new AbortController().signal },
+        {
+          runId: "run_bounds",
+          runScope: "run_bounds",
+          occurrence: 0,
+          signal: new AbortController().signal,
+          onInternalFailure: (failure) => void failures.push(failure),
+        },
       );
     } finally {
       conflicts.stop();
@@ -146,9 +153,19 @@ describe("QuoteStore.createOrGet under a conflict that vanishes before the read"
     expect(conflicts.seen.failedPuts).toBe(3);
     expect(result.status).toBe("fatal_error");
     expect(result.error).toMatchObject({ code: "STORE_UNAVAILABLE", retryable: true });
-    expect(result.error?.message).toMatch(
-      /^calculateTax could not reach the data store \(StoreContentionError: Quote qt_[0-9a-f]{32} kept changing during 3 conditional write attempts; nothing was written\.\); it has no side effects\./,
+    expect(result.error?.message).toBe(
+      "calculateTax could not reach the data store; it has no side effects. The same call can be made again.",
     );
+    expect(failures).toEqual([
+      {
+        source: "tool",
+        name: "calculateTax",
+        code: "STORE_UNAVAILABLE",
+        detail: expect.stringMatching(
+          /^StoreContentionError: Quote qt_[0-9a-f]{32} kept changing during 3 conditional write attempts; nothing was written\.$/,
+        ),
+      },
+    ]);
   });
 });
 

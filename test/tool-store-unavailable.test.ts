@@ -6,7 +6,7 @@
  * `injectThrottling` (test/support/reliability.ts), for quote writes only.
  */
 import { ScanCommand } from "@aws-sdk/lib-dynamodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ToolResult } from "../shared/agent/result.js";
 import { injectThrottling } from "./support/reliability.js";
 import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
@@ -57,8 +57,9 @@ async function itemsOf(tenantId: string, prefix: string): Promise<unknown[]> {
 }
 
 describe("a tool whose store stays throttled after the SDK's retries", () => {
-  it("is a retryable fatal_error STORE_UNAVAILABLE; the planner tries once more, then answers; nothing is written", async () => {
+  it("is a retryable fatal_error STORE_UNAVAILABLE with a fixed sentence (the SDK's error only in the logs); the planner tries once more, then answers; nothing is written", async () => {
     const throttle = throttleQuoteWrites(Number.POSITIVE_INFINITY);
+    const logged = vi.spyOn(stack.deps.logger, "error");
     try {
       const body = await run(
         "tenant_store_down",
@@ -73,17 +74,26 @@ describe("a tool whose store stays throttled after the SDK's retries", () => {
         ["calculateTax", "fatal_error", "STORE_UNAVAILABLE", true],
       ]);
       expect(body.toolResults[0]?.error?.message).toBe(
-        "calculateTax could not reach the data store (ThrottlingException: Rate of requests exceeds the allowed throughput.); it has no side effects. The same call can be made again.",
+        "calculateTax could not reach the data store; it has no side effects. The same call can be made again.",
       );
-      expect(body.toolResults[0]?.error?.details).toEqual({
-        error: "ThrottlingException: Rate of requests exceeds the allowed throughput.",
-        mayHaveCommitted: false,
+      expect(body.toolResults[0]?.error?.details).toEqual({ mayHaveCommitted: false });
+      // Neither the client nor the model provider got the SDK's text; the service's logger did.
+      expect(JSON.stringify(body)).not.toContain("ThrottlingException");
+      expect(JSON.stringify(stack.model.requests.slice(-3))).not.toContain("ThrottlingException");
+      const internal = logged.mock.calls.filter(([message]) => message === "internal failure");
+      expect(internal).toHaveLength(2);
+      expect(internal[0]?.[1]).toEqual({
+        source: "tool",
+        name: "calculateTax",
+        code: "STORE_UNAVAILABLE",
+        detail: "ThrottlingException: Rate of requests exceeds the allowed throughput.",
       });
       expect(body.answer).toContain("calculateTax (UK): fatal_error STORE_UNAVAILABLE");
       // Two calls, each the SDK's 3 attempts.
       expect(throttle.stats.writeAttempts).toBe(6);
     } finally {
       throttle.stop();
+      logged.mockRestore();
     }
     expect(await itemsOf("tenant_store_down", "QUOTE#")).toEqual([]);
     expect(await stack.deps.ledger.list("tenant_store_down")).toEqual([]);

@@ -1,19 +1,20 @@
-import { Agent, OpenAIChatCompletionsModel, run, setTracingDisabled, tool } from "@openai/agents";
-import OpenAI from "openai";
+import { Agent, OpenAIProvider, Runner, setTracingDisabled, tool } from "@openai/agents";
 import { type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./types.js";
 
 /**
- * The OpenAI Agents SDK (@openai/agents) with its chat-completions model over the same openai client
- * options as ours, tools declared with its `tool()` (strict, from the same zod schemas), parallel tool
+ * The OpenAI Agents SDK (@openai/agents) with its chat-completions model (`useResponses: false`) over the
+ * openai client it ships with (its own openai major; the provider's default retries, 2, as ours), tools declared with its `tool()` (strict, from the same zod schemas), parallel tool
  * calls on, `maxTurns` = `maxCycles`. Tracing is disabled (it would export spans to OpenAI).
  */
 export function createRunner(options: ScenarioOptions): ScenarioRunner {
   setTracingDisabled(true);
-  const client = new OpenAI({ apiKey: "bench", baseURL: options.baseURL, maxRetries: 2 });
+  const runner = new Runner({
+    modelProvider: new OpenAIProvider({ apiKey: "bench", baseURL: options.baseURL, useResponses: false }),
+  });
   const agent = new Agent({
     name: "bench",
     instructions: SYSTEM_PROMPT,
-    model: new OpenAIChatCompletionsModel(client, options.model),
+    model: options.model,
     modelSettings: { parallelToolCalls: true },
     tools: options.tools.map((definition) =>
       tool({
@@ -29,7 +30,7 @@ export function createRunner(options: ScenarioOptions): ScenarioRunner {
   return {
     framework: "openai-agents",
     async run(prompt) {
-      const result = await run(agent, prompt, { maxTurns: options.maxCycles });
+      const result = await runner.run(agent, prompt, { maxTurns: options.maxCycles });
       if (typeof result.finalOutput !== "string") throw new Error("openai-agents run gave no text answer");
       return result.finalOutput;
     },

@@ -9,6 +9,7 @@ import { securityContextFromEvent } from "../../shared/identity.js";
 import { createLogger, flushMetrics, recordProblemMetric } from "../../shared/observability.js";
 import { healthRoute, OPENAPI_INFO, SECURITY_SCHEMES } from "./contract.js";
 import { healthResponse } from "./health.js";
+import { mountMcp } from "./mcp.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./routes/deps.js";
 import { runEventRoutes } from "./routes/events.js";
@@ -55,6 +56,7 @@ export function createApp(deps: ApiDeps | LazyDeps) {
     app.openAPIRegistry.registerComponent("securitySchemes", name, scheme);
   }
   app.doc31("/openapi.json", OPENAPI_INFO);
+  mountMcp(app, getDeps, deps.config);
   app.use("/v1/*", observeRequest(getDeps), verifyCaller(getDeps), limitBody(getDeps));
   app.route("/", runRoutes(getDeps));
   app.route("/", runEventRoutes(getDeps));

@@ -126,6 +126,23 @@ export const ContextLengthSchema = z
 /** Why a run stopped, for the status that stopped it (`RunOutcomeDetails` in shared/agent/loop.ts). */
 export const RunDetailsSchema = z
   .object({
+    effects: z
+      .array(
+        z
+          .object({
+            toolName: z.string(),
+            toolCallId: z.string(),
+            summary: z.string().openapi({
+              description: "The tool's sentence from its backend result, e.g. the invoice it recorded.",
+            }),
+          })
+          .strict(),
+      )
+      .optional()
+      .openapi({
+        description:
+          "Any status but completed: the successful calls of mutating tools before the run stopped (what was done), in call order; `reason` ends with the same sentences.",
+      }),
     budget: z
       .object({
         name: z.enum(["maxTotalTokens", "maxToolCallsPerRun"]),
@@ -162,6 +179,10 @@ export const RunDetailsSchema = z
           description:
             "Set when the model twice sent a reply with neither text nor tool calls: the provider's finish_reason of the last one (null when it sent none).",
         }),
+        code: z.string().optional().openapi({
+          description:
+            "A stable code of the provider's failure when the adapter knows it (Amazon Bedrock: MODEL_THROTTLED, MODEL_ACCESS_DENIED, MODEL_NOT_PERMITTED, MODEL_AUTH_FAILED, MODEL_NOT_FOUND, MODEL_REQUEST_INVALID, MODEL_SERVICE_ERROR, MODEL_KEY_UNAVAILABLE); `message` is then a fixed sentence.",
+        }),
       })
       .strict()
       .optional()
@@ -188,7 +209,8 @@ export const RunDetailsSchema = z
   })
   .strict()
   .openapi("RunDetails", {
-    description: "Machine-readable facts about why the run stopped; only the entry for its status is set.",
+    description:
+      "Machine-readable facts about why the run stopped; only the entry for its status is set, plus `effects` when the run did something before it stopped.",
   });
 
 /** The earlier conversation a run carried (`HistorySummary` in shared/store/runs.ts); null without one. */
@@ -250,6 +272,10 @@ export const ProblemSchema = z
     providerStatus: z.number().int().nullable().optional().openapi({
       description: "MODEL_UNAVAILABLE only: the provider's last HTTP status; null without an HTTP response.",
     }),
+    modelErrorCode: z.string().nullable().optional().openapi({
+      description:
+        "MODEL_UNAVAILABLE only: the stable code of the provider's failure when known (Amazon Bedrock's, e.g. MODEL_ACCESS_DENIED; `detail` then says what to do), else null.",
+    }),
     cycles: z.number().int().nonnegative().optional(),
     toolResults: z.array(ToolResultSchema).optional(),
     usage: UsageSchema.optional(),
@@ -303,8 +329,10 @@ export const GatewayErrorSchema = z
  *   STORE_UNAVAILABLE;
  * - `WWW-Authenticate` (RFC 9110 §11.6.1): the challenge of every 401;
  * - `Idempotent-Replayed`: `true` on a response replayed for a repeated Idempotency-Key;
- * - `accepted`: the 202 of a durable run (`Prefer: respond-async`): `Location` (RFC 9110 §10.2.2) of the
- *   run, `Retry-After` (s) when to poll it, `Preference-Applied: respond-async` (RFC 7240 §3);
+ * - `accepted`: the 202 of `POST /v1/runs`: `Location` (RFC 9110 §10.2.2) of the run, `Retry-After` (s)
+ *   when to poll it, and `Preference-Applied: respond-async` (RFC 7240 §3) only when the run was started
+ *   durable because of `Prefer: respond-async` (not on the 202 of a synchronous run that paused for
+ *   approval and was handed over);
  * - `pollAfter`: `Retry-After` (s) on a run that is still `running`.
  */
 export const RESPONSE_HEADERS = {
@@ -336,9 +364,10 @@ export const RESPONSE_HEADERS = {
       .int()
       .min(1)
       .openapi({ description: "Seconds to wait before polling the run." }),
-    "Preference-Applied": z
-      .literal("respond-async")
-      .openapi({ description: "The honoured preference (RFC 7240)." }),
+    "Preference-Applied": z.literal("respond-async").optional().openapi({
+      description:
+        "`respond-async`: the honoured preference (RFC 7240), when the request sent `Prefer: respond-async`. Absent on the 202 of a synchronous run that paused for approval.",
+    }),
     "Idempotent-Replayed": z.literal("true").optional().openapi({
       description: "`true` when this is the stored 202 of an earlier start with the same Idempotency-Key.",
     }),
@@ -357,7 +386,28 @@ const problem = (description: string, headers?: z.ZodObject) => ({
   ...(headers ? { headers } : {}),
 });
 
+/**
+ * The 413 of a route that takes a body: the function's problem+json over MAX_BODY_BYTES, or API Gateway's
+ * own answer to a body over its 10 MB payload quota, which never reaches the function
+ * (`{"message":"Request Entity Too Large"}`, application/json).
+ */
+const payloadTooLarge = {
+  description:
+    'PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES (problem+json from the function). A body over API Gateway\'s 10 MB quota is refused by the gateway before the function: `{"message":"Request Entity Too Large"}` (application/json, not problem+json).',
+  content: { ...problemContent, "application/json": { schema: GatewayErrorSchema } },
+};
+
 // ---------------------------------------------------------------- runs
+
+/**
+ * The error option of a required body member: a missing one says "<name> is required" instead of zod's
+ * "expected string, received undefined"; any other failure keeps zod's message.
+ */
+function requiredField(name: string) {
+  return {
+    error: (issue: { input?: unknown }) => (issue.input === undefined ? `${name} is required` : undefined),
+  };
+}
 
 /** A run id as the API issues it (`run_` and a UUID) or accepts it in a path or body. */
 const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
@@ -366,7 +416,7 @@ const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
 export const CreateRunBody = z
   .object({
     prompt: z
-      .string()
+      .string(requiredField("prompt"))
       .trim()
       .min(1)
       .max(PROMPT_MAX_CHARS)
@@ -488,7 +538,7 @@ export const PendingApprovalSchema = ApprovalSchema.pick({
 /** Body of `POST /v1/runs/{runId}/approvals/{approvalId}`. */
 export const DecideApprovalBody = z
   .object({
-    decision: z.enum(["approve", "reject"]),
+    decision: z.enum(["approve", "reject"], requiredField("decision")),
     reason: z
       .string()
       .trim()
@@ -697,6 +747,109 @@ export const healthRoute = createRoute({
   },
 });
 
+// ---------------------------------------------------------------- MCP (docs/mcp.md)
+
+/** A JSON-RPC 2.0 response (MCP Streamable HTTP, JSON mode): a result or an error, or a batch of them. */
+const JsonRpcResponseSchema = z
+  .object({
+    jsonrpc: z.literal("2.0"),
+    id: z.union([z.string(), z.number(), z.null()]),
+    result: z.record(z.string(), z.unknown()).optional(),
+    error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }).optional(),
+  })
+  .openapi("JsonRpcResponse");
+
+const jsonRpc = (description: string, headers?: z.ZodObject) => ({
+  description,
+  content: {
+    "application/json": { schema: z.union([JsonRpcResponseSchema, z.array(JsonRpcResponseSchema)]) },
+  },
+  ...(headers ? { headers } : {}),
+});
+
+/** RFC 9728 protected-resource metadata of `/mcp`. */
+export const ResourceMetadataSchema = z
+  .object({
+    resource: z.string().openapi({ description: "The audience a token must carry (the endpoint's URL)." }),
+    authorization_servers: z.array(z.string()),
+    bearer_methods_supported: z.array(z.literal("header")),
+    resource_name: z.string(),
+  })
+  .strict()
+  .openapi("ProtectedResourceMetadata");
+
+/** Security of `/mcp`: a bearer JWT verified by the function itself, audience = the endpoint's URL. */
+const mcpSecurity: Array<Record<string, string[]>> = [{ mcp: [] }];
+
+const mcpUnauthorized = {
+  description:
+    'No token, or one the function refuses (signature, issuer, expiry, audience other than this endpoint\'s URL, claims). `WWW-Authenticate: Bearer resource_metadata="…"` points at the RFC 9728 metadata; no body.',
+  headers: RESPONSE_HEADERS.wwwAuthenticate,
+};
+
+/** `POST /mcp`: one JSON-RPC message (or batch) of the MCP Streamable HTTP transport, stateless, JSON. */
+export const mcpRoute = createRoute({
+  method: "post",
+  path: "/mcp",
+  summary: "MCP endpoint (Streamable HTTP, stateless, JSON responses)",
+  description:
+    'Model Context Protocol over Streamable HTTP (docs/mcp.md): `initialize`, `tools/list` (the tools the token\'s permissions allow), `tools/call` (through the same dispatcher as the loop; idempotency key in `_meta["io.boundloop/idempotency-key"]`). Send `Accept: application/json, text/event-stream` and `Content-Type: application/json`. Tool failures are results with `isError: true`; protocol failures are JSON-RPC errors.',
+  security: mcpSecurity,
+  responses: {
+    200: jsonRpc("The JSON-RPC response(s)."),
+    202: { description: "Only notifications or responses were sent: accepted, no body." },
+    400: jsonRpc(
+      "Malformed JSON (-32700), not a JSON-RPC message (-32700/-32600), or an unsupported MCP-Protocol-Version (-32000).",
+    ),
+    401: mcpUnauthorized,
+    403: jsonRpc(
+      "An `Origin` header other than the endpoint's own origin (DNS-rebinding protection, -32000).",
+    ),
+    406: jsonRpc("The Accept header does not list both application/json and text/event-stream (-32000)."),
+    413: jsonRpc("The body is over MAX_BODY_BYTES (-32000)."),
+    415: jsonRpc("The Content-Type is not application/json (-32000)."),
+    500: problem("INTERNAL: nothing about the failure is disclosed."),
+    503: problem(
+      "STORE_UNAVAILABLE: the service's dependencies could not be loaded or reached; retry after `Retry-After` seconds.",
+      RESPONSE_HEADERS.retryAfter,
+    ),
+  },
+});
+
+/** `GET /mcp`: this server offers no server-initiated SSE stream (stateless), so 405 as the transport says. */
+export const mcpGetRoute = createRoute({
+  method: "get",
+  path: "/mcp",
+  summary: "No SSE stream on GET (stateless server)",
+  security: mcpSecurity,
+  responses: {
+    401: mcpUnauthorized,
+    405: jsonRpc("Method not allowed: this server answers POST only (-32000); `Allow: POST`."),
+    503: problem("STORE_UNAVAILABLE.", RESPONSE_HEADERS.retryAfter),
+  },
+});
+
+/** Paths of the RFC 9728 metadata: the well-known root and its `/mcp`-suffixed form (section 3.1). */
+export const RESOURCE_METADATA_PATHS = [
+  "/.well-known/oauth-protected-resource",
+  "/.well-known/oauth-protected-resource/mcp",
+] as const;
+
+/** `GET` of the protected-resource metadata (no auth): where an MCP client learns the resource and issuer. */
+export const resourceMetadataRoutes = RESOURCE_METADATA_PATHS.map((path) =>
+  createRoute({
+    method: "get",
+    path,
+    summary: "OAuth 2.0 protected-resource metadata of /mcp (RFC 9728, no auth)",
+    responses: {
+      200: {
+        description: "The metadata.",
+        content: { "application/json": { schema: ResourceMetadataSchema } },
+      },
+    },
+  }),
+);
+
 /** Request header of `POST /v1/runs` carrying the client's key (draft-ietf-httpapi-idempotency-key-header). */
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
 
@@ -744,9 +897,8 @@ const preferParameter = {
 /** The SSE body of the event stream routes (docs/run-events.md): `id:` is the event's sequence. */
 const EventStreamSchema = z.string().openapi("RunEventStream", {
   description:
-    "Server-Sent Events. Each run event is `event: <type>` (run.started, model.call.finished, tool.call.started, tool.call.finished, approval.requested, approval.decided, approval.expired, run.finished), `id: <sequence>` and `data: <the event as JSON>`; `: heartbeat` comments keep the connection alive; before the stream's time limit it ends with a `retry:` hint (reconnect with `Last-Event-ID`). `POST /v1/runs` streams end with `event: run.outcome`, whose data is the JSON answer's body (or its problem).",
-  example:
-    'event: run.started\nid: 1\ndata: {"type":"run.started","runId":"run_…","seq":1,"at":"…","limits":{"maxCycles":5,"timeoutMs":25000},"previousRunId":null}\n\n',
+    "Server-Sent Events (docs/run-events.md): `event: <type>`, `id: <sequence>`, `data: <the event as JSON>`; `: heartbeat` comments; a `retry:` hint before the stream's time limit (resume with `Last-Event-ID`). A `POST /v1/runs` stream ends with `event: run.outcome`, the JSON answer.",
+  example: 'event: run.started\nid: 1\ndata: {"type":"run.started","seq":1,…}\n\n',
 });
 
 /** `POST /v1/runs`: run the agent; every terminal status is 200 except model_error (502). */
@@ -762,7 +914,7 @@ export const createRunRoute = createRoute({
   responses: {
     200: {
       description:
-        "The run ended; `status` says how (every terminal status is a 200). With `Accept: text/event-stream` the run's events stream as it runs and the stream ends with `event: run.outcome`, whose data is the JSON answer (docs/run-events.md).",
+        "The run ended; `status` says how (every terminal status is a 200). With `Accept: text/event-stream`: its events as it runs, then `event: run.outcome`.",
       content: {
         "application/json": { schema: RunResponseSchema },
         "text/event-stream": { schema: EventStreamSchema },
@@ -771,7 +923,7 @@ export const createRunRoute = createRoute({
     },
     202: {
       description:
-        "With `Prefer: respond-async` (RFC 7240): the run was started as a durable run (docs/durable-runs.md). The body is the stored run (`status` running); `Location` is its URL, `Retry-After` (s) when to poll it, `Preference-Applied: respond-async`.",
+        "The run goes on as a durable run; the body is the stored run, `Location` its URL to poll and `Retry-After` (s) when. Two cases: with `Prefer: respond-async` (RFC 7240) the run was started durable (docs/durable-runs.md): `status` running, `Preference-Applied: respond-async`. Without it, a run that reached a tool call needing a person's approval (APPROVAL_RULES, docs/approvals.md) paused and was handed over: `status` awaiting_approval with `pendingApprovals` (or running if the runner had not reached the approval yet), no `Preference-Applied`.",
       content: { "application/json": { schema: RunRecordSchema } },
       headers: RESPONSE_HEADERS.accepted,
     },
@@ -785,7 +937,7 @@ export const createRunRoute = createRoute({
       "IDEMPOTENCY_KEY_IN_USE: a run with this Idempotency-Key is still in progress. PREVIOUS_RUN_IN_PROGRESS: the run `previousRunId` names has not finished. Both with `Retry-After`. PREVIOUS_RUN_NOT_CONTINUABLE: that run ended without a transcript (the server failed mid-run, or it stopped without recording an outcome); no `Retry-After`.",
       RESPONSE_HEADERS.retryAfterWhileInProgress,
     ),
-    413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
+    413: payloadTooLarge,
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
     422: problem(
       "IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used with a different body. CONTEXT_LENGTH_EXCEEDED: the model's context window could not hold the request; `history` and `contextLength` give the sizes, `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run. HANDOVER_TOO_LARGE: the run paused for approval but its state (`inputBytes`) is over a durable execution's input limit (`limitBytes`); the run (`runId`) ended `failed`.",
@@ -918,7 +1070,7 @@ export const decideApprovalRoute = createRoute({
     409: problem(
       "APPROVAL_DECIDED: the opposite decision was taken first; APPROVAL_EXPIRED: the approval expired; APPROVAL_CANCELLED: its run was cancelled (`approvalStatus`).",
     ),
-    413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
+    413: payloadTooLarge,
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
     ...authErrors,
   },
@@ -989,6 +1141,13 @@ export const SECURITY_SCHEMES = {
     bearerFormat: "JWT",
     description:
       "Verified by the API Gateway JWT (HTTP API) or Cognito (REST API) authorizer; claims give sub, tenant and permissions.",
+  },
+  mcp: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description:
+      "`/mcp` only: a JWT of JWT_ISSUER whose audience is the endpoint's URL (MCP_RESOURCE_URL), verified by the function (OAuth 2.1 resource server, RFC 9728 metadata at /.well-known/oauth-protected-resource/mcp).",
   },
   iam: {
     type: "apiKey",

@@ -3,6 +3,8 @@ import { handle } from "hono/aws-lambda";
 import { type Config, loadConfig } from "../../shared/config.js";
 import type { ApiDeps, ApiDepsOptions } from "../../shared/deps.js";
 import { toProblem } from "../../shared/errors.js";
+import { onceUntilFailed } from "../../shared/lazy.js";
+import { withTracing } from "../../shared/telemetry/entry.js";
 import type { LambdaBindings } from "./app.js";
 import { HEALTH_PATH, healthResponse } from "./health.js";
 import { guardLambdaEdge, type LambdaHandler } from "./lambda-adapter.js";
@@ -10,7 +12,13 @@ import { guardLambdaEdge, type LambdaHandler } from "./lambda-adapter.js";
 export type { ApiEvent, LambdaHandler } from "./lambda-adapter.js";
 
 /** Request paths whose routes never touch the dependencies: serving them loads no client code. */
-export const DEPENDENCY_FREE_PATHS: ReadonlySet<string> = new Set([HEALTH_PATH, "/openapi.json"]);
+export const DEPENDENCY_FREE_PATHS: ReadonlySet<string> = new Set([
+  HEALTH_PATH,
+  "/openapi.json",
+  // RFC 9728 metadata of /mcp (functions/api/contract.ts RESOURCE_METADATA_PATHS), from config alone.
+  "/.well-known/oauth-protected-resource",
+  "/.well-known/oauth-protected-resource/mcp",
+]);
 
 /**
  * The deployed handler: it loads, on the first request that needs each, what the request needs and no more.
@@ -29,10 +37,10 @@ export const DEPENDENCY_FREE_PATHS: ReadonlySet<string> = new Set([HEALTH_PATH, 
  */
 export function createLazyHandler(config: Config, depsOptions: ApiDepsOptions = {}): LambdaHandler {
   let deps: ApiDeps | undefined;
-  const loadDeps = once(async () => {
+  const loadDeps = onceUntilFailed(async () => {
     deps = (await import("../../shared/deps.js")).createApiDeps(config, depsOptions);
   });
-  const loadApp = once(async () =>
+  const loadApp = onceUntilFailed(async () =>
     (await import("./app.js")).createApp({
       config,
       load: () => {
@@ -42,7 +50,7 @@ export function createLazyHandler(config: Config, depsOptions: ApiDepsOptions = 
     }),
   );
   // Only a failed load reaches the entry's error handler: its logger is loaded then, not at cold start.
-  const loadLogger = once(async () =>
+  const loadLogger = onceUntilFailed(async () =>
     (await import("../../shared/observability.js")).createLogger(config.observability),
   );
 
@@ -74,27 +82,16 @@ export function createLazyHandler(config: Config, depsOptions: ApiDepsOptions = 
 }
 
 /**
- * `load` run once: every call shares its promise. When it rejects, the next call runs it again (a
- * failed dynamic import is retried by the next request instead of failing every request after it).
- */
-function once<T>(load: () => Promise<T>): () => Promise<T> {
-  let loading: Promise<T> | undefined;
-  return () => {
-    loading ??= load().catch((error: unknown) => {
-      loading = undefined;
-      throw error;
-    });
-    return loading;
-  };
-}
-
-/**
  * The Lambda entry point the stack deploys. It answers API Gateway HTTP API (v2) and REST API (v1)
  * events and Lambda function URL events, on `$default` or a named stage; the raw event first passes the
  * edge rules of {@link guardLambdaEdge} (stage prefix, `isBase64Encoded` bodies checked before
  * hono/aws-lambda decodes them, adapter failures as problem+json). Config is
  * parsed at cold start (an invalid environment fails the init with a clear ConfigError); the app, the
  * clients and their code are loaded on the first request that needs them (see {@link createLazyHandler}),
- * and the OpenAI key secret is read on the first model call.
+ * and the OpenAI key secret is read on the first model call. With TRACING on, every invocation is
+ * traced and its spans flushed before it answers (shared/telemetry/entry.ts `withTracing`).
  */
-export const handler = createLazyHandler(loadConfig(process.env));
+export const handler: LambdaHandler = (() => {
+  const config = loadConfig(process.env);
+  return withTracing(createLazyHandler(config), config);
+})();

@@ -115,7 +115,8 @@ export function runIdempotencyStore(deps: { ddb: DynamoDBDocumentClient; config:
 
 /**
  * Input of {@link withRunIdempotency}.
- * - `tenantId`: from the verified security context (never from the body); scopes the record
+ * - `tenantId`, `userId`: the caller, from the verified security context (never from the body); a key
+ *   belongs to one caller, so the record is scoped to both
  * - `body`: the validated request body, fingerprinted before `execute` runs
  * - `leaseExpiresAt`: epoch ms, the run's deadline (`Deadline.at`)
  * - `deps.logger`: logs a record that could not be completed or released (with the request's keys)
@@ -128,6 +129,7 @@ export interface RunIdempotencyInput {
   headers: Headers;
   event?: unknown;
   tenantId: string;
+  userId: string;
   body: unknown;
   leaseExpiresAt: number;
   route?: string;
@@ -135,7 +137,7 @@ export interface RunIdempotencyInput {
 }
 
 /**
- * Runs `execute` at most once per (tenant, route, Idempotency-Key) within the retention, and replays its
+ * Runs `execute` at most once per (tenant, user, route, Idempotency-Key) within the retention, and replays its
  * response to retries:
  * - no header: `execute(undefined)` (400 when IDEMPOTENCY_KEY_REQUIRED is true);
  * - first request: record acquired (IN_PROGRESS, lease = the run's deadline); `execute(key)` runs with the
@@ -169,6 +171,7 @@ export async function withRunIdempotency(
   const fingerprint = requestFingerprint(route, input.body);
   const acquired = await store.acquire({
     tenantId: input.tenantId,
+    userId: input.userId,
     route,
     idempotencyKey: key,
     fingerprint,

@@ -1,7 +1,14 @@
 import type { Context as LambdaContext, StreamifyHandler } from "aws-lambda";
 import { Hono } from "hono";
 import { streamHandle } from "hono/aws-lambda";
-import { createRemoteJWKSet, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose";
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  type JSONWebKeySet,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+  jwtVerify,
+} from "jose";
 import type { Config } from "../../shared/config.js";
 import { ProblemError, toProblem } from "../../shared/errors.js";
 import { HEALTH_PATH, healthResponse } from "../api/health.js";
@@ -19,37 +26,21 @@ export interface TokenVerification {
 
 /**
  * The token verification of a deployed streaming function: JWT_ISSUER and JWT_AUDIENCE (the HTTP API's
- * authorizer settings), keys from JWT_JWKS_URL or the issuer's OpenID discovery document (`jwks_uri`,
- * read once, on the first token). jose caches the key set and refetches it when a token names an
- * unknown `kid`.
+ * authorizer settings), keys from JWT_JWKS (inline, as `npm run dev` sets) or JWT_JWKS_URL (default
+ * `<issuer>/.well-known/jwks.json`, where Cognito publishes them), the same keys `/mcp` uses. jose caches
+ * a remote key set and refetches it when a token names an unknown `kid`.
  * @throws Error when JWT_ISSUER or JWT_AUDIENCE is unset (a cold-start failure: no route may run unverified)
  */
 export function tokenVerificationFromConfig(config: Config): TokenVerification {
-  const { issuer, audience, jwksUrl } = config.identity.jwt;
+  const { issuer, audience } = config.identity.jwt;
   if (!issuer || audience.length === 0) {
     throw new Error("The streaming function needs JWT_ISSUER and JWT_AUDIENCE to verify tokens.");
   }
-  let remote: Promise<JWTVerifyGetKey> | undefined;
-  const load = async (): Promise<JWTVerifyGetKey> => {
-    if (jwksUrl) return createRemoteJWKSet(new URL(jwksUrl));
-    const discovery = await fetch(
-      new URL(".well-known/openid-configuration", `${issuer.replace(/\/$/, "")}/`),
-    );
-    const { jwks_uri: uri } = (await discovery.json()) as { jwks_uri?: unknown };
-    if (typeof uri !== "string") throw new Error(`The issuer ${issuer} publishes no jwks_uri.`);
-    return createRemoteJWKSet(new URL(uri));
-  };
-  return {
-    issuer,
-    audience,
-    keys: async (header, token) => {
-      remote ??= load().catch((error: unknown) => {
-        remote = undefined;
-        throw error;
-      });
-      return (await remote)(header, token);
-    },
-  };
+  const { jwks, jwksUrl } = config.mcp;
+  const keys = jwks
+    ? createLocalJWKSet(jwks as unknown as JSONWebKeySet)
+    : createRemoteJWKSet(new URL(jwksUrl ?? `${issuer.replace(/\/$/, "")}/.well-known/jwks.json`));
+  return { issuer, audience, keys };
 }
 
 /**

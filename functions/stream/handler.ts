@@ -3,8 +3,13 @@ import { createApiDeps } from "../../shared/deps.js";
 import { createApp } from "../api/app.js";
 import { createStreamHandler, tokenVerificationFromConfig } from "./entry.js";
 
-/** The streaming function's configuration, parsed at cold start (an invalid environment fails the init). */
-const config = loadConfig(process.env);
+/**
+ * The streaming function's configuration, parsed at cold start (an invalid environment fails the init).
+ * Its 15-minute timeout lifts the HTTP API's 29 s, so a synchronous run here is bounded by
+ * STREAM_RUN_TIMEOUT_MS instead of RUN_TIMEOUT_MS.
+ */
+const loaded = loadConfig(process.env);
+const config = { ...loaded, limits: { ...loaded.limits, runTimeoutMs: loaded.stream.runTimeoutMs } };
 
 /** Checked at cold start: without an issuer and audience no request could be verified. */
 const verification = tokenVerificationFromConfig(config);

@@ -4,6 +4,7 @@ import type { ApprovalAudit, ToolResult } from "./result.js";
 import { runInline } from "./step.js";
 import type { ApprovalPreview } from "./tool.js";
 import type { PendingApproval, ToolTurnResult } from "./tool-turn.js";
+import { toolSpan } from "./trace-spans.js";
 import type { RunInput } from "./types.js";
 
 /**
@@ -141,16 +142,18 @@ export async function settleApprovals(
     if (decision.decision === "approved") {
       const settled = await step(`cycle-${cycle}:approved:${item.call.id}`, async () => {
         const prepared = prepareToolCall(item.call, input.tools, input.security);
-        const result =
+        const result = await toolSpan(item.call, async () =>
           prepared.kind === "failed"
             ? prepared.result
-            : await runPreparedCall(prepared, input.security, {
+            : runPreparedCall(prepared, input.security, {
                 runId: input.runId,
                 runScope: input.runScope,
                 occurrence: item.occurrence,
                 signal: input.deadline.signal,
                 remainingMs: () => input.deadline.remainingMs(),
-              });
+                onInternalFailure: input.hooks?.onInternalFailure,
+              }),
+        );
         return { result, deadlinePassed: input.deadline.expired };
       });
       deadlinePassed = settled.deadlinePassed;

@@ -6,6 +6,7 @@ import { DeadlineExceededError, raceAbort } from "./deadline.js";
 import { toolIdempotencyKey } from "./idempotency-key.js";
 import type { ToolError, ToolResult, ToolStatus } from "./result.js";
 import { strictSchemaOf, ToolBusinessError, type ToolDefinition, ToolDefinitionError } from "./tool.js";
+import { toolSpan } from "./trace-spans.js";
 
 /**
  * One tool call as the model asked for it: `arguments` is the raw JSON text the model produced.
@@ -21,12 +22,39 @@ export interface ToolCallRequest {
 }
 
 /**
+ * An internal failure the model and the API client never see the text of (they get a stable code and a
+ * fixed sentence): for the logs only.
+ * - `source`: a tool's thrown error, a failed approval check, or the model provider's failure
+ * - `name`: the tool (or "model"); `code`: the stable code the model and client were given
+ * - `detail`: the full text ({@link describeThrown}: name, message, cause chain; the provider's message)
+ */
+export interface InternalFailure {
+  source: "tool" | "approval_check" | "model";
+  name: string;
+  code: string;
+  detail: string;
+}
+
+/** Hands `failure` to `report` (the run's `onInternalFailure` hook); a hook that throws is ignored. */
+export function reportInternalFailure(
+  report: ((failure: InternalFailure) => void) | undefined,
+  failure: InternalFailure,
+): void {
+  try {
+    report?.(failure);
+  } catch {
+    // Observers never change a run.
+  }
+}
+
+/**
  * Per-call context the loop hands the dispatcher.
  * - `runScope`: the client's Idempotency-Key, else the run id (see `toolIdempotencyKey`)
  * - `occurrence`: index of this call among identical calls in the same assistant turn
  * - `signal`: the run's deadline signal
  * - `remainingMs`: ms left before the run's deadline, read when the call is about to start; a tool whose
  *   `timeoutMs` is longer than this is not started (omitted: no such check)
+ * - `onInternalFailure`: gets the detail of a TOOL_FAILED / STORE_UNAVAILABLE result (for the logs)
  */
 export interface DispatchContext {
   runId: string;
@@ -34,6 +62,7 @@ export interface DispatchContext {
   occurrence: number;
   signal: AbortSignal;
   remainingMs?: () => number;
+  onInternalFailure?: ((failure: InternalFailure) => void) | undefined;
 }
 
 /** Tools by name. Build it once with {@link createRegistry}. */
@@ -52,6 +81,22 @@ export function createRegistry(tools: readonly ToolDefinition[]): ToolRegistry {
     registry.set(tool.name, tool);
   }
   return registry;
+}
+
+/** Whether the caller holds the permission `tool` requires (a tool requiring none is open to every caller). */
+function mayCall(tool: ToolDefinition, security: SecurityContext): boolean {
+  return !tool.requiredPermission || security.permissions.includes(tool.requiredPermission);
+}
+
+/**
+ * The tools of `registry` the caller may call, in registry order: those requiring no permission and
+ * those whose `requiredPermission` is among `security.permissions`. These are the tools a run offers the
+ * model (and an MCP server lists); a tool withheld here is not described to the model at all, so a model
+ * is never invited to call what the caller may not. Offering is not authorizing: {@link prepareToolCall}
+ * still checks the permission of every call, and a call to a withheld tool is `permission_denied`.
+ */
+export function toolsAllowedFor(registry: ToolRegistry, security: SecurityContext): ToolDefinition[] {
+  return [...registry.values()].filter((tool) => mayCall(tool, security));
 }
 
 /**
@@ -198,17 +243,19 @@ export function prepareToolCall(
   });
 
   if (!tool) {
+    // The tools offered to this caller: naming a withheld one would invite a call that is refused.
+    const available = toolsAllowedFor(registry, security).map((allowed) => allowed.name);
     return failed("validation_error", {
       code: "UNKNOWN_TOOL",
-      message: `There is no tool named "${call.name}". Available tools: ${[...registry.keys()].join(", ")}.`,
-      details: { available: [...registry.keys()] },
+      message: `There is no tool named "${call.name}". Available tools: ${available.join(", ")}.`,
+      details: { available },
       retryable: true,
     });
   }
-  if (tool.requiredPermission && !security.permissions.includes(tool.requiredPermission)) {
+  if (!mayCall(tool, security)) {
     return failed("permission_denied", {
       code: "PERMISSION_DENIED",
-      message: `The caller lacks the permission "${tool.requiredPermission}" that ${tool.name} requires.`,
+      message: `The caller lacks the permission "${String(tool.requiredPermission)}" that ${tool.name} requires.`,
       details: { requiredPermission: tool.requiredPermission },
       retryable: false,
     });
@@ -254,7 +301,7 @@ export function prepareToolCall(
 /**
  * Runs one tool call: {@link prepareToolCall}, then {@link runPreparedCall}. Never throws: every outcome
  * is a {@link ToolResult} in one of the fixed categories, each error with code, message, details and
- * `retryable` (codes as the two functions list).
+ * `retryable` (codes as the two functions list). The call runs in its `execute_tool` span.
  */
 export async function dispatchToolCall(
   call: ToolCallRequest,
@@ -262,9 +309,11 @@ export async function dispatchToolCall(
   security: SecurityContext,
   context: DispatchContext,
 ): Promise<ToolResult> {
-  const prepared = prepareToolCall(call, registry, security);
-  if (prepared.kind === "failed") return prepared.result;
-  return runPreparedCall(prepared, security, context);
+  return toolSpan(call, async () => {
+    const prepared = prepareToolCall(call, registry, security);
+    if (prepared.kind === "failed") return prepared.result;
+    return runPreparedCall(prepared, security, context);
+  });
 }
 
 /**
@@ -314,6 +363,7 @@ export async function runPreparedCall(
   const operationKeyOf = () =>
     (operationKey ??= toolIdempotencyKey({
       tenantId: security.tenantId,
+      userId: security.userId,
       runScope: context.runScope,
       toolName: tool.name,
       args,
@@ -378,29 +428,26 @@ export async function runPreparedCall(
         idempotencyKey,
       );
     }
-    const message = describeThrown(error);
-    if (isStoreUnavailable(error)) {
-      return result(
-        "fatal_error",
-        null,
-        {
-          code: "STORE_UNAVAILABLE",
-          message: `${tool.name} could not reach the data store (${message}); ${effect}. The same call can be made again.`,
-          details: { error: message, mayHaveCommitted: tool.isMutating },
-          retryable: true,
-        },
-        elapsed(),
-        idempotencyKey,
-      );
-    }
+    // The model and the client get the code and a fixed sentence; the error's text (messages, cause
+    // chain: table names, hosts, SQL, stack frames) goes to the logs only.
+    const unavailable = isStoreUnavailable(error);
+    const code = unavailable ? "STORE_UNAVAILABLE" : "TOOL_FAILED";
+    reportInternalFailure(context.onInternalFailure, {
+      source: "tool",
+      name: tool.name,
+      code,
+      detail: describeThrown(error),
+    });
     return result(
       "fatal_error",
       null,
       {
-        code: "TOOL_FAILED",
-        message: `${tool.name} failed unexpectedly: ${message}`,
-        details: { error: message, mayHaveCommitted: tool.isMutating },
-        retryable: false,
+        code,
+        message: unavailable
+          ? `${tool.name} could not reach the data store; ${effect}. The same call can be made again.`
+          : `${tool.name} failed with an internal error; ${effect}.`,
+        details: { mayHaveCommitted: tool.isMutating },
+        retryable: unavailable,
       },
       elapsed(),
       idempotencyKey,

@@ -12,7 +12,8 @@ export function canonicalJson(value: unknown): string {
 /**
  * The idempotency key of one mutating tool call. It is the same whenever the same operation is asked
  * for again, and different for different operations:
- * - `tenantId`: from the verified security context
+ * - `tenantId`, `userId`: the caller, from the verified security context (a client's Idempotency-Key,
+ *   the usual run scope, belongs to one caller: another user's equal key is another operation)
  * - `runScope`: the client's Idempotency-Key when one was sent, else the run id
  * - `toolName`, and the SHA-256 of the canonical arguments (so a re-issue in a later cycle dedupes)
  * - `occurrence`: 0-based index among identical calls in one assistant turn (so two identical calls
@@ -21,13 +22,14 @@ export function canonicalJson(value: unknown): string {
  */
 export function toolIdempotencyKey(parts: {
   tenantId: string;
+  userId: string;
   runScope: string;
   toolName: string;
   args: unknown;
   occurrence: number;
 }): string {
   const argsHash = sha256Hex(canonicalJson(parts.args));
-  return `tk_${sha256Hex(canonicalJson([parts.tenantId, parts.runScope, parts.toolName, argsHash, parts.occurrence]))}`;
+  return `tk_${sha256Hex(canonicalJson([parts.tenantId, parts.userId, parts.runScope, parts.toolName, argsHash, parts.occurrence]))}`;
 }
 
 /**

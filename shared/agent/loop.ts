@@ -1,5 +1,6 @@
 import { type ApprovalGate, settleApprovals } from "./approval.js";
 import { cycleRecord, notify, requestSummary } from "./audit.js";
+import { reportInternalFailure, toolsAllowedFor } from "./dispatcher.js";
 import { LoopBreaker } from "./loop-breaker.js";
 import { callModel, modelTools } from "./model-step.js";
 import { RunState } from "./run-state.js";
@@ -53,7 +54,8 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
   const { limits, deadline, hooks } = input;
   const step = input.step ?? runInline;
   const run = new RunState(input);
-  const tools = modelTools(input.tools);
+  // Only the tools the caller may call are offered; the dispatcher still checks every call.
+  const tools = modelTools(toolsAllowedFor(input.tools, input.security));
   const breaker = new LoopBreaker(limits.loopBreakerThreshold);
 
   while (run.cycles < limits.maxCycles) {
@@ -68,6 +70,14 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     if (model.kind === "expired") return run.end(stops.deadlineBeforeModelCall(deadline.at));
     run.cycles = cycle;
     run.addUsage(model.usage);
+    if (model.kind === "failure" && model.cause !== "deadline") {
+      reportInternalFailure(hooks?.onInternalFailure, {
+        source: "model",
+        name: "model",
+        code: model.cause,
+        detail: `${model.status === null ? "no HTTP response" : `HTTP ${model.status}`}: ${model.message}`,
+      });
+    }
     const resolution: Resolution =
       model.kind === "failure"
         ? {

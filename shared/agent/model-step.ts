@@ -1,7 +1,8 @@
 import type { Deadline } from "./deadline.js";
-import { describeThrown, type ToolRegistry } from "./dispatcher.js";
+import { describeThrown } from "./dispatcher.js";
 import type { ChatMessage, Model, ModelFailure, ModelReply, ModelTool } from "./model.js";
 import { strictSchemaOf, type ToolDefinition } from "./tool.js";
+import { chatSpan } from "./trace-spans.js";
 
 /**
  * The result of one model step (`cycle-N:model`, `summary:model`; plain JSON): `expired` when the deadline
@@ -15,8 +16,9 @@ export type ModelStepResult =
 
 /**
  * One model call as a step's work: the deadline check (the clock read that decides whether the call is
- * made happens here, inside the step), then `model.call` with the deadline's signal. A model that throws
- * despite the port's contract is a provider failure with the thrown text, never a crash.
+ * made happens here, inside the step), then `model.call` with the deadline's signal, inside its `chat`
+ * span (shared/agent/trace-spans.ts: only a call made has one, so a replayed step has none). A model
+ * that throws despite the port's contract is a provider failure with the thrown text, never a crash.
  */
 export async function callModel(
   model: Model,
@@ -26,30 +28,32 @@ export async function callModel(
   toolChoice: "auto" | "none",
 ): Promise<ModelStepResult> {
   if (deadline.expired) return { kind: "expired" };
-  const started = performance.now();
-  let response: ModelReply | ModelFailure;
-  try {
-    response = await model.call({
-      messages,
-      tools,
-      toolChoice,
-      signal: deadline.signal,
-      deadlineAt: deadline.at,
-    });
-  } catch (error) {
-    response = {
-      kind: "failure",
-      cause: "provider",
-      status: null,
-      message: describeThrown(error),
-      usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
-    };
-  }
-  return { ...response, latencyMs: Math.round(performance.now() - started) };
+  return chatSpan(model, messages, async () => {
+    const started = performance.now();
+    let response: ModelReply | ModelFailure;
+    try {
+      response = await model.call({
+        messages,
+        tools,
+        toolChoice,
+        signal: deadline.signal,
+        deadlineAt: deadline.at,
+      });
+    } catch (error) {
+      response = {
+        kind: "failure",
+        cause: "provider",
+        status: null,
+        message: describeThrown(error),
+        usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+      };
+    }
+    return { ...response, latencyMs: Math.round(performance.now() - started) };
+  });
 }
 
-/** The tools of a registry as offered to the model, derived once per registry (registries are built once). */
-const modelToolsByRegistry = new WeakMap<ToolRegistry, ModelTool[]>();
+/** Each tool as offered to the model, derived once per definition (definitions are built once). */
+const modelToolByDefinition = new WeakMap<ToolDefinition, ModelTool>();
 
 /**
  * A tool as offered to the model: name, description and its strict JSON Schema (see `strictSchemaOf`).
@@ -63,12 +67,17 @@ export function modelTool(definition: ToolDefinition): ModelTool {
   };
 }
 
-/** The registry's tools as {@link ModelTool}s, in registry order; cached per registry. */
-export function modelTools(registry: ToolRegistry): ModelTool[] {
-  let tools = modelToolsByRegistry.get(registry);
-  if (!tools || tools.length !== registry.size) {
-    tools = [...registry.values()].map(modelTool);
-    modelToolsByRegistry.set(registry, tools);
-  }
-  return tools;
+/**
+ * The tools a run offers the model, as {@link ModelTool}s in the given order: the registry's tools
+ * the caller may call (`toolsAllowedFor`, shared/agent/dispatcher.ts). Each tool's conversion is cached.
+ */
+export function modelTools(definitions: readonly ToolDefinition[]): ModelTool[] {
+  return definitions.map((definition) => {
+    let tool = modelToolByDefinition.get(definition);
+    if (!tool) {
+      tool = modelTool(definition);
+      modelToolByDefinition.set(definition, tool);
+    }
+    return tool;
+  });
 }

@@ -119,8 +119,12 @@ export interface ContextLengthRefusal {
  *   "no_choices" (a 200 response without a choice)
  * - `status`: HTTP status of the last failed attempt (for "deadline": of an attempt that failed before the
  *   deadline cut the retries short); null when there was no HTTP error response
- * - `message`: the provider's or transport's message
+ * - `message`: the provider's or transport's message (for the logs only: it can carry account or
+ *   request details)
  * - `contextLength`: for "context_length", the sizes the provider stated
+ * - `known`: for "provider", the adapter's reading of a failure it recognises (Bedrock's,
+ *   shared/model/bedrock.ts): a stable `code` (e.g. MODEL_ACCESS_DENIED) and a fixed sentence saying
+ *   what to do (`message`, naming only configured values), which the client may see
  */
 export interface ModelFailure {
   kind: "failure";
@@ -129,6 +133,7 @@ export interface ModelFailure {
   message: string;
   usage: ModelUsage;
   contextLength?: ContextLengthRefusal;
+  known?: { code: string; message: string };
 }
 
 /**
@@ -137,4 +142,18 @@ export interface ModelFailure {
  */
 export interface Model {
   call(request: ModelRequest): Promise<ModelReply | ModelFailure>;
+  /** What the model's `chat` spans say about it (shared/agent/model-step.ts); absent: "unknown". */
+  readonly telemetry?: ModelTelemetry;
+}
+
+/**
+ * How a model adapter names itself on spans (OpenTelemetry GenAI conventions): `providerName` one of
+ * the conventions' `gen_ai.provider.name` values ("openai", "aws.bedrock", …), `requestModel` the
+ * model name sent, `serverAddress`/`serverPort` the endpoint's host and port. Never a key or a token.
+ */
+export interface ModelTelemetry {
+  providerName: string;
+  requestModel: string;
+  serverAddress?: string;
+  serverPort?: number;
 }

@@ -1,8 +1,9 @@
 import type { ApprovalRequest } from "./approval.js";
+import type { ToolRegistry } from "./dispatcher.js";
 import type { ChatMessage, ModelUsage } from "./model.js";
 import { capToolResult, type ToolResult } from "./result.js";
 import type { Stop } from "./stops.js";
-import type { RunInput, RunOutcome, RunPaused, RunUsage } from "./types.js";
+import type { RunEffect, RunInput, RunOutcome, RunPaused, RunUsage } from "./types.js";
 
 /** The default instructions: the model chooses tools and phrases; the backend owns every number. */
 export const DEFAULT_SYSTEM_PROMPT = [
@@ -21,6 +22,24 @@ export function initialMessages(input: Pick<RunInput, "systemPrompt" | "prompt" 
     ...(input.history ?? []),
     { role: "user", content: input.prompt },
   ];
+}
+
+/**
+ * The successful calls of mutating tools among `results`, in call order, each with the tool's own
+ * sentence about it (`describeEffect`, from the backend's result data; "<tool> succeeded" without one).
+ */
+function effectsOf(results: readonly ToolResult[], tools: ToolRegistry): RunEffect[] {
+  return results.flatMap((result) => {
+    const tool = tools.get(result.metadata.toolName);
+    if (result.status !== "success" || !tool?.isMutating) return [];
+    let summary = `${tool.name} succeeded`;
+    try {
+      summary = tool.describeEffect?.(result.data) ?? summary;
+    } catch {
+      // Data cut to the tool-result cap may lack what the sentence reads: the plain form is still true.
+    }
+    return [{ toolName: tool.name, toolCallId: result.metadata.toolCallId, summary }];
+  });
 }
 
 /**
@@ -43,8 +62,19 @@ export class RunState {
     this.messages = initialMessages(input);
   }
 
-  /** The run's outcome. `answer` is set for completed runs (and a summary at the cycle limit). */
+  /**
+   * The run's outcome. `answer` is set for completed runs (and a summary at the cycle limit). A run that
+   * stops any other way after a mutating tool succeeded says what was done: `details.effects` lists those
+   * calls and `reason` ends with them, so a caller whose run ended without an answer still learns that,
+   * say, an invoice was recorded.
+   */
   end({ status, reason, details }: Stop, answer: string | null = null): RunOutcome {
+    const effects = status === "completed" ? [] : effectsOf(this.toolResults, this.input.tools);
+    if (effects.length > 0) {
+      details = { ...details, effects };
+      reason =
+        `${reason ?? ""} Done before it stopped: ${effects.map((effect) => effect.summary).join("; ")}.`.trim();
+    }
     return {
       runId: this.input.runId,
       status,

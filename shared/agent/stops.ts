@@ -51,20 +51,27 @@ export const stops = {
     deadlineAt: number,
     request: { messages: readonly ChatMessage[]; history: readonly HistoryMessage[] },
   ): Stop => {
-    const { status, message } = failure;
+    const { status } = failure;
     if (failure.cause === "context_length") return stops.contextLengthExceeded(failure, request);
     if (failure.cause === "no_choices") {
       return {
         status: "model_error",
         reason: "The model returned no choices.",
-        details: { modelError: { status, message } },
+        details: { modelError: { status, message: "no choices in the reply" } },
       };
     }
+    // The provider's own message stays in the logs (the run's onInternalFailure hook): it can carry
+    // account, request or prompt details; the client gets the status and a fixed sentence, the
+    // adapter's own when it recognised the failure (with its stable code).
     if (failure.cause === "provider") {
+      const { known } = failure;
+      const fixed =
+        known?.message ??
+        (status ? `the provider answered HTTP ${status}` : "the provider could not be reached");
       return {
         status: "model_error",
-        reason: `The model provider failed${status ? ` (HTTP ${status})` : ""}: ${message}`,
-        details: { modelError: { status, message } },
+        reason: `The model provider failed${status ? ` (HTTP ${status})` : ""}.${known ? ` ${known.message}` : ""}`,
+        details: { modelError: { status, message: fixed, ...(known ? { code: known.code } : {}) } },
       };
     }
     if (status === null) return stops.deadlineDuringModelCall(deadlineAt);
@@ -102,7 +109,7 @@ export const stops = {
       reason:
         `The model's context window cannot hold this request (${messages.length} messages, about ` +
         `${requestEstimatedTokens} tokens estimated, of which ${history.length} history messages, about ` +
-        `${historyEstimatedTokens} tokens): ${failure.message}`,
+        `${historyEstimatedTokens} tokens).`,
       details: { contextLength },
     };
   },

@@ -1,8 +1,10 @@
 import type { SecurityContext } from "../identity.js";
 import type { Deadline } from "./deadline.js";
 import {
+  describeThrown,
   notStartedResult,
   prepareToolCall,
+  reportInternalFailure,
   runPreparedCall,
   type ToolCallRequest,
   type ToolRegistry,
@@ -11,6 +13,8 @@ import { operationIdentity } from "./idempotency-key.js";
 import type { RunLimits } from "./limits.js";
 import type { ToolResult } from "./result.js";
 import type { ApprovalPreview } from "./tool.js";
+import { toolSpan } from "./trace-spans.js";
+import type { RunHooks } from "./types.js";
 
 /** A tool call of the current turn, with a unique id (`originalId` is the model's id when it was re-keyed). */
 export interface TurnCall extends ToolCallRequest {
@@ -59,6 +63,8 @@ export interface ToolTurnContext {
   startedBefore: number;
   /** True when the model call that asked for these calls spent the token budget: none of them runs. */
   overTokenBudget: boolean;
+  /** The run's hooks: `onInternalFailure` gets the detail of a failed call or approval check. */
+  hooks?: RunHooks | undefined;
 }
 
 /**
@@ -68,7 +74,8 @@ export interface ToolTurnContext {
  * fatal_error BUDGET_EXCEEDED; none of those runs. Each mutating call that passed validation gets its
  * occurrence: its index among the turn's calls with the same {@link operationIdentity} (tool + validated
  * arguments), which feeds its idempotency key. A call whose tool's `needsApproval` returns a preview does
- * not run: it is listed in `pending` (see {@link PendingApproval}); a policy that throws gives
+ * not run: it is listed in `pending` (see {@link PendingApproval}); every call that reached the dispatcher
+ * and is not pending runs in its `execute_tool` span (shared/agent/trace-spans.ts); a policy that throws gives
  * fatal_error APPROVAL_CHECK_FAILED (retryable; the call did not run). Never throws.
  */
 export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): Promise<ToolTurnResult> {
@@ -107,7 +114,7 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
     }
     started += 1;
     const prepared = prepareToolCall(call, tools, security);
-    if (prepared.kind === "failed") return () => Promise.resolve(prepared.result);
+    if (prepared.kind === "failed") return () => toolSpan(call, () => Promise.resolve(prepared.result));
     // Counted in call order on the validated arguments, the identity the idempotency key hashes.
     let occurrence = 0;
     if (prepared.tool.isMutating) {
@@ -116,13 +123,16 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
       occurrences.set(identity, occurrence + 1);
     }
     const run = () =>
-      runPreparedCall(prepared, security, {
-        runId,
-        runScope,
-        occurrence,
-        signal: deadline.signal,
-        remainingMs: () => deadline.remainingMs(),
-      });
+      toolSpan(call, () =>
+        runPreparedCall(prepared, security, {
+          runId,
+          runScope,
+          occurrence,
+          signal: deadline.signal,
+          remainingMs: () => deadline.remainingMs(),
+          onInternalFailure: context.hooks?.onInternalFailure,
+        }),
+      );
     const policy = prepared.tool.needsApproval?.bind(prepared.tool);
     if (!policy) return run;
     return async () => {
@@ -130,9 +140,15 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
       try {
         preview = await policy(prepared.args as never, security, { signal: deadline.signal });
       } catch (error) {
+        reportInternalFailure(context.hooks?.onInternalFailure, {
+          source: "approval_check",
+          name: call.name,
+          code: "APPROVAL_CHECK_FAILED",
+          detail: describeThrown(error),
+        });
         return notStartedResult(call, "fatal_error", {
           code: "APPROVAL_CHECK_FAILED",
-          message: `${call.name} did not run: whether it needs approval could not be checked (${(error as Error).message}). The same call can be made again.`,
+          message: `${call.name} did not run: whether it needs approval could not be checked. The same call can be made again.`,
           retryable: true,
         });
       }

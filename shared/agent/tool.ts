@@ -32,9 +32,21 @@ export interface ToolContext {
  * - `handler`: returns JSON-serializable data, or throws {@link ToolBusinessError} for a business rule
  * - `timeoutMs`: optional upper bound of one call in ms. A call is not started when the run has less time
  *   left than this, and is aborted (fatal_error TOOL_TIMEOUT) when it takes longer.
+ * - `describeEffect`: optional, for a mutating tool: a sentence on what a successful call did, from its
+ *   result data, for the outcome of a run that stops afterwards
  * - `needsApproval`: optional approval policy (docs/approvals.md), asked after validation and before the
  *   call runs, with the validated input and the caller: it decides from backend data (never from the
  *   model's text) and returns the preview a person decides on, or null when the call may run now.
+ *
+ * - `hints`: what the tool declares about its effect, published as MCP tool annotations (docs/mcp.md):
+ *   `readOnly` (changes nothing), `destructive` (may overwrite or delete what exists; an additive write
+ *   such as recording a new invoice is not), `idempotent` (the same call again has no further effect).
+ *   Absent: none declared (MCP clients then assume the worst: not read-only, destructive).
+ * - `outputSchema`: the shape of a successful result's data (MCP `outputSchema`, the result's
+ *   `structuredContent`); absent: results are unstructured text only
+ * - `businessKey`: for a mutating tool, the input field whose value the tool itself writes at most once
+ *   (recordInvoice: `quoteId`, one invoice per quote). A call that comes without an idempotency key (an MCP
+ *   call with none in `_meta`) may run guarded by it; a mutating tool without one refuses such a call.
  *
  * `handler` is declared as a method so a `ToolDefinition<S>` is a `ToolDefinition` (TypeScript checks
  * method parameters bivariantly): a registry holds tools of different schemas without a cast, and the
@@ -47,12 +59,27 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   isMutating: boolean;
   requiredPermission: string | undefined;
   timeoutMs?: number;
+  hints?: ToolHints;
+  outputSchema?: z.ZodObject;
+  businessKey?: string;
   handler(input: z.output<S>, security: SecurityContext, context: ToolContext): Promise<unknown>;
+  /**
+   * For a mutating tool: one sentence on what a successful call did, from its result `data` (the
+   * handler's return value), for the outcome of a run that stops after it (`details.effects`).
+   */
+  describeEffect?(data: unknown): string;
   needsApproval?(
     input: z.output<S>,
     security: SecurityContext,
     context: { signal: AbortSignal },
   ): Promise<ApprovalPreview | null>;
+}
+
+/** What a tool declares about its effect (see `ToolDefinition.hints`); every field false when absent. */
+export interface ToolHints {
+  readOnly?: boolean;
+  destructive?: boolean;
+  idempotent?: boolean;
 }
 
 /**
@@ -100,7 +127,7 @@ export class ToolDefinitionError extends Error {
  * Declares a tool; keeps the schema's type for the handler's `input`. Converts its schema to an OpenAI
  * strict JSON Schema now, so a schema outside the strict subset fails at registration, not mid-run.
  * @throws ToolDefinitionError when the name is not a valid OpenAI function name (`^[a-zA-Z0-9_-]{1,64}$`),
- *   `timeoutMs` is not a positive integer, or the schema is outside the strict subset (the message says
+ *   `timeoutMs` is not a positive integer, `businessKey` is not a field of a mutating tool's input, or the schema is outside the strict subset (the message says
  *   how to fix it; see `toStrictToolSchema`)
  * @example defineTool({ name: "ping", description: "…", inputSchema: z.object({}).strict(), isMutating: false,
  *   requiredPermission: undefined, handler: async () => ({ pong: true }) })
@@ -115,6 +142,14 @@ export function defineTool<S extends z.ZodObject>(definition: ToolDefinition<S>)
   ) {
     throw new ToolDefinitionError(
       `Tool "${definition.name}": timeoutMs must be a positive integer (ms), got ${String(definition.timeoutMs)}.`,
+    );
+  }
+  if (
+    definition.businessKey !== undefined &&
+    !(definition.isMutating && definition.businessKey in definition.inputSchema.shape)
+  ) {
+    throw new ToolDefinitionError(
+      `Tool "${definition.name}": businessKey "${definition.businessKey}" must name a field of the input schema of a mutating tool.`,
     );
   }
   strictSchemaOf(definition);

@@ -2,7 +2,7 @@ import type { SecurityContext } from "../identity.js";
 import type { ApprovalGate, ApprovalRequest, PausingApprovalGate } from "./approval.js";
 import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
-import type { ToolRegistry } from "./dispatcher.js";
+import type { InternalFailure, ToolRegistry } from "./dispatcher.js";
 import type { HistoryMessage } from "./history.js";
 import type { RunLimits } from "./limits.js";
 import type { ChatMessage, Model, ModelUsage } from "./model.js";
@@ -33,22 +33,36 @@ export type RunUsage = ModelUsage;
  *   failed, and whether the model had been given a final hint
  * - `modelError` (model_error): the provider's HTTP status (null without an HTTP response) and message;
  *   `finishReason` when the model twice sent a reply with neither text nor tool calls (the provider's
- *   finish_reason of the last one, null when it sent none; see docs/providers.md)
+ *   finish_reason of the last one, null when it sent none; see docs/providers.md); `code`, the adapter's
+ *   stable code of the provider's failure when it knows one (Bedrock's, shared/model/bedrock.ts)
  * - `deadline` (deadline_exceeded): the phase the deadline hit and the deadline (epoch ms)
  * - `finishReason` (model_output_truncated): "length" or "content_filter"
  * - `summarized` (max_cycles_exceeded): whether the tool-less summary call produced `answer`
  * - `contextLength` (context_length_exceeded): the provider's refusal and the size of the history and
  *   request it refused, see {@link ContextLengthDetails}
+ * - `effects` (any status but completed): what the run did before it stopped, see {@link RunEffect}
  */
 export interface RunOutcomeDetails {
+  effects?: RunEffect[];
   budget?: { name: "maxTotalTokens" | "maxToolCallsPerRun"; limit: number; used: number };
   permission?: { toolName: string; requiredPermission: string };
   loop?: { toolName: string; arguments: string; errorCode: string; failures: number; hinted: boolean };
-  modelError?: { status: number | null; message: string; finishReason?: string | null };
+  modelError?: { status: number | null; message: string; finishReason?: string | null; code?: string };
   deadline?: { phase: "before_model_call" | "model_call" | "tool_calls"; deadlineAt: number };
   finishReason?: string;
   summarized?: boolean;
   contextLength?: ContextLengthDetails;
+}
+
+/**
+ * A side effect a run had before it stopped without completing: a successful call of a mutating tool.
+ * `summary` is the tool's sentence from its backend result (e.g. "recorded invoice inv_… for Acme Ltd,
+ * gross total 1800.00 GBP"), never model text.
+ */
+export interface RunEffect {
+  toolName: string;
+  toolCallId: string;
+  summary: string;
 }
 
 /**
@@ -101,9 +115,15 @@ export interface CycleRecord {
   summary?: boolean;
 }
 
-/** Optional observers of a run. A hook that throws is ignored: observers never change the outcome. */
+/**
+ * Optional observers of a run. A hook that throws is ignored: observers never change the outcome.
+ * - `onCycle`: after each cycle, with its audit record
+ * - `onInternalFailure`: the detail of a failure the model and the client only get a code and a fixed
+ *   sentence for (a tool's error, a failed approval check, the provider's message), for the logs
+ */
 export interface RunHooks {
   onCycle?: (record: CycleRecord) => Promise<void> | void;
+  onInternalFailure?: (failure: InternalFailure) => void;
 }
 
 /**

@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { RunLimits } from "../agent/limits.js";
 import { sha256Hex } from "../hash.js";
 import type { SecurityContext } from "../identity.js";
+import type { CarriedTrace } from "../tracing.js";
 
 /**
  * The start event of a durable run: everything the runner needs, fixed by the API when it accepted the
@@ -19,6 +20,8 @@ import type { SecurityContext } from "../identity.js";
  * - `carried`: steps a synchronous run completed before it paused for an approval and was handed over
  *   (shared/runs/handover.ts): the runner returns these results for those step names instead
  *   of calling the model or the tools again (docs/approvals.md)
+ * - `trace`: with tracing on, the run's agent span (shared/run-trace.ts `agentTraceOf`): every
+ *   invocation's spans join its trace under it, and the one that finishes the run emits it
  */
 export interface DurableRunPayload {
   version: 1;
@@ -31,6 +34,7 @@ export interface DurableRunPayload {
   deadlineAt: number;
   conversation?: { previousRunId: string; historyMaxTokens: number };
   carried?: CarriedStep[];
+  trace?: CarriedTrace;
 }
 
 /**
@@ -80,6 +84,18 @@ export const DurableRunPayloadSchema = z
       .strict()
       .optional(),
     carried: z.array(z.object({ name: z.string().min(1), result: z.unknown() }).strict()).optional(),
+    trace: z
+      .object({
+        traceId: z.string().regex(/^[0-9a-f]{32}$/),
+        spanId: z.string().regex(/^[0-9a-f]{16}$/),
+        traceFlags: z.number().int().min(0).max(255),
+        parentSpanId: z
+          .string()
+          .regex(/^[0-9a-f]{16}$/)
+          .optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -132,12 +148,17 @@ export class ExecutionConflictError extends Error {
 
 /**
  * The run id of an asynchronous run started with an Idempotency-Key: `run_` and 32 hex digits of
- * SHA-256 over the tenant, the key and the request fingerprint. A retry of the same request (also one that
- * takes over a crashed start) gets the same run, hence the same execution name.
- * @example asyncRunId("tenant_uk_01", "order-42", fingerprint) // "run_3f…" (36 characters)
+ * SHA-256 over the caller (tenant, user), the key and the request fingerprint (as one JSON array, so no
+ * two tuples meet). A retry of the same request by the same caller (also one that takes over a crashed
+ * start) gets the same run, hence the same execution name; another user's equal key and body never do.
+ * @example asyncRunId({ tenantId: "tenant_uk_01", userId: "usr_1" }, "order-42", fingerprint) // "run_3f…"
  */
-export function asyncRunId(tenantId: string, idempotencyKey: string, fingerprint: string): string {
-  return `run_${sha256Hex(`${tenantId}\n${idempotencyKey}\n${fingerprint}`).slice(0, 32)}`;
+export function asyncRunId(
+  caller: Pick<SecurityContext, "tenantId" | "userId">,
+  idempotencyKey: string,
+  fingerprint: string,
+): string {
+  return `run_${sha256Hex(JSON.stringify([caller.tenantId, caller.userId, idempotencyKey, fingerprint])).slice(0, 32)}`;
 }
 
 /**

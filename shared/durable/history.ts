@@ -39,6 +39,7 @@ export function fitHistoryToCheckpoint(
     const messages = halved.length < fitted.messages.length ? halved : [];
     fitted = {
       previousRunId: conversation.previousRunId,
+      conversationId: conversation.conversationId,
       messages,
       summary: {
         messages: messages.length,

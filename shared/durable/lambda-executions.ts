@@ -2,7 +2,8 @@ import {
   DurableExecutionAlreadyStartedException,
   GetDurableExecutionCommand,
   InvokeCommand,
-  type LambdaClient,
+  LambdaClient,
+  type LambdaClientConfig,
   ListDurableExecutionsByFunctionCommand,
   ResourceNotFoundException,
   SendDurableExecutionCallbackSuccessCommand,
@@ -109,4 +110,22 @@ export class LambdaDurableExecutions implements DurableExecutions {
     );
     return listed.DurableExecutions?.[0]?.DurableExecutionArn;
   }
+}
+
+/**
+ * The port on the runner's alias ARN with its own Lambda client in the alias's region. The API loads
+ * this module with a dynamic `import()` (shared/deps.ts lambdaExecutions): the client is built here, from
+ * named imports, so the bundle keeps only the commands above (a dynamically imported SDK namespace would
+ * keep all of them, their schemas and error classes: ~100 kB).
+ * @param aliasArn config RUNNER_FUNCTION_ARN
+ * @param clientConfig extra client settings (tests: a stand-in endpoint and credentials)
+ */
+export function createLambdaDurableExecutions(
+  aliasArn: string,
+  clientConfig: Omit<LambdaClientConfig, "region"> = {},
+): LambdaDurableExecutions {
+  return new LambdaDurableExecutions(
+    new LambdaClient({ ...clientConfig, region: aliasArn.split(":")[3] }),
+    aliasArn,
+  );
 }

@@ -12,7 +12,8 @@ import { Deadline, raceAbort } from "../agent/deadline.js";
 import { type RunOutcome, runAgent } from "../agent/loop.js";
 import type { StepRunner } from "../agent/step.js";
 import type { RunnerDeps } from "../deps.js";
-import { flushMetrics } from "../observability.js";
+import { flushMetrics, logInternalFailure } from "../observability.js";
+import { traceApprovalWait, traceConversation, traceDurableRun } from "../run-trace.js";
 import { RunLifecycle } from "../runs/lifecycle.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
 import { loadDurableHistory } from "./history.js";
@@ -128,11 +129,15 @@ export function createDurableRunHandler(
   return withDurableExecution(async (event: unknown, ctx: DurableContext) => {
     resolved ??= (deps as () => RunnerDeps)();
     try {
-      return await durableRun(
-        DurableRunPayloadSchema.parse(event) as DurableRunPayload,
-        ctx,
-        resolved,
-        options,
+      const payload = DurableRunPayloadSchema.parse(event) as DurableRunPayload;
+      const { runId, security } = payload;
+      const info = { runId, tenantId: security.tenantId, conversationId: runId, durable: true };
+      // Every invocation's spans join the run's trace, under its agent span (shared/run-trace.ts).
+      return await traceDurableRun(
+        payload.trace,
+        payload.startedAt,
+        { ...info, model: (resolved as RunnerDeps).model.telemetry },
+        () => durableRun(payload, ctx, resolved as RunnerDeps, options),
       );
     } finally {
       flushMetrics(resolved.metrics);
@@ -161,6 +166,7 @@ async function durableRun(
   let outcome: RunOutcome;
   try {
     const history = await loadHistory(step, deps, payload);
+    if (history) traceConversation(runId, history.conversationId);
     outcome = await runAgent({
       model: deps.model,
       tools: deps.tools,
@@ -174,7 +180,10 @@ async function durableRun(
       ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
       ...(history ? { history: history.messages } : {}),
       approve: life.approvals(approvalGate(ctx, deps, payload, deadline, options.stopSignal)),
-      hooks: { onCycle: (record) => life.cycle(record, stopped) },
+      hooks: {
+        onCycle: (record) => life.cycle(record, stopped),
+        onInternalFailure: logInternalFailure(deps.logger),
+      },
     });
   } catch (error) {
     if (stopped()) return { runId, status: "cancelled" };
@@ -298,6 +307,9 @@ function approvalGate(
     await ctx.step(`${request.name}:resume`, async () => {
       const pending = await deps.approvals.pendingForRun(security.tenantId, runId);
       if (pending.length === 0) await deps.runs.setWaiting(security.tenantId, runId, false);
+      // The wait as its own span, emitted once (this step's checkpoint keeps a replay from repeating it).
+      const { decidedAt, requestedAt } = decision;
+      traceApprovalWait(runId, { ...request, ...decision }, Date.parse(requestedAt), Date.parse(decidedAt));
       return pending.length;
     });
     // The time the run waited does not count against its deadline.

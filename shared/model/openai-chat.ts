@@ -12,10 +12,12 @@ import type {
   ModelFailure,
   ModelReply,
   ModelRequest,
+  ModelTelemetry,
   ModelTool,
   ModelToolCall,
   ModelUsage,
 } from "../agent/model.js";
+import { CONFIG_DEFAULTS } from "../config.js";
 import { FAILED_STATUS_HOOK, type FailedStatusFetchOptions } from "../model-client.js";
 
 /** The `fetchOptions` of a chat-completions request (the SDK's RequestInit extension). */
@@ -30,6 +32,15 @@ export function toOpenAITool(tool: ModelTool): ChatCompletionFunctionTool {
     function: { name: tool.name, description: tool.description, parameters: tool.parameters, strict: true },
   };
 }
+
+/**
+ * A provider's own reading of a failed call (shared/model/bedrock.ts classifyBedrockFailure): a stable
+ * `code` and a fixed `message` the client may see (the {@link ModelFailure}'s `known`), and `detail`,
+ * what the provider said, which becomes the failure's `message` (for the logs only).
+ */
+export type FailureTranslator = (
+  error: unknown,
+) => { code: string; message: string; detail: string } | undefined;
 
 /** OpenAI function tools per offered tool list, converted once (the loop offers one cached list per registry). */
 const openAITools = new WeakMap<readonly ModelTool[], ChatCompletionFunctionTool[]>();
@@ -48,12 +59,24 @@ const openAITools = new WeakMap<readonly ModelTool[], ChatCompletionFunctionTool
 export class OpenAIChatModel implements Model {
   /**
    * @param client the openai client (`createModelClient`)
-   * @param model the model name sent with each request (config OPENAI_MODEL)
+   * @param model the model name sent with each request (config OPENAI_MODEL, or BEDROCK_MODEL_ID)
+   * @param options `maxTokens`: the completion limit in tokens, sent as `max_tokens` with every request
+   *   (config MODEL_MAX_TOKENS; its default here is the config's, so every caller sends one);
+   *   `translateFailure`: a provider's reading of failures that are neither the deadline nor a
+   *   context-window refusal (Bedrock's), kept as the failure's `known`
    */
   constructor(
     private readonly client: OpenAI,
     private readonly model: string,
-  ) {}
+    private readonly options: { maxTokens: number; translateFailure?: FailureTranslator } = {
+      maxTokens: CONFIG_DEFAULTS.model.maxTokens,
+    },
+  ) {
+    this.telemetry = openAITelemetry(client.baseURL, model);
+  }
+
+  /** How this model's `chat` spans name it: the provider from the endpoint, the model, the server. */
+  readonly telemetry: ModelTelemetry;
 
   /** One chat-completions call; never throws (see {@link Model.call}). */
   async call(request: ModelRequest): Promise<ModelReply | ModelFailure> {
@@ -70,6 +93,9 @@ export class OpenAIChatModel implements Model {
           {
             model: this.model,
             messages: request.messages,
+            // `max_tokens`, not `max_completion_tokens`: the one every OpenAI-compatible server reads
+            // (llama.cpp, Ollama, vLLM, LiteLLM, Bedrock's endpoint); OpenAI reads it for chat models.
+            max_tokens: this.options.maxTokens,
             ...(request.tools.length > 0
               ? {
                   tools: this.tools(request.tools),
@@ -87,18 +113,7 @@ export class OpenAIChatModel implements Model {
         request.signal,
       );
     } catch (error) {
-      const atDeadline =
-        request.signal.aborted || Date.now() >= request.deadlineAt || error instanceof APIUserAbortError;
-      // A refusal of the request's size (OpenAI code context_length_exceeded and other servers' forms).
-      const contextLength = atDeadline ? undefined : contextLengthRefusal(error);
-      return {
-        kind: "failure",
-        cause: atDeadline ? "deadline" : contextLength ? "context_length" : "provider",
-        status: atDeadline ? failedStatus : error instanceof APIError ? (error.status ?? null) : null,
-        message: error instanceof Error ? error.message : String(error),
-        usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
-        ...(contextLength ? { contextLength } : {}),
-      };
+      return this.failure(error, request, failedStatus);
     }
     const usage = usageOf(completion.usage);
     const choice = completion.choices?.[0];
@@ -111,6 +126,28 @@ export class OpenAIChatModel implements Model {
       toolCalls: functionCalls(message),
       finishReason: choice.finish_reason ?? null,
       usage,
+    };
+  }
+
+  /**
+   * The {@link ModelFailure} of a call that threw: the deadline's (with the status of an attempt that
+   * failed before it, `failedStatus`), a context-window refusal, or the provider's, read by
+   * `translateFailure` when it recognises it (its detail then becomes the logged `message`).
+   */
+  private failure(error: unknown, request: ModelRequest, failedStatus: number | null): ModelFailure {
+    const atDeadline =
+      request.signal.aborted || Date.now() >= request.deadlineAt || error instanceof APIUserAbortError;
+    // A refusal of the request's size (OpenAI code context_length_exceeded and other servers' forms).
+    const contextLength = atDeadline ? undefined : contextLengthRefusal(error);
+    const known = atDeadline || contextLength ? undefined : this.options.translateFailure?.(error);
+    return {
+      kind: "failure",
+      cause: atDeadline ? "deadline" : contextLength ? "context_length" : "provider",
+      status: atDeadline ? failedStatus : error instanceof APIError ? (error.status ?? null) : null,
+      message: known?.detail ?? (error instanceof Error ? error.message : String(error)),
+      usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+      ...(contextLength ? { contextLength } : {}),
+      ...(known ? { known: { code: known.code, message: known.message } } : {}),
     };
   }
 
@@ -170,4 +207,27 @@ function functionCalls(message: Partial<ChatCompletionMessage>): ModelToolCall[]
       },
     ];
   });
+}
+
+/**
+ * The `gen_ai.provider.name` of an OpenAI-compatible endpoint (GenAI conventions' well-known values):
+ * "aws.bedrock" for a Bedrock runtime host, "openai" otherwise (the conventions name the API flavour
+ * when the server behind it is not known: a local or proxy server speaks OpenAI's). Server address and
+ * port from the URL; nothing else of it (a URL could carry credentials).
+ */
+export function openAITelemetry(baseURL: string, model: string): ModelTelemetry {
+  let url: URL | undefined;
+  try {
+    url = new URL(baseURL);
+  } catch {
+    url = undefined;
+  }
+  const host = url?.hostname ?? "";
+  const port = url ? Number(url.port || (url.protocol === "https:" ? 443 : 80)) : undefined;
+  return {
+    providerName: /(^|\.)bedrock(-runtime|-mantle)?[.-]/.test(host) ? "aws.bedrock" : "openai",
+    requestModel: model,
+    ...(host ? { serverAddress: host } : {}),
+    ...(port ? { serverPort: port } : {}),
+  };
 }

@@ -54,18 +54,21 @@ export async function decideApproval(
   if (result.kind === "conflict" && (approval.status === "cancelled" || approval.status !== status)) {
     throw conflictProblem(approval, runId);
   }
-  const delivered = deps.executions
-    ? await deps.executions.completeCallback(
-        { callbackId: callback.callbackId, executionName: runId, waitName: callback.waitName },
-        JSON.stringify({
-          decision: approval.status,
-          decidedBy: approval.decidedBy,
-          decidedAt: approval.decidedAt,
-          reason: approval.reason,
-          requestedAt: approval.requestedAt,
-        }),
-      )
-    : "not_waiting";
+  // An approval asked for over MCP has no waiting execution (empty callback id): the caller's next
+  // call with its idempotency key reads the decision (shared/mcp/call.ts).
+  const delivered =
+    deps.executions && callback.callbackId
+      ? await deps.executions.completeCallback(
+          { callbackId: callback.callbackId, executionName: runId, waitName: callback.waitName },
+          JSON.stringify({
+            decision: approval.status,
+            decidedBy: approval.decidedBy,
+            decidedAt: approval.decidedAt,
+            reason: approval.reason,
+            requestedAt: approval.requestedAt,
+          }),
+        )
+      : "not_waiting";
   deps.logger.info("approval decided", {
     runId,
     approvalId,

@@ -3,6 +3,7 @@ import type { ApiDeps } from "../deps.js";
 import { asyncRunId, type DurableExecutions, executionNameFor } from "../durable/executions.js";
 import { fitHistoryToCheckpoint } from "../durable/history.js";
 import type { SecurityContext } from "../identity.js";
+import { agentTraceOf } from "../run-trace.js";
 import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
 import { RunLifecycle } from "./lifecycle.js";
@@ -28,7 +29,7 @@ export interface AsyncStartInput {
 
 /**
  * Starts a durable run (`POST /v1/runs` with `Prefer: respond-async`). Under an Idempotency-Key the run
- * id, hence the execution name, derives from tenant + key + fingerprint ({@link asyncRunId}); the run
+ * id, hence the execution name, derives from the caller (tenant, user), the key and the fingerprint ({@link asyncRunId}); the run
  * record (start time, limits) is written once through the run's lifecycle and the execution's input is
  * read back from it, so a retried or taken-over start sends Lambda the same name and payload and never
  * starts a second execution. A continuation is recorded with its history summary after the history is
@@ -40,7 +41,7 @@ export interface AsyncStartInput {
 export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput): Promise<RunStart> {
   const { security, body, idempotency } = input;
   const runId = idempotency
-    ? asyncRunId(security.tenantId, idempotency.key, idempotency.fingerprint)
+    ? asyncRunId(security, idempotency.key, idempotency.fingerprint)
     : `run_${randomUUID()}`;
   const limits = durableRunLimits(deps.config, body);
   const conversation = input.conversation && fitHistoryToCheckpoint(input.conversation);
@@ -49,12 +50,14 @@ export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput
   const payload = durableRunPayload({
     runId,
     runScope: idempotency?.key ?? runId,
-    security: { ...security, userId: run.userId, tenantId: run.tenantId },
+    security: { ...security },
     prompt: body.prompt,
     limits: { ...limits, runTimeoutMs: run.limits.timeoutMs },
     startedAt: Date.parse(run.startedAt),
     previousRunId: run.previousRunId,
     historyMaxTokens: deps.config.history.maxTokens,
+    // Its own trace, named by the run id, so a retried start sends the same input.
+    trace: agentTraceOf(runId, false),
   });
   await deps.executions.start(executionNameFor(runId), payload);
   deps.logger.info("durable run started", { runId, deadlineAt: payload.deadlineAt });

@@ -37,7 +37,8 @@ const TranscriptSchema = z.array(
 );
 
 /**
- * Seconds past a `running` run's own deadline (startedAt + its timeoutMs) after which it is taken as
+ * Seconds past a `running` run's own deadline (startedAt + its timeoutMs + the time it waited for
+ * approvals) after which it is taken as
  * stopped without an outcome (its Lambda was killed) rather than still running: the outcome write takes
  * well under a second after the deadline; 30 s leaves room for a slow store.
  */
@@ -52,6 +53,8 @@ export const STALE_RUN_GRACE_MS = 30_000;
  */
 export interface ConversationHistory {
   previousRunId: string;
+  /** The conversation's id: the id of its first run (`gen_ai.conversation.id` on the run's spans). */
+  conversationId: string;
   messages: HistoryMessage[];
   summary: HistorySummary;
 }
@@ -105,7 +108,8 @@ export async function loadConversation<S extends RunShapes>(
   }
   const { run } = read;
   if (read.transcript === undefined) {
-    const deadline = Date.parse(run.startedAt) + run.limits.timeoutMs;
+    // Time spent waiting for approvals moved the run's deadline later (shared/durable/runner.ts).
+    const deadline = Date.parse(run.startedAt) + run.limits.timeoutMs + read.approvalWaitedMs;
     const stale = run.status === "running" && now.getTime() > deadline + STALE_RUN_GRACE_MS;
     if (run.status === "failed" || run.finishedAt !== null || stale) {
       throw new ProblemError(
@@ -133,7 +137,12 @@ export async function loadConversation<S extends RunShapes>(
       { extensions: { previousRunStatus: run.status } },
     );
   }
-  return fitted(previousRunId, parsed.data as HistoryMessage[], read.transcriptDroppedMessages, input);
+  return fitted(
+    { previousRunId, conversationId: read.conversationId },
+    parsed.data as HistoryMessage[],
+    read.transcriptDroppedMessages,
+    input,
+  );
 }
 
 /**
@@ -142,7 +151,7 @@ export async function loadConversation<S extends RunShapes>(
  * out when storing it.
  */
 function fitted(
-  previousRunId: string,
+  ids: { previousRunId: string; conversationId: string },
   transcript: HistoryMessage[],
   storedDropped: number,
   input: {
@@ -158,7 +167,7 @@ function fitted(
   ]);
   const trimmed = trimHistory(transcript, Math.min(input.historyMaxTokens, input.maxTotalTokens - ownTokens));
   return {
-    previousRunId,
+    ...ids,
     messages: trimmed.messages,
     summary: {
       messages: trimmed.messages.length,

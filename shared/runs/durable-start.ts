@@ -1,13 +1,15 @@
 import type { RunLimits } from "../agent/limits.js";
 import type { CarriedStep, DurableRunPayload } from "../durable/executions.js";
 import type { SecurityContext } from "../identity.js";
+import type { CarriedTrace } from "../tracing.js";
 
 /**
  * The start payload of a durable run (shared/durable/executions.ts), the one way the API builds it, for
  * an asynchronous start and a hand-over alike: the deadline is absolute, `startedAt` (epoch ms, the run
  * record's start) plus `limits.runTimeoutMs`; a continuation names the previous run and the
  * HISTORY_MAX_TOKENS (`historyMaxTokens`) it was trimmed to; `carried` are the steps a synchronous run
- * completed before its hand-over.
+ * completed before its hand-over; `trace` the run's agent span (shared/run-trace.ts `agentTraceOf`), with
+ * tracing on.
  */
 export function durableRunPayload(input: {
   runId: string;
@@ -19,6 +21,7 @@ export function durableRunPayload(input: {
   previousRunId?: string | null | undefined;
   historyMaxTokens: number;
   carried?: CarriedStep[] | undefined;
+  trace?: CarriedTrace | undefined;
 }): DurableRunPayload {
   const { security } = input;
   return {
@@ -35,6 +38,7 @@ export function durableRunPayload(input: {
     startedAt: input.startedAt,
     deadlineAt: input.startedAt + input.limits.runTimeoutMs,
     ...(input.carried ? { carried: input.carried } : {}),
+    ...(input.trace ? { trace: input.trace } : {}),
     ...(input.previousRunId
       ? { conversation: { previousRunId: input.previousRunId, historyMaxTokens: input.historyMaxTokens } }
       : {}),

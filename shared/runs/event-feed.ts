@@ -43,7 +43,13 @@ export class LiveEvents {
   private woken = new AbortController();
   private readonly unsubscribe: () => void;
 
-  constructor(hub: RunEventHub, runId: string) {
+  /** True once {@link close}d: a feed then reads the table. */
+  closed = false;
+
+  constructor(
+    hub: RunEventHub,
+    readonly runId: string,
+  ) {
     this.unsubscribe = hub.subscribe(runId, (event) => {
       if (event) this.events.set(event.seq, event);
       this.changed = true;
@@ -69,6 +75,7 @@ export class LiveEvents {
 
   /** Stops listening to the hub. */
   close(): void {
+    this.closed = true;
     this.unsubscribe();
   }
 }
@@ -100,7 +107,9 @@ function ended(status: string): boolean {
 /**
  * The run's events after `after`, each once and in sequence order, then live ones as they come, ending
  * after the final event (`run.finished`). Events emitted in this process (the run is served here) come
- * through the hub at once, before they are written; others are read from the table every `pollMs`,
+ * through the hub at once, before they are written, and need no table read (`live` of the request's own
+ * run reads nothing from the table); others are read from the table (when the next sequence is not
+ * among those seen here) every `pollMs`,
  * and an `idle` item is yielded after each wait that brought nothing (the caller's cue for heartbeats
  * and its own time limit). A run whose record has ended without a final event in its log (cancelled
  * from the API, failed before its outcome was written) gets one made from the record, with the next
@@ -111,6 +120,8 @@ function ended(status: string): boolean {
 export async function* followRunEvents(input: FollowInput): AsyncGenerator<FeedItem> {
   const { deps, tenantId, runId, clock, signal } = input;
   const live = input.live ?? new LiveEvents(deps.runEvents.hub, runId);
+  // A feed given the live events of a run this request serves (made before it started) needs no table.
+  const here = input.live !== undefined && input.live.runId === runId && !input.live.closed;
   const onAbort = () => live.finish();
   signal.addEventListener("abort", onAbort);
   let last = input.after;
@@ -120,10 +131,15 @@ export async function* followRunEvents(input: FollowInput): AsyncGenerator<FeedI
     while (!signal.aborted) {
       const finishing = live.finishing;
       live.changed = false;
-      const page = await deps.runEvents.store.read(tenantId, runId, last, from, { signal });
-      from = page.nextFrom;
-      highest = Math.max(highest, page.lastSeq);
-      const events = [...page.events];
+      // The table is read only when what this process saw emitted does not go on from `last` (events
+      // are emitted before their batch is written: a run served here streams without a read per event).
+      const events: RunEvent[] = [];
+      if (!here && !live.events.has(last + 1)) {
+        const page = await deps.runEvents.store.read(tenantId, runId, last, from, { signal });
+        from = page.nextFrom;
+        highest = Math.max(highest, page.lastSeq);
+        events.push(...page.events);
+      }
       let yielded = false;
       for (;;) {
         const event = events[0]?.seq === last + 1 ? events.shift() : live.events.get(last + 1);
@@ -137,6 +153,13 @@ export async function* followRunEvents(input: FollowInput): AsyncGenerator<FeedI
       }
       if (finishing) return;
       if (yielded || live.changed) continue;
+      if (here) {
+        // The run is this request's own: every event comes through the hub, and live.finish() ends it.
+        await clock.sleep(input.pollMs, live.wake);
+        if (live.wake.aborted) live.rearm();
+        else yield { kind: "idle" };
+        continue;
+      }
       const record = await deps.runs.getRecord(tenantId, runId);
       if (!record || ended(record.status)) {
         // Read once more: the final batch may have landed between the two reads.

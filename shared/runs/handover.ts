@@ -10,6 +10,7 @@ import {
 } from "../durable/executions.js";
 import { ProblemError } from "../errors.js";
 import type { SecurityContext } from "../identity.js";
+import { agentTraceOf } from "../run-trace.js";
 import { pendingApprovalsOf } from "./approvals.js";
 import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
@@ -93,6 +94,8 @@ export async function handOver(deps: HandOverDeps, input: HandOverInput): Promis
     carried: conversation
       ? [{ name: "history:load", result: conversation }, ...input.carried]
       : input.carried,
+    // The synchronous part's agent span, left open at the pause: the execution ends it (same ids).
+    trace: agentTraceOf(runId),
   });
   const inputBytes = Buffer.byteLength(JSON.stringify(payload), "utf8");
   if (inputBytes > MAX_EXECUTION_INPUT_BYTES) return refuseTooLarge(deps, security, runId, inputBytes);

@@ -7,6 +7,7 @@ import type { RunLimits } from "../agent/limits.js";
 import type { CycleRecord, RunOutcome, RunUsage, StepRunner } from "../agent/loop.js";
 import type { AgentRunShapes } from "../deps.js";
 import { observeToolResults, recordRunMetrics } from "../observability.js";
+import { traceObserver } from "../run-trace.js";
 import type { HistorySummary, RunRecord, RunStore } from "../store/runs.js";
 
 /** The run a lifecycle belongs to: its id and who started it (from the verified security context). */
@@ -77,7 +78,7 @@ export const RUN_FAILED_REASON = "The server failed during the run.";
 export interface RunStartInput {
   prompt: string;
   limits: Pick<RunLimits, "maxCycles" | "runTimeoutMs">;
-  conversation?: { previousRunId: string; summary: HistorySummary } | undefined;
+  conversation?: { previousRunId: string; conversationId?: string; summary: HistorySummary } | undefined;
 }
 
 /**
@@ -116,6 +117,7 @@ export class RunLifecycle {
         limits: { maxCycles: input.limits.maxCycles, timeoutMs: input.limits.runTimeoutMs },
         previousRunId: input.conversation?.previousRunId,
         history: input.conversation?.summary,
+        conversationId: input.conversation?.conversationId,
       });
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
@@ -153,8 +155,16 @@ export class RunLifecycle {
     gate: (request: ApprovalRequest) => Promise<D>,
   ): (request: ApprovalRequest) => Promise<D> {
     return async (request) => {
-      await this.tell("approvalRequested", (observer) => observer.approvalRequested?.(this.subject, request));
-      const decision = await gate(request);
+      const told = this.tell("approvalRequested", (observer) =>
+        observer.approvalRequested?.(this.subject, request),
+      );
+      // The gate starts at once, as the loop asked: a durable run's operations must be created in the
+      // same order, in the same turn, on every replay, whatever the observers' writes take.
+      const decided = gate(request);
+      // Its failure is thrown below, after the observers; until then it is not unhandled.
+      decided.catch(() => undefined);
+      await told;
+      const decision = await decided;
       if (decision.decision !== "paused") {
         const decided = decision as ApprovalDecision;
         await this.tell("approvalDecided", (observer) =>
@@ -247,7 +257,8 @@ export class RunLifecycle {
 
   /** Calls every observer at one point; a throwing observer is logged and ignored. */
   private async tell(point: string, call: (observer: RunObserver) => unknown): Promise<void> {
-    for (const observer of this.deps.runObservers ?? []) {
+    // The trace's points first (shared/run-trace.ts: the agent span ends where the run does).
+    for (const observer of [traceObserver, ...(this.deps.runObservers ?? [])]) {
       try {
         await call(observer);
       } catch (error) {

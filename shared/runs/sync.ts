@@ -4,6 +4,8 @@ import { type RunOutcome, type RunPaused, runAgent, type StepRunner } from "../a
 import { runInline } from "../agent/step.js";
 import type { SharedDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
+import { logInternalFailure } from "../observability.js";
+import { traceRun } from "../run-trace.js";
 import type { ConversationHistory } from "./conversation.js";
 import { RunLifecycle } from "./lifecycle.js";
 import { type RequestedLimits, syncRunLimits } from "./limits.js";
@@ -45,6 +47,14 @@ export async function runSynchronously(
   request: SyncRunRequest,
 ): Promise<RunOutcome | RunPaused> {
   const { security, runId, conversation } = request;
+  const info = { tenantId: security.tenantId, runId, durable: false, model: deps.model.telemetry };
+  const conversationId = conversation?.conversationId ?? runId;
+  return traceRun({ ...info, conversationId }, () => runInLifecycle(deps, request));
+}
+
+/** {@link runSynchronously} inside the run's agent span (shared/run-trace.ts). */
+async function runInLifecycle(deps: SyncRunDeps, request: SyncRunRequest): Promise<RunOutcome | RunPaused> {
+  const { security, runId, conversation } = request;
   const limits = syncRunLimits(deps.config, request);
   const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
   await life.start({ prompt: request.prompt, limits, conversation });
@@ -63,7 +73,7 @@ export async function runSynchronously(
       ...(conversation ? { history: conversation.messages } : {}),
       step: life.steps(request.step ?? runInline),
       ...(request.approve ? { approve: life.approvals(request.approve) } : {}),
-      hooks: { onCycle: (record) => life.cycle(record) },
+      hooks: { onCycle: (record) => life.cycle(record), onInternalFailure: logInternalFailure(deps.logger) },
     });
   } catch (error) {
     await life.fail(error);

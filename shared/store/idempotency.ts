@@ -79,7 +79,7 @@ export class IdempotencyStore extends LeaseStore<StoredResponse> {
   }
 
   /**
-   * Claims the record of (`tenantId`, `route`, `idempotencyKey`) for a request, or reports why not (see
+   * Claims the record of (`tenantId`, `userId`, `route`, `idempotencyKey`) for a request, or reports why not (see
    * {@link AcquireResult}; the fingerprint is compared first, so a different request under a used key is
    * a `mismatch` even when the record is COMPLETED).
    * @param input.leaseExpiresAt epoch ms; written as given even when it is already now (0 ms remaining)
@@ -88,13 +88,14 @@ export class IdempotencyStore extends LeaseStore<StoredResponse> {
    */
   async acquire(input: {
     tenantId: string;
+    userId: string;
     route: string;
     idempotencyKey: string;
     fingerprint: string;
     leaseExpiresAt: number;
   }): Promise<AcquireResult> {
     const found = await this.acquireLease(
-      tableKey(input.tenantId, keys.idempotency(input.route, input.idempotencyKey)),
+      tableKey(input.tenantId, keys.idempotency(input.route, input.userId, input.idempotencyKey)),
       {
         fingerprint: input.fingerprint,
         leaseExpiresAt: input.leaseExpiresAt,
@@ -150,10 +151,11 @@ export class IdempotencyStore extends LeaseStore<StoredResponse> {
    */
   async read(
     tenantId: string,
+    userId: string,
     route: string,
     idempotencyKey: string,
   ): Promise<IdempotencyRecord | undefined> {
-    const record = await this.readLease(tableKey(tenantId, keys.idempotency(route, idempotencyKey)));
+    const record = await this.readLease(tableKey(tenantId, keys.idempotency(route, userId, idempotencyKey)));
     return record ? toRecord(record) : undefined;
   }
 

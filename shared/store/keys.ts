@@ -11,7 +11,7 @@ import { sha256Hex } from "../hash.js";
  * | TENANT#<tenantId> | RUN#<runId> | run record (status, limits, outcome), with `ttl` |
  * | TENANT#<tenantId> | RUN#<runId>#STEP#<cycle, 4 digits> | one audit step (cycle) of a run, with `ttl` |
  * | TENANT#<tenantId> | QUOTE#<quoteId> | tax quote, with `ttl` (epoch seconds) for DynamoDB TTL |
- * | TENANT#<tenantId> | IDEM#<route>#<sha256(Idempotency-Key)> | HTTP Idempotency-Key record of one route |
+ * | TENANT#<tenantId> | IDEM#<route>#<sha256([userId, Idempotency-Key])> | HTTP Idempotency-Key record of one caller and route |
  * | TENANT#<tenantId> | APPROVAL#<runId>#<approvalId> | one approval of a run's tool call, with `ttl` |
  * | TENANT#<tenantId> | EVENTS#<runId>#<first sequence, 8 digits> | one batch of a run's events, with the run's `ttl` |
  *
@@ -28,10 +28,13 @@ export const keys = {
   /** Sort key of a tax quote (calculateTax's quoteId). */
   quote: (quoteId: string) => `QUOTE#${quoteId}`,
   /**
-   * Sort key of an HTTP Idempotency-Key record: the route (e.g. `POST /v1/runs`) and the SHA-256 of
-   * the client's key. The tenant is in the partition key, so two tenants' equal keys never meet.
+   * Sort key of an HTTP Idempotency-Key record: the route (e.g. `POST /v1/runs`) and the SHA-256 of the
+   * caller's user id and the client's key (as the JSON array `[userId, key]`, so no two pairs meet). A
+   * key belongs to one caller: the tenant is in the partition key, the user in the hash, so two tenants'
+   * or two users' equal keys never meet.
    */
-  idempotency: (route: string, idempotencyKey: string) => `IDEM#${route}#${sha256Hex(idempotencyKey)}`,
+  idempotency: (route: string, userId: string, idempotencyKey: string) =>
+    `IDEM#${route}#${sha256Hex(JSON.stringify([userId, idempotencyKey]))}`,
   /** Sort-key prefix of all Idempotency-Key records (for begins_with queries). */
   idempotencyPrefix: "IDEM#",
   /** Sort key of a run record; also the prefix of its steps (runIds contain no `#`). */

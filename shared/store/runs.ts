@@ -111,12 +111,24 @@ export const MAX_STORED_TRANSCRIPT_BYTES = 300_000;
  * - `expired`: the record is past its `ttl` but not yet deleted by DynamoDB TTL (treated as gone)
  * - `found`: the live record; `transcript` is the stored transcript as parsed JSON (unvalidated, the
  *   caller checks its shape), undefined when none was stored (a run still running, failed, or finished
- *   before transcripts were kept); `transcriptDroppedMessages` what was cut to store it
+ *   before transcripts were kept); `transcriptDroppedMessages` what was cut to store it; `conversationId`
+ *   the conversation it belongs to (its first run's id; the run's own id for records written before)
  */
 export type ContinuationRead<S extends RunShapes = RunShapes> =
   | { kind: "missing" }
   | { kind: "expired"; run: RunRecord<S> }
-  | { kind: "found"; run: RunRecord<S>; transcript: unknown; transcriptDroppedMessages: number };
+  | {
+      kind: "found";
+      run: RunRecord<S>;
+      transcript: unknown;
+      transcriptDroppedMessages: number;
+      conversationId: string;
+      approvalWaitedMs: number;
+    };
+
+/** Internal run-item attributes (never part of a {@link RunRecord}): sums of wait starts and ends, epoch ms. */
+const WAIT_STARTS_ATTRIBUTE = "approvalWaitStartsMs";
+const WAIT_ENDS_ATTRIBUTE = "approvalWaitEndsMs";
 
 /**
  * One tool call in an audit step: the model's raw arguments (cut to {@link MAX_ARGUMENT_CHARS}, with
@@ -217,6 +229,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
   /**
    * Writes the run record with status `running` (conditional: never overwrites an existing run).
    * @param input.prompt the prompt text; only its length and SHA-256 are stored
+   * @param input.conversationId the conversation's id (its first run's id; default this run's): an
+   *   internal attribute, read back by {@link RunStore.readContinuation} for the run's traces
    * @returns the record as stored
    * @throws ConditionalCheckFailedException when the runId already exists; the SDK's error otherwise
    */
@@ -229,6 +243,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       limits: RunRecord["limits"];
       previousRunId?: string | undefined;
       history?: HistorySummary | undefined;
+      conversationId?: string | undefined;
     },
     now: Date = new Date(),
   ): Promise<RunRecord<S>> {
@@ -256,7 +271,12 @@ export class RunStore<S extends RunShapes = RunShapes> {
     await this.client.send(
       new PutCommand({
         TableName: this.tableName,
-        Item: tableItem(tableKey(input.tenantId, keys.run(input.runId)), "run", record, expiresAtSeconds),
+        Item: tableItem(
+          tableKey(input.tenantId, keys.run(input.runId)),
+          "run",
+          { ...record, conversationId: input.conversationId ?? input.runId },
+          expiresAtSeconds,
+        ),
         ConditionExpression: ITEM_ABSENT,
       }),
     );
@@ -336,14 +356,18 @@ export class RunStore<S extends RunShapes = RunShapes> {
     const item = await getItem(this.client, this.tableName, tableKey(tenantId, keys.run(runId)), signal);
     const split = item && splitItem(item);
     if (split?.type !== "run") return { kind: "missing" };
-    const { run, transcript, transcriptDroppedMessages } = toRunRecord<S>(split.attributes);
+    const { run, transcript, transcriptDroppedMessages, conversationId, approvalWaitedMs } = toRunRecord<S>(
+      split.attributes,
+    );
     if (Number(split.expiresAtSeconds) <= Math.floor(now.getTime() / 1000)) return { kind: "expired", run };
     const text = transcript === undefined ? undefined : decodeText(transcript);
     return {
       kind: "found",
       run,
+      conversationId: typeof conversationId === "string" ? conversationId : run.runId,
       transcript: text === undefined ? undefined : (JSON.parse(text) as unknown),
       transcriptDroppedMessages: Number(transcriptDroppedMessages ?? 0),
+      approvalWaitedMs,
     };
   }
 
@@ -392,7 +416,10 @@ export class RunStore<S extends RunShapes = RunShapes> {
 
   /**
    * Moves a run between `running` and `awaiting_approval` (a durable run waits for a person's decision,
-   * or goes on after it); only from the other of the two, so a finished or cancelled run stays so.
+   * or goes on after it); only from the other of the two, so a finished or cancelled run stays so. Each
+   * move also adds `now` (epoch ms) to the internal sum of wait starts or of wait ends, so the time the
+   * run spent waiting is their difference ({@link ContinuationRead} `approvalWaitedMs`) — two single
+   * additions, since one update expression cannot subtract a stored start from `now` and add it too.
    * @returns false when the record was not in the other status (already there, ended, or missing)
    * @throws the SDK's error for anything but the failed condition
    */
@@ -402,10 +429,32 @@ export class RunStore<S extends RunShapes = RunShapes> {
     waiting: boolean,
     now: Date = new Date(),
   ): Promise<boolean> {
-    const [from, to] = waiting ? ["running", "awaiting_approval"] : ["awaiting_approval", "running"];
-    return this.updateIfRunning(tenantId, runId, { status: to, updatedAt: now.toISOString() }, [
-      from as string,
-    ]);
+    const [from, to, sum] = waiting
+      ? ["running", "awaiting_approval", WAIT_STARTS_ATTRIBUTE]
+      : ["awaiting_approval", "running", WAIT_ENDS_ATTRIBUTE];
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: tableKey(tenantId, keys.run(runId)),
+          UpdateExpression:
+            "SET #status = :to, #updatedAt = :updatedAt, #sum = if_not_exists(#sum, :zero) + :nowMs",
+          ConditionExpression: `${ITEM_PRESENT} AND #status = :from`,
+          ExpressionAttributeNames: { "#status": "status", "#updatedAt": "updatedAt", "#sum": sum },
+          ExpressionAttributeValues: {
+            ":to": to,
+            ":from": from,
+            ":updatedAt": now.toISOString(),
+            ":zero": 0,
+            ":nowMs": now.getTime(),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
   }
 
   /**
@@ -592,11 +641,26 @@ function toStep<S extends RunShapes>(record: CycleInput<S>, now: Date): RunStep<
  */
 function toRunRecord<S extends RunShapes>(
   attributes: StoredItem,
-): { run: RunRecord<S>; transcript: unknown; transcriptDroppedMessages: unknown } {
-  const { transcript, transcriptDroppedMessages, ...rest } = attributes;
+): {
+  run: RunRecord<S>;
+  transcript: unknown;
+  transcriptDroppedMessages: unknown;
+  approvalWaitedMs: number;
+  conversationId: unknown;
+} {
+  const {
+    transcript,
+    transcriptDroppedMessages,
+    conversationId,
+    [WAIT_STARTS_ATTRIBUTE]: waitStarts,
+    [WAIT_ENDS_ATTRIBUTE]: waitEnds,
+    ...rest
+  } = attributes;
   return {
     run: { previousRunId: null, history: null, ...rest } as unknown as RunRecord<S>,
     transcript,
     transcriptDroppedMessages,
+    conversationId,
+    approvalWaitedMs: Math.max(0, Number(waitEnds ?? 0) - Number(waitStarts ?? 0)),
   };
 }

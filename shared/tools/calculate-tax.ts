@@ -2,6 +2,7 @@ import * as z from "zod";
 import { defineTool, type ToolDefinition } from "../agent/tool.js";
 import { TAX_RULES, todayInTableTimezone } from "../money/tax-rules.js";
 import { newQuoteId, type Quote, type QuoteStore, quoteIdFor } from "../store/quotes.js";
+import { CalculateTaxOutput } from "./output-schemas.js";
 import { calculateTaxAmounts, describeRulesInForce, refineAmount, taxInputFields } from "./tax-quote.js";
 
 /** calculateTax's input: amount, currency, jurisdiction, taxPointDate; extra properties are rejected. */
@@ -49,6 +50,8 @@ export function calculateTaxTool(deps: CalculateTaxDeps): ToolDefinition<typeof 
       "UNSUPPORTED_JURISDICTION error, never a default rate.",
     inputSchema: CalculateTaxInput,
     isMutating: false,
+    hints: { readOnly: false, destructive: false, idempotent: true },
+    outputSchema: CalculateTaxOutput,
     requiredPermission: undefined,
     handler: async (input, security, context): Promise<CalculateTaxResult> => {
       const now = clock();

@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { defineTool, ToolBusinessError, type ToolDefinition } from "../agent/tool.js";
 import type { Invoice, LedgerStore } from "../store/ledger.js";
+import { GetInvoiceOutput } from "./output-schemas.js";
 
 /** getInvoice's input: an invoice id as recordInvoice returned it (`inv_` + 24 hex characters). */
 export const GetInvoiceInput = z
@@ -28,6 +29,8 @@ export function getInvoiceTool(ledger: LedgerStore): ToolDefinition<typeof GetIn
       "INVOICE_NOT_FOUND. Needs the billing:read permission.",
     inputSchema: GetInvoiceInput,
     isMutating: false,
+    hints: { readOnly: true, destructive: false, idempotent: true },
+    outputSchema: GetInvoiceOutput,
     requiredPermission: "billing:read",
     handler: async (input, security, context): Promise<{ invoice: Invoice }> => {
       const invoice = await ledger.get(security.tenantId, input.invoiceId, context.signal);

@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { defineTool, type ToolDefinition } from "../agent/tool.js";
 import type { Invoice, LedgerStore } from "../store/ledger.js";
+import { ListInvoicesOutput } from "./output-schemas.js";
 
 /** Most invoices one listInvoices call returns. */
 export const LIST_INVOICES_MAX = 50;
@@ -44,6 +45,8 @@ export function listInvoicesTool(ledger: LedgerStore): ToolDefinition<typeof Lis
       "billing:read permission.",
     inputSchema: ListInvoicesInput,
     isMutating: false,
+    hints: { readOnly: true, destructive: false, idempotent: true },
+    outputSchema: ListInvoicesOutput,
     requiredPermission: "billing:read",
     handler: async (input, security, context): Promise<ListInvoicesResult> => {
       const limit = input.limit ?? LIST_INVOICES_DEFAULT;

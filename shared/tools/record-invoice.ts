@@ -4,6 +4,7 @@ import { computeTax, Decimal } from "../money/money.js";
 import { QuoteAlreadyRecordedError } from "../store/errors.js";
 import { type Invoice, invoiceIdForQuote, type LedgerStore } from "../store/ledger.js";
 import { QUOTE_ID_PATTERN, type Quote, type QuoteStore } from "../store/quotes.js";
+import { RecordInvoiceOutput } from "./output-schemas.js";
 
 /**
  * recordInvoice's input: who the invoice is for and which quote to record. It has no amount, tax, rate
@@ -154,7 +155,17 @@ export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeo
       "Safe to retry: the same request records once. Needs the billing:write permission.",
     inputSchema: RecordInvoiceInput,
     isMutating: true,
+    hints: { readOnly: false, destructive: false, idempotent: true },
+    outputSchema: RecordInvoiceOutput,
+    businessKey: "quoteId",
     requiredPermission: "billing:write",
+    describeEffect: (data) => {
+      const { invoice, replayed } = data as { invoice: Invoice; replayed: boolean };
+      return (
+        `recordInvoice recorded invoice ${invoice.invoiceId} for ${invoice.clientName} ` +
+        `(gross total ${invoice.grossTotal.amount} ${invoice.currency})${replayed ? ", already recorded by an earlier call" : ""}`
+      );
+    },
     handler: async (input, security, context): Promise<{ invoice: Invoice; replayed: boolean }> => {
       const idempotencyKey = context.idempotencyKey;
       if (!idempotencyKey) throw new Error("recordInvoice needs an idempotency key.");

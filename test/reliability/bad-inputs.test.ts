@@ -145,9 +145,9 @@ describe(`bad-input corpus (${BAD_INPUTS.length} cases)`, () => {
     ]);
     if (testCase.expect.status !== "success") expect(result?.data).toBeNull();
 
-    // What was written: the run's audit records, plus the normalized quote of an accepted case.
+    // What was written: the run's audit records and event log, plus the normalized quote of an accepted case.
     const items = await tenantItems(stack.deps.ddb, stack.config.table.name, tenantId);
-    const notAudit = items.filter((item) => !String(item.sk).startsWith("RUN#"));
+    const notAudit = items.filter((item) => !/^(RUN|EVENTS)#/.test(String(item.sk)));
     if (testCase.writes) {
       expect(
         notAudit.map((item) => [String(item.sk).split("#")[0], item.jurisdiction, item.currency]),

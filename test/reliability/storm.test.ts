@@ -140,7 +140,7 @@ describe(`duplicate storm: ${SCALE.requests} POSTs over ${SCALE.keys} Idempotenc
         crashedInvoices.set(invoice.subtotal.amount, invoice.invoiceId);
       expect(crashedInvoices.size).toBe(SCALE.killed);
       for (const key of killedKeys)
-        expect((await store.read(tenantId, RUN_ROUTE, runKey(key)))?.status).toBe("IN_PROGRESS");
+        expect((await store.read(tenantId, "usr_storm", RUN_ROUTE, runKey(key)))?.status).toBe("IN_PROGRESS");
 
       // 2. The storm, with DynamoDB throttling on 5% of write attempts.
       const throttle = injectThrottling(stack.deps.ddb, { rate: 0.05, seed: DYNAMO_SEED });
@@ -155,7 +155,9 @@ describe(`duplicate storm: ${SCALE.requests} POSTs over ${SCALE.keys} Idempotenc
       // that has ended or will (no handler is running now, so a held record is a crashed run's).
       const now = Date.now();
       const states = await Promise.all(
-        Array.from({ length: SCALE.keys }, (_, key) => store.read(tenantId, RUN_ROUTE, runKey(key))),
+        Array.from({ length: SCALE.keys }, (_, key) =>
+          store.read(tenantId, "usr_storm", RUN_ROUTE, runKey(key)),
+        ),
       );
       for (const state of states) {
         if (state === undefined || state.status === "COMPLETED") continue;
@@ -190,7 +192,7 @@ describe(`duplicate storm: ${SCALE.requests} POSTs over ${SCALE.keys} Idempotenc
       expect(all.filter((sent) => !ALLOWED.has(sent.status)).map((s) => `${s.status} ${s.body}`)).toEqual([]);
       expect(finals.map((sent) => sent.status)).toEqual(finals.map(() => 200));
       for (let key = 0; key < SCALE.keys; key += 1)
-        expect((await store.read(tenantId, RUN_ROUTE, runKey(key)))?.status).toBe("COMPLETED");
+        expect((await store.read(tenantId, "usr_storm", RUN_ROUTE, runKey(key)))?.status).toBe("COMPLETED");
 
       // Ledger: one invoice per successful operation, none twice.
       const invoices = await stack.deps.ledger.list(tenantId, 1_000);

@@ -2,7 +2,7 @@ import type OpenAI from "openai";
 import { z } from "zod";
 import { type LocalModelServer, type ScriptedReply, startModelServer } from "../../local/model-server.js";
 import { Deadline } from "../../shared/agent/deadline.js";
-import { createRegistry } from "../../shared/agent/dispatcher.js";
+import { createRegistry, type InternalFailure } from "../../shared/agent/dispatcher.js";
 import { clampRunLimits, type RequestedRunLimits } from "../../shared/agent/limits.js";
 import { type CycleRecord, type RunOutcome, runAgent } from "../../shared/agent/loop.js";
 import type { StepRunner } from "../../shared/agent/step.js";
@@ -22,6 +22,8 @@ export const READER: SecurityContext = { userId: "usr_1", tenantId: "tenant_a", 
 export interface ScriptedRun {
   outcome: RunOutcome;
   cycles: CycleRecord[];
+  /** What the run's onInternalFailure hook got: the detail kept from the model, for the logs. */
+  failures: InternalFailure[];
   /** Epoch ms when runAgent resolved. */
   endedAt: number;
   /** Epoch ms of the run's deadline. */
@@ -64,6 +66,7 @@ export async function runScripted(
   setup.model.script(options.script);
   const deadline = new Deadline(options.timeoutMs ?? 5_000);
   const cycles: CycleRecord[] = [];
+  const failures: InternalFailure[] = [];
   try {
     const outcome = await runAgent({
       model: new OpenAIChatModel(setup.client, "scripted"),
@@ -74,10 +77,13 @@ export async function runScripted(
       runScope: "run_test",
       limits: clampRunLimits(options.caps ?? DEFAULT_CAPS, options.limits),
       deadline,
-      hooks: { onCycle: (record) => void cycles.push(record) },
+      hooks: {
+        onCycle: (record) => void cycles.push(record),
+        onInternalFailure: (failure) => void failures.push(failure),
+      },
       ...(options.step ? { step: options.step } : {}),
     });
-    return { outcome, cycles, endedAt: Date.now(), deadlineAt: deadline.at };
+    return { outcome, cycles, failures, endedAt: Date.now(), deadlineAt: deadline.at };
   } finally {
     deadline.dispose();
   }

@@ -50,19 +50,20 @@ export async function freshTable(): Promise<{ ddb: DynamoDBDocumentClient; table
 }
 
 /**
- * The seed event for `tenantId` (scope billing:write) with `body` (a JSON text, or a prompt) and an
- * optional raw Idempotency-Key header value.
+ * The seed event for `tenantId`'s `userId` (default usr_idem; scope billing:write) with `body` (a JSON
+ * text, or a prompt) and an optional raw Idempotency-Key header value.
  */
 export function runEvent(options: {
   key?: string;
   tenantId?: string;
+  userId?: string;
   prompt?: string;
   body?: string;
   scope?: string;
 }): APIGatewayProxyEventV2 {
   const event = seedEvent({
     claims: {
-      sub: "usr_idem",
+      sub: options.userId ?? "usr_idem",
       tenant_id: options.tenantId ?? "tenant_idem",
       scope: options.scope ?? "billing:write",
     },

@@ -6,7 +6,7 @@ import { type ApiEvent, createHandler } from "../../functions/api/app-handler.js
 import { createLambdaContext } from "../../local/lambda-context.js";
 import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
 import { type Config, loadConfig } from "../../shared/config.js";
-import { type ApiDeps, createApiDeps } from "../../shared/deps.js";
+import { type ApiDeps, type ApiDepsOptions, createApiDeps } from "../../shared/deps.js";
 import { ensureTable } from "../../shared/store/table.js";
 
 /** A test's own table on the suite's local DynamoDB, a local model server, and the real handler over them. */
@@ -19,8 +19,11 @@ export interface TestStack {
   stop(): Promise<void>;
 }
 
-/** Starts a {@link TestStack}; `env` overrides configuration variables. */
-export async function startTestStack(env: Record<string, string> = {}): Promise<TestStack> {
+/** Starts a {@link TestStack}; `env` overrides configuration variables, `options` are createApiDeps'. */
+export async function startTestStack(
+  env: Record<string, string> = {},
+  options: ApiDepsOptions = {},
+): Promise<TestStack> {
   const model = await startModelServer();
   const config = loadConfig({
     DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
@@ -28,7 +31,7 @@ export async function startTestStack(env: Record<string, string> = {}): Promise<
     TABLE_NAME: `test-${randomUUID()}`,
     ...env,
   });
-  const deps = createApiDeps(config);
+  const deps = createApiDeps(config, options);
   await ensureTable(deps.ddb, config.table.name);
   const handler = createHandler(deps);
   return {

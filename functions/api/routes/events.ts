@@ -4,15 +4,13 @@ import type { ApiDeps } from "../../../shared/deps.js";
 import { ProblemError, toProblem } from "../../../shared/errors.js";
 import type { SecurityContext } from "../../../shared/identity.js";
 import { type FeedItem, followRunEvents, LiveEvents } from "../../../shared/runs/event-feed.js";
+import { BILLING_READ } from "../../../shared/runs/permissions.js";
 import { runEventsRoute } from "../contract.js";
 import { IDEMPOTENT_REPLAYED_HEADER } from "../run-idempotency.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
 
 /** The SSE event name of the last event of a `POST /v1/runs` stream: the JSON answer's body. */
 export const OUTCOME_EVENT = "run.outcome";
-
-/** The permission that lets a caller read every run of the tenant (as GET /v1/runs/{runId}). */
-const BILLING_READ = "billing:read";
 
 /**
  * Whether `security` may see a run of its tenant started by `userId`: its own runs, and every run of

@@ -3,13 +3,13 @@ import type { Context } from "hono";
 import type { RunOutcome } from "../../../shared/agent/loop.js";
 import { ProblemError } from "../../../shared/errors.js";
 import type { ConversationHistory } from "../../../shared/runs/conversation.js";
-import { BILLING_READ, BILLING_WRITE } from "../../../shared/runs/permissions.js";
+import { BILLING_WRITE } from "../../../shared/runs/permissions.js";
 import { type PreparedRun, prepareRun, type RunBody, type RunStart } from "../../../shared/runs/start.js";
 import { POLL_AFTER_SECONDS, prefersAsync } from "../async-preference.js";
 import { cancelRunRoute, createRunRoute, getRunRoute, listRunsRoute } from "../contract.js";
 import { withCursorProblem } from "../pagination.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
-import { streamRun, wantsEventStream } from "./events.js";
+import { canSeeRun, streamRun, wantsEventStream } from "./events.js";
 
 /**
  * `POST /v1/runs`, `GET /v1/runs` (the caller's own runs), `GET /v1/runs/{runId}` and `POST /v1/runs/{runId}/cancel`. The POST maps HTTP to the
@@ -49,9 +49,8 @@ export function runRoutes(deps: GetDeps) {
       const { runId } = c.req.valid("param");
       const found = await deps().runs.get(security.tenantId, runId);
       // A run is visible to the user who started it, and to billing readers of the same tenant.
-      const visible =
-        found && (found.run.userId === security.userId || security.permissions.includes(BILLING_READ));
-      if (!found || !visible) throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
+      if (!found || !canSeeRun(security, found.run.userId))
+        throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
       // A run still going (a durable run between polls) says when to look again.
       if (found.run.status === "running") c.header("Retry-After", String(POLL_AFTER_SECONDS));
       if (found.run.status !== "awaiting_approval") return c.json({ ...found.run, steps: found.steps }, 200);
@@ -91,6 +90,7 @@ async function respondOnce(
     const idempotent = {
       ...input,
       tenantId: c.get("security").tenantId,
+      userId: c.get("security").userId,
       leaseExpiresAt: prepared.leaseExpiresAt,
     };
     // A replay is a stored response of this same route.
@@ -161,14 +161,19 @@ function completedBody(outcome: RunOutcome, conversation: ConversationHistory | 
     );
   }
   if (body.status === "model_error") {
+    // A failure the adapter recognised (Bedrock's) has a stable code and a fixed sentence saying what to do.
+    const known = body.details.modelError?.code ? body.details.modelError : undefined;
     throw new ProblemError(
       "MODEL_UNAVAILABLE",
-      `The model provider kept failing after retries; the run stopped after ${body.cycles} cycle(s).`,
+      known
+        ? `${known.message} The run stopped after ${body.cycles} cycle(s).`
+        : `The model provider kept failing after retries; the run stopped after ${body.cycles} cycle(s).`,
       {
         extensions: {
           runId,
           runStatus,
           providerStatus: body.modelErrorStatus ?? null,
+          modelErrorCode: known?.code ?? null,
           cycles,
           toolResults,
           usage,

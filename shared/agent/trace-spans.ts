@@ -1,0 +1,98 @@
+import { ATTR, failSpan, inSpan, Kind, setAttributes, setContent } from "../tracing.js";
+import type { ToolCallRequest } from "./dispatcher.js";
+import type { ChatMessage, Model, ModelFailure, ModelReply } from "./model.js";
+import type { ToolResult } from "./result.js";
+
+/**
+ * The stable code of a failed model call, as `error.type` of its `chat` span: the problem code the HTTP
+ * layer answers a run stopped by it with (shared/errors.ts), never the provider's text.
+ */
+export function modelErrorCode(failure: Pick<ModelFailure, "cause">): string {
+  switch (failure.cause) {
+    case "deadline":
+      return "DEADLINE_EXCEEDED";
+    case "context_length":
+      return "CONTEXT_LENGTH_EXCEEDED";
+    default:
+      return "MODEL_UNAVAILABLE";
+  }
+}
+
+/**
+ * Runs one model call inside its `chat {model}` span (CLIENT; GenAI conventions): operation, provider,
+ * requested model and server at start; finish reason and token usage (input = prompt tokens, output =
+ * completion tokens) from the reply; a failure sets status error, `error.type` (see
+ * {@link modelErrorCode}) and the provider's HTTP status. The request's messages and the reply go on
+ * the span only with content capture on.
+ */
+export function chatSpan<T extends ModelReply | ModelFailure>(
+  model: Model,
+  messages: readonly ChatMessage[],
+  call: () => Promise<T>,
+): Promise<T> {
+  const about = model.telemetry ?? { providerName: "unknown", requestModel: "unknown" };
+  return inSpan(
+    `chat ${about.requestModel}`,
+    {
+      kind: Kind.CLIENT,
+      attributes: {
+        [ATTR.operationName]: "chat",
+        [ATTR.providerName]: about.providerName,
+        [ATTR.requestModel]: about.requestModel,
+        ...(about.serverAddress ? { [ATTR.serverAddress]: about.serverAddress } : {}),
+        ...(about.serverPort ? { [ATTR.serverPort]: about.serverPort } : {}),
+      },
+    },
+    async (span) => {
+      setContent(span, ATTR.inputMessages, () => messages);
+      const response = await call();
+      setAttributes(span, {
+        [ATTR.inputTokens]: response.usage.promptTokens,
+        [ATTR.outputTokens]: response.usage.completionTokens,
+      });
+      if (response.kind === "failure") {
+        failSpan(span, modelErrorCode(response));
+        setAttributes(span, { "http.response.status_code": response.status ?? undefined });
+      } else {
+        if (response.finishReason) span?.setAttribute(ATTR.finishReasons, [response.finishReason]);
+        setContent(span, ATTR.outputMessages, () => [
+          { role: "assistant", content: response.content, tool_calls: response.toolCalls },
+        ]);
+      }
+      return response;
+    },
+  );
+}
+
+/**
+ * Runs one tool call inside its `execute_tool {tool}` span (INTERNAL; GenAI conventions): tool name,
+ * call id and type at start; the result's status, the idempotency key of a mutating call, and for a
+ * failed call status error with `error.type` = the tool error's stable code (INVALID_ARGUMENTS,
+ * STORE_UNAVAILABLE, a business code…). Store calls the tool makes are its children. Arguments and
+ * the result's data go on the span only with content capture on.
+ */
+export function toolSpan(call: ToolCallRequest, run: () => Promise<ToolResult>): Promise<ToolResult> {
+  return inSpan(
+    `execute_tool ${call.name}`,
+    {
+      kind: Kind.INTERNAL,
+      attributes: {
+        [ATTR.operationName]: "execute_tool",
+        [ATTR.toolName]: call.name,
+        [ATTR.toolCallId]: call.id,
+        [ATTR.toolType]: "function",
+      },
+    },
+    async (span) => {
+      setContent(span, ATTR.toolArguments, () => call.arguments);
+      const result = await run();
+      setAttributes(span, {
+        [ATTR.toolStatus]: result.status,
+        [ATTR.idempotencyKey]: result.metadata.idempotencyKey ?? undefined,
+      });
+      if (result.error) failSpan(span, result.error.code);
+      else setContent(span, ATTR.toolResult, () => result.data);
+      return result;
+    },
+  );
+}

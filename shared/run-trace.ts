@@ -1,0 +1,275 @@
+import { createHash } from "node:crypto";
+import { type Context, context, type Span, trace } from "@opentelemetry/api";
+import type { ModelTelemetry } from "./agent/model.js";
+import type { RunObserver } from "./runs/lifecycle.js";
+import {
+  ATTR,
+  type CarriedTrace,
+  contextOf,
+  emitSpan,
+  failSpan,
+  Kind,
+  parentContextOf,
+  startSpanWithIds,
+  tracingOptions,
+  withContext,
+} from "./tracing.js";
+
+/**
+ * The `invoke_agent` span of a run (GenAI conventions, INTERNAL), started and ended at the run
+ * lifecycle's points: start, finish (the typed stop status), fail. The model's `chat`, the tools'
+ * `execute_tool` and the store's DynamoDB spans are its children. A durable run's span outlives an
+ * invocation: its ids are carried in the execution's input ({@link CarriedTrace}), every invocation's
+ * spans name it as their parent, and the invocation that finishes the run emits it whole
+ * ({@link finishCarriedRunSpan}).
+ */
+
+/** The agent's name on spans (`gen_ai.agent.name`). */
+export const AGENT_NAME = "boundloop";
+
+/**
+ * What the agent span says about a run: tenant, run id, conversation (the first run of its
+ * `previousRunId` chain), whether it is durable, and the model it talks to.
+ */
+export interface RunTraceInfo {
+  tenantId: string;
+  runId: string;
+  conversationId: string;
+  durable: boolean;
+  model?: ModelTelemetry | undefined;
+}
+
+/** The outcome facts the agent span ends with. */
+export interface RunTraceOutcome {
+  status: string;
+  cycles: number;
+  usage: { promptTokens: number; completionTokens: number };
+}
+
+/** Statuses a run ends in without an error: the loop's answer. Any other typed stop is an error. */
+const OK_STATUSES = new Set(["completed"]);
+
+function startAttributes(info: RunTraceInfo) {
+  return {
+    [ATTR.operationName]: "invoke_agent",
+    [ATTR.providerName]: info.model?.providerName ?? "unknown",
+    [ATTR.agentName]: AGENT_NAME,
+    [ATTR.conversationId]: info.conversationId,
+    ...(info.model ? { [ATTR.requestModel]: info.model.requestModel } : {}),
+    [ATTR.tenant]: info.tenantId,
+    [ATTR.runId]: info.runId,
+    [ATTR.runDurable]: info.durable,
+  };
+}
+
+function endWith(span: Span, outcome: RunTraceOutcome): void {
+  span.setAttributes({
+    [ATTR.runStatus]: outcome.status,
+    [ATTR.runCycles]: outcome.cycles,
+    [ATTR.inputTokens]: outcome.usage.promptTokens,
+    [ATTR.outputTokens]: outcome.usage.completionTokens,
+  });
+  // The run's typed stop status is its error type: stable, upper case like the problem codes.
+  if (!OK_STATUSES.has(outcome.status)) failSpan(span, outcome.status.toUpperCase());
+}
+
+/**
+ * A run's agent span in this process (the synchronous path). `context` is the context the run's work
+ * runs in (its children's parent); undefined with tracing off.
+ */
+export interface RunSpan {
+  context: Context | undefined;
+  /** Ends the span with the run's outcome. */
+  finish(outcome: RunTraceOutcome): void;
+  /** Ends the span as a run that failed on the server (error.type = the stable code, e.g. INTERNAL). */
+  fail(code: string): void;
+}
+
+const NO_SPAN: RunSpan = { context: undefined, finish() {}, fail() {} };
+
+/**
+ * The ids of a run's agent span, derived from its run id (SHA-256), so every process that has a part
+ * of the run (the API, each invocation of its durable execution) names the same span without asking a
+ * store, and a retried start sends the same execution input: the span id always, and the trace id
+ * unless `parent` (the active span when the run started, e.g. an ADOT layer's invocation span) gives
+ * it. Undefined with tracing off.
+ * @param withParent false for a run started as a durable execution: its own trace, whoever retries the
+ *   start
+ */
+export function agentTraceOf(runId: string, withParent = true): CarriedTrace | undefined {
+  if (!tracingOptions().enabled) return undefined;
+  const hash = (what: string) => createHash("sha256").update(`${what}:${runId}`).digest("hex");
+  const spanId = hash("span").slice(0, 16);
+  const parent = withParent ? trace.getSpan(context.active())?.spanContext() : undefined;
+  if (parent && trace.isSpanContextValid(parent)) {
+    return { traceId: parent.traceId, spanId, traceFlags: parent.traceFlags, parentSpanId: parent.spanId };
+  }
+  return { traceId: hash("trace").slice(0, 32), spanId, traceFlags: 1 };
+}
+
+/**
+ * Starts the agent span of a run that runs in this process (ids from {@link agentTraceOf}), a child of
+ * the active span (if any). A run handed over to a durable execution leaves it unended (an unended span
+ * is never exported): the execution emits it under the same ids.
+ */
+export function startRunSpan(info: RunTraceInfo): RunSpan {
+  const ids = agentTraceOf(info.runId);
+  if (!ids) return NO_SPAN;
+  const span = startSpanWithIds(
+    `invoke_agent ${AGENT_NAME}`,
+    { kind: Kind.INTERNAL, attributes: startAttributes(info) },
+    context.active(),
+    ids,
+  );
+  let ended = false;
+  const end = (fn: () => void) => {
+    if (ended) return;
+    ended = true;
+    fn();
+    span.end();
+  };
+  return {
+    context: trace.setSpan(context.active(), span),
+    finish: (outcome) => end(() => endWith(span, outcome)),
+    fail: (code) => end(() => failSpan(span, code)),
+  };
+}
+
+/**
+ * Emits a durable run's agent span whole, with the carried ids, from `startedAt` (epoch ms, the run's
+ * start) to now: called once, by the step that records the run's outcome (so a replay does not emit
+ * it again).
+ */
+export function finishCarriedRunSpan(
+  carried: CarriedTrace | undefined,
+  info: RunTraceInfo,
+  startedAt: number,
+  outcome: RunTraceOutcome | { failed: string },
+): void {
+  if (!carried) return;
+  emitSpan(
+    `invoke_agent ${AGENT_NAME}`,
+    { kind: Kind.INTERNAL, startTime: startedAt, attributes: startAttributes(info) },
+    Date.now(),
+    (span) => ("failed" in outcome ? failSpan(span, outcome.failed) : endWith(span, outcome)),
+    parentContextOf(carried),
+    { traceId: carried.traceId, spanId: carried.spanId },
+  );
+}
+
+/**
+ * Emits the approval wait of a durable run as its own span (`boundloop.approval.wait`, INTERNAL) from
+ * the request to the decision (epoch ms), a child of the run's agent span: called once, from the step
+ * after the decision, so a replay emits no second one.
+ */
+export function emitApprovalWait(
+  carried: CarriedTrace | undefined,
+  wait: { approvalId: string; toolName: string; toolCallId: string; decision: string },
+  requestedAt: number,
+  decidedAt: number,
+): void {
+  if (!carried) return;
+  emitSpan(
+    "boundloop.approval.wait",
+    {
+      kind: Kind.INTERNAL,
+      startTime: requestedAt,
+      attributes: {
+        [ATTR.approvalId]: wait.approvalId,
+        [ATTR.approvalDecision]: wait.decision,
+        [ATTR.toolName]: wait.toolName,
+        [ATTR.toolCallId]: wait.toolCallId,
+      },
+    },
+    Math.max(requestedAt, decidedAt),
+    () => undefined,
+    contextOf(carried),
+  );
+}
+
+/** Agent spans of runs in progress in this process (synchronous runs), by run id. */
+const inProcess = new Map<string, RunSpan>();
+
+/** The carried agent spans of durable runs this invocation is running, by run id. */
+const durable = new Map<string, { carried: CarriedTrace; startedAt: number; info: RunTraceInfo }>();
+
+/**
+ * Runs a synchronous run's work (`fn`: its lifecycle and loop) inside its agent span, so every span of
+ * the run is its child; {@link traceObserver} ends it at the lifecycle's `finished` or `failed`, and a
+ * run that `paused` (handed over) leaves it open for its durable execution.
+ */
+export async function traceRun<T>(info: RunTraceInfo, fn: () => Promise<T>): Promise<T> {
+  const span = startRunSpan(info);
+  if (!span.context) return fn();
+  inProcess.set(info.runId, span);
+  try {
+    return await withContext(span.context, fn);
+  } finally {
+    inProcess.delete(info.runId);
+  }
+}
+
+/**
+ * Runs one invocation of a durable run (`fn`) in its carried trace: every span of it is a child of the
+ * run's agent span (`carried`, from the execution's input; derived from the run id when absent), which
+ * {@link traceObserver} emits at the lifecycle's `finished` or `failed` (each in a step: once).
+ * @param startedAt the run's start (epoch ms), the agent span's start
+ */
+export async function traceDurableRun<T>(
+  carried: CarriedTrace | undefined,
+  startedAt: number,
+  info: RunTraceInfo,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const ids = carried ?? agentTraceOf(info.runId, false);
+  if (!ids || !tracingOptions().enabled) return fn();
+  durable.set(info.runId, { carried: ids, startedAt, info });
+  try {
+    return await withContext(contextOf(ids), fn);
+  } finally {
+    durable.delete(info.runId);
+  }
+}
+
+/** Sets the conversation of a durable run being traced (known once its history is loaded). */
+export function traceConversation(runId: string, conversationId: string): void {
+  const entry = durable.get(runId);
+  if (entry) entry.info = { ...entry.info, conversationId };
+}
+
+/**
+ * The lifecycle's trace points (shared/runs/lifecycle.ts calls it with its other observers): `finished`
+ * and `failed` end the run's agent span (in process) or emit it (durable); `paused` leaves it open.
+ */
+export const traceObserver: RunObserver = {
+  finished(run, outcome) {
+    endRun(run.runId, outcome);
+  },
+  failed(run) {
+    endRun(run.runId, { failed: "INTERNAL" });
+  },
+  paused(run) {
+    inProcess.delete(run.runId);
+  },
+};
+
+function endRun(runId: string, outcome: RunTraceOutcome | { failed: string }): void {
+  const span = inProcess.get(runId);
+  if (span) {
+    if ("failed" in outcome) span.fail(outcome.failed);
+    else span.finish(outcome);
+    return;
+  }
+  const entry = durable.get(runId);
+  if (entry) finishCarriedRunSpan(entry.carried, entry.info, entry.startedAt, outcome);
+}
+
+/** The approval wait of durable run `runId` being traced (see {@link emitApprovalWait}). */
+export function traceApprovalWait(
+  runId: string,
+  wait: Parameters<typeof emitApprovalWait>[1],
+  requestedAt: number,
+  decidedAt: number,
+): void {
+  emitApprovalWait(durable.get(runId)?.carried, wait, requestedAt, decidedAt);
+}

@@ -1,0 +1,68 @@
+import type { Config, TracingMode } from "../config.js";
+import { onceUntilFailed } from "../lazy.js";
+import { configureTracing } from "../tracing.js";
+import type { TracingSdk } from "./sdk.js";
+
+/**
+ * Whether a function deployed with tracing `mode` exports from inside its own process, and so needs the
+ * OpenTelemetry SDK in its bundle: `otlp` and `console` do; `off` never traces and `adot` leaves export
+ * to the layer's SDK. The stack builds each function's bundle with the SDK only then (infra/bundle.ts
+ * `withoutTracingSdk`), so with tracing off the deployed code holds `@opentelemetry/api` and boundloop's
+ * instrumentation but no SDK or exporter.
+ */
+export function bundlesTracingSdk(mode: TracingMode): boolean {
+  return mode === "otlp" || mode === "console";
+}
+
+/**
+ * Wraps a Lambda entry point's handler with the tracing `config.tracing` asks for (TRACING):
+ * - `off`: the handler itself, unchanged; no SDK code is loaded, so the bundle's entry chunk and the
+ *   cold start are what they are without tracing (the SDK is a chunk of its own, infra/bundle.ts)
+ * - `adot`: an ADOT Lambda layer registered its SDK before the handler loaded (AWS_LAMBDA_EXEC_WRAPPER)
+ *   and flushes it itself; boundloop's spans are switched on and go to it
+ * - `otlp`, `console`: the in-bundle SDK (shared/telemetry/sdk.ts) is loaded on the first invocation,
+ *   and every invocation flushes it before it returns (Lambda freezes the process once the handler has
+ *   answered, so a span left in a batch could be lost or sent minutes late). Traces never change an
+ *   answer: a failed flush is ignored, and a failed SDK load is logged at ERROR, runs that invocation
+ *   untraced and is retried by the next one (shared/lazy.ts `onceUntilFailed`). A bundle built with
+ *   tracing off has no SDK ({@link bundlesTracingSdk}): switching TRACING on by hand in the function's
+ *   environment logs that error on every invocation; redeploy with the setting instead.
+ */
+export function withTracing<A extends unknown[], R>(
+  handler: (...args: A) => Promise<R>,
+  config: Pick<Config, "tracing" | "observability">,
+): (...args: A) => Promise<R> {
+  const { mode, otlpEndpoint, captureContent } = config.tracing;
+  if (mode === "off") return handler;
+  if (!bundlesTracingSdk(mode)) {
+    configureTracing({ enabled: true, captureContent });
+    return handler;
+  }
+  const loadSdk = onceUntilFailed<TracingSdk>(async () => {
+    const { startTracing } = await import("./sdk.js");
+    return startTracing(
+      mode === "otlp" ? { kind: "otlp", endpoint: otlpEndpoint } : { kind: "console" },
+      config.observability.serviceName,
+      captureContent,
+    );
+  });
+  const loadLogger = onceUntilFailed(async () =>
+    (await import("../observability.js")).createLogger(config.observability),
+  );
+  return async (...args: A) => {
+    const started = await loadSdk().catch(async (error: unknown) => {
+      // Traces never fail a request, but a missing trace is said once per failed load, at ERROR (e.g. a
+      // bundle built without the SDK whose TRACING was switched on by hand).
+      const logger = await loadLogger().catch(() => undefined);
+      logger?.error("tracing is on but the OpenTelemetry SDK did not start; this invocation is not traced", {
+        error: error as Error,
+      });
+      return undefined;
+    });
+    try {
+      return await handler(...args);
+    } finally {
+      await started?.flush().catch(() => undefined);
+    }
+  };
+}

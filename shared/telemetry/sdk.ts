@@ -1,0 +1,92 @@
+import { randomBytes } from "node:crypto";
+import { context, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import {
+  BatchSpanProcessor,
+  ConsoleSpanExporter,
+  type IdGenerator,
+  SimpleSpanProcessor,
+  type SpanExporter,
+  type SpanProcessor,
+  TracerProvider,
+} from "@opentelemetry/sdk-trace";
+import { configureTracing, presetIds } from "../tracing.js";
+
+/**
+ * Where spans go, chosen at the entry point (shared/telemetry/entry.ts reads it from config):
+ * - `otlp`: OTLP/HTTP (JSON) to `endpoint` + `/v1/traces`, batched, flushed before each invocation ends
+ * - `console`: the SDK's console exporter (one object per span on stdout)
+ * - `exporter`: any SpanExporter (tests' InMemorySpanExporter, `npm start -- --trace`'s tree printer),
+ *   exported span by span, or batched with `batch` (the benchmark's)
+ */
+export type TracingExport =
+  | { kind: "otlp"; endpoint: string }
+  | { kind: "console" }
+  | { kind: "exporter"; exporter: SpanExporter; batch?: boolean };
+
+/** The running SDK: `flush` exports what has ended (call it before an invocation returns). */
+export interface TracingSdk {
+  provider: TracerProvider;
+  flush(): Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+/**
+ * The SDK's id generator, except that a span started while {@link presetIds} holds ids gets them:
+ * the agent span of a durable run is emitted by the invocation that finishes the run with the id its
+ * children in earlier invocations already named as their parent (shared/tracing.ts `emitSpan`).
+ */
+export const presetAwareIds: IdGenerator = {
+  generateTraceId: () => presetIds.traceId ?? randomBytes(16).toString("hex"),
+  generateSpanId: () => presetIds.spanId ?? randomBytes(8).toString("hex"),
+};
+
+/**
+ * Starts the OpenTelemetry SDK for this process and registers it globally (tracer provider and an
+ * AsyncLocalStorage context manager, replacing any registered before: tests start one per file), then
+ * turns boundloop's spans on ({@link configureTracing}).
+ * @param serviceName `service.name` of the resource (POWERTOOLS_SERVICE_NAME)
+ * @param captureContent the opt-in content attributes (TRACE_CONTENT)
+ */
+export function startTracing(
+  exportTo: TracingExport,
+  serviceName: string,
+  captureContent: boolean,
+): TracingSdk {
+  const processor: SpanProcessor =
+    exportTo.kind === "otlp"
+      ? new BatchSpanProcessor({
+          exporter: new OTLPTraceExporter({ url: `${exportTo.endpoint.replace(/\/+$/, "")}/v1/traces` }),
+        })
+      : exportTo.kind === "exporter" && exportTo.batch
+        ? new BatchSpanProcessor({ exporter: exportTo.exporter })
+        : new SimpleSpanProcessor({
+            exporter: exportTo.kind === "console" ? new ConsoleSpanExporter() : exportTo.exporter,
+          });
+  const functionName = process.env.AWS_LAMBDA_FUNCTION_NAME;
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes({
+      "service.name": serviceName,
+      ...(functionName ? { "cloud.provider": "aws", "faas.name": functionName } : {}),
+    }),
+    idGenerator: presetAwareIds,
+    spanProcessors: [processor],
+  });
+  trace.disable();
+  context.disable();
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  trace.setGlobalTracerProvider(provider);
+  configureTracing({ enabled: true, captureContent });
+  return {
+    provider,
+    flush: () => provider.forceFlush(),
+    shutdown: async () => {
+      configureTracing({ enabled: false, captureContent: false });
+      await provider.shutdown();
+      trace.disable();
+      context.disable();
+    },
+  };
+}

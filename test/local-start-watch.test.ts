@@ -1,0 +1,46 @@
+import { randomUUID } from "node:crypto";
+import { describe, expect, inject, it } from "vitest";
+import { runScript } from "./support/scripts.js";
+
+// `npm start -- --watch` as a process (tsx local/start.ts --watch) on the suite's DynamoDB (fresh table)
+// with the model server the script starts itself: the run goes through the streaming entry.
+describe("npm start -- --watch", () => {
+  it("prints the seed run's events in order, then the same outcome and ledger as without --watch", {
+    timeout: 90_000,
+  }, async () => {
+    const { code, stdout } = await runScript("tsx", ["local/start.ts", "--watch"], {
+      DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
+      TABLE_NAME: `test-watch-${randomUUID()}`,
+    });
+    expect(code).toBe(0);
+    const events = stdout
+      .split("\n")
+      .map((line) => /^ {2}\[(\d+)\] (\S+)/.exec(line))
+      .filter((match) => match !== null)
+      .map((match) => [Number(match[1]), match[2]]);
+    expect(events).toEqual([
+      [1, "run.started"],
+      [2, "model.call.finished"],
+      [3, "tool.call.started"],
+      [4, "tool.call.started"],
+      [5, "tool.call.finished"],
+      [6, "tool.call.finished"],
+      [7, "model.call.finished"],
+      [8, "tool.call.started"],
+      [9, "tool.call.finished"],
+      [10, "model.call.finished"],
+      [11, "run.finished"],
+    ]);
+    expect(stdout).toMatch(
+      /\[6\] tool\.call\.finished +cycle 1 calculateTax business_error UNSUPPORTED_JURISDICTION/,
+    );
+    expect(stdout).toMatch(
+      /\[9\] tool\.call\.finished +cycle 2 recordInvoice success, \d+ ms, key tk_[0-9a-f]{64}/,
+    );
+    // The events come first, then the report as without --watch.
+    expect(stdout.indexOf("[11] run.finished")).toBeLessThan(stdout.indexOf("after 3 cycle(s)"));
+    expect(stdout).toMatch(/Run run_[0-9a-f-]{36}: completed after 3 cycle\(s\)/);
+    expect(stdout).toMatch(/calculateTax +success .*tax amount 300\.00, gross total 1800\.00, currency GBP/);
+    expect(stdout).toContain("Ledger for tenant_uk_01 (1 invoice):");
+  });
+});

@@ -1,0 +1,68 @@
+import { trace } from "@opentelemetry/api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHandler } from "../functions/api/app-handler.js";
+import { createLambdaContext } from "../local/lambda-context.js";
+import { withTracing } from "../shared/telemetry/entry.js";
+import { configureTracing, tracingOptions } from "../shared/tracing.js";
+import { type OtlpReceiver, type OtlpRequest, startOtlpReceiver } from "./support/spans.js";
+import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
+
+let receiver: OtlpReceiver;
+let stack: TestStack;
+beforeAll(async () => {
+  receiver = await startOtlpReceiver();
+  stack = await startTestStack({ POWERTOOLS_LOG_LEVEL: "SILENT" });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await receiver?.stop();
+  configureTracing({ enabled: false, captureContent: false });
+  trace.disable();
+});
+
+describe("export over OTLP/HTTP", () => {
+  it("the entry's SDK, loaded on the first invocation, sends the run's spans before the invocation answers", async () => {
+    const { endpoint, received } = receiver;
+    expect(tracingOptions().enabled).toBe(false);
+    const handler = withTracing(createHandler(stack.deps), {
+      tracing: { mode: "otlp", otlpEndpoint: endpoint, captureContent: false },
+      observability: stack.config.observability,
+    });
+    const response = await handler(seedEvent() as never, createLambdaContext(29_000));
+    expect(tracingOptions().enabled).toBe(true);
+    const { runId } = JSON.parse((response as { body: string }).body) as { runId: string };
+    // Flushed before the handler returned: nothing to wait for.
+    expect(received.length).toBeGreaterThan(0);
+    for (const post of received) {
+      expect(post.url).toBe("/v1/traces");
+      expect(post.headers["content-type"]).toBe("application/json");
+    }
+    const requests = received.map((post) => JSON.parse(post.body) as OtlpRequest);
+    const resource = requests[0]?.resourceSpans[0]?.resource.attributes ?? [];
+    expect(resource).toContainEqual({ key: "service.name", value: { stringValue: "boundloop" } });
+    const spans = requests.flatMap((r) =>
+      r.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)),
+    );
+    const scopes = requests.flatMap((r) =>
+      r.resourceSpans.flatMap((rs) => rs.scopeSpans.map((ss) => ss.scope.name)),
+    );
+    expect(new Set(scopes)).toEqual(new Set(["boundloop"]));
+    const attribute = (span: (typeof spans)[number], key: string) =>
+      span.attributes.find((a) => a.key === key)?.value;
+    const agent = spans.find((span) => span.name === "invoke_agent boundloop");
+    expect(agent && attribute(agent, "boundloop.run.id")).toEqual({ stringValue: runId });
+    expect(agent && attribute(agent, "boundloop.run.status")).toEqual({ stringValue: "completed" });
+    const chats = spans.filter((span) => span.name === "chat gpt-4o-mini");
+    expect(chats).toHaveLength(3);
+    for (const chat of chats) {
+      expect(chat.kind).toBe(3); // SPAN_KIND_CLIENT in OTLP
+      expect(chat.traceId).toBe(agent?.traceId);
+      expect(chat.parentSpanId).toBe(agent?.spanId);
+      expect(attribute(chat, "gen_ai.usage.input_tokens")?.intValue).toBeDefined();
+    }
+    const failed = spans.find((span) => span.name === "execute_tool calculateTax" && span.status?.code === 2);
+    expect(failed && attribute(failed, "error.type")).toEqual({ stringValue: "UNSUPPORTED_JURISDICTION" });
+    const puts = spans.filter((span) => span.name === "DynamoDB.PutItem");
+    expect(puts.length).toBeGreaterThan(0);
+  });
+});
