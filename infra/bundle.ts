@@ -6,9 +6,10 @@
  * chunks/, source maps) and prints its size: what the stack's local bundling runs.
  */
 import { spawnSync } from "node:child_process";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { type BuildOptions, build, type Metafile, type Plugin } from "esbuild";
+import { writeConsoleAssets } from "../console/build.js";
 
 /** The project root: esbuild's working directory, where node_modules and tsconfig.json are. */
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -244,19 +245,24 @@ export interface ApiBundleOptions {
 }
 
 /**
- * Builds `options.entry` with {@link API_BUNDLE_OPTIONS} into `outdir` as `index.mjs` plus `chunks/`.
+ * Builds `options.entry` with {@link API_BUNDLE_OPTIONS} into `outdir` as `index.mjs` plus `chunks/`;
+ * the API's also gets the console's browser assets in `console/` (console/build.ts).
  * @throws esbuild's build failure (unresolvable import, type-stripping error), with its messages
  */
 export async function buildApiBundle(outdir: string, options: ApiBundleOptions = {}): Promise<ApiBundle> {
+  const entry = options.entry ?? API_ENTRY;
   const result = await build({
     ...API_BUNDLE_OPTIONS,
     plugins: options.tracingSdk
       ? API_BUNDLE_OPTIONS.plugins
       : [...API_BUNDLE_OPTIONS.plugins, withoutTracingSdk],
     splitting: options.splitting ?? API_BUNDLE_OPTIONS.splitting,
-    entryPoints: { index: options.entry ?? API_ENTRY },
+    entryPoints: { index: entry },
     outdir,
   });
+  // The API function serves the operator console: its browser assets go next to the code as files
+  // (read at run time from LAMBDA_TASK_ROOT/console), never into the server JavaScript.
+  if (entry === API_ENTRY) await writeConsoleAssets(join(outdir, "console"));
   return { outdir, file: `${outdir}/index.mjs`, metafile: result.metafile };
 }
 

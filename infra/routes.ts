@@ -22,6 +22,7 @@ export interface ApiRoute {
 /** The HTTP API's routes; every route goes to the one function. */
 export const ROUTES: readonly ApiRoute[] = [
   { method: "POST", path: "/v1/runs", auth: "jwt" },
+  { method: "GET", path: "/v1/runs", auth: "jwt" },
   { method: "GET", path: "/v1/runs/{runId}", auth: "jwt" },
   { method: "GET", path: "/v1/runs/{runId}/events", auth: "jwt" },
   { method: "POST", path: "/v1/runs/{runId}/cancel", auth: "jwt" },
@@ -35,9 +36,25 @@ export const ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "/.well-known/oauth-protected-resource/mcp", auth: "public" },
   { method: "GET", path: "/healthz", auth: "public" },
   { method: "GET", path: "/openapi.json", auth: "public" },
+  // The operator console's page and its hashed assets (functions/api/console.ts): a browser navigating
+  // sends no bearer token; the page then calls the API above with one.
+  { method: "GET", path: "/console", auth: "public" },
+  { method: "GET", path: "/console/assets/{file}", auth: "public" },
 ];
 
-/** The routes without a gateway authorizer (public and `bearer`) as `"METHOD /path"` (none has a path parameter). */
+/** The routes without a gateway authorizer (public and `bearer`) as `"METHOD /path"` (API Gateway syntax, `{param}` for one path segment). */
 export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(
   ROUTES.filter((route) => route.auth !== "jwt").map((route) => `${route.method} ${route.path}`),
 );
+
+/**
+ * Whether a request (`method`, `path` without query) goes to a public route: its `"METHOD /path"` is one
+ * of {@link PUBLIC_ROUTES}, where a `{param}` matches one non-empty path segment, as API Gateway does.
+ */
+export function isPublicRoute(method: string, path: string): boolean {
+  for (const route of PUBLIC_ROUTES) {
+    const pattern = route.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
+    if (new RegExp(`^${pattern}$`).test(`${method} ${path}`)) return true;
+  }
+  return false;
+}

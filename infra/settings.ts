@@ -114,6 +114,9 @@ export type RuntimeContextKey = (typeof RUNTIME_SETTINGS)[number]["context"];
  *   trusts that (`builtInUserPool: true`).
  * - `consoleCallbackUrls`: where the built-in pool's app client may send an authorization code
  *   (OAuth 2.0 code grant with PKCE, for a browser console); https, or http on localhost.
+ * - `consoleClientId`: the OAuth client id the operator console (/console) signs in with (code + PKCE)
+ *   at your own issuer; with the built-in pool its app client is used and this is ignored. Unset with your
+ *   own issuer: the console takes a pasted token.
  * - `personal`: true for a personal/sandbox account: table, secret and log groups are DESTROYed with
  *   the stack; false (the default) RETAINs them and turns on table deletion protection.
  * - `openaiModel`, `openaiBaseUrl`: the runtime settings of those names (OPENAI_MODEL, OPENAI_BASE_URL).
@@ -132,6 +135,7 @@ export interface DeploySettings {
   jwtAudience: string[] | undefined;
   builtInUserPool: boolean;
   consoleCallbackUrls: string[];
+  consoleClientId: string | undefined;
   personal: boolean;
   openaiModel: string | undefined;
   openaiBaseUrl: string | undefined;
@@ -147,7 +151,7 @@ export type ContextValue = string | number | boolean | readonly string[] | Recor
 
 /** Settings passed as stack props; each one overrides the CDK context value of the same name. */
 export type DeploySettingsInput = Partial<
-  Pick<DeploySettings, "jwtIssuer" | "personal" | "openaiApiKeySecretName">
+  Pick<DeploySettings, "jwtIssuer" | "consoleClientId" | "personal" | "openaiApiKeySecretName">
 > & {
   jwtAudience?: string | string[];
   consoleCallbackUrls?: string | string[];
@@ -158,6 +162,7 @@ export const CONTEXT_KEYS = [
   "jwtIssuer",
   "jwtAudience",
   "consoleCallbackUrls",
+  "consoleClientId",
   "personal",
   "openaiApiKeySecretName",
   ...RUNTIME_SETTINGS.map((setting) => setting.context),
@@ -202,6 +207,13 @@ const SettingsSchema = z.object({
           error: "consoleCallbackUrls must be https, or http on localhost",
         },
       )
+      .optional(),
+  ),
+  consoleClientId: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .regex(/^[\x21-\x7e]{1,256}$/, "consoleClientId must be an OAuth client id (printable, no spaces)")
       .optional(),
   ),
   personal: z.preprocess(
@@ -271,6 +283,7 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
     jwtAudience: settings.jwtAudience,
     builtInUserPool: settings.jwtIssuer === undefined,
     consoleCallbackUrls: settings.consoleCallbackUrls ?? DEFAULT_CONSOLE_CALLBACK_URLS,
+    consoleClientId: settings.consoleClientId,
     personal: settings.personal,
     openaiModel: runtime.OPENAI_MODEL,
     openaiBaseUrl: runtime.OPENAI_BASE_URL,

@@ -72,6 +72,13 @@ export const API_INTEGRATION_TIMEOUT_SECONDS = 30;
 export const STREAM_FUNCTION_TIMEOUT_SECONDS = 900;
 
 /**
+ * How long one event stream of the API function stays open (s). The HTTP API delivers a response only
+ * when it ends, so a short stream, resumed by the client with Last-Event-ID, keeps a watcher (the
+ * console) within seconds of the run; the streaming function URL streams for real.
+ */
+export const API_STREAM_MAX_SECONDS = 2;
+
+/**
  * Default route throttling of the API stage (requests per second, burst). Deliberately low for a
  * personal account: each run spends model tokens. The account-level default is 10 000 rps / 5 000 burst.
  */
@@ -149,6 +156,8 @@ export class BoundloopStack extends Stack {
       : undefined;
     const jwtIssuer = userPool?.issuer ?? (settings.jwtIssuer as string);
     const jwtAudience = userPool ? [userPool.audience] : (settings.jwtAudience as string[]);
+    // The operator console (functions/api/console.ts) signs in at the issuer with this client.
+    const consoleClientId = userPool ? userPool.audience : settings.consoleClientId;
 
     const table = new TableV2(this, "Table", {
       partitionKey: { name: TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
@@ -213,12 +222,17 @@ export class BoundloopStack extends Stack {
       environment: functionEnvironment({
         ...sharedEnvironment,
         ...runtimeEnvironment(settings, "api"),
+        // The HTTP API buffers a response until it ends: short event streams (each resumed by the
+        // client with Last-Event-ID) let the console follow a run within seconds through it; the
+        // streamMaxSeconds setting, when given, wins.
+        STREAM_MAX_SECONDS: settings.runtime.STREAM_MAX_SECONDS ?? String(API_STREAM_MAX_SECONDS),
         RUNNER_FUNCTION_ARN: runner.alias.functionArn,
         DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeoutSeconds),
         // /mcp verifies tokens itself against the issuer the JWT authorizer trusts (docs/mcp.md).
         JWT_ISSUER: jwtIssuer,
         // With the built-in pool, only the claims its trigger writes count (shared/user-roles.ts).
         ...(userPool ? BUILT_IN_POOL_IDENTITY : {}),
+        ...(consoleClientId ? { CONSOLE_CLIENT_ID: consoleClientId } : {}),
       }),
     });
 
@@ -306,7 +320,7 @@ export class BoundloopStack extends Stack {
           reason:
             route.auth === "bearer"
               ? `${route.method} ${route.path} verifies its bearer token in the function (OAuth resource server: 401 with resource_metadata, audience = the endpoint's URL).`
-              : `${route.method} ${route.path} is public by design: a liveness probe / the API's own description / resource metadata, no tenant data.`,
+              : `${route.method} ${route.path} is public by design: a liveness probe / the API's own description / resource metadata, or the console's page and static assets (its data comes from the authorized routes), no tenant data.`,
         });
       }
     }

@@ -4,7 +4,7 @@
  * v2 event the authorizer would produce (local/dev-event.ts).
  *
  * Gateway behaviour mirrored: the stack's public routes (infra/routes.ts: `GET /healthz`,
- * `GET /openapi.json`) have no authorizer, every other route does (401
+ * `GET /openapi.json`, the console's page and assets) have no authorizer, every other route does (401
  * `{"message":"Unauthorized"}` with a `www-authenticate` reason); bodies over 10 MB get 413; a handler
  * still running at the timeout gets 503 `{"message":"Service Unavailable"}`; a handler that throws gets
  * 500 `{"message":"Internal Server Error"}`.
@@ -14,7 +14,7 @@ import type { AddressInfo } from "node:net";
 import type { Context, StreamifyHandler } from "aws-lambda";
 import type { ApiEvent } from "../functions/api/handler.js";
 import { wantsEventStream } from "../functions/api/routes/events.js";
-import { PUBLIC_ROUTES } from "../infra/routes.js";
+import { isPublicRoute } from "../infra/routes.js";
 import { createJwtAuthorizer, type DevIssuerFile } from "./dev-auth.js";
 import { headersOf, type ProxyResult, toHttpApiEvent, writeProxyResult } from "./dev-event.js";
 import { createLambdaContext } from "./lambda-context.js";
@@ -68,7 +68,7 @@ export async function startDevServer(options: {
       return "";
     }
     let claims: Awaited<ReturnType<typeof authorize>> | undefined;
-    if (!PUBLIC_ROUTES.has(`${method} ${path}`)) {
+    if (!isPublicRoute(method, path)) {
       claims = await authorize(req.headers.authorization);
       if (!claims.ok) {
         gatewayError(res, 401, "Unauthorized", {

@@ -50,7 +50,8 @@ const USAGE = `usage: npm run dev -- [options]
   --timeout <s>        function timeout in seconds (default ${DEFAULT_TIMEOUT_S}, as deployed, or more when RUN_TIMEOUT_MS needs it)
   --issuer <iss>       issuer the JWT check accepts and tokens carry (default urn:boundloop:local-dev-issuer)
   --audience <aud>     audience the JWT check accepts and tokens carry (default boundloop-api)
-  --issuer-file <f>    where to write the issuer key for npm run token (default .boundloop/dev-issuer-<port>.json)`;
+  --issuer-file <f>    where to write the issuer key for npm run token (default .boundloop/dev-issuer-<port>.json)
+  --as <sub>           also print a console link for this user of the demo tenant (the second pair of eyes)`;
 
 let starting: Promise<LocalStack> | undefined;
 let server: DevServer | undefined;
@@ -69,6 +70,28 @@ async function cleanup(): Promise<void> {
   if (issuerFile) await removeIssuerFile(issuerFile);
 }
 
+/** The permissions of a console user `npm run dev` prints a link for: read, write and approve. */
+const CONSOLE_SCOPE = "billing:read billing:write billing:approve";
+
+/**
+ * The console links to print: the demo user's, then one per `--as` user of the demo tenant. The token
+ * goes in the URL fragment, which the browser never sends (so no server or proxy logs it); the page moves
+ * it to session storage and clears the fragment.
+ */
+async function consoleLinksFor(
+  issuer: Awaited<ReturnType<typeof createDevIssuer>>,
+  url: string,
+  others: string[],
+): Promise<string[]> {
+  const lines = ["Operator console (docs/console.md), open in a browser:", ""];
+  for (const sub of [DEMO_CLAIMS.sub, ...others]) {
+    const token = await mintToken(issuer, { ...DEMO_CLAIMS, sub, scope: CONSOLE_SCOPE });
+    lines.push(`  as ${sub}: ${url}/console#token=${token}`);
+  }
+  if (others.length === 0) lines.push("", "  A second user (four eyes): npm run dev -- --as usr_approver_01");
+  return [...lines, ""];
+}
+
 /** Quotes a string for a POSIX shell. */
 const shellQuote = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`;
 
@@ -83,6 +106,7 @@ async function main(argv: string[]): Promise<void> {
       issuer: { type: "string" },
       audience: { type: "string" },
       "issuer-file": { type: "string" },
+      as: { type: "string", multiple: true },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -143,6 +167,7 @@ async function main(argv: string[]): Promise<void> {
   );
 
   const token = await mintToken(issuer, { ...DEMO_CLAIMS });
+  const consoleLinks = await consoleLinksFor(issuer, server.url, values.as ?? []);
   const seed = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
   ) as { body: string };
@@ -176,6 +201,7 @@ async function main(argv: string[]): Promise<void> {
       "  -H 'content-type: application/json' \\",
       `  -d ${shellQuote(seed.body)}`,
       "",
+      ...consoleLinks,
       `MCP (docs/mcp.md): ${server.url}/mcp with a token whose audience is that URL:`,
       "",
       `  npx @modelcontextprotocol/inspector --cli ${server.url}/mcp --transport http --method tools/list \\`,
@@ -187,6 +213,10 @@ async function main(argv: string[]): Promise<void> {
   );
 }
 
+// The dev gateway buffers each response as API Gateway does, so an event stream reaches the browser when
+// it ends: short streams (the console resumes each with Last-Event-ID) keep its timeline within seconds
+// of the run. STREAM_MAX_SECONDS in the environment or --env-vars wins.
+process.env.STREAM_MAX_SECONDS ??= "2";
 // Lambda runs a current Node; the AWS SDK's "Node 20 support ends" notice is noise in local runs.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 

@@ -111,6 +111,11 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     description:
       "Comma-separated audiences the streaming function accepts (`aud`, or a Cognito access token's `client_id`), as the HTTP API's authorizer does; it verifies tokens against JWT_ISSUER with the keys of JWT_JWKS or JWT_JWKS_URL, as `/mcp` does.",
   },
+  CONSOLE_CLIENT_ID: {
+    group: "HTTP and identity",
+    description:
+      "OAuth client id the operator console (`/console`) signs in with at `JWT_ISSUER` (authorization code with PKCE); unset: the console takes a pasted token. Deploy setting `consoleClientId` (the built-in pool's app client by default).",
+  },
   STREAM_HEARTBEAT_SECONDS: {
     group: "Run event streams",
     unit: "s",

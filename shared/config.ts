@@ -240,6 +240,8 @@ const InlineJwks = z.pipe(
  * - JWT_AUDIENCE (comma separated), with JWT_ISSUER and the keys of JWT_JWKS / JWT_JWKS_URL (below): the
  *   streaming function (functions/stream/) verifies the bearer token itself with these, as the HTTP
  *   API's JWT authorizer does with the same issuer and audiences (infra/ sets both from one setting).
+ * - CONSOLE_CLIENT_ID: the OAuth client id the operator console (/console, functions/api/console.ts) signs
+ *   in with at JWT_ISSUER (authorization code with PKCE); unset: the console asks for a pasted token.
  * - STREAM_HEARTBEAT_SECONDS (default 15 s): an SSE comment is sent when the event stream has been
  *   quiet this long, well under the idle limits of what serves it (a Lambda function URL closes a
  *   response idle for longer than its function's timeout; proxies and browsers often cut at 30-60 s).
@@ -350,6 +352,7 @@ export const ConfigSchema = z.object({
         .filter((item) => item.length > 0),
     ),
   ),
+  CONSOLE_CLIENT_ID: optionalString,
   STREAM_HEARTBEAT_SECONDS: positiveInt(15, 240),
   STREAM_MAX_SECONDS: positiveInt(840, 3_600),
   STREAM_RETRY_MS: positiveInt(1_000, 60_000),
@@ -426,6 +429,8 @@ export interface Config {
     iamPrincipals: Record<string, { tenantId: string; permissions: string[] }>;
   };
   runs: { ttlSeconds: number };
+  /** The console's OIDC sign-in: issuer (JWT_ISSUER) and client id; both set or it takes a pasted token. */
+  console: { issuer: string | undefined; clientId: string | undefined };
   history: { maxTokens: number };
   http: { maxBodyBytes: number };
   stream: { heartbeatMs: number; maxMs: number; retryMs: number; pollMs: number; runTimeoutMs: number };
@@ -560,6 +565,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       iamPrincipals: raw.IAM_PRINCIPAL_TENANTS,
     },
     runs: { ttlSeconds: raw.RUN_TTL_SECONDS },
+    console: { issuer: raw.JWT_ISSUER, clientId: raw.CONSOLE_CLIENT_ID },
     history: { maxTokens: raw.HISTORY_MAX_TOKENS },
     http: { maxBodyBytes: raw.MAX_BODY_BYTES },
     stream: {

@@ -136,7 +136,7 @@ describe("bad input is a problem response and writes nothing", () => {
   it("an unknown route or method is 404 NOT_FOUND", async () => {
     problem(await call("http-api-v2", { method: "GET", path: "/v2/nothing" }), "NOT_FOUND");
     problem(await call("http-api-v2", { method: "DELETE", path: "/v1/runs" }), "NOT_FOUND");
-    problem(await call("rest-v1", { method: "GET", path: "/v1/runs" }), "NOT_FOUND");
+    problem(await call("rest-v1", { method: "GET", path: "/v1/runs/run_1/nothing" }), "NOT_FOUND");
   });
 });
 

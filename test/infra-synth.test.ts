@@ -199,6 +199,8 @@ describe("cdk synth of the real app", () => {
       "Boundloop/ApiFunctionRole",
       "Boundloop/HttpApi/GET--.well-known--oauth-protected-resource",
       "Boundloop/HttpApi/GET--.well-known--oauth-protected-resource--mcp",
+      "Boundloop/HttpApi/GET--console",
+      "Boundloop/HttpApi/GET--console--assets--{file}",
       "Boundloop/HttpApi/GET--healthz",
       "Boundloop/HttpApi/GET--mcp",
       "Boundloop/HttpApi/GET--openapi.json",
@@ -298,6 +300,23 @@ describe("cdk synth of the real app", () => {
     expect(total - asyncOnly.reduce((sum, file) => sum + sizeOf(file), 0)).toBeLessThan(1_200_000);
     expect(total).toBeLessThan(1_200_000);
     expect(gzipSync(code).length).toBeLessThan(100_000);
+    // The operator console: its browser assets are files beside the code (not server JavaScript), its
+    // server side one small chunk that a cold start does not read.
+    const manifest = JSON.parse(readFileSync(join(dir, "console", "manifest.json"), "utf8")) as {
+      script: string;
+      style: string;
+      files: Record<string, string>;
+    };
+    for (const name of Object.keys(manifest.files))
+      expect(existsSync(join(dir, "console", name)), name).toBe(true);
+    expect(manifest.script).toMatch(/^app-[A-Z0-9]{8}\.js$/);
+    expect(statSync(join(dir, "console", manifest.script)).size).toBeLessThan(30_000);
+    const consoleChunks = chunks.filter((chunk) =>
+      sourcesOf(dir, `chunks/${chunk}`).some((source) => source.endsWith("functions/api/console.ts")),
+    );
+    expect(consoleChunks).toHaveLength(1);
+    expect(sizeOf(`chunks/${consoleChunks[0]}`)).toBeLessThan(10_000);
+    expect(staticallyLoaded(dir)).not.toContain(`chunks/${consoleChunks[0]}`);
   });
 
   it("the MCP SDK and the JOSE code are read only by an /mcp request: no other route loads them", () => {

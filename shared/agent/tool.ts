@@ -85,10 +85,13 @@ export interface ToolHints {
 /**
  * What a person sees before deciding on a call that needs approval: the backend's own numbers (for
  * recordInvoice the quote's subtotal, tax, gross total and currency, exact decimal strings in major
- * units) and what they refer to. Plain JSON; never text the model wrote about itself.
+ * units) and what they refer to (its jurisdiction and the tax rule's `rateVersion`). Plain JSON; never
+ * text the model wrote about itself.
  */
 export interface ApprovalPreview {
   quoteId: string;
+  jurisdiction: string;
+  rateVersion: string;
   subtotal: string;
   taxAmount: string;
   grossTotal: string;

@@ -3,7 +3,7 @@ import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk
 import { sha256Hex } from "../hash.js";
 import { COMPRESS_ABOVE_BYTES, decodeText, type EncodedText, encodeText } from "./compressed.js";
 import { keys } from "./keys.js";
-import { queryTenant } from "./query.js";
+import { encodeCursor, queryTenant } from "./query.js";
 import {
   getItem,
   ITEM_ABSENT,
@@ -196,6 +196,13 @@ export interface RunFinish<S extends RunShapes = RunShapes> {
 export interface RunStoreOptions<S extends RunShapes = RunShapes> {
   shortenTranscript?: (messages: ReadonlyArray<S["message"]>) => ReadonlyArray<S["message"]>;
 }
+
+/** Sort-key prefix of run records and their steps (`RUN#<runId>`, `RUN#<runId>#STEP#…`). */
+const RUN_PREFIX = "RUN#";
+/** Table reads of one {@link RunStore.listPage} at most. */
+export const RUN_LIST_READS = 5;
+/** Items (records and steps) each read of {@link RunStore.listPage} asks for. */
+export const RUN_LIST_READ_SIZE = 100;
 
 /** Raw tool-call arguments longer than this (characters) are cut in the audit step. */
 export const MAX_ARGUMENT_CHARS = 8_192;
@@ -466,6 +473,52 @@ export class RunStore<S extends RunShapes = RunShapes> {
     if (split?.type !== "run") return undefined;
     if (Number(split.expiresAtSeconds) <= Math.floor(now.getTime() / 1000)) return undefined;
     return toRunRecord<S>(split.attributes).run;
+  }
+
+  /**
+   * One page of the runs `userId` started in `tenantId`, in run-id order, from the tenant's `RUN#` items
+   * (records and their steps): reads up to {@link RUN_LIST_READS} table pages of
+   * {@link RUN_LIST_READ_SIZE} items and keeps the user's live run records, so a page may hold fewer than
+   * `limit` while `nextCursor` is set. Records past their `ttl` are left out.
+   * @param options.limit page size, a positive integer (the API bounds it at 100)
+   * @param options.cursor a `nextCursor` of an earlier page of this listing
+   * @throws InvalidCursorError for a cursor not issued for this tenant's runs (nothing is read); the
+   *   SDK's error for a failed read
+   */
+  async listPage(
+    tenantId: string,
+    userId: string,
+    options: { limit: number; cursor?: string },
+    now: Date = new Date(),
+  ): Promise<{ runs: RunRecord<S>[]; nextCursor: string | undefined }> {
+    const runs: RunRecord<S>[] = [];
+    const nowSeconds = Math.floor(now.getTime() / 1000);
+    let cursor = options.cursor;
+    for (let read = 0; read < RUN_LIST_READS; read++) {
+      const page = await queryTenant(this.client, this.tableName, {
+        tenantId,
+        prefix: RUN_PREFIX,
+        limit: RUN_LIST_READ_SIZE,
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      for (const item of page.items) {
+        const split = splitItem(item);
+        if (split.type !== "run" || Number(split.expiresAtSeconds) <= nowSeconds) continue;
+        const { run } = toRunRecord<S>(split.attributes);
+        if (run.userId !== userId) continue;
+        runs.push(run);
+        if (runs.length === options.limit) {
+          const last = page.items.at(-1) === item && page.nextCursor === undefined;
+          return {
+            runs,
+            nextCursor: last ? undefined : encodeCursor(tableKey(tenantId, keys.run(run.runId))),
+          };
+        }
+      }
+      cursor = page.nextCursor;
+      if (cursor === undefined) return { runs, nextCursor: undefined };
+    }
+    return { runs, nextCursor: cursor };
   }
 
   /**

@@ -62,7 +62,8 @@ export interface RecordInvoiceDeps {
  * the threshold of the quote's currency. Every number comes from the stored quote, none from the model.
  * A quote that is missing or expired needs no approval (the call then fails QUOTE_NOT_FOUND /
  * QUOTE_EXPIRED as usual, or returns the invoice a retry already recorded).
- * @returns the preview (the quote's subtotal, tax, gross total, currency and the threshold), or null
+ * @returns the preview (the quote's jurisdiction, rate version, subtotal, tax, gross total, currency and
+ *   the threshold), or null
  * @throws the store's errors (the call then does not run: APPROVAL_CHECK_FAILED)
  */
 function invoiceApprovalPolicy(
@@ -88,6 +89,8 @@ function invoiceApprovalPolicy(
       return null;
     return {
       quoteId: quote.quoteId,
+      jurisdiction: quote.jurisdiction,
+      rateVersion: quote.rateVersion,
       subtotal: quote.subtotal.amount,
       taxAmount: quote.taxAmount.amount,
       grossTotal: quote.grossTotal.amount,

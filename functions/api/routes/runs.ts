@@ -6,12 +6,13 @@ import type { ConversationHistory } from "../../../shared/runs/conversation.js";
 import { BILLING_WRITE } from "../../../shared/runs/permissions.js";
 import { type PreparedRun, prepareRun, type RunBody, type RunStart } from "../../../shared/runs/start.js";
 import { POLL_AFTER_SECONDS, prefersAsync } from "../async-preference.js";
-import { cancelRunRoute, createRunRoute, getRunRoute } from "../contract.js";
+import { cancelRunRoute, createRunRoute, getRunRoute, listRunsRoute } from "../contract.js";
+import { withCursorProblem } from "../pagination.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
 import { canSeeRun, streamRun, wantsEventStream } from "./events.js";
 
 /**
- * `POST /v1/runs`, `GET /v1/runs/{runId}` and `POST /v1/runs/{runId}/cancel`. The POST maps HTTP to the
+ * `POST /v1/runs`, `GET /v1/runs` (the caller's own runs), `GET /v1/runs/{runId}` and `POST /v1/runs/{runId}/cancel`. The POST maps HTTP to the
  * runs layer (shared/runs/start.ts) and its {@link RunStart} back to HTTP; the Idempotency-Key
  * (run-idempotency.ts: replay / 409 / 422, or run once and store) is loaded on the first run, not at cold
  * start (it brings the AWS SDK, see functions/api/handler.ts).
@@ -34,6 +35,14 @@ export function runRoutes(deps: GetDeps) {
       const respond = (onStart: () => void) => respondOnce(c, deps, prepared, body, onStart);
       if (!stream) return (await respond(() => {})) as never;
       return (await streamRun(c, deps(), { tenantId: c.get("security").tenantId, runId, respond })) as never;
+    })
+    .openapi(listRunsRoute, async (c) => {
+      const security = c.get("security");
+      const { limit, cursor } = c.req.valid("query");
+      const page = await withCursorProblem(() =>
+        deps().runs.listPage(security.tenantId, security.userId, cursor ? { limit, cursor } : { limit }),
+      );
+      return c.json({ items: page.runs, nextCursor: page.nextCursor ?? null }, 200);
     })
     .openapi(getRunRoute, async (c) => {
       const security = c.get("security");

@@ -1,0 +1,174 @@
+/**
+ * The console's calls to the public API (same origin), with the caller's bearer token from session
+ * storage, and its live run events: Server-Sent Events read over `fetch` with eventsource-parser
+ * (EventSource cannot send an Authorization header), resumed with `Last-Event-ID` whenever a stream ends
+ * before the run does (a stream's time limit, a buffering gateway, a dropped connection).
+ */
+import { createParser } from "eventsource-parser";
+
+const TOKEN_KEY = "boundloop.console.token";
+
+/** The stored bearer token, if signed in. */
+export const getToken = (): string | null => sessionStorage.getItem(TOKEN_KEY);
+
+/** Stores the bearer token for this tab (session storage: gone when the tab closes). */
+export const setToken = (token: string): void => sessionStorage.setItem(TOKEN_KEY, token);
+
+/** Forgets the token. */
+export const clearToken = (): void => sessionStorage.removeItem(TOKEN_KEY);
+
+/** Who the token names (display only: the API decides every permission from the verified token). */
+export interface Caller {
+  sub: string;
+  tenant: string;
+  scopes: string[];
+}
+
+/** Reads the token's claims (unverified, for display): `sub`, `tenant_id`, `scope`. */
+export function callerOf(token: string): Caller | null {
+  try {
+    const part = token.split(".")[1] ?? "";
+    const json = atob(part.replaceAll("-", "+").replaceAll("_", "/"));
+    const claims = JSON.parse(json) as Record<string, unknown>;
+    const tenant = claims.tenant_id ?? claims["custom:tenant_id"];
+    return {
+      sub: String(claims.sub ?? "?"),
+      tenant: String(tenant ?? "?"),
+      scopes: String(claims.scope ?? "")
+        .split(" ")
+        .filter((scope) => scope !== ""),
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** An answer of the API: status and parsed JSON body (a problem's body on errors). */
+export interface ApiAnswer<T = unknown> {
+  status: number;
+  ok: boolean;
+  body: T;
+}
+
+/** A problem+json body as the API answers errors. */
+export interface Problem {
+  code?: string;
+  title?: string;
+  detail?: string;
+  rule?: string;
+}
+
+/** Called when the API refuses the token (401): the page shows the sign-in again. */
+let onUnauthorized: () => void = () => {};
+
+/** Sets what happens on a 401. */
+export function whenUnauthorized(handler: () => void): void {
+  onUnauthorized = handler;
+}
+
+/**
+ * Calls the API at `path` with the bearer token; a JSON `body` is sent as such.
+ * @returns the status and the parsed JSON (null when the body is not JSON)
+ */
+export async function api<T = unknown>(
+  path: string,
+  init: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<ApiAnswer<T>> {
+  const headers: Record<string, string> = { accept: "application/json", ...init.headers };
+  const token = getToken();
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (init.body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(path, {
+    method: init.method ?? "GET",
+    headers,
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+  });
+  if (response.status === 401) onUnauthorized();
+  const text = await response.text();
+  let body: unknown = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = null;
+  }
+  return { status: response.status, ok: response.ok, body: body as T };
+}
+
+/** One run event (docs/run-events.md): `type`, `seq` (from 1, no gaps), `at`, and the type's fields. */
+export interface RunEvent {
+  type: string;
+  runId: string;
+  seq: number;
+  at: string;
+  [field: string]: unknown;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+
+/**
+ * Follows a run's events from after `after` until `run.finished` or `signal` aborts: each event once, in
+ * sequence order, to `onEvent`. A stream that ends early is resumed after the last sequence seen, after
+ * the server's `retry:` hint (1 s by default); a failed connection is retried with backoff up to 10 s.
+ * @param onError told of a refusal (4xx other than 401): the follow stops
+ */
+export async function followEvents(
+  runId: string,
+  options: {
+    after?: number;
+    signal: AbortSignal;
+    onEvent: (event: RunEvent) => void;
+    onError?: (status: number) => void;
+  },
+): Promise<void> {
+  let last = options.after ?? 0;
+  let retryMs = 1000;
+  let failures = 0;
+  while (!options.signal.aborted) {
+    let finished = false;
+    try {
+      const headers: Record<string, string> = { accept: "text/event-stream" };
+      const token = getToken();
+      if (token) headers.authorization = `Bearer ${token}`;
+      if (last > 0) headers["last-event-id"] = String(last);
+      const response = await fetch(`/v1/runs/${encodeURIComponent(runId)}/events`, {
+        headers,
+        signal: options.signal,
+      });
+      if (response.status === 401) return onUnauthorized();
+      if (response.status >= 400 && response.status < 500) return options.onError?.(response.status);
+      if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
+      const parser = createParser({
+        onEvent(message) {
+          if (message.event === "error") return;
+          const event = JSON.parse(message.data) as RunEvent;
+          if (typeof event.seq !== "number" || event.seq <= last) return;
+          last = event.seq;
+          options.onEvent(event);
+          if (event.type === "run.finished") finished = true;
+        },
+        onRetry(ms) {
+          retryMs = ms;
+        },
+      });
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        parser.feed(value);
+      }
+      failures = 0;
+    } catch {
+      if (options.signal.aborted) return;
+      failures += 1;
+    }
+    if (finished) return;
+    await sleep(failures === 0 ? retryMs : Math.min(10_000, 500 * 2 ** failures), options.signal);
+  }
+}

@@ -1,0 +1,664 @@
+/**
+ * The operator console's script (served by functions/api/console.ts, built by console/build.ts): sign-in,
+ * the caller's runs with a live timeline, the tenant's approvals inbox and ledger. Views are chosen by the
+ * URL fragment (`#/runs`, `#/runs/<runId>`, `#/approvals`, `#/ledger`) and built with DOM calls only
+ * (text is never parsed as HTML; the page's CSP enforces Trusted Types). Every number shown comes from
+ * the API's answers; the page decides nothing.
+ */
+import {
+  api,
+  type Caller,
+  callerOf,
+  clearToken,
+  followEvents,
+  getToken,
+  type Problem,
+  type RunEvent,
+  setToken,
+  whenUnauthorized,
+} from "./api.js";
+
+type Child = Node | string | null | undefined | false;
+
+/** Builds an element: `attrs` become attributes (`on*` functions become listeners), children are appended. */
+function h(tag: string, attrs: Record<string, unknown> = {}, ...children: Child[]): HTMLElement {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === false || value === null) continue;
+    if (name.startsWith("on") && typeof value === "function") {
+      element.addEventListener(name.slice(2), value as EventListener);
+    } else element.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children) if (child) element.append(child);
+  return element;
+}
+
+const view = () => document.getElementById("view") as HTMLElement;
+
+/** `2026-12-01T10:00:00.000Z` → `2026-12-01 10:00:00 UTC`. */
+const time = (iso: unknown) =>
+  typeof iso === "string" ? `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC` : "—";
+const seconds = (ms: unknown) => (typeof ms === "number" ? `${(ms / 1000).toFixed(1)} s` : "—");
+const json = (value: unknown) => JSON.stringify(value, null, 1);
+const amount = (money: unknown) =>
+  money && typeof money === "object" && "amount" in money ? String(money.amount) : String(money ?? "—");
+
+/** What is left of a deadline, e.g. `23 h 59 min left`, or `expired`. */
+function timeLeft(expiresAt: string): string {
+  const ms = Date.parse(expiresAt) - Date.now();
+  if (!(ms > 0)) return "expired";
+  const minutes = Math.floor(ms / 60_000);
+  return minutes >= 60 ? `${Math.floor(minutes / 60)} h ${minutes % 60} min left` : `${minutes} min left`;
+}
+
+/** A problem answer as one sentence for people. */
+function problemText(status: number, body: unknown): string {
+  const problem = (body ?? {}) as Problem;
+  if (problem.rule === "four_eyes") {
+    return `Four eyes: you started this run, so another person of your tenant must decide. (${problem.detail ?? "FORBIDDEN"})`;
+  }
+  return `${problem.code ?? `HTTP ${status}`}: ${problem.detail ?? problem.title ?? "the request was refused."}`;
+}
+
+const alert = (text: string) => h("p", { role: "alert", class: "error" }, text);
+
+let caller: Caller | null = null;
+/** Aborts the live work (event streams) of the view being left. */
+let leaving = new AbortController();
+
+// ---------------------------------------------------------------- sign-in
+
+const meta = (name: string) =>
+  document.querySelector<HTMLMetaElement>(`meta[name="${name}"]`)?.content || undefined;
+const oidc = { issuer: meta("boundloop-oidc-issuer"), clientId: meta("boundloop-oidc-client-id") };
+
+/** A token in the fragment (`#token=…`, what `npm run dev` prints) moves to session storage at once. */
+function takeFragmentToken(): void {
+  const match = /^#token=([^&]+)/.exec(location.hash);
+  if (!match?.[1]) return;
+  setToken(decodeURIComponent(match[1]));
+  history.replaceState(null, "", `${location.pathname}#/runs`);
+}
+
+/** Completes an OIDC redirect (`?code=`), then clears the query from the address bar. */
+async function takeOidcRedirect(): Promise<void> {
+  const query = new URLSearchParams(location.search);
+  if (!oidc.issuer || !oidc.clientId || !query.has("code")) return;
+  const { completeSignIn } = await import("./oidc.js");
+  try {
+    setToken(await completeSignIn(oidc.issuer, oidc.clientId));
+  } finally {
+    history.replaceState(null, "", `${location.pathname}#/runs`);
+  }
+}
+
+function signInView(note?: string): void {
+  leaving.abort();
+  document.getElementById("who")?.replaceChildren();
+  const field = h("textarea", { id: "token", name: "token", rows: 3, required: true, autocomplete: "off" });
+  const form = h(
+    "form",
+    {
+      onsubmit: (event: Event) => {
+        event.preventDefault();
+        setToken((field as HTMLTextAreaElement).value.trim());
+        location.hash = "#/runs";
+        void route();
+      },
+    },
+    h("label", { for: "token" }, "Access token"),
+    field,
+    h("button", { type: "submit" }, "Sign in with the token"),
+  );
+  view().replaceChildren(
+    h("h1", {}, "Sign in"),
+    ...(note ? [alert(note)] : []),
+    oidc.issuer && oidc.clientId
+      ? h(
+          "p",
+          {},
+          h(
+            "button",
+            {
+              type: "button",
+              onclick: async () => {
+                const { signIn } = await import("./oidc.js");
+                await signIn(oidc.issuer as string, oidc.clientId as string);
+              },
+            },
+            "Sign in",
+          ),
+        )
+      : h("p", {}, "Locally, npm run dev prints a console link that signs you in."),
+    form,
+  );
+}
+
+function showCaller(): void {
+  const who = document.getElementById("who");
+  if (!who || !caller) return;
+  who.replaceChildren(
+    `Signed in as ${caller.sub} (tenant ${caller.tenant}) `,
+    h(
+      "button",
+      {
+        type: "button",
+        onclick: () => {
+          clearToken();
+          caller = null;
+          signInView();
+        },
+      },
+      "Sign out",
+    ),
+  );
+}
+
+// ---------------------------------------------------------------- runs
+
+interface RunRecord {
+  runId: string;
+  userId: string;
+  status: string;
+  cycles: number | null;
+  cyclesRecorded: number;
+  usage: { totalTokens: number };
+  startedAt: string;
+  durationMs: number | null;
+  answer: string | null;
+  reason: string | null;
+  steps?: Array<{
+    cycle: number;
+    toolCalls: Array<{ id: string; name: string; arguments: string; result: ToolResult }>;
+  }>;
+  pendingApprovals?: Approval[];
+}
+
+interface ToolResult {
+  status: string;
+  data: unknown;
+  error: { code?: string } | null;
+}
+
+/** A tool result in a line: its status and error code, or the backend's numbers from its data. */
+function resultText(result: ToolResult): string {
+  if (result.error) return `${result.status} ${result.error.code ?? ""}`.trim();
+  const raw = (result.data ?? {}) as Record<string, unknown>;
+  // recordInvoice answers `{invoice, replayed}`; calculateTax the quote itself.
+  const data = (raw.invoice && typeof raw.invoice === "object" ? raw.invoice : raw) as Record<
+    string,
+    unknown
+  >;
+  const fields = [
+    "jurisdiction",
+    "subtotal",
+    "taxAmount",
+    "grossTotal",
+    "currency",
+    "rateVersion",
+    "invoiceId",
+  ];
+  const parts = fields
+    .filter((name) => data[name] !== undefined)
+    .map((name) => `${name} ${amount(data[name])}`);
+  return parts.length > 0 ? parts.join(", ") : result.status;
+}
+
+async function runsView(): Promise<void> {
+  const prompt = h("textarea", { id: "prompt", name: "prompt", rows: 3, required: true });
+  const status = h("div", { "aria-live": "polite" });
+  const start = async (event: Event) => {
+    event.preventDefault();
+    status.replaceChildren("Starting…");
+    const answer = await api<{ runId?: string }>("/v1/runs", {
+      method: "POST",
+      body: { prompt: (prompt as HTMLTextAreaElement).value },
+      headers: { prefer: "respond-async", "idempotency-key": crypto.randomUUID() },
+    });
+    if (answer.body?.runId && answer.status < 300) location.hash = `#/runs/${answer.body.runId}`;
+    else status.replaceChildren(alert(problemText(answer.status, answer.body)));
+  };
+  const rows = h("tbody");
+  const more = h("button", { type: "button", hidden: true }, "More runs");
+  const table = h(
+    "table",
+    {},
+    h("caption", {}, "Your runs"),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ...["Run", "Status", "Cycles", "Tokens", "Started", "Duration"].map((c) =>
+          h("th", { scope: "col" }, c),
+        ),
+      ),
+    ),
+    rows,
+  );
+  view().replaceChildren(
+    h("h1", {}, "Runs"),
+    h(
+      "form",
+      { onsubmit: start },
+      h("label", { for: "prompt" }, "Prompt"),
+      prompt,
+      h("button", { type: "submit" }, "Start run"),
+    ),
+    status,
+    h("div", { class: "scroll" }, table),
+    more,
+  );
+  const load = async (cursor?: string) => {
+    const page = await api<{ items: RunRecord[]; nextCursor: string | null }>(
+      `/v1/runs?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+    );
+    if (!page.ok) return status.replaceChildren(alert(problemText(page.status, page.body)));
+    const items = [...page.body.items].sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+    for (const run of items) {
+      rows.append(
+        h(
+          "tr",
+          {},
+          h("td", {}, h("a", { href: `#/runs/${run.runId}` }, run.runId)),
+          h("td", {}, run.status),
+          h("td", {}, String(run.cycles ?? run.cyclesRecorded)),
+          h("td", {}, String(run.usage.totalTokens)),
+          h("td", {}, time(run.startedAt)),
+          h("td", {}, seconds(run.durationMs)),
+        ),
+      );
+    }
+    more.hidden = !page.body.nextCursor;
+    more.onclick = () => load(page.body.nextCursor ?? undefined);
+  };
+  await load();
+}
+
+/** One timeline row's text for an event. */
+function eventText(event: RunEvent): Child[] {
+  // biome-ignore lint/suspicious/noExplicitAny: event fields per type, docs/run-events.md
+  const e = event as Record<string, any>;
+  switch (event.type) {
+    case "run.started":
+      return [`Run started: at most ${e.limits?.maxCycles} cycles, ${seconds(e.limits?.timeoutMs)}`];
+    case "model.call.finished":
+      return [
+        `Model call, cycle ${e.cycle}: ${e.finishReason ?? "no finish reason"}, ${e.usage?.totalTokens ?? 0} tokens, ${e.latencyMs} ms`,
+      ];
+    case "tool.call.started":
+      return [`Tool call ${e.name} (cycle ${e.cycle}) with `, h("code", {}, JSON.stringify(e.arguments))];
+    case "tool.call.finished":
+      return [
+        `Tool result ${e.name}: ${e.status}${e.errorCode ? ` ${e.errorCode}` : ""} (${e.latencyMs} ms)`,
+      ];
+    case "approval.requested":
+      return [
+        `Approval requested for ${e.toolName}: gross total ${e.preview?.grossTotal} ${e.preview?.currency} (subtotal ${e.preview?.subtotal}, tax ${e.preview?.taxAmount})`,
+      ];
+    case "approval.decided":
+      return [`Approval ${e.decision} by ${e.decidedBy}${e.reason ? `: ${e.reason}` : ""}`];
+    case "approval.expired":
+      return ["Approval expired"];
+    case "run.finished":
+      return [
+        `Run ${e.status} after ${e.cycles} cycle(s), ${seconds(e.durationMs)}`,
+        e.answer ? h("p", { class: "answer" }, String(e.answer)) : null,
+      ];
+    default:
+      return [event.type];
+  }
+}
+
+/** Fills a run view's parts from the run's record: its facts, pending approvals, tool calls and results. */
+function showRunRecord(
+  run: RunRecord,
+  parts: { summary: HTMLElement; pending: HTMLElement; results: HTMLElement },
+): void {
+  const { summary, pending, results } = parts;
+  const fact = (term: string, value: string) => [h("dt", {}, term), h("dd", {}, value)];
+  summary.replaceChildren(
+    ...fact("Status", run.status),
+    ...fact("Cycles", String(run.cycles ?? run.cyclesRecorded)),
+    ...fact("Tokens", String(run.usage.totalTokens)),
+    ...fact("Started", time(run.startedAt)),
+    ...fact("Duration", seconds(run.durationMs)),
+    ...fact("Started by", run.userId),
+  );
+  pending.replaceChildren(
+    ...(run.pendingApprovals ?? []).map((approval) =>
+      h(
+        "p",
+        { class: "note" },
+        `Waiting for approval of ${approval.toolName}: gross total ${approval.preview.grossTotal} ${approval.preview.currency}. `,
+        h("a", { href: "#/approvals" }, "Open the approvals inbox"),
+      ),
+    ),
+  );
+  results.replaceChildren(
+    ...(run.steps ?? []).flatMap((step) =>
+      step.toolCalls.map((call) =>
+        h(
+          "tr",
+          {},
+          h("td", {}, String(step.cycle)),
+          h("td", {}, call.name),
+          h("td", {}, h("code", {}, call.arguments)),
+          h("td", {}, resultText(call.result)),
+        ),
+      ),
+    ),
+  );
+}
+
+/** One timeline row of an event, keyed by its sequence. */
+function timelineRow(event: RunEvent): HTMLElement {
+  return h(
+    "li",
+    { "data-seq": event.seq, "data-type": event.type },
+    h("span", { class: "type" }, event.type),
+    " ",
+    h("time", { datetime: event.at }, time(event.at).slice(11)),
+    " ",
+    ...eventText(event),
+  );
+}
+
+async function runView(runId: string): Promise<void> {
+  const signal = leaving.signal;
+  const summary = h("dl", { class: "facts" });
+  const pending = h("div");
+  const results = h("tbody");
+  const timeline = h("ol", { class: "timeline", "aria-label": "Timeline" });
+  const live = h("p", { "aria-live": "polite", class: "live" }, "Following the run's events…");
+  view().replaceChildren(
+    h("h1", {}, `Run ${runId}`),
+    summary,
+    pending,
+    h("h2", {}, "Timeline"),
+    live,
+    timeline,
+    h(
+      "div",
+      { class: "scroll" },
+      h(
+        "table",
+        {},
+        h("caption", {}, "Tool calls and the backend's results"),
+        h(
+          "thead",
+          {},
+          h("tr", {}, ...["Cycle", "Tool", "Arguments", "Result"].map((c) => h("th", { scope: "col" }, c))),
+        ),
+        results,
+      ),
+    ),
+  );
+  const refresh = async () => {
+    const answer = await api<RunRecord>(`/v1/runs/${encodeURIComponent(runId)}`);
+    if (signal.aborted) return;
+    if (!answer.ok) return summary.replaceChildren(alert(problemText(answer.status, answer.body)));
+    showRunRecord(answer.body, { summary, pending, results });
+  };
+  await refresh();
+  const seen = new Set<number>();
+  await followEvents(runId, {
+    signal,
+    onEvent: (event) => {
+      if (seen.has(event.seq)) return;
+      seen.add(event.seq);
+      timeline.append(timelineRow(event));
+      if (event.type !== "model.call.finished") void refresh();
+      if (event.type === "run.finished") live.textContent = "The run has ended.";
+    },
+    onError: (status) => {
+      live.replaceChildren(alert(`The run's events could not be read (HTTP ${status}).`));
+    },
+  });
+}
+
+// ---------------------------------------------------------------- approvals
+
+interface Approval {
+  approvalId: string;
+  runId?: string;
+  toolName: string;
+  arguments: unknown;
+  preview: Record<string, string>;
+  requestedBy: string;
+  requestedAt: string;
+  expiresAt: string;
+  status?: string;
+  decidedBy?: string | null;
+  decidedAt?: string | null;
+  reason?: string | null;
+}
+
+function decidedText(approval: Approval): string {
+  return `${approval.status} by ${approval.decidedBy} at ${time(approval.decidedAt)}${approval.reason ? `: ${approval.reason}` : ""}`;
+}
+
+/** The backend's numbers of an approval beside what the model asked for. */
+function previewColumns(approval: Approval): HTMLElement {
+  const preview = approval.preview;
+  const fact = (term: string, value: unknown) => [h("dt", {}, term), h("dd", {}, String(value ?? "—"))];
+  return h(
+    "div",
+    { class: "columns" },
+    h(
+      "section",
+      { "aria-label": "The backend's numbers" },
+      h("h3", {}, "The backend's numbers (from the quote)"),
+      h(
+        "dl",
+        { class: "facts" },
+        ...fact("Subtotal", preview.subtotal),
+        ...fact("Tax", preview.taxAmount),
+        ...fact("Gross total", preview.grossTotal),
+        ...fact("Currency", preview.currency),
+        ...fact("Jurisdiction", preview.jurisdiction),
+        ...fact("Rate version", preview.rateVersion),
+        ...fact("Quote", preview.quoteId),
+        ...fact("Threshold", preview.threshold),
+      ),
+    ),
+    h(
+      "section",
+      { "aria-label": "What the model asked for" },
+      h("h3", {}, "What the model asked for"),
+      h("pre", {}, json(approval.arguments)),
+    ),
+  );
+}
+
+function approvalCard(approval: Approval): HTMLElement {
+  const id = approval.approvalId;
+  const reason = h("input", { id: `reason-${id}`, name: "reason", type: "text", maxlength: 500 });
+  const outcome = h("div", { "aria-live": "polite" });
+  const decide = async (decision: "approve" | "reject") => {
+    const text = (reason as HTMLInputElement).value.trim();
+    if (decision === "reject" && text === "") {
+      outcome.replaceChildren(alert("Give a reason to reject."));
+      (reason as HTMLInputElement).focus();
+      return;
+    }
+    const answer = await api<Approval>(
+      `/v1/runs/${encodeURIComponent(approval.runId ?? "")}/approvals/${encodeURIComponent(id)}`,
+      { method: "POST", body: text ? { decision, reason: text } : { decision } },
+    );
+    if (!answer.ok) return outcome.replaceChildren(alert(problemText(answer.status, answer.body)));
+    form.remove();
+    outcome.replaceChildren(h("p", { class: "decided" }, `Decided: ${decidedText(answer.body)}`));
+  };
+  const form = h(
+    "form",
+    { onsubmit: (event: Event) => event.preventDefault() },
+    h("label", { for: `reason-${id}` }, "Reason (required to reject)"),
+    reason,
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "button", onclick: () => decide("approve") }, "Approve"),
+      h("button", { type: "button", onclick: () => decide("reject") }, "Reject"),
+    ),
+  );
+  const own = caller && approval.requestedBy === caller.sub;
+  return h(
+    "article",
+    { class: "approval", "aria-labelledby": `title-${id}` },
+    h(
+      "h2",
+      { id: `title-${id}` },
+      `${approval.toolName} for run `,
+      h("a", { href: `#/runs/${approval.runId}` }, String(approval.runId)),
+    ),
+    previewColumns(approval),
+    h(
+      "p",
+      {},
+      `Requested by ${approval.requestedBy} at ${time(approval.requestedAt)}; ${timeLeft(approval.expiresAt)}.`,
+    ),
+    own
+      ? h("p", { class: "note" }, "You started this run: under the four-eyes rule another person decides.")
+      : null,
+    form,
+    outcome,
+  );
+}
+
+async function approvalsView(): Promise<void> {
+  const list = h("div");
+  view().replaceChildren(h("h1", {}, "Approvals"), list);
+  const answer = await api<{ items: Approval[]; nextCursor: string | null }>("/v1/approvals?limit=50");
+  if (!answer.ok) {
+    const note =
+      answer.status === 403
+        ? "The approvals inbox needs the billing:approve permission."
+        : problemText(answer.status, answer.body);
+    return list.replaceChildren(alert(note));
+  }
+  list.replaceChildren(
+    ...(answer.body.items.length === 0 ? [h("p", {}, "Nothing waits for a decision.")] : []),
+    ...answer.body.items.map(approvalCard),
+  );
+}
+
+// ---------------------------------------------------------------- ledger
+
+interface Invoice {
+  invoiceId: string;
+  clientName: string;
+  jurisdiction: string;
+  currency: string;
+  rateVersion: string;
+  subtotal: unknown;
+  taxAmount: unknown;
+  grossTotal: unknown;
+  runId: string;
+  createdBy: string;
+  createdAt: string;
+}
+
+async function ledgerView(): Promise<void> {
+  const rows = h("tbody");
+  const status = h("div", { "aria-live": "polite" });
+  const more = h("button", { type: "button", hidden: true }, "More invoices");
+  const columns = [
+    "Invoice",
+    "Client",
+    "Jurisdiction",
+    "Subtotal",
+    "Tax",
+    "Gross total",
+    "Currency",
+    "Rate version",
+    "Recorded",
+    "By",
+    "Run",
+  ];
+  view().replaceChildren(
+    h("h1", {}, "Ledger"),
+    status,
+    h(
+      "div",
+      { class: "scroll" },
+      h(
+        "table",
+        {},
+        h("caption", {}, "The tenant's invoices"),
+        h("thead", {}, h("tr", {}, ...columns.map((c) => h("th", { scope: "col" }, c)))),
+        rows,
+      ),
+    ),
+    more,
+  );
+  const load = async (cursor?: string) => {
+    const page = await api<{ items: Invoice[]; nextCursor: string | null }>(
+      `/v1/invoices?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+    );
+    if (!page.ok) return status.replaceChildren(alert(problemText(page.status, page.body)));
+    for (const invoice of page.body.items) {
+      rows.append(
+        h(
+          "tr",
+          {},
+          ...[
+            invoice.invoiceId,
+            invoice.clientName,
+            invoice.jurisdiction,
+            amount(invoice.subtotal),
+            amount(invoice.taxAmount),
+            amount(invoice.grossTotal),
+            invoice.currency,
+            invoice.rateVersion,
+            time(invoice.createdAt),
+            invoice.createdBy,
+          ].map((cell) => h("td", {}, cell)),
+          h("td", {}, h("a", { href: `#/runs/${invoice.runId}` }, invoice.runId)),
+        ),
+      );
+    }
+    if (page.body.items.length === 0 && !cursor) status.replaceChildren(h("p", {}, "No invoices yet."));
+    more.hidden = !page.body.nextCursor;
+    more.onclick = () => load(page.body.nextCursor ?? undefined);
+  };
+  await load();
+}
+
+// ---------------------------------------------------------------- routing
+
+async function route(): Promise<void> {
+  leaving.abort();
+  leaving = new AbortController();
+  const token = getToken();
+  caller = token ? callerOf(token) : null;
+  if (!caller) return signInView();
+  showCaller();
+  const hash = location.hash || "#/runs";
+  for (const link of document.querySelectorAll("nav a")) {
+    const here = hash.startsWith(link.getAttribute("href") ?? "");
+    if (here) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  const run = /^#\/runs\/([\w-]+)$/.exec(hash);
+  if (run?.[1]) await runView(run[1]);
+  else if (hash === "#/approvals") await approvalsView();
+  else if (hash === "#/ledger") await ledgerView();
+  else await runsView();
+  document.title = `${view().querySelector("h1")?.textContent ?? "Console"} · boundloop console`;
+}
+
+whenUnauthorized(() => {
+  clearToken();
+  signInView("The API did not accept the token (expired?). Sign in again.");
+});
+takeFragmentToken();
+window.addEventListener("hashchange", () => {
+  void route();
+  view().focus();
+});
+takeOidcRedirect().then(
+  () => route(),
+  (error: unknown) => signInView(`Sign-in failed: ${String(error)}`),
+);
