@@ -1,11 +1,13 @@
+import { QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { RunRecordSchema } from "../functions/api/contract.js";
 import { eventForRoute } from "../local/durable-runner.js";
-import type { RunEvent } from "../shared/runs/events.js";
+import { followRunEvents } from "../shared/runs/event-feed.js";
+import { type RunEvent, RunEventHub } from "../shared/runs/events.js";
 import { decide, GBP_RULES, json, pollUntil } from "./support/approvals.js";
 import { type DurableStack, startDurableStack } from "./support/durable.js";
 import { runEvent } from "./support/idempotency.js";
-import { parseSse, runEventsOf } from "./support/streaming.js";
+import { ManualClock, parseSse, runEventsOf } from "./support/streaming.js";
 
 // docs/run-events.md: the same events for a durable run and for a run handed over for approval.
 let stack: DurableStack;
@@ -17,6 +19,8 @@ afterAll(async () => {
 });
 beforeEach(() => {
   stack.model.usePlanner();
+  stack.faults.beforeStep = undefined;
+  stack.faults.afterStep = undefined;
 });
 
 const SEED_PROMPT =
@@ -32,6 +36,18 @@ async function events(tenantId: string, runId: string): Promise<RunEvent[]> {
     ? Buffer.from(result.body ?? "", "base64").toString("utf8")
     : result.body;
   return runEventsOf(parseSse(body ?? ""));
+}
+
+/** The sequences of each stored batch of a run's log, in key order. */
+async function storedBatches(tenantId: string, runId: string): Promise<number[][]> {
+  const stored = await stack.deps.ddb.send(
+    new QueryCommand({
+      TableName: stack.config.table.name,
+      KeyConditionExpression: "pk = :pk AND begins_with(sk, :sk)",
+      ExpressionAttributeValues: { ":pk": `TENANT#${tenantId}`, ":sk": `EVENTS#${runId}#` },
+    }),
+  );
+  return (stored.Items ?? []).map((item) => (item.events as RunEvent[]).map((e) => e.seq));
 }
 
 const expectConsecutive = (list: RunEvent[]) =>
@@ -101,5 +117,81 @@ describe("run events of durable runs", () => {
     });
     expect(list.at(-1)).toMatchObject({ status: "completed" });
     expect(await stack.deps.ledger.list(tenantId)).toHaveLength(1);
+    // The synchronous path wrote cycle 1 and the pause; the execution, replaying those, only the rest.
+    expect(await storedBatches(tenantId, run.runId)).toEqual([
+      [1, 2, 3, 4, 5, 6],
+      [7, 8, 9],
+      [10, 11],
+      [12, 13],
+    ]);
+  });
+
+  it("a run replayed after a crash: a reader following it from the table gets every event once, and no batch is written twice", async () => {
+    const tenantId = "tenant_ev_replay";
+    const prompt = SEED_PROMPT.replace("1500 GBP", "150 GBP");
+    const clock = new ManualClock();
+    const seen: RunEvent[] = [];
+    let runId = "";
+    let reader: Promise<void> | undefined;
+    const readerHasCycleTwo = new Promise<void>((resolve) => {
+      stack.faults.beforeStep = async (name) => {
+        if (name !== "cycle-3:model" || reader) return;
+        // A reader elsewhere (its own hub: only the table reaches it) follows the run from its start.
+        const feed = followRunEvents({
+          deps: {
+            runEvents: { store: stack.deps.runEvents.store, hub: new RunEventHub() },
+            runs: stack.deps.runs,
+          },
+          tenantId,
+          runId,
+          after: 0,
+          pollMs: 50,
+          clock,
+          signal: new AbortController().signal,
+        });
+        reader = (async () => {
+          for await (const item of feed) {
+            if (item.kind === "event") seen.push(item.event);
+            if (seen.length === 9) resolve();
+          }
+        })();
+      };
+    });
+    let cut = 0;
+    stack.faults.afterStep = async (name) => {
+      // The invocation dies after the last model call, before its checkpoint: a new one replays the run
+      // and writes the last cycle's batch once the reader has read the first two cycles' batches.
+      if (name === "cycle-3:model" && cut++ === 0) {
+        await readerHasCycleTwo;
+        throw new Error("invocation lost after the model call");
+      }
+    };
+    const post = runEvent({ tenantId, prompt });
+    post.headers = { ...post.headers, prefer: "respond-async" };
+    const started = await stack.invoke(post);
+    expect(started.statusCode, started.body).toBe(202);
+    runId = RunRecordSchema.parse(json(started)).runId;
+    await pollUntil(stack, runId, tenantId);
+    expect(cut).toBe(2);
+    // The reader polls on the test's clock until it has read the final event.
+    let read = false;
+    const done = reader?.then(() => {
+      read = true;
+    });
+    while (!read) {
+      await Promise.race([clock.untilSleeping(), done]);
+      clock.advance(50);
+    }
+    expectConsecutive(seen);
+    expect(seen.map((e) => e.type)).toEqual(await events(tenantId, runId).then((l) => l.map((e) => e.type)));
+    expect(seen).toHaveLength(11);
+    expect(seen[9]).toMatchObject({ type: "model.call.finished", cycle: 3 });
+    expect(seen[10]).toMatchObject({ type: "run.finished", status: "completed", cycles: 3 });
+    // The stored batches partition the log: the replay wrote only what was not there yet.
+    expect(await storedBatches(tenantId, runId)).toEqual([
+      [1, 2, 3, 4, 5, 6],
+      [7, 8, 9],
+      [10, 11],
+    ]);
   });
 });

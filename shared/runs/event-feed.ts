@@ -27,6 +27,15 @@ export const SYSTEM_CLOCK: FeedClock = {
     }),
 };
 
+/**
+ * How long after a run's record ended (its `finishedAt`, ms) a reader waits for the writer's final
+ * batch before closing the log with a final event made from the record. The lifecycle writes the
+ * outcome first and its last batch right after (shared/runs/lifecycle.ts: observers follow the write),
+ * so a reader can find the record ended while that batch is on its way; the grace covers that write
+ * with the SDK's retries. A cancelled run is never closed by a writer, so it is not waited for.
+ */
+export const FINAL_EVENT_GRACE_MS = 5_000;
+
 /** What a feed yields: the next event, or `idle` after a wait of `pollMs` in which nothing came. */
 export type FeedItem = { kind: "event"; event: RunEvent } | { kind: "idle" };
 
@@ -137,7 +146,7 @@ export async function* followRunEvents(input: FollowInput): AsyncGenerator<FeedI
       if (!here && !live.events.has(last + 1)) {
         const page = await deps.runEvents.store.read(tenantId, runId, last, from, { signal });
         from = page.nextFrom;
-        highest = Math.max(highest, page.lastSeq);
+        highest = Math.max(highest, page.last?.seq ?? 0);
         events.push(...page.events);
       }
       let yielded = false;
@@ -165,10 +174,14 @@ export async function* followRunEvents(input: FollowInput): AsyncGenerator<FeedI
         // Read once more: the final batch may have landed between the two reads.
         const again = await deps.runEvents.store.read(tenantId, runId, last, from, { signal });
         if (again.events.length > 0) continue;
-        highest = Math.max(highest, again.lastSeq);
-        if (!record || highest + 1 <= last) return;
-        yield { kind: "event", event: finalFromRecord(record, highest + 1) };
-        return;
+        // The reader already has the log's final event (it resumed after it), or more than the log holds.
+        if (!record || again.last?.type === FINAL_EVENT_TYPE) return;
+        highest = Math.max(highest, again.last?.seq ?? 0);
+        if (highest + 1 <= last) return;
+        if (!finalBatchMayComeLater(record, clock.now())) {
+          yield { kind: "event", event: finalFromRecord(record, highest + 1) };
+          return;
+        }
       }
       await clock.sleep(input.pollMs, live.wake);
       if (live.wake.aborted) live.rearm();
@@ -179,11 +192,20 @@ export async function* followRunEvents(input: FollowInput): AsyncGenerator<FeedI
     signal.removeEventListener("abort", onAbort);
   }
 }
+/**
+ * Whether the writer of a run that ended may still be writing its final batch: every end but a cancel
+ * from the API is followed by one (the lifecycle's `finished` / `failed` points), for up to
+ * {@link FINAL_EVENT_GRACE_MS} after the record's `finishedAt` (epoch ms `now` on the feed's clock).
+ */
+function finalBatchMayComeLater(record: EndedRecord, now: number): boolean {
+  if (record.status === "cancelled") return false;
+  return now < Date.parse(record.finishedAt ?? record.updatedAt) + FINAL_EVENT_GRACE_MS;
+}
+
+type EndedRecord = NonNullable<Awaited<ReturnType<RunStore["getRecord"]>>>;
+
 /** The final event of a run that ended without writing one, made from its record. */
-function finalFromRecord(
-  record: NonNullable<Awaited<ReturnType<RunStore["getRecord"]>>>,
-  seq: number,
-): RunEvent {
+function finalFromRecord(record: EndedRecord, seq: number): RunEvent {
   return {
     type: FINAL_EVENT_TYPE,
     status: record.status,

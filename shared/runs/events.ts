@@ -119,7 +119,7 @@ export interface RunEventPorts {
   store: RunEventStore<RunEvent>;
   hub: RunEventHub;
   now?: () => number;
-  /** Called when a batch could not be written (it is kept and sent with the next one). */
+  /** Called when a batch could not be written (it is kept and sent with the next one), or the log read. */
   onWriteError?: (error: unknown) => void;
 }
 
@@ -129,12 +129,15 @@ export interface RunEventPorts {
  * sequences as they are emitted and are kept in memory until {@link flush}, which writes them as one
  * batch (one table write): the lifecycle flushes once per cycle, and with the final event.
  * Sequences are deterministic for a given run: a durable execution that replays a run emits the same
- * events with the same sequences, and a cycle it replays is {@link discard}ed instead of written again.
+ * events with the same sequences, and {@link skipWritten} makes it write only those the log does not
+ * hold yet (whoever wrote the others: the synchronous path before a hand-over, an earlier invocation).
  * A failed write is reported to `onWriteError` and never changes the run; its events go out with the
  * next batch, so the log has no gaps.
  */
 export class RunEventLog {
   private seq: number;
+  /** The sequence of the last event known to be in the table: nothing up to it is written again. */
+  private written = 0;
   private buffer: RunEvent[] = [];
   private readonly startedCalls = new Set<string>();
   private lastReply: { cycle: number; result: Exclude<ModelStepResult, { kind: "expired" }> } | undefined;
@@ -169,22 +172,36 @@ export class RunEventLog {
     return event as RunEvent;
   }
 
-  /** Writes the events kept since the last batch as one batch (nothing for none); never throws. */
+  /**
+   * Writes the events kept since the last batch that the log does not hold yet as one batch (nothing
+   * for none: a replayed cycle's events are dropped unwritten); never throws.
+   */
   async flush(): Promise<void> {
+    this.buffer = this.buffer.filter((event) => event.seq > this.written);
     const batch = this.buffer;
-    if (batch.length === 0) return;
+    const last = batch.at(-1);
+    if (!last) return;
     try {
       await this.ports.store.append(this.tenantId, this.runId, batch, this.expiresAtSeconds);
       this.buffer = this.buffer.slice(batch.length);
+      this.written = last.seq;
       this.ports.hub.publish(this.runId, undefined);
     } catch (error) {
       this.ports.onWriteError?.(error);
     }
   }
 
-  /** Drops the kept events unwritten: they are in the log already (a replayed cycle). */
-  discard(): void {
-    this.buffer = [];
+  /**
+   * Reads how far the run's log goes (one query), so that a durable execution replaying the run writes
+   * only the events after it. Never throws: when the log cannot be read the failure goes to
+   * `onWriteError` and every batch is written whole (readers merge overlapping batches by sequence).
+   */
+  async skipWritten(): Promise<void> {
+    try {
+      this.written = await this.ports.store.lastSeq(this.tenantId, this.runId);
+    } catch (error) {
+      this.ports.onWriteError?.(error);
+    }
   }
 
   /** `run.started` with the run's effective limits (ms) and the run it continues. */
@@ -314,18 +331,17 @@ export function runEventObserver(ports: RunEventPorts & { ttlSeconds: number }):
     started: (run, record) => {
       open(run, Math.floor(Date.parse(record.expiresAt) / 1000)).started(record.limits, record.previousRunId);
     },
-    resumed: (run, start) => {
-      open(run, Math.floor(start.startedAt / 1000) + ports.ttlSeconds).started(
-        start.limits,
-        start.previousRunId,
-      );
+    resumed: async (run, start) => {
+      const log = open(run, Math.floor(start.startedAt / 1000) + ports.ttlSeconds);
+      log.started(start.limits, start.previousRunId);
+      await log.skipWritten();
     },
     stepStarting: (run, name) => logs.get(run)?.stepStarting(name),
     stepFinished: (run, name, result) => logs.get(run)?.stepFinished(name, result),
     approvalRequested: (run, request) => logs.get(run)?.approvalRequested(request),
     approvalDecided: (run, request, decision) => logs.get(run)?.approvalDecided(request, decision),
     cycle: (run, record) => logs.get(run)?.cycle(record),
-    // Its events were written then; emitted again (unwritten) so the sequence goes on as it did.
+    // Its events were written then; emitted again so the sequence goes on as it did (flush skips them).
     cycleReplayed: (run, record) => logs.get(run)?.cycle(record, { write: false }),
     // A synchronous run paused for approval continues as a durable run, which emits the rest.
     paused: (run) => logs.get(run)?.flush(),

@@ -15,17 +15,18 @@ export interface SequencedEvent {
 export interface RunEventPage<E extends SequencedEvent> {
   events: E[];
   nextFrom: number;
-  /** The highest sequence in the batches read (0 for none), whether or not above `after`. */
-  lastSeq: number;
+  /** The event with the highest sequence in the batches read (none for none), whether or not above `after`. */
+  last: E | undefined;
 }
 
 /**
  * A run's event log in the one table: one item per batch (sort key `EVENTS#<runId>#<first seq>`,
  * shared/store/keys.ts), written with one PutItem, so a cycle's events cost one table write however
  * many there are. An item carries the run's `ttl` (the run record's: the log expires with the run).
- * A batch written again (a durable execution replaying a cycle) is an unconditional put of the same
- * events under the same key, and two batches that overlap are merged by sequence when read, so a
- * replay never duplicates or reorders what readers see.
+ * Batches are written in sequence order and never overlap: a durable execution that replays a run asks
+ * {@link lastSeq} first and writes only what comes after it, so a reader that tails from its last batch
+ * (`nextFrom`) never misses a later one. Should two batches overlap all the same (a write that landed
+ * after its timeout, say), readers merge them by sequence, so nothing is duplicated or reordered.
  * `E` is the event type of the application layer (shared/runs/events.ts); the store reads only `seq`.
  */
 export class RunEventStore<E extends SequencedEvent> {
@@ -61,6 +62,30 @@ export class RunEventStore<E extends SequencedEvent> {
   }
 
   /**
+   * The sequence of the last event in the run's log: the `lastSeq` of its newest batch (one query that
+   * reads one item), 0 when the log is empty.
+   * @throws the SDK's error when the table cannot be read
+   */
+  async lastSeq(tenantId: string, runId: string): Promise<number> {
+    const page = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: "#partition = :partition AND begins_with(#sort, :prefix)",
+        ExpressionAttributeNames: { "#partition": TABLE_SCHEMA.partitionKey, "#sort": TABLE_SCHEMA.sortKey },
+        ExpressionAttributeValues: {
+          ":partition": keys.tenant(tenantId),
+          ":prefix": keys.runEventsPrefix(runId),
+        },
+        ScanIndexForward: false,
+        Limit: 1,
+        ConsistentRead: true,
+      }),
+    );
+    const newest = page.Items?.[0];
+    return newest ? Number(splitItem(newest).attributes.lastSeq ?? 0) : 0;
+  }
+
+  /**
    * Reads the run's events with sequence above `after`, from the batch `from` on (consistent reads;
    * batches past their `ttl` count as absent, as DynamoDB deletes expired items lazily).
    * @param from the `nextFrom` of the previous page; 0 reads the whole log
@@ -76,7 +101,7 @@ export class RunEventStore<E extends SequencedEvent> {
     const nowSeconds = Math.floor((options.now ?? new Date()).getTime() / 1000);
     const events = new Map<number, E>();
     let nextFrom = from;
-    const lastSeq = 0;
+    let last: E | undefined;
     let startKey: Record<string, unknown> | undefined;
     do {
       const page = await this.client.send(
@@ -102,11 +127,13 @@ export class RunEventStore<E extends SequencedEvent> {
         if (expiresAtSeconds !== undefined && expiresAtSeconds <= nowSeconds) continue;
         const batch = (attributes.events ?? []) as E[];
         if (batch[0]) nextFrom = Math.max(nextFrom, batch[0].seq);
+        const newest = batch.at(-1);
+        if (newest && newest.seq > (last?.seq ?? 0)) last = newest;
         for (const event of batch)
           if (event.seq > after && !events.has(event.seq)) events.set(event.seq, event);
       }
       startKey = page.LastEvaluatedKey;
     } while (startKey);
-    return { events: [...events.values()].sort((a, b) => a.seq - b.seq), nextFrom, lastSeq };
+    return { events: [...events.values()].sort((a, b) => a.seq - b.seq), nextFrom, last };
   }
 }
