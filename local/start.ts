@@ -19,7 +19,9 @@
  * With `--watch` each synchronous run is sent with `Accept: text/event-stream` to the streaming entry the
  * stack deploys behind its function URL (functions/stream/, local/stream-handler.ts, a token from a local
  * issuer), and its events (docs/run-events.md) are printed as they arrive, read with eventsource-parser;
- * the stream's last event is the JSON answer, printed as without `--watch`, then the ledger.
+ * the stream's last event is the JSON answer, printed as without `--watch`, then the ledger. With
+ * `--async` or `--approval` too, each durable run's events are followed the same way
+ * (`GET /v1/runs/{runId}/events`, resumed with Last-Event-ID) in place of the polls (local/watch.ts).
  *
  * With `--approval` APPROVAL_RULES (unless set) is `{"recordInvoice":{"GBP":"1000.00"}}`, which catches
  * the seed scenario's GB invoice (gross 1800.00 GBP): the synchronous request is answered 202 with the
@@ -49,7 +51,7 @@ import { localFunctionTimeout } from "./function-timeout.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { startLocalStack } from "./local-stack.js";
 import { pollProgress } from "./poll-progress.js";
-import { formatLedger, formatOutcome, formatRunEvent } from "./run-report.js";
+import { formatLedger, formatOutcome } from "./run-report.js";
 import { startTraceTree } from "./trace-tree.js";
 
 const USAGE = `usage: npm start -- ["<prompt>"] [options]
@@ -58,7 +60,8 @@ const USAGE = `usage: npm start -- ["<prompt>"] [options]
   --then "<prompt>"    a further run continuing the one before (previousRunId); repeatable
   --continue <runId>   make the first run continue an earlier run (needs DYNAMODB_ENDPOINT)
   --async              send each run with Prefer: respond-async (a durable run) and poll it
-  --watch              stream each synchronous run (Accept: text/event-stream), printing its events live
+  --watch              print each run's events live: a synchronous run streamed (Accept: text/event-stream),
+                       a durable one (--async, --approval) followed with GET /v1/runs/{runId}/events
   --approval           set APPROVAL_RULES to {"recordInvoice":{"GBP":"1000.00"}} (unless set): the run
                        pauses, a second local user approves it
   --bedrock            call the model as a Bedrock deploy does (MODEL_PROVIDER=bedrock): short-term keys
@@ -130,15 +133,16 @@ async function main(): Promise<number> {
     lambdaTimeoutMs = timeout.timeoutMs;
     if (timeout.note) console.log(`start: ${timeout.note}`);
     if (values.async || values.approval) {
-      return await runDurable(event, prompts, values.continue, values.approval ? "approval" : "async");
+      const mode = values.approval ? "approval" : "async";
+      return await runDurable(event, prompts, { continueRunId: values.continue, mode, watch: values.watch });
     }
     const { handler } = await import("../functions/api/handler.js");
-    const send = values.watch ? await watchedRuns(event) : undefined;
+    const watcher = values.watch ? await (await import("./watch.js")).startWatcher(event) : undefined;
     let previousRunId = values.continue;
     for (const next of prompts) {
       event.body = JSON.stringify({ prompt: next, ...(previousRunId ? { previousRunId } : {}) });
-      const result = send
-        ? await send(event)
+      const result = watcher
+        ? await watcher.send(event)
         : ((await handler(event as unknown as ApiEvent, createLambdaContext(lambdaTimeoutMs))) as Exclude<
             APIGatewayProxyResultV2,
             string
@@ -178,11 +182,12 @@ async function main(): Promise<number> {
 async function runDurable(
   event: APIGatewayProxyEventV2,
   prompts: string[],
-  continueRunId: string | undefined,
-  mode: "async" | "approval",
+  options: { continueRunId: string | undefined; mode: "async" | "approval"; watch: boolean | undefined },
 ): Promise<number> {
+  const { continueRunId, mode } = options;
   const { createLocalDurableApi, eventForRoute } = await import("./durable-runner.js");
   const api = createLocalDurableApi(loadConfig(process.env));
+  const watcher = options.watch ? await (await import("./watch.js")).startWatcher(event) : undefined;
   try {
     const invoke = async (request: APIGatewayProxyEventV2) =>
       (await api.handler(request as unknown as ApiEvent, createLambdaContext(lambdaTimeoutMs))) as Exclude<
@@ -212,6 +217,8 @@ async function runDurable(
         `\nHTTP 202 Accepted: run ${String(run.runId)} is ${String(run.status)}; Location: ${headers.location}, Retry-After: ${headers["retry-after"]} s`,
       );
       if (mode === "approval" && !(await approveAsSecondUser(event, run, invoke))) return 1;
+      // Its events to the end instead of polls; the one poll below then reads the outcome.
+      if (watcher) await watcher.follow(event, String(run.runId));
       const poll = eventForRoute(event, "GET", String(headers.location));
       const progress = pollProgress();
       for (;;) {
@@ -245,78 +252,6 @@ async function runDurable(
   } finally {
     await api.stop();
   }
-}
-
-/**
- * `--watch`: a sender of runs to the local streaming entry (local/stream-handler.ts) as the seed event's
- * user (a token with its claims from a local issuer), with `Accept: text/event-stream`. It prints each
- * run event as it arrives (eventsource-parser) and resolves with the answer the stream ends with
- * (`run.outcome`), as status and body like the JSON path's; a refusal before the run (problem+json) is
- * returned as it came.
- */
-async function watchedRuns(
-  seed: APIGatewayProxyEventV2,
-): Promise<(event: APIGatewayProxyEventV2) => Promise<{ statusCode: number; body: string }>> {
-  const [{ createDevIssuer, mintToken }, { localStreamHandler }, { invokeStreaming }, { createParser }] =
-    await Promise.all([
-      import("./dev-auth.js"),
-      import("./stream-handler.js"),
-      import("./lambda-streaming.js"),
-      import("eventsource-parser"),
-    ]);
-  const issuer = await createDevIssuer();
-  const claims = (
-    seed.requestContext as unknown as { authorizer: { jwt: { claims: Record<string, string> } } }
-  ).authorizer.jwt.claims;
-  const token = await mintToken(issuer, {
-    sub: claims.sub,
-    tenant_id: claims.tenant_id,
-    scope: claims.scope,
-  });
-  const config = loadConfig(process.env);
-  const handler = await localStreamHandler(config, issuer);
-  return async (event) => {
-    const request = {
-      ...event,
-      headers: { ...event.headers, authorization: `Bearer ${token}`, accept: "text/event-stream" },
-    };
-    const { stream, done } = invokeStreaming(
-      handler,
-      request,
-      createLambdaContext(config.stream.runTimeoutMs + config.limits.deadlineReserveMs, "boundloop-stream"),
-    );
-    const metadata = await Promise.race([stream.metadata, done.then(() => stream.metadata)]);
-    const statusCode = metadata.statusCode ?? 200;
-    let text = "";
-    let outcome: string | undefined;
-    const parser = createParser({
-      onEvent: (message) => {
-        if (message.event === "run.outcome") outcome = message.data;
-        else console.log(formatRunEvent(JSON.parse(message.data) as Record<string, unknown>));
-      },
-    });
-    console.log(`
-Watching the run (POST /v1/runs, Accept: text/event-stream):`);
-    for await (const chunk of stream) {
-      const part = (chunk as Buffer).toString("utf8");
-      text += part;
-      if (metadata.headers?.["content-type"]?.startsWith("text/event-stream")) parser.feed(part);
-    }
-    await done;
-    if (outcome === undefined) return { statusCode: statusCode === 200 ? 500 : statusCode, body: text };
-    // The outcome is the JSON answer's body: a problem (its `status` is the HTTP status) or a run
-    // (200; 202 when handed over for approval; 502 for model_error, as the JSON path answers).
-    const answer = JSON.parse(outcome) as { status?: unknown };
-    const status =
-      typeof answer.status === "number"
-        ? answer.status
-        : answer.status === "awaiting_approval"
-          ? 202
-          : answer.status === "model_error"
-            ? 502
-            : 200;
-    return { statusCode: status, body: outcome };
-  };
 }
 
 /** The tenant of the seed event's JWT claims. */

@@ -43,4 +43,41 @@ describe("npm start -- --watch", () => {
     expect(stdout).toMatch(/calculateTax +success .*tax amount 300\.00, gross total 1800\.00, currency GBP/);
     expect(stdout).toContain("Ledger for tenant_uk_01 (1 invoice):");
   });
+
+  it("--approval --watch follows the handed-over run's events (GET …/events) to its end, then the outcome", {
+    timeout: 90_000,
+  }, async () => {
+    const { code, stdout } = await runScript("tsx", ["local/start.ts", "--approval", "--watch"], {
+      DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
+      TABLE_NAME: `test-watch-${randomUUID()}`,
+    });
+    expect(code, stdout).toBe(0);
+    expect(stdout).toMatch(/Watching the run \(GET \/v1\/runs\/run_[0-9a-f-]{36}\/events\):/);
+    const events = stdout
+      .split("\n")
+      .map((line) => /^ {2}\[(\d+)\] (\S+)/.exec(line))
+      .filter((match) => match !== null)
+      .map((match) => [Number(match[1]), match[2]]);
+    expect(events).toEqual([
+      [1, "run.started"],
+      [2, "model.call.finished"],
+      [3, "tool.call.started"],
+      [4, "tool.call.started"],
+      [5, "tool.call.finished"],
+      [6, "tool.call.finished"],
+      [7, "model.call.finished"],
+      [8, "tool.call.started"],
+      [9, "approval.requested"],
+      [10, "approval.decided"],
+      [11, "tool.call.finished"],
+      [12, "model.call.finished"],
+      [13, "run.finished"],
+    ]);
+    expect(stdout).toMatch(/\[10\] approval\.decided +apr_[0-9a-f]+ approved by usr_approver_01/);
+    // The events, then one poll reads the outcome the run ended with.
+    expect(stdout.indexOf("[13] run.finished")).toBeLessThan(stdout.indexOf("poll 1"));
+    expect(stdout).toMatch(/poll 1 \([\d.]+ s\): HTTP 200, status completed, cycles 3/);
+    expect(stdout).toMatch(/Run run_[0-9a-f-]{36}: completed after 3 cycle\(s\)/);
+    expect(stdout).toContain("Ledger for tenant_uk_01 (1 invoice):");
+  });
 });
