@@ -209,6 +209,83 @@ describe("who may read a run's events", () => {
   });
 });
 
+describe("a streamed run under an Idempotency-Key", () => {
+  const keyed = (key: string, prompt = SEED_PROMPT) =>
+    functionUrlEvent("POST", "/v1/runs", {
+      token,
+      headers: { accept: "text/event-stream", "idempotency-key": `"${key}"` },
+      body: { prompt },
+    });
+
+  it("a replay of the finished run streams its stored events, then the stored answer, without a model call", async () => {
+    const key = `stream-${crypto.randomUUID()}`;
+    const first = await entry.request(keyed(key));
+    await first.done;
+    const firstEvents = runEventsOf(first.read);
+    expect(firstEvents.map((e) => e.type)).toEqual(SEED_TYPES);
+    const modelCalls = stack.model.requests.length;
+    const again = await entry.request(keyed(key));
+    await again.done;
+    expect(again.metadata.headers?.["idempotent-replayed"]).toBe("true");
+    expect(runEventsOf(again.read).map(({ at: _at, ...rest }) => rest)).toEqual(
+      firstEvents.map(({ at: _at, ...rest }) => rest),
+    );
+    const [outcome, replayed] = [first, again].map((r) => r.read.messages.at(-1));
+    expect(replayed?.event).toBe("run.outcome");
+    expect(JSON.parse(replayed?.data ?? "")).toEqual(JSON.parse(outcome?.data ?? ""));
+    expect(stack.model.requests.length).toBe(modelCalls);
+  });
+
+  it("the key while its run is going: 409 IDEMPOTENCY_KEY_IN_USE as problem+json, not a stream; the run goes on", async () => {
+    const key = `stream-${crypto.randomUUID()}`;
+    const store = stack.deps.runEvents.store;
+    const append = store.append.bind(store);
+    let held: () => void = () => {};
+    const holding = new Promise<void>((resolve) => {
+      held = resolve;
+    });
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // The run's first event batch (the end of cycle 1) waits until the second request was answered.
+    store.append = async (...args) => {
+      held();
+      await released;
+      return append(...args);
+    };
+    try {
+      const first = await entry.request(keyed(key));
+      await holding;
+      const second = await entry.request(keyed(key));
+      await second.done;
+      expect(second.metadata.statusCode).toBe(409);
+      expect(second.metadata.headers?.["content-type"]).toMatch(/^application\/problem\+json/);
+      expect(ProblemSchema.parse(JSON.parse(await second.body)).code).toBe("IDEMPOTENCY_KEY_IN_USE");
+      release();
+      await first.done;
+      expect(runEventsOf(first.read).map((e) => e.type)).toEqual(SEED_TYPES);
+      expect(first.read.messages.at(-1)?.event).toBe("run.outcome");
+    } finally {
+      store.append = append;
+      release();
+    }
+  });
+
+  it("the key with another body: 422 IDEMPOTENCY_KEY_REUSED as problem+json, and no run", async () => {
+    const key = `stream-${crypto.randomUUID()}`;
+    const first = await entry.request(keyed(key, "Tax on 200 BDT for a client in Bangladesh."));
+    await first.done;
+    const modelCalls = stack.model.requests.length;
+    const other = await entry.request(keyed(key, "Tax on 300 BDT for a client in Bangladesh."));
+    await other.done;
+    expect(other.metadata.statusCode).toBe(422);
+    expect(ProblemSchema.parse(JSON.parse(await other.body)).code).toBe("IDEMPOTENCY_KEY_REUSED");
+    expect(other.read.messages).toEqual([]);
+    expect(stack.model.requests.length).toBe(modelCalls);
+  });
+});
+
 describe("a stream of a run that is still going", () => {
   it("sends heartbeats on the injected clock, then a retry: hint before the stream's limit, and resumes", async () => {
     const clock = new ManualClock();
