@@ -317,14 +317,11 @@ export async function dispatchToolCall(
 }
 
 /**
- * Runs a prepared call: time check → execute (under the run's signal and the tool's own timeout). A
- * mutating tool's idempotency key is built from `context.occurrence` and the prepared (validated)
- * arguments. Never throws.
- * Codes: a tool's business code, DEADLINE_EXCEEDED (details.mayHaveCommitted; details.started false when
- * the deadline had passed or the tool's `timeoutMs` did not fit in the time left), TOOL_TIMEOUT,
- * STORE_UNAVAILABLE (the data store could not serve the tool after the AWS SDK's own retries, as
- * shared/errors.ts `isStoreUnavailable` defines it: retryable, since a mutating tool's idempotency key
- * makes the same call safe to repeat), TOOL_FAILED (any other thrown error; its full text).
+ * Runs a prepared call: time check ({@link refusalByTime}) → execute (under the run's signal and the
+ * tool's own timeout). A mutating tool's idempotency key is built from `context.occurrence` and the
+ * prepared (validated) arguments. Never throws.
+ * Codes: a tool's business code; DEADLINE_EXCEEDED, TOOL_TIMEOUT, STORE_UNAVAILABLE and TOOL_FAILED as
+ * {@link fatalErrorOf} lists them (details.started false when the call was not started at all).
  */
 export async function runPreparedCall(
   prepared: PreparedToolCall,
@@ -332,125 +329,129 @@ export async function runPreparedCall(
   context: DispatchContext,
 ): Promise<ToolResult> {
   const { call, tool, args } = prepared;
-  const result = (
-    status: ToolStatus,
-    data: unknown,
-    error: ToolErrorInput,
-    latencyMs = 0,
-    idempotencyKey: string | null = null,
-  ) => toolResult(call, status, data, error, latencyMs, idempotencyKey);
-
-  if (context.signal.aborted) {
-    return notStartedResult(call, "fatal_error", {
-      code: "DEADLINE_EXCEEDED",
-      message: `${tool.name} was not started: the run's deadline had passed.`,
-      retryable: false,
-    });
-  }
-  const remainingMs = context.remainingMs?.();
-  if (tool.timeoutMs !== undefined && remainingMs !== undefined && tool.timeoutMs > remainingMs) {
-    return notStartedResult(call, "fatal_error", {
-      code: "DEADLINE_EXCEEDED",
-      message: `${tool.name} was not started: it may take up to ${tool.timeoutMs} ms and the run has ${remainingMs} ms left before its deadline.`,
-      details: { timeoutMs: tool.timeoutMs, remainingMs },
-      retryable: false,
-    });
-  }
-
-  // The operation key costs two canonical JSON forms and two SHA-256: computed once, and only when a
-  // mutating tool needs it as its idempotency key or a handler reads `context.operationKey`.
-  let operationKey: string | undefined;
-  const operationKeyOf = () =>
-    (operationKey ??= toolIdempotencyKey({
-      tenantId: security.tenantId,
-      userId: security.userId,
-      runScope: context.runScope,
-      toolName: tool.name,
-      args,
-      occurrence: context.occurrence,
-    }));
-  const idempotencyKey = tool.isMutating ? operationKeyOf() : null;
+  const refusal = refusalByTime(tool, context);
+  if (refusal) return notStartedResult(call, "fatal_error", refusal);
+  const operationKey = operationKeyFor(prepared, security, context);
+  const idempotencyKey = tool.isMutating ? operationKey() : null;
   const toolTimeout = tool.timeoutMs === undefined ? undefined : AbortSignal.timeout(tool.timeoutMs);
   const signal = toolTimeout ? AbortSignal.any([context.signal, toolTimeout]) : context.signal;
   const started = performance.now();
-  const elapsed = () => Math.round(performance.now() - started);
+  const ended = (status: ToolStatus, data: unknown, error: ToolErrorInput) =>
+    toolResult(call, status, data, error, Math.round(performance.now() - started), idempotencyKey);
   try {
     const data = await raceAbort(
       tool.handler(args as never, security, {
         runId: context.runId,
         idempotencyKey: idempotencyKey ?? undefined,
         get operationKey() {
-          return operationKeyOf();
+          return operationKey();
         },
         signal,
       }),
       signal,
     );
-    return result("success", data, { code: "", message: "", retryable: false }, elapsed(), idempotencyKey);
+    return ended("success", data, { code: "", message: "", retryable: false });
   } catch (error) {
     if (error instanceof ToolBusinessError) {
-      return result(
-        "business_error",
-        null,
-        { code: error.code, message: error.message, details: error.details, retryable: false },
-        elapsed(),
-        idempotencyKey,
-      );
+      const { code, message, details } = error;
+      return ended("business_error", null, { code, message, details, retryable: false });
     }
-    const effect = tool.isMutating
-      ? "it may already have had its effect (retrying with the same idempotency key is safe)"
-      : "it has no side effects";
-    if (error instanceof DeadlineExceededError || context.signal.aborted) {
-      return result(
-        "fatal_error",
-        null,
-        {
-          code: "DEADLINE_EXCEEDED",
-          message: `${tool.name} was stopped at the run's deadline; ${effect}.`,
-          details: { started: true, mayHaveCommitted: tool.isMutating },
-          retryable: false,
-        },
-        elapsed(),
-        idempotencyKey,
-      );
-    }
-    if (toolTimeout?.aborted) {
-      return result(
-        "fatal_error",
-        null,
-        {
-          code: "TOOL_TIMEOUT",
-          message: `${tool.name} was stopped after its timeout of ${tool.timeoutMs} ms; ${effect}.`,
-          details: { started: true, timeoutMs: tool.timeoutMs, mayHaveCommitted: tool.isMutating },
-          retryable: !tool.isMutating,
-        },
-        elapsed(),
-        idempotencyKey,
-      );
-    }
-    // The model and the client get the code and a fixed sentence; the error's text (messages, cause
-    // chain: table names, hosts, SQL, stack frames) goes to the logs only.
-    const unavailable = isStoreUnavailable(error);
-    const code = unavailable ? "STORE_UNAVAILABLE" : "TOOL_FAILED";
-    reportInternalFailure(context.onInternalFailure, {
-      source: "tool",
-      name: tool.name,
-      code,
-      detail: describeThrown(error),
-    });
-    return result(
-      "fatal_error",
-      null,
-      {
-        code,
-        message: unavailable
-          ? `${tool.name} could not reach the data store; ${effect}. The same call can be made again.`
-          : `${tool.name} failed with an internal error; ${effect}.`,
-        details: { mayHaveCommitted: tool.isMutating },
-        retryable: unavailable,
-      },
-      elapsed(),
-      idempotencyKey,
-    );
+    return ended("fatal_error", null, fatalErrorOf(error, tool, context, toolTimeout?.aborted === true));
   }
+}
+
+/**
+ * Why a call must not start (DEADLINE_EXCEEDED, `started` false): the run's deadline has passed, or the
+ * tool's `timeoutMs` does not fit in the time left; undefined when it may start.
+ */
+function refusalByTime(tool: ToolDefinition, context: DispatchContext): ToolErrorInput | undefined {
+  if (context.signal.aborted) {
+    return {
+      code: "DEADLINE_EXCEEDED",
+      message: `${tool.name} was not started: the run's deadline had passed.`,
+      retryable: false,
+    };
+  }
+  const remainingMs = context.remainingMs?.();
+  if (tool.timeoutMs === undefined || remainingMs === undefined || tool.timeoutMs <= remainingMs) return;
+  return {
+    code: "DEADLINE_EXCEEDED",
+    message: `${tool.name} was not started: it may take up to ${tool.timeoutMs} ms and the run has ${remainingMs} ms left before its deadline.`,
+    details: { timeoutMs: tool.timeoutMs, remainingMs },
+    retryable: false,
+  };
+}
+
+/**
+ * The call's operation key, computed on first use: it costs two canonical JSON forms and two SHA-256,
+ * so only a mutating tool (its idempotency key) or a handler that reads `context.operationKey` pays it.
+ */
+function operationKeyFor(
+  prepared: PreparedToolCall,
+  security: SecurityContext,
+  context: DispatchContext,
+): () => string {
+  let operationKey: string | undefined;
+  return () =>
+    (operationKey ??= toolIdempotencyKey({
+      tenantId: security.tenantId,
+      userId: security.userId,
+      runScope: context.runScope,
+      toolName: prepared.tool.name,
+      args: prepared.args,
+      occurrence: context.occurrence,
+    }));
+}
+
+/**
+ * The error of a call that threw something other than a business error (details.started true):
+ * DEADLINE_EXCEEDED at the run's deadline (details.mayHaveCommitted), TOOL_TIMEOUT after the tool's own
+ * timeout (retryable for read tools), STORE_UNAVAILABLE when the data store could not serve the tool after
+ * the AWS SDK's own retries (shared/errors.ts `isStoreUnavailable`; retryable, since a mutating tool's
+ * idempotency key makes the same call safe to repeat), TOOL_FAILED for anything else. The last two get a
+ * fixed sentence; the error's own text goes to `context.onInternalFailure` only.
+ */
+function fatalErrorOf(
+  error: unknown,
+  tool: ToolDefinition,
+  context: DispatchContext,
+  timedOut: boolean,
+): ToolErrorInput {
+  const effect = tool.isMutating
+    ? "it may already have had its effect (retrying with the same idempotency key is safe)"
+    : "it has no side effects";
+  if (error instanceof DeadlineExceededError || context.signal.aborted) {
+    return {
+      code: "DEADLINE_EXCEEDED",
+      message: `${tool.name} was stopped at the run's deadline; ${effect}.`,
+      details: { started: true, mayHaveCommitted: tool.isMutating },
+      retryable: false,
+    };
+  }
+  if (timedOut) {
+    return {
+      code: "TOOL_TIMEOUT",
+      message: `${tool.name} was stopped after its timeout of ${tool.timeoutMs} ms; ${effect}.`,
+      details: { started: true, timeoutMs: tool.timeoutMs, mayHaveCommitted: tool.isMutating },
+      retryable: !tool.isMutating,
+    };
+  }
+  // The model and the client get the code and a fixed sentence; the error's text (messages, cause
+  // chain: table names, hosts, SQL, stack frames) goes to the logs only.
+  const unavailable = isStoreUnavailable(error);
+  const code = unavailable ? "STORE_UNAVAILABLE" : "TOOL_FAILED";
+  reportInternalFailure(context.onInternalFailure, {
+    source: "tool",
+    name: tool.name,
+    code,
+    detail: describeThrown(error),
+  });
+  return {
+    code,
+    message: unavailable
+      ? `${tool.name} could not reach the data store; ${effect}. The same call can be made again.`
+      : `${tool.name} failed with an internal error; ${effect}.`,
+    details: { mayHaveCommitted: tool.isMutating },
+    retryable: unavailable,
+  };
 }
