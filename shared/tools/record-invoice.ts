@@ -125,6 +125,44 @@ function alreadyRecorded(invoice: Invoice): ToolBusinessError {
   );
 }
 
+/** What recordInvoice returns: the invoice, and whether an earlier call of the same operation wrote it. */
+interface RecordedInvoice {
+  invoice: Invoice;
+  replayed: boolean;
+}
+
+/**
+ * A call whose quote is not live (gone, or expired): a retry of the operation that recorded it returns
+ * its invoice, even once the quote has gone; otherwise it is refused.
+ * @throws ToolBusinessError QUOTE_ALREADY_RECORDED (another operation recorded it), QUOTE_EXPIRED,
+ *   QUOTE_NOT_FOUND
+ */
+async function replayWithoutQuote(
+  deps: RecordInvoiceDeps,
+  tenantId: string,
+  quoteId: string,
+  found: Exclude<Awaited<ReturnType<QuoteStore["lookup"]>>, { kind: "live" }>,
+  context: { idempotencyKey?: string | undefined; signal?: AbortSignal | undefined },
+): Promise<RecordedInvoice> {
+  const existing = await deps.ledger.get(tenantId, invoiceIdForQuote(quoteId), context.signal);
+  if (existing && existing.idempotencyKey === context.idempotencyKey) {
+    return { invoice: existing, replayed: true };
+  }
+  if (existing) throw alreadyRecorded(existing);
+  if (found.kind === "expired") {
+    throw new ToolBusinessError(
+      "QUOTE_EXPIRED",
+      `Quote ${quoteId} expired at ${found.quote.expiresAt}; call calculateTax again for a new quote.`,
+      { quoteId, expiresAt: found.quote.expiresAt },
+    );
+  }
+  throw new ToolBusinessError(
+    "QUOTE_NOT_FOUND",
+    `There is no quote ${quoteId} for this tenant; use a quoteId returned by calculateTax.`,
+    { quoteId },
+  );
+}
+
 /**
  * recordInvoice: mutating, needs `billing:write`. Writes at most one invoice per quote, with every
  * amount copied from the caller's tenant's quote. A retry of the same operation (same idempotency key)
@@ -166,43 +204,18 @@ export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeo
         `(gross total ${invoice.grossTotal.amount} ${invoice.currency})${replayed ? ", already recorded by an earlier call" : ""}`
       );
     },
-    handler: async (input, security, context): Promise<{ invoice: Invoice; replayed: boolean }> => {
+    handler: async (input, security, context): Promise<RecordedInvoice> => {
       const idempotencyKey = context.idempotencyKey;
       if (!idempotencyKey) throw new Error("recordInvoice needs an idempotency key.");
-      const found = await deps.quotes.lookup(
-        security.tenantId,
-        input.quoteId,
-        clock().getTime(),
-        context.signal,
-      );
-      if (found.kind !== "live") {
-        // A retry of an invoice already recorded returns it, even once its quote has gone.
-        const existing = await deps.ledger.get(
-          security.tenantId,
-          invoiceIdForQuote(input.quoteId),
-          context.signal,
-        );
-        if (existing?.idempotencyKey === idempotencyKey) return { invoice: existing, replayed: true };
-        if (existing) throw alreadyRecorded(existing);
-        if (found.kind === "expired") {
-          throw new ToolBusinessError(
-            "QUOTE_EXPIRED",
-            `Quote ${input.quoteId} expired at ${found.quote.expiresAt}; call calculateTax again for a new quote.`,
-            { quoteId: input.quoteId, expiresAt: found.quote.expiresAt },
-          );
-        }
-        throw new ToolBusinessError(
-          "QUOTE_NOT_FOUND",
-          `There is no quote ${input.quoteId} for this tenant; use a quoteId returned by calculateTax.`,
-          { quoteId: input.quoteId },
-        );
-      }
+      const { tenantId } = security;
+      const found = await deps.quotes.lookup(tenantId, input.quoteId, clock().getTime(), context.signal);
+      if (found.kind !== "live") return replayWithoutQuote(deps, tenantId, input.quoteId, found, context);
       const quote = found.quote;
       assertQuoteConsistent(quote);
       const recorded = await deps.ledger
         .recordOnce(
           {
-            tenantId: security.tenantId,
+            tenantId,
             clientName: input.clientName,
             clientReference: input.clientReference ?? null,
             description: input.description ?? null,
