@@ -523,21 +523,31 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const raw = parsed.data;
   const conflicts = crossFieldProblems(raw);
   if (conflicts.length > 0) throw new ConfigError(`Invalid configuration: ${conflicts.join("; ")}`);
+  return configOf(raw);
+}
+
+/** The model provider's settings of a parsed environment. */
+function modelConfigOf(raw: z.output<typeof ConfigSchema>): Config["model"] {
   return {
-    model: {
-      provider: raw.MODEL_PROVIDER,
-      bedrock: {
-        modelId: raw.BEDROCK_MODEL_ID,
-        baseURL: raw.BEDROCK_BASE_URL ?? bedrockBaseUrl(raw.AWS_REGION),
-        region: raw.AWS_REGION,
-      },
-      apiKey: raw.OPENAI_API_KEY,
-      apiKeySecretName: raw.OPENAI_API_KEY_SECRET_NAME,
-      secretCacheSeconds: raw.SECRET_CACHE_SECONDS,
-      baseURL: raw.OPENAI_BASE_URL,
-      name: raw.OPENAI_MODEL,
-      maxTokens: raw.MODEL_MAX_TOKENS,
+    provider: raw.MODEL_PROVIDER,
+    bedrock: {
+      modelId: raw.BEDROCK_MODEL_ID,
+      baseURL: raw.BEDROCK_BASE_URL ?? bedrockBaseUrl(raw.AWS_REGION),
+      region: raw.AWS_REGION,
     },
+    apiKey: raw.OPENAI_API_KEY,
+    apiKeySecretName: raw.OPENAI_API_KEY_SECRET_NAME,
+    secretCacheSeconds: raw.SECRET_CACHE_SECONDS,
+    baseURL: raw.OPENAI_BASE_URL,
+    name: raw.OPENAI_MODEL,
+    maxTokens: raw.MODEL_MAX_TOKENS,
+  };
+}
+
+/** A parsed environment (every variable valid, the cross-field rules kept) in the shapes of {@link Config}. */
+function configOf(raw: z.output<typeof ConfigSchema>): Config {
+  return {
+    model: modelConfigOf(raw),
     table: {
       name: raw.TABLE_NAME,
       endpoint: raw.DYNAMODB_ENDPOINT,
