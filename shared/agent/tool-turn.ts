@@ -79,7 +79,7 @@ export interface ToolTurnContext {
  * fatal_error APPROVAL_CHECK_FAILED (retryable; the call did not run). Never throws.
  */
 export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): Promise<ToolTurnResult> {
-  const { limits, deadline, tools, security, runId, runScope } = context;
+  const { limits, deadline } = context;
   if (context.overTokenBudget) {
     return {
       results: calls.map(tokenBudgetResult),
@@ -92,28 +92,14 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
   const pending: PendingApproval[] = [];
   let started = 0;
   let refused = false;
-  const jobs = calls.map((call, index): (() => Promise<ToolResult>) => {
-    if (index >= limits.maxToolCallsPerTurn) {
-      const result = notStartedResult(call, "validation_error", {
-        code: "TOO_MANY_TOOL_CALLS",
-        message: `At most ${limits.maxToolCallsPerTurn} tool calls run per turn; this one did not run. Ask for it again in the next turn.`,
-        details: { maxToolCallsPerTurn: limits.maxToolCallsPerTurn },
-        retryable: true,
-      });
-      return () => Promise.resolve(result);
-    }
-    if (context.startedBefore + started >= limits.maxToolCallsPerRun) {
-      refused = true;
-      const result = notStartedResult(call, "fatal_error", {
-        code: "BUDGET_EXCEEDED",
-        message: `The run reached its limit of ${limits.maxToolCallsPerRun} tool calls; this one did not run.`,
-        details: { maxToolCallsPerRun: limits.maxToolCallsPerRun },
-        retryable: false,
-      });
-      return () => Promise.resolve(result);
+  const jobs = calls.map((call, index): Job => {
+    const refusal = limitRefusal(call, index, context.startedBefore + started, limits);
+    if (refusal) {
+      refused ||= refusal.error?.code === "BUDGET_EXCEEDED";
+      return () => Promise.resolve(refusal);
     }
     started += 1;
-    const prepared = prepareToolCall(call, tools, security);
+    const prepared = prepareToolCall(call, context.tools, context.security);
     if (prepared.kind === "failed") return () => toolSpan(call, () => Promise.resolve(prepared.result));
     // Counted in call order on the validated arguments, the identity the idempotency key hashes.
     let occurrence = 0;
@@ -122,49 +108,104 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
       occurrence = occurrences.get(identity) ?? 0;
       occurrences.set(identity, occurrence + 1);
     }
-    const run = () =>
-      toolSpan(call, () =>
-        runPreparedCall(prepared, security, {
-          runId,
-          runScope,
-          occurrence,
-          signal: deadline.signal,
-          remainingMs: () => deadline.remainingMs(),
-          onInternalFailure: context.hooks?.onInternalFailure,
-        }),
-      );
-    const policy = prepared.tool.needsApproval?.bind(prepared.tool);
-    if (!policy) return run;
-    return async () => {
-      let preview: ApprovalPreview | null;
-      try {
-        preview = await policy(prepared.args as never, security, { signal: deadline.signal });
-      } catch (error) {
-        reportInternalFailure(context.hooks?.onInternalFailure, {
-          source: "approval_check",
-          name: call.name,
-          code: "APPROVAL_CHECK_FAILED",
-          detail: describeThrown(error),
-        });
-        return notStartedResult(call, "fatal_error", {
-          code: "APPROVAL_CHECK_FAILED",
-          message: `${call.name} did not run: whether it needs approval could not be checked. The same call can be made again.`,
-          retryable: true,
-        });
-      }
-      if (!preview) return run();
-      pending.push({ index, call, occurrence, args: prepared.args, preview });
-      return notStartedResult(call, "business_error", {
-        code: "APPROVAL_PENDING",
-        message: `${call.name} waits for a person's approval.`,
-        retryable: false,
-      });
-    };
+    const job = { index, call, prepared, occurrence };
+    return prepared.tool.needsApproval ? approvalJob(job, context, pending) : () => runJob(job, context);
   });
   const results = await mapConcurrent(jobs, limits.maxConcurrentToolCalls);
   const turn: ToolTurnResult = { results, started, refused, deadlinePassed: deadline.expired };
   if (pending.length > 0) turn.pending = pending.sort((a, b) => a.index - b.index);
   return turn;
+}
+
+/** One call of a turn, to be run: the result it settles to. */
+type Job = () => Promise<ToolResult>;
+
+/** A call that passed the turn's limits and validation, with its occurrence among the turn's calls. */
+interface ValidCall {
+  index: number;
+  call: TurnCall;
+  prepared: Extract<ReturnType<typeof prepareToolCall>, { kind: "ready" }>;
+  occurrence: number;
+}
+
+/**
+ * The result of a call the turn's limits keep from running: past `maxToolCallsPerTurn` (validation_error
+ * TOO_MANY_TOOL_CALLS, retryable next turn) or past the run's `maxToolCallsPerRun` counting the calls
+ * `startedSoFar` (fatal_error BUDGET_EXCEEDED); undefined when it may run.
+ */
+function limitRefusal(
+  call: TurnCall,
+  index: number,
+  startedSoFar: number,
+  limits: RunLimits,
+): ToolResult | undefined {
+  if (index >= limits.maxToolCallsPerTurn) {
+    return notStartedResult(call, "validation_error", {
+      code: "TOO_MANY_TOOL_CALLS",
+      message: `At most ${limits.maxToolCallsPerTurn} tool calls run per turn; this one did not run. Ask for it again in the next turn.`,
+      details: { maxToolCallsPerTurn: limits.maxToolCallsPerTurn },
+      retryable: true,
+    });
+  }
+  if (startedSoFar < limits.maxToolCallsPerRun) return undefined;
+  return notStartedResult(call, "fatal_error", {
+    code: "BUDGET_EXCEEDED",
+    message: `The run reached its limit of ${limits.maxToolCallsPerRun} tool calls; this one did not run.`,
+    details: { maxToolCallsPerRun: limits.maxToolCallsPerRun },
+    retryable: false,
+  });
+}
+
+/** Runs a valid call through the dispatcher under the run's deadline, in its `execute_tool` span. */
+function runJob({ call, prepared, occurrence }: ValidCall, context: ToolTurnContext): Promise<ToolResult> {
+  const { deadline } = context;
+  return toolSpan(call, () =>
+    runPreparedCall(prepared, context.security, {
+      runId: context.runId,
+      runScope: context.runScope,
+      occurrence,
+      signal: deadline.signal,
+      remainingMs: () => deadline.remainingMs(),
+      onInternalFailure: context.hooks?.onInternalFailure,
+    }),
+  );
+}
+
+/**
+ * A valid call whose tool has an approval policy: asks the policy first; a call it gives a preview is
+ * added to `pending` and settles to the placeholder business_error APPROVAL_PENDING; one it clears runs;
+ * a policy that throws gives fatal_error APPROVAL_CHECK_FAILED (retryable; the call did not run).
+ */
+function approvalJob(job: ValidCall, context: ToolTurnContext, pending: PendingApproval[]): Job {
+  const { call, prepared, index, occurrence } = job;
+  return async () => {
+    let preview: ApprovalPreview | null;
+    try {
+      preview =
+        (await prepared.tool.needsApproval?.(prepared.args as never, context.security, {
+          signal: context.deadline.signal,
+        })) ?? null;
+    } catch (error) {
+      reportInternalFailure(context.hooks?.onInternalFailure, {
+        source: "approval_check",
+        name: call.name,
+        code: "APPROVAL_CHECK_FAILED",
+        detail: describeThrown(error),
+      });
+      return notStartedResult(call, "fatal_error", {
+        code: "APPROVAL_CHECK_FAILED",
+        message: `${call.name} did not run: whether it needs approval could not be checked. The same call can be made again.`,
+        retryable: true,
+      });
+    }
+    if (!preview) return runJob(job, context);
+    pending.push({ index, call, occurrence, args: prepared.args, preview });
+    return notStartedResult(call, "business_error", {
+      code: "APPROVAL_PENDING",
+      message: `${call.name} waits for a person's approval.`,
+      retryable: false,
+    });
+  };
 }
 
 /** The result of a call that was not run because the model call that asked for it spent the token budget. */
