@@ -2,9 +2,9 @@ import { type ApprovalGate, settleApprovals } from "./approval.js";
 import { cycleRecord, notify, requestSummary } from "./audit.js";
 import { reportInternalFailure, toolsAllowedFor } from "./dispatcher.js";
 import { LoopBreaker } from "./loop-breaker.js";
-import { callModel, modelTools } from "./model-step.js";
+import { callModel, type ModelStepResult, modelTools } from "./model-step.js";
 import { RunState } from "./run-state.js";
-import { runInline } from "./step.js";
+import { runInline, type StepRunner } from "./step.js";
 import { type Stop, stops } from "./stops.js";
 import { runToolTurn, type ToolTurnResult } from "./tool-turn.js";
 import { type Resolution, resolveReply } from "./turn-resolution.js";
@@ -70,25 +70,7 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     if (model.kind === "expired") return run.end(stops.deadlineBeforeModelCall(deadline.at));
     run.cycles = cycle;
     run.addUsage(model.usage);
-    if (model.kind === "failure" && model.cause !== "deadline") {
-      reportInternalFailure(hooks?.onInternalFailure, {
-        source: "model",
-        name: "model",
-        code: model.cause,
-        detail: `${model.status === null ? "no HTTP response" : `HTTP ${model.status}`}: ${model.message}`,
-      });
-    }
-    const resolution: Resolution =
-      model.kind === "failure"
-        ? {
-            kind: "stop",
-            stop: stops.modelFailed(model, deadline.at, {
-              messages: run.messages,
-              history: input.history ?? [],
-            }),
-            answer: null,
-          }
-        : resolveReply(model, { cycle, retried: run.retried, cycleLeft: cycle < limits.maxCycles });
+    const resolution = resolutionOf(model, cycle, run, input);
     if (resolution.kind === "stop") {
       await notify(hooks, cycleRecord({ cycle, request, model, outcome: resolution.stop.status }));
       return run.end(resolution.stop, resolution.answer);
@@ -118,19 +100,59 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     if (stop) return run.end(stop);
   }
 
-  // The cycle limit: optionally one last call with tools off, so the model can summarize.
+  return endAtCycleLimit(input, run, step, tools);
+}
+
+/**
+ * What the loop does with a model step's result: a failure stops the run (model_error, deadline_exceeded
+ * or context_length_exceeded; the failure's detail goes to `onInternalFailure`, except a deadline's), a
+ * reply is resolved (shared/agent/turn-resolution.ts).
+ */
+function resolutionOf(
+  model: Exclude<ModelStepResult, { kind: "expired" }>,
+  cycle: number,
+  run: RunState,
+  input: RunInput,
+): Resolution {
+  if (model.kind !== "failure") {
+    return resolveReply(model, { cycle, retried: run.retried, cycleLeft: cycle < input.limits.maxCycles });
+  }
+  if (model.cause !== "deadline") {
+    reportInternalFailure(input.hooks?.onInternalFailure, {
+      source: "model",
+      name: "model",
+      code: model.cause,
+      detail: `${model.status === null ? "no HTTP response" : `HTTP ${model.status}`}: ${model.message}`,
+    });
+  }
+  const context = { messages: run.messages, history: input.history ?? [] };
+  return { kind: "stop", stop: stops.modelFailed(model, input.deadline.at, context), answer: null };
+}
+
+/**
+ * The cycle limit: max_cycles_exceeded, with one last model call with tools off (`summary:model`) so
+ * the model can summarize, when SUMMARIZE_ON_MAX_CYCLES is on and the token budget is not spent.
+ */
+async function endAtCycleLimit(
+  input: RunInput,
+  run: RunState,
+  step: StepRunner,
+  tools: ReturnType<typeof modelTools>,
+): Promise<RunOutcome> {
+  const { limits } = input;
   const budgetLeft = run.usage.totalTokens < limits.maxTotalTokens;
   if (!limits.summarizeOnMaxCycles || !budgetLeft) return run.end(stops.maxCycles(limits.maxCycles, false));
   const request = requestSummary(run.messages.length, tools);
   const model = await step("summary:model", () =>
-    callModel(input.model, deadline, run.messages, tools, "none"),
+    callModel(input.model, input.deadline, run.messages, tools, "none"),
   );
   if (model.kind === "expired") return run.end(stops.maxCycles(limits.maxCycles, false));
   run.addUsage(model.usage);
   const text = model.kind === "reply" && !model.refusal ? model.content : null;
   const answer = text?.trim() ? text : null;
   const status = "max_cycles_exceeded";
-  await notify(hooks, cycleRecord({ cycle: run.cycles + 1, request, model, outcome: status, summary: true }));
+  const record = cycleRecord({ cycle: run.cycles + 1, request, model, outcome: status, summary: true });
+  await notify(input.hooks, record);
   return run.end(stops.maxCycles(limits.maxCycles, answer !== null), answer);
 }
 
