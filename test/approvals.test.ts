@@ -1,3 +1,4 @@
+import { DeleteCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   ApprovalPageSchema,
@@ -5,6 +6,8 @@ import {
   ProblemSchema,
   RunRecordSchema,
 } from "../functions/api/contract.js";
+import { encodeCursor } from "../shared/store/query.js";
+import { tableKey } from "../shared/store/table.js";
 import { header } from "./fixtures/events.js";
 import { decide, GBP_RULES, json, pollUntil, SEED_PROMPT, userEvent } from "./support/approvals.js";
 import { type DurableStack, runPathEvent, startDurableStack } from "./support/durable.js";
@@ -206,6 +209,192 @@ describe("the decision", () => {
     await decide(stack, target, "approve");
     await pollUntil(stack, target.runId, tenantId);
     expect(ApprovalPageSchema.parse(json(await list(tenantId))).items).toEqual([]);
+  });
+});
+
+describe("the tenant's decided approvals (GET /v1/approvals?status=decided)", () => {
+  /** `GET /v1/approvals` with `query` as `user` (billing:approve unless `scope` says otherwise). */
+  const list = (tenantId: string, query: string, sub = "usr_approver", scope = "billing:approve") =>
+    stack.invoke(userEvent({ sub, tenantId, scope }, "GET", `/v1/approvals${query}`));
+  const page = async (tenantId: string, query: string, sub?: string) => {
+    const response = await list(tenantId, query, sub);
+    expect(response.statusCode, response.body).toBe(200);
+    return ApprovalPageSchema.parse(json(response));
+  };
+
+  it("lists approved, rejected and cancelled approvals newest first, with who, when, why and the backend's numbers, to every approver of the tenant and to no other tenant", async () => {
+    const tenantId = "tenant_apr_decided";
+    const otherTenant = "tenant_apr_decided_other";
+    const approved = await pausedRun(tenantId);
+    const rejected = await pausedRun(tenantId);
+    const cancelled = await pausedRun(tenantId);
+    const foreign = await pausedRun(otherTenant);
+    expect((await page(tenantId, "?status=decided")).items).toEqual([]);
+
+    const ok = await decide(stack, approved.target, "approve", {
+      sub: "usr_apr_a",
+      reason: "PO 4711 checked",
+    });
+    expect(ok.statusCode).toBe(200);
+    const no = await decide(stack, rejected.target, "reject", { sub: "usr_apr_b", reason: "Over budget" });
+    expect(no.statusCode).toBe(200);
+    expect((await stack.invoke(runPathEvent(cancelled.run.runId, tenantId, "cancel"))).statusCode).toBe(200);
+    expect((await decide(stack, foreign.target, "approve", { sub: "usr_apr_x" })).statusCode).toBe(200);
+    for (const { run } of [approved, rejected]) await pollUntil(stack, run.runId, tenantId);
+    await pollUntil(stack, foreign.run.runId, otherTenant);
+
+    // A third approver, who decided nothing, sees every decision of the tenant; so does the runs' own user.
+    const decided = await page(tenantId, "?status=decided", "usr_apr_c");
+    expect(decided.nextCursor).toBeNull();
+    expect(decided.items.map((item) => [item.approvalId, item.status, item.decidedBy, item.reason])).toEqual([
+      [cancelled.target.approvalId, "cancelled", null, null],
+      [rejected.target.approvalId, "rejected", "usr_apr_b", "Over budget"],
+      [approved.target.approvalId, "approved", "usr_apr_a", "PO 4711 checked"],
+    ]);
+    const times = decided.items.map((item) => Date.parse(item.decidedAt ?? ""));
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+    expect(decided.items[2]).toEqual(ApprovalSchema.parse(json(ok)));
+    for (const item of decided.items) {
+      expect(item).toMatchObject({
+        tenantId,
+        toolName: "recordInvoice",
+        requestedBy: "usr_idem",
+        preview: { subtotal: "1500.00", taxAmount: "300.00", grossTotal: "1800.00", currency: "GBP" },
+      });
+    }
+    expect(await page(tenantId, "?status=decided", "usr_idem")).toEqual(decided);
+    expect((await page(tenantId, "?status=pending")).items).toEqual([]);
+    // Tenants never meet: each sees only its own decision.
+    const other = await page(otherTenant, "?status=decided");
+    expect(other.items.map((item) => [item.approvalId, item.tenantId, item.decidedBy])).toEqual([
+      [foreign.target.approvalId, otherTenant, "usr_apr_x"],
+    ]);
+
+    // A page at a time: the same approvals in the same order, then a null cursor.
+    const walked: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = `?status=decided&limit=1${cursor ? `&cursor=${cursor}` : ""}`;
+      const next = await page(tenantId, query);
+      expect(next.items).toHaveLength(1);
+      walked.push(...next.items.map((item) => item.approvalId));
+      cursor = next.nextCursor;
+    } while (cursor !== null && walked.length < 5);
+    expect(walked).toEqual(decided.items.map((item) => item.approvalId));
+  });
+
+  it("refuses a bad status, a cursor of another listing or tenant, and callers without billing:approve, writing nothing", async () => {
+    const tenantId = "tenant_apr_decided_bad";
+    const { target, run } = await pausedRun(tenantId);
+    expect((await decide(stack, target, "reject", { reason: "no" })).statusCode).toBe(200);
+    await pollUntil(stack, run.runId, tenantId);
+    const first = await page(tenantId, "?status=decided&limit=1");
+    expect(first.items).toHaveLength(1);
+    const before = await tenantKeys(stack.deps.ddb, stack.config.table.name, tenantId);
+    expect(before.filter((key) => key.startsWith("DECIDED#"))).toHaveLength(1);
+
+    for (const status of ["approved", "DECIDED", "pending,decided", ""]) {
+      const response = await list(tenantId, `?status=${encodeURIComponent(status)}`);
+      expect(response.statusCode, status).toBe(400);
+      expect(header(response, "content-type")).toBe("application/problem+json");
+      const problem = ProblemSchema.parse(json(response));
+      expect(problem.code).toBe("INVALID_REQUEST");
+      expect(problem.errors?.map((error) => [error.in, error.path])).toEqual([["query", "status"]]);
+    }
+    // A cursor names a position in one listing of one tenant.
+    const decidedCursor = encodeCursor(tableKey(tenantId, `DECIDED#${target.approvalId}`));
+    const pendingCursor = encodeCursor(tableKey(tenantId, `APPROVAL#${target.runId}#${target.approvalId}`));
+    for (const [forTenant, query] of [
+      [tenantId, `?status=decided&cursor=${pendingCursor}`],
+      [tenantId, `?status=pending&cursor=${decidedCursor}`],
+      ["tenant_apr_decided_spy", `?status=decided&cursor=${decidedCursor}`],
+    ] as const) {
+      const response = await list(forTenant, query);
+      expect(response.statusCode, query).toBe(400);
+      expect(ProblemSchema.parse(json(response))).toMatchObject({
+        code: "INVALID_REQUEST",
+        errors: [{ in: "query", path: "cursor" }],
+      });
+    }
+    const writer = await list(tenantId, "?status=decided", "usr_w", "billing:read billing:write");
+    expect(writer.statusCode).toBe(403);
+    expect(ProblemSchema.parse(json(writer))).toMatchObject({
+      code: "FORBIDDEN",
+      requiredPermission: "billing:approve",
+    });
+    expect(await tenantKeys(stack.deps.ddb, stack.config.table.name, tenantId)).toEqual(before);
+  });
+
+  it("many decided approvals before a pending one: the pending page still finds it, the decided pages hold `limit` each", async () => {
+    const tenantId = "tenant_apr_decided_many";
+    const store = stack.deps.approvals;
+    const requestedAt = new Date().toISOString();
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const ask = (runId: string, index: number) =>
+      store.request({
+        approvalId: `apr_${String(index).padStart(32, "0")}`,
+        runId,
+        tenantId,
+        toolName: "recordInvoice",
+        toolCallId: `call_${index}`,
+        arguments: {},
+        preview: { grossTotal: `${index}.00`, currency: "GBP" },
+        requestedBy: "usr_idem",
+        requestedAt,
+        expiresAt,
+        callbackId: "",
+        waitName: `wait-${index}`,
+      });
+    // 120 decided approvals sort before the one pending approval (run ids in key order), decided a
+    // second apart (the store takes the decision time), the last one newest.
+    const decidedFrom = Date.now() - 600_000;
+    for (let index = 0; index < 120; index++) {
+      const runId = `run_a${String(index).padStart(4, "0")}`;
+      await ask(runId, index);
+      const decided = await store.decide(
+        tenantId,
+        runId,
+        `apr_${String(index).padStart(32, "0")}`,
+        {
+          status: index % 2 === 0 ? "approved" : "rejected",
+          decidedBy: "usr_approver",
+          reason: `reason ${index}`,
+        },
+        decidedFrom + index * 1000,
+      );
+      expect(decided.kind).toBe("decided");
+    }
+    const pending = await ask("run_z0000", 999);
+
+    const pendingPage = await page(tenantId, "?status=pending&limit=20");
+    expect(pendingPage).toEqual({ items: [pending], nextCursor: null });
+
+    const first = await page(tenantId, "?status=decided&limit=50");
+    expect(first.items).toHaveLength(50);
+    expect(first.items[0]).toMatchObject({ runId: "run_a0119", status: "rejected", reason: "reason 119" });
+    expect(first.nextCursor).not.toBeNull();
+    const second = await page(tenantId, `?status=decided&limit=50&cursor=${first.nextCursor}`);
+    const third = await page(tenantId, `?status=decided&limit=50&cursor=${second.nextCursor}`);
+    expect([second.items.length, third.items.length, third.nextCursor]).toEqual([50, 20, null]);
+    const runIds = [...first.items, ...second.items, ...third.items].map((item) => item.runId);
+    expect(runIds).toEqual(Array.from({ length: 120 }, (_, i) => `run_a${String(119 - i).padStart(4, "0")}`));
+  });
+
+  it("a decision whose listing copy was lost (the process stopped between the two writes) is listed again after the same decision is repeated", async () => {
+    const tenantId = "tenant_apr_decided_repair";
+    const { target, run } = await pausedRun(tenantId);
+    const decided = ApprovalSchema.parse(json(await decide(stack, target, "approve", { reason: "fine" })));
+    await pollUntil(stack, run.runId, tenantId);
+    const [copy] = await tenantKeys(stack.deps.ddb, stack.config.table.name, tenantId, ["DECIDED#"]);
+    expect(copy).toBe(`DECIDED#${decided.decidedAt}#${target.runId}#${target.approvalId}`);
+    await stack.deps.ddb.send(
+      new DeleteCommand({ TableName: stack.config.table.name, Key: tableKey(tenantId, String(copy)) }),
+    );
+    expect((await page(tenantId, "?status=decided")).items).toEqual([]);
+
+    const again = await decide(stack, target, "approve", { reason: "fine" });
+    expect(again.statusCode).toBe(200);
+    expect((await page(tenantId, "?status=decided")).items).toEqual([decided]);
   });
 });
 

@@ -338,6 +338,14 @@ describe("the API as Prism sees it through the OpenAPI document", () => {
       200,
     );
     expect(decided.body?.status).toBe("approved");
+    const history = conforming(
+      await through(prism, "/v1/approvals?status=decided", { token: approver }),
+      200,
+    );
+    expect((history.body?.items as Array<{ approvalId: string; decidedBy: string }>)[0]).toMatchObject({
+      approvalId: pending?.approvalId,
+      decidedBy: "usr_approver_prism",
+    });
 
     let polled = conforming(await through(prism, `/v1/runs/${runId}`), 200);
     while (polled.body?.status === "running" || polled.body?.status === "awaiting_approval") {

@@ -3,11 +3,11 @@ import {
   ReturnValue,
   ReturnValuesOnConditionCheckFailure,
 } from "@aws-sdk/client-dynamodb";
-import { type DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
-import { queryTenant } from "./query.js";
+import { queryKept, queryTenant } from "./query.js";
 import {
   getItem,
   ITEM_ABSENT,
@@ -64,6 +64,11 @@ export type DecideResult =
   | { kind: "decided"; approval: ApprovalRecord; callback: ApprovalCallback }
   | { kind: "conflict"; approval: ApprovalRecord; callback: ApprovalCallback }
   | { kind: "missing" };
+
+/** Table reads of one {@link ApprovalStore.listPending} or {@link ApprovalStore.listDecided} at most. */
+export const APPROVAL_LIST_READS = 5;
+/** Approvals each read of {@link ApprovalStore.listPending} asks for (most of a tenant's are decided). */
+export const APPROVAL_LIST_READ_SIZE = 100;
 
 /** The attribute holding the durable callback id (never returned by the API). */
 const CALLBACK_ID = "callbackId";
@@ -216,25 +221,86 @@ export class ApprovalStore {
   }
 
   /**
-   * One page of the tenant's pending approvals (run id, then approval id order). The page reads `limit`
-   * approvals and keeps the pending ones, so it may hold fewer than `limit` (even none) while
-   * `nextCursor` says more follow; `nextCursor` is the store's cursor (see `queryTenant`).
+   * One page of the tenant's pending approvals (run id, then approval id order): reads up to
+   * {@link APPROVAL_LIST_READS} table pages of {@link APPROVAL_LIST_READ_SIZE} approvals and keeps the
+   * pending ones, so a page may hold fewer than `limit` (even none) while `nextCursor` says more follow
+   * (a tenant with many decided approvals); `nextCursor` is the store's cursor (see `queryTenant`).
+   * @param options.limit page size, a positive integer
    * @throws InvalidCursorError for a cursor not issued for this tenant's approvals; the SDK's errors
    */
   async listPending(
     tenantId: string,
     options: { limit: number; cursor?: string },
   ): Promise<{ approvals: ApprovalRecord[]; nextCursor: string | undefined }> {
-    const page = await queryTenant(this.client, this.tableName, {
-      tenantId,
-      prefix: keys.approvalPrefix(),
-      limit: options.limit,
-      ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
-    });
-    const approvals = page.items
-      .map((item) => toApproval(item).approval)
-      .filter((approval) => approval.status === "pending");
-    return { approvals, nextCursor: page.nextCursor };
+    const page = await queryKept(
+      this.client,
+      this.tableName,
+      { tenantId, prefix: keys.approvalPrefix(), ...cursorOf(options) },
+      {
+        limit: options.limit,
+        reads: APPROVAL_LIST_READS,
+        readSize: APPROVAL_LIST_READ_SIZE,
+        keep: (item) => {
+          const { approval } = toApproval(item);
+          return approval.status === "pending" ? approval : undefined;
+        },
+      },
+    );
+    return { approvals: page.kept, nextCursor: page.nextCursor };
+  }
+
+  /**
+   * One page of the tenant's approvals that are no longer pending (approved, rejected, expired,
+   * cancelled), newest `decidedAt` first, from their copies under `DECIDED#` (see {@link recordDecided}):
+   * every item read is one, so a page holds `limit` unless it is the last; only copies past their `ttl`
+   * (not yet deleted by DynamoDB) are left out. `nextCursor` is the store's cursor (see `queryTenant`).
+   * @param options.limit page size, a positive integer
+   * @param now the time `ttl` is compared with (epoch ms)
+   * @throws InvalidCursorError for a cursor not issued for this tenant's decided approvals (a cursor of
+   *   the pending listing is one); the SDK's errors
+   */
+  async listDecided(
+    tenantId: string,
+    options: { limit: number; cursor?: string },
+    now: number = Date.now(),
+  ): Promise<{ approvals: ApprovalRecord[]; nextCursor: string | undefined }> {
+    const nowSeconds = Math.floor(now / 1000);
+    const page = await queryKept(
+      this.client,
+      this.tableName,
+      { tenantId, prefix: keys.decidedApprovalPrefix, descending: true, ...cursorOf(options) },
+      {
+        limit: options.limit,
+        reads: APPROVAL_LIST_READS,
+        readSize: options.limit,
+        keep: (item) => {
+          const split = splitItem(item);
+          return Number(split.expiresAtSeconds) > nowSeconds ? toApproval(item).approval : undefined;
+        },
+      },
+    );
+    return { approvals: page.kept, nextCursor: page.nextCursor };
+  }
+
+  /**
+   * Writes the copy of an approval that is no longer pending under
+   * `DECIDED#<decidedAt>#<runId>#<approvalId>` (no callback id; the approval's `ttl`), which
+   * {@link listDecided} reads newest first. Called after every transition that ended the approval's
+   * pending state, and again whenever a later call finds it so (a repeated decision, a late one, an
+   * expiry or cancel that lost the race): a put of the same item, so a copy lost with a process that
+   * stopped between the two writes is written by the next call that meets the approval.
+   * @throws the SDK's errors
+   */
+  private async recordDecided(approval: ApprovalRecord): Promise<void> {
+    if (approval.status === "pending" || approval.decidedAt === null) return;
+    const key = tableKey(
+      approval.tenantId,
+      keys.decidedApproval(approval.decidedAt, approval.runId, approval.approvalId),
+    );
+    const ttl = Math.floor(Date.parse(approval.expiresAt) / 1000) + this.ttlSeconds;
+    await this.client.send(
+      new PutCommand({ TableName: this.tableName, Item: tableItem(key, "approval_decided", approval, ttl) }),
+    );
   }
 
   /** One conditional update of an approval's fields; the stored item comes back either way. */
@@ -266,16 +332,25 @@ export class ApprovalStore {
           ReturnValuesOnConditionCheckFailure: ReturnValuesOnConditionCheckFailure.ALL_OLD,
         }),
       );
-      return { kind: "decided", ...toApproval(result.Attributes ?? {}) };
+      const decided = toApproval(result.Attributes ?? {});
+      await this.recordDecided(decided.approval);
+      return { kind: "decided", ...decided };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const existing = error.Item
         ? unmarshall(error.Item)
         : await getItem(this.client, this.tableName, tableKey(tenantId, keys.approval(runId, approvalId)));
-      return existing ? { kind: "conflict", ...toApproval(existing) } : { kind: "missing" };
+      if (!existing) return { kind: "missing" };
+      const stored = toApproval(existing);
+      await this.recordDecided(stored.approval);
+      return { kind: "conflict", ...stored };
     }
   }
 }
+
+/** The `cursor` of a listing's options, when there is one (an absent cursor is left out, not undefined). */
+const cursorOf = (options: { cursor?: string }) =>
+  options.cursor === undefined ? {} : { cursor: options.cursor };
 
 /** An approval and its callback from a stored item (table attributes and internal fields stripped). */
 function toApproval(item: StoredItem): { approval: ApprovalRecord; callback: ApprovalCallback } {

@@ -13,6 +13,7 @@ import { sha256Hex } from "../hash.js";
  * | TENANT#<tenantId> | QUOTE#<quoteId> | tax quote, with `ttl` (epoch seconds) for DynamoDB TTL |
  * | TENANT#<tenantId> | IDEM#<route>#<sha256([userId, Idempotency-Key])> | HTTP Idempotency-Key record of one caller and route |
  * | TENANT#<tenantId> | APPROVAL#<runId>#<approvalId> | one approval of a run's tool call, with `ttl` |
+ * | TENANT#<tenantId> | DECIDED#<decidedAt>#<runId>#<approvalId> | a decided (or expired, cancelled) approval's copy, newest last, with the approval's `ttl` |
  * | TENANT#<tenantId> | EVENTS#<runId>#<first sequence, 8 digits> | one batch of a run's events, with the run's `ttl` |
  *
  * Client-supplied keys are hashed (hex SHA-256) so any printable value fits the sort key and cannot
@@ -43,6 +44,15 @@ export const keys = {
   approval: (runId: string, approvalId: string) => `APPROVAL#${runId}#${approvalId}`,
   /** Sort-key prefix of a run's approvals (`APPROVAL#<runId>#`), or of all the tenant's (`APPROVAL#`). */
   approvalPrefix: (runId?: string) => (runId === undefined ? "APPROVAL#" : `APPROVAL#${runId}#`),
+  /**
+   * Sort key of the copy of an approval that is no longer pending, by when it was decided (`decidedAt`,
+   * ISO 8601 UTC with milliseconds, so keys sort in time order), for the newest-first listing of
+   * decisions (`GET /v1/approvals?status=decided`).
+   */
+  decidedApproval: (decidedAt: string, runId: string, approvalId: string) =>
+    `DECIDED#${decidedAt}#${runId}#${approvalId}`,
+  /** Sort-key prefix of all decided approvals' copies. */
+  decidedApprovalPrefix: "DECIDED#",
   /** Sort key of one audit step of a run; cycles are zero-padded so steps sort in cycle order. */
   runStep: (runId: string, cycle: number) => `RUN#${runId}#STEP#${String(cycle).padStart(4, "0")}`,
   /** Sort key of one batch of a run's events, by the sequence of its first event (zero-padded to sort). */

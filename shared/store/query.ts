@@ -9,12 +9,14 @@ import { type StoredItem, TABLE_SCHEMA, type TableKey, tableKey } from "./table.
  * sort-key order, with consistent reads.
  * - `limit`: page size (a positive integer); omitted: every matching item, all DynamoDB pages
  * - `cursor`: a `nextCursor` of an earlier page of the same query (same tenant and prefix)
+ * - `descending`: in descending sort-key order (the last key first); a cursor continues in that order
  */
 export interface TenantQuery {
   tenantId: string;
   prefix: string;
   limit?: number;
   cursor?: string;
+  descending?: boolean;
   signal?: AbortSignal;
 }
 
@@ -56,6 +58,7 @@ export async function queryTenant(
         ExpressionAttributeNames: { "#partition": TABLE_SCHEMA.partitionKey, "#sort": TABLE_SCHEMA.sortKey },
         ExpressionAttributeValues: { ":partition": keys.tenant(query.tenantId), ":prefix": query.prefix },
         ExclusiveStartKey: startKey,
+        ...(query.descending ? { ScanIndexForward: false } : {}),
         ...(limit === undefined ? {} : { Limit: want - items.length }),
         ConsistentRead: true,
       }),
@@ -68,6 +71,55 @@ export async function queryTenant(
   const pageItems = items.slice(0, limit);
   const last = String(pageItems.at(-1)?.[TABLE_SCHEMA.sortKey]);
   return { items: pageItems, nextCursor: encodeCursor(tableKey(query.tenantId, last)) };
+}
+
+/**
+ * How {@link queryKept} reads: at most `reads` queries of `readSize` items each (positive integers).
+ * A listing whose filter keeps few items reads large pages; one that keeps nearly all reads `limit`.
+ */
+export interface KeptReads {
+  reads: number;
+  readSize: number;
+}
+
+/**
+ * One page of a filtered listing: runs `query` page by page ({@link queryTenant}, `reads.readSize` items
+ * each, at most `reads.reads` times) and keeps what `keep` maps to a value (undefined drops the item),
+ * until `limit` values are kept or the items run out. A page may thus hold fewer than `limit` values
+ * while `nextCursor` is set: the reads ran out first.
+ * @returns the kept values in query order, and `nextCursor` (a {@link queryTenant} cursor of the same
+ *   query, continuing after the last item read) unless no item follows
+ * @throws InvalidCursorError for a cursor not issued for this tenant and prefix; the SDK's errors
+ */
+export async function queryKept<T>(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  query: Omit<TenantQuery, "limit">,
+  options: { limit: number; keep: (item: StoredItem) => T | undefined } & KeptReads,
+): Promise<{ kept: T[]; nextCursor: string | undefined }> {
+  const kept: T[] = [];
+  const { cursor: first, ...rest } = query;
+  let cursor = first;
+  for (let read = 0; read < options.reads; read++) {
+    const page = await queryTenant(client, tableName, {
+      ...rest,
+      limit: options.readSize,
+      ...(cursor === undefined ? {} : { cursor }),
+    });
+    for (const item of page.items) {
+      const value = options.keep(item);
+      if (value === undefined) continue;
+      kept.push(value);
+      if (kept.length === options.limit) {
+        const last = page.items.at(-1) === item && page.nextCursor === undefined;
+        const sortKey = String(item[TABLE_SCHEMA.sortKey]);
+        return { kept, nextCursor: last ? undefined : encodeCursor(tableKey(query.tenantId, sortKey)) };
+      }
+    }
+    cursor = page.nextCursor;
+    if (cursor === undefined) return { kept, nextCursor: undefined };
+  }
+  return { kept, nextCursor: cursor };
 }
 
 /**
