@@ -257,13 +257,17 @@ async function runDurable(
 async function watchedRuns(
   seed: APIGatewayProxyEventV2,
 ): Promise<(event: APIGatewayProxyEventV2) => Promise<{ statusCode: number; body: string }>> {
-  const [{ createDevIssuer, mintToken }, { localStreamHandler }, { invokeStreaming }, { createParser }] =
-    await Promise.all([
-      import("./dev-auth.js"),
-      import("./stream-handler.js"),
-      import("./lambda-streaming.js"),
-      import("eventsource-parser"),
-    ]);
+  const [
+    { createDevIssuer, devVerification, mintToken },
+    { localStreamHandler },
+    { invokeStreaming },
+    { createParser },
+  ] = await Promise.all([
+    import("./dev-auth.js"),
+    import("./stream-handler.js"),
+    import("./lambda-streaming.js"),
+    import("eventsource-parser"),
+  ]);
   const issuer = await createDevIssuer();
   const claims = (
     seed.requestContext as unknown as { authorizer: { jwt: { claims: Record<string, string> } } }
@@ -274,7 +278,7 @@ async function watchedRuns(
     scope: claims.scope,
   });
   const config = loadConfig(process.env);
-  const handler = await localStreamHandler(config, issuer);
+  const handler = await localStreamHandler(config, devVerification(issuer));
   return async (event) => {
     const request = {
       ...event,
