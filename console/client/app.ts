@@ -110,10 +110,15 @@ function takeFragmentToken(): void {
   history.replaceState(null, "", `${location.pathname}#/runs`);
 }
 
-/** Completes an OIDC redirect (`?code=`), then clears the query from the address bar. */
+/**
+ * Completes an OIDC redirect (`?code=…&state=…`, or `?error=…&state=…` when the issuer refused), then
+ * clears the query from the address bar.
+ * @throws the sign-in's error (shown on the sign-in form)
+ */
 async function takeOidcRedirect(): Promise<void> {
   const query = new URLSearchParams(location.search);
-  if (!oidc.issuer || !oidc.clientId || !query.has("code")) return;
+  if (!oidc.issuer || !oidc.clientId || !query.has("state")) return;
+  if (!query.has("code") && !query.has("error")) return;
   const { completeSignIn } = await import("./oidc.js");
   try {
     setToken(await completeSignIn(oidc.issuer, oidc.clientId));
@@ -164,6 +169,14 @@ function signInView(note?: string): void {
   );
 }
 
+/** Forgets the bearer token, and the tokens oidc-client-ts kept when the page signs in at an issuer. */
+async function forgetTokens(): Promise<void> {
+  clearToken();
+  caller = null;
+  if (oidc.issuer && oidc.clientId)
+    await (await import("./oidc.js")).forgetSignIn(oidc.issuer, oidc.clientId);
+}
+
 function showCaller(): void {
   const who = document.getElementById("who");
   if (!who || !caller) return;
@@ -173,9 +186,8 @@ function showCaller(): void {
       "button",
       {
         type: "button",
-        onclick: () => {
-          clearToken();
-          caller = null;
+        onclick: async () => {
+          await forgetTokens();
           signInView();
         },
       },
@@ -763,7 +775,7 @@ async function route(): Promise<void> {
 }
 
 whenUnauthorized(() => {
-  clearToken();
+  void forgetTokens();
   signInView("The API did not accept the token (expired?). Sign in again.");
 });
 takeFragmentToken();
