@@ -62,6 +62,21 @@ function problemText(status: number, body: unknown): string {
 
 const alert = (text: string) => h("p", { role: "alert", class: "error" }, text);
 
+/** A data table in a horizontally scrolling box: its caption, column headers, and `body` (its rows). */
+function scrollTable(caption: string, columns: readonly string[], body: HTMLElement): HTMLElement {
+  return h(
+    "div",
+    { class: "scroll" },
+    h(
+      "table",
+      {},
+      h("caption", {}, caption),
+      h("thead", {}, h("tr", {}, ...columns.map((c) => h("th", { scope: "col" }, c)))),
+      body,
+    ),
+  );
+}
+
 /**
  * Reads a listing of the API (`path` answers `{items, nextCursor}`) a page at a time: `show` gets each
  * page's items (`first`: the first page; `more`: another page exists), the `more` button stays visible
@@ -262,23 +277,6 @@ async function runsView(): Promise<void> {
   };
   const rows = h("tbody");
   const more = h("button", { type: "button", hidden: true }, "More runs");
-  const table = h(
-    "table",
-    {},
-    h("caption", {}, "Your runs"),
-    h(
-      "thead",
-      {},
-      h(
-        "tr",
-        {},
-        ...["Run", "Status", "Cycles", "Tokens", "Started", "Duration"].map((c) =>
-          h("th", { scope: "col" }, c),
-        ),
-      ),
-    ),
-    rows,
-  );
   view().replaceChildren(
     h("h1", {}, "Runs"),
     h(
@@ -289,7 +287,7 @@ async function runsView(): Promise<void> {
       h("button", { type: "submit" }, "Start run"),
     ),
     status,
-    h("div", { class: "scroll" }, table),
+    scrollTable("Your runs", ["Run", "Status", "Cycles", "Tokens", "Started", "Duration"], rows),
     more,
   );
   await paged<RunRecord>("/v1/runs?limit=20", {
@@ -418,21 +416,7 @@ async function runView(runId: string): Promise<void> {
     h("h2", {}, "Timeline"),
     live,
     timeline,
-    h(
-      "div",
-      { class: "scroll" },
-      h(
-        "table",
-        {},
-        h("caption", {}, "Tool calls and the backend's results"),
-        h(
-          "thead",
-          {},
-          h("tr", {}, ...["Cycle", "Tool", "Arguments", "Result"].map((c) => h("th", { scope: "col" }, c))),
-        ),
-        results,
-      ),
-    ),
+    scrollTable("Tool calls and the backend's results", ["Cycle", "Tool", "Arguments", "Result"], results),
   );
   const refresh = async () => {
     const answer = await api<RunRecord>(`/v1/runs/${encodeURIComponent(runId)}`);
@@ -639,17 +623,7 @@ async function approvalsView(): Promise<void> {
     morePending,
     h("h2", {}, "Decided"),
     decidedStatus,
-    h(
-      "div",
-      { class: "scroll" },
-      h(
-        "table",
-        {},
-        h("caption", {}, "The tenant's decided approvals, newest first"),
-        h("thead", {}, h("tr", {}, ...DECIDED_COLUMNS.map((c) => h("th", { scope: "col" }, c)))),
-        decided,
-      ),
-    ),
+    scrollTable("The tenant's decided approvals, newest first", DECIDED_COLUMNS, decided),
     moreDecided,
   );
   const answered = await paged<Approval>("/v1/approvals?status=pending&limit=50", {
@@ -708,17 +682,7 @@ async function ledgerView(): Promise<void> {
   view().replaceChildren(
     h("h1", {}, "Ledger"),
     status,
-    h(
-      "div",
-      { class: "scroll" },
-      h(
-        "table",
-        {},
-        h("caption", {}, "The tenant's invoices"),
-        h("thead", {}, h("tr", {}, ...columns.map((c) => h("th", { scope: "col" }, c)))),
-        rows,
-      ),
-    ),
+    scrollTable("The tenant's invoices", columns, rows),
     more,
   );
   await paged<Invoice>("/v1/invoices?limit=20", {
