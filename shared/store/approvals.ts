@@ -111,7 +111,7 @@ export class ApprovalStore {
       tableKey(input.tenantId, keys.approval(input.runId, input.approvalId)),
       "approval",
       { ...approval, [CALLBACK_ID]: callbackId, [WAIT_NAME]: waitName, [EXPIRES_AT_MS]: expiresAtMs },
-      Math.floor(expiresAtMs / 1000) + this.ttlSeconds,
+      this.retainedUntil(expiresAtMs),
     );
     const put = await conditionalPut(this.client, {
       tableName: this.tableName,
@@ -297,10 +297,18 @@ export class ApprovalStore {
       approval.tenantId,
       keys.decidedApproval(approval.decidedAt, approval.runId, approval.approvalId),
     );
-    const ttl = Math.floor(Date.parse(approval.expiresAt) / 1000) + this.ttlSeconds;
-    await this.client.send(
-      new PutCommand({ TableName: this.tableName, Item: tableItem(key, "approval_decided", approval, ttl) }),
+    const item = tableItem(
+      key,
+      "approval_decided",
+      approval,
+      this.retainedUntil(Date.parse(approval.expiresAt)),
     );
+    await this.client.send(new PutCommand({ TableName: this.tableName, Item: item }));
+  }
+
+  /** An approval's item TTL (epoch s): `ttlSeconds` after its expiry (`expiresAtMs`, epoch ms). */
+  private retainedUntil(expiresAtMs: number): number {
+    return Math.floor(expiresAtMs / 1000) + this.ttlSeconds;
   }
 
   /** One conditional update of an approval's fields; the stored item comes back either way. */
