@@ -54,5 +54,9 @@ describe("an approval nobody decides", () => {
       [approvalId, "expired", null, null],
     ]);
     expect(decided[0]?.decidedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    // Listed from the approval itself, moved by the expiry's one update: one item, no copy.
+    expect(
+      await tenantKeys(stack.deps.ddb, stack.config.table.name, tenantId, ["APPROVAL#", "DECIDED#"]),
+    ).toEqual([`APPROVAL#${started.runId}#${approvalId}`]);
   });
 });

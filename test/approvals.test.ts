@@ -1,4 +1,3 @@
-import { DeleteCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   ApprovalPageSchema,
@@ -7,7 +6,7 @@ import {
   RunRecordSchema,
 } from "../functions/api/contract.js";
 import { encodeCursor } from "../shared/store/query.js";
-import { tableKey } from "../shared/store/table.js";
+import { listKey, tableKey } from "../shared/store/table.js";
 import { header } from "./fixtures/events.js";
 import { decide, GBP_RULES, json, pollUntil, SEED_PROMPT, userEvent } from "./support/approvals.js";
 import { type DurableStack, runPathEvent, startDurableStack } from "./support/durable.js";
@@ -290,8 +289,11 @@ describe("the tenant's decided approvals (GET /v1/approvals?status=decided)", ()
     await pollUntil(stack, run.runId, tenantId);
     const first = await page(tenantId, "?status=decided&limit=1");
     expect(first.items).toHaveLength(1);
+    const [decided] = first.items;
     const before = await tenantKeys(stack.deps.ddb, stack.config.table.name, tenantId);
-    expect(before.filter((key) => key.startsWith("DECIDED#"))).toHaveLength(1);
+    expect(before.filter((key) => key.startsWith("APPROVAL#"))).toEqual([
+      `APPROVAL#${target.runId}#${target.approvalId}`,
+    ]);
 
     for (const status of ["approved", "DECIDED", "pending,decided", ""]) {
       const response = await list(tenantId, `?status=${encodeURIComponent(status)}`);
@@ -301,12 +303,24 @@ describe("the tenant's decided approvals (GET /v1/approvals?status=decided)", ()
       expect(problem.code).toBe("INVALID_REQUEST");
       expect(problem.errors?.map((error) => [error.in, error.path])).toEqual([["query", "status"]]);
     }
-    // A cursor names a position in one listing of one tenant.
-    const decidedCursor = encodeCursor(tableKey(tenantId, `DECIDED#${target.approvalId}`));
-    const pendingCursor = encodeCursor(tableKey(tenantId, `APPROVAL#${target.runId}#${target.approvalId}`));
+    // A cursor names a position in one listing of one tenant: the decided list's cursor at this
+    // approval (as the store issues it: its table and list keys) reads on after it, nowhere else.
+    const at = (list: "pending" | "decided", time: string) =>
+      encodeCursor({
+        ...tableKey(tenantId, `APPROVAL#${target.runId}#${target.approvalId}`),
+        ...listKey(tenantId, `APPROVALS#${list}`, `${time}#${target.runId}#${target.approvalId}`),
+      });
+    const decidedCursor = at("decided", String(decided?.decidedAt));
+    const pendingCursor = at("pending", String(decided?.requestedAt));
+    expect(await page(tenantId, `?status=decided&cursor=${decidedCursor}`)).toEqual({
+      items: [],
+      nextCursor: null,
+    });
+    const tableCursor = encodeCursor(tableKey(tenantId, `APPROVAL#${target.runId}#${target.approvalId}`));
     for (const [forTenant, query] of [
       [tenantId, `?status=decided&cursor=${pendingCursor}`],
       [tenantId, `?status=pending&cursor=${decidedCursor}`],
+      [tenantId, `?status=pending&cursor=${tableCursor}`],
       ["tenant_apr_decided_spy", `?status=decided&cursor=${decidedCursor}`],
     ] as const) {
       const response = await list(forTenant, query);
@@ -325,14 +339,15 @@ describe("the tenant's decided approvals (GET /v1/approvals?status=decided)", ()
     expect(await tenantKeys(stack.deps.ddb, stack.config.table.name, tenantId)).toEqual(before);
   });
 
-  it("many decided approvals before a pending one: the pending page still finds it, the decided pages hold `limit` each", async () => {
+  it("120 decided approvals and 5 pending ones: every page is full unless last, pending oldest request first, decided newest decision first", async () => {
     const tenantId = "tenant_apr_decided_many";
     const store = stack.deps.approvals;
-    const requestedAt = new Date().toISOString();
+    const from = Date.now() - 600_000;
     const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
-    const ask = (runId: string, index: number) =>
+    const approvalId = (index: number) => `apr_${String(index).padStart(32, "0")}`;
+    const ask = (runId: string, index: number, requestedAt: number) =>
       store.request({
-        approvalId: `apr_${String(index).padStart(32, "0")}`,
+        approvalId: approvalId(index),
         runId,
         tenantId,
         toolName: "recordInvoice",
@@ -340,60 +355,80 @@ describe("the tenant's decided approvals (GET /v1/approvals?status=decided)", ()
         arguments: {},
         preview: { grossTotal: `${index}.00`, currency: "GBP" },
         requestedBy: "usr_idem",
-        requestedAt,
+        requestedAt: new Date(requestedAt).toISOString(),
         expiresAt,
         callbackId: "",
         waitName: `wait-${index}`,
       });
-    // 120 decided approvals sort before the one pending approval (run ids in key order), decided a
-    // second apart (the store takes the decision time), the last one newest.
-    const decidedFrom = Date.now() - 600_000;
-    for (let index = 0; index < 120; index++) {
-      const runId = `run_a${String(index).padStart(4, "0")}`;
-      await ask(runId, index);
+    // 120 approvals decided a second apart (the store takes the decision time), the last one newest;
+    // 5 pending ones among them, asked in the reverse order of their run ids.
+    const pending: string[] = [];
+    for (let index = 0; index < 125; index++) {
+      const runId = `run_a${String(999 - index).padStart(4, "0")}`;
+      await ask(runId, index, from + index * 1000);
+      if (index % 25 === 12) {
+        pending.push(approvalId(index));
+        continue;
+      }
       const decided = await store.decide(
         tenantId,
         runId,
-        `apr_${String(index).padStart(32, "0")}`,
+        approvalId(index),
         {
           status: index % 2 === 0 ? "approved" : "rejected",
           decidedBy: "usr_approver",
           reason: `reason ${index}`,
         },
-        decidedFrom + index * 1000,
+        from + 200_000 + index * 1000,
       );
       expect(decided.kind).toBe("decided");
     }
-    const pending = await ask("run_z0000", 999);
 
-    const pendingPage = await page(tenantId, "?status=pending&limit=20");
-    expect(pendingPage).toEqual({ items: [pending], nextCursor: null });
+    const first = await page(tenantId, "?status=pending&limit=2");
+    const second = await page(tenantId, `?status=pending&limit=2&cursor=${first.nextCursor}`);
+    const last = await page(tenantId, `?status=pending&limit=2&cursor=${second.nextCursor}`);
+    expect([first.items.length, second.items.length, last.items.length, last.nextCursor]).toEqual([
+      2,
+      2,
+      1,
+      null,
+    ]);
+    expect([...first.items, ...second.items, ...last.items].map((item) => item.approvalId)).toEqual(pending);
 
-    const first = await page(tenantId, "?status=decided&limit=50");
-    expect(first.items).toHaveLength(50);
-    expect(first.items[0]).toMatchObject({ runId: "run_a0119", status: "rejected", reason: "reason 119" });
-    expect(first.nextCursor).not.toBeNull();
-    const second = await page(tenantId, `?status=decided&limit=50&cursor=${first.nextCursor}`);
-    const third = await page(tenantId, `?status=decided&limit=50&cursor=${second.nextCursor}`);
-    expect([second.items.length, third.items.length, third.nextCursor]).toEqual([50, 20, null]);
-    const runIds = [...first.items, ...second.items, ...third.items].map((item) => item.runId);
-    expect(runIds).toEqual(Array.from({ length: 120 }, (_, i) => `run_a${String(119 - i).padStart(4, "0")}`));
+    const decided: string[] = [];
+    let cursor: string | null = null;
+    const sizes: number[] = [];
+    do {
+      const next = await page(tenantId, `?status=decided&limit=50${cursor ? `&cursor=${cursor}` : ""}`);
+      sizes.push(next.items.length);
+      decided.push(...next.items.map((item) => item.toolCallId));
+      cursor = next.nextCursor;
+    } while (cursor !== null && sizes.length < 5);
+    expect(sizes).toEqual([50, 50, 20]);
+    const decidedIndexes = Array.from({ length: 125 }, (_, i) => 124 - i).filter((i) => i % 25 !== 12);
+    expect(decided).toEqual(decidedIndexes.map((i) => `call_${i}`));
   });
 
-  it("a decision whose listing copy was lost (the process stopped between the two writes) is listed again after the same decision is repeated", async () => {
-    const tenantId = "tenant_apr_decided_repair";
+  it("a decision is listed from its one write: one item per approval, the listing reads the approval itself", async () => {
+    const tenantId = "tenant_apr_decided_one";
     const { target, run } = await pausedRun(tenantId);
+    const approvalKey = `APPROVAL#${target.runId}#${target.approvalId}`;
+    const approvalKeys = () =>
+      tenantKeys(stack.deps.ddb, stack.config.table.name, tenantId, ["APPROVAL#", "DECIDED#"]);
+    expect(await approvalKeys()).toEqual([approvalKey]);
     const decided = ApprovalSchema.parse(json(await decide(stack, target, "approve", { reason: "fine" })));
     await pollUntil(stack, run.runId, tenantId);
-    const [copy] = await tenantKeys(stack.deps.ddb, stack.config.table.name, tenantId, ["DECIDED#"]);
-    expect(copy).toBe(`DECIDED#${decided.decidedAt}#${target.runId}#${target.approvalId}`);
-    await stack.deps.ddb.send(
-      new DeleteCommand({ TableName: stack.config.table.name, Key: tableKey(tenantId, String(copy)) }),
-    );
-    expect((await page(tenantId, "?status=decided")).items).toEqual([]);
+    expect(await approvalKeys()).toEqual([approvalKey]);
+    expect((await page(tenantId, "?status=decided")).items).toEqual([decided]);
+    // What the listing shows is the approval as stored: the same fields as its run's record holds.
+    const stored = await stack.deps.approvals.get(tenantId, target.runId, target.approvalId);
+    expect(stored?.approval).toEqual(decided);
 
+    // The same decision again answers the stored one and writes nothing: still one item, listed once.
     const again = await decide(stack, target, "approve", { reason: "fine" });
     expect(again.statusCode).toBe(200);
+    expect(ApprovalSchema.parse(json(again))).toEqual(decided);
+    expect(await approvalKeys()).toEqual([approvalKey]);
     expect((await page(tenantId, "?status=decided")).items).toEqual([decided]);
   });
 });

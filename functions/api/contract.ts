@@ -701,7 +701,7 @@ export const ApprovalListQuery = z.object({
     .openapi({
       param: { name: "status", in: "query" },
       description:
-        "Which approvals: `pending` (waiting for a decision; run id order, and a page may hold fewer than `limit` while `nextCursor` is set) or `decided` (no longer pending: approved, rejected, expired or cancelled; newest `decidedAt` first).",
+        "Which approvals: `pending` (waiting for a decision; oldest `requestedAt` first) or `decided` (no longer pending: approved, rejected, expired or cancelled; newest `decidedAt` first). A page holds `limit` approvals unless it is the last. The lists are eventually consistent: a decision moves its approval from one to the other within moments.",
     }),
   limit: InvoiceListQuery.shape.limit,
   cursor: InvoiceListQuery.shape.cursor,

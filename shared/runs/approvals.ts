@@ -115,10 +115,11 @@ export type ApprovalListStatus = "pending" | "decided";
 /**
  * One page of `GET /v1/approvals?status=…` for approvers of the caller's tenant (needs `billing:approve`),
  * every approver of the tenant seeing the same approvals:
- * - `pending`: in run, then approval id order; a page may hold fewer than `limit` while more follow
- *   (see `ApprovalStore.listPending`);
+ * - `pending`: oldest `requestedAt` first (see `ApprovalStore.listPending`);
  * - `decided`: newest `decidedAt` first, with who decided, when and why (see `ApprovalStore.listDecided`).
- * `nextCursor` is the store's cursor of that listing (null on the last page).
+ * A page holds `limit` approvals unless it is the last; `nextCursor` is the store's cursor of that
+ * listing (null on the last page). Both read the listing index, eventually consistent on AWS: a decision
+ * moves an approval from one list to the other within moments.
  * @throws ProblemError FORBIDDEN; the store's InvalidCursorError for a cursor it did not issue for this
  *   listing (another status's, another tenant's, malformed: the HTTP layer answers it 400)
  */

@@ -3,15 +3,16 @@ import {
   ReturnValue,
   ReturnValuesOnConditionCheckFailure,
 } from "@aws-sdk/client-dynamodb";
-import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { type DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
-import { queryKept, queryTenant } from "./query.js";
+import { queryList, queryTenant } from "./query.js";
 import {
   getItem,
   ITEM_ABSENT,
   ITEM_PRESENT,
+  listKey,
   type StoredItem,
   splitItem,
   tableItem,
@@ -65,11 +66,6 @@ export type DecideResult =
   | { kind: "conflict"; approval: ApprovalRecord; callback: ApprovalCallback }
   | { kind: "missing" };
 
-/** Table reads of one {@link ApprovalStore.listPending} or {@link ApprovalStore.listDecided} at most. */
-export const APPROVAL_LIST_READS = 5;
-/** Approvals each read of {@link ApprovalStore.listPending} asks for (most of a tenant's are decided). */
-export const APPROVAL_LIST_READ_SIZE = 100;
-
 /** The attribute holding the durable callback id (never returned by the API). */
 const CALLBACK_ID = "callbackId";
 /** The attribute holding the wait's name. */
@@ -80,7 +76,9 @@ const EXPIRES_AT_MS = "expiresAtMs";
 /**
  * Approvals, tenant-scoped (`TENANT#<tenantId>`), each item with a `ttl` (epoch s) of `ttlSeconds` after
  * its expiry (config RUN_TTL_SECONDS, so an approval lives as long as its run's audit trail). Every write
- * is a single-item conditional write: exactly one decision wins.
+ * is a single-item conditional write: exactly one decision wins. Each write also puts the approval in
+ * its list of the listing index (`TENANT#<tenantId>#APPROVALS#pending` by `requestedAt`, then
+ * `…#decided` by `decidedAt`; keys.ts), so the item is its own listing entry: one item per approval.
  */
 export class ApprovalStore {
   constructor(
@@ -107,10 +105,17 @@ export class ApprovalStore {
       reason: null,
     };
     const expiresAtMs = Date.parse(input.expiresAt);
+    const listed = keys.approvalListed(input.requestedAt, input.runId, input.approvalId);
     const item = tableItem(
       tableKey(input.tenantId, keys.approval(input.runId, input.approvalId)),
       "approval",
-      { ...approval, [CALLBACK_ID]: callbackId, [WAIT_NAME]: waitName, [EXPIRES_AT_MS]: expiresAtMs },
+      {
+        ...approval,
+        [CALLBACK_ID]: callbackId,
+        [WAIT_NAME]: waitName,
+        [EXPIRES_AT_MS]: expiresAtMs,
+        ...listKey(input.tenantId, keys.approvalList("pending"), listed),
+      },
       this.retainedUntil(expiresAtMs),
     );
     const put = await conditionalPut(this.client, {
@@ -156,12 +161,7 @@ export class ApprovalStore {
   ): Promise<DecideResult> {
     return this.transition(tenantId, runId, approvalId, {
       condition: `${ITEM_PRESENT} AND #status = :pending AND #expiresAtMs > :now`,
-      fields: {
-        status: decision.status,
-        decidedBy: decision.decidedBy,
-        decidedAt: new Date(now).toISOString(),
-        reason: decision.reason,
-      },
+      fields: { status: decision.status, decidedBy: decision.decidedBy, reason: decision.reason },
       now,
     });
   }
@@ -180,7 +180,7 @@ export class ApprovalStore {
   ): Promise<ApprovalRecord | undefined> {
     const result = await this.transition(tenantId, runId, approvalId, {
       condition: `${ITEM_PRESENT} AND #status = :pending`,
-      fields: { status: "expired", decidedAt: new Date(now).toISOString() },
+      fields: { status: "expired" },
       now,
     });
     return result.kind === "missing" ? undefined : result.approval;
@@ -200,7 +200,7 @@ export class ApprovalStore {
     for (const approval of await this.pendingForRun(tenantId, runId)) {
       const result = await this.transition(tenantId, runId, approval.approvalId, {
         condition: `${ITEM_PRESENT} AND #status = :pending`,
-        fields: { status: "cancelled", decidedAt: new Date(now).toISOString() },
+        fields: { status: "cancelled" },
         now,
       });
       if (result.kind === "decided") cancelled.push(result.approval);
@@ -221,40 +221,31 @@ export class ApprovalStore {
   }
 
   /**
-   * One page of the tenant's pending approvals (run id, then approval id order): reads up to
-   * {@link APPROVAL_LIST_READS} table pages of {@link APPROVAL_LIST_READ_SIZE} approvals and keeps the
-   * pending ones, so a page may hold fewer than `limit` (even none) while `nextCursor` says more follow
-   * (a tenant with many decided approvals); `nextCursor` is the store's cursor (see `queryTenant`).
-   * @param options.limit page size, a positive integer
-   * @throws InvalidCursorError for a cursor not issued for this tenant's approvals; the SDK's errors
+   * One page of the tenant's pending approvals, oldest `requestedAt` first: one query of the listing
+   * index, so a page holds `limit` approvals unless it is the last. Index reads are eventually
+   * consistent: on AWS an approval requested or decided a moment ago may not have joined or left the
+   * list yet (a decision on one already decided is then a conflict, as always). Approvals past their
+   * `ttl` (not yet deleted by DynamoDB) are left out.
+   * @param options.limit page size, a positive integer; `cursor`: a `nextCursor` of this listing
+   * @param now the time `ttl` is compared with (epoch ms)
+   * @returns the approvals and `nextCursor`, an opaque string, set only when more follow
+   * @throws InvalidCursorError for a cursor not issued for this tenant's pending approvals (one of the
+   *   decided listing is refused); the SDK's errors
    */
   async listPending(
     tenantId: string,
     options: { limit: number; cursor?: string },
+    now: number = Date.now(),
   ): Promise<{ approvals: ApprovalRecord[]; nextCursor: string | undefined }> {
-    const page = await queryKept(
-      this.client,
-      this.tableName,
-      { tenantId, prefix: keys.approvalPrefix(), ...cursorOf(options) },
-      {
-        limit: options.limit,
-        reads: APPROVAL_LIST_READS,
-        readSize: APPROVAL_LIST_READ_SIZE,
-        keep: (item) => {
-          const { approval } = toApproval(item);
-          return approval.status === "pending" ? approval : undefined;
-        },
-      },
-    );
-    return { approvals: page.kept, nextCursor: page.nextCursor };
+    return this.list(tenantId, "pending", options, now);
   }
 
   /**
    * One page of the tenant's approvals that are no longer pending (approved, rejected, expired,
-   * cancelled), newest `decidedAt` first, from their copies under `DECIDED#` (see {@link recordDecided}):
-   * every item read is one, so a page holds `limit` unless it is the last; only copies past their `ttl`
-   * (not yet deleted by DynamoDB) are left out. `nextCursor` is the store's cursor (see `queryTenant`).
-   * @param options.limit page size, a positive integer
+   * cancelled), newest `decidedAt` first: one query of the listing index, as {@link listPending} (full
+   * pages unless the last, eventually consistent: a decision shows within moments on AWS, `ttl` past
+   * left out). The decision's one conditional update moved the approval to this list.
+   * @param options.limit page size, a positive integer; `cursor`: a `nextCursor` of this listing
    * @param now the time `ttl` is compared with (epoch ms)
    * @throws InvalidCursorError for a cursor not issued for this tenant's decided approvals (a cursor of
    *   the pending listing is one); the SDK's errors
@@ -264,46 +255,25 @@ export class ApprovalStore {
     options: { limit: number; cursor?: string },
     now: number = Date.now(),
   ): Promise<{ approvals: ApprovalRecord[]; nextCursor: string | undefined }> {
-    const nowSeconds = Math.floor(now / 1000);
-    const page = await queryKept(
-      this.client,
-      this.tableName,
-      { tenantId, prefix: keys.decidedApprovalPrefix, descending: true, ...cursorOf(options) },
-      {
-        limit: options.limit,
-        reads: APPROVAL_LIST_READS,
-        readSize: options.limit,
-        keep: (item) => {
-          const split = splitItem(item);
-          return Number(split.expiresAtSeconds) > nowSeconds ? toApproval(item).approval : undefined;
-        },
-      },
-    );
-    return { approvals: page.kept, nextCursor: page.nextCursor };
+    return this.list(tenantId, "decided", options, now);
   }
 
-  /**
-   * Writes the copy of an approval that is no longer pending under
-   * `DECIDED#<decidedAt>#<runId>#<approvalId>` (no callback id; the approval's `ttl`), which
-   * {@link listDecided} reads newest first. Called after every transition that ended the approval's
-   * pending state, and again whenever a later call finds it so (a repeated decision, a late one, an
-   * expiry or cancel that lost the race): a put of the same item, so a copy lost with a process that
-   * stopped between the two writes is written by the next call that meets the approval.
-   * @throws the SDK's errors
-   */
-  private async recordDecided(approval: ApprovalRecord): Promise<void> {
-    if (approval.status === "pending" || approval.decidedAt === null) return;
-    const key = tableKey(
-      approval.tenantId,
-      keys.decidedApproval(approval.decidedAt, approval.runId, approval.approvalId),
-    );
-    const item = tableItem(
-      key,
-      "approval_decided",
-      approval,
-      this.retainedUntil(Date.parse(approval.expiresAt)),
-    );
-    await this.client.send(new PutCommand({ TableName: this.tableName, Item: item }));
+  /** One page of one of the tenant's approval lists: pending oldest first, decided newest first. */
+  private async list(
+    tenantId: string,
+    status: "pending" | "decided",
+    options: { limit: number; cursor?: string },
+    now: number,
+  ): Promise<{ approvals: ApprovalRecord[]; nextCursor: string | undefined }> {
+    const page = await queryList(this.client, this.tableName, {
+      tenantId,
+      list: keys.approvalList(status),
+      limit: options.limit,
+      ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
+      newestFirst: status === "decided",
+      liveAt: Math.floor(now / 1000),
+    });
+    return { approvals: page.items.map((item) => toApproval(item).approval), nextCursor: page.nextCursor };
   }
 
   /** An approval's item TTL (epoch s): `ttlSeconds` after its expiry (`expiresAtMs`, epoch ms). */
@@ -311,14 +281,23 @@ export class ApprovalStore {
     return Math.floor(expiresAtMs / 1000) + this.ttlSeconds;
   }
 
-  /** One conditional update of an approval's fields; the stored item comes back either way. */
+  /**
+   * Ends an approval's pending state with one conditional update: its `fields`, `decidedAt` (`now`, ISO
+   * 8601) and its move to the decided list of the listing index, in the same write. The stored item
+   * comes back either way.
+   */
   private async transition(
     tenantId: string,
     runId: string,
     approvalId: string,
     change: { condition: string; fields: Record<string, unknown>; now: number },
   ): Promise<DecideResult> {
-    const set = setFields(change.fields);
+    const decidedAt = new Date(change.now).toISOString();
+    const set = setFields({
+      ...change.fields,
+      decidedAt,
+      ...listKey(tenantId, keys.approvalList("decided"), keys.approvalListed(decidedAt, runId, approvalId)),
+    });
     try {
       const result = await this.client.send(
         new UpdateCommand({
@@ -340,25 +319,17 @@ export class ApprovalStore {
           ReturnValuesOnConditionCheckFailure: ReturnValuesOnConditionCheckFailure.ALL_OLD,
         }),
       );
-      const decided = toApproval(result.Attributes ?? {});
-      await this.recordDecided(decided.approval);
-      return { kind: "decided", ...decided };
+      return { kind: "decided", ...toApproval(result.Attributes ?? {}) };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const existing = error.Item
         ? unmarshall(error.Item)
         : await getItem(this.client, this.tableName, tableKey(tenantId, keys.approval(runId, approvalId)));
       if (!existing) return { kind: "missing" };
-      const stored = toApproval(existing);
-      await this.recordDecided(stored.approval);
-      return { kind: "conflict", ...stored };
+      return { kind: "conflict", ...toApproval(existing) };
     }
   }
 }
-
-/** The `cursor` of a listing's options, when there is one (an absent cursor is left out, not undefined). */
-const cursorOf = (options: { cursor?: string }) =>
-  options.cursor === undefined ? {} : { cursor: options.cursor };
 
 /** An approval and its callback from a stored item (table attributes and internal fields stripped). */
 function toApproval(item: StoredItem): { approval: ApprovalRecord; callback: ApprovalCallback } {
