@@ -79,15 +79,15 @@ function scrollTable(caption: string, columns: readonly string[], body: HTMLElem
 
 /**
  * Reads a listing of the API (`path` answers `{items, nextCursor}`) a page at a time: `show` gets each
- * page's items (`first`: the first page; `more`: another page exists), the `more` button stays visible
- * while another page exists and loads it, and a refusal is shown in `status`.
+ * page's items (`first`: the first page), the `more` button stays visible while another page exists and
+ * loads it, and a refusal is shown in `status`.
  * @param path the listing's URL with its query (`limit`, a `status`), without the cursor
  * @returns whether the API answered the page (false: refused, and said so in `status`)
  */
 async function paged<T>(
   path: string,
   parts: {
-    show: (items: T[], page: { first: boolean; more: boolean }) => void;
+    show: (items: T[], page: { first: boolean }) => void;
     more: HTMLElement;
     status: HTMLElement;
   },
@@ -101,7 +101,7 @@ async function paged<T>(
     return false;
   }
   const next = page.body.nextCursor;
-  parts.show(page.body.items, { first: cursor === undefined, more: next !== null });
+  parts.show(page.body.items, { first: cursor === undefined });
   parts.more.hidden = next === null;
   parts.more.onclick = () => paged(path, parts, next ?? undefined);
   return true;
@@ -596,9 +596,10 @@ function decidedRow(approval: Approval): HTMLElement {
 }
 
 /**
- * The inbox: the tenant's pending approvals (`GET /v1/approvals?status=pending`) as cards, then its
- * decided ones, newest first (`?status=decided`), each listing paginated. A decision taken on the page
- * joins the decided table at once.
+ * The inbox: the tenant's pending approvals (`GET /v1/approvals?status=pending`, oldest request first)
+ * as cards, then its decided ones, newest first (`?status=decided`), each listing paginated. A decision
+ * taken on the page joins the decided table at once (the API's lists are eventually consistent on AWS,
+ * so a reload a moment later may not show it yet).
  */
 async function approvalsView(): Promise<void> {
   const pending = h("div");
@@ -629,13 +630,11 @@ async function approvalsView(): Promise<void> {
   const answered = await paged<Approval>("/v1/approvals?status=pending&limit=50", {
     status: pendingStatus,
     more: morePending,
-    show: (items, { first, more }) => {
+    show: (items, { first }) => {
       pending.append(...items.map((item) => approvalCard(item, (done) => addDecided([done], "top"))));
-      if (!first || items.length > 0) return pendingStatus.replaceChildren();
-      const note = more
-        ? "None among the first approvals read; more follow."
-        : "Nothing waits for a decision.";
-      pendingStatus.replaceChildren(h("p", {}, note));
+      // A page is full unless it is the last: an empty first page means nothing is pending.
+      const empty = first && items.length === 0;
+      pendingStatus.replaceChildren(empty ? h("p", {}, "Nothing waits for a decision.") : "");
     },
   });
   if (!answered) return;
