@@ -17,7 +17,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createHandler } from "../functions/api/app-handler.js";
 import { API_ENTRY } from "../infra/bundle.js";
-import { createDevIssuer, mintToken } from "../local/dev-auth.js";
+import { createDevIssuer, devVerification, mintToken } from "../local/dev-auth.js";
 import { toHttpApiEvent } from "../local/dev-event.js";
 import { type Handler, startDevServer } from "../local/dev-server.js";
 import { startLocalDynamo } from "../local/dynamo.js";
@@ -71,7 +71,7 @@ export async function benchMcp(
   await ensureTable(deps.ddb, config.table.name);
   const server = await startDevServer({
     handler: createHandler(deps) as Handler,
-    issuer,
+    verification: devVerification(issuer),
     host: "127.0.0.1",
     port: 0,
     timeoutMs: 29_000,

@@ -19,7 +19,7 @@ import {
 import { HttpJwtAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
 import { Alarm, ComparisonOperator, TreatMissingData } from "aws-cdk-lib/aws-cloudwatch";
-import { AttributeType, Billing, TableV2 } from "aws-cdk-lib/aws-dynamodb";
+import { AttributeType, Billing, ProjectionType, TableV2 } from "aws-cdk-lib/aws-dynamodb";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import {
   Architecture,
@@ -32,7 +32,7 @@ import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
-import { TABLE_SCHEMA } from "../shared/store/table.js";
+import { LIST_INDEX, TABLE_SCHEMA } from "../shared/store/table.js";
 import { bundlesTracingSdk } from "../shared/telemetry/entry.js";
 import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
 import { grantBedrockModel } from "./bedrock-access.js";
@@ -91,9 +91,11 @@ export const LOG_RETENTION = RetentionDays.ONE_MONTH;
 export const DURATION_ALARM_FRACTION = 0.9;
 
 /**
- * The only DynamoDB actions the function may perform, all on the one table (no indexes exist):
- * the ledger's and quotes' conditional puts, gets and tenant queries, the run record's put/update/get,
- * and the idempotency records' owner-fenced update and delete (release of a 5xx outcome).
+ * The only DynamoDB actions the functions may perform on the one table's items: the ledger's and
+ * quotes' conditional puts, gets and tenant queries, the run record's put/update/get, and the
+ * idempotency records' owner-fenced update and delete (release of a 5xx outcome). The functions that
+ * serve the API may also Query the listing index ({@link LIST_INDEX}: the approvals listings); nothing
+ * else reads an index.
  */
 export const TABLE_ITEM_ACTIONS = [
   "dynamodb:GetItem",
@@ -163,6 +165,15 @@ export class BoundloopStack extends Stack {
       partitionKey: { name: TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
       sortKey: { name: TABLE_SCHEMA.sortKey, type: AttributeType.STRING },
       timeToLiveAttribute: TABLE_SCHEMA.ttlAttribute,
+      // The listing index (shared/store/table.ts LIST_INDEX), sparse: approvals only, by state.
+      globalSecondaryIndexes: [
+        {
+          indexName: LIST_INDEX.name,
+          partitionKey: { name: LIST_INDEX.partitionKey, type: AttributeType.STRING },
+          sortKey: { name: LIST_INDEX.sortKey, type: AttributeType.STRING },
+          projectionType: ProjectionType[LIST_INDEX.projection],
+        },
+      ],
       billing: Billing.onDemand(),
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       deletionProtection: !settings.personal,
@@ -373,9 +384,9 @@ export class BoundloopStack extends Stack {
    * The role of a function that serves the API's app (the API function, the streaming function): written
    * by hand (no AWS managed policy) so it holds exactly these actions, each on one resource (Bedrock's
    * bearer-key permission has none: infra/bedrock-access.ts) — its log group, the table's item actions,
-   * the OpenAI key's read or the Bedrock model, the runner's start/stop, and PutEvents on the default
-   * bus (an MCP tools/call that needs approval is announced as the runner announces the loop's,
-   * docs/mcp.md).
+   * Query on the listing index (the approvals listings), the OpenAI key's read or the Bedrock model, the
+   * runner's start/stop, and PutEvents on the default bus (an MCP tools/call that needs approval is
+   * announced as the runner announces the loop's, docs/mcp.md).
    */
   private appRole(
     id: string,
@@ -395,6 +406,12 @@ export class BoundloopStack extends Stack {
     });
     logs.grantWrite(role);
     role.addToPolicy(new PolicyStatement({ actions: [...TABLE_ITEM_ACTIONS], resources: [table.tableArn] }));
+    role.addToPolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:Query"],
+        resources: [`${table.tableArn}/index/${LIST_INDEX.name}`],
+      }),
+    );
     if (secret) {
       role.addToPolicy(
         new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secret.secretArn] }),

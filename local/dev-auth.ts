@@ -22,6 +22,7 @@ import {
   jwtVerify,
   SignJWT,
 } from "jose";
+import type { TokenVerification } from "../functions/stream/entry.js";
 
 /** The audience the dev server accepts by default (the one events/seed-scenario.json carries). */
 export const DEV_AUDIENCE = "boundloop-api";
@@ -186,31 +187,43 @@ export async function mintToken(
 export type JwtVerdict = { ok: true; claims: JWTPayload } | { ok: false; reason: string };
 
 /**
- * Builds a check with the JWT authorizer's rules (see the module comment) against the issuer's public
- * key. The check never throws: every failure is `{ ok: false, reason }`, which the dev server turns
- * into 401 `{"message":"Unauthorized"}` as API Gateway does.
- * @param audiences the allowed audiences (API Gateway's `audience` list)
+ * The check of the local issuer's tokens: its `iss`, its audience, and its public key as the key set
+ * (jose's local JWKS), in the shape the streaming entry verifies with (functions/stream/entry.ts).
  */
-export function createJwtAuthorizer(options: {
-  issuer: string;
-  audiences: string[];
-  publicJwk: JWK;
-}): (authorization: string | undefined) => Promise<JwtVerdict> {
-  const keys = createLocalJWKSet({ keys: [options.publicJwk] });
+export function devVerification(
+  issuer: Pick<DevIssuerFile, "issuer" | "audience" | "publicJwk">,
+): TokenVerification {
+  return {
+    issuer: issuer.issuer,
+    audience: [issuer.audience],
+    keys: createLocalJWKSet({ keys: [issuer.publicJwk] }),
+  };
+}
+
+/**
+ * Builds a check with the JWT authorizer's rules (see the module comment) against `verification`'s
+ * issuer, audiences (API Gateway's `audience` list) and keys: the local issuer's ({@link devVerification})
+ * or a real issuer's key set (`npm run dev` with JWT_ISSUER, jose's remote JWKS). The check never
+ * throws: every failure is `{ ok: false, reason }`, which the dev server turns into 401
+ * `{"message":"Unauthorized"}` as API Gateway does.
+ */
+export function createJwtAuthorizer(
+  verification: TokenVerification,
+): (authorization: string | undefined) => Promise<JwtVerdict> {
   return async (authorization) => {
     const token = authorization?.replace(/^Bearer\s+/i, "").trim();
     if (!token) return { ok: false, reason: "the Authorization header is missing" };
     try {
-      const { payload } = await jwtVerify(token, keys, {
-        issuer: options.issuer,
+      const { payload } = await jwtVerify(token, verification.keys, {
+        issuer: verification.issuer,
         algorithms: [DEV_ALG],
         requiredClaims: ["exp"],
       });
       const audiences = typeof payload.aud === "string" ? [payload.aud] : (payload.aud ?? []);
       const audienceOk =
         audiences.length > 0
-          ? audiences.some((aud) => options.audiences.includes(aud))
-          : typeof payload.client_id === "string" && options.audiences.includes(payload.client_id);
+          ? audiences.some((aud) => verification.audience.includes(aud))
+          : typeof payload.client_id === "string" && verification.audience.includes(payload.client_id);
       if (!audienceOk) return { ok: false, reason: "the token's audience is not allowed" };
       if (typeof payload.iat === "number" && payload.iat > Math.floor(Date.now() / 1000)) {
         return { ok: false, reason: "the token was issued in the future" };

@@ -14,8 +14,9 @@ import type { AddressInfo } from "node:net";
 import type { Context, StreamifyHandler } from "aws-lambda";
 import type { ApiEvent } from "../functions/api/handler.js";
 import { wantsEventStream } from "../functions/api/routes/events.js";
+import type { TokenVerification } from "../functions/stream/entry.js";
 import { isPublicRoute } from "../infra/routes.js";
-import { createJwtAuthorizer, type DevIssuerFile } from "./dev-auth.js";
+import { createJwtAuthorizer } from "./dev-auth.js";
 import { headersOf, type ProxyResult, toHttpApiEvent, writeProxyResult } from "./dev-event.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { invokeStreaming } from "./lambda-streaming.js";
@@ -35,12 +36,14 @@ export interface DevServer {
 
 /**
  * Serves `handler` over HTTP behind the local JWT check (see the module comment).
+ * @param options.verification whose tokens the check accepts: the local issuer's
+ *   (local/dev-auth.ts `devVerification`), or the issuer JWT_ISSUER names
  * @param options.timeoutMs the function timeout (ms): each request's context counts down from it
  * @throws the listen error (e.g. EADDRINUSE) when the port is taken
  */
 export async function startDevServer(options: {
   handler: Handler;
-  issuer: DevIssuerFile;
+  verification: TokenVerification;
   host: string;
   port: number;
   timeoutMs: number;
@@ -53,11 +56,7 @@ export async function startDevServer(options: {
   log?: (line: string) => void;
 }): Promise<DevServer> {
   const write = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const authorize = createJwtAuthorizer({
-    issuer: options.issuer.issuer,
-    audiences: [options.issuer.audience],
-    publicJwk: options.issuer.publicJwk,
-  });
+  const authorize = createJwtAuthorizer(options.verification);
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<string> {
     const method = (req.method ?? "GET").toUpperCase();

@@ -13,16 +13,23 @@
  *
  * At start it prints a ready-to-paste curl with a demo tenant's token and the command that mints tokens
  * with other claims (`npm run token`, which reads the issuer file this writes to
- * `.boundloop/dev-issuer-<port>.json`, mode 0600, removed at exit). SIGINT, SIGTERM and SIGHUP, or the
+ * `.boundloop/dev-issuer-<port>.json`, mode 0600, removed at exit). With JWT_ISSUER set (the environment
+ * or `--env-vars`) it trusts that issuer instead, as the deployed API does (keys from JWT_JWKS_URL or
+ * JWT_JWKS, audiences JWT_AUDIENCE), and mints nothing: the console signs in there with CONSOLE_CLIENT_ID. SIGINT, SIGTERM and SIGHUP, or the
  * parent process going away, stop the server and every dependency it started, then exit 0.
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
+import { tokenVerificationFromConfig } from "../functions/stream/entry.js";
 import { FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import {
   createDevIssuer,
   DEMO_CLAIMS,
+  DEV_ALG,
+  DEV_AUDIENCE,
+  type DevIssuerFile,
   defaultIssuerFile,
+  devVerification,
   mintToken,
   removeIssuerFile,
   writeIssuerFile,
@@ -51,7 +58,11 @@ const USAGE = `usage: npm run dev -- [options]
   --issuer <iss>       issuer the JWT check accepts and tokens carry (default urn:boundloop:local-dev-issuer)
   --audience <aud>     audience the JWT check accepts and tokens carry (default boundloop-api)
   --issuer-file <f>    where to write the issuer key for npm run token (default .boundloop/dev-issuer-<port>.json)
-  --as <sub>           also print a console link for this user of the demo tenant (the second pair of eyes)`;
+  --as <sub>           also print a console link for this user of the demo tenant (the second pair of eyes)
+
+With JWT_ISSUER set (environment or --env-vars), tokens of that issuer are accepted instead of a local
+one's: keys from JWT_JWKS_URL (default <issuer>/.well-known/jwks.json) or JWT_JWKS, audiences
+JWT_AUDIENCE (default --audience, else boundloop-api); the console signs in there with CONSOLE_CLIENT_ID.`;
 
 let starting: Promise<LocalStack> | undefined;
 let server: DevServer | undefined;
@@ -95,24 +106,55 @@ async function consoleLinksFor(
 /** Quotes a string for a POSIX shell. */
 const shellQuote = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`;
 
-async function main(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      host: { type: "string", default: DEFAULT_HOST },
-      port: { type: "string", default: String(DEFAULT_PORT) },
-      "env-vars": { type: "string", short: "n" },
-      timeout: { type: "string", short: "t" },
-      issuer: { type: "string" },
-      audience: { type: "string" },
-      "issuer-file": { type: "string" },
-      as: { type: "string", multiple: true },
-      help: { type: "boolean", short: "h" },
-    },
-  });
+/** The options of `npm run dev` (see USAGE). */
+const OPTIONS = {
+  host: { type: "string", default: DEFAULT_HOST },
+  port: { type: "string", default: String(DEFAULT_PORT) },
+  "env-vars": { type: "string", short: "n" },
+  timeout: { type: "string", short: "t" },
+  issuer: { type: "string" },
+  audience: { type: "string" },
+  "issuer-file": { type: "string" },
+  as: { type: "string", multiple: true },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+type DevOptions = ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>["values"];
+
+/**
+ * Whose tokens the dev gateway, the streaming stand-in and `/mcp` accept, set up in `process.env` before
+ * the configuration is read:
+ * - JWT_ISSUER set (the environment or `--env-vars`): that issuer, as deployed: its keys from JWT_JWKS_URL
+ *   (default `<issuer>/.well-known/jwks.json`) or JWT_JWKS, audiences JWT_AUDIENCE (default `--audience`,
+ *   else boundloop-api); nothing is minted, and the console signs in there when CONSOLE_CLIENT_ID is set;
+ * - else a local issuer with an RS256 key generated now (local/dev-auth.ts), which JWT_ISSUER and
+ *   JWT_JWKS then name; a CONSOLE_CLIENT_ID is dropped (no issuer to sign in at).
+ * @returns the local issuer, or undefined when JWT_ISSUER names the issuer
+ * @throws Error for `--issuer` with JWT_ISSUER set (two issuers named)
+ */
+async function setUpIssuer(values: DevOptions): Promise<DevIssuerFile | undefined> {
+  if (process.env.JWT_ISSUER) {
+    if (values.issuer)
+      throw new Error("--issuer names the local issuer: leave it out while JWT_ISSUER is set.");
+    process.env.JWT_AUDIENCE ||= values.audience ?? DEV_AUDIENCE;
+    return undefined;
+  }
+  const issuer = await createDevIssuer({ issuer: values.issuer, audience: values.audience });
+  process.env.JWT_ISSUER = issuer.issuer;
+  process.env.JWT_JWKS = JSON.stringify({ keys: [issuer.publicJwk] });
+  if (process.env.CONSOLE_CLIENT_ID) {
+    log("dev: CONSOLE_CLIENT_ID is ignored without JWT_ISSUER: the console takes the printed links' tokens.");
+    delete process.env.CONSOLE_CLIENT_ID;
+  }
+  return issuer;
+}
+
+/** Parses and checks the options; undefined after printing the usage for `--help`. */
+function parseOptions(argv: string[]): (DevOptions & { portNumber: number; timeoutS?: number }) | undefined {
+  const { values } = parseArgs({ args: argv, options: OPTIONS });
   if (values.help) {
     log(USAGE);
-    return;
+    return undefined;
   }
   const port = Number(values.port);
   const timeoutS = values.timeout === undefined ? undefined : Number(values.timeout);
@@ -120,6 +162,12 @@ async function main(argv: string[]): Promise<void> {
   if (timeoutS !== undefined && (!Number.isFinite(timeoutS) || timeoutS <= 0 || timeoutS > 900)) {
     throw new Error("--timeout must be a number of seconds in (0, 900].");
   }
+  return { ...values, portNumber: port, ...(timeoutS === undefined ? {} : { timeoutS }) };
+}
+
+async function main(argv: string[]): Promise<void> {
+  const values = parseOptions(argv);
+  if (!values) return;
   let vars: Record<string, string> = {};
   if (values["env-vars"]) {
     const read = await readEnvVarsFile(values["env-vars"]);
@@ -139,78 +187,102 @@ async function main(argv: string[]): Promise<void> {
   starting = startLocalStack({ ...process.env, ...vars }, log);
   const stack = await starting;
   Object.assign(process.env, vars, stack.env);
-  const issuer = await createDevIssuer({ issuer: values.issuer, audience: values.audience });
-  // /mcp verifies tokens itself (docs/mcp.md): it trusts the local issuer and its generated key.
-  process.env.JWT_ISSUER = issuer.issuer;
-  process.env.JWT_JWKS = JSON.stringify({ keys: [issuer.publicJwk] });
+  const issuer = await setUpIssuer(values);
   // The deployed handler's factory, with `Prefer: respond-async` runs on the local durable runner.
   const { createLocalDurableApi } = await import("./durable-runner.js");
   const { loadConfig } = await import("../shared/config.js");
   const config = loadConfig(process.env);
+  const verification = issuer ? devVerification(issuer) : tokenVerificationFromConfig(config);
   const local = createLocalDurableApi(config);
-  const timeout = localFunctionTimeout(config.limits, timeoutS, MAX_FUNCTION_TIMEOUT_SECONDS);
+  const timeout = localFunctionTimeout(config.limits, values.timeoutS, MAX_FUNCTION_TIMEOUT_SECONDS);
   if (timeout.note) log(`dev: ${timeout.note}`);
   durableApi = local;
-  const { handler } = local;
   server = await startDevServer({
-    handler: handler as Handler,
-    stream: await localStreamHandler(config, issuer, local.executions),
-    issuer,
+    handler: local.handler as Handler,
+    stream: await localStreamHandler(config, verification, local.executions),
+    verification,
     host: values.host,
-    port,
+    port: values.portNumber,
     timeoutMs: timeout.timeoutMs,
   });
+  if (!issuer) {
+    const keys = config.mcp.jwks ? "JWT_JWKS" : (config.mcp.jwksUrl ?? "<issuer>/.well-known/jwks.json");
+    log(
+      `dev: local API on port ${server.port} at ${server.url} (functions/api/handler.ts handler; JWT check: ${DEV_ALG}, issuer ${verification.issuer} (JWT_ISSUER), audience ${verification.audience.join(", ")}, keys from ${keys})`,
+    );
+    process.stdout.write(issuerWelcome(server.url, config.console.clientId));
+    return;
+  }
   issuerFile = values["issuer-file"] ?? defaultIssuerFile(server.port);
   await writeIssuerFile(issuerFile, issuer);
   log(
     `dev: local API on port ${server.port} at ${server.url} (functions/api/handler.ts handler; JWT check: ${issuer.alg}, issuer ${issuer.issuer}, audience ${issuer.audience}, key generated at start)`,
   );
+  process.stdout.write(await localWelcome(issuer, server, values));
+}
 
+/** What `npm run dev` prints at start with JWT_ISSUER set: where to sign in, and how to call the API. */
+function issuerWelcome(url: string, consoleClientId: string | undefined): string {
+  return [
+    "",
+    "Tokens come from JWT_ISSUER (no local issuer: npm run token and the console links need it unset).",
+    "",
+    consoleClientId
+      ? `Operator console (docs/console.md): ${url}/console signs in at the issuer (client ${consoleClientId}).`
+      : `Operator console (docs/console.md): ${url}/console takes a pasted access token (set CONSOLE_CLIENT_ID to sign in at the issuer).`,
+    "",
+    `curl -sS ${url}/v1/runs -H "authorization: Bearer $ACCESS_TOKEN" -H 'content-type: application/json' -d '{"prompt":"…"}'`,
+    "",
+    "Ctrl-C stops the server and everything it started.",
+    "",
+  ].join("\n");
+}
+
+/** What `npm run dev` prints at start with its local issuer: the demo token, curl, the console links. */
+async function localWelcome(issuer: DevIssuerFile, server: DevServer, values: DevOptions): Promise<string> {
   const token = await mintToken(issuer, { ...DEMO_CLAIMS });
   const consoleLinks = await consoleLinksFor(issuer, server.url, values.as ?? []);
   const seed = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
   ) as { body: string };
   const tokenArgs = [
-    ...(values["issuer-file"] ? ["--issuer-file", shellQuote(issuerFile)] : []),
+    ...(values["issuer-file"] ? ["--issuer-file", shellQuote(issuerFile ?? "")] : []),
     ...(server.port !== DEFAULT_PORT && !values["issuer-file"] ? ["--port", String(server.port)] : []),
   ].join(" ");
   const mint = `npm run -s token --${tokenArgs ? ` ${tokenArgs}` : ""}`;
-  process.stdout.write(
-    [
-      "",
-      `Demo token: sub ${DEMO_CLAIMS.sub}, tenant ${DEMO_CLAIMS.tenant_id}, scope "${DEMO_CLAIMS.scope}", valid 12 h. Paste:`,
-      "",
-      `curl -sS ${server.url}/v1/runs \\`,
-      `  -H 'authorization: Bearer ${token}' \\`,
-      "  -H 'content-type: application/json' \\",
-      `  -d ${shellQuote(seed.body)}`,
-      "",
-      "Live events (docs/run-events.md): curl -N with -H 'accept: text/event-stream' streams the run as it",
-      "runs; GET /v1/runs/<runId>/events replays a run's events and follows it (resume with Last-Event-ID).",
-      "",
-      "A durable run: add -H 'prefer: respond-async' (202, Location: /v1/runs/<runId>); poll the Location",
-      "with GET, stop it with POST /v1/runs/<runId>/cancel (docs/durable-runs.md).",
-      "",
-      "Tokens with other claims (tenant, permissions, any claim; --help lists the options):",
-      "",
-      `  ${mint} --tenant tenant_ro_01 --sub usr_2001 --scope billing:read`,
-      "",
-      `curl -sS ${server.url}/v1/runs \\`,
-      `  -H "authorization: Bearer $(${mint} --tenant tenant_ro_01 --scope billing:read)" \\`,
-      "  -H 'content-type: application/json' \\",
-      `  -d ${shellQuote(seed.body)}`,
-      "",
-      ...consoleLinks,
-      `MCP (docs/mcp.md): ${server.url}/mcp with a token whose audience is that URL:`,
-      "",
-      `  npx @modelcontextprotocol/inspector --cli ${server.url}/mcp --transport http --method tools/list \\`,
-      `    --header "Authorization: Bearer $(${mint} --audience ${server.url}/mcp)"`,
-      "",
-      "Ctrl-C stops the server and everything it started.",
-      "",
-    ].join("\n"),
-  );
+  return [
+    "",
+    `Demo token: sub ${DEMO_CLAIMS.sub}, tenant ${DEMO_CLAIMS.tenant_id}, scope "${DEMO_CLAIMS.scope}", valid 12 h. Paste:`,
+    "",
+    `curl -sS ${server.url}/v1/runs \\`,
+    `  -H 'authorization: Bearer ${token}' \\`,
+    "  -H 'content-type: application/json' \\",
+    `  -d ${shellQuote(seed.body)}`,
+    "",
+    "Live events (docs/run-events.md): curl -N with -H 'accept: text/event-stream' streams the run as it",
+    "runs; GET /v1/runs/<runId>/events replays a run's events and follows it (resume with Last-Event-ID).",
+    "",
+    "A durable run: add -H 'prefer: respond-async' (202, Location: /v1/runs/<runId>); poll the Location",
+    "with GET, stop it with POST /v1/runs/<runId>/cancel (docs/durable-runs.md).",
+    "",
+    "Tokens with other claims (tenant, permissions, any claim; --help lists the options):",
+    "",
+    `  ${mint} --tenant tenant_ro_01 --sub usr_2001 --scope billing:read`,
+    "",
+    `curl -sS ${server.url}/v1/runs \\`,
+    `  -H "authorization: Bearer $(${mint} --tenant tenant_ro_01 --scope billing:read)" \\`,
+    "  -H 'content-type: application/json' \\",
+    `  -d ${shellQuote(seed.body)}`,
+    "",
+    ...consoleLinks,
+    `MCP (docs/mcp.md): ${server.url}/mcp with a token whose audience is that URL:`,
+    "",
+    `  npx @modelcontextprotocol/inspector --cli ${server.url}/mcp --transport http --method tools/list \\`,
+    `    --header "Authorization: Bearer $(${mint} --audience ${server.url}/mcp)"`,
+    "",
+    "Ctrl-C stops the server and everything it started.",
+    "",
+  ].join("\n");
 }
 
 // The dev gateway buffers each response as API Gateway does, so an event stream reaches the browser when

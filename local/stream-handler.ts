@@ -1,32 +1,31 @@
 import type { StreamifyHandler } from "aws-lambda";
+import type { TokenVerification } from "../functions/stream/entry.js";
 import type { Config } from "../shared/config.js";
 import type { ApiDeps } from "../shared/deps.js";
 import type { DurableExecutions } from "../shared/durable/executions.js";
 import { printedApprovalEvents } from "./approval-events.js";
-import type { DevIssuerFile } from "./dev-auth.js";
 import { installLambdaStreaming } from "./lambda-streaming.js";
 
 /**
  * The streaming function's entry (functions/stream/entry.ts) as the stack deploys it, for local runs:
  * the same app, the configuration the streaming function has (a synchronous run bounded by
  * STREAM_RUN_TIMEOUT_MS), its own dependencies (durable runs on `executions` when given), and bearer
- * tokens verified against the local `issuer` (local/dev-auth.ts). Installs the runtime stand-in
+ * tokens checked with `verification` (the local issuer's, local/dev-auth.ts `devVerification`, or the
+ * one JWT_ISSUER names). Installs the runtime stand-in
  * (local/lambda-streaming.ts) first; invoke the result with `invokeStreaming`. Used by `npm run dev`
  * (what the function URL serves) and `npm start -- --watch`.
  */
 export async function localStreamHandler(
   config: Config,
-  issuer: DevIssuerFile,
+  verification: TokenVerification,
   executions?: DurableExecutions,
 ): Promise<StreamifyHandler> {
   installLambdaStreaming();
-  const [{ createStreamHandler }, { createApp }, { createApiDeps }, { createLocalJWKSet }] =
-    await Promise.all([
-      import("../functions/stream/entry.js"),
-      import("../functions/api/app.js"),
-      import("../shared/deps.js"),
-      import("jose"),
-    ]);
+  const [{ createStreamHandler }, { createApp }, { createApiDeps }] = await Promise.all([
+    import("../functions/stream/entry.js"),
+    import("../functions/api/app.js"),
+    import("../shared/deps.js"),
+  ]);
   const streamConfig = { ...config, limits: { ...config.limits, runTimeoutMs: config.stream.runTimeoutMs } };
   let deps: ApiDeps | undefined;
   const app = createApp({
@@ -39,11 +38,6 @@ export async function localStreamHandler(
       return deps;
     },
   });
-  const verification = {
-    issuer: issuer.issuer,
-    audience: [issuer.audience],
-    keys: createLocalJWKSet({ keys: [issuer.publicJwk] }),
-  };
   return createStreamHandler(
     (request, env, executionCtx) => app.fetch(request, env, executionCtx as never),
     () => verification,

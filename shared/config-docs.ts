@@ -297,7 +297,7 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
   JWT_ISSUER: {
     group: "MCP",
     description:
-      "The token issuer (`iss`) `/mcp` and the streaming function accept: the one the API's JWT authorizer trusts (the stack sets it from `jwtIssuer`; `npm run dev` from its local issuer). Unset: `/mcp` answers 401 to every token (docs/mcp.md).",
+      "The token issuer (`iss`) `/mcp` and the streaming function accept: the one the API's JWT authorizer trusts (the stack sets it from `jwtIssuer`; `npm run dev` from its local issuer, or, when given, trusts it instead, with JWT_JWKS_URL and JWT_AUDIENCE: docs/local-workflow.md). Unset: `/mcp` answers 401 to every token (docs/mcp.md).",
   },
   JWT_JWKS_URL: {
     group: "MCP",

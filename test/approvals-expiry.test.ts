@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ProblemSchema, RunRecordSchema } from "../functions/api/contract.js";
-import { decide, GBP_RULES, json, pollUntil, SEED_PROMPT } from "./support/approvals.js";
+import { ApprovalPageSchema, ProblemSchema, RunRecordSchema } from "../functions/api/contract.js";
+import { decide, GBP_RULES, json, pollUntil, SEED_PROMPT, userEvent } from "./support/approvals.js";
 import { type DurableStack, startDurableStack } from "./support/durable.js";
 import { runEvent } from "./support/idempotency.js";
 import { tenantKeys } from "./support/reliability.js";
@@ -39,5 +39,24 @@ describe("an approval nobody decides", () => {
       code: "APPROVAL_EXPIRED",
       approvalStatus: "expired",
     });
+    // It leaves the pending list for the decided one: expired, when, and nobody who decided.
+    const list = (status: string) =>
+      stack.invoke(
+        userEvent(
+          { sub: "usr_approver", tenantId, scope: "billing:approve" },
+          "GET",
+          `/v1/approvals?status=${status}`,
+        ),
+      );
+    expect(ApprovalPageSchema.parse(json(await list("pending"))).items).toEqual([]);
+    const decided = ApprovalPageSchema.parse(json(await list("decided"))).items;
+    expect(decided.map((item) => [item.approvalId, item.status, item.decidedBy, item.reason])).toEqual([
+      [approvalId, "expired", null, null],
+    ]);
+    expect(decided[0]?.decidedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    // Listed from the approval itself, moved by the expiry's one update: one item, no copy.
+    expect(
+      await tenantKeys(stack.deps.ddb, stack.config.table.name, tenantId, ["APPROVAL#", "DECIDED#"]),
+    ).toEqual([`APPROVAL#${started.runId}#${approvalId}`]);
   });
 });

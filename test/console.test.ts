@@ -99,6 +99,10 @@ async function timeline(page: Page): Promise<Array<{ seq: number; type: string }
   );
 }
 
+/** The approvals view's table of decided approvals. */
+const decidedTable = (page: Page) =>
+  page.getByRole("table", { name: "The tenant's decided approvals, newest first" });
+
 async function expectAccessible(page: Page, name: string): Promise<void> {
   expect(await seriousViolations(page), name).toEqual([]);
   await screenshot(page, name);
@@ -252,6 +256,18 @@ describe("the operator console in a real browser", () => {
       .poll(() => card.innerText())
       .toMatch(/Decided: approved by usr_approver_01 at .+ UTC: Checked against the contract/);
     await screenshot(approver, "approvals-decided");
+    // The decision is the API's, not the page's memory: after a reload it is listed under "Decided".
+    await approver.reload();
+    await approver.getByText("Nothing waits for a decision.").waitFor();
+    expect(await approver.getByRole("article").count()).toBe(0);
+    const decidedRows = decidedTable(approver).locator("tbody tr");
+    await expect.poll(() => decidedRows.count()).toBe(1);
+    expect(await decidedRows.first().innerText()).toMatch(
+      new RegExp(
+        `^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC\\s+approved\\s+usr_approver_01\\s+Checked against the contract\\s+1500\\.00\\s+300\\.00\\s+1800\\.00\\s+GBP\\s+\\S+\\s+recordInvoice\\s+usr_demo\\s+${runId}$`,
+      ),
+    );
+    await expectAccessible(approver, "approvals-decided-reloaded");
 
     // The owner's run view, open all along, follows to the end.
     await owner.locator('ol.timeline > li[data-type="run.finished"]').waitFor({ timeout: 20_000 });
@@ -284,6 +300,16 @@ describe("the operator console in a real browser", () => {
       "Approval rejected by usr_approver_01: Over the client's budget",
     );
     expect((await ledgerOf(approvals, "owner")).filter((invoice) => invoice.runId === runId)).toEqual([]);
+    // Reloaded, the inbox lists the rejection first (newest decision first), with who and why.
+    await approver.reload();
+    const first = decidedTable(approver).locator("tbody tr").first();
+    await expect
+      .poll(() => first.innerText())
+      .toMatch(
+        new RegExp(
+          `rejected\\s+usr_approver_01\\s+Over the client's budget\\s+1500\\.00\\s+300\\.00\\s+1800\\.00\\s+GBP\\s.*${runId}$`,
+        ),
+      );
   });
 
   it("another tenant's user sees none of it", async () => {
@@ -296,6 +322,8 @@ describe("the operator console in a real browser", () => {
     expect(await stranger.locator("ol.timeline > li").count()).toBe(0);
     await stranger.getByRole("link", { name: "Approvals" }).click();
     await stranger.getByText("Nothing waits for a decision.").waitFor();
+    await stranger.getByText("No decisions yet.").waitFor();
+    expect(await decidedTable(stranger).locator("tbody tr").count()).toBe(0);
     await stranger.getByRole("link", { name: "Ledger" }).click();
     await stranger.getByText("No invoices yet.").waitFor();
     expect(await stranger.locator("table tbody tr").count()).toBe(0);

@@ -220,8 +220,10 @@ describe("modelProvider=openai-compatible", () => {
   it("synthesizes exactly the template main produced before Bedrock (asset keys aside)", () => {
     // Generated from main just before the Bedrock merge, with the same contexts and normalisation, then
     // once more when the streaming function landed (the only difference then: its resources, its route
-    // and the StreamUrl output), and when the console landed (its routes, GET /v1/runs, and the API
-    // function's STREAM_MAX_SECONDS and console environment).
+    // and the StreamUrl output), when the console landed (its routes, GET /v1/runs, and the API
+    // function's STREAM_MAX_SECONDS and console environment), and when the approvals listings moved to
+    // the listing index (the table's index and attribute definitions, and Query on the index for the
+    // two functions serving the API).
     const main = JSON.parse(
       readFileSync(new URL("./fixtures/openai-compatible-templates.json", import.meta.url), "utf8"),
     ) as Record<string, unknown>;

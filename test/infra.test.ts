@@ -18,6 +18,7 @@ import {
   FUNCTION_MEMORY_MB,
 } from "../infra/stack.js";
 import { CONFIG_DEFAULTS, ConfigSchema, FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
+import { LIST_INDEX } from "../shared/store/table.js";
 
 /**
  * Template assertions on the stack. Bundling is skipped here (`aws:cdk:bundling-stacks: []`) to keep
@@ -91,7 +92,7 @@ describe("the CDK stack", () => {
     });
   });
 
-  it("has the table with pk/sk, TTL, PITR, on-demand billing, retained outside personal accounts", () => {
+  it("has the table with pk/sk, the listing index, TTL, PITR, on-demand billing, retained outside personal accounts", () => {
     template.hasResource("AWS::DynamoDB::GlobalTable", {
       DeletionPolicy: "Retain",
       UpdateReplacePolicy: "Retain",
@@ -99,6 +100,23 @@ describe("the CDK stack", () => {
         KeySchema: [
           { AttributeName: "pk", KeyType: "HASH" },
           { AttributeName: "sk", KeyType: "RANGE" },
+        ],
+        AttributeDefinitions: [
+          { AttributeName: "pk", AttributeType: "S" },
+          { AttributeName: "sk", AttributeType: "S" },
+          { AttributeName: "listPk", AttributeType: "S" },
+          { AttributeName: "listSk", AttributeType: "S" },
+        ],
+        // The one index, declared from LIST_INDEX as ensureTable declares the local one.
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: LIST_INDEX.name,
+            KeySchema: [
+              { AttributeName: LIST_INDEX.partitionKey, KeyType: "HASH" },
+              { AttributeName: LIST_INDEX.sortKey, KeyType: "RANGE" },
+            ],
+            Projection: { ProjectionType: "ALL" },
+          },
         ],
         BillingMode: "PAY_PER_REQUEST",
         TimeToLiveSpecification: { AttributeName: "ttl", Enabled: true },
@@ -169,7 +187,7 @@ describe("the CDK stack", () => {
     expect(secret?.DeletionPolicy).toBe("Retain");
   });
 
-  it("grants only the table's item actions, GetSecretValue on the one secret, the runner's start/stop and PutEvents on the default bus", () => {
+  it("grants only the table's item actions, Query on its listing index, GetSecretValue on the one secret, the runner's start/stop and PutEvents on the default bus", () => {
     const role = named(resources, "AWS::IAM::Role", "ApiFunctionRole");
     expect(role?.Properties.ManagedPolicyArns).toBeUndefined();
     expect(role?.Properties.Policies).toBeUndefined();
@@ -199,6 +217,12 @@ describe("the CDK stack", () => {
           "dynamodb:Query",
         ],
         Resource: { "Fn::GetAtt": [tableId, "Arn"] },
+      },
+      // The approvals listings: Query on the one index, by name.
+      {
+        Effect: "Allow",
+        Action: "dynamodb:Query",
+        Resource: { "Fn::Join": ["", [{ "Fn::GetAtt": [tableId, "Arn"] }, "/index/byList"]] },
       },
       { Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: { Ref: secretId } },
       // Durable runs: invoke only the runner's alias; list, stop and read only its executions.

@@ -8,7 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHandler } from "../functions/api/app-handler.js";
 import { GatewayErrorSchema } from "../functions/api/contract.js";
 import { printedApprovalEvents } from "../local/approval-events.js";
-import { createDevIssuer, DEMO_CLAIMS, type DevIssuerFile, mintToken } from "../local/dev-auth.js";
+import {
+  createDevIssuer,
+  DEMO_CLAIMS,
+  type DevIssuerFile,
+  devVerification,
+  mintToken,
+} from "../local/dev-auth.js";
 import { type DevServer, type Handler, startDevServer } from "../local/dev-server.js";
 import { LocalDurableExecutions } from "../local/durable-executions.js";
 import { createDurableRunHandler } from "../shared/durable/runner.js";
@@ -133,7 +139,7 @@ beforeAll(async () => {
   executions = new LocalDurableExecutions((options) => createDurableRunHandler(runnerDeps, options));
   dev = await startDevServer({
     handler: createHandler({ ...stack.deps, executions }) as Handler,
-    issuer,
+    verification: devVerification(issuer),
     host: "127.0.0.1",
     port: 0,
     timeoutMs: 29_000,
@@ -338,6 +344,17 @@ describe("the API as Prism sees it through the OpenAPI document", () => {
       200,
     );
     expect(decided.body?.status).toBe("approved");
+    const history = conforming(
+      await through(prism, "/v1/approvals?status=decided", { token: approver }),
+      200,
+    );
+    expect((history.body?.items ?? []) as unknown[]).toHaveLength(1);
+    expect(
+      ((history.body?.items ?? []) as Array<{ approvalId: string; decidedBy: string }>)[0],
+    ).toMatchObject({
+      approvalId: pending?.approvalId,
+      decidedBy: "usr_approver_prism",
+    });
 
     let polled = conforming(await through(prism, `/v1/runs/${runId}`), 200);
     while (polled.body?.status === "running" || polled.body?.status === "awaiting_approval") {

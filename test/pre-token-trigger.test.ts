@@ -3,7 +3,7 @@ import type { PreTokenGenerationV2TriggerEvent } from "aws-lambda";
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handler, NoTenantError } from "../functions/pre-token/handler.js";
-import { createJwtAuthorizer } from "../local/dev-auth.js";
+import { createJwtAuthorizer, devVerification } from "../local/dev-auth.js";
 import { claimsAsStrings } from "../local/dev-event.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { loadConfig } from "../shared/config.js";
@@ -170,11 +170,9 @@ describe("a Cognito-style access token end to end through the handler", { timeou
         .setIssuedAt()
         .setExpirationTime("1h")
         .sign(privateKey);
-    verify = createJwtAuthorizer({
-      issuer,
-      audiences: [clientId],
-      publicJwk: { ...publicJwk, kid, alg: "RS256" },
-    });
+    verify = createJwtAuthorizer(
+      devVerification({ issuer, audience: clientId, publicJwk: { ...publicJwk, kid, alg: "RS256" } }),
+    );
   }, 60_000);
   afterAll(async () => {
     await stack?.stop();

@@ -2,8 +2,9 @@
  * Structural rules of shared/store/, read from the source with the TypeScript parser:
  * - the store layer depends on nothing above it: no file imports from shared/agent/, shared/tools/ or
  *   functions/ (type-only imports included);
- * - the table's attribute names (`pk`, `sk`, `ttl`) are spelled only in table.ts (TABLE_SCHEMA): no other
- *   store file has them as an identifier, a property name or a word inside a string or template.
+ * - the table's attribute names (`pk`, `sk`, `ttl`, the listing index's `listPk` and `listSk`) and the
+ *   index's name are spelled only in table.ts (TABLE_SCHEMA): no other store file has them as an
+ *   identifier, a property name or a word inside a string or template.
  * Comments may mention them.
  */
 import { readdirSync, readFileSync } from "node:fs";

@@ -5,7 +5,7 @@ import {
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handler as preTokenTrigger } from "../functions/pre-token/handler.js";
-import { createJwtAuthorizer } from "../local/dev-auth.js";
+import { createJwtAuthorizer, devVerification } from "../local/dev-auth.js";
 import { claimsAsStrings } from "../local/dev-event.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { BUILT_IN_POOL_IDENTITY, ROLES } from "../shared/user-roles.js";
@@ -48,11 +48,9 @@ const since = (from: number) => cognito.requests.slice(from);
 
 /** API Gateway's JWT authorizer rules against the stand-in pool: its issuer, its client as audience. */
 const authorizer = () =>
-  createJwtAuthorizer({
-    issuer: cognito.issuer,
-    audiences: [cognito.clientId],
-    publicJwk: cognito.publicJwk,
-  });
+  createJwtAuthorizer(
+    devVerification({ issuer: cognito.issuer, audience: cognito.clientId, publicJwk: cognito.publicJwk }),
+  );
 
 describe("npm run user against the pool named by the stack's outputs", { timeout: 60_000 }, () => {
   let alicePassword = "";

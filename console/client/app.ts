@@ -62,6 +62,51 @@ function problemText(status: number, body: unknown): string {
 
 const alert = (text: string) => h("p", { role: "alert", class: "error" }, text);
 
+/** A data table in a horizontally scrolling box: its caption, column headers, and `body` (its rows). */
+function scrollTable(caption: string, columns: readonly string[], body: HTMLElement): HTMLElement {
+  return h(
+    "div",
+    { class: "scroll" },
+    h(
+      "table",
+      {},
+      h("caption", {}, caption),
+      h("thead", {}, h("tr", {}, ...columns.map((c) => h("th", { scope: "col" }, c)))),
+      body,
+    ),
+  );
+}
+
+/**
+ * Reads a listing of the API (`path` answers `{items, nextCursor}`) a page at a time: `show` gets each
+ * page's items (`first`: the first page), the `more` button stays visible while another page exists and
+ * loads it, and a refusal is shown in `status`.
+ * @param path the listing's URL with its query (`limit`, a `status`), without the cursor
+ * @returns whether the API answered the page (false: refused, and said so in `status`)
+ */
+async function paged<T>(
+  path: string,
+  parts: {
+    show: (items: T[], page: { first: boolean }) => void;
+    more: HTMLElement;
+    status: HTMLElement;
+  },
+  cursor?: string,
+): Promise<boolean> {
+  const page = await api<{ items: T[]; nextCursor: string | null }>(
+    `${path}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+  );
+  if (!page.ok) {
+    parts.status.replaceChildren(alert(problemText(page.status, page.body)));
+    return false;
+  }
+  const next = page.body.nextCursor;
+  parts.show(page.body.items, { first: cursor === undefined });
+  parts.more.hidden = next === null;
+  parts.more.onclick = () => paged(path, parts, next ?? undefined);
+  return true;
+}
+
 let caller: Caller | null = null;
 /** Aborts the live work (event streams) of the view being left. */
 let leaving = new AbortController();
@@ -80,10 +125,15 @@ function takeFragmentToken(): void {
   history.replaceState(null, "", `${location.pathname}#/runs`);
 }
 
-/** Completes an OIDC redirect (`?code=`), then clears the query from the address bar. */
+/**
+ * Completes an OIDC redirect (`?code=…&state=…`, or `?error=…&state=…` when the issuer refused), then
+ * clears the query from the address bar.
+ * @throws the sign-in's error (shown on the sign-in form)
+ */
 async function takeOidcRedirect(): Promise<void> {
   const query = new URLSearchParams(location.search);
-  if (!oidc.issuer || !oidc.clientId || !query.has("code")) return;
+  if (!oidc.issuer || !oidc.clientId || !query.has("state")) return;
+  if (!query.has("code") && !query.has("error")) return;
   const { completeSignIn } = await import("./oidc.js");
   try {
     setToken(await completeSignIn(oidc.issuer, oidc.clientId));
@@ -134,6 +184,14 @@ function signInView(note?: string): void {
   );
 }
 
+/** Forgets the bearer token, and the tokens oidc-client-ts kept when the page signs in at an issuer. */
+async function forgetTokens(): Promise<void> {
+  clearToken();
+  caller = null;
+  if (oidc.issuer && oidc.clientId)
+    await (await import("./oidc.js")).forgetSignIn(oidc.issuer, oidc.clientId);
+}
+
 function showCaller(): void {
   const who = document.getElementById("who");
   if (!who || !caller) return;
@@ -143,9 +201,8 @@ function showCaller(): void {
       "button",
       {
         type: "button",
-        onclick: () => {
-          clearToken();
-          caller = null;
+        onclick: async () => {
+          await forgetTokens();
           signInView();
         },
       },
@@ -220,23 +277,6 @@ async function runsView(): Promise<void> {
   };
   const rows = h("tbody");
   const more = h("button", { type: "button", hidden: true }, "More runs");
-  const table = h(
-    "table",
-    {},
-    h("caption", {}, "Your runs"),
-    h(
-      "thead",
-      {},
-      h(
-        "tr",
-        {},
-        ...["Run", "Status", "Cycles", "Tokens", "Started", "Duration"].map((c) =>
-          h("th", { scope: "col" }, c),
-        ),
-      ),
-    ),
-    rows,
-  );
   view().replaceChildren(
     h("h1", {}, "Runs"),
     h(
@@ -247,33 +287,30 @@ async function runsView(): Promise<void> {
       h("button", { type: "submit" }, "Start run"),
     ),
     status,
-    h("div", { class: "scroll" }, table),
+    scrollTable("Your runs", ["Run", "Status", "Cycles", "Tokens", "Started", "Duration"], rows),
     more,
   );
-  const load = async (cursor?: string) => {
-    const page = await api<{ items: RunRecord[]; nextCursor: string | null }>(
-      `/v1/runs?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
-    );
-    if (!page.ok) return status.replaceChildren(alert(problemText(page.status, page.body)));
-    const items = [...page.body.items].sort((a, b) => b.startedAt.localeCompare(a.startedAt));
-    for (const run of items) {
-      rows.append(
-        h(
-          "tr",
-          {},
-          h("td", {}, h("a", { href: `#/runs/${run.runId}` }, run.runId)),
-          h("td", {}, run.status),
-          h("td", {}, String(run.cycles ?? run.cyclesRecorded)),
-          h("td", {}, String(run.usage.totalTokens)),
-          h("td", {}, time(run.startedAt)),
-          h("td", {}, seconds(run.durationMs)),
-        ),
-      );
-    }
-    more.hidden = !page.body.nextCursor;
-    more.onclick = () => load(page.body.nextCursor ?? undefined);
-  };
-  await load();
+  await paged<RunRecord>("/v1/runs?limit=20", {
+    status,
+    more,
+    show: (page) => {
+      const items = [...page].sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+      for (const run of items) {
+        rows.append(
+          h(
+            "tr",
+            {},
+            h("td", {}, h("a", { href: `#/runs/${run.runId}` }, run.runId)),
+            h("td", {}, run.status),
+            h("td", {}, String(run.cycles ?? run.cyclesRecorded)),
+            h("td", {}, String(run.usage.totalTokens)),
+            h("td", {}, time(run.startedAt)),
+            h("td", {}, seconds(run.durationMs)),
+          ),
+        );
+      }
+    },
+  });
 }
 
 /** One timeline row's text for an event. */
@@ -379,21 +416,7 @@ async function runView(runId: string): Promise<void> {
     h("h2", {}, "Timeline"),
     live,
     timeline,
-    h(
-      "div",
-      { class: "scroll" },
-      h(
-        "table",
-        {},
-        h("caption", {}, "Tool calls and the backend's results"),
-        h(
-          "thead",
-          {},
-          h("tr", {}, ...["Cycle", "Tool", "Arguments", "Result"].map((c) => h("th", { scope: "col" }, c))),
-        ),
-        results,
-      ),
-    ),
+    scrollTable("Tool calls and the backend's results", ["Cycle", "Tool", "Arguments", "Result"], results),
   );
   const refresh = async () => {
     const answer = await api<RunRecord>(`/v1/runs/${encodeURIComponent(runId)}`);
@@ -449,7 +472,7 @@ function previewColumns(approval: Approval): HTMLElement {
     h(
       "section",
       { "aria-label": "The backend's numbers" },
-      h("h3", {}, "The backend's numbers (from the quote)"),
+      h("h4", {}, "The backend's numbers (from the quote)"),
       h(
         "dl",
         { class: "facts" },
@@ -466,13 +489,17 @@ function previewColumns(approval: Approval): HTMLElement {
     h(
       "section",
       { "aria-label": "What the model asked for" },
-      h("h3", {}, "What the model asked for"),
+      h("h4", {}, "What the model asked for"),
       h("pre", {}, json(approval.arguments)),
     ),
   );
 }
 
-function approvalCard(approval: Approval): HTMLElement {
+/**
+ * An approval card of the inbox: the backend's numbers, who asked and when, time left, and the decision
+ * form; `onDecided` gets the approval as the API stored the decision.
+ */
+function approvalCard(approval: Approval, onDecided: (decided: Approval) => void): HTMLElement {
   const id = approval.approvalId;
   const reason = h("input", { id: `reason-${id}`, name: "reason", type: "text", maxlength: 500 });
   const outcome = h("div", { "aria-live": "polite" });
@@ -490,6 +517,7 @@ function approvalCard(approval: Approval): HTMLElement {
     if (!answer.ok) return outcome.replaceChildren(alert(problemText(answer.status, answer.body)));
     form.remove();
     outcome.replaceChildren(h("p", { class: "decided" }, `Decided: ${decidedText(answer.body)}`));
+    onDecided(answer.body);
   };
   const form = h(
     "form",
@@ -508,7 +536,7 @@ function approvalCard(approval: Approval): HTMLElement {
     "article",
     { class: "approval", "aria-labelledby": `title-${id}` },
     h(
-      "h2",
+      "h3",
       { id: `title-${id}` },
       `${approval.toolName} for run `,
       h("a", { href: `#/runs/${approval.runId}` }, String(approval.runId)),
@@ -527,21 +555,94 @@ function approvalCard(approval: Approval): HTMLElement {
   );
 }
 
-async function approvalsView(): Promise<void> {
-  const list = h("div");
-  view().replaceChildren(h("h1", {}, "Approvals"), list);
-  const answer = await api<{ items: Approval[]; nextCursor: string | null }>("/v1/approvals?limit=50");
-  if (!answer.ok) {
-    const note =
-      answer.status === 403
-        ? "The approvals inbox needs the billing:approve permission."
-        : problemText(answer.status, answer.body);
-    return list.replaceChildren(alert(note));
-  }
-  list.replaceChildren(
-    ...(answer.body.items.length === 0 ? [h("p", {}, "Nothing waits for a decision.")] : []),
-    ...answer.body.items.map(approvalCard),
+/** The columns of the decided approvals' table: the decision, the backend's numbers, then where from. */
+const DECIDED_COLUMNS = [
+  "Decided",
+  "Decision",
+  "By",
+  "Reason",
+  "Subtotal",
+  "Tax",
+  "Gross total",
+  "Currency",
+  "Rate version",
+  "Tool",
+  "Requested by",
+  "Run",
+];
+
+/** A decided approval as a table row: who decided, when and why, beside the backend's numbers. */
+function decidedRow(approval: Approval): HTMLElement {
+  const { preview } = approval;
+  const numbers = [
+    preview.subtotal,
+    preview.taxAmount,
+    preview.grossTotal,
+    preview.currency,
+    preview.rateVersion,
+  ];
+  return h(
+    "tr",
+    { "data-approval-id": approval.approvalId },
+    h("td", {}, time(approval.decidedAt)),
+    h("td", {}, String(approval.status)),
+    h("td", {}, approval.decidedBy ?? "—"),
+    h("td", {}, approval.reason ?? "—"),
+    ...numbers.map((value) => h("td", {}, String(value ?? "—"))),
+    h("td", {}, approval.toolName),
+    h("td", {}, approval.requestedBy),
+    h("td", {}, h("a", { href: `#/runs/${approval.runId}` }, String(approval.runId))),
   );
+}
+
+/**
+ * The inbox: the tenant's pending approvals (`GET /v1/approvals?status=pending`, oldest request first)
+ * as cards, then its decided ones, newest first (`?status=decided`), each listing paginated. A decision
+ * taken on the page joins the decided table at once (the API's lists are eventually consistent on AWS,
+ * so a reload a moment later may not show it yet).
+ */
+async function approvalsView(): Promise<void> {
+  const pending = h("div");
+  const pendingStatus = h("div", { "aria-live": "polite" });
+  const morePending = h("button", { type: "button", hidden: true }, "More approvals");
+  const decided = h("tbody");
+  const decidedStatus = h("div", { "aria-live": "polite" });
+  const moreDecided = h("button", { type: "button", hidden: true }, "More decisions");
+  const shown = new Set<string>();
+  const addDecided = (items: Approval[], where: "top" | "end") => {
+    const rows = items.filter((item) => !shown.has(item.approvalId)).map(decidedRow);
+    for (const item of items) shown.add(item.approvalId);
+    if (where === "top") decided.prepend(...rows);
+    else decided.append(...rows);
+    decidedStatus.replaceChildren(shown.size === 0 ? h("p", {}, "No decisions yet.") : "");
+  };
+  view().replaceChildren(
+    h("h1", {}, "Approvals"),
+    h("h2", {}, "Waiting for a decision"),
+    pendingStatus,
+    pending,
+    morePending,
+    h("h2", {}, "Decided"),
+    decidedStatus,
+    scrollTable("The tenant's decided approvals, newest first", DECIDED_COLUMNS, decided),
+    moreDecided,
+  );
+  const answered = await paged<Approval>("/v1/approvals?status=pending&limit=50", {
+    status: pendingStatus,
+    more: morePending,
+    show: (items, { first }) => {
+      pending.append(...items.map((item) => approvalCard(item, (done) => addDecided([done], "top"))));
+      // A page is full unless it is the last: an empty first page means nothing is pending.
+      const empty = first && items.length === 0;
+      pendingStatus.replaceChildren(empty ? h("p", {}, "Nothing waits for a decision.") : "");
+    },
+  });
+  if (!answered) return;
+  await paged<Approval>("/v1/approvals?status=decided&limit=20", {
+    status: decidedStatus,
+    more: moreDecided,
+    show: (items) => addDecided(items, "end"),
+  });
 }
 
 // ---------------------------------------------------------------- ledger
@@ -580,50 +681,37 @@ async function ledgerView(): Promise<void> {
   view().replaceChildren(
     h("h1", {}, "Ledger"),
     status,
-    h(
-      "div",
-      { class: "scroll" },
-      h(
-        "table",
-        {},
-        h("caption", {}, "The tenant's invoices"),
-        h("thead", {}, h("tr", {}, ...columns.map((c) => h("th", { scope: "col" }, c)))),
-        rows,
-      ),
-    ),
+    scrollTable("The tenant's invoices", columns, rows),
     more,
   );
-  const load = async (cursor?: string) => {
-    const page = await api<{ items: Invoice[]; nextCursor: string | null }>(
-      `/v1/invoices?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
-    );
-    if (!page.ok) return status.replaceChildren(alert(problemText(page.status, page.body)));
-    for (const invoice of page.body.items) {
-      rows.append(
-        h(
-          "tr",
-          {},
-          ...[
-            invoice.invoiceId,
-            invoice.clientName,
-            invoice.jurisdiction,
-            amount(invoice.subtotal),
-            amount(invoice.taxAmount),
-            amount(invoice.grossTotal),
-            invoice.currency,
-            invoice.rateVersion,
-            time(invoice.createdAt),
-            invoice.createdBy,
-          ].map((cell) => h("td", {}, cell)),
-          h("td", {}, h("a", { href: `#/runs/${invoice.runId}` }, invoice.runId)),
-        ),
-      );
-    }
-    if (page.body.items.length === 0 && !cursor) status.replaceChildren(h("p", {}, "No invoices yet."));
-    more.hidden = !page.body.nextCursor;
-    more.onclick = () => load(page.body.nextCursor ?? undefined);
-  };
-  await load();
+  await paged<Invoice>("/v1/invoices?limit=20", {
+    status,
+    more,
+    show: (items, { first }) => {
+      for (const invoice of items) {
+        rows.append(
+          h(
+            "tr",
+            {},
+            ...[
+              invoice.invoiceId,
+              invoice.clientName,
+              invoice.jurisdiction,
+              amount(invoice.subtotal),
+              amount(invoice.taxAmount),
+              amount(invoice.grossTotal),
+              invoice.currency,
+              invoice.rateVersion,
+              time(invoice.createdAt),
+              invoice.createdBy,
+            ].map((cell) => h("td", {}, cell)),
+            h("td", {}, h("a", { href: `#/runs/${invoice.runId}` }, invoice.runId)),
+          ),
+        );
+      }
+      if (items.length === 0 && first) status.replaceChildren(h("p", {}, "No invoices yet."));
+    },
+  });
 }
 
 // ---------------------------------------------------------------- routing
@@ -650,7 +738,7 @@ async function route(): Promise<void> {
 }
 
 whenUnauthorized(() => {
-  clearToken();
+  void forgetTokens();
   signInView("The API did not accept the token (expired?). Sign in again.");
 });
 takeFragmentToken();

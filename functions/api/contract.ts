@@ -691,14 +691,18 @@ export const InvoiceListQuery = z.object({
 });
 
 /**
- * Query of `GET /v1/approvals`: status (only `pending`), and page size and cursor as `GET /v1/invoices`
- * (a page reads `limit` approvals and keeps the pending ones, so it may hold fewer).
+ * Query of `GET /v1/approvals`: `status` (`pending`, the default, or `decided`), and page size and cursor
+ * as `GET /v1/invoices` (a cursor belongs to the status it was issued for).
  */
 export const ApprovalListQuery = z.object({
   status: z
-    .enum(["pending"])
+    .enum(["pending", "decided"])
     .default("pending")
-    .openapi({ param: { name: "status", in: "query" }, description: "Which approvals: `pending`." }),
+    .openapi({
+      param: { name: "status", in: "query" },
+      description:
+        "Which approvals: `pending` (waiting for a decision; oldest `requestedAt` first) or `decided` (no longer pending: approved, rejected, expired or cancelled; newest `decidedAt` first). A page holds `limit` approvals unless it is the last. The lists are eventually consistent: a decision moves its approval from one to the other within moments.",
+    }),
   limit: InvoiceListQuery.shape.limit,
   cursor: InvoiceListQuery.shape.cursor,
 });
@@ -1076,16 +1080,22 @@ export const decideApprovalRoute = createRoute({
   },
 });
 
-/** `GET /v1/approvals`: the tenant's pending approvals, paginated (needs billing:approve). */
+/** `GET /v1/approvals`: the tenant's pending or decided approvals, paginated (needs billing:approve). */
 export const listApprovalsRoute = createRoute({
   method: "get",
   path: "/v1/approvals",
-  summary: "The tenant's pending approvals, a page at a time (needs billing:approve)",
+  summary: "The tenant's pending or decided approvals, a page at a time (needs billing:approve)",
   security,
   request: { query: ApprovalListQuery },
   responses: {
-    200: { description: "One page.", content: { "application/json": { schema: ApprovalPageSchema } } },
-    400: problem("INVALID_REQUEST: bad `status`, `limit` or `cursor`."),
+    200: {
+      description:
+        "One page: with `status=decided`, who decided (`decidedBy`, null for an expired or cancelled approval), when (`decidedAt`) and why (`reason`), beside the backend's `preview`.",
+      content: { "application/json": { schema: ApprovalPageSchema } },
+    },
+    400: problem(
+      "INVALID_REQUEST: bad `status` (not `pending` or `decided`), `limit` or `cursor` (also a cursor of the other status); `errors` names the parameter.",
+    ),
     403: problem("FORBIDDEN: the caller lacks billing:approve."),
     ...authErrors,
   },

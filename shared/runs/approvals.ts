@@ -107,22 +107,33 @@ function conflictProblem(approval: ApprovalRecord, runId: string): ProblemError 
 }
 
 /**
- * One page of `GET /v1/approvals?status=pending` for approvers of the caller's tenant (needs
- * `billing:approve`): pending approvals in run, then approval id order; `nextCursor` is the store's
- * cursor (null on the last page). A page reads `limit` approvals and keeps the pending ones.
+ * Which approvals `GET /v1/approvals` lists: `pending` (waiting for a decision) or `decided` (no longer
+ * pending: approved, rejected, expired or cancelled).
+ */
+export type ApprovalListStatus = "pending" | "decided";
+
+/**
+ * One page of `GET /v1/approvals?status=…` for approvers of the caller's tenant (needs `billing:approve`),
+ * every approver of the tenant seeing the same approvals:
+ * - `pending`: oldest `requestedAt` first (see `ApprovalStore.listPending`);
+ * - `decided`: newest `decidedAt` first, with who decided, when and why (see `ApprovalStore.listDecided`).
+ * A page holds `limit` approvals unless it is the last; `nextCursor` is the store's cursor of that
+ * listing (null on the last page). Both read the listing index, eventually consistent on AWS: a decision
+ * moves an approval from one list to the other within moments.
  * @throws ProblemError FORBIDDEN; the store's InvalidCursorError for a cursor it did not issue for this
- *   listing (the HTTP layer answers it 400)
+ *   listing (another status's, another tenant's, malformed: the HTTP layer answers it 400)
  */
 export async function listApprovalPage(
-  approvals: ApprovalStore,
+  approvals: Pick<ApprovalStore, "listPending" | "listDecided">,
   security: SecurityContext,
-  query: { limit: number; cursor?: string | undefined },
+  query: { status: ApprovalListStatus; limit: number; cursor?: string | undefined },
 ): Promise<Page<ApprovalRecord>> {
   requirePermission(security, BILLING_APPROVE);
-  const page = await approvals.listPending(security.tenantId, {
-    limit: query.limit,
-    ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
-  });
+  const options = { limit: query.limit, ...(query.cursor === undefined ? {} : { cursor: query.cursor }) };
+  const page =
+    query.status === "decided"
+      ? await approvals.listDecided(security.tenantId, options)
+      : await approvals.listPending(security.tenantId, options);
   return { items: page.approvals, nextCursor: page.nextCursor ?? null };
 }
 

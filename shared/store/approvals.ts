@@ -7,11 +7,12 @@ import { type DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamod
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
-import { queryTenant } from "./query.js";
+import { queryList, queryTenant } from "./query.js";
 import {
   getItem,
   ITEM_ABSENT,
   ITEM_PRESENT,
+  listKey,
   type StoredItem,
   splitItem,
   tableItem,
@@ -75,7 +76,9 @@ const EXPIRES_AT_MS = "expiresAtMs";
 /**
  * Approvals, tenant-scoped (`TENANT#<tenantId>`), each item with a `ttl` (epoch s) of `ttlSeconds` after
  * its expiry (config RUN_TTL_SECONDS, so an approval lives as long as its run's audit trail). Every write
- * is a single-item conditional write: exactly one decision wins.
+ * is a single-item conditional write: exactly one decision wins. Each write also puts the approval in
+ * its list of the listing index (`TENANT#<tenantId>#APPROVALS#pending` by `requestedAt`, then
+ * `…#decided` by `decidedAt`; keys.ts), so the item is its own listing entry: one item per approval.
  */
 export class ApprovalStore {
   constructor(
@@ -102,11 +105,18 @@ export class ApprovalStore {
       reason: null,
     };
     const expiresAtMs = Date.parse(input.expiresAt);
+    const listed = keys.approvalListed(input.requestedAt, input.runId, input.approvalId);
     const item = tableItem(
       tableKey(input.tenantId, keys.approval(input.runId, input.approvalId)),
       "approval",
-      { ...approval, [CALLBACK_ID]: callbackId, [WAIT_NAME]: waitName, [EXPIRES_AT_MS]: expiresAtMs },
-      Math.floor(expiresAtMs / 1000) + this.ttlSeconds,
+      {
+        ...approval,
+        [CALLBACK_ID]: callbackId,
+        [WAIT_NAME]: waitName,
+        [EXPIRES_AT_MS]: expiresAtMs,
+        ...listKey(input.tenantId, keys.approvalList("pending"), listed),
+      },
+      this.retainedUntil(expiresAtMs),
     );
     const put = await conditionalPut(this.client, {
       tableName: this.tableName,
@@ -151,12 +161,7 @@ export class ApprovalStore {
   ): Promise<DecideResult> {
     return this.transition(tenantId, runId, approvalId, {
       condition: `${ITEM_PRESENT} AND #status = :pending AND #expiresAtMs > :now`,
-      fields: {
-        status: decision.status,
-        decidedBy: decision.decidedBy,
-        decidedAt: new Date(now).toISOString(),
-        reason: decision.reason,
-      },
+      fields: { status: decision.status, decidedBy: decision.decidedBy, reason: decision.reason },
       now,
     });
   }
@@ -175,7 +180,7 @@ export class ApprovalStore {
   ): Promise<ApprovalRecord | undefined> {
     const result = await this.transition(tenantId, runId, approvalId, {
       condition: `${ITEM_PRESENT} AND #status = :pending`,
-      fields: { status: "expired", decidedAt: new Date(now).toISOString() },
+      fields: { status: "expired" },
       now,
     });
     return result.kind === "missing" ? undefined : result.approval;
@@ -195,7 +200,7 @@ export class ApprovalStore {
     for (const approval of await this.pendingForRun(tenantId, runId)) {
       const result = await this.transition(tenantId, runId, approval.approvalId, {
         condition: `${ITEM_PRESENT} AND #status = :pending`,
-        fields: { status: "cancelled", decidedAt: new Date(now).toISOString() },
+        fields: { status: "cancelled" },
         now,
       });
       if (result.kind === "decided") cancelled.push(result.approval);
@@ -216,35 +221,83 @@ export class ApprovalStore {
   }
 
   /**
-   * One page of the tenant's pending approvals (run id, then approval id order). The page reads `limit`
-   * approvals and keeps the pending ones, so it may hold fewer than `limit` (even none) while
-   * `nextCursor` says more follow; `nextCursor` is the store's cursor (see `queryTenant`).
-   * @throws InvalidCursorError for a cursor not issued for this tenant's approvals; the SDK's errors
+   * One page of the tenant's pending approvals, oldest `requestedAt` first: one query of the listing
+   * index, so a page holds `limit` approvals unless it is the last. Index reads are eventually
+   * consistent: on AWS an approval requested or decided a moment ago may not have joined or left the
+   * list yet (a decision on one already decided is then a conflict, as always). Approvals past their
+   * `ttl` (not yet deleted by DynamoDB) are left out.
+   * @param options.limit page size, a positive integer; `cursor`: a `nextCursor` of this listing
+   * @param now the time `ttl` is compared with (epoch ms)
+   * @returns the approvals and `nextCursor`, an opaque string, set only when more follow
+   * @throws InvalidCursorError for a cursor not issued for this tenant's pending approvals (one of the
+   *   decided listing is refused); the SDK's errors
    */
   async listPending(
     tenantId: string,
     options: { limit: number; cursor?: string },
+    now: number = Date.now(),
   ): Promise<{ approvals: ApprovalRecord[]; nextCursor: string | undefined }> {
-    const page = await queryTenant(this.client, this.tableName, {
-      tenantId,
-      prefix: keys.approvalPrefix(),
-      limit: options.limit,
-      ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
-    });
-    const approvals = page.items
-      .map((item) => toApproval(item).approval)
-      .filter((approval) => approval.status === "pending");
-    return { approvals, nextCursor: page.nextCursor };
+    return this.list(tenantId, "pending", options, now);
   }
 
-  /** One conditional update of an approval's fields; the stored item comes back either way. */
+  /**
+   * One page of the tenant's approvals that are no longer pending (approved, rejected, expired,
+   * cancelled), newest `decidedAt` first: one query of the listing index, as {@link listPending} (full
+   * pages unless the last, eventually consistent: a decision shows within moments on AWS, `ttl` past
+   * left out). The decision's one conditional update moved the approval to this list.
+   * @param options.limit page size, a positive integer; `cursor`: a `nextCursor` of this listing
+   * @param now the time `ttl` is compared with (epoch ms)
+   * @throws InvalidCursorError for a cursor not issued for this tenant's decided approvals (a cursor of
+   *   the pending listing is one); the SDK's errors
+   */
+  async listDecided(
+    tenantId: string,
+    options: { limit: number; cursor?: string },
+    now: number = Date.now(),
+  ): Promise<{ approvals: ApprovalRecord[]; nextCursor: string | undefined }> {
+    return this.list(tenantId, "decided", options, now);
+  }
+
+  /** One page of one of the tenant's approval lists: pending oldest first, decided newest first. */
+  private async list(
+    tenantId: string,
+    status: "pending" | "decided",
+    options: { limit: number; cursor?: string },
+    now: number,
+  ): Promise<{ approvals: ApprovalRecord[]; nextCursor: string | undefined }> {
+    const page = await queryList(this.client, this.tableName, {
+      tenantId,
+      list: keys.approvalList(status),
+      limit: options.limit,
+      ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
+      newestFirst: status === "decided",
+      liveAt: Math.floor(now / 1000),
+    });
+    return { approvals: page.items.map((item) => toApproval(item).approval), nextCursor: page.nextCursor };
+  }
+
+  /** An approval's item TTL (epoch s): `ttlSeconds` after its expiry (`expiresAtMs`, epoch ms). */
+  private retainedUntil(expiresAtMs: number): number {
+    return Math.floor(expiresAtMs / 1000) + this.ttlSeconds;
+  }
+
+  /**
+   * Ends an approval's pending state with one conditional update: its `fields`, `decidedAt` (`now`, ISO
+   * 8601) and its move to the decided list of the listing index, in the same write. The stored item
+   * comes back either way.
+   */
   private async transition(
     tenantId: string,
     runId: string,
     approvalId: string,
     change: { condition: string; fields: Record<string, unknown>; now: number },
   ): Promise<DecideResult> {
-    const set = setFields(change.fields);
+    const decidedAt = new Date(change.now).toISOString();
+    const set = setFields({
+      ...change.fields,
+      decidedAt,
+      ...listKey(tenantId, keys.approvalList("decided"), keys.approvalListed(decidedAt, runId, approvalId)),
+    });
     try {
       const result = await this.client.send(
         new UpdateCommand({
@@ -272,7 +325,8 @@ export class ApprovalStore {
       const existing = error.Item
         ? unmarshall(error.Item)
         : await getItem(this.client, this.tableName, tableKey(tenantId, keys.approval(runId, approvalId)));
-      return existing ? { kind: "conflict", ...toApproval(existing) } : { kind: "missing" };
+      if (!existing) return { kind: "missing" };
+      return { kind: "conflict", ...toApproval(existing) };
     }
   }
 }

@@ -12,8 +12,16 @@ import { sha256Hex } from "../hash.js";
  * | TENANT#<tenantId> | RUN#<runId>#STEP#<cycle, 4 digits> | one audit step (cycle) of a run, with `ttl` |
  * | TENANT#<tenantId> | QUOTE#<quoteId> | tax quote, with `ttl` (epoch seconds) for DynamoDB TTL |
  * | TENANT#<tenantId> | IDEM#<route>#<sha256([userId, Idempotency-Key])> | HTTP Idempotency-Key record of one caller and route |
- * | TENANT#<tenantId> | APPROVAL#<runId>#<approvalId> | one approval of a run's tool call, with `ttl` |
+ * | TENANT#<tenantId> | APPROVAL#<runId>#<approvalId> | one approval of a run's tool call, with `ttl` and its list key (below) |
  * | TENANT#<tenantId> | EVENTS#<runId>#<first sequence, 8 digits> | one batch of a run's events, with the run's `ttl` |
+ *
+ * The listing index (`LIST_INDEX` in table.ts, a sparse global secondary index) holds only the items
+ * with its two attributes, set by `listKey` in the same write as the state they list:
+ *
+ * | list partition | list sort key | item |
+ * |---|---|---|
+ * | TENANT#<tenantId>#APPROVALS#pending | <requestedAt>#<runId>#<approvalId> | a pending approval (listed oldest first) |
+ * | TENANT#<tenantId>#APPROVALS#decided | <decidedAt>#<runId>#<approvalId> | an approval no longer pending: approved, rejected, expired or cancelled (listed newest first) |
  *
  * Client-supplied keys are hashed (hex SHA-256) so any printable value fits the sort key and cannot
  * collide with the `#` separators.
@@ -43,6 +51,18 @@ export const keys = {
   approval: (runId: string, approvalId: string) => `APPROVAL#${runId}#${approvalId}`,
   /** Sort-key prefix of a run's approvals (`APPROVAL#<runId>#`), or of all the tenant's (`APPROVAL#`). */
   approvalPrefix: (runId?: string) => (runId === undefined ? "APPROVAL#" : `APPROVAL#${runId}#`),
+  /**
+   * Partition of one of a tenant's lists in the listing index (`TENANT#<tenantId>#<list>`): it starts
+   * with the tenant's partition key, so a list, like an item, is only ever its tenant's.
+   */
+  listPartition: (tenantId: string, list: string) => `TENANT#${tenantId}#${list}`,
+  /** The list of a tenant's approvals in one state: `APPROVALS#pending` or `APPROVALS#decided`. */
+  approvalList: (status: "pending" | "decided") => `APPROVALS#${status}`,
+  /**
+   * An approval's place in its list: when it entered it (`requestedAt` while pending, `decidedAt` once
+   * not; ISO 8601 UTC with milliseconds, so keys sort in time order), then its run and approval id.
+   */
+  approvalListed: (at: string, runId: string, approvalId: string) => `${at}#${runId}#${approvalId}`,
   /** Sort key of one audit step of a run; cycles are zero-padded so steps sort in cycle order. */
   runStep: (runId: string, cycle: number) => `RUN#${runId}#STEP#${String(cycle).padStart(4, "0")}`,
   /** Sort key of one batch of a run's events, by the sequence of its first event (zero-padded to sort). */

@@ -3,7 +3,7 @@ import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk
 import { sha256Hex } from "../hash.js";
 import { COMPRESS_ABOVE_BYTES, decodeText, type EncodedText, encodeText } from "./compressed.js";
 import { keys } from "./keys.js";
-import { encodeCursor, queryTenant } from "./query.js";
+import { queryKept, queryTenant } from "./query.js";
 import {
   getItem,
   ITEM_ABSENT,
@@ -491,34 +491,24 @@ export class RunStore<S extends RunShapes = RunShapes> {
     options: { limit: number; cursor?: string },
     now: Date = new Date(),
   ): Promise<{ runs: RunRecord<S>[]; nextCursor: string | undefined }> {
-    const runs: RunRecord<S>[] = [];
     const nowSeconds = Math.floor(now.getTime() / 1000);
-    let cursor = options.cursor;
-    for (let read = 0; read < RUN_LIST_READS; read++) {
-      const page = await queryTenant(this.client, this.tableName, {
-        tenantId,
-        prefix: RUN_PREFIX,
-        limit: RUN_LIST_READ_SIZE,
-        ...(cursor === undefined ? {} : { cursor }),
-      });
-      for (const item of page.items) {
-        const split = splitItem(item);
-        if (split.type !== "run" || Number(split.expiresAtSeconds) <= nowSeconds) continue;
-        const { run } = toRunRecord<S>(split.attributes);
-        if (run.userId !== userId) continue;
-        runs.push(run);
-        if (runs.length === options.limit) {
-          const last = page.items.at(-1) === item && page.nextCursor === undefined;
-          return {
-            runs,
-            nextCursor: last ? undefined : encodeCursor(tableKey(tenantId, keys.run(run.runId))),
-          };
-        }
-      }
-      cursor = page.nextCursor;
-      if (cursor === undefined) return { runs, nextCursor: undefined };
-    }
-    return { runs, nextCursor: cursor };
+    const page = await queryKept(
+      this.client,
+      this.tableName,
+      { tenantId, prefix: RUN_PREFIX, ...(options.cursor === undefined ? {} : { cursor: options.cursor }) },
+      {
+        limit: options.limit,
+        reads: RUN_LIST_READS,
+        readSize: RUN_LIST_READ_SIZE,
+        keep: (item) => {
+          const split = splitItem(item);
+          if (split.type !== "run" || Number(split.expiresAtSeconds) <= nowSeconds) return undefined;
+          const { run } = toRunRecord<S>(split.attributes);
+          return run.userId === userId ? run : undefined;
+        },
+      },
+    );
+    return { runs: page.kept, nextCursor: page.nextCursor };
   }
 
   /**

@@ -1,13 +1,42 @@
-import { CreateTableCommand, DescribeTableCommand, ResourceInUseException } from "@aws-sdk/client-dynamodb";
+import {
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  DescribeTableCommand,
+  ResourceInUseException,
+} from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { keys } from "./keys.js";
 
 /**
- * The one table schema: attribute names of the key (partition key, sort key, both strings) and of the
- * TTL attribute (epoch **seconds**, DynamoDB's TTL format). infra/stack.ts declares the deployed table
- * with these names and {@link ensureTable} the local one; no other file spells them.
+ * The one table schema: attribute names of the key (partition key, sort key, both strings), of the TTL
+ * attribute (epoch **seconds**, DynamoDB's TTL format), and the listing index: its name and its key's
+ * attribute names (`listPartitionKey`, `listSortKey`, strings; see {@link LIST_INDEX}). infra/stack.ts
+ * declares the deployed table with these names and {@link ensureTable} the local one; no other file
+ * spells them.
  */
-export const TABLE_SCHEMA = { partitionKey: "pk", sortKey: "sk", ttlAttribute: "ttl" } as const;
+export const TABLE_SCHEMA = {
+  partitionKey: "pk",
+  sortKey: "sk",
+  ttlAttribute: "ttl",
+  listIndex: "byList",
+  listPartitionKey: "listPk",
+  listSortKey: "listSk",
+} as const;
+
+/**
+ * The table's one global secondary index, the **listing index**: a sparse index holding only items that
+ * carry both of its key attributes (set by {@link listKey}; today only approvals), so a listing is one
+ * exact query of one list partition (`TENANT#<tenantId>#<list>`, keys.ts) in sort-key order. It projects
+ * every attribute (`ALL`), so a listing reads whole items. Its reads are eventually consistent on AWS (a
+ * write shows in it within moments); DynamoDB Local and dynalite show it at once. infra/stack.ts and
+ * {@link ensureTable} both declare it from this object.
+ */
+export const LIST_INDEX = {
+  name: TABLE_SCHEMA.listIndex,
+  partitionKey: TABLE_SCHEMA.listPartitionKey,
+  sortKey: TABLE_SCHEMA.listSortKey,
+  projection: "ALL",
+} as const;
 
 /** Name of the attribute saying what an item is (`invoice`, `quote`, `run`, `run_step`, `idempotency`). */
 const TYPE_ATTRIBUTE = "type";
@@ -21,12 +50,28 @@ export type StoredItem = Record<string, unknown>;
  */
 export type TableKey = Readonly<Record<string, string>>;
 
+/** The listing-index attributes of one item ({@link LIST_INDEX}), built only by {@link listKey}. */
+export type ListKey = Readonly<Record<string, string>>;
+
 /**
  * The one key function: the key of the item with sort key `sortKey` (a `keys.*` format) in the
  * partition of `tenantId` (`TENANT#<tenantId>`, see shared/store/keys.ts).
  */
 export function tableKey(tenantId: string, sortKey: string): TableKey {
   return { [TABLE_SCHEMA.partitionKey]: keys.tenant(tenantId), [TABLE_SCHEMA.sortKey]: sortKey };
+}
+
+/**
+ * The listing-index attributes that put an item in one list of its tenant: the partition
+ * `TENANT#<tenantId>#<list>` (`list` a `keys.*List` name) and `sortKey` (a `keys.*Listed` format), the
+ * item's place in that list. Built only here, so every list partition is the owning tenant's. Written
+ * in the same write as the state the list stands for (see {@link LIST_INDEX}).
+ */
+export function listKey(tenantId: string, list: string, sortKey: string): ListKey {
+  return {
+    [LIST_INDEX.partitionKey]: keys.listPartition(tenantId, list),
+    [LIST_INDEX.sortKey]: sortKey,
+  };
 }
 
 /**
@@ -69,8 +114,8 @@ export function tableItem(
 /**
  * A stored item split into its table attributes and its own fields: `type` (undefined when absent),
  * `expiresAtSeconds`, the TTL in epoch seconds (undefined when the item has none), and `attributes`
- * (everything else: the item with key, type and TTL stripped). The one "strip table attributes" helper
- * of the stores.
+ * (everything else: the item with key, listing-index key, type and TTL stripped). The one "strip table
+ * attributes" helper of the stores.
  */
 export function splitItem(item: StoredItem): {
   type: string | undefined;
@@ -80,6 +125,8 @@ export function splitItem(item: StoredItem): {
   const {
     [TABLE_SCHEMA.partitionKey]: _partition,
     [TABLE_SCHEMA.sortKey]: _sort,
+    [TABLE_SCHEMA.listPartitionKey]: _listPartition,
+    [TABLE_SCHEMA.listSortKey]: _listSort,
     [TYPE_ATTRIBUTE]: type,
     [TABLE_SCHEMA.ttlAttribute]: ttl,
     ...attributes
@@ -100,39 +147,68 @@ export const ITEM_PRESENT = `attribute_exists(${TABLE_SCHEMA.partitionKey})`;
  * days). Needs {@link TTL_NAMES} in ExpressionAttributeNames and `:nowSeconds` (epoch s) in the values.
  */
 export const ITEM_EXPIRED = "#ttl <= :nowSeconds";
-/** ExpressionAttributeNames for {@link ITEM_EXPIRED} and {@link TTL_ASSIGNMENT} (`ttl` is a reserved word). */
+/**
+ * Condition (or filter): the item's TTL has not passed yet, the opposite of {@link ITEM_EXPIRED}, with the
+ * same names and value.
+ */
+export const ITEM_LIVE = "#ttl > :nowSeconds";
+/** ExpressionAttributeNames for {@link ITEM_EXPIRED}, {@link ITEM_LIVE} and {@link TTL_ASSIGNMENT} (`ttl` is a reserved word). */
 export const TTL_NAMES = { "#ttl": TABLE_SCHEMA.ttlAttribute } as const;
 /** Update clause setting the TTL to `:expiresAtSeconds` (epoch s); needs {@link TTL_NAMES}. */
 export const TTL_ASSIGNMENT = "#ttl = :expiresAtSeconds";
 
+/** The table's attribute definitions, key schema and index, as CreateTable takes them. */
+function tableDefinition(tableName: string): CreateTableCommandInput {
+  const strings = [
+    TABLE_SCHEMA.partitionKey,
+    TABLE_SCHEMA.sortKey,
+    LIST_INDEX.partitionKey,
+    LIST_INDEX.sortKey,
+  ];
+  return {
+    TableName: tableName,
+    BillingMode: "PAY_PER_REQUEST",
+    AttributeDefinitions: strings.map((name) => ({ AttributeName: name, AttributeType: "S" })),
+    KeySchema: [
+      { AttributeName: TABLE_SCHEMA.partitionKey, KeyType: "HASH" },
+      { AttributeName: TABLE_SCHEMA.sortKey, KeyType: "RANGE" },
+    ],
+    GlobalSecondaryIndexes: [
+      {
+        IndexName: LIST_INDEX.name,
+        KeySchema: [
+          { AttributeName: LIST_INDEX.partitionKey, KeyType: "HASH" },
+          { AttributeName: LIST_INDEX.sortKey, KeyType: "RANGE" },
+        ],
+        Projection: { ProjectionType: LIST_INDEX.projection },
+      },
+    ],
+  };
+}
+
 /**
- * Creates the service table (string partition and sort keys of {@link TABLE_SCHEMA}, on-demand) if it
- * does not exist, and waits until it is ACTIVE (polling every 50 ms, at most 100 times). For local runs
- * and tests; on AWS the CDK stack owns the table.
- * @throws the SDK's error for anything but "already exists"; Error when it is not ACTIVE in time
+ * Creates the service table (string partition and sort keys of {@link TABLE_SCHEMA}, the
+ * {@link LIST_INDEX}, on-demand) if it does not exist, and waits until it and its index are ACTIVE
+ * (polling every 50 ms, at most 100 times). For local runs and tests; on AWS the CDK stack owns the table.
+ * @throws the SDK's error for anything but "already exists"; Error when it is not ACTIVE in time, or when
+ *   the table exists without the listing index (a table created before the index: local data, so
+ *   delete it or name another table; dynalite cannot add an index to a table)
  */
 export async function ensureTable(client: DynamoDBDocumentClient, tableName: string): Promise<void> {
   try {
-    await client.send(
-      new CreateTableCommand({
-        TableName: tableName,
-        BillingMode: "PAY_PER_REQUEST",
-        AttributeDefinitions: [
-          { AttributeName: TABLE_SCHEMA.partitionKey, AttributeType: "S" },
-          { AttributeName: TABLE_SCHEMA.sortKey, AttributeType: "S" },
-        ],
-        KeySchema: [
-          { AttributeName: TABLE_SCHEMA.partitionKey, KeyType: "HASH" },
-          { AttributeName: TABLE_SCHEMA.sortKey, KeyType: "RANGE" },
-        ],
-      }),
-    );
+    await client.send(new CreateTableCommand(tableDefinition(tableName)));
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
   }
   for (let attempt = 0; attempt < 100; attempt += 1) {
     const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
-    if (Table?.TableStatus === "ACTIVE") return;
+    const index = Table?.GlobalSecondaryIndexes?.find((gsi) => gsi.IndexName === LIST_INDEX.name);
+    if (Table?.TableStatus === "ACTIVE" && !index) {
+      throw new Error(
+        `Table ${tableName} has no index ${LIST_INDEX.name} (it was created before the approvals listing used one): delete the table or set TABLE_NAME to a new one.`,
+      );
+    }
+    if (Table?.TableStatus === "ACTIVE" && (index?.IndexStatus ?? "ACTIVE") === "ACTIVE") return;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error(`Table ${tableName} did not become ACTIVE.`);

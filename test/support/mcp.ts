@@ -2,7 +2,13 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { JWTPayload } from "jose";
 import { createHandler } from "../../functions/api/app-handler.js";
-import { createDevIssuer, type DevIssuerFile, type MintOptions, mintToken } from "../../local/dev-auth.js";
+import {
+  createDevIssuer,
+  type DevIssuerFile,
+  devVerification,
+  type MintOptions,
+  mintToken,
+} from "../../local/dev-auth.js";
 import { type DevServer, type Handler, startDevServer } from "../../local/dev-server.js";
 import type { ToolRegistry } from "../../shared/agent/dispatcher.js";
 import type { ApiDeps } from "../../shared/deps.js";
@@ -43,7 +49,7 @@ export async function startMcpStack(
   });
   const server = await startDevServer({
     handler: createHandler(tools ? { ...stack.deps, tools: tools(stack.deps) } : stack.deps) as Handler,
-    issuer,
+    verification: devVerification(issuer),
     host: "127.0.0.1",
     port: 0,
     timeoutMs: 29_000,

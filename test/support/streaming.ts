@@ -1,9 +1,8 @@
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-import { createLocalJWKSet } from "jose";
 import { createApp } from "../../functions/api/app.js";
 import { createStreamHandler } from "../../functions/stream/entry.js";
-import { createDevIssuer, type DevIssuerFile, mintToken } from "../../local/dev-auth.js";
+import { createDevIssuer, type DevIssuerFile, devVerification, mintToken } from "../../local/dev-auth.js";
 import { createLambdaContext } from "../../local/lambda-context.js";
 import {
   installLambdaStreaming,
@@ -78,11 +77,7 @@ export async function startStreamEntry(deps: ApiDeps): Promise<StreamEntry> {
   const app = createApp(deps);
   const handler = createStreamHandler(
     (request, env, executionCtx) => app.fetch(request, env, executionCtx as never),
-    () => ({
-      issuer: issuer.issuer,
-      audience: [issuer.audience],
-      keys: createLocalJWKSet({ keys: [issuer.publicJwk] }),
-    }),
+    () => devVerification(issuer),
   );
   return {
     issuer,

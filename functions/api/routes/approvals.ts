@@ -20,8 +20,8 @@ export function approvalRoutes(deps: GetDeps) {
     })
     .openapi(listApprovalsRoute, async (c) => {
       const { listApprovalPage } = await import("../../../shared/runs/approvals.js");
-      const { limit, cursor } = c.req.valid("query");
-      const page = () => listApprovalPage(deps().approvals, c.get("security"), { limit, cursor });
+      const { status, limit, cursor } = c.req.valid("query");
+      const page = () => listApprovalPage(deps().approvals, c.get("security"), { status, limit, cursor });
       return c.json(await withCursorProblem(page), 200);
     });
 }
