@@ -735,5 +735,25 @@ describe("the routes of the stack, the app and the local dev server", () => {
     }));
     // The dev server (npm run dev) asks for a token on every route but these.
     const local = documented.map(({ route }) => ({ route, public: PUBLIC_ROUTES.has(route) }));
+
+    expect(documented.sort(byRoute).length).toBeGreaterThan(PUBLIC_ROUTES.size);
+    expect(deployed.sort(byRoute)).toEqual(documented);
+    expect(declared.sort(byRoute)).toEqual(documented);
+    expect(local.sort(byRoute)).toEqual(documented);
+    expect([...PUBLIC_ROUTES].sort()).toEqual(
+      [
+        "GET /console",
+        "GET /console/assets/{file}",
+        "GET /healthz",
+        "GET /openapi.json",
+        "POST /mcp",
+        "GET /mcp",
+        "GET /.well-known/oauth-protected-resource",
+        "GET /.well-known/oauth-protected-resource/mcp",
+      ].sort(),
+    );
+    expect(isPublicRoute("GET", "/console/assets/app-ABCDEFGH.js")).toBe(true);
+    expect(isPublicRoute("GET", "/console/assets/a/b.js")).toBe(false);
+    expect(isPublicRoute("POST", "/console")).toBe(false);
   });
 });
