@@ -569,6 +569,18 @@ const plainEnv = (env: Record<string, unknown>) =>
     Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === "string"),
   );
 
+/** The environments of the functions that run the app (every function with the table's name). */
+function appFunctionsEnv(context: Record<string, unknown>): Array<Record<string, unknown>> {
+  const all = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", ...context }).template.toJSON()
+    .Resources as Record<string, Resource>;
+  return Object.values(all)
+    .filter((resource) => resource.Type === "AWS::Lambda::Function")
+    .map(
+      (fn) => (fn.Properties.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables,
+    )
+    .filter((env): env is Record<string, unknown> => env?.TABLE_NAME !== undefined);
+}
+
 describe("the stack's runtime settings (CDK context → the functions' environment)", () => {
   const APPROVALS = '{"recordInvoice":{"GBP":"1000.00"}}';
 
@@ -682,6 +694,45 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     expect(JSON.stringify(warnings[0]?.entry)).toContain("respond-async");
     const fits = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", runTimeoutMs: "20000" });
     Annotations.fromStack(fits.stack).hasNoWarning("*", Match.anyValue());
+  });
+
+  it("off by default: no function gets a tracing variable", () => {
+    const envs = appFunctionsEnv({});
+    expect(envs).toHaveLength(3);
+    for (const env of envs) {
+      expect(env.TRACING).toBeUndefined();
+      expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
+    }
+  });
+
+  it("tracing=adot warns at synth that the stack attaches no ADOT layer; otlp does not warn", () => {
+    const adot = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", tracing: "adot" });
+    const warnings = Annotations.fromStack(adot.stack).findWarning("*", Match.stringLikeRegexp("ADOT"));
+    expect(warnings).toHaveLength(1);
+    expect(JSON.stringify(warnings[0]?.entry)).toContain(TRACING_ADOT_WARNING_ID);
+    expect(JSON.stringify(warnings[0]?.entry)).toContain("AWS_LAMBDA_EXEC_WRAPPER");
+    const otlp = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", tracing: "otlp" });
+    Annotations.fromStack(otlp.stack).hasNoWarning("*", Match.anyValue());
+  });
+
+  it("tracing, otlpEndpoint and traceContent reach every function that runs the app; a value TRACING refuses fails the synth", () => {
+    const envs = appFunctionsEnv({ tracing: "otlp", otlpEndpoint: "https://collector.example.com:4318" });
+    // The API, the durable runner and the streaming function.
+    expect(envs).toHaveLength(3);
+    for (const env of envs) {
+      expect(env).toMatchObject({
+        TRACING: "otlp",
+        OTEL_EXPORTER_OTLP_ENDPOINT: "https://collector.example.com:4318",
+      });
+      expect(env.TRACE_CONTENT).toBeUndefined();
+    }
+    for (const env of appFunctionsEnv({ tracing: "otlp", traceContent: true })) {
+      expect(env).toMatchObject({ TRACING: "otlp", TRACE_CONTENT: "true" });
+    }
+    expect(() => synth({ tracing: "xray" })).toThrow(/tracing \(TRACING\)/);
+    expect(() => synth({ tracing: "otlp", otlpEndpoint: "not a url" })).toThrow(
+      /otlpEndpoint \(OTEL_EXPORTER_OTLP_ENDPOINT\)/,
+    );
   });
 
   it("has one context key per setting, each a variable of the config schema that the stack does not own", () => {
