@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, BrowserContextOptions, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DEMO_CLAIMS, mintToken, readIssuerFile } from "../local/dev-auth.js";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
@@ -67,11 +67,20 @@ async function tokenFor(dev: Dev, user: keyof typeof USERS): Promise<string> {
   return mintToken(await readIssuerFile(dev.issuerFile), { ...USERS[user] });
 }
 
-/** A new browser context (own session storage) signed in as `user` through the `#token=` link. */
-async function signedIn(dev: Dev, user: keyof typeof USERS, hash = "#/runs"): Promise<Page> {
-  const context = await browser.newContext();
+/**
+ * A new browser context (own session storage) signed in as `user` through the `#token=` link;
+ * `options` are the context's (a viewport, a zoom as its device scale factor).
+ */
+async function signedIn(
+  dev: Dev,
+  user: keyof typeof USERS,
+  hash = "#/runs",
+  options: BrowserContextOptions = {},
+): Promise<Page> {
+  const context = await browser.newContext(options);
   contexts.push(context);
   const page = await context.newPage();
+  await page.addInitScript(RECORD_LAYOUT_SHIFTS);
   page.on("pageerror", (error) => {
     throw error;
   });
@@ -79,6 +88,38 @@ async function signedIn(dev: Dev, user: keyof typeof USERS, hash = "#/runs"): Pr
   await page.getByRole("heading", { name: "Runs", level: 1 }).waitFor();
   if (hash !== "#/runs") await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
   return page;
+}
+
+/**
+ * Collects the page's layout shifts (the Layout Instability API, as Chromium reports them for CLS) in
+ * `window.layoutShifts`: each shift's score, whether it followed input within 500 ms, and what moved.
+ */
+const RECORD_LAYOUT_SHIFTS = `
+  window.layoutShifts = [];
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      window.layoutShifts.push({
+        value: entry.value,
+        hadRecentInput: entry.hadRecentInput,
+        moved: entry.sources.map((source) => {
+          const node = source.node;
+          const where = node ? (node.parentElement ? node.parentElement.nodeName + "." + node.parentElement.className + " > " : "") + node.nodeName + "." + node.className : "?";
+          const [a, b] = [source.previousRect, source.currentRect];
+          return where + " " + [a.x, a.y, a.width, a.height].join(",") + " -> " + [b.x, b.y, b.width, b.height].join(",");
+        }),
+      });
+    }
+  }).observe({ type: "layout-shift", buffered: true });
+`;
+
+/** The layout shifts since the page loaded that no input caused (what CLS counts). */
+async function unpromptedShifts(page: Page): Promise<Array<{ value: number; moved: string[] }>> {
+  const all = (await page.evaluate("window.layoutShifts")) as Array<{
+    value: number;
+    hadRecentInput: boolean;
+    moved: string[];
+  }>;
+  return all.filter((shift) => !shift.hadRecentInput).map(({ value, moved }) => ({ value, moved }));
 }
 
 /** Starts the seed run from the runs view; resolves with its run id once the run view is shown. */
@@ -327,6 +368,38 @@ describe("the operator console in a real browser", () => {
     await stranger.getByRole("link", { name: "Ledger" }).click();
     await stranger.getByText("No invoices yet.").waitFor();
     expect(await stranger.locator("table tbody tr").count()).toBe(0);
+  });
+
+  it("holds still while a run's events arrive: no layout shift from the first event to the last", async () => {
+    const page = await signedIn(plain, "owner");
+    await startSeedRun(page);
+    // From the run view on: the runs list before it is not what this is about.
+    await page.evaluate("window.layoutShifts.length = 0");
+    await page.locator('ol.timeline > li[data-type="run.finished"]').waitFor();
+    await expect.poll(() => page.locator("dl.facts").innerText()).toMatch(/Status\s+completed/);
+    expect(await unpromptedShifts(page)).toEqual([]);
+  });
+
+  it("reads at 200 % zoom (a 1280 × 800 window): no view scrolls sideways, every control stays in reach", async () => {
+    // 200 % zoom of a 1280 × 800 window: 640 × 400 CSS pixels, each two device pixels.
+    const zoomed = { viewport: { width: 640, height: 400 }, deviceScaleFactor: 2 };
+    const page = await signedIn(plain, "owner", "#/runs", zoomed);
+    const runId = await startSeedRun(page);
+    await page.locator('ol.timeline > li[data-type="run.finished"]').waitFor();
+    for (const hash of ["#/runs", `#/runs/${runId}`, "#/approvals", "#/ledger"]) {
+      await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
+      await page.locator("main h1").waitFor();
+      await page.waitForLoadState("networkidle");
+      const overflow = (await page.evaluate(`({
+        page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+        controls: [...document.querySelectorAll("a, button, input, textarea, select")]
+          .filter((el) => el.getClientRects().length > 0 && !el.closest(".scroll"))
+          .map((el) => ({ name: el.textContent.trim() || el.getAttribute("aria-label") || el.id, right: el.getBoundingClientRect().right }))
+          .filter((el) => el.right > document.documentElement.clientWidth + 0.5),
+      })`)) as { page: number; controls: unknown[] };
+      expect(overflow, hash).toEqual({ page: 0, controls: [] });
+      await screenshot(page, `zoom-200-${hash.split("/")[1]}${hash.includes("run_") ? "-run" : ""}`);
+    }
   });
 
   it("is keyboard reachable: skip link, navigation, form controls and buttons in tab order", async () => {

@@ -348,31 +348,42 @@ function eventText(event: RunEvent): Child[] {
   }
 }
 
-/** Fills a run view's parts from the run's record: its facts, pending approvals, tool calls and results. */
-function showRunRecord(
-  run: RunRecord,
-  parts: { summary: HTMLElement; pending: HTMLElement; results: HTMLElement },
-): void {
-  const { summary, pending, results } = parts;
-  const fact = (term: string, value: string) => [h("dt", {}, term), h("dd", {}, value)];
-  summary.replaceChildren(
-    ...fact("Status", run.status),
-    ...fact("Cycles", String(run.cycles ?? run.cyclesRecorded)),
-    ...fact("Tokens", String(run.usage.totalTokens)),
-    ...fact("Started", time(run.startedAt)),
-    ...fact("Duration", seconds(run.durationMs)),
-    ...fact("Started by", run.userId),
+/**
+ * A run's facts as `dt`/`dd` pairs, the same terms whatever the run's state (values "…" before the
+ * record is read), so updating them moves nothing: status, cycles, tokens, started, duration, who started
+ * it, and what it waits for (the pending approvals, with a link to the inbox).
+ */
+function runFacts(run: RunRecord | undefined): HTMLElement[] {
+  const fact = (term: string, ...value: Array<string | HTMLElement>) => [
+    h("dt", {}, term),
+    h("dd", {}, ...value),
+  ];
+  const pending = run?.pendingApprovals ?? [];
+  const waiting = pending.map(
+    (approval) =>
+      `approval of ${approval.toolName} (gross total ${approval.preview.grossTotal} ${approval.preview.currency})`,
   );
-  pending.replaceChildren(
-    ...(run.pendingApprovals ?? []).map((approval) =>
-      h(
-        "p",
-        { class: "note" },
-        `Waiting for approval of ${approval.toolName}: gross total ${approval.preview.grossTotal} ${approval.preview.currency}. `,
-        h("a", { href: "#/approvals" }, "Open the approvals inbox"),
-      ),
-    ),
-  );
+  return [
+    ...fact("Status", run?.status ?? "…"),
+    ...fact("Cycles", run ? String(run.cycles ?? run.cyclesRecorded) : "…"),
+    ...fact("Tokens", run ? String(run.usage.totalTokens) : "…"),
+    ...fact("Started", run ? time(run.startedAt) : "…"),
+    ...fact("Duration", run ? seconds(run.durationMs) : "…"),
+    ...fact("Started by", run?.userId ?? "…"),
+    ...(waiting.length === 0
+      ? fact("Waiting for", run ? "nothing" : "…")
+      : fact(
+          "Waiting for",
+          `${waiting.join("; ")}. `,
+          h("a", { href: "#/approvals" }, "Open the approvals inbox"),
+        )),
+  ];
+}
+
+/** Fills a run view's parts from the run's record: its facts, tool calls and results. */
+function showRunRecord(run: RunRecord, parts: { summary: HTMLElement; results: HTMLElement }): void {
+  const { summary, results } = parts;
+  summary.replaceChildren(...runFacts(run));
   results.replaceChildren(
     ...(run.steps ?? []).flatMap((step) =>
       step.toolCalls.map((call) =>
@@ -402,27 +413,32 @@ function timelineRow(event: RunEvent): HTMLElement {
   );
 }
 
+/**
+ * A run's view. Nothing in it moves while events arrive (no layout shift): the facts keep their rows and
+ * change values in place, the timeline is a box of fixed height that scrolls (following the newest row
+ * while the reader is at its end), and the table of tool calls, the one part that grows, comes last.
+ */
 async function runView(runId: string): Promise<void> {
   const signal = leaving.signal;
   const summary = h("dl", { class: "facts" });
-  const pending = h("div");
   const results = h("tbody");
-  const timeline = h("ol", { class: "timeline", "aria-label": "Timeline" });
+  // Focusable, so a keyboard can scroll it.
+  const timeline = h("ol", { class: "timeline", "aria-label": "Timeline", tabindex: "0" });
   const live = h("p", { "aria-live": "polite", class: "live" }, "Following the run's events…");
   view().replaceChildren(
     h("h1", {}, `Run ${runId}`),
     summary,
-    pending,
     h("h2", {}, "Timeline"),
     live,
     timeline,
     scrollTable("Tool calls and the backend's results", ["Cycle", "Tool", "Arguments", "Result"], results),
   );
+  summary.replaceChildren(...runFacts(undefined));
   const refresh = async () => {
     const answer = await api<RunRecord>(`/v1/runs/${encodeURIComponent(runId)}`);
     if (signal.aborted) return;
     if (!answer.ok) return summary.replaceChildren(alert(problemText(answer.status, answer.body)));
-    showRunRecord(answer.body, { summary, pending, results });
+    showRunRecord(answer.body, { summary, results });
   };
   await refresh();
   const seen = new Set<number>();
@@ -431,7 +447,9 @@ async function runView(runId: string): Promise<void> {
     onEvent: (event) => {
       if (seen.has(event.seq)) return;
       seen.add(event.seq);
+      const atEnd = timeline.scrollTop + timeline.clientHeight >= timeline.scrollHeight - 4;
       timeline.append(timelineRow(event));
+      if (atEnd) timeline.scrollTop = timeline.scrollHeight;
       if (event.type !== "model.call.finished") void refresh();
       if (event.type === "run.finished") live.textContent = "The run has ended.";
     },
