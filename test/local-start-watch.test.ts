@@ -1,6 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
 import { runScript } from "./support/scripts.js";
+import { SEED_RUN_EVENT_TYPES } from "./support/streaming.js";
+
+/** The events `--watch` printed (`  [seq] type …` lines), as [seq, type]. */
+const printedEvents = (stdout: string) =>
+  stdout
+    .split("\n")
+    .map((line) => /^ {2}\[(\d+)\] (\S+)/.exec(line))
+    .filter((match) => match !== null)
+    .map((match) => [Number(match[1]), match[2]]);
 
 // `npm start -- --watch` as a process (tsx local/start.ts --watch) on the suite's DynamoDB (fresh table)
 // with the model server the script starts itself: the run goes through the streaming entry.
@@ -13,24 +22,7 @@ describe("npm start -- --watch", () => {
       TABLE_NAME: `test-watch-${randomUUID()}`,
     });
     expect(code).toBe(0);
-    const events = stdout
-      .split("\n")
-      .map((line) => /^ {2}\[(\d+)\] (\S+)/.exec(line))
-      .filter((match) => match !== null)
-      .map((match) => [Number(match[1]), match[2]]);
-    expect(events).toEqual([
-      [1, "run.started"],
-      [2, "model.call.finished"],
-      [3, "tool.call.started"],
-      [4, "tool.call.started"],
-      [5, "tool.call.finished"],
-      [6, "tool.call.finished"],
-      [7, "model.call.finished"],
-      [8, "tool.call.started"],
-      [9, "tool.call.finished"],
-      [10, "model.call.finished"],
-      [11, "run.finished"],
-    ]);
+    expect(printedEvents(stdout)).toEqual(SEED_RUN_EVENT_TYPES.map((type, i) => [i + 1, type]));
     expect(stdout).toMatch(
       /\[6\] tool\.call\.finished +cycle 1 calculateTax business_error UNSUPPORTED_JURISDICTION/,
     );
@@ -53,12 +45,7 @@ describe("npm start -- --watch", () => {
     });
     expect(code, stdout).toBe(0);
     expect(stdout).toMatch(/Watching the run \(GET \/v1\/runs\/run_[0-9a-f-]{36}\/events\):/);
-    const events = stdout
-      .split("\n")
-      .map((line) => /^ {2}\[(\d+)\] (\S+)/.exec(line))
-      .filter((match) => match !== null)
-      .map((match) => [Number(match[1]), match[2]]);
-    expect(events).toEqual([
+    expect(printedEvents(stdout)).toEqual([
       [1, "run.started"],
       [2, "model.call.finished"],
       [3, "tool.call.started"],

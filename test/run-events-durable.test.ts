@@ -7,7 +7,7 @@ import { type RunEvent, RunEventHub } from "../shared/runs/events.js";
 import { decide, GBP_RULES, json, pollUntil } from "./support/approvals.js";
 import { type DurableStack, startDurableStack } from "./support/durable.js";
 import { runEvent } from "./support/idempotency.js";
-import { ManualClock, parseSse, runEventsOf } from "./support/streaming.js";
+import { ManualClock, parseSse, runEventsOf, SEED_RUN_EVENT_TYPES } from "./support/streaming.js";
 
 // docs/run-events.md: the same events for a durable run and for a run handed over for approval.
 let stack: DurableStack;
@@ -65,19 +65,7 @@ describe("run events of durable runs", () => {
     const { runId } = RunRecordSchema.parse(json(started));
     const list = await events(tenantId, runId);
     expectConsecutive(list);
-    expect(list.map((e) => e.type)).toEqual([
-      "run.started",
-      "model.call.finished",
-      "tool.call.started",
-      "tool.call.started",
-      "tool.call.finished",
-      "tool.call.finished",
-      "model.call.finished",
-      "tool.call.started",
-      "tool.call.finished",
-      "model.call.finished",
-      "run.finished",
-    ]);
+    expect(list.map((e) => e.type)).toEqual(SEED_RUN_EVENT_TYPES);
     expect(list.at(-1)).toMatchObject({ status: "completed", cycles: 3 });
   });
 

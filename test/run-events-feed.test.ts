@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FINAL_EVENT_GRACE_MS, followRunEvents } from "../shared/runs/event-feed.js";
 import { type RunEvent, RunEventHub } from "../shared/runs/events.js";
 import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
-import { ManualClock } from "./support/streaming.js";
+import { ManualClock, SEED_RUN_EVENT_TYPES } from "./support/streaming.js";
 
 // docs/run-events.md: a reader in another process (its own hub: nothing reaches it but the table) that
 // finds the run's record ended before the writer's last batch has landed. The lifecycle writes the
@@ -16,19 +16,15 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const SEED_TYPES = [
-  "run.started",
-  "model.call.finished",
-  "tool.call.started",
-  "tool.call.started",
-  "tool.call.finished",
-  "tool.call.finished",
-  "model.call.finished",
-  "tool.call.started",
-  "tool.call.finished",
-  "model.call.finished",
-  "run.finished",
-];
+/** Writes a run record (`running`) as a run's start does, with nothing in its log. */
+const startRecord = (tenantId: string, runId: string) =>
+  stack.deps.runs.start({
+    tenantId,
+    runId,
+    userId: "usr_1",
+    prompt: "x",
+    limits: { maxCycles: 5, timeoutMs: 25_000 },
+  });
 
 /**
  * Reads a run's events after `after` as a reader elsewhere would, on `clock`; `done` settles with what
@@ -93,8 +89,8 @@ describe("a reader that finds the run ended before its final batch landed", () =
       expect((await run).statusCode).toBe(200);
       clock.advance(50);
       const events = await reader.done;
-      expect(events.map((e) => e.type)).toEqual(SEED_TYPES);
-      expect(events.map((e) => e.seq)).toEqual(SEED_TYPES.map((_, i) => i + 1));
+      expect(events.map((e) => e.type)).toEqual(SEED_RUN_EVENT_TYPES);
+      expect(events.map((e) => e.seq)).toEqual(SEED_RUN_EVENT_TYPES.map((_, i) => i + 1));
       expect(events[9]).toMatchObject({ type: "model.call.finished", cycle: 3, finishReason: "stop" });
       expect(events[10]).toMatchObject({ type: "run.finished", status: "completed", cycles: 3 });
     } finally {
@@ -107,13 +103,7 @@ describe("a reader that finds the run ended before its final batch landed", () =
     const tenantId = "tenant_feed_failed";
     const runId = `run_${crypto.randomUUID()}`;
     const clock = new ManualClock();
-    await stack.deps.runs.start({
-      tenantId,
-      runId,
-      userId: "usr_1",
-      prompt: "x",
-      limits: { maxCycles: 5, timeoutMs: 25_000 },
-    });
+    await startRecord(tenantId, runId);
     const started = { type: "run.started", limits: { maxCycles: 5, timeoutMs: 25_000 }, previousRunId: null };
     const first = { ...started, runId, seq: 1, at: new Date(clock.now()).toISOString() } as RunEvent;
     await stack.deps.runEvents.store.append(tenantId, runId, [first], Math.floor(clock.now() / 1000) + 3600);
@@ -137,13 +127,7 @@ describe("a reader that finds the run ended before its final batch landed", () =
     const tenantId = "tenant_feed_cancelled";
     const runId = `run_${crypto.randomUUID()}`;
     const clock = new ManualClock();
-    await stack.deps.runs.start({
-      tenantId,
-      runId,
-      userId: "usr_1",
-      prompt: "x",
-      limits: { maxCycles: 5, timeoutMs: 25_000 },
-    });
+    await startRecord(tenantId, runId);
     await stack.deps.runs.cancel(tenantId, runId, "Cancelled by usr_2.", new Date(clock.now()));
     const reader = readElsewhere(tenantId, runId, clock);
     expect(await waitingOrEnded(clock, reader.done)).toBe("ended");
@@ -156,13 +140,7 @@ describe("a reader that finds the run ended before its final batch landed", () =
     const tenantId = "tenant_feed_resumed";
     const runId = `run_${crypto.randomUUID()}`;
     const clock = new ManualClock();
-    await stack.deps.runs.start({
-      tenantId,
-      runId,
-      userId: "usr_1",
-      prompt: "x",
-      limits: { maxCycles: 5, timeoutMs: 25_000 },
-    });
+    await startRecord(tenantId, runId);
     const at = new Date(clock.now()).toISOString();
     const started = { type: "run.started", limits: { maxCycles: 5, timeoutMs: 25_000 }, previousRunId: null };
     const model = { type: "model.call.finished", cycle: 1, finishReason: "stop", latencyMs: 3 };

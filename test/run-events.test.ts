@@ -9,6 +9,7 @@ import {
   ManualClock,
   parseSse,
   runEventsOf,
+  SEED_RUN_EVENT_TYPES,
   type StreamEntry,
   startStreamEntry,
 } from "./support/streaming.js";
@@ -60,20 +61,6 @@ async function readEvents(
   return { ...response, text: await response.body };
 }
 
-const SEED_TYPES = [
-  "run.started",
-  "model.call.finished",
-  "tool.call.started",
-  "tool.call.started",
-  "tool.call.finished",
-  "tool.call.finished",
-  "model.call.finished",
-  "tool.call.started",
-  "tool.call.finished",
-  "model.call.finished",
-  "run.finished",
-];
-
 describe("a streamed synchronous seed run (POST /v1/runs, Accept: text/event-stream)", () => {
   let streamed: Awaited<ReturnType<typeof streamSeedRun>>;
   let events: RunEvent[];
@@ -85,9 +72,9 @@ describe("a streamed synchronous seed run (POST /v1/runs, Accept: text/event-str
   it("streams the run's typed events in order, with consecutive ids, then the JSON answer as run.outcome", () => {
     expect(streamed.metadata.statusCode).toBe(200);
     expect(streamed.metadata.headers?.["content-type"]).toBe("text/event-stream");
-    expect(events.map((e) => e.type)).toEqual(SEED_TYPES);
+    expect(events.map((e) => e.type)).toEqual(SEED_RUN_EVENT_TYPES);
     expect(streamed.read.messages.slice(0, -1).map((m) => m.id)).toEqual(events.map((_, i) => String(i + 1)));
-    expect(streamed.read.messages.map((m) => m.event).slice(0, -1)).toEqual(SEED_TYPES);
+    expect(streamed.read.messages.map((m) => m.event).slice(0, -1)).toEqual(SEED_RUN_EVENT_TYPES);
     const outcome = streamed.read.messages.at(-1);
     expect(outcome?.event).toBe("run.outcome");
     expect(outcome?.id).toBeUndefined();
@@ -191,7 +178,7 @@ describe("who may read a run's events", () => {
       scope: "billing:read",
     });
     const read = await readEvents(runId, { as: reader });
-    expect(runEventsOf(read.read).map((e) => e.type)).toEqual(SEED_TYPES);
+    expect(runEventsOf(read.read).map((e) => e.type)).toEqual(SEED_RUN_EVENT_TYPES);
   });
 
   it("no token, a foreign token: 401 and nothing runs", async () => {
@@ -222,7 +209,7 @@ describe("a streamed run under an Idempotency-Key", () => {
     const first = await entry.request(keyed(key));
     await first.done;
     const firstEvents = runEventsOf(first.read);
-    expect(firstEvents.map((e) => e.type)).toEqual(SEED_TYPES);
+    expect(firstEvents.map((e) => e.type)).toEqual(SEED_RUN_EVENT_TYPES);
     const modelCalls = stack.model.requests.length;
     const again = await entry.request(keyed(key));
     await again.done;
@@ -264,7 +251,7 @@ describe("a streamed run under an Idempotency-Key", () => {
       expect(ProblemSchema.parse(JSON.parse(await second.body)).code).toBe("IDEMPOTENCY_KEY_IN_USE");
       release();
       await first.done;
-      expect(runEventsOf(first.read).map((e) => e.type)).toEqual(SEED_TYPES);
+      expect(runEventsOf(first.read).map((e) => e.type)).toEqual(SEED_RUN_EVENT_TYPES);
       expect(first.read.messages.at(-1)?.event).toBe("run.outcome");
     } finally {
       store.append = append;
@@ -341,7 +328,7 @@ describe("the buffered HTTP API entry", () => {
       ? Buffer.from(result.body ?? "", "base64").toString("utf8")
       : result.body;
     const read = parseSse(body ?? "");
-    expect(runEventsOf(read).map((e) => e.type)).toEqual(SEED_TYPES);
+    expect(runEventsOf(read).map((e) => e.type)).toEqual(SEED_RUN_EVENT_TYPES);
     expect(read.messages.at(-1)?.event).toBe("run.outcome");
   });
 });
@@ -366,13 +353,13 @@ describe("a client that leaves a streamed run", () => {
     hangUp = response.hangUp;
     await response.done;
     const [first] = runEventsOf(response.read);
-    expect(response.read.messages.length).toBeLessThan(SEED_TYPES.length);
+    expect(response.read.messages.length).toBeLessThan(SEED_RUN_EVENT_TYPES.length);
     const runId = (first as RunEvent).runId;
     const stored = await stack.deps.runs.get("tenant_leave_01", runId);
     expect(stored?.run).toMatchObject({ status: "completed", cycles: 3 });
     expect(await stack.deps.ledger.list("tenant_leave_01")).toHaveLength(1);
     const page = await stack.deps.runEvents.store.read("tenant_leave_01", runId, 0);
-    expect(page.events.map((e) => e.type)).toEqual(SEED_TYPES);
+    expect(page.events.map((e) => e.type)).toEqual(SEED_RUN_EVENT_TYPES);
   });
 });
 

@@ -34,6 +34,24 @@ export function sseCollector(onMessage: (message: EventSourceMessage) => void = 
   return { read, feed: (chunk: string) => parser.feed(chunk) };
 }
 
+/**
+ * The event types of the seed scenario's run (events/seed-scenario.json on the local planner), in order:
+ * cycle 1 two calculateTax calls (GB, DE), cycle 2 recordInvoice, cycle 3 the answer.
+ */
+export const SEED_RUN_EVENT_TYPES = [
+  "run.started",
+  "model.call.finished",
+  "tool.call.started",
+  "tool.call.started",
+  "tool.call.finished",
+  "tool.call.finished",
+  "model.call.finished",
+  "tool.call.started",
+  "tool.call.finished",
+  "model.call.finished",
+  "run.finished",
+] as const;
+
 /** Parses a whole SSE body (the buffered adapter's answer). */
 export function parseSse(body: string): SseRead {
   const collector = sseCollector();
