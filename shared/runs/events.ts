@@ -135,7 +135,7 @@ export interface RunEventPorts {
  * next batch, so the log has no gaps.
  */
 export class RunEventLog {
-  private seq: number;
+  private seq = 0;
   /** The sequence of the last event known to be in the table: nothing up to it is written again. */
   private written = 0;
   private buffer: RunEvent[] = [];
@@ -145,22 +145,14 @@ export class RunEventLog {
 
   /**
    * @param expiresAtSeconds the run record's TTL (epoch s): every batch expires with the record
-   * @param emitted events of this run already in the log (0 for a new run)
    */
   constructor(
     private readonly ports: RunEventPorts,
     readonly tenantId: string,
     readonly runId: string,
     private readonly expiresAtSeconds: number,
-    emitted = 0,
   ) {
-    this.seq = emitted;
     this.now = ports.now ?? Date.now;
-  }
-
-  /** The sequence of the last event emitted (0 before the first). */
-  get lastSeq(): number {
-    return this.seq;
   }
 
   /** Gives `body` the next sequence, keeps it for the next batch and tells this process's readers. */
@@ -268,9 +260,10 @@ export class RunEventLog {
   /**
    * The end of a cycle: `tool.call.finished` for each of its calls (with `tool.call.started` first for a
    * call no tools step announced), then the batch is written — except for the cycle that ends the run,
-   * whose events go with the final event, in one batch.
+   * whose events go with the final event, in one batch. A replayed cycle's events are in the log
+   * already: {@link flush} writes none of them again.
    */
-  async cycle(record: CycleRecord, options: { write: boolean } = { write: true }): Promise<void> {
+  async cycle(record: CycleRecord): Promise<void> {
     for (const call of record.toolCalls) {
       this.toolStarted(record.cycle, call.id, call.name, call.arguments);
       const { result } = call;
@@ -285,7 +278,7 @@ export class RunEventLog {
         idempotencyKey: result.metadata.idempotencyKey,
       });
     }
-    if (options.write && record.outcome === undefined) await this.flush();
+    if (record.outcome === undefined) await this.flush();
   }
 
   /** `run.finished`, written at once with whatever is still kept: always the last event of the log. */
@@ -342,7 +335,7 @@ export function runEventObserver(ports: RunEventPorts & { ttlSeconds: number }):
     approvalDecided: (run, request, decision) => logs.get(run)?.approvalDecided(request, decision),
     cycle: (run, record) => logs.get(run)?.cycle(record),
     // Its events were written then; emitted again so the sequence goes on as it did (flush skips them).
-    cycleReplayed: (run, record) => logs.get(run)?.cycle(record, { write: false }),
+    cycleReplayed: (run, record) => logs.get(run)?.cycle(record),
     // A synchronous run paused for approval continues as a durable run, which emits the rest.
     paused: (run) => logs.get(run)?.flush(),
     finished: (run, outcome, durationMs) =>
