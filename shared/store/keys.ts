@@ -14,6 +14,9 @@ import { sha256Hex } from "../hash.js";
  * | TENANT#<tenantId> | IDEM#<route>#<sha256([userId, Idempotency-Key])> | HTTP Idempotency-Key record of one caller and route |
  * | TENANT#<tenantId> | APPROVAL#<runId>#<approvalId> | one approval of a run's tool call, with `ttl` and its list key (below) |
  * | TENANT#<tenantId> | EVENTS#<runId>#<first sequence, 8 digits> | one batch of a run's events, with the run's `ttl` |
+ * | TENANT#<tenantId> | POLICYSET | the tenant's policy set: its latest version and the enforced one (docs/policies.md) |
+ * | TENANT#<tenantId> | POLICYSET#V#<version, 8 digits> | one version of the tenant's policy set, kept (who, when) |
+ * | TENANT#<tenantId> | POLICYSHADOW#<decidedAt>#<runId>#<toolCallId> | a decision the shadow set would have made otherwise, with `ttl` |
  *
  * The listing index (`LIST_INDEX` in table.ts, a sparse global secondary index) holds only the items
  * with its two attributes, set by `listKey` in the same write as the state they list:
@@ -69,4 +72,18 @@ export const keys = {
   runEvents: (runId: string, firstSeq: number) => `EVENTS#${runId}#${String(firstSeq).padStart(8, "0")}`,
   /** Sort-key prefix of a run's event batches. */
   runEventsPrefix: (runId: string) => `EVENTS#${runId}#`,
+  /** Sort key of a tenant's policy set head (its latest version and the one enforced). */
+  policySet: "POLICYSET",
+  /** Sort key of one kept version of a tenant's policy set; zero-padded so versions sort in order. */
+  policySetVersion: (version: number) => `POLICYSET#V#${String(version).padStart(8, "0")}`,
+  /** Sort-key prefix of a tenant's kept policy set versions. */
+  policySetVersionPrefix: "POLICYSET#V#",
+  /**
+   * Sort key of a shadow decision that differed from the enforced one: when (ISO 8601 UTC, so keys sort
+   * in time order), its run, and its tool call (hashed: a model's tool call id may hold any character).
+   */
+  policyShadow: (decidedAt: string, runId: string, toolCallId: string) =>
+    `POLICYSHADOW#${decidedAt}#${runId}#${sha256Hex(toolCallId).slice(0, 16)}`,
+  /** Sort-key prefix of a tenant's shadow decisions. */
+  policyShadowPrefix: "POLICYSHADOW#",
 } as const;
