@@ -14,6 +14,7 @@ import { sha256Hex } from "../hash.js";
  * | TENANT#<tenantId> | IDEM#<route>#<sha256([userId, Idempotency-Key])> | HTTP Idempotency-Key record of one caller and route |
  * | TENANT#<tenantId> | APPROVAL#<runId>#<approvalId> | one approval of a run's tool call, with `ttl` and its list key (below) |
  * | TENANT#<tenantId> | EVENTS#<runId>#<first sequence, 8 digits> | one batch of a run's events, with the run's `ttl` |
+ * | TENANT#<tenantId> | COUNTER#<name>#<window id> | running totals and in-flight reservations of one counter family in one UTC window (counters.ts), with `ttl` |
  *
  * The listing index (`LIST_INDEX` in table.ts, a sparse global secondary index) holds only the items
  * with its two attributes, set by `listKey` in the same write as the state they list:
@@ -69,4 +70,9 @@ export const keys = {
   runEvents: (runId: string, firstSeq: number) => `EVENTS#${runId}#${String(firstSeq).padStart(8, "0")}`,
   /** Sort-key prefix of a run's event batches. */
   runEventsPrefix: (runId: string) => `EVENTS#${runId}#`,
+  /**
+   * Sort key of one counter item (shared/store/counters.ts): a counter family (`quota`, a tool's running
+   * totals, …; no `#`) in one UTC window (`d20260102`, `h2026010213`, `m202601021305`).
+   */
+  counter: (name: string, windowId: string) => `COUNTER#${name}#${windowId}`,
 } as const;
