@@ -17,6 +17,7 @@ import { sha256Hex } from "../hash.js";
  * | TENANT#<tenantId> | POLICYSET | the tenant's policy set: its latest version and the enforced one (docs/policies.md) |
  * | TENANT#<tenantId> | POLICYSET#V#<version, 8 digits> | one version of the tenant's policy set, kept (who, when) |
  * | TENANT#<tenantId> | POLICYSHADOW#<decidedAt>#<runId>#<toolCallId> | a decision the shadow set would have made otherwise, with `ttl` |
+ * | TENANT#<tenantId> | COUNTER#<name>#<window id> | running totals and in-flight reservations of one counter family in one UTC window (counters.ts), with `ttl` |
  *
  * The listing index (`LIST_INDEX` in table.ts, a sparse global secondary index) holds only the items
  * with its two attributes, set by `listKey` in the same write as the state they list:
@@ -86,4 +87,9 @@ export const keys = {
     `POLICYSHADOW#${decidedAt}#${runId}#${sha256Hex(toolCallId).slice(0, 16)}`,
   /** Sort-key prefix of a tenant's shadow decisions. */
   policyShadowPrefix: "POLICYSHADOW#",
+  /**
+   * Sort key of one counter item (shared/store/counters.ts): a counter family (`quota`, a tool's running
+   * totals, …; no `#`) in one UTC window (`d20260102`, `h2026010213`, `m202601021305`).
+   */
+  counter: (name: string, windowId: string) => `COUNTER#${name}#${windowId}`,
 } as const;
