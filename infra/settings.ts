@@ -8,6 +8,7 @@ import {
   type ModelProvider,
   type RawConfig,
 } from "../shared/config.js";
+import { describeIssues, policyIssuesSync } from "../shared/policies/check.js";
 import type { DeployedFunction, FunctionEnvName } from "./function-env.js";
 
 /** Id of the synth warning raised when `runTimeoutMs` is above what the API function's timeout allows. */
@@ -70,6 +71,7 @@ export const RUNTIME_SETTINGS = [
   { context: "systemPrompt", env: "SYSTEM_PROMPT", functions: BOTH },
   { context: "secretCacheSeconds", env: "SECRET_CACHE_SECONDS", functions: BOTH },
   { context: "approvalRules", env: "APPROVAL_RULES", functions: BOTH },
+  { context: "policies", env: "POLICIES", functions: BOTH },
   { context: "approvalTimeoutSeconds", env: "APPROVAL_TIMEOUT_SECONDS", functions: BOTH },
   { context: "maxCycles", env: "MAX_CYCLES", functions: API },
   { context: "runTimeoutMs", env: "RUN_TIMEOUT_MS", functions: API },
@@ -374,7 +376,9 @@ function readRuntimeSettings(
 
 /**
  * The functions' configuration with these settings, through `loadConfig` (so the cross-field checks the
- * functions make at cold start fail the synth instead) and `ConfigSchema`.
+ * functions make at cold start fail the synth instead) and `ConfigSchema`; POLICIES is validated by the
+ * Cedar engine against the schema generated from the tool registry, so a set that does not validate fails
+ * the synth naming the policy and line.
  * @throws DeploySettingsError naming the variables when `loadConfig` refuses the combination
  */
 function runtimeConfig(runtime: Partial<Record<RuntimeEnvName, string>>): RawConfig {
@@ -387,6 +391,14 @@ function runtimeConfig(runtime: Partial<Record<RuntimeEnvName, string>>): RawCon
       );
     }
     throw error;
+  }
+  if (runtime.POLICIES) {
+    const issues = policyIssuesSync(runtime.POLICIES);
+    if (issues.length > 0) {
+      throw new DeploySettingsError(
+        `Invalid deploy settings: policies (POLICIES) is not a valid policy set: ${describeIssues(issues)} (docs/policies.md)`,
+      );
+    }
   }
   return ConfigSchema.parse(runtime);
 }

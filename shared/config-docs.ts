@@ -273,6 +273,11 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     description:
       'Which tool calls wait for a person\'s approval (docs/approvals.md): JSON from a tool with an approval policy (`recordInvoice`) to ISO 4217 currency → threshold in major units, e.g. `{"recordInvoice":{"GBP":"1000.00"}}`: an invoice whose quote\'s gross total is at or above it waits. Unset: no approvals. Needs a durable runner (else such a call gets business_error APPROVAL_UNAVAILABLE and does not run).',
   },
+  POLICIES: {
+    group: "Approvals",
+    description:
+      "The default Cedar policy set of every tenant without an enforced set of its own (docs/policies.md), at most 32 000 characters; a tenant's set (PUT /v1/policies) replaces it. Unset: no policies (or APPROVAL_RULES' policies, which it cannot be set with). Validated against the schema generated from the tool registry at synth (the deploy setting `policies`) and by `npm start -- --policies <file>`; a set that does not validate refuses every decision (fail closed, POLICY_CHECK_FAILED) and the log names the policy and line.",
+  },
   APPROVAL_TIMEOUT_SECONDS: {
     group: "Approvals",
     unit: "s",

@@ -259,6 +259,13 @@ const InlineJwks = z.pipe(
  *   the system message of every run, for a deployment that replaces the accounting domain; at most
  *   {@link MAX_SYSTEM_PROMPT_CHARS} characters, leading and trailing white space trimmed.
  * - APPROVAL_RULES (default none): which tool calls wait for a person's approval, see {@link ApprovalRules}.
+ *   A shorthand for a default policy set (docs/policies.md), so it and POLICIES are not set together.
+ * - POLICIES (default none): the default Cedar policy set of every tenant without an enforced set of its
+ *   own (docs/policies.md), at most 32 000 characters. Unset: no policies (every call that passes its
+ *   permission runs), or APPROVAL_RULES' policies. Validated against the schema generated from the tool
+ *   registry at synth and by `npm start -- --policies`; at cold start only its size is checked, since the
+ *   engine is loaded off the cold-start path, and a set that does not validate refuses every decision
+ *   (fail closed) with the policy and line in the log.
  * - JWT_ISSUER, JWT_JWKS_URL, JWT_JWKS, MCP_RESOURCE_URL: how `/mcp` verifies bearer tokens itself (it
  *   is an OAuth 2.1 resource server, docs/mcp.md): the issuer the API's JWT authorizer trusts, its key
  *   set (a URL, default `<issuer>/.well-known/jwks.json`, or inline keys), and the canonical URL of the
@@ -308,6 +315,7 @@ export const ConfigSchema = z.object({
     ),
   ),
   APPROVAL_RULES: ApprovalRules,
+  POLICIES: z.pipe(optionalString, z.optional(z.string().check(z.maxLength(32_000)))),
   APPROVAL_TIMEOUT_SECONDS: positiveInt(86_400, 30 * 86_400),
   JWT_ISSUER: z.pipe(optionalString, z.optional(z.string().check(z.maxLength(2048)))),
   JWT_JWKS_URL: optionalUrl,
@@ -436,6 +444,8 @@ export interface Config {
   stream: { heartbeatMs: number; maxMs: number; retryMs: number; pollMs: number; runTimeoutMs: number };
   durable: { runTimeoutMs: number; runnerFunctionArn: string | undefined };
   approvals: { rules: ApprovalRulesConfig; timeoutSeconds: number };
+  /** The default policy set's Cedar text (POLICIES; docs/policies.md); undefined: none. */
+  policies: { text: string | undefined };
   prompts: { system: string | undefined };
   mcp: {
     issuer: string | undefined;
@@ -491,6 +501,11 @@ function crossFieldProblems(raw: RawConfig): string[] {
   if (raw.MODEL_PROVIDER === "bedrock" && (raw.OPENAI_API_KEY || raw.OPENAI_API_KEY_SECRET_NAME)) {
     problems.push(
       "MODEL_PROVIDER=bedrock signs in with the function's AWS credentials; unset OPENAI_API_KEY and OPENAI_API_KEY_SECRET_NAME.",
+    );
+  }
+  if (raw.POLICIES && Object.keys(raw.APPROVAL_RULES).length > 0) {
+    problems.push(
+      "set POLICIES or APPROVAL_RULES, not both: APPROVAL_RULES is a shorthand for a default policy set; write its approval policies into POLICIES (docs/policies.md gives the equivalent Cedar).",
     );
   }
   const ttl = raw.RUN_TTL_SECONDS;
@@ -596,6 +611,7 @@ function configOf(raw: z.output<typeof ConfigSchema>): Config {
       runnerFunctionArn: raw.RUNNER_FUNCTION_ARN,
     },
     approvals: { rules: raw.APPROVAL_RULES, timeoutSeconds: raw.APPROVAL_TIMEOUT_SECONDS },
+    policies: { text: raw.POLICIES },
     prompts: { system: raw.SYSTEM_PROMPT },
     mcp: {
       issuer: raw.JWT_ISSUER,

@@ -17,12 +17,18 @@ import { BedrockApiKeys, bedrockFetch, classifyBedrockFailure } from "./model/be
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
+import { PolicyDecisions } from "./policies/decision.js";
+import { approvalRuleThresholds, defaultPolicyText } from "./policies/defaults.js";
+import { PolicySets } from "./policies/sets.js";
+import { counterTotals } from "./policies/totals.js";
 import { type FeedClock, SYSTEM_CLOCK } from "./runs/event-feed.js";
 import { type RunEvent, RunEventHub, runEventObserver } from "./runs/events.js";
 import type { RunObserver } from "./runs/lifecycle.js";
 import { ApprovalStore } from "./store/approvals.js";
+import { CounterStore } from "./store/counters.js";
 import { createDocumentClient } from "./store/dynamo.js";
 import { LedgerStore } from "./store/ledger.js";
+import { PolicySetStore } from "./store/policy-sets.js";
 import { QuoteStore } from "./store/quotes.js";
 import { RunEventStore } from "./store/run-events.js";
 import { RunStore } from "./store/runs.js";
@@ -61,6 +67,44 @@ export interface SharedDeps {
   runObservers?: readonly RunObserver[];
   runEvents: { store: RunEventStore<RunEvent>; hub: RunEventHub };
   clock: FeedClock;
+  policies: PolicyServices;
+}
+
+/**
+ * The policies (docs/policies.md): `sets`, the default and tenants' sets (GET/PUT /v1/policies);
+ * `decisions`, the decision service every tool call of the loop, the runner and MCP goes through;
+ * `store`, the sets' versions and the shadow decisions kept.
+ */
+export interface PolicyServices {
+  sets: PolicySets;
+  decisions: PolicyDecisions;
+  store: PolicySetStore;
+}
+
+/**
+ * Builds the policy services: the default set from POLICIES or the APPROVAL_RULES shorthand, the
+ * running totals on the counters store, shadow decisions kept as long as runs.
+ */
+export function policyServices(
+  config: Config,
+  ddb: DynamoDBDocumentClient,
+  tools: ToolRegistry,
+  logger: Logger,
+): PolicyServices {
+  const store = new PolicySetStore(ddb, config.table.name, config.runs.ttlSeconds);
+  const sets = new PolicySets({
+    store,
+    tools,
+    defaultText: defaultPolicyText(config.policies.text, config.approvals.rules),
+  });
+  const decisions = new PolicyDecisions({
+    sets,
+    totals: counterTotals(new CounterStore(ddb, config.table.name)),
+    recordShadow: (tenantId, record) => store.recordShadow(tenantId, record),
+    logger,
+    thresholds: approvalRuleThresholds(config.policies.text ? {} : config.approvals.rules),
+  });
+  return { sets, decisions, store };
 }
 
 /**
@@ -189,9 +233,9 @@ function sharedDeps(config: Config, options: ModelOptions & Pick<ApiDepsOptions,
     ledger,
     quotes,
     quoteTtlSeconds: config.quotes.ttlSeconds,
-    approvalRules: config.approvals.rules,
   });
   const observability = createObservability(config.observability);
+  const policies = policyServices(config, ddb, tools, observability.logger);
   const runEvents = { store: new RunEventStore<RunEvent>(ddb, config.table.name), hub: new RunEventHub() };
   const events = runEventObserver({
     ...runEvents,
@@ -215,6 +259,7 @@ function sharedDeps(config: Config, options: ModelOptions & Pick<ApiDepsOptions,
     approvals: new ApprovalStore(ddb, config.table.name, config.runs.ttlSeconds),
     runObservers: [events],
     runEvents,
+    policies,
     clock: options.clock ?? SYSTEM_CLOCK,
   };
 }

@@ -55,6 +55,12 @@ export const ATTR = {
   errorCode: "boundloop.error.code",
   approvalId: "boundloop.approval.id",
   approvalDecision: "boundloop.approval.decision",
+  policyDecision: "boundloop.policy.decision",
+  policyIds: "boundloop.policy.ids",
+  policySource: "boundloop.policy.source",
+  policyVersion: "boundloop.policy.version",
+  policyShadowDecision: "boundloop.policy.shadow.decision",
+  policyShadowIds: "boundloop.policy.shadow.ids",
 } as const;
 
 /**

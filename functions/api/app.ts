@@ -14,6 +14,7 @@ import { approvalRoutes } from "./routes/approvals.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./routes/deps.js";
 import { runEventRoutes } from "./routes/events.js";
 import { invoiceRoutes } from "./routes/invoices.js";
+import { policyRoutes } from "./routes/policies.js";
 import { runRoutes } from "./routes/runs.js";
 
 export type { AppEnv, LambdaBindings } from "./routes/deps.js";
@@ -62,6 +63,7 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   app.route("/", runEventRoutes(getDeps));
   app.route("/", approvalRoutes(getDeps));
   app.route("/", invoiceRoutes(getDeps));
+  app.route("/", policyRoutes(getDeps));
   app.notFound(() => {
     throw new ProblemError("NOT_FOUND", "No such route.");
   });

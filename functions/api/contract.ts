@@ -54,6 +54,52 @@ export const UsageSchema = z
   .strict()
   .openapi("Usage", { description: "Token usage summed over the run's model calls." });
 
+/** One running total of a policy decision: calls counted and their gross in minor units. */
+const RunningTotalSchema = z
+  .object({ count: z.number().int(), grossMinor: z.number().int() })
+  .strict()
+  .openapi("RunningTotal");
+
+/** The three decisions a policy set can make about a call (docs/policies.md). */
+const PolicyDecisionSchema = z.enum(["permit", "forbid", "approval"]);
+
+/** A decision's explanation (`PolicyAudit` in shared/agent/result.ts). */
+export const PolicyAuditSchema = z
+  .object({
+    decision: PolicyDecisionSchema,
+    policyIds: z.array(z.string()).openapi({
+      description:
+        "The determining policies (`@id`, else the engine's positional id); an empty list with `forbid` means no policy permits the call.",
+    }),
+    source: z.enum(["tenant", "default"]),
+    version: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: "The tenant's set version; null: the default set." }),
+    totals: z
+      .record(z.string(), RunningTotalSchema)
+      .optional()
+      .openapi({
+        description: "The running totals the decision saw (userDay, tenantDay, userHour, tenantHour).",
+      }),
+    shadow: z
+      .object({ decision: PolicyDecisionSchema, policyIds: z.array(z.string()), version: z.number().int() })
+      .strict()
+      .optional()
+      .openapi({
+        description: "What the tenant's set in shadow mode decided, beside the enforced decision.",
+      }),
+    approved: z
+      .boolean()
+      .optional()
+      .openapi({ description: "Decided again after a person approved the call." }),
+  })
+  .strict()
+  .openapi("PolicyDecision", {
+    description: "Why the tenant's policies let a call run, or not (docs/policies.md).",
+  });
+
 /** One tool result (`ToolResult` in shared/agent/result.ts): status, data or error, metadata. */
 export const ToolResultSchema = z
   .object({
@@ -96,6 +142,9 @@ export const ToolResultSchema = z
             description:
               "Present when the call waited for a person's approval (docs/approvals.md): who decided, when and why.",
           }),
+        policy: PolicyAuditSchema.optional().openapi({
+          description: "Present when the tenant's policies decided the call (docs/policies.md).",
+        }),
       })
       .strict(),
   })
@@ -380,7 +429,8 @@ export const RESPONSE_HEADERS = {
 };
 
 const problemContent = { "application/problem+json": { schema: ProblemSchema } };
-const problem = (description: string, headers?: z.ZodObject) => ({
+/** A problem+json response of a route: its description (the codes it may carry) and headers. */
+export const problem = (description: string, headers?: z.ZodObject) => ({
   description,
   content: problemContent,
   ...(headers ? { headers } : {}),
@@ -391,7 +441,7 @@ const problem = (description: string, headers?: z.ZodObject) => ({
  * own answer to a body over its 10 MB payload quota, which never reaches the function
  * (`{"message":"Request Entity Too Large"}`, application/json).
  */
-const payloadTooLarge = {
+export const payloadTooLarge = {
   description:
     'PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES (problem+json from the function). A body over API Gateway\'s 10 MB quota is refused by the gateway before the function: `{"message":"Request Entity Too Large"}` (application/json, not problem+json).',
   content: { ...problemContent, "application/json": { schema: GatewayErrorSchema } },
@@ -717,8 +767,10 @@ export const InvoiceIdParam = z.object({
 
 // ---------------------------------------------------------------- routes
 
-const security: Array<Record<string, string[]>> = [{ jwt: [] }, { iam: [] }];
-const authErrors = {
+/** How the API's `/v1` routes are authorized (OpenAPI security requirements). */
+export const security: Array<Record<string, string[]>> = [{ jwt: [] }, { iam: [] }];
+/** The responses every authorized route may give: 401, 500, 503. */
+export const authErrors = {
   401: {
     description:
       'UNAUTHENTICATED: no verified identity, or it lacks `sub` or the tenant (problem+json from the function). A missing or invalid token is answered by the gateway\'s JWT authorizer before the function: `{"message":"Unauthorized"}`.',

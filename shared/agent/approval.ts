@@ -1,5 +1,7 @@
 import { sha256Hex } from "../hash.js";
-import { notStartedResult, prepareToolCall, runPreparedCall } from "./dispatcher.js";
+import { decideCall, runDecided } from "./decision.js";
+import { notStartedResult, prepareToolCall } from "./dispatcher.js";
+import { toolIdempotencyKey } from "./idempotency-key.js";
 import type { ApprovalAudit, ToolResult } from "./result.js";
 import { runInline } from "./step.js";
 import type { ApprovalPreview } from "./tool.js";
@@ -141,19 +143,7 @@ export async function settleApprovals(
     };
     if (decision.decision === "approved") {
       const settled = await step(`cycle-${cycle}:approved:${item.call.id}`, async () => {
-        const prepared = prepareToolCall(item.call, input.tools, input.security);
-        const result = await toolSpan(item.call, async () =>
-          prepared.kind === "failed"
-            ? prepared.result
-            : runPreparedCall(prepared, input.security, {
-                runId: input.runId,
-                runScope: input.runScope,
-                occurrence: item.occurrence,
-                signal: input.deadline.signal,
-                remainingMs: () => input.deadline.remainingMs(),
-                onInternalFailure: input.hooks?.onInternalFailure,
-              }),
-        );
+        const result = await toolSpan(item.call, () => runApproved(item, input));
         return { result, deadlinePassed: input.deadline.expired };
       });
       deadlinePassed = settled.deadlinePassed;
@@ -172,6 +162,44 @@ export async function settleApprovals(
     results[item.index] = withAudit(failed, audit);
   }
   return { ...rest, results, deadlinePassed };
+}
+
+/**
+ * Runs an approved call: validated again, decided again by the tenant's policies with `approved` (an
+ * approval policy then permits; a forbid that holds now still refuses, and the call is reserved in the
+ * running totals now), then run with the occurrence it had in its turn.
+ */
+async function runApproved(item: PendingApproval, input: RunInput): Promise<ToolResult> {
+  const prepared = prepareToolCall(item.call, input.tools, input.security);
+  if (prepared.kind === "failed") return prepared.result;
+  const context = {
+    runId: input.runId,
+    runScope: input.runScope,
+    occurrence: item.occurrence,
+    signal: input.deadline.signal,
+    remainingMs: () => input.deadline.remainingMs(),
+    onInternalFailure: input.hooks?.onInternalFailure,
+  };
+  const decision = await decideCall(input.decide, {
+    prepared,
+    security: input.security,
+    runId: input.runId,
+    operationKey: () =>
+      toolIdempotencyKey({
+        tenantId: input.security.tenantId,
+        userId: input.security.userId,
+        runScope: input.runScope,
+        toolName: prepared.tool.name,
+        args: prepared.args,
+        occurrence: item.occurrence,
+      }),
+    approved: true,
+    signal: input.deadline.signal,
+  });
+  if (decision.kind === "refused") return decision.result;
+  // An approval policy that still asks (it cannot with `approved`) runs as approved: a person decided.
+  const run = decision.kind === "run" ? decision : { kind: "run" as const, audit: decision.audit };
+  return runDecided(run, prepared, input.security, context);
 }
 
 /** `result` with its approval audit in the metadata. */

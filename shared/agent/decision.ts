@@ -6,7 +6,12 @@
  * is `PolicyAudit` (shared/agent/result.ts).
  */
 import type { SecurityContext } from "../identity.js";
-import { type DispatchContext, notStartedResult, type PreparedToolCall, runPreparedCall } from "./dispatcher.js";
+import {
+  type DispatchContext,
+  notStartedResult,
+  type PreparedToolCall,
+  runPreparedCall,
+} from "./dispatcher.js";
 import type { PolicyAudit, ToolResult } from "./result.js";
 import type { ApprovalPreview, ToolDefinition } from "./tool.js";
 
@@ -43,7 +48,11 @@ export interface DecisionRequest {
  * - `decide`: one call's decision. Never throws: a failure of the engine or a store is a refusal.
  */
 export interface ToolCallDecider {
-  offered(tools: ToolDefinition[], security: SecurityContext, options: { wait: boolean }): Promise<ToolDefinition[]>;
+  offered(
+    tools: ToolDefinition[],
+    security: SecurityContext,
+    options: { wait: boolean },
+  ): Promise<ToolDefinition[]>;
   decide(request: DecisionRequest): Promise<CallDecision>;
 }
 

@@ -43,8 +43,8 @@ export type {
  *   context_length_exceeded), then the reply's resolution
  *   (shared/agent/turn-resolution.ts): refusal, cut-off output, tool calls, answer, or no usable output
  *   (one corrective retry per run, then model_error)
- * - after the turn's tool calls settle: permission_denied, deadline_exceeded, budget_exceeded (tokens or
- *   tool calls per run), loop_detected
+ * - after the turn's tool calls settle: permission_denied (a missing permission; a policy's POLICY_DENIED
+ *   goes back to the model), deadline_exceeded, budget_exceeded (tokens or tool calls per run), loop_detected
  * With a pausing approval gate (shared/agent/approval.ts) a turn whose calls need a decision ends the
  * loop as {@link RunPaused} instead: a value, the run goes on elsewhere.
  */
@@ -54,8 +54,13 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
   const { limits, deadline, hooks } = input;
   const step = input.step ?? runInline;
   const run = new RunState(input);
-  // Only the tools the caller may call are offered; the dispatcher still checks every call.
-  const tools = modelTools(toolsAllowedFor(input.tools, input.security));
+  // Only the tools the caller may call, and some policy could permit, are offered; the dispatcher still
+  // decides every call. The policy service does not wait for its engine here: while it loads (during the
+  // first model call) every permitted tool is offered.
+  const allowed = toolsAllowedFor(input.tools, input.security);
+  const tools = modelTools(
+    input.decide ? await input.decide.offered(allowed, input.security, { wait: false }) : allowed,
+  );
   const breaker = new LoopBreaker(limits.loopBreakerThreshold);
 
   while (run.cycles < limits.maxCycles) {
@@ -169,7 +174,11 @@ function turnStop(
   loop: ReturnType<LoopBreaker["check"]>["loop"],
 ): Stop | undefined {
   const { limits, deadline } = input;
-  const denied = turn.results.find((result) => result.status === "permission_denied");
+  // The coarse permission gate ends the run; a policy's refusal (POLICY_DENIED) does not: the model can
+  // explain it to the user, and the loop breaker stops a model that repeats it (docs/policies.md).
+  const denied = turn.results.find(
+    (result) => result.status === "permission_denied" && result.error?.code !== "POLICY_DENIED",
+  );
   if (denied) {
     return stops.permissionDenied(denied.metadata.toolName, String(denied.error?.details.requiredPermission));
   }

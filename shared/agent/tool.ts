@@ -135,7 +135,11 @@ export interface VouchedFacts {
 export interface ToolFacts<S extends z.ZodObject = z.ZodObject> {
   schema: z.ZodObject;
   metered?: boolean;
-  read(input: z.output<S>, security: SecurityContext, context: { signal: AbortSignal }): Promise<VouchedFacts | null>;
+  read(
+    input: z.output<S>,
+    security: SecurityContext,
+    context: { signal: AbortSignal },
+  ): Promise<VouchedFacts | null>;
 }
 
 /**

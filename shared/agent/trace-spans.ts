@@ -68,7 +68,8 @@ export function chatSpan<T extends ModelReply | ModelFailure>(
  * Runs one tool call inside its `execute_tool {tool}` span (INTERNAL; GenAI conventions): tool name,
  * call id and type at start; the result's status, the idempotency key of a mutating call, and for a
  * failed call status error with `error.type` = the tool error's stable code (INVALID_ARGUMENTS,
- * STORE_UNAVAILABLE, a business code…). Store calls the tool makes are its children. Arguments and
+ * STORE_UNAVAILABLE, a business code, POLICY_DENIED…), and the policy decision's explanation
+ * (`boundloop.policy.decision`, `.ids`, `.source`, `.version`, `.shadow.decision`, `.shadow.ids`). Store calls the tool makes are its children. Arguments and
  * the result's data go on the span only with content capture on.
  */
 export function toolSpan(call: ToolCallRequest, run: () => Promise<ToolResult>): Promise<ToolResult> {
@@ -86,9 +87,16 @@ export function toolSpan(call: ToolCallRequest, run: () => Promise<ToolResult>):
     async (span) => {
       setContent(span, ATTR.toolArguments, () => call.arguments);
       const result = await run();
+      const policy = result.metadata.policy;
       setAttributes(span, {
         [ATTR.toolStatus]: result.status,
         [ATTR.idempotencyKey]: result.metadata.idempotencyKey ?? undefined,
+        [ATTR.policyDecision]: policy?.decision,
+        [ATTR.policyIds]: policy?.policyIds,
+        [ATTR.policySource]: policy?.source,
+        [ATTR.policyVersion]: policy?.version ?? undefined,
+        [ATTR.policyShadowDecision]: policy?.shadow?.decision,
+        [ATTR.policyShadowIds]: policy?.shadow?.policyIds,
       });
       if (result.error) failSpan(span, result.error.code);
       else setContent(span, ATTR.toolResult, () => result.data);

@@ -2,6 +2,7 @@ import type { SecurityContext } from "../identity.js";
 import type { ApprovalGate, ApprovalRequest, PausingApprovalGate } from "./approval.js";
 import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
+import type { ToolCallDecider } from "./decision.js";
 import type { InternalFailure, ToolRegistry } from "./dispatcher.js";
 import type { HistoryMessage } from "./history.js";
 import type { RunLimits } from "./limits.js";
@@ -140,6 +141,8 @@ export interface RunHooks {
  *   without it such a call does not run (business_error APPROVAL_UNAVAILABLE); a pausing gate makes the
  *   run end as {@link RunPaused}
  * - `systemPrompt`: the system message (config SYSTEM_PROMPT); default `DEFAULT_SYSTEM_PROMPT`
+ * - `decide`: the policy decision service (docs/policies.md): which tools are offered, and every valid
+ *   call's decision; absent: no policies (every call that passes its permission runs)
  */
 export interface RunInput {
   model: Model;
@@ -155,6 +158,7 @@ export interface RunInput {
   hooks?: RunHooks;
   step?: StepRunner;
   approve?: ApprovalGate | PausingApprovalGate;
+  decide?: ToolCallDecider;
 }
 
 /**

@@ -95,7 +95,10 @@ export function parsePolicySet(engine: CedarWasm, text: string): ParseOutcome {
   const parts = engine.policySetTextToParts(text);
   if (parts.type === "failure") return { ok: false, issues: issuesOf(parts.errors, text) };
   if (parts.policy_templates.length > 0) {
-    return { ok: false, issues: [{ policyId: null, line: 1, column: 1, message: "templates are not supported" }] };
+    return {
+      ok: false,
+      issues: [{ policyId: null, line: 1, column: 1, message: "templates are not supported" }],
+    };
   }
   // The engine returns the policies sorted by its positional id (policy0, policy1, policy10, policy2…):
   // each one's place in the text restores the text order (equal texts take successive places).
@@ -148,7 +151,10 @@ export function validatePolicySet(engine: CedarWasm, text: string, schema: objec
   return {
     ok: false,
     issues: answer.validationErrors.flatMap((error) =>
-      issuesOf([error.error], text, { id: error.policyId, offset: Math.max(0, offsets.get(error.policyId) ?? 0) }),
+      issuesOf([error.error], text, {
+        id: error.policyId,
+        offset: Math.max(0, offsets.get(error.policyId) ?? 0),
+      }),
     ),
   };
 }
@@ -176,7 +182,9 @@ export function preparse(engine: CedarWasm, set: ParsedPolicySet): void {
 export function authorize(engine: CedarWasm, set: ParsedPolicySet, request: CedarRequest): CedarAnswer {
   const answer = engine.statefulIsAuthorized({ ...request, preparsedPolicySetId: set.key } as never);
   if (answer.type === "failure") {
-    throw new Error(`Cedar could not evaluate the request: ${answer.errors.map((e) => e.message).join("; ")}`);
+    throw new Error(
+      `Cedar could not evaluate the request: ${answer.errors.map((e) => e.message).join("; ")}`,
+    );
   }
   const { decision, diagnostics } = answer.response;
   return { decision, reasons: diagnostics.reason, errors: diagnostics.errors.map((e) => e.policyId) };
@@ -202,7 +210,9 @@ export function partiallyAuthorize(
     policies: { staticPolicies: staticPolicies(set) },
   } as never);
   if (answer.type === "failure") {
-    throw new Error(`Cedar could not evaluate the request: ${answer.errors.map((e) => e.message).join("; ")}`);
+    throw new Error(
+      `Cedar could not evaluate the request: ${answer.errors.map((e) => e.message).join("; ")}`,
+    );
   }
   return answer.response.decision === "deny" ? "deny" : "maybe";
 }

@@ -38,9 +38,9 @@ export function cedarWasmPath(): string {
  * declare as a value.
  */
 const compileWasm = (bytes: Uint8Array): Promise<never> =>
-  (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<never> } }).WebAssembly.compile(
-    bytes,
-  );
+  (
+    globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<never> } }
+  ).WebAssembly.compile(bytes);
 
 /** How long the last load took, in ms (read by the benchmarks and the load's log line). */
 export const cedarLoadTimings = { importMs: 0, compileMs: 0, initMs: 0 };

@@ -180,6 +180,7 @@ async function durableRun(
       ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
       ...(history ? { history: history.messages } : {}),
       approve: life.approvals(approvalGate(ctx, deps, payload, deadline, options.stopSignal)),
+      decide: deps.policies.decisions,
       hooks: {
         onCycle: (record) => life.cycle(record, stopped),
         onInternalFailure: logInternalFailure(deps.logger),

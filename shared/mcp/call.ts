@@ -2,14 +2,14 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { Deadline } from "../agent/deadline.js";
+import { type CallDecision, decideCall, runDecided, type ToolCallDecider } from "../agent/decision.js";
 import {
   notStartedResult,
   type PreparedToolCall,
   prepareToolCall,
-  runPreparedCall,
   type ToolRegistry,
 } from "../agent/dispatcher.js";
-import { canonicalJson } from "../agent/idempotency-key.js";
+import { canonicalJson, toolIdempotencyKey } from "../agent/idempotency-key.js";
 import type { ToolResult } from "../agent/result.js";
 import type { ApprovalPreview } from "../agent/tool.js";
 import type { ApprovalEvents } from "../approval-events.js";
@@ -61,6 +61,8 @@ export interface McpCallDeps {
   runs: RunStore<AgentRunShapes>;
   logger: Logger;
   metrics: Metrics;
+  /** The policy decision service (docs/policies.md); absent: no policies. */
+  decide?: ToolCallDecider | undefined;
 }
 
 /** The pointer a record holds while its call waits for a person: the approval's run and id. */
@@ -181,13 +183,49 @@ function keyRequired(context: CallContext, why: string): ToolResult {
 async function withoutKey(context: CallContext): Promise<{ result: ToolResult }> {
   const { tool } = context.prepared;
   const runId = `mcp_${randomUUID().replaceAll("-", "")}`;
-  if (!tool.isMutating) return { result: await execute(context, runId, runId) };
-  if (!tool.businessKey)
+  if (tool.isMutating && !tool.businessKey)
     return { result: keyRequired(context, "changes data and has no business key of its own") };
+  const decision = await decide(context, runId, runId, false);
+  if (decision.kind === "refused") return { result: decision.result };
+  if (decision.kind === "approval") return { result: keyRequired(context, "needs a person's approval") };
+  if (!tool.isMutating) return { result: await execute(context, runId, runId, decision) };
   const preview = await checkApproval(context);
-  if (preview.kind === "failed") return { result: preview.result };
-  if (preview.preview) return { result: keyRequired(context, "needs a person's approval") };
-  return { result: await execute(context, runId, runId) };
+  if (preview.kind === "failed" || preview.preview) {
+    const result =
+      preview.kind === "failed" ? preview.result : keyRequired(context, "needs a person's approval");
+    await decision.settle?.(result);
+    return { result };
+  }
+  return { result: await execute(context, runId, runId, decision) };
+}
+
+/**
+ * The tenant's policies' decision on the call (shared/agent/decision.ts), as the loop asks it: the
+ * call's operation key is the one the dispatcher will give it (run scope, occurrence 0).
+ */
+function decide(
+  context: CallContext,
+  runId: string,
+  runScope: string,
+  approved: boolean,
+): Promise<CallDecision> {
+  const { security, prepared } = context;
+  return decideCall(context.deps.decide, {
+    prepared,
+    security,
+    runId,
+    operationKey: () =>
+      toolIdempotencyKey({
+        tenantId: security.tenantId,
+        userId: security.userId,
+        runScope,
+        toolName: prepared.tool.name,
+        args: prepared.args,
+        occurrence: 0,
+      }),
+    approved,
+    signal: context.deadline.signal,
+  });
 }
 
 /** A call with a key: claim, replay, conflict, or run once; see {@link callMcpTool}. */
@@ -250,12 +288,29 @@ async function runClaimed(
   runScope: string,
 ): Promise<ToolResult> {
   const { deps, security, prepared } = context;
-  const preview = await checkApproval(context);
+  const decision = await decide(context, runId, runScope, false);
+  if (decision.kind === "refused") {
+    // A refusal is the call's answer, replayed like any (POLICY_DENIED); a failed check is retried.
+    if (decision.result.error?.retryable) await deps.idempotency.release(claim);
+    else
+      await deps.idempotency.complete(claim, {
+        status: STORED_RESULT,
+        headers: {},
+        body: JSON.stringify(decision.result),
+      });
+    return decision.result;
+  }
+  const preview =
+    decision.kind === "approval"
+      ? { kind: "ok" as const, preview: decision.preview }
+      : await checkApproval(context);
   if (preview.kind === "failed") {
+    if (decision.kind === "run") await decision.settle?.(preview.result);
     await deps.idempotency.release(claim);
     return preview.result;
   }
   if (preview.preview) {
+    if (decision.kind === "run") await decision.settle?.(pendingPlaceholder(prepared));
     const approval = await requestApproval(context, runId, preview.preview);
     const pointer: PendingPointer = { runId, approvalId: approval.approvalId };
     await deps.idempotency.complete(claim, {
@@ -265,7 +320,7 @@ async function runClaimed(
     });
     return pendingResult(context, approval);
   }
-  const result = await execute(context, runId, runScope);
+  const result = await execute(context, runId, runScope, decision.kind === "run" ? decision : undefined);
   // As the HTTP API keeps 5xx outcomes out of its records: a failure that may be retried releases the
   // key (the tool's own key still makes a committed effect once), every other result is kept for replay.
   if (result.status === "fatal_error" && result.error?.retryable) await deps.idempotency.release(claim);
@@ -286,14 +341,31 @@ async function runClaimed(
   return result;
 }
 
-/** The dispatcher's run of the prepared call, under the call's deadline. */
-function execute(context: CallContext, runId: string, runScope: string): Promise<ToolResult> {
-  return runPreparedCall(context.prepared, context.security, {
+/**
+ * The dispatcher's run of the prepared call the decision let run, under the call's deadline; its
+ * reservation settled and the decision recorded in the result.
+ */
+function execute(
+  context: CallContext,
+  runId: string,
+  runScope: string,
+  decision: Extract<CallDecision, { kind: "run" }> = { kind: "run" },
+): Promise<ToolResult> {
+  return runDecided(decision, context.prepared, context.security, {
     runId,
     runScope,
     occurrence: 0,
     signal: context.deadline.signal,
     remainingMs: () => context.deadline.remainingMs(),
+  });
+}
+
+/** The placeholder of a call that waits for approval (what settles a decision's reservation then). */
+function pendingPlaceholder(prepared: PreparedToolCall): ToolResult {
+  return notStartedResult(prepared.call, "business_error", {
+    code: "APPROVAL_PENDING",
+    message: `${prepared.tool.name} waits for a person's approval.`,
+    retryable: true,
   });
 }
 
@@ -402,7 +474,12 @@ async function followApproval(
       : decided(context, pointer, "APPROVAL_EXPIRED", "its approval no longer exists");
   }
   if (approval.status === "approved") {
-    const result = await execute(context, pointer.runId, runScope);
+    // Decided again now, as approved: a forbid that holds now still refuses, and the call is reserved.
+    const decision = await decide(context, pointer.runId, runScope, true);
+    if (decision.kind === "refused")
+      return { ...decision.result, metadata: { ...decision.result.metadata, approval: auditOf(approval) } };
+    const run = decision.kind === "run" ? decision : { kind: "run" as const, audit: decision.audit };
+    const result = await execute(context, pointer.runId, runScope, run);
     return { ...result, metadata: { ...result.metadata, approval: auditOf(approval) } };
   }
   const code = {
@@ -525,6 +602,7 @@ export function toMcpResult(
   const meta = {
     "io.boundloop/toolCallId": result.metadata.toolCallId,
     ...(result.metadata.approval ? { "io.boundloop/approval": result.metadata.approval } : {}),
+    ...(result.metadata.policy ? { "io.boundloop/policy": result.metadata.policy } : {}),
     ...(replayed ? { [REPLAYED_META_KEY]: true } : {}),
   };
   if (result.status === "success") {

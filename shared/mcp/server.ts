@@ -105,9 +105,13 @@ export async function handleMcpRequest(
     instructions: INSTRUCTIONS,
     jsonSchemaValidator: NO_ELICITATION,
   });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: toolsAllowedFor(deps.tools, security).map(mcpToolOf),
-  }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    // The tools some request could be permitted for this caller: its permissions, then the tenant's
+    // policies (docs/policies.md); the dispatcher still decides every call.
+    const allowed = toolsAllowedFor(deps.tools, security);
+    const offered = deps.decide ? await deps.decide.offered(allowed, security, { wait: true }) : allowed;
+    return { tools: offered.map(mcpToolOf) };
+  });
   server.setRequestHandler(CallToolRequestSchema, (call) =>
     callMcpTool(
       deps,
@@ -149,10 +153,15 @@ export async function serveMcp(
   });
   deps.logger.appendKeys({ tenantId: security.tenantId });
   try {
-    return await handleMcpRequest(request, { ...deps, idempotency }, security, {
-      maxBodyBytes: deps.config.http.maxBodyBytes,
-      remainingMs,
-    });
+    return await handleMcpRequest(
+      request,
+      { ...deps, idempotency, decide: deps.policies.decisions },
+      security,
+      {
+        maxBodyBytes: deps.config.http.maxBodyBytes,
+        remainingMs,
+      },
+    );
   } finally {
     deps.logger.resetKeys();
   }

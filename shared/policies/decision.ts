@@ -47,7 +47,10 @@ export interface PolicyDecisionDeps {
   sets: PolicySets;
   totals: PolicyTotals;
   recordShadow: (tenantId: string, record: ShadowDecisionRecord) => Promise<void>;
-  logger: { error(message: string, extra: Record<string, unknown>): void; warn(message: string, extra: Record<string, unknown>): void };
+  logger: {
+    error(message: string, extra: Record<string, unknown>): void;
+    warn(message: string, extra: Record<string, unknown>): void;
+  };
   thresholds?: ReadonlyMap<string, string>;
   now?: () => number;
 }
@@ -68,7 +71,11 @@ export class PolicyDecisions implements ToolCallDecider {
   }
 
   /** See {@link ToolCallDecider.offered}: a tool is hidden only when no context could make a policy permit it. */
-  async offered(tools: ToolDefinition[], security: SecurityContext, options: { wait: boolean }): Promise<ToolDefinition[]> {
+  async offered(
+    tools: ToolDefinition[],
+    security: SecurityContext,
+    options: { wait: boolean },
+  ): Promise<ToolDefinition[]> {
     try {
       let sets: TenantSets;
       let engine: CedarWasm | undefined;
@@ -85,7 +92,11 @@ export class PolicyDecisions implements ToolCallDecider {
       const ready = engine;
       return tools.filter((tool) => {
         try {
-          const request = this.request(tool, security, { input: unknownValue("input"), facts: unknownValue("facts"), totals: unknownValue("totals") });
+          const request = this.request(tool, security, {
+            input: unknownValue("input"),
+            facts: unknownValue("facts"),
+            totals: unknownValue("totals"),
+          });
           return partiallyAuthorize(ready, enforced.set, request) !== "deny";
         } catch {
           return true;
@@ -122,7 +133,11 @@ export class PolicyDecisions implements ToolCallDecider {
   }
 
   /** The decision once the sets and facts are known: reserve, evaluate, answer. */
-  private async decideWith(request: DecisionRequest, sets: TenantSets, vouched: VouchedFacts): Promise<CallDecision> {
+  private async decideWith(
+    request: DecisionRequest,
+    sets: TenantSets,
+    vouched: VouchedFacts,
+  ): Promise<CallDecision> {
     const { prepared, security } = request;
     const reservation = this.reservationOf(request, vouched);
     let reserved: { fresh: boolean; totals: Record<string, RunningTotal> } | undefined;
@@ -136,7 +151,9 @@ export class PolicyDecisions implements ToolCallDecider {
         ...(reserved ? { totals: reserved.totals } : {}),
       });
       verdicts = {
-        enforced: sets.enforced ? verdictOf(engine, sets.enforced, cedarRequest) : { decision: "permit", policyIds: [] },
+        enforced: sets.enforced
+          ? verdictOf(engine, sets.enforced, cedarRequest)
+          : { decision: "permit", policyIds: [] },
         ...(sets.shadow ? { shadow: verdictOf(engine, sets.shadow, cedarRequest, true) } : {}),
       };
     } catch (error) {
@@ -161,7 +178,8 @@ export class PolicyDecisions implements ToolCallDecider {
       return { kind: "run", audit, settle: async (result) => this.settle(result, release) };
     }
     if (release) await this.release(release);
-    if (audit.decision === "approval") return { kind: "approval", audit, preview: this.previewOf(vouched, audit) };
+    if (audit.decision === "approval")
+      return { kind: "approval", audit, preview: this.previewOf(vouched, audit) };
     return { kind: "refused", result: withPolicy(denied(prepared, audit), audit) };
   }
 
@@ -201,7 +219,11 @@ export class PolicyDecisions implements ToolCallDecider {
   }
 
   /** The Cedar request of a call of `tool` by the caller, with `context` shaped by the tool's schema. */
-  private request(tool: ToolDefinition, security: SecurityContext, context: Record<string, unknown>): CedarRequest {
+  private request(
+    tool: ToolDefinition,
+    security: SecurityContext,
+    context: Record<string, unknown>,
+  ): CedarRequest {
     let type = this.contextTypes.get(tool);
     if (!type) {
       type = contextTypeOf(tool);
@@ -222,7 +244,11 @@ export class PolicyDecisions implements ToolCallDecider {
       resource: { type: "Tenant", id: security.tenantId },
       context: shaped,
       entities: [
-        { uid: principal, attrs: { tenant: security.tenantId, permissions: [...security.permissions] }, parents: [] },
+        {
+          uid: principal,
+          attrs: { tenant: security.tenantId, permissions: [...security.permissions] },
+          parents: [],
+        },
       ],
     };
   }
@@ -275,7 +301,10 @@ export class PolicyDecisions implements ToolCallDecider {
         shadow: { ...shadow, version: sets.shadow.version },
       });
     } catch (error) {
-      this.deps.logger.warn("shadow decision not recorded", { toolName: prepared.tool.name, error: describeThrown(error) });
+      this.deps.logger.warn("shadow decision not recorded", {
+        toolName: prepared.tool.name,
+        error: describeThrown(error),
+      });
     }
   }
 
@@ -305,7 +334,9 @@ function verdictOf(engine: CedarWasm, active: ActiveSet, request: CedarRequest, 
   if (answer.decision === "deny") return { decision: "forbid", policyIds: answer.reasons };
   const byId = new Map(active.set.policies.map((policy) => [policy.id, policy]));
   const approvals = answer.reasons.filter((id) => byId.get(id)?.annotations.approval === "required");
-  return approvals.length > 0 ? { decision: "approval", policyIds: approvals } : { decision: "permit", policyIds: answer.reasons };
+  return approvals.length > 0
+    ? { decision: "approval", policyIds: approvals }
+    : { decision: "permit", policyIds: answer.reasons };
 }
 
 /** permission_denied POLICY_DENIED: the determining policies, nothing ran. */

@@ -57,7 +57,10 @@ export function approvalRulesCedar(rules: ApprovalThresholds): string {
 export function approvalRuleThresholds(rules: ApprovalThresholds): Map<string, string> {
   return new Map(
     Object.entries(rules).flatMap(([toolName, thresholds]) =>
-      Object.entries(thresholds ?? {}).map(([currency, threshold]) => [approvalRuleId(toolName, currency), threshold]),
+      Object.entries(thresholds ?? {}).map(([currency, threshold]) => [
+        approvalRuleId(toolName, currency),
+        threshold,
+      ]),
     ),
   );
 }

@@ -46,7 +46,9 @@ export function cedarTypeOf(node: JsonSchemaNode): CedarType {
   if (node.anyOf) {
     const branches = node.anyOf.map(cedarTypeOf);
     const first = JSON.stringify(branches[0]);
-    return branches.every((b) => JSON.stringify(b) === first) && branches[0] ? branches[0] : { type: "String" };
+    return branches.every((b) => JSON.stringify(b) === first) && branches[0]
+      ? branches[0]
+      : { type: "String" };
   }
   if (types.length === 1 && types[0] === "integer") return { type: "Long" };
   if (types.length === 1 && types[0] === "boolean") return { type: "Boolean" };
@@ -133,7 +135,11 @@ export function contextValue(value: unknown, type: CedarType): unknown {
     case "Boolean":
       return value;
     case "String":
-      return typeof value === "string" ? value : typeof value === "number" ? String(value) : JSON.stringify(value);
+      return typeof value === "string"
+        ? value
+        : typeof value === "number"
+          ? String(value)
+          : JSON.stringify(value);
     case "Set":
       return Array.isArray(value) ? value.map((item) => contextValue(item, type.element)) : [];
     case "Record": {

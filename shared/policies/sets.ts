@@ -6,7 +6,13 @@
  * against the schema generated from the tool registry never reaches the table.
  */
 import type { ToolRegistry } from "../agent/dispatcher.js";
-import { type ParsedPolicySet, type PolicyIssue, parsePolicySet, preparse, validatePolicySet } from "../cedar/policy-set.js";
+import {
+  type ParsedPolicySet,
+  type PolicyIssue,
+  parsePolicySet,
+  preparse,
+  validatePolicySet,
+} from "../cedar/policy-set.js";
 import { type CedarWasm, cedar, cedarIfLoaded } from "../cedar/wasm.js";
 import type { PolicyMode, PolicySetHead, PolicySetStore, PolicySetVersion } from "../store/policy-sets.js";
 import { policySchemaOf } from "./schema.js";
@@ -127,7 +133,10 @@ export class PolicySets {
     const pending = this.forTenant(tenantId);
     const settled = settledValues.get(pending);
     if (!settled) {
-      pending.then((value) => settledValues.set(pending, value), () => undefined);
+      pending.then(
+        (value) => settledValues.set(pending, value),
+        () => undefined,
+      );
       return undefined;
     }
     return { sets: settled, engine: cedarIfLoaded() };
@@ -141,12 +150,20 @@ export class PolicySets {
     if (!enforcedVersion && !shadowVersion && this.deps.defaultText === null) return { enforced: null };
     const engine = await cedar();
     const enforced = enforcedVersion
-      ? { set: parsed(engine, enforcedVersion.policies), source: "tenant" as const, version: enforcedVersion.version }
+      ? {
+          set: parsed(engine, enforcedVersion.policies),
+          source: "tenant" as const,
+          version: enforcedVersion.version,
+        }
       : this.deps.defaultText === null
         ? null
         : { set: parsed(engine, this.deps.defaultText), source: "default" as const, version: null };
     if (!shadowVersion) return { enforced };
-    const shadow = { set: parsed(engine, shadowVersion.policies), source: "tenant" as const, version: shadowVersion.version };
+    const shadow = {
+      set: parsed(engine, shadowVersion.policies),
+      source: "tenant" as const,
+      version: shadowVersion.version,
+    };
     return { enforced, shadow };
   }
 
@@ -171,7 +188,8 @@ export class PolicySets {
     }
     const head = await this.deps.store.head(tenantId);
     const current = viewOf(head, this.deps.defaultText).etag;
-    if (!preconditionHolds(preconditions, head, current)) return { kind: "precondition_failed", etag: current };
+    if (!preconditionHolds(preconditions, head, current))
+      return { kind: "precondition_failed", etag: current };
     const checked = validatePolicySet(await cedar(), body.policies, this.schema);
     if (!checked.ok) return { kind: "invalid", issues: checked.issues };
     const version: PolicySetVersion = {
@@ -182,9 +200,17 @@ export class PolicySets {
       updatedAt: new Date(this.now()).toISOString(),
     };
     const enforced = body.mode === "enforce" ? version : (head?.enforced ?? null);
-    const stored = await this.deps.store.putVersion(tenantId, version, enforced, head?.latest.version ?? null);
+    const stored = await this.deps.store.putVersion(
+      tenantId,
+      version,
+      enforced,
+      head?.latest.version ?? null,
+    );
     if (stored.kind === "conflict") {
-      return { kind: "precondition_failed", etag: viewOf(await this.deps.store.head(tenantId), this.deps.defaultText).etag };
+      return {
+        kind: "precondition_failed",
+        etag: viewOf(await this.deps.store.head(tenantId), this.deps.defaultText).etag,
+      };
     }
     this.cache.delete(tenantId);
     return { kind: "stored", view: viewOf(stored.head, this.deps.defaultText) };
@@ -199,6 +225,13 @@ export class PolicySets {
     const checked = validatePolicySet(await cedar(), text, this.schema);
     return checked.ok ? [] : checked.issues;
   }
+}
+
+/** The generated schema in Cedar's schema syntax (loads the engine). */
+export async function schemaText(schema: object): Promise<string> {
+  const answer = (await cedar()).schemaToText(schema as never);
+  if (answer.type === "failure") throw new Error(answer.errors.map((error) => error.message).join("; "));
+  return answer.text;
 }
 
 /** Values of settled set promises, so a caller that must not wait can use them synchronously. */
@@ -218,8 +251,13 @@ function parsed(engine: CedarWasm, text: string): ParsedPolicySet {
 }
 
 /** Whether a PUT's preconditions hold against the head it read (`current`: its ETag). */
-function preconditionHolds(preconditions: PutPreconditions, head: PolicySetHead | undefined, current: string): boolean {
-  if (preconditions.ifNoneMatch !== undefined) return preconditions.ifNoneMatch.trim() === "*" && head === undefined;
+function preconditionHolds(
+  preconditions: PutPreconditions,
+  head: PolicySetHead | undefined,
+  current: string,
+): boolean {
+  if (preconditions.ifNoneMatch !== undefined)
+    return preconditions.ifNoneMatch.trim() === "*" && head === undefined;
   const tags = (preconditions.ifMatch ?? "").split(",").map((tag) => tag.trim());
   return tags.includes(current) || (tags.includes("*") && head !== undefined);
 }

@@ -26,3 +26,6 @@ export function requirePermission(security: SecurityContext, permission: string)
   }
   return security;
 }
+
+/** The permission of policy administrators: reading and changing the tenant's policies (docs/policies.md). */
+export const POLICY_ADMIN = "policy:admin";

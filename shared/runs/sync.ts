@@ -32,7 +32,8 @@ export interface SyncRunRequest extends RequestedLimits {
 export type SyncRunDeps = Pick<
   SharedDeps,
   "config" | "model" | "tools" | "runs" | "logger" | "metrics" | "runObservers"
->;
+> &
+  Partial<Pick<SharedDeps, "policies">>;
 
 /**
  * Runs the agent inside one request through the run's {@link RunLifecycle}: start (record `running`; a
@@ -73,6 +74,7 @@ async function runInLifecycle(deps: SyncRunDeps, request: SyncRunRequest): Promi
       ...(conversation ? { history: conversation.messages } : {}),
       step: life.steps(request.step ?? runInline),
       ...(request.approve ? { approve: life.approvals(request.approve) } : {}),
+      ...(deps.policies ? { decide: deps.policies.decisions } : {}),
       hooks: { onCycle: (record) => life.cycle(record), onInternalFailure: logInternalFailure(deps.logger) },
     });
   } catch (error) {

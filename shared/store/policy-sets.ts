@@ -97,7 +97,11 @@ export class PolicySetStore {
             {
               Put: {
                 TableName: this.tableName,
-                Item: tableItem(tableKey(tenantId, keys.policySetVersion(version.version)), "policy_set_version", version),
+                Item: tableItem(
+                  tableKey(tenantId, keys.policySetVersion(version.version)),
+                  "policy_set_version",
+                  version,
+                ),
                 ConditionExpression: ITEM_ABSENT,
               },
             },
@@ -114,7 +118,9 @@ export class PolicySetStore {
       return { kind: "stored", head };
     } catch (error) {
       if (error instanceof TransactionCanceledException) {
-        const conflict = error.CancellationReasons?.some((reason) => reason.Code === "ConditionalCheckFailed");
+        const conflict = error.CancellationReasons?.some(
+          (reason) => reason.Code === "ConditionalCheckFailed",
+        );
         if (conflict) return { kind: "conflict" };
       }
       throw error;

@@ -67,7 +67,12 @@ function invoiceFacts(deps: RecordInvoiceDeps, clock: () => Date): ToolFacts<typ
     schema: TaxFacts,
     metered: true,
     read: async (input, security, context) => {
-      const found = await deps.quotes.lookup(security.tenantId, input.quoteId, clock().getTime(), context.signal);
+      const found = await deps.quotes.lookup(
+        security.tenantId,
+        input.quoteId,
+        clock().getTime(),
+        context.signal,
+      );
       return found.kind === "live" ? taxFactsOf(found.quote) : null;
     },
   };
