@@ -77,12 +77,9 @@ export const PolicyAuditSchema = z
       .int()
       .nullable()
       .openapi({ description: "The tenant's set version; null: the default set." }),
-    totals: z
-      .record(z.string(), RunningTotalSchema)
-      .optional()
-      .openapi({
-        description: "The running totals the decision saw (userDay, tenantDay, userHour, tenantHour).",
-      }),
+    totals: z.record(z.string(), RunningTotalSchema).optional().openapi({
+      description: "The running totals the decision saw (userDay, tenantDay, userHour, tenantHour).",
+    }),
     shadow: z
       .object({ decision: PolicyDecisionSchema, policyIds: z.array(z.string()), version: z.number().int() })
       .strict()
