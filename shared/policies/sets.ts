@@ -124,22 +124,17 @@ export class PolicySets {
     if (cached && this.now() - cached.readAt < POLICY_CACHE_MS) return cached.sets;
     const sets = this.load(tenantId, signal);
     this.cache.set(tenantId, { readAt: this.now(), sets });
-    sets.catch(() => this.cache.delete(tenantId));
+    sets.then(
+      (value) => settledValues.set(sets, value),
+      () => this.cache.delete(tenantId),
+    );
     return sets;
   }
 
   /** The sets of `tenantId` when they are cached and the engine is loaded, else undefined (loading them). */
   readyFor(tenantId: string): { sets: TenantSets; engine: CedarWasm | undefined } | undefined {
-    const pending = this.forTenant(tenantId);
-    const settled = settledValues.get(pending);
-    if (!settled) {
-      pending.then(
-        (value) => settledValues.set(pending, value),
-        () => undefined,
-      );
-      return undefined;
-    }
-    return { sets: settled, engine: cedarIfLoaded() };
+    const settled = settledValues.get(this.forTenant(tenantId));
+    return settled ? { sets: settled, engine: cedarIfLoaded() } : undefined;
   }
 
   /** Reads the tenant's head and parses what it and the default hold (each text once per container). */
