@@ -6,8 +6,7 @@
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RunRecordSchema } from "../functions/api/contract.js";
-import { PolicySetSchema } from "../functions/api/policies-contract.js";
+import { PolicySetSchema, RunRecordSchema } from "../functions/api/contract.js";
 import { type McpStack, startMcpStack } from "./support/mcp.js";
 
 let stack: McpStack;

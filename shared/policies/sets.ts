@@ -14,6 +14,7 @@ import {
   validatePolicySet,
 } from "../cedar/policy-set.js";
 import { type CedarWasm, cedar, cedarIfLoaded } from "../cedar/wasm.js";
+import { MAX_POLICIES_CHARS } from "../config/policies.js";
 import type { PolicyMode, PolicySetHead, PolicySetStore, PolicySetVersion } from "../store/policy-sets.js";
 import { policySchemaOf } from "./schema.js";
 
@@ -21,7 +22,7 @@ import { policySchemaOf } from "./schema.js";
 export const POLICY_CACHE_MS = 30_000;
 
 /** The longest policy set accepted, in characters (a PUT body, and POLICIES). */
-export const MAX_POLICY_CHARS = 32_000;
+export const MAX_POLICY_CHARS = MAX_POLICIES_CHARS;
 
 /** One set in force for decisions: parsed, where it comes from, and its version (null: the default). */
 export interface ActiveSet {

@@ -1,7 +1,6 @@
 import { ProblemError } from "../../../shared/errors.js";
 import { schemaText } from "../../../shared/policies/sets.js";
 import { POLICY_ADMIN, requirePermission } from "../../../shared/runs/permissions.js";
-import { withCursorProblem } from "../pagination.js";
 import {
   checkPoliciesRoute,
   getPoliciesRoute,
@@ -9,7 +8,8 @@ import {
   listPolicyVersionsRoute,
   listShadowDecisionsRoute,
   putPoliciesRoute,
-} from "../policies-contract.js";
+} from "../contract.js";
+import { withCursorProblem } from "../pagination.js";
 import { type GetDeps, routeGroup } from "./deps.js";
 
 /**

@@ -4,17 +4,12 @@
  * the permission `policy:admin`.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { PolicyIssue } from "../../shared/cedar/policy-set.js";
-import { MAX_POLICY_CHARS, type PolicySetView } from "../../shared/policies/sets.js";
-import type { PolicySetVersion, ShadowDecisionRecord } from "../../shared/store/policy-sets.js";
-import {
-  authErrors,
-  InvoiceListQuery,
-  PolicyAuditSchema,
-  payloadTooLarge,
-  problem,
-  security,
-} from "./contract.js";
+import type { PolicyIssue } from "../../../shared/cedar/policy-set.js";
+import { MAX_POLICIES_CHARS } from "../../../shared/config/policies.js";
+import type { PolicySetView } from "../../../shared/policies/sets.js";
+import type { PolicySetVersion, ShadowDecisionRecord } from "../../../shared/store/policy-sets.js";
+import { InvoiceListQuery, type Same, sameShape, security } from "./common.js";
+import { authErrors, payloadTooLarge, problem } from "./problems.js";
 
 /** A policy set's mode: enforced, or evaluated beside the enforced one and recorded (shadow). */
 const PolicyModeSchema = z.enum(["enforce", "shadow"]);
@@ -57,7 +52,7 @@ export const PutPoliciesBody = z
     policies: z
       .string()
       .min(1)
-      .max(MAX_POLICY_CHARS)
+      .max(MAX_POLICIES_CHARS)
       .openapi({ description: "Cedar policies (docs/policies.md)." }),
     mode: PolicyModeSchema.openapi({
       description:
@@ -284,12 +279,7 @@ export const getPolicySchemaRoute = createRoute({
   },
 });
 
-/** The policy decision schema re-exported for the routes' users (the console). */
-export { PolicyAuditSchema };
-
-/** True when X and Y are the same type, field for field. */
-type Same<X, Y> = (<T>() => T extends X ? 1 : 2) extends <T>() => T extends Y ? 1 : 2 ? true : false;
-const sameShape = <Check extends true>(value: Check): Check => value;
+// The domain types the routes return are exactly their schemas' types.
 sameShape<Same<Omit<PolicySetView, "etag">, z.infer<typeof PolicySetSchema>>>(true);
 sameShape<Same<PolicyIssue, z.infer<typeof PolicyIssueSchema>>>(true);
 sameShape<Same<PolicySetVersion, z.infer<typeof PolicyVersionPageSchema>["items"][number]>>(true);
