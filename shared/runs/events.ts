@@ -1,6 +1,6 @@
 import type { ApprovalDecision, ApprovalRequest } from "../agent/approval.js";
 import type { ModelStepResult } from "../agent/model-step.js";
-import type { ToolStatus } from "../agent/result.js";
+import type { PolicyAudit, ToolStatus } from "../agent/result.js";
 import type { ApprovalPreview } from "../agent/tool.js";
 import { turnCallsOf } from "../agent/turn-resolution.js";
 import type { CycleRecord, RunUsage } from "../agent/types.js";
@@ -47,6 +47,8 @@ export type RunEventBody =
       errorCode: string | null;
       latencyMs: number;
       idempotencyKey: string | null;
+      /** The policy decision's explanation (docs/policies.md), when the tenant's policies decided the call. */
+      policy?: PolicyAudit;
     }
   | {
       type: "approval.requested";
@@ -276,6 +278,7 @@ export class RunEventLog {
         errorCode: result.error?.code ?? null,
         latencyMs: result.metadata.latencyMs,
         idempotencyKey: result.metadata.idempotencyKey,
+        ...(result.metadata.policy ? { policy: result.metadata.policy } : {}),
       });
     }
     if (record.outcome === undefined) await this.flush();
