@@ -5,8 +5,8 @@
  * reads the 4.3 MB module. Loaded once per container; a failed load is retried by the next caller.
  *
  * Where the module file is: in the Lambda bundle it travels as its own file next to `index.mjs`
- * (infra/bundle.ts {@link CEDAR_WASM_FILE}), found through `LAMBDA_TASK_ROOT`; unbundled (tests, local
- * runs) it is the package's own file, resolved from node_modules.
+ * (infra/bundle.ts copies it, {@link CEDAR_WASM_FILE}), found through `LAMBDA_TASK_ROOT` or beside the
+ * bundle's own files; unbundled (tests, local runs) it is the package's own file, from node_modules.
  */
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -21,15 +21,23 @@ export type CedarWasm = typeof import("@cedar-policy/cedar-wasm/web");
 export const CEDAR_WASM_FILE = "cedar_wasm_bg.wasm";
 
 /**
- * Where the WebAssembly module is read from: `CEDAR_WASM_PATH` when set (a bundle run outside Lambda),
- * `<LAMBDA_TASK_ROOT>/cedar_wasm_bg.wasm` when that file exists (the deployed bundle), else the package's
- * own file next to its `web` glue in node_modules.
+ * Where the WebAssembly module is read from: `CEDAR_WASM_PATH` when set, the first of
+ * `<LAMBDA_TASK_ROOT>/cedar_wasm_bg.wasm` and the file beside the bundle (this module's directory or its
+ * parent: index.mjs or chunks/) that exists, else the package's own file next to its `web` glue in
+ * node_modules.
  */
 export function cedarWasmPath(): string {
   const explicit = process.env.CEDAR_WASM_PATH;
   if (explicit) return explicit;
   const root = process.env.LAMBDA_TASK_ROOT;
-  if (root && existsSync(join(root, CEDAR_WASM_FILE))) return join(root, CEDAR_WASM_FILE);
+  // In a bundle this module is in index.mjs or in chunks/, and the module file beside index.mjs.
+  const candidates = [
+    ...(root ? [join(root, CEDAR_WASM_FILE)] : []),
+    fileURLToPath(new URL(`./${CEDAR_WASM_FILE}`, import.meta.url)),
+    fileURLToPath(new URL(`../${CEDAR_WASM_FILE}`, import.meta.url)),
+  ];
+  const bundled = candidates.find((path) => existsSync(path));
+  if (bundled) return bundled;
   return fileURLToPath(new URL(CEDAR_WASM_FILE, import.meta.resolve("@cedar-policy/cedar-wasm/web")));
 }
 
