@@ -24,6 +24,7 @@ export const CONFIG_GROUPS = [
   "Run event streams",
   "MCP",
   "Observability",
+  "Grounded answers",
 ] as const;
 
 /** One section heading of the reference, see {@link CONFIG_GROUPS}. */
@@ -322,5 +323,10 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
   POWERTOOLS_LOG_LEVEL: {
     group: "Observability",
     description: "Powertools Logger level (case-insensitive).",
+  },
+  ANSWER_GROUNDING: {
+    group: "Grounded answers",
+    description:
+      "What an answer holding a number (an amount, a rate, a count) that no tool result and no prompt of the run gave does (docs/evals.md, Grounding). `report`: the answer goes out, its ungrounded numbers listed in the outcome's `grounding`, the `answer.ungrounded` event and the run's span. `reask`: the model is asked once more with the tool results, and its second answer goes out, checked the same way. `refuse`: the answer is withheld and the run ends `answer_ungrounded`. Deploy setting `answerGrounding`.",
   },
 };

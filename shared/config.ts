@@ -1,5 +1,6 @@
 import * as z from "zod/mini";
 import en from "zod/v4/locales/en.js";
+import { GROUNDING_MODES, type GroundingMode } from "./agent/grounding-mode.js";
 import type { RunLimits } from "./agent/limits.js";
 
 /**
@@ -367,6 +368,10 @@ export const ConfigSchema = z.object({
     ),
     z.enum(["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL", "SILENT"]),
   ),
+  // Grounded answers (docs/evals.md, "Grounding"): what an answer holding a number that no tool result
+  // or prompt gave does. report (default) keeps it and lists the numbers; reask asks the model once more;
+  // refuse withholds it (status answer_ungrounded).
+  ANSWER_GROUNDING: z._default(z.enum(GROUNDING_MODES), "report"),
 });
 
 /** The parsed environment, see {@link ConfigSchema}. */
@@ -401,6 +406,8 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  *   the URL when set), `resourceUrl` (the audience tokens must carry; undefined: the request's origin +
  *   `/mcp`).
  * - `observability`: Powertools service name, metrics namespace, log level.
+ * - `grounding`: `mode`, what an answer holding a number no tool result or prompt gave does
+ *   (ANSWER_GROUNDING, shared/agent/grounding.ts).
  * - `tracing`: OpenTelemetry traces (docs/tracing.md): `mode` off, otlp (the in-bundle SDK exporting
  *   OTLP/HTTP to `otlpEndpoint`, flushed before each invocation ends), console, or adot (an ADOT Lambda
  *   layer's SDK is registered; boundloop only emits spans); `captureContent`, the opt-in prompt, answer
@@ -445,6 +452,7 @@ export interface Config {
   };
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
   tracing: { mode: TracingMode; otlpEndpoint: string; captureContent: boolean };
+  grounding: { mode: GroundingMode };
 }
 
 /** TRACING: where spans go (see {@link Config}.tracing). */
@@ -613,6 +621,7 @@ function configOf(raw: z.output<typeof ConfigSchema>): Config {
       otlpEndpoint: raw.OTEL_EXPORTER_OTLP_ENDPOINT,
       captureContent: raw.TRACE_CONTENT,
     },
+    grounding: { mode: raw.ANSWER_GROUNDING },
   };
 }
 

@@ -5,6 +5,7 @@ import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { ToolRegistry } from "./agent/dispatcher.js";
+import type { AnswerGrounding } from "./agent/grounding.js";
 import { type HistoryMessage, halveHistory } from "./agent/history.js";
 import type { Model } from "./agent/model.js";
 import type { ToolResult } from "./agent/result.js";
@@ -30,9 +31,14 @@ import { accountingTools } from "./tools/registry.js";
 
 /**
  * The agent's types the run store persists (the store itself does not import the agent layer): run
- * statuses, tool results, and the messages of stored transcripts.
+ * statuses, tool results, the messages of stored transcripts, and the grounding check of answers.
  */
-export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; message: HistoryMessage };
+export type AgentRunShapes = {
+  status: RunStatus;
+  toolResult: ToolResult;
+  message: HistoryMessage;
+  grounding: AnswerGrounding;
+};
 
 /**
  * What both functions use, built once per Lambda container and injectable in tests.
