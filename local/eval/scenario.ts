@@ -48,7 +48,13 @@ const ArgumentConstraint = z.union([
 /** A constraint on one argument (see the schema's doc). */
 export type ArgumentConstraint = z.infer<typeof ArgumentConstraint>;
 
-const TOOL_STATUSES = ["success", "validation_error", "permission_denied", "business_error", "fatal_error"] as const;
+const TOOL_STATUSES = [
+  "success",
+  "validation_error",
+  "permission_denied",
+  "business_error",
+  "fatal_error",
+] as const;
 
 /**
  * Tool calls that must have been made: each entry matches calls by `name`, and by `args`, `status` and
@@ -135,7 +141,9 @@ const FixtureSchema = z
   .object({
     name: z.string().regex(/^[a-z][A-Za-z0-9_]{0,40}$/),
     as: CallerSchema,
-    quote: z.object({ amount: Amount, currency: z.string().regex(/^[A-Z]{3}$/), jurisdiction: z.string() }).strict(),
+    quote: z
+      .object({ amount: Amount, currency: z.string().regex(/^[A-Z]{3}$/), jurisdiction: z.string() })
+      .strict(),
     record: z
       .object({
         clientName: z.string().min(1).max(200),
@@ -203,7 +211,10 @@ export const ScenarioSchema = z
     prompt: z.string().min(1).max(8000).optional(),
     conversation: z.array(z.string().min(1).max(8000)).min(1).optional(),
     limits: z
-      .object({ maxCycles: z.number().int().positive().optional(), timeoutMs: z.number().int().positive().optional() })
+      .object({
+        maxCycles: z.number().int().positive().optional(),
+        timeoutMs: z.number().int().positive().optional(),
+      })
       .strict()
       .optional(),
     settings: SettingsSchema.optional(),
@@ -280,7 +291,9 @@ async function filesUnder(path: string): Promise<string[]> {
   const entries = await readdir(path, { withFileTypes: true }).catch(() => undefined);
   if (!entries) return [path];
   const nested = await Promise.all(
-    entries.map((entry) => (entry.isDirectory() ? filesUnder(join(path, entry.name)) : [join(path, entry.name)])),
+    entries.map((entry) =>
+      entry.isDirectory() ? filesUnder(join(path, entry.name)) : [join(path, entry.name)],
+    ),
   );
   return nested.flat().filter((file) => /\.(ya?ml|json)$/.test(file));
 }
