@@ -104,6 +104,8 @@ async function main(): Promise<number> {
   if (model.choice !== "external") server = await startModelServer();
   const env = { ...process.env, ...model.env, ...(server ? { OPENAI_BASE_URL: server.baseURL } : {}) };
   const stack = await startLocalStack(env);
+  // The AWS SDK's default credential chain (Bedrock's keys) reads the process's environment.
+  Object.assign(process.env, stack.env);
   try {
     const report = await runSuite(scenarios, {
       context: { env: { ...env, ...stack.env }, model: server, choice: model.choice },

@@ -102,6 +102,12 @@ export function runEvent(caller: Scenario["caller"], body: object): APIGatewayPr
   return event;
 }
 
+/** A run's status from its response: the run's own, or for a problem its `runStatus`, else its `code`. */
+function statusOf(httpStatus: number, body: Record<string, unknown>): string {
+  if (httpStatus < 400) return String(body.status);
+  return String(body.runStatus ?? body.code ?? httpStatus);
+}
+
 /** Every item of the table (a fresh, small table: one scan). */
 async function snapshot(deps: ApiDeps): Promise<Item[]> {
   const items: Item[] = [];
@@ -240,7 +246,7 @@ export async function runAttempt(
         prompt,
         httpStatus: response.statusCode ?? 0,
         runId,
-        status: String(body.status ?? body.runStatus ?? body.code),
+        status: statusOf(response.statusCode ?? 0, body),
         answer: typeof body.answer === "string" ? body.answer : null,
         grounding: (body.grounding as AnswerGrounding | null | undefined) ?? null,
         body: response.body ?? "",
