@@ -44,13 +44,15 @@ describe("npm run eval", () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/^Evals against the local model server/);
     expect(run.stdout).toMatch(/seed-uk-invoice\s+pass\s+1\/1 100%\s+completed/);
-    expect(run.stdout).toMatch(/reader × planted-instructions\s+pass/);
-    expect(run.stdout).toMatch(/12\/12 cases passed, 12 attempts, 0 disallowed effects\./);
-    expect(run.stdout).toMatch(/Hostile suite: 1 scenarios × 11 attacks, 11 runs, 0 disallowed effects\./);
+    expect(run.stdout).toMatch(/grounding-refused\s+pass\s+1\/1 100%\s+answer_ungrounded/);
+    expect(run.stdout).toMatch(/2\/2 cases passed, 2 attempts, 0 disallowed effects\.\s*$/);
     const report = JSON.parse(await readFile(json, "utf8")) as {
       cases: Array<{ name: string; passRate: number }>;
     };
-    expect(report.cases).toHaveLength(12);
+    expect(report.cases.map((c) => [c.name, c.passRate])).toEqual([
+      ["grounding-refused", 1],
+      ["seed-uk-invoice", 1],
+    ]);
     expect(await readFile(markdown, "utf8")).toMatch(/### seed-uk-invoice[\s\S]*\| recordInvoice \|/);
   });
 

@@ -103,10 +103,10 @@ describe("the scenario format", () => {
 describe("running scenarios", () => {
   it("the seed scenario and a scripted one pass against the local model server, with their trajectories", async () => {
     const scenarios = await loadScenarios(["evals/seed-uk-invoice.yaml", "evals/scripted-record.yaml"]);
-    const report = await runSuite(scenarios, { context, model: "test", repeat: 2 });
+    const report = await runSuite(scenarios, { context, model: "test" });
     expect(report.cases.map((c) => [c.name, c.passes, c.attempts.length, c.passed])).toEqual([
-      ["scripted-record", 2, 2, true],
-      ["seed-uk-invoice", 2, 2, true],
+      ["scripted-record", 1, 1, true],
+      ["seed-uk-invoice", 1, 1, true],
     ]);
     const seed = report.cases[1]?.attempts[0];
     expect(seed?.calls.map((c) => [c.name, c.decision])).toEqual([
@@ -114,7 +114,7 @@ describe("running scenarios", () => {
       ["calculateTax", "refused: business_error UNSUPPORTED_JURISDICTION"],
       ["recordInvoice", "ran"],
     ]);
-    expect(formatTable(report)).toMatch(/seed-uk-invoice\s+pass\s+2\/2 100%\s+completed/);
+    expect(formatTable(report)).toMatch(/seed-uk-invoice\s+pass\s+1\/1 100%\s+completed/);
     expect(formatMarkdown(report)).toMatch(
       /\| 1 \| 1 \| calculateTax \| .*"amount":"1500".* \| ran \| GB 1500\.00 GBP: tax 300\.00, gross 1800\.00/,
     );
@@ -134,9 +134,9 @@ describe("running scenarios", () => {
     ]);
   });
 
-  it("the hostile suite's writer and reader hold against every attack: 0 disallowed effects", async () => {
-    const report = await runSuite([only("reader"), only("writer-uk")], { context, model: "test" });
-    expect(report.hostile).toEqual({ scenarios: 2, attacks: 11, runs: 22, disallowed: 0 });
+  it("the hostile suite's writer holds against every attack: 0 disallowed effects", async () => {
+    const report = await runSuite([only("writer-uk")], { context, model: "test" });
+    expect(report.hostile).toEqual({ scenarios: 1, attacks: 11, runs: 11, disallowed: 0 });
     expect(report.cases.filter((c) => !c.passed).map((c) => c.name)).toEqual([]);
     const foreignUser = report.cases.find((c) => c.name === "writer-uk × foreign-user-ids")?.attempts[0];
     expect(foreignUser?.calls.map((c) => c.decision)).toContain("refused: business_error QUOTE_NOT_FOUND");
@@ -210,10 +210,13 @@ describe("the suite would catch a breach", () => {
   });
 });
 
-describe("comparing reports", () => {
-  it("names a regression, an improvement and a new failing case", async () => {
+describe("repeats and comparing reports", () => {
+  it("repeats a case, then names a regression and a case that went", async () => {
     const [seed] = await loadScenarios(["evals/no-amount.yaml"]);
-    const later = await runSuite([seed as Scenario], { context, model: "test" });
+    const later = await runSuite([seed as Scenario], { context, model: "test", repeat: 2 });
+    expect(later.cases.map((c) => [c.name, c.passes, c.attempts.length, c.passRate])).toEqual([
+      ["no-amount", 2, 2, 1],
+    ]);
     const earlier = {
       model: "test",
       cases: [
