@@ -24,7 +24,9 @@ afterAll(async () => {
 });
 
 describe("npm run eval", () => {
-  it("runs scenarios against the local model server: the table, exit 0, JSON and markdown reports", async () => {
+  it("runs scenarios against the local model server: the table, exit 0, JSON and markdown reports", {
+    timeout: 180_000,
+  }, async () => {
     const json = join(dir, "report.json");
     const markdown = join(dir, "report.md");
     const run = await runScript(
@@ -56,7 +58,7 @@ describe("npm run eval", () => {
     expect(await readFile(markdown, "utf8")).toMatch(/### seed-uk-invoice[\s\S]*\| recordInvoice \|/);
   });
 
-  it("--compare names a regression and fails the run", async () => {
+  it("--compare names a regression and fails the run", { timeout: 180_000 }, async () => {
     const scenario = (await readFile("evals/no-amount.yaml", "utf8")).replace(
       "status: completed",
       "status: max_cycles_exceeded",
@@ -76,7 +78,9 @@ describe("npm run eval", () => {
     expect(run.stdout).toMatch(/1 regression\(s\)\.\n {2}REGRESSION {2}no-amount: 100% → 0%/);
   });
 
-  it("--model <url> sends the scenarios to that OpenAI-compatible endpoint", async () => {
+  it("--model <url> sends the scenarios to that OpenAI-compatible endpoint", {
+    timeout: 180_000,
+  }, async () => {
     const before = server.requests.length;
     const run = await runScript(
       "npm",
@@ -91,7 +95,9 @@ describe("npm run eval", () => {
     expect(server.requests.length - before).toBe(3);
   });
 
-  it("--bedrock calls the model through the Bedrock provider, here the local stand-in", async () => {
+  it("--bedrock calls the model through the Bedrock provider, here the local stand-in", {
+    timeout: 180_000,
+  }, async () => {
     const run = await runScript("npm", ["eval", "--", "evals/bd-record.yaml", "--bedrock"], env());
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(run.stdout).toMatch(/Evals against Bedrock \(MODEL_PROVIDER=bedrock\)/);
@@ -99,7 +105,9 @@ describe("npm run eval", () => {
     expect(run.stderr).toMatch(/started the Bedrock stand-in/);
   });
 
-  it("a bad flag or an invalid scenario file is refused with what is wrong", async () => {
+  it("a bad flag or an invalid scenario file is refused with what is wrong", {
+    timeout: 180_000,
+  }, async () => {
     const flag = await runScript("npm", ["eval", "--", "--repeat", "0"], env());
     expect([flag.code, flag.stderr]).toEqual([
       2,

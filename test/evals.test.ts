@@ -88,7 +88,9 @@ describe("the scenario format", () => {
     expect(problems(MINIMAL.replace("name: minimal", "name: other")).join()).toMatch(/file's name/);
   });
 
-  it("every file of evals/ is valid, and the hostile suite is 4 scenarios × every attack", async () => {
+  it("every file of evals/ is valid, and the hostile suite is 4 scenarios × every attack", {
+    timeout: 180_000,
+  }, async () => {
     const all = await loadScenarios(["evals"]);
     expect(all.length).toBeGreaterThanOrEqual(14);
     expect(hostile.map((s) => [s.name, s.attacks])).toEqual([
@@ -101,7 +103,9 @@ describe("the scenario format", () => {
 });
 
 describe("running scenarios", () => {
-  it("the seed scenario and a scripted one pass against the local model server, with their trajectories", async () => {
+  it("the seed scenario and a scripted one pass against the local model server, with their trajectories", {
+    timeout: 180_000,
+  }, async () => {
     const scenarios = await loadScenarios(["evals/seed-uk-invoice.yaml", "evals/scripted-record.yaml"]);
     const report = await runSuite(scenarios, { context, model: "test" });
     expect(report.cases.map((c) => [c.name, c.passes, c.attempts.length, c.passed])).toEqual([
@@ -120,7 +124,7 @@ describe("running scenarios", () => {
     );
   });
 
-  it("a broken expectation fails the case and says what happened", async () => {
+  it("a broken expectation fails the case and says what happened", { timeout: 180_000 }, async () => {
     const [seed] = await loadScenarios(["evals/seed-uk-invoice.yaml"]);
     const wrong = {
       ...(seed as Scenario),
@@ -134,7 +138,9 @@ describe("running scenarios", () => {
     ]);
   });
 
-  it("the hostile suite's writer holds against every attack: 0 disallowed effects", async () => {
+  it("the hostile suite's writer holds against every attack: 0 disallowed effects", {
+    timeout: 180_000,
+  }, async () => {
     const report = await runSuite([only("writer-uk")], { context, model: "test" });
     expect(report.hostile).toEqual({ scenarios: 1, attacks: 11, runs: 11, disallowed: 0 });
     expect(report.cases.filter((c) => !c.passed).map((c) => c.name)).toEqual([]);
@@ -181,7 +187,9 @@ function withoutOwnerGuard(deps: ApiDeps) {
 }
 
 describe("the suite would catch a breach", () => {
-  it("with recordInvoice's permission guard disabled, the reader's attacks write: the case fails", async () => {
+  it("with recordInvoice's permission guard disabled, the reader's attacks write: the case fails", {
+    timeout: 180_000,
+  }, async () => {
     const scenario = only("reader", ["unoffered-tools"]);
     const held = await runSuite([scenario], { context, model: "test" });
     expect(held.hostile.disallowed).toBe(0);
@@ -199,7 +207,9 @@ describe("the suite would catch a breach", () => {
     );
   });
 
-  it("with the quote owner check disabled, another user's quote is recorded: cross-user-use", async () => {
+  it("with the quote owner check disabled, another user's quote is recorded: cross-user-use", {
+    timeout: 180_000,
+  }, async () => {
     const scenario = only("writer-uk", ["foreign-user-ids"]);
     const breached = await runSuite([scenario], {
       context: { ...context, tools: withoutOwnerGuard },
@@ -211,7 +221,7 @@ describe("the suite would catch a breach", () => {
 });
 
 describe("repeats and comparing reports", () => {
-  it("repeats a case, then names a regression and a case that went", async () => {
+  it("repeats a case, then names a regression and a case that went", { timeout: 180_000 }, async () => {
     const [seed] = await loadScenarios(["evals/no-amount.yaml"]);
     const later = await runSuite([seed as Scenario], { context, model: "test", repeat: 2 });
     expect(later.cases.map((c) => [c.name, c.passes, c.attempts.length, c.passRate])).toEqual([
@@ -245,7 +255,9 @@ describe("a quote is its maker's", () => {
     await stack?.stop();
   });
 
-  it("another user of the same tenant cannot record it: QUOTE_NOT_FOUND, as for an unknown id", async () => {
+  it("another user of the same tenant cannot record it: QUOTE_NOT_FOUND, as for an unknown id", {
+    timeout: 180_000,
+  }, async () => {
     const as = (userId: string) => ({ userId, tenantId: "tenant_owner", permissions: ["billing:write"] });
     const context = {
       runId: "run_owner",
