@@ -35,7 +35,7 @@ describe("npm run eval", () => {
         "eval",
         "--",
         "evals/seed-uk-invoice.yaml",
-        "evals/hostile/reader.yaml",
+        "evals/grounding-refused.yaml",
         "--json",
         json,
         "--markdown",
