@@ -34,6 +34,7 @@ describe("configuration sections (shared/config/)", () => {
         "approvals",
         "console",
         "durable",
+        "grounding",
         "history",
         "http",
         "identity",
