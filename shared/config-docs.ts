@@ -22,7 +22,7 @@ export const CONFIG_GROUPS = [
   "Durable runs",
   "Approvals",
   "Run event streams",
-  "MCP",
+  "Bearer tokens",
   "Observability",
 ] as const;
 
@@ -105,11 +105,6 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     unit: "ms",
     description:
       "Per-attempt socket timeout of a DynamoDB request. Past it, after the SDK's 3 attempts, the API answers 503 `STORE_UNAVAILABLE` instead of hanging until the Lambda times out.",
-  },
-  JWT_AUDIENCE: {
-    group: "Run event streams",
-    description:
-      "Comma-separated audiences the streaming function accepts (`aud`, or a Cognito access token's `client_id`), as the HTTP API's authorizer does; it verifies tokens against JWT_ISSUER with the keys of JWT_JWKS or JWT_JWKS_URL, as `/mcp` does.",
   },
   CONSOLE_CLIENT_ID: {
     group: "HTTP and identity",
@@ -244,7 +239,13 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
   },
   PERMISSION_CLAIMS: {
     group: "HTTP and identity",
-    description: "Authorizer claims carrying permissions, comma separated; all of them are merged.",
+    description:
+      "Authorizer claims carrying permissions, comma separated; all of them are merged. A string claim splits on spaces only (RFC 6749 section 3.3), unless PERMISSION_LIST_CLAIMS names it; an array claim gives its items.",
+  },
+  PERMISSION_LIST_CLAIMS: {
+    group: "HTTP and identity",
+    description:
+      'Which permission claims hold lists (groups, roles) that an API Gateway authorizer renders as one string: read as `"[a b]"` from the HTTP API JWT authorizer and as `"a,b"` from a REST API Cognito authorizer, each only from its own authorizer. `none` for no claim; `scope` is refused (a comma or bracket is part of a scope token). Deploy setting `permissionListClaims`.',
   },
   IAM_PRINCIPAL_TENANTS: {
     group: "HTTP and identity",
@@ -295,24 +296,34 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
       "Put prompts, answers, tool arguments and results on spans (the GenAI conventions' opt-in content attributes). Never a secret.",
   },
   JWT_ISSUER: {
-    group: "MCP",
+    group: "Bearer tokens",
     description:
-      "The token issuer (`iss`) `/mcp` and the streaming function accept: the one the API's JWT authorizer trusts (the stack sets it from `jwtIssuer`; `npm run dev` from its local issuer, or, when given, trusts it instead, with JWT_JWKS_URL and JWT_AUDIENCE: docs/local-workflow.md). Unset: `/mcp` answers 401 to every token (docs/mcp.md).",
+      "The token issuer (`iss`) every token check accepts: the streaming function's, `/mcp`'s and the dev gateway's, one verifier (shared/auth/token-verifier.ts); the one the API's JWT authorizer trusts (the stack sets it from `jwtIssuer` or its built-in pool; `npm run dev` from its local issuer, or, when given, trusts it instead, with JWT_JWKS_URL and JWT_AUDIENCE: docs/local-workflow.md). Unset: every token is refused with 401.",
+  },
+  JWT_AUDIENCE: {
+    group: "Bearer tokens",
+    description:
+      "Comma-separated audiences of the API's own tokens, as the HTTP API's JWT authorizer accepts them (the stack sets them from `jwtAudience` or its pool's app client): a token's `aud` must name one, or, only when it has no `aud`, its `client_id` (a Cognito access token). Checked by the streaming function and the dev gateway; an MCP token (audience MCP_RESOURCE_URL) is not one.",
+  },
+  JWT_ALGORITHMS: {
+    group: "Bearer tokens",
+    description:
+      "Comma-separated signature algorithms every token check accepts, asymmetric only (`RS256` … `PS512`, `ES256` … `ES512`, `EdDSA`; never `HS*` or `none`). API Gateway's HTTP API authorizer verifies RSA only, so an `ES256` issuer reaches `/mcp` and the streaming function but not the HTTP API's other routes. Deploy setting `jwtAlgorithms`.",
   },
   JWT_JWKS_URL: {
-    group: "MCP",
+    group: "Bearer tokens",
     description:
-      "Where `/mcp` reads the issuer's signing keys (JWKS, cached). Unset: `<JWT_ISSUER>/.well-known/jwks.json` (Cognito's and most issuers' location).",
+      "Where the issuer's signing keys (JWKS) are read, once per function instance and cached (refetched for an unknown `kid`, at most every 30 s). Unset: `<JWT_ISSUER>/.well-known/jwks.json` (Cognito's and most issuers' location).",
   },
   JWT_JWKS: {
-    group: "MCP",
+    group: "Bearer tokens",
     description:
       'Inline signing keys (`{"keys":[…]}`, RFC 7517) used instead of JWT_JWKS_URL; `npm run dev` sets its generated public key here.',
   },
   MCP_RESOURCE_URL: {
-    group: "MCP",
+    group: "Bearer tokens",
     description:
-      "The canonical URL of the MCP endpoint: the audience (`aud`) a token must carry to be accepted on `/mcp` (RFC 8707 / RFC 9728 `resource`). Unset: the request's own origin + `/mcp`, as API Gateway received it.",
+      "The canonical URL of the MCP endpoint (http or https, no fragment): the only audience (`aud`) a token may carry on `/mcp` (RFC 8707), and the `resource` of its RFC 9728 metadata. Never taken from a request. The stack sets its HTTP API's URL + `/mcp`; deploy setting `mcpResourceUrl` for a custom domain or proxy. `npm run dev` sets its own URL + `/mcp`. Unset: `/mcp` refuses every token and its metadata is 404.",
   },
   POWERTOOLS_SERVICE_NAME: { group: "Observability", description: "`service` in every log line and metric." },
   POWERTOOLS_METRICS_NAMESPACE: {

@@ -1,6 +1,7 @@
 import * as z from "zod/mini";
 import en from "zod/v4/locales/en.js";
 import type { RunLimits } from "./agent/limits.js";
+import { type AuthSettings, SIGNING_ALGORITHMS } from "./auth/settings.js";
 
 /**
  * The function's timeout in seconds, as deployed (infra/stack.ts) and as the local scripts run it
@@ -106,6 +107,38 @@ const jsonEnv = z.pipe(
       return z.NEVER;
     }
   }),
+);
+
+/**
+ * PERMISSION_LIST_CLAIMS: which permission claims hold a list (groups, roles) that an API Gateway
+ * authorizer renders as one string, "[a b]" (HTTP API JWT authorizer) or "a,b" (REST API Cognito
+ * authorizer); `none` for no claim. `scope` can never be one: it is space-delimited (RFC 6749 section 3.3),
+ * and a comma or a bracket is part of a scope token.
+ */
+const PermissionListClaims = z.pipe(
+  z.pipe(
+    claimList("permissions,cognito:groups"),
+    z.transform((names) => (names.length === 1 && names[0] === "none" ? [] : names)),
+  ),
+  z.array(z.string()).check(
+    z.refine((names) => !names.includes("scope"), {
+      message: "scope is split on spaces only (RFC 6749 section 3.3), never read as a rendered list",
+    }),
+  ),
+);
+
+/** JWT_ALGORITHMS: comma separated signature algorithms (asymmetric only), at least one. */
+const SigningAlgorithms = z.pipe(
+  z.pipe(
+    optionalString,
+    z.transform((value) =>
+      (value ?? "RS256")
+        .split(",")
+        .map((name) => name.trim())
+        .filter((name) => name.length > 0),
+    ),
+  ),
+  z.array(z.enum(SIGNING_ALGORITHMS)).check(z.minLength(1)),
 );
 
 /**
@@ -229,6 +262,9 @@ const InlineJwks = z.pipe(
  *   lazily on the first model call, cached). Mutually exclusive with OPENAI_API_KEY.
  * - TENANT_CLAIMS / PERMISSION_CLAIMS: which authorizer claims carry the tenant (first present wins)
  *   and the permissions (all are merged).
+ * - PERMISSION_LIST_CLAIMS (default `permissions,cognito:groups`): which permission claims are read in an
+ *   authorizer's rendering of a list, see {@link PermissionListClaims}; every other one (`scope`) splits
+ *   on spaces only.
  * - ASYNC_RUN_TIMEOUT_MS (default 600000 ms = 10 min): wall-time cap of a durable run (`Prefer:
  *   respond-async`), the issue's default. Its deadline is absolute, fixed when the run starts, and capped by
  *   DURABLE_EXECUTION_TIMEOUT_SECONDS minus DEADLINE_RESERVE_MS, so the run ends in a typed status before
@@ -240,6 +276,8 @@ const InlineJwks = z.pipe(
  * - JWT_AUDIENCE (comma separated), with JWT_ISSUER and the keys of JWT_JWKS / JWT_JWKS_URL (below): the
  *   streaming function (functions/stream/) verifies the bearer token itself with these, as the HTTP
  *   API's JWT authorizer does with the same issuer and audiences (infra/ sets both from one setting).
+ * - JWT_ALGORITHMS (default RS256, what Cognito signs with): the signature algorithms every token check
+ *   accepts (shared/auth/token-verifier.ts), among the asymmetric ones of shared/auth/settings.ts.
  * - CONSOLE_CLIENT_ID: the OAuth client id the operator console (/console, functions/api/console.ts) signs
  *   in with at JWT_ISSUER (authorization code with PKCE); unset: the console asks for a pasted token.
  * - STREAM_HEARTBEAT_SECONDS (default 15 s): an SSE comment is sent when the event stream has been
@@ -262,7 +300,8 @@ const InlineJwks = z.pipe(
  * - JWT_ISSUER, JWT_JWKS_URL, JWT_JWKS, MCP_RESOURCE_URL: how `/mcp` verifies bearer tokens itself (it
  *   is an OAuth 2.1 resource server, docs/mcp.md): the issuer the API's JWT authorizer trusts, its key
  *   set (a URL, default `<issuer>/.well-known/jwks.json`, or inline keys), and the canonical URL of the
- *   endpoint that tokens must name as their audience (unset: this request's own origin + `/mcp`).
+ *   endpoint that tokens must name as their audience (http or https, no fragment: RFC 8707 section 2).
+ *   Unset: `/mcp` accepts no token (never the request's Host); the stack sets its own API URL + `/mcp`.
  * - APPROVAL_TIMEOUT_SECONDS (default 86400 s = 24 h, the issue's default): how long an approval waits
  *   for a decision before the call gets business_error APPROVAL_EXPIRED. At most 30 days (an approval
  *   must be decided within the run records' retention: RUN_TTL_SECONDS must exceed it, checked at cold
@@ -312,7 +351,14 @@ export const ConfigSchema = z.object({
   JWT_ISSUER: z.pipe(optionalString, z.optional(z.string().check(z.maxLength(2048)))),
   JWT_JWKS_URL: optionalUrl,
   JWT_JWKS: InlineJwks,
-  MCP_RESOURCE_URL: optionalUrl,
+  MCP_RESOURCE_URL: z.pipe(
+    optionalString,
+    z.optional(
+      z
+        .url({ protocol: /^https?$/ })
+        .check(z.refine((url) => !url.includes("#"), "must not have a fragment (RFC 8707 section 2)")),
+    ),
+  ),
   DEADLINE_RESERVE_MS: envInt(1_500, 0, 60_000),
   QUOTE_TTL_SECONDS: envInt(900, 60, 86_400),
   MAX_TOTAL_TOKENS: positiveInt(100_000, 10_000_000),
@@ -335,6 +381,7 @@ export const ConfigSchema = z.object({
   SECRET_CACHE_SECONDS: envInt(300, 0, 86_400),
   TENANT_CLAIMS: claimList("tenant_id,custom:tenant_id"),
   PERMISSION_CLAIMS: claimList("scope,permissions,cognito:groups"),
+  PERMISSION_LIST_CLAIMS: PermissionListClaims,
   IAM_PRINCIPAL_TENANTS: IamPrincipalTenants,
   RUN_TTL_SECONDS: envInt(30 * 86_400, 3_600, 3_650 * 86_400),
   HISTORY_MAX_TOKENS: envInt(8_000, 0, 1_000_000),
@@ -352,6 +399,7 @@ export const ConfigSchema = z.object({
         .filter((item) => item.length > 0),
     ),
   ),
+  JWT_ALGORITHMS: SigningAlgorithms,
   CONSOLE_CLIENT_ID: optionalString,
   STREAM_HEARTBEAT_SECONDS: positiveInt(15, 240),
   STREAM_MAX_SECONDS: positiveInt(840, 3_600),
@@ -396,10 +444,8 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  *   (decimal strings, major units; `{}` means no approvals), and `timeoutSeconds`, how long an approval
  *   waits for its decision.
  * - `prompts`: `system`, the runs' system prompt (undefined: the loop's default).
- * - `mcp`: how `/mcp` verifies bearer tokens (docs/mcp.md): `issuer` (undefined: /mcp refuses every
- *   token), `jwksUrl` (undefined: `<issuer>/.well-known/jwks.json`), `jwks` (inline keys; used instead of
- *   the URL when set), `resourceUrl` (the audience tokens must carry; undefined: the request's origin +
- *   `/mcp`).
+ * - `auth`: how every bearer token is verified (issuer, audiences, algorithms, keys, the MCP resource;
+ *   shared/auth/settings.ts `AuthSettings`).
  * - `observability`: Powertools service name, metrics namespace, log level.
  * - `tracing`: OpenTelemetry traces (docs/tracing.md): `mode` off, otlp (the in-bundle SDK exporting
  *   OTLP/HTTP to `otlpEndpoint`, flushed before each invocation ends), console, or adot (an ADOT Lambda
@@ -422,10 +468,10 @@ export interface Config {
   limits: RunLimits & { deadlineReserveMs: number };
   idempotency: { ttlSeconds: number; keyRequired: boolean };
   identity: {
-    /** The token issuer and audiences the streaming entry verifies (undefined / [] outside it). */
-    jwt: { issuer: string | undefined; audience: string[] };
     tenantClaims: string[];
     permissionClaims: string[];
+    /** The permission claims read in an authorizer's rendering of a list (PERMISSION_LIST_CLAIMS). */
+    permissionListClaims: string[];
     iamPrincipals: Record<string, { tenantId: string; permissions: string[] }>;
   };
   runs: { ttlSeconds: number };
@@ -437,12 +483,7 @@ export interface Config {
   durable: { runTimeoutMs: number; runnerFunctionArn: string | undefined };
   approvals: { rules: ApprovalRulesConfig; timeoutSeconds: number };
   prompts: { system: string | undefined };
-  mcp: {
-    issuer: string | undefined;
-    jwksUrl: string | undefined;
-    jwks: { keys: Record<string, unknown>[] } | undefined;
-    resourceUrl: string | undefined;
-  };
+  auth: AuthSettings;
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
   tracing: { mode: TracingMode; otlpEndpoint: string; captureContent: boolean };
 }
@@ -569,9 +610,9 @@ function configOf(raw: z.output<typeof ConfigSchema>): Config {
     quotes: { ttlSeconds: raw.QUOTE_TTL_SECONDS },
     idempotency: { ttlSeconds: raw.IDEMPOTENCY_TTL_SECONDS, keyRequired: raw.IDEMPOTENCY_KEY_REQUIRED },
     identity: {
-      jwt: { issuer: raw.JWT_ISSUER, audience: raw.JWT_AUDIENCE },
       tenantClaims: raw.TENANT_CLAIMS,
       permissionClaims: raw.PERMISSION_CLAIMS,
+      permissionListClaims: raw.PERMISSION_LIST_CLAIMS,
       iamPrincipals: raw.IAM_PRINCIPAL_TENANTS,
     },
     runs: { ttlSeconds: raw.RUN_TTL_SECONDS },
@@ -597,11 +638,13 @@ function configOf(raw: z.output<typeof ConfigSchema>): Config {
     },
     approvals: { rules: raw.APPROVAL_RULES, timeoutSeconds: raw.APPROVAL_TIMEOUT_SECONDS },
     prompts: { system: raw.SYSTEM_PROMPT },
-    mcp: {
+    auth: {
       issuer: raw.JWT_ISSUER,
+      audiences: raw.JWT_AUDIENCE,
+      algorithms: raw.JWT_ALGORITHMS,
       jwksUrl: raw.JWT_JWKS_URL,
       jwks: "keys" in raw.JWT_JWKS ? (raw.JWT_JWKS as { keys: Record<string, unknown>[] }) : undefined,
-      resourceUrl: raw.MCP_RESOURCE_URL,
+      mcpResourceUrl: raw.MCP_RESOURCE_URL,
     },
     observability: {
       serviceName: raw.POWERTOOLS_SERVICE_NAME,
