@@ -3,9 +3,12 @@ import { DeleteTableCommand } from "@aws-sdk/client-dynamodb";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
+import { createApp } from "../functions/api/app.js";
 import { ProblemSchema } from "../functions/api/contract.js";
+import { createDevIssuer, devIssuerEnv, mintToken } from "../local/dev-auth.js";
 import { createRegistry, toolsAllowedFor } from "../shared/agent/dispatcher.js";
 import { defineTool } from "../shared/agent/tool.js";
+import { loadConfig } from "../shared/config.js";
 import { IDEMPOTENCY_META_KEY, REPLAYED_META_KEY } from "../shared/mcp/call.js";
 import { GBP_RULES } from "./support/approvals.js";
 import { type McpStack, startMcpStack, WRITER } from "./support/mcp.js";
@@ -718,5 +721,34 @@ describe("toolsAllowedFor", () => {
     expect(names([])).toEqual(["a"]);
     expect(names(["p:write"])).toEqual(["a", "c"]);
     expect(names(["p:read", "p:write", "other"])).toEqual(["a", "b", "c"]);
+  });
+});
+
+describe("MCP without MCP_RESOURCE_URL", () => {
+  it("refuses every token, even one for the very URL the request came to, and describes no resource", async () => {
+    const issuer = await createDevIssuer();
+    const config = loadConfig(devIssuerEnv(issuer));
+    const app = createApp({
+      config,
+      load: () => {
+        throw new Error("a refused request loads no dependencies");
+      },
+    });
+    const own = await mintToken(issuer, WRITER, { audience: "https://api.example.com/mcp" });
+    const response = await app.request("https://api.example.com/mcp", {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${own}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "x-forwarded-proto": "https",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(response.status).toBe(401);
+    expect(ProblemSchema.parse(await response.json()).detail).toContain("MCP_RESOURCE_URL unset");
+    expect(response.headers.get("www-authenticate")).not.toContain("resource_metadata");
+    const metadata = await app.request("https://api.example.com/.well-known/oauth-protected-resource/mcp");
+    expect(metadata.status).toBe(404);
   });
 });
