@@ -61,6 +61,7 @@ export const CONFIG_GROUPS = [
   "Run event streams",
   "Bearer tokens",
   "Observability",
+  "Grounded answers",
 ] as const;
 
 /** One section heading of the reference, see {@link CONFIG_GROUPS}. */
