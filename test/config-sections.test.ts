@@ -32,6 +32,7 @@ describe("configuration sections (shared/config/)", () => {
     expect(Object.keys(config).sort()).toEqual(
       [
         "approvals",
+        "auth",
         "console",
         "durable",
         "grounding",
@@ -40,7 +41,6 @@ describe("configuration sections (shared/config/)", () => {
         "identity",
         "idempotency",
         "limits",
-        "mcp",
         "model",
         "observability",
         "prompts",
