@@ -56,8 +56,24 @@ export interface RecordInvoiceDeps {
 }
 
 /**
+ * The caller's own quote: a quote belongs to the user who calculated it (its `createdBy`), so another
+ * user's quote, even in the same tenant, is `missing`, the same answer as an unknown id (no hint that it
+ * exists). The hostile suite's foreign-user-ids attack (docs/evals.md) found it recordable before.
+ */
+async function ownQuote(
+  deps: Pick<RecordInvoiceDeps, "quotes">,
+  security: { tenantId: string; userId: string },
+  quoteId: string,
+  nowMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Awaited<ReturnType<QuoteStore["lookup"]>>> {
+  const found = await deps.quotes.lookup(security.tenantId, quoteId, nowMs, signal);
+  return found.kind !== "missing" && found.quote.createdBy !== security.userId ? { kind: "missing" } : found;
+}
+
+/**
  * recordInvoice's facts (docs/policies.md): its quote's amounts, currency and jurisdiction, read from the
- * quote store for the caller's tenant, so a policy sees the backend's numbers, never the model's. A quote
+ * caller's own quote (see ownQuote), so a policy sees the backend's numbers, never the model's. A quote
  * that is missing or expired gives none: the call then fails QUOTE_NOT_FOUND / QUOTE_EXPIRED as usual,
  * or returns the invoice a retry of the same operation already recorded, and writes nothing new.
  * @throws the store's errors (the call then does not run: POLICY_CHECK_FAILED)
@@ -67,12 +83,7 @@ function invoiceFacts(deps: RecordInvoiceDeps, clock: () => Date): ToolFacts<typ
     schema: TaxFacts,
     metered: true,
     read: async (input, security, context) => {
-      const found = await deps.quotes.lookup(
-        security.tenantId,
-        input.quoteId,
-        clock().getTime(),
-        context.signal,
-      );
+      const found = await ownQuote(deps, security, input.quoteId, clock().getTime(), context.signal);
       return found.kind === "live" ? taxFactsOf(found.quote) : null;
     },
   };
@@ -148,8 +159,8 @@ async function replayWithoutQuote(
  * recorded quote (another run, another call) is refused.
  * It vouches for its quote's amounts (see invoiceFacts): policies, APPROVAL_RULES among them, decide
  * on those (docs/policies.md).
- * @throws (as tool results) business_error QUOTE_NOT_FOUND (no such quote for this tenant: missing,
- *   deleted, or another tenant's), QUOTE_EXPIRED (past its expiresAt) and QUOTE_ALREADY_RECORDED
+ * @throws (as tool results) business_error QUOTE_NOT_FOUND (no such quote for this caller: missing,
+ *   deleted, another tenant's, or another user's), QUOTE_EXPIRED (past its expiresAt) and QUOTE_ALREADY_RECORDED
  *   (another operation recorded it; `details.invoiceId` names that invoice)
  */
 export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeof RecordInvoiceInput> {
@@ -181,7 +192,7 @@ export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeo
       const idempotencyKey = context.idempotencyKey;
       if (!idempotencyKey) throw new Error("recordInvoice needs an idempotency key.");
       const { tenantId } = security;
-      const found = await deps.quotes.lookup(tenantId, input.quoteId, clock().getTime(), context.signal);
+      const found = await ownQuote(deps, security, input.quoteId, clock().getTime(), context.signal);
       if (found.kind !== "live") return replayWithoutQuote(deps, tenantId, input.quoteId, found, context);
       const quote = found.quote;
       assertQuoteConsistent(quote);
