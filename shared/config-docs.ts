@@ -24,6 +24,7 @@ export const CONFIG_GROUPS = [
   "Run event streams",
   "MCP",
   "Observability",
+  "Quotas and cost",
 ] as const;
 
 /** One section heading of the reference, see {@link CONFIG_GROUPS}. */
@@ -322,5 +323,62 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
   POWERTOOLS_LOG_LEVEL: {
     group: "Observability",
     description: "Powertools Logger level (case-insensitive).",
+  },
+  USER_RUNS_PER_MINUTE: {
+    group: "Quotas and cost",
+    unit: "runs",
+    description:
+      "Runs (and MCP tool calls) one user may start in one UTC minute; over it `POST /v1/runs` answers 429 `RATE_LIMITED` with `Retry-After` and the `RateLimit` fields, MCP a tool error (docs/quotas.md). Unset: no limit. A tenant's own limits (`PUT /v1/limits`, `npm run tenant`) replace it. Deploy setting `userRunsPerMinute`.",
+  },
+  TENANT_RUNS_PER_MINUTE: {
+    group: "Quotas and cost",
+    unit: "runs",
+    description:
+      "Runs (and MCP tool calls) all of a tenant's users may start in one UTC minute, as USER_RUNS_PER_MINUTE. Deploy setting `tenantRunsPerMinute`.",
+  },
+  TENANT_CONCURRENT_RUNS: {
+    group: "Quotas and cost",
+    unit: "runs",
+    description:
+      "Runs of a tenant in flight at once (synchronous, durable ones until they end, waits included, and MCP tool calls while they run); over it 429 `RATE_LIMITED`. Deploy setting `tenantConcurrentRuns`.",
+  },
+  USER_TOKENS_PER_DAY: {
+    group: "Quotas and cost",
+    unit: "tokens",
+    description:
+      "Tokens (prompt + completion) one user's runs may use in one UTC day. Each model call reserves its worst case (the prompt's estimate + its `max_tokens`) first and settles to the reported usage after; a call that cannot be covered is not made: a synchronous run ends `quota_exceeded`, a durable one waits (`awaiting_quota`). Deploy setting `userTokensPerDay`.",
+  },
+  TENANT_TOKENS_PER_DAY: {
+    group: "Quotas and cost",
+    unit: "tokens",
+    description:
+      "Tokens all of a tenant's runs may use in one UTC day, as USER_TOKENS_PER_DAY. Deploy setting `tenantTokensPerDay`.",
+  },
+  USER_COST_PER_DAY: {
+    group: "Quotas and cost",
+    description:
+      "Model cost one user's runs may reach in one UTC day: a decimal string in the price table's currency (`\"5.00\"`), reserved and settled with the tokens. Needs a price for the configured model in MODEL_PRICES. Deploy setting `userCostPerDay`.",
+  },
+  TENANT_COST_PER_DAY: {
+    group: "Quotas and cost",
+    description:
+      "Model cost all of a tenant's runs may reach in one UTC day, as USER_COST_PER_DAY. Deploy setting `tenantCostPerDay`.",
+  },
+  MODEL_PRICES: {
+    group: "Quotas and cost",
+    description:
+      'The price table: JSON from a model name (as sent: OPENAI_MODEL, or BEDROCK_MODEL_ID) to `{"inputPerMillion": "0.15", "outputPerMillion": "0.60", "currency": "USD"}` (decimal strings per million tokens, one currency for the table). Each model call\'s cost is exact (big.js), rounded half-up to 6 decimal places; a run\'s and a day\'s are their sums. A model without a price: `cost: null` and a `costNote`. Deploy setting `modelPrices`.',
+  },
+  MIN_COMPLETION_TOKENS: {
+    group: "Quotas and cost",
+    unit: "tokens",
+    description:
+      "Every model call sets `max_tokens` to the smallest of MODEL_MAX_TOKENS and what the run's and the quotas' budgets leave after the prompt's estimate; below this many the call is not made (`budget_exceeded` for the run's own budget, `quota_exceeded` for a quota). 256 holds a turn's tool calls or a short answer. Deploy setting `minCompletionTokens`.",
+  },
+  QUOTA_WAIT_SECONDS: {
+    group: "Quotas and cost",
+    unit: "s",
+    description:
+      "How long a durable run waits for budget, in all, before it ends `quota_exceeded`; it resumes by itself when the window resets or a tenant's limit is raised (a durable wait, no polling). A day covers any daily window. Counts into the runner's durable execution timeout. Deploy setting `quotaWaitSeconds`.",
   },
 };

@@ -1,6 +1,7 @@
 import * as z from "zod/mini";
 import en from "zod/v4/locales/en.js";
 import type { RunLimits } from "./agent/limits.js";
+import { QUOTA_ENV, type QuotaConfig, quotaConfigOf, quotaProblems } from "./config/quotas.js";
 
 /**
  * The function's timeout in seconds, as deployed (infra/stack.ts) and as the local scripts run it
@@ -367,6 +368,8 @@ export const ConfigSchema = z.object({
     ),
     z.enum(["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL", "SILENT"]),
   ),
+  // Quotas, budgets and the price table: their own section (shared/config/quotas.ts).
+  ...QUOTA_ENV,
 });
 
 /** The parsed environment, see {@link ConfigSchema}. */
@@ -445,6 +448,8 @@ export interface Config {
   };
   observability: { serviceName: string; metricsNamespace: string; logLevel: ObservabilityLogLevel };
   tracing: { mode: TracingMode; otlpEndpoint: string; captureContent: boolean };
+  /** Quotas, budgets and the price table (shared/config/quotas.ts, docs/quotas.md). */
+  quotas: QuotaConfig;
 }
 
 /** TRACING: where spans go (see {@link Config}.tracing). */
@@ -504,6 +509,8 @@ function crossFieldProblems(raw: RawConfig): string[] {
       );
     }
   }
+  const modelName = raw.MODEL_PROVIDER === "bedrock" ? raw.BEDROCK_MODEL_ID : raw.OPENAI_MODEL;
+  problems.push(...quotaProblems(raw, modelName, ttl));
   return problems;
 }
 
@@ -613,6 +620,7 @@ function configOf(raw: z.output<typeof ConfigSchema>): Config {
       otlpEndpoint: raw.OTEL_EXPORTER_OTLP_ENDPOINT,
       captureContent: raw.TRACE_CONTENT,
     },
+    quotas: quotaConfigOf(raw),
   };
 }
 

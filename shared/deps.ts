@@ -17,6 +17,7 @@ import { BedrockApiKeys, bedrockFetch, classifyBedrockFailure } from "./model/be
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
+import { Quotas } from "./quotas/service.js";
 import { type FeedClock, SYSTEM_CLOCK } from "./runs/event-feed.js";
 import { type RunEvent, RunEventHub, runEventObserver } from "./runs/events.js";
 import type { RunObserver } from "./runs/lifecycle.js";
@@ -61,6 +62,8 @@ export interface SharedDeps {
   runObservers?: readonly RunObserver[];
   runEvents: { store: RunEventStore<RunEvent>; hub: RunEventHub };
   clock: FeedClock;
+  /** Quotas, budgets and cost (shared/quotas/service.ts); absent only where a test or bench turns them off. */
+  quotas?: Quotas;
 }
 
 /**
@@ -103,6 +106,11 @@ export interface ApiDepsOptions {
   executions?: DurableExecutions;
   /** Where MCP approvals are announced; default: EventBridge's default bus (loaded on first use). */
   approvalEvents?: ApprovalEvents;
+  /**
+   * The quotas' clock (epoch ms; windows, `Retry-After`), default Date.now; or `false` for no quotas at
+   * all (no admission, budget, usage or cost: the benchmarks' "off").
+   */
+  quotas?: { now: () => number } | false;
 }
 
 /** What both functions' model may be given: the OpenAI key's secret reader, or Bedrock's credentials and clock. */
@@ -168,7 +176,7 @@ export function createApiDeps(config: Config, options: ApiDepsOptions = {}): Api
  */
 export function createRunnerDeps(
   config: Config,
-  options: ModelOptions & Pick<ApiDepsOptions, "clock"> & { approvalEvents: ApprovalEvents },
+  options: ModelOptions & Pick<ApiDepsOptions, "clock" | "quotas"> & { approvalEvents: ApprovalEvents },
 ): RunnerDeps {
   return { ...sharedDeps(config, options), approvalEvents: options.approvalEvents };
 }
@@ -181,7 +189,10 @@ export function createRunnerDeps(
  * reads the secret) and cached; with MODEL_PROVIDER=bedrock, no secret: a Bedrock API key is made the
  * same way, before the first request.
  */
-function sharedDeps(config: Config, options: ModelOptions & Pick<ApiDepsOptions, "clock">): SharedDeps {
+function sharedDeps(
+  config: Config,
+  options: ModelOptions & Pick<ApiDepsOptions, "clock" | "quotas">,
+): SharedDeps {
   const ddb = createDocumentClient(config.table);
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
@@ -216,7 +227,14 @@ function sharedDeps(config: Config, options: ModelOptions & Pick<ApiDepsOptions,
     runObservers: [events],
     runEvents,
     clock: options.clock ?? SYSTEM_CLOCK,
+    ...(options.quotas === false ? {} : { quotas: quotasOf(config, ddb, options.quotas?.now) }),
   };
+}
+
+/** The quotas over the table, pricing calls by the model the functions call. */
+function quotasOf(config: Config, ddb: DynamoDBDocumentClient, now?: () => number): Quotas {
+  const model = config.model.provider === "bedrock" ? config.model.bedrock.modelId : config.model.name;
+  return new Quotas(ddb, config.table.name, { ...config.quotas, model }, now);
 }
 
 /**

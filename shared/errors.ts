@@ -21,9 +21,11 @@ export const PROBLEM_STATUS = {
   IDEMPOTENCY_KEY_REUSED: 422,
   CONTEXT_LENGTH_EXCEEDED: 422,
   HANDOVER_TOO_LARGE: 422,
+  RATE_LIMITED: 429,
   INTERNAL: 500,
   MODEL_UNAVAILABLE: 502,
   STORE_UNAVAILABLE: 503,
+  QUOTA_UNAVAILABLE: 503,
 } as const;
 
 /** A stable problem code, a key of {@link PROBLEM_STATUS}. */
@@ -47,9 +49,11 @@ const TITLES: Record<ProblemCode, string> = {
   IDEMPOTENCY_KEY_REUSED: "Idempotency key reused",
   CONTEXT_LENGTH_EXCEEDED: "Context length exceeded",
   HANDOVER_TOO_LARGE: "Run too large to hand over",
+  RATE_LIMITED: "Rate limited",
   INTERNAL: "Internal error",
   MODEL_UNAVAILABLE: "Model unavailable",
   STORE_UNAVAILABLE: "Store unavailable",
+  QUOTA_UNAVAILABLE: "Quota unavailable",
 };
 
 /** Seconds a client should wait before retrying a 503 STORE_UNAVAILABLE (the `Retry-After` header). */
@@ -64,6 +68,7 @@ export const STORE_RETRY_AFTER_SECONDS = 1;
 const CODE_HEADERS: Partial<Record<ProblemCode, Record<string, string>>> = {
   UNAUTHENTICATED: { "www-authenticate": 'Bearer realm="boundloop"' },
   STORE_UNAVAILABLE: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) },
+  QUOTA_UNAVAILABLE: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) },
 };
 
 /** The body of an `application/problem+json` response. */

@@ -44,6 +44,7 @@ export interface RunTraceOutcome {
   status: string;
   cycles: number;
   usage: { promptTokens: number; completionTokens: number };
+  cost?: { amount: string; currency: string } | null | undefined;
 }
 
 /** Statuses a run ends in without an error: the loop's answer. Any other typed stop is an error. */
@@ -68,6 +69,9 @@ function endWith(span: Span, outcome: RunTraceOutcome): void {
     [ATTR.runCycles]: outcome.cycles,
     [ATTR.inputTokens]: outcome.usage.promptTokens,
     [ATTR.outputTokens]: outcome.usage.completionTokens,
+    ...(outcome.cost
+      ? { [ATTR.costAmount]: outcome.cost.amount, [ATTR.costCurrency]: outcome.cost.currency }
+      : {}),
   });
   // The run's typed stop status is its error type: stable, upper case like the problem codes.
   if (!OK_STATUSES.has(outcome.status)) failSpan(span, outcome.status.toUpperCase());

@@ -55,6 +55,9 @@ export const ATTR = {
   errorCode: "boundloop.error.code",
   approvalId: "boundloop.approval.id",
   approvalDecision: "boundloop.approval.decision",
+  /** A model call's or a run's cost (docs/quotas.md "Cost"): six decimal places, and its currency. */
+  costAmount: "boundloop.cost.amount",
+  costCurrency: "boundloop.cost.currency",
 } as const;
 
 /**

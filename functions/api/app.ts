@@ -10,10 +10,12 @@ import { createLogger, flushMetrics, recordProblemMetric } from "../../shared/ob
 import { healthRoute, OPENAPI_INFO, SECURITY_SCHEMES } from "./contract.js";
 import { healthResponse } from "./health.js";
 import { mountMcp } from "./mcp.js";
+import { quotaProblem } from "./quota-problems.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./routes/deps.js";
 import { runEventRoutes } from "./routes/events.js";
 import { invoiceRoutes } from "./routes/invoices.js";
+import { quotaRoutes } from "./routes/quotas.js";
 import { runRoutes } from "./routes/runs.js";
 
 export type { AppEnv, LambdaBindings } from "./routes/deps.js";
@@ -62,6 +64,7 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   app.route("/", runEventRoutes(getDeps));
   app.route("/", approvalRoutes(getDeps));
   app.route("/", invoiceRoutes(getDeps));
+  app.route("/", quotaRoutes(getDeps));
   app.notFound(() => {
     throw new ProblemError("NOT_FOUND", "No such route.");
   });
@@ -153,7 +156,9 @@ function problemResponse(
   deps: ApiDeps | undefined,
   logger: Logger,
 ): Response {
-  const problem = toProblem(error instanceof HTTPException ? fromHttpException(error) : error);
+  const problem = toProblem(
+    error instanceof HTTPException ? fromHttpException(error) : (quotaProblem(error) ?? error),
+  );
   c.set("problemCode", problem.code);
   if (problem.status >= 500) {
     if (!deps && c.env?.lambdaContext) logger.addContext(c.env.lambdaContext);

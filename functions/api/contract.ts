@@ -14,6 +14,13 @@ import { PROBLEM_STATUS, type ProblemCode } from "../../shared/errors.js";
 import type { ApprovalRecord } from "../../shared/store/approvals.js";
 import type { Invoice } from "../../shared/store/ledger.js";
 import type { RunRecord, RunStep } from "../../shared/store/runs.js";
+import {
+  CostSchema,
+  QuotaRefusalSchema,
+  RateLimitedExtensions,
+  RateLimitHeaders,
+  RunCostFields,
+} from "./contract/quotas.js";
 import { HEALTH_PATH } from "./health.js";
 
 /** Prompt length bounds (characters) of `POST /v1/runs`. */
@@ -37,6 +44,7 @@ export const RUN_STATUSES = [
   "model_output_truncated",
   "model_error",
   "context_length_exceeded",
+  "quota_exceeded",
 ] as const;
 type MissingRunStatus = Exclude<RunStatus, (typeof RUN_STATUSES)[number]>;
 const everyRunStatusListed: [MissingRunStatus] extends [never] ? true : MissingRunStatus = true;
@@ -206,6 +214,7 @@ export const RunDetailsSchema = z
       .optional()
       .openapi({ description: "max_cycles_exceeded: whether a tool-less summary call produced `answer`." }),
     contextLength: ContextLengthSchema.optional(),
+    quota: QuotaRefusalSchema.optional(),
   })
   .strict()
   .openapi("RunDetails", {
@@ -310,6 +319,7 @@ export const ProblemSchema = z
       description:
         "PREVIOUS_RUN_IN_PROGRESS and PREVIOUS_RUN_NOT_CONTINUABLE only: the status of the run `previousRunId` names.",
     }),
+    ...RateLimitedExtensions,
   })
   .strict()
   .openapi("Problem", { description: "RFC 9457 problem details; extension members depend on `code`." });
@@ -380,7 +390,8 @@ export const RESPONSE_HEADERS = {
 };
 
 const problemContent = { "application/problem+json": { schema: ProblemSchema } };
-const problem = (description: string, headers?: z.ZodObject) => ({
+/** A problem+json response of a route, with its description and headers. */
+export const problem = (description: string, headers?: z.ZodObject) => ({
   description,
   content: problemContent,
   ...(headers ? { headers } : {}),
@@ -460,6 +471,8 @@ export const RunResponseSchema = z
     details: RunDetailsSchema,
     previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
     history: HistorySummarySchema,
+    cost: RunCostFields.cost.optional(),
+    costNote: RunCostFields.costNote.optional(),
   })
   .strict()
   .openapi("RunResponse", { description: "The run's terminal outcome (every terminal status is a 200)." });
@@ -489,6 +502,9 @@ export const RunStepSchema = z
         })
         .strict(),
     ),
+    cost: CostSchema.nullable()
+      .optional()
+      .openapi({ description: "The model call's cost; null when its model has no price." }),
   })
   .strict()
   .openapi("RunStep", { description: "The audit record of one cycle." });
@@ -580,7 +596,10 @@ export const RunRecordSchema = z
     runId: z.string(),
     tenantId: z.string(),
     userId: z.string(),
-    status: z.union([z.enum(["running", "awaiting_approval", "failed", "cancelled"]), RunStatusSchema]),
+    status: z.union([
+      z.enum(["running", "awaiting_approval", "awaiting_quota", "failed", "cancelled"]),
+      RunStatusSchema,
+    ]),
     prompt: z.object({ chars: z.number().int(), sha256: z.string() }).strict(),
     limits: z.object({ maxCycles: z.number().int(), timeoutMs: z.number().int() }).strict(),
     startedAt: z.string(),
@@ -595,6 +614,7 @@ export const RunRecordSchema = z
     expiresAt: z.string(),
     previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
     history: HistorySummarySchema,
+    ...RunCostFields,
     steps: z.array(RunStepSchema),
     pendingApprovals: z.array(PendingApprovalSchema).optional().openapi({
       description: "The run's approvals still waiting for a decision (GET, and a paused run's 202).",
@@ -717,8 +737,10 @@ export const InvoiceIdParam = z.object({
 
 // ---------------------------------------------------------------- routes
 
-const security: Array<Record<string, string[]>> = [{ jwt: [] }, { iam: [] }];
-const authErrors = {
+/** The security requirement of every `/v1` route: a JWT, or IAM (SigV4). */
+export const security: Array<Record<string, string[]>> = [{ jwt: [] }, { iam: [] }];
+/** The 401, 500 and 503 every `/v1` route may answer. */
+export const authErrors = {
   401: {
     description:
       'UNAUTHENTICATED: no verified identity, or it lacks `sub` or the tenant (problem+json from the function). A missing or invalid token is answered by the gateway\'s JWT authorizer before the function: `{"message":"Unauthorized"}`.',
@@ -946,10 +968,18 @@ export const createRunRoute = createRoute({
     422: problem(
       "IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used with a different body. CONTEXT_LENGTH_EXCEEDED: the model's context window could not hold the request; `history` and `contextLength` give the sizes, `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run. HANDOVER_TOO_LARGE: the run paused for approval but its state (`inputBytes`) is over a durable execution's input limit (`limitBytes`); the run (`runId`) ended `failed`.",
     ),
+    429: problem(
+      "RATE_LIMITED: a limit on runs started per minute (the user's or the tenant's) or on the tenant's runs in flight is reached; nothing was started or written (docs/quotas.md). `policy` names it; `Retry-After` says when one more is admitted.",
+      RateLimitHeaders,
+    ),
     502: problem(
       "MODEL_UNAVAILABLE: the model provider kept failing after retries; `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run.",
     ),
     ...authErrors,
+    503: problem(
+      "STORE_UNAVAILABLE: DynamoDB could not be reached or is throttling. QUOTA_UNAVAILABLE: the quota could not be checked, so nothing was started (fail closed). Retry after `Retry-After` seconds.",
+      RESPONSE_HEADERS.retryAfter,
+    ),
   },
 });
 

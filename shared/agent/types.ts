@@ -1,5 +1,6 @@
 import type { SecurityContext } from "../identity.js";
 import type { ApprovalGate, ApprovalRequest, PausingApprovalGate } from "./approval.js";
+import type { CallCost, Cost, ModelBudget, QuotaRefusal, QuotaWait } from "./budget.js";
 import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
 import type { InternalFailure, ToolRegistry } from "./dispatcher.js";
@@ -20,7 +21,8 @@ export type RunStatus =
   | "model_refused"
   | "model_output_truncated"
   | "model_error"
-  | "context_length_exceeded";
+  | "context_length_exceeded"
+  | "quota_exceeded";
 
 /** Token usage summed over every model call of a run (from the provider's `usage`; zeros when absent). */
 export type RunUsage = ModelUsage;
@@ -41,6 +43,7 @@ export type RunUsage = ModelUsage;
  * - `contextLength` (context_length_exceeded): the provider's refusal and the size of the history and
  *   request it refused, see {@link ContextLengthDetails}
  * - `effects` (any status but completed): what the run did before it stopped, see {@link RunEffect}
+ * - `quota` (quota_exceeded): the limit that could not cover the next model call, see {@link QuotaRefusal}
  */
 export interface RunOutcomeDetails {
   effects?: RunEffect[];
@@ -52,6 +55,7 @@ export interface RunOutcomeDetails {
   finishReason?: string;
   summarized?: boolean;
   contextLength?: ContextLengthDetails;
+  quota?: QuotaRefusal;
 }
 
 /**
@@ -77,6 +81,8 @@ export interface RunEffect {
  * - `modelErrorStatus`: for `model_error`, the provider's HTTP status (e.g. 503; null when there was no
  *   HTTP response); null for every other status. The HTTP layer maps model_error to 502 MODEL_UNAVAILABLE.
  * - `details`: structured facts for the status, see {@link RunOutcomeDetails}
+ * - `cost`: with a budget (shared/agent/budget.ts), the sum of the model calls' costs; null when a call's
+ *   model has no price (`costNote` says which), absent without a budget or before any call
  */
 export interface RunOutcome {
   runId: string;
@@ -90,6 +96,8 @@ export interface RunOutcome {
   durationMs: number;
   modelErrorStatus: number | null;
   details: RunOutcomeDetails;
+  cost?: Cost | null;
+  costNote?: string | null;
 }
 
 /**
@@ -103,6 +111,7 @@ export interface RunOutcome {
  * - `modelLatencyMs`: wall time of the model call in ms
  * - `outcome`: the run's status when this cycle ended the run
  * - `summary`: true for the tool-less summary call at the cycle limit
+ * - `cost`: the model call's cost, when the run has a budget (shared/agent/budget.ts)
  */
 export interface CycleRecord {
   cycle: number;
@@ -113,6 +122,7 @@ export interface CycleRecord {
   toolCalls: Array<{ id: string; originalId?: string; name: string; arguments: string; result: ToolResult }>;
   outcome?: RunStatus;
   summary?: boolean;
+  cost?: CallCost;
 }
 
 /**
@@ -140,6 +150,12 @@ export interface RunHooks {
  *   without it such a call does not run (business_error APPROVAL_UNAVAILABLE); a pausing gate makes the
  *   run end as {@link RunPaused}
  * - `systemPrompt`: the system message (config SYSTEM_PROMPT); default `DEFAULT_SYSTEM_PROMPT`
+ * - `budget`: the run's quota budget, asked before every model call (shared/agent/budget.ts); without it
+ *   only the run's own token budget bounds `max_tokens`
+ * - `waitForQuota`: where a call the budget refused waits for budget (the durable runner); without it
+ *   the run ends `quota_exceeded`
+ * - `minCompletionTokens`: no model call is made for fewer completion tokens than this
+ *   (MIN_COMPLETION_TOKENS; default `DEFAULT_MIN_COMPLETION_TOKENS`, 256)
  */
 export interface RunInput {
   model: Model;
@@ -155,6 +171,9 @@ export interface RunInput {
   hooks?: RunHooks;
   step?: StepRunner;
   approve?: ApprovalGate | PausingApprovalGate;
+  budget?: ModelBudget;
+  waitForQuota?: QuotaWait;
+  minCompletionTokens?: number;
 }
 
 /**

@@ -11,7 +11,7 @@ import {
 } from "../../local/dev-auth.js";
 import { type DevServer, type Handler, startDevServer } from "../../local/dev-server.js";
 import type { ToolRegistry } from "../../shared/agent/dispatcher.js";
-import type { ApiDeps } from "../../shared/deps.js";
+import type { ApiDeps, ApiDepsOptions } from "../../shared/deps.js";
 import { startTestStack, type TestStack } from "./stack.js";
 
 /** The real handler behind the dev server (its JWT check for /v1, none for /mcp), over a test stack. */
@@ -35,18 +35,18 @@ export const WRITER = { sub: "usr_mcp", tenant_id: "tenant_mcp_01", scope: "bill
 
 /**
  * Starts an {@link McpStack}; `env` overrides configuration variables, `tools` the registry the handler
- * serves (default: the accounting tools).
+ * serves (default: the accounting tools), `options` are createApiDeps' (e.g. the quotas' clock).
  */
 export async function startMcpStack(
   env: Record<string, string> = {},
   tools?: (deps: ApiDeps) => ToolRegistry,
+  options: ApiDepsOptions = {},
 ): Promise<McpStack> {
   const issuer = await createDevIssuer();
-  const stack = await startTestStack({
-    JWT_ISSUER: issuer.issuer,
-    JWT_JWKS: JSON.stringify({ keys: [issuer.publicJwk] }),
-    ...env,
-  });
+  const stack = await startTestStack(
+    { JWT_ISSUER: issuer.issuer, JWT_JWKS: JSON.stringify({ keys: [issuer.publicJwk] }), ...env },
+    options,
+  );
   const server = await startDevServer({
     handler: createHandler(tools ? { ...stack.deps, tools: tools(stack.deps) } : stack.deps) as Handler,
     verification: devVerification(issuer),
