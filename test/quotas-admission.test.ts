@@ -6,7 +6,7 @@
  */
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { UsageSchema } from "../functions/api/contract/quotas.js";
+import { QuotaUsageSchema } from "../functions/api/contract/quotas.js";
 import { ProblemSchema } from "../functions/api/contract.js";
 import { eventForRoute } from "../local/durable-runner.js";
 import { keys } from "../shared/store/keys.js";
@@ -45,7 +45,7 @@ const usage = async (tenantId: string, userId: string) => {
   );
   const response = await stack.invoke(event);
   expect(response.statusCode).toBe(200);
-  return UsageSchema.parse(body(response));
+  return QuotaUsageSchema.parse(body(response));
 };
 const runsOf = (tenantId: string) => runsOfStack(stack, tenantId);
 

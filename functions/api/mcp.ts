@@ -4,7 +4,7 @@ import type { ApiDeps } from "../../shared/deps.js";
 import type { BearerVerifier } from "../../shared/mcp/auth.js";
 import { resourceMetadata, resourceUrlOf, wwwAuthenticate } from "../../shared/mcp/resource.js";
 import type { AppEnv } from "./app.js";
-import { mcpGetRoute, mcpRoute, resourceMetadataRoutes } from "./contract.js";
+import { mcpGetRoute, mcpRoute, resourceMetadataRoutes } from "./contract/mcp.js";
 
 /**
  * Mounts the MCP endpoint on the API (docs/mcp.md): `POST /mcp` (the MCP server, shared/mcp/server.ts,

@@ -4,6 +4,7 @@ import type { CallCost, Cost, ModelBudget, QuotaRefusal, QuotaWait } from "./bud
 import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
 import type { InternalFailure, ToolRegistry } from "./dispatcher.js";
+import type { AnswerGrounding, GroundingMode } from "./grounding.js";
 import type { HistoryMessage } from "./history.js";
 import type { RunLimits } from "./limits.js";
 import type { ChatMessage, Model, ModelUsage } from "./model.js";
@@ -22,7 +23,8 @@ export type RunStatus =
   | "model_output_truncated"
   | "model_error"
   | "context_length_exceeded"
-  | "quota_exceeded";
+  | "quota_exceeded"
+  | "answer_ungrounded";
 
 /** Token usage summed over every model call of a run (from the provider's `usage`; zeros when absent). */
 export type RunUsage = ModelUsage;
@@ -83,6 +85,8 @@ export interface RunEffect {
  * - `details`: structured facts for the status, see {@link RunOutcomeDetails}
  * - `cost`: with a budget (shared/agent/budget.ts), the sum of the model calls' costs; null when a call's
  *   model has no price (`costNote` says which), absent without a budget or before any call
+ * - `grounding`: the check of the answer's numbers against the tool results and the prompt
+ *   (shared/agent/grounding.ts); null when the model gave no answer
  */
 export interface RunOutcome {
   runId: string;
@@ -98,6 +102,7 @@ export interface RunOutcome {
   details: RunOutcomeDetails;
   cost?: Cost | null;
   costNote?: string | null;
+  grounding: AnswerGrounding | null;
 }
 
 /**
@@ -156,6 +161,8 @@ export interface RunHooks {
  *   the run ends `quota_exceeded`
  * - `minCompletionTokens`: no model call is made for fewer completion tokens than this
  *   (MIN_COMPLETION_TOKENS; default `DEFAULT_MIN_COMPLETION_TOKENS`, 256)
+ * - `grounding`: what an answer holding a number no tool result or prompt gave does (config
+ *   ANSWER_GROUNDING, shared/agent/grounding.ts); default `report`
  */
 export interface RunInput {
   model: Model;
@@ -174,6 +181,7 @@ export interface RunInput {
   budget?: ModelBudget;
   waitForQuota?: QuotaWait;
   minCompletionTokens?: number;
+  grounding?: GroundingMode;
 }
 
 /**

@@ -1,11 +1,14 @@
-import * as z from "zod/mini";
-
 /**
- * The quota and cost section of the environment (docs/quotas.md): the tenant's and each user's limits,
- * the model price table, and how a run waits for budget. Its variables join `ConfigSchema`
- * (shared/config.ts), so the functions parse them at cold start and the stack at synth with the same
- * schema; every limit is unset by default (no limit). zod/mini, as the rest of the cold-start schema.
+ * Configuration section: quotas, budgets and the price table (docs/quotas.md): the tenant's and each
+ * user's limits, the model prices, and how a run waits for budget. Every limit is unset by default (no
+ * limit); a tenant's own limits (`PUT /v1/limits`) replace these for it. The functions parse these at
+ * cold start and the stack at synth with the same schemas (shared/config.ts `ConfigSchema`).
  */
+import * as z from "zod/mini";
+import { envInt, jsonEnv, optionalString } from "./env.js";
+import { modelFields } from "./model-provider.js";
+import { retentionFields } from "./retention.js";
+import { configSection, type SectionDocs } from "./section.js";
 
 /**
  * A decimal amount in major units with at most 6 decimal places (the micro-unit every cost is counted
@@ -16,15 +19,10 @@ export const DECIMAL_AMOUNT = /^(?:0|[1-9]\d{0,11})(?:\.\d{1,6})?$/;
 /** The message of a value that is not a {@link DECIMAL_AMOUNT}. */
 const DECIMAL_RULE = 'must be a decimal string with at most 6 decimal places, e.g. "0.15" or "25.00"';
 
-/** Turns an empty string (an unset variable in many shells and .env files) into undefined. */
-const blank = z.transform((value: string | undefined) =>
-  value === undefined || value.trim() === "" ? undefined : value.trim(),
-);
-
 /** An optional positive integer limit read from an environment string, at most `max`; unset: no limit. */
 function optionalLimit(max: number) {
   return z.pipe(
-    z.pipe(z.optional(z.string()), blank),
+    optionalString,
     z.optional(
       z.pipe(
         z.pipe(z.string().check(z.regex(/^\d+$/, "must be a whole number")), z.transform(Number)),
@@ -36,7 +34,7 @@ function optionalLimit(max: number) {
 
 /** An optional positive decimal limit ({@link DECIMAL_AMOUNT}); unset: no limit. */
 const optionalCost = z.pipe(
-  z.pipe(z.optional(z.string()), blank),
+  optionalString,
   z.optional(
     z.string().check(
       z.regex(DECIMAL_AMOUNT, DECIMAL_RULE),
@@ -44,11 +42,6 @@ const optionalCost = z.pipe(
     ),
   ),
 );
-
-/** An integer read from an environment string, within [min, max], with a default. */
-function envInt(defaultValue: number, min: number, max: number) {
-  return z._default(z.coerce.number().check(z.int(), z.minimum(min), z.maximum(max)), defaultValue);
-}
 
 /** One model's prices: input and output tokens per million, decimal strings, and their currency. */
 export const ModelPriceSchema = z.strictObject({
@@ -66,18 +59,7 @@ export type ModelPrice = z.infer<typeof ModelPriceSchema>;
  * empty: no prices (every run's cost is null, with a note naming the model).
  */
 const ModelPrices = z.pipe(
-  z.pipe(
-    z.optional(z.string()),
-    z.transform((value, ctx) => {
-      if (value === undefined || value.trim() === "") return {};
-      try {
-        return JSON.parse(value) as unknown;
-      } catch {
-        ctx.issues.push({ code: "custom", message: "must be a JSON object", input: value });
-        return z.NEVER;
-      }
-    }),
-  ),
+  jsonEnv,
   z.record(z.string().check(z.minLength(1), z.maxLength(256)), ModelPriceSchema).check(
     z.refine((table) => new Set(Object.values(table).map((price) => price.currency)).size <= 1, {
       message: "every model's currency must be the same (cost limits and usage are sums in it)",
@@ -86,7 +68,7 @@ const ModelPrices = z.pipe(
 );
 
 /**
- * The variables of the section, each with its schema (spread into `ConfigSchema`):
+ * The quota section's variables, each with its schema:
  * - USER_RUNS_PER_MINUTE, TENANT_RUNS_PER_MINUTE (runs started in one UTC minute), TENANT_CONCURRENT_RUNS
  *   (runs in flight): admission limits, checked at the door of `POST /v1/runs` and MCP `tools/call`
  * - USER_TOKENS_PER_DAY, TENANT_TOKENS_PER_DAY (tokens in one UTC day, prompt + completion),
@@ -98,7 +80,7 @@ const ModelPrices = z.pipe(
  * - QUOTA_WAIT_SECONDS (default 86 400 s): how long a durable run waits in all for budget before it ends
  *   `quota_exceeded`; a day covers any daily window's reset
  */
-export const QUOTA_ENV = {
+export const quotaFields = {
   USER_RUNS_PER_MINUTE: optionalLimit(1_000_000),
   TENANT_RUNS_PER_MINUTE: optionalLimit(1_000_000),
   TENANT_CONCURRENT_RUNS: optionalLimit(100_000),
@@ -112,7 +94,7 @@ export const QUOTA_ENV = {
 };
 
 /** The section as parsed. */
-type RawQuotas = z.output<ReturnType<typeof z.object<typeof QUOTA_ENV>>>;
+type RawQuotas = z.output<ReturnType<typeof z.object<typeof quotaFields>>>;
 
 /**
  * The limits of one tenant and of each of its users; null means no limit. Runs per UTC minute, runs in
@@ -183,3 +165,85 @@ export function quotaProblems(raw: RawQuotas, modelName: string, runTtlSeconds: 
   }
   return problems;
 }
+
+/**
+ * The quota section: `quotas` ({@link QuotaConfig}); its rules read the model name calls are priced by
+ * (OPENAI_MODEL, or BEDROCK_MODEL_ID on Bedrock) and RUN_TTL_SECONDS.
+ */
+export const quotaSection = configSection({
+  fields: quotaFields,
+  reads: {
+    MODEL_PROVIDER: modelFields.MODEL_PROVIDER,
+    OPENAI_MODEL: modelFields.OPENAI_MODEL,
+    BEDROCK_MODEL_ID: modelFields.BEDROCK_MODEL_ID,
+    RUN_TTL_SECONDS: retentionFields.RUN_TTL_SECONDS,
+  },
+  config: (env): { quotas: QuotaConfig } => ({ quotas: quotaConfigOf(env) }),
+  problems: (env) =>
+    quotaProblems(
+      env,
+      env.MODEL_PROVIDER === "bedrock" ? env.BEDROCK_MODEL_ID : env.OPENAI_MODEL,
+      env.RUN_TTL_SECONDS,
+    ),
+});
+
+/** The prose of the quota section's variables (docs/configuration.md). */
+export const quotaDocs: SectionDocs<typeof quotaFields> = {
+  USER_RUNS_PER_MINUTE: {
+    group: "Quotas and cost",
+    unit: "runs",
+    description:
+      "Runs (and MCP tool calls) one user may start in one UTC minute; over it `POST /v1/runs` answers 429 `RATE_LIMITED` with `Retry-After` and the `RateLimit` fields, MCP a tool error (docs/quotas.md). Unset: no limit. A tenant's own limits (`PUT /v1/limits`, `npm run tenant`) replace it. Deploy setting `userRunsPerMinute`.",
+  },
+  TENANT_RUNS_PER_MINUTE: {
+    group: "Quotas and cost",
+    unit: "runs",
+    description:
+      "Runs (and MCP tool calls) all of a tenant's users may start in one UTC minute, as USER_RUNS_PER_MINUTE. Deploy setting `tenantRunsPerMinute`.",
+  },
+  TENANT_CONCURRENT_RUNS: {
+    group: "Quotas and cost",
+    unit: "runs",
+    description:
+      "Runs of a tenant in flight at once (synchronous, durable ones until they end, waits included, and MCP tool calls while they run); over it 429 `RATE_LIMITED`. Deploy setting `tenantConcurrentRuns`.",
+  },
+  USER_TOKENS_PER_DAY: {
+    group: "Quotas and cost",
+    unit: "tokens",
+    description:
+      "Tokens (prompt + completion) one user's runs may use in one UTC day. Each model call reserves its worst case (the prompt's estimate + its `max_tokens`) first and settles to the reported usage after; a call that cannot be covered is not made: a synchronous run ends `quota_exceeded`, a durable one waits (`awaiting_quota`). Deploy setting `userTokensPerDay`.",
+  },
+  TENANT_TOKENS_PER_DAY: {
+    group: "Quotas and cost",
+    unit: "tokens",
+    description:
+      "Tokens all of a tenant's runs may use in one UTC day, as USER_TOKENS_PER_DAY. Deploy setting `tenantTokensPerDay`.",
+  },
+  USER_COST_PER_DAY: {
+    group: "Quotas and cost",
+    description:
+      "Model cost one user's runs may reach in one UTC day: a decimal string in the price table's currency (`\"5.00\"`), reserved and settled with the tokens. Needs a price for the configured model in MODEL_PRICES. Deploy setting `userCostPerDay`.",
+  },
+  TENANT_COST_PER_DAY: {
+    group: "Quotas and cost",
+    description:
+      "Model cost all of a tenant's runs may reach in one UTC day, as USER_COST_PER_DAY. Deploy setting `tenantCostPerDay`.",
+  },
+  MODEL_PRICES: {
+    group: "Quotas and cost",
+    description:
+      'The price table: JSON from a model name (as sent: OPENAI_MODEL, or BEDROCK_MODEL_ID) to `{"inputPerMillion": "0.15", "outputPerMillion": "0.60", "currency": "USD"}` (decimal strings per million tokens, one currency for the table). Each model call\'s cost is exact (big.js), rounded half-up to 6 decimal places; a run\'s and a day\'s are their sums. A model without a price: `cost: null` and a `costNote`. Deploy setting `modelPrices`.',
+  },
+  MIN_COMPLETION_TOKENS: {
+    group: "Quotas and cost",
+    unit: "tokens",
+    description:
+      "Every model call sets `max_tokens` to the smallest of MODEL_MAX_TOKENS and what the run's and the quotas' budgets leave after the prompt's estimate; below this many the call is not made (`budget_exceeded` for the run's own budget, `quota_exceeded` for a quota). 256 holds a turn's tool calls or a short answer. Deploy setting `minCompletionTokens`.",
+  },
+  QUOTA_WAIT_SECONDS: {
+    group: "Quotas and cost",
+    unit: "s",
+    description:
+      "How long a durable run waits for budget, in all, before it ends `quota_exceeded`; it resumes by itself when the window resets or a tenant's limit is raised (a durable wait, no polling). A day covers any daily window. Counts into the runner's durable execution timeout. Deploy setting `quotaWaitSeconds`.",
+  },
+};

@@ -239,6 +239,7 @@ export class RunLifecycle {
       reason: outcome.reason,
       usage: outcome.usage,
       durationMs,
+      grounding: outcome.grounding,
       transcript: transcriptOf(outcome.messages, outcome.answer),
       ...(outcome.cost === undefined ? {} : { cost: outcome.cost, costNote: outcome.costNote ?? null }),
     });

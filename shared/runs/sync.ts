@@ -80,6 +80,7 @@ async function runInLifecycle(deps: SyncRunDeps, request: SyncRunRequest): Promi
       ...input,
       runScope: request.runScope,
       deadline: request.deadline,
+      grounding: deps.config.grounding.mode,
       step: life.steps(request.step ?? runInline),
       ...(request.approve ? { approve: life.approvals(request.approve) } : {}),
       ...(budget ? { budget } : {}),

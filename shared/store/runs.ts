@@ -23,11 +23,13 @@ import { setFields } from "./update.js";
  *   it from a step over the size cap
  * - `message`: one message of the transcript a finished run stores for the runs continuing it
  *   (`HistoryMessage`); stored as JSON, never read by the store
+ * - `grounding`: the grounding check of a finished run's answer (`AnswerGrounding`); stored as is
  */
 export interface RunShapes {
   status: string;
   toolResult: { data: unknown };
   message: unknown;
+  grounding?: unknown;
 }
 
 /** Token usage of a run or a cycle, as the agent counts it (`RunUsage`) and the store keeps it. */
@@ -70,6 +72,8 @@ export interface StoredCost {
  * - `history`: the earlier conversation it carried, see {@link HistorySummary}; null without one
  * - `cost`: once finished, the sum of its model calls' costs; null while running, for a run without
  *   prices (`costNote` then names the model without a price), and for records written before costs
+ * - `grounding`: the grounding check of its answer (docs/evals.md, "Grounding"); null until it finished
+ *   with an answer (and for records written before the check existed)
  * The transcript a finished run stores for its continuations is an internal attribute of the same item
  * (never returned here, never logged), see {@link RunStore.readContinuation}.
  */
@@ -94,6 +98,7 @@ export interface RunRecord<S extends RunShapes = RunShapes> {
   history: HistorySummary | null;
   cost: StoredCost | null;
   costNote: string | null;
+  grounding: S["grounding"] | null;
 }
 
 /**
@@ -199,6 +204,7 @@ export interface RunFinish<S extends RunShapes = RunShapes> {
   reason: string | null;
   usage: TokenUsage;
   durationMs: number;
+  grounding?: S["grounding"] | null;
   transcript?: ReadonlyArray<S["message"]>;
   cost?: StoredCost | null;
   costNote?: string | null;
@@ -287,6 +293,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       history: input.history ?? null,
       cost: null,
       costNote: null,
+      grounding: null,
     };
     await this.client.send(
       new PutCommand({
@@ -689,6 +696,7 @@ function toRunRecord<S extends RunShapes>(
     run: {
       previousRunId: null,
       history: null,
+      grounding: null,
       cost: null,
       costNote: null,
       ...rest,

@@ -1,6 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
-import { authErrors, problem, security } from "../contract.js";
-import { LimitsChangeBody, LimitsResponseSchema, UsageSchema } from "./quotas.js";
+import { security } from "./common.js";
+import { authErrors, problem } from "./problems.js";
+import { LimitsChangeBody, LimitsResponseSchema, QuotaUsageSchema } from "./quotas.js";
 
 /** `GET /v1/usage`: the caller's usage today, and the tenant's with billing:read (docs/quotas.md). */
 export const getUsageRoute = createRoute({
@@ -11,7 +12,7 @@ export const getUsageRoute = createRoute({
   responses: {
     200: {
       description: "The usage and the limits in force.",
-      content: { "application/json": { schema: UsageSchema } },
+      content: { "application/json": { schema: QuotaUsageSchema } },
     },
     ...authErrors,
   },

@@ -88,7 +88,7 @@ const ScopeUsageSchema = z
   .strict();
 
 /** 200 body of `GET /v1/usage` (`UsageView` in shared/quotas/usage.ts). */
-export const UsageSchema = z
+export const QuotaUsageSchema = z
   .object({
     user: ScopeUsageSchema,
     tenant: ScopeUsageSchema.extend({
@@ -98,7 +98,7 @@ export const UsageSchema = z
       .openapi({ description: "The tenant's, with `billing:read`; null without it." }),
   })
   .strict()
-  .openapi("Usage", {
+  .openapi("QuotaUsage", {
     description: "The caller's usage today and this minute, and the tenant's; limits in force.",
   });
 
