@@ -144,8 +144,11 @@ export class RunBudget implements ModelBudget {
       const version = this.state.version + 1;
       if (result.kind === "applied" || result.marker?.version === version) {
         this.lostUsage = undefined;
-        const next = { dayStartMs: today.window.startMs, version, live: true, hold, consumed: false };
-        return { kind: "granted", maxTokens, state: next };
+        // A retried step meets its own earlier write: what that write held is what the call may spend.
+        const held = result.kind === "applied" ? hold : this.heldBy(result.marker?.open ?? {}, hold);
+        const granted = Math.min(maxTokens, held.tokens - call.promptTokens);
+        const next = { dayStartMs: today.window.startMs, version, live: true, hold: held, consumed: false };
+        return { kind: "granted", maxTokens: granted, state: next };
       }
       if (!result.marker || result.marker.version !== this.state.version) {
         this.adopt(result.marker?.version ?? 0, result.marker?.open ?? {});
@@ -168,6 +171,13 @@ export class RunBudget implements ModelBudget {
     const price = this.deps.price;
     const costMicro = price ? worstCaseMicro(price, promptTokens, maxTokens) : 0;
     return { tokens: promptTokens + maxTokens, costMicro };
+  }
+
+  /** The hold a marker's open amounts record (`fallback` when it records none). */
+  private heldBy(open: Readonly<Record<string, number>>, fallback: Hold): Hold {
+    const tokens = open[this.names.tenant.tokensHeld];
+    if (tokens === undefined) return fallback;
+    return { tokens, costMicro: open[this.names.tenant.costHeld] ?? 0 };
   }
 
   /** The amounts that settle the open hold to what its call used (none without a hold). */
