@@ -108,6 +108,16 @@ export const RUNTIME_SETTINGS = [
   { context: "streamRunTimeoutMs", env: "STREAM_RUN_TIMEOUT_MS", functions: API },
   { context: "eventsPollMs", env: "EVENTS_POLL_MS", functions: API },
   { context: "answerGrounding", env: "ANSWER_GROUNDING", functions: BOTH },
+  { context: "userRunsPerMinute", env: "USER_RUNS_PER_MINUTE", functions: API },
+  { context: "tenantRunsPerMinute", env: "TENANT_RUNS_PER_MINUTE", functions: API },
+  { context: "tenantConcurrentRuns", env: "TENANT_CONCURRENT_RUNS", functions: API },
+  { context: "userTokensPerDay", env: "USER_TOKENS_PER_DAY", functions: BOTH },
+  { context: "tenantTokensPerDay", env: "TENANT_TOKENS_PER_DAY", functions: BOTH },
+  { context: "userCostPerDay", env: "USER_COST_PER_DAY", functions: BOTH },
+  { context: "tenantCostPerDay", env: "TENANT_COST_PER_DAY", functions: BOTH },
+  { context: "modelPrices", env: "MODEL_PRICES", functions: BOTH },
+  { context: "minCompletionTokens", env: "MIN_COMPLETION_TOKENS", functions: BOTH },
+  { context: "quotaWaitSeconds", env: "QUOTA_WAIT_SECONDS", functions: BOTH },
 ] as const satisfies readonly RuntimeSetting[];
 
 /** The context key of a runtime setting, see {@link RUNTIME_SETTINGS}. */

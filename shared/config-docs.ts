@@ -17,6 +17,7 @@ import { eventStreamDocs } from "./config/event-streams.js";
 import { httpIdentityDocs } from "./config/http-identity.js";
 import { modelDocs } from "./config/model-provider.js";
 import { policyDocs } from "./config/policies.js";
+import { quotaDocs } from "./config/quotas.js";
 import { retentionDocs } from "./config/retention.js";
 import { runLimitsDocs } from "./config/run-limits.js";
 import type { ConfigVariableDoc } from "./config/section.js";
@@ -43,4 +44,5 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
   ...tokenIssuerDocs,
   ...telemetryDocs,
   ...answerGroundingDocs,
+  ...quotaDocs,
 };

@@ -19,6 +19,7 @@ import { PolicyDecisions } from "./policies/decision.js";
 import { approvalRuleThresholds, defaultPolicyText } from "./policies/defaults.js";
 import { PolicySets } from "./policies/sets.js";
 import { counterTotals } from "./policies/totals.js";
+import { Quotas } from "./quotas/service.js";
 import { type FeedClock, SYSTEM_CLOCK } from "./runs/event-feed.js";
 import { type RunEvent, RunEventHub, runEventObserver } from "./runs/events.js";
 import type { RunObserver } from "./runs/lifecycle.js";
@@ -63,6 +64,8 @@ export interface SharedDeps {
   runEvents: { store: RunEventStore<RunEvent>; hub: RunEventHub };
   clock: FeedClock;
   policies: PolicyServices;
+  /** Quotas, budgets and cost (shared/quotas/service.ts); absent only where a test or bench turns them off. */
+  quotas?: Quotas;
 }
 
 /**
@@ -142,6 +145,11 @@ export interface ApiDepsOptions {
   executions?: DurableExecutions;
   /** Where MCP approvals are announced; default: EventBridge's default bus (loaded on first use). */
   approvalEvents?: ApprovalEvents;
+  /**
+   * The quotas' clock (epoch ms; windows, `Retry-After`), default Date.now; or `false` for no quotas at
+   * all (no admission, budget, usage or cost: the benchmarks' "off").
+   */
+  quotas?: { now: () => number } | false;
 }
 
 /** What both functions' model may be given: the OpenAI key's secret reader, or Bedrock's credentials and clock. */
@@ -207,7 +215,7 @@ export function createApiDeps(config: Config, options: ApiDepsOptions = {}): Api
  */
 export function createRunnerDeps(
   config: Config,
-  options: ModelOptions & Pick<ApiDepsOptions, "clock"> & { approvalEvents: ApprovalEvents },
+  options: ModelOptions & Pick<ApiDepsOptions, "clock" | "quotas"> & { approvalEvents: ApprovalEvents },
 ): RunnerDeps {
   return { ...sharedDeps(config, options), approvalEvents: options.approvalEvents };
 }
@@ -220,7 +228,10 @@ export function createRunnerDeps(
  * reads the secret) and cached; with MODEL_PROVIDER=bedrock, no secret: a Bedrock API key is made the
  * same way, before the first request.
  */
-function sharedDeps(config: Config, options: ModelOptions & Pick<ApiDepsOptions, "clock">): SharedDeps {
+function sharedDeps(
+  config: Config,
+  options: ModelOptions & Pick<ApiDepsOptions, "clock" | "quotas">,
+): SharedDeps {
   const ddb = createDocumentClient(config.table);
   const ledger = new LedgerStore(ddb, config.table.name);
   const quotes = new QuoteStore(ddb, config.table.name);
@@ -256,7 +267,14 @@ function sharedDeps(config: Config, options: ModelOptions & Pick<ApiDepsOptions,
     runEvents,
     policies,
     clock: options.clock ?? SYSTEM_CLOCK,
+    ...(options.quotas === false ? {} : { quotas: quotasOf(config, ddb, options.quotas?.now) }),
   };
+}
+
+/** The quotas over the table, pricing calls by the model the functions call. */
+function quotasOf(config: Config, ddb: DynamoDBDocumentClient, now?: () => number): Quotas {
+  const model = config.model.provider === "bedrock" ? config.model.bedrock.modelId : config.model.name;
+  return new Quotas(ddb, config.table.name, { ...config.quotas, model }, now);
 }
 
 /**

@@ -24,9 +24,11 @@ export const PROBLEM_STATUS = {
   INVALID_POLICIES: 400,
   PRECONDITION_FAILED: 412,
   PRECONDITION_REQUIRED: 428,
+  RATE_LIMITED: 429,
   INTERNAL: 500,
   MODEL_UNAVAILABLE: 502,
   STORE_UNAVAILABLE: 503,
+  QUOTA_UNAVAILABLE: 503,
 } as const;
 
 /** A stable problem code, a key of {@link PROBLEM_STATUS}. */
@@ -53,9 +55,11 @@ const TITLES: Record<ProblemCode, string> = {
   INVALID_POLICIES: "Invalid policies",
   PRECONDITION_FAILED: "Precondition failed",
   PRECONDITION_REQUIRED: "Precondition required",
+  RATE_LIMITED: "Rate limited",
   INTERNAL: "Internal error",
   MODEL_UNAVAILABLE: "Model unavailable",
   STORE_UNAVAILABLE: "Store unavailable",
+  QUOTA_UNAVAILABLE: "Quota unavailable",
 };
 
 /** Seconds a client should wait before retrying a 503 STORE_UNAVAILABLE (the `Retry-After` header). */
@@ -70,6 +74,7 @@ export const STORE_RETRY_AFTER_SECONDS = 1;
 const CODE_HEADERS: Partial<Record<ProblemCode, Record<string, string>>> = {
   UNAUTHENTICATED: { "www-authenticate": 'Bearer realm="boundloop"' },
   STORE_UNAVAILABLE: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) },
+  QUOTA_UNAVAILABLE: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) },
 };
 
 /** The body of an `application/problem+json` response. */

@@ -64,6 +64,9 @@ export const ATTR = {
   policyVersion: "boundloop.policy.version",
   policyShadowDecision: "boundloop.policy.shadow.decision",
   policyShadowIds: "boundloop.policy.shadow.ids",
+  /** A model call's or a run's cost (docs/quotas.md "Cost"): six decimal places, and its currency. */
+  costAmount: "boundloop.cost.amount",
+  costCurrency: "boundloop.cost.currency",
 } as const;
 
 /**

@@ -44,6 +44,7 @@ describe("configuration sections (shared/config/)", () => {
         "model",
         "observability",
         "prompts",
+        "quotas",
         "quotes",
         "runs",
         "stream",

@@ -718,6 +718,15 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     expect(() => synth({ modelMaxTokens: "many" })).toThrow(DeploySettingsError);
     expect(() => synth({ logLevel: "loud" })).toThrow(/logLevel \(POWERTOOLS_LOG_LEVEL\)/);
     expect(() => synth({ openaiBaseUrl: "not a url" })).toThrow(/openaiBaseUrl \(OPENAI_BASE_URL\)/);
+    // The quotas' limits and price table, by the same schemas (shared/config/quotas.ts).
+    expect(() => synth({ tenantTokensPerDay: "-1" })).toThrow(/tenantTokensPerDay \(TENANT_TOKENS_PER_DAY\)/);
+    expect(() => synth({ userCostPerDay: "1,50" })).toThrow(/userCostPerDay \(USER_COST_PER_DAY\)/);
+    expect(() => synth({ modelPrices: '{"m":{"inputPerMillion":"cheap"}}' })).toThrow(
+      /modelPrices \(MODEL_PRICES\)/,
+    );
+    expect(() => synth({ tenantCostPerDay: "5.00" })).toThrow(
+      /TENANT_COST_PER_DAY need a price for the model/,
+    );
   });
 
   it("warns at synth when runTimeoutMs is more than the API function's timeout allows", () => {

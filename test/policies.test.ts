@@ -238,8 +238,12 @@ describe("decisions in a run", () => {
     expect(await invoices(tenant)).toHaveLength(1);
     // The run's events carry the same explanation.
     const events = await stack.stack.deps.runEvents.store.read(tenant, record.runId, 0);
-    const finished = [...events.events].find((e) => e.type === "tool.call.finished" && e.name === "recordInvoice");
-    expect(finished).toMatchObject({ policy: { decision: "permit", shadow: { decision: "forbid", policyIds: ["no-invoices"] } } });
+    const finished = [...events.events].find(
+      (e) => e.type === "tool.call.finished" && e.name === "recordInvoice",
+    );
+    expect(finished).toMatchObject({
+      policy: { decision: "permit", shadow: { decision: "forbid", policyIds: ["no-invoices"] } },
+    });
     const listed = (await (await stack.api("/v1/policies/shadow-decisions", admin(tenant))).json()) as {
       items: Array<Record<string, unknown>>;
     };

@@ -11,11 +11,13 @@ import { OPENAPI_INFO, SECURITY_SCHEMES } from "./contract/common.js";
 import { healthRoute } from "./contract/health.js";
 import { healthResponse } from "./health.js";
 import { mountMcp } from "./mcp.js";
+import { quotaProblem } from "./quota-problems.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./routes/deps.js";
 import { runEventRoutes } from "./routes/events.js";
 import { invoiceRoutes } from "./routes/invoices.js";
 import { policyRoutes } from "./routes/policies.js";
+import { quotaRoutes } from "./routes/quotas.js";
 import { runRoutes } from "./routes/runs.js";
 
 export type { AppEnv, LambdaBindings } from "./routes/deps.js";
@@ -65,6 +67,7 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   app.route("/", approvalRoutes(getDeps));
   app.route("/", invoiceRoutes(getDeps));
   app.route("/", policyRoutes(getDeps));
+  app.route("/", quotaRoutes(getDeps));
   app.notFound(() => {
     throw new ProblemError("NOT_FOUND", "No such route.");
   });
@@ -156,7 +159,9 @@ function problemResponse(
   deps: ApiDeps | undefined,
   logger: Logger,
 ): Response {
-  const problem = toProblem(error instanceof HTTPException ? fromHttpException(error) : error);
+  const problem = toProblem(
+    error instanceof HTTPException ? fromHttpException(error) : (quotaProblem(error) ?? error),
+  );
   c.set("problemCode", problem.code);
   if (problem.status >= 500) {
     if (!deps && c.env?.lambdaContext) logger.addContext(c.env.lambdaContext);

@@ -15,5 +15,7 @@ export * from "./contract/invoices.js";
 export * from "./contract/mcp.js";
 export * from "./contract/policies.js";
 export * from "./contract/problems.js";
+export * from "./contract/quota-routes.js";
+export * from "./contract/quotas.js";
 export * from "./contract/run-results.js";
 export * from "./contract/runs.js";

@@ -12,6 +12,7 @@ import {
 } from "../../shared/store/idempotency.js";
 import { IDEMPOTENCY_KEY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH } from "./contract/common.js";
 import { rawHeaderValues } from "./lambda-adapter.js";
+import { quotaProblem } from "./quota-problems.js";
 
 /** The route whose requests the Idempotency-Key records are scoped by. */
 export const RUN_ROUTE = "POST /v1/runs";
@@ -210,7 +211,13 @@ async function runOwned(
   try {
     response = await execute();
   } catch (error) {
-    await keepOrRelease(store, claim, logger, toProblem(error).getResponse(), "execution threw");
+    await keepOrRelease(
+      store,
+      claim,
+      logger,
+      toProblem(quotaProblem(error) ?? error).getResponse(),
+      "execution threw",
+    );
     throw error;
   }
   await keepOrRelease(store, claim, logger, response.clone(), "response");
@@ -219,7 +226,7 @@ async function runOwned(
 
 /**
  * Completes the record with `response` (status, headers with lower-case names, body) when its status is
- * below 500, else releases it. A response that cannot be stored is logged, and released when too large.
+ * below 500 and not 429, else releases it. A response that cannot be stored is logged, and released when too large.
  */
 async function keepOrRelease(
   store: IdempotencyStore,
@@ -228,7 +235,8 @@ async function keepOrRelease(
   response: Response,
   what: string,
 ): Promise<void> {
-  if (response.status >= 500) {
+  // A 5xx, or a 429 (the run was not admitted: a retry after Retry-After must run it), is not kept.
+  if (response.status >= 500 || response.status === 429) {
     await release(store, claim, logger, `${what} status ${response.status}`);
     return;
   }

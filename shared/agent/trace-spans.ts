@@ -1,4 +1,5 @@
 import { ATTR, failSpan, inSpan, Kind, setAttributes, setContent } from "../tracing.js";
+import { amountOfMicro, type CallCost } from "./budget.js";
 import type { ToolCallRequest } from "./dispatcher.js";
 import type { ChatMessage, Model, ModelFailure, ModelReply } from "./model.js";
 import type { ToolResult } from "./result.js";
@@ -21,7 +22,8 @@ export function modelErrorCode(failure: Pick<ModelFailure, "cause">): string {
 /**
  * Runs one model call inside its `chat {model}` span (CLIENT; GenAI conventions): operation, provider,
  * requested model and server at start; finish reason and token usage (input = prompt tokens, output =
- * completion tokens) from the reply; a failure sets status error, `error.type` (see
+ * completion tokens) and, for a priced call, its cost (`boundloop.cost.amount`, `boundloop.cost.currency`)
+ * from the reply; a failure sets status error, `error.type` (see
  * {@link modelErrorCode}) and the provider's HTTP status. The request's messages and the reply go on
  * the span only with content capture on.
  */
@@ -46,9 +48,13 @@ export function chatSpan<T extends ModelReply | ModelFailure>(
     async (span) => {
       setContent(span, ATTR.inputMessages, () => messages);
       const response = await call();
+      const cost = (response as { cost?: CallCost }).cost;
       setAttributes(span, {
         [ATTR.inputTokens]: response.usage.promptTokens,
         [ATTR.outputTokens]: response.usage.completionTokens,
+        ...(cost?.micro == null
+          ? {}
+          : { [ATTR.costAmount]: amountOfMicro(cost.micro), [ATTR.costCurrency]: cost.currency }),
       });
       if (response.kind === "failure") {
         failSpan(span, modelErrorCode(response));

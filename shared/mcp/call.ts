@@ -18,6 +18,8 @@ import type { AgentRunShapes } from "../deps.js";
 import { sha256Hex } from "../hash.js";
 import type { SecurityContext } from "../identity.js";
 import { recordToolResultMetric } from "../observability.js";
+import { admitToolCall, finishBudget } from "../quotas/run-quota.js";
+import type { Quotas } from "../quotas/service.js";
 import type { ApprovalRecord, ApprovalStore } from "../store/approvals.js";
 import type { IdempotencyClaim, IdempotencyStore } from "../store/idempotency.js";
 import type { RunStore } from "../store/runs.js";
@@ -63,6 +65,7 @@ export interface McpCallDeps {
   metrics: Metrics;
   /** The policy decision service (docs/policies.md); absent: no policies. */
   decide?: ToolCallDecider | undefined;
+  quotas?: Quotas | undefined;
 }
 
 /** The pointer a record holds while its call waits for a person: the approval's run and id. */
@@ -117,8 +120,20 @@ export async function callMcpTool(
     if (prepared.kind === "failed") outcome = { result: prepared.result };
     else if (keyError) outcome = { result: notStartedResult(call, "validation_error", keyError) };
     else {
+      // Admission at the door (runs per minute, runs in flight): a refused call has run nothing.
+      const door = await admitToolCall(deps.quotas, security, callId, deadline.at);
       const context = { deps, security, prepared, deadline };
-      outcome = rawKey === undefined ? await withoutKey(context) : await withKey(context, rawKey as string);
+      if (door.kind === "refused") {
+        // Nothing is written for a call refused at the door (no audit run): only the log line and metric.
+        const refused = notStartedResult({ ...call, id: callId }, "fatal_error", door.error);
+        logResult(deps, refused, false);
+        return toMcpResult(refused, undefined, false);
+      }
+      try {
+        outcome = rawKey === undefined ? await withoutKey(context) : await withKey(context, rawKey as string);
+      } finally {
+        await finishBudget(door.budget, deps.logger);
+      }
     }
     // A replayed result is this call's answer: it carries this call's id (its audit record's run id).
     const result = { ...outcome.result, metadata: { ...outcome.result.metadata, toolCallId: callId } };

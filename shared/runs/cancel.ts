@@ -5,9 +5,10 @@ import type { SecurityContext } from "../identity.js";
 import type { RunRecord, RunStep } from "../store/runs.js";
 
 /**
- * Cancels a durable run that is `running` or `awaiting_approval` (`POST /v1/runs/{runId}/cancel`): stops
- * its execution (also one waiting in `waitForCallback` for a decision), marks the record `cancelled`, then
- * withdraws the run's pending approvals (`cancelled`: they leave `GET /v1/approvals?status=pending`, and
+ * Cancels a durable run that is `running`, `awaiting_approval` or `awaiting_quota` (`POST
+ * /v1/runs/{runId}/cancel`): stops its execution (also one waiting in `waitForCallback` for a decision or
+ * for budget), marks the record `cancelled`, then gives back what it held of the quotas and withdraws the
+ * run's pending approvals (`cancelled`: they leave `GET /v1/approvals?status=pending`, and
  * a decision on them is 409 APPROVAL_CANCELLED). The execution is stopped first, so no approved call can
  * run after the cancel. The caller has already checked visibility.
  * @returns the record and its steps as they are after the cancel
@@ -16,7 +17,7 @@ import type { RunRecord, RunStep } from "../store/runs.js";
  *   approvals a failed earlier cancel left are withdrawn first
  */
 export async function cancelRun(
-  deps: Pick<ApiDeps, "runs" | "approvals" | "executions" | "logger">,
+  deps: Pick<ApiDeps, "runs" | "approvals" | "executions" | "logger" | "quotas">,
   security: SecurityContext,
   found: { run: RunRecord<AgentRunShapes>; steps: RunStep<AgentRunShapes>[] },
 ): Promise<{ run: RunRecord<AgentRunShapes>; steps: RunStep<AgentRunShapes>[] }> {
@@ -25,7 +26,7 @@ export async function cancelRun(
     new ProblemError("RUN_NOT_RUNNING", `The run ${runId} is not running (its status is ${run.status}).`, {
       extensions: { runId, runStatus: run.status },
     });
-  if (found.run.status !== "running" && found.run.status !== "awaiting_approval") {
+  if (!["running", "awaiting_approval", "awaiting_quota"].includes(found.run.status)) {
     // A cancel whose withdrawal of the approvals failed is finished by the next one.
     if (found.run.status === "cancelled") await deps.approvals.cancelPending(security.tenantId, runId);
     throw notRunning(found.run);
@@ -37,6 +38,10 @@ export async function cancelRun(
   const after = (await deps.runs.get(security.tenantId, runId)) ?? found;
   if (after.run.status !== "cancelled") throw notRunning(after.run);
   const withdrawn = await deps.approvals.cancelPending(security.tenantId, runId);
+  // What the stopped run held (its slot in flight, a model call's hold) goes back to the quotas.
+  await deps.quotas
+    ?.releaseRun(security.tenantId, runId, [Date.parse(found.run.startedAt), Date.now()])
+    .catch((error: unknown) => deps.logger.warn("quota not released", { runId, error: error as Error }));
   deps.logger.info("durable run cancelled", { runId, approvalsCancelled: withdrawn.length });
   return after;
 }

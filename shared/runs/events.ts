@@ -1,6 +1,7 @@
 import type { ApprovalDecision, ApprovalRequest } from "../agent/approval.js";
+import { type Cost, costView } from "../agent/budget.js";
 import type { AnswerGrounding } from "../agent/grounding.js";
-import type { ModelStepResult } from "../agent/model-step.js";
+import type { ModelCallResult, ModelStepResult } from "../agent/model-step.js";
 import type { PolicyAudit, ToolStatus } from "../agent/result.js";
 import type { ApprovalPreview } from "../agent/tool.js";
 import { turnCallsOf } from "../agent/turn-resolution.js";
@@ -12,7 +13,8 @@ import type { RunObserver, RunSubject } from "./lifecycle.js";
  * What happened in a run, one typed event each (the `type` names the kind; docs/run-events.md):
  * - `run.started`: the run's effective limits (ms for time) and the run it continues (null for none)
  * - `model.call.finished`: one model call of `cycle`: the provider's finish reason (null when the call
- *   failed), its tokens and wall time (ms); `summary` for the tool-less summary call at the cycle limit
+ *   failed), its tokens and wall time (ms), its `cost` (null without a price for its model; absent
+ *   without quotas); `summary` for the tool-less summary call at the cycle limit
  * - `tool.call.started`: a call the model asked for, by the id the run uses for it (the audit step's),
  *   with its arguments as the model sent them (parsed JSON; the raw text when they were not JSON)
  * - `tool.call.finished`: its category, error code (null on success), wall time (ms) and idempotency
@@ -24,7 +26,8 @@ import type { RunObserver, RunSubject } from "./lifecycle.js";
  *   `reasked`: then the second answer's, with the first's in `firstUngrounded`; `refused`); just before
  *   `run.finished`, only when there are some
  * - `run.finished`: the run's final status (a loop status, or `failed` / `cancelled` / `handed_over`),
- *   answer, reason, cycles, tokens and wall time (ms); always the last event of a run
+ *   answer, reason, cycles, tokens and wall time (ms), and its `cost` (with `costNote` when null);
+ *   always the last event of a run
  * Content follows GET /v1/runs/{runId}'s: the run's own prompt is never in it, nor any secret or internal
  * error text.
  */
@@ -41,6 +44,7 @@ export type RunEventBody =
       usage: RunUsage;
       latencyMs: number;
       summary?: true;
+      cost?: Cost | null;
     }
   | { type: "tool.call.started"; cycle: number; toolCallId: string; name: string; arguments: unknown }
   | {
@@ -80,6 +84,8 @@ export type RunEventBody =
       cycles: number | null;
       usage: RunUsage;
       durationMs: number | null;
+      cost?: Cost | null;
+      costNote?: string | null;
     };
 
 /** The names of the event types, in the order a run emits them. */
@@ -148,7 +154,7 @@ export class RunEventLog {
   private written = 0;
   private buffer: RunEvent[] = [];
   private readonly startedCalls = new Set<string>();
-  private lastReply: { cycle: number; result: Exclude<ModelStepResult, { kind: "expired" }> } | undefined;
+  private lastReply: { cycle: number; result: ModelCallResult } | undefined;
   private readonly now: () => number;
 
   /**
@@ -221,9 +227,9 @@ export class RunEventLog {
 
   /** After a step: a model step is `model.call.finished` (unless the deadline had passed before it). */
   stepFinished(name: string, result: unknown): void {
-    const model = /^(?:cycle-(\d+)|summary):model$/.exec(name);
+    const model = /^(?:cycle-(\d+)|summary):model(?:#\d+)?$/.exec(name);
     const modelResult = result as ModelStepResult;
-    if (!model || modelResult.kind === "expired") return;
+    if (!model || (modelResult.kind !== "reply" && modelResult.kind !== "failure")) return;
     // The summary call comes after the last cycle and is numbered as the audit numbers it.
     const cycle = model[1] === undefined ? (this.lastReply?.cycle ?? 0) + 1 : Number(model[1]);
     this.lastReply = { cycle, result: modelResult };
@@ -234,6 +240,7 @@ export class RunEventLog {
       usage: modelResult.usage,
       latencyMs: modelResult.latencyMs,
       ...(model[1] === undefined ? { summary: true as const } : {}),
+      ...(modelResult.cost ? { cost: costView(modelResult.cost) } : {}),
     });
   }
 
@@ -360,6 +367,7 @@ export function runEventObserver(ports: RunEventPorts & { ttlSeconds: number }):
         cycles: outcome.cycles,
         usage: outcome.usage,
         durationMs,
+        ...(outcome.cost === undefined ? {} : { cost: outcome.cost, costNote: outcome.costNote ?? null }),
       });
     },
     failed: (run, reason) =>

@@ -2,6 +2,7 @@ import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import type { ApprovalDecision, ApprovalPause, ApprovalRequest } from "../agent/approval.js";
+import { costView } from "../agent/budget.js";
 import { transcriptOf } from "../agent/history.js";
 import type { RunLimits } from "../agent/limits.js";
 import type { CycleRecord, RunOutcome, RunUsage, StepRunner } from "../agent/loop.js";
@@ -196,7 +197,13 @@ export class RunLifecycle {
     if (skip?.()) return;
     const usageSoFar = { ...this.usageSoFar };
     try {
-      await runs.appendStep(this.subject.tenantId, this.subject.runId, record, usageSoFar);
+      const stepCost = record.cost ? { stepCost: costView(record.cost) } : {};
+      await runs.appendStep(
+        this.subject.tenantId,
+        this.subject.runId,
+        { ...record, ...stepCost },
+        usageSoFar,
+      );
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
         await this.tell("cycleReplayed", (observer) => observer.cycleReplayed?.(this.subject, record));
@@ -234,6 +241,7 @@ export class RunLifecycle {
       durationMs,
       grounding: outcome.grounding,
       transcript: transcriptOf(outcome.messages, outcome.answer),
+      ...(outcome.cost === undefined ? {} : { cost: outcome.cost, costNote: outcome.costNote ?? null }),
     });
     if (!written) return false;
     recordRunMetrics(metrics, { ...outcome, durationMs });

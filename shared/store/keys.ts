@@ -18,6 +18,8 @@ import { sha256Hex } from "../hash.js";
  * | TENANT#<tenantId> | POLICYSET#V#<version, 8 digits> | one version of the tenant's policy set, kept (who, when) |
  * | TENANT#<tenantId> | POLICYSHADOW#<decidedAt>#<runId>#<toolCallId> | a decision the shadow set would have made otherwise, with `ttl` |
  * | TENANT#<tenantId> | COUNTER#<name>#<window id> | running totals and in-flight reservations of one counter family in one UTC window (counters.ts), with `ttl` |
+ * | TENANT#<tenantId> | LIMITS | the tenant's own quota limits, replacing the deploy's (quota-limits.ts) |
+ * | TENANT#<tenantId> | QUOTAWAIT#<runId> | a durable run waiting for budget: the callback that wakes it (quota-waits.ts), with `ttl` |
  *
  * The listing index (`LIST_INDEX` in table.ts, a sparse global secondary index) holds only the items
  * with its two attributes, set by `listKey` in the same write as the state they list:
@@ -92,4 +94,10 @@ export const keys = {
    * totals, …; no `#`) in one UTC window (`d20260102`, `h2026010213`, `m202601021305`).
    */
   counter: (name: string, windowId: string) => `COUNTER#${name}#${windowId}`,
+  /** Sort key of a tenant's own quota limits (one item per tenant). */
+  quotaLimits: "LIMITS",
+  /** Sort key of a durable run's wait for budget (runIds contain no `#`). */
+  quotaWait: (runId: string) => `QUOTAWAIT#${runId}`,
+  /** Sort-key prefix of a tenant's runs waiting for budget. */
+  quotaWaitPrefix: "QUOTAWAIT#",
 } as const;

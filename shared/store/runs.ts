@@ -43,14 +43,22 @@ export interface TokenUsage {
  * Where a run is: `running` from the first write until the outcome is stored; then the loop's terminal
  * status; `failed` when the server itself failed mid-run (an unexpected error, not a model or tool
  * failure); `cancelled` when a durable run was stopped (`POST /v1/runs/{runId}/cancel`);
- * `awaiting_approval` while a durable run waits for a person's decision (docs/approvals.md).
+ * `awaiting_approval` while a durable run waits for a person's decision (docs/approvals.md);
+ * `awaiting_quota` while a durable run waits for budget (docs/quotas.md).
  */
 export type RunRecordStatus<S extends RunShapes = RunShapes> =
   | "running"
   | "awaiting_approval"
+  | "awaiting_quota"
   | "failed"
   | "cancelled"
   | S["status"];
+
+/** A cost as stored and shown: `amount` with six decimal places, `currency` ISO 4217 (docs/quotas.md). */
+export interface StoredCost {
+  amount: string;
+  currency: string;
+}
 
 /**
  * The stored run (one item, sort key `RUN#<runId>`), written at start and updated as cycles complete
@@ -62,6 +70,8 @@ export type RunRecordStatus<S extends RunShapes = RunShapes> =
  * - `expiresAt`: when DynamoDB TTL may delete the record (ISO 8601; the item's `ttl` in epoch seconds)
  * - `previousRunId`: the run this one continues, null for a new conversation
  * - `history`: the earlier conversation it carried, see {@link HistorySummary}; null without one
+ * - `cost`: once finished, the sum of its model calls' costs; null while running, for a run without
+ *   prices (`costNote` then names the model without a price), and for records written before costs
  * - `grounding`: the grounding check of its answer (docs/evals.md, "Grounding"); null until it finished
  *   with an answer (and for records written before the check existed)
  * The transcript a finished run stores for its continuations is an internal attribute of the same item
@@ -86,6 +96,8 @@ export interface RunRecord<S extends RunShapes = RunShapes> {
   expiresAt: string;
   previousRunId: string | null;
   history: HistorySummary | null;
+  cost: StoredCost | null;
+  costNote: string | null;
   grounding: S["grounding"] | null;
 }
 
@@ -161,6 +173,8 @@ export interface RunStep<S extends RunShapes = RunShapes> {
   modelLatencyMs: number;
   usage: TokenUsage;
   toolCalls: RunStepToolCall<S>[];
+  /** The model call's cost, when it was priced (null: no price for its model); absent before costs. */
+  cost?: StoredCost | null;
 }
 
 /**
@@ -175,6 +189,8 @@ export interface CycleInput<S extends RunShapes = RunShapes> {
   modelLatencyMs: number;
   usage: TokenUsage;
   toolCalls: ReadonlyArray<{ id: string; name: string; arguments: string; result: S["toolResult"] }>;
+  /** The model call's cost as the step stores it (`cost`), when it was costed. */
+  stepCost?: StoredCost | null;
 }
 
 /**
@@ -190,6 +206,8 @@ export interface RunFinish<S extends RunShapes = RunShapes> {
   durationMs: number;
   grounding?: S["grounding"] | null;
   transcript?: ReadonlyArray<S["message"]>;
+  cost?: StoredCost | null;
+  costNote?: string | null;
 }
 
 /**
@@ -273,6 +291,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
       expiresAt: new Date(expiresAtSeconds * 1000).toISOString(),
       previousRunId: input.previousRunId ?? null,
       history: input.history ?? null,
+      cost: null,
+      costNote: null,
       grounding: null,
     };
     await this.client.send(
@@ -402,7 +422,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       tenantId,
       runId,
       { status: "cancelled", reason, finishedAt: now.toISOString(), updatedAt: now.toISOString() },
-      ["running", "awaiting_approval"],
+      ["running", "awaiting_approval", "awaiting_quota"],
     );
   }
 
@@ -419,6 +439,24 @@ export class RunStore<S extends RunShapes = RunShapes> {
     now: Date = new Date(),
   ): Promise<boolean> {
     return this.updateIfRunning(tenantId, runId, { limits, updatedAt: now.toISOString() });
+  }
+
+  /**
+   * Moves a durable run between `running` and `awaiting_quota` (it waits for budget, or goes on after it;
+   * docs/quotas.md), only from the other of the two, so a finished or cancelled run stays so.
+   * @returns false when the record was not in the other status
+   * @throws the SDK's error for anything but the failed condition
+   */
+  async setAwaitingQuota(
+    tenantId: string,
+    runId: string,
+    waiting: boolean,
+    now: Date = new Date(),
+  ): Promise<boolean> {
+    const [from, to] = waiting ? ["running", "awaiting_quota"] : ["awaiting_quota", "running"];
+    return this.updateIfRunning(tenantId, runId, { status: to, updatedAt: now.toISOString() }, [
+      from as string,
+    ]);
   }
 
   /**
@@ -616,6 +654,7 @@ function toStep<S extends RunShapes>(record: CycleInput<S>, now: Date): RunStep<
     finishReason: record.finishReason,
     modelLatencyMs: record.modelLatencyMs,
     usage: record.usage,
+    ...(record.stepCost === undefined ? {} : { cost: record.stepCost }),
     toolCalls: record.toolCalls.map((call) => ({
       id: call.id,
       name: call.name,
@@ -654,7 +693,14 @@ function toRunRecord<S extends RunShapes>(
     ...rest
   } = attributes;
   return {
-    run: { previousRunId: null, history: null, grounding: null, ...rest } as unknown as RunRecord<S>,
+    run: {
+      previousRunId: null,
+      history: null,
+      grounding: null,
+      cost: null,
+      costNote: null,
+      ...rest,
+    } as unknown as RunRecord<S>,
     transcript,
     transcriptDroppedMessages,
     conversationId,

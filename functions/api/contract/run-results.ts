@@ -8,6 +8,7 @@ import { z } from "@hono/zod-openapi";
 import type { ToolResult } from "../../../shared/agent/result.js";
 import type { RunStatus } from "../../../shared/agent/types.js";
 import { type Same, sameShape } from "./common.js";
+import { QuotaRefusalSchema } from "./quotas.js";
 
 /**
  * Every run status the API can report. Statuses beyond the loop's current {@link RunStatus} union are
@@ -26,6 +27,7 @@ export const RUN_STATUSES = [
   "model_error",
   "context_length_exceeded",
   "answer_ungrounded",
+  "quota_exceeded",
 ] as const;
 type MissingRunStatus = Exclude<RunStatus, (typeof RUN_STATUSES)[number]>;
 const everyRunStatusListed: [MissingRunStatus] extends [never] ? true : MissingRunStatus = true;
@@ -239,6 +241,7 @@ export const RunDetailsSchema = z
       .optional()
       .openapi({ description: "max_cycles_exceeded: whether a tool-less summary call produced `answer`." }),
     contextLength: ContextLengthSchema.optional(),
+    quota: QuotaRefusalSchema.optional(),
   })
   .strict()
   .openapi("RunDetails", {

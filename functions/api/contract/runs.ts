@@ -18,6 +18,7 @@ import {
   security,
 } from "./common.js";
 import { authErrors, payloadTooLarge, problem } from "./problems.js";
+import { CostSchema, RateLimitHeaders, RunCostFields } from "./quotas.js";
 import {
   GroundingSchema,
   HistorySummarySchema,
@@ -82,6 +83,8 @@ export const RunResponseSchema = z
     grounding: GroundingSchema,
     previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
     history: HistorySummarySchema,
+    cost: RunCostFields.cost.optional(),
+    costNote: RunCostFields.costNote.optional(),
   })
   .strict()
   .openapi("RunResponse", { description: "The run's terminal outcome (every terminal status is a 200)." });
@@ -111,6 +114,9 @@ export const RunStepSchema = z
         })
         .strict(),
     ),
+    cost: CostSchema.nullable()
+      .optional()
+      .openapi({ description: "The model call's cost; null when its model has no price." }),
   })
   .strict()
   .openapi("RunStep", { description: "The audit record of one cycle." });
@@ -121,7 +127,10 @@ export const RunRecordSchema = z
     runId: z.string(),
     tenantId: z.string(),
     userId: z.string(),
-    status: z.union([z.enum(["running", "awaiting_approval", "failed", "cancelled"]), RunStatusSchema]),
+    status: z.union([
+      z.enum(["running", "awaiting_approval", "awaiting_quota", "failed", "cancelled"]),
+      RunStatusSchema,
+    ]),
     prompt: z.object({ chars: z.number().int(), sha256: z.string() }).strict(),
     limits: z.object({ maxCycles: z.number().int(), timeoutMs: z.number().int() }).strict(),
     startedAt: z.string(),
@@ -137,6 +146,7 @@ export const RunRecordSchema = z
     previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
     history: HistorySummarySchema,
     grounding: GroundingSchema,
+    ...RunCostFields,
     steps: z.array(RunStepSchema),
     pendingApprovals: z.array(PendingApprovalSchema).optional().openapi({
       description: "The run's approvals still waiting for a decision (GET, and a paused run's 202).",
@@ -247,10 +257,18 @@ export const createRunRoute = createRoute({
     422: problem(
       "IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used with a different body. CONTEXT_LENGTH_EXCEEDED: the model's context window could not hold the request; `history` and `contextLength` give the sizes, `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run. HANDOVER_TOO_LARGE: the run paused for approval but its state (`inputBytes`) is over a durable execution's input limit (`limitBytes`); the run (`runId`) ended `failed`.",
     ),
+    429: problem(
+      "RATE_LIMITED: a limit on runs started per minute (the user's or the tenant's) or on the tenant's runs in flight is reached; nothing was started or written (docs/quotas.md). `policy` names it; `Retry-After` says when one more is admitted.",
+      RateLimitHeaders,
+    ),
     502: problem(
       "MODEL_UNAVAILABLE: the model provider kept failing after retries; `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run.",
     ),
     ...authErrors,
+    503: problem(
+      "STORE_UNAVAILABLE: DynamoDB could not be reached or is throttling. QUOTA_UNAVAILABLE: the quota could not be checked, so nothing was started (fail closed). Retry after `Retry-After` seconds.",
+      RESPONSE_HEADERS.retryAfter,
+    ),
   },
 });
 
