@@ -43,6 +43,7 @@ describe("configuration sections (shared/config/)", () => {
         "limits",
         "model",
         "observability",
+        "policies",
         "prompts",
         "quotas",
         "quotes",

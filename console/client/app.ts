@@ -220,6 +220,7 @@ interface RunRecord {
   cycles: number | null;
   cyclesRecorded: number;
   usage: { totalTokens: number };
+  cost?: { amount: string; currency: string } | null;
   startedAt: string;
   durationMs: number | null;
   answer: string | null;
@@ -313,6 +314,18 @@ async function runsView(): Promise<void> {
   });
 }
 
+/** A policy decision's explanation (docs/policies.md): the decision, its policies, the shadow set's. */
+function policyText(
+  policy:
+    | { decision: string; policyIds?: string[]; shadow?: { decision: string; policyIds?: string[] } }
+    | undefined,
+): string {
+  if (!policy) return "";
+  const ids = (list: string[] | undefined) => (list && list.length > 0 ? ` by ${list.join(", ")}` : "");
+  const shadow = policy.shadow ? `; shadow: ${policy.shadow.decision}${ids(policy.shadow.policyIds)}` : "";
+  return ` — policy: ${policy.decision}${ids(policy.policyIds)}${shadow}`;
+}
+
 /** One timeline row's text for an event. */
 function eventText(event: RunEvent): Child[] {
   // biome-ignore lint/suspicious/noExplicitAny: event fields per type, docs/run-events.md
@@ -322,13 +335,13 @@ function eventText(event: RunEvent): Child[] {
       return [`Run started: at most ${e.limits?.maxCycles} cycles, ${seconds(e.limits?.timeoutMs)}`];
     case "model.call.finished":
       return [
-        `Model call, cycle ${e.cycle}: ${e.finishReason ?? "no finish reason"}, ${e.usage?.totalTokens ?? 0} tokens, ${e.latencyMs} ms`,
+        `Model call, cycle ${e.cycle}: ${e.finishReason ?? "no finish reason"}, ${e.usage?.totalTokens ?? 0} tokens${e.cost ? `, ${e.cost.amount} ${e.cost.currency}` : ""}, ${e.latencyMs} ms`,
       ];
     case "tool.call.started":
       return [`Tool call ${e.name} (cycle ${e.cycle}) with `, h("code", {}, JSON.stringify(e.arguments))];
     case "tool.call.finished":
       return [
-        `Tool result ${e.name}: ${e.status}${e.errorCode ? ` ${e.errorCode}` : ""} (${e.latencyMs} ms)`,
+        `Tool result ${e.name}: ${e.status}${e.errorCode ? ` ${e.errorCode}` : ""} (${e.latencyMs} ms)${policyText(e.policy)}`,
       ];
     case "approval.requested":
       return [
@@ -371,6 +384,7 @@ function runFacts(run: RunRecord | undefined): HTMLElement[] {
     ...fact("Status", run?.status ?? "…"),
     ...fact("Cycles", run ? String(run.cycles ?? run.cyclesRecorded) : "…"),
     ...fact("Tokens", run ? String(run.usage.totalTokens) : "…"),
+    ...fact("Cost", run ? (run.cost ? `${run.cost.amount} ${run.cost.currency}` : "unknown") : "…"),
     ...fact("Started", run ? time(run.startedAt) : "…"),
     ...fact("Duration", run ? seconds(run.durationMs) : "…"),
     ...fact("Started by", run?.userId ?? "…"),

@@ -69,7 +69,7 @@ const PutPoliciesHeaders = z.object({
     .max(256)
     .optional()
     .openapi({
-      param: { name: "If-Match", in: "header" },
+      param: { name: "if-match", in: "header" },
       description: "The ETag of the set you edited (from GET). Stale: 412, nothing stored.",
     }),
   "if-none-match": z
@@ -77,7 +77,7 @@ const PutPoliciesHeaders = z.object({
     .max(256)
     .optional()
     .openapi({
-      param: { name: "If-None-Match", in: "header" },
+      param: { name: "if-none-match", in: "header" },
       description: "`*` for the tenant's first set (it has none of its own yet).",
     }),
 });
