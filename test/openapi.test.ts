@@ -64,6 +64,12 @@ describe("GET /openapi.json", () => {
         "GET /mcp",
         "GET /.well-known/oauth-protected-resource",
         "GET /.well-known/oauth-protected-resource/mcp",
+        "GET /v1/policies",
+        "PUT /v1/policies",
+        "POST /v1/policies/check",
+        "GET /v1/policies/versions",
+        "GET /v1/policies/shadow-decisions",
+        "GET /v1/policies/schema",
       ].sort(),
     );
     const post = document.paths["/v1/runs"]?.post;
