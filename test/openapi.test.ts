@@ -60,6 +60,8 @@ describe("GET /openapi.json", () => {
         "GET /v1/approvals",
         "GET /v1/invoices",
         "GET /v1/invoices/{invoiceId}",
+        "GET /v1/usage",
+        "PUT /v1/limits",
         "POST /mcp",
         "GET /mcp",
         "GET /.well-known/oauth-protected-resource",
