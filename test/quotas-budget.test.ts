@@ -46,6 +46,9 @@ describe("twenty concurrent runs of one tenant under a token budget", () => {
     stack = await startTestStack({
       TENANT_TOKENS_PER_DAY: "30000",
       MODEL_MAX_TOKENS: "512",
+      // Twenty runs' writes at once to one DynamoDB Local on a loaded machine: a 3 s socket timeout
+      // (the default) would fail a write closed (503) before the store answered.
+      DYNAMODB_REQUEST_TIMEOUT_MS: "20000",
       POWERTOOLS_LOG_LEVEL: "SILENT",
     });
   });
