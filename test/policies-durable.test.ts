@@ -93,7 +93,7 @@ describe("approval by policy", () => {
     // The same decision again: the stored one, and still one invoice.
     expect((await decide(stack, target, "approve")).statusCode).toBe(200);
     expect(await invoices(tenantId)).toHaveLength(1);
-  });
+  }, 90_000); // a durable pause, a decision and the resumed run: ~20 s on a loaded machine
 
   it("forbid beats approval: a call both match is refused, never paused", async () => {
     const tenantId = "tenant_polapr_cap";
