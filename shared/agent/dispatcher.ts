@@ -6,6 +6,7 @@ import { DeadlineExceededError, raceAbort } from "./deadline.js";
 import { toolIdempotencyKey } from "./idempotency-key.js";
 import type { ToolError, ToolResult, ToolStatus } from "./result.js";
 import { strictSchemaOf, ToolBusinessError, type ToolDefinition, ToolDefinitionError } from "./tool.js";
+import { describeIssue, toolArgumentsText } from "./tool-arguments.js";
 import { toolSpan } from "./trace-spans.js";
 
 /**
@@ -227,7 +228,7 @@ export interface PreparedToolCall {
 
 /**
  * The checks of a tool call that need no clock and no I/O, in this order: unknown tool → permission →
- * malformed arguments → JSON.parse → strip nulls of optional fields → zod safeParse. Returns the failed
+ * malformed arguments → JSON.parse (blank text as `{}`) → strip nulls of optional fields → zod safeParse. Returns the failed
  * {@link ToolResult} (UNKNOWN_TOOL, PERMISSION_DENIED, MALFORMED_ARGUMENTS, INVALID_JSON,
  * INVALID_ARGUMENTS with details.issues), or the call ready for {@link runPreparedCall}. Never throws.
  */
@@ -270,7 +271,7 @@ export function prepareToolCall(
   }
   let raw: unknown;
   try {
-    raw = JSON.parse(call.arguments);
+    raw = JSON.parse(toolArgumentsText(call.arguments));
   } catch (error) {
     return failed("validation_error", {
       code: "INVALID_JSON",
@@ -285,12 +286,7 @@ export function prepareToolCall(
     const issues = zodIssues(parsed.error, input);
     return failed("validation_error", {
       code: "INVALID_ARGUMENTS",
-      message: `Invalid arguments for ${tool.name}: ${issues
-        .map(
-          (i) =>
-            `${String(i.path)}: ${String(i.message)} (expected ${String(i.expected)}, received ${String(i.received)})`,
-        )
-        .join("; ")}`,
+      message: `Invalid arguments for ${tool.name}: ${issues.map((i) => describeIssue(i)).join("; ")}`,
       details: { issues },
       retryable: true,
     });
