@@ -66,6 +66,8 @@ const USAGE = `usage: npm start -- ["<prompt>"] [options]
                        pauses, a second local user approves it
   --bedrock            call the model as a Bedrock deploy does (MODEL_PROVIDER=bedrock): short-term keys
                        made from AWS credentials, checked by the local Bedrock stand-in
+  --trace              trace the runs in process (OpenTelemetry GenAI spans, docs/tracing.md) and print
+                       their span tree at the end; TRACE_CONTENT=true adds the content attributes
   -h, --help           this text
 
 Settings come from the environment (docs/configuration.md), e.g. RUN_TIMEOUT_MS=300000 for a slow model.`;
