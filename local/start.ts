@@ -189,7 +189,9 @@ async function runDurable(
   const { continueRunId, mode } = options;
   const { createLocalDurableApi, eventForRoute } = await import("./durable-runner.js");
   const api = createLocalDurableApi(loadConfig(process.env));
-  const watcher = options.watch ? await (await import("./watch.js")).startWatcher(event) : undefined;
+  const watcher = options.watch
+    ? await (await import("./watch.js")).startWatcher(event, api.executions)
+    : undefined;
   try {
     const invoke = async (request: APIGatewayProxyEventV2) =>
       (await api.handler(request as unknown as ApiEvent, createLambdaContext(lambdaTimeoutMs))) as Exclude<
@@ -198,13 +200,20 @@ async function runDurable(
       >;
     let previousRunId = continueRunId;
     for (const next of prompts) {
-      const started = await invoke({
+      const request = {
         ...event,
         ...(mode === "async" ? { headers: { ...event.headers, prefer: "respond-async" } } : {}),
         body: JSON.stringify({ prompt: next, ...(previousRunId ? { previousRunId } : {}) }),
-      });
-      const headers = (started.headers ?? {}) as Record<string, string>;
+      };
+      // --approval --watch streams the request itself, so the events up to the pause print as they happen.
+      const streamed = mode === "approval" && watcher ? await watcher.send(request) : undefined;
+      const started = streamed ?? (await invoke(request));
       const run = JSON.parse(started.body ?? "{}") as Record<string, unknown>;
+      const headers = {
+        location: `/v1/runs/${String(run.runId)}`,
+        "retry-after": "1",
+        ...((started as { headers?: Record<string, string> }).headers ?? {}),
+      };
       if (mode === "approval" && started.statusCode === 200) {
         // No call of this run needed approval: it completed within the request.
         printOutcome(run);
@@ -215,12 +224,17 @@ async function runDurable(
         console.log(`HTTP ${started.statusCode}\n${JSON.stringify(run, null, 2)}`);
         return 1;
       }
+      // A streamed hand-over may answer before the runner recorded the pause: read the run until it has.
+      const paused =
+        run.status === "running" && mode === "approval"
+          ? await pollUntilPaused(invoke, eventForRoute(event, "GET", headers.location))
+          : run;
       console.log(
-        `\nHTTP 202 Accepted: run ${String(run.runId)} is ${String(run.status)}; Location: ${headers.location}, Retry-After: ${headers["retry-after"]} s`,
+        `\nHTTP 202 Accepted: run ${String(run.runId)} is ${String(paused.status)}; Location: ${headers.location}, Retry-After: ${headers["retry-after"]} s`,
       );
-      if (mode === "approval" && !(await approveAsSecondUser(event, run, invoke))) return 1;
+      if (mode === "approval" && !(await approveAsSecondUser(event, paused, invoke))) return 1;
       // Its events to the end instead of polls; the one poll below then reads the outcome.
-      if (watcher) await watcher.follow(event, String(run.runId));
+      if (watcher) await watcher.follow(event, String(run.runId), streamed?.lastEventId);
       const poll = eventForRoute(event, "GET", String(headers.location));
       const progress = pollProgress();
       for (;;) {
@@ -253,6 +267,18 @@ async function runDurable(
     return 0;
   } finally {
     await api.stop();
+  }
+}
+
+/** `GET /v1/runs/{runId}` (`poll`) every 200 ms until the run is no longer `running`, at most 30 s; its body. */
+async function pollUntilPaused(
+  invoke: (request: APIGatewayProxyEventV2) => Promise<Exclude<APIGatewayProxyResultV2, string>>,
+  poll: APIGatewayProxyEventV2,
+): Promise<Record<string, unknown>> {
+  for (let tries = 0; ; tries++) {
+    const body = JSON.parse((await invoke(poll)).body ?? "{}") as Record<string, unknown>;
+    if (body.status !== "running" || tries >= 150) return body;
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
