@@ -133,9 +133,11 @@ describe("bad input is a problem response and writes nothing", () => {
     expect(stack.model.requests.length).toBe(0);
   });
 
-  it("an unknown route or method is 404 NOT_FOUND", async () => {
+  it("an unknown route is 404 NOT_FOUND; a known path with another method is 405 METHOD_NOT_ALLOWED", async () => {
     problem(await call("http-api-v2", { method: "GET", path: "/v2/nothing" }), "NOT_FOUND");
-    problem(await call("http-api-v2", { method: "DELETE", path: "/v1/runs" }), "NOT_FOUND");
+    const deleted = await call("http-api-v2", { method: "DELETE", path: "/v1/runs" });
+    problem(deleted, "METHOD_NOT_ALLOWED");
+    expect(header(deleted, "allow")).toBe("GET, POST");
     problem(await call("rest-v1", { method: "GET", path: "/v1/runs/run_1/nothing" }), "NOT_FOUND");
   });
 });
@@ -220,6 +222,7 @@ describe("the error → HTTP mapping (shared/errors.ts)", () => {
       UNAUTHENTICATED: 401,
       FORBIDDEN: 403,
       NOT_FOUND: 404,
+      METHOD_NOT_ALLOWED: 405,
       IDEMPOTENCY_KEY_IN_USE: 409,
       RUN_NOT_RUNNING: 409,
       PREVIOUS_RUN_IN_PROGRESS: 409,

@@ -10,6 +10,7 @@ import { createLogger, flushMetrics, recordProblemMetric } from "../../shared/ob
 import { healthRoute, OPENAPI_INFO, SECURITY_SCHEMES } from "./contract.js";
 import { healthResponse } from "./health.js";
 import { mountMcp } from "./mcp.js";
+import { servedMethods, unmatchedRequest, withMethodNotAllowed } from "./method-not-allowed.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./routes/deps.js";
 import { runEventRoutes } from "./routes/events.js";
@@ -55,15 +56,20 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) {
     app.openAPIRegistry.registerComponent("securitySchemes", name, scheme);
   }
-  app.doc31("/openapi.json", OPENAPI_INFO);
+  // The document, with the 405 every path answers for a method it does not serve (./method-not-allowed.ts).
+  app.get("/openapi.json", (c) => c.json(withMethodNotAllowed(app.getOpenAPI31Document(OPENAPI_INFO))));
   mountMcp(app, getDeps, deps.config);
   app.use("/v1/*", observeRequest(getDeps), verifyCaller(getDeps), limitBody(getDeps));
   app.route("/", runRoutes(getDeps));
   app.route("/", runEventRoutes(getDeps));
   app.route("/", approvalRoutes(getDeps));
   app.route("/", invoiceRoutes(getDeps));
-  app.notFound(() => {
-    throw new ProblemError("NOT_FOUND", "No such route.");
+  let served: ReturnType<typeof servedMethods> | undefined;
+  app.notFound((c) => {
+    served ??= servedMethods(app.getOpenAPI31Document(OPENAPI_INFO), [
+      { method: "GET", path: "/openapi.json" },
+    ]);
+    throw unmatchedRequest(c.req.method, c.req.path, served);
   });
   app.onError((error, c) => problemResponse(c, error, resolved, failureLogger()));
   return app;
