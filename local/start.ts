@@ -50,9 +50,11 @@ import { LedgerStore } from "../shared/store/ledger.js";
 import { localFunctionTimeout } from "./function-timeout.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { startLocalStack } from "./local-stack.js";
+import { ModelEndpointError } from "./model-check.js";
 import { pollProgress } from "./poll-progress.js";
 import { formatLedger, formatOutcome } from "./run-report.js";
 import { startTraceTree } from "./trace-tree.js";
+import { warmHandlerModules } from "./warm.js";
 
 const USAGE = `usage: npm start -- ["<prompt>"] [options]
 
@@ -127,7 +129,9 @@ async function main(): Promise<number> {
   const seedBody = JSON.parse(event.body ?? "{}") as { prompt: string };
   const prompts = [prompt || seedBody.prompt, ...(values.then ?? [])];
 
-  const stack = await startLocalStack();
+  const warm = warmHandlerModules();
+  const stack = await startLocalStack(process.env, undefined, { writeClassData: true, requireModel: true });
+  await warm;
   const traces = values.trace ? startTraceTree(process.env.TRACE_CONTENT === "true") : undefined;
   try {
     Object.assign(process.env, stack.env);
@@ -359,9 +363,10 @@ main().then(
       console.error(`start: ${error.message}\n\n${USAGE}`);
       process.exit(2);
     }
-    // A bad configuration names its variables: the message says it all. Anything else is a bug: its stack.
+    // A bad configuration names its variables, an unusable model endpoint its cause: the message says it
+    // all. Anything else is a bug: its stack.
     console.error(
-      error instanceof ConfigError
+      error instanceof ConfigError || error instanceof ModelEndpointError
         ? `start: ${error.message}`
         : error instanceof Error
           ? (error.stack ?? error.message)
