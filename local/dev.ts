@@ -38,8 +38,10 @@ import { type DevServer, type Handler, startDevServer } from "./dev-server.js";
 import { readEnvVarsFile } from "./env-vars.js";
 import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
 import { type LocalStack, startLocalStack } from "./local-stack.js";
+import { reservePort } from "./port.js";
 import { onShutdownSignal } from "./shutdown.js";
 import { localStreamHandler } from "./stream-handler.js";
+import { warmHandlerModules } from "./warm.js";
 
 /** The dev server's default address, as `sam local start-api`'s. */
 const DEFAULT_HOST = "127.0.0.1";
@@ -184,8 +186,12 @@ async function main(argv: string[]): Promise<void> {
     { exitCode: () => 0, watchParent: true },
   );
 
+  // The port is taken before anything starts, so a port in use is refused at once (local/port.ts).
+  const reservation = await reservePort(values.host, values.portNumber);
+  const warm = warmHandlerModules();
   starting = startLocalStack({ ...process.env, ...vars }, log);
   const stack = await starting;
+  await warm;
   Object.assign(process.env, vars, stack.env);
   const issuer = await setUpIssuer(values);
   // The deployed handler's factory, with `Prefer: respond-async` runs on the local durable runner.
@@ -197,6 +203,7 @@ async function main(argv: string[]): Promise<void> {
   const timeout = localFunctionTimeout(config.limits, values.timeoutS, MAX_FUNCTION_TIMEOUT_SECONDS);
   if (timeout.note) log(`dev: ${timeout.note}`);
   durableApi = local;
+  await reservation.release();
   server = await startDevServer({
     handler: local.handler as Handler,
     stream: await localStreamHandler(config, verification, local.executions),
