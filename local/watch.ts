@@ -5,9 +5,10 @@
  */
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { createParser } from "eventsource-parser";
+import { createTokenVerifier } from "../shared/auth/token-verifier.js";
 import { loadConfig } from "../shared/config.js";
 import type { DurableExecutions } from "../shared/durable/executions.js";
-import { createDevIssuer, devVerification, mintToken } from "./dev-auth.js";
+import { createDevIssuer, devAuthSettings, mintToken } from "./dev-auth.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { invokeStreaming } from "./lambda-streaming.js";
 import { formatRunEvent } from "./run-report.js";
@@ -65,7 +66,7 @@ export async function startWatcher(
     scope: claims.scope,
   });
   const config = loadConfig(process.env);
-  const handler = await localStreamHandler(config, devVerification(issuer), executions);
+  const handler = await localStreamHandler(config, createTokenVerifier(devAuthSettings(issuer)), executions);
   const context = () =>
     createLambdaContext(config.stream.runTimeoutMs + config.limits.deadlineReserveMs, "boundloop-stream");
 
