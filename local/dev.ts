@@ -37,6 +37,7 @@ import { type DevServer, type DevTarget, type Handler, startDevServer } from "./
 import { readEnvVarsFile } from "./env-vars.js";
 import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
 import { type LocalStack, startLocalStack } from "./local-stack.js";
+import { MCP_INSPECTOR_COMMAND } from "./mcp-inspector.js";
 import { reservePort } from "./port.js";
 import { onShutdownSignal } from "./shutdown.js";
 import { localStreamHandler } from "./stream-handler.js";
@@ -301,7 +302,7 @@ async function localWelcome(
     ...consoleLinks,
     `MCP (docs/mcp.md): ${mcpUrl} with a token whose audience is that URL (MCP_RESOURCE_URL):`,
     "",
-    `  npx @modelcontextprotocol/inspector --cli ${mcpUrl} --transport http --method tools/list \\`,
+    `  ${MCP_INSPECTOR_COMMAND} ${mcpUrl} --transport http --method tools/list \\`,
     `    --header "Authorization: Bearer $(${mint} --audience ${mcpUrl})"`,
     "",
     "Ctrl-C stops the server and everything it started.",
