@@ -23,7 +23,9 @@ describe("the MCP Inspector command", () => {
     const text = read(path);
     const lines = inspectorLines(text);
     if (path === "local/dev.ts") {
-      expect(text).toMatch(/`  \$\{MCP_INSPECTOR_COMMAND\} \$\{mcpUrl\} --transport http --method tools\/list/);
+      expect(text).toMatch(
+        /` {2}\$\{MCP_INSPECTOR_COMMAND\} \$\{mcpUrl\} --transport http --method tools\/list/,
+      );
       return;
     }
     expect(lines.length).toBeGreaterThan(0);
