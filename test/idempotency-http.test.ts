@@ -3,6 +3,7 @@ import { QueryCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHandler } from "../functions/api/app-handler.js";
+import { ProblemError, toProblem } from "../functions/api/problem-details.js";
 import {
   parseIdempotencyKey,
   RUN_ROUTE,
@@ -13,7 +14,6 @@ import {
 import { createLambdaContext } from "../local/lambda-context.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { createApiDeps } from "../shared/deps.js";
-import { ProblemError, toProblem } from "../shared/errors.js";
 import { keys } from "../shared/store/keys.js";
 import { recordInvoiceArgs, runEvent } from "./support/idempotency.js";
 import { injectThrottling } from "./support/reliability.js";

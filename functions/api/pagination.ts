@@ -1,7 +1,7 @@
-import { ProblemError } from "../../shared/errors.js";
 import type { Page } from "../../shared/runs/approvals.js";
 import { InvalidCursorError } from "../../shared/store/errors.js";
 import type { Invoice, LedgerStore } from "../../shared/store/ledger.js";
+import { ProblemError } from "./problem-details.js";
 
 /**
  * One page of `GET /v1/invoices` for the caller's tenant: up to `limit` invoices in invoice-id order and

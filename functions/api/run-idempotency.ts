@@ -3,7 +3,6 @@ import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { parseItem } from "structured-headers";
 import { canonicalJson } from "../../shared/agent/idempotency-key.js";
 import type { Config } from "../../shared/config.js";
-import { ProblemError, toProblem } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
 import {
   type IdempotencyClaim,
@@ -12,6 +11,7 @@ import {
 } from "../../shared/store/idempotency.js";
 import { IDEMPOTENCY_KEY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH } from "./contract/common.js";
 import { rawHeaderValues } from "./lambda-adapter.js";
+import { ProblemError, toProblem } from "./problem-details.js";
 
 /** The route whose requests the Idempotency-Key records are scoped by. */
 export const RUN_ROUTE = "POST /v1/runs";
@@ -151,7 +151,7 @@ export interface RunIdempotencyInput {
  * A response that cannot be stored (store error, over MAX_STORED_RESPONSE_BYTES compressed, fence lost) is
  * still returned; the failure is logged and the record is released or left to its lease.
  * @throws ProblemError INVALID_REQUEST (bad header), IDEMPOTENCY_KEY_IN_USE, IDEMPOTENCY_KEY_REUSED;
- *   the store's own error when the record cannot be read or written (shared/errors.ts `toProblem` makes
+ *   the store's own error when the record cannot be read or written (problem-details.ts `toProblem` makes
  *   an unreachable or throttled store 503 STORE_UNAVAILABLE, a request error 500 INTERNAL); whatever
  *   `execute` throws
  */

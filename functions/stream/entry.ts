@@ -10,8 +10,8 @@ import {
   jwtVerify,
 } from "jose";
 import type { Config } from "../../shared/config.js";
-import { ProblemError, toProblem } from "../../shared/errors.js";
 import { HEALTH_PATH, healthResponse } from "../api/health.js";
+import { ProblemError, toProblem } from "../api/problem-details.js";
 
 /**
  * How the streaming entry verifies a bearer token: the issuer (`iss`), the accepted audiences (`aud`, or

@@ -1,7 +1,7 @@
 import { inspect } from "node:util";
 import type { z } from "zod";
-import { isStoreUnavailable } from "../errors.js";
 import type { SecurityContext } from "../identity.js";
+import { isStoreUnavailable } from "../store/errors.js";
 import { DeadlineExceededError, raceAbort } from "./deadline.js";
 import { toolIdempotencyKey } from "./idempotency-key.js";
 import type { ToolError, ToolResult, ToolStatus } from "./result.js";
@@ -407,7 +407,7 @@ function operationKeyFor(
  * The error of a call that threw something other than a business error (details.started true):
  * DEADLINE_EXCEEDED at the run's deadline (details.mayHaveCommitted), TOOL_TIMEOUT after the tool's own
  * timeout (retryable for read tools), STORE_UNAVAILABLE when the data store could not serve the tool after
- * the AWS SDK's own retries (shared/errors.ts `isStoreUnavailable`; retryable, since a mutating tool's
+ * the AWS SDK's own retries (shared/store/errors.ts `isStoreUnavailable`; retryable, since a mutating tool's
  * idempotency key makes the same call safe to repeat), TOOL_FAILED for anything else. The last two get a
  * fixed sentence; the error's own text goes to `context.onInternalFailure` only.
  */

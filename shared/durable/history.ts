@@ -58,7 +58,7 @@ export function fitHistoryToCheckpoint(
  * payload), then fitted to the checkpoint limit ({@link fitHistoryToCheckpoint}).
  * @param input as for `loadConversation`; `historyMaxTokens` is the HISTORY_MAX_TOKENS the API applied
  *   (carried in the payload)
- * @throws ProblemError when the previous run can no longer be continued (e.g. it expired between the
+ * @throws DomainError when the previous run can no longer be continued (e.g. it expired between the
  *   202 and this step; the run then ends `failed`); the store's error when it cannot be read (retried)
  */
 export async function loadDurableHistory(

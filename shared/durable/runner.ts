@@ -12,6 +12,7 @@ import { Deadline, raceAbort } from "../agent/deadline.js";
 import { type RunOutcome, runAgent } from "../agent/loop.js";
 import type { StepRunner } from "../agent/step.js";
 import type { RunnerDeps } from "../deps.js";
+import { isDomainError } from "../domain-errors.js";
 import { flushMetrics, logInternalFailure } from "../observability.js";
 import { traceApprovalWait, traceConversation, traceDurableRun } from "../run-trace.js";
 import { RunLifecycle } from "../runs/lifecycle.js";
@@ -50,11 +51,11 @@ export class StepResultTooLargeError extends Error {
 }
 
 /**
- * Errors a step attempt is not retried for (by name: the SDK may hand the retry strategy a copy).
- * `ProblemError`: a refusal of `history:load` (the previous run can no longer be continued) gives the
- * same answer on every attempt.
+ * The runner's own errors a step attempt is not retried for (by name: the SDK may hand the retry strategy
+ * a copy). A domain refusal (`isDomainError`, e.g. of `history:load`: the previous run can no longer be
+ * continued) is never retried either: it gives the same answer on every attempt.
  */
-const NOT_RETRIED = new Set(["RunStoppedError", "StepResultTooLargeError", "ProblemError"]);
+const NOT_RETRIED = new Set(["RunStoppedError", "StepResultTooLargeError"]);
 
 /** Raised (as an abort reason, and inside a step) when the execution was stopped; never retried. */
 export class RunStoppedError extends Error {
@@ -98,7 +99,7 @@ export const STEP_RETRY = (() => {
     jitter: JitterStrategy.NONE,
   });
   return (error: Error, attempt: number) =>
-    NOT_RETRIED.has(error?.name) ? { shouldRetry: false } : base(error, attempt);
+    NOT_RETRIED.has(error?.name) || isDomainError(error) ? { shouldRetry: false } : base(error, attempt);
 })();
 
 /**

@@ -15,7 +15,7 @@ import {
   jwtVerify,
 } from "jose";
 import type { Config } from "../config.js";
-import { ProblemError } from "../errors.js";
+import { DomainError } from "../domain-errors.js";
 import { type SecurityContext, securityContextFromClaims } from "../identity.js";
 
 /** Signature algorithms accepted (asymmetric only: RS256 as API Gateway's JWT authorizer, and ES256). */
@@ -91,7 +91,7 @@ function reasonOf(error: unknown, resourceUrl: string): string {
   if (error instanceof errors.JWSSignatureVerificationFailed) return "the signature does not verify";
   if (error instanceof errors.JWKSNoMatchingKey) return "no key of the issuer matches the token's kid";
   if (error instanceof errors.JOSEAlgNotAllowed) return "the token's algorithm is not allowed";
-  if (error instanceof ProblemError) return error.message;
+  if (error instanceof DomainError) return error.message;
   if (error instanceof errors.JOSEError) return "the token is malformed";
   return "the token could not be verified";
 }

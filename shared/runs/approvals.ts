@@ -1,5 +1,5 @@
 import type { ApiDeps } from "../deps.js";
-import { ProblemError } from "../errors.js";
+import { DomainError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
 import type { ApprovalRecord, ApprovalStore } from "../store/approvals.js";
 import { BILLING_APPROVE, requirePermission } from "./permissions.js";
@@ -12,17 +12,17 @@ export interface Page<T> {
 
 /**
  * `POST /v1/runs/{runId}/approvals/{approvalId}` (docs/approvals.md), in this order:
- * 1. the caller needs `billing:approve` (403 FORBIDDEN, `requiredPermission`);
- * 2. the approval must be the caller's tenant's (the key's partition is the tenant: another tenant's is 404);
- * 3. four eyes: the user who started the run may not decide (403 FORBIDDEN, `rule: "four_eyes"`);
+ * 1. the caller needs `billing:approve` (FORBIDDEN, `requiredPermission`);
+ * 2. the approval must be the caller's tenant's (the key's partition is the tenant: another tenant's is NOT_FOUND);
+ * 3. four eyes: the user who started the run may not decide (FORBIDDEN, `rule: "four_eyes"`);
  * 4. one conditional write records the decision while the approval is pending and unexpired: exactly
- *    one decision wins. The same decision again returns the stored approval (200); the opposite one is
- *    409 APPROVAL_DECIDED; an expired approval is 409 APPROVAL_EXPIRED; one withdrawn because its run was
- *    cancelled is 409 APPROVAL_CANCELLED (each with `approvalId`, `approvalStatus`); nothing is written;
+ *    one decision wins. The same decision again returns the stored approval; the opposite one is
+ *    APPROVAL_DECIDED; an expired approval is APPROVAL_EXPIRED; one withdrawn because its run was
+ *    cancelled is APPROVAL_CANCELLED (each with `approvalId`, `approvalStatus`); nothing is written;
  * 5. the run's waiting execution gets the decision as its callback result (SendDurableExecutionCallbackSuccess
  *    on AWS), also for a repeated same decision, so a decision whose callback was lost is delivered again.
  * @returns the approval as stored after the decision (never its callback id)
- * @throws ProblemError as listed; the store's and the executions port's errors (500/503)
+ * @throws DomainError as listed; the store's and the executions port's errors
  */
 export async function decideApproval(
   deps: Pick<ApiDeps, "approvals" | "executions" | "logger">,
@@ -33,12 +33,12 @@ export async function decideApproval(
   requirePermission(security, BILLING_APPROVE);
   const { runId, approvalId } = params;
   const found = await deps.approvals.get(security.tenantId, runId, approvalId);
-  if (!found) throw new ProblemError("NOT_FOUND", `There is no approval ${approvalId} of run ${runId}.`);
+  if (!found) throw new DomainError("NOT_FOUND", `There is no approval ${approvalId} of run ${runId}.`);
   if (found.approval.requestedBy === security.userId) {
-    throw new ProblemError(
+    throw new DomainError(
       "FORBIDDEN",
       "Four-eyes rule: the user who started the run may not decide on its approvals; another approver must.",
-      { extensions: { rule: "four_eyes" } },
+      { facts: { rule: "four_eyes" } },
     );
   }
   const status = body.decision === "approve" ? "approved" : "rejected";
@@ -48,7 +48,7 @@ export async function decideApproval(
     reason: body.reason ?? null,
   });
   if (result.kind === "missing") {
-    throw new ProblemError("NOT_FOUND", `There is no approval ${approvalId} of run ${runId}.`);
+    throw new DomainError("NOT_FOUND", `There is no approval ${approvalId} of run ${runId}.`);
   }
   const { approval, callback } = result;
   if (result.kind === "conflict" && (approval.status === "cancelled" || approval.status !== status)) {
@@ -80,29 +80,29 @@ export async function decideApproval(
 }
 
 /**
- * Why a decision on `approval` (stored otherwise) is refused: 409 APPROVAL_CANCELLED (withdrawn with its
+ * Why a decision on `approval` (stored otherwise) is refused: APPROVAL_CANCELLED (withdrawn with its
  * run), APPROVAL_EXPIRED (expired, or pending past its expiry) or APPROVAL_DECIDED, each with
  * `approvalId` and `approvalStatus`.
  */
-function conflictProblem(approval: ApprovalRecord, runId: string): ProblemError {
+function conflictProblem(approval: ApprovalRecord, runId: string): DomainError {
   const { approvalId } = approval;
-  const extensions = { approvalId, approvalStatus: approval.status };
+  const facts = { approvalId, approvalStatus: approval.status };
   if (approval.status === "cancelled") {
-    return new ProblemError(
+    return new DomainError(
       "APPROVAL_CANCELLED",
       `The approval ${approvalId} was cancelled with its run ${runId}; nothing can be decided on it any more.`,
-      { extensions },
+      { facts },
     );
   }
   const expired =
     approval.status === "expired" ||
     (approval.status === "pending" && Date.parse(approval.expiresAt) <= Date.now());
   return expired
-    ? new ProblemError("APPROVAL_EXPIRED", `The approval ${approvalId} expired at ${approval.expiresAt}.`, {
-        extensions,
+    ? new DomainError("APPROVAL_EXPIRED", `The approval ${approvalId} expired at ${approval.expiresAt}.`, {
+        facts,
       })
-    : new ProblemError("APPROVAL_DECIDED", `The approval ${approvalId} was already ${approval.status}.`, {
-        extensions,
+    : new DomainError("APPROVAL_DECIDED", `The approval ${approvalId} was already ${approval.status}.`, {
+        facts,
       });
 }
 
@@ -120,7 +120,7 @@ export type ApprovalListStatus = "pending" | "decided";
  * A page holds `limit` approvals unless it is the last; `nextCursor` is the store's cursor of that
  * listing (null on the last page). Both read the listing index, eventually consistent on AWS: a decision
  * moves an approval from one list to the other within moments.
- * @throws ProblemError FORBIDDEN; the store's InvalidCursorError for a cursor it did not issue for this
+ * @throws DomainError FORBIDDEN; the store's InvalidCursorError for a cursor it did not issue for this
  *   listing (another status's, another tenant's, malformed: the HTTP layer answers it 400)
  */
 export async function listApprovalPage(

@@ -1,6 +1,6 @@
 import type { AgentRunShapes, ApiDeps } from "../deps.js";
+import { DomainError } from "../domain-errors.js";
 import { executionNameFor } from "../durable/executions.js";
-import { ProblemError } from "../errors.js";
 import type { SecurityContext } from "../identity.js";
 import type { RunRecord, RunStep } from "../store/runs.js";
 
@@ -11,7 +11,7 @@ import type { RunRecord, RunStep } from "../store/runs.js";
  * a decision on them is 409 APPROVAL_CANCELLED). The execution is stopped first, so no approved call can
  * run after the cancel. The caller has already checked visibility.
  * @returns the record and its steps as they are after the cancel
- * @throws ProblemError RUN_NOT_RUNNING (409, `runStatus`) when the run already ended, or its execution
+ * @throws DomainError RUN_NOT_RUNNING (`runStatus`) when the run already ended, or its execution
  *   has (a synchronous run, or one finishing right now); for a run already `cancelled` the pending
  *   approvals a failed earlier cancel left are withdrawn first
  */
@@ -22,8 +22,8 @@ export async function cancelRun(
 ): Promise<{ run: RunRecord<AgentRunShapes>; steps: RunStep<AgentRunShapes>[] }> {
   const { runId } = found.run;
   const notRunning = (run: RunRecord<AgentRunShapes>) =>
-    new ProblemError("RUN_NOT_RUNNING", `The run ${runId} is not running (its status is ${run.status}).`, {
-      extensions: { runId, runStatus: run.status },
+    new DomainError("RUN_NOT_RUNNING", `The run ${runId} is not running (its status is ${run.status}).`, {
+      facts: { runId, runStatus: run.status },
     });
   if (found.run.status !== "running" && found.run.status !== "awaiting_approval") {
     // A cancel whose withdrawal of the approvals failed is finished by the next one.

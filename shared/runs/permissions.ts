@@ -1,4 +1,4 @@
-import { ProblemError } from "../errors.js";
+import { DomainError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
 
 /** The permission the read-only billing routes (`/v1/invoices…`) need; with it a caller sees any run of the tenant. */
@@ -12,17 +12,13 @@ export const BILLING_APPROVE = "billing:approve";
 
 /**
  * The caller's security context when it holds `permission`.
- * @throws ProblemError FORBIDDEN (403, `requiredPermission`) otherwise
+ * @throws DomainError FORBIDDEN (`requiredPermission`) otherwise
  */
 export function requirePermission(security: SecurityContext, permission: string): SecurityContext {
   if (!security.permissions.includes(permission)) {
-    throw new ProblemError(
-      "FORBIDDEN",
-      `This needs the "${permission}" permission, which the caller lacks.`,
-      {
-        extensions: { requiredPermission: permission },
-      },
-    );
+    throw new DomainError("FORBIDDEN", `This needs the "${permission}" permission, which the caller lacks.`, {
+      facts: { requiredPermission: permission },
+    });
   }
   return security;
 }

@@ -81,7 +81,7 @@ export function approvalsConfigured(config: Pick<Config, "approvals">): boolean 
  * pause is handed over to a durable execution (shared/runs/handover.ts, loaded then). The Idempotency-Key
  * lease of a synchronous run ends at its deadline, and so does the wait of a hand-over, so a retry after
  * the lease finds the answer stored instead of taking the run over.
- * @throws ProblemError from `loadConversation`; the store's error
+ * @throws DomainError from `loadConversation`; the store's error
  */
 export async function prepareRun(deps: ApiDeps, request: RunRequest): Promise<PreparedRun> {
   const { security, body } = request;

@@ -1,11 +1,11 @@
 import type { Context } from "hono";
 import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 import type { ApiDeps } from "../../../shared/deps.js";
-import { ProblemError, toProblem } from "../../../shared/errors.js";
 import type { SecurityContext } from "../../../shared/identity.js";
 import { type FeedItem, followRunEvents, LiveEvents } from "../../../shared/runs/event-feed.js";
 import { BILLING_READ } from "../../../shared/runs/permissions.js";
 import { runEventsRoute } from "../contract/events.js";
+import { ProblemError, toProblem } from "../problem-details.js";
 import { IDEMPOTENT_REPLAYED_HEADER } from "../run-idempotency.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
 

@@ -1,7 +1,7 @@
-import { ProblemError } from "../../../shared/errors.js";
 import { BILLING_READ, requirePermission } from "../../../shared/runs/permissions.js";
 import { getInvoiceRoute, listInvoicesRoute } from "../contract/invoices.js";
 import { listInvoicePage } from "../pagination.js";
+import { ProblemError } from "../problem-details.js";
 import { type GetDeps, routeGroup } from "./deps.js";
 
 /** `GET /v1/invoices` and `GET /v1/invoices/{invoiceId}` (billing:read, the caller's tenant only). */

@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { Context } from "hono";
 import type { RunOutcome } from "../../../shared/agent/loop.js";
-import { ProblemError } from "../../../shared/errors.js";
 import type { ConversationHistory } from "../../../shared/runs/conversation.js";
 import { BILLING_WRITE } from "../../../shared/runs/permissions.js";
 import { type PreparedRun, prepareRun, type RunBody, type RunStart } from "../../../shared/runs/start.js";
 import { POLL_AFTER_SECONDS, prefersAsync } from "../async-preference.js";
 import { cancelRunRoute, createRunRoute, getRunRoute, listRunsRoute } from "../contract/runs.js";
 import { withCursorProblem } from "../pagination.js";
+import { ProblemError } from "../problem-details.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
 import { canSeeRun, streamRun, wantsEventStream } from "./events.js";
 
