@@ -1,6 +1,5 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
-import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import type { ApprovalDecision, ApprovalPause, ApprovalRequest } from "../agent/approval.js";
 import { transcriptOf } from "../agent/history.js";
 import type { RunLimits } from "../agent/limits.js";
@@ -102,29 +101,26 @@ export class RunLifecycle {
    * Writes the run record (`running`) and logs "run started". When the run id was already started by the
    * same user (a retried asynchronous start, or the SDK's retry of a write that landed), the stored
    * record is returned as it is.
-   * @throws the store's error (ConditionalCheckFailedException when another user's run has this id)
+   * @throws the store's error; Error when another user's run has this id
    */
   async start(input: RunStartInput): Promise<RunRecord<AgentRunShapes>> {
     const { runs, logger } = this.deps;
     const { tenantId, runId, userId } = this.subject;
-    let record: RunRecord<AgentRunShapes>;
-    try {
-      record = await runs.start({
-        tenantId,
-        runId,
-        userId,
-        prompt: input.prompt,
-        limits: { maxCycles: input.limits.maxCycles, timeoutMs: input.limits.runTimeoutMs },
-        previousRunId: input.conversation?.previousRunId,
-        history: input.conversation?.summary,
-        conversationId: input.conversation?.conversationId,
-      });
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const found = await runs.get(tenantId, runId);
-      if (found?.run.userId !== userId) throw error;
-      return found.run;
+    const started = await runs.start({
+      tenantId,
+      runId,
+      userId,
+      prompt: input.prompt,
+      limits: { maxCycles: input.limits.maxCycles, timeoutMs: input.limits.runTimeoutMs },
+      previousRunId: input.conversation?.previousRunId,
+      history: input.conversation?.summary,
+      conversationId: input.conversation?.conversationId,
+    });
+    if (started.kind === "exists") {
+      if (started.existing?.userId !== userId) throw new Error(`The run id ${runId} is another run's.`);
+      return started.existing;
     }
+    const { record } = started;
     logger.info("run started", {
       userId,
       maxCycles: record.limits.maxCycles,
@@ -195,14 +191,15 @@ export class RunLifecycle {
     this.usageSoFar.totalTokens += record.usage.totalTokens;
     if (skip?.()) return;
     const usageSoFar = { ...this.usageSoFar };
+    let appended: Awaited<ReturnType<typeof runs.appendStep>>;
     try {
-      await runs.appendStep(this.subject.tenantId, this.subject.runId, record, usageSoFar);
+      appended = await runs.appendStep(this.subject.tenantId, this.subject.runId, record, usageSoFar);
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        await this.tell("cycleReplayed", (observer) => observer.cycleReplayed?.(this.subject, record));
-        return;
-      }
       logger.warn("audit step not written", { cycle: record.cycle, error: error as Error });
+      return;
+    }
+    if (appended.kind === "exists") {
+      await this.tell("cycleReplayed", (observer) => observer.cycleReplayed?.(this.subject, record));
       return;
     }
     observeToolResults(this.deps, record);
