@@ -9,15 +9,16 @@ import {
   IdempotencyStore,
   type StoredResponse,
 } from "../../shared/store/idempotency.js";
-import { IDEMPOTENCY_KEY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH } from "./contract/common.js";
+import {
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENT_REPLAYED_HEADER,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+} from "./contract/common.js";
 import { rawHeaderValues } from "./lambda-adapter.js";
 import { ProblemError, toProblem } from "./problem-details.js";
 
 /** The route whose requests the Idempotency-Key records are scoped by. */
 export const RUN_ROUTE = "POST /v1/runs";
-
-/** Response header set on every replayed response (value `true`). */
-export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
 
 /**
  * The bare form: RFC 9110 tchar plus ":" and "/" (an RFC 8941 sf-token's characters, without its rule

@@ -2,13 +2,7 @@ import type { ApiDeps } from "../deps.js";
 import { DomainError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
 import type { ApprovalRecord, ApprovalStore } from "../store/approvals.js";
-import { BILLING_APPROVE, requirePermission } from "./permissions.js";
-
-/** One page of a listing: its items and the cursor of the next page (null on the last). */
-export interface Page<T> {
-  items: T[];
-  nextCursor: string | null;
-}
+import { BILLING_APPROVE, requireFourEyes, requirePermission } from "./access.js";
 
 /**
  * `POST /v1/runs/{runId}/approvals/{approvalId}` (docs/approvals.md), in this order:
@@ -34,13 +28,7 @@ export async function decideApproval(
   const { runId, approvalId } = params;
   const found = await deps.approvals.get(security.tenantId, runId, approvalId);
   if (!found) throw new DomainError("NOT_FOUND", `There is no approval ${approvalId} of run ${runId}.`);
-  if (found.approval.requestedBy === security.userId) {
-    throw new DomainError(
-      "FORBIDDEN",
-      "Four-eyes rule: the user who started the run may not decide on its approvals; another approver must.",
-      { facts: { rule: "four_eyes" } },
-    );
-  }
+  requireFourEyes(security, found.approval);
   const status = body.decision === "approve" ? "approved" : "rejected";
   const result = await deps.approvals.decide(security.tenantId, runId, approvalId, {
     status,
@@ -104,37 +92,6 @@ function conflictProblem(approval: ApprovalRecord, runId: string): DomainError {
     : new DomainError("APPROVAL_DECIDED", `The approval ${approvalId} was already ${approval.status}.`, {
         facts,
       });
-}
-
-/**
- * Which approvals `GET /v1/approvals` lists: `pending` (waiting for a decision) or `decided` (no longer
- * pending: approved, rejected, expired or cancelled).
- */
-export type ApprovalListStatus = "pending" | "decided";
-
-/**
- * One page of `GET /v1/approvals?status=…` for approvers of the caller's tenant (needs `billing:approve`),
- * every approver of the tenant seeing the same approvals:
- * - `pending`: oldest `requestedAt` first (see `ApprovalStore.listPending`);
- * - `decided`: newest `decidedAt` first, with who decided, when and why (see `ApprovalStore.listDecided`).
- * A page holds `limit` approvals unless it is the last; `nextCursor` is the store's cursor of that
- * listing (null on the last page). Both read the listing index, eventually consistent on AWS: a decision
- * moves an approval from one list to the other within moments.
- * @throws DomainError FORBIDDEN; the store's InvalidCursorError for a cursor it did not issue for this
- *   listing (another status's, another tenant's, malformed: the HTTP layer answers it 400)
- */
-export async function listApprovalPage(
-  approvals: Pick<ApprovalStore, "listPending" | "listDecided">,
-  security: SecurityContext,
-  query: { status: ApprovalListStatus; limit: number; cursor?: string | undefined },
-): Promise<Page<ApprovalRecord>> {
-  requirePermission(security, BILLING_APPROVE);
-  const options = { limit: query.limit, ...(query.cursor === undefined ? {} : { cursor: query.cursor }) };
-  const page =
-    query.status === "decided"
-      ? await approvals.listDecided(security.tenantId, options)
-      : await approvals.listPending(security.tenantId, options);
-  return { items: page.approvals, nextCursor: page.nextCursor ?? null };
 }
 
 /**

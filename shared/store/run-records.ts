@@ -2,7 +2,6 @@
  * The shapes the run store keeps (a run record, its audit steps, what a continuation reads back) and the
  * mapping between them and their items. The store itself is shared/store/runs.ts.
  */
-import type { EncodedText } from "./compressed.js";
 import type { StoredItem } from "./table.js";
 
 /**

@@ -1,5 +1,5 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
-import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { type DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { sha256Hex } from "../hash.js";
 import { COMPRESS_ABOVE_BYTES, decodeText, type EncodedText, encodeText } from "./compressed.js";
 import { conditionalPut } from "./conditional.js";

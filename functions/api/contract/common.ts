@@ -104,6 +104,9 @@ export const InvoiceListQuery = z.object({
 /** Request header of `POST /v1/runs` carrying the client's key (draft-ietf-httpapi-idempotency-key-header). */
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
 
+/** Response header set on every response replayed for a repeated Idempotency-Key (value `true`). */
+export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
+
 /** Longest accepted Idempotency-Key, in characters after unquoting (house limit; the draft sets none). */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
