@@ -15,9 +15,10 @@ import { BedrockApiKeys, bedrockFetch, classifyBedrockFailure } from "./model/be
 import { OpenAIChatModel } from "./model/openai-chat.js";
 import { createModelClient } from "./model-client.js";
 import { createObservability } from "./observability.js";
+import { createRunTracer } from "./run-trace.js";
 import { type FeedClock, SYSTEM_CLOCK } from "./runs/event-feed.js";
 import { type RunEvent, RunEventHub, runEventObserver } from "./runs/events.js";
-import type { RunObserver } from "./runs/lifecycle.js";
+import type { RunObserver } from "./runs/observer.js";
 import type { AgentRunShapes } from "./runs/run-shapes.js";
 import { ApprovalStore } from "./store/approvals.js";
 import { createDocumentClient } from "./store/dynamo.js";
@@ -27,8 +28,6 @@ import { RunEventStore } from "./store/run-events.js";
 import { RunStore } from "./store/runs.js";
 import { accountingTools } from "./tools/registry.js";
 
-export type { AgentRunShapes } from "./runs/run-shapes.js";
-
 /**
  * What both functions use, built once per Lambda container and injectable in tests.
  * - `model`: the chat model the loop calls: OpenAI chat completions over the real openai client, on any
@@ -37,8 +36,8 @@ export type { AgentRunShapes } from "./runs/run-shapes.js";
  * - `ddb`: DynamoDB document client; `ledger`: the invoice store; `quotes`: the tax quote store;
  *   `runs`: run records and audit steps; `approvals`: approvals of paused tool calls
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
- * - `runObservers`: observers of every run's lifecycle points (shared/runs/lifecycle.ts); by default the
- *   run events (shared/runs/events.ts)
+ * - `runObservers`: observers of every run's lifecycle points (shared/runs/observer.ts); by default the
+ *   run tracer (shared/run-trace.ts) and the run events (shared/runs/events.ts)
  * - `runEvents`: the runs' event logs (`store`) and this container's live readers (`hub`); `clock`, the
  *   clock event streams wait with (heartbeats, time limits, polls; tests inject their own)
  */
@@ -208,7 +207,8 @@ function sharedDeps(config: Config, options: ModelOptions & Pick<ApiDepsOptions,
     tools,
     ...observability,
     approvals: new ApprovalStore(ddb, config.table.name, config.runs.ttlSeconds),
-    runObservers: [events],
+    // The tracer first: a run's agent span ends where the run does, before its events are written.
+    runObservers: [createRunTracer(), events],
     runEvents,
     clock: options.clock ?? SYSTEM_CLOCK,
   };

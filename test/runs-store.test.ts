@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { CycleRecord } from "../shared/agent/loop.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { ConfigError, loadConfig } from "../shared/config.js";
-import type { AgentRunShapes } from "../shared/deps.js";
+import type { AgentRunShapes } from "../shared/runs/run-shapes.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { keys } from "../shared/store/keys.js";
 import { MAX_ARGUMENT_CHARS, RunStore } from "../shared/store/runs.js";

@@ -3,8 +3,8 @@ import type { Config } from "../../shared/config.js";
 import type { ApiDeps } from "../../shared/deps.js";
 import type { BearerVerifier } from "../../shared/mcp/auth.js";
 import { resourceMetadata, resourceUrlOf, wwwAuthenticate } from "../../shared/mcp/resource.js";
-import type { AppEnv } from "./app.js";
 import { mcpGetRoute, mcpRoute, resourceMetadataRoutes } from "./contract/mcp.js";
+import type { AppEnv } from "./routes/deps.js";
 
 /**
  * Mounts the MCP endpoint on the API (docs/mcp.md): `POST /mcp` (the MCP server, shared/mcp/server.ts,

@@ -1,7 +1,7 @@
 import { ATTR, failSpan, inSpan, Kind, setAttributes, setContent } from "../tracing.js";
-import type { ToolCallRequest } from "./dispatcher.js";
 import type { ChatMessage, Model, ModelFailure, ModelReply } from "./model.js";
 import type { ToolResult } from "./result.js";
+import type { ToolCallRequest } from "./tool.js";
 
 /**
  * The stable code of a failed model call, as `error.type` of its `chat` span: the problem code the HTTP

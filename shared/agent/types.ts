@@ -1,5 +1,5 @@
 import type { SecurityContext } from "../identity.js";
-import type { ApprovalGate, ApprovalRequest, PausingApprovalGate } from "./approval.js";
+import type { ApprovalGate, ApprovalRequest, PausingApprovalGate } from "./approval-gate.js";
 import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
 import type { InternalFailure, ToolRegistry } from "./dispatcher.js";

@@ -7,9 +7,9 @@
  * No import of the durable SDK here: the API bundle uses this module too.
  */
 import { estimateTokens, halveHistory } from "../agent/history.js";
-import type { AgentRunShapes } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
 import { type ConversationHistory, loadConversation } from "../runs/conversation.js";
+import type { AgentRunShapes } from "../runs/run-shapes.js";
 import type { RunStore } from "../store/runs.js";
 
 /**

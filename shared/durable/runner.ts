@@ -10,11 +10,10 @@ import * as z from "zod";
 import type { ApprovalDecision, ApprovalGate, ApprovalRequest } from "../agent/approval.js";
 import { Deadline, raceAbort } from "../agent/deadline.js";
 import { type RunOutcome, runAgent } from "../agent/loop.js";
-import type { StepRunner } from "../agent/step.js";
+import { type StepRunner, steps } from "../agent/step.js";
 import type { RunnerDeps } from "../deps.js";
 import { isDomainError } from "../domain-errors.js";
 import { flushMetrics, logInternalFailure } from "../observability.js";
-import { traceApprovalWait, traceConversation, traceDurableRun } from "../run-trace.js";
 import { RunLifecycle } from "../runs/lifecycle.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
 import { loadDurableHistory } from "./history.js";
@@ -131,15 +130,7 @@ export function createDurableRunHandler(
     resolved ??= (deps as () => RunnerDeps)();
     try {
       const payload = DurableRunPayloadSchema.parse(event) as DurableRunPayload;
-      const { runId, security } = payload;
-      const info = { runId, tenantId: security.tenantId, conversationId: runId, durable: true };
-      // Every invocation's spans join the run's trace, under its agent span (shared/run-trace.ts).
-      return await traceDurableRun(
-        payload.trace,
-        payload.startedAt,
-        { ...info, model: (resolved as RunnerDeps).model.telemetry },
-        () => durableRun(payload, ctx, resolved as RunnerDeps, options),
-      );
+      return await durableRun(payload, ctx, resolved as RunnerDeps, options);
     } finally {
       flushMetrics(resolved.metrics);
       resolved.logger.resetKeys();
@@ -147,16 +138,38 @@ export function createDurableRunHandler(
   });
 }
 
-/** One durable run; see {@link createDurableRunHandler}. */
-async function durableRun(
+/**
+ * One invocation of a durable run inside its observers' scope: every span of it joins the run's trace,
+ * under its agent span (shared/run-trace.ts), whose ids the payload carries.
+ */
+function durableRun(
   payload: DurableRunPayload,
   ctx: DurableContext,
   deps: RunnerDeps,
   options: DurableRunOptions,
 ): Promise<DurableRunResult> {
   const { security, runId } = payload;
-  const stopped = () => options.stopSignal?.aborted === true;
   const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
+  const scope = {
+    durable: true as const,
+    conversationId: runId,
+    model: deps.model.telemetry,
+    carried: payload.trace,
+    startedAt: payload.startedAt,
+  };
+  return life.within(scope, () => runDurably(payload, ctx, deps, options, life));
+}
+
+/** The work of one invocation of a durable run; see {@link createDurableRunHandler}. */
+async function runDurably(
+  payload: DurableRunPayload,
+  ctx: DurableContext,
+  deps: RunnerDeps,
+  options: DurableRunOptions,
+  life: RunLifecycle,
+): Promise<DurableRunResult> {
+  const { security, runId } = payload;
+  const stopped = () => options.stopSignal?.aborted === true;
   const step = life.steps(durableStep(ctx, payload, options));
   const deadline = Deadline.until(payload.deadlineAt);
   await life.resumed({
@@ -167,7 +180,7 @@ async function durableRun(
   let outcome: RunOutcome;
   try {
     const history = await loadHistory(step, deps, payload);
-    if (history) traceConversation(runId, history.conversationId);
+    if (history) await life.conversationLoaded(history.conversationId);
     outcome = await runAgent({
       model: deps.model,
       tools: deps.tools,
@@ -180,7 +193,7 @@ async function durableRun(
       step,
       ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
       ...(history ? { history: history.messages } : {}),
-      approve: life.approvals(approvalGate(ctx, deps, payload, deadline, options.stopSignal)),
+      approve: life.approvals(approvalGate({ ctx, deps, payload, deadline, life }, options.stopSignal)),
       hooks: {
         onCycle: (record) => life.cycle(record, stopped),
         onInternalFailure: logInternalFailure(deps.logger),
@@ -224,7 +237,7 @@ function durableStep(
     if (stopSignal?.aborted) throw new RunStoppedError();
   };
   const carried = new Map((payload.carried ?? []).map((entry) => [entry.name, entry.result]));
-  return (name, fn) =>
+  return ({ name }, fn) =>
     ctx.step(
       name,
       async () => {
@@ -246,7 +259,7 @@ function durableStep(
 async function loadHistory(step: StepRunner, deps: RunnerDeps, payload: DurableRunPayload) {
   const { conversation } = payload;
   if (!conversation) return undefined;
-  return step("history:load", () =>
+  return step(steps.history(), () =>
     loadDurableHistory(deps.runs, payload.security, {
       previousRunId: conversation.previousRunId,
       prompt: payload.prompt,
@@ -280,12 +293,16 @@ export const ApprovalCallbackSchema = z
  * pending, and the deadline moves later by the time the run waited.
  */
 function approvalGate(
-  ctx: DurableContext,
-  deps: RunnerDeps,
-  payload: DurableRunPayload,
-  deadline: Deadline,
+  run: {
+    ctx: DurableContext;
+    deps: RunnerDeps;
+    payload: DurableRunPayload;
+    deadline: Deadline;
+    life: RunLifecycle;
+  },
   stopSignal: AbortSignal | undefined,
 ): ApprovalGate {
+  const { ctx, deps, payload, deadline, life } = run;
   const { security, runId } = payload;
   return async (request: ApprovalRequest): Promise<ApprovalDecision> => {
     const deadlineAtRequest = deadline.at;
@@ -308,9 +325,8 @@ function approvalGate(
     await ctx.step(`${request.name}:resume`, async () => {
       const pending = await deps.approvals.pendingForRun(security.tenantId, runId);
       if (pending.length === 0) await deps.runs.setWaiting(security.tenantId, runId, false);
-      // The wait as its own span, emitted once (this step's checkpoint keeps a replay from repeating it).
-      const { decidedAt, requestedAt } = decision;
-      traceApprovalWait(runId, { ...request, ...decision }, Date.parse(requestedAt), Date.parse(decidedAt));
+      // The wait's end, told once (this step's checkpoint keeps a replay from repeating it): its span.
+      await life.approvalWaitEnded(request, decision);
       return pending.length;
     });
     // The time the run waited does not count against its deadline.

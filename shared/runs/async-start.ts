@@ -8,7 +8,7 @@ import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
 import { RunLifecycle } from "./lifecycle.js";
 import { durableRunLimits } from "./limits.js";
-import type { RunBody, RunIdempotency, RunStart } from "./start.js";
+import type { RunBody, RunIdempotency, RunStart } from "./run-request.js";
 
 /** What an asynchronous start uses. */
 export type AsyncStartDeps = Pick<ApiDeps, "config" | "runs" | "logger" | "metrics" | "runObservers"> & {

@@ -15,7 +15,7 @@ import { pendingApprovalsOf } from "./approvals.js";
 import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
 import { durableRunLimits, type RequestedLimits } from "./limits.js";
-import type { RunStart } from "./start.js";
+import type { RunStart } from "./run-request.js";
 
 /**
  * How long (ms) the 202 of a handed-over run waits, at most, for the runner to reach the approval (it
@@ -35,9 +35,9 @@ export function pausingParts(): { step: StepRunner; approve: PausingApprovalGate
   const carried: CarriedStep[] = [];
   return {
     carried,
-    step: async (name, fn) => {
+    step: async (step, fn) => {
       const result = await fn();
-      carried.push({ name, result });
+      carried.push({ name: step.name, result });
       return result;
     },
     approve: async () => ({ decision: "paused" }),

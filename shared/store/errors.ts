@@ -1,10 +1,9 @@
 /**
  * Typed errors of the store layer. Stores throw these (or the AWS SDK's own errors); the layers above
  * map them: the tool dispatcher and the HTTP layer through {@link isStoreUnavailable} (below),
- * the invoice listing through functions/api/pagination.ts, recordInvoice (shared/tools/record-invoice.ts)
- * through its business error QUOTE_ALREADY_RECORDED.
+ * a listing's cursor through shared/runs/queries.ts (INVALID_CURSOR), recordInvoice (shared/tools/record-invoice.ts)
+ * through its business error QUOTE_ALREADY_RECORDED (`QuoteAlreadyRecordedError`, shared/store/ledger.ts).
  */
-import type { Invoice } from "./ledger.js";
 
 /**
  * A conditional write kept failing against an item that changed between the write and the read of
@@ -40,18 +39,6 @@ export const CONDITIONAL_WRITE_ATTEMPTS = 3;
 export class InvalidCursorError extends Error {
   constructor() {
     super("The cursor is not one this store issued for this tenant and listing.");
-    this.name = new.target.name;
-  }
-}
-
-/**
- * Raised by `LedgerStore.recordOnce` when the quote was already recorded by another operation (another
- * idempotency key: another run, or another call in the same run). `invoice` is the existing invoice,
- * unchanged; nothing was written. The tool layer maps it to the business error QUOTE_ALREADY_RECORDED.
- */
-export class QuoteAlreadyRecordedError extends Error {
-  constructor(readonly invoice: Invoice) {
-    super(`Quote ${invoice.quoteId} is already recorded as invoice ${invoice.invoiceId}.`);
     this.name = new.target.name;
   }
 }

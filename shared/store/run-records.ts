@@ -2,6 +2,7 @@
  * The shapes the run store keeps (a run record, its audit steps, what a continuation reads back) and the
  * mapping between them and their items. The store itself is shared/store/runs.ts.
  */
+import { COMPRESS_ABOVE_BYTES, type EncodedText, encodeText } from "./compressed.js";
 import type { StoredItem } from "./table.js";
 
 /**
@@ -255,4 +256,24 @@ export function toRunRecord<S extends RunShapes>(
     conversationId,
     approvalWaitedMs: Math.max(0, Number(waitEnds ?? 0) - Number(waitStarts ?? 0)),
   };
+}
+
+/**
+ * The stored attributes of a transcript: its JSON encoded by shared/store/compressed.ts (gzip above
+ * {@link COMPRESS_ABOVE_BYTES}). Over {@link MAX_STORED_TRANSCRIPT_BYTES} even compressed, it is shortened
+ * by `shorten` ({@link RunStoreOptions.shortenTranscript}; default: straight to empty) until it fits; in
+ * the end an empty transcript always does. `transcriptDroppedMessages` counts what was left out.
+ */
+export function transcriptAttributes<S extends RunShapes>(
+  transcript: ReadonlyArray<S["message"]>,
+  shorten: RunStoreOptions<S>["shortenTranscript"] = () => [],
+): { transcript: EncodedText; transcriptDroppedMessages: number } {
+  const limits = { compressAboveBytes: COMPRESS_ABOVE_BYTES, maxBytes: MAX_STORED_TRANSCRIPT_BYTES };
+  let kept = transcript;
+  for (;;) {
+    const encoded = encodeText(JSON.stringify(kept), limits);
+    if (encoded) return { transcript: encoded, transcriptDroppedMessages: transcript.length - kept.length };
+    const shorter = shorten(kept);
+    kept = shorter.length < kept.length ? shorter : [];
+  }
 }

@@ -1,7 +1,7 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { sha256Hex } from "../hash.js";
-import { COMPRESS_ABOVE_BYTES, decodeText, type EncodedText, encodeText } from "./compressed.js";
+import { decodeText } from "./compressed.js";
 import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
 import { queryKept, queryTenant } from "./query.js";
@@ -9,7 +9,6 @@ import {
   type ContinuationRead,
   type CycleInput,
   type HistorySummary,
-  MAX_STORED_TRANSCRIPT_BYTES,
   RUN_LIST_READ_SIZE,
   RUN_LIST_READS,
   RUN_PREFIX,
@@ -21,6 +20,7 @@ import {
   type TokenUsage,
   toRunRecord,
   toStep,
+  transcriptAttributes,
   WAIT_ENDS_ATTRIBUTE,
   WAIT_STARTS_ATTRIBUTE,
   ZERO_USAGE,
@@ -190,7 +190,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
     const { transcript, ...fields } = outcome;
     return this.updateIfRunning(tenantId, runId, {
       ...fields,
-      ...(transcript ? this.transcriptAttributes(transcript) : {}),
+      ...(transcript ? transcriptAttributes(transcript, this.options.shortenTranscript) : {}),
       finishedAt: now.toISOString(),
       updatedAt: now.toISOString(),
     });
@@ -392,30 +392,6 @@ export class RunStore<S extends RunShapes = RunShapes> {
       .map(({ attributes: { runId: _runId, ...step } }) => step as unknown as RunStep<S>)
       .sort((a, b) => a.cycle - b.cycle);
     return { run: toRunRecord<S>(runItem.attributes).run, steps };
-  }
-
-  /**
-   * The stored attributes of a transcript: its JSON encoded by shared/store/compressed.ts (gzip above
-   * {@link COMPRESS_ABOVE_BYTES}). Over {@link MAX_STORED_TRANSCRIPT_BYTES} even compressed,
-   * it is shortened by {@link RunStoreOptions.shortenTranscript} until it fits; in the end an empty
-   * transcript always does.
-   */
-  private transcriptAttributes(transcript: ReadonlyArray<S["message"]>): {
-    transcript: EncodedText;
-    transcriptDroppedMessages: number;
-  } {
-    const limits = {
-      compressAboveBytes: COMPRESS_ABOVE_BYTES,
-      maxBytes: MAX_STORED_TRANSCRIPT_BYTES,
-    };
-    const shorten = this.options.shortenTranscript ?? (() => []);
-    let kept = transcript;
-    for (;;) {
-      const encoded = encodeText(JSON.stringify(kept), limits);
-      if (encoded) return { transcript: encoded, transcriptDroppedMessages: transcript.length - kept.length };
-      const shorter = shorten(kept);
-      kept = shorter.length < kept.length ? shorter : [];
-    }
   }
 
   /** The TTL of an item written at `now`: epoch seconds, `ttlSeconds` later. */
