@@ -22,6 +22,7 @@ import type { RunObserver } from "./runs/observer.js";
 import type { AgentRunShapes } from "./runs/run-shapes.js";
 import { ApprovalStore } from "./store/approvals.js";
 import { createDocumentClient } from "./store/dynamo.js";
+import { IdempotencyStore } from "./store/idempotency.js";
 import { LedgerStore } from "./store/ledger.js";
 import { QuoteStore } from "./store/quotes.js";
 import { RunEventStore } from "./store/run-events.js";
@@ -33,8 +34,11 @@ import { accountingTools } from "./tools/registry.js";
  * - `model`: the chat model the loop calls: OpenAI chat completions over the real openai client, on any
  *   OpenAI-compatible server (`config.model.baseURL`, model `config.model.name`), or with
  *   MODEL_PROVIDER=bedrock on Amazon Bedrock's Chat Completions endpoint (`config.model.bedrock`)
- * - `ddb`: DynamoDB document client; `ledger`: the invoice store; `quotes`: the tax quote store;
- *   `runs`: run records and audit steps; `approvals`: approvals of paused tool calls
+ * - `ledger`: the invoice store; `quotes`: the tax quote store; `runs`: run records and audit steps;
+ *   `approvals`: approvals of paused tool calls; `idempotency`: the records of callers' keys (HTTP
+ *   Idempotency-Key, MCP's key), retention IDEMPOTENCY_TTL_SECONDS: every store built once, here
+ * - `ddb`: the DynamoDB document client those stores were built with, for operators and tests: no code
+ *   of functions/ or shared/ but this module uses it (test/layers.test.ts)
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
  * - `runObservers`: observers of every run's lifecycle points (shared/runs/observer.ts); by default the
  *   run tracer (shared/run-trace.ts) and the run events (shared/runs/events.ts)
@@ -52,6 +56,7 @@ export interface SharedDeps {
   logger: Logger;
   metrics: Metrics;
   approvals: ApprovalStore;
+  idempotency: IdempotencyStore;
   runObservers?: readonly RunObserver[];
   runEvents: { store: RunEventStore<RunEvent>; hub: RunEventHub };
   clock: FeedClock;
@@ -207,6 +212,7 @@ function sharedDeps(config: Config, options: ModelOptions & Pick<ApiDepsOptions,
     tools,
     ...observability,
     approvals: new ApprovalStore(ddb, config.table.name, config.runs.ttlSeconds),
+    idempotency: new IdempotencyStore(ddb, config.table.name, { ttlSeconds: config.idempotency.ttlSeconds }),
     // The tracer first: a run's agent span ends where the run does, before its events are written.
     runObservers: [createRunTracer(), events],
     runEvents,

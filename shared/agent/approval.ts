@@ -3,6 +3,7 @@ import type { ApprovalDecision, ApprovalRequest } from "./approval-gate.js";
 import { notStartedResult, prepareToolCall, runPreparedCall } from "./dispatcher.js";
 import type { ApprovalAudit, ToolResult } from "./result.js";
 import { runInline, steps } from "./step.js";
+import type { ToolCallRequest } from "./tool.js";
 import type { PendingApproval, ToolTurnResult } from "./tool-turn.js";
 import { toolSpan } from "./trace-spans.js";
 import type { RunInput } from "./types.js";
@@ -85,13 +86,7 @@ export async function settleApprovals(
       });
       continue;
     }
-    const audit: ApprovalAudit = {
-      approvalId: request.approvalId,
-      decision: decision.decision,
-      decidedBy: decision.decidedBy,
-      decidedAt: decision.decidedAt,
-      reason: decision.reason,
-    };
+    const audit = approvalAuditOf(request.approvalId, decision);
     if (decision.decision === "approved") {
       const settled = await step(steps.approved(cycle, item.call.id), async () => {
         const prepared = prepareToolCall(item.call, input.tools, input.security);
@@ -113,21 +108,45 @@ export async function settleApprovals(
       results[item.index] = withAudit(settled.result, audit);
       continue;
     }
-    const rejected = decision.decision === "rejected";
-    const failed = notStartedResult(item.call, "business_error", {
-      code: rejected ? "APPROVAL_REJECTED" : "APPROVAL_EXPIRED",
-      message: rejected
-        ? `A person rejected this ${item.call.name} call; it did not run. Reason: ${decision.reason ?? "none given"}.`
-        : `Nobody approved this ${item.call.name} call before its approval expired at ${decision.decidedAt}; it did not run.`,
-      details: { approvalId: request.approvalId, reason: decision.reason },
-      retryable: false,
-    });
+    const failed = refusedByDecision(item.call, request.approvalId, decision);
     results[item.index] = withAudit(failed, audit);
   }
   return { ...rest, results, deadlinePassed };
 }
 
+/** The approval audit a decided result carries (who, when, why), on every surface. */
+export function approvalAuditOf(approvalId: string, decision: ApprovalDecision): ApprovalAudit {
+  return {
+    approvalId,
+    decision: decision.decision,
+    decidedBy: decision.decidedBy,
+    decidedAt: decision.decidedAt,
+    reason: decision.reason,
+  };
+}
+
+/**
+ * The result of a call a person's decision keeps from running: business_error APPROVAL_REJECTED (with the
+ * approver's reason, for the model) or APPROVAL_EXPIRED, `details` naming the approval and the reason.
+ * The one decision → tool error mapping of the loop's gate and of MCP's calls.
+ */
+export function refusedByDecision(
+  call: ToolCallRequest,
+  approvalId: string,
+  decision: Pick<ApprovalDecision, "decision" | "decidedAt" | "reason">,
+): ToolResult {
+  const rejected = decision.decision === "rejected";
+  return notStartedResult(call, "business_error", {
+    code: rejected ? "APPROVAL_REJECTED" : "APPROVAL_EXPIRED",
+    message: rejected
+      ? `A person rejected this ${call.name} call; it did not run. Reason: ${decision.reason ?? "none given"}.`
+      : `Nobody approved this ${call.name} call before its approval expired at ${decision.decidedAt}; it did not run.`,
+    details: { approvalId, reason: decision.reason },
+    retryable: false,
+  });
+}
+
 /** `result` with its approval audit in the metadata. */
-function withAudit(result: ToolResult, approval: ApprovalAudit): ToolResult {
+export function withAudit(result: ToolResult, approval: ApprovalAudit): ToolResult {
   return { ...result, metadata: { ...result.metadata, approval } };
 }

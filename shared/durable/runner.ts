@@ -14,6 +14,7 @@ import { type StepRunner, steps } from "../agent/step.js";
 import type { RunnerDeps } from "../deps.js";
 import { isDomainError } from "../domain-errors.js";
 import { flushMetrics, logInternalFailure } from "../observability.js";
+import { expireApproval, requestApproval } from "../runs/approval-service.js";
 import { RunLifecycle } from "../runs/lifecycle.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
 import { loadDurableHistory } from "./history.js";
@@ -284,7 +285,7 @@ export const ApprovalCallbackSchema = z
 /**
  * The durable runner's {@link ApprovalGate} (docs/approvals.md): one `ctx.waitForCallback` named
  * `request.name` (`cycle-<n>:approval:<toolCallId>`) with the timeout APPROVAL_TIMEOUT_SECONDS. Its
- * submitter ({@link requestApproval}) stores the approval and moves the run to `awaiting_approval`; a
+ * submitter ({@link waitForDecision}) stores the approval and moves the run to `awaiting_approval`; a
  * submitter that throws (a throttled or failed store write) is retried by {@link STEP_RETRY}, and when it
  * still fails the run fails (`run:fail`): the approval never expires for it. The decision is the
  * callback's result; only the SDK's CallbackTimeoutError means nobody decided in time: the step
@@ -310,7 +311,7 @@ function approvalGate(
     try {
       const waiting = ctx.waitForCallback(
         request.name,
-        (callbackId) => requestApproval(deps, payload, request, callbackId),
+        (callbackId) => waitForDecision(deps, payload, request, callbackId),
         { timeout: { seconds: deps.config.approvals.timeoutSeconds }, retryStrategy: STEP_RETRY },
       );
       // A local stop (no StopDurableExecution in the testing SDK) ends the wait at once; the invocation
@@ -320,7 +321,9 @@ function approvalGate(
       decision = ApprovalCallbackSchema.parse(JSON.parse(raw));
     } catch (error) {
       if (stopSignal?.aborted || !isCallbackTimeout(error)) throw error;
-      decision = await ctx.step(`${request.name}:expire`, () => expireApproval(deps, payload, request));
+      decision = await ctx.step(`${request.name}:expire`, () =>
+        expireApproval(deps.approvals, security.tenantId, runId, request.approvalId),
+      );
     }
     await ctx.step(`${request.name}:resume`, async () => {
       const pending = await deps.approvals.pendingForRun(security.tenantId, runId);
@@ -346,65 +349,20 @@ function isCallbackTimeout(error: unknown): boolean {
 }
 
 /**
- * The approval wait's submitter, run once per attempt with the callback id: writes the APPROVAL item
- * (callback id stored server-side only; a retried attempt finds the one written before), moves the run
- * to `awaiting_approval` and announces the approval (a failed event is logged, never fatal).
+ * The approval wait's submitter, run once per attempt with the callback id: asks the person through the
+ * approval service (shared/runs/approval-service.ts: the APPROVAL item with the callback id stored
+ * server-side only, a retried attempt finding the one written before; the announcement) and moves the
+ * run to `awaiting_approval`.
  * @throws the store's error (the wait's retry strategy retries it)
  */
-async function requestApproval(
+async function waitForDecision(
   deps: RunnerDeps,
   payload: DurableRunPayload,
   request: ApprovalRequest,
   callbackId: string,
 ): Promise<void> {
   const { security, runId } = payload;
-  const now = Date.now();
-  const approval = await deps.approvals.request({
-    approvalId: request.approvalId,
-    runId,
-    tenantId: security.tenantId,
-    toolName: request.toolName,
-    toolCallId: request.toolCallId,
-    arguments: request.arguments,
-    preview: { ...request.preview },
-    requestedBy: security.userId,
-    requestedAt: new Date(now).toISOString(),
-    expiresAt: new Date(now + deps.config.approvals.timeoutSeconds * 1000).toISOString(),
-    callbackId,
-    waitName: request.name,
-  });
+  const service = { ...deps, timeoutSeconds: deps.config.approvals.timeoutSeconds };
+  await requestApproval(service, { security, runId, request, callbackId });
   await deps.runs.setWaiting(security.tenantId, runId, true);
-  deps.logger.info("approval requested", { approvalId: approval.approvalId, toolName: request.toolName });
-  const { approvalId, toolName, preview, requestedBy, requestedAt, expiresAt } = approval;
-  await deps.approvalEvents
-    .requested({
-      tenantId: security.tenantId,
-      runId,
-      approvalId,
-      toolName,
-      preview,
-      requestedBy,
-      requestedAt,
-      expiresAt,
-    })
-    .catch((error: unknown) =>
-      deps.logger.warn("approval event not sent", { approvalId, error: error as Error }),
-    );
-}
-
-/** The `<name>:expire` step: marks the approval expired, or returns the decision written first. */
-async function expireApproval(
-  deps: RunnerDeps,
-  payload: DurableRunPayload,
-  request: ApprovalRequest,
-): Promise<ApprovalDecision> {
-  const approval = await deps.approvals.expire(payload.security.tenantId, payload.runId, request.approvalId);
-  if (!approval) throw new Error(`The approval ${request.approvalId} is missing.`);
-  return {
-    decision: approval.status === "approved" || approval.status === "rejected" ? approval.status : "expired",
-    decidedBy: approval.decidedBy,
-    decidedAt: approval.decidedAt ?? approval.expiresAt,
-    reason: approval.reason,
-    requestedAt: approval.requestedAt,
-  };
 }

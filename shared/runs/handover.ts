@@ -11,7 +11,7 @@ import {
 } from "../durable/executions.js";
 import type { SecurityContext } from "../identity.js";
 import { agentTraceOf } from "../run-trace.js";
-import { pendingApprovalsOf } from "./approvals.js";
+import { pendingApprovalsOf } from "./approval-service.js";
 import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
 import { durableRunLimits, type RequestedLimits } from "./limits.js";

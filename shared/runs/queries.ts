@@ -12,7 +12,7 @@ import { InvalidCursorError } from "../store/errors.js";
 import type { Invoice, LedgerStore } from "../store/ledger.js";
 import type { RunStore } from "../store/runs.js";
 import { BILLING_APPROVE, BILLING_READ, canSeeRun, requirePermission, runIfAllowed } from "./access.js";
-import { type PendingApprovalView, pendingApprovalsOf } from "./approvals.js";
+import { type PendingApprovalView, pendingApprovalsOf } from "./approval-service.js";
 import type { AgentRunRecord, AgentRunShapes, AgentRunStep } from "./run-shapes.js";
 
 /** One page of a listing: its items and the cursor of the next page (null on the last). */

@@ -5,7 +5,7 @@
  */
 import type { RunOutcome } from "../agent/types.js";
 import type { SecurityContext } from "../identity.js";
-import type { PendingApprovalView } from "./approvals.js";
+import type { PendingApprovalView } from "./approval-service.js";
 import type { ConversationHistory } from "./conversation.js";
 import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
 

@@ -9,7 +9,7 @@ import { type GetDeps, routeGroup } from "./deps.js";
 export function approvalRoutes(deps: GetDeps) {
   return routeGroup()
     .openapi(decideApprovalRoute, async (c) => {
-      const { decideApproval } = await import("../../../shared/runs/approvals.js");
+      const { decideApproval } = await import("../../../shared/runs/approval-service.js");
       const approval = await decideApproval(
         deps(),
         c.get("security"),

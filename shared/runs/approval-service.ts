@@ -1,3 +1,13 @@
+/**
+ * The one approval service (docs/approvals.md), used by every path that asks a person: the durable
+ * runner's gate (a run waits in `waitForCallback`), MCP's one-cycle runs (the caller's next call collects
+ * the decision) and the approvals API: {@link requestApproval} (store and announce), {@link
+ * decideApproval} (four eyes, one conditional write, the callback), {@link expireApproval} and
+ * {@link approvalOutcomeOf} (what a stored approval decides), and the run's pending approvals.
+ */
+import type { Logger } from "@aws-lambda-powertools/logger";
+import type { ApprovalDecision, ApprovalRequest } from "../agent/approval-gate.js";
+import type { ApprovalEvents } from "../approval-events.js";
 import type { ApiDeps } from "../deps.js";
 import { DomainError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
@@ -122,3 +132,114 @@ export type PendingApprovalView = Pick<
   ApprovalRecord,
   "approvalId" | "toolName" | "arguments" | "preview" | "requestedBy" | "requestedAt" | "expiresAt"
 >;
+
+/** What {@link requestApproval} uses: the store, where approvals are announced, the logger, the timeout (s). */
+export interface ApprovalRequestDeps {
+  approvals: Pick<ApprovalStore, "request">;
+  approvalEvents: ApprovalEvents;
+  logger: Logger;
+  timeoutSeconds: number;
+}
+
+/**
+ * Asks a person: writes the approval of `request` (one conditional write; a repeat finds the one written
+ * before), pending until `timeoutSeconds` from now, `requestedBy` the caller, then announces it (EventBridge
+ * on AWS; a failed announcement is logged, never fatal: the approval is listed either way).
+ * @param input.callbackId where the decision is delivered (a durable wait's callback id), or "" when the
+ *   caller collects it (MCP); stored server-side only
+ * @returns the approval as stored
+ * @throws the store's error (nothing announced)
+ */
+export async function requestApproval(
+  deps: ApprovalRequestDeps,
+  input: { security: SecurityContext; runId: string; request: ApprovalRequest; callbackId: string },
+): Promise<ApprovalRecord> {
+  const { security, runId, request } = input;
+  const now = Date.now();
+  const approval = await deps.approvals.request({
+    approvalId: request.approvalId,
+    runId,
+    tenantId: security.tenantId,
+    toolName: request.toolName,
+    toolCallId: request.toolCallId,
+    arguments: request.arguments,
+    preview: { ...request.preview },
+    requestedBy: security.userId,
+    requestedAt: new Date(now).toISOString(),
+    expiresAt: new Date(now + deps.timeoutSeconds * 1000).toISOString(),
+    callbackId: input.callbackId,
+    waitName: request.name,
+  });
+  deps.logger.info("approval requested", { approvalId: approval.approvalId, toolName: request.toolName });
+  const { approvalId, toolName, preview, requestedBy, requestedAt, expiresAt } = approval;
+  await deps.approvalEvents
+    .requested({
+      tenantId: security.tenantId,
+      runId,
+      approvalId,
+      toolName,
+      preview,
+      requestedBy,
+      requestedAt,
+      expiresAt,
+    })
+    .catch((error: unknown) =>
+      deps.logger.warn("approval event not sent", { approvalId, error: error as Error }),
+    );
+  return approval;
+}
+
+/**
+ * What a stored approval decides: `pending` while nobody decided and it has not expired, else the
+ * decision (approved, rejected, expired; who, when, why) or `cancelled` (withdrawn with its run).
+ */
+export type ApprovalOutcome =
+  | { kind: "pending"; approval: ApprovalRecord }
+  | { kind: "decided"; approval: ApprovalRecord; decision: ApprovalDecision }
+  | { kind: "cancelled"; approval: ApprovalRecord };
+
+/**
+ * The outcome of `approval` as stored ({@link ApprovalOutcome}); one past its expiry that nobody decided
+ * is marked expired first (one conditional write; a decision that won the race is returned instead).
+ * @throws the store's error
+ */
+export async function approvalOutcomeOf(
+  approvals: Pick<ApprovalStore, "expire">,
+  approval: ApprovalRecord,
+  now: number = Date.now(),
+): Promise<ApprovalOutcome> {
+  let current = approval;
+  if (current.status === "pending" && Date.parse(current.expiresAt) <= now) {
+    current = (await approvals.expire(current.tenantId, current.runId, current.approvalId)) ?? current;
+  }
+  if (current.status === "pending") return { kind: "pending", approval: current };
+  if (current.status === "cancelled") return { kind: "cancelled", approval: current };
+  return { kind: "decided", approval: current, decision: decisionOf(current) };
+}
+
+/**
+ * The decision an approval's wait ends with when its timeout passed: the approval is marked expired, or
+ * the decision written first is returned (the durable runner's `<name>:expire` step).
+ * @throws Error when the approval is missing; the store's error
+ */
+export async function expireApproval(
+  approvals: Pick<ApprovalStore, "expire">,
+  tenantId: string,
+  runId: string,
+  approvalId: string,
+): Promise<ApprovalDecision> {
+  const approval = await approvals.expire(tenantId, runId, approvalId);
+  if (!approval) throw new Error(`The approval ${approvalId} is missing.`);
+  return decisionOf(approval);
+}
+
+/** A decided (or expired, or withdrawn) approval as the gate's {@link ApprovalDecision}. */
+function decisionOf(approval: ApprovalRecord): ApprovalDecision {
+  return {
+    decision: approval.status === "approved" || approval.status === "rejected" ? approval.status : "expired",
+    decidedBy: approval.decidedBy,
+    decidedAt: approval.decidedAt ?? approval.expiresAt,
+    reason: approval.reason,
+    requestedAt: approval.requestedAt,
+  };
+}
