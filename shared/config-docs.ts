@@ -9,6 +9,7 @@
  * has no prose here, i.e. when a section's prose is not listed.
  */
 
+import { answerGroundingDocs } from "./config/answer-grounding.js";
 import { approvalDocs } from "./config/approval-rules.js";
 import { durableRunsDocs } from "./config/durable-runs.js";
 import { dynamodbDocs } from "./config/dynamodb.js";
@@ -39,4 +40,5 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
   ...eventStreamDocs,
   ...tokenIssuerDocs,
   ...telemetryDocs,
+  ...answerGroundingDocs,
 };

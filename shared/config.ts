@@ -6,6 +6,7 @@
  * and one line in {@link CONFIG_SECTIONS}.
  */
 import * as z from "zod/mini";
+import { answerGroundingSection } from "./config/answer-grounding.js";
 import { approvalSection } from "./config/approval-rules.js";
 import { durableRunsSection } from "./config/durable-runs.js";
 import { dynamodbSection } from "./config/dynamodb.js";
@@ -52,6 +53,7 @@ export const CONFIG_SECTIONS = [
   eventStreamSection,
   tokenIssuerSection,
   telemetrySection,
+  answerGroundingSection,
 ] as const;
 
 type Section = (typeof CONFIG_SECTIONS)[number];
@@ -82,8 +84,9 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * module documents it): `model`, `prompts` (config/model-provider.ts); `table` (config/dynamodb.ts);
  * `limits`, `history` (config/run-limits.ts); `quotes`, `idempotency`, `runs` (config/retention.ts);
  * `identity`, `http`, `console` (config/http-identity.ts); `durable` (config/durable-runs.ts);
- * `approvals` (config/approval-rules.ts); `stream` (config/event-streams.ts); `mcp`
- * (config/token-issuer.ts); `observability`, `tracing` (config/telemetry.ts).
+ * `approvals` (config/approval-rules.ts); `stream` (config/event-streams.ts); `auth`, every bearer
+ * token check (config/token-issuer.ts); `observability`, `tracing` (config/telemetry.ts); `grounding`
+ * (config/answer-grounding.ts).
  */
 export interface Config extends Intersection<ReturnType<Section["config"]>> {}
 

@@ -1,6 +1,7 @@
 /**
  * What a step is, typed: one model call of a cycle, one turn of tool calls, the tool-less summary call at
- * the cycle limit, one approved call run after its decision, or the load of a continuation's history.
+ * the cycle limit, the model's second try at an answer whose numbers were not grounded (ANSWER_GROUNDING
+ * reask), one approved call run after its decision, or the load of a continuation's history.
  * Readers (run events, traces) switch on `kind` and read its fields; `name` is the stable name a
  * checkpointing runner stores the result under, built once here and never parsed back.
  */
@@ -8,18 +9,20 @@ export type StepDescriptor =
   | { kind: "model"; cycle: number; name: string }
   | { kind: "tools"; cycle: number; name: string }
   | { kind: "summary"; name: string }
+  | { kind: "grounding"; name: string }
   | { kind: "approved"; cycle: number; toolCallId: string; name: string }
   | { kind: "history"; name: string };
 
 /**
  * The descriptors of a run's steps, with their stable names: `cycle-<n>:model`, `cycle-<n>:tools`,
- * `summary:model`, `cycle-<n>:approved:<toolCallId>`, `history:load` (the names a durable execution's
+ * `summary:model`, `grounding:model`, `cycle-<n>:approved:<toolCallId>`, `history:load` (the names a durable execution's
  * checkpoints have always had).
  */
 export const steps = {
   model: (cycle: number): StepDescriptor => ({ kind: "model", cycle, name: `cycle-${cycle}:model` }),
   tools: (cycle: number): StepDescriptor => ({ kind: "tools", cycle, name: `cycle-${cycle}:tools` }),
   summary: (): StepDescriptor => ({ kind: "summary", name: "summary:model" }),
+  grounding: (): StepDescriptor => ({ kind: "grounding", name: "grounding:model" }),
   approved: (cycle: number, toolCallId: string): StepDescriptor => ({
     kind: "approved",
     cycle,

@@ -59,8 +59,9 @@ export const CONFIG_GROUPS = [
   "Durable runs",
   "Approvals",
   "Run event streams",
-  "MCP",
+  "Bearer tokens",
   "Observability",
+  "Grounded answers",
 ] as const;
 
 /** One section heading of the reference, see {@link CONFIG_GROUPS}. */

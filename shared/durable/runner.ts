@@ -193,6 +193,7 @@ async function runDurably(
       deadline,
       step,
       ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
+      grounding: deps.config.grounding.mode,
       ...(history ? { history: history.messages } : {}),
       approve: life.approvals(approvalGate({ ctx, deps, payload, deadline, life }, options.stopSignal)),
       hooks: {

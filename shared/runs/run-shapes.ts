@@ -1,3 +1,4 @@
+import type { AnswerGrounding } from "../agent/grounding.js";
 import type { HistoryMessage } from "../agent/history.js";
 import type { ToolResult } from "../agent/result.js";
 import type { RunStatus } from "../agent/types.js";
@@ -5,9 +6,14 @@ import type { RunRecord, RunStep } from "../store/runs.js";
 
 /**
  * The agent's types the run store persists (the store itself does not import the agent layer): run
- * statuses, tool results, and the messages of stored transcripts.
+ * statuses, tool results, the messages of stored transcripts, and the grounding check of answers.
  */
-export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; message: HistoryMessage };
+export type AgentRunShapes = {
+  status: RunStatus;
+  toolResult: ToolResult;
+  message: HistoryMessage;
+  grounding: AnswerGrounding;
+};
 
 /** A run record of the agent's runs. */
 export type AgentRunRecord = RunRecord<AgentRunShapes>;

@@ -76,6 +76,7 @@ async function runInLifecycle(
       limits,
       deadline: request.deadline,
       ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
+      grounding: deps.config.grounding.mode,
       ...(conversation ? { history: conversation.messages } : {}),
       step: life.steps(request.step ?? runInline),
       ...(request.approve ? { approve: life.approvals(request.approve) } : {}),

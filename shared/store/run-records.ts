@@ -13,11 +13,13 @@ import type { StoredItem } from "./table.js";
  *   it from a step over the size cap
  * - `message`: one message of the transcript a finished run stores for the runs continuing it
  *   (`HistoryMessage`); stored as JSON, never read by the store
+ * - `grounding`: the grounding check of a finished run's answer (`AnswerGrounding`); stored as is
  */
 export interface RunShapes {
   status: string;
   toolResult: { data: unknown };
   message: unknown;
+  grounding?: unknown;
 }
 
 /** Token usage of a run or a cycle, as the agent counts it (`RunUsage`) and the store keeps it. */
@@ -50,6 +52,8 @@ export type RunRecordStatus<S extends RunShapes = RunShapes> =
  * - `expiresAt`: when DynamoDB TTL may delete the record (ISO 8601; the item's `ttl` in epoch seconds)
  * - `previousRunId`: the run this one continues, null for a new conversation
  * - `history`: the earlier conversation it carried, see {@link HistorySummary}; null without one
+ * - `grounding`: the grounding check of its answer (docs/evals.md, "Grounding"); null until it finished
+ *   with an answer (and for records written before the check existed)
  * The transcript a finished run stores for its continuations is an internal attribute of the same item
  * (never returned here, never logged), see {@link RunStore.readContinuation}.
  */
@@ -72,6 +76,7 @@ export interface RunRecord<S extends RunShapes = RunShapes> {
   expiresAt: string;
   previousRunId: string | null;
   history: HistorySummary | null;
+  grounding: S["grounding"] | null;
 }
 
 /**
@@ -174,6 +179,7 @@ export interface RunFinish<S extends RunShapes = RunShapes> {
   reason: string | null;
   usage: TokenUsage;
   durationMs: number;
+  grounding?: S["grounding"] | null;
   transcript?: ReadonlyArray<S["message"]>;
 }
 
@@ -250,7 +256,7 @@ export function toRunRecord<S extends RunShapes>(
     ...rest
   } = attributes;
   return {
-    run: { previousRunId: null, history: null, ...rest } as unknown as RunRecord<S>,
+    run: { previousRunId: null, history: null, grounding: null, ...rest } as unknown as RunRecord<S>,
     transcript,
     transcriptDroppedMessages,
     conversationId,

@@ -121,6 +121,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       expiresAt: new Date(expiresAtSeconds * 1000).toISOString(),
       previousRunId: input.previousRunId ?? null,
       history: input.history ?? null,
+      grounding: null,
     };
     const put = await conditionalPut(this.client, {
       tableName: this.tableName,

@@ -25,6 +25,7 @@ export const RUN_STATUSES = [
   "model_output_truncated",
   "model_error",
   "context_length_exceeded",
+  "answer_ungrounded",
 ] as const;
 type MissingRunStatus = Exclude<RunStatus, (typeof RUN_STATUSES)[number]>;
 const everyRunStatusListed: [MissingRunStatus] extends [never] ? true : MissingRunStatus = true;
@@ -197,6 +198,30 @@ export const RunDetailsSchema = z
   .openapi("RunDetails", {
     description:
       "Machine-readable facts about why the run stopped; only the entry for its status is set, plus `effects` when the run did something before it stopped.",
+  });
+
+/** One number of an answer that no tool result or prompt gave: as written, and its value read. */
+const UngroundedNumberSchema = z.object({ text: z.string(), value: z.string() }).strict();
+
+/** An answer's grounding check (`AnswerGrounding` in shared/agent/grounding.ts); null without an answer. */
+export const GroundingSchema = z
+  .object({
+    mode: z.enum(["report", "reask", "refuse"]).openapi({ description: "ANSWER_GROUNDING in force." }),
+    checked: z.number().int().nonnegative().openapi({ description: "Numbers the answer holds." }),
+    ungrounded: z
+      .array(UngroundedNumberSchema)
+      .openapi({ description: "Numbers of the answer no tool result or prompt gave: as written, and read." }),
+    action: z.enum(["none", "reported", "reasked", "refused"]),
+    firstUngrounded: z
+      .array(UngroundedNumberSchema)
+      .optional()
+      .openapi({ description: "reasked only: the first answer's ungrounded numbers." }),
+  })
+  .strict()
+  .nullable()
+  .openapi("Grounding", {
+    description:
+      "The check of the answer's numbers against the run's tool results and prompts (docs/evals.md, Grounding); null when the model gave no answer.",
   });
 
 /** The earlier conversation a run carried (`HistorySummary` in shared/store/runs.ts); null without one. */

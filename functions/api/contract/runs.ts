@@ -19,6 +19,7 @@ import {
 } from "./common.js";
 import { authErrors, payloadTooLarge, problem } from "./problems.js";
 import {
+  GroundingSchema,
   HistorySummarySchema,
   RunDetailsSchema,
   RunStatusSchema,
@@ -78,6 +79,7 @@ export const RunResponseSchema = z
       .nullable()
       .openapi({ description: "model_error only: the provider's HTTP status; null otherwise." }),
     details: RunDetailsSchema,
+    grounding: GroundingSchema,
     previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
     history: HistorySummarySchema,
   })
@@ -134,6 +136,7 @@ export const RunRecordSchema = z
     expiresAt: z.string(),
     previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
     history: HistorySummarySchema,
+    grounding: GroundingSchema,
     steps: z.array(RunStepSchema),
     pendingApprovals: z.array(PendingApprovalSchema).optional().openapi({
       description: "The run's approvals still waiting for a decision (GET, and a paused run's 202).",
