@@ -7,6 +7,7 @@ import type { ApprovalPreview } from "../agent/tool.js";
 import { turnCallsOf } from "../agent/turn-resolution.js";
 import type { CycleRecord, RunUsage } from "../agent/types.js";
 import type { RunEventStore } from "../store/run-events.js";
+import { zeroUsage } from "../token-usage.js";
 import type { RunObserver, RunSubject } from "./observer.js";
 
 /**
@@ -359,8 +360,6 @@ export function runEventObserver(ports: RunEventPorts & { ttlSeconds: number }):
       });
     },
     failed: (run, reason) =>
-      logs.get(run)?.finished({ ...done, status: "failed", reason, usage: ZERO_USAGE }),
+      logs.get(run)?.finished({ ...done, status: "failed", reason, usage: zeroUsage() }),
   };
 }
-
-const ZERO_USAGE: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };

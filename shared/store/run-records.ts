@@ -2,6 +2,8 @@
  * The shapes the run store keeps (a run record, its audit steps, what a continuation reads back) and the
  * mapping between them and their items. The store itself is shared/store/runs.ts.
  */
+
+import type { TokenUsage } from "../token-usage.js";
 import { COMPRESS_ABOVE_BYTES, type EncodedText, encodeText } from "./compressed.js";
 import type { StoredItem } from "./table.js";
 
@@ -22,12 +24,7 @@ export interface RunShapes {
   grounding?: unknown;
 }
 
-/** Token usage of a run or a cycle, as the agent counts it (`RunUsage`) and the store keeps it. */
-export interface TokenUsage {
-  promptTokens: number;
-  completionTokens: number;
-  totalTokens: number;
-}
+export type { TokenUsage } from "../token-usage.js";
 
 /**
  * Where a run is: `running` from the first write until the outcome is stored; then the loop's terminal
@@ -207,7 +204,6 @@ export const MAX_ARGUMENT_CHARS = 8_192;
 export const MAX_STEP_BYTES = 300_000;
 
 /** No tokens: the usage of a run before its first model call. */
-export const ZERO_USAGE: TokenUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 
 /** Turns a loop cycle record into an audit step, bounding its size. */
 export function toStep<S extends RunShapes>(record: CycleInput<S>, now: Date): RunStep<S> {

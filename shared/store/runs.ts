@@ -23,7 +23,6 @@ import {
   transcriptAttributes,
   WAIT_ENDS_ATTRIBUTE,
   WAIT_STARTS_ATTRIBUTE,
-  ZERO_USAGE,
 } from "./run-records.js";
 import { getItem, ITEM_ABSENT, ITEM_PRESENT, isLive, splitItem, tableItem, tableKey } from "./table.js";
 import { setFields } from "./update.js";
@@ -47,6 +46,8 @@ export {
   RUN_LIST_READ_SIZE,
   RUN_LIST_READS,
 } from "./run-records.js";
+
+import { zeroUsage } from "../token-usage.js";
 
 /**
  * What {@link RunStore.start} did: `written` the new record; `exists` when the run id was taken (a
@@ -116,7 +117,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       cycles: null,
       answer: null,
       reason: null,
-      usage: ZERO_USAGE,
+      usage: zeroUsage(),
       durationMs: null,
       expiresAt: new Date(expiresAtSeconds * 1000).toISOString(),
       previousRunId: input.previousRunId ?? null,
