@@ -53,7 +53,7 @@ export async function decideApproval(
     throw conflictProblem(approval, runId);
   }
   // An approval asked for over MCP has no waiting execution (empty callback id): the caller's next
-  // call with its idempotency key reads the decision (shared/mcp/call.ts).
+  // call with its idempotency key reads the decision (shared/runs/tool-call-once.ts).
   const delivered =
     deps.executions && callback.callbackId
       ? await deps.executions.completeCallback(

@@ -17,6 +17,14 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { IdempotencyClaim, IdempotencyStore, StoredOutcome } from "../store/idempotency.js";
 
+/** Longest idempotency key accepted, on every surface (the HTTP Idempotency-Key's bound too). */
+export const MAX_KEY_LENGTH = 255;
+
+/** True for a usable key: a string of 1 to {@link MAX_KEY_LENGTH} printable ASCII characters (%x20-7E). */
+export function isUsableKey(key: unknown): key is string {
+  return typeof key === "string" && key.length <= MAX_KEY_LENGTH && /^[\x20-\x7e]+$/.test(key);
+}
+
 /**
  * One operation under a caller's key: the caller (`tenantId`, `userId`, from the verified security
  * context: a key belongs to one caller), the operation's name (`route`: "POST /v1/runs", "MCP

@@ -5,8 +5,9 @@ import { transcriptOf } from "../agent/history.js";
 import type { RunLimits } from "../agent/limits.js";
 import type { StepRunner } from "../agent/step.js";
 import type { CycleRecord, RunOutcome, RunUsage } from "../agent/types.js";
-import { observeToolResults, recordRunMetrics } from "../observability.js";
+import { observeToolResults, recordRunMetrics, type ToolResultLabels } from "../observability.js";
 import type { HistorySummary, RunStore } from "../store/runs.js";
+import { addUsage, zeroUsage } from "../token-usage.js";
 import type { ResumedRun, RunObserver, RunScope, RunSubject } from "./observer.js";
 import type { AgentRunRecord, AgentRunShapes } from "./run-shapes.js";
 
@@ -38,7 +39,7 @@ export interface RunStartInput {
  * logged. The logger gets the run's `runId` and `tenantId` keys for the rest of the invocation.
  */
 export class RunLifecycle {
-  private readonly usageSoFar: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  private readonly usageSoFar: RunUsage = zeroUsage();
 
   constructor(
     private readonly deps: LifecycleDeps,
@@ -161,13 +162,16 @@ export class RunLifecycle {
    * The loop's `onCycle` hook: sums usage, writes the cycle's audit step (a conditional put, so a cycle a
    * durable replay already wrote is skipped with its logs, metrics and observers), then logs each tool
    * result (INFO: toolName, status, error code, latencyMs) and emits its metrics. A failed write is logged
-   * at WARN and never changes the run. `skip`: true once the run was stopped (nothing is written).
+   * at WARN and never changes the run. `skip`: true once the run was stopped (nothing is written);
+   * `labels`: what the tool result lines and metrics add (a call that came over MCP, a replayed one).
    */
-  readonly cycle = async (record: CycleRecord, skip?: () => boolean): Promise<void> => {
+  readonly cycle = async (
+    record: CycleRecord,
+    skip?: () => boolean,
+    labels?: ToolResultLabels,
+  ): Promise<void> => {
     const { runs, logger } = this.deps;
-    this.usageSoFar.promptTokens += record.usage.promptTokens;
-    this.usageSoFar.completionTokens += record.usage.completionTokens;
-    this.usageSoFar.totalTokens += record.usage.totalTokens;
+    addUsage(this.usageSoFar, record.usage);
     if (skip?.()) return;
     const usageSoFar = { ...this.usageSoFar };
     let appended: Awaited<ReturnType<typeof runs.appendStep>>;
@@ -181,7 +185,7 @@ export class RunLifecycle {
       await this.tell("cycleReplayed", (observer) => observer.cycleReplayed?.(this.subject, record));
       return;
     }
-    observeToolResults(this.deps, record);
+    observeToolResults(this.deps, record, labels);
     await this.tell("cycle", (observer) => observer.cycle?.(this.subject, record, usageSoFar));
   };
 
