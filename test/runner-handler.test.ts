@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { LocalDurableTestRunner } from "@aws/durable-execution-sdk-js-testing";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
-import { clampRunLimits } from "../shared/agent/limits.js";
+import { clampRunLimits } from "../shared/agent/run-limits.js";
 import { type Config, loadConfig } from "../shared/config.js";
 import { type ApiDeps, createApiDeps } from "../shared/deps.js";
 import type { DurableRunPayload } from "../shared/durable/executions.js";

@@ -8,7 +8,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { transcriptProblem } from "../local/model-server.js";
-import type { HistoryMessage } from "../shared/agent/history.js";
+import type { HistoryMessage } from "../shared/agent/transcript.js";
 import type { AgentRunShapes } from "../shared/runs/run-shapes.js";
 import { COMPRESS_ABOVE_BYTES } from "../shared/store/compressed.js";
 import { keys } from "../shared/store/keys.js";

@@ -4,11 +4,11 @@ import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
 import type { InternalFailure, ToolRegistry } from "./dispatcher.js";
 import type { AnswerGrounding, GroundingMode } from "./grounding.js";
-import type { HistoryMessage } from "./history.js";
-import type { RunLimits } from "./limits.js";
 import type { ChatMessage, Model, ModelUsage } from "./model.js";
 import type { ToolResult } from "./result.js";
+import type { RunLimits } from "./run-limits.js";
 import type { StepRunner } from "./step.js";
+import type { HistoryMessage } from "./transcript.js";
 
 /** How a run ended. Every run ends in exactly one of these; none is an exception. */
 export type RunStatus =

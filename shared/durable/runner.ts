@@ -16,8 +16,8 @@ import { isDomainError } from "../domain-errors.js";
 import { flushMetrics, logInternalFailure } from "../observability.js";
 import { expireApproval, requestApproval } from "../runs/approval-service.js";
 import { RunLifecycle } from "../runs/lifecycle.js";
+import { loadDurableHistory } from "./conversation-load.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
-import { loadDurableHistory } from "./history.js";
 
 /**
  * What a durable run's execution returns: the run's outcome without its transcript (the same fields as
@@ -106,7 +106,7 @@ export const STEP_RETRY = (() => {
  * Builds the durable runner: `withDurableExecution` around the same `runAgent` the synchronous path runs.
  * Per execution (event = {@link DurableRunPayload}, validated; an invalid one fails the execution):
  * 0. a continuation (`payload.conversation`) first loads the earlier conversation in the step
- *    `history:load` (shared/durable/history.ts): its checkpoint fixes the history for every replay;
+ *    `history:load` (shared/durable/conversation-load.ts): its checkpoint fixes the history for every replay;
  * 1. every model call and every turn of tool calls is a `ctx.step` (`cycle-<n>:model`, `cycle-<n>:tools`,
  *    `summary:model`); a replay returns their checkpoints without calling the model or the tools again;
  * 2. the deadline is `payload.deadlineAt` (absolute, fixed at start), so every invocation shares it;

@@ -5,13 +5,13 @@
  * nothing here writes.
  */
 import * as z from "zod";
-import { estimateTokens, type HistoryMessage, trimHistory } from "../agent/history.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../agent/loop.js";
+import { estimateTokens, type HistoryMessage, trimHistory } from "../agent/transcript.js";
 import { DomainError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
 import type { HistorySummary, RunShapes, RunStore } from "../store/runs.js";
 
-/** The stored transcript's shape, checked on every load (shared/agent/history.ts `HistoryMessage`). */
+/** The stored transcript's shape, checked on every load (shared/agent/transcript.ts `HistoryMessage`). */
 const TranscriptSchema = z.array(
   z.discriminatedUnion("role", [
     z.object({ role: z.literal("user"), content: z.string() }).strict(),

@@ -1,9 +1,9 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { ApprovalDecision, ApprovalPause, ApprovalRequest } from "../agent/approval-gate.js";
-import { transcriptOf } from "../agent/history.js";
-import type { RunLimits } from "../agent/limits.js";
+import type { RunLimits } from "../agent/run-limits.js";
 import type { StepRunner } from "../agent/step.js";
+import { transcriptOf } from "../agent/transcript.js";
 import type { CycleRecord, RunOutcome, RunUsage } from "../agent/types.js";
 import { observeToolResults, recordRunMetrics, type ToolResultLabels } from "../observability.js";
 import type { HistorySummary, RunStore } from "../store/runs.js";

@@ -1,6 +1,6 @@
 import type { AnswerGrounding } from "../agent/grounding.js";
-import type { HistoryMessage } from "../agent/history.js";
 import type { ToolResult } from "../agent/result.js";
+import type { HistoryMessage } from "../agent/transcript.js";
 import type { RunStatus } from "../agent/types.js";
 import type { RunRecord, RunStep } from "../store/runs.js";
 

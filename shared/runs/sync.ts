@@ -7,12 +7,12 @@ import type { SecurityContext } from "../identity.js";
 import { logInternalFailure } from "../observability.js";
 import type { ConversationHistory } from "./conversation.js";
 import { RunLifecycle } from "./lifecycle.js";
-import { type RequestedLimits, syncRunLimits } from "./limits.js";
+import { type RequestedLimits, syncRunLimits } from "./run-budget.js";
 
 /**
  * One synchronous run.
  * - `runScope`: the client's Idempotency-Key, else `runId` (feeds tool idempotency keys)
- * - `deadline`: the run's deadline (from `runBudgetMs`, shared/runs/limits.ts); the caller disposes it
+ * - `deadline`: the run's deadline (from `runBudgetMs`, shared/runs/run-budget.ts); the caller disposes it
  * - `conversation`: the earlier conversation this run continues (`loadConversation`), absent for a new one
  * - `step`, `approve`: passed to the loop; a pausing gate ends the run as {@link RunPaused}
  */

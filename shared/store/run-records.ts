@@ -78,7 +78,7 @@ export interface RunRecord<S extends RunShapes = RunShapes> {
 
 /**
  * The size of the earlier conversation a run carried: `messages` sent, their `estimatedTokens`
- * (shared/agent/history.ts estimate) and `droppedMessages`, the previous transcript's messages left out
+ * (shared/agent/transcript.ts estimate) and `droppedMessages`, the previous transcript's messages left out
  * to stay within HISTORY_MAX_TOKENS and the run's token budget (plus any its run dropped when storing it).
  */
 export interface HistorySummary {
@@ -167,7 +167,7 @@ export interface CycleInput<S extends RunShapes = RunShapes> {
 
 /**
  * The outcome fields written when a run ends. `transcript`: the run's conversation for later runs to
- * continue (shared/agent/history.ts `transcriptOf`), stored encoded with the outcome in the same write.
+ * continue (shared/agent/transcript.ts `transcriptOf`), stored encoded with the outcome in the same write.
  */
 export interface RunFinish<S extends RunShapes = RunShapes> {
   status: S["status"];
@@ -183,7 +183,7 @@ export interface RunFinish<S extends RunShapes = RunShapes> {
 /**
  * Options of a {@link RunStore}, bound once where it is created (shared/deps.ts):
  * - `shortenTranscript`: a shorter form of a transcript, tried while its encoding is over
- *   {@link MAX_STORED_TRANSCRIPT_BYTES} (the agent's whole-turn cut, shared/agent/history.ts
+ *   {@link MAX_STORED_TRANSCRIPT_BYTES} (the agent's whole-turn cut, shared/agent/transcript.ts
  *   `halveHistory`: the store does not know what a turn is). A result that is not shorter than its input
  *   makes the store keep an empty transcript. Default: no shortening (an empty transcript at once).
  */

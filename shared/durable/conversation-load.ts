@@ -6,7 +6,7 @@
  * carries only the previous run's id and the cap, never the transcript (payloads are limited to 256 KB).
  * No import of the durable SDK here: the API bundle uses this module too.
  */
-import { estimateTokens, halveHistory } from "../agent/history.js";
+import { estimateTokens, halveHistory } from "../agent/transcript.js";
 import type { SecurityContext } from "../identity.js";
 import { type ConversationHistory, loadConversation } from "../runs/conversation.js";
 import type { AgentRunShapes } from "../runs/run-shapes.js";
@@ -23,7 +23,7 @@ export const MAX_HISTORY_CHECKPOINT_BYTES = 240 * 1024;
 
 /**
  * `conversation` cut until its JSON is at most `maxBytes` UTF-8 bytes, dropping the oldest whole turns
- * (shared/agent/history.ts `halveHistory`: no tool message without its call); `summary` is updated
+ * (shared/agent/transcript.ts `halveHistory`: no tool message without its call); `summary` is updated
  * (`messages`, `estimatedTokens`, and the extra messages added to `droppedMessages`). Deterministic:
  * the API (for the run record) and the runner (for the run) get the same result from the same input.
  * Returns the input itself when it fits.
