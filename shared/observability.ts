@@ -128,7 +128,7 @@ export interface ToolResultLabels {
 }
 
 /**
- * Logs each tool result of a cycle (INFO "tool result": cycle, toolName, status, error code, latencyMs,
+ * Logs each tool result of a cycle (INFO "tool result": cycle, toolName, toolCallId, status, error code, latencyMs,
  * idempotencyKey, and the {@link ToolResultLabels}; never arguments or data) and records its metrics
  * ({@link recordToolResultMetric}).
  */
@@ -141,6 +141,7 @@ export function observeToolResults(
     observability.logger.info("tool result", {
       cycle: record.cycle,
       toolName: call.result.metadata.toolName,
+      toolCallId: call.id,
       status: call.result.status,
       errorCode: call.result.error?.code ?? null,
       latencyMs: call.result.metadata.latencyMs,
