@@ -87,7 +87,7 @@ export interface LoopOverheadResult {
 }
 
 /**
- * P1's goal (issue 35): the bare-fetch floor is most of every client's per-cycle time here, so the gross
+ * P1's goal: the bare-fetch floor is most of every client's per-cycle time here, so the gross
  * ratio swings with the machine; judged instead are the overhead above the floor, ours ÷ the fastest
  * peer's (`ratio`, net; goal ≤ {@link P1_NET_GOAL}), and ours ÷ the floor (`overFloor`; goal ≤
  * {@link P1_FLOOR_GOAL}). Both medians of the per-round ratios.
