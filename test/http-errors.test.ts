@@ -5,16 +5,11 @@ import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiEvent, createHandler } from "../functions/api/app-handler.js";
 import { ProblemSchema } from "../functions/api/contract.js";
+import { PROBLEM_STATUS, ProblemError, problemCodeOf, toProblem } from "../functions/api/problem-details.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { loadConfig } from "../shared/config.js";
 import { createApiDeps } from "../shared/deps.js";
-import {
-  isStoreUnavailable,
-  PROBLEM_STATUS,
-  ProblemError,
-  problemCodeOf,
-  toProblem,
-} from "../shared/errors.js";
+import { isStoreUnavailable } from "../shared/store/errors.js";
 import { apiEvent, type EventOptions, type EventShape, header } from "./fixtures/events.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
@@ -215,7 +210,7 @@ describe("server-side failures", () => {
   });
 });
 
-describe("the error → HTTP mapping (shared/errors.ts)", () => {
+describe("the error → HTTP mapping (functions/api/problem-details.ts)", () => {
   it("covers every stable code with its status", () => {
     expect(PROBLEM_STATUS).toEqual({
       INVALID_REQUEST: 400,

@@ -4,7 +4,6 @@ import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { Config } from "../../shared/config.js";
 import type { ApiDeps } from "../../shared/deps.js";
-import { ProblemError, problemCodeOf, toProblem } from "../../shared/errors.js";
 import { securityContextFromEvent } from "../../shared/identity.js";
 import { createLogger, flushMetrics, recordProblemMetric } from "../../shared/observability.js";
 import { OPENAPI_INFO, SECURITY_SCHEMES } from "./contract/common.js";
@@ -12,6 +11,7 @@ import { healthRoute } from "./contract/health.js";
 import { healthResponse } from "./health.js";
 import { mountMcp } from "./mcp.js";
 import { servedMethods, unmatchedRequest, withMethodNotAllowed } from "./method-not-allowed.js";
+import { ProblemError, problemCodeOf, toProblem } from "./problem-details.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./routes/deps.js";
 import { runEventRoutes } from "./routes/events.js";
@@ -149,7 +149,7 @@ const HTTP_EXCEPTION_DETAIL: Partial<Record<ProblemError["code"], string>> = {
 
 /**
  * The one place an error becomes the app's HTTP response: {@link toProblem} picks the problem (status
- * table in shared/errors.ts) and the problem renders itself (`ProblemError.getResponse`). Server-side
+ * table in functions/api/problem-details.ts) and the problem renders itself (`ProblemError.getResponse`). Server-side
  * failures (5xx) are logged at ERROR with the error by `logger` (the request's logger, with request id
  * and tenant); the response carries only the problem's generic detail. Problems are counted in
  * metrics once the dependencies exist.

@@ -1,4 +1,4 @@
-import { ProblemError } from "../../shared/errors.js";
+import { ProblemError } from "./problem-details.js";
 
 /** The parts of an OpenAPI 3.1 document (as @hono/zod-openapi generates it) this module reads and extends. */
 interface OpenApiDocument {

@@ -19,6 +19,7 @@ import type {
 } from "../agent/model.js";
 import { CONFIG_DEFAULTS } from "../config.js";
 import { FAILED_STATUS_HOOK, type FailedStatusFetchOptions } from "../model-client.js";
+import { zeroUsage } from "../token-usage.js";
 import { readEndpointFailure } from "./endpoint-failure.js";
 
 /** The `fetchOptions` of a chat-completions request (the SDK's RequestInit extension). */
@@ -152,7 +153,7 @@ export class OpenAIChatModel implements Model {
       cause: atDeadline ? "deadline" : contextLength ? "context_length" : "provider",
       status: atDeadline ? failedStatus : error instanceof APIError ? (error.status ?? null) : null,
       message: known?.detail ?? (error instanceof Error ? error.message : String(error)),
-      usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+      usage: zeroUsage(),
       ...(contextLength ? { contextLength } : {}),
       ...(known ? { known: { code: known.code, message: known.message } } : {}),
     };
