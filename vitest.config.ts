@@ -38,7 +38,9 @@ export default defineConfig({
     globalSetup: ["test/support/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 90_000,
-    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
+    // BOUNDLOOP_CLASS_DATA=use: the suite's DynamoDB Local and the scripts it runs use a class-data archive
+    // that exists and never write one (test/local-class-data.test.ts writes its own in a directory of its own).
+    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", BOUNDLOOP_CLASS_DATA: "use" },
     projects: [
       {
         extends: true,

@@ -1,6 +1,6 @@
 import { serializeList } from "structured-headers";
-import { ProblemError } from "../../shared/errors.js";
 import { type AdmissionPolicy, QuotaUnavailableError, RateLimitedError } from "../../shared/quotas/errors.js";
+import { ProblemError } from "./problem-details.js";
 
 /**
  * The quotas' domain errors at the HTTP edge (docs/quotas.md "Admission"): a run refused at the door is

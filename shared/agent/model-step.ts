@@ -1,3 +1,4 @@
+import { zeroUsage } from "../token-usage.js";
 import type { BudgetDecision, CallCost } from "./budget.js";
 import type { Deadline } from "./deadline.js";
 import { describeThrown } from "./dispatcher.js";
@@ -55,7 +56,7 @@ export async function callModel(
         cause: "provider",
         status: null,
         message: describeThrown(error),
-        usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+        usage: zeroUsage(),
       };
     }
     const latencyMs = Math.round(performance.now() - started);

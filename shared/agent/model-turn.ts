@@ -1,17 +1,17 @@
 import { type BudgetCall, DEFAULT_MIN_COMPLETION_TOKENS } from "./budget.js";
 import { toolsAllowedFor } from "./dispatcher.js";
-import { estimateTokens } from "./history.js";
 import type { ChatMessage, ModelTool, ModelUsage } from "./model.js";
 import { callModel, type ModelStepResult, modelTools } from "./model-step.js";
 import { initialMessages } from "./run-state.js";
-import { runInline } from "./step.js";
+import { runInline, type StepDescriptor } from "./step.js";
+import { estimateTokens } from "./transcript.js";
 import type { RunInput, RunUsage } from "./types.js";
 
-/** UTF-8 bytes per estimated token of the tools' schemas (as shared/agent/history.ts counts messages). */
+/** UTF-8 bytes per estimated token of the tools' schemas (as shared/agent/transcript.ts counts messages). */
 const TOOL_BYTES_PER_TOKEN = 3;
 
 /**
- * The estimated prompt tokens of a request: its messages (shared/agent/history.ts `estimateTokens`, an
+ * The estimated prompt tokens of a request: its messages (shared/agent/transcript.ts `estimateTokens`, an
  * over-estimate) plus its tools' names, descriptions and JSON Schemas at 3 bytes a token.
  */
 export function estimateRequestTokens(messages: readonly ChatMessage[], tools: readonly ModelTool[]): number {
@@ -40,7 +40,7 @@ export interface TurnState {
 }
 
 /**
- * One model call of a run, guarded, as one step (`<name>`, then `<name>#<attempt>` after each wait).
+ * One model call of a run, guarded, as one step (`turn.step`; its name gains `#<attempt>` after each wait).
  * Inside the step, in this order: the deadline check; the run's own token budget (`max_tokens` is the
  * smaller of the model's cap and what MAX_TOTAL_TOKENS leaves after the prompt's estimate; fewer than
  * the minimum completion tokens → `over_budget`); the run's quota budget, if any (`input.budget`:
@@ -51,12 +51,14 @@ export interface TurnState {
 export async function modelTurn(
   input: RunInput,
   state: TurnState,
-  turn: { name: string; cycle: number; tools: readonly ModelTool[]; toolChoice: "auto" | "none" },
+  turn: { step: StepDescriptor; cycle: number; tools: readonly ModelTool[]; toolChoice: "auto" | "none" },
 ): Promise<ModelStepResult> {
   const step = input.step ?? runInline;
   for (let attempt = 0; ; attempt += 1) {
-    const name = attempt === 0 ? turn.name : `${turn.name}#${attempt}`;
-    const result = await step(name, () => guardedCall(input, state, { ...turn, name }));
+    const descriptor = attempt === 0 ? turn.step : { ...turn.step, name: `${turn.step.name}#${attempt}` };
+    const result = await step(descriptor, () =>
+      guardedCall(input, state, { ...turn, name: descriptor.name }),
+    );
     const decision =
       result.kind === "over_quota" ? result.budget : "budget" in result ? result.budget : undefined;
     if (decision) {

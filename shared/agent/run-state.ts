@@ -1,3 +1,4 @@
+import { addUsage as addTokens, zeroUsage } from "../token-usage.js";
 import type { ApprovalRequest } from "./approval.js";
 import { type CallCost, sumCosts } from "./budget.js";
 import type { ToolRegistry } from "./dispatcher.js";
@@ -58,7 +59,7 @@ function effectsOf(results: readonly ToolResult[], tools: ToolRegistry): RunEffe
 export class RunState {
   readonly messages: ChatMessage[];
   readonly toolResults: ToolResult[] = [];
-  readonly usage: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  readonly usage: RunUsage = zeroUsage();
   /** Each costed model call's cost, in call order (none without a budget, shared/agent/budget.ts). */
   readonly costs: CallCost[] = [];
   /** Model calls made (the summary call at the cycle limit is not counted). */
@@ -114,9 +115,7 @@ export class RunState {
 
   /** Adds one model call's token counts and, when it was costed, its cost. */
   addUsage(usage: ModelUsage, cost?: CallCost): void {
-    this.usage.promptTokens += usage.promptTokens;
-    this.usage.completionTokens += usage.completionTokens;
-    this.usage.totalTokens += usage.totalTokens;
+    addTokens(this.usage, usage);
     if (cost) this.costs.push(cost);
   }
 

@@ -7,14 +7,14 @@ import * as z from "zod";
 import type { ApprovalDecision, ApprovalGate, ApprovalRequest } from "../agent/approval.js";
 import { Deadline, raceAbort } from "../agent/deadline.js";
 import { type RunOutcome, runAgent } from "../agent/loop.js";
-import type { StepRunner } from "../agent/step.js";
+import { type StepRunner, steps } from "../agent/step.js";
 import type { RunnerDeps } from "../deps.js";
 import { flushMetrics, logInternalFailure } from "../observability.js";
 import { finishBudget, subjectOf } from "../quotas/run-quota.js";
-import { traceApprovalWait, traceConversation, traceDurableRun } from "../run-trace.js";
+import { expireApproval, requestApproval } from "../runs/approval-service.js";
 import { RunLifecycle } from "../runs/lifecycle.js";
+import { loadDurableHistory } from "./conversation-load.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
-import { loadDurableHistory } from "./history.js";
 import { quotaWaitGate } from "./quota-wait.js";
 import { isCallbackTimeout, STEP_RETRY } from "./step-retry.js";
 
@@ -81,7 +81,7 @@ export { STEP_RETRY } from "./step-retry.js";
  * Builds the durable runner: `withDurableExecution` around the same `runAgent` the synchronous path runs.
  * Per execution (event = {@link DurableRunPayload}, validated; an invalid one fails the execution):
  * 0. a continuation (`payload.conversation`) first loads the earlier conversation in the step
- *    `history:load` (shared/durable/history.ts): its checkpoint fixes the history for every replay;
+ *    `history:load` (shared/durable/conversation-load.ts): its checkpoint fixes the history for every replay;
  * 1. every model call and every turn of tool calls is a `ctx.step` (`cycle-<n>:model`, `cycle-<n>:tools`,
  *    `summary:model`); a replay returns their checkpoints without calling the model or the tools again;
  * 2. the deadline is `payload.deadlineAt` (absolute, fixed at start), so every invocation shares it;
@@ -106,15 +106,7 @@ export function createDurableRunHandler(
     resolved ??= (deps as () => RunnerDeps)();
     try {
       const payload = DurableRunPayloadSchema.parse(event) as DurableRunPayload;
-      const { runId, security } = payload;
-      const info = { runId, tenantId: security.tenantId, conversationId: runId, durable: true };
-      // Every invocation's spans join the run's trace, under its agent span (shared/run-trace.ts).
-      return await traceDurableRun(
-        payload.trace,
-        payload.startedAt,
-        { ...info, model: (resolved as RunnerDeps).model.telemetry },
-        () => durableRun(payload, ctx, resolved as RunnerDeps, options),
-      );
+      return await durableRun(payload, ctx, resolved as RunnerDeps, options);
     } finally {
       flushMetrics(resolved.metrics);
       resolved.logger.resetKeys();
@@ -122,16 +114,38 @@ export function createDurableRunHandler(
   });
 }
 
-/** One durable run; see {@link createDurableRunHandler}. */
-async function durableRun(
+/**
+ * One invocation of a durable run inside its observers' scope: every span of it joins the run's trace,
+ * under its agent span (shared/run-trace.ts), whose ids the payload carries.
+ */
+function durableRun(
   payload: DurableRunPayload,
   ctx: DurableContext,
   deps: RunnerDeps,
   options: DurableRunOptions,
 ): Promise<DurableRunResult> {
   const { security, runId } = payload;
-  const stopped = () => options.stopSignal?.aborted === true;
   const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
+  const scope = {
+    durable: true as const,
+    conversationId: runId,
+    model: deps.model.telemetry,
+    carried: payload.trace,
+    startedAt: payload.startedAt,
+  };
+  return life.within(scope, () => runDurably(payload, ctx, deps, options, life));
+}
+
+/** The work of one invocation of a durable run; see {@link createDurableRunHandler}. */
+async function runDurably(
+  payload: DurableRunPayload,
+  ctx: DurableContext,
+  deps: RunnerDeps,
+  options: DurableRunOptions,
+  life: RunLifecycle,
+): Promise<DurableRunResult> {
+  const { security, runId } = payload;
+  const stopped = () => options.stopSignal?.aborted === true;
   const step = life.steps(durableStep(ctx, payload, options));
   const deadline = Deadline.until(payload.deadlineAt);
   const budget = runnerBudget(deps, payload, deadline);
@@ -143,7 +157,7 @@ async function durableRun(
   let outcome: RunOutcome;
   try {
     const history = await loadHistory(step, deps, payload);
-    if (history) traceConversation(runId, history.conversationId);
+    if (history) await life.conversationLoaded(history.conversationId);
     outcome = await runAgent({
       model: deps.model,
       tools: deps.tools,
@@ -157,7 +171,7 @@ async function durableRun(
       ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
       grounding: deps.config.grounding.mode,
       ...(history ? { history: history.messages } : {}),
-      approve: life.approvals(approvalGate(ctx, deps, payload, deadline, options.stopSignal)),
+      approve: life.approvals(approvalGate({ ctx, deps, payload, deadline, life }, options.stopSignal)),
       decide: deps.policies.decisions,
       ...(budget
         ? { budget, waitForQuota: quotaWaitGate(ctx, deps, payload, deadline, options.stopSignal) }
@@ -223,7 +237,7 @@ function durableStep(
     if (stopSignal?.aborted) throw new RunStoppedError();
   };
   const carried = new Map((payload.carried ?? []).map((entry) => [entry.name, entry.result]));
-  return (name, fn) =>
+  return ({ name }, fn) =>
     ctx.step(
       name,
       async () => {
@@ -245,7 +259,7 @@ function durableStep(
 async function loadHistory(step: StepRunner, deps: RunnerDeps, payload: DurableRunPayload) {
   const { conversation } = payload;
   if (!conversation) return undefined;
-  return step("history:load", () =>
+  return step(steps.history(), () =>
     loadDurableHistory(deps.runs, payload.security, {
       previousRunId: conversation.previousRunId,
       prompt: payload.prompt,
@@ -270,7 +284,7 @@ export const ApprovalCallbackSchema = z
 /**
  * The durable runner's {@link ApprovalGate} (docs/approvals.md): one `ctx.waitForCallback` named
  * `request.name` (`cycle-<n>:approval:<toolCallId>`) with the timeout APPROVAL_TIMEOUT_SECONDS. Its
- * submitter ({@link requestApproval}) stores the approval and moves the run to `awaiting_approval`; a
+ * submitter ({@link waitForDecision}) stores the approval and moves the run to `awaiting_approval`; a
  * submitter that throws (a throttled or failed store write) is retried by {@link STEP_RETRY}, and when it
  * still fails the run fails (`run:fail`): the approval never expires for it. The decision is the
  * callback's result; only the SDK's CallbackTimeoutError means nobody decided in time: the step
@@ -279,12 +293,16 @@ export const ApprovalCallbackSchema = z
  * pending, and the deadline moves later by the time the run waited.
  */
 function approvalGate(
-  ctx: DurableContext,
-  deps: RunnerDeps,
-  payload: DurableRunPayload,
-  deadline: Deadline,
+  run: {
+    ctx: DurableContext;
+    deps: RunnerDeps;
+    payload: DurableRunPayload;
+    deadline: Deadline;
+    life: RunLifecycle;
+  },
   stopSignal: AbortSignal | undefined,
 ): ApprovalGate {
+  const { ctx, deps, payload, deadline, life } = run;
   const { security, runId } = payload;
   return async (request: ApprovalRequest): Promise<ApprovalDecision> => {
     const deadlineAtRequest = deadline.at;
@@ -292,7 +310,7 @@ function approvalGate(
     try {
       const waiting = ctx.waitForCallback(
         request.name,
-        (callbackId) => requestApproval(deps, payload, request, callbackId),
+        (callbackId) => waitForDecision(deps, payload, request, callbackId),
         { timeout: { seconds: deps.config.approvals.timeoutSeconds }, retryStrategy: STEP_RETRY },
       );
       // A local stop (no StopDurableExecution in the testing SDK) ends the wait at once; the invocation
@@ -302,14 +320,15 @@ function approvalGate(
       decision = ApprovalCallbackSchema.parse(JSON.parse(raw));
     } catch (error) {
       if (stopSignal?.aborted || !isCallbackTimeout(error)) throw error;
-      decision = await ctx.step(`${request.name}:expire`, () => expireApproval(deps, payload, request));
+      decision = await ctx.step(`${request.name}:expire`, () =>
+        expireApproval(deps.approvals, security.tenantId, runId, request.approvalId),
+      );
     }
     await ctx.step(`${request.name}:resume`, async () => {
       const pending = await deps.approvals.pendingForRun(security.tenantId, runId);
       if (pending.length === 0) await deps.runs.setWaiting(security.tenantId, runId, false);
-      // The wait as its own span, emitted once (this step's checkpoint keeps a replay from repeating it).
-      const { decidedAt, requestedAt } = decision;
-      traceApprovalWait(runId, { ...request, ...decision }, Date.parse(requestedAt), Date.parse(decidedAt));
+      // The wait's end, told once (this step's checkpoint keeps a replay from repeating it): its span.
+      await life.approvalWaitEnded(request, decision);
       return pending.length;
     });
     // The time the run waited does not count against its deadline.
@@ -321,65 +340,20 @@ function approvalGate(
 }
 
 /**
- * The approval wait's submitter, run once per attempt with the callback id: writes the APPROVAL item
- * (callback id stored server-side only; a retried attempt finds the one written before), moves the run
- * to `awaiting_approval` and announces the approval (a failed event is logged, never fatal).
+ * The approval wait's submitter, run once per attempt with the callback id: asks the person through the
+ * approval service (shared/runs/approval-service.ts: the APPROVAL item with the callback id stored
+ * server-side only, a retried attempt finding the one written before; the announcement) and moves the
+ * run to `awaiting_approval`.
  * @throws the store's error (the wait's retry strategy retries it)
  */
-async function requestApproval(
+async function waitForDecision(
   deps: RunnerDeps,
   payload: DurableRunPayload,
   request: ApprovalRequest,
   callbackId: string,
 ): Promise<void> {
   const { security, runId } = payload;
-  const now = Date.now();
-  const approval = await deps.approvals.request({
-    approvalId: request.approvalId,
-    runId,
-    tenantId: security.tenantId,
-    toolName: request.toolName,
-    toolCallId: request.toolCallId,
-    arguments: request.arguments,
-    preview: { ...request.preview },
-    requestedBy: security.userId,
-    requestedAt: new Date(now).toISOString(),
-    expiresAt: new Date(now + deps.config.approvals.timeoutSeconds * 1000).toISOString(),
-    callbackId,
-    waitName: request.name,
-  });
+  const service = { ...deps, timeoutSeconds: deps.config.approvals.timeoutSeconds };
+  await requestApproval(service, { security, runId, request, callbackId });
   await deps.runs.setWaiting(security.tenantId, runId, true);
-  deps.logger.info("approval requested", { approvalId: approval.approvalId, toolName: request.toolName });
-  const { approvalId, toolName, preview, requestedBy, requestedAt, expiresAt } = approval;
-  await deps.approvalEvents
-    .requested({
-      tenantId: security.tenantId,
-      runId,
-      approvalId,
-      toolName,
-      preview,
-      requestedBy,
-      requestedAt,
-      expiresAt,
-    })
-    .catch((error: unknown) =>
-      deps.logger.warn("approval event not sent", { approvalId, error: error as Error }),
-    );
-}
-
-/** The `<name>:expire` step: marks the approval expired, or returns the decision written first. */
-async function expireApproval(
-  deps: RunnerDeps,
-  payload: DurableRunPayload,
-  request: ApprovalRequest,
-): Promise<ApprovalDecision> {
-  const approval = await deps.approvals.expire(payload.security.tenantId, payload.runId, request.approvalId);
-  if (!approval) throw new Error(`The approval ${request.approvalId} is missing.`);
-  return {
-    decision: approval.status === "approved" || approval.status === "rejected" ? approval.status : "expired",
-    decidedBy: approval.decidedBy,
-    decidedAt: approval.decidedAt ?? approval.expiresAt,
-    reason: approval.reason,
-    requestedAt: approval.requestedAt,
-  };
 }

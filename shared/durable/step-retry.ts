@@ -1,11 +1,12 @@
 import { CallbackTimeoutError, createRetryStrategy, JitterStrategy } from "@aws/durable-execution-sdk-js";
+import { isDomainError } from "../domain-errors.js";
 
 /**
- * Errors a step attempt is not retried for (by name: the SDK may hand the retry strategy a copy).
- * `ProblemError`: a refusal of `history:load` (the previous run can no longer be continued) gives the
- * same answer on every attempt.
+ * The runner's own errors a step attempt is not retried for (by name: the SDK may hand the retry strategy
+ * a copy). A domain refusal (`isDomainError`, e.g. of `history:load`: the previous run can no longer be
+ * continued) is never retried either: it gives the same answer on every attempt.
  */
-const NOT_RETRIED = new Set(["RunStoppedError", "StepResultTooLargeError", "ProblemError"]);
+const NOT_RETRIED = new Set(["RunStoppedError", "StepResultTooLargeError"]);
 
 /**
  * Retries of a step attempt that threw (cut off, or failed before its checkpoint): 3 attempts in all,
@@ -23,7 +24,7 @@ export const STEP_RETRY = (() => {
     jitter: JitterStrategy.NONE,
   });
   return (error: Error, attempt: number) =>
-    NOT_RETRIED.has(error?.name) ? { shouldRetry: false } : base(error, attempt);
+    NOT_RETRIED.has(error?.name) || isDomainError(error) ? { shouldRetry: false } : base(error, attempt);
 })();
 
 /** True for the SDK's error of a `waitForCallback` whose timeout passed (by name: it may be a copy). */

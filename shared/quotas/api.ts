@@ -1,9 +1,9 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { QuotaLimits } from "../config/quotas.js";
+import { DomainError } from "../domain-errors.js";
 import { type DurableExecutions, executionNameFor } from "../durable/executions.js";
-import { ProblemError } from "../errors.js";
 import type { SecurityContext } from "../identity.js";
-import { BILLING_READ, requirePermission } from "../runs/permissions.js";
+import { BILLING_READ, requirePermission } from "../runs/access.js";
 import type { StoredLimits } from "../store/quota-limits.js";
 import type { LimitsChange } from "./limits.js";
 import type { Quotas } from "./service.js";
@@ -48,7 +48,7 @@ export interface LimitsView {
 /**
  * Changes the caller's tenant's own limits (absent fields unchanged, null: back to the deploy's) and
  * wakes every run of the tenant waiting for budget, so each tries its call again at once.
- * @throws ProblemError FORBIDDEN without `limits:admin`; INVALID_REQUEST for a cost limit while the
+ * @throws DomainError FORBIDDEN without `limits:admin`; INVALID_REQUEST for a cost limit while the
  *   configured model has no price (it could never be checked: every run would be refused)
  */
 export async function limitsChange(
@@ -63,8 +63,8 @@ export async function limitsChange(
   );
   if (costs.length > 0 && !quotas.price) {
     const message = `The model ${quotas.config.model} has no price in MODEL_PRICES: a cost limit could not be checked.`;
-    throw new ProblemError("INVALID_REQUEST", message, {
-      extensions: {
+    throw new DomainError("INVALID_REQUEST", message, {
+      facts: {
         errors: [
           { in: "body", path: change.tenant?.costPerDay ? "tenant.costPerDay" : "user.costPerDay", message },
         ],

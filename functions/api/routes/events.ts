@@ -1,24 +1,15 @@
 import type { Context } from "hono";
 import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 import type { ApiDeps } from "../../../shared/deps.js";
-import { ProblemError, toProblem } from "../../../shared/errors.js";
-import type { SecurityContext } from "../../../shared/identity.js";
 import { type FeedItem, followRunEvents, LiveEvents } from "../../../shared/runs/event-feed.js";
-import { BILLING_READ } from "../../../shared/runs/permissions.js";
+import { readRunRecord } from "../../../shared/runs/queries.js";
+import { IDEMPOTENT_REPLAYED_HEADER } from "../contract/common.js";
 import { runEventsRoute } from "../contract/events.js";
-import { IDEMPOTENT_REPLAYED_HEADER } from "../run-idempotency.js";
+import { ProblemError, toProblem } from "../problem-details.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
 
 /** The SSE event name of the last event of a `POST /v1/runs` stream: the JSON answer's body. */
 export const OUTCOME_EVENT = "run.outcome";
-
-/**
- * Whether `security` may see a run of its tenant started by `userId`: its own runs, and every run of
- * the tenant with billing:read — the rule of GET /v1/runs/{runId}, which the event stream follows.
- */
-export function canSeeRun(security: SecurityContext, userId: string): boolean {
-  return userId === security.userId || security.permissions.includes(BILLING_READ);
-}
 
 /**
  * Whether a request's `Accept` asks for Server-Sent Events: `text/event-stream` listed with a q above 0
@@ -64,10 +55,8 @@ export function runEventRoutes(getDeps: GetDeps) {
     const security = c.get("security");
     const { runId } = c.req.valid("param");
     const after = resumeAfter(c.req.header("last-event-id"), c.req.valid("query").after);
-    const run = await deps.runs.getRecord(security.tenantId, runId);
-    if (!run || !canSeeRun(security, run.userId)) {
-      throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
-    }
+    // Who may watch a run is who may see it (shared/runs/access.ts).
+    await readRunRecord(deps.runs, security, runId);
     return streamSSE(c, async (sse) => {
       await writeRunEvents(c, sse, deps, { tenantId: security.tenantId, runId, after });
     }) as never;

@@ -1,6 +1,6 @@
-import { ProblemError } from "../../../shared/errors.js";
 import { schemaText } from "../../../shared/policies/sets.js";
-import { POLICY_ADMIN, requirePermission } from "../../../shared/runs/permissions.js";
+import { POLICY_ADMIN, requirePermission } from "../../../shared/runs/access.js";
+import { readPage } from "../../../shared/runs/queries.js";
 import {
   checkPoliciesRoute,
   getPoliciesRoute,
@@ -9,7 +9,7 @@ import {
   listShadowDecisionsRoute,
   putPoliciesRoute,
 } from "../contract.js";
-import { withCursorProblem } from "../pagination.js";
+import { ProblemError } from "../problem-details.js";
 import { type GetDeps, routeGroup } from "./deps.js";
 
 /**
@@ -69,17 +69,19 @@ export function policyRoutes(deps: GetDeps) {
     })
     .openapi(listPolicyVersionsRoute, async (c) => {
       const { tenantId } = requirePermission(c.get("security"), POLICY_ADMIN);
-      const page = await withCursorProblem(() =>
-        deps().policies.store.versions(tenantId, c.req.valid("query")),
-      );
-      return c.json({ items: page.versions, nextCursor: page.nextCursor ?? null }, 200);
+      const page = await readPage(c.req.valid("query"), async (options) => {
+        const read = await deps().policies.store.versions(tenantId, options);
+        return { items: read.versions, nextCursor: read.nextCursor };
+      });
+      return c.json(page, 200);
     })
     .openapi(listShadowDecisionsRoute, async (c) => {
       const { tenantId } = requirePermission(c.get("security"), POLICY_ADMIN);
-      const page = await withCursorProblem(() =>
-        deps().policies.store.shadowDecisions(tenantId, c.req.valid("query")),
-      );
-      return c.json({ items: page.decisions, nextCursor: page.nextCursor ?? null }, 200);
+      const page = await readPage(c.req.valid("query"), async (options) => {
+        const read = await deps().policies.store.shadowDecisions(tenantId, options);
+        return { items: read.decisions, nextCursor: read.nextCursor };
+      });
+      return c.json(page, 200);
     })
     .openapi(getPolicySchemaRoute, async (c) => {
       requirePermission(c.get("security"), POLICY_ADMIN);
