@@ -3,7 +3,7 @@ import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 import type { ApiDeps } from "../../../shared/deps.js";
 import { ProblemError, toProblem } from "../../../shared/errors.js";
 import type { SecurityContext } from "../../../shared/identity.js";
-import { type FeedItem, followRunEvents, LiveEvents } from "../../../shared/runs/event-feed.js";
+import { type FeedItem, followRunEvents, LiveEvents, readerHasEnd } from "../../../shared/runs/event-feed.js";
 import { BILLING_READ } from "../../../shared/runs/permissions.js";
 import { runEventsRoute } from "../contract.js";
 import { IDEMPOTENT_REPLAYED_HEADER } from "../run-idempotency.js";
@@ -54,7 +54,8 @@ export function resumeAfter(lastEventId: string | undefined, after: number | und
 
 /**
  * The routes of the run event streams, a route group of the API (functions/api/app.ts mounts it after
- * its identity and body middlewares): `GET /v1/runs/{runId}/events`.
+ * its identity and body middlewares): `GET /v1/runs/{runId}/events`, 204 No Content when the reader
+ * already has the run's final event ({@link readerHasEnd}).
  * @param getDeps the app's dependencies, loaded on first use
  */
 export function runEventRoutes(getDeps: GetDeps) {
@@ -68,6 +69,9 @@ export function runEventRoutes(getDeps: GetDeps) {
     if (!run || !canSeeRun(security, run.userId)) {
       throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
     }
+    // The reader has the final event (an EventSource resumes once more when a stream closes): 204 tells
+    // it to stop, and it is an answer with a status line, which a function URL sends only with a write.
+    if (await readerHasEnd(deps, security.tenantId, run, after)) return c.body(null, 204) as never;
     return streamSSE(c, async (sse) => {
       await writeRunEvents(c, sse, deps, { tenantId: security.tenantId, runId, after });
     }) as never;
