@@ -9,6 +9,9 @@ import { runEventsRoute } from "../contract.js";
 import { IDEMPOTENT_REPLAYED_HEADER } from "../run-idempotency.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
 
+/** The SSE comment a `GET /v1/runs/{runId}/events` stream opens with (clients ignore comments). */
+export const OPEN_COMMENT = "events follow";
+
 /** The SSE event name of the last event of a `POST /v1/runs` stream: the JSON answer's body. */
 export const OUTCOME_EVENT = "run.outcome";
 
@@ -73,6 +76,9 @@ export function runEventRoutes(getDeps: GetDeps) {
     // it to stop, and it is an answer with a status line, which a function URL sends only with a write.
     if (await readerHasEnd(deps, security.tenantId, run, after)) return c.body(null, 204) as never;
     return streamSSE(c, async (sse) => {
+      // A first write at once: a function URL sends the status line and headers only with it, and a
+      // quiet run's first event or heartbeat may be many seconds away.
+      await sse.write(`: ${OPEN_COMMENT}\n\n`);
       await writeRunEvents(c, sse, deps, { tenantId: security.tenantId, runId, after });
     }) as never;
   });
