@@ -100,6 +100,7 @@ export const RUNTIME_SETTINGS = [
   { context: "streamRetryMs", env: "STREAM_RETRY_MS", functions: API },
   { context: "streamRunTimeoutMs", env: "STREAM_RUN_TIMEOUT_MS", functions: API },
   { context: "eventsPollMs", env: "EVENTS_POLL_MS", functions: API },
+  { context: "promptExcerptChars", env: "PROMPT_EXCERPT_CHARS", functions: API },
 ] as const satisfies readonly RuntimeSetting[];
 
 /** The context key of a runtime setting, see {@link RUNTIME_SETTINGS}. */

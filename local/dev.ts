@@ -20,8 +20,10 @@
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
+import type { StreamifyHandler } from "aws-lambda";
 import { tokenVerificationFromConfig } from "../functions/stream/entry.js";
-import { FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
+import { API_STREAM_MAX_SECONDS } from "../infra/console-wiring.js";
+import { type Config, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import {
   createDevIssuer,
   DEMO_CLAIMS,
@@ -34,7 +36,7 @@ import {
   removeIssuerFile,
   writeIssuerFile,
 } from "./dev-auth.js";
-import { type DevServer, type Handler, startDevServer } from "./dev-server.js";
+import { type DevServer, type Handler, startDevServer, startFunctionUrlServer } from "./dev-server.js";
 import { readEnvVarsFile } from "./env-vars.js";
 import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
 import { type LocalStack, startLocalStack } from "./local-stack.js";
@@ -66,12 +68,14 @@ JWT_AUDIENCE (default --audience, else boundloop-api); the console signs in ther
 
 let starting: Promise<LocalStack> | undefined;
 let server: DevServer | undefined;
+let streamServer: DevServer | undefined;
 let durableApi: { stop(): Promise<void> } | undefined;
 let issuerFile: string | undefined;
 
 /** Stops the server and the dependencies this process started, and removes the issuer file. */
 async function cleanup(): Promise<void> {
   await server?.stop();
+  await streamServer?.stop();
   await durableApi?.stop();
   // Dependencies still starting are waited for, then stopped.
   await starting?.then(
@@ -79,6 +83,33 @@ async function cleanup(): Promise<void> {
     () => undefined,
   );
   if (issuerFile) await removeIssuerFile(issuerFile);
+}
+
+/**
+ * The API function's configuration as the stack deploys it behind the HTTP API, which buffers a
+ * response until it ends: its event streams last API_STREAM_MAX_SECONDS (infra/console-wiring.ts)
+ * unless STREAM_MAX_SECONDS is set. Everything streamed for real (the same-origin event routes, the
+ * function URL's stand-in) is the streaming function's, with the configuration as given.
+ */
+function bufferedApiConfig(config: Config): Config {
+  if (process.env.STREAM_MAX_SECONDS) return config;
+  return { ...config, stream: { ...config.stream, maxMs: API_STREAM_MAX_SECONDS * 1000 } };
+}
+
+/**
+ * A streaming handler whose requests wait until {@link ready} gives it the real one: the function
+ * URL's stand-in listens before the handler can be built (its address and the API's go into each
+ * other's configuration).
+ */
+function deferredStreamHandler(): { handler: StreamifyHandler; ready(handler: StreamifyHandler): void } {
+  let ready: (handler: StreamifyHandler) => void = () => {};
+  const built = new Promise<StreamifyHandler>((resolve) => {
+    ready = resolve;
+  });
+  return {
+    handler: async (event, responseStream, context) => (await built)(event, responseStream, context),
+    ready,
+  };
 }
 
 /** The permissions of a console user `npm run dev` prints a link for: read, write and approve. */
@@ -191,20 +222,27 @@ async function main(argv: string[]): Promise<void> {
   // The deployed handler's factory, with `Prefer: respond-async` runs on the local durable runner.
   const { createLocalDurableApi } = await import("./durable-runner.js");
   const { loadConfig } = await import("../shared/config.js");
-  const config = loadConfig(process.env);
+  // The streaming function's stand-in first (its address goes on the console's page); it is ready
+  // once the API's address is known (the origin its CORS answers), as the stack wires them.
+  const stream = deferredStreamHandler();
+  streamServer = await startFunctionUrlServer({ stream: stream.handler, host: values.host, port: 0 });
+  const config = loadConfig({ ...process.env, CONSOLE_STREAM_URL: streamServer.url });
   const verification = issuer ? devVerification(issuer) : tokenVerificationFromConfig(config);
-  const local = createLocalDurableApi(config);
+  const local = createLocalDurableApi(bufferedApiConfig(config));
   const timeout = localFunctionTimeout(config.limits, values.timeoutS, MAX_FUNCTION_TIMEOUT_SECONDS);
   if (timeout.note) log(`dev: ${timeout.note}`);
   durableApi = local;
   server = await startDevServer({
     handler: local.handler as Handler,
-    stream: await localStreamHandler(config, verification, local.executions),
+    stream: stream.handler,
     verification,
     host: values.host,
     port: values.portNumber,
     timeoutMs: timeout.timeoutMs,
   });
+  const streamConfig = { ...config, console: { ...config.console, origins: [server.url] } };
+  stream.ready(await localStreamHandler(streamConfig, verification, local.executions));
+  log(`dev: the streaming function URL's stand-in at ${streamServer.url} (the console follows runs there)`);
   if (!issuer) {
     const keys = config.mcp.jwks ? "JWT_JWKS" : (config.mcp.jwksUrl ?? "<issuer>/.well-known/jwks.json");
     log(
@@ -285,10 +323,6 @@ async function localWelcome(issuer: DevIssuerFile, server: DevServer, values: De
   ].join("\n");
 }
 
-// The dev gateway buffers each response as API Gateway does, so an event stream reaches the browser when
-// it ends: short streams (the console resumes each with Last-Event-ID) keep its timeline within seconds
-// of the run. STREAM_MAX_SECONDS in the environment or --env-vars wins.
-process.env.STREAM_MAX_SECONDS ??= "2";
 // Lambda runs a current Node; the AWS SDK's "Node 20 support ends" notice is noise in local runs.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 

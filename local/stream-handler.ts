@@ -11,7 +11,7 @@ import { installLambdaStreaming } from "./lambda-streaming.js";
  * the same app, the configuration the streaming function has (a synchronous run bounded by
  * STREAM_RUN_TIMEOUT_MS), its own dependencies (durable runs on `executions` when given), and bearer
  * tokens checked with `verification` (the local issuer's, local/dev-auth.ts `devVerification`, or the
- * one JWT_ISSUER names). Installs the runtime stand-in
+ * one JWT_ISSUER names), CORS for the console's origins (`config.console.origins`). Installs the runtime stand-in
  * (local/lambda-streaming.ts) first; invoke the result with `invokeStreaming`. Used by `npm run dev`
  * (what the function URL serves) and `npm start -- --watch`.
  */
@@ -41,5 +41,6 @@ export async function localStreamHandler(
   return createStreamHandler(
     (request, env, executionCtx) => app.fetch(request, env, executionCtx as never),
     () => verification,
+    { corsOrigins: config.console.origins },
   );
 }

@@ -116,6 +116,16 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     description:
       "OAuth client id the operator console (`/console`) signs in with at `JWT_ISSUER` (authorization code with PKCE); unset: the console takes a pasted token. Deploy setting `consoleClientId` (the built-in pool's app client by default).",
   },
+  CONSOLE_STREAM_URL: {
+    group: "HTTP and identity",
+    description:
+      "The streaming function URL the operator console follows run events on, named on its page (docs/console.md); unset, the console reads them from its own origin (behind the HTTP API: short, buffered streams). The stack sets it to the `StreamUrl` output; `npm run dev` to its local stand-in.",
+  },
+  CONSOLE_ORIGINS: {
+    group: "HTTP and identity",
+    description:
+      "Comma-separated origins (`https://host[:port]`) whose pages may call the streaming function from a browser: its CORS answers them (and no other origin) on every route, preflights included. The stack sets it to the HTTP API's origin and those of `consoleCallbackUrls`.",
+  },
   STREAM_HEARTBEAT_SECONDS: {
     group: "Run event streams",
     unit: "s",
@@ -225,6 +235,12 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
     unit: "s",
     description:
       "How long run records and their audit steps live before DynamoDB TTL removes them: enough to answer a dispute within a monthly billing cycle without keeping model-generated text for good. Ledger invoices never expire. Must exceed APPROVAL_TIMEOUT_SECONDS and DURABLE_EXECUTION_TIMEOUT_SECONDS (checked at cold start), or a paused or long durable run would lose its record before it ends.",
+  },
+  PROMPT_EXCERPT_CHARS: {
+    group: "Quotes, idempotency and audit",
+    unit: "characters",
+    description:
+      "How many characters of a run's prompt (its start) the run record keeps, shown with the run to whoever may see it (its user, and the tenant's `billing:read` holders: GET /v1/runs, GET /v1/runs/{runId}, the console). 0 keeps none. The whole prompt's length and SHA-256 are kept either way; the prompt never reaches the run's events or logs.",
   },
   HISTORY_MAX_TOKENS: {
     group: "Limits of a run",

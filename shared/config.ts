@@ -39,6 +39,16 @@ export const DEFAULT_BEDROCK_MODEL_ID = "openai.gpt-oss-120b-1:0";
 /** The longest SYSTEM_PROMPT accepted, in characters (about 5 000 tokens: it is sent on every cycle). */
 export const MAX_SYSTEM_PROMPT_CHARS = 20_000;
 
+/** Whether `text` is a web origin (`https://host[:port]`, or http): what a browser sends as `Origin`. */
+function isOrigin(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return /^https?:$/.test(url.protocol) && url.origin === text;
+  } catch {
+    return false;
+  }
+}
+
 /** Turns an empty string (an unset variable in many shells and .env files) into undefined. */
 const optionalString = z.pipe(
   z.optional(z.string()),
@@ -242,6 +252,14 @@ const InlineJwks = z.pipe(
  *   API's JWT authorizer does with the same issuer and audiences (infra/ sets both from one setting).
  * - CONSOLE_CLIENT_ID: the OAuth client id the operator console (/console, functions/api/console.ts) signs
  *   in with at JWT_ISSUER (authorization code with PKCE); unset: the console asks for a pasted token.
+ * - CONSOLE_STREAM_URL: the streaming function URL the console follows run events on (the API
+ *   function's page names it; the stack sets it); unset: the console reads them from its own origin.
+ * - CONSOLE_ORIGINS (comma separated origins, default none): the origins whose pages may call the
+ *   streaming function from a browser (CORS, functions/stream/entry.ts): the console's (the stack sets it
+ *   to the HTTP API's origin and those of `consoleCallbackUrls`).
+ * - PROMPT_EXCERPT_CHARS (default 500, 0 keeps none): how many characters of a run's prompt its record
+ *   keeps (its start), shown to whoever may see the run (GET /v1/runs/{runId}, the console's runs);
+ *   the whole prompt's length and SHA-256 are kept either way.
  * - STREAM_HEARTBEAT_SECONDS (default 15 s): an SSE comment is sent when the event stream has been
  *   quiet this long, well under the idle limits of what serves it (a Lambda function URL closes a
  *   response idle for longer than its function's timeout; proxies and browsers often cut at 30-60 s).
@@ -353,6 +371,20 @@ export const ConfigSchema = z.object({
     ),
   ),
   CONSOLE_CLIENT_ID: optionalString,
+  CONSOLE_STREAM_URL: z.pipe(optionalString, z.optional(z.url({ protocol: /^https?$/ }))),
+  CONSOLE_ORIGINS: z.pipe(
+    optionalString,
+    z.pipe(
+      z.transform((value: string | undefined) =>
+        (value ?? "")
+          .split(",")
+          .map((item) => item.trim())
+          .filter((item) => item.length > 0),
+      ),
+      z.array(z.string().check(z.refine(isOrigin, "must be origins: scheme://host[:port], no path"))),
+    ),
+  ),
+  PROMPT_EXCERPT_CHARS: envInt(500, 0, 8_000),
   STREAM_HEARTBEAT_SECONDS: positiveInt(15, 240),
   STREAM_MAX_SECONDS: positiveInt(840, 3_600),
   STREAM_RETRY_MS: positiveInt(1_000, 60_000),
@@ -384,7 +416,8 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  *   `clampRunLimits`, never raise them), plus `deadlineReserveMs` (ms kept back for persisting the outcome).
  * - `idempotency`: `ttlSeconds` (record retention, s) and `keyRequired` (Idempotency-Key header mandatory).
  * - `identity`: claim names and the IAM principal → tenant mapping (see shared/identity.ts).
- * - `runs`: audit trail retention (`ttlSeconds`).
+ * - `runs`: audit trail retention (`ttlSeconds`) and how much of a prompt a run record keeps
+ *   (`promptExcerptChars`, characters).
  * - `history`: `maxTokens`, the estimated-token cap on the conversation a continuing run carries.
  * - `http`: request body cap in bytes.
  * - `stream`: the run event streams (docs/run-events.md), all in ms: heartbeat interval, longest stream,
@@ -428,9 +461,18 @@ export interface Config {
     permissionClaims: string[];
     iamPrincipals: Record<string, { tenantId: string; permissions: string[] }>;
   };
-  runs: { ttlSeconds: number };
-  /** The console's OIDC sign-in: issuer (JWT_ISSUER) and client id; both set or it takes a pasted token. */
-  console: { issuer: string | undefined; clientId: string | undefined };
+  runs: { ttlSeconds: number; promptExcerptChars: number };
+  /**
+   * The console: its OIDC sign-in, issuer (JWT_ISSUER) and client id (both set or it takes a pasted
+   * token); `streamUrl`, the streaming function URL it follows events on (undefined: its own origin);
+   * `origins`, the origins whose pages may call the streaming function (CORS).
+   */
+  console: {
+    issuer: string | undefined;
+    clientId: string | undefined;
+    streamUrl: string | undefined;
+    origins: string[];
+  };
   history: { maxTokens: number };
   http: { maxBodyBytes: number };
   stream: { heartbeatMs: number; maxMs: number; retryMs: number; pollMs: number; runTimeoutMs: number };
@@ -574,8 +616,13 @@ function configOf(raw: z.output<typeof ConfigSchema>): Config {
       permissionClaims: raw.PERMISSION_CLAIMS,
       iamPrincipals: raw.IAM_PRINCIPAL_TENANTS,
     },
-    runs: { ttlSeconds: raw.RUN_TTL_SECONDS },
-    console: { issuer: raw.JWT_ISSUER, clientId: raw.CONSOLE_CLIENT_ID },
+    runs: { ttlSeconds: raw.RUN_TTL_SECONDS, promptExcerptChars: raw.PROMPT_EXCERPT_CHARS },
+    console: {
+      issuer: raw.JWT_ISSUER,
+      clientId: raw.CONSOLE_CLIENT_ID,
+      streamUrl: raw.CONSOLE_STREAM_URL?.replace(/\/$/, ""),
+      origins: raw.CONSOLE_ORIGINS,
+    },
     history: { maxTokens: raw.HISTORY_MAX_TOKENS },
     http: { maxBodyBytes: raw.MAX_BODY_BYTES },
     stream: {
