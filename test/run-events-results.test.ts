@@ -2,7 +2,12 @@ import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunRecordSchema } from "../functions/api/contract.js";
 import type { ToolResult } from "../shared/agent/result.js";
-import { RESULT_DATA_BYTES_PER_CYCLE, type RunEvent, RunEventHub, RunEventLog } from "../shared/runs/events.js";
+import {
+  RESULT_DATA_BYTES_PER_CYCLE,
+  type RunEvent,
+  RunEventHub,
+  RunEventLog,
+} from "../shared/runs/events.js";
 import { apiEvent } from "./fixtures/events.js";
 import { SEED_PROMPT } from "./support/approvals.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
@@ -38,13 +43,18 @@ describe("tool.call.finished", () => {
     await streamed.done;
     events = runEventsOf(streamed.read);
     finished = events.filter(
-      (event): event is Extract<RunEvent, { type: "tool.call.finished" }> => event.type === "tool.call.finished",
+      (event): event is Extract<RunEvent, { type: "tool.call.finished" }> =>
+        event.type === "tool.call.finished",
     );
   });
 
   it("carries the backend's numbers and the refusal's code and message, live", () => {
     const [gb, de, invoice] = finished;
-    const gbData = gb?.data as { jurisdiction: string; taxAmount: { amount: string }; grossTotal: { amount: string } };
+    const gbData = gb?.data as {
+      jurisdiction: string;
+      taxAmount: { amount: string };
+      grossTotal: { amount: string };
+    };
     expect(gbData.jurisdiction).toBe("GB");
     expect(gbData.taxAmount.amount).toBe("300.00");
     expect(gbData.grossTotal.amount).toBe("1800.00");
@@ -64,10 +74,17 @@ describe("tool.call.finished", () => {
   it("is what GET /v1/runs/{runId} shows the same caller, call by call: nothing more", async () => {
     const runId = events[0]?.runId as string;
     const response = (await stack.invoke(
-      apiEvent("http-api-v2", { method: "GET", path: `/v1/runs/${runId}`, claims: USER, body: null }) as never,
+      apiEvent("http-api-v2", {
+        method: "GET",
+        path: `/v1/runs/${runId}`,
+        claims: USER,
+        body: null,
+      }) as never,
     )) as APIGatewayProxyStructuredResultV2;
     const run = RunRecordSchema.parse(JSON.parse(response.body ?? ""));
-    const results = new Map(run.steps.flatMap((step) => step.toolCalls.map((call) => [call.id, call.result])));
+    const results = new Map(
+      run.steps.flatMap((step) => step.toolCalls.map((call) => [call.id, call.result])),
+    );
     expect(finished).toHaveLength(3);
     for (const event of finished) {
       const result = results.get(event.toolCallId);
@@ -101,7 +118,12 @@ describe("a cycle whose results are larger than one batch may hold", () => {
       finishReason: "tool_calls",
       modelLatencyMs: 1,
       usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2 },
-      toolCalls: ["a", "b", "c"].map((id) => ({ id, name: "getInvoice", arguments: "{}", result: result(id) })),
+      toolCalls: ["a", "b", "c"].map((id) => ({
+        id,
+        name: "getInvoice",
+        arguments: "{}",
+        result: result(id),
+      })),
     });
     const page = await stack.deps.runEvents.store.read(USER.tenant_id, runId, 0);
     const stored = page.events.filter((event) => event.type === "tool.call.finished");
