@@ -209,6 +209,7 @@ function sharedDeps(config: Config, options: ModelOptions & Pick<ApiDepsOptions,
     quotes,
     runs: new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
       shortenTranscript: halveHistory,
+      promptExcerptChars: config.runs.promptExcerptChars,
     }),
     tools,
     ...observability,

@@ -165,55 +165,6 @@ export async function queryList(
 }
 
 /**
- * How {@link queryKept} reads: at most `reads` queries of `readSize` items each (positive integers), so
- * one page costs a bounded number of reads whatever the filter keeps.
- */
-export interface KeptReads {
-  reads: number;
-  readSize: number;
-}
-
-/**
- * One page of a filtered listing: runs `query` page by page ({@link queryTenant}, `reads.readSize` items
- * each, at most `reads.reads` times) and keeps what `keep` maps to a value (undefined drops the item),
- * until `limit` values are kept or the items run out. A page may thus hold fewer than `limit` values
- * while `nextCursor` is set: the reads ran out first.
- * @returns the kept values in query order, and `nextCursor` (a {@link queryTenant} cursor of the same
- *   query, continuing after the last item read) unless no item follows
- * @throws InvalidCursorError for a cursor not issued for this tenant and prefix; the SDK's errors
- */
-export async function queryKept<T>(
-  client: DynamoDBDocumentClient,
-  tableName: string,
-  query: Omit<TenantQuery, "limit">,
-  options: { limit: number; keep: (item: StoredItem) => T | undefined } & KeptReads,
-): Promise<{ kept: T[]; nextCursor: string | undefined }> {
-  const kept: T[] = [];
-  const { cursor: first, ...rest } = query;
-  let cursor = first;
-  for (let read = 0; read < options.reads; read++) {
-    const page = await queryTenant(client, tableName, {
-      ...rest,
-      limit: options.readSize,
-      ...(cursor === undefined ? {} : { cursor }),
-    });
-    for (const item of page.items) {
-      const value = options.keep(item);
-      if (value === undefined) continue;
-      kept.push(value);
-      if (kept.length === options.limit) {
-        const last = page.items.at(-1) === item && page.nextCursor === undefined;
-        const sortKey = String(item[TABLE_SCHEMA.sortKey]);
-        return { kept, nextCursor: last ? undefined : encodeCursor(tableKey(query.tenantId, sortKey)) };
-      }
-    }
-    cursor = page.nextCursor;
-    if (cursor === undefined) return { kept, nextCursor: undefined };
-  }
-  return { kept, nextCursor: cursor };
-}
-
-/**
  * Encodes a key as a cursor: base64url of its JSON (a table key, or for a listing-index query the table
  * and list keys). Opaque to clients but not secret: it only names a position in the caller's own
  * partition or list, and the decoders refuse any other.
@@ -274,7 +225,11 @@ const ListCursorKey = z
  * @throws InvalidCursorError when it is not base64url JSON of such a key in `query.tenantId`'s partition
  *   and in `partition`, the list queried (another list's cursor, another tenant's, is refused)
  */
-function decodeListCursor(cursor: string, query: ListQuery, partition: string): StoredItem {
+export function decodeListCursor(
+  cursor: string,
+  query: Pick<ListQuery, "tenantId">,
+  partition: string,
+): StoredItem {
   const key = ListCursorKey.safeParse(parseCursor(cursor));
   if (
     !key.success ||

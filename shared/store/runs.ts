@@ -3,11 +3,13 @@ import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk
 import { sha256Hex } from "../hash.js";
 import { COMPRESS_ABOVE_BYTES, decodeText, type EncodedText, encodeText } from "./compressed.js";
 import { keys } from "./keys.js";
-import { queryKept, queryTenant } from "./query.js";
+import { queryTenant } from "./query.js";
+import { queryRunList, type RunListFilter } from "./run-list.js";
 import {
   getItem,
   ITEM_ABSENT,
   ITEM_PRESENT,
+  listKey,
   type StoredItem,
   splitItem,
   tableItem,
@@ -52,8 +54,10 @@ export type RunRecordStatus<S extends RunShapes = RunShapes> =
 
 /**
  * The stored run (one item, sort key `RUN#<runId>`), written at start and updated as cycles complete
- * and when the run ends. The prompt itself is not stored: only its length and SHA-256, so the audit
- * can prove which prompt ran without keeping its text.
+ * and when the run ends. Of the prompt it keeps its length and SHA-256, so the audit can prove which
+ * prompt ran, and its first `excerpt` characters (PROMPT_EXCERPT_CHARS, 500 by default),
+ * shown with the run to whoever may see it; `excerpt` is absent when none is kept (0, or a record
+ * written before excerpts were).
  * - `limits`: the effective caps of this run (after clamping the request's to the server's), ms for time
  * - `cyclesRecorded`: audit steps written so far (how far a killed run got)
  * - `usage`: tokens summed over recorded cycles while running, the run's total once finished
@@ -68,7 +72,7 @@ export interface RunRecord<S extends RunShapes = RunShapes> {
   tenantId: string;
   userId: string;
   status: RunRecordStatus<S>;
-  prompt: { chars: number; sha256: string };
+  prompt: { chars: number; sha256: string; excerpt?: string };
   limits: { maxCycles: number; timeoutMs: number };
   startedAt: string;
   updatedAt: string;
@@ -192,17 +196,13 @@ export interface RunFinish<S extends RunShapes = RunShapes> {
  *   {@link MAX_STORED_TRANSCRIPT_BYTES} (the agent's whole-turn cut, shared/agent/history.ts
  *   `halveHistory`: the store does not know what a turn is). A result that is not shorter than its input
  *   makes the store keep an empty transcript. Default: no shortening (an empty transcript at once).
+ * - `promptExcerptChars`: how many characters of a prompt (its start) a record keeps (config
+ *   PROMPT_EXCERPT_CHARS); default none.
  */
 export interface RunStoreOptions<S extends RunShapes = RunShapes> {
   shortenTranscript?: (messages: ReadonlyArray<S["message"]>) => ReadonlyArray<S["message"]>;
+  promptExcerptChars?: number;
 }
-
-/** Sort-key prefix of run records and their steps (`RUN#<runId>`, `RUN#<runId>#STEP#…`). */
-const RUN_PREFIX = "RUN#";
-/** Table reads of one {@link RunStore.listPage} at most. */
-export const RUN_LIST_READS = 5;
-/** Items (records and steps) each read of {@link RunStore.listPage} asks for. */
-export const RUN_LIST_READ_SIZE = 100;
 
 /** Raw tool-call arguments longer than this (characters) are cut in the audit step. */
 export const MAX_ARGUMENT_CHARS = 8_192;
@@ -253,7 +253,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       tenantId: input.tenantId,
       userId: input.userId,
       status: "running",
-      prompt: { chars: input.prompt.length, sha256: sha256Hex(input.prompt) },
+      prompt: promptFacts(input.prompt, this.options.promptExcerptChars ?? 0),
       limits: input.limits,
       startedAt: now.toISOString(),
       updatedAt: now.toISOString(),
@@ -274,7 +274,11 @@ export class RunStore<S extends RunShapes = RunShapes> {
         Item: tableItem(
           tableKey(input.tenantId, keys.run(input.runId)),
           "run",
-          { ...record, conversationId: input.conversationId ?? input.runId },
+          {
+            ...record,
+            conversationId: input.conversationId ?? input.runId,
+            ...listKey(input.tenantId, keys.runList, keys.runListed(record.startedAt, input.runId)),
+          },
           expiresAtSeconds,
         ),
         ConditionExpression: ITEM_ABSENT,
@@ -476,39 +480,32 @@ export class RunStore<S extends RunShapes = RunShapes> {
   }
 
   /**
-   * One page of the runs `userId` started in `tenantId`, in run-id order, from the tenant's `RUN#` items
-   * (records and their steps): reads up to {@link RUN_LIST_READS} table pages of
-   * {@link RUN_LIST_READ_SIZE} items and keeps the user's live run records, so a page may hold fewer than
-   * `limit` while `nextCursor` is set. Records past their `ttl` are left out.
+   * One page of `tenantId`'s runs that pass `filter` (whose user, status, start and id), newest first,
+   * from the listing index (shared/store/run-list.ts `queryRunList`: at most 500 index items read per
+   * page, so a page may hold fewer than `limit` while `nextCursor` is set; eventually consistent on
+   * AWS). Records written before the index listed runs are not in it. Access is the caller's: the
+   * filter's `userId` is how a listing stays within what its reader may see.
    * @param options.limit page size, a positive integer (the API bounds it at 100)
-   * @param options.cursor a `nextCursor` of an earlier page of this listing
+   * @param options.cursor a `nextCursor` of an earlier page of this tenant's runs
    * @throws InvalidCursorError for a cursor not issued for this tenant's runs (nothing is read); the
    *   SDK's error for a failed read
    */
   async listPage(
     tenantId: string,
-    userId: string,
-    options: { limit: number; cursor?: string },
+    options: { limit: number; cursor?: string | undefined; filter?: RunListFilter },
     now: Date = new Date(),
   ): Promise<{ runs: RunRecord<S>[]; nextCursor: string | undefined }> {
-    const nowSeconds = Math.floor(now.getTime() / 1000);
-    const page = await queryKept(
+    const page = await queryRunList(
       this.client,
       this.tableName,
-      { tenantId, prefix: RUN_PREFIX, ...(options.cursor === undefined ? {} : { cursor: options.cursor }) },
-      {
-        limit: options.limit,
-        reads: RUN_LIST_READS,
-        readSize: RUN_LIST_READ_SIZE,
-        keep: (item) => {
-          const split = splitItem(item);
-          if (split.type !== "run" || Number(split.expiresAtSeconds) <= nowSeconds) return undefined;
-          const { run } = toRunRecord<S>(split.attributes);
-          return run.userId === userId ? run : undefined;
-        },
-      },
+      tenantId,
+      { limit: options.limit, cursor: options.cursor, filter: options.filter ?? {} },
+      Math.floor(now.getTime() / 1000),
     );
-    return { runs: page.kept, nextCursor: page.nextCursor };
+    return {
+      runs: page.items.map((item) => toRunRecord<S>(splitItem(item).attributes).run),
+      nextCursor: page.nextCursor,
+    };
   }
 
   /**
@@ -598,6 +595,17 @@ export class RunStore<S extends RunShapes = RunShapes> {
       throw error;
     }
   }
+}
+
+/**
+ * What a record keeps of `prompt`: its length, its SHA-256 and, unless `excerptChars` is 0, its first
+ * `excerptChars` characters (code points, so no character is cut in two; the whole prompt when shorter).
+ */
+function promptFacts(prompt: string, excerptChars: number): RunRecord["prompt"] {
+  const facts = { chars: prompt.length, sha256: sha256Hex(prompt) };
+  if (excerptChars === 0) return facts;
+  const excerpt = prompt.length <= excerptChars ? prompt : Array.from(prompt).slice(0, excerptChars).join("");
+  return { ...facts, excerpt };
 }
 
 /** Turns a loop cycle record into an audit step, bounding its size. */

@@ -2,9 +2,8 @@ import type { Context } from "hono";
 import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 import type { ApiDeps } from "../../../shared/deps.js";
 import { ProblemError, toProblem } from "../../../shared/errors.js";
-import type { SecurityContext } from "../../../shared/identity.js";
 import { type FeedItem, followRunEvents, LiveEvents, readerHasEnd } from "../../../shared/runs/event-feed.js";
-import { BILLING_READ } from "../../../shared/runs/permissions.js";
+import { canSeeRun } from "../../../shared/runs/permissions.js";
 import { runEventsRoute } from "../contract.js";
 import { IDEMPOTENT_REPLAYED_HEADER } from "../run-idempotency.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
@@ -14,14 +13,6 @@ export const OPEN_COMMENT = "events follow";
 
 /** The SSE event name of the last event of a `POST /v1/runs` stream: the JSON answer's body. */
 export const OUTCOME_EVENT = "run.outcome";
-
-/**
- * Whether `security` may see a run of its tenant started by `userId`: its own runs, and every run of
- * the tenant with billing:read — the rule of GET /v1/runs/{runId}, which the event stream follows.
- */
-export function canSeeRun(security: SecurityContext, userId: string): boolean {
-  return userId === security.userId || security.permissions.includes(BILLING_READ);
-}
 
 /**
  * Whether a request's `Accept` asks for Server-Sent Events: `text/event-stream` listed with a q above 0

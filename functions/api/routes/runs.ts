@@ -3,16 +3,16 @@ import type { Context } from "hono";
 import type { RunOutcome } from "../../../shared/agent/loop.js";
 import { ProblemError } from "../../../shared/errors.js";
 import type { ConversationHistory } from "../../../shared/runs/conversation.js";
-import { BILLING_WRITE } from "../../../shared/runs/permissions.js";
+import { canCancelRun, canSeeRun, runListUser } from "../../../shared/runs/permissions.js";
 import { type PreparedRun, prepareRun, type RunBody, type RunStart } from "../../../shared/runs/start.js";
 import { POLL_AFTER_SECONDS, prefersAsync } from "../async-preference.js";
 import { cancelRunRoute, createRunRoute, getRunRoute, listRunsRoute } from "../contract.js";
 import { withCursorProblem } from "../pagination.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
-import { canSeeRun, streamRun, wantsEventStream } from "./events.js";
+import { streamRun, wantsEventStream } from "./events.js";
 
 /**
- * `POST /v1/runs`, `GET /v1/runs` (the caller's own runs), `GET /v1/runs/{runId}` and `POST /v1/runs/{runId}/cancel`. The POST maps HTTP to the
+ * `POST /v1/runs`, `GET /v1/runs` (the runs the caller may see, filtered), `GET /v1/runs/{runId}` and `POST /v1/runs/{runId}/cancel`. The POST maps HTTP to the
  * runs layer (shared/runs/start.ts) and its {@link RunStart} back to HTTP; the Idempotency-Key
  * (run-idempotency.ts: replay / 409 / 422, or run once and store) is loaded on the first run, not at cold
  * start (it brings the AWS SDK, see functions/api/handler.ts).
@@ -38,9 +38,17 @@ export function runRoutes(deps: GetDeps) {
     })
     .openapi(listRunsRoute, async (c) => {
       const security = c.get("security");
-      const { limit, cursor } = c.req.valid("query");
+      const query = c.req.valid("query");
+      const filter = {
+        userId: runListUser(security, query),
+        status: query.status,
+        startedFrom: query.from && new Date(query.from).toISOString(),
+        startedBefore: query.to && new Date(query.to).toISOString(),
+        runIdPrefix: query.runId,
+      };
+      const { limit, cursor } = query;
       const page = await withCursorProblem(() =>
-        deps().runs.listPage(security.tenantId, security.userId, cursor ? { limit, cursor } : { limit }),
+        deps().runs.listPage(security.tenantId, { limit, cursor, filter }),
       );
       return c.json({ items: page.runs, nextCursor: page.nextCursor ?? null }, 200);
     })
@@ -63,9 +71,8 @@ export function runRoutes(deps: GetDeps) {
       const { runId } = c.req.valid("param");
       const found = await deps().runs.get(security.tenantId, runId);
       // The user who started a run may cancel it, and billing writers of the same tenant.
-      const allowed =
-        found && (found.run.userId === security.userId || security.permissions.includes(BILLING_WRITE));
-      if (!found || !allowed) throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
+      if (!found || !canCancelRun(security, found.run.userId))
+        throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
       const { cancelRun } = await import("../../../shared/runs/cancel.js");
       const after = await cancelRun(deps(), security, found);
       return c.json({ ...after.run, steps: after.steps }, 200);
