@@ -178,6 +178,11 @@ export interface LocalModelServer {
   script(replies: ScriptedReply[]): void;
   /** Switches to the deterministic planner (the default); with `faults`, injects them (see {@link PlannerFaults}). */
   usePlanner(faults?: PlannerFaults): void;
+  /**
+   * Switches to a responder: each request's reply is `responder(request)`, a function of the conversation
+   * so far (the eval harness's adversary, local/eval/adversary.ts, reads the tool results it got).
+   */
+  respond(responder: (request: RecordedRequest) => ScriptedReply): void;
   /** What fault injection has done since the planner (with faults) was last selected. */
   faultStats(): FaultStats;
   stop(): Promise<void>;
@@ -198,6 +203,7 @@ export async function startModelServer(
   options: { port?: number; script?: ScriptedReply[]; faults?: PlannerFaults } = {},
 ): Promise<LocalModelServer> {
   let queue: ScriptedReply[] | undefined = options.script ? [...options.script] : undefined;
+  let responder: ((request: RecordedRequest) => ScriptedReply) | undefined;
   let faults: PlannerFaults | undefined;
   let random = () => 1;
   let stats: FaultStats = { plannerRequests: 0, injected: 0, byStatus: {} };
@@ -255,20 +261,25 @@ export async function startModelServer(
     const raw = Buffer.concat(chunks).toString("utf8");
     const body = JSON.parse(raw) as Record<string, unknown>;
     const messages = (body.messages ?? []) as PlannerMessage[];
-    requests.push({
+    const recorded: RecordedRequest = {
       model: String(body.model),
       messages,
       tools: (body.tools ?? []) as unknown[],
       body,
       authorization: req.headers.authorization,
-    });
+    };
+    requests.push(recorded);
     const problem = transcriptProblem(messages);
     if (problem) {
       sendJson(res, 400, { error: { message: problem, type: "invalid_request_error", code: null } });
       return;
     }
 
-    const reply = queue ? queue.shift() : (plannerFault() ?? fromPlanner(messages));
+    const reply = queue
+      ? queue.shift()
+      : responder
+        ? responder(recorded)
+        : (plannerFault() ?? fromPlanner(messages));
     if (!reply) {
       sendJson(res, 500, {
         error: { message: "scripted model: no reply left in the script", type: "server_error" },
@@ -362,10 +373,16 @@ export async function startModelServer(
     requests,
     script(replies) {
       queue = [...replies];
+      responder = undefined;
     },
     usePlanner(next) {
       queue = undefined;
+      responder = undefined;
       setFaults(next);
+    },
+    respond(next) {
+      queue = undefined;
+      responder = next;
     },
     faultStats() {
       return { ...stats, byStatus: { ...stats.byStatus } };

@@ -118,6 +118,10 @@ export function formatRunEvent(event: Record<string, unknown>): string {
         return `${String(event.approvalId)} ${String(event.decision)} by ${String(event.decidedBy ?? "?")}`;
       case "approval.expired":
         return String(event.approvalId);
+      case "answer.ungrounded": {
+        const numbers = (event.ungrounded ?? []) as Array<{ text: string }>;
+        return `${numbers.map((number) => number.text).join(", ")} (${String(event.action)})`;
+      }
       case "run.finished":
         return `${String(event.status)}${event.reason ? ` (${String(event.reason)})` : ""}, ${String(event.cycles ?? 0)} cycle(s), ${usage?.totalTokens ?? 0} tokens, ${String(event.durationMs ?? "?")} ms`;
       default:

@@ -5,10 +5,8 @@ import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { AwsCredentialIdentityProvider } from "@smithy/types";
 import type { ToolRegistry } from "./agent/dispatcher.js";
-import { type HistoryMessage, halveHistory } from "./agent/history.js";
+import { halveHistory } from "./agent/history.js";
 import type { Model } from "./agent/model.js";
-import type { ToolResult } from "./agent/result.js";
-import type { RunStatus } from "./agent/types.js";
 import { type ApprovalEvents, eventBridgeApprovalEvents } from "./approval-events.js";
 import type { Config } from "./config.js";
 import type { DurableExecutions } from "./durable/executions.js";
@@ -20,6 +18,7 @@ import { createObservability } from "./observability.js";
 import { type FeedClock, SYSTEM_CLOCK } from "./runs/event-feed.js";
 import { type RunEvent, RunEventHub, runEventObserver } from "./runs/events.js";
 import type { RunObserver } from "./runs/lifecycle.js";
+import type { AgentRunShapes } from "./runs/run-shapes.js";
 import { ApprovalStore } from "./store/approvals.js";
 import { createDocumentClient } from "./store/dynamo.js";
 import { LedgerStore } from "./store/ledger.js";
@@ -28,11 +27,7 @@ import { RunEventStore } from "./store/run-events.js";
 import { RunStore } from "./store/runs.js";
 import { accountingTools } from "./tools/registry.js";
 
-/**
- * The agent's types the run store persists (the store itself does not import the agent layer): run
- * statuses, tool results, and the messages of stored transcripts.
- */
-export type AgentRunShapes = { status: RunStatus; toolResult: ToolResult; message: HistoryMessage };
+export type { AgentRunShapes } from "./runs/run-shapes.js";
 
 /**
  * What both functions use, built once per Lambda container and injectable in tests.

@@ -39,11 +39,16 @@ export interface RunTraceInfo {
   model?: ModelTelemetry | undefined;
 }
 
-/** The outcome facts the agent span ends with. */
+/**
+ * The outcome facts the agent span ends with; `grounding`, the answer's check (docs/evals.md), gives the
+ * span `boundloop.answer.ungrounded` (the ungrounded numbers as written) and
+ * `boundloop.answer.grounding_action` when it found any.
+ */
 export interface RunTraceOutcome {
   status: string;
   cycles: number;
   usage: { promptTokens: number; completionTokens: number };
+  grounding?: { ungrounded: ReadonlyArray<{ text: string }>; action: string } | null;
 }
 
 /** Statuses a run ends in without an error: the loop's answer. Any other typed stop is an error. */
@@ -69,6 +74,13 @@ function endWith(span: Span, outcome: RunTraceOutcome): void {
     [ATTR.inputTokens]: outcome.usage.promptTokens,
     [ATTR.outputTokens]: outcome.usage.completionTokens,
   });
+  const ungrounded = outcome.grounding?.ungrounded ?? [];
+  if (outcome.grounding && (ungrounded.length > 0 || outcome.grounding.action !== "none")) {
+    span.setAttributes({
+      [ATTR.answerUngrounded]: ungrounded.map((number) => number.text),
+      [ATTR.answerGroundingAction]: outcome.grounding.action,
+    });
+  }
   // The run's typed stop status is its error type: stable, upper case like the problem codes.
   if (!OK_STATUSES.has(outcome.status)) failSpan(span, outcome.status.toUpperCase());
 }

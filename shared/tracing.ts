@@ -49,6 +49,9 @@ export const ATTR = {
   runStatus: "boundloop.run.status",
   runCycles: "boundloop.run.cycles",
   runDurable: "boundloop.run.durable",
+  /** The answer's numbers no tool result or prompt gave (docs/evals.md, Grounding), as written. */
+  answerUngrounded: "boundloop.answer.ungrounded",
+  answerGroundingAction: "boundloop.answer.grounding_action",
   cycle: "boundloop.cycle",
   toolStatus: "boundloop.tool.status",
   idempotencyKey: "boundloop.tool.idempotency_key",

@@ -215,6 +215,7 @@ describe("the document's response shapes", () => {
       durationMs: 5,
       modelErrorStatus: null,
       details: {},
+      grounding: { mode: "report", checked: 0, ungrounded: [], action: "none" },
       previousRunId: null,
       history: null,
     };

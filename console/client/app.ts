@@ -338,6 +338,10 @@ function eventText(event: RunEvent): Child[] {
       return [`Approval ${e.decision} by ${e.decidedBy}${e.reason ? `: ${e.reason}` : ""}`];
     case "approval.expired":
       return ["Approval expired"];
+    case "answer.ungrounded":
+      return [
+        `Answer numbers no tool result gave: ${(e.ungrounded ?? []).map((n: { text: string }) => n.text).join(", ")} (${e.action})`,
+      ];
     case "run.finished":
       return [
         `Run ${e.status} after ${e.cycles} cycle(s), ${seconds(e.durationMs)}`,

@@ -7,7 +7,8 @@ import type { ApiDeps } from "../../shared/deps.js";
 import { ProblemError, problemCodeOf, toProblem } from "../../shared/errors.js";
 import { securityContextFromEvent } from "../../shared/identity.js";
 import { createLogger, flushMetrics, recordProblemMetric } from "../../shared/observability.js";
-import { healthRoute, OPENAPI_INFO, SECURITY_SCHEMES } from "./contract.js";
+import { OPENAPI_INFO, SECURITY_SCHEMES } from "./contract/common.js";
+import { healthRoute } from "./contract/health.js";
 import { healthResponse } from "./health.js";
 import { mountMcp } from "./mcp.js";
 import { approvalRoutes } from "./routes/approvals.js";
@@ -29,7 +30,7 @@ export interface LazyDeps {
 }
 
 /**
- * Builds the HTTP API (routes and schemas in ./contract.ts, served as OpenAPI 3.1 at /openapi.json): the
+ * Builds the HTTP API (routes and schemas in ./contract/, one module per resource, served as OpenAPI 3.1 at /openapi.json): the
  * route groups of ./routes/ (runs, approvals, invoices) under the `/v1/*` middleware. `deps` may be
  * {@link LazyDeps}, loaded on the first request that needs them, so a cold start that only serves
  * /healthz or /openapi.json builds no clients and reads no secret.

@@ -15,7 +15,7 @@ export type { ApiEvent, LambdaHandler } from "./lambda-adapter.js";
 export const DEPENDENCY_FREE_PATHS: ReadonlySet<string> = new Set([
   HEALTH_PATH,
   "/openapi.json",
-  // RFC 9728 metadata of /mcp (functions/api/contract.ts RESOURCE_METADATA_PATHS), from config alone.
+  // RFC 9728 metadata of /mcp (functions/api/contract/mcp.ts RESOURCE_METADATA_PATHS), from config alone.
   "/.well-known/oauth-protected-resource",
   "/.well-known/oauth-protected-resource/mcp",
 ]);

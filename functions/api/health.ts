@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 
-/** The liveness route's path (public: no authorizer; see functions/api/contract.ts `healthRoute`). */
+/** The liveness route's path (public: no authorizer; see functions/api/contract/health.ts `healthRoute`). */
 export const HEALTH_PATH = "/healthz";
 
 /**

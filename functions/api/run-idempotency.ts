@@ -10,7 +10,7 @@ import {
   IdempotencyStore,
   type StoredResponse,
 } from "../../shared/store/idempotency.js";
-import { IDEMPOTENCY_KEY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH } from "./contract.js";
+import { IDEMPOTENCY_KEY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH } from "./contract/common.js";
 import { rawHeaderValues } from "./lambda-adapter.js";
 
 /** The route whose requests the Idempotency-Key records are scoped by. */

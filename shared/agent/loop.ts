@@ -1,3 +1,4 @@
+import { endWithAnswer } from "./answer-check.js";
 import { type ApprovalGate, settleApprovals } from "./approval.js";
 import { cycleRecord, notify, requestSummary } from "./audit.js";
 import { reportInternalFailure, toolsAllowedFor } from "./dispatcher.js";
@@ -46,7 +47,9 @@ export type {
  * - after the turn's tool calls settle: permission_denied, deadline_exceeded, budget_exceeded (tokens or
  *   tool calls per run), loop_detected
  * With a pausing approval gate (shared/agent/approval.ts) a turn whose calls need a decision ends the
- * loop as {@link RunPaused} instead: a value, the run goes on elsewhere.
+ * loop as {@link RunPaused} instead: a value, the run goes on elsewhere. An answer's numbers are checked
+ * against the tool results and the prompt before the run ends (shared/agent/answer-check.ts: reported,
+ * re-asked once, or refused as `answer_ungrounded`, by `input.grounding`).
  */
 export function runAgent(input: RunInput & { approve?: ApprovalGate }): Promise<RunOutcome>;
 export function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>;
@@ -73,7 +76,8 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     const resolution = resolutionOf(model, cycle, run, input);
     if (resolution.kind === "stop") {
       await notify(hooks, cycleRecord({ cycle, request, model, outcome: resolution.stop.status }));
-      return run.end(resolution.stop, resolution.answer);
+      const { stop, answer } = resolution;
+      return answer === null ? run.end(stop) : endWithAnswer(input, run, step, tools, { stop, answer });
     }
     if (resolution.kind === "retry") {
       run.retried = true;
@@ -153,7 +157,8 @@ async function endAtCycleLimit(
   const status = "max_cycles_exceeded";
   const record = cycleRecord({ cycle: run.cycles + 1, request, model, outcome: status, summary: true });
   await notify(input.hooks, record);
-  return run.end(stops.maxCycles(limits.maxCycles, answer !== null), answer);
+  const stop = stops.maxCycles(limits.maxCycles, answer !== null);
+  return answer === null ? run.end(stop) : endWithAnswer(input, run, step, tools, { stop, answer });
 }
 
 /**

@@ -172,6 +172,18 @@ export const stops = {
     details: { loop },
   }),
 
+  /**
+   * ANSWER_GROUNDING=refuse: the answer held numbers no tool result or prompt gave (as written in
+   * `ungrounded`); it is withheld.
+   */
+  answerUngrounded: (ungrounded: readonly string[]): Stop => ({
+    status: "answer_ungrounded",
+    reason:
+      `The answer held numbers that no tool result or prompt gave (${ungrounded.join(", ")}); ` +
+      "it was withheld (ANSWER_GROUNDING=refuse).",
+    details: {},
+  }),
+
   /** `limit` model calls made (config MAX_CYCLES); `summarized`: the summary call produced the answer. */
   maxCycles: (limit: number, summarized: boolean): Stop => ({
     status: "max_cycles_exceeded",

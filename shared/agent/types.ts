@@ -3,6 +3,7 @@ import type { ApprovalGate, ApprovalRequest, PausingApprovalGate } from "./appro
 import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
 import type { InternalFailure, ToolRegistry } from "./dispatcher.js";
+import type { AnswerGrounding, GroundingMode } from "./grounding.js";
 import type { HistoryMessage } from "./history.js";
 import type { RunLimits } from "./limits.js";
 import type { ChatMessage, Model, ModelUsage } from "./model.js";
@@ -20,7 +21,8 @@ export type RunStatus =
   | "model_refused"
   | "model_output_truncated"
   | "model_error"
-  | "context_length_exceeded";
+  | "context_length_exceeded"
+  | "answer_ungrounded";
 
 /** Token usage summed over every model call of a run (from the provider's `usage`; zeros when absent). */
 export type RunUsage = ModelUsage;
@@ -77,6 +79,8 @@ export interface RunEffect {
  * - `modelErrorStatus`: for `model_error`, the provider's HTTP status (e.g. 503; null when there was no
  *   HTTP response); null for every other status. The HTTP layer maps model_error to 502 MODEL_UNAVAILABLE.
  * - `details`: structured facts for the status, see {@link RunOutcomeDetails}
+ * - `grounding`: the check of the answer's numbers against the tool results and the prompt
+ *   (shared/agent/grounding.ts); null when the model gave no answer
  */
 export interface RunOutcome {
   runId: string;
@@ -90,6 +94,7 @@ export interface RunOutcome {
   durationMs: number;
   modelErrorStatus: number | null;
   details: RunOutcomeDetails;
+  grounding: AnswerGrounding | null;
 }
 
 /**
@@ -140,6 +145,8 @@ export interface RunHooks {
  *   without it such a call does not run (business_error APPROVAL_UNAVAILABLE); a pausing gate makes the
  *   run end as {@link RunPaused}
  * - `systemPrompt`: the system message (config SYSTEM_PROMPT); default `DEFAULT_SYSTEM_PROMPT`
+ * - `grounding`: what an answer holding a number no tool result or prompt gave does (config
+ *   ANSWER_GROUNDING, shared/agent/grounding.ts); default `report`
  */
 export interface RunInput {
   model: Model;
@@ -155,6 +162,7 @@ export interface RunInput {
   hooks?: RunHooks;
   step?: StepRunner;
   approve?: ApprovalGate | PausingApprovalGate;
+  grounding?: GroundingMode;
 }
 
 /**

@@ -178,6 +178,7 @@ async function durableRun(
       deadline,
       step,
       ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
+      grounding: deps.config.grounding.mode,
       ...(history ? { history: history.messages } : {}),
       approve: life.approvals(approvalGate(ctx, deps, payload, deadline, options.stopSignal)),
       hooks: {

@@ -1,4 +1,5 @@
 import type { ApprovalDecision, ApprovalRequest } from "../agent/approval.js";
+import type { AnswerGrounding } from "../agent/grounding.js";
 import type { ModelStepResult } from "../agent/model-step.js";
 import type { ToolError, ToolStatus } from "../agent/result.js";
 import type { ApprovalPreview } from "../agent/tool.js";
@@ -21,6 +22,10 @@ import type { RunObserver, RunSubject } from "./lifecycle.js";
  *   left out to keep the cycle's batch within a table item ({@link RESULT_DATA_BYTES_PER_CYCLE})
  * - `approval.requested` / `approval.decided` / `approval.expired`: a call that waits for a person
  *   (docs/approvals.md), with the backend's preview; who decided and why
+ * - `answer.ungrounded`: the answer held numbers no tool result or prompt gave (docs/evals.md,
+ *   Grounding): each as written and read, how many it held, and what ANSWER_GROUNDING did (`reported`,
+ *   `reasked`: then the second answer's, with the first's in `firstUngrounded`; `refused`); just before
+ *   `run.finished`, only when there are some
  * - `run.finished`: the run's final status (a loop status, or `failed` / `cancelled` / `handed_over`),
  *   answer, reason, cycles, tokens and wall time (ms); always the last event of a run
  * Content follows GET /v1/runs/{runId}'s: the run's own prompt is never in it, nor any secret or internal
@@ -70,6 +75,7 @@ export type RunEventBody =
       reason: string | null;
     }
   | { type: "approval.expired"; approvalId: string }
+  | ({ type: "answer.ungrounded" } & Omit<AnswerGrounding, "mode">)
   | {
       type: "run.finished";
       status: string;
@@ -364,15 +370,21 @@ export function runEventObserver(ports: RunEventPorts & { ttlSeconds: number }):
     cycleReplayed: (run, record) => logs.get(run)?.cycle(record),
     // A synchronous run paused for approval continues as a durable run, which emits the rest.
     paused: (run) => logs.get(run)?.flush(),
-    finished: (run, outcome, durationMs) =>
-      logs.get(run)?.finished({
+    finished: (run, outcome, durationMs) => {
+      const { grounding } = outcome;
+      if (grounding && (grounding.ungrounded.length > 0 || grounding.firstUngrounded?.length)) {
+        const { mode: _mode, ...found } = grounding;
+        logs.get(run)?.emit({ type: "answer.ungrounded", ...found });
+      }
+      return logs.get(run)?.finished({
         status: outcome.status,
         answer: outcome.answer,
         reason: outcome.reason,
         cycles: outcome.cycles,
         usage: outcome.usage,
         durationMs,
-      }),
+      });
+    },
     failed: (run, reason) =>
       logs.get(run)?.finished({ ...done, status: "failed", reason, usage: ZERO_USAGE }),
   };

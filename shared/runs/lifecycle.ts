@@ -232,6 +232,7 @@ export class RunLifecycle {
       reason: outcome.reason,
       usage: outcome.usage,
       durationMs,
+      grounding: outcome.grounding,
       transcript: transcriptOf(outcome.messages, outcome.answer),
     });
     if (!written) return false;

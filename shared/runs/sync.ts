@@ -70,6 +70,7 @@ async function runInLifecycle(deps: SyncRunDeps, request: SyncRunRequest): Promi
       limits,
       deadline: request.deadline,
       ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
+      grounding: deps.config.grounding.mode,
       ...(conversation ? { history: conversation.messages } : {}),
       step: life.steps(request.step ?? runInline),
       ...(request.approve ? { approve: life.approvals(request.approve) } : {}),

@@ -25,11 +25,13 @@ import { setFields } from "./update.js";
  *   it from a step over the size cap
  * - `message`: one message of the transcript a finished run stores for the runs continuing it
  *   (`HistoryMessage`); stored as JSON, never read by the store
+ * - `grounding`: the grounding check of a finished run's answer (`AnswerGrounding`); stored as is
  */
 export interface RunShapes {
   status: string;
   toolResult: { data: unknown };
   message: unknown;
+  grounding?: unknown;
 }
 
 /** Token usage of a run or a cycle, as the agent counts it (`RunUsage`) and the store keeps it. */
@@ -64,6 +66,8 @@ export type RunRecordStatus<S extends RunShapes = RunShapes> =
  * - `expiresAt`: when DynamoDB TTL may delete the record (ISO 8601; the item's `ttl` in epoch seconds)
  * - `previousRunId`: the run this one continues, null for a new conversation
  * - `history`: the earlier conversation it carried, see {@link HistorySummary}; null without one
+ * - `grounding`: the grounding check of its answer (docs/evals.md, "Grounding"); null until it finished
+ *   with an answer (and for records written before the check existed)
  * The transcript a finished run stores for its continuations is an internal attribute of the same item
  * (never returned here, never logged), see {@link RunStore.readContinuation}.
  */
@@ -86,6 +90,7 @@ export interface RunRecord<S extends RunShapes = RunShapes> {
   expiresAt: string;
   previousRunId: string | null;
   history: HistorySummary | null;
+  grounding: S["grounding"] | null;
 }
 
 /**
@@ -187,6 +192,7 @@ export interface RunFinish<S extends RunShapes = RunShapes> {
   reason: string | null;
   usage: TokenUsage;
   durationMs: number;
+  grounding?: S["grounding"] | null;
   transcript?: ReadonlyArray<S["message"]>;
 }
 
@@ -267,6 +273,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       expiresAt: new Date(expiresAtSeconds * 1000).toISOString(),
       previousRunId: input.previousRunId ?? null,
       history: input.history ?? null,
+      grounding: null,
     };
     await this.client.send(
       new PutCommand({
@@ -655,7 +662,7 @@ function toRunRecord<S extends RunShapes>(
     ...rest
   } = attributes;
   return {
-    run: { previousRunId: null, history: null, ...rest } as unknown as RunRecord<S>,
+    run: { previousRunId: null, history: null, grounding: null, ...rest } as unknown as RunRecord<S>,
     transcript,
     transcriptDroppedMessages,
     conversationId,

@@ -57,6 +57,22 @@ export interface RecordInvoiceDeps {
 }
 
 /**
+ * The caller's own quote: a quote belongs to the user who calculated it (its `createdBy`), so another
+ * user's quote, even in the same tenant, is `missing`, the same answer as an unknown id (no hint that it
+ * exists). The hostile suite's foreign-user-ids attack (docs/evals.md) found it recordable before.
+ */
+async function ownQuote(
+  deps: Pick<RecordInvoiceDeps, "quotes">,
+  security: { tenantId: string; userId: string },
+  quoteId: string,
+  nowMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Awaited<ReturnType<QuoteStore["lookup"]>>> {
+  const found = await deps.quotes.lookup(security.tenantId, quoteId, nowMs, signal);
+  return found.kind !== "missing" && found.quote.createdBy !== security.userId ? { kind: "missing" } : found;
+}
+
+/**
  * recordInvoice's approval policy (docs/approvals.md): the call needs a person's approval when its
  * quote, read from the quote store for the caller's tenant, is live and its gross total is at or above
  * the threshold of the quote's currency. Every number comes from the stored quote, none from the model.
@@ -73,15 +89,10 @@ function invoiceApprovalPolicy(
 ) {
   return async (
     input: z.output<typeof RecordInvoiceInput>,
-    security: { tenantId: string },
+    security: { tenantId: string; userId: string },
     context: { signal: AbortSignal },
   ): Promise<ApprovalPreview | null> => {
-    const found = await deps.quotes.lookup(
-      security.tenantId,
-      input.quoteId,
-      clock().getTime(),
-      context.signal,
-    );
+    const found = await ownQuote(deps, security, input.quoteId, clock().getTime(), context.signal);
     if (found.kind !== "live") return null;
     const { quote } = found;
     const threshold = thresholds[quote.currency];
@@ -170,8 +181,8 @@ async function replayWithoutQuote(
  * recorded quote (another run, another call) is refused.
  * With `approvalThresholds` for some currency, it declares the approval policy `needsApproval`
  * (see invoiceApprovalPolicy); without, it has none and no call waits.
- * @throws (as tool results) business_error QUOTE_NOT_FOUND (no such quote for this tenant: missing,
- *   deleted, or another tenant's), QUOTE_EXPIRED (past its expiresAt) and QUOTE_ALREADY_RECORDED
+ * @throws (as tool results) business_error QUOTE_NOT_FOUND (no such quote for this caller: missing,
+ *   deleted, another tenant's, or another user's), QUOTE_EXPIRED (past its expiresAt) and QUOTE_ALREADY_RECORDED
  *   (another operation recorded it; `details.invoiceId` names that invoice)
  */
 export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeof RecordInvoiceInput> {
@@ -208,7 +219,7 @@ export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeo
       const idempotencyKey = context.idempotencyKey;
       if (!idempotencyKey) throw new Error("recordInvoice needs an idempotency key.");
       const { tenantId } = security;
-      const found = await deps.quotes.lookup(tenantId, input.quoteId, clock().getTime(), context.signal);
+      const found = await ownQuote(deps, security, input.quoteId, clock().getTime(), context.signal);
       if (found.kind !== "live") return replayWithoutQuote(deps, tenantId, input.quoteId, found, context);
       const quote = found.quote;
       assertQuoteConsistent(quote);

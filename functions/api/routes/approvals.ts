@@ -1,4 +1,4 @@
-import { decideApprovalRoute, listApprovalsRoute } from "../contract.js";
+import { decideApprovalRoute, listApprovalsRoute } from "../contract/approvals.js";
 import { withCursorProblem } from "../pagination.js";
 import { type GetDeps, routeGroup } from "./deps.js";
 

@@ -4,7 +4,7 @@ import type { ApiDeps } from "../../../shared/deps.js";
 import { ProblemError, toProblem } from "../../../shared/errors.js";
 import { type FeedItem, followRunEvents, LiveEvents, readerHasEnd } from "../../../shared/runs/event-feed.js";
 import { canSeeRun } from "../../../shared/runs/permissions.js";
-import { runEventsRoute } from "../contract.js";
+import { runEventsRoute } from "../contract/events.js";
 import { IDEMPOTENT_REPLAYED_HEADER } from "../run-idempotency.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
 

@@ -1,6 +1,6 @@
 import { ProblemError } from "../../../shared/errors.js";
 import { BILLING_READ, requirePermission } from "../../../shared/runs/permissions.js";
-import { getInvoiceRoute, listInvoicesRoute } from "../contract.js";
+import { getInvoiceRoute, listInvoicesRoute } from "../contract/invoices.js";
 import { listInvoicePage } from "../pagination.js";
 import { type GetDeps, routeGroup } from "./deps.js";
 

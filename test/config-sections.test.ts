@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import { CONFIG_SECTIONS, ConfigSchema, loadConfig } from "../shared/config.js";
+import { CONFIG_DOCS } from "../shared/config-docs.js";
+
+describe("configuration sections (shared/config/)", () => {
+  it("own disjoint variables, which together are the whole schema", () => {
+    const owned = CONFIG_SECTIONS.flatMap((section) => Object.keys(section.fields));
+    expect(new Set(owned).size).toBe(owned.length);
+    expect(owned).toEqual(Object.keys(ConfigSchema.shape));
+  });
+
+  it("read only variables another section owns, with that section's schema", () => {
+    const shape = ConfigSchema.shape as Record<string, unknown>;
+    for (const section of CONFIG_SECTIONS) {
+      const reads = ("reads" in section ? section.reads : {}) as Record<string, unknown>;
+      for (const [name, schema] of Object.entries(reads)) {
+        expect(Object.keys(section.fields), name).not.toContain(name);
+        expect(shape[name], name).toBe(schema);
+      }
+    }
+  });
+
+  it("map an environment into the Config members, each section its own", () => {
+    const config = loadConfig({
+      MAX_CYCLES: "3",
+      DEADLINE_RESERVE_MS: "2000",
+      ASYNC_RUN_TIMEOUT_MS: "5000000",
+    });
+    expect(config.limits.maxCycles).toBe(3);
+    // durable-runs reads DEADLINE_RESERVE_MS of run-limits: 900 s execution timeout - 2 s reserve.
+    expect(config.durable.runTimeoutMs).toBe(898_000);
+    expect(Object.keys(config).sort()).toEqual(
+      [
+        "approvals",
+        "auth",
+        "console",
+        "durable",
+        "grounding",
+        "history",
+        "http",
+        "identity",
+        "idempotency",
+        "limits",
+        "model",
+        "observability",
+        "prompts",
+        "quotes",
+        "runs",
+        "stream",
+        "table",
+        "tracing",
+      ].sort(),
+    );
+  });
+
+  it("report every broken rule between variables, in section order", () => {
+    expect(() =>
+      loadConfig({ OPENAI_API_KEY: "k", OPENAI_API_KEY_SECRET_NAME: "s", RUN_TTL_SECONDS: "3600" }),
+    ).toThrow(
+      "Invalid configuration: set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both.; RUN_TTL_SECONDS (3600 s) must exceed APPROVAL_TIMEOUT_SECONDS (86400 s)",
+    );
+  });
+
+  it("write the prose of each of their variables", () => {
+    expect(Object.keys(CONFIG_DOCS).sort()).toEqual(Object.keys(ConfigSchema.shape).sort());
+  });
+});

@@ -1,0 +1,127 @@
+/**
+ * `npm run eval` as a user runs it (docs/evals.md): against the local model server (the default), an
+ * OpenAI-compatible URL, and Bedrock through the local stand-in; its exit status, table, JSON and markdown
+ * reports, and --compare naming a regression.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type LocalModelServer, startModelServer } from "../local/model-server.js";
+import { runScript } from "./support/scripts.js";
+
+let dir: string;
+let server: LocalModelServer;
+const env = () => ({ DYNAMODB_ENDPOINT: inject("dynamoEndpoint"), TABLE_NAME: `eval-cli-${randomUUID()}` });
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "boundloop-eval-"));
+  server = await startModelServer();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+describe("npm run eval", () => {
+  it("runs scenarios against the local model server: the table, exit 0, JSON and markdown reports", {
+    timeout: 180_000,
+  }, async () => {
+    const json = join(dir, "report.json");
+    const markdown = join(dir, "report.md");
+    const run = await runScript(
+      "npm",
+      [
+        "eval",
+        "--",
+        "evals/seed-uk-invoice.yaml",
+        "evals/grounding-refused.yaml",
+        "--json",
+        json,
+        "--markdown",
+        markdown,
+      ],
+      env(),
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^Evals against the local model server/);
+    expect(run.stdout).toMatch(/seed-uk-invoice\s+pass\s+1\/1 100%\s+completed/);
+    expect(run.stdout).toMatch(/grounding-refused\s+pass\s+1\/1 100%\s+answer_ungrounded/);
+    expect(run.stdout).toMatch(/2\/2 cases passed, 2 attempts, 0 disallowed effects\.\s*$/);
+    const report = JSON.parse(await readFile(json, "utf8")) as {
+      cases: Array<{ name: string; passRate: number }>;
+    };
+    expect(report.cases.map((c) => [c.name, c.passRate])).toEqual([
+      ["grounding-refused", 1],
+      ["seed-uk-invoice", 1],
+    ]);
+    expect(await readFile(markdown, "utf8")).toMatch(/### seed-uk-invoice[\s\S]*\| recordInvoice \|/);
+  });
+
+  it("--compare names a regression and fails the run", { timeout: 180_000 }, async () => {
+    const scenario = (await readFile("evals/no-amount.yaml", "utf8")).replace(
+      "status: completed",
+      "status: max_cycles_exceeded",
+    );
+    const file = join(dir, "no-amount.yaml");
+    await writeFile(file, scenario);
+    const earlier = join(dir, "earlier.json");
+    await writeFile(
+      earlier,
+      JSON.stringify({ model: "x", cases: [{ name: "no-amount", passRate: 1, passed: true }] }),
+    );
+    const run = await runScript("npm", ["eval", "--", file, "--compare", earlier], env());
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(
+      /no-amount\s+FAIL\s+0\/1 0%\s+completed\s+status: expected max_cycles_exceeded, got completed/,
+    );
+    expect(run.stdout).toMatch(/1 regression\(s\)\.\n {2}REGRESSION {2}no-amount: 100% → 0%/);
+  });
+
+  it("--model <url> sends the scenarios to that OpenAI-compatible endpoint", {
+    timeout: 180_000,
+  }, async () => {
+    const before = server.requests.length;
+    const run = await runScript(
+      "npm",
+      ["eval", "--", "evals/bd-record.yaml", "--model", server.baseURL],
+      env(),
+    );
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toMatch(
+      new RegExp(`Evals against ${server.baseURL.replaceAll("/", "\\/")} \\(gpt-4o-mini\\)`),
+    );
+    expect(run.stdout).toMatch(/bd-record\s+pass/);
+    expect(server.requests.length - before).toBe(3);
+  });
+
+  it("--bedrock calls the model through the Bedrock provider, here the local stand-in", {
+    timeout: 180_000,
+  }, async () => {
+    const run = await runScript("npm", ["eval", "--", "evals/bd-record.yaml", "--bedrock"], env());
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/Evals against Bedrock \(MODEL_PROVIDER=bedrock\)/);
+    expect(run.stdout).toMatch(/bd-record\s+pass\s+1\/1 100%\s+completed/);
+    expect(run.stderr).toMatch(/started the Bedrock stand-in/);
+  });
+
+  it("a bad flag or an invalid scenario file is refused with what is wrong", {
+    timeout: 180_000,
+  }, async () => {
+    const flag = await runScript("npm", ["eval", "--", "--repeat", "0"], env());
+    expect([flag.code, flag.stderr]).toEqual([
+      2,
+      expect.stringMatching(/--repeat must be an integer from 1 to 100[\s\S]*usage: npm run eval/),
+    ]);
+    const file = join(dir, "bad.yaml");
+    await writeFile(
+      file,
+      "name: bad\ndescription: d\ncaller: { tenant: t, user: u }\nprompt: p\npolicies: []\n",
+    );
+    const invalid = await runScript("npm", ["eval", "--", file], env());
+    expect([invalid.code, invalid.stderr.trim()]).toEqual([
+      1,
+      `eval: ${file}: (root): Unrecognized key: "policies"`,
+    ]);
+  });
+});
