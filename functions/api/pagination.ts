@@ -4,8 +4,8 @@ import { InvalidCursorError } from "../../shared/store/errors.js";
 import type { Invoice, LedgerStore } from "../../shared/store/ledger.js";
 
 /**
- * One page of `GET /v1/invoices` for the caller's tenant: up to `limit` invoices in invoice-id order and
- * `nextCursor` (null on the last page). Cursors are the store's (`LedgerStore.listPage`): opaque here,
+ * One page of `GET /v1/invoices` for the caller's tenant: up to `limit` invoices in invoice-id order (or
+ * newest first, `order: "newest"`) and `nextCursor` (null on the last page). Cursors are the store's (`LedgerStore.listPage`): opaque here,
  * passed through as they are.
  * @param query.limit page size, already validated by the route (1 to `INVOICE_PAGE.max`)
  * @param query.cursor the `nextCursor` of an earlier page, if any
@@ -15,13 +15,14 @@ import type { Invoice, LedgerStore } from "../../shared/store/ledger.js";
 export async function listInvoicePage(
   ledger: LedgerStore,
   tenantId: string,
-  query: { limit: number; cursor?: string | undefined },
+  query: { limit: number; cursor?: string | undefined; order?: "id" | "newest" },
 ): Promise<Page<Invoice>> {
   return withCursorProblem(async () => {
-    const page = await ledger.listPage(tenantId, {
-      limit: query.limit,
-      ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
-    });
+    const options = { limit: query.limit, ...(query.cursor === undefined ? {} : { cursor: query.cursor }) };
+    const page =
+      query.order === "newest"
+        ? await ledger.listNewestPage(tenantId, options)
+        : await ledger.listPage(tenantId, options);
     return { items: page.invoices, nextCursor: page.nextCursor ?? null };
   });
 }

@@ -108,7 +108,7 @@ async function collect(
  * - `cursor`: a `nextCursor` of an earlier page of the same list (same tenant, same list)
  * - `newestFirst`: in descending list sort-key order; a cursor continues in that order
  * - `liveAt` (epoch s): keeps only items whose TTL is after it (DynamoDB deletes expired items late; an
- *   item without a TTL is never listed)
+ *   item without a TTL is never listed); `"never expires"` for a list of items without a TTL (invoices)
  */
 export interface ListQuery {
   tenantId: string;
@@ -116,7 +116,7 @@ export interface ListQuery {
   limit: number;
   cursor?: string;
   newestFirst?: boolean;
-  liveAt: number;
+  liveAt: number | "never expires";
 }
 
 /**
@@ -142,9 +142,16 @@ export async function queryList(
       TableName: tableName,
       IndexName: LIST_INDEX.name,
       KeyConditionExpression: "#partition = :partition",
-      FilterExpression: ITEM_LIVE,
-      ExpressionAttributeNames: { "#partition": LIST_INDEX.partitionKey, ...TTL_NAMES },
-      ExpressionAttributeValues: { ":partition": partition, ":nowSeconds": query.liveAt },
+      ...(query.liveAt === "never expires"
+        ? {
+            ExpressionAttributeNames: { "#partition": LIST_INDEX.partitionKey },
+            ExpressionAttributeValues: { ":partition": partition },
+          }
+        : {
+            FilterExpression: ITEM_LIVE,
+            ExpressionAttributeNames: { "#partition": LIST_INDEX.partitionKey, ...TTL_NAMES },
+            ExpressionAttributeValues: { ":partition": partition, ":nowSeconds": query.liveAt },
+          }),
       ...(query.newestFirst ? { ScanIndexForward: false } : {}),
     },
     { limit: query.limit, startKey, signal: undefined },
