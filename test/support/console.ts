@@ -153,12 +153,26 @@ export async function go(page: Page, hash: string): Promise<void> {
   await page.locator("main h1").waitFor();
 }
 
-/** Starts a run from the runs view; resolves with its run id once the run view is shown. */
+/**
+ * Starts a run from the runs view; resolves with its run id once the run view is shown. The first run of
+ * a dev process loads the API's code and the durable runner, which a loaded machine makes slow: it waits
+ * up to 90 s, and fails at once with the page's alert when the API refused the run.
+ */
 export async function startRun(page: Page, prompt = SEED_PROMPT): Promise<string> {
   await page.getByLabel("Prompt").fill(prompt);
   await page.getByRole("button", { name: "Start run" }).click();
-  await page.waitForURL(/#\/runs\/run_[\w-]+$/);
-  return new URL(page.url()).hash.slice("#/runs/".length);
+  await page.waitForFunction(
+    `/^#\\/runs\\/run_[\\w-]+$/.test(location.hash) || document.querySelector("main [role=alert]") !== null`,
+    undefined,
+    { timeout: 90_000 },
+  );
+  const hash = new URL(page.url()).hash;
+  if (!hash.startsWith("#/runs/run_")) {
+    throw new Error(
+      `The run was not started: ${await page.locator("main [role=alert]").first().textContent()}`,
+    );
+  }
+  return hash.slice("#/runs/".length);
 }
 
 /** The timeline's rows as (seq, type). */
