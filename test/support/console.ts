@@ -161,11 +161,8 @@ export async function go(page: Page, hash: string): Promise<void> {
 export async function startRun(page: Page, prompt = SEED_PROMPT): Promise<string> {
   await page.getByLabel("Prompt").fill(prompt);
   await page.getByRole("button", { name: "Start run" }).click();
-  await page.waitForFunction(
-    `/^#\\/runs\\/run_[\\w-]+$/.test(location.hash) || document.querySelector("main [role=alert]") !== null`,
-    undefined,
-    { timeout: 90_000 },
-  );
+  const runHeading = page.getByRole("heading", { name: /^Run run_/, level: 1 });
+  await runHeading.or(page.locator("main [role=alert]")).first().waitFor({ timeout: 90_000 });
   const hash = new URL(page.url()).hash;
   if (!hash.startsWith("#/runs/run_")) {
     throw new Error(
