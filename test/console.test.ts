@@ -91,6 +91,9 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
     expect(new URL(page.url()).hash).toBe("#/runs");
     const token = await page.evaluate('sessionStorage.getItem("boundloop.console.token")');
     expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    // The page was served, and no log line holds the token (it travelled in the fragment only).
+    expect(dev.script.stderr()).toMatch(/dev: GET \/console → 200/);
+    expect(dev.script.stderr()).not.toContain(String(token).split(".")[2]);
     const streams: string[] = [];
     page.on("request", (request) => {
       if (request.url().includes("/events") && request.method() === "GET") streams.push(request.url());
