@@ -16,21 +16,46 @@ const TIMED = [
   "test/reliability/**/*.test.ts",
 ];
 
+/**
+ * Files that test only what runs on the developer's machine — the local commands (`npm start`, `dev`,
+ * `invoke`, `smoke`, `user`, `eval`), the documented commands, the console in a browser — and never code
+ * the Lambda functions run. CI's second pass on the deployed runtime (Node.js 24, `.ci/run`) sets
+ * BOUNDLOOP_TEST_SCOPE=deployed and leaves them out: they ran on the supported local Node in the first pass,
+ * and they are most of the suite's time (each spawns processes or a browser).
+ */
+const LOCAL_ONLY = [
+  "test/local-*.test.ts",
+  "test/docs.test.ts",
+  "test/console.test.ts",
+  "test/console-oidc.test.ts",
+  "test/user-command.test.ts",
+  "test/smoke.test.ts",
+  "test/evals-cli.test.ts",
+];
+const SKIPPED = process.env.BOUNDLOOP_TEST_SCOPE === "deployed" ? LOCAL_ONLY : [];
+
 export default defineConfig({
   test: {
     globalSetup: ["test/support/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 90_000,
-    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
+    // BOUNDLOOP_CLASS_DATA=use: the suite's DynamoDB Local and the scripts it runs use a class-data archive
+    // that exists and never write one (test/local-class-data.test.ts writes its own in a directory of its own).
+    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", BOUNDLOOP_CLASS_DATA: "use" },
     projects: [
       {
         extends: true,
         // Most files wait on I/O (DynamoDB Local, child processes, a browser): two at a time on 2 cores.
-        test: { name: "suite", include: ["test/**/*.test.ts"], exclude: TIMED, maxWorkers: 2 },
+        test: {
+          name: "suite",
+          include: ["test/**/*.test.ts"],
+          exclude: [...TIMED, ...SKIPPED],
+          maxWorkers: 2,
+        },
       },
       {
         extends: true,
-        test: { name: "timed", include: TIMED, maxWorkers: 1, sequence: { groupOrder: 1 } },
+        test: { name: "timed", include: TIMED, exclude: SKIPPED, maxWorkers: 1, sequence: { groupOrder: 1 } },
       },
     ],
   },

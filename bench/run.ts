@@ -238,7 +238,7 @@ async function onlyP1(): Promise<void> {
     `   tracing on ÷ off: ${p1.tracing.ratio} (goal ≤ ${p1.tracing.goal}: ${p1.tracing.met ? "met" : "not met"})`,
   );
   console.log(
-    `   goal (${p1.goal.text}): ${p1.goal.ratio} vs ${p1.fastestPeer} → ${p1.goal.met ? "met" : "not met"}`,
+    `   goal (${p1.goal.text}): ${p1.goal.ratio} net vs ${p1.fastestPeer}, ${p1.goal.overFloor} ÷ floor (gross ${p1.grossRatio}) → ${p1.goal.met ? "met" : "not met"}`,
   );
   console.log(
     `   P1: ${Math.round((performance.now() - started) / 100) / 10} s, load ${round2(loadavg()).join(" ")}`,

@@ -45,8 +45,11 @@ import {
 import { readEnvVarsFile } from "./env-vars.js";
 import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
 import { type LocalStack, startLocalStack } from "./local-stack.js";
+import { MCP_INSPECTOR_COMMAND } from "./mcp-inspector.js";
+import { reservePort } from "./port.js";
 import { onShutdownSignal } from "./shutdown.js";
 import { localStreamHandler } from "./stream-handler.js";
+import { warmHandlerModules } from "./warm.js";
 
 /** The dev server's default address, as `sam local start-api`'s. */
 const DEFAULT_HOST = "127.0.0.1";
@@ -219,8 +222,12 @@ async function main(argv: string[]): Promise<void> {
     { exitCode: () => 0, watchParent: true },
   );
 
+  // The port is taken before anything starts, so a port in use is refused at once (local/port.ts).
+  const reservation = await reservePort(values.host, values.portNumber);
+  const warm = warmHandlerModules();
   starting = startLocalStack({ ...process.env, ...vars }, log);
   const stack = await starting;
+  await warm;
   Object.assign(process.env, vars, stack.env);
   const issuer = await setUpIssuer(values);
   // The streaming function's stand-in first (its address goes on the console's page); its handler is
@@ -228,6 +235,7 @@ async function main(argv: string[]): Promise<void> {
   const stream = deferredStreamHandler();
   streamServer = await startFunctionUrlServer({ stream: stream.handler, host: values.host, port: 0 });
   process.env.CONSOLE_STREAM_URL = streamServer.url;
+  await reservation.release();
   server = await startDevServer({
     serve: (url) => devTarget(url, values.timeoutS, stream),
     host: values.host,
@@ -341,7 +349,7 @@ async function localWelcome(
     ...consoleLinks,
     `MCP (docs/mcp.md): ${mcpUrl} with a token whose audience is that URL (MCP_RESOURCE_URL):`,
     "",
-    `  npx @modelcontextprotocol/inspector --cli ${mcpUrl} --transport http --method tools/list \\`,
+    `  ${MCP_INSPECTOR_COMMAND} ${mcpUrl} --transport http --method tools/list \\`,
     `    --header "Authorization: Bearer $(${mint} --audience ${mcpUrl})"`,
     "",
     "Ctrl-C stops the server and everything it started.",

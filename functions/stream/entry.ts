@@ -7,9 +7,9 @@ import { bearerChallenge, refusalDetail } from "../../shared/auth/bearer.js";
 import { jwtAuthorizerOf } from "../../shared/auth/gateway-claims.js";
 import type { AuthSettings } from "../../shared/auth/settings.js";
 import type { TokenVerifier } from "../../shared/auth/token-verifier.js";
-import { ProblemError, toProblem } from "../../shared/errors.js";
 import { HEALTH_PATH, healthResponse } from "../api/health.js";
 import { unreadableBody } from "../api/lambda-adapter.js";
+import { ProblemError, toProblem } from "../api/problem-details.js";
 
 /** The realm of the streaming function's 401 challenges (RFC 6750 section 3). */
 const REALM = "boundloop";

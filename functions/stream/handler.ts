@@ -17,7 +17,8 @@ requireApiTokenSettings(config.auth);
 /** The one token verifier, built once: its key set is fetched once and cached for the instance's life. */
 const verifier = createTokenVerifier(config.auth);
 
-const app = createApp({ config, load: once(() => createApiDeps(config)) });
+// createApp calls `load` once, on the first request that needs the dependencies, and keeps them.
+const app = createApp({ config, load: () => createApiDeps(config) });
 
 /**
  * The Lambda entry of the streaming function URL (infra/stack.ts, docs/run-events.md): the same app as
@@ -30,11 +31,3 @@ export const handler = createStreamHandler(
   () => verifier,
   { corsOrigins: config.console.origins },
 );
-
-function once<T>(make: () => T): () => T {
-  let made: { value: T } | undefined;
-  return () => {
-    made ??= { value: make() };
-    return made.value;
-  };
-}

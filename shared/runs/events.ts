@@ -1,12 +1,14 @@
-import type { ApprovalDecision, ApprovalRequest } from "../agent/approval.js";
+import type { ApprovalDecision, ApprovalRequest } from "../agent/approval-gate.js";
 import type { AnswerGrounding } from "../agent/grounding.js";
 import type { ModelStepResult } from "../agent/model-step.js";
 import type { ToolError, ToolStatus } from "../agent/result.js";
+import type { StepDescriptor } from "../agent/step.js";
 import type { ApprovalPreview } from "../agent/tool.js";
 import { turnCallsOf } from "../agent/turn-resolution.js";
 import type { CycleRecord, RunUsage } from "../agent/types.js";
 import type { RunEventStore } from "../store/run-events.js";
-import type { RunObserver, RunSubject } from "./lifecycle.js";
+import { zeroUsage } from "../token-usage.js";
+import type { RunObserver, RunSubject } from "./observer.js";
 
 /**
  * What happened in a run, one typed event each (the `type` names the kind; docs/run-events.md):
@@ -222,22 +224,20 @@ export class RunEventLog {
   }
 
   /** Before a step: a tools step announces the calls of the cycle's reply (`tool.call.started`). */
-  stepStarting(name: string): void {
-    const tools = /^cycle-(\d+):tools$/.exec(name);
-    if (!tools || this.lastReply?.result.kind !== "reply" || this.lastReply.cycle !== Number(tools[1]))
-      return;
-    for (const call of turnCallsOf(this.lastReply.result, this.lastReply.cycle)) {
-      this.toolStarted(this.lastReply.cycle, call.id, call.name, call.arguments);
+  stepStarting(step: StepDescriptor): void {
+    const reply = this.lastReply;
+    if (step.kind !== "tools" || reply?.result.kind !== "reply" || reply.cycle !== step.cycle) return;
+    for (const call of turnCallsOf(reply.result, reply.cycle)) {
+      this.toolStarted(reply.cycle, call.id, call.name, call.arguments);
     }
   }
 
   /** After a step: a model step is `model.call.finished` (unless the deadline had passed before it). */
-  stepFinished(name: string, result: unknown): void {
-    const model = /^(?:cycle-(\d+)|summary):model$/.exec(name);
+  stepFinished(step: StepDescriptor, result: unknown): void {
     const modelResult = result as ModelStepResult;
-    if (!model || modelResult.kind === "expired") return;
+    if ((step.kind !== "model" && step.kind !== "summary") || modelResult.kind === "expired") return;
     // The summary call comes after the last cycle and is numbered as the audit numbers it.
-    const cycle = model[1] === undefined ? (this.lastReply?.cycle ?? 0) + 1 : Number(model[1]);
+    const cycle = step.kind === "model" ? step.cycle : (this.lastReply?.cycle ?? 0) + 1;
     this.lastReply = { cycle, result: modelResult };
     this.emit({
       type: "model.call.finished",
@@ -245,7 +245,7 @@ export class RunEventLog {
       finishReason: modelResult.kind === "reply" ? modelResult.finishReason : null,
       usage: modelResult.usage,
       latencyMs: modelResult.latencyMs,
-      ...(model[1] === undefined ? { summary: true as const } : {}),
+      ...(step.kind === "summary" ? { summary: true as const } : {}),
     });
   }
 
@@ -361,8 +361,8 @@ export function runEventObserver(ports: RunEventPorts & { ttlSeconds: number }):
       log.started(start.limits, start.previousRunId);
       await log.skipWritten();
     },
-    stepStarting: (run, name) => logs.get(run)?.stepStarting(name),
-    stepFinished: (run, name, result) => logs.get(run)?.stepFinished(name, result),
+    stepStarting: (run, step) => logs.get(run)?.stepStarting(step),
+    stepFinished: (run, step, result) => logs.get(run)?.stepFinished(step, result),
     approvalRequested: (run, request) => logs.get(run)?.approvalRequested(request),
     approvalDecided: (run, request, decision) => logs.get(run)?.approvalDecided(request, decision),
     cycle: (run, record) => logs.get(run)?.cycle(record),
@@ -386,8 +386,6 @@ export function runEventObserver(ports: RunEventPorts & { ttlSeconds: number }):
       });
     },
     failed: (run, reason) =>
-      logs.get(run)?.finished({ ...done, status: "failed", reason, usage: ZERO_USAGE }),
+      logs.get(run)?.finished({ ...done, status: "failed", reason, usage: zeroUsage() }),
   };
 }
-
-const ZERO_USAGE: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };

@@ -2,7 +2,6 @@ import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { sha256Hex } from "../hash.js";
 import type { MoneyValue } from "../money/money.js";
 import { conditionalPut } from "./conditional.js";
-import { QuoteAlreadyRecordedError } from "./errors.js";
 import { keys } from "./keys.js";
 import { queryList, queryTenant } from "./query.js";
 import { getItem, ITEM_ABSENT, listKey, type StoredItem, splitItem, tableItem, tableKey } from "./table.js";
@@ -173,4 +172,16 @@ export class LedgerStore {
 /** An invoice from its stored item (table attributes stripped). */
 function toInvoice(item: StoredItem): Invoice {
   return splitItem(item).attributes as unknown as Invoice;
+}
+
+/**
+ * Raised by `LedgerStore.recordOnce` when the quote was already recorded by another operation (another
+ * idempotency key: another run, or another call in the same run). `invoice` is the existing invoice,
+ * unchanged; nothing was written. The tool layer maps it to the business error QUOTE_ALREADY_RECORDED.
+ */
+export class QuoteAlreadyRecordedError extends Error {
+  constructor(readonly invoice: Invoice) {
+    super(`Quote ${invoice.quoteId} is already recorded as invoice ${invoice.invoiceId}.`);
+    this.name = new.target.name;
+  }
 }

@@ -104,8 +104,6 @@ export const getInvoiceRoute = createRoute({
 
 /** One invoice as `GET /v1/invoices…` return it. */
 export type InvoiceResponse = z.infer<typeof InvoiceSchema>;
-/** 200 body of `GET /v1/invoices`. */
-export type InvoicePageResponse = z.infer<typeof InvoicePageSchema>;
 
 // The domain type the routes return is exactly its schema's type: a field added to one and not the
 // other fails `tsc` here.

@@ -1,11 +1,11 @@
 import type { Context } from "hono";
 import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 import type { ApiDeps } from "../../../shared/deps.js";
-import { ProblemError, toProblem } from "../../../shared/errors.js";
 import { type FeedItem, followRunEvents, LiveEvents, readerHasEnd } from "../../../shared/runs/event-feed.js";
-import { canSeeRun } from "../../../shared/runs/permissions.js";
+import { readRunRecord } from "../../../shared/runs/queries.js";
+import { IDEMPOTENT_REPLAYED_HEADER } from "../contract/common.js";
 import { runEventsRoute } from "../contract/events.js";
-import { IDEMPOTENT_REPLAYED_HEADER } from "../run-idempotency.js";
+import { ProblemError, toProblem } from "../problem-details.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
 
 /** The SSE comment a `GET /v1/runs/{runId}/events` stream opens with (clients ignore comments). */
@@ -59,10 +59,8 @@ export function runEventRoutes(getDeps: GetDeps) {
     const security = c.get("security");
     const { runId } = c.req.valid("param");
     const after = resumeAfter(c.req.header("last-event-id"), c.req.valid("query").after);
-    const run = await deps.runs.getRecord(security.tenantId, runId);
-    if (!run || !canSeeRun(security, run.userId)) {
-      throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
-    }
+    // Who may watch a run is who may see it (shared/runs/access.ts).
+    const run = await readRunRecord(deps.runs, security, runId);
     // The reader has the final event (an EventSource resumes once more when a stream closes): 204 tells
     // it to stop, and it is an answer with a status line, which a function URL sends only with a write.
     if (await readerHasEnd(deps, security.tenantId, run, after)) return c.body(null, 204) as never;
