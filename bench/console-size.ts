@@ -3,7 +3,7 @@
  * browser assets console/build.ts makes, gzip-compressed as a browser receives them. The first view a
  * signed-in person loads is the page's script, what it imports statically, the runs view's chunk and its
  * own static imports, and the stylesheet; every other view (a run, approvals, the ledger) and the OIDC
- * sign-in are chunks loaded when first shown. Goal: the first view ≤ 150 kB gzip (issue 38).
+ * sign-in are chunks loaded when first shown. Goal: the first view ≤ 150 kB gzip.
  */
 import { gzipSync } from "node:zlib";
 import { buildConsoleAssets } from "../console/build.js";
