@@ -97,6 +97,7 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
     expect(numbers).toMatch(/Currency\s+GBP/);
     expect(numbers).toMatch(/Threshold\s+1000\.00/);
     expect(numbers).toMatch(/Jurisdiction\s+GB/);
+    expect(numbers).toMatch(/Rate version\s+\S+/);
     expect(numbers).not.toContain("—");
     const asked = await card.getByRole("region", { name: "What the model asked for" }).innerText();
     expect(asked).toMatch(/Client\s+UK client/);
