@@ -4,6 +4,7 @@
  */
 
 import type { ColdStartResult, ColdStartVariant } from "./cold-start.js";
+import type { ConsoleSize } from "./console-size.js";
 import type { DurableBenchResult } from "./durable.js";
 import type { EventsBenchResult } from "./events.js";
 import type { IdempotencyReport, Phase } from "./idempotency.js";
@@ -63,6 +64,8 @@ export interface BenchReport {
   mcp: McpBenchResult;
   /** Run events: P7, P8 and the streamed path's overhead per cycle (bench/events.ts). */
   events: EventsBenchResult;
+  /** The console's size, gzip (bench/console-size.ts). */
+  console: ConsoleSize;
   lambdaMemory: MemoryRecommendation;
 }
 

@@ -107,6 +107,7 @@ export const RUNTIME_SETTINGS = [
   { context: "streamRetryMs", env: "STREAM_RETRY_MS", functions: API },
   { context: "streamRunTimeoutMs", env: "STREAM_RUN_TIMEOUT_MS", functions: API },
   { context: "eventsPollMs", env: "EVENTS_POLL_MS", functions: API },
+  { context: "promptExcerptChars", env: "PROMPT_EXCERPT_CHARS", functions: API },
   { context: "answerGrounding", env: "ANSWER_GROUNDING", functions: BOTH },
   { context: "userRunsPerMinute", env: "USER_RUNS_PER_MINUTE", functions: API },
   { context: "tenantRunsPerMinute", env: "TENANT_RUNS_PER_MINUTE", functions: API },

@@ -190,6 +190,7 @@ function sharedDeps(
     quotes,
     runs: new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
       shortenTranscript: halveHistory,
+      promptExcerptChars: config.runs.promptExcerptChars,
     }),
     tools,
     ...observability,

@@ -1,5 +1,5 @@
 /**
- * `npm run deploy`'s checks before cdk (issue 39 item 8): no Region, no credentials, credentials AWS
+ * `npm run deploy`'s checks before cdk: no Region, no credentials, credentials AWS
  * refuses and an unreachable endpoint each end in one line with the fix within seconds, before any
  * synth; working credentials say whether the stack is created or updated, and a Bedrock deploy which
  * model to enable where. CloudFormation is a local HTTP server speaking its query protocol's errors.

@@ -116,7 +116,7 @@ describe("dispatcher categories", () => {
         message: expect.stringContaining("more decimal places than GBP allows (2)"),
       }),
     ]);
-    // The message says the rule once: a custom check's constraint is its message (issue 39).
+    // The message says the rule once: a custom check's constraint is its message.
     expect(decimals.error?.message).toBe(
       "Invalid arguments for calculateTax: amount: Amount 12.345 has more decimal places than GBP allows (2). (received string)",
     );

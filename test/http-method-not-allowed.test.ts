@@ -1,5 +1,5 @@
 /**
- * A known path with a method it does not serve (issue 39 item 7): 405 METHOD_NOT_ALLOWED as
+ * A known path with a method it does not serve: 405 METHOD_NOT_ALLOWED as
  * problem+json with `Allow`, documented in /openapi.json; an unknown path stays 404. Through the real
  * Lambda handler.
  */

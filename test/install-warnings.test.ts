@@ -1,5 +1,5 @@
 /**
- * What `npm install` prints on Node 20 is what the README says (issue 39 item 4): the packages of the
+ * What `npm install` prints on Node 20 is what the README says: the packages of the
  * lockfile whose `engines.node` excludes Node 20 are exactly the ones the README counts and names, and no
  * install script waits for approval (package.json `allowScripts`), so npm's allowScripts warning is gone.
  */

@@ -1,5 +1,5 @@
 /**
- * DynamoDB Local's class-data archive (local/dynamo-class-data.ts, issue 39 item 3): a run without one
+ * DynamoDB Local's class-data archive (local/dynamo-class-data.ts): a run without one
  * records its classes and writes it when it stops; the next start maps it and serves as before. In a cache
  * directory of this file's own (BOUNDLOOP_CACHE_DIR), so the suite's archive is never touched.
  */

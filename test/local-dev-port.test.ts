@@ -1,5 +1,5 @@
 /**
- * `npm run dev` on a port in use (issue 39 item 3): refused at once, before DynamoDB Local, the model
+ * `npm run dev` on a port in use: refused at once, before DynamoDB Local, the model
  * server or the handler start, with one line saying what to do.
  */
 import { once } from "node:events";

@@ -1,6 +1,6 @@
 /**
  * Every MCP Inspector command the docs and `npm run dev` give runs the pinned Inspector
- * (local/mcp-inspector.ts): unpinned, npx installs 0.15.0 on Node 20, which has no `--header` (issue 39).
+ * (local/mcp-inspector.ts): unpinned, npx installs 0.15.0 on Node 20, which has no `--header`.
  * CI runs the README's command itself against `npm run dev` (.ci/mcp-inspector).
  */
 import { readFileSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * An unreachable or refusing model endpoint is named by its cause (issue 39 item 2): the run's 502 says
+ * An unreachable or refusing model endpoint is named by its cause: the run's 502 says
  * where (the base URL) and what (connection refused, DNS, TLS, 401, timeout), never the key; `npm start`
  * checks the endpoint once before the first run and stops with one line when it cannot be used.
  */

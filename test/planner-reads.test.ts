@@ -1,5 +1,5 @@
 /**
- * The local planner's read path (issue 39 item 6): "List my invoices" calls listInvoices, a prompt naming
+ * The local planner's read path: "List my invoices" calls listInvoices, a prompt naming
  * an invoice id calls getInvoice, and a caller not offered those tools gets an answer saying so, with no
  * call. Through the real handler, DynamoDB Local and the local model server (planner mode).
  */

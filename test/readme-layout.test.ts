@@ -1,6 +1,6 @@
 /**
  * The README's layout table names every top-level folder the repository tracks and every Lambda entry
- * under functions/ (issue 39 item 8: console/, functions/stream/ and functions/pre-token/ were missing).
+ * under functions/ (console/, functions/stream/ and functions/pre-token/ were missing).
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";

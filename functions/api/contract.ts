@@ -17,5 +17,6 @@ export * from "./contract/policies.js";
 export * from "./contract/problems.js";
 export * from "./contract/quota-routes.js";
 export * from "./contract/quotas.js";
+export * from "./contract/run-list.js";
 export * from "./contract/run-results.js";
 export * from "./contract/runs.js";

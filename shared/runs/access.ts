@@ -52,6 +52,24 @@ export function canCancelRun(security: SecurityContext, run: RunOwner): boolean 
 }
 
 /**
+ * Whose runs a listing of `security`'s tenant holds, by {@link canSeeRun}: `scope` "own" (the default)
+ * is the caller's; "tenant" is everyone's, narrowed to `userId` when given. Anyone may name themselves;
+ * listing another user's runs, or everyone's, needs billing:read.
+ * @returns the user the listing is of, or undefined for every user of the tenant
+ * @throws DomainError FORBIDDEN (`requiredPermission: billing:read`) for a listing beyond the caller's
+ *   own runs without it
+ */
+export function runListUser(
+  security: SecurityContext,
+  request: { scope: "own" | "tenant"; userId?: string | undefined },
+): string | undefined {
+  const userId = request.scope === "own" ? (request.userId ?? security.userId) : request.userId;
+  if (userId === security.userId) return userId;
+  requirePermission(security, BILLING_READ);
+  return userId;
+}
+
+/**
  * `run` when `allowed`; else NOT_FOUND, the same answer as for a run that does not exist (another user's
  * run is not disclosed).
  * @throws DomainError NOT_FOUND

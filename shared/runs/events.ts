@@ -2,7 +2,7 @@ import type { ApprovalDecision, ApprovalRequest } from "../agent/approval-gate.j
 import { type Cost, costView } from "../agent/budget.js";
 import type { AnswerGrounding } from "../agent/grounding.js";
 import type { ModelCallResult, ModelStepResult } from "../agent/model-step.js";
-import type { PolicyAudit, ToolStatus } from "../agent/result.js";
+import type { PolicyAudit, ToolError, ToolStatus } from "../agent/result.js";
 import type { StepDescriptor } from "../agent/step.js";
 import type { ApprovalPreview } from "../agent/tool.js";
 import { turnCallsOf } from "../agent/turn-resolution.js";
@@ -19,8 +19,11 @@ import type { RunObserver, RunSubject } from "./observer.js";
  *   without quotas); `summary` for the tool-less summary call at the cycle limit
  * - `tool.call.started`: a call the model asked for, by the id the run uses for it (the audit step's),
  *   with its arguments as the model sent them (parsed JSON; the raw text when they were not JSON)
- * - `tool.call.finished`: its category, error code (null on success), wall time (ms) and idempotency
- *   key (set for mutating tools only) — never the tool's data or error message
+ * - `tool.call.finished`: its category, error code (null on success), wall time (ms), idempotency
+ *   key (set for mutating tools only), and the backend's result as GET /v1/runs/{runId} shows it in the
+ *   run's steps: `data` (the tool's output on success, else null) and `error` (the fixed category's
+ *   code, message for the model, details and retryability; null on success). `dataOmitted` marks data
+ *   left out to keep the cycle's batch within a table item ({@link RESULT_DATA_BYTES_PER_CYCLE})
  * - `approval.requested` / `approval.decided` / `approval.expired`: a call that waits for a person
  *   (docs/approvals.md), with the backend's preview; who decided and why
  * - `answer.ungrounded`: the answer held numbers no tool result or prompt gave (docs/evals.md,
@@ -60,6 +63,9 @@ export type RunEventBody =
       idempotencyKey: string | null;
       /** The policy decision's explanation (docs/policies.md), when the tenant's policies decided the call. */
       policy?: PolicyAudit;
+      data: unknown;
+      error: ToolError | null;
+      dataOmitted?: true;
     }
   | {
       type: "approval.requested";
@@ -95,6 +101,14 @@ export type RunEventType = RunEventBody["type"];
 
 /** One stored event: its body, the run, its sequence in the run (from 1, no gaps) and when (ISO 8601). */
 export type RunEvent = RunEventBody & { runId: string; seq: number; at: string };
+
+/**
+ * UTF-8 bytes of tool result `data` the `tool.call.finished` events of one cycle carry at most: a
+ * cycle's events are one table item (≤ 400 KB, with the calls' arguments beside them). Each result is
+ * at most MAX_TOOL_RESULT_BYTES already (16 KB by default), so only a raised cap or many calls in one
+ * turn reach this; a result past it goes without its data (`dataOmitted`), which the run's steps keep.
+ */
+export const RESULT_DATA_BYTES_PER_CYCLE = 200_000;
 
 /** The event type that ends every run's log (the stream closes after it). */
 export const FINAL_EVENT_TYPE = "run.finished" satisfies RunEventType;
@@ -283,9 +297,13 @@ export class RunEventLog {
    * already: {@link flush} writes none of them again.
    */
   async cycle(record: CycleRecord): Promise<void> {
+    let dataBytes = RESULT_DATA_BYTES_PER_CYCLE;
     for (const call of record.toolCalls) {
       this.toolStarted(record.cycle, call.id, call.name, call.arguments);
       const { result } = call;
+      const size = result.data === null || result.data === undefined ? 0 : jsonBytes(result.data);
+      const fits = size <= dataBytes;
+      if (fits) dataBytes -= size;
       this.emit({
         type: "tool.call.finished",
         cycle: record.cycle,
@@ -295,6 +313,9 @@ export class RunEventLog {
         errorCode: result.error?.code ?? null,
         latencyMs: result.metadata.latencyMs,
         idempotencyKey: result.metadata.idempotencyKey,
+        data: fits ? (result.data ?? null) : null,
+        error: result.error,
+        ...(fits ? {} : { dataOmitted: true as const }),
         ...(result.metadata.policy ? { policy: result.metadata.policy } : {}),
       });
     }
@@ -313,6 +334,11 @@ export class RunEventLog {
     this.startedCalls.add(key);
     this.emit({ type: "tool.call.started", cycle, toolCallId, name, arguments: parseArguments(args) });
   }
+}
+
+/** The UTF-8 size of a value's JSON. */
+function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? "", "utf8");
 }
 
 /** Tool-call arguments as JSON when they parse, else the raw text (what the model sent either way). */

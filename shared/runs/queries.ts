@@ -11,7 +11,14 @@ import type { ApprovalRecord, ApprovalStore } from "../store/approvals.js";
 import { InvalidCursorError } from "../store/errors.js";
 import type { Invoice, LedgerStore } from "../store/ledger.js";
 import type { RunStore } from "../store/runs.js";
-import { BILLING_APPROVE, BILLING_READ, canSeeRun, requirePermission, runIfAllowed } from "./access.js";
+import {
+  BILLING_APPROVE,
+  BILLING_READ,
+  canSeeRun,
+  requirePermission,
+  runIfAllowed,
+  runListUser,
+} from "./access.js";
 import { type PendingApprovalView, pendingApprovalsOf } from "./approval-service.js";
 import type { AgentRunRecord, AgentRunShapes, AgentRunStep } from "./run-shapes.js";
 
@@ -98,33 +105,61 @@ export async function readRunRecord(
 }
 
 /**
- * One page of the runs the caller started (records without steps), in run-id order; a page may hold
- * fewer than `limit` while more follow (see `RunStore.listPage`).
- * @throws DomainError INVALID_CURSOR; the store's errors
+ * Which runs a listing holds: whose (`scope` "own", the default, is the caller's; "tenant" everyone's,
+ * needing billing:read; `userId` narrows either, another user's needing billing:read: {@link
+ * runListUser}), and which: `status` now, started at or after `from` and before `to` (ISO 8601 with
+ * any offset), and `runId` a prefix of the run's id.
+ */
+export interface RunListRequest extends PageRequest {
+  scope?: "own" | "tenant" | undefined;
+  userId?: string | undefined;
+  status?: string | undefined;
+  from?: string | undefined;
+  to?: string | undefined;
+  runId?: string | undefined;
+}
+
+/**
+ * One page of the runs the caller may list ({@link RunListRequest}), records without steps, newest
+ * `startedAt` first; a page may hold fewer than `limit` while more follow (see `RunStore.listPage`).
+ * @throws DomainError FORBIDDEN (another user's runs or the tenant's without billing:read),
+ *   INVALID_CURSOR; the store's errors
  */
 export function listRuns(
-  runs: RunStore<AgentRunShapes>,
+  runs: Pick<RunStore<AgentRunShapes>, "listPage">,
   security: SecurityContext,
-  request: PageRequest,
+  request: RunListRequest,
 ): Promise<Page<AgentRunRecord>> {
+  const filter = {
+    userId: runListUser(security, { scope: request.scope ?? "own", userId: request.userId }),
+    status: request.status,
+    startedFrom: request.from && new Date(request.from).toISOString(),
+    startedBefore: request.to && new Date(request.to).toISOString(),
+    runIdPrefix: request.runId,
+  };
   return readPage(request, async (options) => {
-    const page = await runs.listPage(security.tenantId, security.userId, options);
+    const page = await runs.listPage(security.tenantId, { ...options, filter });
     return { items: page.runs, nextCursor: page.nextCursor };
   });
 }
 
 /**
- * One page of the tenant's invoices in invoice-id order (needs billing:read).
+ * One page of the tenant's invoices (needs billing:read): in invoice-id order (`order` "id", the
+ * default: every invoice, read consistently), or newest `createdAt` first (`order` "newest": the
+ * ledger's list, eventually consistent on AWS; a cursor belongs to the order it was issued for).
  * @throws DomainError FORBIDDEN, INVALID_CURSOR; the store's errors
  */
 export function listInvoices(
-  ledger: Pick<LedgerStore, "listPage">,
+  ledger: Pick<LedgerStore, "listPage" | "listNewestPage">,
   security: SecurityContext,
-  request: PageRequest,
+  request: PageRequest & { order?: "id" | "newest" | undefined },
 ): Promise<Page<Invoice>> {
   requirePermission(security, BILLING_READ);
   return readPage(request, async (options) => {
-    const page = await ledger.listPage(security.tenantId, options);
+    const page =
+      request.order === "newest"
+        ? await ledger.listNewestPage(security.tenantId, options)
+        : await ledger.listPage(security.tenantId, options);
     return { items: page.invoices, nextCursor: page.nextCursor };
   });
 }

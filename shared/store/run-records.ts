@@ -3,6 +3,7 @@
  * mapping between them and their items. The store itself is shared/store/runs.ts.
  */
 
+import { sha256Hex } from "../hash.js";
 import type { TokenUsage } from "../token-usage.js";
 import { COMPRESS_ABOVE_BYTES, type EncodedText, encodeText } from "./compressed.js";
 import type { StoredItem } from "./table.js";
@@ -49,8 +50,10 @@ export interface StoredCost {
 
 /**
  * The stored run (one item, sort key `RUN#<runId>`), written at start and updated as cycles complete
- * and when the run ends. The prompt itself is not stored: only its length and SHA-256, so the audit
- * can prove which prompt ran without keeping its text.
+ * and when the run ends. Of the prompt it keeps its length and SHA-256, so the audit can prove which
+ * prompt ran, and its first `excerpt` characters (PROMPT_EXCERPT_CHARS, 500 by default),
+ * shown with the run to whoever may see it; `excerpt` is absent when none is kept (0, or a record
+ * written before excerpts were).
  * - `limits`: the effective caps of this run (after clamping the request's to the server's), ms for time
  * - `cyclesRecorded`: audit steps written so far (how far a killed run got)
  * - `usage`: tokens summed over recorded cycles while running, the run's total once finished
@@ -69,7 +72,7 @@ export interface RunRecord<S extends RunShapes = RunShapes> {
   tenantId: string;
   userId: string;
   status: RunRecordStatus<S>;
-  prompt: { chars: number; sha256: string };
+  prompt: { chars: number; sha256: string; excerpt?: string };
   limits: { maxCycles: number; timeoutMs: number };
   startedAt: string;
   updatedAt: string;
@@ -204,17 +207,24 @@ export interface RunFinish<S extends RunShapes = RunShapes> {
  *   {@link MAX_STORED_TRANSCRIPT_BYTES} (the agent's whole-turn cut, shared/agent/transcript.ts
  *   `halveHistory`: the store does not know what a turn is). A result that is not shorter than its input
  *   makes the store keep an empty transcript. Default: no shortening (an empty transcript at once).
+ * - `promptExcerptChars`: how many characters of a prompt (its start) a record keeps (config
+ *   PROMPT_EXCERPT_CHARS); default none.
  */
 export interface RunStoreOptions<S extends RunShapes = RunShapes> {
   shortenTranscript?: (messages: ReadonlyArray<S["message"]>) => ReadonlyArray<S["message"]>;
+  promptExcerptChars?: number;
 }
 
-/** Sort-key prefix of run records and their steps (`RUN#<runId>`, `RUN#<runId>#STEP#…`). */
-export const RUN_PREFIX = "RUN#";
-/** Table reads of one {@link RunStore.listPage} at most. */
-export const RUN_LIST_READS = 5;
-/** Items (records and steps) each read of {@link RunStore.listPage} asks for. */
-export const RUN_LIST_READ_SIZE = 100;
+/**
+ * What a record keeps of `prompt`: its length, its SHA-256 and, unless `excerptChars` is 0, its first
+ * `excerptChars` characters (code points, so no character is cut in two; the whole prompt when shorter).
+ */
+export function promptFacts(prompt: string, excerptChars: number): RunRecord["prompt"] {
+  const facts = { chars: prompt.length, sha256: sha256Hex(prompt) };
+  if (excerptChars === 0) return facts;
+  const excerpt = prompt.length <= excerptChars ? prompt : Array.from(prompt).slice(0, excerptChars).join("");
+  return { ...facts, excerpt };
+}
 
 /** Raw tool-call arguments longer than this (characters) are cut in the audit step. */
 export const MAX_ARGUMENT_CHARS = 8_192;

@@ -1,17 +1,15 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { sha256Hex } from "../hash.js";
 import { decodeText } from "./compressed.js";
 import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
-import { queryKept, queryTenant } from "./query.js";
+import { queryTenant } from "./query.js";
+import { queryRunList, type RunListFilter } from "./run-list.js";
 import {
   type ContinuationRead,
   type CycleInput,
   type HistorySummary,
-  RUN_LIST_READ_SIZE,
-  RUN_LIST_READS,
-  RUN_PREFIX,
+  promptFacts,
   type RunFinish,
   type RunRecord,
   type RunShapes,
@@ -24,7 +22,16 @@ import {
   WAIT_ENDS_ATTRIBUTE,
   WAIT_STARTS_ATTRIBUTE,
 } from "./run-records.js";
-import { getItem, ITEM_ABSENT, ITEM_PRESENT, isLive, splitItem, tableItem, tableKey } from "./table.js";
+import {
+  getItem,
+  ITEM_ABSENT,
+  ITEM_PRESENT,
+  isLive,
+  listKey,
+  splitItem,
+  tableItem,
+  tableKey,
+} from "./table.js";
 import { setFields } from "./update.js";
 
 export type {
@@ -41,12 +48,7 @@ export type {
   StoredCost,
   TokenUsage,
 } from "./run-records.js";
-export {
-  MAX_ARGUMENT_CHARS,
-  MAX_STORED_TRANSCRIPT_BYTES,
-  RUN_LIST_READ_SIZE,
-  RUN_LIST_READS,
-} from "./run-records.js";
+export { MAX_ARGUMENT_CHARS, MAX_STORED_TRANSCRIPT_BYTES } from "./run-records.js";
 
 import { zeroUsage } from "../token-usage.js";
 
@@ -84,7 +86,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
 
   /**
    * Writes the run record with status `running` (conditional: never overwrites an existing run).
-   * @param input.prompt the prompt text; only its length and SHA-256 are stored
+   * @param input.prompt the prompt text; its length, SHA-256 and first `promptExcerptChars` characters
+   *   are stored ({@link RunStoreOptions})
    * @param input.conversationId the conversation's id (its first run's id; default this run's): an
    *   internal attribute, read back by {@link RunStore.readContinuation} for the run's traces
    * @returns `written` with the record as stored, or `exists` with the record that has the id
@@ -109,7 +112,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       tenantId: input.tenantId,
       userId: input.userId,
       status: "running",
-      prompt: { chars: input.prompt.length, sha256: sha256Hex(input.prompt) },
+      prompt: promptFacts(input.prompt, this.options.promptExcerptChars ?? 0),
       limits: input.limits,
       startedAt: now.toISOString(),
       updatedAt: now.toISOString(),
@@ -132,7 +135,11 @@ export class RunStore<S extends RunShapes = RunShapes> {
       item: tableItem(
         tableKey(input.tenantId, keys.run(input.runId)),
         "run",
-        { ...record, conversationId: input.conversationId ?? input.runId },
+        {
+          ...record,
+          conversationId: input.conversationId ?? input.runId,
+          ...listKey(input.tenantId, keys.runList, keys.runListed(record.startedAt, input.runId)),
+        },
         expiresAtSeconds,
       ),
       condition: ITEM_ABSENT,
@@ -355,38 +362,32 @@ export class RunStore<S extends RunShapes = RunShapes> {
   }
 
   /**
-   * One page of the runs `userId` started in `tenantId`, in run-id order, from the tenant's `RUN#` items
-   * (records and their steps): reads up to {@link RUN_LIST_READS} table pages of
-   * {@link RUN_LIST_READ_SIZE} items and keeps the user's live run records, so a page may hold fewer than
-   * `limit` while `nextCursor` is set. Records past their `ttl` are left out.
+   * One page of `tenantId`'s runs that pass `filter` (whose user, status, start and id), newest first,
+   * from the listing index (shared/store/run-list.ts `queryRunList`: at most 500 index items read per
+   * page, so a page may hold fewer than `limit` while `nextCursor` is set; eventually consistent on
+   * AWS). Records written before the index listed runs are not in it. Access is the caller's: the
+   * filter's `userId` is how a listing stays within what its reader may see (shared/runs/queries.ts).
    * @param options.limit page size, a positive integer (the API bounds it at 100)
-   * @param options.cursor a `nextCursor` of an earlier page of this listing
+   * @param options.cursor a `nextCursor` of an earlier page of this tenant's runs
    * @throws InvalidCursorError for a cursor not issued for this tenant's runs (nothing is read); the
    *   SDK's error for a failed read
    */
   async listPage(
     tenantId: string,
-    userId: string,
-    options: { limit: number; cursor?: string },
+    options: { limit: number; cursor?: string | undefined; filter?: RunListFilter },
     now: Date = new Date(),
   ): Promise<{ runs: RunRecord<S>[]; nextCursor: string | undefined }> {
-    const page = await queryKept(
+    const page = await queryRunList(
       this.client,
       this.tableName,
-      { tenantId, prefix: RUN_PREFIX, ...(options.cursor === undefined ? {} : { cursor: options.cursor }) },
-      {
-        limit: options.limit,
-        reads: RUN_LIST_READS,
-        readSize: RUN_LIST_READ_SIZE,
-        keep: (item) => {
-          const split = splitItem(item);
-          if (split.type !== "run" || !isLive(split.expiresAtSeconds, now)) return undefined;
-          const { run } = toRunRecord<S>(split.attributes);
-          return run.userId === userId ? run : undefined;
-        },
-      },
+      tenantId,
+      { limit: options.limit, cursor: options.cursor, filter: options.filter ?? {} },
+      Math.floor(now.getTime() / 1000),
     );
-    return { runs: page.kept, nextCursor: page.nextCursor };
+    return {
+      runs: page.items.map((item) => toRunRecord<S>(splitItem(item).attributes).run),
+      nextCursor: page.nextCursor,
+    };
   }
 
   /**

@@ -5,13 +5,14 @@ import type { ConversationHistory } from "../../../shared/runs/conversation.js";
 import { listRuns, readRun } from "../../../shared/runs/queries.js";
 import { type PreparedRun, prepareRun, type RunBody, type RunStart } from "../../../shared/runs/start.js";
 import { POLL_AFTER_SECONDS, prefersAsync } from "../async-preference.js";
-import { cancelRunRoute, createRunRoute, getRunRoute, listRunsRoute } from "../contract/runs.js";
+import { listRunsRoute } from "../contract/run-list.js";
+import { cancelRunRoute, createRunRoute, getRunRoute } from "../contract/runs.js";
 import { ProblemError } from "../problem-details.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
 import { streamRun, wantsEventStream } from "./events.js";
 
 /**
- * `POST /v1/runs`, `GET /v1/runs` (the caller's own runs), `GET /v1/runs/{runId}` and `POST /v1/runs/{runId}/cancel`. The POST maps HTTP to the
+ * `POST /v1/runs`, `GET /v1/runs` (the runs the caller may see, filtered), `GET /v1/runs/{runId}` and `POST /v1/runs/{runId}/cancel`. The POST maps HTTP to the
  * runs layer (shared/runs/start.ts) and its {@link RunStart} back to HTTP; the Idempotency-Key
  * (run-idempotency.ts: replay / 409 / 422, or run once and store) is loaded on the first run, not at cold
  * start (it brings the AWS SDK, see functions/api/handler.ts).
