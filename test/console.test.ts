@@ -3,6 +3,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
 import { launchChromium, screenshot } from "./support/browser.js";
+import { governanceChecks } from "./support/console-govern.js";
 import {
   type Dev,
   expectAccessible,
@@ -30,7 +31,7 @@ let pages: Pages;
 
 beforeAll(async () => {
   model = await startModelServer();
-  [browser, dev] = await Promise.all([launchChromium(), startDev(model.baseURL, {})]);
+  [browser, dev] = await Promise.all([launchChromium(), startDev(model.baseURL, { MODEL_PRICES: PRICES })]);
   pages = new Pages(browser);
 }, 120_000);
 
@@ -39,6 +40,11 @@ afterAll(async () => {
   await browser?.close();
   await stopDev(dev);
   await model?.stop();
+});
+
+/** A price for the local model, so every run has a cost (docs/quotas.md). */
+const PRICES = JSON.stringify({
+  "gpt-4o-mini": { inputPerMillion: "0.15", outputPerMillion: "0.60", currency: "USD" },
 });
 
 const BDT_PROMPT = "Calculate tax on 200 BDT for a client in Bangladesh and record the invoice";
@@ -185,7 +191,7 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
     expect(texts[2]).toMatch(/Completed[\s\S]*1500 GBP for a client in the UK[\s\S]*usr_demo/);
     expect(await rows.nth(2).getAttribute("data-run-id")).toBe(seedRunId);
     await expectAccessible(page, "runs");
-    // Every column in view at 1280 px; the cost column says "—" until the API reports cost.
+    // Every column in view at 1280 px; the cost column shows each run's cost from the price table.
     const headers = await page.locator("thead th").allInnerTexts();
     expect(headers).toEqual([
       "Status",
@@ -197,7 +203,13 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
       "Tokens",
       "Cost",
     ]);
-    expect(await rows.first().locator("td").last().innerText()).toBe("—");
+    const listed = (
+      (await await fetch(`${dev.url}/v1/runs?scope=tenant`, {
+        headers: { authorization: `Bearer ${await tokenFor(dev, "owner")}` },
+      }).then((r) => r.json())) as { items: Array<{ cost: { amount: string; currency: string } }> }
+    ).items;
+    expect(listed[0]?.cost.amount).toMatch(/^0\.\d{6}$/);
+    expect(await rows.first().locator("td").last().innerText()).toBe(`${listed[0]?.cost.amount} USD`);
     const overflow = await page
       .locator(".scroll")
       .first()
@@ -317,16 +329,20 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
       "a:Runs",
       "a:Approvals",
       "a:Ledger",
+      "a:Usage",
       "button:Sign out",
       "textarea:prompt",
       "button:Start run",
       "select:scope",
       "input:userId",
-      "select:status",
     ]);
     // Enter on a focused link navigates.
     await page.getByRole("link", { name: "Ledger" }).focus();
     await page.keyboard.press("Enter");
     await page.getByRole("heading", { name: "Ledger", level: 1 }).waitFor();
   });
+});
+
+describe("the governance views in a real browser: policies, usage and cost", { timeout: 180_000 }, () => {
+  governanceChecks(() => ({ dev, pages }));
 });

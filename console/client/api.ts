@@ -53,6 +53,8 @@ export interface ApiAnswer<T = unknown> {
   status: number;
   ok: boolean;
   body: T;
+  /** The response's headers (an `ETag` to send back as `If-Match`). */
+  headers: Headers;
 }
 
 /** A problem+json body as the API answers errors. */
@@ -96,7 +98,7 @@ export async function api<T = unknown>(
   } catch {
     body = null;
   }
-  return { status: response.status, ok: response.ok, body: body as T };
+  return { status: response.status, ok: response.ok, body: body as T, headers: response.headers };
 }
 
 /** One run event (docs/run-events.md): `type`, `seq` (from 1, no gaps), `at`, and the type's fields. */
@@ -212,6 +214,8 @@ export interface RunRecord {
   reason: string | null;
   steps?: Array<{
     cycle: number;
+    /** The cycle's model call's cost; null when its model has no price; absent without quotas. */
+    cost?: { amount: string; currency: string } | null;
     toolCalls: Array<{
       id: string;
       name: string;
@@ -231,7 +235,12 @@ export interface RunRecord {
 export interface PolicyExplanation {
   decision: string;
   policyIds?: string[];
-  shadow?: { decision: string; policyIds?: string[] };
+  /** Which set decided: the tenant's (`version`) or the default (`version` null). */
+  source?: "tenant" | "default";
+  version?: number | null;
+  shadow?: { decision: string; policyIds?: string[]; version?: number };
+  /** Decided again after a person approved the call. */
+  approved?: boolean;
 }
 
 /** An approval as `GET /v1/approvals` and a run's `pendingApprovals` carry it. */

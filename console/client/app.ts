@@ -5,12 +5,14 @@
  * - `#/runs/<runId>`: one run, live (run.ts)
  * - `#/approvals`: the tenant's approvals inbox (approvals.ts)
  * - `#/ledger`, `#/invoices/<invoiceId>`: the tenant's invoices, and one (ledger.ts)
+ * - `#/usage` (`?days=`): usage, limits and cost per day as charts (usage.ts)
+ * - `#/policies`: the tenant's Cedar policies, for policy:admin (policies.ts)
  * Views are built with DOM calls only (dom.ts). Every number shown comes from the API's answers; the
  * page decides nothing.
  */
 import { getToken, whenUnauthorized } from "./api.js";
 import { view } from "./dom.js";
-import { session } from "./session.js";
+import { holds, session } from "./session.js";
 import {
   callerFrom,
   forgetTokens,
@@ -26,6 +28,8 @@ const ROUTES: Array<[RegExp, (match: RegExpExecArray) => Promise<void>]> = [
   [/^#\/invoices\/([\w-]+)$/, async (m) => (await import("./ledger.js")).invoiceView(m[1] as string)],
   [/^#\/approvals$/, async () => (await import("./approvals.js")).approvalsView()],
   [/^#\/ledger$/, async () => (await import("./ledger.js")).ledgerView()],
+  [/^#\/policies$/, async () => (await import("./policies.js")).policiesView()],
+  [/^#\/usage(?:\?(.*))?$/, async (m) => (await import("./usage.js")).usageView(m[1] ?? "")],
   [/^#\/runs(?:\?(.*))?$|/, async (m) => (await import("./runs.js")).runsView(m[1] ?? "")],
 ];
 
@@ -34,7 +38,12 @@ const SECTIONS: Record<string, RegExp> = {
   "#/runs": /^#\/runs/,
   "#/approvals": /^#\/approvals/,
   "#/ledger": /^#\/(ledger|invoices)/,
+  "#/usage": /^#\/usage/,
+  "#/policies": /^#\/policies/,
 };
+
+/** Navigation links shown only to holders of a permission (the API refuses the others anyway). */
+const NEEDS: Record<string, string> = { "#/policies": "policy:admin" };
 
 async function route(): Promise<void> {
   session.leaving.abort();
@@ -44,7 +53,9 @@ async function route(): Promise<void> {
   showCaller(() => signInView(() => void route()));
   const hash = location.hash || "#/runs";
   for (const link of document.querySelectorAll("nav a")) {
-    const here = SECTIONS[link.getAttribute("href") ?? ""]?.test(hash) ?? false;
+    const href = link.getAttribute("href") ?? "";
+    (link.parentElement as HTMLElement).hidden = NEEDS[href] !== undefined && !holds(NEEDS[href]);
+    const here = SECTIONS[href]?.test(hash) ?? false;
     if (here) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }

@@ -5,7 +5,19 @@
  * newest first. The run's own user sees the buttons disabled with the four-eyes reason.
  */
 import { type Approval, api } from "./api.js";
-import { alert, decisionBadge, h, idLink, paged, problemText, scrollTable, time, view } from "./dom.js";
+import {
+  alert,
+  type Child,
+  decisionBadge,
+  h,
+  idLink,
+  paged,
+  problemText,
+  scrollTable,
+  time,
+  view,
+} from "./dom.js";
+import { policyIdsText } from "./policy-parts.js";
 import { session } from "./session.js";
 import { fields } from "./values.js";
 
@@ -20,6 +32,13 @@ function timeLeft(expiresAt: string): string {
 /** Who decided, when and why. */
 const decidedText = (approval: Approval) =>
   `${approval.status} by ${approval.decidedBy} at ${time(approval.decidedAt)}${approval.reason ? `: ${approval.reason}` : ""}`;
+
+/** The policies that asked for the approval (`preview.policyIds`), or the rule that did. */
+function askedBy(approval: Approval): Child {
+  const ids = (approval.preview as Record<string, unknown>).policyIds;
+  if (Array.isArray(ids) && ids.length > 0) return policyIdsText("approval", ids.map(String));
+  return approval.preview.threshold ? "the approval threshold (APPROVAL_RULES)" : "—";
+}
 
 /** The backend's numbers of an approval (from the quote) beside what the model asked for. */
 function previewColumns(approval: Approval): HTMLElement {
@@ -43,6 +62,8 @@ function previewColumns(approval: Approval): HTMLElement {
         ...fact("Rate version", preview.rateVersion),
         ...fact("Quote", preview.quoteId),
         ...fact("Threshold", preview.threshold),
+        h("dt", {}, "Asked for by"),
+        h("dd", { class: "asked-by" }, askedBy(approval)),
       ),
     ),
     h(

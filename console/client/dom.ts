@@ -70,6 +70,7 @@ const STATUS: Record<string, { label: string; tone: keyof typeof MARKS }> = {
   completed: { label: "Completed", tone: "ok" },
   running: { label: "Running", tone: "run" },
   awaiting_approval: { label: "Awaiting approval", tone: "wait" },
+  awaiting_quota: { label: "Waiting for budget", tone: "wait" },
   cancelled: { label: "Cancelled", tone: "stop" },
   handed_over: { label: "Handed over", tone: "run" },
   max_cycles_exceeded: { label: "Cycle limit", tone: "stop" },
@@ -82,10 +83,14 @@ const STATUS: Record<string, { label: string; tone: keyof typeof MARKS }> = {
   model_error: { label: "Model error", tone: "bad" },
   context_length_exceeded: { label: "Context too long", tone: "bad" },
   failed: { label: "Failed", tone: "bad" },
+  quota_exceeded: { label: "Quota reached", tone: "stop" },
+  answer_ungrounded: { label: "Answer refused: ungrounded", tone: "bad" },
 };
 
-/** The statuses a runs filter offers, in the order people look for them. */
-export const RUN_STATUS_CHOICES = Object.keys(STATUS).filter((status) => status !== "handed_over");
+/** The statuses a runs filter offers (those `GET /v1/runs` filters by), in the order people look for them. */
+export const RUN_STATUS_CHOICES = Object.keys(STATUS).filter(
+  (status) => status !== "handed_over" && status !== "awaiting_quota",
+);
 
 /** The words a status badge shows for `status` (the raw status for one it does not know). */
 export const statusLabel = (status: string) => STATUS[status]?.label ?? status;
@@ -129,7 +134,8 @@ export const toolBadge = (status: string) => badgeOf(TOOL_STATUS, status);
 export const decisionBadge = (status: string) => badgeOf(DECISION, status);
 
 /** Whether a run in `status` may still change (it is going, or waits for a person). */
-export const isLive = (status: string) => status === "running" || status === "awaiting_approval";
+export const isLive = (status: string) =>
+  status === "running" || status === "awaiting_approval" || status === "awaiting_quota";
 
 /**
  * A data table in a box that scrolls sideways on a narrow screen: its caption, column headers (a

@@ -4,7 +4,8 @@
  * the live `tool.call.finished`, or from the run's steps on a reload), so cards only ever append.
  */
 import type { PolicyExplanation, RunEvent, RunRecord } from "./api.js";
-import { type Child, count, h, idLink, seconds, time, toolBadge } from "./dom.js";
+import { type Child, count, h, idLink, money, seconds, time, toolBadge } from "./dom.js";
+import { decisionLine } from "./policy-parts.js";
 import { argumentsView, resultView, type ToolErrorShape } from "./values.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: event fields per type, docs/run-events.md
@@ -87,6 +88,8 @@ export interface ToolCallView {
   omitted?: boolean;
   /** The tenant's policies' decision on the call, when they decided it. */
   policy?: PolicyExplanation;
+  /** The cost of the model call that asked for it (its cycle's); null without a price; absent unknown. */
+  cost?: { amount: string; currency: string } | null;
 }
 
 /**
@@ -96,7 +99,8 @@ const CALL_FACTS: Array<{ label: string; value: (call: ToolCallView) => Child }>
   { label: "Outcome", value: (call) => toolBadge(call.status) },
   { label: "Cycle", value: (call) => String(call.cycle) },
   { label: "Time", value: (call) => `${call.latencyMs} ms` },
-  { label: "Policy", value: (call) => (call.policy ? policyText(call.policy) : "—") },
+  { label: "Policy", value: (call) => (call.policy ? decisionLine(call.policy) : "none decided it") },
+  { label: "Model call's cost", value: (call) => (call.cost === undefined ? "—" : money(call.cost)) },
 ];
 
 /** A tool call's card: its facts, then the model's arguments beside the backend's result. */
@@ -157,6 +161,7 @@ export function callsOfRecord(run: RunRecord): ToolCallView[] {
       data: call.result.data,
       error: call.result.error,
       ...(call.result.metadata.policy ? { policy: call.result.metadata.policy } : {}),
+      ...(step.cost === undefined ? {} : { cost: step.cost }),
     })),
   );
 }
@@ -167,8 +172,11 @@ export function callsOfRecord(run: RunRecord): ToolCallView[] {
  */
 export function callPairing(): (event: RunEvent) => ToolCallView | undefined {
   const started = new Map<string, unknown>();
+  const costs = new Map<number, { amount: string; currency: string } | null>();
   return (event) => {
     const e = event as Fields;
+    if (event.type === "model.call.finished" && e.cost !== undefined && !e.summary)
+      costs.set(e.cycle, e.cost);
     if (event.type === "tool.call.started") started.set(e.toolCallId, e.arguments);
     if (event.type !== "tool.call.finished") return undefined;
     return {
@@ -182,6 +190,7 @@ export function callPairing(): (event: RunEvent) => ToolCallView | undefined {
       error: e.error ?? (e.errorCode ? { code: e.errorCode } : null),
       omitted: e.dataOmitted === true,
       ...(e.policy ? { policy: e.policy } : {}),
+      ...(costs.has(e.cycle) ? { cost: costs.get(e.cycle) ?? null } : {}),
     };
   };
 }

@@ -69,6 +69,13 @@ export const USERS = {
     tenant_id: "tenant_other_01",
     scope: "billing:read billing:write billing:approve",
   },
+  /** A tenant of its own for the policies and usage views: its administrator, and a writer. */
+  govAdmin: {
+    sub: "usr_gov_admin",
+    tenant_id: "tenant_gov_01",
+    scope: "billing:read billing:write policy:admin limits:admin",
+  },
+  govWriter: { sub: "usr_gov_writer", tenant_id: "tenant_gov_01", scope: "billing:write" },
 };
 
 /** A token of `user` from the dev process's issuer. */
