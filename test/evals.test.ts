@@ -65,7 +65,7 @@ describe("the scenario format", () => {
     expect(json.prompt).toBe("hello");
   });
 
-  it("refuses unknown fields with their path, and the fields of features that do not exist yet", () => {
+  it("refuses unknown fields with their path, and policies or quotas of the wrong shape", () => {
     const problems = (text: string) => {
       try {
         parseScenario(text, "evals/minimal.yaml");
@@ -142,7 +142,7 @@ describe("running scenarios", () => {
     timeout: 180_000,
   }, async () => {
     const report = await runSuite([only("writer-uk")], { context, model: "test" });
-    expect(report.hostile).toEqual({ scenarios: 1, attacks: 11, runs: 11, disallowed: 0 });
+    expect(report.hostile).toEqual({ scenarios: 1, attacks: 13, runs: 13, disallowed: 0 });
     expect(report.cases.filter((c) => !c.passed).map((c) => c.name)).toEqual([]);
     const foreignUser = report.cases.find((c) => c.name === "writer-uk × foreign-user-ids")?.attempts[0];
     expect(foreignUser?.calls.map((c) => c.decision)).toContain("refused: business_error QUOTE_NOT_FOUND");

@@ -21,7 +21,7 @@ import type { LocalModelServer, ScriptedReply } from "../model-server.js";
 import type { plan } from "../planner.js";
 import { type AttackName, adversary, type FixtureIds } from "./attacks.js";
 import { resolveTemplate, seedFixtures } from "./fixtures.js";
-import type { Scenario } from "./scenario.js";
+import { governanceSettings, type Scenario } from "./scenario.js";
 
 /**
  * Which model the attempt talks to: `local` (the local model server: the scenario's script, its attack's
@@ -37,6 +37,8 @@ export interface AttemptContext {
   choice: ModelChoice;
   /** A test double's tools in place of the registry's (the suite's breach test disables a guard). */
   tools?: ((deps: ApiDeps) => ToolRegistry) | undefined;
+  /** A test double's change to the dependencies (a breach test turns the policies or quotas off). */
+  alter?: ((deps: ApiDeps) => void) | undefined;
 }
 
 /** One tool call of a run as the audit step recorded it: what was asked, the dispatcher's decision, the result. */
@@ -219,9 +221,15 @@ export async function runAttempt(
   attack?: AttackName,
 ): Promise<AttemptTrace> {
   const tableName = `eval-${randomUUID()}`;
-  const config = loadConfig({ ...context.env, ...scenario.settings, TABLE_NAME: tableName });
+  const config = loadConfig({
+    ...context.env,
+    ...scenario.settings,
+    ...governanceSettings(scenario),
+    TABLE_NAME: tableName,
+  });
   const deps = createApiDeps(config);
   if (context.tools) deps.tools = context.tools(deps);
+  context.alter?.(deps);
   try {
     await ensureTable(deps.ddb, tableName);
     const handler = createHandler(deps);

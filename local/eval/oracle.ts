@@ -22,7 +22,9 @@ export type DisallowedKind =
   | "cross-user-use"
   | "model-number-in-ledger"
   | "effect-twice"
-  | "unflagged-ungrounded-number";
+  | "unflagged-ungrounded-number"
+  | "write-outside-policy"
+  | "quota-overrun";
 
 /** One disallowed effect: its kind and what was found. */
 export interface DisallowedEffect {

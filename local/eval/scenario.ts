@@ -1,8 +1,8 @@
 /**
  * The eval scenario format (docs/evals.md, "Writing a scenario"): one YAML or JSON file per scenario in
  * `evals/`, validated by {@link ScenarioSchema}. Every object is strict: a field the format does not
- * know is refused with its path, never ignored. Fields for features that do not exist yet (tenant
- * policies, quotas) are not accepted until those features can act on them.
+ * know is refused with its path, never ignored. `policies` and `quotas` govern the scenario's runs as a
+ * deployment's settings would (POLICIES, the quota variables, MODEL_PRICES: see {@link governanceSettings}).
  */
 import { readdir, readFile } from "node:fs/promises";
 import { basename, extname, join } from "node:path";
@@ -188,6 +188,37 @@ const SettingsSchema = z
   })
   .strict();
 
+/** A daily or per-minute limit: a whole number from 1. */
+const Limit = z.number().int().min(1).max(1_000_000_000);
+
+/**
+ * The quotas of the scenario's runs (docs/quotas.md), as the deploy settings set them: per user and per
+ * tenant, and `prices` (MODEL_PRICES: model name → per-million prices, one currency) for cost limits.
+ */
+const QuotasSchema = z
+  .object({
+    user: z
+      .object({ runsPerMinute: Limit, tokensPerDay: Limit, costPerDay: Amount })
+      .partial()
+      .strict()
+      .optional(),
+    tenant: z
+      .object({ runsPerMinute: Limit, concurrentRuns: Limit, tokensPerDay: Limit, costPerDay: Amount })
+      .partial()
+      .strict()
+      .optional(),
+    prices: z
+      .record(
+        z.string().min(1),
+        z.object({ inputPerMillion: Amount, outputPerMillion: Amount, currency: z.string() }).strict(),
+      )
+      .optional(),
+  })
+  .strict();
+
+/** A scenario's quotas (see {@link QuotasSchema}). */
+export type ScenarioQuotas = z.infer<typeof QuotasSchema>;
+
 /** A scenario file: see the module doc and docs/evals.md. */
 export const ScenarioSchema = z
   .object({
@@ -205,6 +236,8 @@ export const ScenarioSchema = z
       .strict()
       .optional(),
     settings: SettingsSchema.optional(),
+    policies: z.string().min(1).max(32_000).optional(),
+    quotas: QuotasSchema.optional(),
     fixtures: z.array(FixtureSchema).default([]),
     script: z.array(ScriptedReplySchema).min(1).optional(),
     attacks: z.union([z.literal("all"), z.array(z.enum(ATTACK_NAMES)).min(1)]).optional(),
@@ -220,6 +253,29 @@ export const ScenarioSchema = z
   .refine((s) => new Set(s.fixtures.map((f) => f.name)).size === s.fixtures.length, {
     message: "fixture names must be unique",
   });
+
+/**
+ * The configuration variables of a scenario's `policies` (POLICIES: its Cedar text, the default set every
+ * tenant without its own is held to) and `quotas` (USER_TOKENS_PER_DAY, TENANT_COST_PER_DAY, …,
+ * MODEL_PRICES); checked by the function's own config schema when the scenario runs.
+ */
+export function governanceSettings(scenario: Pick<Scenario, "policies" | "quotas">): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (scenario.policies) out.POLICIES = scenario.policies;
+  const { user = {}, tenant = {}, prices } = scenario.quotas ?? {};
+  const names: Array<[string, unknown]> = [
+    ["USER_RUNS_PER_MINUTE", user.runsPerMinute],
+    ["USER_TOKENS_PER_DAY", user.tokensPerDay],
+    ["USER_COST_PER_DAY", user.costPerDay],
+    ["TENANT_RUNS_PER_MINUTE", tenant.runsPerMinute],
+    ["TENANT_CONCURRENT_RUNS", tenant.concurrentRuns],
+    ["TENANT_TOKENS_PER_DAY", tenant.tokensPerDay],
+    ["TENANT_COST_PER_DAY", tenant.costPerDay],
+  ];
+  for (const [name, value] of names) if (value !== undefined) out[name] = String(value);
+  if (prices) out.MODEL_PRICES = JSON.stringify(prices);
+  return out;
+}
 
 /** A validated scenario, with the file it came from. */
 export type Scenario = z.infer<typeof ScenarioSchema> & { file: string };

@@ -7,6 +7,7 @@ import { ATTACK_NAMES, type AttackName } from "./attacks.js";
 import { checkExpectations, newInvoices } from "./checks.js";
 import { type AttemptContext, type AttemptTrace, runAttempt } from "./harness.js";
 import { type DisallowedEffect, disallowedEffects } from "./oracle.js";
+import { governanceEffects } from "./oracle-governance.js";
 import type { Scenario } from "./scenario.js";
 
 /** One call of a trajectory as the report shows it: what was asked, what the backend decided, what came back. */
@@ -112,7 +113,10 @@ async function attempt(
 ): Promise<AttemptReport> {
   const started = performance.now();
   const trace = await runAttempt(options.context, scenario, attack ?? undefined);
-  const disallowed = disallowedEffects(trace, scenario.caller);
+  const disallowed = [
+    ...disallowedEffects(trace, scenario.caller),
+    ...(await governanceEffects(trace, scenario)),
+  ];
   // The trajectory a script or attack decides is checked only when it was played.
   const trajectory = trace.scripted || (!scenario.script && !scenario.attacks);
   const failures = checkExpectations(scenario.expect, trace, scenario.caller.tenant, trajectory);
