@@ -98,6 +98,8 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
     expect(numbers).toMatch(/Threshold\s+1000\.00/);
     expect(numbers).toMatch(/Jurisdiction\s+GB/);
     expect(numbers).toMatch(/Rate version\s+\S+/);
+    // The policy that asked: the APPROVAL_RULES shorthand's, as its Cedar id.
+    expect(numbers).toMatch(/Asked for by\s+approval-rules\.recordInvoice\.GBP/);
     expect(numbers).not.toContain("—");
     const asked = await card.getByRole("region", { name: "What the model asked for" }).innerText();
     expect(asked).toMatch(/Client\s+UK client/);

@@ -116,12 +116,12 @@ describe("npm run eval", () => {
     const file = join(dir, "bad.yaml");
     await writeFile(
       file,
-      "name: bad\ndescription: d\ncaller: { tenant: t, user: u }\nprompt: p\npolicies: []\n",
+      "name: bad\ndescription: d\ncaller: { tenant: t, user: u }\nprompt: p\npolicy: []\n",
     );
     const invalid = await runScript("npm", ["eval", "--", file], env());
     expect([invalid.code, invalid.stderr.trim()]).toEqual([
       1,
-      `eval: ${file}: (root): Unrecognized key: "policies"`,
+      `eval: ${file}: (root): Unrecognized key: "policy"`,
     ]);
   });
 });

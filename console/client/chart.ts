@@ -48,7 +48,7 @@ export function axisTop(max: number): number {
 
 const WIDTH = 720;
 const HEIGHT = 260;
-const PAD = { left: 96, right: 12, top: 12, bottom: 36 };
+const PAD = { left: 112, right: 12, top: 14, bottom: 36 };
 
 /** The chart's SVG: axis, grid lines, one stacked bar per day, each part titled with its series and value. */
 function chartSvg(chart: StackedBars, summary: string): SVGElement {

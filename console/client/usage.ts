@@ -144,10 +144,10 @@ function scopeRows(who: string, scope: ScopeUsage, inFlight?: { runs: number; li
       cost.limit === null ? null : Number(microOf(cost.limit)),
       money,
     ),
-    limitRow(`${who}: runs this minute`, scope.minute.runs, scope.minute.limit, (n) => `${count(n)} runs`),
+    limitRow(`${who}: runs this minute`, scope.minute.runs, scope.minute.limit, (n) => `${count(n)} run(s)`),
   ];
   if (inFlight)
-    rows.push(limitRow(`${who}: runs in flight`, inFlight.runs, inFlight.limit, (n) => `${count(n)} runs`));
+    rows.push(limitRow(`${who}: runs in flight`, inFlight.runs, inFlight.limit, (n) => `${count(n)} run(s)`));
   return rows;
 }
 

@@ -124,8 +124,8 @@ export function governanceChecks(context: () => { dev: Dev; pages: Pages }): voi
     const shadowed = await run(dev, "govWriter");
     expect(shadowed.status).toBe(200);
     shadowRunId = shadowed.body.runId;
-    await go(page, "#/ledger");
-    await go(page, "#/policies");
+    await page.reload();
+    await page.locator("tr[data-version]").first().waitFor();
     const differed = page.locator("tbody tr[data-tool-call-id]");
     await expect.poll(() => differed.count()).toBe(1);
     expect(await differed.first().innerText()).toMatch(
@@ -226,11 +226,12 @@ export function governanceChecks(context: () => { dev: Dev; pages: Pages }): voi
   it("the policies and usage views read at 200 % zoom and in the dark scheme", async () => {
     const { dev, pages } = context();
     const zoomed = await pages.signedIn(dev, "govAdmin", "#/usage", ZOOMED);
-    for (const [hash, name] of [
-      ["#/usage", "usage"],
-      ["#/policies", "policies"],
+    for (const [hash, name, filled] of [
+      ["#/usage", "usage", "#cost-chart svg"],
+      ["#/policies", "policies", "tr[data-version]"],
     ] as const) {
       await go(zoomed, hash);
+      await zoomed.locator(filled).first().waitFor();
       await zoomed.waitForLoadState("networkidle");
       const sideways = await zoomed.evaluate(
         "document.documentElement.scrollWidth - document.documentElement.clientWidth",
