@@ -12,6 +12,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { type BuildOptions, build, type Metafile, type Plugin } from "esbuild";
 import { writeConsoleAssets } from "../console/build.js";
 import { CEDAR_WASM_FILE } from "../shared/cedar/wasm.js";
+import { withoutUnusedOpenAIResources } from "./openai-resources-plugin.js";
 
 /** The project root: esbuild's working directory, where node_modules and tsconfig.json are. */
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -242,8 +243,8 @@ export const withoutTracingSdk: Plugin = {
  *   show it), and source maps without the sources (stack traces need the mappings; NODE_OPTIONS
  *   `--enable-source-maps` is set on the function).
  * - Modules Node on Lambda never reaches replaced ({@link unreachableOnLambda}), zod's locales reduced,
- *   two zod APIs never called left out ({@link zodUnusedApis}), the openai SDK's streaming helpers left
- *   out ({@link withoutOpenAIStreamHelpers}).
+ *   two zod APIs never called left out ({@link zodUnusedApis}), the openai SDK's streaming helpers and
+ *   unused API resources left out ({@link withoutOpenAIStreamHelpers}, infra/openai-resources-plugin.ts).
  * - A `require` for CommonJS dependencies that still call it for Node built-ins inside ESM output.
  */
 export const API_BUNDLE_OPTIONS = {
@@ -262,7 +263,13 @@ export const API_BUNDLE_OPTIONS = {
   sourcemap: true,
   sourcesContent: false,
   banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
-  plugins: [zodEnglishOnly, zodUnusedApis, unreachableOnLambda, withoutOpenAIStreamHelpers],
+  plugins: [
+    zodEnglishOnly,
+    zodUnusedApis,
+    unreachableOnLambda,
+    withoutOpenAIStreamHelpers,
+    withoutUnusedOpenAIResources,
+  ],
   metafile: true,
   logLevel: "warning",
 } as const satisfies BuildOptions;

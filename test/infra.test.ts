@@ -397,6 +397,14 @@ describe("the CDK stack", () => {
         "GET /.well-known/oauth-protected-resource/mcp",
         "GET /console",
         "GET /console/assets/{file}",
+        "GET /v1/policies",
+        "PUT /v1/policies",
+        "POST /v1/policies/check",
+        "GET /v1/policies/versions",
+        "GET /v1/policies/shadow-decisions",
+        "GET /v1/policies/schema",
+        "GET /v1/usage",
+        "PUT /v1/limits",
       ].sort(),
     );
     // /mcp verifies its bearer token in the function (it must answer 401 with resource_metadata).
@@ -599,8 +607,8 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     const all = approvals.toJSON().Resources as Record<string, Resource>;
     const api = envOf(all);
     const runner = runnerEnvOf(all);
-    // 1800 s of run + 300 s margin + one approval wait of 172 800 s.
-    const executionTimeout = 1800 + 300 + 172_800;
+    // 1800 s of run + 300 s margin + one approval wait of 172 800 s + the default budget wait (86 400 s).
+    const executionTimeout = 1800 + 300 + 172_800 + 86_400;
     expect(plainEnv(api)).toEqual({
       APPROVAL_RULES: APPROVALS,
       APPROVAL_TIMEOUT_SECONDS: "172800",

@@ -283,21 +283,12 @@ export class RunStore<S extends RunShapes = RunShapes> {
   }
 
   /**
-   * Moves a durable run between `running` and `awaiting_quota` (it waits for budget, or goes on after it;
-   * docs/quotas.md), only from the other of the two, so a finished or cancelled run stays so.
-   * @returns false when the record was not in the other status
-   * @throws the SDK's error for anything but the failed condition
+   * Moves a durable run between `running` and `awaiting_quota` (it waits for budget, docs/quotas.md), only
+   * from the other of the two. @returns false when it was not there; @throws the SDK's other errors
    */
-  async setAwaitingQuota(
-    tenantId: string,
-    runId: string,
-    waiting: boolean,
-    now: Date = new Date(),
-  ): Promise<boolean> {
+  async setAwaitingQuota(tenantId: string, runId: string, waiting: boolean, now = new Date()) {
     const [from, to] = waiting ? ["running", "awaiting_quota"] : ["awaiting_quota", "running"];
-    return this.updateIfRunning(tenantId, runId, { status: to, updatedAt: now.toISOString() }, [
-      from as string,
-    ]);
+    return this.updateIfRunning(tenantId, runId, { status: to, updatedAt: now.toISOString() }, [from]);
   }
 
   /**
