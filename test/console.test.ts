@@ -3,7 +3,6 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
 import { launchChromium, screenshot } from "./support/browser.js";
-import { governanceChecks } from "./support/console-govern.js";
 import {
   type Dev,
   expectAccessible,
@@ -18,6 +17,7 @@ import {
   unpromptedShifts,
   ZOOMED,
 } from "./support/console.js";
+import { governanceChecks } from "./support/console-govern.js";
 
 // The operator console in headless Chromium (Debian's chromium through playwright-core), against an
 // `npm run dev` process with DynamoDB Local and the local model server: runs started from the page and
