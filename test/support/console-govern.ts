@@ -112,11 +112,11 @@ export function governanceChecks(context: () => { dev: Dev; pages: Pages }): voi
     expect(await page.locator(".facts").innerText()).toMatch(
       /Version\s+2\s+Mode\s+◐\s*Shadow\s+Enforced\s+version 1/,
     );
+    // The versions are read again after the save: wait for both rows.
     const versions = page.locator("tr[data-version]");
-    expect(await versions.evaluateAll((rows) => rows.map((r) => r.getAttribute("data-version")))).toEqual([
-      "2",
-      "1",
-    ]);
+    await expect
+      .poll(() => versions.evaluateAll((rows) => rows.map((r) => r.getAttribute("data-version"))))
+      .toEqual(["2", "1"]);
     expect(await versions.first().innerText()).toMatch(/2\s+◐\s*Shadow\s+usr_gov_admin\s+\d{4}-\d\d-\d\d/);
 
     // A run under both: the enforced set refuses the 1,800.00 GBP invoice; the shadow one would also have
