@@ -10,7 +10,7 @@ import {
   type TimeInput,
   trace,
 } from "@opentelemetry/api";
-import * as z from "zod";
+import type { CarriedTrace } from "./carried-trace.js";
 
 /**
  * The Tracer port: every span boundloop emits goes through here, over `@opentelemetry/api` only (the
@@ -206,24 +206,8 @@ export const presetIds: { traceId: string | undefined; spanId: string | undefine
   spanId: undefined,
 };
 
-/**
- * A span context carried in a durable execution's input (W3C trace-context fields): the run's agent
- * span, so every invocation's spans join the same trace under it.
- */
-export const CarriedTraceSchema = z
-  .object({
-    traceId: z.string().regex(/^[0-9a-f]{32}$/),
-    spanId: z.string().regex(/^[0-9a-f]{16}$/),
-    traceFlags: z.number().int().min(0).max(255),
-    /** The span the run's agent span is a child of (the request that started the run), when there is one. */
-    parentSpanId: z
-      .string()
-      .regex(/^[0-9a-f]{16}$/)
-      .optional(),
-  })
-  .strict();
-/** See {@link CarriedTraceSchema}. */
-export type CarriedTrace = z.infer<typeof CarriedTraceSchema>;
+/** A span context carried in a durable execution's input (shared/carried-trace.ts). */
+export type { CarriedTrace } from "./carried-trace.js";
 
 /** The active context with `carried`'s agent span as its (remote) parent span. */
 export function contextOf(carried: CarriedTrace, base: Context = context.active()): Context {

@@ -22,7 +22,10 @@ afterAll(async () => {
 const call = (event: Record<string, unknown>) => stack.invoke(event as never);
 
 describe("GET /openapi.json", () => {
-  it("serves a valid OpenAPI 3.1 document, without auth, listing every route", async () => {
+  // The file's first request loads the app and builds the document (12 s alone on a loaded machine).
+  it("serves a valid OpenAPI 3.1 document, without auth, listing every route", {
+    timeout: 90_000,
+  }, async () => {
     const response = await call(
       apiEvent("http-api-v2", { method: "GET", path: "/openapi.json", claims: null }),
     );

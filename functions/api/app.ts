@@ -12,7 +12,6 @@ import { healthResponse } from "./health.js";
 import { mountMcp } from "./mcp.js";
 import { servedMethods, unmatchedRequest, withMethodNotAllowed } from "./method-not-allowed.js";
 import { ProblemError, problemCodeOf, toProblem } from "./problem-details.js";
-import { quotaProblem } from "./quota-problems.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./routes/deps.js";
 import { runEventRoutes } from "./routes/events.js";
@@ -165,9 +164,7 @@ function problemResponse(
   deps: ApiDeps | undefined,
   logger: Logger,
 ): Response {
-  const problem = toProblem(
-    error instanceof HTTPException ? fromHttpException(error) : (quotaProblem(error) ?? error),
-  );
+  const problem = toProblem(error instanceof HTTPException ? fromHttpException(error) : error);
   c.set("problemCode", problem.code);
   if (problem.status >= 500) {
     if (!deps && c.env?.lambdaContext) logger.addContext(c.env.lambdaContext);

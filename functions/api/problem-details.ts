@@ -4,8 +4,14 @@
  * the one mapping of anything thrown (a domain refusal, an unreachable store, anything else) to a problem.
  * Used by the API's app and routes and by the streaming entry; nothing under shared/ imports it.
  */
-import { DOMAIN_ERROR_CODES, DomainError, type DomainErrorCode } from "../../shared/domain-errors.js";
+import {
+  DOMAIN_ERROR_CODES,
+  DomainError,
+  type DomainErrorCode,
+  RateLimitedError,
+} from "../../shared/domain-errors.js";
 import { isStoreUnavailable } from "../../shared/store/errors.js";
+import { rateLimitFields } from "./ratelimit-fields.js";
 
 /**
  * The one table of stable HTTP problem codes and their statuses (RFC 9457 problem details).
@@ -186,7 +192,8 @@ const PROBLEM_OF_DOMAIN: { readonly [C in DomainErrorCode]: ProblemCode } = {
 /**
  * A domain refusal as a problem: its problem code ({@link PROBLEM_OF_DOMAIN}), its message as the detail,
  * its facts as extension members (a bad cursor's `field` as INVALID_REQUEST's `errors` entry in the
- * query) and `retryAfterSeconds` as the `Retry-After` header (RFC 9110 §10.2.3).
+ * query) and `retryAfterSeconds` as the `Retry-After` header (RFC 9110 §10.2.3); a 429 RATE_LIMITED also
+ * carries the RateLimit-Policy and RateLimit fields of every admission policy in force.
  */
 export function problemOfDomain(error: DomainError): ProblemError {
   const { field, ...facts } = error.facts;
@@ -198,10 +205,14 @@ export function problemOfDomain(error: DomainError): ProblemError {
         }
       : error.facts;
   const retryAfter = error.retryAfterSeconds;
+  const headers = {
+    ...(retryAfter === undefined ? {} : { "retry-after": String(retryAfter) }),
+    ...(error instanceof RateLimitedError ? rateLimitFields(error.policies) : {}),
+  };
   return new ProblemError(PROBLEM_OF_DOMAIN[error.code], error.message, {
     cause: error,
     extensions: { ...extensions },
-    ...(retryAfter === undefined ? {} : { headers: { "retry-after": String(retryAfter) } }),
+    ...(Object.keys(headers).length === 0 ? {} : { headers }),
   });
 }
 

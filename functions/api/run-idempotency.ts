@@ -12,7 +12,6 @@ import {
 } from "./contract/common.js";
 import { rawHeaderValues } from "./lambda-adapter.js";
 import { ProblemError, toProblem } from "./problem-details.js";
-import { quotaProblem } from "./quota-problems.js";
 
 /** The route whose requests the Idempotency-Key records are scoped by. */
 export const RUN_ROUTE = "POST /v1/runs";
@@ -198,7 +197,7 @@ const HTTP_RESPONSE = "http_response";
 const KEEP_RESPONSES: KeepPolicy<Response> = {
   keep: async (response) => (kept(response.status) ? stored(response.clone()) : undefined),
   keepThrown: (error) => {
-    const problem = toProblem(quotaProblem(error) ?? error);
+    const problem = toProblem(error);
     if (!kept(problem.status)) return undefined;
     return {
       kind: HTTP_RESPONSE,

@@ -1,10 +1,11 @@
 import { CallbackTimeoutError, createRetryStrategy, JitterStrategy } from "@aws/durable-execution-sdk-js";
-import { isDomainError } from "../domain-errors.js";
+import { isDomainError, QUOTA_UNAVAILABLE_NAME } from "../domain-errors.js";
 
 /**
  * The runner's own errors a step attempt is not retried for (by name: the SDK may hand the retry strategy
  * a copy). A domain refusal (`isDomainError`, e.g. of `history:load`: the previous run can no longer be
- * continued) is never retried either: it gives the same answer on every attempt.
+ * continued) is never retried either: it gives the same answer on every attempt — except a quota store
+ * that failed (QuotaUnavailableError, by its own name), which a later attempt may find answering.
  */
 const NOT_RETRIED = new Set(["RunStoppedError", "StepResultTooLargeError"]);
 
@@ -24,7 +25,9 @@ export const STEP_RETRY = (() => {
     jitter: JitterStrategy.NONE,
   });
   return (error: Error, attempt: number) =>
-    NOT_RETRIED.has(error?.name) || isDomainError(error) ? { shouldRetry: false } : base(error, attempt);
+    NOT_RETRIED.has(error?.name) || (isDomainError(error) && error?.name !== QUOTA_UNAVAILABLE_NAME)
+      ? { shouldRetry: false }
+      : base(error, attempt);
 })();
 
 /** True for the SDK's error of a `waitForCallback` whose timeout passed (by name: it may be a copy). */

@@ -1,6 +1,6 @@
+import { type AdmissionPolicy, QuotaUnavailableError, RateLimitedError } from "../domain-errors.js";
 import type { CounterStore, TotalCondition } from "../store/counters.js";
 import { secondsUntilEnd } from "../store/counters.js";
-import { type AdmissionPolicy, QuotaUnavailableError, RateLimitedError } from "./errors.js";
 import {
   type BudgetState,
   type Hold,

@@ -8,9 +8,9 @@ import {
 } from "../agent/budget.js";
 import type { ModelUsage } from "../agent/model.js";
 import type { ModelPrice } from "../config/quotas.js";
+import { QUOTA_UNAVAILABLE_MESSAGE, QuotaUnavailableError } from "../domain-errors.js";
 import type { CounterChange, CounterStore } from "../store/counters.js";
 import { holdLimits, secondsToDayEnd } from "./admission.js";
-import { QUOTA_UNAVAILABLE_MESSAGE, QuotaUnavailableError } from "./errors.js";
 import {
   type BudgetState,
   type Hold,

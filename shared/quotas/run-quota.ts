@@ -2,8 +2,8 @@ import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Deadline } from "../agent/deadline.js";
 import { firstCallOf } from "../agent/model-turn.js";
 import type { RunInput } from "../agent/types.js";
+import { DomainError, QuotaUnavailableError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
-import { QUOTA_UNAVAILABLE_MESSAGE, QuotaUnavailableError, RateLimitedError } from "./errors.js";
 import type { RunBudget } from "./run-budget.js";
 import type { Quotas } from "./service.js";
 
@@ -96,21 +96,12 @@ export async function admitToolCall(
       budget: quotas.budget(subject, admitted.state, { expiresAtSeconds, onStoreFailure: "refuse" }),
     };
   } catch (error) {
-    if (error instanceof RateLimitedError) {
-      const details = {
-        retryAfterSeconds: error.retryAfterSeconds,
-        policy: error.refused.id,
-        limit: error.refused.quota,
-      };
-      return {
-        kind: "refused",
-        error: { code: error.code, message: error.message, retryable: true, details },
-      };
-    }
-    const code = error instanceof QuotaUnavailableError ? error.code : "QUOTA_UNAVAILABLE";
+    // The domain error as the call's tool error: its code, fixed sentence and facts (retryAfterSeconds,
+    // policy, limit); anything else failed the store (fail closed).
+    const refusal = error instanceof DomainError ? error : new QuotaUnavailableError(error);
     return {
       kind: "refused",
-      error: { code, message: QUOTA_UNAVAILABLE_MESSAGE, retryable: true, details: {} },
+      error: { code: refusal.code, message: refusal.message, retryable: true, details: { ...refusal.facts } },
     };
   }
 }

@@ -1,10 +1,10 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { QuotaConfig, QuotaLimits } from "../config/quotas.js";
+import { QuotaUnavailableError } from "../domain-errors.js";
 import { CounterStore, markerName } from "../store/counters.js";
 import { QuotaLimitStore, type StoredLimits } from "../store/quota-limits.js";
 import { QuotaWaitStore } from "../store/quota-waits.js";
 import { type Admitted, admit, MinuteGuesses } from "./admission.js";
-import { QuotaUnavailableError } from "./errors.js";
 import { type BudgetState, namesOf, quotaRef, runKey, sum } from "./item.js";
 import {
   type EffectiveLimits,

@@ -123,15 +123,22 @@ const LimitsSchema = z
   })
   .strict();
 
-/** Body of `PUT /v1/limits`: the one schema of a change of a tenant's limits (shared/quotas/limits.ts). */
-export const LimitsChangeBody = LimitsChangeSchema.openapi("LimitsChange", {
-  description:
-    "A change of the tenant's own limits: each field optional (absent: unchanged), null to fall back to the deploy setting. Costs are decimal strings in the price table's currency.",
-  example: {
-    tenant: { tokensPerDay: 2_000_000, costPerDay: "25.00" },
-    user: { runsPerMinute: 10, tokensPerDay: null },
-  },
-});
+/**
+ * Body of `PUT /v1/limits`: the one schema of a change of a tenant's limits (shared/quotas/limits.ts),
+ * its shape in an object made here: the deployed bundle may evaluate the shared module before
+ * @hono/zod-openapi extends zod, and a schema made then has no `.openapi` (a TypeError at the app's load).
+ */
+export const LimitsChangeBody = z
+  .object(LimitsChangeSchema.shape)
+  .strict()
+  .openapi("LimitsChange", {
+    description:
+      "A change of the tenant's own limits: each field optional (absent: unchanged), null to fall back to the deploy setting. Costs are decimal strings in the price table's currency.",
+    example: {
+      tenant: { tokensPerDay: 2_000_000, costPerDay: "25.00" },
+      user: { runsPerMinute: 10, tokensPerDay: null },
+    },
+  });
 
 /** 200 body of `PUT /v1/limits`. */
 export const LimitsResponseSchema = z
