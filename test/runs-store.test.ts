@@ -207,11 +207,17 @@ describe("RunStore", () => {
 
 describe("RUN_TTL_SECONDS", () => {
   it("is bounded, and must outlive an approval wait and a durable execution (checked at cold start)", () => {
-    const day = { RUN_TTL_SECONDS: "86400", APPROVAL_TIMEOUT_SECONDS: "3600" };
+    const day = { RUN_TTL_SECONDS: "86400", APPROVAL_TIMEOUT_SECONDS: "3600", QUOTA_WAIT_SECONDS: "3600" };
     expect(loadConfig(day).runs.ttlSeconds).toBe(86_400);
+    // A durable run waiting for budget (QUOTA_WAIT_SECONDS, default a day) must not outlive its record.
+    expect(() => loadConfig({ ...day, QUOTA_WAIT_SECONDS: "86400" })).toThrow(
+      /QUOTA_WAIT_SECONDS \(86400 s\) must be less than RUN_TTL_SECONDS \(86400 s\)/,
+    );
     expect(() => loadConfig({ RUN_TTL_SECONDS: "60" })).toThrow(/RUN_TTL_SECONDS/);
     // Each passes on its own; together a paused run's record would expire before its outcome is written.
-    expect(() => loadConfig({ RUN_TTL_SECONDS: "7200", APPROVAL_TIMEOUT_SECONDS: "7200" })).toThrow(
+    expect(() =>
+      loadConfig({ RUN_TTL_SECONDS: "7200", APPROVAL_TIMEOUT_SECONDS: "7200", QUOTA_WAIT_SECONDS: "60" }),
+    ).toThrow(
       new ConfigError(
         "Invalid configuration: RUN_TTL_SECONDS (7200 s) must exceed APPROVAL_TIMEOUT_SECONDS (7200 s): a run paused for approval would outlive its run record, and its outcome would be lost.",
       ),

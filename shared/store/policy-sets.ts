@@ -148,9 +148,9 @@ export class PolicySetStore {
   /** Keeps a shadow decision that differed (overwrites its own earlier copy: a replay writes it again). */
   async recordShadow(tenantId: string, record: ShadowDecisionRecord): Promise<void> {
     const key = tableKey(tenantId, keys.policyShadow(record.decidedAt, record.runId, record.toolCallId));
-    const ttl = Math.ceil(Date.parse(record.decidedAt) / 1000) + this.shadowTtlSeconds;
+    const expiresAtSeconds = Math.ceil(Date.parse(record.decidedAt) / 1000) + this.shadowTtlSeconds;
     await this.client.send(
-      new PutCommand({ TableName: this.tableName, Item: tableItem(key, "policy_shadow", record, ttl) }),
+      new PutCommand({ TableName: this.tableName, Item: tableItem(key, "policy_shadow", record, expiresAtSeconds) }),
     );
   }
 

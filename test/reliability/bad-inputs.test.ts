@@ -145,9 +145,13 @@ describe(`bad-input corpus (${BAD_INPUTS.length} cases)`, () => {
     ]);
     if (testCase.expect.status !== "success") expect(result?.data).toBeNull();
 
-    // What was written: the run's audit records and event log, plus the normalized quote of an accepted case.
+    // What was written: the run's audit records and event log, the day's usage counter (docs/quotas.md:
+    // every run's tokens are counted, limits or not) holding this one run, plus the normalized quote of an
+    // accepted case.
     const items = await tenantItems(stack.deps.ddb, stack.config.table.name, tenantId);
-    const notAudit = items.filter((item) => !/^(RUN|EVENTS)#/.test(String(item.sk)));
+    const counters = items.filter((item) => String(item.sk).startsWith("COUNTER#quota#"));
+    expect(counters.map((item) => item.t_n)).toEqual([1]);
+    const notAudit = items.filter((item) => !/^(RUN|EVENTS|COUNTER#quota)#/.test(String(item.sk)));
     if (testCase.writes) {
       expect(
         notAudit.map((item) => [String(item.sk).split("#")[0], item.jurisdiction, item.currency]),
