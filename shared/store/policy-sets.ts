@@ -150,7 +150,10 @@ export class PolicySetStore {
     const key = tableKey(tenantId, keys.policyShadow(record.decidedAt, record.runId, record.toolCallId));
     const expiresAtSeconds = Math.ceil(Date.parse(record.decidedAt) / 1000) + this.shadowTtlSeconds;
     await this.client.send(
-      new PutCommand({ TableName: this.tableName, Item: tableItem(key, "policy_shadow", record, expiresAtSeconds) }),
+      new PutCommand({
+        TableName: this.tableName,
+        Item: tableItem(key, "policy_shadow", record, expiresAtSeconds),
+      }),
     );
   }
 
