@@ -95,7 +95,11 @@ const SUCCEEDING = [
   "events/named-stage.json",
 ];
 /** The events answered 4xx before any model call (exit status 1), invoked in one process. */
-const REFUSED = ["events/malformed-body.json", "events/continue-conversation.json", "events/base64url-body.json"];
+const REFUSED = [
+  "events/malformed-body.json",
+  "events/continue-conversation.json",
+  "events/base64url-body.json",
+];
 let succeeding: Awaited<ReturnType<typeof invokeBatch>>;
 let refused: Awaited<ReturnType<typeof invokeBatch>>;
 /** Model requests made while the refused events were invoked (none is the point). */
