@@ -2,12 +2,14 @@
  * What `npm run deploy` checks before `cdk deploy` synthesizes (which takes tens of seconds and then
  * fails with CDK's generic message): the AWS Region, the credentials, and that they work against the
  * account (CloudFormation DescribeStacks of the stack), each within a few seconds, each failure one line
- * with the fix. A Bedrock deploy gets the line saying which model to enable where (docs/deploy.md "Use
- * Bedrock"). Region and credentials are resolved the way the AWS SDK and CDK resolve them (environment,
+ * with the fix. A Bedrock deploy also checks that the account may call its model in that Region
+ * (local/bedrock-access.ts: served there, access enabled), else one line saying what to enable where
+ * (docs/deploy.md "Use Bedrock"). Region and credentials are resolved the way the AWS SDK and CDK resolve them (environment,
  * AWS_PROFILE's config and credentials files, SSO, container and instance roles).
  */
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { DEFAULT_BEDROCK_MODEL_ID } from "../shared/config/model-provider.js";
+import { checkModelAccess } from "./bedrock-access.js";
 
 /** The outcome of the checks: the lines to print, or the one line saying what is wrong and the fix. */
 export type PreflightOutcome = { ok: true; lines: string[] } | { ok: false; problem: string };
@@ -52,7 +54,8 @@ export function describeAwsFailure(error: unknown, region: string): string {
 }
 
 /**
- * Runs the checks in order: Region, credentials, one call to the account; stops at the first failure.
+ * Runs the checks in order: Region, credentials, one call to the account, and for a Bedrock deploy the
+ * model's availability to the account; stops at the first failure.
  * Each step is bounded by `timeoutMs` (default 5 s).
  */
 export async function deployPreflight(options: PreflightOptions = {}): Promise<PreflightOutcome> {
@@ -93,9 +96,9 @@ export async function deployPreflight(options: PreflightOptions = {}): Promise<P
     if (typeof stack !== "string") return { ok: false, problem: stack.failed };
     const lines = [`deploy: AWS credentials work in ${region}; the deploy ${stack} (stack ${stackName}).`];
     if (options.bedrockModelId) {
-      lines.push(
-        `deploy: the functions will call ${options.bedrockModelId} on Amazon Bedrock in ${region}: enable it once in that Region's Bedrock console (docs/deploy.md#use-bedrock).`,
-      );
+      const access = await checkModelAccess(options.bedrockModelId, region, timeoutMs);
+      if (!access.ok) return { ok: false, problem: access.problem };
+      lines.push(access.line);
     }
     return { ok: true, lines };
   } finally {

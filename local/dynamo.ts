@@ -6,7 +6,6 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { isMainThread } from "node:worker_threads";
-import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
 import {
   type ClassDataMode,
   cachedJavaMajorVersion,
@@ -151,6 +150,25 @@ export async function startLocalDynamo(
 }
 
 /**
+ * DynamoDB Local (or dynalite) started at once for a local command's stack, before the command loads the
+ * handler's modules, so the JVM's start (most of a short command's wait) overlaps that load; undefined
+ * when DYNAMODB_ENDPOINT names one to use. Hand the promise to startLocalStack (`options.dynamo`), which
+ * adopts it, prints its line, and stops it with the rest, or stops it when the stack fails to start.
+ * The promise is marked handled: a failure surfaces where startLocalStack awaits it.
+ * @param env a process.env-like record (BOUNDLOOP_DYNAMO_BACKEND, DYNAMODB_ENDPOINT)
+ */
+export function startDynamoEarly(
+  env: Record<string, string | undefined>,
+  options: { writeClassData?: boolean; log?: (line: string) => void } = {},
+): Promise<LocalDynamo> | undefined {
+  if (env.DYNAMODB_ENDPOINT) return undefined;
+  const started = (async () =>
+    startLocalDynamo({ ...options, backend: parseDynamoBackend(env.BOUNDLOOP_DYNAMO_BACKEND) }))();
+  started.catch(() => undefined);
+  return started;
+}
+
+/**
  * util-linux's `setpriv`, when on PATH: it runs java with a parent-death signal (PR_SET_PDEATHSIG), so
  * the kernel kills DynamoDB Local even when this process dies by SIGKILL and no hook runs. Only from
  * the main thread: the signal follows the spawning thread, and a worker thread may end before us.
@@ -200,6 +218,8 @@ export function classDataMode(value: string | undefined): ClassDataMode {
 }
 
 async function waitUntilReady(endpoint: string, child?: ChildProcess): Promise<void> {
+  // Loaded here, after the JVM was spawned: the SDK's load overlaps DynamoDB Local's start.
+  const { DynamoDBClient, ListTablesCommand } = await import("@aws-sdk/client-dynamodb");
   const client = new DynamoDBClient({
     endpoint,
     region: "us-east-1",

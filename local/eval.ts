@@ -10,9 +10,7 @@ import { ConfigError } from "../shared/config.js";
 import type { ModelChoice } from "./eval/harness.js";
 import { compareReports, formatChanges, formatMarkdown, formatTable } from "./eval/report.js";
 import { loadScenarios, ScenarioError } from "./eval/scenario.js";
-import { runSuite } from "./eval/suite.js";
-import { startLocalStack } from "./local-stack.js";
-import { type LocalModelServer, startModelServer } from "./model-server.js";
+import type { LocalModelServer } from "./model-server.js";
 
 const USAGE = `usage: npm run eval -- [paths…] [options]
 
@@ -100,6 +98,12 @@ async function main(): Promise<number> {
     ? (JSON.parse(await readFile(values.compare, "utf8")) as unknown)
     : undefined;
 
+  // Loaded once the command line and the scenarios are known good: a mistake in either answers at once.
+  const [{ runSuite }, { startLocalStack }, { startModelServer }] = await Promise.all([
+    import("./eval/suite.js"),
+    import("./local-stack.js"),
+    import("./model-server.js"),
+  ]);
   let server: LocalModelServer | undefined;
   if (model.choice !== "external") server = await startModelServer();
   const env = { ...process.env, ...model.env, ...(server ? { OPENAI_BASE_URL: server.baseURL } : {}) };

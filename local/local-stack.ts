@@ -2,7 +2,7 @@ import { type Config, loadConfig } from "../shared/config.js";
 import { endpointOf } from "../shared/model/endpoint-failure.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { ensureTable } from "../shared/store/table.js";
-import { parseDynamoBackend, startLocalDynamo } from "./dynamo.js";
+import { type LocalDynamo, parseDynamoBackend, startLocalDynamo } from "./dynamo.js";
 import { startModelServer } from "./model-server.js";
 
 /**
@@ -29,6 +29,11 @@ export interface LocalStackOptions {
   writeClassData?: boolean;
   /** Stop before any run when the model endpoint the environment names cannot be used (`npm start`). */
   requireModel?: boolean;
+  /**
+   * DynamoDB Local already starting (local/dynamo.ts startDynamoEarly), adopted instead of starting one:
+   * stopped with the stack, or at once when the stack fails to start.
+   */
+  dynamo?: Promise<LocalDynamo>;
 }
 
 /** Local dependencies started for a run, and how to stop them. */
@@ -94,6 +99,12 @@ export async function startLocalStack(
     log(`dynamodb: table ${config.table.name} ready`);
   } catch (error) {
     await stopAll(stops, log);
+    // An adopted DynamoDB Local that startDynamo never took over (the environment was invalid first).
+    if (options.dynamo && !resolved.DYNAMODB_ENDPOINT)
+      await options.dynamo.then(
+        (dynamo) => dynamo.stop(),
+        () => undefined,
+      );
     throw error;
   }
   let stopped: Promise<void> | undefined;
@@ -128,7 +139,8 @@ async function startDynamo(
     );
     return;
   }
-  const dynamo = await startLocalDynamo({ log, backend, writeClassData: options.writeClassData });
+  const dynamo = await (options.dynamo ??
+    startLocalDynamo({ log, backend, writeClassData: options.writeClassData }));
   into.stops.push(async () => {
     await dynamo.stop();
     log(`dynamodb: stopped ${dynamo.backend} on port ${dynamo.port}`);

@@ -44,18 +44,11 @@ import { parseArgs } from "node:util";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from "aws-lambda";
 import type { ApiEvent } from "../functions/api/handler.js";
 import type { ToolResult } from "../shared/agent/result.js";
-import { ConfigError, FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
-import { createDocumentClient } from "../shared/store/dynamo.js";
-import { LedgerStore } from "../shared/store/ledger.js";
-import { localFunctionTimeout } from "./function-timeout.js";
-import { createLambdaContext } from "./lambda-context.js";
-import { startLocalStack } from "./local-stack.js";
-import { ModelEndpointError } from "./model-check.js";
-import { PolicyFileError, readPolicyFile } from "./policies-file.js";
-import { pollProgress } from "./poll-progress.js";
-import { formatLedger, formatOutcome } from "./run-report.js";
-import { startTraceTree } from "./trace-tree.js";
-import { warmHandlerModules } from "./warm.js";
+import { startDynamoEarly } from "./dynamo.js";
+
+// Only the command line's own modules and local/dynamo.ts load before the options are read: --help and a
+// bad option answer at once, and DynamoDB Local's JVM starts before the handler's modules (zod, hono, the
+// AWS SDK, openai, …) load, so the two overlap (docs/local-workflow.md, "Start-up time").
 
 const USAGE = `usage: npm start -- ["<prompt>"] [options]
 
@@ -81,7 +74,7 @@ Settings come from the environment (docs/configuration.md), e.g. RUN_TIMEOUT_MS=
 class UsageError extends Error {}
 
 /** The function timeout of the local Lambda context (ms); set once the configuration is known. */
-let lambdaTimeoutMs = FUNCTION_TIMEOUT_SECONDS * 1000;
+let lambdaTimeoutMs = 0;
 // Lambda runs a current Node; the AWS SDK's "Node 20 support ends" notice is noise in local runs.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 // The printed outcome is the point here: the JSON log lines and EMF metrics the function writes on AWS
@@ -127,22 +120,35 @@ async function main(): Promise<number> {
   // local Bedrock stand-in checks them (local/local-stack.ts), unless BEDROCK_BASE_URL points elsewhere.
   if (values.bedrock) process.env.MODEL_PROVIDER = "bedrock";
   if (values.approval) process.env.APPROVAL_RULES ??= JSON.stringify({ recordInvoice: { GBP: "1000.00" } });
-  if (values.policies)
+  if (values.policies) {
+    const { PolicyFileError, readPolicyFile } = await import("./policies-file.js");
     process.env.POLICIES = await readPolicyFile(values.policies).catch((error: unknown) => {
       throw error instanceof PolicyFileError ? new UsageError(error.message) : error;
     });
+  }
   const event = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
   ) as APIGatewayProxyEventV2;
   const seedBody = JSON.parse(event.body ?? "{}") as { prompt: string };
   const prompts = [prompt || seedBody.prompt, ...(values.then ?? [])];
 
+  const dynamo = startDynamoEarly(process.env, { writeClassData: true });
+  const { warmHandlerModules } = await import("./warm.js");
   const warm = warmHandlerModules();
-  const stack = await startLocalStack(process.env, undefined, { writeClassData: true, requireModel: true });
+  const { startLocalStack } = await import("./local-stack.js");
+  const stack = await startLocalStack(process.env, undefined, {
+    writeClassData: true,
+    requireModel: true,
+    ...(dynamo ? { dynamo } : {}),
+  });
   await warm;
-  const traces = values.trace ? startTraceTree(process.env.TRACE_CONTENT === "true") : undefined;
+  const traces = values.trace
+    ? (await import("./trace-tree.js")).startTraceTree(process.env.TRACE_CONTENT === "true")
+    : undefined;
   try {
     Object.assign(process.env, stack.env);
+    const { loadConfig } = await import("../shared/config.js");
+    const { localFunctionTimeout } = await import("./function-timeout.js");
     const timeout = localFunctionTimeout(loadConfig(process.env).limits);
     lambdaTimeoutMs = timeout.timeoutMs;
     if (timeout.note) console.log(`start: ${timeout.note}`);
@@ -151,6 +157,7 @@ async function main(): Promise<number> {
       return await runDurable(event, prompts, { continueRunId: values.continue, mode, watch: values.watch });
     }
     const { handler } = await import("../functions/api/handler.js");
+    const { createLambdaContext } = await import("./lambda-context.js");
     const watcher = values.watch ? await (await import("./watch.js")).startWatcher(event) : undefined;
     let previousRunId = values.continue;
     for (const next of prompts) {
@@ -171,7 +178,7 @@ async function main(): Promise<number> {
         }
         return 1;
       }
-      printOutcome(body);
+      await printOutcome(body);
       previousRunId = String(body.runId);
     }
     await printLedger(tenantOf(event));
@@ -200,6 +207,9 @@ async function runDurable(
 ): Promise<number> {
   const { continueRunId, mode } = options;
   const { createLocalDurableApi, eventForRoute } = await import("./durable-runner.js");
+  const { loadConfig } = await import("../shared/config.js");
+  const { createLambdaContext } = await import("./lambda-context.js");
+  const { pollProgress } = await import("./poll-progress.js");
   const api = createLocalDurableApi(loadConfig(process.env));
   const watcher = options.watch
     ? await (await import("./watch.js")).startWatcher(event, api.executions)
@@ -228,7 +238,7 @@ async function runDurable(
       };
       if (mode === "approval" && started.statusCode === 200) {
         // No call of this run needed approval: it completed within the request.
-        printOutcome(run);
+        await printOutcome(run);
         previousRunId = String(run.runId);
         continue;
       }
@@ -264,7 +274,7 @@ async function runDurable(
         if (line) console.log(line);
         if (body.status !== "running" && body.status !== "awaiting_approval") {
           const steps = (body.steps ?? []) as Array<{ toolCalls: Array<{ result: ToolResult }> }>;
-          printOutcome({
+          await printOutcome({
             ...body,
             toolResults: steps.flatMap((step) => step.toolCalls.map((call) => call.result)),
           });
@@ -349,11 +359,18 @@ async function approveAsSecondUser(
   return response.statusCode === 200;
 }
 
-function printOutcome(body: Record<string, unknown>): void {
+async function printOutcome(body: Record<string, unknown>): Promise<void> {
+  const { formatOutcome } = await import("./run-report.js");
   console.log(formatOutcome(body));
 }
 
 async function printLedger(tenantId: string): Promise<void> {
+  const [{ loadConfig }, { createDocumentClient }, { LedgerStore }, { formatLedger }] = await Promise.all([
+    import("../shared/config.js"),
+    import("../shared/store/dynamo.js"),
+    import("../shared/store/ledger.js"),
+    import("./run-report.js"),
+  ]);
   const config = loadConfig(process.env);
   const ddb = createDocumentClient(config.table);
   try {
@@ -366,11 +383,15 @@ async function printLedger(tenantId: string): Promise<void> {
 
 main().then(
   (code) => process.exit(code),
-  (error: unknown) => {
+  async (error: unknown) => {
     if (error instanceof UsageError) {
       console.error(`start: ${error.message}\n\n${USAGE}`);
       process.exit(2);
     }
+    const [{ ConfigError }, { ModelEndpointError }] = await Promise.all([
+      import("../shared/config.js"),
+      import("./model-check.js"),
+    ]);
     // A bad configuration names its variables, an unusable model endpoint its cause: the message says it
     // all. Anything else is a bug: its stack.
     console.error(

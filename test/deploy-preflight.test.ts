@@ -36,12 +36,30 @@ const CLEARED = [
   "AWS_CONTAINER_CREDENTIALS_FULL_URI",
   "AWS_ENDPOINT_URL",
   "AWS_ENDPOINT_URL_CLOUDFORMATION",
+  "AWS_ENDPOINT_URL_BEDROCK",
 ];
 
 let answer: { status: number; code: string; message: string };
 let cloudformation: Server;
 let endpoint: string;
+/** Bedrock's control plane (REST JSON): what GetFoundationModelAvailability answers, and the paths asked. */
+let bedrockAnswer: { status: number; body: Record<string, unknown>; errorType?: string };
+const bedrockPaths: string[] = [];
+let bedrock: Server;
+let bedrockEndpoint: string;
 beforeAll(async () => {
+  bedrock = createServer((req, res) => {
+    req.resume();
+    bedrockPaths.push(decodeURIComponent(req.url ?? ""));
+    res.writeHead(bedrockAnswer.status, {
+      "content-type": "application/json",
+      ...(bedrockAnswer.errorType ? { "x-amzn-errortype": bedrockAnswer.errorType } : {}),
+    });
+    res.end(JSON.stringify(bedrockAnswer.body));
+  });
+  bedrock.listen(0, "127.0.0.1");
+  await once(bedrock, "listening");
+  bedrockEndpoint = `http://127.0.0.1:${(bedrock.address() as { port: number }).port}`;
   cloudformation = createServer((req, res) => {
     req.resume();
     res.writeHead(answer.status, { "content-type": "text/xml" });
@@ -55,6 +73,7 @@ beforeAll(async () => {
 });
 afterAll(() => {
   cloudformation.close();
+  bedrock.close();
 });
 
 beforeEach(() => {
@@ -71,7 +90,17 @@ function withKeys(): void {
   vi.stubEnv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE");
   vi.stubEnv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY");
   vi.stubEnv("AWS_ENDPOINT_URL_CLOUDFORMATION", endpoint);
+  vi.stubEnv("AWS_ENDPOINT_URL_BEDROCK", bedrockEndpoint);
 }
+
+/** GetFoundationModelAvailability's answer when every part of it says yes. */
+const AVAILABLE = {
+  modelId: "openai.gpt-oss-120b-1:0",
+  agreementAvailability: { status: "AVAILABLE" },
+  authorizationStatus: "AUTHORIZED",
+  entitlementAvailability: "AVAILABLE",
+  regionAvailability: "AVAILABLE",
+};
 
 describe("npm run deploy's checks", () => {
   it("no Region: says how to set one", async () => {
@@ -135,16 +164,94 @@ describe("npm run deploy's checks", () => {
     );
   });
 
-  it("working credentials and no stack yet: the deploy creates it; a Bedrock deploy names the model and Region", async () => {
+  it("working credentials and no stack yet: the deploy creates it; a Bedrock deploy checks the model is available there", async () => {
     withKeys();
     answer = { status: 400, code: "ValidationError", message: "Stack with id Boundloop does not exist" };
+    bedrockAnswer = { status: 200, body: AVAILABLE };
+    const asked = bedrockPaths.length;
     expect(await deployPreflight({ bedrockModelId: "openai.gpt-oss-120b-1:0" })).toEqual({
       ok: true,
       lines: [
         "deploy: AWS credentials work in eu-west-2; the deploy creates it (stack Boundloop).",
-        "deploy: the functions will call openai.gpt-oss-120b-1:0 on Amazon Bedrock in eu-west-2: enable it once in that Region's Bedrock console (docs/deploy.md#use-bedrock).",
+        "deploy: openai.gpt-oss-120b-1:0 is available to this account on Amazon Bedrock in eu-west-2.",
       ],
     });
+    expect(bedrockPaths.slice(asked)).toEqual(["/foundation-model-availability/openai.gpt-oss-120b-1:0"]);
+    // An OpenAI-compatible deploy asks Bedrock nothing.
+    expect((await deployPreflight()).ok).toBe(true);
+    expect(bedrockPaths).toHaveLength(asked + 1);
+  });
+
+  it.each([
+    [
+      "not served in the Region",
+      { regionAvailability: "NOT_AVAILABLE" },
+      "Amazon Bedrock does not serve openai.gpt-oss-120b-1:0 in eu-west-2: deploy to a Region that serves it (docs/deploy.md#use-bedrock), or choose another model with -c bedrockModelId=<id>, then npm run deploy again.",
+    ],
+    [
+      "not authorized",
+      { authorizationStatus: "NOT_AUTHORIZED" },
+      "this account may not use openai.gpt-oss-120b-1:0 on Amazon Bedrock in eu-west-2 (not authorized): request access in the Bedrock console's Model access page in eu-west-2 (docs/deploy.md#use-bedrock), or ask the account's administrator to allow it, then npm run deploy again.",
+    ],
+    [
+      "access not enabled",
+      { entitlementAvailability: "NOT_AVAILABLE" },
+      "model access to openai.gpt-oss-120b-1:0 is not enabled on Amazon Bedrock in eu-west-2: enable it in the Bedrock console's Model access page in eu-west-2 (docs/deploy.md#use-bedrock), then npm run deploy again.",
+    ],
+    [
+      "the agreement not accepted",
+      { agreementAvailability: { status: "NOT_AVAILABLE", errorMessage: "EULA not accepted" } },
+      "model access to openai.gpt-oss-120b-1:0 is not enabled on Amazon Bedrock in eu-west-2 (EULA not accepted): enable it in the Bedrock console's Model access page in eu-west-2 (docs/deploy.md#use-bedrock), then npm run deploy again.",
+    ],
+    [
+      "access pending",
+      { agreementAvailability: { status: "PENDING" } },
+      "access to openai.gpt-oss-120b-1:0 on Amazon Bedrock in eu-west-2 is still pending: wait for it in the Bedrock console's Model access page in eu-west-2 (docs/deploy.md#use-bedrock), then npm run deploy again.",
+    ],
+  ])(
+    "a Bedrock model the account cannot call (%s): one line with the fix, before any synth",
+    async (_, part, problem) => {
+      withKeys();
+      answer = { status: 400, code: "ValidationError", message: "Stack with id Boundloop does not exist" };
+      bedrockAnswer = { status: 200, body: { ...AVAILABLE, ...part } };
+      expect(await deployPreflight({ bedrockModelId: "openai.gpt-oss-120b-1:0" })).toEqual({
+        ok: false,
+        problem,
+      });
+    },
+  );
+
+  it("a cross-Region inference profile is checked as its model; an unknown model id ends the deploy; a denied check goes on with a line", async () => {
+    withKeys();
+    answer = { status: 400, code: "ValidationError", message: "Stack with id Boundloop does not exist" };
+    bedrockAnswer = { status: 200, body: AVAILABLE };
+    const asked = bedrockPaths.length;
+    const profile = await deployPreflight({ bedrockModelId: "eu.amazon.nova-pro-v1:0" });
+    expect(profile.ok && profile.lines[1]).toBe(
+      "deploy: eu.amazon.nova-pro-v1:0 is available to this account on Amazon Bedrock in eu-west-2.",
+    );
+    expect(bedrockPaths.slice(asked)).toEqual(["/foundation-model-availability/amazon.nova-pro-v1:0"]);
+
+    bedrockAnswer = {
+      status: 404,
+      errorType: "ResourceNotFoundException",
+      body: { message: "The model no.such-model-v1:0 does not exist" },
+    };
+    expect(await deployPreflight({ bedrockModelId: "no.such-model-v1:0" })).toEqual({
+      ok: false,
+      problem:
+        "Amazon Bedrock in eu-west-2 knows no model no.such-model-v1:0 (ResourceNotFoundException): check -c bedrockModelId (docs/deploy.md#use-bedrock), then npm run deploy again.",
+    });
+
+    bedrockAnswer = {
+      status: 403,
+      errorType: "AccessDeniedException",
+      body: { message: "not authorized to perform: bedrock:GetFoundationModelAvailability" },
+    };
+    const denied = await deployPreflight({ bedrockModelId: "openai.gpt-oss-120b-1:0" });
+    expect(denied.ok && denied.lines[1]).toBe(
+      "deploy: could not check access to openai.gpt-oss-120b-1:0 on Amazon Bedrock in eu-west-2 (AccessDeniedException): if runs answer MODEL_UNAVAILABLE, enable it in the Bedrock console's Model access page (docs/deploy.md#use-bedrock).",
+    );
   });
 
   it("reads the provider, model and profile from cdk's command line as the stack does", () => {

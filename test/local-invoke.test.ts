@@ -62,9 +62,71 @@ const summary = (body: RunBody) =>
 // Each case spawns a process that loads the handler: allow for a busy machine.
 const SLOW = { timeout: 90_000 };
 
+/**
+ * One `npm run invoke` with several events in turn (one process start instead of one per event, as
+ * docs/local-workflow.md tells users): its exit status (the worst of the events'), and for each event
+ * path what it printed: its stdout section and its stderr section after the lines every event shares
+ * (the variable files read, the dependencies used).
+ */
+async function invokeBatch(
+  paths: string[],
+): Promise<Map<string, { code: number | null; out: InvokeOutput; stderr: string }>> {
+  const { code, stdout, stderr } = await runScript("tsx", ["local/invoke.ts", ...paths], env);
+  const outs = stdout.split(/^(?=HTTP \d{3}$)/m).map(parseInvokeOutput);
+  const [preamble = "", ...sections] = stderr.split(/^(?=invoke: \S+ → )/m);
+  expect([outs.length, sections.length], stdout + stderr).toEqual([paths.length, paths.length]);
+  return new Map(
+    paths.map((path, i) => {
+      expect(sections[i]).toMatch(new RegExp(`^invoke: ${path.replaceAll(".", "\\.")} → `));
+      return [path, { code, out: outs[i] as InvokeOutput, stderr: preamble + sections[i] }];
+    }),
+  );
+}
+
+/** The events answered 200 (exit status 0), invoked in one process on the file's table. */
+const SUCCEEDING = [
+  "events/seed-scenario.json",
+  "events/no-billing-write.json",
+  "events/de-only.json",
+  "events/mixed-jurisdictions.json",
+  "events/base64-body.json",
+  "events/replay-idempotency-key.json",
+  "events/rest-v1.json",
+  "events/named-stage.json",
+];
+/** The events answered 4xx before any model call (exit status 1), invoked in one process. */
+const REFUSED = [
+  "events/malformed-body.json",
+  "events/continue-conversation.json",
+  "events/base64url-body.json",
+];
+let succeeding: Awaited<ReturnType<typeof invokeBatch>>;
+let refused: Awaited<ReturnType<typeof invokeBatch>>;
+/** Model requests made while the refused events were invoked (none is the point). */
+let refusedModelCalls: number;
+/** A copy of events/function-url.json without its .env.json next to it (no principal mapping). */
+let unmappedFunctionUrl: string;
+
+beforeAll(async () => {
+  const dir = mkdtempSync(join(tmpdir(), "boundloop-event-"));
+  unmappedFunctionUrl = join(dir, "function-url.json");
+  writeFileSync(unmappedFunctionUrl, readFileSync("events/function-url.json"));
+  const calls = model.requests.length;
+  refused = await invokeBatch([...REFUSED, unmappedFunctionUrl]);
+  refusedModelCalls = model.requests.length - calls;
+  succeeding = await invokeBatch(SUCCEEDING);
+}, 180_000);
+
+/** What one event of the batches printed, and the batch's exit status. */
+const batched = (path: string) => {
+  const result = succeeding.get(path) ?? refused.get(path);
+  if (!result) throw new Error(`${path} is in no batch`);
+  return result;
+};
+
 describe("npm run invoke on events/", SLOW, () => {
   it("seed-scenario.json: 200 completed, GB 300.00/1800.00, DE unsupported, one ledger row; logs on stderr", async () => {
-    const { code, out, stderr } = await invoke(["events/seed-scenario.json"]);
+    const { code, out, stderr } = batched("events/seed-scenario.json");
     expect(code).toBe(0);
     expect(out.status).toBe(200);
     expect(out.headers["content-type"]).toMatch(/^application\/json/);
@@ -90,7 +152,7 @@ describe("npm run invoke on events/", SLOW, () => {
   });
 
   it("no-billing-write.json: 200 with status permission_denied, nothing written", async () => {
-    const { code, out } = await invoke(["events/no-billing-write.json"]);
+    const { code, out } = batched("events/no-billing-write.json");
     expect([code, out.status]).toEqual([0, 200]);
     const body = JSON.parse(out.body) as RunBody;
     expect(body.status).toBe("permission_denied");
@@ -99,7 +161,7 @@ describe("npm run invoke on events/", SLOW, () => {
   });
 
   it("de-only.json: 200, one UNSUPPORTED_JURISDICTION business error, nothing recorded", async () => {
-    const { code, out } = await invoke(["events/de-only.json"]);
+    const { code, out } = batched("events/de-only.json");
     expect([code, out.status]).toEqual([0, 200]);
     const body = JSON.parse(out.body) as RunBody;
     expect(body.status).toBe("completed");
@@ -108,7 +170,7 @@ describe("npm run invoke on events/", SLOW, () => {
   });
 
   it("mixed-jurisdictions.json: 200, GB and BD succeed and are recorded, DE and FR are unsupported", async () => {
-    const { code, out } = await invoke(["events/mixed-jurisdictions.json"]);
+    const { code, out } = batched("events/mixed-jurisdictions.json");
     expect([code, out.status]).toEqual([0, 200]);
     const body = JSON.parse(out.body) as RunBody;
     expect(body.status).toBe("completed");
@@ -128,7 +190,7 @@ describe("npm run invoke on events/", SLOW, () => {
   });
 
   it("malformed-body.json: 400 problem+json INVALID_REQUEST, exit status 1, no model call", async () => {
-    const { code, out } = await invoke(["events/malformed-body.json"]);
+    const { code, out } = batched("events/malformed-body.json");
     expect(code).toBe(1);
     expect(out.status).toBe(400);
     expect(out.headers["content-type"]).toBe("application/problem+json");
@@ -140,7 +202,7 @@ describe("npm run invoke on events/", SLOW, () => {
   });
 
   it("base64-body.json: the body is decoded; 200, BD 30.00 tax on 200.00 BDT, recorded", async () => {
-    const { code, out } = await invoke(["events/base64-body.json"]);
+    const { code, out } = batched("events/base64-body.json");
     expect([code, out.status]).toEqual([0, 200]);
     const body = JSON.parse(out.body) as RunBody;
     expect(summary(body)).toEqual(["calculateTax:success", "recordInvoice:success"]);
@@ -149,7 +211,7 @@ describe("npm run invoke on events/", SLOW, () => {
   });
 
   it("replay-idempotency-key.json, first invocation: 200 completed", async () => {
-    const { code, out } = await invoke(["events/replay-idempotency-key.json"]);
+    const { code, out } = batched("events/replay-idempotency-key.json");
     expect([code, out.status]).toEqual([0, 200]);
     expect((JSON.parse(out.body) as RunBody).status).toBe("completed");
   });
@@ -169,7 +231,7 @@ describe("npm run invoke on a continuation", SLOW, () => {
   };
 
   it("continue-conversation.json alone: 404 NOT_FOUND (no such run to continue), exit 1, nothing written", async () => {
-    const { code, out } = await invoke([eventFile]);
+    const { code, out } = batched(eventFile);
     expect([code, out.status]).toEqual([1, 404]);
     expect(JSON.parse(out.body)).toMatchObject({
       code: "NOT_FOUND",
@@ -200,7 +262,7 @@ describe("npm run invoke on a continuation", SLOW, () => {
 // maps to a tenant only through IAM_PRINCIPAL_TENANTS: events/function-url.env.json holds the mapping.
 describe("npm run invoke on the REST v1 and function URL shapes", SLOW, () => {
   it("rest-v1.json: 200 completed, one invoice for the REST caller's tenant", async () => {
-    const { code, out } = await invoke(["events/rest-v1.json"]);
+    const { code, out } = batched("events/rest-v1.json");
     expect([code, out.status]).toEqual([0, 200]);
     expect(out.headers["content-type"]).toMatch(/^application\/json/);
     const body = JSON.parse(out.body) as RunBody;
@@ -216,10 +278,7 @@ describe("npm run invoke on the REST v1 and function URL shapes", SLOW, () => {
   });
 
   it("function-url.json without the principal mapping (no .env.json next to it): 401 UNAUTHENTICATED, exit 1", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "boundloop-event-"));
-    const copy = join(dir, "function-url.json");
-    writeFileSync(copy, readFileSync("events/function-url.json"));
-    const { code, out, stderr } = await invoke([copy]);
+    const { code, out, stderr } = batched(unmappedFunctionUrl);
     expect([code, out.status]).toEqual([1, 401]);
     expect(JSON.parse(out.body)).toMatchObject({ code: "UNAUTHENTICATED" });
     expect(stderr).not.toContain("env:");
@@ -230,7 +289,7 @@ describe("npm run invoke on the REST v1 and function URL shapes", SLOW, () => {
 // its isBase64Encoded flag claims.
 describe("npm run invoke on the edge samples", SLOW, () => {
   it("named-stage.json (stage dev, rawPath /dev/v1/runs): 200 completed, one invoice recorded", async () => {
-    const { code, out } = await invoke(["events/named-stage.json"]);
+    const { code, out } = batched("events/named-stage.json");
     expect([code, out.status]).toEqual([0, 200]);
     const body = JSON.parse(out.body) as RunBody;
     expect(body.status).toBe("completed");
@@ -240,12 +299,12 @@ describe("npm run invoke on the edge samples", SLOW, () => {
   });
 
   it("base64url-body.json: 400 problem+json INVALID_REQUEST, exit status 1, no model call, nothing recorded", async () => {
-    const calls = model.requests.length;
-    const { code, out } = await invoke(["events/base64url-body.json"]);
+    const { code, out } = batched("events/base64url-body.json");
     expect([code, out.status]).toEqual([1, 400]);
     expect(out.headers["content-type"]).toBe("application/problem+json");
     expect(JSON.parse(out.body)).toMatchObject({ code: "INVALID_REQUEST", errors: [{ in: "body" }] });
-    expect(model.requests.length).toBe(calls);
+    // Invoked in one process with the other refused events: none of them made a model call.
+    expect(refusedModelCalls).toBe(0);
     expect(await ledger.list("tenant_b64url_01")).toEqual([]);
   });
 });
@@ -269,10 +328,9 @@ describe("npm run invoke replays with Idempotency-Key", () => {
   });
 
   it("replay-idempotency-key.json twice: the second answer is the first, with Idempotent-Replayed: true", async () => {
-    // A fresh table, so the first invocation here is the first with this key.
-    const table = { TABLE_NAME: `test-replay-${randomUUID()}` };
-    const first = await invoke(["events/replay-idempotency-key.json"], table);
-    const second = await invoke(["events/replay-idempotency-key.json"], table);
+    // The file's table, where the batch above made the first invocation with this key: this process is the second.
+    const first = batched("events/replay-idempotency-key.json");
+    const second = await invoke(["events/replay-idempotency-key.json"]);
     expect(first.out.status).toBe(200);
     expect(second.out.status).toBe(200);
     expect(second.out.headers["idempotent-replayed"]).toBe("true");
