@@ -67,7 +67,11 @@ describe("the absolute deadline of a durable run (ASYNC_RUN_TIMEOUT_MS)", () => 
 describe("the per-checkpoint size limit (256 KB)", () => {
   it("a step result over the limit is not retried: the run ends failed, the execution FAILED", async () => {
     const tenantId = "tenant_async_large";
-    stack.model.script([{ content: "x".repeat(300_000) }]);
+    // Its usage is scripted: the local server cuts an estimated completion over max_tokens (as a real one
+    // would), and this test needs the whole 300 000-character answer to reach the checkpoint.
+    stack.model.script([
+      { content: "x".repeat(300_000), usage: { prompt_tokens: 1_500, completion_tokens: 900 } },
+    ]);
     const event = runEvent({ tenantId, prompt: "say a lot" });
     event.headers = { ...event.headers, prefer: "respond-async" };
     const requestsBefore = stack.model.requests.length;

@@ -176,12 +176,13 @@ describe("server-side failures", () => {
     }
   });
 
-  it("an unreachable DynamoDB (connection refused) is 503 STORE_UNAVAILABLE with Retry-After, before any model call", async () => {
+  it("an unreachable DynamoDB (connection refused) is 503 with Retry-After, before any model call", async () => {
     const closed = await closedPort();
     const { deps, invoke } = handlerWith({ DYNAMODB_ENDPOINT: `http://127.0.0.1:${closed}` });
     try {
+      // A run's first DynamoDB request is its quota admission (docs/quotas.md): it fails closed.
       const response = await invoke();
-      const body = problem(response, "STORE_UNAVAILABLE");
+      const body = problem(response, "QUOTA_UNAVAILABLE");
       expect(header(response, "retry-after")).toBe("1");
       expect(body.detail).not.toMatch(/ECONNREFUSED|127\.0\.0\.1/);
       const read = await invoke({ method: "GET", path: "/v1/invoices" });
@@ -200,7 +201,8 @@ describe("server-side failures", () => {
     });
     try {
       const started = Date.now();
-      problem(await invoke(), "STORE_UNAVAILABLE");
+      problem(await invoke(), "QUOTA_UNAVAILABLE");
+      problem(await invoke({ method: "GET", path: "/v1/invoices" }), "STORE_UNAVAILABLE");
       expect(Date.now() - started).toBeLessThan(5_000);
       expect(stack.model.requests.length).toBe(0);
     } finally {
@@ -233,6 +235,11 @@ describe("the error → HTTP mapping (functions/api/problem-details.ts)", () => 
       INTERNAL: 500,
       MODEL_UNAVAILABLE: 502,
       STORE_UNAVAILABLE: 503,
+      INVALID_POLICIES: 400,
+      PRECONDITION_FAILED: 412,
+      PRECONDITION_REQUIRED: 428,
+      RATE_LIMITED: 429,
+      QUOTA_UNAVAILABLE: 503,
     });
     // The two idempotency codes are raised by the Idempotency-Key feature; their mapping is here.
     for (const code of ["IDEMPOTENCY_KEY_IN_USE", "IDEMPOTENCY_KEY_REUSED"] as const) {

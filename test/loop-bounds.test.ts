@@ -34,16 +34,18 @@ describe("budgets", () => {
     const echo = echoTool();
     const { outcome } = await runScripted(setup, {
       tools: [echo],
-      limits: { maxTotalTokens: 1_000 },
+      // Room for the second call (its prompt's estimate plus MIN_COMPLETION_TOKENS fits in what the first
+      // left), whose reported usage then spends the budget.
+      limits: { maxTotalTokens: 2_000 },
       script: [
         { toolCalls: [call("c1", "echo", { n: 1 })], usage: { prompt_tokens: 400, completion_tokens: 50 } },
-        { toolCalls: [call("c2", "echo", { n: 2 })], usage: { prompt_tokens: 500, completion_tokens: 60 } },
+        { toolCalls: [call("c2", "echo", { n: 2 })], usage: { prompt_tokens: 1_500, completion_tokens: 60 } },
         { content: "never" },
       ],
     });
     expect(outcome.status).toBe("budget_exceeded");
-    expect(outcome.details.budget).toEqual({ name: "maxTotalTokens", limit: 1_000, used: 1_010 });
-    expect(outcome.usage).toEqual({ promptTokens: 900, completionTokens: 110, totalTokens: 1_010 });
+    expect(outcome.details.budget).toEqual({ name: "maxTotalTokens", limit: 2_000, used: 2_010 });
+    expect(outcome.usage).toEqual({ promptTokens: 1_900, completionTokens: 110, totalTokens: 2_010 });
     expect(echo.calls).toEqual([1]);
     expect(outcome.toolResults.map((r) => [r.metadata.toolCallId, r.error?.code ?? "ok"])).toEqual([
       ["c1", "ok"],

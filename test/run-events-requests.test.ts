@@ -11,6 +11,24 @@ import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
 // of what a keyed run cost before events: 10 requests for bench P3's run (bench/results/latest.md).
 const REQUESTS_BEFORE_EVENTS = 10;
 const SEED_TENANT = "tenant_uk_01";
+/**
+ * The day's usage counter writes of a run of `cycles` model calls (docs/quotas.md): the admission holds
+ * the first call; after each call one write settles it and reserves the next (the last settles only).
+ */
+const COUNTER_WRITES = (cycles: number) => Array.from({ length: cycles + 1 }, () => "UpdateItem");
+
+/** The governance requests of one run: the counter writes, and the reads of the tenant's limits and policy set. */
+function expectGovernance(
+  run: { quotaRequests: { command: string; sk: string | undefined }[] },
+  cycles: number,
+) {
+  const counters = run.quotaRequests.filter((r) => r.sk?.startsWith("COUNTER#quota#"));
+  expect(counters.map((r) => r.command)).toEqual(COUNTER_WRITES(cycles));
+  // The limits and the policy set are read at most once a run (each cached for a minute per container).
+  const reads = run.quotaRequests.filter((r) => !counters.includes(r));
+  expect(reads.every((r) => r.command === "GetItem")).toBe(true);
+  expect(reads.map((r) => r.sk).sort()).toEqual([...new Set(reads.map((r) => r.sk))].sort());
+}
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -49,8 +67,11 @@ async function keyedRun(prompt: string) {
   expect(response.statusCode).toBe(200);
   const body = JSON.parse(response.body ?? "{}") as { runId: string; cycles: number; status: string };
   const eventWrites = counted.log.filter((r) => r.sk?.startsWith(keys.runEventsPrefix(body.runId)));
-  const others = counted.log.filter((r) => !eventWrites.includes(r));
-  return { body, log: counted.log, eventWrites, others };
+  // Policies' and quotas' requests (docs/policies.md, docs/quotas.md): the day's usage counter, the
+  // tenant's limits and policy set. Counted apart, so the event log's cost stays visible.
+  const quotaRequests = counted.log.filter((r) => /^(COUNTER#quota#|LIMITS$|POLICYSET$)/.test(r.sk ?? ""));
+  const others = counted.log.filter((r) => !eventWrites.includes(r) && !quotaRequests.includes(r));
+  return { body, log: counted.log, eventWrites, quotaRequests, others };
 }
 
 describe("DynamoDB requests of a keyed run with its event log", () => {
@@ -68,7 +89,9 @@ describe("DynamoDB requests of a keyed run with its event log", () => {
       { command: "PutItem", sk: keys.runEvents(run.body.runId, 1) },
       { command: "PutItem", sk: keys.runEvents(run.body.runId, 5) },
     ]);
-    expect(run.log.length / REQUESTS_BEFORE_EVENTS).toBe(1.2);
+    expect((run.others.length + run.eventWrites.length) / REQUESTS_BEFORE_EVENTS).toBe(1.2);
+    expectGovernance(run, 2);
+    expect(run.log).toHaveLength(12 + run.quotaRequests.length);
   });
 
   it("the seed run (3 cycles): one batch a cycle, and nothing else reads or writes the log", async () => {
@@ -97,6 +120,7 @@ describe("DynamoDB requests of a keyed run with its event log", () => {
       "UpdateItem",
       "UpdateItem",
     ]);
+    expectGovernance(run, 3);
     expect(run.log.filter((r) => r.command === "Query")).toEqual([]);
   });
 

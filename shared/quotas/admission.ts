@@ -1,6 +1,7 @@
 import { type AdmissionPolicy, QuotaUnavailableError, RateLimitedError } from "../domain-errors.js";
 import type { CounterStore, TotalCondition } from "../store/counters.js";
 import { secondsUntilEnd } from "../store/counters.js";
+import { isStoreUnavailable } from "../store/errors.js";
 import {
   type BudgetState,
   type Hold,
@@ -102,7 +103,9 @@ export async function admit(
       if (purposes.has("hold")) hold = undefined;
     }
   } catch (error) {
-    if (error instanceof RateLimitedError) throw error;
+    // Only a store that did not answer is QUOTA_UNAVAILABLE (transient, retry); any other error (a missing
+    // table, a bug) propagates as itself: the run is refused either way, nothing was started.
+    if (error instanceof RateLimitedError || !isStoreUnavailable(error)) throw error;
     throw new QuotaUnavailableError(error);
   }
   throw new QuotaUnavailableError(new Error(`Admission of ${subject.runId} kept being refused.`));

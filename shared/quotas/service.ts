@@ -2,6 +2,7 @@ import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { QuotaConfig, QuotaLimits } from "../config/quotas.js";
 import { QuotaUnavailableError } from "../domain-errors.js";
 import { CounterStore, markerName } from "../store/counters.js";
+import { isStoreUnavailable } from "../store/errors.js";
 import { QuotaLimitStore, type StoredLimits } from "../store/quota-limits.js";
 import { QuotaWaitStore } from "../store/quota-waits.js";
 import { type Admitted, admit, MinuteGuesses } from "./admission.js";
@@ -173,11 +174,12 @@ export class Quotas {
     return { inForce: limitsInForce(this.config.limits, stored.limits), stored };
   }
 
-  /** {@link limitsFor}, a store failure being a refusal (fail closed). */
+  /** {@link limitsFor}, a store that did not answer being QUOTA_UNAVAILABLE (fail closed); other errors as they are. */
   private async limitsOrFailClosed(tenantId: string) {
     try {
       return await this.limitsFor(tenantId);
     } catch (error) {
+      if (!isStoreUnavailable(error)) throw error;
       throw new QuotaUnavailableError(error);
     }
   }
