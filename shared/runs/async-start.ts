@@ -18,13 +18,15 @@ export type AsyncStartDeps = Pick<ApiDeps, "config" | "runs" | "logger" | "metri
 /**
  * Input of {@link startAsyncRun}: the verified caller, the validated body, the client's Idempotency-Key
  * with the request's fingerprint (when it sent one), and `conversation`, the earlier conversation of
- * `body.previousRunId` as `loadConversation` (shared/runs/conversation.ts) returned it.
+ * `body.previousRunId` as `loadConversation` (shared/runs/conversation.ts) returned it;
+ * `conversationId` names a new conversation (see `RunRequest`).
  */
 export interface AsyncStartInput {
   security: SecurityContext;
   body: RunBody;
   idempotency: RunIdempotency | undefined;
   conversation?: ConversationHistory | undefined;
+  conversationId?: string | undefined;
 }
 
 /**
@@ -46,7 +48,12 @@ export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput
   const limits = durableRunLimits(deps.config, body);
   const conversation = input.conversation && fitHistoryToCheckpoint(input.conversation);
   const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
-  const run = await life.start({ prompt: body.prompt, limits, conversation });
+  const run = await life.start({
+    prompt: body.prompt,
+    limits,
+    conversation,
+    conversationId: input.conversationId,
+  });
   const payload = durableRunPayload({
     runId,
     runScope: idempotency?.key ?? runId,

@@ -66,6 +66,11 @@ export interface RunRequest {
   lambdaRemainingMs?: number | undefined;
   /** The id a synchronous run gets (a streamed request follows it from the start); default a new one. */
   runId?: string | undefined;
+  /**
+   * The id of the conversation a run that continues none starts: an A2A context's or an AG-UI thread's
+   * (shared/runs/turns.ts); default the run's own id. A continuation keeps its previous run's.
+   */
+  conversationId?: string | undefined;
 }
 
 /** True when APPROVAL_RULES names at least one threshold (docs/approvals.md). */
@@ -108,6 +113,7 @@ export async function prepareRun(deps: ApiDeps, request: RunRequest): Promise<Pr
             body,
             idempotency,
             conversation,
+            conversationId: request.conversationId,
           },
         ),
       dispose: () => {},
@@ -147,6 +153,7 @@ async function startSync(
     runScope,
     deadline,
     conversation,
+    conversationId: request.conversationId,
     step: pausing?.step,
     approve: pausing?.approve,
   });

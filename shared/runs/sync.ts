@@ -15,6 +15,7 @@ import { type RequestedLimits, syncRunLimits } from "./limits.js";
  * - `runScope`: the client's Idempotency-Key, else `runId` (feeds tool idempotency keys)
  * - `deadline`: the run's deadline (from `runBudgetMs`, shared/runs/limits.ts); the caller disposes it
  * - `conversation`: the earlier conversation this run continues (`loadConversation`), absent for a new one
+ * - `conversationId`: the id of the new conversation a run that continues none starts (default its own)
  * - `step`, `approve`: passed to the loop; a pausing gate ends the run as {@link RunPaused}
  */
 export interface SyncRunRequest extends RequestedLimits {
@@ -24,6 +25,7 @@ export interface SyncRunRequest extends RequestedLimits {
   runScope: string;
   deadline: Deadline;
   conversation?: ConversationHistory | undefined;
+  conversationId?: string | undefined;
   step?: StepRunner | undefined;
   approve?: PausingApprovalGate | undefined;
 }
@@ -48,7 +50,7 @@ export async function runSynchronously(
 ): Promise<RunOutcome | RunPaused> {
   const { security, runId, conversation } = request;
   const info = { tenantId: security.tenantId, runId, durable: false, model: deps.model.telemetry };
-  const conversationId = conversation?.conversationId ?? runId;
+  const conversationId = conversation?.conversationId ?? request.conversationId ?? runId;
   return traceRun({ ...info, conversationId }, () => runInLifecycle(deps, request));
 }
 
@@ -57,7 +59,12 @@ async function runInLifecycle(deps: SyncRunDeps, request: SyncRunRequest): Promi
   const { security, runId, conversation } = request;
   const limits = syncRunLimits(deps.config, request);
   const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
-  await life.start({ prompt: request.prompt, limits, conversation });
+  await life.start({
+    prompt: request.prompt,
+    limits,
+    conversation,
+    conversationId: request.conversationId,
+  });
   let result: RunOutcome | RunPaused;
   try {
     result = await runAgent({

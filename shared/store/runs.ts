@@ -64,6 +64,8 @@ export type RunRecordStatus<S extends RunShapes = RunShapes> =
  * - `history`: the earlier conversation it carried, see {@link HistorySummary}; null without one
  * - `grounding`: the grounding check of its answer (docs/evals.md, "Grounding"); null until it finished
  *   with an answer (and for records written before the check existed)
+ * - `conversationId`: the conversation the run belongs to: its first run's id, or the id an A2A context
+ *   or an AG-UI thread gave it (docs/protocols.md); a continuation takes its previous run's
  * The transcript a finished run stores for its continuations is an internal attribute of the same item
  * (never returned here, never logged), see {@link RunStore.readContinuation}.
  */
@@ -87,6 +89,7 @@ export interface RunRecord<S extends RunShapes = RunShapes> {
   previousRunId: string | null;
   history: HistorySummary | null;
   grounding: S["grounding"] | null;
+  conversationId: string;
 }
 
 /**
@@ -235,8 +238,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
   /**
    * Writes the run record with status `running` (conditional: never overwrites an existing run).
    * @param input.prompt the prompt text; only its length and SHA-256 are stored
-   * @param input.conversationId the conversation's id (its first run's id; default this run's): an
-   *   internal attribute, read back by {@link RunStore.readContinuation} for the run's traces
+   * @param input.conversationId the conversation's id (its first run's id, or a protocol's context or
+   *   thread id; default this run's)
    * @returns the record as stored
    * @throws ConditionalCheckFailedException when the runId already exists; the SDK's error otherwise
    */
@@ -274,6 +277,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       previousRunId: input.previousRunId ?? null,
       history: input.history ?? null,
       grounding: null,
+      conversationId: input.conversationId ?? input.runId,
     };
     await this.client.send(
       new PutCommand({
@@ -281,7 +285,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
         Item: tableItem(
           tableKey(input.tenantId, keys.run(input.runId)),
           "run",
-          { ...record, conversationId: input.conversationId ?? input.runId },
+          record,
           expiresAtSeconds,
         ),
         ConditionExpression: ITEM_ABSENT,
@@ -654,7 +658,14 @@ function toRunRecord<S extends RunShapes>(
     ...rest
   } = attributes;
   return {
-    run: { previousRunId: null, history: null, grounding: null, ...rest } as unknown as RunRecord<S>,
+    run: {
+      previousRunId: null,
+      history: null,
+      grounding: null,
+      ...rest,
+      // Records written before the attribute existed belong to a conversation of their own.
+      conversationId: typeof conversationId === "string" ? conversationId : rest.runId,
+    } as unknown as RunRecord<S>,
     transcript,
     transcriptDroppedMessages,
     conversationId,
