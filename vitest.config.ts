@@ -15,6 +15,24 @@ const TIMED = [
   "test/reliability/**/*.test.ts",
 ];
 
+/**
+ * Files that test only what runs on the developer's machine — the local commands (`npm start`, `dev`,
+ * `invoke`, `smoke`, `user`, `eval`), the documented commands, the console in a browser — and never code
+ * the Lambda functions run. CI's second pass on the deployed runtime (Node.js 24, `.ci/run`) sets
+ * BOUNDLOOP_TEST_SCOPE=deployed and leaves them out: they ran on the supported local Node in the first pass,
+ * and they are most of the suite's time (each spawns processes or a browser).
+ */
+const LOCAL_ONLY = [
+  "test/local-*.test.ts",
+  "test/docs.test.ts",
+  "test/console.test.ts",
+  "test/console-oidc.test.ts",
+  "test/user-command.test.ts",
+  "test/smoke.test.ts",
+  "test/evals-cli.test.ts",
+];
+const SKIPPED = process.env.BOUNDLOOP_TEST_SCOPE === "deployed" ? LOCAL_ONLY : [];
+
 export default defineConfig({
   test: {
     globalSetup: ["test/support/global-setup.ts"],
@@ -25,11 +43,11 @@ export default defineConfig({
       {
         extends: true,
         // Most files wait on I/O (DynamoDB Local, child processes, a browser): two at a time on 2 cores.
-        test: { name: "suite", include: ["test/**/*.test.ts"], exclude: TIMED, maxWorkers: 2 },
+        test: { name: "suite", include: ["test/**/*.test.ts"], exclude: [...TIMED, ...SKIPPED], maxWorkers: 2 },
       },
       {
         extends: true,
-        test: { name: "timed", include: TIMED, maxWorkers: 1, sequence: { groupOrder: 1 } },
+        test: { name: "timed", include: TIMED, exclude: SKIPPED, maxWorkers: 1, sequence: { groupOrder: 1 } },
       },
     ],
   },

@@ -18,16 +18,16 @@ import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { createParser } from "eventsource-parser";
-import { createLocalJWKSet } from "jose";
 import { createApp } from "../functions/api/app.js";
 import { type ApiEvent, createHandler } from "../functions/api/app-handler.js";
 import { createStreamHandler } from "../functions/stream/entry.js";
-import { createDevIssuer, mintToken } from "../local/dev-auth.js";
+import { createDevIssuer, devAuthSettings, mintToken } from "../local/dev-auth.js";
 import { startLocalDynamo } from "../local/dynamo.js";
 import { quotedRecordInvoiceArgs } from "../local/fixtures.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { installLambdaStreaming, invokeStreaming } from "../local/lambda-streaming.js";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
+import { createTokenVerifier } from "../shared/auth/token-verifier.js";
 import { loadConfig } from "../shared/config.js";
 import { createApiDeps } from "../shared/deps.js";
 import { ensureTable } from "../shared/store/table.js";
@@ -108,10 +108,10 @@ export async function benchEvents(dynamoEndpoint: string, runs: number): Promise
   const json = createHandler(deps);
   const app = createApp(deps);
   const issuer = await createDevIssuer();
-  const keys = createLocalJWKSet({ keys: [issuer.publicJwk] });
+  const verifier = createTokenVerifier(devAuthSettings(issuer));
   const stream = createStreamHandler(
     (request, env, ctx) => app.fetch(request, env, ctx as never),
-    () => ({ issuer: issuer.issuer, audience: [issuer.audience], keys }),
+    () => verifier,
   );
   const seed = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),

@@ -17,11 +17,12 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createHandler } from "../functions/api/app-handler.js";
 import { API_ENTRY } from "../infra/bundle.js";
-import { createDevIssuer, devVerification, mintToken } from "../local/dev-auth.js";
+import { createDevIssuer, devIssuerEnv, mintToken } from "../local/dev-auth.js";
 import { toHttpApiEvent } from "../local/dev-event.js";
 import { type Handler, startDevServer } from "../local/dev-server.js";
 import { startLocalDynamo } from "../local/dynamo.js";
 import { dispatchToolCall } from "../shared/agent/dispatcher.js";
+import { createTokenVerifier } from "../shared/auth/token-verifier.js";
 import { loadConfig } from "../shared/config.js";
 import { createApiDeps } from "../shared/deps.js";
 import { ensureTable } from "../shared/store/table.js";
@@ -60,23 +61,32 @@ export async function benchMcp(
   options: { calls: number; coldStarts: number },
 ): Promise<McpBenchResult> {
   const issuer = await createDevIssuer();
-  const jwtEnv = { JWT_ISSUER: issuer.issuer, JWT_JWKS: JSON.stringify({ keys: [issuer.publicJwk] }) };
-  const config = loadConfig({
-    DYNAMODB_ENDPOINT: env.dynamoEndpoint,
-    TABLE_NAME: env.table,
-    POWERTOOLS_LOG_LEVEL: "SILENT",
-    ...jwtEnv,
-  });
-  const deps = createApiDeps(config);
-  await ensureTable(deps.ddb, config.table.name);
+  const jwtEnv = devIssuerEnv(issuer);
+  // Built once the server listens: MCP_RESOURCE_URL is its own URL + /mcp, as `npm run dev` sets it.
+  let deps: ReturnType<typeof createApiDeps> | undefined;
   const server = await startDevServer({
-    handler: createHandler(deps) as Handler,
-    verification: devVerification(issuer),
+    serve: async (url) => {
+      const config = loadConfig({
+        DYNAMODB_ENDPOINT: env.dynamoEndpoint,
+        TABLE_NAME: env.table,
+        POWERTOOLS_LOG_LEVEL: "SILENT",
+        MCP_RESOURCE_URL: `${url}/mcp`,
+        ...jwtEnv,
+      });
+      deps = createApiDeps(config);
+      await ensureTable(deps.ddb, config.table.name);
+      return {
+        handler: createHandler(deps) as Handler,
+        verifier: createTokenVerifier(config.auth),
+        timeoutMs: 29_000,
+      };
+    },
     host: "127.0.0.1",
     port: 0,
-    timeoutMs: 29_000,
     log: () => {},
   });
+  if (!deps) throw new Error("The dev server did not build its dependencies.");
+  const { tools, ddb } = deps;
   const mcpUrl = new URL(`${server.url}/mcp`);
   const token = await mintToken(issuer, WRITER, { audience: mcpUrl.href });
   const client = new Client({ name: "boundloop-bench", version: "1.0.0" });
@@ -94,7 +104,7 @@ export async function benchMcp(
     const runId = `run_${randomUUID()}`;
     const result = await dispatchToolCall(
       { id: "call_1", name: "calculateTax", arguments: JSON.stringify(GB) },
-      deps.tools,
+      tools,
       security,
       { runId, runScope: runId, occurrence: 0, signal: new AbortController().signal },
     );
@@ -111,7 +121,7 @@ export async function benchMcp(
   } finally {
     await client.close();
     await server.stop();
-    deps.ddb.destroy();
+    ddb.destroy();
   }
   const cold = await coldStarts(env, jwtEnv, issuer, options.coldStarts);
   const mcpCallMs = summarize(mcpMs, 2);
@@ -190,6 +200,7 @@ async function coldStarts(
     TABLE_NAME: env.table,
     DYNAMODB_ENDPOINT: env.dynamoEndpoint,
     ...jwtEnv,
+    MCP_RESOURCE_URL: `https://${host}/mcp`,
   };
   const once = async (event: string, check: (body: string) => boolean) => {
     const source = `

@@ -58,6 +58,8 @@ const BOTH = ["api", "runner"] as const;
  * the durable execution timeout (the stack's own: the timeout follows `asyncRunTimeoutMs` and
  * `approvalTimeoutSeconds`), the key's secret (`openaiApiKeySecretName`), DynamoDB endpoint and region,
  * the Bedrock endpoint (the stack's Region's), and IAM_PRINCIPAL_TENANTS (the stack has no function URL).
+ * `mcpResourceUrl` is optional: without it the stack gives `/mcp` its HTTP API's own URL + `/mcp`
+ * (infra/stack.ts); give it when a custom domain or a proxy fronts the API.
  * `modelProvider` defaults to `bedrock` on a personal deploy ({@link readDeploySettings}); with
  * `bedrock`, `bedrockModelId` is also the one model the roles may invoke (infra/bedrock-access.ts).
  */
@@ -90,6 +92,9 @@ export const RUNTIME_SETTINGS = [
   { context: "maxBodyBytes", env: "MAX_BODY_BYTES", functions: API },
   { context: "tenantClaims", env: "TENANT_CLAIMS", functions: API },
   { context: "permissionClaims", env: "PERMISSION_CLAIMS", functions: API },
+  { context: "permissionListClaims", env: "PERMISSION_LIST_CLAIMS", functions: API },
+  { context: "jwtAlgorithms", env: "JWT_ALGORITHMS", functions: API },
+  { context: "mcpResourceUrl", env: "MCP_RESOURCE_URL", functions: API },
   { context: "dynamodbRequestTimeoutMs", env: "DYNAMODB_REQUEST_TIMEOUT_MS", functions: BOTH },
   { context: "logLevel", env: "POWERTOOLS_LOG_LEVEL", functions: BOTH },
   { context: "tracing", env: "TRACING", functions: BOTH },
@@ -271,8 +276,8 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
   }
   // The built-in pool's trigger writes the claims the API reads (shared/user-roles.ts); another claim
   // list would either be ignored or trust a claim the pool never vouches for.
-  const claimKeys = RUNTIME_SETTINGS.filter(
-    (setting) => setting.env === "TENANT_CLAIMS" || setting.env === "PERMISSION_CLAIMS",
+  const claimKeys = RUNTIME_SETTINGS.filter((setting) =>
+    (["TENANT_CLAIMS", "PERMISSION_CLAIMS", "PERMISSION_LIST_CLAIMS"] as string[]).includes(setting.env),
   ).filter((setting) => runtime[setting.env] !== undefined);
   if (settings.jwtIssuer === undefined && claimKeys.length > 0) {
     throw new DeploySettingsError(

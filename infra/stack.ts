@@ -317,6 +317,11 @@ export class BoundloopStack extends Stack {
       },
     });
 
+    // /mcp's audience is the stack's own URL unless the deployment names another (mcpResourceUrl): the
+    // function never derives it from a request's Host (docs/mcp.md).
+    if (settings.runtime.MCP_RESOURCE_URL === undefined) {
+      fn.addEnvironment("MCP_RESOURCE_URL", `${api.apiEndpoint}/mcp`);
+    }
     const integration = new HttpLambdaIntegration("ApiIntegration", fn);
     for (const route of ROUTES) {
       const [created] = api.addRoutes({

@@ -1,34 +1,28 @@
 /**
- * The local stand-in for the identity provider and API Gateway's JWT authorizer used by `npm run dev`
- * and `npm run token`: an RS256 key pair generated at start, tokens signed with it, and a check that
- * follows the HTTP API JWT authorizer's rules
- * (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-jwt-authorizer.html):
- * the token comes from the Authorization header (with or without "Bearer "), its `kid` must match a
- * key, the signature must verify, `iss` must equal the issuer, `aud` (or `client_id` when there is
- * no `aud`) must name an allowed audience, `exp` must be in the future, and `nbf` and `iat` in the past.
+ * The local stand-in for the identity provider used by `npm run dev` and `npm run token`: an RS256 key
+ * pair generated at start, tokens signed with it, and the token settings that trust it
+ * ({@link devAuthSettings}). The tokens are checked by the service's one verifier
+ * (shared/auth/token-verifier.ts), whose `gateway` rules follow API Gateway's JWT authorizer.
  */
 import { chmod, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   calculateJwkThumbprint,
-  createLocalJWKSet,
-  errors,
   exportJWK,
   generateKeyPair,
   importJWK,
   type JWK,
   type JWTPayload,
-  jwtVerify,
   SignJWT,
 } from "jose";
-import type { TokenVerification } from "../functions/stream/entry.js";
+import type { AuthSettings } from "../shared/auth/settings.js";
 
 /** The audience the dev server accepts by default (the one events/seed-scenario.json carries). */
 export const DEV_AUDIENCE = "boundloop-api";
 /** The issuer of locally minted tokens. Not a URL anyone can fetch: the key never leaves this machine. */
 export const DEV_ISSUER = "urn:boundloop:local-dev-issuer";
-/** The only algorithm used and accepted (API Gateway's JWT authorizer verifies RS256). */
+/** The only algorithm used and accepted (what Cognito signs with, and API Gateway's JWT authorizer verifies). */
 export const DEV_ALG = "RS256";
 /** The claims of the demo token `npm run dev` prints. */
 export const DEMO_CLAIMS = {
@@ -58,7 +52,7 @@ export function defaultIssuerFile(port: number): string {
 /**
  * Generates a fresh RS256 key pair for a local issuer.
  * @returns the issuer description, ready for {@link writeIssuerFile}, {@link mintToken} and
- *   {@link createJwtAuthorizer}
+ *   {@link devAuthSettings}
  */
 export async function createDevIssuer(
   options: { issuer?: string; audience?: string } = {},
@@ -183,64 +177,33 @@ export async function mintToken(
     .sign(key);
 }
 
-/** The authorizer's verdict: the verified claims, or why the request gets 401. */
-export type JwtVerdict = { ok: true; claims: JWTPayload } | { ok: false; reason: string };
-
 /**
- * The check of the local issuer's tokens: its `iss`, its audience, and its public key as the key set
- * (jose's local JWKS), in the shape the streaming entry verifies with (functions/stream/entry.ts).
+ * The token settings (Config `auth`) that trust a local issuer: its `iss`, its audience as the API's, RS256,
+ * and its public key as the key set (inline, as JWT_JWKS holds it), for the one verifier
+ * (shared/auth/token-verifier.ts). `mcpResourceUrl` is the `/mcp` URL tokens may also name.
  */
-export function devVerification(
+export function devAuthSettings(
   issuer: Pick<DevIssuerFile, "issuer" | "audience" | "publicJwk">,
-): TokenVerification {
+  options: { mcpResourceUrl?: string } = {},
+): AuthSettings {
   return {
     issuer: issuer.issuer,
-    audience: [issuer.audience],
-    keys: createLocalJWKSet({ keys: [issuer.publicJwk] }),
+    audiences: [issuer.audience],
+    algorithms: [DEV_ALG],
+    jwksUrl: undefined,
+    jwks: { keys: [issuer.publicJwk as Record<string, unknown>] },
+    mcpResourceUrl: options.mcpResourceUrl,
   };
 }
 
 /**
- * Builds a check with the JWT authorizer's rules (see the module comment) against `verification`'s
- * issuer, audiences (API Gateway's `audience` list) and keys: the local issuer's ({@link devVerification})
- * or a real issuer's key set (`npm run dev` with JWT_ISSUER, jose's remote JWKS). The check never
- * throws: every failure is `{ ok: false, reason }`, which the dev server turns into 401
- * `{"message":"Unauthorized"}` as API Gateway does.
+ * The same settings as the environment variables the functions read (JWT_ISSUER, JWT_AUDIENCE, JWT_JWKS),
+ * for `npm run dev` and test stacks that trust a local issuer.
  */
-export function createJwtAuthorizer(
-  verification: TokenVerification,
-): (authorization: string | undefined) => Promise<JwtVerdict> {
-  return async (authorization) => {
-    const token = authorization?.replace(/^Bearer\s+/i, "").trim();
-    if (!token) return { ok: false, reason: "the Authorization header is missing" };
-    try {
-      const { payload } = await jwtVerify(token, verification.keys, {
-        issuer: verification.issuer,
-        algorithms: [DEV_ALG],
-        requiredClaims: ["exp"],
-      });
-      const audiences = typeof payload.aud === "string" ? [payload.aud] : (payload.aud ?? []);
-      const audienceOk =
-        audiences.length > 0
-          ? audiences.some((aud) => verification.audience.includes(aud))
-          : typeof payload.client_id === "string" && verification.audience.includes(payload.client_id);
-      if (!audienceOk) return { ok: false, reason: "the token's audience is not allowed" };
-      if (typeof payload.iat === "number" && payload.iat > Math.floor(Date.now() / 1000)) {
-        return { ok: false, reason: "the token was issued in the future" };
-      }
-      return { ok: true, claims: payload };
-    } catch (error) {
-      return { ok: false, reason: describeJoseError(error) };
-    }
+export function devIssuerEnv(issuer: Pick<DevIssuerFile, "issuer" | "audience" | "publicJwk">) {
+  return {
+    JWT_ISSUER: issuer.issuer,
+    JWT_AUDIENCE: issuer.audience,
+    JWT_JWKS: JSON.stringify({ keys: [issuer.publicJwk] }),
   };
-}
-
-function describeJoseError(error: unknown): string {
-  if (error instanceof errors.JWTExpired) return "the token has expired";
-  if (error instanceof errors.JWSSignatureVerificationFailed) return "the signature does not verify";
-  if (error instanceof errors.JWKSNoMatchingKey) return "no key matches the token's kid";
-  if (error instanceof errors.JWTClaimValidationFailed) return `the "${error.claim}" claim is invalid`;
-  if (error instanceof errors.JOSEAlgNotAllowed) return "the token's algorithm is not allowed";
-  if (error instanceof errors.JOSEError) return "the token is malformed";
-  return "the token could not be verified";
 }

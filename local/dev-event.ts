@@ -4,46 +4,16 @@
  * https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-develop-integrations-lambda.html
  * and events/seed-scenario.json.
  */
+import { isUtf8 } from "node:buffer";
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { APIGatewayProxyEventV2WithJWTAuthorizer } from "aws-lambda";
 import type { JWTPayload } from "jose";
+import { jwtAuthorizerOf } from "../shared/auth/gateway-claims.js";
 
 /** Account and API ids in local events (the ones `sam local` uses). */
 const LOCAL_ACCOUNT_ID = "123456789012";
 const LOCAL_API_ID = "1234567890";
-
-/**
- * A claim value as API Gateway renders it for the function: strings as they are, numbers and booleans
- * as text, arrays as "[a b]", objects as "map[k:v]" (the authorizer's Go-style rendering).
- */
-export function claimAsString(value: unknown): string {
-  if (typeof value === "string") return value;
-  if (Array.isArray(value)) return `[${value.map(claimAsString).join(" ")}]`;
-  if (value !== null && typeof value === "object") {
-    return `map[${Object.entries(value)
-      .map(([key, item]) => `${key}:${claimAsString(item)}`)
-      .join(" ")}]`;
-  }
-  return String(value);
-}
-
-/** All claims rendered with {@link claimAsString}. */
-export function claimsAsStrings(payload: JWTPayload): Record<string, string> {
-  return Object.fromEntries(Object.entries(payload).map(([key, value]) => [key, claimAsString(value)]));
-}
-
-/**
- * The token's scopes: the `scope` claim split on spaces, or an `scp` array; null when it has none
- * (API Gateway sends `"scopes": null` then).
- */
-export function scopesOf(payload: JWTPayload): string[] | null {
-  const raw = payload.scope ?? payload.scp;
-  const scopes = (typeof raw === "string" ? raw.split(" ") : Array.isArray(raw) ? raw.map(String) : [])
-    .map((scope) => scope.trim())
-    .filter((scope) => scope.length > 0);
-  return scopes.length > 0 ? scopes : null;
-}
 
 /** Whether API Gateway passes a body of this media type as text (else it is base64 encoded). */
 export function isTextContentType(contentType: string | undefined): boolean {
@@ -80,7 +50,8 @@ export interface RequestParts {
  * - `queryStringParameters` with repeated names joined with ","; absent when there is no query
  * - `requestContext.authorizer.jwt` `{claims (all strings), scopes}` when `claims` is given (absent
  *   for routes without an authorizer)
- * - `body` as text for textual media types, else base64 with `isBase64Encoded: true`; absent when empty
+ * - `body` as text for textual media types whose bytes are valid UTF-8, else base64 with
+ *   `isBase64Encoded: true` (never decoded lossily); absent when empty
  * - `routeKey` "$default" (the dev server forwards every route, the app answers unknown ones with 404)
  */
 export function toHttpApiEvent(
@@ -108,7 +79,9 @@ export function toHttpApiEvent(
   const query: Record<string, string> = {};
   for (const name of new Set(url.searchParams.keys())) query[name] = url.searchParams.getAll(name).join(",");
   const host = headers.host ?? "127.0.0.1";
-  const text = isTextContentType(headers["content-type"]);
+  // Text only when it decodes losslessly: bytes that are not UTF-8 go as base64, so the handler's edge
+  // (functions/api/lambda-adapter.ts) sees exactly what was sent, as it does from `npm run invoke`.
+  const text = isTextContentType(headers["content-type"]) && isUtf8(request.body);
   const event = {
     version: "2.0",
     routeKey: "$default",
@@ -120,9 +93,7 @@ export function toHttpApiEvent(
     requestContext: {
       accountId: LOCAL_ACCOUNT_ID,
       apiId: LOCAL_API_ID,
-      ...(claims
-        ? { authorizer: { jwt: { claims: claimsAsStrings(claims), scopes: scopesOf(claims) } } }
-        : {}),
+      ...(claims ? { authorizer: jwtAuthorizerOf(claims) } : {}),
       domainName: host,
       domainPrefix: host.split(".")[0] ?? host,
       http: {

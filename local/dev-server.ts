@@ -1,22 +1,27 @@
 /**
  * The dev server behind `npm run dev` (local/dev.ts): serves a Lambda handler over HTTP behind a check
- * that follows API Gateway's JWT authorizer (local/dev-auth.ts), turning each request into the HTTP API
- * v2 event the authorizer would produce (local/dev-event.ts).
+ * that follows API Gateway's JWT authorizer (the one token verifier's `gateway` rules,
+ * shared/auth/token-verifier.ts), turning each request into the HTTP API v2 event the authorizer would
+ * produce (local/dev-event.ts).
  *
  * Gateway behaviour mirrored: the stack's public routes (infra/routes.ts: `GET /healthz`,
- * `GET /openapi.json`, the console's page and assets) have no authorizer, every other route does (401
- * `{"message":"Unauthorized"}` with a `www-authenticate` reason); bodies over 10 MB get 413; a handler
- * still running at the timeout gets 503 `{"message":"Service Unavailable"}`; a handler that throws gets
- * 500 `{"message":"Internal Server Error"}`.
+ * `GET /openapi.json`, the console's page and assets) and `/mcp` (which verifies its own token) have no
+ * authorizer, every other route does: 401 `{"message":"Unauthorized"}` (application/json) with
+ * `www-authenticate: Bearer scope="" error="invalid_token" error_description="…"`, as API Gateway writes
+ * it; bodies over 10 MB get 413; a handler still running at the timeout gets 503
+ * `{"message":"Service Unavailable"}`; a handler that throws gets 500 `{"message":"Internal Server Error"}`.
+ * What the stack serves on its streaming function URL ({@link servedByStream}) goes to the streaming
+ * entry with no gateway in front, as there: the entry verifies the token and answers its own 401.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Context, StreamifyHandler } from "aws-lambda";
+import { decodeJwt } from "jose";
 import type { ApiEvent } from "../functions/api/handler.js";
 import { wantsEventStream } from "../functions/api/routes/events.js";
-import type { TokenVerification } from "../functions/stream/entry.js";
 import { isPublicRoute } from "../infra/routes.js";
-import { createJwtAuthorizer } from "./dev-auth.js";
+import { quotedString, type TokenVerdict } from "../shared/auth/bearer.js";
+import type { TokenVerifier } from "../shared/auth/token-verifier.js";
 import { headersOf, type ProxyResult, toHttpApiEvent, writeProxyResult } from "./dev-event.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { invokeStreaming } from "./lambda-streaming.js";
@@ -35,30 +40,41 @@ export interface DevServer {
 }
 
 /**
- * Serves `handler` over HTTP behind the local JWT check (see the module comment).
- * @param options.verification whose tokens the check accepts: the local issuer's
- *   (local/dev-auth.ts `devVerification`), or the issuer JWT_ISSUER names
- * @param options.timeoutMs the function timeout (ms): each request's context counts down from it
- * @throws the listen error (e.g. EADDRINUSE) when the port is taken
+ * What the dev server serves: the handler, the token verifier its gateway checks with (its `gateway`
+ * rules), the function timeout (ms; each request's context counts down from it), and the streaming entry
+ * (functions/stream/entry.ts, run with local/lambda-streaming.ts's stand-in for the runtime): requests
+ * {@link servedByStream} go to it and its body is written as it comes, as the stack's function URL serves
+ * them; without it they are buffered like every other route.
+ */
+export interface DevTarget {
+  handler: Handler;
+  verifier: TokenVerifier;
+  timeoutMs: number;
+  stream?: StreamifyHandler;
+}
+
+/**
+ * Serves a {@link DevTarget} over HTTP behind the local JWT check (see the module comment).
+ * @param options.serve the target, or a function that builds it from the server's URL once it listens
+ *   (so the configuration can name it: MCP_RESOURCE_URL); requests wait for it
+ * @throws the listen error (e.g. EADDRINUSE) when the port is taken, or the error `serve` threw (the
+ *   server is closed then)
  */
 export async function startDevServer(options: {
-  handler: Handler;
-  verification: TokenVerification;
+  serve: DevTarget | ((url: string) => DevTarget | Promise<DevTarget>);
   host: string;
   port: number;
-  timeoutMs: number;
-  /**
-   * The streaming entry (functions/stream/entry.ts, run with local/lambda-streaming.ts's stand-in for
-   * the runtime): requests {@link servedByStream} goes to it and its body is written as it comes, as the
-   * stack's function URL serves them; without it they are buffered like every other route.
-   */
-  stream?: StreamifyHandler;
   log?: (line: string) => void;
 }): Promise<DevServer> {
   const write = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const authorize = createJwtAuthorizer(options.verification);
+  // Requests that arrive before the target is built wait for it.
+  let resolveTarget: (target: DevTarget) => void = () => {};
+  const ready = new Promise<DevTarget>((resolve) => {
+    resolveTarget = resolve;
+  });
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<string> {
+    const target = await ready;
     const method = (req.method ?? "GET").toUpperCase();
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
     const body = await readBody(req);
@@ -66,16 +82,19 @@ export async function startDevServer(options: {
       gatewayError(res, 413, "Request Entity Too Large");
       return "";
     }
-    let claims: Awaited<ReturnType<typeof authorize>> | undefined;
-    if (!isPublicRoute(method, path)) {
-      claims = await authorize(req.headers.authorization);
-      if (!claims.ok) {
+    const streamed = target.stream !== undefined && servedByStream(method, path, req.headers);
+    let verdict: TokenVerdict | undefined;
+    if (!streamed && !isPublicRoute(method, path)) {
+      verdict = await target.verifier.gateway(req.headers.authorization);
+      if (!verdict.ok) {
+        const reason = verdict.error ? verdict.description : "the Authorization header is missing";
         gatewayError(res, 401, "Unauthorized", {
-          "www-authenticate": `Bearer error="invalid_token", error_description="${claims.reason}"`,
+          "www-authenticate": `Bearer scope="" error="invalid_token" error_description=${quotedString(reason)}`,
         });
-        return ` (${claims.reason})`;
+        return ` (${reason})`;
       }
     }
+    const claims = verdict?.ok ? verdict.claims : undefined;
     const event = toHttpApiEvent(
       {
         method,
@@ -83,24 +102,30 @@ export async function startDevServer(options: {
         headers: headersOf(req),
         body,
         sourceIp: (req.socket.remoteAddress ?? "127.0.0.1").replace(/^::ffff:/, ""),
-        localPort: req.socket.localPort ?? options.port,
+        localPort: req.socket.localPort ?? 0,
       },
-      claims?.ok ? claims.claims : undefined,
+      claims,
     );
-    if (options.stream && servedByStream(method, path, req.headers)) {
-      await streamResponse(options.stream, event, res);
-      return claims?.ok ? ` (tenant ${String(claims.claims.tenant_id ?? "?")}, streamed)` : " (streamed)";
+    const tenant = claims ? ` (tenant ${String(claims.tenant_id ?? "?")})` : "";
+    if (target.stream && streamed) {
+      const status = await streamResponse(target.stream, event, res);
+      return status === 401 ? "" : ` (${tenantNote(req.headers.authorization)}streamed)`;
     }
-    const context = createLambdaContext(options.timeoutMs);
+    return (await invoke(target, event, res)) + tenant;
+  }
+
+  /** Invokes the handler with `event` against the function timeout; writes its result or the gateway's. */
+  async function invoke(target: DevTarget, event: unknown, res: ServerResponse): Promise<string> {
+    const context = createLambdaContext(target.timeoutMs);
     let timer: NodeJS.Timeout | undefined;
     try {
       const timedOut = new Promise<"timeout">((resolve) => {
-        timer = setTimeout(() => resolve("timeout"), options.timeoutMs);
+        timer = setTimeout(() => resolve("timeout"), target.timeoutMs);
       });
-      const result = await Promise.race([options.handler(event as unknown as ApiEvent, context), timedOut]);
+      const result = await Promise.race([target.handler(event as ApiEvent, context), timedOut]);
       if (result === "timeout") {
         gatewayError(res, 503, "Service Unavailable");
-        return ` (the function timed out after ${options.timeoutMs} ms)`;
+        return ` (the function timed out after ${target.timeoutMs} ms)`;
       }
       writeProxyResult(res, result as ProxyResult | string);
     } catch (error) {
@@ -111,7 +136,7 @@ export async function startDevServer(options: {
     } finally {
       clearTimeout(timer);
     }
-    return claims?.ok ? ` (tenant ${String(claims.claims.tenant_id ?? "?")})` : "";
+    return "";
   }
 
   const server = createServer((req, res) => {
@@ -134,14 +159,19 @@ export async function startDevServer(options: {
     });
   });
   const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://${options.host}:${port}`,
-    port,
-    async stop() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+  const url = `http://${options.host}:${port}`;
+  const stop = async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
   };
+  try {
+    const target = await (typeof options.serve === "function" ? options.serve(url) : options.serve);
+    resolveTarget(target);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url, port, stop };
 }
 
 /**
@@ -168,7 +198,11 @@ export function servedByStream(
  * Invokes the streaming handler with `event` and writes its metadata, then each chunk as it comes, to
  * `res`; a client that hangs up destroys the handler's stream (the run goes on, as on AWS).
  */
-async function streamResponse(handler: StreamifyHandler, event: unknown, res: ServerResponse): Promise<void> {
+async function streamResponse(
+  handler: StreamifyHandler,
+  event: unknown,
+  res: ServerResponse,
+): Promise<number> {
   // The streaming function's 15-minute timeout (infra/stack.ts STREAM_FUNCTION_TIMEOUT_SECONDS).
   const { stream, done } = invokeStreaming(handler, event, createLambdaContext(900_000, "boundloop-stream"));
   const metadata = await Promise.race([stream.metadata, done.then(() => stream.metadata)]);
@@ -179,6 +213,20 @@ async function streamResponse(handler: StreamifyHandler, event: unknown, res: Se
   });
   stream.pipe(res);
   await done;
+  return metadata.statusCode ?? 200;
+}
+
+/**
+ * "tenant X, " for the log line of a streamed request the streaming entry served: the tenant claim of its
+ * bearer token (which the entry has verified; decoded here for the log only), or "" when unreadable.
+ */
+function tenantNote(authorization: string | undefined): string {
+  try {
+    const tenant = decodeJwt(authorization?.replace(/^Bearer\s+/i, "") ?? "").tenant_id;
+    return tenant === undefined ? "" : `tenant ${String(tenant)}, `;
+  } catch {
+    return "";
+  }
 }
 
 /** Reads the request body; undefined when it is over API Gateway's 10 MB limit. */

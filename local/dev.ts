@@ -20,21 +20,20 @@
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { tokenVerificationFromConfig } from "../functions/stream/entry.js";
-import { FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
+import { createTokenVerifier } from "../shared/auth/token-verifier.js";
+import { FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
 import {
   createDevIssuer,
   DEMO_CLAIMS,
-  DEV_ALG,
   DEV_AUDIENCE,
   type DevIssuerFile,
   defaultIssuerFile,
-  devVerification,
+  devIssuerEnv,
   mintToken,
   removeIssuerFile,
   writeIssuerFile,
 } from "./dev-auth.js";
-import { type DevServer, type Handler, startDevServer } from "./dev-server.js";
+import { type DevServer, type DevTarget, type Handler, startDevServer } from "./dev-server.js";
 import { readEnvVarsFile } from "./env-vars.js";
 import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
 import { type LocalStack, startLocalStack } from "./local-stack.js";
@@ -127,8 +126,8 @@ type DevOptions = ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>["val
  * - JWT_ISSUER set (the environment or `--env-vars`): that issuer, as deployed: its keys from JWT_JWKS_URL
  *   (default `<issuer>/.well-known/jwks.json`) or JWT_JWKS, audiences JWT_AUDIENCE (default `--audience`,
  *   else boundloop-api); nothing is minted, and the console signs in there when CONSOLE_CLIENT_ID is set;
- * - else a local issuer with an RS256 key generated now (local/dev-auth.ts), which JWT_ISSUER and
- *   JWT_JWKS then name; a CONSOLE_CLIENT_ID is dropped (no issuer to sign in at).
+ * - else a local issuer with an RS256 key generated now (local/dev-auth.ts), which JWT_ISSUER,
+ *   JWT_AUDIENCE and JWT_JWKS then name; a CONSOLE_CLIENT_ID is dropped (no issuer to sign in at).
  * @returns the local issuer, or undefined when JWT_ISSUER names the issuer
  * @throws Error for `--issuer` with JWT_ISSUER set (two issuers named)
  */
@@ -140,8 +139,7 @@ async function setUpIssuer(values: DevOptions): Promise<DevIssuerFile | undefine
     return undefined;
   }
   const issuer = await createDevIssuer({ issuer: values.issuer, audience: values.audience });
-  process.env.JWT_ISSUER = issuer.issuer;
-  process.env.JWT_JWKS = JSON.stringify({ keys: [issuer.publicJwk] });
+  Object.assign(process.env, devIssuerEnv(issuer));
   if (process.env.CONSOLE_CLIENT_ID) {
     log("dev: CONSOLE_CLIENT_ID is ignored without JWT_ISSUER: the console takes the printed links' tokens.");
     delete process.env.CONSOLE_CLIENT_ID;
@@ -188,27 +186,17 @@ async function main(argv: string[]): Promise<void> {
   const stack = await starting;
   Object.assign(process.env, vars, stack.env);
   const issuer = await setUpIssuer(values);
-  // The deployed handler's factory, with `Prefer: respond-async` runs on the local durable runner.
-  const { createLocalDurableApi } = await import("./durable-runner.js");
-  const { loadConfig } = await import("../shared/config.js");
-  const config = loadConfig(process.env);
-  const verification = issuer ? devVerification(issuer) : tokenVerificationFromConfig(config);
-  const local = createLocalDurableApi(config);
-  const timeout = localFunctionTimeout(config.limits, values.timeoutS, MAX_FUNCTION_TIMEOUT_SECONDS);
-  if (timeout.note) log(`dev: ${timeout.note}`);
-  durableApi = local;
   server = await startDevServer({
-    handler: local.handler as Handler,
-    stream: await localStreamHandler(config, verification, local.executions),
-    verification,
+    serve: (url) => devTarget(url, values.timeoutS),
     host: values.host,
     port: values.portNumber,
-    timeoutMs: timeout.timeoutMs,
   });
+  const config = loadConfig(process.env);
   if (!issuer) {
-    const keys = config.mcp.jwks ? "JWT_JWKS" : (config.mcp.jwksUrl ?? "<issuer>/.well-known/jwks.json");
+    const { auth } = config;
+    const keys = auth.jwks ? "JWT_JWKS" : (auth.jwksUrl ?? "<issuer>/.well-known/jwks.json");
     log(
-      `dev: local API on port ${server.port} at ${server.url} (functions/api/handler.ts handler; JWT check: ${DEV_ALG}, issuer ${verification.issuer} (JWT_ISSUER), audience ${verification.audience.join(", ")}, keys from ${keys})`,
+      `dev: local API on port ${server.port} at ${server.url} (functions/api/handler.ts handler; JWT check: ${auth.algorithms.join(", ")}, issuer ${auth.issuer} (JWT_ISSUER), audience ${auth.audiences.join(", ")}, keys from ${keys}; /mcp audience ${auth.mcpResourceUrl})`,
     );
     process.stdout.write(issuerWelcome(server.url, config.console.clientId));
     return;
@@ -218,7 +206,31 @@ async function main(argv: string[]): Promise<void> {
   log(
     `dev: local API on port ${server.port} at ${server.url} (functions/api/handler.ts handler; JWT check: ${issuer.alg}, issuer ${issuer.issuer}, audience ${issuer.audience}, key generated at start)`,
   );
-  process.stdout.write(await localWelcome(issuer, server, values));
+  process.stdout.write(await localWelcome(issuer, server, values, config.auth.mcpResourceUrl ?? ""));
+}
+
+/**
+ * What the dev server serves once it listens at `url`: MCP_RESOURCE_URL is set to `url` + `/mcp` unless
+ * the environment names it (the stack sets its API's own URL the same way), then the configuration is
+ * read, and the deployed handler's factory serves it, with `Prefer: respond-async` runs on the local
+ * durable runner and the streaming entry for what the function URL serves; every token check is the one
+ * verifier of `config.auth`.
+ */
+async function devTarget(url: string, timeoutS: number | undefined): Promise<DevTarget> {
+  process.env.MCP_RESOURCE_URL ||= `${url}/mcp`;
+  const { createLocalDurableApi } = await import("./durable-runner.js");
+  const config = loadConfig(process.env);
+  const verifier = createTokenVerifier(config.auth);
+  const local = createLocalDurableApi(config);
+  durableApi = local;
+  const timeout = localFunctionTimeout(config.limits, timeoutS, MAX_FUNCTION_TIMEOUT_SECONDS);
+  if (timeout.note) log(`dev: ${timeout.note}`);
+  return {
+    handler: local.handler as Handler,
+    stream: await localStreamHandler(config, verifier, local.executions),
+    verifier,
+    timeoutMs: timeout.timeoutMs,
+  };
 }
 
 /** What `npm run dev` prints at start with JWT_ISSUER set: where to sign in, and how to call the API. */
@@ -239,7 +251,12 @@ function issuerWelcome(url: string, consoleClientId: string | undefined): string
 }
 
 /** What `npm run dev` prints at start with its local issuer: the demo token, curl, the console links. */
-async function localWelcome(issuer: DevIssuerFile, server: DevServer, values: DevOptions): Promise<string> {
+async function localWelcome(
+  issuer: DevIssuerFile,
+  server: DevServer,
+  values: DevOptions,
+  mcpUrl: string,
+): Promise<string> {
   const token = await mintToken(issuer, { ...DEMO_CLAIMS });
   const consoleLinks = await consoleLinksFor(issuer, server.url, values.as ?? []);
   const seed = JSON.parse(
@@ -275,10 +292,10 @@ async function localWelcome(issuer: DevIssuerFile, server: DevServer, values: De
     `  -d ${shellQuote(seed.body)}`,
     "",
     ...consoleLinks,
-    `MCP (docs/mcp.md): ${server.url}/mcp with a token whose audience is that URL:`,
+    `MCP (docs/mcp.md): ${mcpUrl} with a token whose audience is that URL (MCP_RESOURCE_URL):`,
     "",
-    `  npx @modelcontextprotocol/inspector --cli ${server.url}/mcp --transport http --method tools/list \\`,
-    `    --header "Authorization: Bearer $(${mint} --audience ${server.url}/mcp)"`,
+    `  npx @modelcontextprotocol/inspector --cli ${mcpUrl} --transport http --method tools/list \\`,
+    `    --header "Authorization: Bearer $(${mint} --audience ${mcpUrl})"`,
     "",
     "Ctrl-C stops the server and everything it started.",
     "",

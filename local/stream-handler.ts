@@ -1,5 +1,5 @@
 import type { StreamifyHandler } from "aws-lambda";
-import type { TokenVerification } from "../functions/stream/entry.js";
+import type { TokenVerifier } from "../shared/auth/token-verifier.js";
 import type { Config } from "../shared/config.js";
 import type { ApiDeps } from "../shared/deps.js";
 import type { DurableExecutions } from "../shared/durable/executions.js";
@@ -10,14 +10,14 @@ import { installLambdaStreaming } from "./lambda-streaming.js";
  * The streaming function's entry (functions/stream/entry.ts) as the stack deploys it, for local runs:
  * the same app, the configuration the streaming function has (a synchronous run bounded by
  * STREAM_RUN_TIMEOUT_MS), its own dependencies (durable runs on `executions` when given), and bearer
- * tokens checked with `verification` (the local issuer's, local/dev-auth.ts `devVerification`, or the
- * one JWT_ISSUER names). Installs the runtime stand-in
+ * tokens checked by `verifier` (the one token verifier of `config.auth`, or of a local issuer:
+ * local/dev-auth.ts `devAuthSettings`). Installs the runtime stand-in
  * (local/lambda-streaming.ts) first; invoke the result with `invokeStreaming`. Used by `npm run dev`
  * (what the function URL serves) and `npm start -- --watch`.
  */
 export async function localStreamHandler(
   config: Config,
-  verification: TokenVerification,
+  verifier: TokenVerifier,
   executions?: DurableExecutions,
 ): Promise<StreamifyHandler> {
   installLambdaStreaming();
@@ -40,6 +40,6 @@ export async function localStreamHandler(
   });
   return createStreamHandler(
     (request, env, executionCtx) => app.fetch(request, env, executionCtx as never),
-    () => verification,
+    () => verifier,
   );
 }

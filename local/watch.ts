@@ -5,8 +5,9 @@
  */
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { createParser } from "eventsource-parser";
+import { createTokenVerifier } from "../shared/auth/token-verifier.js";
 import { loadConfig } from "../shared/config.js";
-import { createDevIssuer, devVerification, mintToken } from "./dev-auth.js";
+import { createDevIssuer, devAuthSettings, mintToken } from "./dev-auth.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { invokeStreaming } from "./lambda-streaming.js";
 import { formatRunEvent } from "./run-report.js";
@@ -58,7 +59,7 @@ export async function startWatcher(seed: APIGatewayProxyEventV2): Promise<Watche
     scope: claims.scope,
   });
   const config = loadConfig(process.env);
-  const handler = await localStreamHandler(config, devVerification(issuer));
+  const handler = await localStreamHandler(config, createTokenVerifier(devAuthSettings(issuer)));
   const context = () =>
     createLambdaContext(config.stream.runTimeoutMs + config.limits.deadlineReserveMs, "boundloop-stream");
 

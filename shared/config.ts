@@ -84,8 +84,8 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * module documents it): `model`, `prompts` (config/model-provider.ts); `table` (config/dynamodb.ts);
  * `limits`, `history` (config/run-limits.ts); `quotes`, `idempotency`, `runs` (config/retention.ts);
  * `identity`, `http`, `console` (config/http-identity.ts); `durable` (config/durable-runs.ts);
- * `approvals` (config/approval-rules.ts); `stream` (config/event-streams.ts); `mcp`
- * (config/token-issuer.ts); `observability`, `tracing` (config/telemetry.ts); `grounding`
+ * `approvals` (config/approval-rules.ts); `stream` (config/event-streams.ts); `auth`, every bearer
+ * token check (config/token-issuer.ts); `observability`, `tracing` (config/telemetry.ts); `grounding`
  * (config/answer-grounding.ts).
  */
 export interface Config extends Intersection<ReturnType<Section["config"]>> {}

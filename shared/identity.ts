@@ -17,12 +17,15 @@ export interface SecurityContext {
   permissions: readonly string[];
 }
 
-/** The identity settings of {@link Config} (TENANT_CLAIMS, PERMISSION_CLAIMS, IAM_PRINCIPAL_TENANTS). */
+/**
+ * The identity settings of {@link Config} (TENANT_CLAIMS, PERMISSION_CLAIMS, PERMISSION_LIST_CLAIMS,
+ * IAM_PRINCIPAL_TENANTS).
+ */
 export type IdentityConfig = Config["identity"];
 
 /**
- * The defaults of {@link IdentityConfig} (those of TENANT_CLAIMS, PERMISSION_CLAIMS and
- * IAM_PRINCIPAL_TENANTS in shared/config.ts), for callers without a Config (scripts, unit tests).
+ * The defaults of {@link IdentityConfig} (those of TENANT_CLAIMS, PERMISSION_CLAIMS,
+ * PERMISSION_LIST_CLAIMS and IAM_PRINCIPAL_TENANTS in shared/config.ts), for callers without a Config (scripts, unit tests).
  */
 export const DEFAULT_IDENTITY_CONFIG: IdentityConfig = CONFIG_DEFAULTS.identity;
 
@@ -50,25 +53,42 @@ const IamAuthorizer = z.object({
 });
 
 /**
- * Splits a permission claim into distinct permissions: a space separated string ("a b"), API
- * Gateway's rendering of an array ("[a b]" from an HTTP API JWT authorizer), a comma separated string
- * ("a,b", how a REST API Cognito authorizer renders `cognito:groups`), or a real array.
+ * How the claims reached the function, which decides how a list claim's string is read:
+ * - `verified`: as issued, JSON types kept (a token the function verified itself: `/mcp`);
+ * - `http-api`: rendered by API Gateway's HTTP API JWT authorizer (`requestContext.authorizer.jwt`),
+ *   every claim a string, an array as "[a b]" (shared/auth/gateway-claims.ts `claimAsString`);
+ * - `rest-api`: rendered by a REST API Cognito or JWT authorizer (`requestContext.authorizer.claims`),
+ *   an array as "a,b".
  */
-export function splitPermissions(value: string | readonly string[] | undefined): string[] {
-  if (value === undefined) return [];
-  const items =
-    typeof value === "string"
-      ? value
-          .trim()
-          .replace(/^\[(.*)\]$/s, "$1")
-          .split(/[\s,]+/)
-      : value;
+export type ClaimRendering = "verified" | "http-api" | "rest-api";
+
+/** Space-delimited tokens (RFC 6749 section 3.3: `scope-token *( SP scope-token )`), empties dropped. */
+const spaceDelimited = (text: string) => text.split(" ");
+
+/**
+ * The permissions one claim grants.
+ * - An array: its items, each one whole permission.
+ * - A string of a claim that is not a list claim (`scope`, or any claim PERMISSION_LIST_CLAIMS leaves
+ *   out): split on spaces only, so `"openid,billing:approve"` or `"[billing:approve]"` is one token that
+ *   names no permission.
+ * - A string of a list claim: decoded from the rendering of its authorizer only, "[a b]" from the HTTP
+ *   API, "a,b" from the REST API; verified claims keep arrays as arrays, so their strings split on spaces.
+ */
+export function permissionsOfClaim(
+  value: string | readonly string[],
+  options: { listClaim: boolean; rendering: ClaimRendering },
+): string[] {
+  let items: readonly string[];
+  if (typeof value !== "string") items = value;
+  else if (!options.listClaim || options.rendering === "verified") items = spaceDelimited(value);
+  else if (options.rendering === "rest-api") items = value.split(",");
+  else items = spaceDelimited(/^\[(.*)\]$/s.exec(value.trim())?.[1] ?? value);
   return [...new Set(items.map((item) => item.trim()).filter((item) => item.length > 0))];
 }
 
 /**
  * True when a claim carries no value: absent, empty, JSON null, or the text "null" — authorizers render
- * every claim as a string (see local/dev-event.ts `claimAsString`), so a JSON null arrives as "null".
+ * every claim as a string (see shared/auth/gateway-claims.ts `claimAsString`), so a JSON null arrives as "null".
  * Such a claim is treated exactly like a missing one, never as the id "null".
  */
 function isEmptyClaim(value: unknown): boolean {
@@ -80,15 +100,17 @@ function unauthenticated(detail: string): ProblemError {
 }
 
 /**
- * Builds the security context from token claims (HTTP API v2 JWT authorizer or REST v1 Cognito/JWT
- * authorizer): `sub` → userId; the first of `config.tenantClaims` present → tenantId; every claim of
- * `config.permissionClaims` → permissions (merged, deduplicated).
+ * Builds the security context from token claims (verified by the function itself, or rendered by an
+ * HTTP API v2 JWT authorizer or a REST v1 Cognito/JWT authorizer, as `rendering` says): `sub` → userId;
+ * the first of `config.tenantClaims` present → tenantId; every claim of `config.permissionClaims` →
+ * permissions (merged, deduplicated; each read by {@link permissionsOfClaim}).
  * A claim that is empty, JSON null or the text "null" counts as missing.
  * @throws ProblemError UNAUTHENTICATED when `sub` or the tenant is missing or malformed
  */
 export function securityContextFromClaims(
   claims: Record<string, unknown>,
   config: IdentityConfig = DEFAULT_IDENTITY_CONFIG,
+  rendering: ClaimRendering = "verified",
 ): SecurityContext {
   const sub = Subject.safeParse(claims.sub);
   if (!sub.success || isEmptyClaim(sub.data))
@@ -105,15 +127,31 @@ export function securityContextFromClaims(
       `The tenant claim \`${tenantClaim}\` is malformed: ${tenant.error.issues[0]?.message}.`,
     );
   }
+  return { userId: sub.data, tenantId: tenant.data, permissions: permissionsOf(claims, config, rendering) };
+}
+
+/**
+ * Every permission the claims of `config.permissionClaims` grant, merged and deduplicated.
+ * @throws ProblemError UNAUTHENTICATED when such a claim is neither a string nor an array of strings
+ */
+function permissionsOf(
+  claims: Record<string, unknown>,
+  config: IdentityConfig,
+  rendering: ClaimRendering,
+): string[] {
   const permissions = new Set<string>();
   for (const name of config.permissionClaims) {
+    if (claims[name] === undefined) continue;
     const value = ClaimValue.safeParse(claims[name]);
-    if (claims[name] !== undefined && !value.success) {
+    if (!value.success) {
       throw unauthenticated(`The permission claim \`${name}\` is neither a string nor an array of strings.`);
     }
-    if (value.success) for (const permission of splitPermissions(value.data)) permissions.add(permission);
+    const listClaim = config.permissionListClaims.includes(name);
+    for (const permission of permissionsOfClaim(value.data, { listClaim, rendering })) {
+      permissions.add(permission);
+    }
   }
-  return { userId: sub.data, tenantId: tenant.data, permissions: [...permissions] };
+  return [...permissions];
 }
 
 /**
@@ -165,9 +203,9 @@ export function securityContextFromEvent(
   const authorizer = (event as { requestContext?: { authorizer?: unknown } } | undefined)?.requestContext
     ?.authorizer;
   const jwt = JwtAuthorizer.safeParse(authorizer);
-  if (jwt.success) return securityContextFromClaims(jwt.data.jwt.claims, config);
+  if (jwt.success) return securityContextFromClaims(jwt.data.jwt.claims, config, "http-api");
   const rest = RestClaimsAuthorizer.safeParse(authorizer);
-  if (rest.success) return securityContextFromClaims(rest.data.claims, config);
+  if (rest.success) return securityContextFromClaims(rest.data.claims, config, "rest-api");
   const iam = IamAuthorizer.safeParse(authorizer);
   if (iam.success) return securityContextFromIam(iam.data.iam, config);
   throw unauthenticated("No verified identity: the request carried no authorizer claims or IAM principal.");

@@ -32,14 +32,15 @@ describe("configuration sections (shared/config/)", () => {
     expect(Object.keys(config).sort()).toEqual(
       [
         "approvals",
+        "auth",
         "console",
         "durable",
+        "grounding",
         "history",
         "http",
         "identity",
         "idempotency",
         "limits",
-        "mcp",
         "model",
         "observability",
         "prompts",

@@ -46,6 +46,11 @@ describe("functions/api/console.ts", () => {
       "/console/assets/manifest.json",
       "/console/assets/../build.ts",
       "/console/x",
+      // Names every plain object has: never a file, whatever the asset table is made of.
+      "/console/assets/constructor",
+      "/console/assets/__proto__",
+      "/console/assets/toString",
+      "/console/assets/hasOwnProperty",
     ]) {
       expect((await consoleResponse(path, settings)).status, path).toBe(404);
     }

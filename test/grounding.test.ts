@@ -80,6 +80,13 @@ describe("the check", () => {
     expect(numbersIn("3 invoices")).toEqual([{ text: "3", values: ["3"] }]);
   });
 
+  it("reads a long word in linear time: a 20 000-letter tool result beside 12.50 and an id", () => {
+    // One regular expression for "a word with a letter and a digit" backtracked cubically here and
+    // stalled the event loop (the loop-bounds test's 40 KB tool result never finished).
+    const text = `${"é".repeat(20_000)} 12.50 ${"a".repeat(20_000)}7 ${"9".repeat(5_000)}x`;
+    expect(numbersIn(text)).toEqual([{ text: "12.50", values: ["12.5"] }]);
+  });
+
   it("the system prompt and the model's own text ground nothing; the prompt does", () => {
     expect(checkGrounding("It costs 999.", transcript(QUOTE)).ungrounded).toEqual([
       { text: "999", value: "999" },

@@ -20,9 +20,17 @@ describe("the HTTP API's configuration (shared/config.ts)", () => {
     expect(config.identity).toEqual({
       tenantClaims: ["tenant_id", "custom:tenant_id"],
       permissionClaims: ["scope", "permissions", "cognito:groups"],
+      permissionListClaims: ["permissions", "cognito:groups"],
       iamPrincipals: {},
-      // Set only on the streaming function (docs/run-events.md).
-      jwt: { issuer: undefined, audience: [] },
+    });
+    // The stack sets the issuer, audiences and MCP resource (infra/stack.ts); unset, no token is accepted.
+    expect(config.auth).toEqual({
+      issuer: undefined,
+      audiences: [],
+      algorithms: ["RS256"],
+      jwksUrl: undefined,
+      jwks: undefined,
+      mcpResourceUrl: undefined,
     });
     expect(config.http.maxBodyBytes).toBe(65_536);
     expect(config.table.requestTimeoutMs).toBe(3_000);
@@ -98,6 +106,14 @@ describe("the HTTP API's configuration (shared/config.ts)", () => {
     expect(configError({ TENANT_CLAIMS: "," })).toContain("TENANT_CLAIMS");
     expect(configError({ POWERTOOLS_LOG_LEVEL: "verbose" })).toContain("POWERTOOLS_LOG_LEVEL");
     expect(configError({ MAX_BODY_BYTES: "10" })).toContain("MAX_BODY_BYTES");
+    // Token settings: asymmetric algorithms only, an MCP resource without a fragment.
+    for (const algorithms of ["HS256", "none", "RS256,HS256", ","]) {
+      expect(configError({ JWT_ALGORITHMS: algorithms }), algorithms).toContain("JWT_ALGORITHMS");
+    }
+    expect(loadConfig({ JWT_ALGORITHMS: " ES256 , RS256" }).auth.algorithms).toEqual(["ES256", "RS256"]);
+    expect(configError({ MCP_RESOURCE_URL: "https://api.example/mcp#x" })).toContain("MCP_RESOURCE_URL");
+    expect(configError({ MCP_RESOURCE_URL: "ftp://api.example/mcp" })).toContain("MCP_RESOURCE_URL");
+    expect(loadConfig({ PERMISSION_LIST_CLAIMS: "none" }).identity.permissionListClaims).toEqual([]);
     const both = configError({ DYNAMODB_REQUEST_TIMEOUT_MS: "0", RUN_TTL_SECONDS: "5" });
     expect(both).toContain("DYNAMODB_REQUEST_TIMEOUT_MS");
     expect(both).toContain("RUN_TTL_SECONDS");

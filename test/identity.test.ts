@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { claimsAsStrings } from "../local/dev-event.js";
+import { claimsAsStrings } from "../shared/auth/gateway-claims.js";
 import { loadConfig } from "../shared/config.js";
 import { ProblemError } from "../shared/errors.js";
 import {
   type IdentityConfig,
   principalKeys,
+  securityContextFromClaims,
   securityContextFromEvent,
-  splitPermissions,
 } from "../shared/identity.js";
 import { apiEvent } from "./fixtures/events.js";
 
@@ -114,13 +114,20 @@ describe("claims", () => {
     expect(securityContextFromEvent(claims({}), defaults).permissions).toEqual([]);
   });
 
-  it("splitPermissions handles every rendering", () => {
-    expect(splitPermissions("a b")).toEqual(["a", "b"]);
-    expect(splitPermissions("[a b]")).toEqual(["a", "b"]);
-    expect(splitPermissions("a,b")).toEqual(["a", "b"]);
-    expect(splitPermissions(["a", "a", " b "])).toEqual(["a", "b"]);
-    expect(splitPermissions("[]")).toEqual([]);
-    expect(splitPermissions(undefined)).toEqual([]);
+  it('a list claim as an authorizer renders it: HTTP API "[a b]", REST API "a,b"; a real array as it is', () => {
+    const permissionsOf = (shape: "http-api-v2" | "rest-v1", groups: unknown) =>
+      securityContextFromEvent(
+        apiEvent(shape, { claims: { sub: "usr_1", tenant_id: "t1", "cognito:groups": groups } }),
+        defaults,
+      ).permissions;
+    expect(permissionsOf("http-api-v2", "[a b]")).toEqual(["a", "b"]);
+    expect(permissionsOf("http-api-v2", "[]")).toEqual([]);
+    expect(permissionsOf("http-api-v2", "a")).toEqual(["a"]);
+    expect(permissionsOf("rest-v1", "a,b")).toEqual(["a", "b"]);
+    expect(permissionsOf("rest-v1", "a")).toEqual(["a"]);
+    for (const shape of ["http-api-v2", "rest-v1"] as const) {
+      expect(permissionsOf(shape, ["a", "a", " b "])).toEqual(["a", "b"]);
+    }
   });
 
   it("the tenant claim falls back to custom:tenant_id, and its name is configurable", () => {
@@ -184,5 +191,84 @@ describe("claims", () => {
     });
     unauthenticated(() => securityContextFromEvent(spoofed, defaults));
     unauthenticated(() => securityContextFromEvent(undefined, defaults));
+  });
+});
+
+describe("permission claims are split by their kind (RFC 6749 section 3.3 for scope)", () => {
+  /** The permissions of `claims` as each authorizer shape delivers them, and as verified claims. */
+  const everyShape = (claims: Record<string, unknown>, config: IdentityConfig = defaults) => {
+    const full = { sub: "usr_t1_a", tenant_id: "tenant_t1", ...claims };
+    return {
+      httpApi: securityContextFromEvent(apiEvent("http-api-v2", { claims: full }), config).permissions,
+      restApi: securityContextFromEvent(apiEvent("rest-v1", { claims: full }), config).permissions,
+      verified: securityContextFromClaims(full, config).permissions,
+    };
+  };
+
+  it("a scope splits on spaces only: a comma or brackets are part of one scope token, never a second permission", () => {
+    for (const scope of ["openid,billing:approve", "[billing:approve]", "[openid billing:approve]"]) {
+      for (const [shape, permissions] of Object.entries(everyShape({ scope }))) {
+        expect(permissions, `${shape} ${scope}`).not.toContain("billing:approve");
+      }
+    }
+    expect(everyShape({ scope: "openid,billing:approve" })).toEqual({
+      httpApi: ["openid,billing:approve"],
+      restApi: ["openid,billing:approve"],
+      verified: ["openid,billing:approve"],
+    });
+    expect(everyShape({ scope: "[billing:approve]" }).verified).toEqual(["[billing:approve]"]);
+    expect(everyShape({ scope: "openid  billing:read" }).httpApi).toEqual(["openid", "billing:read"]);
+  });
+
+  it("each authorizer's own rendering only: the HTTP API never renders a comma, the REST API never brackets, verified claims neither", () => {
+    expect(everyShape({ "cognito:groups": "writers,billing:approve" })).toEqual({
+      httpApi: ["writers,billing:approve"],
+      restApi: ["writers", "billing:approve"],
+      verified: ["writers,billing:approve"],
+    });
+    expect(everyShape({ "cognito:groups": "[billing:approve]" })).toEqual({
+      httpApi: ["billing:approve"],
+      restApi: ["[billing:approve]"],
+      verified: ["[billing:approve]"],
+    });
+    // Verified claims keep their JSON types: an array is a list, whatever the claim.
+    expect(everyShape({ "cognito:groups": ["writers", "billing:read"] }).verified).toEqual([
+      "writers",
+      "billing:read",
+    ]);
+  });
+
+  it("only the claims PERMISSION_LIST_CLAIMS names are read as rendered lists", () => {
+    const groupsOnly = loadConfig({ PERMISSION_LIST_CLAIMS: "cognito:groups" }).identity;
+    expect(everyShape({ permissions: "[billing:approve]" }, groupsOnly)).toEqual({
+      httpApi: ["[billing:approve]"],
+      restApi: ["[billing:approve]"],
+      verified: ["[billing:approve]"],
+    });
+    expect(everyShape({ permissions: "[billing:approve]" }).httpApi).toEqual(["billing:approve"]);
+    expect(everyShape({ "cognito:groups": "[billing:read]" }, groupsOnly).httpApi).toEqual(["billing:read"]);
+  });
+
+  it("refuses a scope claim configured as a rendered list", () => {
+    expect(() => loadConfig({ PERMISSION_LIST_CLAIMS: "scope,cognito:groups" })).toThrow(
+      /PERMISSION_LIST_CLAIMS.*scope/,
+    );
+  });
+
+  it("keeps every caller's own permissions: two tenants, two users each, one claim form each", () => {
+    const callers = [
+      { sub: "usr_t1_a", tenant_id: "tenant_t1", scope: "billing:read" },
+      { sub: "usr_t1_b", tenant_id: "tenant_t1", scope: "billing:read,billing:approve" },
+      { sub: "usr_t2_a", tenant_id: "tenant_t2", "cognito:groups": "[billing:approve]" },
+      { sub: "usr_t2_b", tenant_id: "tenant_t2", permissions: ["billing:write"] },
+    ];
+    expect(
+      callers.map((claims) => securityContextFromEvent(apiEvent("http-api-v2", { claims }), defaults)),
+    ).toEqual([
+      { userId: "usr_t1_a", tenantId: "tenant_t1", permissions: ["billing:read"] },
+      { userId: "usr_t1_b", tenantId: "tenant_t1", permissions: ["billing:read,billing:approve"] },
+      { userId: "usr_t2_a", tenantId: "tenant_t2", permissions: ["billing:approve"] },
+      { userId: "usr_t2_b", tenantId: "tenant_t2", permissions: ["billing:write"] },
+    ]);
   });
 });

@@ -223,7 +223,8 @@ describe("modelProvider=openai-compatible", () => {
     // and the StreamUrl output), when the console landed (its routes, GET /v1/runs, and the API
     // function's STREAM_MAX_SECONDS and console environment), and when the approvals listings moved to
     // the listing index (the table's index and attribute definitions, and Query on the index for the
-    // two functions serving the API).
+    // two functions serving the API), and when /mcp's audience became the stack's own URL (the API
+    // function's MCP_RESOURCE_URL, its HTTP API's endpoint + /mcp).
     const main = JSON.parse(
       readFileSync(new URL("./fixtures/openai-compatible-templates.json", import.meta.url), "utf8"),
     ) as Record<string, unknown>;

@@ -575,6 +575,7 @@ describe("cdk synth of the real app", () => {
           DYNAMODB_ENDPOINT: stack.config.table.endpoint ?? "",
           JWT_ISSUER: issuer.issuer,
           JWT_JWKS: JSON.stringify({ keys: [issuer.publicJwk] }),
+          MCP_RESOURCE_URL: `https://${host}/mcp`,
           AWS_ACCESS_KEY_ID: "bundletest",
           AWS_SECRET_ACCESS_KEY: "bundletest",
           AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",

@@ -158,6 +158,7 @@ describe("the CDK stack", () => {
       [
         "DURABLE_EXECUTION_TIMEOUT_SECONDS",
         "JWT_ISSUER",
+        "MCP_RESOURCE_URL",
         "RUNNER_FUNCTION_ARN",
         "NODE_OPTIONS",
         "OPENAI_API_KEY_SECRET_NAME",
@@ -665,6 +666,42 @@ describe("the stack's runtime settings (CDK context → the functions' environme
   it("refuses claim settings with the built-in pool, whose trigger decides the claims", () => {
     expect(() => synth({ tenantClaims: "custom:tenant" })).toThrow(/tenantClaims.*built-in user pool/);
     expect(() => synth({ permissionClaims: "groups" })).toThrow(/permissionClaims.*built-in user pool/);
+    expect(() => synth({ permissionListClaims: "groups" })).toThrow(
+      /permissionListClaims.*built-in user pool/,
+    );
+  });
+
+  it("gives /mcp the stack's own URL as its audience, or mcpResourceUrl; never a request's Host", () => {
+    // Default: the HTTP API's endpoint + /mcp, resolved by CloudFormation.
+    expect(envOf(resources).MCP_RESOURCE_URL).toEqual({
+      "Fn::Join": ["", [{ "Fn::GetAtt": [expect.stringMatching(/^HttpApi/), "ApiEndpoint"] }, "/mcp"]],
+    });
+    const custom = synth({
+      jwtIssuer: COGNITO_ISSUER,
+      jwtAudience: "client-a",
+      mcpResourceUrl: "https://api.example.com/mcp",
+      jwtAlgorithms: "RS256,ES256",
+      permissionListClaims: "groups",
+    });
+    const env = envOf(custom.template.toJSON().Resources as Record<string, Resource>);
+    expect(env).toMatchObject({
+      MCP_RESOURCE_URL: "https://api.example.com/mcp",
+      JWT_ALGORITHMS: "RS256,ES256",
+      PERMISSION_LIST_CLAIMS: "groups",
+    });
+    expect(loadConfig(plainEnv(env)).auth).toMatchObject({
+      mcpResourceUrl: "https://api.example.com/mcp",
+      algorithms: ["RS256", "ES256"],
+    });
+    // Validated at synth by the schema the function parses at cold start.
+    const own = { jwtIssuer: COGNITO_ISSUER, jwtAudience: "client-a" };
+    expect(() => synth({ ...own, mcpResourceUrl: "https://api.example.com/mcp#frag" })).toThrow(
+      /mcpResourceUrl \(MCP_RESOURCE_URL\)/,
+    );
+    expect(() => synth({ ...own, jwtAlgorithms: "HS256" })).toThrow(/jwtAlgorithms \(JWT_ALGORITHMS\)/);
+    expect(() => synth({ ...own, permissionListClaims: "scope" })).toThrow(
+      /permissionListClaims \(PERMISSION_LIST_CLAIMS\): .*RFC 6749/,
+    );
   });
 
   it("refuses at synth what the functions would refuse at cold start, naming the context key and the variable", () => {

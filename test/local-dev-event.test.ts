@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { claimAsString, isTextContentType, type RequestParts, toHttpApiEvent } from "../local/dev-event.js";
+import { isTextContentType, type RequestParts, toHttpApiEvent } from "../local/dev-event.js";
+import { claimAsString } from "../shared/auth/gateway-claims.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
 const seed = JSON.parse(
@@ -113,6 +114,15 @@ describe("the dev server's HTTP API v2 event", () => {
     expect(isTextContentType("text/plain; charset=utf-8")).toBe(true);
     expect(isTextContentType("image/png")).toBe(false);
   });
+
+  it("passes a textual body that is not valid UTF-8 as base64, byte for byte, never decoded lossily", () => {
+    const bytes = Buffer.concat([Buffer.from('{"prompt": "x'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+    const event = toHttpApiEvent(request({ body: bytes }), claims);
+    expect(event.isBase64Encoded).toBe(true);
+    expect(Buffer.from(event.body ?? "", "base64")).toEqual(bytes);
+    const valid = toHttpApiEvent(request({ body: Buffer.from('{"prompt": "£ 200"}') }), claims);
+    expect([valid.isBase64Encoded, valid.body]).toEqual([false, '{"prompt": "£ 200"}']);
+  });
 });
 
 describe("the dev server's event through the real handler", () => {
@@ -144,5 +154,20 @@ describe("the dev server's event through the real handler", () => {
     );
     const response = await stack.invoke(event as unknown as APIGatewayProxyEventV2);
     expect(response.statusCode).toBe(415);
+  });
+
+  it("a JSON body that is not valid UTF-8 is refused 400 INVALID_REQUEST, and nothing runs", async () => {
+    const modelCalls = stack.model.requests.length;
+    const body = Buffer.concat([
+      Buffer.from('{"prompt": "Tax on 200 BDT '),
+      Buffer.from([0x80]),
+      Buffer.from('"}'),
+    ]);
+    const response = await stack.invoke(
+      toHttpApiEvent(request({ body }), claims) as unknown as APIGatewayProxyEventV2,
+    );
+    expect(response.statusCode).toBe(400);
+    expect(JSON.parse(response.body ?? "")).toMatchObject({ code: "INVALID_REQUEST" });
+    expect(stack.model.requests.length).toBe(modelCalls);
   });
 });

@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, statSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { GatewayErrorSchema } from "../functions/api/contract.js";
+import { GatewayErrorSchema, ProblemSchema } from "../functions/api/contract.js";
 import { DEMO_CLAIMS, mintToken, readIssuerFile } from "../local/dev-auth.js";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
 import type { ToolResult } from "../shared/agent/result.js";
@@ -276,6 +277,97 @@ describe("npm run dev", { timeout: 60_000 }, () => {
       await mintToken(issuer, { ...DEMO_CLAIMS }, { issuer: "https://evil.example" }),
       /iss/,
     );
+  });
+
+  it("a streamed request (as the function URL serves it) gets the streaming function's own 401 problem+json", async () => {
+    const issuer = await readIssuerFile(issuerFile);
+    const expired = await mintToken(issuer, { ...DEMO_CLAIMS }, { expiresIn: "-1m" });
+    const before = model.requests.length;
+    for (const [token, challenge] of [
+      [undefined, 'Bearer realm="boundloop"'],
+      [expired, 'Bearer realm="boundloop", error="invalid_token", error_description="the token has expired"'],
+    ] as const) {
+      const response = await fetch(`${url}/v1/runs`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "text/event-stream",
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
+        body: JSON.stringify({ prompt: SEED_PROMPT }),
+      });
+      expect(response.status).toBe(401);
+      expect(response.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+      expect(response.headers.get("www-authenticate")).toBe(challenge);
+      expect(ProblemSchema.parse(await response.json()).code).toBe("UNAUTHENTICATED");
+    }
+    expect(model.requests.length).toBe(before);
+  });
+
+  it("a JSON body that is not valid UTF-8 is 400 INVALID_REQUEST, as npm run invoke and AWS answer it; nothing runs", async () => {
+    const before = model.requests.length;
+    // "prompt": "Tax on 200 BDT" with a lone continuation byte (0x80) and an overlong "/" (0xC0 0xAF).
+    const body = Buffer.concat([
+      Buffer.from('{"prompt": "Tax on 200 BDT '),
+      Buffer.from([0x80, 0xc0, 0xaf]),
+      Buffer.from('"}'),
+    ]);
+    for (const accept of ["application/json", "text/event-stream"]) {
+      const response = await fetch(`${url}/v1/runs`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${demoToken}`, "content-type": "application/json", accept },
+        body,
+      });
+      expect(response.status, accept).toBe(400);
+      const problem = ProblemSchema.parse(await response.json());
+      expect(problem.code).toBe("INVALID_REQUEST");
+      expect(problem.detail).toContain("UTF-8");
+    }
+    expect(model.requests.length).toBe(before);
+  });
+
+  it("a console asset named like a plain object's members is 404, not 500", async () => {
+    for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+      const response = await fetch(`${url}/console/assets/${name}`);
+      expect(response.status, name).toBe(404);
+      expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+    }
+  });
+
+  it("serves /mcp for its own URL only: MCP_RESOURCE_URL is the printed endpoint, whatever Host a request names", async () => {
+    const issuer = await readIssuerFile(issuerFile);
+    const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+    const call = (token: string, host?: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const request = httpRequest(
+          `${url}/mcp`,
+          {
+            method: "POST",
+            headers: {
+              authorization: `Bearer ${token}`,
+              "content-type": "application/json",
+              accept: "application/json, text/event-stream",
+              ...(host ? { host } : {}),
+            },
+          },
+          (response) => {
+            let text = "";
+            response.on("data", (chunk: Buffer) => {
+              text += chunk.toString("utf8");
+            });
+            response.on("end", () => resolve({ status: response.statusCode ?? 0, body: text }));
+          },
+        );
+        request.on("error", reject);
+        request.end(list);
+      });
+    expect(dev.stdout()).toContain(`MCP (docs/mcp.md): ${url}/mcp`);
+    const own = await call(await mintToken(issuer, { ...DEMO_CLAIMS }, { audience: `${url}/mcp` }));
+    expect(own.status).toBe(200);
+    const evil = await mintToken(issuer, { ...DEMO_CLAIMS }, { audience: "http://evil.example/mcp" });
+    const refused = await call(evil, "evil.example");
+    expect(refused.status).toBe(401);
+    expect(JSON.parse(refused.body)).toMatchObject({ code: "UNAUTHENTICATED" });
   });
 
   it("SIGTERM stops it: exit 0, port closed, issuer file removed", async () => {

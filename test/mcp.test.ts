@@ -1,9 +1,14 @@
+import { request as httpRequest } from "node:http";
 import { DeleteTableCommand } from "@aws-sdk/client-dynamodb";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
+import { createApp } from "../functions/api/app.js";
+import { ProblemSchema } from "../functions/api/contract.js";
+import { createDevIssuer, devIssuerEnv, mintToken } from "../local/dev-auth.js";
 import { createRegistry, toolsAllowedFor } from "../shared/agent/dispatcher.js";
 import { defineTool } from "../shared/agent/tool.js";
+import { loadConfig } from "../shared/config.js";
 import { IDEMPOTENCY_META_KEY, REPLAYED_META_KEY } from "../shared/mcp/call.js";
 import { GBP_RULES } from "./support/approvals.js";
 import { type McpStack, startMcpStack, WRITER } from "./support/mcp.js";
@@ -30,6 +35,36 @@ beforeAll(async () => {
 afterAll(async () => {
   await mcp?.stop();
 });
+
+/**
+ * A request to the dev server with node's own client, which sends the `Host` header given (fetch always
+ * sends the URL's).
+ */
+function rawRequest(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(new URL(path, mcp.server.url), { method, headers }, (response) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      response.on("end", () =>
+        resolve({
+          status: response.statusCode ?? 0,
+          headers: response.headers as Record<string, string>,
+          body: text,
+        }),
+      );
+    });
+    request.on("error", reject);
+    request.end(body);
+  });
+}
 
 async function quote(client: Client = writer): Promise<string> {
   const result = await client.callTool({ name: "calculateTax", arguments: GB });
@@ -291,11 +326,16 @@ describe("MCP identity (OAuth 2.1 resource server)", () => {
     });
   const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
 
-  it("no token: 401 with WWW-Authenticate resource_metadata, and the RFC 9728 metadata names the resource and issuer", async () => {
+  it("no token: 401 problem+json with WWW-Authenticate resource_metadata, and the RFC 9728 metadata names the resource and issuer", async () => {
     const response = await post({}, list);
     expect(response.status).toBe(401);
     const metadataUrl = `${mcp.server.url}/.well-known/oauth-protected-resource/mcp`;
     expect(response.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${metadataUrl}"`);
+    expect(response.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+    expect(ProblemSchema.parse(await response.json())).toMatchObject({
+      status: 401,
+      code: "UNAUTHENTICATED",
+    });
     for (const url of [metadataUrl, `${mcp.server.url}/.well-known/oauth-protected-resource`]) {
       const metadata = await fetch(url);
       expect(metadata.status).toBe(200);
@@ -319,7 +359,51 @@ describe("MCP identity (OAuth 2.1 resource server)", () => {
       expect(response.status, reason).toBe(401);
       expect(response.headers.get("www-authenticate")).toContain('error="invalid_token"');
       expect(response.headers.get("www-authenticate")).toContain(reason);
+      const problem = ProblemSchema.parse(await response.json());
+      expect(problem.code).toBe("UNAUTHENTICATED");
+      expect(problem.detail).toContain(reason.replaceAll('\\"', '"'));
     }
+  });
+
+  it("the audience it expects comes from configuration, never from the request's Host", async () => {
+    // A token minted for another server's /mcp, sent with that server's name as Host: the endpoint's
+    // own URL (MCP_RESOURCE_URL) is still the only audience it accepts.
+    const evil = await mcp.token(WRITER, { audience: "http://evil.example/mcp" });
+    const asEvil = await rawRequest(
+      "POST",
+      "/mcp",
+      {
+        host: "evil.example",
+        authorization: `Bearer ${evil}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      list,
+    );
+    expect(asEvil.status).toBe(401);
+    expect(asEvil.headers["www-authenticate"]).toContain("audience is not this resource");
+    expect(asEvil.headers["www-authenticate"]).toContain(
+      `resource_metadata="${mcp.server.url}/.well-known/oauth-protected-resource/mcp"`,
+    );
+    expect(JSON.parse(asEvil.body)).toMatchObject({ code: "UNAUTHENTICATED" });
+    // The metadata a client reads names the configured resource whatever Host it was asked with.
+    const metadata = await rawRequest("GET", "/.well-known/oauth-protected-resource/mcp", {
+      host: "evil.example",
+    });
+    expect(JSON.parse(metadata.body)).toMatchObject({ resource: mcp.mcpUrl.href });
+    // The endpoint's own token, sent with that foreign Host, is still served: the Host plays no part.
+    const own = await rawRequest(
+      "POST",
+      "/mcp",
+      {
+        host: "evil.example",
+        authorization: `Bearer ${await mcp.token(WRITER)}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      list,
+    );
+    expect(own.status).toBe(200);
   });
 
   it("tenants are isolated: another tenant cannot read or record this tenant's quote", async () => {
@@ -637,5 +721,34 @@ describe("toolsAllowedFor", () => {
     expect(names([])).toEqual(["a"]);
     expect(names(["p:write"])).toEqual(["a", "c"]);
     expect(names(["p:read", "p:write", "other"])).toEqual(["a", "b", "c"]);
+  });
+});
+
+describe("MCP without MCP_RESOURCE_URL", () => {
+  it("refuses every token, even one for the very URL the request came to, and describes no resource", async () => {
+    const issuer = await createDevIssuer();
+    const config = loadConfig(devIssuerEnv(issuer));
+    const app = createApp({
+      config,
+      load: () => {
+        throw new Error("a refused request loads no dependencies");
+      },
+    });
+    const own = await mintToken(issuer, WRITER, { audience: "https://api.example.com/mcp" });
+    const response = await app.request("https://api.example.com/mcp", {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${own}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "x-forwarded-proto": "https",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(response.status).toBe(401);
+    expect(ProblemSchema.parse(await response.json()).detail).toContain("MCP_RESOURCE_URL unset");
+    expect(response.headers.get("www-authenticate")).not.toContain("resource_metadata");
+    const metadata = await app.request("https://api.example.com/.well-known/oauth-protected-resource/mcp");
+    expect(metadata.status).toBe(404);
   });
 });

@@ -12,11 +12,12 @@ import {
   createDevIssuer,
   DEMO_CLAIMS,
   type DevIssuerFile,
-  devVerification,
+  devAuthSettings,
   mintToken,
 } from "../local/dev-auth.js";
 import { type DevServer, type Handler, startDevServer } from "../local/dev-server.js";
 import { LocalDurableExecutions } from "../local/durable-executions.js";
+import { createTokenVerifier } from "../shared/auth/token-verifier.js";
 import { createDurableRunHandler } from "../shared/durable/runner.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
@@ -138,11 +139,13 @@ beforeAll(async () => {
   const runnerDeps = { ...stack.deps, approvalEvents: printedApprovalEvents(() => {}) };
   executions = new LocalDurableExecutions((options) => createDurableRunHandler(runnerDeps, options));
   dev = await startDevServer({
-    handler: createHandler({ ...stack.deps, executions }) as Handler,
-    verification: devVerification(issuer),
+    serve: {
+      handler: createHandler({ ...stack.deps, executions }) as Handler,
+      verifier: createTokenVerifier(devAuthSettings(issuer)),
+      timeoutMs: 29_000,
+    },
     host: "127.0.0.1",
     port: 0,
-    timeoutMs: 29_000,
     log: () => undefined,
   });
   const document = (await (await fetch(`${dev.url}/openapi.json`)).json()) as {
@@ -253,6 +256,19 @@ describe("the API as Prism sees it through the OpenAPI document", () => {
     expect(app.body?.code).toBe("UNAUTHENTICATED");
     expect(app.headers.get("content-type")).toBe("application/problem+json");
     expect(app.headers.get("www-authenticate")).toMatch(/^Bearer /);
+
+    // /mcp's own 401 is problem+json too; this server's configuration names neither the issuer nor the
+    // MCP resource, so it refuses every token and its metadata is 404.
+    const mcp = conforming(await through(prism, "/mcp"), 401);
+    expect(mcp.body?.code).toBe("UNAUTHENTICATED");
+    expect(mcp.headers.get("www-authenticate")).toContain(
+      'error_description="this deployment accepts no tokens',
+    );
+    const metadata = conforming(
+      await through(prism, "/.well-known/oauth-protected-resource/mcp", { token: null }),
+      404,
+    );
+    expect(metadata.body?.code).toBe("NOT_FOUND");
   }, 120_000);
 
   it("conforms on an asynchronous start (202), its replay, the polls, a cancel and a cancel too late (409)", async () => {
@@ -380,7 +396,10 @@ describe("the API as Prism sees it through the OpenAPI document", () => {
     });
     expect(response.status).toBe(401);
     expect(response.headers.get("content-type")).toBe("application/json");
-    expect(response.headers.get("www-authenticate")).toMatch(/^Bearer error="invalid_token"/);
+    // As API Gateway writes it (docs.aws.amazon.com, "Troubleshooting issues with HTTP API JWT authorizers").
+    expect(response.headers.get("www-authenticate")).toMatch(
+      /^Bearer scope="" error="invalid_token" error_description="/,
+    );
     expect(GatewayErrorSchema.parse(await response.json())).toEqual({ message: "Unauthorized" });
   });
 

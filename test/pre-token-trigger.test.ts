@@ -3,9 +3,10 @@ import type { PreTokenGenerationV2TriggerEvent } from "aws-lambda";
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handler, NoTenantError } from "../functions/pre-token/handler.js";
-import { createJwtAuthorizer, devVerification } from "../local/dev-auth.js";
-import { claimsAsStrings } from "../local/dev-event.js";
+import { devAuthSettings } from "../local/dev-auth.js";
 import type { ToolResult } from "../shared/agent/result.js";
+import { claimsAsStrings } from "../shared/auth/gateway-claims.js";
+import { createTokenVerifier } from "../shared/auth/token-verifier.js";
 import { loadConfig } from "../shared/config.js";
 import { securityContextFromClaims } from "../shared/identity.js";
 import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
@@ -154,7 +155,7 @@ describe("the pre token generation trigger (V2_0)", () => {
 describe("a Cognito-style access token end to end through the handler", { timeout: 60_000 }, () => {
   let stack: TestStack;
   let sign: (claims: JWTPayload) => Promise<string>;
-  let verify: ReturnType<typeof createJwtAuthorizer>;
+  let verify: ReturnType<typeof createTokenVerifier>["gateway"];
   const issuer = "https://cognito-idp.eu-west-2.amazonaws.com/eu-west-2_AbCdEf123";
   const clientId = "3n4b5urk1ft4fl3mg5e62d9ado";
 
@@ -170,9 +171,9 @@ describe("a Cognito-style access token end to end through the handler", { timeou
         .setIssuedAt()
         .setExpirationTime("1h")
         .sign(privateKey);
-    verify = createJwtAuthorizer(
-      devVerification({ issuer, audience: clientId, publicJwk: { ...publicJwk, kid, alg: "RS256" } }),
-    );
+    verify = createTokenVerifier(
+      devAuthSettings({ issuer, audience: clientId, publicJwk: { ...publicJwk, kid, alg: "RS256" } }),
+    ).gateway;
   }, 60_000);
   afterAll(async () => {
     await stack?.stop();
@@ -181,7 +182,7 @@ describe("a Cognito-style access token end to end through the handler", { timeou
   /** Signs, verifies as API Gateway would, and runs the seed with the verified claims. */
   async function runSeed(claims: JWTPayload) {
     const verdict = await verify(`Bearer ${await sign(claims)}`);
-    if (!verdict.ok) throw new Error(verdict.reason);
+    if (!verdict.ok) throw new Error(verdict.description);
     const response = await stack.invoke(seedEvent({ claims: claimsAsStrings(verdict.claims) }));
     return {
       status: response.statusCode,

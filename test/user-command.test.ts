@@ -5,9 +5,10 @@ import {
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handler as preTokenTrigger } from "../functions/pre-token/handler.js";
-import { createJwtAuthorizer, devVerification } from "../local/dev-auth.js";
-import { claimsAsStrings } from "../local/dev-event.js";
+import { devAuthSettings } from "../local/dev-auth.js";
 import type { ToolResult } from "../shared/agent/result.js";
+import { claimsAsStrings } from "../shared/auth/gateway-claims.js";
+import { createTokenVerifier } from "../shared/auth/token-verifier.js";
 import { BUILT_IN_POOL_IDENTITY, ROLES } from "../shared/user-roles.js";
 import { type CognitoStandIn, OWN_ISSUER_STACK, startCognitoStandIn } from "./support/cognito-stand-in.js";
 import { runScript } from "./support/scripts.js";
@@ -48,9 +49,9 @@ const since = (from: number) => cognito.requests.slice(from);
 
 /** API Gateway's JWT authorizer rules against the stand-in pool: its issuer, its client as audience. */
 const authorizer = () =>
-  createJwtAuthorizer(
-    devVerification({ issuer: cognito.issuer, audience: cognito.clientId, publicJwk: cognito.publicJwk }),
-  );
+  createTokenVerifier(
+    devAuthSettings({ issuer: cognito.issuer, audience: cognito.clientId, publicJwk: cognito.publicJwk }),
+  ).gateway;
 
 describe("npm run user against the pool named by the stack's outputs", { timeout: 60_000 }, () => {
   let alicePassword = "";
@@ -208,7 +209,7 @@ describe("npm run user against the pool named by the stack's outputs", { timeout
 
     // API Gateway's rules accept it (client_id, no aud), and the handler runs the seed as alice's tenant.
     const verdict = await authorizer()(`Bearer ${token}`);
-    if (!verdict.ok) throw new Error(verdict.reason);
+    if (!verdict.ok) throw new Error(verdict.description);
     expect(verdict.claims).not.toHaveProperty("aud");
     expect(verdict.claims).toMatchObject({
       client_id: cognito.clientId,
@@ -275,7 +276,7 @@ describe("npm run user against the pool named by the stack's outputs", { timeout
     );
     client.destroy();
     const verdict = await authorizer()(`Bearer ${AuthenticationResult?.IdToken}`);
-    if (!verdict.ok) throw new Error(verdict.reason);
+    if (!verdict.ok) throw new Error(verdict.description);
     expect(verdict.claims).toMatchObject({
       aud: cognito.clientId,
       token_use: "id",

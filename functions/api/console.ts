@@ -60,7 +60,10 @@ function loadAssets(): Promise<Assets> {
         buildConsoleAssets(): Promise<{ manifest: Assets["manifest"]; bodies: Record<string, string> }>;
       }
     ).buildConsoleAssets();
-    return { manifest: built.manifest, body: async (name) => built.bodies[name] };
+    return {
+      manifest: built.manifest,
+      body: async (name) => (Object.hasOwn(built.bodies, name) ? built.bodies[name] : undefined),
+    };
   })();
   loading.catch(() => {
     loading = undefined;
@@ -139,8 +142,9 @@ export async function consoleResponse(path: string, settings: ConsoleSettings): 
     };
   }
   const name = path.startsWith("/console/assets/") ? path.slice("/console/assets/".length) : "";
+  // Own entries only: `constructor`, `__proto__` or `toString` name members every object inherits.
   const body = await assets.body(name);
-  const type = assets.manifest.files[name];
+  const type = Object.hasOwn(assets.manifest.files, name) ? assets.manifest.files[name] : undefined;
   if (body === undefined || type === undefined) {
     // Not text/plain: the Lambda edge (lambda-adapter.ts) takes that for the adapter's own failures.
     const notFound =

@@ -1,84 +1,58 @@
 import type { Context as LambdaContext, StreamifyHandler } from "aws-lambda";
 import { Hono } from "hono";
 import { streamHandle } from "hono/aws-lambda";
-import {
-  createLocalJWKSet,
-  createRemoteJWKSet,
-  type JSONWebKeySet,
-  type JWTPayload,
-  type JWTVerifyGetKey,
-  jwtVerify,
-} from "jose";
-import type { Config } from "../../shared/config.js";
+import type { JWTPayload } from "jose";
+import { bearerChallenge, refusalDetail } from "../../shared/auth/bearer.js";
+import { jwtAuthorizerOf } from "../../shared/auth/gateway-claims.js";
+import type { AuthSettings } from "../../shared/auth/settings.js";
+import type { TokenVerifier } from "../../shared/auth/token-verifier.js";
 import { ProblemError, toProblem } from "../../shared/errors.js";
 import { HEALTH_PATH, healthResponse } from "../api/health.js";
+import { unreadableBody } from "../api/lambda-adapter.js";
+
+/** The realm of the streaming function's 401 challenges (RFC 6750 section 3). */
+const REALM = "boundloop";
 
 /**
- * How the streaming entry verifies a bearer token: the issuer (`iss`), the accepted audiences (`aud`, or
- * a Cognito access token's `client_id`, as API Gateway's JWT authorizer accepts either) and where the
- * signing keys come from (jose's `createRemoteJWKSet` on AWS, `createLocalJWKSet` locally).
+ * Checks at cold start that the streaming function can verify tokens at all: JWT_ISSUER and
+ * JWT_AUDIENCE (the HTTP API authorizer's issuer and audiences, which the stack sets) must be set.
+ * @throws Error naming both when either is unset (no route may run unverified)
  */
-export interface TokenVerification {
-  issuer: string;
-  audience: readonly string[];
-  keys: JWTVerifyGetKey;
-}
-
-/**
- * The token verification of a deployed streaming function: JWT_ISSUER and JWT_AUDIENCE (the HTTP API's
- * authorizer settings), keys from JWT_JWKS (inline, as `npm run dev` sets) or JWT_JWKS_URL (default
- * `<issuer>/.well-known/jwks.json`, where Cognito publishes them), the same keys `/mcp` uses. jose caches
- * a remote key set and refetches it when a token names an unknown `kid`.
- * @throws Error when JWT_ISSUER or JWT_AUDIENCE is unset (a cold-start failure: no route may run unverified)
- */
-export function tokenVerificationFromConfig(config: Config): TokenVerification {
-  const { issuer, audience } = config.identity.jwt;
-  if (!issuer || audience.length === 0) {
+export function requireApiTokenSettings(settings: AuthSettings): void {
+  if (!settings.issuer || settings.audiences.length === 0) {
     throw new Error("The streaming function needs JWT_ISSUER and JWT_AUDIENCE to verify tokens.");
   }
-  const { jwks, jwksUrl } = config.mcp;
-  const keys = jwks
-    ? createLocalJWKSet(jwks as unknown as JSONWebKeySet)
-    : createRemoteJWKSet(new URL(jwksUrl ?? `${issuer.replace(/\/$/, "")}/.well-known/jwks.json`));
-  return { issuer, audience, keys };
 }
 
 /**
- * The claims of a verified bearer token (signature, `iss`, `exp`/`nbf` with 0 s tolerance, then the
- * audience in `aud` or `client_id`).
- * @throws ProblemError UNAUTHENTICATED (401, `WWW-Authenticate: Bearer`) for a missing, malformed,
- *   expired or foreign token; the detail names the failed check, never the token
+ * The claims of the request's bearer token, as the one verifier checks the API's tokens
+ * (shared/auth/token-verifier.ts `api`: signature, pinned algorithms, `iss`, `exp`, `sub`, then the
+ * audience in `aud`, or in `client_id` only when there is no `aud`).
+ * @throws ProblemError UNAUTHENTICATED (401) whose `WWW-Authenticate` names the failed check
+ *   (`error="invalid_token"`, none when no token was sent); the detail never holds the token
  */
-export async function verifyBearer(
+export async function verifiedClaims(
   authorization: string | undefined,
-  verification: TokenVerification,
+  verifier: TokenVerifier,
 ): Promise<JWTPayload> {
-  const token = /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i.exec(authorization?.trim() ?? "")?.[1];
-  if (!token) throw new ProblemError("UNAUTHENTICATED", "Send a bearer token: Authorization: Bearer <JWT>.");
-  let payload: JWTPayload;
-  try {
-    ({ payload } = await jwtVerify(token, verification.keys, { issuer: verification.issuer }));
-  } catch (error) {
-    const code = (error as { code?: string }).code ?? "ERR_JWT_INVALID";
-    throw new ProblemError("UNAUTHENTICATED", `The bearer token was not accepted (${code}).`);
-  }
-  const audiences = [payload.aud, payload.client_id].flat().filter((v): v is string => typeof v === "string");
-  if (!audiences.some((aud) => verification.audience.includes(aud))) {
-    throw new ProblemError("UNAUTHENTICATED", "The bearer token is not for this API (audience).");
-  }
-  return payload;
+  const verdict = await verifier.api(authorization);
+  if (verdict.ok) return verdict.claims;
+  throw new ProblemError("UNAUTHENTICATED", refusalDetail(verdict), {
+    headers: { "www-authenticate": bearerChallenge(verdict, { realm: REALM }) },
+  });
 }
 
 /**
- * The event as the app reads it, with the verified claims where API Gateway's JWT authorizer puts them
- * (`requestContext.authorizer.jwt.claims`), so shared/identity.ts maps them to tenant, user and
- * permissions exactly as behind the HTTP API. Whatever authorizer field the event had is replaced.
+ * The event as the app reads it, with the verified claims where and as API Gateway's JWT authorizer
+ * puts them (`requestContext.authorizer.jwt`, every claim rendered as a string:
+ * shared/auth/gateway-claims.ts), so shared/identity.ts maps them to tenant, user and permissions exactly
+ * as behind the HTTP API. Whatever authorizer field the event had is replaced.
  */
 export function withVerifiedClaims(event: unknown, claims: JWTPayload): unknown {
   const raw = (typeof event === "object" && event !== null ? event : {}) as { requestContext?: object };
   return {
     ...raw,
-    requestContext: { ...(raw.requestContext ?? {}), authorizer: { jwt: { claims, scopes: null } } },
+    requestContext: { ...(raw.requestContext ?? {}), authorizer: jwtAuthorizerOf(claims) },
   };
 }
 
@@ -99,37 +73,52 @@ export type FetchApp = (
   },
 ) => Response | Promise<Response>;
 
+/** What the entry knows of one invocation: the work it waits for, and a body the edge refused. */
+interface Invocation {
+  work: Promise<unknown>[];
+  unreadable: ProblemError | undefined;
+}
+
 /**
  * The streaming entry (a Lambda function URL with `RESPONSE_STREAM`, docs/run-events.md): every request
- * but `GET /healthz` must carry a bearer token {@link verifyBearer} accepts, then goes to the same app as
- * the HTTP API with the verified claims in the event ({@link withVerifiedClaims}). Responses stream
- * through hono/aws-lambda's `streamHandle` (which calls the runtime's `awslambda.streamifyResponse`).
+ * but `GET /healthz` must carry a bearer token {@link verifiedClaims} accepts, then goes to the same app
+ * as the HTTP API with the verified claims in the event ({@link withVerifiedClaims}). A body the Lambda
+ * edge refuses (functions/api/lambda-adapter.ts `unreadableBody`: malformed base64, JSON that is not
+ * UTF-8) is then answered 400 as the API function answers it; the adapter never decodes it. Responses
+ * stream through hono/aws-lambda's `streamHandle` (which calls the runtime's `awslambda.streamifyResponse`).
  * Work a route hands to `executionCtx.waitUntil` (a streamed run whose reader left) is awaited before
  * the invocation ends: Node 24 on Lambda does not wait for promises after the handler returns.
+ * @param verifier the one token verifier (shared/auth/token-verifier.ts), built once per process
  */
-export function createStreamHandler(app: FetchApp, verification: () => TokenVerification) {
-  const pending = new WeakMap<object, Promise<unknown>[]>();
+export function createStreamHandler(app: FetchApp, verifier: () => TokenVerifier) {
+  const invocations = new WeakMap<object, Invocation>();
   const entry = new Hono<{ Bindings: StreamBindings }>();
   entry.get(HEALTH_PATH, healthResponse);
   entry.all("*", async (c) => {
-    const claims = await verifyBearer(c.req.header("authorization"), verification());
-    const work = pending.get(c.env.event as object);
+    const claims = await verifiedClaims(c.req.header("authorization"), verifier());
+    const invocation = invocations.get(c.env.event as object);
+    if (invocation?.unreadable) throw invocation.unreadable;
     return app(
       c.req.raw,
       { event: withVerifiedClaims(c.env.event, claims), lambdaContext: c.env.context },
-      { waitUntil: (promise) => work?.push(promise), passThroughOnException: () => {}, props: {} },
+      { waitUntil: (promise) => invocation?.work.push(promise), passThroughOnException: () => {}, props: {} },
     );
   });
   entry.onError((error) => toProblem(error).getResponse());
   // Typed as a plain Handler by hono; it is the runtime's streaming function (event, stream, context).
   const streaming = streamHandle(entry) as unknown as StreamifyHandler;
   return awslambda.streamifyResponse(async (event: unknown, responseStream, context) => {
-    const work: Promise<unknown>[] = [];
-    pending.set(event as object, work);
+    const unreadable = unreadableBody(event);
+    // The adapter would throw decoding a malformed body: it gets none, the route the 400.
+    const served = (
+      unreadable ? { ...(event as object), body: undefined, isBase64Encoded: false } : event
+    ) as object;
+    const invocation: Invocation = { work: [], unreadable };
+    invocations.set(served, invocation);
     try {
-      await streaming(event, responseStream, context);
+      await streaming(served, responseStream, context);
     } finally {
-      await Promise.allSettled(work);
+      await Promise.allSettled(invocation.work);
     }
   });
 }

@@ -55,8 +55,6 @@ const NOT_NUMBERS: RegExp[] = [
   ),
   // a currency code glued to its amount ("GBP310.00", "310.00GBP") is a currency, not part of an id
   /(?<![\p{L}\p{N}_])[A-Z]{3}(?=\d)|(?<=\d)[A-Z]{3}(?![\p{L}\p{N}_])/gu,
-  // ids: a run of letters, digits, _ and - holding both a letter and a digit (inv_…, qt_…, GB-2024-01)
-  /[\p{L}\p{N}_-]*(?:\p{L}[\p{L}\p{N}_-]*\p{N}|\p{N}[\p{L}\p{N}_-]*\p{L})[\p{L}\p{N}_-]*/gu,
   // list markers at the start of a line: "1. ", "2) "
   /^[ \t]*(?:[-*][ \t]+)?\d{1,3}[.)](?=[ \t])/gm,
 ];
@@ -89,9 +87,23 @@ export interface FoundNumber {
   values: string[];
 }
 
-/** `text` with every span matching `pattern` replaced by spaces (offsets kept). */
-function blank(text: string, pattern: RegExp): string {
-  return text.replace(pattern, (match) => " ".repeat(match.length));
+/**
+ * A word of letters, digits, `_` and `-`. Ids are the words holding both a letter and a digit (inv_…, qt_…,
+ * GB-2024-01); they are found word by word because one pattern for "a word with a letter and a digit"
+ * backtracks cubically on a long word (a tool result of 20 000 letters would stall the loop).
+ */
+const WORD = /[\p{L}\p{N}_-]+/gu;
+const LETTER = /\p{L}/u;
+const DIGIT = /\p{N}/u;
+
+/** `text` with every span matching `pattern` (and passing `when`) replaced by spaces (offsets kept). */
+function blank(text: string, pattern: RegExp, when: (match: string) => boolean = () => true): string {
+  return text.replace(pattern, (match) => (when(match) ? " ".repeat(match.length) : match));
+}
+
+/** True for an id: a word holding both a letter and a digit. */
+function isId(word: string): boolean {
+  return LETTER.test(word) && DIGIT.test(word);
 }
 
 /** The values a digit string can be read as, by where its separators stand (see the module doc). */
@@ -143,6 +155,7 @@ export function numbersIn(text: string): FoundNumber[] {
     return " ".repeat(match.length);
   });
   for (const pattern of NOT_NUMBERS) rest = blank(rest, pattern);
+  rest = blank(rest, WORD, isId);
   for (const match of rest.matchAll(NUMBER)) {
     const digits = /^[\d,.'\u00a0\u202f]+/.exec(match[0])?.[0] ?? match[0];
     found.push({

@@ -1,8 +1,6 @@
 /**
- * Configuration section: run event streams (docs/run-events.md) and the streaming function's tokens.
- * - JWT_AUDIENCE (comma separated), with JWT_ISSUER and the keys of JWT_JWKS / JWT_JWKS_URL: the
- *   streaming function (functions/stream/) verifies the bearer token itself with these, as the HTTP
- *   API's JWT authorizer does with the same issuer and audiences (infra/ sets both from one setting).
+ * Configuration section: run event streams (docs/run-events.md). The streaming function's tokens are the
+ * bearer-token section's (./token-issuer.ts).
  * - STREAM_HEARTBEAT_SECONDS (default 15 s): an SSE comment is sent when the event stream has been
  *   quiet this long, well under the idle limits of what serves it (a Lambda function URL closes a
  *   response idle for longer than its function's timeout; proxies and browsers often cut at 30-60 s).
@@ -17,21 +15,11 @@
  * - EVENTS_POLL_MS (default 1000 ms): how often a stream reads the table for new events of a run served
  *   by another function (the durable runner); events of a run in the same process arrive at once.
  */
-import * as z from "zod/mini";
-import { envInt, optionalString, positiveInt } from "./env.js";
+import { envInt, positiveInt } from "./env.js";
 import { configSection, type SectionDocs } from "./section.js";
 
 /** The event streams section's variables, see the module comment. */
 export const eventStreamFields = {
-  JWT_AUDIENCE: z.pipe(
-    optionalString,
-    z.transform((value) =>
-      (value ?? "")
-        .split(",")
-        .map((item) => item.trim())
-        .filter((item) => item.length > 0),
-    ),
-  ),
   STREAM_HEARTBEAT_SECONDS: positiveInt(15, 240),
   STREAM_MAX_SECONDS: positiveInt(840, 3_600),
   STREAM_RETRY_MS: positiveInt(1_000, 60_000),
@@ -42,7 +30,6 @@ export const eventStreamFields = {
 /**
  * The event streams section: `stream`, all in ms: heartbeat interval, longest stream, the `retry:`
  * hint, the table poll interval, and the run timeout of a synchronous run on the streaming function.
- * (JWT_AUDIENCE is mapped by the identity section, into `identity.jwt`.)
  */
 export const eventStreamSection = configSection({
   fields: eventStreamFields,
@@ -63,11 +50,6 @@ export const eventStreamSection = configSection({
 
 /** The prose of the event streams section's variables (docs/configuration.md). */
 export const eventStreamDocs: SectionDocs<typeof eventStreamFields> = {
-  JWT_AUDIENCE: {
-    group: "Run event streams",
-    description:
-      "Comma-separated audiences the streaming function accepts (`aud`, or a Cognito access token's `client_id`), as the HTTP API's authorizer does; it verifies tokens against JWT_ISSUER with the keys of JWT_JWKS or JWT_JWKS_URL, as `/mcp` does.",
-  },
   STREAM_HEARTBEAT_SECONDS: {
     group: "Run event streams",
     unit: "s",

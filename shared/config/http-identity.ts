@@ -4,13 +4,15 @@
  *   JSON even with every character \u-escaped.
  * - TENANT_CLAIMS / PERMISSION_CLAIMS: which authorizer claims carry the tenant (first present wins)
  *   and the permissions (all are merged).
+ * - PERMISSION_LIST_CLAIMS (default `permissions,cognito:groups`): which permission claims are read in an
+ *   authorizer's rendering of a list, see {@link PermissionListClaims}; every other one (`scope`) splits
+ *   on spaces only (RFC 6749 section 3.3).
  * - IAM_PRINCIPAL_TENANTS: see {@link IamPrincipalTenants}.
  * - CONSOLE_CLIENT_ID: the OAuth client id the operator console (/console, functions/api/console.ts) signs
  *   in with at JWT_ISSUER (authorization code with PKCE); unset: the console asks for a pasted token.
  */
 import * as z from "zod/mini";
 import { claimList, envInt, jsonEnv, optionalString } from "./env.js";
-import { eventStreamFields } from "./event-streams.js";
 import { configSection, type SectionDocs } from "./section.js";
 import { tokenIssuerFields } from "./token-issuer.js";
 
@@ -31,10 +33,29 @@ const IamPrincipalTenants = z.pipe(
   ),
 );
 
+/**
+ * PERMISSION_LIST_CLAIMS: which permission claims hold a list (groups, roles) that an API Gateway
+ * authorizer renders as one string, "[a b]" (HTTP API JWT authorizer) or "a,b" (REST API Cognito
+ * authorizer); `none` for no claim. `scope` can never be one: it is space-delimited (RFC 6749 section 3.3),
+ * and a comma or a bracket is part of a scope token.
+ */
+const PermissionListClaims = z.pipe(
+  z.pipe(
+    claimList("permissions,cognito:groups"),
+    z.transform((names) => (names.length === 1 && names[0] === "none" ? [] : names)),
+  ),
+  z.array(z.string()).check(
+    z.refine((names) => !names.includes("scope"), {
+      message: "scope is split on spaces only (RFC 6749 section 3.3), never read as a rendered list",
+    }),
+  ),
+);
+
 /** The HTTP and identity section's variables, see the module comment. */
 export const httpIdentityFields = {
   TENANT_CLAIMS: claimList("tenant_id,custom:tenant_id"),
   PERMISSION_CLAIMS: claimList("scope,permissions,cognito:groups"),
+  PERMISSION_LIST_CLAIMS: PermissionListClaims,
   IAM_PRINCIPAL_TENANTS: IamPrincipalTenants,
   MAX_BODY_BYTES: envInt(65_536, 1_024, 6 * 1024 * 1024),
   CONSOLE_CLIENT_ID: optionalString,
@@ -42,10 +63,10 @@ export const httpIdentityFields = {
 
 /** How a caller's identity is read (see shared/identity.ts). */
 export interface IdentityConfig {
-  /** The token issuer and audiences the streaming entry verifies (undefined / [] outside it). */
-  jwt: { issuer: string | undefined; audience: string[] };
   tenantClaims: string[];
   permissionClaims: string[];
+  /** The permission claims read in an authorizer's rendering of a list (PERMISSION_LIST_CLAIMS). */
+  permissionListClaims: string[];
   iamPrincipals: Record<string, { tenantId: string; permissions: string[] }>;
 }
 
@@ -56,7 +77,7 @@ export interface IdentityConfig {
  */
 export const httpIdentitySection = configSection({
   fields: httpIdentityFields,
-  reads: { JWT_ISSUER: tokenIssuerFields.JWT_ISSUER, JWT_AUDIENCE: eventStreamFields.JWT_AUDIENCE },
+  reads: { JWT_ISSUER: tokenIssuerFields.JWT_ISSUER },
   config: (
     env,
   ): {
@@ -65,9 +86,9 @@ export const httpIdentitySection = configSection({
     console: { issuer: string | undefined; clientId: string | undefined };
   } => ({
     identity: {
-      jwt: { issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE },
       tenantClaims: env.TENANT_CLAIMS,
       permissionClaims: env.PERMISSION_CLAIMS,
+      permissionListClaims: env.PERMISSION_LIST_CLAIMS,
       iamPrincipals: env.IAM_PRINCIPAL_TENANTS,
     },
     http: { maxBodyBytes: env.MAX_BODY_BYTES },
@@ -83,7 +104,13 @@ export const httpIdentityDocs: SectionDocs<typeof httpIdentityFields> = {
   },
   PERMISSION_CLAIMS: {
     group: "HTTP and identity",
-    description: "Authorizer claims carrying permissions, comma separated; all of them are merged.",
+    description:
+      "Authorizer claims carrying permissions, comma separated; all of them are merged. A string claim splits on spaces only (RFC 6749 section 3.3), unless PERMISSION_LIST_CLAIMS names it; an array claim gives its items.",
+  },
+  PERMISSION_LIST_CLAIMS: {
+    group: "HTTP and identity",
+    description:
+      'Which permission claims hold lists (groups, roles) that an API Gateway authorizer renders as one string: read as `"[a b]"` from the HTTP API JWT authorizer and as `"a,b"` from a REST API Cognito authorizer, each only from its own authorizer. `none` for no claim; `scope` is refused (a comma or bracket is part of a scope token). Deploy setting `permissionListClaims`.',
   },
   IAM_PRINCIPAL_TENANTS: {
     group: "HTTP and identity",

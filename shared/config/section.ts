@@ -59,7 +59,7 @@ export const CONFIG_GROUPS = [
   "Durable runs",
   "Approvals",
   "Run event streams",
-  "MCP",
+  "Bearer tokens",
   "Observability",
   "Grounded answers",
 ] as const;

@@ -1,10 +1,11 @@
 /**
  * Where `/mcp` is and how it describes itself as an OAuth 2.1 protected resource (RFC 9728): its
- * canonical URL (the audience its tokens carry), the metadata document and the 401 challenge. No token
- * code here (shared/mcp/auth.ts verifies tokens), so the metadata routes load no JOSE library.
+ * canonical URL (the audience its tokens carry, from configuration only), the metadata document and the
+ * 401 challenge. No token code here (shared/mcp/auth.ts verifies tokens), so the metadata routes load no
+ * JOSE library.
  */
+import { bearerChallenge, type TokenVerdict } from "../auth/bearer.js";
 import type { Config } from "../config.js";
-import type { BearerVerdict } from "./auth.js";
 
 /** The path the MCP endpoint is served at. */
 export const MCP_PATH = "/mcp";
@@ -13,17 +14,14 @@ export const MCP_PATH = "/mcp";
 export const RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource";
 
 /**
- * The canonical URL of the MCP endpoint, the audience tokens must carry: MCP_RESOURCE_URL when set,
- * else the origin the request arrived at (scheme from `x-forwarded-proto`, which API Gateway sets,
- * host from the request URL, which hono/aws-lambda builds from the event's `requestContext.domainName`)
- * + `/mcp`.
+ * The canonical URL of the MCP endpoint, the one audience its tokens may carry: MCP_RESOURCE_URL (the
+ * stack sets its API's own URL + `/mcp`; `npm run dev` its own). Never derived from a request: a Host or
+ * `X-Forwarded-*` header is the client's to choose, so an audience taken from it would accept a token
+ * minted for any server the client names.
+ * @returns undefined when unset: `/mcp` then accepts no token and describes no resource
  */
-export function resourceUrlOf(request: Request, config: Pick<Config, "mcp">): string {
-  if (config.mcp.resourceUrl) return config.mcp.resourceUrl;
-  const url = new URL(request.url);
-  const proto = request.headers.get("x-forwarded-proto")?.split(",")[0]?.trim();
-  const scheme = proto === "http" || proto === "https" ? proto : url.protocol.replace(":", "");
-  return `${scheme}://${url.host}${MCP_PATH}`;
+export function resourceUrlOf(config: Pick<Config, "auth">): string | undefined {
+  return config.auth.mcpResourceUrl;
 }
 
 /** The URL of the protected-resource metadata of `resourceUrl` (RFC 9728 section 3.1: path-suffixed). */
@@ -36,22 +34,25 @@ export function resourceMetadataUrlOf(resourceUrl: string): string {
  * RFC 9728 protected-resource metadata of the MCP endpoint: `resource` (the audience tokens must
  * carry), `authorization_servers` (the issuer, when configured), bearer tokens in the header only.
  */
-export function resourceMetadata(resourceUrl: string, config: Pick<Config, "mcp">) {
+export function resourceMetadata(resourceUrl: string, config: Pick<Config, "auth">) {
   return {
     resource: resourceUrl,
-    authorization_servers: config.mcp.issuer ? [config.mcp.issuer] : [],
+    authorization_servers: config.auth.issuer ? [config.auth.issuer] : [],
     bearer_methods_supported: ["header" as const],
     resource_name: "boundloop accounting tools (MCP)",
   };
 }
 
-/** The `WWW-Authenticate` value of a 401 from `/mcp` (RFC 6750 section 3, RFC 9728 section 5.1). */
-export function wwwAuthenticate(resourceUrl: string, verdict: Extract<BearerVerdict, { ok: false }>): string {
-  const quoted = (text: string) => text.replaceAll("\\", "\\\\").replaceAll('"', '\\"');
-  const parts = [`resource_metadata="${quoted(resourceMetadataUrlOf(resourceUrl))}"`];
-  // RFC 6750: a request without any token gets no error code.
-  if (verdict.description !== "no bearer token") {
-    parts.push(`error="${verdict.error}"`, `error_description="${quoted(verdict.description)}"`);
-  }
-  return `Bearer ${parts.join(", ")}`;
+/**
+ * The `WWW-Authenticate` value of a 401 from `/mcp` (RFC 6750 section 3, RFC 9728 section 5.1):
+ * `resource_metadata` pointing at the metadata (when a resource is configured), then the error.
+ */
+export function wwwAuthenticate(
+  resourceUrl: string | undefined,
+  verdict: Extract<TokenVerdict, { ok: false }>,
+): string {
+  return bearerChallenge(
+    verdict,
+    resourceUrl ? { resource_metadata: resourceMetadataUrlOf(resourceUrl) } : {},
+  );
 }

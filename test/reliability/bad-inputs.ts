@@ -225,12 +225,34 @@ export const BAD_INPUTS: BadInput[] = [
     "FORBIDDEN",
   ),
   http(
-    "odd but valid: scope as API Gateway's array rendering (read-only route)",
+    "a scope in API Gateway's array rendering grants nothing: scope splits on spaces only (RFC 6749)",
     {
       method: "GET",
       path: "/v1/invoices",
       body: undefined,
       claims: { sub: "usr_1", tenant_id: TENANT, scope: "[billing:read billing:write]" },
+    },
+    403,
+    "FORBIDDEN",
+  ),
+  http(
+    "a scope with a comma is one scope token, not two permissions",
+    {
+      method: "GET",
+      path: "/v1/invoices",
+      body: undefined,
+      claims: { sub: "usr_1", tenant_id: TENANT, scope: "openid,billing:read" },
+    },
+    403,
+    "FORBIDDEN",
+  ),
+  http(
+    "odd but valid: groups in API Gateway's array rendering (read-only route)",
+    {
+      method: "GET",
+      path: "/v1/invoices",
+      body: undefined,
+      claims: { sub: "usr_1", tenant_id: TENANT, "cognito:groups": "[billing:read billing:write]" },
     },
     200,
     null,

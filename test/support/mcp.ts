@@ -5,12 +5,13 @@ import { createHandler } from "../../functions/api/app-handler.js";
 import {
   createDevIssuer,
   type DevIssuerFile,
-  devVerification,
+  devIssuerEnv,
   type MintOptions,
   mintToken,
 } from "../../local/dev-auth.js";
 import { type DevServer, type Handler, startDevServer } from "../../local/dev-server.js";
 import type { ToolRegistry } from "../../shared/agent/dispatcher.js";
+import { createTokenVerifier } from "../../shared/auth/token-verifier.js";
 import type { ApiDeps } from "../../shared/deps.js";
 import { startTestStack, type TestStack } from "./stack.js";
 
@@ -42,17 +43,21 @@ export async function startMcpStack(
   tools?: (deps: ApiDeps) => ToolRegistry,
 ): Promise<McpStack> {
   const issuer = await createDevIssuer();
-  const stack = await startTestStack({
-    JWT_ISSUER: issuer.issuer,
-    JWT_JWKS: JSON.stringify({ keys: [issuer.publicJwk] }),
-    ...env,
-  });
+  const stack = await startTestStack({ ...devIssuerEnv(issuer), ...env });
+  // MCP_RESOURCE_URL is the server's own URL + /mcp, known once it listens (as `npm run dev` sets it).
   const server = await startDevServer({
-    handler: createHandler(tools ? { ...stack.deps, tools: tools(stack.deps) } : stack.deps) as Handler,
-    verification: devVerification(issuer),
+    serve: (url) => {
+      const { config } = stack.deps;
+      const auth = { ...config.auth, mcpResourceUrl: config.auth.mcpResourceUrl ?? `${url}/mcp` };
+      const deps = { ...stack.deps, config: { ...config, auth } };
+      return {
+        handler: createHandler(tools ? { ...deps, tools: tools(deps) } : deps) as Handler,
+        verifier: createTokenVerifier(auth),
+        timeoutMs: 29_000,
+      };
+    },
     host: "127.0.0.1",
     port: 0,
-    timeoutMs: 29_000,
     log: () => {},
   });
   const mcpUrl = new URL(`${server.url}/mcp`);

@@ -2,13 +2,14 @@ import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { createApp } from "../../functions/api/app.js";
 import { createStreamHandler } from "../../functions/stream/entry.js";
-import { createDevIssuer, type DevIssuerFile, devVerification, mintToken } from "../../local/dev-auth.js";
+import { createDevIssuer, type DevIssuerFile, devAuthSettings, mintToken } from "../../local/dev-auth.js";
 import { createLambdaContext } from "../../local/lambda-context.js";
 import {
   installLambdaStreaming,
   invokeStreaming,
   type StreamMetadata,
 } from "../../local/lambda-streaming.js";
+import { createTokenVerifier } from "../../shared/auth/token-verifier.js";
 import type { ApiDeps } from "../../shared/deps.js";
 import type { FeedClock } from "../../shared/runs/event-feed.js";
 import type { RunEvent } from "../../shared/runs/events.js";
@@ -92,10 +93,11 @@ export interface StreamEntry {
 export async function startStreamEntry(deps: ApiDeps): Promise<StreamEntry> {
   installLambdaStreaming();
   const issuer = await createDevIssuer();
+  const verifier = createTokenVerifier(devAuthSettings(issuer));
   const app = createApp(deps);
   const handler = createStreamHandler(
     (request, env, executionCtx) => app.fetch(request, env, executionCtx as never),
-    () => devVerification(issuer),
+    () => verifier,
   );
   return {
     issuer,

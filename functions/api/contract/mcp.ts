@@ -36,11 +36,10 @@ export const ResourceMetadataSchema = z
 /** Security of `/mcp`: a bearer JWT verified by the function itself, audience = the endpoint's URL. */
 const mcpSecurity: Array<Record<string, string[]>> = [{ mcp: [] }];
 
-const mcpUnauthorized = {
-  description:
-    'No token, or one the function refuses (signature, issuer, expiry, audience other than this endpoint\'s URL, claims). `WWW-Authenticate: Bearer resource_metadata="…"` points at the RFC 9728 metadata; no body.',
-  headers: RESPONSE_HEADERS.wwwAuthenticate,
-};
+const mcpUnauthorized = problem(
+  'UNAUTHENTICATED: no token, or one the function refuses (signature, algorithm, issuer, expiry, audience other than MCP_RESOURCE_URL, claims). `WWW-Authenticate: Bearer resource_metadata="…"` points at the RFC 9728 metadata.',
+  RESPONSE_HEADERS.wwwAuthenticate,
+);
 
 /** `POST /mcp`: one JSON-RPC message (or batch) of the MCP Streamable HTTP transport, stateless, JSON. */
 export const mcpRoute = createRoute({
@@ -101,6 +100,7 @@ export const resourceMetadataRoutes = RESOURCE_METADATA_PATHS.map((path) =>
         description: "The metadata.",
         content: { "application/json": { schema: ResourceMetadataSchema } },
       },
+      404: problem("NOT_FOUND: this deployment names no MCP resource (MCP_RESOURCE_URL unset)."),
     },
   }),
 );
