@@ -11,6 +11,7 @@ import { OPENAPI_INFO, SECURITY_SCHEMES } from "./contract/common.js";
 import { healthRoute } from "./contract/health.js";
 import { healthResponse } from "./health.js";
 import { mountMcp } from "./mcp.js";
+import { a2aRoutes } from "./routes/a2a.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./routes/deps.js";
 import { runEventRoutes } from "./routes/events.js";
@@ -58,11 +59,13 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   }
   app.doc31("/openapi.json", OPENAPI_INFO);
   mountMcp(app, getDeps, deps.config);
+  const a2a = a2aRoutes(app, getDeps);
   app.use("/v1/*", observeRequest(getDeps), verifyCaller(getDeps), limitBody(getDeps));
   app.route("/", runRoutes(getDeps));
   app.route("/", runEventRoutes(getDeps));
   app.route("/", approvalRoutes(getDeps));
   app.route("/", invoiceRoutes(getDeps));
+  app.route("/", a2a);
   app.notFound(() => {
     throw new ProblemError("NOT_FOUND", "No such route.");
   });

@@ -6,8 +6,8 @@
  * "failed".
  */
 import { TaskState } from "@a2a-js/sdk";
-import type { RunRecordStatus } from "../store/runs.js";
 import type { AgentRunShapes } from "../runs/run-shapes.js";
+import type { RunRecordStatus } from "../store/runs.js";
 
 /** What a task's state is read from: the run record, and the approvals it waits for. */
 export interface StateInput {
@@ -43,7 +43,9 @@ export const TASK_STATES = {
   awaiting_approval: {
     state: TaskState.TASK_STATE_INPUT_REQUIRED,
     why: (run) => {
-      const waiting = (run.pendingApprovals ?? []).map((approval) => `${approval.toolName} (${approval.approvalId})`);
+      const waiting = (run.pendingApprovals ?? []).map(
+        (approval) => `${approval.toolName} (${approval.approvalId})`,
+      );
       return `Waiting for a person's approval${waiting.length > 0 ? ` of ${waiting.join(", ")}` : ""}: an approver of the tenant (billing:approve, not the requester) decides with POST /v1/runs/{runId}/approvals/{approvalId}; the task goes on by itself after the decision.`;
     },
   },
@@ -51,11 +53,23 @@ export const TASK_STATES = {
   max_cycles_exceeded: { state: TaskState.TASK_STATE_FAILED, why: stopped("Stopped at its cycle limit") },
   deadline_exceeded: { state: TaskState.TASK_STATE_FAILED, why: stopped("Stopped at its deadline") },
   budget_exceeded: { state: TaskState.TASK_STATE_FAILED, why: stopped("Stopped at its budget") },
-  permission_denied: { state: TaskState.TASK_STATE_REJECTED, why: stopped("Refused, a permission is missing") },
-  loop_detected: { state: TaskState.TASK_STATE_FAILED, why: stopped("Stopped, the model repeated a failing call") },
+  permission_denied: {
+    state: TaskState.TASK_STATE_REJECTED,
+    why: stopped("Refused, a permission is missing"),
+  },
+  loop_detected: {
+    state: TaskState.TASK_STATE_FAILED,
+    why: stopped("Stopped, the model repeated a failing call"),
+  },
   model_refused: { state: TaskState.TASK_STATE_REJECTED, why: stopped("Refused by the model") },
-  model_output_truncated: { state: TaskState.TASK_STATE_FAILED, why: stopped("Stopped, the model's output was cut") },
-  model_error: { state: TaskState.TASK_STATE_FAILED, why: stopped("Stopped, the model provider kept failing") },
+  model_output_truncated: {
+    state: TaskState.TASK_STATE_FAILED,
+    why: stopped("Stopped, the model's output was cut"),
+  },
+  model_error: {
+    state: TaskState.TASK_STATE_FAILED,
+    why: stopped("Stopped, the model provider kept failing"),
+  },
   context_length_exceeded: {
     state: TaskState.TASK_STATE_FAILED,
     why: stopped("Stopped, the conversation no longer fits the model's context; start a new context"),

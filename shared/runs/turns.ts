@@ -78,6 +78,9 @@ export function turnRunId(request: TurnRequest): string {
  */
 export async function prepareTurn(deps: TurnDeps, request: TurnRequest): Promise<PreparedTurn> {
   const { security } = request;
+  if (!/^[\x20-\x7e]{1,255}$/.test(request.key)) {
+    throw new ProblemError("INVALID_REQUEST", "A message id is 1 to 255 printable ASCII characters.");
+  }
   const runId = turnRunId(request);
   const existing = await deps.runs.getRecord(security.tenantId, runId);
   if (existing && existing.userId === security.userId) return { kind: "existing", runId };
@@ -185,7 +188,11 @@ function scopedKey(request: TurnRequest): string {
 
 /** Hex SHA-256 of the operation and the canonical JSON of what the message asks. */
 function fingerprintOf(request: TurnRequest): string {
-  const asked = { prompt: request.prompt, conversationId: request.conversationId ?? null, asked: request.asked };
+  const asked = {
+    prompt: request.prompt,
+    conversationId: request.conversationId ?? null,
+    asked: request.asked,
+  };
   return sha256Hex(`${request.operation}\n${canonicalJson(asked)}`);
 }
 
@@ -196,7 +203,9 @@ const idempotencyStores = new WeakMap<object, IdempotencyStore>();
 function conversationStore(deps: TurnDeps): ConversationStore {
   let store = conversationStores.get(deps.ddb);
   if (!store) {
-    store = new ConversationStore(deps.ddb, deps.config.table.name, { ttlSeconds: deps.config.runs.ttlSeconds });
+    store = new ConversationStore(deps.ddb, deps.config.table.name, {
+      ttlSeconds: deps.config.runs.ttlSeconds,
+    });
     conversationStores.set(deps.ddb, store);
   }
   return store;

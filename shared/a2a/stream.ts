@@ -1,0 +1,163 @@
+/**
+ * A run's events as an A2A stream (SendStreamingMessage, SubscribeToTask): the task first, then one
+ * `statusUpdate` per run event (state `working`, or `input-required` when a call waits for approval; the
+ * event itself in `metadata.event`, its sequence in `metadata.seq`, which serve.ts writes as the SSE
+ * `id` so a client resumes with Last-Event-ID), and at the run's end its artifacts (tool results, the
+ * answer) and the final status. The stream ends there, or when its time is up (STREAM_MAX_SECONDS, the
+ * Lambda's remaining time): the client then resubscribes.
+ */
+import { type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
+import { TaskNotFoundError } from "@a2a-js/sdk/errors";
+import type { LiveEvents } from "../runs/event-feed.js";
+import type { RunEvent } from "../runs/events.js";
+import { findOwnRun, followEvents } from "../runs/protocol-port.js";
+import type { TurnStart } from "../runs/turns.js";
+import type { A2ACall } from "./handler.js";
+import { agentMessage, taskOf, taskStatusOf } from "./tasks.js";
+
+/** How long a stream may last: `endsAt`, epoch ms of the API's clock. */
+export interface StreamOptions {
+  endsAt: number;
+}
+
+/** The run a stream follows: from after `after`; `live` and `settled` when this request started it. */
+export interface StreamTarget {
+  runId: string;
+  after: number;
+  live: LiveEvents | undefined;
+  settled: Promise<{ start?: TurnStart; error?: unknown }> | undefined;
+}
+
+/**
+ * The stream of one task (see the module comment). A refusal of a turn before its run started is thrown
+ * before anything is yielded, so the client gets it as the JSON-RPC error of its request.
+ * @throws TaskNotFoundError when the run never came to be; the turn's refusal
+ */
+export async function* streamTask(call: A2ACall, target: StreamTarget): AsyncGenerator<StreamResponse> {
+  const { deps, security } = call;
+  const left = new AbortController();
+  let contextId: string | undefined;
+  try {
+    for (const live of target.live ? [target.live, undefined] : [undefined]) {
+      const feed = followEvents(deps, {
+        tenantId: security.tenantId,
+        runId: target.runId,
+        after: target.after,
+        signal: left.signal,
+        live,
+      });
+      for await (const item of feed) {
+        if (deps.clock.now() >= call.stream.endsAt) return;
+        if (item.kind !== "event") continue;
+        const { event } = item;
+        target.after = event.seq;
+        if (contextId === undefined) {
+          const task = await firstTask(call, target.runId);
+          contextId = task.contextId;
+          yield { payload: { $case: "task", value: task } };
+        }
+        if (event.type === "run.finished") {
+          yield* finalUpdates(call, target.runId, event);
+          return;
+        }
+        yield statusUpdate(event, contextId);
+      }
+      live?.close();
+      if (contextId === undefined && target.settled) {
+        const outcome = await target.settled;
+        if (outcome.error) throw outcome.error;
+      }
+    }
+    if (contextId === undefined) throw new TaskNotFoundError(`There is no task ${target.runId}.`);
+  } finally {
+    left.abort();
+    target.live?.close();
+    // On Lambda nothing runs after the response: the request's run is waited for.
+    if (target.settled) await target.settled;
+  }
+}
+
+/** The task as it is when its first event comes. */
+async function firstTask(call: A2ACall, runId: string): Promise<Task> {
+  const found = await findOwnRun(call.deps, call.security, runId);
+  if (!found) throw new TaskNotFoundError(`There is no task ${runId}.`);
+  return taskOf(found);
+}
+
+/** One run event as a `working` (or `input-required`) status update carrying the event. */
+function statusUpdate(event: RunEvent, contextId: string): StreamResponse {
+  const state =
+    event.type === "approval.requested" ? TaskState.TASK_STATE_INPUT_REQUIRED : TaskState.TASK_STATE_WORKING;
+  return {
+    payload: {
+      $case: "statusUpdate",
+      value: {
+        taskId: event.runId,
+        contextId,
+        status: {
+          state,
+          message: agentMessage(event.runId, contextId, describe(event), `${event.runId}:event:${event.seq}`),
+          timestamp: event.at,
+        },
+        metadata: { seq: event.seq, event },
+      },
+    },
+  };
+}
+
+/** The run's artifacts, then its final status (the state table's), both tagged with the last sequence. */
+async function* finalUpdates(call: A2ACall, runId: string, last: RunEvent): AsyncGenerator<StreamResponse> {
+  const found = await findOwnRun(call.deps, call.security, runId);
+  if (!found) throw new TaskNotFoundError(`There is no task ${runId}.`);
+  const task = taskOf(found);
+  for (const artifact of task.artifacts) {
+    yield {
+      payload: {
+        $case: "artifactUpdate",
+        value: {
+          taskId: runId,
+          contextId: task.contextId,
+          artifact,
+          append: false,
+          lastChunk: true,
+          metadata: { seq: last.seq },
+        },
+      },
+    };
+  }
+  yield {
+    payload: {
+      $case: "statusUpdate",
+      value: {
+        taskId: runId,
+        contextId: task.contextId,
+        status: taskStatusOf(found),
+        metadata: { seq: last.seq, event: last, final: true },
+      },
+    },
+  };
+}
+
+/** A sentence for a run event (the status message of its update). */
+function describe(event: RunEvent): string {
+  switch (event.type) {
+    case "run.started":
+      return `Started: at most ${event.limits.maxCycles} cycles.`;
+    case "model.call.finished":
+      return `Cycle ${event.cycle}: the model answered (${event.finishReason ?? "failed"}).`;
+    case "tool.call.started":
+      return `Cycle ${event.cycle}: calling ${event.name}.`;
+    case "tool.call.finished":
+      return `Cycle ${event.cycle}: ${event.name} ${event.status}${event.errorCode ? ` (${event.errorCode})` : ""}.`;
+    case "approval.requested":
+      return `Waiting for a person's approval of ${event.toolName} (${event.approvalId}).`;
+    case "approval.decided":
+      return `Approval ${event.approvalId} ${event.decision}.`;
+    case "approval.expired":
+      return `Approval ${event.approvalId} expired.`;
+    case "answer.ungrounded":
+      return "The answer held numbers no tool result gave.";
+    default:
+      return `Finished: ${event.status}.`;
+  }
+}
