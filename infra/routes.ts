@@ -31,6 +31,7 @@ export const ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "/v1/invoices", auth: "jwt" },
   { method: "GET", path: "/v1/invoices/{invoiceId}", auth: "jwt" },
   { method: "POST", path: "/v1/a2a", auth: "jwt" },
+  { method: "POST", path: "/v1/agui", auth: "jwt" },
   { method: "POST", path: "/mcp", auth: "bearer" },
   { method: "GET", path: "/mcp", auth: "bearer" },
   { method: "GET", path: "/.well-known/oauth-protected-resource", auth: "public" },

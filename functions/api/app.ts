@@ -12,6 +12,7 @@ import { healthRoute } from "./contract/health.js";
 import { healthResponse } from "./health.js";
 import { mountMcp } from "./mcp.js";
 import { a2aRoutes } from "./routes/a2a.js";
+import { aguiRoutes } from "./routes/agui.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./routes/deps.js";
 import { runEventRoutes } from "./routes/events.js";
@@ -66,6 +67,7 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   app.route("/", approvalRoutes(getDeps));
   app.route("/", invoiceRoutes(getDeps));
   app.route("/", a2a);
+  app.route("/", aguiRoutes(getDeps));
   app.notFound(() => {
     throw new ProblemError("NOT_FOUND", "No such route.");
   });

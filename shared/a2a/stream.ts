@@ -8,10 +8,8 @@
  */
 import { type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
 import { TaskNotFoundError } from "@a2a-js/sdk/errors";
-import type { LiveEvents } from "../runs/event-feed.js";
 import type { RunEvent } from "../runs/events.js";
-import { findOwnRun, followEvents } from "../runs/protocol-port.js";
-import type { TurnStart } from "../runs/turns.js";
+import { type FollowTarget, findOwnRun, followTurn } from "../runs/protocol-port.js";
 import type { A2ACall } from "./handler.js";
 import { agentMessage, taskOf, taskStatusOf } from "./tasks.js";
 
@@ -20,61 +18,29 @@ export interface StreamOptions {
   endsAt: number;
 }
 
-/** The run a stream follows: from after `after`; `live` and `settled` when this request started it. */
-export interface StreamTarget {
-  runId: string;
-  after: number;
-  live: LiveEvents | undefined;
-  settled: Promise<{ start?: TurnStart; error?: unknown }> | undefined;
-}
-
 /**
  * The stream of one task (see the module comment). A refusal of a turn before its run started is thrown
  * before anything is yielded, so the client gets it as the JSON-RPC error of its request.
  * @throws TaskNotFoundError when the run never came to be; the turn's refusal
  */
-export async function* streamTask(call: A2ACall, target: StreamTarget): AsyncGenerator<StreamResponse> {
-  const { deps, security } = call;
-  const left = new AbortController();
+export async function* streamTask(
+  call: A2ACall,
+  target: Omit<FollowTarget, "endsAt">,
+): AsyncGenerator<StreamResponse> {
   let contextId: string | undefined;
-  try {
-    for (const live of target.live ? [target.live, undefined] : [undefined]) {
-      const feed = followEvents(deps, {
-        tenantId: security.tenantId,
-        runId: target.runId,
-        after: target.after,
-        signal: left.signal,
-        live,
-      });
-      for await (const item of feed) {
-        if (deps.clock.now() >= call.stream.endsAt) return;
-        if (item.kind !== "event") continue;
-        const { event } = item;
-        target.after = event.seq;
-        if (contextId === undefined) {
-          const task = await firstTask(call, target.runId);
-          contextId = task.contextId;
-          yield { payload: { $case: "task", value: task } };
-        }
-        if (event.type === "run.finished") {
-          yield* finalUpdates(call, target.runId, event);
-          return;
-        }
-        yield statusUpdate(event, contextId);
-      }
-      live?.close();
-      if (contextId === undefined && target.settled) {
-        const outcome = await target.settled;
-        if (outcome.error) throw outcome.error;
-      }
+  for await (const event of followTurn(call.deps, call.security, { ...target, endsAt: call.stream.endsAt })) {
+    if (contextId === undefined) {
+      const task = await firstTask(call, target.runId);
+      contextId = task.contextId;
+      yield { payload: { $case: "task", value: task } };
     }
-    if (contextId === undefined) throw new TaskNotFoundError(`There is no task ${target.runId}.`);
-  } finally {
-    left.abort();
-    target.live?.close();
-    // On Lambda nothing runs after the response: the request's run is waited for.
-    if (target.settled) await target.settled;
+    if (event.type === "run.finished") {
+      yield* finalUpdates(call, target.runId, event);
+      return;
+    }
+    yield statusUpdate(event, contextId);
   }
+  if (contextId === undefined) throw new TaskNotFoundError(`There is no task ${target.runId}.`);
 }
 
 /** The task as it is when its first event comes. */

@@ -10,6 +10,7 @@ import type { SecurityContext } from "../identity.js";
 import type { RunRecord, RunStep } from "../store/runs.js";
 import type { PendingApprovalView } from "./approvals.js";
 import { type FeedItem, followRunEvents, LiveEvents } from "./event-feed.js";
+import { FINAL_EVENT_TYPE, type RunEvent } from "./events.js";
 import type { AgentRunShapes } from "./run-shapes.js";
 import { prepareTurn, type TurnRequest, type TurnStart } from "./turns.js";
 
@@ -129,4 +130,59 @@ export function followEvents(
     signal: target.signal,
     ...(target.live ? { live: target.live } : {}),
   });
+}
+
+/** The run a protocol stream follows: from after `after`; `live` and `settled` when this request began it. */
+export interface FollowTarget {
+  runId: string;
+  after: number;
+  live: LiveEvents | undefined;
+  settled: Promise<{ start?: TurnStart; error?: unknown }> | undefined;
+  /** When the stream must end (epoch ms of the API's clock): STREAM_MAX_SECONDS, the Lambda's time. */
+  endsAt: number;
+}
+
+/**
+ * The events of the caller's run a protocol streams: this process's live events of a turn it began,
+ * then, when the run went on elsewhere (handed over to a durable run at an approval), the stored ones,
+ * to `run.finished` or `endsAt`. A turn refused before its run started throws its refusal before
+ * anything is yielded. The turn's run is waited for before the generator ends (on Lambda nothing runs
+ * after the response).
+ */
+export async function* followTurn(
+  deps: ApiDeps,
+  security: SecurityContext,
+  target: FollowTarget,
+): AsyncGenerator<RunEvent> {
+  const left = new AbortController();
+  let after = target.after;
+  let seen = false;
+  try {
+    for (const live of target.live ? [target.live, undefined] : [undefined]) {
+      const feed = followEvents(deps, {
+        tenantId: security.tenantId,
+        runId: target.runId,
+        after,
+        signal: left.signal,
+        live,
+      });
+      for await (const item of feed) {
+        if (deps.clock.now() >= target.endsAt) return;
+        if (item.kind !== "event") continue;
+        after = item.event.seq;
+        seen = true;
+        yield item.event;
+        if (item.event.type === FINAL_EVENT_TYPE) return;
+      }
+      live?.close();
+      if (!seen && target.settled) {
+        const outcome = await target.settled;
+        if (outcome.error) throw outcome.error;
+      }
+    }
+  } finally {
+    left.abort();
+    target.live?.close();
+    if (target.settled) await target.settled;
+  }
 }

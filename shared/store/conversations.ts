@@ -43,7 +43,11 @@ export class ConversationStore {
    * none (never started, or expired with its runs).
    * @throws the SDK's error
    */
-  async head(tenantId: string, userId: string, conversationId: string): Promise<ConversationHead | undefined> {
+  async head(
+    tenantId: string,
+    userId: string,
+    conversationId: string,
+  ): Promise<ConversationHead | undefined> {
     const item = await getItem(this.client, this.tableName, this.key(tenantId, userId, conversationId));
     if (!item) return undefined;
     const { attributes, expiresAtSeconds } = splitItem(item);

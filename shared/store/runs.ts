@@ -282,12 +282,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
     await this.client.send(
       new PutCommand({
         TableName: this.tableName,
-        Item: tableItem(
-          tableKey(input.tenantId, keys.run(input.runId)),
-          "run",
-          record,
-          expiresAtSeconds,
-        ),
+        Item: tableItem(tableKey(input.tenantId, keys.run(input.runId)), "run", record, expiresAtSeconds),
         ConditionExpression: ITEM_ABSENT,
       }),
     );

@@ -1,0 +1,42 @@
+/** The HTTP contract of AG-UI (docs/ag-ui.md): `POST /v1/agui`, a run as an SSE stream of AG-UI events. */
+
+import { createRoute, z } from "@hono/zod-openapi";
+import { authErrors, payloadTooLarge, problem } from "./problems.js";
+
+/** `POST /v1/agui`: AG-UI's RunAgentInput in, an SSE stream of AG-UI events out. */
+export const aguiRoute = createRoute({
+  method: "post",
+  path: "/v1/agui",
+  summary: "AG-UI endpoint (RunAgentInput in, AG-UI events over SSE out)",
+  description:
+    "Agent–User Interaction 1.0 (docs/ag-ui.md): the last user message is the prompt, `threadId` the conversation, `runId` the key (a repeated run id is the same run). Tools the client offers are ignored. The answer is `text/event-stream` of AG-UI events (RUN_STARTED, STEP_*, TOOL_CALL_*, TEXT_MESSAGE_*, CUSTOM boundloop.*, RUN_FINISHED or RUN_ERROR); `id:` is the run event sequence, send the same input with `Last-Event-ID` to resume.",
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": {
+          schema: z
+            .object({ threadId: z.string(), runId: z.string(), messages: z.array(z.unknown()) })
+            .passthrough()
+            .openapi("AguiRunAgentInput"),
+        },
+      },
+    },
+  },
+  responses: {
+    200: {
+      description: "The run's AG-UI events.",
+      content: { "text/event-stream": { schema: z.string().openapi("AguiEventStream") } },
+    },
+    400: problem(
+      "INVALID_REQUEST: not a RunAgentInput, a run id that is not 1–255 printable characters, or no user text.",
+    ),
+    409: problem(
+      "PREVIOUS_RUN_IN_PROGRESS: a run of the thread is still going. IDEMPOTENCY_KEY_IN_USE: this run id's run is starting.",
+    ),
+    413: payloadTooLarge,
+    415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
+    422: problem("IDEMPOTENCY_KEY_REUSED: the run id was used with another input."),
+    ...authErrors,
+  },
+});
