@@ -43,7 +43,12 @@ export default defineConfig({
       {
         extends: true,
         // Most files wait on I/O (DynamoDB Local, child processes, a browser): two at a time on 2 cores.
-        test: { name: "suite", include: ["test/**/*.test.ts"], exclude: [...TIMED, ...SKIPPED], maxWorkers: 2 },
+        test: {
+          name: "suite",
+          include: ["test/**/*.test.ts"],
+          exclude: [...TIMED, ...SKIPPED],
+          maxWorkers: 2,
+        },
       },
       {
         extends: true,
