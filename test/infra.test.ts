@@ -81,12 +81,12 @@ describe("the CDK stack", () => {
       "AWS::Lambda::Function": 3,
       "AWS::Lambda::Version": 1,
       "AWS::Lambda::Alias": 1,
-      "AWS::Lambda::Permission": 19,
+      "AWS::Lambda::Permission": 22,
       "AWS::Lambda::Url": 1,
       "AWS::ApiGatewayV2::Api": 1,
       "AWS::ApiGatewayV2::Integration": 1,
       "AWS::ApiGatewayV2::Authorizer": 1,
-      "AWS::ApiGatewayV2::Route": 17,
+      "AWS::ApiGatewayV2::Route": 20,
       "AWS::ApiGatewayV2::Stage": 1,
       "AWS::CloudWatch::Alarm": 5,
     });
@@ -365,7 +365,7 @@ describe("the CDK stack", () => {
     ).toThrow(/consoleClientId must be an OAuth client id/);
   });
 
-  it("puts the JWT authorizer on every route except /healthz, /openapi.json, /mcp and its metadata, and the console's", () => {
+  it("puts the JWT authorizer on every route except /healthz, /openapi.json, /mcp and its metadata, the A2A Agent Card, and the console's", () => {
     template.hasResourceProperties("AWS::ApiGatewayV2::Authorizer", {
       AuthorizerType: "JWT",
       IdentitySource: ["$request.header.Authorization"],
@@ -388,6 +388,9 @@ describe("the CDK stack", () => {
         "GET /v1/approvals",
         "GET /v1/invoices",
         "GET /v1/invoices/{invoiceId}",
+        "POST /v1/a2a",
+        "POST /v1/agui",
+        "GET /.well-known/agent-card.json",
         "GET /healthz",
         "GET /openapi.json",
         "POST /mcp",
@@ -400,6 +403,7 @@ describe("the CDK stack", () => {
     );
     // /mcp verifies its bearer token in the function (it must answer 401 with resource_metadata).
     const ungated = new Set([
+      "GET /.well-known/agent-card.json",
       "GET /healthz",
       "GET /openapi.json",
       "POST /mcp",

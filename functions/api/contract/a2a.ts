@@ -1,6 +1,7 @@
 /** The HTTP contract of A2A (docs/a2a.md): the public Agent Card and the JSON-RPC endpoint. */
 
 import { createRoute, z } from "@hono/zod-openapi";
+import { security } from "./common.js";
 import { authErrors, payloadTooLarge, problem } from "./problems.js";
 
 /** An A2A JSON-RPC response: a result or an error (A2A error codes, the problem `code` in `data`). */
@@ -31,6 +32,7 @@ export const agentCardRoute = createRoute({
 /** `POST /v1/a2a`: one A2A JSON-RPC request. */
 export const a2aRoute = createRoute({
   method: "post",
+  security,
   path: "/v1/a2a",
   summary: "A2A endpoint (JSON-RPC binding, streaming over SSE)",
   description:

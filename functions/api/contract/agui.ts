@@ -1,11 +1,13 @@
 /** The HTTP contract of AG-UI (docs/ag-ui.md): `POST /v1/agui`, a run as an SSE stream of AG-UI events. */
 
 import { createRoute, z } from "@hono/zod-openapi";
+import { security } from "./common.js";
 import { authErrors, payloadTooLarge, problem } from "./problems.js";
 
 /** `POST /v1/agui`: AG-UI's RunAgentInput in, an SSE stream of AG-UI events out. */
 export const aguiRoute = createRoute({
   method: "post",
+  security,
   path: "/v1/agui",
   summary: "AG-UI endpoint (RunAgentInput in, AG-UI events over SSE out)",
   description:
