@@ -834,6 +834,7 @@ describe("the routes of the stack, the app and the local dev server", () => {
     expect(local.sort(byRoute)).toEqual(documented);
     expect([...PUBLIC_ROUTES].sort()).toEqual(
       [
+        "GET /.well-known/agent-card.json",
         "GET /console",
         "GET /console/assets/{file}",
         "GET /healthz",
