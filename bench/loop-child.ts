@@ -80,12 +80,14 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
 
 /**
  * Tracing for the P1 child: the SDK (shared/telemetry/sdk.ts) with a batch processor over an exporter
- * that drops what it gets; each run is one agent span (shared/run-trace.ts traceRun) with its chat and
- * execute_tool spans, and is flushed after it, as the entry flushes each invocation.
+ * that drops what it gets; each run runs in one agent span (shared/run-trace.ts, the run tracer's
+ * `within`; no lifecycle here ends it) with its chat and execute_tool spans, and is flushed after it, as
+ * the entry flushes each invocation.
  */
 async function startBenchTracing() {
   const { startTracing } = await import("../shared/telemetry/sdk.js");
-  const { traceRun } = await import("../shared/run-trace.js");
+  const { createRunTracer } = await import("../shared/run-trace.js");
+  const tracer = createRunTracer();
   const sdk = startTracing(
     {
       kind: "exporter",
@@ -99,14 +101,10 @@ async function startBenchTracing() {
   return {
     async run<T>(fn: () => Promise<T>): Promise<T> {
       n += 1;
-      const info = {
-        tenantId: "bench",
-        runId: `run_bench_${n}`,
-        conversationId: `run_bench_${n}`,
-        durable: false,
-      };
+      const run = { tenantId: "bench", runId: `run_bench_${n}`, userId: "usr_bench" };
+      const scope = { durable: false as const, conversationId: run.runId };
       try {
-        return await traceRun(info, fn);
+        return await (tracer.within?.(run, scope, fn) ?? fn());
       } finally {
         await sdk.flush();
       }

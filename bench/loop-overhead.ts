@@ -79,9 +79,44 @@ export interface LoopOverheadResult {
   ratioToPeer: Record<Exclude<Framework, "boundloop">, number>;
   ratioToPeerNetOfTransport: Record<Exclude<Framework, "boundloop">, number>;
   fastestPeer: Exclude<Framework, "boundloop">;
-  goal: { text: string; ratio: number; met: boolean };
+  goal: P1Goal;
+  /** Ours ÷ the fastest peer, gross (transport included): reported, not judged (it swings with the machine). */
+  grossRatio: number;
   /** Ours with tracing on ÷ ours with tracing off (median of the per-round ratios); goal ≤ 1.3. */
   tracing: { ratio: number; goal: number; met: boolean };
+}
+
+/**
+ * P1's goal: the bare-fetch floor is most of every client's per-cycle time here, so the gross
+ * ratio swings with the machine; judged instead are the overhead above the floor, ours ÷ the fastest
+ * peer's (`ratio`, net; goal ≤ {@link P1_NET_GOAL}), and ours ÷ the floor (`overFloor`; goal ≤
+ * {@link P1_FLOOR_GOAL}). Both medians of the per-round ratios.
+ */
+export interface P1Goal {
+  text: string;
+  ratio: number;
+  overFloor: number;
+  met: boolean;
+}
+
+/** P1: ours above the floor ÷ the fastest peer above the floor, at most this. */
+export const P1_NET_GOAL = 0.2;
+/** P1: ours ÷ the bare-fetch floor (per cycle), at most this. */
+export const P1_FLOOR_GOAL = 1.35;
+
+/** P1's verdict from the net ratio and ours ÷ floor. */
+function p1Goal(netRatio: number, overFloor: number): P1Goal {
+  return {
+    text: `ours above the transport floor ≤ ${P1_NET_GOAL}× the fastest peer's, and ours ≤ ${P1_FLOOR_GOAL}× the floor`,
+    ratio: netRatio,
+    overFloor,
+    met: netRatio <= P1_NET_GOAL && overFloor <= P1_FLOOR_GOAL,
+  };
+}
+
+/** Ours ÷ the floor per cycle: the median of the per-round ratios (µs ÷ µs). */
+function ourOverFloor(ours: number[], floor: number[]): number {
+  return round(median(ours.map((value, i) => value / (floor[i] as number))), 2);
 }
 
 /** One measured run: overhead per cycle in µs, and its parts in ms. */
@@ -184,11 +219,8 @@ export async function benchLoopOverhead(options: LoopOverheadOptions): Promise<L
       ratioToPeer,
       ratioToPeerNetOfTransport,
       fastestPeer,
-      goal: {
-        text: "ours ≤ 0.5× the fastest peer",
-        ratio: ratioToPeer[fastestPeer],
-        met: ratioToPeer[fastestPeer] <= 0.5,
-      },
+      goal: p1Goal(ratioToPeerNetOfTransport[fastestPeer], ourOverFloor(ours, floor)),
+      grossRatio: ratioToPeer[fastestPeer],
       tracing: { ratio: tracingRatio, goal: 1.3, met: tracingRatio <= 1.3 },
     };
   } finally {

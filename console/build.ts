@@ -18,10 +18,14 @@ export interface ConsoleManifest {
   files: Record<string, string>;
 }
 
-/** Built assets: the manifest and each file's text by name. */
+/**
+ * Built assets: the manifest, each file's text by name, and which files each one imports (static
+ * `import` and dynamic `import()` apart, by file name): how the page loads its views lazily.
+ */
 export interface ConsoleAssetSet {
   manifest: ConsoleManifest;
   bodies: Record<string, string>;
+  imports: Record<string, { static: string[]; dynamic: string[] }>;
 }
 
 const CLIENT_DIR = fileURLToPath(new URL("./client/", import.meta.url));
@@ -45,6 +49,7 @@ export async function buildConsoleAssets(): Promise<ConsoleAssetSet> {
     write: false,
     legalComments: "none",
     logLevel: "warning",
+    metafile: true,
   });
   const bodies: Record<string, string> = {};
   const files: Record<string, string> = {};
@@ -53,11 +58,17 @@ export async function buildConsoleAssets(): Promise<ConsoleAssetSet> {
     bodies[name] = output.text;
     files[name] = name.endsWith(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8";
   }
+  const imports: ConsoleAssetSet["imports"] = {};
+  for (const [path, output] of Object.entries(result.metafile.outputs)) {
+    const kinds = (kind: string) =>
+      output.imports.filter((i) => i.kind === kind && !i.external).map((i) => basename(i.path));
+    imports[basename(path)] = { static: kinds("import-statement"), dynamic: kinds("dynamic-import") };
+  }
   const names = Object.keys(files);
   const script = names.find((name) => name.startsWith("app-") && name.endsWith(".js"));
   const style = names.find((name) => name.startsWith("console-") && name.endsWith(".css"));
   if (!script || !style) throw new Error(`The console build made no app script or stylesheet: ${names}`);
-  return { manifest: { script, style, files }, bodies };
+  return { manifest: { script, style, files }, bodies, imports };
 }
 
 /**

@@ -105,6 +105,7 @@ export const RUNTIME_SETTINGS = [
   { context: "streamRetryMs", env: "STREAM_RETRY_MS", functions: API },
   { context: "streamRunTimeoutMs", env: "STREAM_RUN_TIMEOUT_MS", functions: API },
   { context: "eventsPollMs", env: "EVENTS_POLL_MS", functions: API },
+  { context: "promptExcerptChars", env: "PROMPT_EXCERPT_CHARS", functions: API },
   { context: "answerGrounding", env: "ANSWER_GROUNDING", functions: BOTH },
 ] as const satisfies readonly RuntimeSetting[];
 

@@ -37,8 +37,9 @@ import { bundlesTracingSdk } from "../shared/telemetry/entry.js";
 import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
 import { grantBedrockModel } from "./bedrock-access.js";
 import { API_HANDLER, STREAM_ENTRY } from "./bundle.js";
+import { API_STREAM_MAX_SECONDS, consoleOrigins } from "./console-wiring.js";
 import { DurableRunner, runnerExecutionTimeoutSeconds } from "./durable-runner.js";
-import { functionEnvironment, runtimeEnvironment } from "./function-env.js";
+import { type FunctionEnvName, functionEnvironment, runtimeEnvironment } from "./function-env.js";
 import { bundledCode } from "./lambda-code.js";
 import { ROUTES } from "./routes.js";
 import {
@@ -70,13 +71,6 @@ export const API_INTEGRATION_TIMEOUT_SECONDS = 30;
  * STREAM_RUN_TIMEOUT_MS (10 min by default, the `streamRunTimeoutMs` setting), its RUN_TIMEOUT_MS there.
  */
 export const STREAM_FUNCTION_TIMEOUT_SECONDS = 900;
-
-/**
- * How long one event stream of the API function stays open (s). The HTTP API delivers a response only
- * when it ends, so a short stream, resumed by the client with Last-Event-ID, keeps a watcher (the
- * console) within seconds of the run; the streaming function URL streams for real.
- */
-export const API_STREAM_MAX_SECONDS = 2;
 
 /**
  * Default route throttling of the API stage (requests per second, burst). Deliberately low for a
@@ -234,8 +228,8 @@ export class BoundloopStack extends Stack {
         ...sharedEnvironment,
         ...runtimeEnvironment(settings, "api"),
         // The HTTP API buffers a response until it ends: short event streams (each resumed by the
-        // client with Last-Event-ID) let the console follow a run within seconds through it; the
-        // streamMaxSeconds setting, when given, wins.
+        // client with Last-Event-ID) keep a reader within seconds of a run through it (the console
+        // follows runs on the streaming function URL); the streamMaxSeconds setting, when given, wins.
         STREAM_MAX_SECONDS: settings.runtime.STREAM_MAX_SECONDS ?? String(API_STREAM_MAX_SECONDS),
         RUNNER_FUNCTION_ARN: runner.alias.functionArn,
         DURABLE_EXECUTION_TIMEOUT_SECONDS: String(executionTimeoutSeconds),
@@ -283,6 +277,8 @@ export class BoundloopStack extends Stack {
       authType: FunctionUrlAuthType.NONE,
       invokeMode: InvokeMode.RESPONSE_STREAM,
     });
+    // The console (served by the API function) follows runs on the function URL (infra/console-wiring.ts).
+    fn.addEnvironment("CONSOLE_STREAM_URL" satisfies FunctionEnvName, streamUrl.url);
 
     const apiLogs = new LogGroup(this, "ApiAccessLogs", { retention: LOG_RETENTION, removalPolicy });
     const api = new HttpApi(this, "HttpApi", {
@@ -316,6 +312,12 @@ export class BoundloopStack extends Stack {
         ),
       },
     });
+
+    // CORS on the function URL for the console's pages, and no other origin (functions/stream/entry.ts).
+    streamFn.addEnvironment(
+      "CONSOLE_ORIGINS" satisfies FunctionEnvName,
+      consoleOrigins(api.apiEndpoint, settings.consoleCallbackUrls).join(","),
+    );
 
     // /mcp's audience is the stack's own URL unless the deployment names another (mcpResourceUrl): the
     // function never derives it from a request's Host (docs/mcp.md).

@@ -13,7 +13,7 @@
  * What the stack serves on its streaming function URL ({@link servedByStream}) goes to the streaming
  * entry with no gateway in front, as there: the entry verifies the token and answers its own 401.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Context, StreamifyHandler } from "aws-lambda";
 import { decodeJwt } from "jose";
@@ -151,27 +151,15 @@ export async function startDevServer(options: {
       },
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  const url = `http://${options.host}:${port}`;
-  const stop = async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  };
+  const listening = await listen(server, options.host, options.port);
   try {
-    const target = await (typeof options.serve === "function" ? options.serve(url) : options.serve);
+    const target = await (typeof options.serve === "function" ? options.serve(listening.url) : options.serve);
     resolveTarget(target);
   } catch (error) {
-    await stop();
+    await listening.stop();
     throw error;
   }
-  return { url, port, stop };
+  return listening;
 }
 
 /**
@@ -227,6 +215,71 @@ function tenantNote(authorization: string | undefined): string {
   } catch {
     return "";
   }
+}
+
+/**
+ * Serves a streaming handler as a Lambda function URL with `RESPONSE_STREAM` and auth type NONE does
+ * (the stack's `StreamUrl`): every request, `OPTIONS` preflights included, goes to the function as a
+ * payload 2.0 event without an authorizer (the function verifies the token itself), and its body is
+ * written as it comes. `npm run dev` points its console here, across origins, as deployed.
+ * @throws the listen error when the port is taken
+ */
+export async function startFunctionUrlServer(options: {
+  stream: StreamifyHandler;
+  host: string;
+  port: number;
+  log?: (line: string) => void;
+}): Promise<DevServer> {
+  const write = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const server = createServer((req, res) => {
+    const started = Date.now();
+    const serve = async () => {
+      const body = await readBody(req);
+      if (body === undefined) return gatewayError(res, 413, "Request Entity Too Large");
+      const event = toHttpApiEvent(
+        {
+          method: (req.method ?? "GET").toUpperCase(),
+          url: req.url ?? "/",
+          headers: headersOf(req),
+          body,
+          sourceIp: (req.socket.remoteAddress ?? "127.0.0.1").replace(/^::ffff:/, ""),
+          localPort: req.socket.localPort ?? options.port,
+        },
+        undefined,
+      );
+      await streamResponse(options.stream, event, res);
+    };
+    serve().then(
+      () =>
+        write(`dev: stream URL ${req.method} ${req.url} → ${res.statusCode} in ${Date.now() - started} ms`),
+      (error: unknown) => {
+        write(`dev: stream URL ${req.method} ${req.url} failed: ${String(error)}`);
+        if (!res.headersSent) gatewayError(res, 502, "Internal Server Error");
+        else res.destroy();
+      },
+    );
+  });
+  return listen(server, options.host, options.port);
+}
+
+/** Starts `server` on `host:port` (0: a free port). */
+async function listen(server: Server, host: string, port: number): Promise<DevServer> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${host}:${address}`,
+    port: address,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 /** Reads the request body; undefined when it is over API Gateway's 10 MB limit. */

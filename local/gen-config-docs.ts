@@ -155,6 +155,16 @@ const LOCAL_ONLY_DOCS: Record<
     description:
       "Local DynamoDB for `npm start`, `invoke`, `dev` and the tests. Unset: DynamoDB Local (AWS's jar, needs Java 17+) when Java 17+ is found, else dynalite (pure JS) with a notice. Read by local/dynamo.ts.",
   },
+  BOUNDLOOP_CLASS_DATA: {
+    accepted: "one of `auto`, `use`, `off`",
+    description:
+      "DynamoDB Local's class-data archive (AppCDS), which makes its JVM start in about half the time. `auto` (unset): use it, or have the first `npm start` / `npm run invoke` without one write it after its output (once, a few seconds); `use`: use an existing one, never write one (the test suite); `off`: never. Read by local/dynamo-class-data.ts.",
+  },
+  BOUNDLOOP_CACHE_DIR: {
+    accepted: "a directory",
+    description:
+      "Where the local tools keep the class-data archive and the Java version they found. Unset: `node_modules/.cache/boundloop` (gone with `node_modules`). Read by local/dynamo-class-data.ts.",
+  },
 };
 
 /**

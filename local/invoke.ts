@@ -139,7 +139,10 @@ async function main(argv: string[]): Promise<number> {
   }
 
   // A signal while the dependencies are still starting waits for them, then stops them all.
-  const starting: Promise<LocalStack> = startLocalStack({ ...process.env, ...vars }, log);
+  const warm = import("./warm.js").then(({ warmHandlerModules }) => warmHandlerModules());
+  const starting: Promise<LocalStack> = startLocalStack({ ...process.env, ...vars }, log, {
+    writeClassData: true,
+  });
   let interrupted = false;
   onShutdownSignal(
     async () => {
@@ -152,6 +155,7 @@ async function main(argv: string[]): Promise<number> {
     { watchParent: true },
   );
   const stack = await starting;
+  await warm;
   try {
     Object.assign(process.env, vars, stack.env);
     const { handler } = await import("../functions/api/handler.js");

@@ -9,14 +9,24 @@ export interface StreamMetadata {
 }
 
 /**
+ * What a function URL answers when a streaming function ends without having sent its metadata (it wrote
+ * nothing after `HttpResponseStream.from`, or it threw first): 502, as the URL has no status to give.
+ */
+export const NO_PRELUDE_STATUS = 502;
+
+/**
  * A local stand-in for the response stream the Lambda runtime hands a streaming function: a Node
  * stream the function writes its body to, with the metadata that `awslambda.HttpResponseStream.from`
- * sets before the body. Read it like any readable stream; `destroy()` is a client that hangs up.
+ * sets before the body. As in the runtime (aws-lambda-nodejs-runtime-interface-client's
+ * HttpResponseStream), the metadata is sent with the first `write` — an empty one counts — and never
+ * if the function writes nothing. Read it like any readable stream; `destroy()` is a client that hangs up.
  */
 export class LocalResponseStream extends PassThrough {
-  /** Resolves with the metadata once the function sets it (before its first body byte). */
+  /** Resolves with the metadata once it is sent (with the function's first write). */
   readonly metadata: Promise<StreamMetadata>;
   private setMeta: (metadata: StreamMetadata) => void = () => {};
+  private pending: StreamMetadata | undefined;
+  private sent = false;
 
   constructor() {
     super();
@@ -25,14 +35,37 @@ export class LocalResponseStream extends PassThrough {
     });
   }
 
-  /** Called by the stand-in `HttpResponseStream.from`. */
+  /** Whether the metadata went out (the function wrote at least once after setting it). */
+  get metadataSent(): boolean {
+    return this.sent;
+  }
+
+  /** Called by the stand-in `HttpResponseStream.from`: the metadata waits for the first write. */
   setMetadata(metadata: StreamMetadata): void {
-    this.setMeta(metadata);
+    this.pending = metadata;
   }
 
   /** The runtime's `setContentType`: metadata with that content type only. */
   setContentType(contentType: string): void {
-    this.setMeta({ statusCode: 200, headers: { "content-type": contentType } });
+    this.setMetadata({ statusCode: 200, headers: { "content-type": contentType } });
+  }
+
+  override write(chunk: unknown, ...rest: unknown[]): boolean {
+    if (!this.sent && this.pending) {
+      this.sent = true;
+      this.setMeta(this.pending);
+    }
+    return (super.write as (...args: unknown[]) => boolean)(chunk, ...rest);
+  }
+
+  /**
+   * The invocation ended: a function that never sent its metadata is answered as the function URL
+   * answers it ({@link NO_PRELUDE_STATUS}).
+   */
+  invocationEnded(): void {
+    if (this.sent) return;
+    this.sent = true;
+    this.setMeta({ statusCode: NO_PRELUDE_STATUS, headers: { "content-type": "application/json" } });
   }
 }
 
@@ -58,7 +91,8 @@ export function installLambdaStreaming(): void {
 
 /**
  * Invokes a streaming handler the way the runtime does: with a {@link LocalResponseStream}, the event and
- * a context. `done` settles when the invocation ends (after the body and any work it waits for).
+ * a context. `done` settles when the invocation ends (after the body and any work it waits for); a
+ * function that threw, or wrote nothing, then gets the function URL's {@link NO_PRELUDE_STATUS}.
  */
 export function invokeStreaming(
   handler: StreamifyHandler,
@@ -66,9 +100,12 @@ export function invokeStreaming(
   context: Context,
 ): { stream: LocalResponseStream; done: Promise<void> } {
   const stream = new LocalResponseStream();
-  const done = Promise.resolve(handler(event, stream as never, context)).then(() => {
-    // A stream the function never gave metadata (it threw first) still answers.
-    stream.setMetadata({ statusCode: 500, headers: {} });
-  });
+  const done = Promise.resolve(handler(event, stream as never, context)).then(
+    () => stream.invocationEnded(),
+    (error: unknown) => {
+      stream.invocationEnded();
+      throw error;
+    },
+  );
   return { stream, done };
 }

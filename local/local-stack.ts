@@ -1,4 +1,5 @@
 import { type Config, loadConfig } from "../shared/config.js";
+import { endpointOf } from "../shared/model/endpoint-failure.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { ensureTable } from "../shared/store/table.js";
 import { parseDynamoBackend, startLocalDynamo } from "./dynamo.js";
@@ -18,6 +19,16 @@ export const LOCAL_BEDROCK_CREDENTIALS = {
 export interface StartedProcess {
   name: string;
   pid: number;
+}
+
+/**
+ * How a command uses its local stack: `writeClassData`: a short command (`npm start`, `npm run invoke`)
+ * that may write DynamoDB Local's class-data archive when it stops (local/dynamo-class-data.ts).
+ */
+export interface LocalStackOptions {
+  writeClassData?: boolean;
+  /** Stop before any run when the model endpoint the environment names cannot be used (`npm start`). */
+  requireModel?: boolean;
 }
 
 /** Local dependencies started for a run, and how to stop them. */
@@ -44,64 +55,34 @@ function portOf(url: string): string {
  * - model: with MODEL_PROVIDER=bedrock, BEDROCK_BASE_URL if set, else the Bedrock stand-in
  *   (local/bedrock-stand-in.ts, answering with the planner) that verifies the function's keys against the
  *   AWS credentials in the environment (or {@link LOCAL_BEDROCK_CREDENTIALS}, then set in `env`);
- *   otherwise OPENAI_API_KEY or OPENAI_BASE_URL if set, else the local deterministic model server
- * Anything started is stopped again if a later step fails.
+ *   otherwise OPENAI_API_KEY or OPENAI_BASE_URL if set (checked once: local/model-check.ts, one line),
+ *   else the local deterministic model server
+ * The two start side by side; the table is created once DynamoDB answers. Anything started is stopped
+ * again if a later step fails.
  * @param env a process.env-like record (read, never written)
  * @param log where progress lines go (default stderr)
- * @throws ConfigError when `env` is not a valid configuration; the launcher's error when a
- *   dependency does not start
+ * @param options see {@link LocalStackOptions}
+ * @throws ConfigError when `env` is not a valid configuration; ModelEndpointError (with `requireModel`)
+ *   when the model endpoint cannot be used; the launcher's error when a dependency does not start
  */
 export async function startLocalStack(
   env: Record<string, string | undefined> = process.env,
   log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+  options: LocalStackOptions = {},
 ): Promise<LocalStack> {
   const stops: Array<() => Promise<void>> = [];
   const resolved: Record<string, string> = {};
   const processes: StartedProcess[] = [];
   try {
     // Fail on an invalid environment before starting anything.
-    loadConfig(env);
-    const backend = parseDynamoBackend(env.BOUNDLOOP_DYNAMO_BACKEND);
-    if (env.DYNAMODB_ENDPOINT) {
-      log(
-        `dynamodb: using the existing endpoint ${env.DYNAMODB_ENDPOINT} on port ${portOf(env.DYNAMODB_ENDPOINT)} (DYNAMODB_ENDPOINT)`,
-      );
-    } else {
-      const dynamo = await startLocalDynamo({ log, backend });
-      stops.push(async () => {
-        await dynamo.stop();
-        log(`dynamodb: stopped ${dynamo.backend} on port ${dynamo.port}`);
-      });
-      resolved.DYNAMODB_ENDPOINT = dynamo.endpoint;
-      if (dynamo.pid !== undefined) processes.push({ name: "DynamoDB Local (java)", pid: dynamo.pid });
-      const where = dynamo.pid === undefined ? "in this process" : `java pid ${dynamo.pid}`;
-      log(
-        `dynamodb: started ${dynamo.backend} on port ${dynamo.port} (${where}, in memory) at ${dynamo.endpoint}`,
-      );
-    }
-    const bedrock = loadConfig(env).model;
-    if (bedrock.provider === "bedrock" && env.BEDROCK_BASE_URL) {
-      log(
-        `model: using Amazon Bedrock at ${env.BEDROCK_BASE_URL} with ${bedrock.bedrock.modelId} (BEDROCK_BASE_URL)`,
-      );
-    } else if (bedrock.provider === "bedrock") {
-      const standIn = await startStandIn(env, bedrock.bedrock, log);
-      stops.push(standIn.stop);
-      Object.assign(resolved, standIn.env);
-    } else if (env.OPENAI_API_KEY || env.OPENAI_BASE_URL) {
-      const url = env.OPENAI_BASE_URL ?? "https://api.openai.com/v1";
-      log(`model: using ${url} on port ${portOf(url)} (OPENAI_BASE_URL/OPENAI_API_KEY)`);
-    } else {
-      const model = await startModelServer();
-      stops.push(async () => {
-        await model.stop();
-        log(`model: stopped the local planner on port ${portOf(model.baseURL)}`);
-      });
-      resolved.OPENAI_BASE_URL = model.baseURL;
-      log(
-        `model: started the local deterministic planner (not an LLM) on port ${portOf(model.baseURL)} at ${model.baseURL}`,
-      );
-    }
+    const { model } = loadConfig(env);
+    // DynamoDB Local's JVM and the model side start side by side (the JVM is most of the wait).
+    const started = await Promise.allSettled([
+      startDynamo(env, log, options, { stops, resolved, processes }),
+      startModel(env, model, log, options, { stops, resolved }),
+    ]);
+    const failed = started.find((result) => result.status === "rejected");
+    if (failed) throw (failed as PromiseRejectedResult).reason;
     const config = loadConfig({ ...env, ...resolved });
     resolved.TABLE_NAME = config.table.name;
     const ddb = createDocumentClient(config.table);
@@ -124,6 +105,86 @@ export async function startLocalStack(
       return stopped;
     },
   };
+}
+
+/** What the start steps add to: stop functions, variables for the function, child processes. */
+interface Started {
+  stops: Array<() => Promise<void>>;
+  resolved: Record<string, string>;
+  processes?: StartedProcess[];
+}
+
+/** DYNAMODB_ENDPOINT when set, else DynamoDB Local (or dynalite) started in memory; one line each. */
+async function startDynamo(
+  env: Record<string, string | undefined>,
+  log: (line: string) => void,
+  options: LocalStackOptions,
+  into: Started,
+): Promise<void> {
+  const backend = parseDynamoBackend(env.BOUNDLOOP_DYNAMO_BACKEND);
+  if (env.DYNAMODB_ENDPOINT) {
+    log(
+      `dynamodb: using the existing endpoint ${env.DYNAMODB_ENDPOINT} on port ${portOf(env.DYNAMODB_ENDPOINT)} (DYNAMODB_ENDPOINT)`,
+    );
+    return;
+  }
+  const dynamo = await startLocalDynamo({ log, backend, writeClassData: options.writeClassData });
+  into.stops.push(async () => {
+    await dynamo.stop();
+    log(`dynamodb: stopped ${dynamo.backend} on port ${dynamo.port}`);
+  });
+  into.resolved.DYNAMODB_ENDPOINT = dynamo.endpoint;
+  if (dynamo.pid !== undefined) into.processes?.push({ name: "DynamoDB Local (java)", pid: dynamo.pid });
+  const where = dynamo.pid === undefined ? "in this process" : `java pid ${dynamo.pid}`;
+  const archive = dynamo.classData === "used" ? ", class-data archive mapped" : "";
+  log(
+    `dynamodb: started ${dynamo.backend} on port ${dynamo.port} (${where}, in memory${archive}) at ${dynamo.endpoint}`,
+  );
+}
+
+/**
+ * The model side: with MODEL_PROVIDER=bedrock, BEDROCK_BASE_URL or the Bedrock stand-in; else the
+ * OPENAI_BASE_URL / OPENAI_API_KEY endpoint, checked once (local/model-check.ts: one line; with
+ * `requireModel`, an endpoint that cannot be used stops the command); else the local planner server.
+ * @throws ModelEndpointError when `options.requireModel` and the endpoint cannot be used
+ */
+async function startModel(
+  env: Record<string, string | undefined>,
+  model: Config["model"],
+  log: (line: string) => void,
+  options: LocalStackOptions,
+  into: Started,
+): Promise<void> {
+  if (model.provider === "bedrock" && env.BEDROCK_BASE_URL) {
+    log(
+      `model: using Amazon Bedrock at ${env.BEDROCK_BASE_URL} with ${model.bedrock.modelId} (BEDROCK_BASE_URL)`,
+    );
+  } else if (model.provider === "bedrock") {
+    const standIn = await startStandIn(env, model.bedrock, log);
+    into.stops.push(standIn.stop);
+    Object.assign(into.resolved, standIn.env);
+  } else if (env.OPENAI_API_KEY || env.OPENAI_BASE_URL) {
+    const url = env.OPENAI_BASE_URL || "https://api.openai.com/v1";
+    log(`model: using ${endpointOf(url)} on port ${portOf(url)} (OPENAI_BASE_URL/OPENAI_API_KEY)`);
+    const { checkModelEndpoint, ModelEndpointError } = await import("./model-check.js");
+    const check = await checkModelEndpoint(url, env.OPENAI_API_KEY, model.name);
+    if (check.ok || !options.requireModel) log(check.line);
+    if (!check.ok && options.requireModel) {
+      throw new ModelEndpointError(
+        `${check.line.replace(/^model: /, "")} Start the server there, fix OPENAI_BASE_URL, or unset OPENAI_BASE_URL and OPENAI_API_KEY to use the local planner.`,
+      );
+    }
+  } else {
+    const server = await startModelServer();
+    into.stops.push(async () => {
+      await server.stop();
+      log(`model: stopped the local planner on port ${portOf(server.baseURL)}`);
+    });
+    into.resolved.OPENAI_BASE_URL = server.baseURL;
+    log(
+      `model: started the local deterministic planner (not an LLM) on port ${portOf(server.baseURL)} at ${server.baseURL}`,
+    );
+  }
 }
 
 /**

@@ -279,7 +279,7 @@ export async function startModelServer(
       ? queue.shift()
       : responder
         ? responder(recorded)
-        : (plannerFault() ?? fromPlanner(messages));
+        : (plannerFault() ?? fromPlanner(messages, body.tools));
     if (!reply) {
       sendJson(res, 500, {
         error: { message: "scripted model: no reply left in the script", type: "server_error" },
@@ -428,8 +428,12 @@ export function transcriptProblem(messages: PlannerMessage[]): string | undefine
   return unanswered();
 }
 
-function fromPlanner(messages: PlannerMessage[]): ScriptedReply {
-  const decision = plan(messages);
+function fromPlanner(messages: PlannerMessage[], tools: unknown): ScriptedReply {
+  // The tool names the request offers: the planner calls no read tool the caller was not offered.
+  const offered = Array.isArray(tools)
+    ? tools.map((tool) => String((tool as { function?: { name?: unknown } })?.function?.name))
+    : [];
+  const decision = plan(messages, offered);
   return decision.kind === "tool_calls" ? { toolCalls: decision.calls } : { content: decision.content };
 }
 

@@ -142,7 +142,9 @@ function callsOf(messages: PlannerMessage[]): SeenCall[] {
 }
 
 /**
- * Decides the next assistant message: calculateTax for every request found; then, when the prompt asks
+ * Decides the next assistant message. A prompt with no amount to calculate that names an invoice id, or asks
+ * to list invoices, takes the read path (getInvoice / listInvoices, see {@link planRead}; `offered`: the tool
+ * names the request offers). Otherwise: calculateTax for every request found; then, when the prompt asks
  * to record, recordInvoice (with the quoteId calculateTax returned) for the requests it names (all, if
  * it names none) whose tax succeeded; then a final answer built from this prompt's tool results. A call
  * that failed with a retryable fatal_error (e.g. STORE_UNAVAILABLE) is made once more before the answer.
@@ -152,13 +154,19 @@ function callsOf(messages: PlannerMessage[]): SeenCall[] {
  * conversation's calculateTax calls returned. Earlier prompts' recordInvoice calls do not count: asked
  * again, the planner asks again, and the backend decides (QUOTE_ALREADY_RECORDED).
  */
-export function plan(messages: PlannerMessage[]): PlannerReply {
+export function plan(messages: PlannerMessage[], offered?: readonly string[]): PlannerReply {
   const lastUser = messages.map((m) => m.role).lastIndexOf("user");
   const prompt = textOf(messages[lastUser]?.content);
   const earlier = messages.slice(0, Math.max(0, lastUser));
   const current = callsOf(messages.slice(lastUser + 1));
+  const turn = messages.filter((m) => m.role === "assistant").length + 1;
+  const id = (index: number) => `call_${turn}_${index}`;
   const recordIntent = /\b(record|book|save|log)\b/i.exec(prompt);
   let requests = extractInvoiceRequests(prompt);
+  if (requests.length === 0 && !recordIntent) {
+    const read = planRead(prompt, current, offered, id);
+    if (read) return read;
+  }
   let fromHistory = false;
   if (requests.length === 0 && recordIntent) {
     const earlierPrompts = earlier.filter((m) => m.role === "user").reverse();
@@ -170,8 +178,6 @@ export function plan(messages: PlannerMessage[]): PlannerReply {
       }
     }
   }
-  const turn = messages.filter((m) => m.role === "assistant").length + 1;
-  const id = (index: number) => `call_${turn}_${index}`;
 
   if (requests.length === 0) {
     return {
@@ -241,12 +247,76 @@ export function plan(messages: PlannerMessage[]): PlannerReply {
   return { kind: "answer", content: summarize(current) };
 }
 
+/** An invoice id as recordInvoice returns it; a prompt naming one asks for getInvoice. */
+const INVOICE_ID = /\binv_[0-9a-f]{24}\b/g;
+/** A request to list the tenant's invoices: "List my invoices", "show all invoices", "which invoices …". */
+const LIST_INTENT = /\b(list|show|see|display|which|what)\b[^.?!]*\binvoices\b|\bmy invoices\b/i;
+
+/**
+ * The read path: getInvoice for each invoice id the prompt names, else listInvoices when it asks for a
+ * list (`limit` null: the tool's default); then the answer from their results. A read tool the request
+ * does not offer (`offered`: the request's tool names; the caller lacks its permission) is not called:
+ * the answer says so. Undefined when the prompt asks for neither.
+ */
+function planRead(
+  prompt: string,
+  current: SeenCall[],
+  offered: readonly string[] | undefined,
+  id: (index: number) => string,
+): PlannerReply | undefined {
+  const ids = [...new Set(prompt.match(INVOICE_ID) ?? [])];
+  const wanted =
+    ids.length > 0
+      ? ids.map((invoiceId) => ({ name: "getInvoice", args: { invoiceId } as Record<string, unknown> }))
+      : LIST_INTENT.test(prompt)
+        ? [{ name: "listInvoices", args: { limit: null } as Record<string, unknown> }]
+        : [];
+  if (wanted.length === 0) return undefined;
+  const withheld = wanted.find((call) => offered && !offered.includes(call.name));
+  if (withheld) {
+    return {
+      kind: "answer",
+      content: `${PLANNER_BANNER} The ${withheld.name} tool is not offered to you (your token lacks its permission), so I called no tool.`,
+    };
+  }
+  const todo = wanted.filter((call) =>
+    needsCall(current.filter((c) => c.name === call.name && c.args.invoiceId === call.args.invoiceId)),
+  );
+  if (todo.length > 0) {
+    return {
+      kind: "tool_calls",
+      calls: todo.map((call, i) => ({ id: id(i), name: call.name, arguments: JSON.stringify(call.args) })),
+    };
+  }
+  return { kind: "answer", content: summarize(current) };
+}
+
+/** One invoice as a summary line's text: id, client, gross total and currency (copied, never computed). */
+function invoiceText(invoice: Record<string, unknown>): string {
+  const gross = (invoice.grossTotal as { amount?: string } | undefined)?.amount;
+  return `${String(invoice.invoiceId)} for ${String(invoice.clientName)}, gross ${String(gross)} ${String(invoice.currency)}`;
+}
+
+/** The summary line of a successful read call (listInvoices, getInvoice). */
+function readLine(call: SeenCall, data: Record<string, unknown>): string {
+  if (call.name === "getInvoice")
+    return `- getInvoice: invoice ${invoiceText((data.invoice ?? {}) as Record<string, unknown>)}.`;
+  const invoices = (data.invoices ?? []) as Array<Record<string, unknown>>;
+  const more = data.hasMore ? " (the tenant has more)" : "";
+  if (invoices.length === 0) return "- listInvoices: no invoices recorded yet.";
+  return [
+    `- listInvoices: ${invoices.length} invoice(s)${more}:`,
+    ...invoices.map((invoice) => `  - ${invoiceText(invoice)}`),
+  ].join("\n");
+}
+
 function summarize(calls: SeenCall[]): string {
   const lines = calls.map((call) => {
     const data = call.result?.data ?? {};
     if (call.result?.status !== "success") {
-      return `- ${call.name} (${String(call.args.jurisdiction ?? call.args.quoteId ?? "")}): ${call.result?.status ?? "no result"} ${call.result?.error?.code ?? ""}: ${call.result?.error?.message ?? ""}`;
+      return `- ${call.name} (${String(call.args.jurisdiction ?? call.args.quoteId ?? call.args.invoiceId ?? "")}): ${call.result?.status ?? "no result"} ${call.result?.error?.code ?? ""}: ${call.result?.error?.message ?? ""}`;
     }
+    if (call.name === "listInvoices" || call.name === "getInvoice") return readLine(call, data);
     if (call.name === "calculateTax") {
       const money = (key: string) => (data[key] as { amount?: string } | undefined)?.amount;
       return `- ${String(data.jurisdiction)}: VAT at ${String(data.rate)} on ${money("subtotal")} ${String(data.currency)} is ${money("taxAmount")}, gross total ${money("grossTotal")}.`;

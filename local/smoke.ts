@@ -199,6 +199,26 @@ class SmokeError extends Error {
   }
 }
 
+/**
+ * The run paused (202) although `--approval` was not given: the API has approval rules. A few lines saying
+ * so and how to smoke the pause, instead of the paused run's whole body.
+ */
+function pausedWithoutApproval(run: RunBody, base: string): SmokeError {
+  const approval = run.pendingApprovals?.[0];
+  const why = approval
+    ? `: gross ${approval.preview.grossTotal} ${approval.preview.currency} is over its threshold ${approval.preview.threshold} ${approval.preview.currency}`
+    : "";
+  return new SmokeError(
+    [
+      `POST /v1/runs: HTTP 202, run ${run.runId} is ${run.status}. The API has approval rules (APPROVAL_RULES)${why}.`,
+      "Smoke the pause with --approval and a second user's token (billing:approve, same tenant):",
+      `  BOUNDLOOP_APPROVER_TOKEN="$(npm run -s user -- token --email approver@example.com)" npm run smoke -- --url ${base} --approval`,
+      `  (against npm run dev: BOUNDLOOP_APPROVER_TOKEN="$(npm run -s token -- --sub usr_approver_01 --scope billing:approve)")`,
+    ].join("\n"),
+    null,
+  );
+}
+
 /** Polls `GET /v1/runs/{runId}` every Retry-After seconds (at least 0.2 s) until `done` says so. */
 async function pollRun(
   api: Api,
@@ -317,6 +337,7 @@ async function main(argv: string[]): Promise<number> {
     const tokens = { writer: token, approver: approverToken as string };
     run = await approveAndWait(api, started, tokens, Number(values.timeout) * 1000);
   } else {
+    if (started.status === 202) throw pausedWithoutApproval(started.json as RunBody, base);
     if (started.status !== 200) throw new SmokeError(`POST /v1/runs: HTTP ${started.status}`, started.json);
     run = started.json as RunBody;
   }

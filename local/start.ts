@@ -50,9 +50,11 @@ import { LedgerStore } from "../shared/store/ledger.js";
 import { localFunctionTimeout } from "./function-timeout.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { startLocalStack } from "./local-stack.js";
+import { ModelEndpointError } from "./model-check.js";
 import { pollProgress } from "./poll-progress.js";
 import { formatLedger, formatOutcome } from "./run-report.js";
 import { startTraceTree } from "./trace-tree.js";
+import { warmHandlerModules } from "./warm.js";
 
 const USAGE = `usage: npm start -- ["<prompt>"] [options]
 
@@ -66,6 +68,8 @@ const USAGE = `usage: npm start -- ["<prompt>"] [options]
                        pauses, a second local user approves it
   --bedrock            call the model as a Bedrock deploy does (MODEL_PROVIDER=bedrock): short-term keys
                        made from AWS credentials, checked by the local Bedrock stand-in
+  --trace              trace the runs in process (OpenTelemetry GenAI spans, docs/tracing.md) and print
+                       their span tree at the end; TRACE_CONTENT=true adds the content attributes
   -h, --help           this text
 
 Settings come from the environment (docs/configuration.md), e.g. RUN_TIMEOUT_MS=300000 for a slow model.`;
@@ -125,7 +129,9 @@ async function main(): Promise<number> {
   const seedBody = JSON.parse(event.body ?? "{}") as { prompt: string };
   const prompts = [prompt || seedBody.prompt, ...(values.then ?? [])];
 
-  const stack = await startLocalStack();
+  const warm = warmHandlerModules();
+  const stack = await startLocalStack(process.env, undefined, { writeClassData: true, requireModel: true });
+  await warm;
   const traces = values.trace ? startTraceTree(process.env.TRACE_CONTENT === "true") : undefined;
   try {
     Object.assign(process.env, stack.env);
@@ -187,7 +193,9 @@ async function runDurable(
   const { continueRunId, mode } = options;
   const { createLocalDurableApi, eventForRoute } = await import("./durable-runner.js");
   const api = createLocalDurableApi(loadConfig(process.env));
-  const watcher = options.watch ? await (await import("./watch.js")).startWatcher(event) : undefined;
+  const watcher = options.watch
+    ? await (await import("./watch.js")).startWatcher(event, api.executions)
+    : undefined;
   try {
     const invoke = async (request: APIGatewayProxyEventV2) =>
       (await api.handler(request as unknown as ApiEvent, createLambdaContext(lambdaTimeoutMs))) as Exclude<
@@ -196,13 +204,20 @@ async function runDurable(
       >;
     let previousRunId = continueRunId;
     for (const next of prompts) {
-      const started = await invoke({
+      const request = {
         ...event,
         ...(mode === "async" ? { headers: { ...event.headers, prefer: "respond-async" } } : {}),
         body: JSON.stringify({ prompt: next, ...(previousRunId ? { previousRunId } : {}) }),
-      });
-      const headers = (started.headers ?? {}) as Record<string, string>;
+      };
+      // --approval --watch streams the request itself, so the events up to the pause print as they happen.
+      const streamed = mode === "approval" && watcher ? await watcher.send(request) : undefined;
+      const started = streamed ?? (await invoke(request));
       const run = JSON.parse(started.body ?? "{}") as Record<string, unknown>;
+      const headers = {
+        location: `/v1/runs/${String(run.runId)}`,
+        "retry-after": "1",
+        ...((started as { headers?: Record<string, string> }).headers ?? {}),
+      };
       if (mode === "approval" && started.statusCode === 200) {
         // No call of this run needed approval: it completed within the request.
         printOutcome(run);
@@ -213,12 +228,17 @@ async function runDurable(
         console.log(`HTTP ${started.statusCode}\n${JSON.stringify(run, null, 2)}`);
         return 1;
       }
+      // A streamed hand-over may answer before the runner recorded the pause: read the run until it has.
+      const paused =
+        run.status === "running" && mode === "approval"
+          ? await pollUntilPaused(invoke, eventForRoute(event, "GET", headers.location))
+          : run;
       console.log(
-        `\nHTTP 202 Accepted: run ${String(run.runId)} is ${String(run.status)}; Location: ${headers.location}, Retry-After: ${headers["retry-after"]} s`,
+        `\nHTTP 202 Accepted: run ${String(run.runId)} is ${String(paused.status)}; Location: ${headers.location}, Retry-After: ${headers["retry-after"]} s`,
       );
-      if (mode === "approval" && !(await approveAsSecondUser(event, run, invoke))) return 1;
+      if (mode === "approval" && !(await approveAsSecondUser(event, paused, invoke))) return 1;
       // Its events to the end instead of polls; the one poll below then reads the outcome.
-      if (watcher) await watcher.follow(event, String(run.runId));
+      if (watcher) await watcher.follow(event, String(run.runId), streamed?.lastEventId);
       const poll = eventForRoute(event, "GET", String(headers.location));
       const progress = pollProgress();
       for (;;) {
@@ -251,6 +271,18 @@ async function runDurable(
     return 0;
   } finally {
     await api.stop();
+  }
+}
+
+/** `GET /v1/runs/{runId}` (`poll`) every 200 ms until the run is no longer `running`, at most 30 s; its body. */
+async function pollUntilPaused(
+  invoke: (request: APIGatewayProxyEventV2) => Promise<Exclude<APIGatewayProxyResultV2, string>>,
+  poll: APIGatewayProxyEventV2,
+): Promise<Record<string, unknown>> {
+  for (let tries = 0; ; tries++) {
+    const body = JSON.parse((await invoke(poll)).body ?? "{}") as Record<string, unknown>;
+    if (body.status !== "running" || tries >= 150) return body;
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
@@ -331,9 +363,10 @@ main().then(
       console.error(`start: ${error.message}\n\n${USAGE}`);
       process.exit(2);
     }
-    // A bad configuration names its variables: the message says it all. Anything else is a bug: its stack.
+    // A bad configuration names its variables, an unusable model endpoint its cause: the message says it
+    // all. Anything else is a bug: its stack.
     console.error(
-      error instanceof ConfigError
+      error instanceof ConfigError || error instanceof ModelEndpointError
         ? `start: ${error.message}`
         : error instanceof Error
           ? (error.stack ?? error.message)

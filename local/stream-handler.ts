@@ -11,7 +11,7 @@ import { installLambdaStreaming } from "./lambda-streaming.js";
  * the same app, the configuration the streaming function has (a synchronous run bounded by
  * STREAM_RUN_TIMEOUT_MS), its own dependencies (durable runs on `executions` when given), and bearer
  * tokens checked by `verifier` (the one token verifier of `config.auth`, or of a local issuer:
- * local/dev-auth.ts `devAuthSettings`). Installs the runtime stand-in
+ * local/dev-auth.ts `devAuthSettings`), CORS for the console's origins (`config.console.origins`). Installs the runtime stand-in
  * (local/lambda-streaming.ts) first; invoke the result with `invokeStreaming`. Used by `npm run dev`
  * (what the function URL serves) and `npm start -- --watch`.
  */
@@ -41,5 +41,6 @@ export async function localStreamHandler(
   return createStreamHandler(
     (request, env, executionCtx) => app.fetch(request, env, executionCtx as never),
     () => verifier,
+    { corsOrigins: config.console.origins },
   );
 }

@@ -7,16 +7,18 @@ import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { createParser } from "eventsource-parser";
 import { createTokenVerifier } from "../shared/auth/token-verifier.js";
 import { loadConfig } from "../shared/config.js";
+import type { DurableExecutions } from "../shared/durable/executions.js";
 import { createDevIssuer, devAuthSettings, mintToken } from "./dev-auth.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { invokeStreaming } from "./lambda-streaming.js";
 import { formatRunEvent } from "./run-report.js";
 import { localStreamHandler } from "./stream-handler.js";
 
-/** An answer as the JSON path gives it: the HTTP status and the body. */
+/** An answer as the JSON path gives it: the HTTP status and the body; the id of the last event printed. */
 export interface WatchedAnswer {
   statusCode: number;
   body: string;
+  lastEventId: string | undefined;
 }
 
 /** What {@link startWatcher} gives `npm start`. */
@@ -28,11 +30,12 @@ export interface Watcher {
    */
   send(event: APIGatewayProxyEventV2): Promise<WatchedAnswer>;
   /**
-   * `GET /v1/runs/{runId}/events`: prints the run's events from the first, then live ones until
-   * `run.finished`, reconnecting with `Last-Event-ID` whenever a stream ends before it (its time limit).
+   * `GET /v1/runs/{runId}/events`: prints the run's events from the first (or after `lastEventId`, those
+   * {@link send} printed already), then live ones until `run.finished`, reconnecting with `Last-Event-ID`
+   * whenever a stream ends before it (its time limit).
    * @throws Error when a stream answers other than 200
    */
-  follow(event: APIGatewayProxyEventV2, runId: string): Promise<void>;
+  follow(event: APIGatewayProxyEventV2, runId: string, lastEventId?: string): Promise<void>;
 }
 
 /** What one streamed response brought: its status, whole text, last event id and the outcome event. */
@@ -46,9 +49,13 @@ interface StreamRead {
 
 /**
  * Starts the local streaming entry for the seed event's user (its JWT claims, a token from a fresh local
- * issuer), on the table and model server in `process.env`.
+ * issuer), on the table and model server in `process.env`; a run handed over (an approval pause) goes to
+ * `executions` (the local durable runner `npm start -- --approval` polls) when given.
  */
-export async function startWatcher(seed: APIGatewayProxyEventV2): Promise<Watcher> {
+export async function startWatcher(
+  seed: APIGatewayProxyEventV2,
+  executions?: DurableExecutions,
+): Promise<Watcher> {
   const issuer = await createDevIssuer();
   const claims = (
     seed.requestContext as unknown as { authorizer: { jwt: { claims: Record<string, string> } } }
@@ -59,7 +66,7 @@ export async function startWatcher(seed: APIGatewayProxyEventV2): Promise<Watche
     scope: claims.scope,
   });
   const config = loadConfig(process.env);
-  const handler = await localStreamHandler(config, createTokenVerifier(devAuthSettings(issuer)));
+  const handler = await localStreamHandler(config, createTokenVerifier(devAuthSettings(issuer)), executions);
   const context = () =>
     createLambdaContext(config.stream.runTimeoutMs + config.limits.deadlineReserveMs, "boundloop-stream");
 
@@ -100,15 +107,18 @@ export async function startWatcher(seed: APIGatewayProxyEventV2): Promise<Watche
     async send(event) {
       console.log("\nWatching the run (POST /v1/runs, Accept: text/event-stream):");
       const got = await read({ ...event, headers: { ...event.headers, accept: "text/event-stream" } });
+      const { lastEventId } = got;
       if (got.outcome === undefined) {
-        return { statusCode: got.statusCode === 200 ? 500 : got.statusCode, body: got.text };
+        return { statusCode: got.statusCode === 200 ? 500 : got.statusCode, body: got.text, lastEventId };
       }
-      return { statusCode: outcomeStatus(got.outcome), body: got.outcome };
+      return { statusCode: outcomeStatus(got.outcome), body: got.outcome, lastEventId };
     },
-    async follow(event, runId) {
+    async follow(event, runId, after) {
       const { eventForRoute } = await import("./durable-runner.js");
-      console.log(`\nWatching the run (GET /v1/runs/${runId}/events):`);
-      let lastEventId: string | undefined;
+      console.log(
+        `\nWatching the run (GET /v1/runs/${runId}/events${after ? `, Last-Event-ID ${after}` : ""}):`,
+      );
+      let lastEventId = after;
       for (;;) {
         const request = eventForRoute(event, "GET", `/v1/runs/${runId}/events`);
         request.headers = {
@@ -127,11 +137,12 @@ export async function startWatcher(seed: APIGatewayProxyEventV2): Promise<Watche
 
 /**
  * The HTTP status the JSON path answers with for a stream's outcome body: a problem carries its own;
- * a run is 200, or 202 when handed over for approval, or 502 for model_error.
+ * a run is 200, or 202 when handed over for approval (`awaiting_approval`, or still `running` on the
+ * durable runner), or 502 for model_error.
  */
 function outcomeStatus(outcome: string): number {
   const answer = JSON.parse(outcome) as { status?: unknown };
   if (typeof answer.status === "number") return answer.status;
-  if (answer.status === "awaiting_approval") return 202;
+  if (answer.status === "awaiting_approval" || answer.status === "running") return 202;
   return answer.status === "model_error" ? 502 : 200;
 }

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { CONFIG_DEFAULTS, type Config } from "./config.js";
-import { ProblemError } from "./errors.js";
+import { DomainError } from "./domain-errors.js";
 import { TENANT_ID_PATTERN } from "./user-roles.js";
 
 /**
@@ -95,8 +95,8 @@ function isEmptyClaim(value: unknown): boolean {
   return value === undefined || value === null || value === "" || value === "null";
 }
 
-function unauthenticated(detail: string): ProblemError {
-  return new ProblemError("UNAUTHENTICATED", detail);
+function unauthenticated(detail: string): DomainError {
+  return new DomainError("UNAUTHENTICATED", detail);
 }
 
 /**
@@ -105,7 +105,7 @@ function unauthenticated(detail: string): ProblemError {
  * the first of `config.tenantClaims` present → tenantId; every claim of `config.permissionClaims` →
  * permissions (merged, deduplicated; each read by {@link permissionsOfClaim}).
  * A claim that is empty, JSON null or the text "null" counts as missing.
- * @throws ProblemError UNAUTHENTICATED when `sub` or the tenant is missing or malformed
+ * @throws DomainError UNAUTHENTICATED when `sub` or the tenant is missing or malformed
  */
 export function securityContextFromClaims(
   claims: Record<string, unknown>,
@@ -132,7 +132,7 @@ export function securityContextFromClaims(
 
 /**
  * Every permission the claims of `config.permissionClaims` grant, merged and deduplicated.
- * @throws ProblemError UNAUTHENTICATED when such a claim is neither a string nor an array of strings
+ * @throws DomainError UNAUTHENTICATED when such a claim is neither a string nor an array of strings
  */
 function permissionsOf(
   claims: Record<string, unknown>,
@@ -169,7 +169,7 @@ export function principalKeys(userArn: string): string[] {
  * says which tenant the principal acts for. The tenant and permissions therefore come from the
  * IAM_PRINCIPAL_TENANTS mapping in config, keyed by user ARN or assumed-role ARN; an unmapped
  * principal is rejected. userId is the IAM unique id (`userId`, else `callerId`).
- * @throws ProblemError UNAUTHENTICATED when the principal is not in the mapping
+ * @throws DomainError UNAUTHENTICATED when the principal is not in the mapping
  */
 export function securityContextFromIam(
   iam: z.infer<typeof IamAuthorizer>["iam"],
@@ -194,7 +194,7 @@ export function securityContextFromIam(
  * 2. REST API (v1) Cognito user pool or JWT authorizer: `requestContext.authorizer.claims`
  * 3. IAM (Lambda function URL with AWS_IAM, HTTP API IAM): `requestContext.authorizer.iam`
  * Nothing else in the event (body, headers, query) is read.
- * @throws ProblemError UNAUTHENTICATED (401) when there is no authorizer data, or it is incomplete
+ * @throws DomainError UNAUTHENTICATED when there is no authorizer data, or it is incomplete
  */
 export function securityContextFromEvent(
   event: unknown,

@@ -119,19 +119,35 @@ export function logInternalFailure(logger: Logger): (failure: InternalFailure) =
 }
 
 /**
- * Logs each tool result of a cycle (INFO "tool result": cycle, toolName, status, error code, latencyMs,
- * idempotencyKey; never arguments or data) and records its metrics ({@link recordToolResultMetric}).
+ * What a cycle's tool result lines add: `surface` "mcp" for a call that came over MCP (also a metric
+ * dimension), `replayed` for a result replayed from an earlier call with the same idempotency key.
  */
-export function observeToolResults(observability: Observability, record: CycleRecord): void {
+export interface ToolResultLabels {
+  surface: "mcp";
+  replayed: boolean;
+}
+
+/**
+ * Logs each tool result of a cycle (INFO "tool result": cycle, toolName, toolCallId, status, error code, latencyMs,
+ * idempotencyKey, and the {@link ToolResultLabels}; never arguments or data) and records its metrics
+ * ({@link recordToolResultMetric}).
+ */
+export function observeToolResults(
+  observability: Observability,
+  record: CycleRecord,
+  labels?: ToolResultLabels,
+): void {
   for (const call of record.toolCalls) {
     observability.logger.info("tool result", {
       cycle: record.cycle,
       toolName: call.result.metadata.toolName,
+      toolCallId: call.id,
       status: call.result.status,
       errorCode: call.result.error?.code ?? null,
       latencyMs: call.result.metadata.latencyMs,
       idempotencyKey: call.result.metadata.idempotencyKey,
+      ...labels,
     });
-    recordToolResultMetric(observability.metrics, call.result);
+    recordToolResultMetric(observability.metrics, call.result, labels?.surface);
   }
 }

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { type Context, context, type Span, trace } from "@opentelemetry/api";
 import type { ModelTelemetry } from "./agent/model.js";
-import type { RunObserver } from "./runs/lifecycle.js";
+import type { RunObserver, RunSubject } from "./runs/observer.js";
 import {
   ATTR,
   type CarriedTrace,
@@ -199,89 +199,85 @@ export function emitApprovalWait(
   );
 }
 
-/** Agent spans of runs in progress in this process (synchronous runs), by run id. */
-const inProcess = new Map<string, RunSpan>();
-
-/** The carried agent spans of durable runs this invocation is running, by run id. */
-const durable = new Map<string, { carried: CarriedTrace; startedAt: number; info: RunTraceInfo }>();
-
-/**
- * Runs a synchronous run's work (`fn`: its lifecycle and loop) inside its agent span, so every span of
- * the run is its child; {@link traceObserver} ends it at the lifecycle's `finished` or `failed`, and a
- * run that `paused` (handed over) leaves it open for its durable execution.
- */
-export async function traceRun<T>(info: RunTraceInfo, fn: () => Promise<T>): Promise<T> {
-  const span = startRunSpan(info);
-  if (!span.context) return fn();
-  inProcess.set(info.runId, span);
-  try {
-    return await withContext(span.context, fn);
-  } finally {
-    inProcess.delete(info.runId);
-  }
+/** What the tracer keeps of a durable run while one of its invocations runs in this process. */
+interface DurableTrace {
+  carried: CarriedTrace;
+  startedAt: number;
+  info: RunTraceInfo;
 }
 
 /**
- * Runs one invocation of a durable run (`fn`) in its carried trace: every span of it is a child of the
- * run's agent span (`carried`, from the execution's input; derived from the run id when absent), which
- * {@link traceObserver} emits at the lifecycle's `finished` or `failed` (each in a step: once).
- * @param startedAt the run's start (epoch ms), the agent span's start
+ * The run tracer, a {@link RunObserver} of the one lifecycle (wired first in shared/deps.ts, so the agent
+ * span ends where the run does): `within` runs a run's work inside its agent span — in this process
+ * (started by {@link startRunSpan}) or, for an invocation of a durable execution, in the carried trace,
+ * every span of it a child of the run's agent span (ids from the execution's input, derived from the run
+ * id when absent). `finished` and `failed` end the span (in process) or emit it whole (durable, from the
+ * step that records the outcome: once); `paused` leaves it open for the durable execution that takes the
+ * run over; `conversationLoaded` names a durable run's conversation once its history is loaded;
+ * `approvalWaitEnded` emits the wait's span ({@link emitApprovalWait}). Its state is per run, in this
+ * observer: nothing is kept in the module.
  */
-export async function traceDurableRun<T>(
-  carried: CarriedTrace | undefined,
-  startedAt: number,
-  info: RunTraceInfo,
-  fn: () => Promise<T>,
-): Promise<T> {
-  const ids = carried ?? agentTraceOf(info.runId, false);
-  if (!ids || !tracingOptions().enabled) return fn();
-  durable.set(info.runId, { carried: ids, startedAt, info });
-  try {
-    return await withContext(contextOf(ids), fn);
-  } finally {
-    durable.delete(info.runId);
-  }
-}
-
-/** Sets the conversation of a durable run being traced (known once its history is loaded). */
-export function traceConversation(runId: string, conversationId: string): void {
-  const entry = durable.get(runId);
-  if (entry) entry.info = { ...entry.info, conversationId };
-}
-
-/**
- * The lifecycle's trace points (shared/runs/lifecycle.ts calls it with its other observers): `finished`
- * and `failed` end the run's agent span (in process) or emit it (durable); `paused` leaves it open.
- */
-export const traceObserver: RunObserver = {
-  finished(run, outcome) {
-    endRun(run.runId, outcome);
-  },
-  failed(run) {
-    endRun(run.runId, { failed: "INTERNAL" });
-  },
-  paused(run) {
-    inProcess.delete(run.runId);
-  },
-};
-
-function endRun(runId: string, outcome: RunTraceOutcome | { failed: string }): void {
-  const span = inProcess.get(runId);
-  if (span) {
-    if ("failed" in outcome) span.fail(outcome.failed);
-    else span.finish(outcome);
-    return;
-  }
-  const entry = durable.get(runId);
-  if (entry) finishCarriedRunSpan(entry.carried, entry.info, entry.startedAt, outcome);
-}
-
-/** The approval wait of durable run `runId` being traced (see {@link emitApprovalWait}). */
-export function traceApprovalWait(
-  runId: string,
-  wait: Parameters<typeof emitApprovalWait>[1],
-  requestedAt: number,
-  decidedAt: number,
-): void {
-  emitApprovalWait(durable.get(runId)?.carried, wait, requestedAt, decidedAt);
+export function createRunTracer(): RunObserver {
+  const inProcess = new WeakMap<RunSubject, RunSpan>();
+  const durable = new WeakMap<RunSubject, DurableTrace>();
+  const end = (run: RunSubject, outcome: RunTraceOutcome | { failed: string }) => {
+    const span = inProcess.get(run);
+    if (span) {
+      if ("failed" in outcome) span.fail(outcome.failed);
+      else span.finish(outcome);
+      return;
+    }
+    const entry = durable.get(run);
+    if (entry) finishCarriedRunSpan(entry.carried, entry.info, entry.startedAt, outcome);
+  };
+  return {
+    async within(run, scope, work) {
+      const info = {
+        ...run,
+        conversationId: scope.conversationId,
+        durable: scope.durable,
+        model: scope.model,
+      };
+      if (scope.durable) {
+        const ids = scope.carried ?? agentTraceOf(run.runId, false);
+        if (!ids || !tracingOptions().enabled) return work();
+        durable.set(run, { carried: ids, startedAt: scope.startedAt, info });
+        try {
+          return await withContext(contextOf(ids), work);
+        } finally {
+          durable.delete(run);
+        }
+      }
+      const span = startRunSpan(info);
+      if (!span.context) return work();
+      inProcess.set(run, span);
+      try {
+        return await withContext(span.context, work);
+      } finally {
+        inProcess.delete(run);
+      }
+    },
+    conversationLoaded(run, conversationId) {
+      const entry = durable.get(run);
+      if (entry) entry.info = { ...entry.info, conversationId };
+    },
+    approvalWaitEnded(run, request, decision) {
+      const wait = { ...request, decision: decision.decision };
+      emitApprovalWait(
+        durable.get(run)?.carried,
+        wait,
+        Date.parse(decision.requestedAt),
+        Date.parse(decision.decidedAt),
+      );
+    },
+    finished(run, outcome) {
+      end(run, outcome);
+    },
+    failed(run) {
+      end(run, { failed: "INTERNAL" });
+    },
+    paused(run) {
+      inProcess.delete(run);
+    },
+  };
 }

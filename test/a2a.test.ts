@@ -6,6 +6,7 @@ import {
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
 } from "@a2a-js/sdk/client";
+import { TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CALLERS, type ProtocolStack, SEED_PROMPT, startProtocolStack } from "./support/protocols.js";
 
@@ -51,6 +52,11 @@ function message(text: string, options: { messageId?: string; contextId?: string
     metadata: undefined,
     tenant: "",
   };
+}
+
+/** The ErrorInfo metadata of an A2A error the client threw (where the domain's code travels). */
+function errorInfoOf(error: unknown): Record<string, string> | undefined {
+  return (error as { data?: Array<{ metadata?: Record<string, string> }> }).data?.[0]?.metadata;
 }
 
 function dataOf(
@@ -171,15 +177,20 @@ describe("A2A through the official client, against the real handler behind the d
     const task = (await alice.sendMessage(message("What is the UK VAT on 10 GBP?"))) as Task;
     for (const token of [env.tokens.bob, env.tokens.mallory]) {
       const other = await clientAs(token);
-      await expect(other.getTask({ id: task.id, tenant: "", historyLength: undefined })).rejects.toThrow(
-        /no task/,
-      );
+      const notFound = await other
+        .getTask({ id: task.id, tenant: "", historyLength: undefined })
+        .catch((error: unknown) => error);
+      expect(notFound).toBeInstanceOf(TaskNotFoundError);
+      expect((notFound as TaskNotFoundError).message).toBe(`There is no run ${task.id}.`);
       await expect(other.cancelTask({ id: task.id, tenant: "", metadata: undefined })).rejects.toThrow(
-        /no task/,
+        TaskNotFoundError,
       );
       await expect(other.sendMessage(message("Go on", { contextId: task.contextId }))).rejects.toThrow(
-        /conversation/,
+        /no conversation/,
       );
+      await expect(
+        other.sendMessage({ ...message("Go on"), message: { ...message("Go on").message, taskId: task.id } }),
+      ).rejects.toThrow(TaskNotFoundError);
       const listed = await other.listTasks({
         tenant: "tenant_uk_01",
         contextId: "",
@@ -190,6 +201,49 @@ describe("A2A through the official client, against the real handler behind the d
       expect(listed.tasks.map((t) => t.id)).not.toContain(task.id);
     }
     expect(CALLERS.mallory.tenant_id).not.toBe(CALLERS.alice.tenant_id);
+    expect(CALLERS.mallory.scope).toContain("billing:read");
+    expect((await env.stack.deps.runs.get(CALLERS.alice.tenant_id, task.id))?.run.status).toBe("completed");
+  });
+
+  it("applies the one access rule: a billing reader of the tenant sees a task (as GET /v1/runs/{runId}), but does not list, cancel or continue it", async () => {
+    const alice = await clientAs(env.tokens.alice);
+    const task = (await alice.sendMessage(message("What is the UK VAT on 12 GBP?"))) as Task;
+    const carol = await clientAs(env.tokens.carol);
+    const seen = await carol.getTask({ id: task.id, tenant: "", historyLength: undefined });
+    expect(seen.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const listed = await carol.listTasks({
+      tenant: "",
+      contextId: "",
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      pageToken: "",
+      statusTimestampAfter: undefined,
+    });
+    expect(listed.tasks.map((t) => t.id)).not.toContain(task.id);
+    await expect(carol.cancelTask({ id: task.id, tenant: "", metadata: undefined })).rejects.toThrow(
+      TaskNotFoundError,
+    );
+    await expect(carol.sendMessage(message("Go on", { contextId: task.contextId }))).rejects.toThrow(
+      /no conversation/,
+    );
+  });
+
+  it("refuses a message id reused for another message (the code in the error's metadata) and a task that cannot be cancelled", async () => {
+    const client = await clientAs(env.tokens.alice);
+    const messageId = randomUUID();
+    const task = (await client.sendMessage(message("What is the UK VAT on 7 GBP?", { messageId }))) as Task;
+    const reused = await client
+      .sendMessage(message("What is the UK VAT on 8 GBP?", { messageId }))
+      .catch((error: unknown) => error);
+    expect(reused).toBeInstanceOf(UnsupportedOperationError);
+    expect(errorInfoOf(reused)).toEqual({ code: "IDEMPOTENCY_KEY_REUSED" });
+    const ended = await client
+      .cancelTask({ id: task.id, tenant: "", metadata: undefined })
+      .catch((error: unknown) => error);
+    expect(ended).toBeInstanceOf(TaskNotCancelableError);
+    expect(errorInfoOf(ended)).toMatchObject({
+      code: "RUN_NOT_RUNNING",
+      runStatus: "completed",
+    });
   });
 
   it("refuses a call without a token before the function (the gateway's 401)", async () => {

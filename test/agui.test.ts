@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type BaseEvent, EventType, HttpAgent } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ProtocolStack, SEED_PROMPT, startProtocolStack } from "./support/protocols.js";
+import { CALLERS, type ProtocolStack, SEED_PROMPT, startProtocolStack } from "./support/protocols.js";
 
 let env: ProtocolStack;
 beforeAll(async () => {
@@ -108,7 +108,7 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
     expect(body).toContain('"RUN_FINISHED"');
   });
 
-  it("refuses bad input with problem+json before any stream, and a run id reused for another input", async () => {
+  it("refuses bad input with problem+json before any stream; a run id reused for another input is RUN_ERROR with its code", async () => {
     const post = (body: unknown) =>
       env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/agui`, {
         method: "POST",
@@ -118,16 +118,46 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
     const noText = await post({ threadId: "t", runId: "r", messages: [], tools: [], context: [] });
     expect(noText.status).toBe(400);
     expect(noText.headers.get("content-type")).toMatch(/problem\+json/);
-    const runId = randomUUID();
-    await run(agentAs(env.tokens.alice, "What is the UK VAT on 1 GBP?"), runId);
-    const reused = await post({
-      threadId: randomUUID(),
-      runId,
-      messages: [{ id: "m", role: "user", content: "Something else" }],
+    const badKey = await post({
+      threadId: "t",
+      runId: "r".repeat(256),
+      messages: [{ id: "m", role: "user", content: "Hi" }],
       tools: [],
       context: [],
     });
-    expect(reused.status).toBe(422);
-    expect(((await reused.json()) as { code: string }).code).toBe("IDEMPOTENCY_KEY_REUSED");
+    expect(badKey.status).toBe(400);
+    expect(((await badKey.json()) as { errors: Array<{ path: string }> }).errors[0]?.path).toBe("runId");
+    const runId = randomUUID();
+    await run(agentAs(env.tokens.alice, "What is the UK VAT on 1 GBP?"), runId);
+    const reused = await run(agentAs(env.tokens.alice, "Something else"), runId);
+    expect(reused.events).toEqual([
+      expect.objectContaining({
+        type: EventType.RUN_ERROR,
+        code: "IDEMPOTENCY_KEY_REUSED",
+        message: expect.stringContaining("already used"),
+        rawEvent: { code: "IDEMPOTENCY_KEY_REUSED", facts: {}, retryAfterSeconds: null },
+      }),
+    ]);
+  });
+
+  it("keys runs per caller: another user's or tenant's equal run id is a run of their own, and never shows the first", async () => {
+    const runId = randomUUID();
+    const threadId = randomUUID();
+    const first = await run(agentAs(env.tokens.alice, "What is the UK VAT on 3 GBP?", threadId), runId);
+    const firstRun = (first.outcome.result as { runId: string }).runId;
+    for (const token of [env.tokens.bob, env.tokens.mallory]) {
+      const other = await run(agentAs(token, "What is the UK VAT on 3 GBP?", threadId), runId);
+      const otherRun = (other.outcome.result as { runId: string }).runId;
+      expect(otherRun).not.toBe(firstRun);
+      const started = ofType<{ rawEvent: { previousRunId: string | null } }>(
+        other.events,
+        EventType.RUN_STARTED,
+      );
+      expect(started[0]?.rawEvent.previousRunId).toBeNull();
+    }
+    expect((await env.stack.deps.runs.get(CALLERS.alice.tenant_id, firstRun))?.run.userId).toBe(
+      CALLERS.alice.sub,
+    );
+    expect(await env.stack.deps.runs.get(CALLERS.alice.tenant_id, `${firstRun}x`)).toBeUndefined();
   });
 });

@@ -30,6 +30,7 @@ let model: LocalModelServer;
 let op: OidcIssuer;
 let dev: RunningScript;
 let devUrl: string;
+let streamUrl: string;
 let browser: Browser;
 const contexts: BrowserContext[] = [];
 
@@ -51,6 +52,7 @@ beforeAll(async () => {
   devUrl = (
     await dev.waitFor(/dev: local API on port \d+ at (http:\/\/127\.0\.0\.1:\d+)/, 80_000)
   )[1] as string;
+  streamUrl = (await dev.waitFor(/function URL's stand-in at (http:\/\/127\.0\.0\.1:\d+)/))[1] as string;
   await dev.waitFor(/Ctrl-C stops the server/);
   op.register({ clientId: CLIENT_ID, redirectOrigin: devUrl });
 }, 120_000);
@@ -120,7 +122,7 @@ const sessionToken = (page: Page) =>
   page.evaluate<string | null>('sessionStorage.getItem("boundloop.console.token")');
 
 describe("the console's sign-in at a real OpenID Provider", () => {
-  it("is offered with the issuer as the only other origin the page may connect to, and npm run dev trusts that issuer", async () => {
+  it("is offered with the issuer as the only other origin the page may connect to (beside the streaming function URL), and npm run dev trusts that issuer", async () => {
     const response = await fetch(`${devUrl}/console`);
     const csp = response.headers.get("content-security-policy") ?? "";
     const directives = Object.fromEntries(
@@ -129,8 +131,8 @@ describe("the console's sign-in at a real OpenID Provider", () => {
         return [name, sources];
       }),
     );
-    expect(directives["connect-src"]).toEqual(["'self'", op.issuer]);
-    expect(csp.match(/https?:\/\/[^\s;]+/g)).toEqual([op.issuer]);
+    expect(directives["connect-src"]).toEqual(["'self'", streamUrl, op.issuer]);
+    expect(csp.match(/https?:\/\/[^\s;]+/g)).toEqual([streamUrl, op.issuer]);
     expect(directives["script-src"]).toEqual(["'self'"]);
     const html = await response.text();
     expect(html).toContain(`<meta name="boundloop-oidc-issuer" content="${op.issuer}">`);
@@ -186,21 +188,25 @@ describe("the console's sign-in at a real OpenID Provider", () => {
     await page.waitForURL(/#\/runs\/run_[\w-]+$/);
     const runId = new URL(page.url()).hash.slice("#/runs/".length);
     await page.locator('ol.timeline > li[data-type="run.finished"]').waitFor({ timeout: 30_000 });
-    await expect.poll(() => page.locator("dl.facts").innerText()).toMatch(/Status\s+completed/);
+    await expect.poll(() => page.locator(".title-row .badge").getAttribute("data-status")).toBe("completed");
     expect(await page.locator("dl.facts").innerText()).toMatch(/Started by\s+usr_oidc_01/);
     await page.getByRole("link", { name: "Runs" }).click();
     const rows = page.locator("table tbody tr");
     await expect.poll(() => rows.count()).toBe(1);
-    expect(await rows.first().innerText()).toMatch(new RegExp(`^${runId}\\s+completed`));
+    expect(await rows.first().getAttribute("data-run-id")).toBe(runId);
+    expect(await rows.first().innerText()).toMatch(/^\W*Completed\s+run_/);
     expect(await seriousViolations(page)).toEqual([]);
     await screenshot(page, "oidc-signed-in");
 
     // The API accepted the token: the dev server's request log, which names the verified tenant.
     const log = dev.stderr();
     expect(log).toMatch(/dev: POST \/v1\/runs → 202 in \d+ ms \(tenant tenant_oidc_01\)/);
-    expect(log).toMatch(/dev: GET \/v1\/runs\?limit=20 → 200 in \d+ ms \(tenant tenant_oidc_01\)/);
     expect(log).toMatch(
-      new RegExp(`dev: GET /v1/runs/${runId}/events → 200 in \\d+ ms \\(tenant tenant_oidc_01, streamed\\)`),
+      /dev: GET \/v1\/runs\?limit=20&scope=tenant → 200 in \d+ ms \(tenant tenant_oidc_01\)/,
+    );
+    expect(log).toMatch(
+      // The console follows a run at the streaming function URL (its stand-in), which checks the token too.
+      new RegExp(`dev: stream URL GET /v1/runs/${runId}/events\\S* → 200 in \\d+ ms`),
     );
     // No URL carried a token: not one the browser requested, not one the dev server or the issuer logged.
     const signature = token.split(".")[2] as string;
@@ -219,7 +225,9 @@ describe("the console's sign-in at a real OpenID Provider", () => {
     // The console's own documents connected to this origin and the issuer only, within their CSP.
     const fromConsole = seen.filter((r) => r.from.startsWith(`${devUrl}/console`));
     expect(fromConsole.length).toBeGreaterThan(5);
-    expect(new Set(fromConsole.map((r) => new URL(r.url).origin))).toEqual(new Set([devUrl, op.issuer]));
+    expect(new Set(fromConsole.map((r) => new URL(r.url).origin))).toEqual(
+      new Set([devUrl, streamUrl, op.issuer]),
+    );
     expect(cspReports).toEqual([]);
 
     // Signing out leaves no token in the tab.

@@ -116,6 +116,14 @@ describe("dispatcher categories", () => {
         message: expect.stringContaining("more decimal places than GBP allows (2)"),
       }),
     ]);
+    // The message says the rule once: a custom check's constraint is its message.
+    expect(decimals.error?.message).toBe(
+      "Invalid arguments for calculateTax: amount: Amount 12.345 has more decimal places than GBP allows (2). (received string)",
+    );
+    // A type's constraint is still named.
+    expect(wrongType.error?.message).toBe(
+      "Invalid arguments for calculateTax: amount: a finite JSON number or a decimal string of at most 40 characters (expected number | string, received boolean)",
+    );
   });
 
   it("business rule → business_error with the tool's code and details", async () => {

@@ -24,7 +24,7 @@ import {
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
 import { ConfigSchema, loadConfig } from "../shared/config.js";
 import { CONFIG_DOCS } from "../shared/config-docs.js";
-import { parseInvokeOutput, runScript } from "./support/scripts.js";
+import { type InvokeOutput, parseInvokeOutput, runScript } from "./support/scripts.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const read = (path: string) => readFileSync(join(root, path), "utf8");
@@ -440,10 +440,25 @@ describe("every npm run invoke command the docs show", () => {
     ),
   );
   const commands = [...new Set(invokeCommands().map((found) => found.command))];
+  const argsOf = (command: string) => command.replace(/^npm run invoke -- /, "").split(" ");
   let model: LocalModelServer;
+  /** Each command's answers, in the order of its events. */
+  const answers = new Map<string, InvokeOutput[]>();
+  let transcript = "";
+  // One `npm run invoke` with every command's events in turn (one process start instead of one per
+  // command), on the suite's DynamoDB with a table of its own and the local model. The events name no
+  // run another creates (the continuation's previousRunId is no run's), so each answers as it would alone.
   beforeAll(async () => {
     model = await startModelServer();
-  });
+    const { stdout } = await runScript("tsx", ["local/invoke.ts", ...commands.flatMap(argsOf)], {
+      DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
+      TABLE_NAME: `test-docs-${randomUUID()}`,
+      OPENAI_BASE_URL: model.baseURL,
+    });
+    transcript = stdout;
+    const outputs = stdout.split(/^(?=HTTP \d{3}$)/m).map(parseInvokeOutput);
+    for (const command of commands) answers.set(command, outputs.splice(0, argsOf(command).length));
+  }, 180_000);
   afterAll(async () => {
     await model?.stop();
   });
@@ -456,17 +471,11 @@ describe("every npm run invoke command the docs show", () => {
     expect([...new Set(named)].sort()).toEqual(files.map((name) => `events/${name}`).sort());
   });
 
-  it.each(commands)("`%s` answers what the table says", { timeout: 120_000 }, async (command) => {
+  it.each(commands)("`%s` answers what the table says", (command) => {
     const expected = table.get(command) ?? "";
-    const args = command.replace(/^npm run invoke -- /, "").split(" ");
-    // The suite's DynamoDB with a table of its own, as a fresh in-memory one would be; the local model.
-    const { stdout } = await runScript("tsx", ["local/invoke.ts", ...args], {
-      DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
-      TABLE_NAME: `test-docs-${randomUUID()}`,
-      OPENAI_BASE_URL: model.baseURL,
-    });
-    const outputs = stdout.split(/^(?=HTTP \d{3}$)/m).map(parseInvokeOutput);
-    expect(outputs).toHaveLength(args.length);
+    const outputs = answers.get(command) ?? [];
+    const stdout = transcript;
+    expect(outputs).toHaveLength(argsOf(command).length);
     const [first] = outputs;
     expect(String(first?.status), stdout).toBe(expected.match(/^\d{3}/)?.[0]);
     const body = JSON.parse(first?.body ?? "{}") as { status?: string; code?: string };

@@ -48,9 +48,10 @@ describe("the deployed entry", () => {
     expect(missing.headers?.["content-type"]).toBe("application/problem+json");
     expect(JSON.parse(missing.body).code).toBe("NOT_FOUND");
 
-    // POST /healthz is not the liveness route: the app answers it (404), not the entry's GET route.
+    // POST /healthz is not the liveness route: the app answers it (405, Allow: GET), not the entry's GET route.
     const post = await viaEntry(apiEvent("http-api-v2", { method: "POST", path: "/healthz", body: {} }));
-    expect(post.statusCode).toBe(404);
+    expect(post.statusCode).toBe(405);
+    expect(post.headers?.allow).toBe("GET");
 
     const anonymous = await viaEntry(
       apiEvent("http-api-v2", { method: "GET", path: "/v1/invoices", claims: null }),

@@ -1,5 +1,5 @@
 /**
- * Bounded history: shared/agent/history.ts cuts a transcript to a token cap by whole turns,
+ * Bounded history: shared/agent/transcript.ts cuts a transcript to a token cap by whole turns,
  * never leaving a tool message without the assistant message that called it, nor a call without its
  * result. Validity is checked with the local model server's own chat-completions pairing check
  * (`transcriptProblem`, the rule OpenAI answers 400 for), an implementation independent of the cut.
@@ -7,6 +7,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { transcriptProblem } from "../local/model-server.js";
+import type { ChatMessage } from "../shared/agent/model.js";
 import {
   ESTIMATE_BYTES_PER_TOKEN,
   estimateTokens,
@@ -15,8 +16,7 @@ import {
   MESSAGE_OVERHEAD_TOKENS,
   transcriptOf,
   trimHistory,
-} from "../shared/agent/history.js";
-import type { ChatMessage } from "../shared/agent/model.js";
+} from "../shared/agent/transcript.js";
 import { loadConfig } from "../shared/config.js";
 
 /** One assistant turn with `n` tool calls and their results, ids unique by `prefix`. */

@@ -5,16 +5,11 @@ import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiEvent, createHandler } from "../functions/api/app-handler.js";
 import { ProblemSchema } from "../functions/api/contract.js";
+import { PROBLEM_STATUS, ProblemError, problemCodeOf, toProblem } from "../functions/api/problem-details.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { loadConfig } from "../shared/config.js";
 import { createApiDeps } from "../shared/deps.js";
-import {
-  isStoreUnavailable,
-  PROBLEM_STATUS,
-  ProblemError,
-  problemCodeOf,
-  toProblem,
-} from "../shared/errors.js";
+import { isStoreUnavailable } from "../shared/store/errors.js";
 import { apiEvent, type EventOptions, type EventShape, header } from "./fixtures/events.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
@@ -133,9 +128,11 @@ describe("bad input is a problem response and writes nothing", () => {
     expect(stack.model.requests.length).toBe(0);
   });
 
-  it("an unknown route or method is 404 NOT_FOUND", async () => {
+  it("an unknown route is 404 NOT_FOUND; a known path with another method is 405 METHOD_NOT_ALLOWED", async () => {
     problem(await call("http-api-v2", { method: "GET", path: "/v2/nothing" }), "NOT_FOUND");
-    problem(await call("http-api-v2", { method: "DELETE", path: "/v1/runs" }), "NOT_FOUND");
+    const deleted = await call("http-api-v2", { method: "DELETE", path: "/v1/runs" });
+    problem(deleted, "METHOD_NOT_ALLOWED");
+    expect(header(deleted, "allow")).toBe("GET, POST");
     problem(await call("rest-v1", { method: "GET", path: "/v1/runs/run_1/nothing" }), "NOT_FOUND");
   });
 });
@@ -213,13 +210,14 @@ describe("server-side failures", () => {
   });
 });
 
-describe("the error → HTTP mapping (shared/errors.ts)", () => {
+describe("the error → HTTP mapping (functions/api/problem-details.ts)", () => {
   it("covers every stable code with its status", () => {
     expect(PROBLEM_STATUS).toEqual({
       INVALID_REQUEST: 400,
       UNAUTHENTICATED: 401,
       FORBIDDEN: 403,
       NOT_FOUND: 404,
+      METHOD_NOT_ALLOWED: 405,
       IDEMPOTENCY_KEY_IN_USE: 409,
       RUN_NOT_RUNNING: 409,
       PREVIOUS_RUN_IN_PROGRESS: 409,

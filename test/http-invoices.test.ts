@@ -75,6 +75,27 @@ describe("GET /v1/invoices", () => {
     expect(seen).toEqual(recorded);
   });
 
+  it("order=newest pages newest createdAt first; its cursor is refused by the id order and an unknown order is 400", async () => {
+    const all = InvoicePageSchema.parse(json(await get("/v1/invoices?limit=100"))).items;
+    const expected = [...all]
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.invoiceId.localeCompare(a.invoiceId))
+      .map((i) => i.invoiceId);
+    expect(expected).toHaveLength(5);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = `?order=newest&limit=4${cursor ? `&cursor=${cursor}` : ""}`;
+      const page = InvoicePageSchema.parse(json(await get(`/v1/invoices${query}`)));
+      seen.push(...page.items.map((i) => i.invoiceId));
+      if (page.nextCursor && !cursor) {
+        problem(await get(`/v1/invoices?cursor=${page.nextCursor}`), 400, "INVALID_REQUEST");
+      }
+      cursor = page.nextCursor;
+    } while (cursor && seen.length < 20);
+    expect(seen).toEqual(expected);
+    problem(await get("/v1/invoices?order=oldest"), 400, "INVALID_REQUEST");
+  });
+
   it("defaults to 20 a page, and the last page has no cursor", async () => {
     const page = InvoicePageSchema.parse(json(await get("/v1/invoices")));
     expect(page.items.map((i) => i.invoiceId)).toEqual(recorded);

@@ -84,7 +84,11 @@ describe("POST /v1/runs and GET /v1/runs/{runId} for each event shape", () => {
       });
       expect(run.prompt.chars).toBe("Calculate tax on 1500 GBP for a client in the UK.".length);
       expect(run.prompt.sha256).toMatch(/^[0-9a-f]{64}$/);
-      expect(JSON.stringify(run)).not.toContain("Calculate tax on 1500 GBP");
+      // The prompt's text is kept only as its excerpt (PROMPT_EXCERPT_CHARS, 500 by default), nowhere else.
+      expect(run.prompt.excerpt).toBe("Calculate tax on 1500 GBP for a client in the UK.");
+      expect(JSON.stringify({ ...run, prompt: { ...run.prompt, excerpt: "" } })).not.toContain(
+        "Calculate tax on 1500 GBP",
+      );
       expect(run.steps.map((s) => s.cycle)).toEqual([1, 2]);
       expect(run.steps[0]).toMatchObject({
         request: {

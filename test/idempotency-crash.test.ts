@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RUN_ROUTE, runIdempotencyStore } from "../functions/api/run-idempotency.js";
+import { RUN_ROUTE } from "../functions/api/run-idempotency.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { recordInvoiceArgs, runEvent } from "./support/idempotency.js";
 import { spawnHandlerChild } from "./support/spawn-handler.js";
@@ -45,7 +45,7 @@ describe("a crash after the ledger write, before completion (PY #8049)", () => {
   it("the retry after the lease expires takes over, and no second invoice is written", async () => {
     const tenantId = `tenant_crash_${randomUUID().slice(0, 8)}`;
     const key = `crash-${randomUUID()}`;
-    const store = runIdempotencyStore(stack.deps);
+    const store = stack.deps.idempotency;
     const args = await recordInvoiceArgs(stack.deps, tenantId);
     stack.model.script([
       // The process that will crash: records the invoice, then waits on the model until it is killed.

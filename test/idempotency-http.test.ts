@@ -3,17 +3,17 @@ import { QueryCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHandler } from "../functions/api/app-handler.js";
+import { ProblemError, toProblem } from "../functions/api/problem-details.js";
 import {
   parseIdempotencyKey,
   RUN_ROUTE,
   requestFingerprint,
-  runIdempotencyStore,
   withRunIdempotency,
 } from "../functions/api/run-idempotency.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { createApiDeps } from "../shared/deps.js";
-import { ProblemError, toProblem } from "../shared/errors.js";
+import { IdempotencyStore } from "../shared/store/idempotency.js";
 import { keys } from "../shared/store/keys.js";
 import { recordInvoiceArgs, runEvent } from "./support/idempotency.js";
 import { injectThrottling } from "./support/reliability.js";
@@ -38,7 +38,7 @@ const replayed = (response: APIGatewayProxyStructuredResultV2) => response.heade
 const tenant = () => `tenant_${randomUUID().slice(0, 8)}`;
 const invoices = (tenantId: string) => stack.deps.ledger.list(tenantId);
 const modelCalls = () => stack.model.requests.length;
-const store = () => runIdempotencyStore(stack.deps);
+const store = () => stack.deps.idempotency;
 
 /** Script: one recordInvoice call over a fresh quote of `tenantId` (after `delayMs`), then a final answer. */
 async function scriptOneInvoice(tenantId: string, delayMs = 0): Promise<void> {
@@ -442,11 +442,10 @@ describe("withRunIdempotency (the HTTP logic)", () => {
     };
     // A request error (the table does not exist: ResourceNotFoundException, a client fault) is not the
     // store being unavailable: retrying will not help, so it is no 503.
-    const config = { ...stack.config, table: { ...stack.config.table, name: "no-such-table" } };
-    const missing = await withRunIdempotency(
-      { ...input("k-missing"), deps: { ...stack.deps, config } },
-      execute,
-    ).catch((error: unknown) => error);
+    const missingTable = new IdempotencyStore(stack.deps.ddb, "no-such-table", { ttlSeconds: 60 });
+    const missing = await withRunIdempotency({ ...input("k-missing"), store: missingTable }, execute).catch(
+      (error: unknown) => error,
+    );
     expect(missing).toMatchObject({ name: "ResourceNotFoundException", $fault: "client" });
     const internal = toProblem(missing);
     expect([internal.code, internal.status, internal.headers["retry-after"]]).toEqual([

@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from "../functions/api/contract.js";
+import { ProblemError } from "../functions/api/problem-details.js";
 import { parseIdempotencyKey } from "../functions/api/run-idempotency.js";
-import { ProblemError } from "../shared/errors.js";
 
 /**
  * Properties of the Idempotency-Key syntax (draft-ietf-httpapi-idempotency-key-header: an RFC 8941

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { toProblem } from "../functions/api/problem-details.js";
 import { claimsAsStrings } from "../shared/auth/gateway-claims.js";
 import { loadConfig } from "../shared/config.js";
-import { ProblemError } from "../shared/errors.js";
+import { DomainError } from "../shared/domain-errors.js";
 import {
   type IdentityConfig,
   principalKeys,
@@ -12,15 +13,16 @@ import { apiEvent } from "./fixtures/events.js";
 
 const defaults = loadConfig({}).identity;
 
-/** Runs `fn`, expecting a 401 UNAUTHENTICATED problem; returns its detail. */
+/** Runs `fn`, expecting an UNAUTHENTICATED refusal that the HTTP edge answers 401; returns its detail. */
 function unauthenticated(fn: () => unknown): string {
   try {
     fn();
   } catch (error) {
-    expect(error).toBeInstanceOf(ProblemError);
-    expect((error as ProblemError).code).toBe("UNAUTHENTICATED");
-    expect((error as ProblemError).status).toBe(401);
-    return (error as ProblemError).message;
+    expect(error).toBeInstanceOf(DomainError);
+    expect((error as DomainError).code).toBe("UNAUTHENTICATED");
+    expect(toProblem(error).status).toBe(401);
+    expect(toProblem(error).code).toBe("UNAUTHENTICATED");
+    return (error as DomainError).message;
   }
   throw new Error("expected UNAUTHENTICATED");
 }

@@ -224,7 +224,9 @@ describe("modelProvider=openai-compatible", () => {
     // function's STREAM_MAX_SECONDS and console environment), and when the approvals listings moved to
     // the listing index (the table's index and attribute definitions, and Query on the index for the
     // two functions serving the API), and when /mcp's audience became the stack's own URL (the API
-    // function's MCP_RESOURCE_URL, its HTTP API's endpoint + /mcp).
+    // function's MCP_RESOURCE_URL, its HTTP API's endpoint + /mcp), and when the console followed runs on
+    // the streaming function URL (the API function's CONSOLE_STREAM_URL, the streaming function's
+    // CONSOLE_ORIGINS).
     const main = JSON.parse(
       readFileSync(new URL("./fixtures/openai-compatible-templates.json", import.meta.url), "utf8"),
     ) as Record<string, unknown>;

@@ -156,6 +156,7 @@ describe("the CDK stack", () => {
     for (const name of Object.keys(env)) expect(allowed, name).toContain(name);
     expect(Object.keys(env).sort()).toEqual(
       [
+        "CONSOLE_STREAM_URL",
         "DURABLE_EXECUTION_TIMEOUT_SECONDS",
         "JWT_ISSUER",
         "MCP_RESOURCE_URL",

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -19,6 +19,13 @@ describe("npm start's command line", { timeout: 60_000 }, () => {
     expect(stdout).toMatch(/^usage: npm start -- \["<prompt>"\] \[options\]/);
     expect(stdout).toContain("--then");
     expect(stderr).not.toMatch(/dynamodb: started| {4}at /);
+    // Every option the command line accepts (local/start.ts parseOptions) has its line in the usage.
+    const source = readFileSync(new URL("../local/start.ts", import.meta.url), "utf8");
+    const block = source.slice(source.indexOf("options: {"), source.indexOf("allowPositionals"));
+    const options = [...block.matchAll(/^ +(\w+): \{ type:/gm)].map((match) => match[1]);
+    expect(options).toEqual(expect.arrayContaining(["then", "trace", "watch", "help"]));
+    for (const option of options)
+      expect(stdout, option).toMatch(new RegExp(`^ +(-\\w, )?--${option}\\b`, "m"));
   });
 
   it("an unknown option or a missing value: one line naming it, the usage, exit 2, no stack trace", async () => {

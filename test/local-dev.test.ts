@@ -8,6 +8,7 @@ import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { GatewayErrorSchema, ProblemSchema } from "../functions/api/contract.js";
 import { DEMO_CLAIMS, mintToken, readIssuerFile } from "../local/dev-auth.js";
+import { MCP_INSPECTOR_COMMAND } from "../local/mcp-inspector.js";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { killLeftovers, type RunningScript, runScript, startScript } from "./support/scripts.js";
@@ -72,6 +73,10 @@ async function expectUnauthorized(token: string | undefined, reason: RegExp): Pr
 describe("npm run dev", { timeout: 60_000 }, () => {
   it("prints a ready-to-paste curl whose demo token gets 200 and runs the seed for the demo tenant", async () => {
     expect(dev.stdout()).toContain(`curl -sS ${url}/v1/runs \\`);
+    // The Inspector command it prints runs the pinned Inspector (local/mcp-inspector.ts).
+    expect(dev.stdout()).toContain(
+      `  ${MCP_INSPECTOR_COMMAND} ${url}/mcp --transport http --method tools/list \\`,
+    );
     expect(dev.stdout()).toMatch(/npm run -s token -- --issuer-file '[^']+' --tenant tenant_ro_01/);
     const response = await postRun(demoToken);
     expect(response.status).toBe(200);

@@ -36,7 +36,7 @@ describe("npm start -- --watch", () => {
     expect(stdout).toContain("Ledger for tenant_uk_01 (1 invoice):");
   });
 
-  it("--approval --watch follows the handed-over run's events (GET …/events) to its end, then the outcome", {
+  it("--approval --watch streams the run live up to its pause, then follows it (GET …/events) past the approval", {
     timeout: 90_000,
   }, async () => {
     const { code, stdout } = await runScript("tsx", ["local/start.ts", "--approval", "--watch"], {
@@ -44,7 +44,22 @@ describe("npm start -- --watch", () => {
       TABLE_NAME: `test-watch-${randomUUID()}`,
     });
     expect(code, stdout).toBe(0);
-    expect(stdout).toMatch(/Watching the run \(GET \/v1\/runs\/run_[0-9a-f-]{36}\/events\):/);
+    // The request itself is streamed: the pause is printed as it happens, before anyone approves it.
+    const order = [
+      "Watching the run (POST /v1/runs, Accept: text/event-stream):",
+      "[9] approval.requested",
+      "is awaiting_approval; Location: /v1/runs/run_",
+      "Pending approval apr_",
+      "Approval by usr_approver_01: HTTP 200",
+      "/events, Last-Event-ID 9):",
+      "[10] approval.decided",
+      "[13] run.finished",
+    ].map((text) => stdout.indexOf(text));
+    expect(order, stdout).not.toContain(-1);
+    expect(order).toEqual([...order].sort((a, b) => a - b));
+    expect(stdout).toMatch(
+      /Watching the run \(GET \/v1\/runs\/run_[0-9a-f-]{36}\/events, Last-Event-ID 9\):/,
+    );
     expect(printedEvents(stdout)).toEqual([
       [1, "run.started"],
       [2, "model.call.finished"],

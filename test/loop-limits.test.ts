@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { clampRunLimits } from "../shared/agent/limits.js";
+import { clampRunLimits } from "../shared/agent/run-limits.js";
 import { ConfigError, loadConfig } from "../shared/config.js";
 
 describe("run limits", () => {

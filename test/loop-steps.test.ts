@@ -1,6 +1,6 @@
 /**
  * The step contract (shared/agent/step.ts): every model call and every turn of tool calls goes through
- * `step(name, fn)`, and every branch the loop takes is decided from step results, so a runner that
+ * `step(descriptor, fn)` (its `name` stable across replays), and every branch the loop takes is decided from step results, so a runner that
  * returns checkpointed results without calling `fn` replays a run exactly, with no model request.
  */
 import type OpenAI from "openai";
@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { LocalModelServer } from "../local/model-server.js";
 import { Deadline } from "../shared/agent/deadline.js";
 import { type RunOutcome, runAgent } from "../shared/agent/loop.js";
-import type { StepRunner } from "../shared/agent/step.js";
+import type { StepDescriptor, StepRunner } from "../shared/agent/step.js";
 import { defineTool, type ToolDefinition } from "../shared/agent/tool.js";
 import { OpenAIChatModel } from "../shared/model/openai-chat.js";
 import { createModelClient } from "../shared/model-client.js";
@@ -30,7 +30,7 @@ afterAll(async () => {
 /** A step runner that runs each step and keeps its name and its result as JSON (what a checkpoint holds). */
 function recorder() {
   const steps: Array<{ name: string; result: unknown; json: string }> = [];
-  const step: StepRunner = async (name, fn) => {
+  const step: StepRunner = async ({ name }, fn) => {
     const result = await fn();
     steps.push({ name, result, json: JSON.stringify(result) });
     return result;
@@ -42,7 +42,7 @@ function recorder() {
 function replayer(checkpoints: Array<{ name: string; json: string }>) {
   const byName = new Map(checkpoints.map((c) => [c.name, c.json]));
   const names: string[] = [];
-  const step: StepRunner = async <T>(name: string, _fn: () => Promise<T>) => {
+  const step: StepRunner = async <T>({ name }: StepDescriptor, _fn: () => Promise<T>) => {
     names.push(name);
     const json = byName.get(name);
     if (json === undefined) throw new Error(`no checkpoint named ${name}`);

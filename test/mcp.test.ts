@@ -9,7 +9,7 @@ import { createDevIssuer, devIssuerEnv, mintToken } from "../local/dev-auth.js";
 import { createRegistry, toolsAllowedFor } from "../shared/agent/dispatcher.js";
 import { defineTool } from "../shared/agent/tool.js";
 import { loadConfig } from "../shared/config.js";
-import { IDEMPOTENCY_META_KEY, REPLAYED_META_KEY } from "../shared/mcp/call.js";
+import { IDEMPOTENCY_META_KEY, REPLAYED_META_KEY } from "../shared/mcp/mapping.js";
 import { GBP_RULES } from "./support/approvals.js";
 import { type McpStack, startMcpStack, WRITER } from "./support/mcp.js";
 

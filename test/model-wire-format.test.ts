@@ -238,7 +238,7 @@ describe("quirks that keep working (issue 15 item 3)", () => {
     expect(stack.model.requests).toHaveLength(2);
   });
 
-  it("empty-string arguments are a validation_error, and the model recovers", async () => {
+  it("empty-string arguments are read as {}: the schema names the required fields, and the model recovers", async () => {
     const body = runBody(
       await postRun([
         { toolCalls: [{ id: "c_empty", name: "calculateTax", arguments: "" }] },
@@ -248,9 +248,44 @@ describe("quirks that keep working (issue 15 item 3)", () => {
     );
     expect(body.status).toBe("completed");
     expect(body.toolResults.map((r) => [r.metadata.toolCallId, r.status, r.error?.code ?? null])).toEqual([
-      ["c_empty", "validation_error", "INVALID_JSON"],
+      ["c_empty", "validation_error", "INVALID_ARGUMENTS"],
       ["c_fixed", "success", null],
     ]);
+    const details = body.toolResults[0]?.error?.details as {
+      issues?: Array<{ path: string; received: string }>;
+    };
+    const issues = details?.issues ?? [];
+    expect(issues.map((issue) => [issue.path, issue.received])).toEqual(
+      expect.arrayContaining([
+        ["amount", "missing"],
+        ["currency", "missing"],
+        ["jurisdiction", "missing"],
+      ]),
+    );
+    // The transcript sent back carries "{}", which servers that parse arguments (llama.cpp) accept.
+    expect(sentToolCalls(1)[0]?.function.arguments).toBe("{}");
+  });
+
+  it("blank arguments of a tool that needs none run it (listInvoices), three servers' forms alike", async () => {
+    const body = runBody(
+      await postRun([
+        {
+          toolCalls: [
+            { id: "c_blank", name: "listInvoices", arguments: "" },
+            { id: "c_space", name: "listInvoices", arguments: "  " },
+            { id: "c_obj", name: "listInvoices", arguments: "{}" },
+          ],
+        },
+        { content: "You have no invoices yet." },
+      ]),
+    );
+    expect(body.status).toBe("completed");
+    expect(body.toolResults.map((r) => [r.metadata.toolCallId, r.status, r.data])).toEqual([
+      ["c_blank", "success", expect.objectContaining({ hasMore: false })],
+      ["c_space", "success", expect.objectContaining({ hasMore: false })],
+      ["c_obj", "success", expect.objectContaining({ hasMore: false })],
+    ]);
+    expect(stack.model.requests).toHaveLength(2);
   });
 
   it("a response body that stalls after the headers: the deadline still ends the run in time", async () => {

@@ -71,7 +71,7 @@ describe("GET /openapi.json", () => {
     );
     const post = document.paths["/v1/runs"]?.post;
     expect(Object.keys(post?.responses ?? {}).sort()).toEqual(
-      ["200", "202", "400", "401", "404", "409", "413", "415", "422", "500", "502", "503"].sort(),
+      ["200", "202", "400", "401", "404", "405", "409", "413", "415", "422", "500", "502", "503"].sort(),
     );
     expect(post?.security).toEqual([{ jwt: [] }, { iam: [] }]);
     expect(document.paths["/healthz"]?.get?.security).toBeUndefined();

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ProblemSchema, RunResponseSchema } from "../functions/api/contract.js";
+import { OPEN_COMMENT } from "../functions/api/routes/events.js";
 import type { RunEvent } from "../shared/runs/events.js";
 import { SEED_PROMPT } from "./support/approvals.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
@@ -296,10 +297,12 @@ describe("a stream of a run that is still going", () => {
         clock.advance(pollMs);
       }
       await clock.untilSleeping();
-      expect(response.read.comments).toEqual([]);
+      // The stream opened with a comment at once (the function URL's status line goes with it).
+      expect(response.metadata.statusCode).toBe(200);
+      expect(response.read.comments).toEqual([OPEN_COMMENT]);
       clock.advance(pollMs);
       await clock.untilSleeping();
-      expect(response.read.comments).toEqual(["heartbeat"]);
+      expect(response.read.comments).toEqual([OPEN_COMMENT, "heartbeat"]);
       // Then on to the stream's limit: it ends with the retry hint, having sent no event.
       while (!response.read.retries.length) {
         await clock.untilSleeping();
@@ -309,7 +312,7 @@ describe("a stream of a run that is still going", () => {
       await response.done;
       expect(response.read.retries).toEqual([stack.config.stream.retryMs]);
       expect(response.read.messages).toEqual([]);
-      expect(response.read.comments.length).toBe(Math.floor(maxMs / heartbeatMs));
+      expect(response.read.comments.length).toBe(1 + Math.floor(maxMs / heartbeatMs));
     } finally {
       stack.deps.clock = original;
     }

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { LocalDurableTestRunner } from "@aws/durable-execution-sdk-js-testing";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
-import { clampRunLimits } from "../shared/agent/limits.js";
+import { clampRunLimits } from "../shared/agent/run-limits.js";
 import { type Config, loadConfig } from "../shared/config.js";
 import { type ApiDeps, createApiDeps } from "../shared/deps.js";
 import type { DurableRunPayload } from "../shared/durable/executions.js";
@@ -54,12 +54,11 @@ async function startedRun(tenantId: string, prompt: string): Promise<DurableRunP
     prompt,
     limits: { maxCycles: limits.maxCycles, timeoutMs: limits.runTimeoutMs },
   };
-  // On a loaded machine the SDK may retry a put that did land (a timed-out attempt): read it back then.
-  const run = await deps.runs.start(record).catch(async (error: unknown) => {
-    const found = await deps.runs.get(tenantId, runId);
-    if (!found) throw error;
-    return found.run;
-  });
+  // On a loaded machine the SDK may retry a put that did land (a timed-out attempt): the store then
+  // answers `exists` with the record.
+  const started = await deps.runs.start(record);
+  const run = started.kind === "written" ? started.record : started.existing;
+  if (!run) throw new Error(`The run ${runId} vanished.`);
   const startedAt = Date.parse(run.startedAt);
   return {
     version: 1,

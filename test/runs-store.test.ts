@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { CycleRecord } from "../shared/agent/loop.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { ConfigError, loadConfig } from "../shared/config.js";
-import type { AgentRunShapes } from "../shared/deps.js";
+import type { AgentRunShapes } from "../shared/runs/run-shapes.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { keys } from "../shared/store/keys.js";
 import { MAX_ARGUMENT_CHARS, RunStore } from "../shared/store/runs.js";
@@ -47,8 +46,9 @@ const cycle = (n: number, args = "{}", data: unknown = { ok: true }): CycleRecor
 });
 const raw = async (tenantId: string, sk: string) =>
   (await ddb.send(new GetCommand({ TableName: tableName, Key: { pk: keys.tenant(tenantId), sk } }))).Item;
-const start = (tenantId: string, runId: string, now?: Date) =>
-  store.start(
+/** Starts a run of usr_1 and returns its record (the id must be new). */
+async function start(tenantId: string, runId: string, now?: Date) {
+  const started = await store.start(
     {
       tenantId,
       runId,
@@ -58,6 +58,9 @@ const start = (tenantId: string, runId: string, now?: Date) =>
     },
     now,
   );
+  if (started.kind !== "written") throw new Error(`The run ${runId} already exists.`);
+  return started.record;
+}
 
 describe("RunStore", () => {
   it("writes the run at start with a ttl RUN_TTL_SECONDS ahead, without the prompt text", async () => {
@@ -78,7 +81,20 @@ describe("RunStore", () => {
     });
     expect(item?.prompt).toEqual({ chars: 18, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(JSON.stringify(item)).not.toContain("secret prompt text");
-    await expect(start("t1", "run_start")).rejects.toBeInstanceOf(ConditionalCheckFailedException);
+    // The id is taken: nothing is written, and the record that holds it is returned.
+    expect(
+      await store.start({
+        tenantId: "t1",
+        runId: "run_start",
+        userId: "usr_2",
+        prompt: "other",
+        limits: { maxCycles: 1, timeoutMs: 1 },
+      }),
+    ).toEqual({
+      kind: "exists",
+      existing: run,
+    });
+    expect((await raw("t1", "RUN#run_start"))?.userId).toBe(item?.userId);
   });
 
   it("appends one item per cycle, moves the run forward, and never rewrites a cycle", async () => {
@@ -92,9 +108,7 @@ describe("RunStore", () => {
       cycle: 2,
       ttl: expect.any(Number),
     });
-    await expect(store.appendStep("t1", "run_steps", cycle(2), usage(20))).rejects.toBeInstanceOf(
-      ConditionalCheckFailedException,
-    );
+    expect(await store.appendStep("t1", "run_steps", cycle(2), usage(20))).toEqual({ kind: "exists" });
     const found = await store.get("t1", "run_steps");
     expect(found?.run).toMatchObject({ status: "running", cyclesRecorded: 2, usage: usage(20) });
     expect(found?.steps.map((s) => s.cycle)).toEqual([1, 2]);
@@ -172,12 +186,14 @@ describe("RunStore", () => {
   it("bounds a step's size: long arguments are cut, oversized result data is omitted", async () => {
     await start("t1", "run_big");
     const args = `{"note":"${"a".repeat(MAX_ARGUMENT_CHARS + 100)}"}`;
-    const step = await store.appendStep(
+    const appended = await store.appendStep(
       "t1",
       "run_big",
       cycle(1, args, { blob: "b".repeat(320_000) }),
       usage(10),
     );
+    if (appended.kind !== "written") throw new Error("the step was not written");
+    const { step } = appended;
     expect(step.toolCalls[0]?.arguments).toHaveLength(MAX_ARGUMENT_CHARS);
     expect(step.toolCalls[0]?.argumentsTruncated).toBe(true);
     expect(step.toolCalls[0]?.result.data).toEqual({

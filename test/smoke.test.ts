@@ -160,6 +160,18 @@ describe("npm run smoke", { timeout: 90_000 }, () => {
     expect(result.stdout).toContain("Smoke run passed");
   });
 
+  it("without --approval against an API with approval rules: a hint in a few lines, not the paused run's JSON", async () => {
+    const result = await smoke(["--url", approvals.url], { BOUNDLOOP_TOKEN: await token(approvals) });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /^smoke: POST \/v1\/runs: HTTP 202, run run_[\w-]+ is awaiting_approval\. The API has approval rules \(APPROVAL_RULES\): gross 1800\.00 GBP is over its threshold 1000\.00 GBP\.$/m,
+    );
+    expect(result.stderr).toContain("Smoke the pause with --approval and a second user's token");
+    expect(result.stderr).toContain(`npm run smoke -- --url ${approvals.url}/ --approval`);
+    expect(result.stderr.trim().split("\n").length).toBeLessThanOrEqual(5);
+    expect(result.stderr).not.toContain('"pendingApprovals"');
+  });
+
   it("--approval fails when the API does not pause (no approval rules)", async () => {
     const result = await smoke(["--url", plain.url, "--approval"], {
       BOUNDLOOP_TOKEN: await token(plain),

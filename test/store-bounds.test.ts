@@ -13,8 +13,8 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { toProblem } from "../functions/api/problem-details.js";
 import { dispatchToolCall, type InternalFailure } from "../shared/agent/dispatcher.js";
-import { toProblem } from "../shared/errors.js";
 import { CONDITIONAL_WRITE_ATTEMPTS, StoreContentionError } from "../shared/store/errors.js";
 import { keys } from "../shared/store/keys.js";
 import type { Quote } from "../shared/store/quotes.js";

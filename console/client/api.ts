@@ -1,8 +1,9 @@
 /**
  * The console's calls to the public API (same origin), with the caller's bearer token from session
  * storage, and its live run events: Server-Sent Events read over `fetch` with eventsource-parser
- * (EventSource cannot send an Authorization header), resumed with `Last-Event-ID` whenever a stream ends
- * before the run does (a stream's time limit, a buffering gateway, a dropped connection).
+ * (EventSource cannot send an Authorization header) from the streaming function URL the page names
+ * (`boundloop-stream-url`; its own origin without one), resumed with `Last-Event-ID` whenever a stream
+ * ends before the run does (a stream's time limit, a dropped connection), until a resume is 204.
  */
 import { createParser } from "eventsource-parser";
 
@@ -24,7 +25,10 @@ export interface Caller {
   scopes: string[];
 }
 
-/** Reads the token's claims (unverified, for display): `sub`, `tenant_id`, `scope`. */
+/**
+ * Reads the token's claims (unverified, for display and for which controls to offer): `sub`, the tenant
+ * (`tenant_id` or `custom:tenant_id`), the permissions (`scope`, `permissions`, `cognito:groups`).
+ */
 export function callerOf(token: string): Caller | null {
   try {
     const part = token.split(".")[1] ?? "";
@@ -34,9 +38,10 @@ export function callerOf(token: string): Caller | null {
     return {
       sub: String(claims.sub ?? "?"),
       tenant: String(tenant ?? "?"),
-      scopes: String(claims.scope ?? "")
-        .split(" ")
-        .filter((scope) => scope !== ""),
+      scopes: [
+        ...String(claims.scope ?? "").split(" "),
+        ...[claims.permissions ?? [], claims["cognito:groups"] ?? []].flat().map(String),
+      ].filter((scope) => scope !== ""),
     };
   } catch {
     return null;
@@ -112,10 +117,17 @@ const sleep = (ms: number, signal: AbortSignal) =>
     });
   });
 
+/** Where run events are read: the streaming function URL the page names, else this origin. */
+export function streamBase(): string {
+  const meta = document.querySelector<HTMLMetaElement>('meta[name="boundloop-stream-url"]');
+  return meta?.content ?? "";
+}
+
 /**
- * Follows a run's events from after `after` until `run.finished` or `signal` aborts: each event once, in
- * sequence order, to `onEvent`. A stream that ends early is resumed after the last sequence seen, after
- * the server's `retry:` hint (1 s by default); a failed connection is retried with backoff up to 10 s.
+ * Follows a run's events from after `after` until `run.finished` (or a 204: nothing more will come) or
+ * `signal` aborts: each event once, in sequence order, to `onEvent`. A stream that ends early is resumed
+ * after the last sequence seen, after the server's `retry:` hint (1 s by default); a failed connection is
+ * retried with backoff up to 10 s. `onStream` is told each time a stream opens (its count: 1, 2, …).
  * @param onError told of a refusal (4xx other than 401): the follow stops
  */
 export async function followEvents(
@@ -125,8 +137,10 @@ export async function followEvents(
     signal: AbortSignal;
     onEvent: (event: RunEvent) => void;
     onError?: (status: number) => void;
+    onStream?: (streams: number) => void;
   },
 ): Promise<void> {
+  let streams = 0;
   let last = options.after ?? 0;
   let retryMs = 1000;
   let failures = 0;
@@ -137,11 +151,14 @@ export async function followEvents(
       const token = getToken();
       if (token) headers.authorization = `Bearer ${token}`;
       if (last > 0) headers["last-event-id"] = String(last);
-      const response = await fetch(`/v1/runs/${encodeURIComponent(runId)}/events`, {
+      const response = await fetch(`${streamBase()}/v1/runs/${encodeURIComponent(runId)}/events`, {
         headers,
         signal: options.signal,
       });
       if (response.status === 401) return onUnauthorized();
+      if (response.status === 204) return;
+      streams += 1;
+      options.onStream?.(streams);
       if (response.status >= 400 && response.status < 500) return options.onError?.(response.status);
       if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
       const parser = createParser({
@@ -171,4 +188,56 @@ export async function followEvents(
     if (finished) return;
     await sleep(failures === 0 ? retryMs : Math.min(10_000, 500 * 2 ** failures), options.signal);
   }
+}
+
+/** A run record as `GET /v1/runs/{runId}` and `GET /v1/runs` answer it (the fields the console reads). */
+export interface RunRecord {
+  runId: string;
+  userId: string;
+  status: string;
+  prompt: { chars: number; excerpt?: string };
+  cycles: number | null;
+  cyclesRecorded: number;
+  usage: { totalTokens: number };
+  /**
+   * What the run cost, once the API reports it (quotas and cost, a later release): until then absent,
+   * and the console shows "—".
+   */
+  cost?: { amount: string; currency: string } | null;
+  startedAt: string;
+  finishedAt: string | null;
+  durationMs: number | null;
+  answer: string | null;
+  reason: string | null;
+  steps?: Array<{
+    cycle: number;
+    toolCalls: Array<{
+      id: string;
+      name: string;
+      arguments: string;
+      result: {
+        status: string;
+        data: unknown;
+        error: { code?: string; message?: string } | null;
+        metadata: { latencyMs: number };
+      };
+    }>;
+  }>;
+  pendingApprovals?: Approval[];
+}
+
+/** An approval as `GET /v1/approvals` and a run's `pendingApprovals` carry it. */
+export interface Approval {
+  approvalId: string;
+  runId?: string;
+  toolName: string;
+  arguments: unknown;
+  preview: Record<string, string>;
+  requestedBy: string;
+  requestedAt: string;
+  expiresAt: string;
+  status?: string;
+  decidedBy?: string | null;
+  decidedAt?: string | null;
+  reason?: string | null;
 }

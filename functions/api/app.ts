@@ -4,13 +4,14 @@ import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { Config } from "../../shared/config.js";
 import type { ApiDeps } from "../../shared/deps.js";
-import { ProblemError, problemCodeOf, toProblem } from "../../shared/errors.js";
 import { securityContextFromEvent } from "../../shared/identity.js";
 import { createLogger, flushMetrics, recordProblemMetric } from "../../shared/observability.js";
 import { OPENAPI_INFO, SECURITY_SCHEMES } from "./contract/common.js";
 import { healthRoute } from "./contract/health.js";
 import { healthResponse } from "./health.js";
 import { mountMcp } from "./mcp.js";
+import { servedMethods, unmatchedRequest, withMethodNotAllowed } from "./method-not-allowed.js";
+import { ProblemError, problemCodeOf, toProblem } from "./problem-details.js";
 import { a2aRoutes } from "./routes/a2a.js";
 import { aguiRoutes } from "./routes/agui.js";
 import { approvalRoutes } from "./routes/approvals.js";
@@ -58,7 +59,8 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) {
     app.openAPIRegistry.registerComponent("securitySchemes", name, scheme);
   }
-  app.doc31("/openapi.json", OPENAPI_INFO);
+  // The document, with the 405 every path answers for a method it does not serve (./method-not-allowed.ts).
+  app.get("/openapi.json", (c) => c.json(withMethodNotAllowed(app.getOpenAPI31Document(OPENAPI_INFO))));
   mountMcp(app, getDeps, deps.config);
   const a2a = a2aRoutes(app, getDeps);
   app.use("/v1/*", observeRequest(getDeps), verifyCaller(getDeps), limitBody(getDeps));
@@ -68,8 +70,12 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   app.route("/", invoiceRoutes(getDeps));
   app.route("/", a2a);
   app.route("/", aguiRoutes(getDeps));
-  app.notFound(() => {
-    throw new ProblemError("NOT_FOUND", "No such route.");
+  let served: ReturnType<typeof servedMethods> | undefined;
+  app.notFound((c) => {
+    served ??= servedMethods(app.getOpenAPI31Document(OPENAPI_INFO), [
+      { method: "GET", path: "/openapi.json" },
+    ]);
+    throw unmatchedRequest(c.req.method, c.req.path, served);
   });
   app.onError((error, c) => problemResponse(c, error, resolved, failureLogger()));
   return app;
@@ -148,7 +154,7 @@ const HTTP_EXCEPTION_DETAIL: Partial<Record<ProblemError["code"], string>> = {
 
 /**
  * The one place an error becomes the app's HTTP response: {@link toProblem} picks the problem (status
- * table in shared/errors.ts) and the problem renders itself (`ProblemError.getResponse`). Server-side
+ * table in functions/api/problem-details.ts) and the problem renders itself (`ProblemError.getResponse`). Server-side
  * failures (5xx) are logged at ERROR with the error by `logger` (the request's logger, with request id
  * and tenant); the response carries only the problem's generic detail. Problems are counted in
  * metrics once the dependencies exist.

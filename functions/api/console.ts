@@ -13,10 +13,14 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 
-/** The console's sign-in settings (Config `console`): both set, the page signs in at the issuer. */
+/**
+ * The console's settings (Config `console`): `issuer` and `clientId` both set, the page signs in at the
+ * issuer; `streamUrl`, the streaming function URL it follows run events on (undefined: this origin).
+ */
 export interface ConsoleSettings {
   issuer: string | undefined;
   clientId: string | undefined;
+  streamUrl?: string | undefined;
 }
 
 /** An HTTP answer of the console: status, headers, body. */
@@ -75,9 +79,11 @@ function loadAssets(): Promise<Assets> {
  * The Content-Security-Policy of every console answer. `issuer` (the OIDC issuer, when sign-in is
  * configured) adds its origin to `connect-src` (discovery, keys, token endpoint); a Cognito user pool's
  * issuer (`cognito-idp.<region>.amazonaws.com`) also its region's hosted domains, where its token endpoint is.
+ * `streamUrl` (the streaming function URL) adds its origin, where the page reads run events.
  */
-export function consolePolicy(issuer: string | undefined): string {
+export function consolePolicy(issuer: string | undefined, streamUrl?: string): string {
   const connect = ["'self'"];
+  if (streamUrl) connect.push(new URL(streamUrl).origin);
   if (issuer) {
     const { origin, hostname } = new URL(issuer);
     connect.push(origin);
@@ -104,10 +110,13 @@ const escapeAttribute = (text: string) =>
 /** The page: a shell the script fills; `meta` tags carry the sign-in settings (no inline script). */
 function page(assets: Assets["manifest"], settings: ConsoleSettings): string {
   const oidc =
-    settings.issuer && settings.clientId
+    (settings.issuer && settings.clientId
       ? `<meta name="boundloop-oidc-issuer" content="${escapeAttribute(settings.issuer)}">` +
         `<meta name="boundloop-oidc-client-id" content="${escapeAttribute(settings.clientId)}">`
-      : "";
+      : "") +
+    (settings.streamUrl
+      ? `<meta name="boundloop-stream-url" content="${escapeAttribute(settings.streamUrl)}">`
+      : "");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>boundloop console</title>${oidc}
@@ -130,7 +139,10 @@ function page(assets: Assets["manifest"], settings: ConsoleSettings): string {
 export async function consoleResponse(path: string, settings: ConsoleSettings): Promise<ConsoleResponse> {
   const assets = await loadAssets();
   const headers = {
-    "content-security-policy": consolePolicy(settings.clientId ? settings.issuer : undefined),
+    "content-security-policy": consolePolicy(
+      settings.clientId ? settings.issuer : undefined,
+      settings.streamUrl,
+    ),
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
   };

@@ -14,5 +14,6 @@ export * from "./contract/health.js";
 export * from "./contract/invoices.js";
 export * from "./contract/mcp.js";
 export * from "./contract/problems.js";
+export * from "./contract/run-list.js";
 export * from "./contract/run-results.js";
 export * from "./contract/runs.js";

@@ -2,12 +2,12 @@ import { Hono, type Context as HonoContext } from "hono";
 import { handle } from "hono/aws-lambda";
 import { type Config, loadConfig } from "../../shared/config.js";
 import type { ApiDeps, ApiDepsOptions } from "../../shared/deps.js";
-import { toProblem } from "../../shared/errors.js";
 import { onceUntilFailed } from "../../shared/lazy.js";
 import { withTracing } from "../../shared/telemetry/entry.js";
 import type { LambdaBindings } from "./app.js";
 import { HEALTH_PATH, healthResponse } from "./health.js";
 import { guardLambdaEdge, type LambdaHandler } from "./lambda-adapter.js";
+import { toProblem } from "./problem-details.js";
 
 export type { ApiEvent, LambdaHandler } from "./lambda-adapter.js";
 
@@ -29,7 +29,7 @@ export const DEPENDENCY_FREE_PATHS: ReadonlySet<string> = new Set([
  * - Before a route outside {@link DEPENDENCY_FREE_PATHS}, the dependencies (shared/deps.ts: openai, the
  *   AWS SDK, stores, tools, Powertools) are loaded the same way.
  * Each load happens once; concurrent first requests share it. When a load fails, the request is
- * answered 500 problem+json through shared/errors.ts's mapping, the failure is logged at ERROR by the
+ * answered 500 problem+json through functions/api/problem-details.ts's mapping, the failure is logged at ERROR by the
  * service's Powertools logger (loaded then), and the next request tries again. The
  * deployed bundle is split into chunks along these `import()`s (infra/bundle.ts), so what is not loaded
  * is not even read from disk (measured in bench/cold-start.ts).

@@ -1,6 +1,6 @@
 import { isUtf8 } from "node:buffer";
 import type { handle } from "hono/aws-lambda";
-import { PROBLEM_CONTENT_TYPE, ProblemError, problemCodeOf, toProblem } from "../../shared/errors.js";
+import { PROBLEM_CONTENT_TYPE, ProblemError, problemCodeOf, toProblem } from "./problem-details.js";
 
 /** A Lambda handler as hono/aws-lambda's `handle(app)` returns it: (event, context) → API Gateway result. */
 export type LambdaHandler = ReturnType<typeof handle>;

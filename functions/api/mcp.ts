@@ -2,17 +2,17 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { refusalDetail, type TokenVerdict } from "../../shared/auth/bearer.js";
 import type { Config } from "../../shared/config.js";
 import type { ApiDeps } from "../../shared/deps.js";
-import { ProblemError } from "../../shared/errors.js";
 import type { McpAuthenticator } from "../../shared/mcp/auth.js";
 import { resourceMetadata, resourceUrlOf, wwwAuthenticate } from "../../shared/mcp/resource.js";
-import type { AppEnv } from "./app.js";
 import { mcpGetRoute, mcpRoute, resourceMetadataRoutes } from "./contract/mcp.js";
+import { ProblemError } from "./problem-details.js";
+import type { AppEnv } from "./routes/deps.js";
 
 /**
  * Mounts the MCP endpoint on the API (docs/mcp.md): `POST /mcp` (the MCP server, shared/mcp/server.ts,
  * loaded on the first MCP request), `GET /mcp` (405: no SSE stream) and the RFC 9728 metadata routes.
  * The routes only map HTTP: the token check is shared/mcp/auth.ts, the protocol the SDK's transport,
- * tool calls shared/mcp/call.ts. The resource is MCP_RESOURCE_URL; without it the metadata is 404 and
+ * tool calls shared/mcp/mapping.ts (a one-cycle run of shared/runs/tool-call-run.ts). The resource is MCP_RESOURCE_URL; without it the metadata is 404 and
  * every token is refused.
  * @param getDeps the app's dependencies, loaded on first use
  */

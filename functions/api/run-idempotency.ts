@@ -1,23 +1,20 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
-import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { parseItem } from "structured-headers";
 import { canonicalJson } from "../../shared/agent/idempotency-key.js";
 import type { Config } from "../../shared/config.js";
-import { ProblemError, toProblem } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
+import { type KeepPolicy, runOnce } from "../../shared/runs/exactly-once.js";
+import type { IdempotencyStore, StoredOutcome } from "../../shared/store/idempotency.js";
 import {
-  type IdempotencyClaim,
-  IdempotencyStore,
-  type StoredResponse,
-} from "../../shared/store/idempotency.js";
-import { IDEMPOTENCY_KEY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH } from "./contract/common.js";
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENT_REPLAYED_HEADER,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+} from "./contract/common.js";
 import { rawHeaderValues } from "./lambda-adapter.js";
+import { ProblemError, toProblem } from "./problem-details.js";
 
 /** The route whose requests the Idempotency-Key records are scoped by. */
 export const RUN_ROUTE = "POST /v1/runs";
-
-/** Response header set on every replayed response (value `true`). */
-export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
 
 /**
  * The bare form: RFC 9110 tchar plus ":" and "/" (an RFC 8941 sf-token's characters, without its rule
@@ -104,28 +101,20 @@ export function requestFingerprint(route: string, body: unknown): string {
 }
 
 /**
- * The store the HTTP layer keeps its records in: the service table, retention IDEMPOTENCY_TTL_SECONDS.
- * @param deps the document client and config (ApiDeps has both)
- */
-export function runIdempotencyStore(deps: { ddb: DynamoDBDocumentClient; config: Config }): IdempotencyStore {
-  return new IdempotencyStore(deps.ddb, deps.config.table.name, {
-    ttlSeconds: deps.config.idempotency.ttlSeconds,
-  });
-}
-
-/**
  * Input of {@link withRunIdempotency}.
  * - `tenantId`, `userId`: the caller, from the verified security context (never from the body); a key
  *   belongs to one caller, so the record is scoped to both
  * - `body`: the validated request body, fingerprinted before `execute` runs
  * - `leaseExpiresAt`: epoch ms, the run's deadline (`Deadline.at`)
- * - `deps.logger`: logs a record that could not be completed or released (with the request's keys)
- * - `store`: defaults to {@link runIdempotencyStore}; `route` defaults to {@link RUN_ROUTE}
+ * - `deps`: the one idempotency store (shared/deps.ts), the config (IDEMPOTENCY_KEY_REQUIRED) and the
+ *   logger (a record that could not be completed or released, with the request's keys)
+ * - `store`: another idempotency store than `deps.idempotency` (tests); `route` defaults to
+ *   {@link RUN_ROUTE}
  * - `event`: the raw Lambda event, where the Idempotency-Key is read as sent (hono/aws-lambda
  *   percent-encodes non-ASCII values and drops empty ones in `headers`); such keys are rejected
  */
 export interface RunIdempotencyInput {
-  deps: { ddb: DynamoDBDocumentClient; config: Config; logger: Logger };
+  deps: { idempotency: IdempotencyStore; config: Config; logger: Logger };
   headers: Headers;
   event?: unknown;
   tenantId: string;
@@ -137,13 +126,13 @@ export interface RunIdempotencyInput {
 }
 
 /**
- * Runs `execute` at most once per (tenant, user, route, Idempotency-Key) within the retention, and replays its
- * response to retries:
+ * The HTTP adapter of the idempotency engine (shared/runs/exactly-once.ts): runs `execute` at most once
+ * per (tenant, user, route, Idempotency-Key) within the retention, and replays its response to retries:
  * - no header: `execute(undefined)` (400 when IDEMPOTENCY_KEY_REQUIRED is true);
  * - first request: record acquired (IN_PROGRESS, lease = the run's deadline); `execute(key)` runs with the
- *   key as the run scope; a response below 500, or a thrown 4xx ProblemError, is stored (owner-fenced)
- *   and replayed later; a 5xx response or any other throw releases the record (owner-fenced) so a retry
- *   runs again (tools that committed are protected by their own keys);
+ *   key as the run scope; a response below 500, or a thrown error whose problem is below 500, is stored
+ *   (owner-fenced) and replayed later; a 5xx response or any other throw releases the record
+ *   (owner-fenced) so a retry runs again (tools that committed are protected by their own keys);
  * - same request completed: the stored status, content type and body, plus `Idempotent-Replayed: true`;
  * - same request in progress: 409 IDEMPOTENCY_KEY_IN_USE with Retry-After (s, until the lease ends);
  * - different request (fingerprint), whatever the record's state: 422 IDEMPOTENCY_KEY_REUSED;
@@ -151,7 +140,7 @@ export interface RunIdempotencyInput {
  * A response that cannot be stored (store error, over MAX_STORED_RESPONSE_BYTES compressed, fence lost) is
  * still returned; the failure is logged and the record is released or left to its lease.
  * @throws ProblemError INVALID_REQUEST (bad header), IDEMPOTENCY_KEY_IN_USE, IDEMPOTENCY_KEY_REUSED;
- *   the store's own error when the record cannot be read or written (shared/errors.ts `toProblem` makes
+ *   the store's own error when the record cannot be read or written (problem-details.ts `toProblem` makes
  *   an unreachable or throttled store 503 STORE_UNAVAILABLE, a request error 500 INTERNAL); whatever
  *   `execute` throws
  */
@@ -166,19 +155,19 @@ export async function withRunIdempotency(
     return execute(undefined);
   }
   const route = input.route ?? RUN_ROUTE;
-  const store = input.store ?? runIdempotencyStore(input.deps);
-  // Taken before execute: nothing the handler does to `body` afterwards changes the record it completes.
-  const fingerprint = requestFingerprint(route, input.body);
-  const acquired = await store.acquire({
+  const operation = {
     tenantId: input.tenantId,
     userId: input.userId,
     route,
-    idempotencyKey: key,
-    fingerprint,
+    key,
+    // Taken before execute: nothing the handler does to `body` afterwards changes the record it completes.
+    fingerprint: requestFingerprint(route, input.body),
     leaseExpiresAt: input.leaseExpiresAt,
-  });
-  switch (acquired.kind) {
-    case "mismatch":
+  };
+  const deps = { idempotency: input.store ?? input.deps.idempotency, logger: input.deps.logger };
+  const outcome = await runOnce(deps, operation, KEEP_RESPONSES, () => execute(key));
+  switch (outcome.kind) {
+    case "reused":
       throw new ProblemError(
         "IDEMPOTENCY_KEY_REUSED",
         `This ${IDEMPOTENCY_KEY_HEADER} was already used for a different request; use a new key for a new request.`,
@@ -186,90 +175,52 @@ export async function withRunIdempotency(
     case "in_progress":
       throw new ProblemError(
         "IDEMPOTENCY_KEY_IN_USE",
-        `A request with this ${IDEMPOTENCY_KEY_HEADER} is still being processed; retry after ${acquired.retryAfterSeconds} s.`,
-        { headers: { "Retry-After": String(acquired.retryAfterSeconds) } },
+        `A request with this ${IDEMPOTENCY_KEY_HEADER} is still being processed; retry after ${outcome.retryAfterSeconds} s.`,
+        { headers: { "Retry-After": String(outcome.retryAfterSeconds) } },
       );
-    case "completed":
-      return replay(acquired.response);
-    case "acquired":
-      return runOwned(store, acquired.claim, input.deps.logger, () => execute(key));
+    case "replayed":
+      return replay(outcome.stored);
+    case "executed":
+      return outcome.result;
   }
 }
 
-/**
- * Executes while holding `claim`, then stores (status < 500) or releases (5xx, unexpected throw) its
- * response; a thrown error is stored as the response it renders (`toProblem(error).getResponse()`).
- */
-async function runOwned(
-  store: IdempotencyStore,
-  claim: IdempotencyClaim,
-  logger: Logger,
-  execute: () => Promise<Response>,
-): Promise<Response> {
-  let response: Response;
-  try {
-    response = await execute();
-  } catch (error) {
-    await keepOrRelease(store, claim, logger, toProblem(error).getResponse(), "execution threw");
-    throw error;
-  }
-  await keepOrRelease(store, claim, logger, response.clone(), "response");
-  return response;
-}
+/** The `kind` of a stored HTTP response (shared/store/idempotency.ts `StoredOutcome`). */
+const HTTP_RESPONSE = "http_response";
 
 /**
- * Completes the record with `response` (status, headers with lower-case names, body) when its status is
- * below 500, else releases it. A response that cannot be stored is logged, and released when too large.
+ * What the HTTP adapter keeps: a response below 500 (status, headers with lower-case names, body), and a
+ * thrown error as the problem it renders (`toProblem`) when that is below 500; a 5xx is not kept (the key
+ * is released, so a retry runs again).
  */
-async function keepOrRelease(
-  store: IdempotencyStore,
-  claim: IdempotencyClaim,
-  logger: Logger,
-  response: Response,
-  what: string,
-): Promise<void> {
-  if (response.status >= 500) {
-    await release(store, claim, logger, `${what} status ${response.status}`);
-    return;
-  }
-  const stored: StoredResponse = {
+const KEEP_RESPONSES: KeepPolicy<Response> = {
+  keep: async (response) => (response.status < 500 ? stored(response.clone()) : undefined),
+  keepThrown: (error) => {
+    const problem = toProblem(error);
+    if (problem.status >= 500) return undefined;
+    return {
+      kind: HTTP_RESPONSE,
+      status: problem.status,
+      headers: problem.responseHeaders,
+      body: JSON.stringify(problem.body),
+    };
+  },
+};
+
+/** The stored form of `response` (its body read). */
+async function stored(response: Response): Promise<StoredOutcome> {
+  return {
+    kind: HTTP_RESPONSE,
     status: response.status,
     headers: Object.fromEntries(response.headers),
     body: await response.text(),
   };
-  try {
-    const result = await store.complete(claim, stored);
-    if (result === "too_large")
-      await release(store, claim, logger, "response over MAX_STORED_RESPONSE_BYTES");
-    else if (result === "not_owner")
-      logger.warn("idempotency record taken over before completion", fields(claim));
-  } catch (error) {
-    logger.error("idempotency record not completed", { ...fields(claim), error: error as Error });
-  }
 }
 
-/** Releases the record (owner-fenced); failures are logged, the lease then ends the claim. */
-async function release(
-  store: IdempotencyStore,
-  claim: IdempotencyClaim,
-  logger: Logger,
-  why: string,
-): Promise<void> {
-  try {
-    await store.release(claim);
-  } catch (error) {
-    logger.error("idempotency record not released", { ...fields(claim), why, error: error as Error });
-  }
-}
-
-function replay(stored: StoredResponse): Response {
-  return new Response(stored.body, {
-    status: stored.status,
-    headers: { ...stored.headers, [IDEMPOTENT_REPLAYED_HEADER]: "true" },
+/** A stored response as the replay of a repeated request: as first sent, plus `Idempotent-Replayed: true`. */
+function replay(outcome: StoredOutcome): Response {
+  return new Response(outcome.body, {
+    status: outcome.status ?? 200,
+    headers: { ...outcome.headers, [IDEMPOTENT_REPLAYED_HEADER]: "true" },
   });
-}
-
-/** The log attributes of a claim: tenant, route and the claim's owner token. */
-function fields(claim: IdempotencyClaim): Record<string, string> {
-  return { tenantId: claim.tenantId, route: claim.route, owner: claim.owner };
 }

@@ -1,14 +1,15 @@
 import type { Context as LambdaContext, StreamifyHandler } from "aws-lambda";
 import { Hono } from "hono";
 import { streamHandle } from "hono/aws-lambda";
+import { cors } from "hono/cors";
 import type { JWTPayload } from "jose";
 import { bearerChallenge, refusalDetail } from "../../shared/auth/bearer.js";
 import { jwtAuthorizerOf } from "../../shared/auth/gateway-claims.js";
 import type { AuthSettings } from "../../shared/auth/settings.js";
 import type { TokenVerifier } from "../../shared/auth/token-verifier.js";
-import { ProblemError, toProblem } from "../../shared/errors.js";
 import { HEALTH_PATH, healthResponse } from "../api/health.js";
 import { unreadableBody } from "../api/lambda-adapter.js";
+import { ProblemError, toProblem } from "../api/problem-details.js";
 
 /** The realm of the streaming function's 401 challenges (RFC 6750 section 3). */
 const REALM = "boundloop";
@@ -88,11 +89,17 @@ interface Invocation {
  * stream through hono/aws-lambda's `streamHandle` (which calls the runtime's `awslambda.streamifyResponse`).
  * Work a route hands to `executionCtx.waitUntil` (a streamed run whose reader left) is awaited before
  * the invocation ends: Node 24 on Lambda does not wait for promises after the handler returns.
+ * `options.corsOrigins` (CONSOLE_ORIGINS) are the pages that may call it from a browser ({@link consoleCors}).
  * @param verifier the one token verifier (shared/auth/token-verifier.ts), built once per process
  */
-export function createStreamHandler(app: FetchApp, verifier: () => TokenVerifier) {
+export function createStreamHandler(
+  app: FetchApp,
+  verifier: () => TokenVerifier,
+  options: { corsOrigins?: readonly string[] } = {},
+) {
   const invocations = new WeakMap<object, Invocation>();
   const entry = new Hono<{ Bindings: StreamBindings }>();
+  if (options.corsOrigins?.length) entry.use(consoleCors(options.corsOrigins));
   entry.get(HEALTH_PATH, healthResponse);
   entry.all("*", async (c) => {
     const claims = await verifiedClaims(c.req.header("authorization"), verifier());
@@ -120,5 +127,22 @@ export function createStreamHandler(app: FetchApp, verifier: () => TokenVerifier
     } finally {
       await Promise.allSettled(invocation.work);
     }
+  });
+}
+
+/**
+ * CORS for the pages of `origins` (the console's, CONSOLE_ORIGINS) and no other, through hono's `cors`:
+ * a preflight (`OPTIONS`, which carries no token) is answered before the token check, and every answer
+ * to those origins, errors and 401 included, says so, so the page reads its status. The bearer token
+ * travels in `Authorization` (no cookies: no credentials mode); the preflight is cached 2 hours
+ * (Chromium's cap) so a stream resumed every few minutes does not pay for one each time.
+ */
+export function consoleCors(origins: readonly string[]) {
+  return cors({
+    origin: [...origins],
+    allowMethods: ["GET", "POST"],
+    allowHeaders: ["authorization", "content-type", "accept", "last-event-id", "idempotency-key", "prefer"],
+    exposeHeaders: ["idempotent-replayed", "location", "retry-after"],
+    maxAge: 7200,
   });
 }

@@ -17,22 +17,17 @@ requireApiTokenSettings(config.auth);
 /** The one token verifier, built once: its key set is fetched once and cached for the instance's life. */
 const verifier = createTokenVerifier(config.auth);
 
-const app = createApp({ config, load: once(() => createApiDeps(config)) });
+// createApp calls `load` once, on the first request that needs the dependencies, and keeps them.
+const app = createApp({ config, load: () => createApiDeps(config) });
 
 /**
  * The Lambda entry of the streaming function URL (infra/stack.ts, docs/run-events.md): the same app as
  * the HTTP API, its bearer token verified here (shared/auth/token-verifier.ts), its responses streamed (RESPONSE_STREAM), so
  * `GET /v1/runs/{runId}/events` stays open and a streamed `POST /v1/runs` may run past the HTTP API's 29 s.
+ * The console's pages (CONSOLE_ORIGINS) may call it from the browser (CORS): they follow runs here.
  */
 export const handler = createStreamHandler(
   (request, env, executionCtx) => app.fetch(request, env, executionCtx),
   () => verifier,
+  { corsOrigins: config.console.origins },
 );
-
-function once<T>(make: () => T): () => T {
-  let made: { value: T } | undefined;
-  return () => {
-    made ??= { value: make() };
-    return made.value;
-  };
-}

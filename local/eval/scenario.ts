@@ -9,6 +9,7 @@ import { basename, extname, join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { GROUNDING_MODES } from "../../shared/agent/grounding-mode.js";
+import { RUN_STATUSES } from "../../shared/agent/run-status.js";
 import { ATTACK_NAMES } from "./attacks.js";
 
 /** An identifier of a tenant or user, as the JWT claims carry it. */
@@ -87,20 +88,6 @@ const InvoiceExpectation = z
 const RefusalExpectation = z
   .object({ name: z.string(), status: z.enum(TOOL_STATUSES).optional(), code: z.string().optional() })
   .strict();
-
-const RUN_STATUSES = [
-  "completed",
-  "max_cycles_exceeded",
-  "deadline_exceeded",
-  "budget_exceeded",
-  "permission_denied",
-  "loop_detected",
-  "model_refused",
-  "model_output_truncated",
-  "model_error",
-  "context_length_exceeded",
-  "answer_ungrounded",
-] as const;
 
 /**
  * What a scenario expects (each part optional; all given must hold):

@@ -1,12 +1,13 @@
 /**
  * boundloop's A2A request handler (`A2ARequestHandler` of `@a2a-js/sdk/server`, served through the
- * SDK's `JsonRpcTransportHandler` by serve.ts): every method maps A2A onto the runs layer through its
- * protocol port (shared/runs/protocol-port.ts) and nothing else, for the caller the verified token
- * names (never the request's `tenant` field). A task is a run; SendMessage starts a turn keyed by the
- * message id; the context is the conversation. docs/a2a.md.
+ * SDK's `JsonRpcTransportHandler` by serve.ts): every method maps A2A onto the one application layer
+ * and nothing else — the services of every surface (`readRun`, `listRuns`, `cancelRun`, with the access
+ * rules of shared/runs/access.ts) and the turns of the protocol port (shared/runs/protocol-port.ts) —
+ * for the caller the verified token names (never the request's `tenant` field). A task is a run;
+ * SendMessage starts a turn keyed by the message id; the context is the conversation. Domain refusals
+ * become A2A errors in errors.ts only. docs/a2a.md.
  */
 import type {
-  AgentCard,
   CancelTaskRequest,
   GetTaskRequest,
   ListTasksRequest,
@@ -18,20 +19,15 @@ import type {
   Task,
   TaskPushNotificationConfig,
 } from "@a2a-js/sdk";
-import {
-  A2AError,
-  PushNotificationNotSupportedError,
-  RequestMalformedError,
-  TaskNotCancelableError,
-  TaskNotFoundError,
-  UnsupportedOperationError,
-} from "@a2a-js/sdk/errors";
+import { PushNotificationNotSupportedError, RequestMalformedError } from "@a2a-js/sdk/errors";
 import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server";
-import type { ApiDeps } from "../deps.js";
-import { toProblem } from "../errors.js";
-import type { SecurityContext } from "../identity.js";
-import { cancelOwnRun, findOwnRun, listOwnRuns } from "../runs/protocol-port.js";
-import { type StreamOptions, streamTask } from "./stream.js";
+import { isDomainError } from "../domain-errors.js";
+import { cancelRun } from "../runs/cancel.js";
+import { isUsableKey, MAX_KEY_LENGTH } from "../runs/exactly-once.js";
+import { listRuns, readRun } from "../runs/queries.js";
+import type { A2ACall } from "./call.js";
+import { toA2AError } from "./errors.js";
+import { streamTask } from "./stream.js";
 import { taskOf } from "./tasks.js";
 import { startTurn, type TurnInput } from "./turn.js";
 
@@ -39,18 +35,9 @@ import { startTurn, type TurnInput } from "./turn.js";
 export const LIST_TASKS_DEFAULT = 50;
 const LIST_TASKS_MAX = 100;
 
-/** What one request's handler knows: the API's dependencies, the verified caller, the card, the request. */
-export interface A2ACall {
-  deps: ApiDeps;
-  security: SecurityContext;
-  card: AgentCard;
-  lambdaRemainingMs?: number | undefined;
-  stream: StreamOptions;
-}
-
 /**
- * Builds the handler of one request. Domain refusals become A2A errors by {@link toA2AError}: the
- * problem's stable `code` is in the error's metadata, never an internal error's text.
+ * Builds the handler of one request. Refusals become A2A errors by `toA2AError` (errors.ts): the domain's
+ * stable `code` is in the error's metadata, never an internal error's text (which is logged).
  */
 export function createA2AHandler(call: A2ACall): A2ARequestHandler {
   const { deps, security } = call;
@@ -60,14 +47,9 @@ export function createA2AHandler(call: A2ACall): A2ARequestHandler {
       try {
         return await fn(...args);
       } catch (error) {
-        throw toA2AError(error);
+        throw mapped(call, error);
       }
     };
-  const found = async (id: string) => {
-    const run = await findOwnRun(deps, security, id);
-    if (!run) throw new TaskNotFoundError(`There is no task ${id}.`);
-    return run;
-  };
   const noPush = async (): Promise<never> => {
     throw new PushNotificationNotSupportedError("This agent sends no push notifications.");
   };
@@ -78,22 +60,10 @@ export function createA2AHandler(call: A2ACall): A2ARequestHandler {
       sendMessage(call, turnInputOf(params, false)),
     ),
     sendMessageStream: (params: SendMessageRequest) => guardedStream(call, turnInputOf(params, false)),
-    getTask: guarded(async (params: GetTaskRequest) => taskOf(await found(params.id))),
-    cancelTask: guarded(async (params: CancelTaskRequest) => {
-      await found(params.id);
-      try {
-        const after = await cancelOwnRun(deps, security, params.id);
-        if (!after) throw new TaskNotFoundError(`There is no task ${params.id}.`);
-        return taskOf(after);
-      } catch (error) {
-        if (toProblem(error).code === "RUN_NOT_RUNNING") {
-          throw new TaskNotCancelableError(
-            `The task ${params.id} cannot be cancelled: it has ended, or it runs within its request (only a task in working or input-required state that runs durably can be).`,
-          );
-        }
-        throw error;
-      }
-    }),
+    getTask: guarded(async (params: GetTaskRequest) => taskOf(await readRun(deps, security, params.id))),
+    cancelTask: guarded(async (params: CancelTaskRequest) =>
+      taskOf(await cancelRun(deps, security, params.id)),
+    ),
     resubscribe: (params: SubscribeToTaskRequest, context: ServerCallContext) =>
       resubscribe(call, params.id, lastEventIdOf(context)),
     listTasks: guarded((params: ListTasksRequest) => listTasks(call, params)),
@@ -114,9 +84,16 @@ async function sendMessage(call: A2ACall, input: TurnInput): Promise<Task> {
   const outcome = await turn.settled;
   turn.live?.close();
   if (outcome.error) throw outcome.error;
-  const run = await findOwnRun(call.deps, call.security, turn.runId);
-  if (!run) throw new TaskNotFoundError(`The task ${turn.runId} did not start; send the message again.`);
-  return taskOf(run);
+  return taskOf(await readRun(call.deps, call.security, turn.runId));
+}
+
+/** A thrown error as the A2A error the client gets; an unexpected one is logged first. */
+function mapped(call: A2ACall, error: unknown): Error {
+  const a2a = toA2AError(error);
+  if (!isDomainError(error) && a2a !== error) {
+    call.deps.logger.error("A2A request failed", { error: error as Error });
+  }
+  return a2a;
 }
 
 /** SendStreamingMessage: the turn's task, then its updates as the run goes (stream.ts). */
@@ -125,20 +102,27 @@ async function* guardedStream(call: A2ACall, input: TurnInput): AsyncGenerator<S
   try {
     turn = await startTurn(call, { ...input, prefersAsync: false });
   } catch (error) {
-    throw toA2AError(error);
+    throw mapped(call, error);
   }
-  yield* streamTask(call, { runId: turn.runId, after: 0, live: turn.live, settled: turn.settled });
+  try {
+    yield* streamTask(call, { runId: turn.runId, after: 0, live: turn.live, settled: turn.settled });
+  } catch (error) {
+    throw mapped(call, error);
+  }
 }
 
 /** SubscribeToTask: the task, then its events after `after` (Last-Event-ID), to its end. */
 async function* resubscribe(call: A2ACall, id: string, after: number): AsyncGenerator<StreamResponse> {
-  const run = await findOwnRun(call.deps, call.security, id);
-  if (!run) throw new TaskNotFoundError(`There is no task ${id}.`);
-  if (isEnded(run.run.status) && after === 0) {
-    yield { payload: { $case: "task", value: taskOf(run) } };
-    return;
+  try {
+    const run = await readRun(call.deps, call.security, id);
+    if (isEnded(run.run.status) && after === 0) {
+      yield { payload: { $case: "task", value: taskOf(run) } };
+      return;
+    }
+    yield* streamTask(call, { runId: id, after, live: undefined, settled: undefined });
+  } catch (error) {
+    throw mapped(call, error);
   }
-  yield* streamTask(call, { runId: id, after, live: undefined, settled: undefined });
 }
 
 /** Whether a run status is final (nothing more will happen to it). */
@@ -147,18 +131,18 @@ function isEnded(status: string): boolean {
 }
 
 /**
- * ListTasks: the caller's runs, newest first, one page of the run listing (`pageToken` is its cursor);
- * `contextId` and `status` filter within the page read, so a filtered page may hold fewer tasks than
- * `pageSize` while `nextPageToken` says there are more.
+ * ListTasks: the caller's own runs (`listRuns`, scope own: the listing of GET /v1/runs), newest first,
+ * one page of it (`pageToken` is its cursor); `contextId` and `status` filter within the page read, so a
+ * filtered page may hold fewer tasks than `pageSize` while `nextPageToken` says there are more.
  */
 async function listTasks(call: A2ACall, params: ListTasksRequest): Promise<ListTasksResponse> {
   const pageSize = Math.min(Math.max(params.pageSize ?? LIST_TASKS_DEFAULT, 1), LIST_TASKS_MAX);
-  const page = await listOwnRuns(call.deps, call.security, {
+  const page = await listRuns(call.deps.runs, call.security, {
     limit: pageSize,
     cursor: params.pageToken || undefined,
   });
-  const tasks = page.runs
-    .map((run) => taskOf({ run, steps: [], pendingApprovals: [] }, false))
+  const tasks = page.items
+    .map((run) => taskOf({ run, steps: [] }, false))
     .filter((task) => !params.contextId || task.contextId === params.contextId)
     .filter((task) => !params.status || task.status?.state === params.status);
   return { tasks, nextPageToken: page.nextCursor ?? "", pageSize, totalSize: tasks.length };
@@ -176,7 +160,11 @@ function turnInputOf(params: SendMessageRequest, _stream: boolean): TurnInput {
     .map((part) => (part.content?.$case === "text" ? part.content.value : ""))
     .filter((text) => text.length > 0)
     .join("\n");
-  if (!message.messageId) throw new RequestMalformedError("The message needs a messageId.");
+  if (!isUsableKey(message.messageId)) {
+    throw new RequestMalformedError(
+      `The message needs a messageId of 1 to ${MAX_KEY_LENGTH} printable ASCII characters.`,
+    );
+  }
   if (!prompt) throw new RequestMalformedError("The message needs a text part: the task, in words.");
   return {
     prompt,
@@ -192,21 +180,4 @@ function lastEventIdOf(context: ServerCallContext): number {
   const headers = context.state.get("headers") as Record<string, string | undefined> | undefined;
   const value = headers?.["last-event-id"]?.trim();
   return value && /^[0-9]{1,15}$/.test(value) ? Number(value) : 0;
-}
-
-/**
- * A refusal of the runs layer as an A2A error: NOT_FOUND → TaskNotFoundError; other client errors
- * (4xx) → RequestMalformedError, or UnsupportedOperationError for a conflict (a turn of the context
- * still running, the message id in use); the problem's `code` in the error's metadata. A server error
- * is its generic problem sentence, never the error's own text. A2A errors pass as they are.
- */
-export function toA2AError(error: unknown): Error {
-  if (error instanceof A2AError) return error;
-  const problem = toProblem(error);
-  const options = { message: problem.message, metadata: { code: problem.code } };
-  if (problem.code === "NOT_FOUND") return new TaskNotFoundError(options);
-  if (problem.status === 409) return new UnsupportedOperationError(options);
-  if (problem.status < 500) return new RequestMalformedError(options);
-  const internal = new Error(problem.message);
-  return internal;
 }

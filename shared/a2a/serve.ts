@@ -7,7 +7,8 @@
  */
 import { AgentCard } from "@a2a-js/sdk";
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from "@a2a-js/sdk/server";
-import { type A2ACall, createA2AHandler } from "./handler.js";
+import type { A2ACall } from "./call.js";
+import { createA2AHandler } from "./handler.js";
 
 /** The A2A card as JSON (protojson, as the SDK's clients read it). */
 export function agentCardJson(card: AgentCard): unknown {

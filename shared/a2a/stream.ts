@@ -9,19 +9,16 @@
 import { type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
 import { TaskNotFoundError } from "@a2a-js/sdk/errors";
 import type { RunEvent } from "../runs/events.js";
-import { type FollowTarget, findOwnRun, followTurn } from "../runs/protocol-port.js";
-import type { A2ACall } from "./handler.js";
+import { type FollowTarget, followTurn } from "../runs/protocol-port.js";
+import { readRun } from "../runs/queries.js";
+import type { A2ACall } from "./call.js";
 import { agentMessage, taskOf, taskStatusOf } from "./tasks.js";
-
-/** How long a stream may last: `endsAt`, epoch ms of the API's clock. */
-export interface StreamOptions {
-  endsAt: number;
-}
 
 /**
  * The stream of one task (see the module comment). A refusal of a turn before its run started is thrown
  * before anything is yielded, so the client gets it as the JSON-RPC error of its request.
- * @throws TaskNotFoundError when the run never came to be; the turn's refusal
+ * @throws TaskNotFoundError when the run never came to be; the turn's refusal (a DomainError, mapped by
+ *   the caller)
  */
 export async function* streamTask(
   call: A2ACall,
@@ -45,9 +42,7 @@ export async function* streamTask(
 
 /** The task as it is when its first event comes. */
 async function firstTask(call: A2ACall, runId: string): Promise<Task> {
-  const found = await findOwnRun(call.deps, call.security, runId);
-  if (!found) throw new TaskNotFoundError(`There is no task ${runId}.`);
-  return taskOf(found);
+  return taskOf(await readRun(call.deps, call.security, runId));
 }
 
 /** One run event as a `working` (or `input-required`) status update carrying the event. */
@@ -73,8 +68,7 @@ function statusUpdate(event: RunEvent, contextId: string): StreamResponse {
 
 /** The run's artifacts, then its final status (the state table's), both tagged with the last sequence. */
 async function* finalUpdates(call: A2ACall, runId: string, last: RunEvent): AsyncGenerator<StreamResponse> {
-  const found = await findOwnRun(call.deps, call.security, runId);
-  if (!found) throw new TaskNotFoundError(`There is no task ${runId}.`);
+  const found = await readRun(call.deps, call.security, runId);
   const task = taskOf(found);
   for (const artifact of task.artifacts) {
     yield {

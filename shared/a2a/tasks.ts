@@ -6,7 +6,7 @@
  * the agent's status messages only.
  */
 import { type Artifact, type Message, type Part, Role, type Task, type TaskStatus } from "@a2a-js/sdk";
-import type { ProtocolRun } from "../runs/protocol-port.js";
+import type { RunView } from "../runs/queries.js";
 import { taskStateOf } from "./states.js";
 
 /** A text part (media type text/plain). */
@@ -44,9 +44,9 @@ export function agentMessage(taskId: string, contextId: string, text: string, me
 }
 
 /** The task's status now: its state, the sentence saying why as the agent's message, and when (ISO 8601). */
-export function taskStatusOf(found: ProtocolRun): TaskStatus {
+export function taskStatusOf(found: RunView): TaskStatus {
   const { run } = found;
-  const { state, why } = taskStateOf({ ...run, pendingApprovals: found.pendingApprovals });
+  const { state, why } = taskStateOf({ ...run, pendingApprovals: found.pendingApprovals ?? [] });
   const messageId = `${run.runId}:status:${run.status}:${run.cyclesRecorded}`;
   return {
     state,
@@ -60,7 +60,7 @@ export function taskStatusOf(found: ProtocolRun): TaskStatus {
  * result as a data part) in the order the run made them, then the answer (`answer`, a text part) once
  * the run has one.
  */
-export function artifactsOf(found: ProtocolRun): Artifact[] {
+export function artifactsOf(found: RunView): Artifact[] {
   const artifacts: Artifact[] = [];
   for (const step of found.steps) {
     for (const call of step.toolCalls) {
@@ -92,7 +92,7 @@ export function artifactsOf(found: ProtocolRun): Artifact[] {
  * run's own status, cycles, tokens and the run it continued, so a client can tell the bounded outcomes
  * apart beyond the A2A state.
  */
-export function taskOf(found: ProtocolRun, withArtifacts = true): Task {
+export function taskOf(found: RunView, withArtifacts = true): Task {
   const { run } = found;
   const status = taskStatusOf(found);
   return {
@@ -107,7 +107,7 @@ export function taskOf(found: ProtocolRun, withArtifacts = true): Task {
         cycles: run.cycles ?? run.cyclesRecorded,
         usage: run.usage,
         previousRunId: run.previousRunId,
-        pendingApprovals: found.pendingApprovals.map((approval) => ({
+        pendingApprovals: (found.pendingApprovals ?? []).map((approval) => ({
           approvalId: approval.approvalId,
           toolName: approval.toolName,
           preview: approval.preview,

@@ -4,9 +4,9 @@
  * context the caller never started is refused: A2A contexts are the server's), and a message naming a
  * task continues that task's context.
  */
-import { TaskNotFoundError } from "@a2a-js/sdk/errors";
-import { type BegunTurn, beginTurn, findOwnRun } from "../runs/protocol-port.js";
-import type { A2ACall } from "./handler.js";
+import { type BegunTurn, beginTurn } from "../runs/protocol-port.js";
+import { readRun } from "../runs/queries.js";
+import type { A2ACall } from "./call.js";
 
 /** What a SendMessage asks, read from its message (handler.ts `turnInputOf`). */
 export interface TurnInput {
@@ -23,13 +23,13 @@ export const A2A_OPERATION = "A2A SendMessage";
 /**
  * Begins the turn a message asks for. A durable start (`returnImmediately`) needs durable executions;
  * without them the run is synchronous.
- * @throws TaskNotFoundError for a `taskId` the caller has no task of; the turn's refusals
+ * @throws DomainError NOT_FOUND for a `taskId` the caller may not see (a task of a conversation that is
+ *   not the caller's is refused by the turn: its context is unknown to the caller); the turn's refusals
  */
 export async function startTurn(call: A2ACall, input: TurnInput): Promise<BegunTurn> {
   let contextId = input.contextId;
   if (input.taskId) {
-    const task = await findOwnRun(call.deps, call.security, input.taskId);
-    if (!task) throw new TaskNotFoundError(`There is no task ${input.taskId}.`);
+    const task = await readRun(call.deps, call.security, input.taskId);
     contextId ??= task.run.conversationId;
   }
   return beginTurn(call.deps, {

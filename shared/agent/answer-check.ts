@@ -7,12 +7,9 @@ import {
 import type { ChatMessage, ModelTool } from "./model.js";
 import { callModel } from "./model-step.js";
 import type { RunState } from "./run-state.js";
-import type { StepRunner } from "./step.js";
+import { type StepRunner, steps } from "./step.js";
 import { type Stop, stops } from "./stops.js";
 import type { RunInput, RunOutcome } from "./types.js";
-
-/** The step name of the one re-ask ANSWER_GROUNDING=reask makes (after the run's last cycle). */
-export const GROUNDING_STEP = "grounding:model";
 
 /** Most bytes of tool results the re-ask restates (the results are in the transcript too). */
 const RESTATED_RESULTS_MAX_BYTES = 32_768;
@@ -94,7 +91,7 @@ async function reask(
     { role: "assistant", content: answer },
     { role: "user", content: groundingNudge(ungrounded, run) },
   ];
-  const model = await step(GROUNDING_STEP, () =>
+  const model = await step(steps.grounding(), () =>
     callModel(input.model, input.deadline, messages, tools, "none"),
   );
   if (model.kind === "expired") return undefined;

@@ -1,66 +1,20 @@
 import { sha256Hex } from "../hash.js";
+import type { ApprovalDecision, ApprovalRequest } from "./approval-gate.js";
 import { notStartedResult, prepareToolCall, runPreparedCall } from "./dispatcher.js";
 import type { ApprovalAudit, ToolResult } from "./result.js";
-import { runInline } from "./step.js";
-import type { ApprovalPreview } from "./tool.js";
+import { runInline, steps } from "./step.js";
+import type { ToolCallRequest } from "./tool.js";
 import type { PendingApproval, ToolTurnResult } from "./tool-turn.js";
 import { toolSpan } from "./trace-spans.js";
 import type { RunInput } from "./types.js";
 
-/**
- * What the loop asks a person to decide on (docs/approvals.md), handed to {@link ApprovalGate}.
- * - `name`: the stable name of the wait, `cycle-<n>:approval:<toolCallId>` (a durable runner names its
- *   `waitForCallback` with it)
- * - `approvalId`: `apr_` + 32 hex digits, see {@link approvalIdFor}
- * - `arguments`: the call's validated arguments (zod's output, not the model's raw text)
- * - `preview`: the backend's numbers the decision is about
- */
-export interface ApprovalRequest {
-  name: string;
-  approvalId: string;
-  cycle: number;
-  toolCallId: string;
-  toolName: string;
-  arguments: unknown;
-  preview: ApprovalPreview;
-}
-
-/**
- * A decision on an {@link ApprovalRequest}: approved or rejected by `decidedBy` (a user id) at
- * `decidedAt` (ISO 8601) with an optional `reason`, or expired (nobody decided before the approval's
- * expiry; `decidedBy` null). `requestedAt` (ISO 8601) is when the approval was asked for: the time between
- * the two does not count against the run's deadline.
- */
-export interface ApprovalDecision {
-  decision: "approved" | "rejected" | "expired";
-  decidedBy: string | null;
-  decidedAt: string;
-  reason: string | null;
-  requestedAt: string;
-}
-
-/**
- * What a gate answers instead of a decision when the run cannot wait where it is (a synchronous request
- * cannot wait for a person): the run pauses at this turn, and {@link settleApprovals} reports the
- * requests so the caller can continue the run elsewhere (the runs layer hands it over to a durable
- * execution, shared/runs/handover.ts).
- */
-export interface ApprovalPause {
-  decision: "paused";
-}
-
-/**
- * Where a run waits for a decision; an optional part of {@link RunInput} like `step`, so the loop knows
- * no engine. The durable runner implements it with `ctx.waitForCallback` (shared/durable/runner.ts).
- * Without a gate, a call that needs approval does not run: business_error APPROVAL_UNAVAILABLE.
- */
-export type ApprovalGate = (request: ApprovalRequest) => Promise<ApprovalDecision>;
-
-/**
- * A gate that may also answer {@link ApprovalPause}: the synchronous path's, whose run then ends the loop
- * as a {@link RunPaused} value (no exception).
- */
-export type PausingApprovalGate = (request: ApprovalRequest) => Promise<ApprovalDecision | ApprovalPause>;
+export type {
+  ApprovalDecision,
+  ApprovalGate,
+  ApprovalPause,
+  ApprovalRequest,
+  PausingApprovalGate,
+} from "./approval-gate.js";
 
 /** The turn of a run whose gate answered {@link ApprovalPause}: the approvals it stopped at, in call order. */
 export interface PausedTurn {
@@ -132,15 +86,9 @@ export async function settleApprovals(
       });
       continue;
     }
-    const audit: ApprovalAudit = {
-      approvalId: request.approvalId,
-      decision: decision.decision,
-      decidedBy: decision.decidedBy,
-      decidedAt: decision.decidedAt,
-      reason: decision.reason,
-    };
+    const audit = approvalAuditOf(request.approvalId, decision);
     if (decision.decision === "approved") {
-      const settled = await step(`cycle-${cycle}:approved:${item.call.id}`, async () => {
+      const settled = await step(steps.approved(cycle, item.call.id), async () => {
         const prepared = prepareToolCall(item.call, input.tools, input.security);
         const result = await toolSpan(item.call, async () =>
           prepared.kind === "failed"
@@ -160,21 +108,45 @@ export async function settleApprovals(
       results[item.index] = withAudit(settled.result, audit);
       continue;
     }
-    const rejected = decision.decision === "rejected";
-    const failed = notStartedResult(item.call, "business_error", {
-      code: rejected ? "APPROVAL_REJECTED" : "APPROVAL_EXPIRED",
-      message: rejected
-        ? `A person rejected this ${item.call.name} call; it did not run. Reason: ${decision.reason ?? "none given"}.`
-        : `Nobody approved this ${item.call.name} call before its approval expired at ${decision.decidedAt}; it did not run.`,
-      details: { approvalId: request.approvalId, reason: decision.reason },
-      retryable: false,
-    });
+    const failed = refusedByDecision(item.call, request.approvalId, decision);
     results[item.index] = withAudit(failed, audit);
   }
   return { ...rest, results, deadlinePassed };
 }
 
+/** The approval audit a decided result carries (who, when, why), on every surface. */
+export function approvalAuditOf(approvalId: string, decision: ApprovalDecision): ApprovalAudit {
+  return {
+    approvalId,
+    decision: decision.decision,
+    decidedBy: decision.decidedBy,
+    decidedAt: decision.decidedAt,
+    reason: decision.reason,
+  };
+}
+
+/**
+ * The result of a call a person's decision keeps from running: business_error APPROVAL_REJECTED (with the
+ * approver's reason, for the model) or APPROVAL_EXPIRED, `details` naming the approval and the reason.
+ * The one decision → tool error mapping of the loop's gate and of MCP's calls.
+ */
+export function refusedByDecision(
+  call: ToolCallRequest,
+  approvalId: string,
+  decision: Pick<ApprovalDecision, "decision" | "decidedAt" | "reason">,
+): ToolResult {
+  const rejected = decision.decision === "rejected";
+  return notStartedResult(call, "business_error", {
+    code: rejected ? "APPROVAL_REJECTED" : "APPROVAL_EXPIRED",
+    message: rejected
+      ? `A person rejected this ${call.name} call; it did not run. Reason: ${decision.reason ?? "none given"}.`
+      : `Nobody approved this ${call.name} call before its approval expired at ${decision.decidedAt}; it did not run.`,
+    details: { approvalId, reason: decision.reason },
+    retryable: false,
+  });
+}
+
 /** `result` with its approval audit in the metadata. */
-function withAudit(result: ToolResult, approval: ApprovalAudit): ToolResult {
+export function withAudit(result: ToolResult, approval: ApprovalAudit): ToolResult {
   return { ...result, metadata: { ...result.metadata, approval } };
 }

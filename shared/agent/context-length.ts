@@ -14,7 +14,7 @@ import type { ContextLengthRefusal } from "./model.js";
  *   error types answered 500); null without one
  * - `message`: the provider's message (it never holds the prompt: providers state sizes only)
  * - `historyMessages`, `historyEstimatedTokens`: the earlier conversation the run carried
- *   (shared/agent/history.ts estimate; 0 for a run with no previousRunId)
+ *   (shared/agent/transcript.ts estimate; 0 for a run with no previousRunId)
  * - `requestMessages`, `requestEstimatedTokens`: the whole refused request (system prompt, history,
  *   prompt, this run's assistant and tool messages)
  * - `contextTokens`, `requestTokens`: the window and the request's size as the provider stated them,

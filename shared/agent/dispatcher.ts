@@ -1,25 +1,22 @@
 import { inspect } from "node:util";
-import type { z } from "zod";
-import { isStoreUnavailable } from "../errors.js";
 import type { SecurityContext } from "../identity.js";
+import { isStoreUnavailable } from "../store/errors.js";
 import { DeadlineExceededError, raceAbort } from "./deadline.js";
 import { toolIdempotencyKey } from "./idempotency-key.js";
 import type { ToolError, ToolResult, ToolStatus } from "./result.js";
-import { strictSchemaOf, ToolBusinessError, type ToolDefinition, ToolDefinitionError } from "./tool.js";
+import {
+  strictSchemaOf,
+  ToolBusinessError,
+  type ToolCallRequest,
+  type ToolDefinition,
+  ToolDefinitionError,
+} from "./tool.js";
+import { describeIssue, toolArgumentsText } from "./tool-arguments.js";
 import { toolSpan } from "./trace-spans.js";
+import { zodIssues } from "./zod-issues.js";
 
-/**
- * One tool call as the model asked for it: `arguments` is the raw JSON text the model produced.
- * `malformedArguments` is set when the provider sent the arguments as a JSON value that is neither a
- * string nor an object (its JSON type: "number", "array", "null", "boolean"); `arguments` then holds that
- * value's JSON text, and the call is a validation_error MALFORMED_ARGUMENTS.
- */
-export interface ToolCallRequest {
-  id: string;
-  name: string;
-  arguments: string;
-  malformedArguments?: string;
-}
+export type { ToolCallRequest } from "./tool.js";
+export { zodIssues } from "./zod-issues.js";
 
 /**
  * An internal failure the model and the API client never see the text of (they get a stable code and a
@@ -100,68 +97,6 @@ export function toolsAllowedFor(registry: ToolRegistry, security: SecurityContex
 }
 
 /**
- * Field-level problems of a zod failure, phrased for the model: `path` ("items.0.amount", "(root)"),
- * `code` (zod's issue code), `message`, `expected` (the constraint: a type, ">= 2 characters", one of
- * the allowed values, a pattern) and `received` (the JSON type the model sent at that path, or
- * "missing"), plus zod's own constraint fields (minimum, maximum, format, pattern, keys, values).
- */
-export function zodIssues(error: z.ZodError, input: unknown): Array<Record<string, unknown>> {
-  return error.issues.map((issue) => {
-    const { path, message, code, ...rest } = issue as z.core.$ZodIssue & Record<string, unknown>;
-    const extra = Object.fromEntries(
-      Object.entries(rest).filter(([key]) =>
-        ["minimum", "maximum", "inclusive", "format", "pattern", "keys", "values"].includes(key),
-      ),
-    );
-    return {
-      path: path.map(String).join(".") || "(root)",
-      code,
-      message,
-      expected: expectedOf(issue),
-      received: receivedAt(input, path),
-      ...extra,
-    };
-  });
-}
-
-/** The constraint an issue says was not met, as a short phrase. */
-function expectedOf(issue: z.core.$ZodIssue): string {
-  switch (issue.code) {
-    case "invalid_type":
-      return issue.expected;
-    case "too_small":
-    case "too_big": {
-      const op = issue.code === "too_small" ? (issue.inclusive ? ">=" : ">") : issue.inclusive ? "<=" : "<";
-      const bound = String(issue.code === "too_small" ? issue.minimum : issue.maximum);
-      const unit = issue.origin === "string" ? " characters" : issue.origin === "array" ? " items" : "";
-      return `${issue.origin} ${op} ${bound}${unit}`;
-    }
-    case "invalid_format":
-      return issue.pattern ? `${issue.format} ${issue.pattern}` : issue.format;
-    case "invalid_value":
-      return `one of ${issue.values.map((value) => JSON.stringify(value)).join(", ")}`;
-    case "unrecognized_keys":
-      return "no other keys";
-    case "invalid_union":
-      return [...new Set(issue.errors.flat().map((inner) => expectedOf(inner)))].join(" | ");
-    default:
-      return issue.message;
-  }
-}
-
-/** The JSON type of the value at `path` in the raw arguments ("string", "null", …, or "missing"). */
-function receivedAt(input: unknown, path: readonly PropertyKey[]): string {
-  let value: unknown = input;
-  for (const key of path) {
-    if (typeof value !== "object" || value === null) return "missing";
-    value = (value as Record<PropertyKey, unknown>)[key];
-  }
-  if (value === undefined) return "missing";
-  if (value === null) return "null";
-  return Array.isArray(value) ? "array" : typeof value;
-}
-
-/**
  * The full text of anything thrown: an Error's name, message and cause chain (AggregateError's inner
  * errors too), a string as is, any other value inspected. Never empty, never "{}" or "[object Object]".
  */
@@ -227,7 +162,7 @@ export interface PreparedToolCall {
 
 /**
  * The checks of a tool call that need no clock and no I/O, in this order: unknown tool → permission →
- * malformed arguments → JSON.parse → strip nulls of optional fields → zod safeParse. Returns the failed
+ * malformed arguments → JSON.parse (blank text as `{}`) → strip nulls of optional fields → zod safeParse. Returns the failed
  * {@link ToolResult} (UNKNOWN_TOOL, PERMISSION_DENIED, MALFORMED_ARGUMENTS, INVALID_JSON,
  * INVALID_ARGUMENTS with details.issues), or the call ready for {@link runPreparedCall}. Never throws.
  */
@@ -270,7 +205,7 @@ export function prepareToolCall(
   }
   let raw: unknown;
   try {
-    raw = JSON.parse(call.arguments);
+    raw = JSON.parse(toolArgumentsText(call.arguments));
   } catch (error) {
     return failed("validation_error", {
       code: "INVALID_JSON",
@@ -285,12 +220,7 @@ export function prepareToolCall(
     const issues = zodIssues(parsed.error, input);
     return failed("validation_error", {
       code: "INVALID_ARGUMENTS",
-      message: `Invalid arguments for ${tool.name}: ${issues
-        .map(
-          (i) =>
-            `${String(i.path)}: ${String(i.message)} (expected ${String(i.expected)}, received ${String(i.received)})`,
-        )
-        .join("; ")}`,
+      message: `Invalid arguments for ${tool.name}: ${issues.map((i) => describeIssue(i)).join("; ")}`,
       details: { issues },
       retryable: true,
     });
@@ -407,7 +337,7 @@ function operationKeyFor(
  * The error of a call that threw something other than a business error (details.started true):
  * DEADLINE_EXCEEDED at the run's deadline (details.mayHaveCommitted), TOOL_TIMEOUT after the tool's own
  * timeout (retryable for read tools), STORE_UNAVAILABLE when the data store could not serve the tool after
- * the AWS SDK's own retries (shared/errors.ts `isStoreUnavailable`; retryable, since a mutating tool's
+ * the AWS SDK's own retries (shared/store/errors.ts `isStoreUnavailable`; retryable, since a mutating tool's
  * idempotency key makes the same call safe to repeat), TOOL_FAILED for anything else. The last two get a
  * fixed sentence; the error's own text goes to `context.onInternalFailure` only.
  */

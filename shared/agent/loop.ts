@@ -5,7 +5,7 @@ import { reportInternalFailure, toolsAllowedFor } from "./dispatcher.js";
 import { LoopBreaker } from "./loop-breaker.js";
 import { callModel, type ModelStepResult, modelTools } from "./model-step.js";
 import { RunState } from "./run-state.js";
-import { runInline, type StepRunner } from "./step.js";
+import { runInline, type StepRunner, steps } from "./step.js";
 import { type Stop, stops } from "./stops.js";
 import { runToolTurn, type ToolTurnResult } from "./tool-turn.js";
 import { type Resolution, resolveReply } from "./turn-resolution.js";
@@ -20,7 +20,7 @@ export type {
 } from "./approval.js";
 export type { ChatMessage } from "./model.js";
 export { DEFAULT_SYSTEM_PROMPT } from "./run-state.js";
-export type { StepRunner } from "./step.js";
+export type { StepDescriptor, StepRunner } from "./step.js";
 export type {
   CycleRecord,
   RunHooks,
@@ -36,8 +36,8 @@ export type {
  * Runs the bounded agent loop: model call → tool calls (concurrent, capped) → tool messages → … until the
  * model answers without tool calls, or a bound stops it. Never throws for model, tool, budget or deadline
  * failures: every run ends as a {@link RunOutcome}. Each tool_call id gets exactly one tool message, in
- * call order. Every model call and every turn of tool calls goes through `input.step` (names
- * `cycle-N:model`, `cycle-N:tools`, `summary:model`), and every branch below is decided from their results.
+ * call order. Every model call and every turn of tool calls goes through `input.step` (typed descriptors,
+ * shared/agent/step.ts: model, tools, summary), and every branch below is decided from their results.
  * Checks, in this order:
  * - before each model call: cycle limit, token budget, then (inside the model step) the deadline
  * - after it: model failure (model_error / deadline_exceeded; a context-window refusal is
@@ -67,7 +67,7 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     }
     const cycle = run.cycles + 1;
     const request = requestSummary(run.messages.length, tools);
-    const model = await step(`cycle-${cycle}:model`, () =>
+    const model = await step(steps.model(cycle), () =>
       callModel(input.model, deadline, run.messages, tools, "auto"),
     );
     if (model.kind === "expired") return run.end(stops.deadlineBeforeModelCall(deadline.at));
@@ -90,7 +90,7 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     run.messages.push(resolution.message);
     const overTokenBudget = run.usage.totalTokens >= limits.maxTotalTokens;
     const startedBefore = run.toolCallsStarted;
-    const asked = await step(`cycle-${cycle}:tools`, () =>
+    const asked = await step(steps.tools(cycle), () =>
       runToolTurn(calls, { ...input, startedBefore, overTokenBudget }),
     );
     // Calls that wait for a person's decision (shared/agent/approval.ts); the others already ran.
@@ -147,7 +147,7 @@ async function endAtCycleLimit(
   const budgetLeft = run.usage.totalTokens < limits.maxTotalTokens;
   if (!limits.summarizeOnMaxCycles || !budgetLeft) return run.end(stops.maxCycles(limits.maxCycles, false));
   const request = requestSummary(run.messages.length, tools);
-  const model = await step("summary:model", () =>
+  const model = await step(steps.summary(), () =>
     callModel(input.model, input.deadline, run.messages, tools, "none"),
   );
   if (model.kind === "expired") return run.end(stops.maxCycles(limits.maxCycles, false));

@@ -1,3 +1,4 @@
+import { zeroUsage } from "../token-usage.js";
 import type { Deadline } from "./deadline.js";
 import { describeThrown } from "./dispatcher.js";
 import type { ChatMessage, Model, ModelFailure, ModelReply, ModelTool } from "./model.js";
@@ -45,7 +46,7 @@ export async function callModel(
         cause: "provider",
         status: null,
         message: describeThrown(error),
-        usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+        usage: zeroUsage(),
       };
     }
     return { ...response, latencyMs: Math.round(performance.now() - started) };

@@ -7,6 +7,8 @@
  * the loop keeps is sent to the provider and stored as is.
  */
 
+import type { TokenUsage } from "../token-usage.js";
+
 /** A function tool call in an assistant message; `arguments` is JSON text (always a string here). */
 export interface ChatToolCall {
   id: string;
@@ -54,11 +56,7 @@ export interface ModelTool {
 }
 
 /** Token counts of one model call (from the provider's `usage`; zeros when it sent none). */
-export interface ModelUsage {
-  promptTokens: number;
-  completionTokens: number;
-  totalTokens: number;
-}
+export type ModelUsage = TokenUsage;
 
 /**
  * One model call.

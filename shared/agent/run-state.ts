@@ -1,3 +1,4 @@
+import { addUsage as addTokens, zeroUsage } from "../token-usage.js";
 import type { ApprovalRequest } from "./approval.js";
 import type { ToolRegistry } from "./dispatcher.js";
 import type { AnswerGrounding } from "./grounding.js";
@@ -57,7 +58,7 @@ function effectsOf(results: readonly ToolResult[], tools: ToolRegistry): RunEffe
 export class RunState {
   readonly messages: ChatMessage[];
   readonly toolResults: ToolResult[] = [];
-  readonly usage: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  readonly usage: RunUsage = zeroUsage();
   /** Model calls made (the summary call at the cycle limit is not counted). */
   cycles = 0;
   /** Tool calls dispatched so far (validation failures included: they reached the dispatcher). */
@@ -110,9 +111,7 @@ export class RunState {
 
   /** Adds one model call's token counts. */
   addUsage(usage: ModelUsage): void {
-    this.usage.promptTokens += usage.promptTokens;
-    this.usage.completionTokens += usage.completionTokens;
-    this.usage.totalTokens += usage.totalTokens;
+    addTokens(this.usage, usage);
   }
 
   /**

@@ -1,13 +1,48 @@
 /**
- * Runs one named unit of a run's work (one model call, or one turn of tool calls) and returns its result.
- * The default (`runInline`) just calls `fn`; the durable runner passes the durable context's `ctx.step`,
- * which checkpoints the result and, on replay, returns the checkpoint without calling `fn`.
- * Rules for callers: `name` is stable across replays (built from the cycle number, e.g. `cycle-3:model`,
- * `cycle-3:tools`, `summary:model`); the result is plain JSON (no class instances, no undefined-only
- * semantics, no functions); `fn` changes no run state except through its return value; every clock read
- * that decides a branch (deadline checks) happens inside a step and is reported in its result.
+ * What a step is, typed: one model call of a cycle, one turn of tool calls, the tool-less summary call at
+ * the cycle limit, the model's second try at an answer whose numbers were not grounded (ANSWER_GROUNDING
+ * reask), one approved call run after its decision, or the load of a continuation's history.
+ * Readers (run events, traces) switch on `kind` and read its fields; `name` is the stable name a
+ * checkpointing runner stores the result under, built once here and never parsed back.
  */
-export type StepRunner = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
+export type StepDescriptor =
+  | { kind: "model"; cycle: number; name: string }
+  | { kind: "tools"; cycle: number; name: string }
+  | { kind: "summary"; name: string }
+  | { kind: "grounding"; name: string }
+  | { kind: "approved"; cycle: number; toolCallId: string; name: string }
+  | { kind: "history"; name: string };
+
+/**
+ * The descriptors of a run's steps, with their stable names: `cycle-<n>:model`, `cycle-<n>:tools`,
+ * `summary:model`, `grounding:model`, `cycle-<n>:approved:<toolCallId>`, `history:load` (the names a durable execution's
+ * checkpoints have always had).
+ */
+export const steps = {
+  model: (cycle: number): StepDescriptor => ({ kind: "model", cycle, name: `cycle-${cycle}:model` }),
+  tools: (cycle: number): StepDescriptor => ({ kind: "tools", cycle, name: `cycle-${cycle}:tools` }),
+  summary: (): StepDescriptor => ({ kind: "summary", name: "summary:model" }),
+  grounding: (): StepDescriptor => ({ kind: "grounding", name: "grounding:model" }),
+  approved: (cycle: number, toolCallId: string): StepDescriptor => ({
+    kind: "approved",
+    cycle,
+    toolCallId,
+    name: `cycle-${cycle}:approved:${toolCallId}`,
+  }),
+  history: (): StepDescriptor => ({ kind: "history", name: "history:load" }),
+} as const;
+
+/**
+ * Runs one unit of a run's work (one model call, or one turn of tool calls, …; see {@link StepDescriptor})
+ * and returns its result. The default (`runInline`) just calls `fn`; the durable runner passes the durable
+ * context's `ctx.step` under `step.name`, which checkpoints the result and, on replay, returns the
+ * checkpoint without calling `fn`.
+ * Rules for callers: the descriptor is stable across replays (built from the cycle number); the result is
+ * plain JSON (no class instances, no undefined-only semantics, no functions); `fn` changes no run state
+ * except through its return value; every clock read that decides a branch (deadline checks) happens
+ * inside a step and is reported in its result.
+ */
+export type StepRunner = <T>(step: StepDescriptor, fn: () => Promise<T>) => Promise<T>;
 
 /** The default {@link StepRunner}: calls `fn` and returns its result (no checkpoint). */
-export const runInline: StepRunner = (_name, fn) => fn();
+export const runInline: StepRunner = (_step, fn) => fn();

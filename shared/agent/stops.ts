@@ -1,6 +1,6 @@
 import type { ContextLengthDetails } from "./context-length.js";
-import { estimateTokens, type HistoryMessage } from "./history.js";
 import type { ChatMessage, ModelFailure } from "./model.js";
+import { estimateTokens, type HistoryMessage } from "./transcript.js";
 import type { RunOutcomeDetails, RunStatus } from "./types.js";
 
 /** Why a run stops: its status, a human sentence (null for completed) and the structured details. */
@@ -85,7 +85,7 @@ export const stops = {
   /**
    * The provider refused the request as larger than the model's context window: context_length_exceeded
    * with {@link ContextLengthDetails} (the provider's status, message and stated sizes; the refused
-   * request's and its history's message counts and estimated tokens, shared/agent/history.ts).
+   * request's and its history's message counts and estimated tokens, shared/agent/transcript.ts).
    */
   contextLengthExceeded: (
     failure: ModelFailure,

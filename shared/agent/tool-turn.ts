@@ -10,8 +10,8 @@ import {
   type ToolRegistry,
 } from "./dispatcher.js";
 import { operationIdentity } from "./idempotency-key.js";
-import type { RunLimits } from "./limits.js";
 import type { ToolResult } from "./result.js";
+import type { RunLimits } from "./run-limits.js";
 import type { ApprovalPreview } from "./tool.js";
 import { toolSpan } from "./trace-spans.js";
 import type { RunHooks } from "./types.js";

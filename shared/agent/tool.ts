@@ -3,6 +3,19 @@ import type { SecurityContext } from "../identity.js";
 import { type StrictToolSchema, toStrictToolSchema } from "./strict-schema.js";
 
 /**
+ * One tool call as the model asked for it: `arguments` is the raw JSON text the model produced.
+ * `malformedArguments` is set when the provider sent the arguments as a JSON value that is neither a
+ * string nor an object (its JSON type: "number", "array", "null", "boolean"); `arguments` then holds that
+ * value's JSON text, and the call is a validation_error MALFORMED_ARGUMENTS.
+ */
+export interface ToolCallRequest {
+  id: string;
+  name: string;
+  arguments: string;
+  malformedArguments?: string;
+}
+
+/**
  * What a tool handler receives besides its validated input.
  * - `runId`: the run this call belongs to
  * - `idempotencyKey`: set for mutating tools; the handler must make its effect at most once per key

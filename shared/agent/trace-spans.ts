@@ -1,11 +1,11 @@
 import { ATTR, failSpan, inSpan, Kind, setAttributes, setContent } from "../tracing.js";
-import type { ToolCallRequest } from "./dispatcher.js";
 import type { ChatMessage, Model, ModelFailure, ModelReply } from "./model.js";
 import type { ToolResult } from "./result.js";
+import type { ToolCallRequest } from "./tool.js";
 
 /**
  * The stable code of a failed model call, as `error.type` of its `chat` span: the problem code the HTTP
- * layer answers a run stopped by it with (shared/errors.ts), never the provider's text.
+ * layer answers a run stopped by it with (functions/api/problem-details.ts), never the provider's text.
  */
 export function modelErrorCode(failure: Pick<ModelFailure, "cause">): string {
   switch (failure.cause) {

@@ -1,5 +1,6 @@
 import type { AssistantMessage, ModelReply, ModelToolCall, UserMessage } from "./model.js";
 import { type Stop, stops } from "./stops.js";
+import { toolArgumentsText } from "./tool-arguments.js";
 import type { TurnCall } from "./tool-turn.js";
 
 /**
@@ -74,14 +75,15 @@ export function turnCallsOf(reply: ModelReply, cycle: number): TurnCall[] {
 
 /**
  * A provider's tool call as a turn call whose `arguments` is always a string (the transcript sent back to
- * the provider must carry a string): a string is kept as is; a JSON object is serialized once (some
+ * the provider must carry a string): a string is kept as is, blank text as `"{}"` (toolArgumentsText, so
+ * servers that parse it back get JSON); a JSON object is serialized once (some
  * servers send the object itself) and then parsed and validated like any other; any other value (number,
  * array, boolean, null) keeps its JSON text and is marked `malformedArguments`, which the dispatcher
  * answers with validation_error MALFORMED_ARGUMENTS.
  */
 function toTurnCall(call: ModelToolCall): TurnCall {
   const value = call.arguments;
-  if (typeof value === "string") return { id: call.id, name: call.name, arguments: value };
+  if (typeof value === "string") return { id: call.id, name: call.name, arguments: toolArgumentsText(value) };
   if (typeof value === "object" && value !== null && !Array.isArray(value)) {
     return { id: call.id, name: call.name, arguments: JSON.stringify(value) };
   }

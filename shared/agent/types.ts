@@ -1,28 +1,17 @@
 import type { SecurityContext } from "../identity.js";
-import type { ApprovalGate, ApprovalRequest, PausingApprovalGate } from "./approval.js";
+import type { ApprovalGate, ApprovalRequest, PausingApprovalGate } from "./approval-gate.js";
 import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
 import type { InternalFailure, ToolRegistry } from "./dispatcher.js";
 import type { AnswerGrounding, GroundingMode } from "./grounding.js";
-import type { HistoryMessage } from "./history.js";
-import type { RunLimits } from "./limits.js";
 import type { ChatMessage, Model, ModelUsage } from "./model.js";
 import type { ToolResult } from "./result.js";
+import type { RunLimits } from "./run-limits.js";
+import type { RunStatus } from "./run-status.js";
 import type { StepRunner } from "./step.js";
+import type { HistoryMessage } from "./transcript.js";
 
-/** How a run ended. Every run ends in exactly one of these; none is an exception. */
-export type RunStatus =
-  | "completed"
-  | "max_cycles_exceeded"
-  | "deadline_exceeded"
-  | "budget_exceeded"
-  | "permission_denied"
-  | "loop_detected"
-  | "model_refused"
-  | "model_output_truncated"
-  | "model_error"
-  | "context_length_exceeded"
-  | "answer_ungrounded";
+export type { RunStatus } from "./run-status.js";
 
 /** Token usage summed over every model call of a run (from the provider's `usage`; zeros when absent). */
 export type RunUsage = ModelUsage;

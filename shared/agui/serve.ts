@@ -6,13 +6,18 @@
  * tools a client offers are ignored: tools are the backend's. The answer is an SSE stream of AG-UI
  * events (events.ts); the last AG-UI event of each run event carries `id: <run event sequence>`, so a
  * client that lost the stream sends the same input again with `Last-Event-ID` and gets every later
- * event once. A refusal before the run started is problem+json, not a stream. docs/ag-ui.md.
+ * event once. A refusal, before the run started or after, is a RUN_ERROR event with its code (errors.ts);
+ * only a body that is not a RunAgentInput is refused by the route (400 problem+json). docs/ag-ui.md.
  */
+import type { BaseEvent } from "@ag-ui/core";
 import { RunAgentInputSchema } from "@ag-ui/core/schemas";
 import type { ApiDeps } from "../deps.js";
-import { ProblemError } from "../errors.js";
 import type { SecurityContext } from "../identity.js";
-import { beginTurn, findOwnRun, followTurn } from "../runs/protocol-port.js";
+import type { RunEvent } from "../runs/events.js";
+import { isUsableKey, MAX_KEY_LENGTH } from "../runs/exactly-once.js";
+import { beginTurn, followTurn } from "../runs/protocol-port.js";
+import { readRun } from "../runs/queries.js";
+import { runErrorOf } from "./errors.js";
 import { AguiTranslator } from "./events.js";
 
 /** The operation name of AG-UI turns: the namespace of their keys in the idempotency records. */
@@ -30,106 +35,143 @@ export interface AguiCall {
 }
 
 /** What the input asks, read from `RunAgentInput`. */
-interface AguiInput {
+export interface AguiInput {
   threadId: string;
   runId: string;
   prompt: string;
 }
 
+/** Why a body is not an input this endpoint serves: a sentence and the fields at fault. */
+export interface AguiInputProblem {
+  message: string;
+  errors: Array<{ in: "body"; path: string; message: string }>;
+}
+
 /**
- * Serves one AG-UI run: starts (or finds, for a repeated run id) the turn and streams its events.
- * @throws ProblemError INVALID_REQUEST (not a RunAgentInput, no user text), the turn's refusals
+ * Serves one AG-UI run: starts (or finds, for a repeated run id) the turn and streams its events. A
+ * refusal (a DomainError: the thread's previous run still going, the run id used for another input, a
+ * policy or a quota) and any failure are a RUN_ERROR event with the code (errors.ts), never a second
+ * code path: the turn is the runs layer's.
  */
-export async function serveAgui(call: AguiCall, body: unknown): Promise<Response> {
-  const input = inputOf(body);
-  const turn = await beginTurn(call.deps, {
-    security: call.security,
-    prompt: input.prompt,
-    operation: AGUI_OPERATION,
-    scope: "agui",
-    key: input.runId,
-    conversationId: input.threadId,
-    unknownConversation: "start",
-    prefersAsync: false,
-    lambdaRemainingMs: call.lambdaRemainingMs,
-  });
+export async function serveAgui(call: AguiCall, input: AguiInput): Promise<Response> {
   const ids = { threadId: input.threadId, runId: input.runId };
+  let events: AsyncGenerator<RunEvent>;
+  let first: IteratorResult<RunEvent>;
+  let runId: string | undefined;
+  try {
+    const turn = await beginTurn(call.deps, {
+      security: call.security,
+      prompt: input.prompt,
+      operation: AGUI_OPERATION,
+      scope: "agui",
+      key: input.runId,
+      conversationId: input.threadId,
+      unknownConversation: "start",
+      prefersAsync: false,
+      lambdaRemainingMs: call.lambdaRemainingMs,
+    });
+    runId = turn.runId;
+    events = followTurn(call.deps, call.security, {
+      runId: turn.runId,
+      after: turn.existing ? call.after : 0,
+      live: turn.live,
+      settled: turn.existing ? undefined : turn.settled,
+      endsAt: call.endsAt,
+    });
+    first = await events.next();
+  } catch (error) {
+    return sse(async (write) => write(failure(call, runId, error)));
+  }
+  const turnRunId = runId;
   const translator = new AguiTranslator(ids, async () => {
-    return (await findOwnRun(call.deps, call.security, turn.runId))?.steps ?? [];
+    return (await readRun(call.deps, call.security, turnRunId)).steps;
   });
-  const events = followTurn(call.deps, call.security, {
-    runId: turn.runId,
-    after: turn.existing ? call.after : 0,
-    live: turn.live,
-    settled: turn.existing ? undefined : turn.settled,
-    endsAt: call.endsAt,
-  });
-  const first = await events.next();
-  const encoder = new TextEncoder();
-  const body$ = new ReadableStream({
-    async start(controller) {
-      try {
-        let next = first;
-        while (!next.done) {
-          const translated = await translator.translate(next.value);
-          translated.forEach((event, index) => {
-            const id = index === translated.length - 1 ? `id: ${next.value.seq}\n` : "";
-            controller.enqueue(encoder.encode(`${id}data: ${JSON.stringify(event)}\n\n`));
-          });
-          next = await events.next();
+  return sse(async (write) => {
+    try {
+      for (let next = first; !next.done; next = await events.next()) {
+        const translated = await translator.translate(next.value);
+        const seq = next.value.seq;
+        for (const [index, event] of translated.entries()) {
+          write(event, index === translated.length - 1 ? seq : undefined);
         }
-      } catch (error) {
-        call.deps.logger.error("AG-UI stream failed", { runId: turn.runId, error: error as Error });
-        const message =
-          "The server could not go on with the stream; send the same input again with Last-Event-ID.";
-        controller.enqueue(
-          encoder.encode(`data: ${JSON.stringify({ type: "RUN_ERROR", message, code: "INTERNAL" })}\n\n`),
-        );
+      }
+    } catch (error) {
+      write(failure(call, turnRunId, error));
+    }
+  });
+}
+
+/** The RUN_ERROR of a failure; an unexpected one is logged (its text never reaches the client). */
+function failure(call: AguiCall, runId: string | undefined, error: unknown): BaseEvent {
+  const { event, unexpected } = runErrorOf(error);
+  if (unexpected) call.deps.logger.error("AG-UI run failed", { runId, error: error as Error });
+  return event;
+}
+
+/**
+ * An SSE response whose body `produce` writes: each AG-UI event as `data:`, with `id:` when it is the
+ * last AG-UI event of a run event (its sequence, for Last-Event-ID).
+ */
+function sse(produce: (write: (event: BaseEvent, seq?: number) => void) => Promise<void>): Response {
+  const encoder = new TextEncoder();
+  const body = new ReadableStream({
+    async start(controller) {
+      const write = (event: BaseEvent, seq?: number) => {
+        const id = seq === undefined ? "" : `id: ${seq}\n`;
+        controller.enqueue(encoder.encode(`${id}data: ${JSON.stringify(event)}\n\n`));
+      };
+      try {
+        await produce(write);
       } finally {
         controller.close();
       }
     },
   });
-  return new Response(body$, {
+  return new Response(body, {
     status: 200,
     headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
   });
 }
 
 /**
- * The thread, the client's run id and the prompt: the text of the last user message.
- * @throws ProblemError INVALID_REQUEST
+ * The thread, the client's run id and the prompt (the text of the last user message) of a body, or
+ * why it is not a RunAgentInput this endpoint serves (the route answers 400 INVALID_REQUEST with it).
  */
-function inputOf(body: unknown): AguiInput {
+export function parseAguiInput(body: unknown): { input: AguiInput } | { problem: AguiInputProblem } {
   const parsed = RunAgentInputSchema.safeParse(body);
   if (!parsed.success) {
-    throw new ProblemError("INVALID_REQUEST", "The body is not an AG-UI RunAgentInput.", {
-      extensions: {
+    return {
+      problem: {
+        message: "The body is not an AG-UI RunAgentInput.",
         errors: parsed.error.issues.map((issue) => ({
-          in: "body",
+          in: "body" as const,
           path: issue.path.map(String).join(".") || "(root)",
           message: issue.message,
         })),
       },
-    });
+    };
   }
-  const last = [...parsed.data.messages].reverse().find((message) => message.role === "user");
-  const content = last?.content;
-  const prompt =
-    typeof content === "string"
-      ? content
-      : (content ?? [])
-          .map((part) => (part.type === "text" ? part.text : ""))
-          .filter(Boolean)
-          .join("\n");
+  if (!isUsableKey(parsed.data.runId)) {
+    const message = `The runId must be 1 to ${MAX_KEY_LENGTH} printable ASCII characters: it is the run's key.`;
+    return { problem: { message, errors: [{ in: "body", path: "runId", message }] } };
+  }
+  const prompt = promptOf(parsed.data.messages);
   if (!prompt.trim()) {
-    throw new ProblemError(
-      "INVALID_REQUEST",
-      "The input needs a user message with text: the request, in words.",
-      {
-        extensions: { errors: [{ in: "body", path: "messages", message: "no user message with text" }] },
-      },
-    );
+    const message = "The input needs a user message with text: the request, in words.";
+    return {
+      problem: { message, errors: [{ in: "body", path: "messages", message: "no user message with text" }] },
+    };
   }
-  return { threadId: parsed.data.threadId, runId: parsed.data.runId, prompt };
+  return { input: { threadId: parsed.data.threadId, runId: parsed.data.runId, prompt } };
+}
+
+/** The text of the last user message (its text parts joined). */
+function promptOf(messages: ReadonlyArray<{ role: string; content?: unknown }>): string {
+  const last = [...messages].reverse().find((message) => message.role === "user");
+  const content = last?.content as string | Array<{ type: string; text?: string }> | undefined;
+  if (typeof content === "string") return content;
+  return (content ?? [])
+    .map((part) => (part.type === "text" ? (part.text ?? "") : ""))
+    .filter(Boolean)
+    .join("\n");
 }

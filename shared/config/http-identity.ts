@@ -10,11 +10,40 @@
  * - IAM_PRINCIPAL_TENANTS: see {@link IamPrincipalTenants}.
  * - CONSOLE_CLIENT_ID: the OAuth client id the operator console (/console, functions/api/console.ts) signs
  *   in with at JWT_ISSUER (authorization code with PKCE); unset: the console asks for a pasted token.
+ * - CONSOLE_STREAM_URL: the streaming function URL the console follows run events on (the API
+ *   function's page names it; the stack sets it); unset: the console reads them from its own origin.
+ * - CONSOLE_ORIGINS (comma separated origins, default none): the origins whose pages may call the
+ *   streaming function from a browser (CORS, functions/stream/entry.ts): the console's (the stack sets it
+ *   to the HTTP API's origin and those of `consoleCallbackUrls`).
  */
 import * as z from "zod/mini";
 import { claimList, envInt, jsonEnv, optionalString } from "./env.js";
 import { configSection, type SectionDocs } from "./section.js";
 import { tokenIssuerFields } from "./token-issuer.js";
+
+/** Whether `text` is a web origin (`https://host[:port]`, or http): what a browser sends as `Origin`. */
+function isOrigin(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return /^https?:$/.test(url.protocol) && url.origin === text;
+  } catch {
+    return false;
+  }
+}
+
+/** CONSOLE_ORIGINS: comma separated web origins, trimmed; unset or empty gives none. */
+const ConsoleOrigins = z.pipe(
+  z.pipe(
+    optionalString,
+    z.transform((value: string | undefined) =>
+      (value ?? "")
+        .split(",")
+        .map((item) => item.trim())
+        .filter((item) => item.length > 0),
+    ),
+  ),
+  z.array(z.string().check(z.refine(isOrigin, "must be origins: scheme://host[:port], no path"))),
+);
 
 /**
  * IAM_PRINCIPAL_TENANTS: JSON object from an IAM principal ARN (a user ARN, or an assumed-role ARN
@@ -59,6 +88,8 @@ export const httpIdentityFields = {
   IAM_PRINCIPAL_TENANTS: IamPrincipalTenants,
   MAX_BODY_BYTES: envInt(65_536, 1_024, 6 * 1024 * 1024),
   CONSOLE_CLIENT_ID: optionalString,
+  CONSOLE_STREAM_URL: z.pipe(optionalString, z.optional(z.url({ protocol: /^https?$/ }))),
+  CONSOLE_ORIGINS: ConsoleOrigins,
 };
 
 /** How a caller's identity is read (see shared/identity.ts). */
@@ -73,7 +104,9 @@ export interface IdentityConfig {
 /**
  * The HTTP and identity section: `identity` (claim names and the IAM principal → tenant mapping),
  * `http` (the request body cap in bytes) and `console` (the console's OIDC sign-in: issuer, JWT_ISSUER,
- * and client id; both set or it takes a pasted token).
+ * and client id, both set or it takes a pasted token; `streamUrl`, the streaming function URL it follows
+ * events on, undefined: its own origin; `origins`, the origins whose pages may call the streaming
+ * function, CORS).
  */
 export const httpIdentitySection = configSection({
   fields: httpIdentityFields,
@@ -83,7 +116,12 @@ export const httpIdentitySection = configSection({
   ): {
     identity: IdentityConfig;
     http: { maxBodyBytes: number };
-    console: { issuer: string | undefined; clientId: string | undefined };
+    console: {
+      issuer: string | undefined;
+      clientId: string | undefined;
+      streamUrl: string | undefined;
+      origins: string[];
+    };
   } => ({
     identity: {
       tenantClaims: env.TENANT_CLAIMS,
@@ -92,7 +130,12 @@ export const httpIdentitySection = configSection({
       iamPrincipals: env.IAM_PRINCIPAL_TENANTS,
     },
     http: { maxBodyBytes: env.MAX_BODY_BYTES },
-    console: { issuer: env.JWT_ISSUER, clientId: env.CONSOLE_CLIENT_ID },
+    console: {
+      issuer: env.JWT_ISSUER,
+      clientId: env.CONSOLE_CLIENT_ID,
+      streamUrl: env.CONSOLE_STREAM_URL?.replace(/\/$/, ""),
+      origins: env.CONSOLE_ORIGINS,
+    },
   }),
 });
 
@@ -127,5 +170,15 @@ export const httpIdentityDocs: SectionDocs<typeof httpIdentityFields> = {
     group: "HTTP and identity",
     description:
       "OAuth client id the operator console (`/console`) signs in with at `JWT_ISSUER` (authorization code with PKCE); unset: the console takes a pasted token. Deploy setting `consoleClientId` (the built-in pool's app client by default).",
+  },
+  CONSOLE_STREAM_URL: {
+    group: "HTTP and identity",
+    description:
+      "The streaming function URL the operator console follows run events on, named on its page (docs/console.md); unset, the console reads them from its own origin (behind the HTTP API: short, buffered streams). The stack sets it to the `StreamUrl` output; `npm run dev` to its local stand-in.",
+  },
+  CONSOLE_ORIGINS: {
+    group: "HTTP and identity",
+    description:
+      "Comma-separated origins (`https://host[:port]`) whose pages may call the streaming function from a browser: its CORS answers them (and no other origin) on every route, preflights included. The stack sets it to the HTTP API's origin and those of `consoleCallbackUrls`.",
   },
 };

@@ -11,6 +11,9 @@
  *   before DynamoDB TTL removes them. Long enough to answer a dispute or support ticket within a monthly
  *   billing cycle; short enough not to keep model-generated text (tool arguments, answers) for good.
  *   The ledger's invoices never expire: they are the business record, runs are the operational one.
+ * - PROMPT_EXCERPT_CHARS (default 500, 0 keeps none): how many characters of a run's prompt its record
+ *   keeps (its start), shown to whoever may see the run (GET /v1/runs/{runId}, the console's runs);
+ *   the whole prompt's length and SHA-256 are kept either way.
  */
 import { approvalFields } from "./approval-rules.js";
 import { durableRunsFields } from "./durable-runs.js";
@@ -23,12 +26,14 @@ export const retentionFields = {
   IDEMPOTENCY_TTL_SECONDS: positiveInt(86_400, 31_536_000),
   IDEMPOTENCY_KEY_REQUIRED: envBoolean(false),
   RUN_TTL_SECONDS: envInt(30 * 86_400, 3_600, 3_650 * 86_400),
+  PROMPT_EXCERPT_CHARS: envInt(500, 0, 8_000),
 };
 
 /**
  * The retention section: `quotes` (`ttlSeconds`, seconds a tax quote stays usable by recordInvoice),
  * `idempotency` (`ttlSeconds`, record retention in s, and `keyRequired`, the Idempotency-Key header
- * mandatory) and `runs` (audit trail retention, `ttlSeconds`).
+ * mandatory) and `runs` (audit trail retention, `ttlSeconds`, and how much of a prompt a run record
+ * keeps, `promptExcerptChars`, characters).
  *
  * Its rule: RUN_TTL_SECONDS must exceed APPROVAL_TIMEOUT_SECONDS and DURABLE_EXECUTION_TIMEOUT_SECONDS:
  * a run's record lives RUN_TTL_SECONDS from its start, and a durable run (paused for an approval up to
@@ -45,11 +50,11 @@ export const retentionSection = configSection({
   ): {
     quotes: { ttlSeconds: number };
     idempotency: { ttlSeconds: number; keyRequired: boolean };
-    runs: { ttlSeconds: number };
+    runs: { ttlSeconds: number; promptExcerptChars: number };
   } => ({
     quotes: { ttlSeconds: env.QUOTE_TTL_SECONDS },
     idempotency: { ttlSeconds: env.IDEMPOTENCY_TTL_SECONDS, keyRequired: env.IDEMPOTENCY_KEY_REQUIRED },
-    runs: { ttlSeconds: env.RUN_TTL_SECONDS },
+    runs: { ttlSeconds: env.RUN_TTL_SECONDS, promptExcerptChars: env.PROMPT_EXCERPT_CHARS },
   }),
   problems: (env) => {
     const ttl = env.RUN_TTL_SECONDS;
@@ -89,5 +94,11 @@ export const retentionDocs: SectionDocs<typeof retentionFields> = {
     unit: "s",
     description:
       "How long run records and their audit steps live before DynamoDB TTL removes them: enough to answer a dispute within a monthly billing cycle without keeping model-generated text for good. Ledger invoices never expire. Must exceed APPROVAL_TIMEOUT_SECONDS and DURABLE_EXECUTION_TIMEOUT_SECONDS (checked at cold start), or a paused or long durable run would lose its record before it ends.",
+  },
+  PROMPT_EXCERPT_CHARS: {
+    group: "Quotes, idempotency and audit",
+    unit: "characters",
+    description:
+      "How many characters of a run's prompt (its start) the run record keeps, shown with the run to whoever may see it (its user, and the tenant's `billing:read` holders: GET /v1/runs, GET /v1/runs/{runId}, the console). 0 keeps none. The whole prompt's length and SHA-256 are kept either way; the prompt never reaches the run's events or logs.",
   },
 };

@@ -20,14 +20,14 @@
  * - SUMMARIZE_ON_MAX_CYCLES (default false): off, so a run never makes more than MAX_CYCLES model calls
  *   unless the operator opts in to one last tool-less summary call.
  * - HISTORY_MAX_TOKENS (default 8000, estimated tokens; 0 to 1000000): cap
- *   on the earlier conversation a run continuing `previousRunId` sends (shared/agent/history.ts
+ *   on the earlier conversation a run continuing `previousRunId` sends (shared/agent/transcript.ts
  *   estimates without a tokenizer and drops the oldest whole turns). A follow-up such as "now record it"
  *   needs the last exchange (well under 2000 tokens with a few tool results); 8000 keeps several. The
  *   history is resent on every cycle, so at the default 5 cycles it can take 40% of MAX_TOTAL_TOKENS'
  *   default; a run also never gets more history than MAX_TOTAL_TOKENS leaves after its own prompt
  *   (see docs/conversations.md). 0 turns history off: a continuation starts from the new prompt alone.
  */
-import type { RunLimits } from "../agent/limits.js";
+import type { RunLimits } from "../agent/run-limits.js";
 import { envBoolean, envInt, positiveInt } from "./env.js";
 import { configSection, type SectionDocs } from "./section.js";
 

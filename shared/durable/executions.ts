@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { RunLimits } from "../agent/limits.js";
+import type { RunLimits } from "../agent/run-limits.js";
 import { sha256Hex } from "../hash.js";
 import type { SecurityContext } from "../identity.js";
 import type { CarriedTrace } from "../tracing.js";
@@ -16,7 +16,7 @@ import type { CarriedTrace } from "../tracing.js";
  *   record, so a retried start sends the same payload
  * - `conversation`: present when the run continues an earlier one (`previousRunId`): its id and the
  *   HISTORY_MAX_TOKENS the API trimmed the history to. Not the transcript itself (a payload is limited to
- *   256 KB): the runner loads it in its `history:load` step (shared/durable/history.ts)
+ *   256 KB): the runner loads it in its `history:load` step (shared/durable/conversation-load.ts)
  * - `carried`: steps a synchronous run completed before it paused for an approval and was handed over
  *   (shared/runs/handover.ts): the runner returns these results for those step names instead
  *   of calling the model or the tools again (docs/approvals.md)

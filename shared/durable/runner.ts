@@ -10,13 +10,14 @@ import * as z from "zod";
 import type { ApprovalDecision, ApprovalGate, ApprovalRequest } from "../agent/approval.js";
 import { Deadline, raceAbort } from "../agent/deadline.js";
 import { type RunOutcome, runAgent } from "../agent/loop.js";
-import type { StepRunner } from "../agent/step.js";
+import { type StepRunner, steps } from "../agent/step.js";
 import type { RunnerDeps } from "../deps.js";
+import { isDomainError } from "../domain-errors.js";
 import { flushMetrics, logInternalFailure } from "../observability.js";
-import { traceApprovalWait, traceConversation, traceDurableRun } from "../run-trace.js";
+import { expireApproval, requestApproval } from "../runs/approval-service.js";
 import { RunLifecycle } from "../runs/lifecycle.js";
+import { loadDurableHistory } from "./conversation-load.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
-import { loadDurableHistory } from "./history.js";
 
 /**
  * What a durable run's execution returns: the run's outcome without its transcript (the same fields as
@@ -50,11 +51,11 @@ export class StepResultTooLargeError extends Error {
 }
 
 /**
- * Errors a step attempt is not retried for (by name: the SDK may hand the retry strategy a copy).
- * `ProblemError`: a refusal of `history:load` (the previous run can no longer be continued) gives the
- * same answer on every attempt.
+ * The runner's own errors a step attempt is not retried for (by name: the SDK may hand the retry strategy
+ * a copy). A domain refusal (`isDomainError`, e.g. of `history:load`: the previous run can no longer be
+ * continued) is never retried either: it gives the same answer on every attempt.
  */
-const NOT_RETRIED = new Set(["RunStoppedError", "StepResultTooLargeError", "ProblemError"]);
+const NOT_RETRIED = new Set(["RunStoppedError", "StepResultTooLargeError"]);
 
 /** Raised (as an abort reason, and inside a step) when the execution was stopped; never retried. */
 export class RunStoppedError extends Error {
@@ -98,14 +99,14 @@ export const STEP_RETRY = (() => {
     jitter: JitterStrategy.NONE,
   });
   return (error: Error, attempt: number) =>
-    NOT_RETRIED.has(error?.name) ? { shouldRetry: false } : base(error, attempt);
+    NOT_RETRIED.has(error?.name) || isDomainError(error) ? { shouldRetry: false } : base(error, attempt);
 })();
 
 /**
  * Builds the durable runner: `withDurableExecution` around the same `runAgent` the synchronous path runs.
  * Per execution (event = {@link DurableRunPayload}, validated; an invalid one fails the execution):
  * 0. a continuation (`payload.conversation`) first loads the earlier conversation in the step
- *    `history:load` (shared/durable/history.ts): its checkpoint fixes the history for every replay;
+ *    `history:load` (shared/durable/conversation-load.ts): its checkpoint fixes the history for every replay;
  * 1. every model call and every turn of tool calls is a `ctx.step` (`cycle-<n>:model`, `cycle-<n>:tools`,
  *    `summary:model`); a replay returns their checkpoints without calling the model or the tools again;
  * 2. the deadline is `payload.deadlineAt` (absolute, fixed at start), so every invocation shares it;
@@ -130,15 +131,7 @@ export function createDurableRunHandler(
     resolved ??= (deps as () => RunnerDeps)();
     try {
       const payload = DurableRunPayloadSchema.parse(event) as DurableRunPayload;
-      const { runId, security } = payload;
-      const info = { runId, tenantId: security.tenantId, conversationId: runId, durable: true };
-      // Every invocation's spans join the run's trace, under its agent span (shared/run-trace.ts).
-      return await traceDurableRun(
-        payload.trace,
-        payload.startedAt,
-        { ...info, model: (resolved as RunnerDeps).model.telemetry },
-        () => durableRun(payload, ctx, resolved as RunnerDeps, options),
-      );
+      return await durableRun(payload, ctx, resolved as RunnerDeps, options);
     } finally {
       flushMetrics(resolved.metrics);
       resolved.logger.resetKeys();
@@ -146,16 +139,38 @@ export function createDurableRunHandler(
   });
 }
 
-/** One durable run; see {@link createDurableRunHandler}. */
-async function durableRun(
+/**
+ * One invocation of a durable run inside its observers' scope: every span of it joins the run's trace,
+ * under its agent span (shared/run-trace.ts), whose ids the payload carries.
+ */
+function durableRun(
   payload: DurableRunPayload,
   ctx: DurableContext,
   deps: RunnerDeps,
   options: DurableRunOptions,
 ): Promise<DurableRunResult> {
   const { security, runId } = payload;
-  const stopped = () => options.stopSignal?.aborted === true;
   const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
+  const scope = {
+    durable: true as const,
+    conversationId: runId,
+    model: deps.model.telemetry,
+    carried: payload.trace,
+    startedAt: payload.startedAt,
+  };
+  return life.within(scope, () => runDurably(payload, ctx, deps, options, life));
+}
+
+/** The work of one invocation of a durable run; see {@link createDurableRunHandler}. */
+async function runDurably(
+  payload: DurableRunPayload,
+  ctx: DurableContext,
+  deps: RunnerDeps,
+  options: DurableRunOptions,
+  life: RunLifecycle,
+): Promise<DurableRunResult> {
+  const { security, runId } = payload;
+  const stopped = () => options.stopSignal?.aborted === true;
   const step = life.steps(durableStep(ctx, payload, options));
   const deadline = Deadline.until(payload.deadlineAt);
   await life.resumed({
@@ -166,7 +181,7 @@ async function durableRun(
   let outcome: RunOutcome;
   try {
     const history = await loadHistory(step, deps, payload);
-    if (history) traceConversation(runId, history.conversationId);
+    if (history) await life.conversationLoaded(history.conversationId);
     outcome = await runAgent({
       model: deps.model,
       tools: deps.tools,
@@ -180,7 +195,7 @@ async function durableRun(
       ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
       grounding: deps.config.grounding.mode,
       ...(history ? { history: history.messages } : {}),
-      approve: life.approvals(approvalGate(ctx, deps, payload, deadline, options.stopSignal)),
+      approve: life.approvals(approvalGate({ ctx, deps, payload, deadline, life }, options.stopSignal)),
       hooks: {
         onCycle: (record) => life.cycle(record, stopped),
         onInternalFailure: logInternalFailure(deps.logger),
@@ -224,7 +239,7 @@ function durableStep(
     if (stopSignal?.aborted) throw new RunStoppedError();
   };
   const carried = new Map((payload.carried ?? []).map((entry) => [entry.name, entry.result]));
-  return (name, fn) =>
+  return ({ name }, fn) =>
     ctx.step(
       name,
       async () => {
@@ -246,7 +261,7 @@ function durableStep(
 async function loadHistory(step: StepRunner, deps: RunnerDeps, payload: DurableRunPayload) {
   const { conversation } = payload;
   if (!conversation) return undefined;
-  return step("history:load", () =>
+  return step(steps.history(), () =>
     loadDurableHistory(deps.runs, payload.security, {
       previousRunId: conversation.previousRunId,
       prompt: payload.prompt,
@@ -271,7 +286,7 @@ export const ApprovalCallbackSchema = z
 /**
  * The durable runner's {@link ApprovalGate} (docs/approvals.md): one `ctx.waitForCallback` named
  * `request.name` (`cycle-<n>:approval:<toolCallId>`) with the timeout APPROVAL_TIMEOUT_SECONDS. Its
- * submitter ({@link requestApproval}) stores the approval and moves the run to `awaiting_approval`; a
+ * submitter ({@link waitForDecision}) stores the approval and moves the run to `awaiting_approval`; a
  * submitter that throws (a throttled or failed store write) is retried by {@link STEP_RETRY}, and when it
  * still fails the run fails (`run:fail`): the approval never expires for it. The decision is the
  * callback's result; only the SDK's CallbackTimeoutError means nobody decided in time: the step
@@ -280,12 +295,16 @@ export const ApprovalCallbackSchema = z
  * pending, and the deadline moves later by the time the run waited.
  */
 function approvalGate(
-  ctx: DurableContext,
-  deps: RunnerDeps,
-  payload: DurableRunPayload,
-  deadline: Deadline,
+  run: {
+    ctx: DurableContext;
+    deps: RunnerDeps;
+    payload: DurableRunPayload;
+    deadline: Deadline;
+    life: RunLifecycle;
+  },
   stopSignal: AbortSignal | undefined,
 ): ApprovalGate {
+  const { ctx, deps, payload, deadline, life } = run;
   const { security, runId } = payload;
   return async (request: ApprovalRequest): Promise<ApprovalDecision> => {
     const deadlineAtRequest = deadline.at;
@@ -293,7 +312,7 @@ function approvalGate(
     try {
       const waiting = ctx.waitForCallback(
         request.name,
-        (callbackId) => requestApproval(deps, payload, request, callbackId),
+        (callbackId) => waitForDecision(deps, payload, request, callbackId),
         { timeout: { seconds: deps.config.approvals.timeoutSeconds }, retryStrategy: STEP_RETRY },
       );
       // A local stop (no StopDurableExecution in the testing SDK) ends the wait at once; the invocation
@@ -303,14 +322,15 @@ function approvalGate(
       decision = ApprovalCallbackSchema.parse(JSON.parse(raw));
     } catch (error) {
       if (stopSignal?.aborted || !isCallbackTimeout(error)) throw error;
-      decision = await ctx.step(`${request.name}:expire`, () => expireApproval(deps, payload, request));
+      decision = await ctx.step(`${request.name}:expire`, () =>
+        expireApproval(deps.approvals, security.tenantId, runId, request.approvalId),
+      );
     }
     await ctx.step(`${request.name}:resume`, async () => {
       const pending = await deps.approvals.pendingForRun(security.tenantId, runId);
       if (pending.length === 0) await deps.runs.setWaiting(security.tenantId, runId, false);
-      // The wait as its own span, emitted once (this step's checkpoint keeps a replay from repeating it).
-      const { decidedAt, requestedAt } = decision;
-      traceApprovalWait(runId, { ...request, ...decision }, Date.parse(requestedAt), Date.parse(decidedAt));
+      // The wait's end, told once (this step's checkpoint keeps a replay from repeating it): its span.
+      await life.approvalWaitEnded(request, decision);
       return pending.length;
     });
     // The time the run waited does not count against its deadline.
@@ -330,65 +350,20 @@ function isCallbackTimeout(error: unknown): boolean {
 }
 
 /**
- * The approval wait's submitter, run once per attempt with the callback id: writes the APPROVAL item
- * (callback id stored server-side only; a retried attempt finds the one written before), moves the run
- * to `awaiting_approval` and announces the approval (a failed event is logged, never fatal).
+ * The approval wait's submitter, run once per attempt with the callback id: asks the person through the
+ * approval service (shared/runs/approval-service.ts: the APPROVAL item with the callback id stored
+ * server-side only, a retried attempt finding the one written before; the announcement) and moves the
+ * run to `awaiting_approval`.
  * @throws the store's error (the wait's retry strategy retries it)
  */
-async function requestApproval(
+async function waitForDecision(
   deps: RunnerDeps,
   payload: DurableRunPayload,
   request: ApprovalRequest,
   callbackId: string,
 ): Promise<void> {
   const { security, runId } = payload;
-  const now = Date.now();
-  const approval = await deps.approvals.request({
-    approvalId: request.approvalId,
-    runId,
-    tenantId: security.tenantId,
-    toolName: request.toolName,
-    toolCallId: request.toolCallId,
-    arguments: request.arguments,
-    preview: { ...request.preview },
-    requestedBy: security.userId,
-    requestedAt: new Date(now).toISOString(),
-    expiresAt: new Date(now + deps.config.approvals.timeoutSeconds * 1000).toISOString(),
-    callbackId,
-    waitName: request.name,
-  });
+  const service = { ...deps, timeoutSeconds: deps.config.approvals.timeoutSeconds };
+  await requestApproval(service, { security, runId, request, callbackId });
   await deps.runs.setWaiting(security.tenantId, runId, true);
-  deps.logger.info("approval requested", { approvalId: approval.approvalId, toolName: request.toolName });
-  const { approvalId, toolName, preview, requestedBy, requestedAt, expiresAt } = approval;
-  await deps.approvalEvents
-    .requested({
-      tenantId: security.tenantId,
-      runId,
-      approvalId,
-      toolName,
-      preview,
-      requestedBy,
-      requestedAt,
-      expiresAt,
-    })
-    .catch((error: unknown) =>
-      deps.logger.warn("approval event not sent", { approvalId, error: error as Error }),
-    );
-}
-
-/** The `<name>:expire` step: marks the approval expired, or returns the decision written first. */
-async function expireApproval(
-  deps: RunnerDeps,
-  payload: DurableRunPayload,
-  request: ApprovalRequest,
-): Promise<ApprovalDecision> {
-  const approval = await deps.approvals.expire(payload.security.tenantId, payload.runId, request.approvalId);
-  if (!approval) throw new Error(`The approval ${request.approvalId} is missing.`);
-  return {
-    decision: approval.status === "approved" || approval.status === "rejected" ? approval.status : "expired",
-    decidedBy: approval.decidedBy,
-    decidedAt: approval.decidedAt ?? approval.expiresAt,
-    reason: approval.reason,
-    requestedAt: approval.requestedAt,
-  };
 }

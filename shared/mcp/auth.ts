@@ -11,7 +11,7 @@
 import type { TokenVerdict } from "../auth/bearer.js";
 import { createTokenVerifier } from "../auth/token-verifier.js";
 import type { Config } from "../config.js";
-import { ProblemError } from "../errors.js";
+import { DomainError } from "../domain-errors.js";
 import { type SecurityContext, securityContextFromClaims } from "../identity.js";
 
 /**
@@ -37,7 +37,7 @@ export function createMcpAuthenticator(config: Pick<Config, "auth" | "identity">
     try {
       return { ok: true, security: securityContextFromClaims(verdict.claims, config.identity, "verified") };
     } catch (error) {
-      if (!(error instanceof ProblemError)) throw error;
+      if (!(error instanceof DomainError)) throw error;
       const description = error.message.replace(/\.$/, "");
       return { ok: false, error: "invalid_token", description };
     }

@@ -6,27 +6,16 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import {
-  CallToolRequestSchema,
-  LATEST_PROTOCOL_VERSION,
-  ListToolsRequestSchema,
-  type Tool,
-} from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import * as z from "zod";
 import { toolsAllowedFor } from "../agent/dispatcher.js";
 import type { ToolDefinition } from "../agent/tool.js";
 import type { ApiDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
-import { IdempotencyStore } from "../store/idempotency.js";
-import { callMcpTool, IDEMPOTENCY_META_KEY, type McpCallDeps } from "./call.js";
-
-/**
- * The protocol versions this server is built and tested for (docs/mcp.md): the current stable one and the
- * one before it. The SDK negotiates (an `initialize` asking for one it knows is answered with that one,
- * any other with the latest); these two are the ones the tests run.
- */
-export const MCP_PROTOCOL_VERSIONS = [LATEST_PROTOCOL_VERSION, "2025-06-18"] as const;
+import { flushMetrics } from "../observability.js";
+import type { ToolCallRunDeps } from "../runs/tool-call-run.js";
+import { callMcpTool, IDEMPOTENCY_META_KEY } from "./mapping.js";
 
 /**
  * The Server's JSON Schema validator. A server validates with it only the answer to an elicitation,
@@ -90,13 +79,13 @@ function withoutDialect(schema: Record<string, unknown>): Record<string, unknown
 /**
  * Answers one HTTP request to `/mcp` for a verified caller: JSON-RPC parse and protocol errors are the
  * transport's (400 with a JSON-RPC error, never 500); `tools/list` lists only what `security` may call
- * (`toolsAllowedFor`); `tools/call` goes through {@link callMcpTool}.
+ * (`toolsAllowedFor`); `tools/call` goes through {@link callMcpTool} (a one-cycle run).
  * @param options.maxBodyBytes request body cap (413 with a JSON-RPC error above it)
  * @param options.remainingMs the Lambda's remaining time (ms) when the request arrived
  */
 export async function handleMcpRequest(
   request: Request,
-  deps: McpCallDeps,
+  deps: ToolCallRunDeps,
   security: SecurityContext,
   options: { maxBodyBytes: number; remainingMs?: number | undefined },
 ): Promise<Response> {
@@ -134,8 +123,8 @@ export async function handleMcpRequest(
 }
 
 /**
- * {@link handleMcpRequest} with the API's dependencies: the call guard's idempotency store on the
- * service's table (same TTL as runs' keys), and the caller's tenant on every log line of the request.
+ * {@link handleMcpRequest} with the API's dependencies (the one idempotency store, shared/deps.ts), the
+ * caller's tenant on every log line of the request, and the request's metrics published at its end.
  * @param request the HTTP request to `/mcp`, its token already verified into `security`
  */
 export async function serveMcp(
@@ -144,16 +133,15 @@ export async function serveMcp(
   security: SecurityContext,
   remainingMs: number | undefined,
 ): Promise<Response> {
-  const idempotency = new IdempotencyStore(deps.ddb, deps.config.table.name, {
-    ttlSeconds: deps.config.idempotency.ttlSeconds,
-  });
   deps.logger.appendKeys({ tenantId: security.tenantId });
   try {
-    return await handleMcpRequest(request, { ...deps, idempotency }, security, {
+    return await handleMcpRequest(request, deps, security, {
       maxBodyBytes: deps.config.http.maxBodyBytes,
       remainingMs,
     });
   } finally {
     deps.logger.resetKeys();
+    // /mcp is outside the /v1 middleware that publishes an invocation's metrics: its runs' are published here.
+    flushMetrics(deps.metrics);
   }
 }

@@ -19,6 +19,8 @@ import type {
 } from "../agent/model.js";
 import { CONFIG_DEFAULTS } from "../config.js";
 import { FAILED_STATUS_HOOK, type FailedStatusFetchOptions } from "../model-client.js";
+import { zeroUsage } from "../token-usage.js";
+import { readEndpointFailure } from "./endpoint-failure.js";
 
 /** The `fetchOptions` of a chat-completions request (the SDK's RequestInit extension). */
 type RequestFetchOptions = NonNullable<
@@ -132,20 +134,26 @@ export class OpenAIChatModel implements Model {
   /**
    * The {@link ModelFailure} of a call that threw: the deadline's (with the status of an attempt that
    * failed before it, `failedStatus`), a context-window refusal, or the provider's, read by
-   * `translateFailure` when it recognises it (its detail then becomes the logged `message`).
+   * `translateFailure` when it recognises it, else by shared/model/endpoint-failure.ts (connection
+   * refused, DNS, timeout, TLS, 401/403/404, naming the endpoint); the reading's detail becomes the logged
+   * `message`.
    */
   private failure(error: unknown, request: ModelRequest, failedStatus: number | null): ModelFailure {
     const atDeadline =
       request.signal.aborted || Date.now() >= request.deadlineAt || error instanceof APIUserAbortError;
     // A refusal of the request's size (OpenAI code context_length_exceeded and other servers' forms).
     const contextLength = atDeadline ? undefined : contextLengthRefusal(error);
-    const known = atDeadline || contextLength ? undefined : this.options.translateFailure?.(error);
+    // The provider's own reading first (Bedrock's), then what any endpoint can say: where and why it failed.
+    const known =
+      atDeadline || contextLength
+        ? undefined
+        : (this.options.translateFailure?.(error) ?? readEndpointFailure(error, this.client.baseURL));
     return {
       kind: "failure",
       cause: atDeadline ? "deadline" : contextLength ? "context_length" : "provider",
       status: atDeadline ? failedStatus : error instanceof APIError ? (error.status ?? null) : null,
       message: known?.detail ?? (error instanceof Error ? error.message : String(error)),
-      usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+      usage: zeroUsage(),
       ...(contextLength ? { contextLength } : {}),
       ...(known ? { known: { code: known.code, message: known.message } } : {}),
     };

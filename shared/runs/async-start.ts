@@ -1,14 +1,14 @@
 import { randomUUID } from "node:crypto";
 import type { ApiDeps } from "../deps.js";
+import { fitHistoryToCheckpoint } from "../durable/conversation-load.js";
 import { asyncRunId, type DurableExecutions, executionNameFor } from "../durable/executions.js";
-import { fitHistoryToCheckpoint } from "../durable/history.js";
 import type { SecurityContext } from "../identity.js";
 import { agentTraceOf } from "../run-trace.js";
 import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
 import { RunLifecycle } from "./lifecycle.js";
-import { durableRunLimits } from "./limits.js";
-import type { RunBody, RunIdempotency, RunStart } from "./start.js";
+import { durableRunLimits } from "./run-budget.js";
+import type { RunBody, RunIdempotency, RunStart } from "./run-request.js";
 
 /** What an asynchronous start uses. */
 export type AsyncStartDeps = Pick<ApiDeps, "config" | "runs" | "logger" | "metrics" | "runObservers"> & {
@@ -35,7 +35,7 @@ export interface AsyncStartInput {
  * record (start time, limits) is written once through the run's lifecycle and the execution's input is
  * read back from it, so a retried or taken-over start sends Lambda the same name and payload and never
  * starts a second execution. A continuation is recorded with its history summary after the history is
- * fitted to the checkpoint limit (shared/durable/history.ts), exactly as the runner will fit it; the
+ * fitted to the checkpoint limit (shared/durable/conversation-load.ts), exactly as the runner will fit it; the
  * payload names the previous run, the runner loads the transcript in a step.
  * @returns `accepted` with the stored run (`running`)
  * @throws the store's error; the port's error when the execution cannot be started

@@ -1,29 +1,35 @@
-import type { AgentRunShapes, ApiDeps } from "../deps.js";
+import type { ApiDeps } from "../deps.js";
+import { DomainError } from "../domain-errors.js";
 import { executionNameFor } from "../durable/executions.js";
-import { ProblemError } from "../errors.js";
 import type { SecurityContext } from "../identity.js";
-import type { RunRecord, RunStep } from "../store/runs.js";
+import { canCancelRun, runIfAllowed } from "./access.js";
+import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
 
 /**
  * Cancels a durable run that is `running` or `awaiting_approval` (`POST /v1/runs/{runId}/cancel`): stops
  * its execution (also one waiting in `waitForCallback` for a decision), marks the record `cancelled`, then
  * withdraws the run's pending approvals (`cancelled`: they leave `GET /v1/approvals?status=pending`, and
  * a decision on them is 409 APPROVAL_CANCELLED). The execution is stopped first, so no approved call can
- * run after the cancel. The caller has already checked visibility.
+ * run after the cancel. The user who started the run may cancel it, and every billing writer of the
+ * tenant; for anyone else the run does not exist.
  * @returns the record and its steps as they are after the cancel
- * @throws ProblemError RUN_NOT_RUNNING (409, `runStatus`) when the run already ended, or its execution
+ * @throws DomainError NOT_FOUND (no such run, or not the caller's to cancel); RUN_NOT_RUNNING (`runStatus`) when the run already ended, or its execution
  *   has (a synchronous run, or one finishing right now); for a run already `cancelled` the pending
  *   approvals a failed earlier cancel left are withdrawn first
  */
 export async function cancelRun(
   deps: Pick<ApiDeps, "runs" | "approvals" | "executions" | "logger">,
   security: SecurityContext,
-  found: { run: RunRecord<AgentRunShapes>; steps: RunStep<AgentRunShapes>[] },
-): Promise<{ run: RunRecord<AgentRunShapes>; steps: RunStep<AgentRunShapes>[] }> {
-  const { runId } = found.run;
-  const notRunning = (run: RunRecord<AgentRunShapes>) =>
-    new ProblemError("RUN_NOT_RUNNING", `The run ${runId} is not running (its status is ${run.status}).`, {
-      extensions: { runId, runStatus: run.status },
+  runId: string,
+): Promise<{ run: AgentRunRecord; steps: AgentRunStep[] }> {
+  const found = runIfAllowed(
+    await deps.runs.get(security.tenantId, runId),
+    (stored) => canCancelRun(security, stored.run),
+    runId,
+  );
+  const notRunning = (run: AgentRunRecord) =>
+    new DomainError("RUN_NOT_RUNNING", `The run ${runId} is not running (its status is ${run.status}).`, {
+      facts: { runId, runStatus: run.status },
     });
   if (found.run.status !== "running" && found.run.status !== "awaiting_approval") {
     // A cancel whose withdrawal of the approvals failed is finished by the next one.

@@ -5,13 +5,13 @@
  * nothing here writes.
  */
 import * as z from "zod";
-import { estimateTokens, type HistoryMessage, trimHistory } from "../agent/history.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../agent/loop.js";
-import { ProblemError } from "../errors.js";
+import { estimateTokens, type HistoryMessage, trimHistory } from "../agent/transcript.js";
+import { DomainError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
 import type { HistorySummary, RunShapes, RunStore } from "../store/runs.js";
 
-/** The stored transcript's shape, checked on every load (shared/agent/history.ts `HistoryMessage`). */
+/** The stored transcript's shape, checked on every load (shared/agent/transcript.ts `HistoryMessage`). */
 const TranscriptSchema = z.array(
   z.discriminatedUnion("role", [
     z.object({ role: z.literal("user"), content: z.string() }).strict(),
@@ -62,7 +62,7 @@ export interface ConversationHistory {
 /**
  * Loads the conversation a new run continues.
  *
- * Checks, in this order (each failure a {@link ProblemError}, nothing written):
+ * Checks, in this order (each failure a {@link DomainError}, nothing written):
  * 1. the run exists in the caller's tenant and was started by the caller (`sub`): otherwise 404
  *    NOT_FOUND, the same answer for another tenant's run, another user's run and an unknown id;
  * 2. its records have not expired (RUN_TTL_SECONDS; an item past its `ttl` that DynamoDB has not yet
@@ -78,7 +78,7 @@ export interface ConversationHistory {
  * after the system prompt and the new prompt (estimated), so the history never takes the run's whole
  * token budget.
  * @param input.systemPrompt the run's system prompt (default the loop's) for the budget estimate
- * @throws ProblemError as above; the store's error when it cannot be read (503 via toProblem)
+ * @throws DomainError as above; the store's error when it cannot be read
  */
 export async function loadConversation<S extends RunShapes>(
   runs: RunStore<S>,
@@ -97,13 +97,13 @@ export async function loadConversation<S extends RunShapes>(
   const { previousRunId } = input;
   const read = await runs.readContinuation(security.tenantId, previousRunId, now, signal);
   if (read.kind === "missing" || read.run.userId !== security.userId) {
-    throw new ProblemError("NOT_FOUND", `There is no run ${previousRunId} to continue.`);
+    throw new DomainError("NOT_FOUND", `There is no run ${previousRunId} to continue.`);
   }
   if (read.kind === "expired") {
-    throw new ProblemError(
+    throw new DomainError(
       "NOT_FOUND",
       `Run ${previousRunId} has expired (its records were kept until ${read.run.expiresAt}, RUN_TTL_SECONDS = ${input.runTtlSeconds}) and cannot be continued; start a new conversation.`,
-      { extensions: { expired: true, expiresAt: read.run.expiresAt } },
+      { facts: { expired: true, expiresAt: read.run.expiresAt } },
     );
   }
   const { run } = read;
@@ -112,29 +112,29 @@ export async function loadConversation<S extends RunShapes>(
     const deadline = Date.parse(run.startedAt) + run.limits.timeoutMs + read.approvalWaitedMs;
     const stale = run.status === "running" && now.getTime() > deadline + STALE_RUN_GRACE_MS;
     if (run.status === "failed" || run.finishedAt !== null || stale) {
-      throw new ProblemError(
+      throw new DomainError(
         "PREVIOUS_RUN_NOT_CONTINUABLE",
         run.status === "failed"
           ? `Run ${previousRunId} failed on the server and left no transcript to continue; start a new conversation.`
           : stale
             ? `Run ${previousRunId} stopped without recording an outcome (it is past its deadline) and cannot be continued; start a new conversation.`
             : `Run ${previousRunId} stored no transcript and cannot be continued; start a new conversation.`,
-        { extensions: { previousRunStatus: run.status } },
+        { facts: { previousRunStatus: run.status } },
       );
     }
     const retryAfter = Math.max(1, Math.ceil((deadline - now.getTime()) / 1000));
-    throw new ProblemError(
+    throw new DomainError(
       "PREVIOUS_RUN_IN_PROGRESS",
       `Run ${previousRunId} has not finished (status ${run.status}); continue it once it has.`,
-      { extensions: { previousRunStatus: run.status }, headers: { "retry-after": String(retryAfter) } },
+      { facts: { previousRunStatus: run.status }, retryAfterSeconds: retryAfter },
     );
   }
   const parsed = TranscriptSchema.safeParse(read.transcript);
   if (!parsed.success) {
-    throw new ProblemError(
+    throw new DomainError(
       "PREVIOUS_RUN_NOT_CONTINUABLE",
       `The stored transcript of run ${previousRunId} is unreadable; start a new conversation.`,
-      { extensions: { previousRunStatus: run.status } },
+      { facts: { previousRunStatus: run.status } },
     );
   }
   return fitted(

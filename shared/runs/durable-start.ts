@@ -1,4 +1,4 @@
-import type { RunLimits } from "../agent/limits.js";
+import type { RunLimits } from "../agent/run-limits.js";
 import type { CarriedStep, DurableRunPayload } from "../durable/executions.js";
 import type { SecurityContext } from "../identity.js";
 import type { CarriedTrace } from "../tracing.js";

@@ -193,6 +193,29 @@ export async function* followRunEvents(input: FollowInput): AsyncGenerator<FeedI
   }
 }
 /**
+ * Whether a reader that has every event of a run up to sequence `after` already has its last one, so
+ * a stream would carry nothing (the resume an EventSource makes when a stream closes after the final
+ * event): the record has ended, and the log's final event is at or before `after` — or, for a log
+ * without one (a run cancelled from the API, a writer that failed), `after` is past the log, i.e. the
+ * reader got the final event {@link followRunEvents} made from the record. One read of the log, and
+ * only for an ended record.
+ * @param run the run's record, as the caller read it
+ * @throws the store's errors
+ */
+export async function readerHasEnd(
+  deps: Pick<FollowInput["deps"], "runEvents">,
+  tenantId: string,
+  run: EndedRecord,
+  after: number,
+): Promise<boolean> {
+  if (!ended(run.status) || after === 0) return false;
+  const page = await deps.runEvents.store.read(tenantId, run.runId, after);
+  if (page.events.length > 0) return false;
+  if (page.last?.type === FINAL_EVENT_TYPE) return true;
+  return after > (page.last?.seq ?? 0);
+}
+
+/**
  * Whether the writer of a run that ended may still be writing its final batch: every end but a cancel
  * from the API is followed by one (the lifecycle's `finished` / `failed` points), for up to
  * {@link FINAL_EVENT_GRACE_MS} after the record's `finishedAt` (epoch ms `now` on the feed's clock).

@@ -1,12 +1,14 @@
-import type { ApprovalDecision, ApprovalRequest } from "../agent/approval.js";
+import type { ApprovalDecision, ApprovalRequest } from "../agent/approval-gate.js";
 import type { AnswerGrounding } from "../agent/grounding.js";
 import type { ModelStepResult } from "../agent/model-step.js";
-import type { ToolStatus } from "../agent/result.js";
+import type { ToolError, ToolStatus } from "../agent/result.js";
+import type { StepDescriptor } from "../agent/step.js";
 import type { ApprovalPreview } from "../agent/tool.js";
 import { turnCallsOf } from "../agent/turn-resolution.js";
 import type { CycleRecord, RunUsage } from "../agent/types.js";
 import type { RunEventStore } from "../store/run-events.js";
-import type { RunObserver, RunSubject } from "./lifecycle.js";
+import { zeroUsage } from "../token-usage.js";
+import type { RunObserver, RunSubject } from "./observer.js";
 
 /**
  * What happened in a run, one typed event each (the `type` names the kind; docs/run-events.md):
@@ -15,8 +17,11 @@ import type { RunObserver, RunSubject } from "./lifecycle.js";
  *   failed), its tokens and wall time (ms); `summary` for the tool-less summary call at the cycle limit
  * - `tool.call.started`: a call the model asked for, by the id the run uses for it (the audit step's),
  *   with its arguments as the model sent them (parsed JSON; the raw text when they were not JSON)
- * - `tool.call.finished`: its category, error code (null on success), wall time (ms) and idempotency
- *   key (set for mutating tools only) — never the tool's data or error message
+ * - `tool.call.finished`: its category, error code (null on success), wall time (ms), idempotency
+ *   key (set for mutating tools only), and the backend's result as GET /v1/runs/{runId} shows it in the
+ *   run's steps: `data` (the tool's output on success, else null) and `error` (the fixed category's
+ *   code, message for the model, details and retryability; null on success). `dataOmitted` marks data
+ *   left out to keep the cycle's batch within a table item ({@link RESULT_DATA_BYTES_PER_CYCLE})
  * - `approval.requested` / `approval.decided` / `approval.expired`: a call that waits for a person
  *   (docs/approvals.md), with the backend's preview; who decided and why
  * - `answer.ungrounded`: the answer held numbers no tool result or prompt gave (docs/evals.md,
@@ -52,6 +57,9 @@ export type RunEventBody =
       errorCode: string | null;
       latencyMs: number;
       idempotencyKey: string | null;
+      data: unknown;
+      error: ToolError | null;
+      dataOmitted?: true;
     }
   | {
       type: "approval.requested";
@@ -85,6 +93,14 @@ export type RunEventType = RunEventBody["type"];
 
 /** One stored event: its body, the run, its sequence in the run (from 1, no gaps) and when (ISO 8601). */
 export type RunEvent = RunEventBody & { runId: string; seq: number; at: string };
+
+/**
+ * UTF-8 bytes of tool result `data` the `tool.call.finished` events of one cycle carry at most: a
+ * cycle's events are one table item (≤ 400 KB, with the calls' arguments beside them). Each result is
+ * at most MAX_TOOL_RESULT_BYTES already (16 KB by default), so only a raised cap or many calls in one
+ * turn reach this; a result past it goes without its data (`dataOmitted`), which the run's steps keep.
+ */
+export const RESULT_DATA_BYTES_PER_CYCLE = 200_000;
 
 /** The event type that ends every run's log (the stream closes after it). */
 export const FINAL_EVENT_TYPE = "run.finished" satisfies RunEventType;
@@ -208,22 +224,20 @@ export class RunEventLog {
   }
 
   /** Before a step: a tools step announces the calls of the cycle's reply (`tool.call.started`). */
-  stepStarting(name: string): void {
-    const tools = /^cycle-(\d+):tools$/.exec(name);
-    if (!tools || this.lastReply?.result.kind !== "reply" || this.lastReply.cycle !== Number(tools[1]))
-      return;
-    for (const call of turnCallsOf(this.lastReply.result, this.lastReply.cycle)) {
-      this.toolStarted(this.lastReply.cycle, call.id, call.name, call.arguments);
+  stepStarting(step: StepDescriptor): void {
+    const reply = this.lastReply;
+    if (step.kind !== "tools" || reply?.result.kind !== "reply" || reply.cycle !== step.cycle) return;
+    for (const call of turnCallsOf(reply.result, reply.cycle)) {
+      this.toolStarted(reply.cycle, call.id, call.name, call.arguments);
     }
   }
 
   /** After a step: a model step is `model.call.finished` (unless the deadline had passed before it). */
-  stepFinished(name: string, result: unknown): void {
-    const model = /^(?:cycle-(\d+)|summary):model$/.exec(name);
+  stepFinished(step: StepDescriptor, result: unknown): void {
     const modelResult = result as ModelStepResult;
-    if (!model || modelResult.kind === "expired") return;
+    if ((step.kind !== "model" && step.kind !== "summary") || modelResult.kind === "expired") return;
     // The summary call comes after the last cycle and is numbered as the audit numbers it.
-    const cycle = model[1] === undefined ? (this.lastReply?.cycle ?? 0) + 1 : Number(model[1]);
+    const cycle = step.kind === "model" ? step.cycle : (this.lastReply?.cycle ?? 0) + 1;
     this.lastReply = { cycle, result: modelResult };
     this.emit({
       type: "model.call.finished",
@@ -231,7 +245,7 @@ export class RunEventLog {
       finishReason: modelResult.kind === "reply" ? modelResult.finishReason : null,
       usage: modelResult.usage,
       latencyMs: modelResult.latencyMs,
-      ...(model[1] === undefined ? { summary: true as const } : {}),
+      ...(step.kind === "summary" ? { summary: true as const } : {}),
     });
   }
 
@@ -270,9 +284,13 @@ export class RunEventLog {
    * already: {@link flush} writes none of them again.
    */
   async cycle(record: CycleRecord): Promise<void> {
+    let dataBytes = RESULT_DATA_BYTES_PER_CYCLE;
     for (const call of record.toolCalls) {
       this.toolStarted(record.cycle, call.id, call.name, call.arguments);
       const { result } = call;
+      const size = result.data === null || result.data === undefined ? 0 : jsonBytes(result.data);
+      const fits = size <= dataBytes;
+      if (fits) dataBytes -= size;
       this.emit({
         type: "tool.call.finished",
         cycle: record.cycle,
@@ -282,6 +300,9 @@ export class RunEventLog {
         errorCode: result.error?.code ?? null,
         latencyMs: result.metadata.latencyMs,
         idempotencyKey: result.metadata.idempotencyKey,
+        data: fits ? (result.data ?? null) : null,
+        error: result.error,
+        ...(fits ? {} : { dataOmitted: true as const }),
       });
     }
     if (record.outcome === undefined) await this.flush();
@@ -299,6 +320,11 @@ export class RunEventLog {
     this.startedCalls.add(key);
     this.emit({ type: "tool.call.started", cycle, toolCallId, name, arguments: parseArguments(args) });
   }
+}
+
+/** The UTF-8 size of a value's JSON. */
+function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? "", "utf8");
 }
 
 /** Tool-call arguments as JSON when they parse, else the raw text (what the model sent either way). */
@@ -335,8 +361,8 @@ export function runEventObserver(ports: RunEventPorts & { ttlSeconds: number }):
       log.started(start.limits, start.previousRunId);
       await log.skipWritten();
     },
-    stepStarting: (run, name) => logs.get(run)?.stepStarting(name),
-    stepFinished: (run, name, result) => logs.get(run)?.stepFinished(name, result),
+    stepStarting: (run, step) => logs.get(run)?.stepStarting(step),
+    stepFinished: (run, step, result) => logs.get(run)?.stepFinished(step, result),
     approvalRequested: (run, request) => logs.get(run)?.approvalRequested(request),
     approvalDecided: (run, request, decision) => logs.get(run)?.approvalDecided(request, decision),
     cycle: (run, record) => logs.get(run)?.cycle(record),
@@ -360,8 +386,6 @@ export function runEventObserver(ports: RunEventPorts & { ttlSeconds: number }):
       });
     },
     failed: (run, reason) =>
-      logs.get(run)?.finished({ ...done, status: "failed", reason, usage: ZERO_USAGE }),
+      logs.get(run)?.finished({ ...done, status: "failed", reason, usage: zeroUsage() }),
   };
 }
-
-const ZERO_USAGE: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };

@@ -1,8 +1,9 @@
 /**
  * The idempotency engine: one protocol for a caller's key, whatever the surface (the Powertools
- * idempotency shape: one persistence protocol, thin adapters that map their wire format). The message
- * id of an A2A SendMessage and the run id of an AG-UI run (shared/runs/turns.ts) go through
- * {@link runOnce}:
+ * idempotency shape: one persistence protocol, thin adapters that map their wire format). The HTTP
+ * Idempotency-Key of `POST /v1/runs` (functions/api/run-idempotency.ts) and the key of an MCP tool call
+ * (shared/runs/tool-call-run.ts, behind shared/mcp/) and the message id of an A2A SendMessage or the run
+ * id of an AG-UI run (shared/runs/turns.ts) all go through {@link runOnce}:
  * 1. one conditional put claims (tenant, user, operation, key) with the request's fingerprint and a lease;
  * 2. the same fingerprint completed → `replayed` with what was stored; still running under a live lease
  *    → `in_progress` (retry after `retryAfterSeconds`); another fingerprint → `reused`; a holder whose
@@ -15,10 +16,15 @@
  * failure is logged and the record released or left to its lease.
  */
 import type { Logger } from "@aws-lambda-powertools/logger";
-import type { IdempotencyClaim, IdempotencyStore, StoredResponse } from "../store/idempotency.js";
+import type { IdempotencyClaim, IdempotencyStore, StoredOutcome } from "../store/idempotency.js";
 
-/** What a repeat of a keyed operation gets back, as the idempotency store keeps it. */
-export type StoredOutcome = StoredResponse;
+/** Longest idempotency key accepted, on every surface (the HTTP Idempotency-Key's bound too). */
+export const MAX_KEY_LENGTH = 255;
+
+/** True for a usable key: a string of 1 to {@link MAX_KEY_LENGTH} printable ASCII characters (%x20-7E). */
+export function isUsableKey(key: unknown): key is string {
+  return typeof key === "string" && key.length <= MAX_KEY_LENGTH && /^[\x20-\x7e]+$/.test(key);
+}
 
 /**
  * One operation under a caller's key: the caller (`tenantId`, `userId`, from the verified security

@@ -2,20 +2,20 @@ import type { PausingApprovalGate } from "../agent/approval.js";
 import type { Deadline } from "../agent/deadline.js";
 import type { StepRunner } from "../agent/step.js";
 import type { ApiDeps } from "../deps.js";
+import { DomainError } from "../domain-errors.js";
 import {
   type CarriedStep,
   type DurableExecutions,
   executionNameFor,
   MAX_EXECUTION_INPUT_BYTES,
 } from "../durable/executions.js";
-import { ProblemError } from "../errors.js";
 import type { SecurityContext } from "../identity.js";
 import { agentTraceOf } from "../run-trace.js";
-import { pendingApprovalsOf } from "./approvals.js";
+import { pendingApprovalsOf } from "./approval-service.js";
 import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
-import { durableRunLimits, type RequestedLimits } from "./limits.js";
-import type { RunStart } from "./start.js";
+import { durableRunLimits, type RequestedLimits } from "./run-budget.js";
+import type { RunStart } from "./run-request.js";
 
 /**
  * How long (ms) the 202 of a handed-over run waits, at most, for the runner to reach the approval (it
@@ -35,9 +35,9 @@ export function pausingParts(): { step: StepRunner; approve: PausingApprovalGate
   const carried: CarriedStep[] = [];
   return {
     carried,
-    step: async (name, fn) => {
+    step: async (step, fn) => {
       const result = await fn();
-      carried.push({ name, result });
+      carried.push({ name: step.name, result });
       return result;
     },
     approve: async () => ({ decision: "paused" }),
@@ -70,7 +70,7 @@ export interface HandOverInput {
  * deadline. The execution's input is measured first: over {@link MAX_EXECUTION_INPUT_BYTES} (UTF-8 JSON)
  * nothing is started and the run record ends `failed` with the reason.
  * @returns `handed_over` with the run as stored and its pending approvals
- * @throws ProblemError HANDOVER_TOO_LARGE (422, `runId`, `runStatus` failed, `inputBytes`, `limitBytes`);
+ * @throws DomainError HANDOVER_TOO_LARGE (`runId`, `runStatus` failed, `inputBytes`, `limitBytes`);
  *   the executions port's or the store's errors
  */
 export async function handOver(deps: HandOverDeps, input: HandOverInput): Promise<RunStart> {
@@ -129,7 +129,7 @@ async function settled(
   return found;
 }
 
-/** Ends the run `failed` (its state is over a durable execution's input limit) and refuses with 422. */
+/** Ends the run `failed` (its state is over a durable execution's input limit) and refuses: HANDOVER_TOO_LARGE. */
 async function refuseTooLarge(
   deps: HandOverDeps,
   security: SecurityContext,
@@ -139,11 +139,11 @@ async function refuseTooLarge(
   const reason = `The run reached a call that needs approval, but its state (${inputBytes} bytes with the steps it carries) is over the ${MAX_EXECUTION_INPUT_BYTES}-byte input limit of a durable execution, so it could not wait for the decision.`;
   await deps.runs.fail(security.tenantId, runId, reason);
   deps.logger.warn("run not handed over: input too large", { runId, inputBytes });
-  throw new ProblemError(
+  throw new DomainError(
     "HANDOVER_TOO_LARGE",
     `${reason} Nothing was recorded after the pause; start a smaller run.`,
     {
-      extensions: { runId, runStatus: "failed", inputBytes, limitBytes: MAX_EXECUTION_INPUT_BYTES },
+      facts: { runId, runStatus: "failed", inputBytes, limitBytes: MAX_EXECUTION_INPUT_BYTES },
     },
   );
 }

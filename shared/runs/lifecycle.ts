@@ -1,67 +1,17 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
-import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
-import type { ApprovalDecision, ApprovalPause, ApprovalRequest } from "../agent/approval.js";
-import { transcriptOf } from "../agent/history.js";
-import type { RunLimits } from "../agent/limits.js";
-import type { CycleRecord, RunOutcome, RunUsage, StepRunner } from "../agent/loop.js";
-import type { AgentRunShapes } from "../deps.js";
-import { observeToolResults, recordRunMetrics } from "../observability.js";
-import { traceObserver } from "../run-trace.js";
-import type { HistorySummary, RunRecord, RunStore } from "../store/runs.js";
+import type { ApprovalDecision, ApprovalPause, ApprovalRequest } from "../agent/approval-gate.js";
+import type { RunLimits } from "../agent/run-limits.js";
+import type { StepRunner } from "../agent/step.js";
+import { transcriptOf } from "../agent/transcript.js";
+import type { CycleRecord, RunOutcome, RunUsage } from "../agent/types.js";
+import { observeToolResults, recordRunMetrics, type ToolResultLabels } from "../observability.js";
+import type { HistorySummary, RunStore } from "../store/runs.js";
+import { addUsage, zeroUsage } from "../token-usage.js";
+import type { ResumedRun, RunObserver, RunScope, RunSubject } from "./observer.js";
+import type { AgentRunRecord, AgentRunShapes } from "./run-shapes.js";
 
-/** The run a lifecycle belongs to: its id and who started it (from the verified security context). */
-export interface RunSubject {
-  runId: string;
-  tenantId: string;
-  userId: string;
-}
-
-/**
- * Observers of a run's lifecycle points, for run events (a live stream) and trace spans: each is called
- * once per point, after the point's own write, by the synchronous path and the durable runner alike
- * (a durable replay that skips a point skips its observers too). Every method is optional; a throwing
- * observer is logged at WARN and never changes the run.
- * - `started`: the run record was written (`running`)
- * - `cycle`: one cycle's audit step was written; `usageSoFar` sums this and earlier cycles
- * - `paused`: a synchronous run stopped at approvals it cannot wait for (it is handed over)
- * - `finished`: the outcome was written; `durationMs` as stored
- * - `failed`: the server failed during the run (recorded `failed`)
- * Points of the run's execution rather than its record, called on every durable replay too (a step's
- * result comes from its checkpoint then), so an observer sees the same sequence each time:
- * - `cycleReplayed`: a cycle whose audit step was already written (a durable replay, or the steps a
- *   handed-over run carries), in place of `cycle`
- * - `resumed`: a durable execution (re)starts the run (the record was written by whoever started it)
- * - `stepStarting` / `stepFinished`: before and after each named step of the loop (`cycle-<n>:model`,
- *   `cycle-<n>:tools`, `summary:model`, `history:load`), with its result
- * - `approvalRequested` / `approvalDecided`: a call waits for a person / got its decision (a pausing
- *   gate's pause is not a decision: `paused` follows)
- */
-export interface RunObserver {
-  started?(run: RunSubject, record: RunRecord<AgentRunShapes>): void | Promise<void>;
-  resumed?(run: RunSubject, start: ResumedRun): void | Promise<void>;
-  cycleReplayed?(run: RunSubject, record: CycleRecord): void | Promise<void>;
-  stepStarting?(run: RunSubject, name: string): void | Promise<void>;
-  stepFinished?(run: RunSubject, name: string, result: unknown): void | Promise<void>;
-  approvalRequested?(run: RunSubject, request: ApprovalRequest): void | Promise<void>;
-  approvalDecided?(
-    run: RunSubject,
-    request: ApprovalRequest,
-    decision: ApprovalDecision,
-  ): void | Promise<void>;
-  cycle?(run: RunSubject, record: CycleRecord, usageSoFar: RunUsage): void | Promise<void>;
-  paused?(run: RunSubject, approvals: ApprovalRequest[]): void | Promise<void>;
-  finished?(run: RunSubject, outcome: RunOutcome, durationMs: number): void | Promise<void>;
-  failed?(run: RunSubject, reason: string): void | Promise<void>;
-}
-
-/** What a durable execution knows of the run it resumes: its limits (ms) and the run it continues. */
-export interface ResumedRun {
-  /** When the run started (epoch ms, the record's `startedAt`). */
-  startedAt: number;
-  limits: { maxCycles: number; timeoutMs: number };
-  previousRunId: string | null;
-}
+export type { ResumedRun, RunObserver, RunScope, RunSubject } from "./observer.js";
 
 /** What a run's lifecycle writes to and reports through: the run store, logs, metrics, observers. */
 export interface LifecycleDeps {
@@ -94,7 +44,7 @@ export interface RunStartInput {
  * logged. The logger gets the run's `runId` and `tenantId` keys for the rest of the invocation.
  */
 export class RunLifecycle {
-  private readonly usageSoFar: RunUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  private readonly usageSoFar: RunUsage = zeroUsage();
 
   constructor(
     private readonly deps: LifecycleDeps,
@@ -107,29 +57,26 @@ export class RunLifecycle {
    * Writes the run record (`running`) and logs "run started". When the run id was already started by the
    * same user (a retried asynchronous start, or the SDK's retry of a write that landed), the stored
    * record is returned as it is.
-   * @throws the store's error (ConditionalCheckFailedException when another user's run has this id)
+   * @throws the store's error; Error when another user's run has this id
    */
-  async start(input: RunStartInput): Promise<RunRecord<AgentRunShapes>> {
+  async start(input: RunStartInput): Promise<AgentRunRecord> {
     const { runs, logger } = this.deps;
     const { tenantId, runId, userId } = this.subject;
-    let record: RunRecord<AgentRunShapes>;
-    try {
-      record = await runs.start({
-        tenantId,
-        runId,
-        userId,
-        prompt: input.prompt,
-        limits: { maxCycles: input.limits.maxCycles, timeoutMs: input.limits.runTimeoutMs },
-        previousRunId: input.conversation?.previousRunId,
-        history: input.conversation?.summary,
-        conversationId: input.conversation?.conversationId ?? input.conversationId,
-      });
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const found = await runs.get(tenantId, runId);
-      if (found?.run.userId !== userId) throw error;
-      return found.run;
+    const started = await runs.start({
+      tenantId,
+      runId,
+      userId,
+      prompt: input.prompt,
+      limits: { maxCycles: input.limits.maxCycles, timeoutMs: input.limits.runTimeoutMs },
+      previousRunId: input.conversation?.previousRunId,
+      history: input.conversation?.summary,
+      conversationId: input.conversation?.conversationId ?? input.conversationId,
+    });
+    if (started.kind === "exists") {
+      if (started.existing?.userId !== userId) throw new Error(`The run id ${runId} is another run's.`);
+      return started.existing;
     }
+    const { record } = started;
     logger.info("run started", {
       userId,
       maxCycles: record.limits.maxCycles,
@@ -138,6 +85,35 @@ export class RunLifecycle {
     });
     await this.tell("started", (observer) => observer.started?.(this.subject, record));
     return record;
+  }
+
+  /**
+   * Runs `work` (the run's work in this process: its loop and lifecycle points) inside every observer's
+   * `within` (a tracer's run span), the first observer outermost.
+   */
+  within<T>(scope: RunScope, work: () => Promise<T>): Promise<T> {
+    const wrapped = this.observers().reduceRight<() => Promise<T>>((inner, observer) => {
+      const within = observer.within?.bind(observer);
+      return within ? () => within(this.subject, scope, inner) : inner;
+    }, work);
+    return wrapped();
+  }
+
+  /** A durable run loaded the conversation it continues; see {@link RunObserver.conversationLoaded}. */
+  async conversationLoaded(conversationId: string): Promise<void> {
+    await this.tell("conversationLoaded", (observer) =>
+      observer.conversationLoaded?.(this.subject, conversationId),
+    );
+  }
+
+  /**
+   * A durable run's wait for a decision ended; called once per wait, from inside a checkpointed step (see
+   * {@link RunObserver.approvalWaitEnded}).
+   */
+  async approvalWaitEnded(request: ApprovalRequest, decision: ApprovalDecision): Promise<void> {
+    await this.tell("approvalWaitEnded", (observer) =>
+      observer.approvalWaitEnded?.(this.subject, request, decision),
+    );
   }
 
   /** A durable execution (re)starts the run; see {@link RunObserver.resumed}. */
@@ -153,10 +129,10 @@ export class RunLifecycle {
    * CPU), so a reader sees the event when the step ends, not one step later (bench P7).
    */
   steps(inner: StepRunner): StepRunner {
-    return async (name, fn) => {
-      await this.tell("stepStarting", (observer) => observer.stepStarting?.(this.subject, name));
-      const result = await inner(name, fn);
-      await this.tell("stepFinished", (observer) => observer.stepFinished?.(this.subject, name, result));
+    return async (step, fn) => {
+      await this.tell("stepStarting", (observer) => observer.stepStarting?.(this.subject, step));
+      const result = await inner(step, fn);
+      await this.tell("stepFinished", (observer) => observer.stepFinished?.(this.subject, step, result));
       await new Promise((resolve) => setImmediate(resolve));
       return result;
     };
@@ -191,26 +167,30 @@ export class RunLifecycle {
    * The loop's `onCycle` hook: sums usage, writes the cycle's audit step (a conditional put, so a cycle a
    * durable replay already wrote is skipped with its logs, metrics and observers), then logs each tool
    * result (INFO: toolName, status, error code, latencyMs) and emits its metrics. A failed write is logged
-   * at WARN and never changes the run. `skip`: true once the run was stopped (nothing is written).
+   * at WARN and never changes the run. `skip`: true once the run was stopped (nothing is written);
+   * `labels`: what the tool result lines and metrics add (a call that came over MCP, a replayed one).
    */
-  readonly cycle = async (record: CycleRecord, skip?: () => boolean): Promise<void> => {
+  readonly cycle = async (
+    record: CycleRecord,
+    skip?: () => boolean,
+    labels?: ToolResultLabels,
+  ): Promise<void> => {
     const { runs, logger } = this.deps;
-    this.usageSoFar.promptTokens += record.usage.promptTokens;
-    this.usageSoFar.completionTokens += record.usage.completionTokens;
-    this.usageSoFar.totalTokens += record.usage.totalTokens;
+    addUsage(this.usageSoFar, record.usage);
     if (skip?.()) return;
     const usageSoFar = { ...this.usageSoFar };
+    let appended: Awaited<ReturnType<typeof runs.appendStep>>;
     try {
-      await runs.appendStep(this.subject.tenantId, this.subject.runId, record, usageSoFar);
+      appended = await runs.appendStep(this.subject.tenantId, this.subject.runId, record, usageSoFar);
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        await this.tell("cycleReplayed", (observer) => observer.cycleReplayed?.(this.subject, record));
-        return;
-      }
       logger.warn("audit step not written", { cycle: record.cycle, error: error as Error });
       return;
     }
-    observeToolResults(this.deps, record);
+    if (appended.kind === "exists") {
+      await this.tell("cycleReplayed", (observer) => observer.cycleReplayed?.(this.subject, record));
+      return;
+    }
+    observeToolResults(this.deps, record, labels);
     await this.tell("cycle", (observer) => observer.cycle?.(this.subject, record, usageSoFar));
   };
 
@@ -268,10 +248,14 @@ export class RunLifecycle {
     await this.tell("failed", (observer) => observer.failed?.(this.subject, RUN_FAILED_REASON));
   }
 
+  /** The run's observers, in the order they were wired (shared/deps.ts: the tracer first). */
+  private observers(): readonly RunObserver[] {
+    return this.deps.runObservers ?? [];
+  }
+
   /** Calls every observer at one point; a throwing observer is logged and ignored. */
   private async tell(point: string, call: (observer: RunObserver) => unknown): Promise<void> {
-    // The trace's points first (shared/run-trace.ts: the agent span ends where the run does).
-    for (const observer of [traceObserver, ...(this.deps.runObservers ?? [])]) {
+    for (const observer of this.observers()) {
       try {
         await call(observer);
       } catch (error) {

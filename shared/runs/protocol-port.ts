@@ -1,25 +1,15 @@
 /**
- * The narrow face of the runs layer the protocol adapters (shared/a2a/, shared/agui/) use: start a
- * turn, find, list and cancel the caller's own runs, and follow a run's events. Every call goes through
- * the same services as the HTTP API (shared/runs/turns.ts over `prepareRun`, `cancelRun`, the run
- * store, `followRunEvents`), so every guard applies; an adapter never reads a store itself, and a move
- * of those services changes this file only.
+ * What the protocol adapters (shared/a2a/, shared/agui/) use of the runs layer beyond the services every
+ * surface calls (`readRun`, `listRuns` in queries.ts, `cancelRun` in cancel.ts, the access rules of
+ * access.ts): beginning a turn (shared/runs/turns.ts over `prepareRun` and the one idempotency engine)
+ * in the background, and following its events (`followRunEvents`) as one stream. An adapter never reads
+ * a store itself.
  */
 import type { ApiDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
-import type { RunRecord, RunStep } from "../store/runs.js";
-import type { PendingApprovalView } from "./approvals.js";
 import { type FeedItem, followRunEvents, LiveEvents } from "./event-feed.js";
 import { FINAL_EVENT_TYPE, type RunEvent } from "./events.js";
-import type { AgentRunShapes } from "./run-shapes.js";
 import { prepareTurn, type TurnRequest, type TurnStart } from "./turns.js";
-
-/** A run as an adapter sees it: its record, its audit steps and, while it waits, its pending approvals. */
-export interface ProtocolRun {
-  run: RunRecord<AgentRunShapes>;
-  steps: RunStep<AgentRunShapes>[];
-  pendingApprovals: PendingApprovalView[];
-}
 
 /**
  * A turn begun: the run id (the task, the AG-UI run), the conversation it belongs to (undefined for a
@@ -40,7 +30,9 @@ export interface BegunTurn {
 /**
  * Begins a turn: checks it and starts its run in the background (see {@link BegunTurn}); a repeat of
  * the key (the same message id) begins nothing and names the run the key has.
- * @throws the refusals of `prepareTurn` (unknown conversation, previous run in progress, the key reused)
+ * @throws DomainError: the refusals of `prepareTurn` (an unknown conversation, a previous run still in
+ *   progress or not continuable); the store's errors. The key reused for another message is the
+ *   `settled` outcome's error (IDEMPOTENCY_KEY_REUSED), as every refusal met while starting.
  */
 export async function beginTurn(deps: ApiDeps, request: TurnRequest): Promise<BegunTurn> {
   const prepared = await prepareTurn(deps, request);
@@ -63,52 +55,9 @@ export async function beginTurn(deps: ApiDeps, request: TurnRequest): Promise<Be
 }
 
 /**
- * The caller's own run `runId` with its steps and pending approvals, or undefined: another user's or
- * another tenant's run is not found, as an unknown one (an agent protocol acts for its caller only).
- */
-export async function findOwnRun(
-  deps: ApiDeps,
-  security: SecurityContext,
-  runId: string,
-): Promise<ProtocolRun | undefined> {
-  const found = await deps.runs.get(security.tenantId, runId);
-  if (!found || found.run.userId !== security.userId) return undefined;
-  if (found.run.status !== "awaiting_approval") return { ...found, pendingApprovals: [] };
-  const { pendingApprovalsOf } = await import("./approvals.js");
-  return { ...found, pendingApprovals: await pendingApprovalsOf(deps.approvals, security.tenantId, runId) };
-}
-
-/** One page of the caller's own runs, newest first (GET /v1/runs's listing). */
-export function listOwnRuns(
-  deps: ApiDeps,
-  security: SecurityContext,
-  page: { limit: number; cursor?: string | undefined },
-): Promise<{ runs: RunRecord<AgentRunShapes>[]; nextCursor: string | undefined }> {
-  const options = page.cursor ? { limit: page.limit, cursor: page.cursor } : { limit: page.limit };
-  return deps.runs.listPage(security.tenantId, security.userId, options);
-}
-
-/**
- * Cancels the caller's own run (`cancelRun`, the rule of POST /v1/runs/{runId}/cancel), or undefined
- * when the caller has no such run.
- * @throws ProblemError RUN_NOT_RUNNING when it already ended or cannot be stopped (a synchronous run)
- */
-export async function cancelOwnRun(
-  deps: ApiDeps,
-  security: SecurityContext,
-  runId: string,
-): Promise<ProtocolRun | undefined> {
-  const found = await deps.runs.get(security.tenantId, runId);
-  if (!found || found.run.userId !== security.userId) return undefined;
-  const { cancelRun } = await import("./cancel.js");
-  const after = await cancelRun(deps, security, found);
-  return { ...after, pendingApprovals: [] };
-}
-
-/**
- * The events of the caller's run after sequence `after`, each once and in order, ending after
- * `run.finished`, when `signal` aborts, or after `live.finish()` (see `followRunEvents`). The caller
- * has already found the run its own.
+ * The events of a run after sequence `after`, each once and in order, ending after `run.finished`, when
+ * `signal` aborts, or after `live.finish()` (see `followRunEvents`). The caller has already checked that
+ * it may see the run (`readRun`).
  */
 export function followEvents(
   deps: ApiDeps,

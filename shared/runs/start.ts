@@ -1,77 +1,19 @@
 import { randomUUID } from "node:crypto";
 import { Deadline } from "../agent/deadline.js";
-import type { RunOutcome } from "../agent/loop.js";
 import type { Config } from "../config.js";
-import type { AgentRunShapes, ApiDeps } from "../deps.js";
-import type { SecurityContext } from "../identity.js";
-import type { RunRecord, RunStep } from "../store/runs.js";
-import type { PendingApprovalView } from "./approvals.js";
+import type { ApiDeps } from "../deps.js";
 import { type ConversationHistory, loadConversation } from "./conversation.js";
-import { runBudgetMs } from "./limits.js";
+import { runBudgetMs } from "./run-budget.js";
+import type { PreparedRun, RunIdempotency, RunRequest, RunStart } from "./run-request.js";
 import { runSynchronously } from "./sync.js";
+
+export type { PreparedRun, RunBody, RunIdempotency, RunRequest, RunStart } from "./run-request.js";
 
 /**
  * The Idempotency-Key lease (ms) of an asynchronous start: the time one start request may take (write
  * the run record, start the execution), after which a retry may take the start over.
  */
 export const ASYNC_START_LEASE_MS = 10_000;
-
-/** The validated body of `POST /v1/runs`. */
-export interface RunBody {
-  prompt: string;
-  maxCycles?: number | undefined;
-  timeoutMs?: number | undefined;
-  previousRunId?: string | undefined;
-}
-
-/**
- * How a run started, as a value:
- * - `completed`: a synchronous run ended (any of the loop's statuses) with its outcome and the
- *   conversation it continued
- * - `accepted`: a durable run was started (`Prefer: respond-async`); `run` is its record
- * - `handed_over`: a synchronous run paused for approval and continues as a durable run; `run` and
- *   `steps` as stored, with the pending approvals once the runner reached them
- */
-export type RunStart =
-  | { kind: "completed"; outcome: RunOutcome; conversation: ConversationHistory | undefined }
-  | { kind: "accepted"; run: RunRecord<AgentRunShapes> }
-  | {
-      kind: "handed_over";
-      run: RunRecord<AgentRunShapes>;
-      steps: RunStep<AgentRunShapes>[];
-      pendingApprovals: PendingApprovalView[];
-    };
-
-/** The client's Idempotency-Key and the request's fingerprint, when the request carried a key. */
-export interface RunIdempotency {
-  key: string;
-  fingerprint: string;
-}
-
-/**
- * A run checked and ready to start: `leaseExpiresAt` (epoch ms) is how long the Idempotency-Key is held
- * for it, `start` runs it (once), `dispose` frees its deadline timer.
- */
-export interface PreparedRun {
-  leaseExpiresAt: number;
-  start(idempotency: RunIdempotency | undefined): Promise<RunStart>;
-  dispose(): void;
-}
-
-/** A request to start a run: the verified caller, the body, and what the HTTP layer read. */
-export interface RunRequest {
-  security: SecurityContext;
-  body: RunBody;
-  prefersAsync: boolean;
-  lambdaRemainingMs?: number | undefined;
-  /** The id a synchronous run gets (a streamed request follows it from the start); default a new one. */
-  runId?: string | undefined;
-  /**
-   * The id of the conversation a run that continues none starts: an A2A context's or an AG-UI thread's
-   * (shared/runs/turns.ts); default the run's own id. A continuation keeps its previous run's.
-   */
-  conversationId?: string | undefined;
-}
 
 /** True when APPROVAL_RULES names at least one threshold (docs/approvals.md). */
 export function approvalsConfigured(config: Pick<Config, "approvals">): boolean {
@@ -86,7 +28,7 @@ export function approvalsConfigured(config: Pick<Config, "approvals">): boolean 
  * pause is handed over to a durable execution (shared/runs/handover.ts, loaded then). The Idempotency-Key
  * lease of a synchronous run ends at its deadline, and so does the wait of a hand-over, so a retry after
  * the lease finds the answer stored instead of taking the run over.
- * @throws ProblemError from `loadConversation`; the store's error
+ * @throws DomainError from `loadConversation`; the store's error
  */
 export async function prepareRun(deps: ApiDeps, request: RunRequest): Promise<PreparedRun> {
   const { security, body } = request;

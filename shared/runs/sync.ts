@@ -1,19 +1,18 @@
 import type { PausingApprovalGate } from "../agent/approval.js";
 import type { Deadline } from "../agent/deadline.js";
-import { type RunOutcome, type RunPaused, runAgent, type StepRunner } from "../agent/loop.js";
-import { runInline } from "../agent/step.js";
+import { type RunOutcome, type RunPaused, runAgent } from "../agent/loop.js";
+import { runInline, type StepRunner } from "../agent/step.js";
 import type { SharedDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
 import { logInternalFailure } from "../observability.js";
-import { traceRun } from "../run-trace.js";
 import type { ConversationHistory } from "./conversation.js";
 import { RunLifecycle } from "./lifecycle.js";
-import { type RequestedLimits, syncRunLimits } from "./limits.js";
+import { type RequestedLimits, syncRunLimits } from "./run-budget.js";
 
 /**
  * One synchronous run.
  * - `runScope`: the client's Idempotency-Key, else `runId` (feeds tool idempotency keys)
- * - `deadline`: the run's deadline (from `runBudgetMs`, shared/runs/limits.ts); the caller disposes it
+ * - `deadline`: the run's deadline (from `runBudgetMs`, shared/runs/run-budget.ts); the caller disposes it
  * - `conversation`: the earlier conversation this run continues (`loadConversation`), absent for a new one
  * - `conversationId`: the id of the new conversation a run that continues none starts (default its own)
  * - `step`, `approve`: passed to the loop; a pausing gate ends the run as {@link RunPaused}
@@ -49,22 +48,24 @@ export async function runSynchronously(
   request: SyncRunRequest,
 ): Promise<RunOutcome | RunPaused> {
   const { security, runId, conversation } = request;
-  const info = { tenantId: security.tenantId, runId, durable: false, model: deps.model.telemetry };
-  const conversationId = conversation?.conversationId ?? request.conversationId ?? runId;
-  return traceRun({ ...info, conversationId }, () => runInLifecycle(deps, request));
+  const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
+  const scope = {
+    durable: false as const,
+    conversationId: conversation?.conversationId ?? request.conversationId ?? runId,
+    model: deps.model.telemetry,
+  };
+  return life.within(scope, () => runInLifecycle(deps, request, life));
 }
 
-/** {@link runSynchronously} inside the run's agent span (shared/run-trace.ts). */
-async function runInLifecycle(deps: SyncRunDeps, request: SyncRunRequest): Promise<RunOutcome | RunPaused> {
+/** {@link runSynchronously} inside its observers' scope (the run's agent span). */
+async function runInLifecycle(
+  deps: SyncRunDeps,
+  request: SyncRunRequest,
+  life: RunLifecycle,
+): Promise<RunOutcome | RunPaused> {
   const { security, runId, conversation } = request;
   const limits = syncRunLimits(deps.config, request);
-  const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
-  await life.start({
-    prompt: request.prompt,
-    limits,
-    conversation,
-    conversationId: request.conversationId,
-  });
+  await life.start({ prompt: request.prompt, limits, conversation, conversationId: request.conversationId });
   let result: RunOutcome | RunPaused;
   try {
     result = await runAgent({

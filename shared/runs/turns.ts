@@ -6,20 +6,20 @@
  */
 import { canonicalJson } from "../agent/idempotency-key.js";
 import type { ApiDeps } from "../deps.js";
+import { DomainError } from "../domain-errors.js";
 import { asyncRunId } from "../durable/executions.js";
-import { ProblemError } from "../errors.js";
 import { sha256Hex } from "../hash.js";
 import type { SecurityContext } from "../identity.js";
-import { type ConversationHead, ConversationStore } from "../store/conversations.js";
-import { IdempotencyStore } from "../store/idempotency.js";
-import { runOnce } from "./exactly-once.js";
+import type { ConversationHead } from "../store/conversations.js";
+import { isUsableKey, runOnce } from "./exactly-once.js";
 import { prepareRun, type RunStart } from "./start.js";
 
 /**
  * A turn as the adapter read it from its protocol:
  * - `operation`: the protocol's operation (`A2A SendMessage`, `AG-UI run`): the namespace of its keys
  * - `scope`: the prefix of the run scope (`a2a`, `agui`), so a key can never meet a REST Idempotency-Key
- * - `key`: the client's id of this message (A2A `messageId`, AG-UI `runId`), 1–255 printable characters
+ * - `key`: the client's id of this message (A2A `messageId`, AG-UI `runId`): a usable key
+ *   (`isUsableKey`, shared/runs/exactly-once.ts), which the adapter checks and refuses in its protocol
  * - `conversationId`: the conversation the client names (A2A `contextId`, AG-UI `threadId`), if any;
  *   `unknownConversation` says whether one the caller never started is refused (A2A: contexts are the
  *   server's) or starts a conversation of that id (AG-UI: threads are the client's)
@@ -56,7 +56,10 @@ export type PreparedTurn =
 /** How a ready turn went: this request `started` its run (how it started), or found it `existing`. */
 export type TurnStart = { kind: "started"; start: RunStart } | { kind: "existing" };
 
-/** What a turn uses: the API's dependencies (the run start, the stores, the logger). */
+/**
+ * What a turn uses: the API's dependencies (the run start, the run store, the conversation heads, the
+ * one idempotency store, the logger).
+ */
 export type TurnDeps = ApiDeps;
 
 /**
@@ -73,23 +76,24 @@ export function turnRunId(request: TurnRequest): string {
  * `POST /v1/runs` checks one (404 another user's or an unknown run, 409 one still running) before the
  * key is claimed. The conversation's head is the run its latest turn started; a head that never got
  * going (no record, `failed` or `cancelled`) is stepped over to the run it continued.
- * @throws ProblemError NOT_FOUND (an unknown conversation where those are refused), the errors of
- *   `prepareRun`; the store's errors
+ * @throws DomainError NOT_FOUND (an unknown conversation where those are refused), the errors of
+ *   `prepareRun` (a continuation's NOT_FOUND, PREVIOUS_RUN_IN_PROGRESS, PREVIOUS_RUN_NOT_CONTINUABLE);
+ *   RangeError for a key that is not usable (the adapter's check was skipped); the store's errors
  */
 export async function prepareTurn(deps: TurnDeps, request: TurnRequest): Promise<PreparedTurn> {
   const { security } = request;
-  if (!/^[\x20-\x7e]{1,255}$/.test(request.key)) {
-    throw new ProblemError("INVALID_REQUEST", "A message id is 1 to 255 printable ASCII characters.");
-  }
+  if (!isUsableKey(request.key)) throw new RangeError("A turn's key must be usable (isUsableKey).");
   const runId = turnRunId(request);
   const existing = await deps.runs.getRecord(security.tenantId, runId);
   if (existing && existing.userId === security.userId) return { kind: "existing", runId };
-  const conversations = conversationStore(deps);
+  const { conversations } = deps;
   const head = request.conversationId
     ? await conversations.head(security.tenantId, security.userId, request.conversationId)
     : undefined;
   if (request.conversationId && !head && request.unknownConversation === "refuse") {
-    throw new ProblemError("NOT_FOUND", `There is no conversation ${request.conversationId} to continue.`);
+    throw new DomainError("NOT_FOUND", `There is no conversation ${request.conversationId} to continue.`, {
+      facts: { conversationId: request.conversationId },
+    });
   }
   const previousRunId = head ? await continuableRun(deps, security, head) : undefined;
   const conversationId = request.conversationId ?? runId;
@@ -109,7 +113,7 @@ export async function prepareTurn(deps: TurnDeps, request: TurnRequest): Promise
     ...idempotency,
     leaseExpiresAt: prepared.leaseExpiresAt,
   };
-  const engine = { idempotency: idempotencyStore(deps), logger: deps.logger };
+  const engine = { idempotency: deps.idempotency, logger: deps.logger };
   const advance = async () => {
     const moved = await conversations.advance(security.tenantId, security.userId, conversationId, {
       from: head,
@@ -117,10 +121,10 @@ export async function prepareTurn(deps: TurnDeps, request: TurnRequest): Promise
       prior: previousRunId ?? null,
     });
     if (moved === "moved") {
-      throw new ProblemError(
+      throw new DomainError(
         "PREVIOUS_RUN_IN_PROGRESS",
         `Another turn of the conversation ${conversationId} started just now; send again once it has finished.`,
-        { headers: { "Retry-After": "1" } },
+        { facts: { conversationId }, retryAfterSeconds: 1 },
       );
     }
   };
@@ -146,8 +150,7 @@ export async function prepareTurn(deps: TurnDeps, request: TurnRequest): Promise
 /** What a repeat of a turn's key gets: the run it started (nothing is kept when it threw before one). */
 const KEEP_RUN_ID = {
   keep: (start: RunStart) => ({
-    status: 200,
-    headers: {},
+    kind: "turn_run",
     body: JSON.stringify({ runId: start.kind === "completed" ? start.outcome.runId : start.run.runId }),
   }),
 };
@@ -158,7 +161,7 @@ function turnStartOf(outcome: Awaited<ReturnType<typeof runOnce<RunStart>>>): Tu
     case "executed":
       return { kind: "started", start: outcome.result };
     case "reused":
-      throw new ProblemError(
+      throw new DomainError(
         "IDEMPOTENCY_KEY_REUSED",
         "This message id was already used for a different message; use a new id for a new message.",
       );
@@ -194,31 +197,4 @@ function fingerprintOf(request: TurnRequest): string {
     asked: request.asked,
   };
   return sha256Hex(`${request.operation}\n${canonicalJson(asked)}`);
-}
-
-const conversationStores = new WeakMap<object, ConversationStore>();
-const idempotencyStores = new WeakMap<object, IdempotencyStore>();
-
-/** The conversation heads in the service table (one store per document client). */
-function conversationStore(deps: TurnDeps): ConversationStore {
-  let store = conversationStores.get(deps.ddb);
-  if (!store) {
-    store = new ConversationStore(deps.ddb, deps.config.table.name, {
-      ttlSeconds: deps.config.runs.ttlSeconds,
-    });
-    conversationStores.set(deps.ddb, store);
-  }
-  return store;
-}
-
-/** The idempotency records in the service table, retention IDEMPOTENCY_TTL_SECONDS (as the HTTP API's). */
-function idempotencyStore(deps: TurnDeps): IdempotencyStore {
-  let store = idempotencyStores.get(deps.ddb);
-  if (!store) {
-    store = new IdempotencyStore(deps.ddb, deps.config.table.name, {
-      ttlSeconds: deps.config.idempotency.ttlSeconds,
-    });
-    idempotencyStores.set(deps.ddb, store);
-  }
-  return store;
 }

@@ -1,7 +1,7 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
-import { getItem, ITEM_ABSENT, splitItem, tableItem, tableKey } from "./table.js";
+import { getItem, ITEM_ABSENT, isLive, splitItem, tableItem, tableKey } from "./table.js";
 
 /**
  * Where a conversation that a protocol client names (an A2A `contextId`, an AG-UI `threadId`) has got
@@ -51,7 +51,7 @@ export class ConversationStore {
     const item = await getItem(this.client, this.tableName, this.key(tenantId, userId, conversationId));
     if (!item) return undefined;
     const { attributes, expiresAtSeconds } = splitItem(item);
-    if (expiresAtSeconds !== undefined && expiresAtSeconds * 1000 <= this.now()) return undefined;
+    if (!isLive(expiresAtSeconds, this.now())) return undefined;
     return attributes as unknown as ConversationHead;
   }
 

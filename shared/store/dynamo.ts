@@ -8,7 +8,7 @@ import { inSpan, Kind } from "../tracing.js";
  * and no AWS credentials in the environment, fixed local credentials are used, since local servers
  * accept any. Retries are the AWS SDK's own (standard mode, 3 attempts). Each attempt has a connection
  * timeout (at most 1 s) and a socket timeout of `requestTimeoutMs` (DYNAMODB_REQUEST_TIMEOUT_MS), both
- * raised as errors, so an unreachable table fails fast (see `isStoreUnavailable` in shared/errors.ts).
+ * raised as errors, so an unreachable table fails fast (see `isStoreUnavailable` in shared/store/errors.ts).
  * Every command is a client span when tracing is on ({@link traceCommands}).
  */
 export function createDocumentClient(table: Config["table"]): DynamoDBDocumentClient {

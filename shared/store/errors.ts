@@ -1,10 +1,9 @@
 /**
  * Typed errors of the store layer. Stores throw these (or the AWS SDK's own errors); the layers above
- * map them: the tool dispatcher and the HTTP layer through `isStoreUnavailable` (shared/errors.ts),
- * the invoice listing through functions/api/pagination.ts, recordInvoice (shared/tools/record-invoice.ts)
- * through its business error QUOTE_ALREADY_RECORDED.
+ * map them: the tool dispatcher and the HTTP layer through {@link isStoreUnavailable} (below),
+ * a listing's cursor through shared/runs/queries.ts (INVALID_CURSOR), recordInvoice (shared/tools/record-invoice.ts)
+ * through its business error QUOTE_ALREADY_RECORDED (`QuoteAlreadyRecordedError`, shared/store/ledger.ts).
  */
-import type { Invoice } from "./ledger.js";
 
 /**
  * A conditional write kept failing against an item that changed between the write and the read of
@@ -44,14 +43,51 @@ export class InvalidCursorError extends Error {
   }
 }
 
+/** Node socket error codes that mean the store could not be reached at all. */
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "ESOCKETTIMEDOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+]);
+
 /**
- * Raised by `LedgerStore.recordOnce` when the quote was already recorded by another operation (another
- * idempotency key: another run, or another call in the same run). `invoice` is the existing invoice,
- * unchanged; nothing was written. The tool layer maps it to the business error QUOTE_ALREADY_RECORDED.
+ * AWS SDK error names that mean "the service is not answering or not accepting work now", as opposed
+ * to "this request is wrong": timeouts, throttling after the SDK's retries, server faults.
  */
-export class QuoteAlreadyRecordedError extends Error {
-  constructor(readonly invoice: Invoice) {
-    super(`Quote ${invoice.quoteId} is already recorded as invoice ${invoice.invoiceId}.`);
-    this.name = new.target.name;
-  }
+const UNAVAILABLE_NAMES = new Set([
+  "TimeoutError",
+  "RequestTimeout",
+  "RequestTimeoutException",
+  "NetworkingError",
+  "ServiceUnavailable",
+  "InternalServerError",
+  "ThrottlingException",
+  "ProvisionedThroughputExceededException",
+  "RequestLimitExceeded",
+]);
+
+/**
+ * True when `error` is an AWS SDK (v3) error saying DynamoDB could not be reached or could not serve
+ * the request after the SDK's own retries: a socket error (ECONNREFUSED, ETIMEDOUT, …), a timeout from
+ * the HTTP handler, throttling, or a server-side fault. The SDK attaches `$metadata` to every error it
+ * raises (attempts, HTTP status), which is how an SDK error is told from any other. Errors of the
+ * request itself (ValidationException, ConditionalCheckFailedException, …) are not "unavailable".
+ * A store's own {@link StoreContentionError} (its bounded conditional-write attempts ran out) is: it
+ * is as transient as throttling.
+ * This is the one place the store's availability errors are recognised: the dispatcher makes them a
+ * retryable tool error, the HTTP edge 503 STORE_UNAVAILABLE (functions/api/problem-details.ts).
+ */
+export function isStoreUnavailable(error: unknown): boolean {
+  if (error instanceof StoreContentionError) return true;
+  if (typeof error !== "object" || error === null || !("$metadata" in error)) return false;
+  const e = error as { name?: unknown; code?: unknown; $fault?: unknown };
+  if (typeof e.code === "string" && NETWORK_CODES.has(e.code)) return true;
+  if (typeof e.name === "string" && UNAVAILABLE_NAMES.has(e.name)) return true;
+  return e.$fault === "server";
 }

@@ -13,24 +13,32 @@ import { type StoredItem, tableKey } from "./table.js";
 export const MAX_STORED_RESPONSE_BYTES = 350_000;
 
 /**
- * An HTTP response as stored for replay: `status` (HTTP status code), the `headers` to send again
- * (content-type and any problem headers; lower-case names) and the body text exactly as first sent.
+ * What a repeated operation gets back, as stored for replay: `kind` says what it is (an adapter's own
+ * name: `http_response` for the HTTP API's responses, `tool_result` and `approval_pending` for MCP's
+ * calls), `body` the text exactly as first given; an HTTP response also keeps its `status` and the
+ * `headers` to send again (content-type and any problem headers; lower-case names). Records written
+ * before kinds existed have none: they are HTTP responses, or MCP's with status 200 (a result) or 202
+ * (an approval pending), which shared/mcp's adapter still reads.
  */
-export interface StoredResponse {
-  status: number;
-  headers: Record<string, string>;
+export interface StoredOutcome {
+  kind?: string | undefined;
+  status?: number | undefined;
+  headers?: Record<string, string> | undefined;
   body: string;
 }
+
+/** The stored form of an HTTP response (see {@link StoredOutcome}): its status and headers are kept. */
+export type StoredResponse = StoredOutcome & { status: number; headers: Record<string, string> };
 
 /**
  * An Idempotency-Key record as read from the table: the lease record (see `LeaseRecord`: status, owner,
  * fingerprint, lease in epoch ms, TTL in epoch s, timestamps) of one tenant and route, with the stored
  * response once COMPLETED.
  */
-export type IdempotencyRecord = Omit<LeaseRecord<StoredResponse>, "data" | "attributes"> & {
+export type IdempotencyRecord = Omit<LeaseRecord<StoredOutcome>, "data" | "attributes"> & {
   tenantId: string;
   route: string;
-  response: StoredResponse | undefined;
+  response: StoredOutcome | undefined;
 };
 
 /**
@@ -52,7 +60,7 @@ export interface IdempotencyClaim extends Lease {
  */
 export type AcquireResult =
   | { kind: "acquired"; claim: IdempotencyClaim; previousOwner: string | undefined }
-  | { kind: "completed"; response: StoredResponse; record: IdempotencyRecord }
+  | { kind: "completed"; response: StoredOutcome; record: IdempotencyRecord }
   | { kind: "in_progress"; retryAfterSeconds: number; record: IdempotencyRecord }
   | { kind: "mismatch"; record: IdempotencyRecord };
 
@@ -66,14 +74,14 @@ export interface IdempotencyStoreOptions {
 }
 
 /**
- * The HTTP Idempotency-Key record store: a {@link LeaseStore} whose records are keyed by
+ * The idempotency record store (an HTTP Idempotency-Key, an MCP call's key): a {@link LeaseStore} whose records are keyed by
  * tenant, route and the SHA-256 of the client's key (`IDEM#<route>#<sha256>`), whose fingerprint is the
  * request's, whose lease is the run's deadline and whose data is the response to replay (attribute
  * `response`; gzip-compressed above {@link COMPRESS_ABOVE_BYTES}, refused above
  * {@link MAX_STORED_RESPONSE_BYTES}). See `LeaseStore` for the protocol: acquire is a conditional put,
  * complete an owner-fenced update, release an owner-fenced delete (for 5xx outcomes: a retry runs again).
  */
-export class IdempotencyStore extends LeaseStore<StoredResponse> {
+export class IdempotencyStore extends LeaseStore<StoredOutcome> {
   constructor(client: DynamoDBDocumentClient, tableName: string, options: IdempotencyStoreOptions) {
     super(client, tableName, { ...options, type: "idempotency", dataAttribute: "response" });
   }
@@ -131,7 +139,7 @@ export class IdempotencyStore extends LeaseStore<StoredResponse> {
    *   is over {@link MAX_STORED_RESPONSE_BYTES} even compressed (nothing written)
    * @throws the SDK's error when the store cannot be reached
    */
-  complete(claim: IdempotencyClaim, response: StoredResponse): Promise<CompleteResult> {
+  complete(claim: IdempotencyClaim, response: StoredOutcome): Promise<CompleteResult> {
     return this.completeLease(claim, response);
   }
 
@@ -163,25 +171,38 @@ export class IdempotencyStore extends LeaseStore<StoredResponse> {
    * The stored form of a response (its body encoded by shared/store/compressed.ts: gzip above
    * {@link COMPRESS_ABOVE_BYTES}), or undefined when it is over the cap even compressed.
    */
-  protected encodeData(response: StoredResponse): StoredItem | undefined {
+  protected encodeData(response: StoredOutcome): StoredItem | undefined {
     const encoded = encodeText(response.body, {
       compressAboveBytes: COMPRESS_ABOVE_BYTES,
       maxBytes: MAX_STORED_RESPONSE_BYTES,
     });
-    return encoded && { status: response.status, headers: response.headers, ...encoded };
+    return (
+      encoded && {
+        ...(response.kind === undefined ? {} : { kind: response.kind }),
+        ...(response.status === undefined ? {} : { status: response.status }),
+        ...(response.headers === undefined ? {} : { headers: response.headers }),
+        ...encoded,
+      }
+    );
   }
 
   /** A response back from its stored form (gunzipped when `encoding` is gzip). */
-  protected decodeData(stored: unknown): StoredResponse | undefined {
+  protected decodeData(stored: unknown): StoredOutcome | undefined {
     if (!stored || typeof stored !== "object") return undefined;
-    const { status, headers } = stored as Record<string, unknown>;
+    const { kind, status, headers } = stored as Record<string, unknown>;
     const text = decodeText(stored);
-    if (typeof status !== "number" || text === undefined) return undefined;
-    return { status, headers: (headers ?? {}) as Record<string, string>, body: text };
+    // A record without a kind was written as an HTTP response: its status is part of it.
+    if (text === undefined || (typeof kind !== "string" && typeof status !== "number")) return undefined;
+    return {
+      ...(typeof kind === "string" ? { kind } : {}),
+      ...(typeof status === "number" ? { status } : {}),
+      headers: (headers ?? {}) as Record<string, string>,
+      body: text,
+    };
   }
 }
 
-function toRecord(record: LeaseRecord<StoredResponse>): IdempotencyRecord {
+function toRecord(record: LeaseRecord<StoredOutcome>): IdempotencyRecord {
   const { attributes, data, ...lease } = record;
   return { ...lease, tenantId: String(attributes.tenantId), route: String(attributes.route), response: data };
 }

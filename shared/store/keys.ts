@@ -23,6 +23,8 @@ import { sha256Hex } from "../hash.js";
  * |---|---|---|
  * | TENANT#<tenantId>#APPROVALS#pending | <requestedAt>#<runId>#<approvalId> | a pending approval (listed oldest first) |
  * | TENANT#<tenantId>#APPROVALS#decided | <decidedAt>#<runId>#<approvalId> | an approval no longer pending: approved, rejected, expired or cancelled (listed newest first) |
+ * | TENANT#<tenantId>#RUNS | <startedAt>#<runId> | a run record (listed newest first; filtered by user, status, id) |
+ * | TENANT#<tenantId>#INVOICES | <createdAt>#<invoiceId> | an invoice (listed newest first) |
  *
  * Client-supplied keys are hashed (hex SHA-256) so any printable value fits the sort key and cannot
  * collide with the `#` separators.
@@ -64,6 +66,17 @@ export const keys = {
    * not; ISO 8601 UTC with milliseconds, so keys sort in time order), then its run and approval id.
    */
   approvalListed: (at: string, runId: string, approvalId: string) => `${at}#${runId}#${approvalId}`,
+  /** The list of a tenant's invoices, by when each was recorded. */
+  invoiceList: "INVOICES",
+  /** An invoice's place in the invoices list: when it was recorded (ISO 8601 UTC, ms), then its id. */
+  invoiceListed: (createdAt: string, invoiceId: string) => `${createdAt}#${invoiceId}`,
+  /** The list of a tenant's run records, by when each started. */
+  runList: "RUNS",
+  /**
+   * A run's place in the runs list: when it started (ISO 8601 UTC with milliseconds, so keys sort in
+   * time order), then its id.
+   */
+  runListed: (startedAt: string, runId: string) => `${startedAt}#${runId}`,
   /** Sort key of one audit step of a run; cycles are zero-padded so steps sort in cycle order. */
   runStep: (runId: string, cycle: number) => `RUN#${runId}#STEP#${String(cycle).padStart(4, "0")}`,
   /** Sort key of one batch of a run's events, by the sequence of its first event (zero-padded to sort). */

@@ -7,6 +7,7 @@ import {
   getItem,
   ITEM_ABSENT,
   ITEM_EXPIRED,
+  isLive,
   type StoredItem,
   splitItem,
   type TableKey,
@@ -198,12 +199,12 @@ export abstract class LeaseStore<D> {
       });
       if (put.written) {
         const previous = put.previous ? this.toRecord(put.previous) : undefined;
-        const tookOver = previous && previous.expiresAtSeconds > nowSeconds ? previous.owner : undefined;
+        const tookOver = previous && isLive(previous.expiresAtSeconds, now) ? previous.owner : undefined;
         return { kind: "acquired", lease, previousOwner: tookOver };
       }
       if (!put.existing) continue;
       record = this.toRecord(put.existing);
-      if (record.expiresAtSeconds <= nowSeconds) continue;
+      if (!isLive(record.expiresAtSeconds, now)) continue;
       if (record.fingerprint !== input.fingerprint) return { kind: "mismatch", record };
       if (record.status === "COMPLETED" && record.data !== undefined) {
         return { kind: "completed", data: record.data, record };

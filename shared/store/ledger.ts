@@ -2,10 +2,9 @@ import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { sha256Hex } from "../hash.js";
 import type { MoneyValue } from "../money/money.js";
 import { conditionalPut } from "./conditional.js";
-import { QuoteAlreadyRecordedError } from "./errors.js";
 import { keys } from "./keys.js";
-import { queryTenant } from "./query.js";
-import { getItem, ITEM_ABSENT, type StoredItem, splitItem, tableItem, tableKey } from "./table.js";
+import { queryList, queryTenant } from "./query.js";
+import { getItem, ITEM_ABSENT, listKey, type StoredItem, splitItem, tableItem, tableKey } from "./table.js";
 
 /**
  * An invoice in the ledger. Every amount was copied from a backend-computed tax quote (calculateTax);
@@ -88,7 +87,10 @@ export class LedgerStore {
       this.client,
       {
         tableName: this.tableName,
-        item: tableItem(tableKey(invoice.tenantId, keys.invoice(invoiceId)), "invoice", item),
+        item: tableItem(tableKey(invoice.tenantId, keys.invoice(invoiceId)), "invoice", {
+          ...item,
+          ...listKey(invoice.tenantId, keys.invoiceList, keys.invoiceListed(item.createdAt, invoiceId)),
+        }),
         condition: ITEM_ABSENT,
       },
       signal,
@@ -142,9 +144,44 @@ export class LedgerStore {
     });
     return { invoices: page.items.map(toInvoice), nextCursor: page.nextCursor };
   }
+
+  /**
+   * One page of a tenant's invoices newest first (`createdAt`), from the invoices list of the listing
+   * index: eventually consistent on AWS (an invoice recorded a moment ago may be missing), and without
+   * the invoices recorded before the list existed ({@link listPage} has every invoice).
+   * @param options.cursor a `nextCursor` of an earlier page of this listing
+   * @throws InvalidCursorError for a cursor not issued for this tenant's invoices list (nothing is read);
+   *   RangeError for a limit that is not a positive integer; the SDK's error for a failed read
+   */
+  async listNewestPage(
+    tenantId: string,
+    options: { limit: number; cursor?: string },
+  ): Promise<{ invoices: Invoice[]; nextCursor: string | undefined }> {
+    const page = await queryList(this.client, this.tableName, {
+      tenantId,
+      list: keys.invoiceList,
+      limit: options.limit,
+      newestFirst: true,
+      liveAt: "never expires",
+      ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
+    });
+    return { invoices: page.items.map(toInvoice), nextCursor: page.nextCursor };
+  }
 }
 
 /** An invoice from its stored item (table attributes stripped). */
 function toInvoice(item: StoredItem): Invoice {
   return splitItem(item).attributes as unknown as Invoice;
+}
+
+/**
+ * Raised by `LedgerStore.recordOnce` when the quote was already recorded by another operation (another
+ * idempotency key: another run, or another call in the same run). `invoice` is the existing invoice,
+ * unchanged; nothing was written. The tool layer maps it to the business error QUOTE_ALREADY_RECORDED.
+ */
+export class QuoteAlreadyRecordedError extends Error {
+  constructor(readonly invoice: Invoice) {
+    super(`Quote ${invoice.quoteId} is already recorded as invoice ${invoice.invoiceId}.`);
+    this.name = new.target.name;
+  }
 }

@@ -108,7 +108,7 @@ async function collect(
  * - `cursor`: a `nextCursor` of an earlier page of the same list (same tenant, same list)
  * - `newestFirst`: in descending list sort-key order; a cursor continues in that order
  * - `liveAt` (epoch s): keeps only items whose TTL is after it (DynamoDB deletes expired items late; an
- *   item without a TTL is never listed)
+ *   item without a TTL is never listed); `"never expires"` for a list of items without a TTL (invoices)
  */
 export interface ListQuery {
   tenantId: string;
@@ -116,7 +116,7 @@ export interface ListQuery {
   limit: number;
   cursor?: string;
   newestFirst?: boolean;
-  liveAt: number;
+  liveAt: number | "never expires";
 }
 
 /**
@@ -142,9 +142,16 @@ export async function queryList(
       TableName: tableName,
       IndexName: LIST_INDEX.name,
       KeyConditionExpression: "#partition = :partition",
-      FilterExpression: ITEM_LIVE,
-      ExpressionAttributeNames: { "#partition": LIST_INDEX.partitionKey, ...TTL_NAMES },
-      ExpressionAttributeValues: { ":partition": partition, ":nowSeconds": query.liveAt },
+      ...(query.liveAt === "never expires"
+        ? {
+            ExpressionAttributeNames: { "#partition": LIST_INDEX.partitionKey },
+            ExpressionAttributeValues: { ":partition": partition },
+          }
+        : {
+            FilterExpression: ITEM_LIVE,
+            ExpressionAttributeNames: { "#partition": LIST_INDEX.partitionKey, ...TTL_NAMES },
+            ExpressionAttributeValues: { ":partition": partition, ":nowSeconds": query.liveAt },
+          }),
       ...(query.newestFirst ? { ScanIndexForward: false } : {}),
     },
     { limit: query.limit, startKey, signal: undefined },
@@ -162,55 +169,6 @@ export async function queryList(
     items: pageItems,
     nextCursor: encodeCursor(Object.fromEntries(names.map((name) => [name, String(last[name])]))),
   };
-}
-
-/**
- * How {@link queryKept} reads: at most `reads` queries of `readSize` items each (positive integers), so
- * one page costs a bounded number of reads whatever the filter keeps.
- */
-export interface KeptReads {
-  reads: number;
-  readSize: number;
-}
-
-/**
- * One page of a filtered listing: runs `query` page by page ({@link queryTenant}, `reads.readSize` items
- * each, at most `reads.reads` times) and keeps what `keep` maps to a value (undefined drops the item),
- * until `limit` values are kept or the items run out. A page may thus hold fewer than `limit` values
- * while `nextCursor` is set: the reads ran out first.
- * @returns the kept values in query order, and `nextCursor` (a {@link queryTenant} cursor of the same
- *   query, continuing after the last item read) unless no item follows
- * @throws InvalidCursorError for a cursor not issued for this tenant and prefix; the SDK's errors
- */
-export async function queryKept<T>(
-  client: DynamoDBDocumentClient,
-  tableName: string,
-  query: Omit<TenantQuery, "limit">,
-  options: { limit: number; keep: (item: StoredItem) => T | undefined } & KeptReads,
-): Promise<{ kept: T[]; nextCursor: string | undefined }> {
-  const kept: T[] = [];
-  const { cursor: first, ...rest } = query;
-  let cursor = first;
-  for (let read = 0; read < options.reads; read++) {
-    const page = await queryTenant(client, tableName, {
-      ...rest,
-      limit: options.readSize,
-      ...(cursor === undefined ? {} : { cursor }),
-    });
-    for (const item of page.items) {
-      const value = options.keep(item);
-      if (value === undefined) continue;
-      kept.push(value);
-      if (kept.length === options.limit) {
-        const last = page.items.at(-1) === item && page.nextCursor === undefined;
-        const sortKey = String(item[TABLE_SCHEMA.sortKey]);
-        return { kept, nextCursor: last ? undefined : encodeCursor(tableKey(query.tenantId, sortKey)) };
-      }
-    }
-    cursor = page.nextCursor;
-    if (cursor === undefined) return { kept, nextCursor: undefined };
-  }
-  return { kept, nextCursor: cursor };
 }
 
 /**
@@ -274,7 +232,11 @@ const ListCursorKey = z
  * @throws InvalidCursorError when it is not base64url JSON of such a key in `query.tenantId`'s partition
  *   and in `partition`, the list queried (another list's cursor, another tenant's, is refused)
  */
-function decodeListCursor(cursor: string, query: ListQuery, partition: string): StoredItem {
+export function decodeListCursor(
+  cursor: string,
+  query: Pick<ListQuery, "tenantId">,
+  partition: string,
+): StoredItem {
   const key = ListCursorKey.safeParse(parseCursor(cursor));
   if (
     !key.success ||

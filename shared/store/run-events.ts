@@ -1,6 +1,6 @@
 import { type DynamoDBDocumentClient, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { keys } from "./keys.js";
-import { splitItem, TABLE_SCHEMA, tableItem, tableKey } from "./table.js";
+import { isLive, splitItem, TABLE_SCHEMA, tableItem, tableKey } from "./table.js";
 
 /** What the event store needs of an event: its sequence in the run (1, 2, 3, …). */
 export interface SequencedEvent {
@@ -98,7 +98,7 @@ export class RunEventStore<E extends SequencedEvent> {
     from = 0,
     options: { signal?: AbortSignal; now?: Date } = {},
   ): Promise<RunEventPage<E>> {
-    const nowSeconds = Math.floor((options.now ?? new Date()).getTime() / 1000);
+    const now = options.now ?? new Date();
     const events = new Map<number, E>();
     let nextFrom = from;
     let last: E | undefined;
@@ -124,7 +124,7 @@ export class RunEventStore<E extends SequencedEvent> {
       );
       for (const item of page.Items ?? []) {
         const { attributes, expiresAtSeconds } = splitItem(item);
-        if (expiresAtSeconds !== undefined && expiresAtSeconds <= nowSeconds) continue;
+        if (!isLive(expiresAtSeconds, now)) continue;
         const batch = (attributes.events ?? []) as E[];
         if (batch[0]) nextFrom = Math.max(nextFrom, batch[0].seq);
         const newest = batch.at(-1);

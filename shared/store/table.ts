@@ -138,6 +138,21 @@ export function splitItem(item: StoredItem): {
   };
 }
 
+/** Epoch seconds (the unit of the TTL attribute) of `now`, a Date or epoch ms. */
+export function epochSeconds(now: Date | number): number {
+  return Math.floor((typeof now === "number" ? now : now.getTime()) / 1000);
+}
+
+/**
+ * Whether an item whose TTL is `expiresAtSeconds` (epoch s; undefined: the item has none) is live at
+ * `now`: DynamoDB deletes expired items lazily (up to days later), so every read of the stores treats an
+ * item past its TTL as gone. The one liveness rule of the stores' reads ({@link ITEM_LIVE} is the same
+ * rule in a condition).
+ */
+export function isLive(expiresAtSeconds: number | undefined, now: Date | number): boolean {
+  return expiresAtSeconds === undefined || expiresAtSeconds > epochSeconds(now);
+}
+
 /** Condition: no item exists under the written key. */
 export const ITEM_ABSENT = `attribute_not_exists(${TABLE_SCHEMA.partitionKey})`;
 /** Condition: an item exists under the key of the update. */

@@ -1,8 +1,12 @@
 import * as z from "zod";
 import { type ApprovalPreview, defineTool, ToolBusinessError, type ToolDefinition } from "../agent/tool.js";
 import { computeTax, Decimal } from "../money/money.js";
-import { QuoteAlreadyRecordedError } from "../store/errors.js";
-import { type Invoice, invoiceIdForQuote, type LedgerStore } from "../store/ledger.js";
+import {
+  type Invoice,
+  invoiceIdForQuote,
+  type LedgerStore,
+  QuoteAlreadyRecordedError,
+} from "../store/ledger.js";
 import { QUOTE_ID_PATTERN, type Quote, type QuoteStore } from "../store/quotes.js";
 import { RecordInvoiceOutput } from "./output-schemas.js";
 

@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RUN_ROUTE, runIdempotencyStore } from "../../functions/api/run-idempotency.js";
+import { RUN_ROUTE } from "../../functions/api/run-idempotency.js";
 import { seededRandom } from "../../local/model-server.js";
 import type { ToolResult } from "../../shared/agent/result.js";
 import { apiEvent } from "../fixtures/events.js";
@@ -120,7 +120,7 @@ describe(`duplicate storm: ${SCALE.requests} POSTs over ${SCALE.keys} Idempotenc
     "records each operation once, answers only 200/409/422/502/503, and leaves every key settled",
     async () => {
       capture = captureOutput();
-      const store = runIdempotencyStore(stack.deps);
+      const store = stack.deps.idempotency;
       const random = seededRandom(MODEL_SEED * 1_000 + DYNAMO_SEED);
       stack.model.usePlanner({ rate: 0.1, seed: MODEL_SEED, minDelayMs: 50, maxDelayMs: 500 });
       const started = Date.now();

@@ -1,7 +1,7 @@
 import { expect } from "vitest";
 import { type RecordedRequest, transcriptProblem } from "../../local/model-server.js";
-import type { HistoryMessage } from "../../shared/agent/history.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../../shared/agent/loop.js";
+import type { HistoryMessage } from "../../shared/agent/transcript.js";
 
 /**
  * Checks that `request` (a continuing run's first model request) is today's system prompt, the earlier

@@ -10,11 +10,17 @@ import { type DevServer, type Handler, startDevServer } from "../../local/dev-se
 import { createTokenVerifier } from "../../shared/auth/token-verifier.js";
 import { startTestStack, type TestStack } from "./stack.js";
 
-/** The callers of the isolation tests: two users of one tenant, and a user of another tenant. */
+/**
+ * The callers of the isolation tests: two users of one tenant (alice a billing writer, who may record
+ * invoices; bob with no billing permission: each sees only their own runs), a user of another tenant with
+ * every permission, and carol, a billing reader of the first tenant (who may see any of its runs, as GET
+ * /v1/runs/{runId} lets her: shared/runs/access.ts).
+ */
 export const CALLERS = {
-  alice: { sub: "usr_alice", tenant_id: "tenant_uk_01", scope: "billing:read billing:write" },
-  bob: { sub: "usr_bob", tenant_id: "tenant_uk_01", scope: "billing:read billing:write" },
+  alice: { sub: "usr_alice", tenant_id: "tenant_uk_01", scope: "billing:write" },
+  bob: { sub: "usr_bob", tenant_id: "tenant_uk_01", scope: "openid" },
   mallory: { sub: "usr_mallory", tenant_id: "tenant_other_02", scope: "billing:read billing:write" },
+  carol: { sub: "usr_carol", tenant_id: "tenant_uk_01", scope: "billing:read" },
 } as const;
 
 /** The real handler on the suite's DynamoDB Local behind the dev gateway (real JWT check, real events). */
@@ -46,6 +52,7 @@ export async function startProtocolStack(env: Record<string, string> = {}): Prom
     alice: await mintToken(issuer, { ...CALLERS.alice }),
     bob: await mintToken(issuer, { ...CALLERS.bob }),
     mallory: await mintToken(issuer, { ...CALLERS.mallory }),
+    carol: await mintToken(issuer, { ...CALLERS.carol }),
   };
   return {
     stack,

@@ -27,18 +27,15 @@ export const aguiRoute = createRoute({
   },
   responses: {
     200: {
-      description: "The run's AG-UI events.",
+      description:
+        "The run's AG-UI events. A refusal (PREVIOUS_RUN_IN_PROGRESS: a run of the thread is still going; IDEMPOTENCY_KEY_REUSED: the run id was used with another input; and every other refusal of the runs layer) is a RUN_ERROR event whose `code` is the stable code and whose `rawEvent` holds the facts and `retryAfterSeconds`.",
       content: { "text/event-stream": { schema: z.string().openapi("AguiEventStream") } },
     },
     400: problem(
       "INVALID_REQUEST: not a RunAgentInput, a run id that is not 1–255 printable characters, or no user text.",
     ),
-    409: problem(
-      "PREVIOUS_RUN_IN_PROGRESS: a run of the thread is still going. IDEMPOTENCY_KEY_IN_USE: this run id's run is starting.",
-    ),
     413: payloadTooLarge,
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
-    422: problem("IDEMPOTENCY_KEY_REUSED: the run id was used with another input."),
     ...authErrors,
   },
 });

@@ -153,8 +153,6 @@ export const listApprovalsRoute = createRoute({
 
 /** One approval as the API returns it. */
 export type ApprovalResponse = z.infer<typeof ApprovalSchema>;
-/** 200 body of `GET /v1/approvals`. */
-export type ApprovalPageResponse = z.infer<typeof ApprovalPageSchema>;
 
 // The domain type the routes return is exactly its schema's type: a field added to one and not the
 // other fails `tsc` here.

@@ -5,6 +5,7 @@
  */
 
 import { z } from "@hono/zod-openapi";
+import { MAX_KEY_LENGTH } from "../../../shared/runs/exactly-once.js";
 
 /** Page size bounds of `GET /v1/invoices`: default 20, at most 100. */
 export const INVOICE_PAGE = { default: 20, max: 100 } as const;
@@ -104,8 +105,14 @@ export const InvoiceListQuery = z.object({
 /** Request header of `POST /v1/runs` carrying the client's key (draft-ietf-httpapi-idempotency-key-header). */
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
 
-/** Longest accepted Idempotency-Key, in characters after unquoting (house limit; the draft sets none). */
-export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+/** Response header set on every response replayed for a repeated Idempotency-Key (value `true`). */
+export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
+
+/**
+ * Longest accepted Idempotency-Key, in characters after unquoting (house limit; the draft sets none): the
+ * idempotency engine's one bound for every surface (shared/runs/exactly-once.ts).
+ */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = MAX_KEY_LENGTH;
 
 /** The SSE body of the event stream routes (docs/run-events.md): `id:` is the event's sequence. */
 export const EventStreamSchema = z.string().openapi("RunEventStream", {

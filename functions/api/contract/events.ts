@@ -42,6 +42,10 @@ export const runEventsRoute = createRoute({
         "`text/event-stream`: every event after the resume point, then live events; the stream closes after `run.finished`.",
       content: { "text/event-stream": { schema: EventStreamSchema } },
     },
+    204: {
+      description:
+        "The run has ended and the resume point is at or after its final event (`Last-Event-ID` = the last id, as an EventSource resumes when a stream closes): nothing more will come, and an EventSource stops.",
+    },
     400: problem("INVALID_REQUEST: malformed runId, `after` or `Last-Event-ID`."),
     404: problem(
       "NOT_FOUND: no such run for this caller (another tenant's or user's run is not found either).",

@@ -55,15 +55,31 @@ export const InvoiceIdParam = z.object({
     .openapi({ param: { name: "invoiceId", in: "path" }, example: "inv_f0fe8491dc0c6e51d9d6d30e" }),
 });
 
+/** Query of `GET /v1/invoices`: page size, cursor and `order` (`id` or `newest`). */
+const InvoicesQuery = InvoiceListQuery.extend({
+  order: z
+    .enum(["id", "newest"])
+    .default("id")
+    .openapi({
+      param: { name: "order", in: "query" },
+      description:
+        "`id` (default): invoice-id order, every invoice. `newest`: newest `createdAt` first (a cursor belongs to the order it was issued for).",
+    }),
+});
+
 /** `GET /v1/invoices`: the tenant's ledger, paginated (needs billing:read). */
 export const listInvoicesRoute = createRoute({
   method: "get",
   path: "/v1/invoices",
   summary: "The tenant's invoices, a page at a time (needs billing:read)",
   security,
-  request: { query: InvoiceListQuery },
+  request: { query: InvoicesQuery },
   responses: {
-    200: { description: "One page.", content: { "application/json": { schema: InvoicePageSchema } } },
+    200: {
+      description:
+        "One page: in invoice-id order (`order=id`, the default: every invoice, read consistently), or newest first (`order=newest`: the ledger's list, eventually consistent on AWS, without invoices recorded before the list existed).",
+      content: { "application/json": { schema: InvoicePageSchema } },
+    },
     400: problem("INVALID_REQUEST: bad `limit` or `cursor`."),
     403: problem("FORBIDDEN: the caller lacks billing:read."),
     ...authErrors,
@@ -88,8 +104,6 @@ export const getInvoiceRoute = createRoute({
 
 /** One invoice as `GET /v1/invoices…` return it. */
 export type InvoiceResponse = z.infer<typeof InvoiceSchema>;
-/** 200 body of `GET /v1/invoices`. */
-export type InvoicePageResponse = z.infer<typeof InvoicePageSchema>;
 
 // The domain type the routes return is exactly its schema's type: a field added to one and not the
 // other fails `tsc` here.

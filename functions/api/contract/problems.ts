@@ -4,7 +4,7 @@
  */
 
 import { z } from "@hono/zod-openapi";
-import { PROBLEM_STATUS, type ProblemCode } from "../../../shared/errors.js";
+import { PROBLEM_STATUS, type ProblemCode } from "../problem-details.js";
 import { RESPONSE_HEADERS } from "./common.js";
 import {
   ContextLengthSchema,

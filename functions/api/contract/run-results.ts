@@ -6,40 +6,17 @@
 
 import { z } from "@hono/zod-openapi";
 import type { ToolResult } from "../../../shared/agent/result.js";
-import type { RunStatus } from "../../../shared/agent/types.js";
+import { RunStatusSchema as BaseRunStatusSchema, RUN_STATUSES } from "../../../shared/agent/run-status.js";
+import { TokenUsageSchema } from "../../../shared/token-usage.js";
 import { type Same, sameShape } from "./common.js";
 
-/**
- * Every run status the API can report. Statuses beyond the loop's current {@link RunStatus} union are
- * ones announced for it (budgets, loop detection); the check below fails to compile if the loop gains a
- * status this list lacks.
- */
-export const RUN_STATUSES = [
-  "completed",
-  "max_cycles_exceeded",
-  "deadline_exceeded",
-  "budget_exceeded",
-  "loop_detected",
-  "permission_denied",
-  "model_refused",
-  "model_output_truncated",
-  "model_error",
-  "context_length_exceeded",
-  "answer_ungrounded",
-] as const;
-type MissingRunStatus = Exclude<RunStatus, (typeof RUN_STATUSES)[number]>;
-const everyRunStatusListed: [MissingRunStatus] extends [never] ? true : MissingRunStatus = true;
-void everyRunStatusListed;
+/** Every run status the API can report: the loop's, one list (shared/agent/run-status.ts). */
+export { RUN_STATUSES };
 
 /** Token usage of a run or cycle (`RunUsage`). */
-export const UsageSchema = z
-  .object({
-    promptTokens: z.number().int().nonnegative(),
-    completionTokens: z.number().int().nonnegative(),
-    totalTokens: z.number().int().nonnegative(),
-  })
-  .strict()
-  .openapi("Usage", { description: "Token usage summed over the run's model calls." });
+export const UsageSchema = TokenUsageSchema.strict().openapi("Usage", {
+  description: "Token usage summed over the run's model calls.",
+});
 
 /** One tool result (`ToolResult` in shared/agent/result.ts): status, data or error, metadata. */
 export const ToolResultSchema = z
@@ -90,7 +67,7 @@ export const ToolResultSchema = z
   .openapi("ToolResult", { description: "The envelope of one tool call, success or not." });
 
 /** A terminal run status, see {@link RUN_STATUSES}. */
-export const RunStatusSchema = z.enum(RUN_STATUSES).openapi("RunStatus");
+export const RunStatusSchema = BaseRunStatusSchema.openapi("RunStatus");
 
 /** A context-window refusal (`ContextLengthDetails` in shared/agent/context-length.ts). */
 export const ContextLengthSchema = z

@@ -9,7 +9,6 @@ import { PendingApprovalSchema } from "./approvals.js";
 import {
   EventStreamSchema,
   IDEMPOTENCY_KEY_HEADER,
-  InvoiceListQuery,
   MAX_IDEMPOTENCY_KEY_LENGTH,
   RESPONSE_HEADERS,
   requiredField,
@@ -122,7 +121,16 @@ export const RunRecordSchema = z
     tenantId: z.string(),
     userId: z.string(),
     status: z.union([z.enum(["running", "awaiting_approval", "failed", "cancelled"]), RunStatusSchema]),
-    prompt: z.object({ chars: z.number().int(), sha256: z.string() }).strict(),
+    prompt: z
+      .object({
+        chars: z.number().int(),
+        sha256: z.string(),
+        excerpt: z.string().optional().openapi({
+          description:
+            "The prompt's first PROMPT_EXCERPT_CHARS characters (500 by default; all of it when shorter), shown to whoever may see the run. Absent when the deployment keeps none (0), and on records written before excerpts were kept.",
+        }),
+      })
+      .strict(),
     limits: z.object({ maxCycles: z.number().int(), timeoutMs: z.number().int() }).strict(),
     startedAt: z.string(),
     updatedAt: z.string(),
@@ -273,20 +281,6 @@ export const getRunRoute = createRoute({
     },
     400: problem("INVALID_REQUEST: malformed runId."),
     404: problem("NOT_FOUND: no such run for this caller (another tenant's run is not found either)."),
-    ...authErrors,
-  },
-});
-
-/** `GET /v1/runs`: the caller's own runs, a page at a time (a page may hold fewer than `limit`). */
-export const listRunsRoute = createRoute({
-  method: "get",
-  path: "/v1/runs",
-  summary: "The caller's runs, a page at a time",
-  security,
-  request: { query: InvoiceListQuery },
-  responses: {
-    200: { description: "One page.", content: { "application/json": { schema: RunPageSchema } } },
-    400: problem("INVALID_REQUEST: bad `limit` or `cursor`."),
     ...authErrors,
   },
 });

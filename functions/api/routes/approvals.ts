@@ -1,15 +1,15 @@
+import { listApprovals } from "../../../shared/runs/queries.js";
 import { decideApprovalRoute, listApprovalsRoute } from "../contract/approvals.js";
-import { withCursorProblem } from "../pagination.js";
 import { type GetDeps, routeGroup } from "./deps.js";
 
 /**
- * `POST /v1/runs/{runId}/approvals/{approvalId}` and `GET /v1/approvals` (shared/runs/approvals.ts,
- * loaded on the first approval request).
+ * `POST /v1/runs/{runId}/approvals/{approvalId}` (shared/runs/approvals.ts, loaded on the first decision)
+ * and `GET /v1/approvals` (shared/runs/queries.ts).
  */
 export function approvalRoutes(deps: GetDeps) {
   return routeGroup()
     .openapi(decideApprovalRoute, async (c) => {
-      const { decideApproval } = await import("../../../shared/runs/approvals.js");
+      const { decideApproval } = await import("../../../shared/runs/approval-service.js");
       const approval = await decideApproval(
         deps(),
         c.get("security"),
@@ -19,9 +19,6 @@ export function approvalRoutes(deps: GetDeps) {
       return c.json(approval, 200);
     })
     .openapi(listApprovalsRoute, async (c) => {
-      const { listApprovalPage } = await import("../../../shared/runs/approvals.js");
-      const { status, limit, cursor } = c.req.valid("query");
-      const page = () => listApprovalPage(deps().approvals, c.get("security"), { status, limit, cursor });
-      return c.json(await withCursorProblem(page), 200);
+      return c.json(await listApprovals(deps().approvals, c.get("security"), c.req.valid("query")), 200);
     });
 }

@@ -2,8 +2,8 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context as LambdaContext } from "aws-lambda";
 import type { ZodError } from "zod";
 import type { ApiDeps } from "../../../shared/deps.js";
-import { ProblemError } from "../../../shared/errors.js";
 import type { SecurityContext } from "../../../shared/identity.js";
+import { ProblemError } from "../problem-details.js";
 
 /** What hono/aws-lambda puts in `c.env`: the raw event and the Lambda context. */
 export interface LambdaBindings {

@@ -1,24 +1,18 @@
 import type { Context } from "hono";
 import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 import type { ApiDeps } from "../../../shared/deps.js";
-import { ProblemError, toProblem } from "../../../shared/errors.js";
-import type { SecurityContext } from "../../../shared/identity.js";
-import { type FeedItem, followRunEvents, LiveEvents } from "../../../shared/runs/event-feed.js";
-import { BILLING_READ } from "../../../shared/runs/permissions.js";
+import { type FeedItem, followRunEvents, LiveEvents, readerHasEnd } from "../../../shared/runs/event-feed.js";
+import { readRunRecord } from "../../../shared/runs/queries.js";
+import { IDEMPOTENT_REPLAYED_HEADER } from "../contract/common.js";
 import { runEventsRoute } from "../contract/events.js";
-import { IDEMPOTENT_REPLAYED_HEADER } from "../run-idempotency.js";
+import { ProblemError, toProblem } from "../problem-details.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
+
+/** The SSE comment a `GET /v1/runs/{runId}/events` stream opens with (clients ignore comments). */
+export const OPEN_COMMENT = "events follow";
 
 /** The SSE event name of the last event of a `POST /v1/runs` stream: the JSON answer's body. */
 export const OUTCOME_EVENT = "run.outcome";
-
-/**
- * Whether `security` may see a run of its tenant started by `userId`: its own runs, and every run of
- * the tenant with billing:read — the rule of GET /v1/runs/{runId}, which the event stream follows.
- */
-export function canSeeRun(security: SecurityContext, userId: string): boolean {
-  return userId === security.userId || security.permissions.includes(BILLING_READ);
-}
 
 /**
  * Whether a request's `Accept` asks for Server-Sent Events: `text/event-stream` listed with a q above 0
@@ -54,7 +48,8 @@ export function resumeAfter(lastEventId: string | undefined, after: number | und
 
 /**
  * The routes of the run event streams, a route group of the API (functions/api/app.ts mounts it after
- * its identity and body middlewares): `GET /v1/runs/{runId}/events`.
+ * its identity and body middlewares): `GET /v1/runs/{runId}/events`, 204 No Content when the reader
+ * already has the run's final event ({@link readerHasEnd}).
  * @param getDeps the app's dependencies, loaded on first use
  */
 export function runEventRoutes(getDeps: GetDeps) {
@@ -64,11 +59,15 @@ export function runEventRoutes(getDeps: GetDeps) {
     const security = c.get("security");
     const { runId } = c.req.valid("param");
     const after = resumeAfter(c.req.header("last-event-id"), c.req.valid("query").after);
-    const run = await deps.runs.getRecord(security.tenantId, runId);
-    if (!run || !canSeeRun(security, run.userId)) {
-      throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
-    }
+    // Who may watch a run is who may see it (shared/runs/access.ts).
+    const run = await readRunRecord(deps.runs, security, runId);
+    // The reader has the final event (an EventSource resumes once more when a stream closes): 204 tells
+    // it to stop, and it is an answer with a status line, which a function URL sends only with a write.
+    if (await readerHasEnd(deps, security.tenantId, run, after)) return c.body(null, 204) as never;
     return streamSSE(c, async (sse) => {
+      // A first write at once: a function URL sends the status line and headers only with it, and a
+      // quiet run's first event or heartbeat may be many seconds away.
+      await sse.write(`: ${OPEN_COMMENT}\n\n`);
       await writeRunEvents(c, sse, deps, { tenantId: security.tenantId, runId, after });
     }) as never;
   });

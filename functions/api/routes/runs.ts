@@ -1,18 +1,18 @@
 import { randomUUID } from "node:crypto";
 import type { Context } from "hono";
 import type { RunOutcome } from "../../../shared/agent/loop.js";
-import { ProblemError } from "../../../shared/errors.js";
 import type { ConversationHistory } from "../../../shared/runs/conversation.js";
-import { BILLING_WRITE } from "../../../shared/runs/permissions.js";
+import { listRuns, readRun } from "../../../shared/runs/queries.js";
 import { type PreparedRun, prepareRun, type RunBody, type RunStart } from "../../../shared/runs/start.js";
 import { POLL_AFTER_SECONDS, prefersAsync } from "../async-preference.js";
-import { cancelRunRoute, createRunRoute, getRunRoute, listRunsRoute } from "../contract/runs.js";
-import { withCursorProblem } from "../pagination.js";
+import { listRunsRoute } from "../contract/run-list.js";
+import { cancelRunRoute, createRunRoute, getRunRoute } from "../contract/runs.js";
+import { ProblemError } from "../problem-details.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./deps.js";
-import { canSeeRun, streamRun, wantsEventStream } from "./events.js";
+import { streamRun, wantsEventStream } from "./events.js";
 
 /**
- * `POST /v1/runs`, `GET /v1/runs` (the caller's own runs), `GET /v1/runs/{runId}` and `POST /v1/runs/{runId}/cancel`. The POST maps HTTP to the
+ * `POST /v1/runs`, `GET /v1/runs` (the runs the caller may see, filtered), `GET /v1/runs/{runId}` and `POST /v1/runs/{runId}/cancel`. The POST maps HTTP to the
  * runs layer (shared/runs/start.ts) and its {@link RunStart} back to HTTP; the Idempotency-Key
  * (run-idempotency.ts: replay / 409 / 422, or run once and store) is loaded on the first run, not at cold
  * start (it brings the AWS SDK, see functions/api/handler.ts).
@@ -37,37 +37,18 @@ export function runRoutes(deps: GetDeps) {
       return (await streamRun(c, deps(), { tenantId: c.get("security").tenantId, runId, respond })) as never;
     })
     .openapi(listRunsRoute, async (c) => {
-      const security = c.get("security");
-      const { limit, cursor } = c.req.valid("query");
-      const page = await withCursorProblem(() =>
-        deps().runs.listPage(security.tenantId, security.userId, cursor ? { limit, cursor } : { limit }),
-      );
-      return c.json({ items: page.runs, nextCursor: page.nextCursor ?? null }, 200);
+      return c.json(await listRuns(deps().runs, c.get("security"), c.req.valid("query")), 200);
     })
     .openapi(getRunRoute, async (c) => {
-      const security = c.get("security");
-      const { runId } = c.req.valid("param");
-      const found = await deps().runs.get(security.tenantId, runId);
-      // A run is visible to the user who started it, and to billing readers of the same tenant.
-      if (!found || !canSeeRun(security, found.run.userId))
-        throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
+      const view = await readRun(deps(), c.get("security"), c.req.valid("param").runId);
       // A run still going (a durable run between polls) says when to look again.
-      if (found.run.status === "running") c.header("Retry-After", String(POLL_AFTER_SECONDS));
-      if (found.run.status !== "awaiting_approval") return c.json({ ...found.run, steps: found.steps }, 200);
-      const { pendingApprovalsOf } = await import("../../../shared/runs/approvals.js");
-      const pendingApprovals = await pendingApprovalsOf(deps().approvals, security.tenantId, runId);
-      return c.json({ ...found.run, steps: found.steps, pendingApprovals }, 200);
+      if (view.run.status === "running") c.header("Retry-After", String(POLL_AFTER_SECONDS));
+      const { run, steps, pendingApprovals } = view;
+      return c.json({ ...run, steps, ...(pendingApprovals ? { pendingApprovals } : {}) }, 200);
     })
     .openapi(cancelRunRoute, async (c) => {
-      const security = c.get("security");
-      const { runId } = c.req.valid("param");
-      const found = await deps().runs.get(security.tenantId, runId);
-      // The user who started a run may cancel it, and billing writers of the same tenant.
-      const allowed =
-        found && (found.run.userId === security.userId || security.permissions.includes(BILLING_WRITE));
-      if (!found || !allowed) throw new ProblemError("NOT_FOUND", `There is no run ${runId}.`);
       const { cancelRun } = await import("../../../shared/runs/cancel.js");
-      const after = await cancelRun(deps(), security, found);
+      const after = await cancelRun(deps(), c.get("security"), c.req.valid("param").runId);
       return c.json({ ...after.run, steps: after.steps }, 200);
     });
 }
@@ -108,7 +89,7 @@ async function respondOnce(
 
 /**
  * A run's start as HTTP: a completed synchronous run is 200 with its outcome (without the transcript),
- * except context_length_exceeded (413 CONTEXT_LENGTH_EXCEEDED) and model_error (502 MODEL_UNAVAILABLE),
+ * except context_length_exceeded (422 CONTEXT_LENGTH_EXCEEDED) and model_error (502 MODEL_UNAVAILABLE),
  * which are problems carrying the partial outcome; an accepted durable run is 202 with `Location`,
  * `Retry-After` and `Preference-Applied: respond-async`; a handed-over run is 202 with `Location` and
  * `Retry-After`, its steps and pending approvals.

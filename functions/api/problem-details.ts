@@ -1,4 +1,11 @@
-import { StoreContentionError } from "./store/errors.js";
+/**
+ * RFC 9457 problem details, the HTTP edge's form of every error: the stable codes and their statuses,
+ * {@link ProblemError} (Hono's `HTTPException` shape: it renders its own response), and {@link toProblem},
+ * the one mapping of anything thrown (a domain refusal, an unreachable store, anything else) to a problem.
+ * Used by the API's app and routes and by the streaming entry; nothing under shared/ imports it.
+ */
+import { DOMAIN_ERROR_CODES, DomainError, type DomainErrorCode } from "../../shared/domain-errors.js";
+import { isStoreUnavailable } from "../../shared/store/errors.js";
 
 /**
  * The one table of stable HTTP problem codes and their statuses (RFC 9457 problem details).
@@ -9,6 +16,7 @@ export const PROBLEM_STATUS = {
   UNAUTHENTICATED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
   IDEMPOTENCY_KEY_IN_USE: 409,
   RUN_NOT_RUNNING: 409,
   PREVIOUS_RUN_IN_PROGRESS: 409,
@@ -35,6 +43,7 @@ const TITLES: Record<ProblemCode, string> = {
   UNAUTHENTICATED: "Unauthenticated",
   FORBIDDEN: "Forbidden",
   NOT_FOUND: "Not found",
+  METHOD_NOT_ALLOWED: "Method not allowed",
   IDEMPOTENCY_KEY_IN_USE: "Idempotency key in use",
   RUN_NOT_RUNNING: "Run not running",
   PREVIOUS_RUN_IN_PROGRESS: "Previous run in progress",
@@ -131,55 +140,6 @@ export class ProblemError extends Error {
   }
 }
 
-/** Node socket error codes that mean the store could not be reached at all. */
-const NETWORK_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ETIMEDOUT",
-  "ESOCKETTIMEDOUT",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EPIPE",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-]);
-
-/**
- * AWS SDK error names that mean "the service is not answering or not accepting work now", as opposed
- * to "this request is wrong": timeouts, throttling after the SDK's retries, server faults.
- */
-const UNAVAILABLE_NAMES = new Set([
-  "TimeoutError",
-  "RequestTimeout",
-  "RequestTimeoutException",
-  "NetworkingError",
-  "ServiceUnavailable",
-  "InternalServerError",
-  "ThrottlingException",
-  "ProvisionedThroughputExceededException",
-  "RequestLimitExceeded",
-]);
-
-/**
- * True when `error` is an AWS SDK (v3) error saying DynamoDB could not be reached or could not serve
- * the request after the SDK's own retries: a socket error (ECONNREFUSED, ETIMEDOUT, …), a timeout from
- * the HTTP handler, throttling, or a server-side fault. The SDK attaches `$metadata` to every error it
- * raises (attempts, HTTP status), which is how an SDK error is told from any other. Errors of the
- * request itself (ValidationException, ConditionalCheckFailedException, …) are not "unavailable".
- * A store's own {@link StoreContentionError} (its bounded conditional-write attempts ran out) is: it
- * is as transient as throttling.
- * This is the one place the store's availability errors are recognised; {@link toProblem} maps them
- * to 503 STORE_UNAVAILABLE.
- */
-export function isStoreUnavailable(error: unknown): boolean {
-  if (error instanceof StoreContentionError) return true;
-  if (typeof error !== "object" || error === null || !("$metadata" in error)) return false;
-  const e = error as { name?: unknown; code?: unknown; $fault?: unknown };
-  if (typeof e.code === "string" && NETWORK_CODES.has(e.code)) return true;
-  if (typeof e.name === "string" && UNAVAILABLE_NAMES.has(e.name)) return true;
-  return e.$fault === "server";
-}
-
 /**
  * Each status of {@link PROBLEM_STATUS} and its generic code: the first one listed for it (409
  * IDEMPOTENCY_KEY_IN_USE, 422 IDEMPOTENCY_KEY_REUSED; the conversation codes sharing those statuses are
@@ -201,14 +161,50 @@ export function problemCodeOf(status: number): ProblemCode {
 }
 
 /**
- * Maps any thrown value to its {@link ProblemError}: a ProblemError as it is, a store that cannot be
- * reached ({@link isStoreUnavailable}) as 503 STORE_UNAVAILABLE (with `Retry-After`), anything else
- * (including a store *request* error: ValidationException, a missing table) as 500 INTERNAL with a
+ * The problem code of each domain code: the same name, except a bad cursor, which is an invalid request
+ * naming its query parameter. `tsc` fails when a domain code has no problem code.
+ */
+const PROBLEM_OF_DOMAIN: { readonly [C in DomainErrorCode]: ProblemCode } = {
+  ...(Object.fromEntries(DOMAIN_ERROR_CODES.map((code) => [code, code])) as Record<
+    Exclude<DomainErrorCode, "INVALID_CURSOR">,
+    Exclude<DomainErrorCode, "INVALID_CURSOR">
+  >),
+  INVALID_CURSOR: "INVALID_REQUEST",
+};
+
+/**
+ * A domain refusal as a problem: its problem code ({@link PROBLEM_OF_DOMAIN}), its message as the detail,
+ * its facts as extension members (a bad cursor's `field` as INVALID_REQUEST's `errors` entry in the
+ * query) and `retryAfterSeconds` as the `Retry-After` header (RFC 9110 §10.2.3).
+ */
+export function problemOfDomain(error: DomainError): ProblemError {
+  const { field, ...facts } = error.facts;
+  const extensions =
+    error.code === "INVALID_CURSOR"
+      ? {
+          ...facts,
+          errors: [{ in: "query", path: String(field ?? "cursor"), message: "unknown or malformed cursor" }],
+        }
+      : error.facts;
+  const retryAfter = error.retryAfterSeconds;
+  return new ProblemError(PROBLEM_OF_DOMAIN[error.code], error.message, {
+    cause: error,
+    extensions: { ...extensions },
+    ...(retryAfter === undefined ? {} : { headers: { "retry-after": String(retryAfter) } }),
+  });
+}
+
+/**
+ * Maps any thrown value to its {@link ProblemError}: a ProblemError as it is, a domain refusal
+ * ({@link DomainError}) by {@link problemOfDomain}, a store that cannot be reached
+ * (`isStoreUnavailable`, shared/store/errors.ts) as 503 STORE_UNAVAILABLE (with `Retry-After`), anything
+ * else (including a store *request* error: ValidationException, a missing table) as 500 INTERNAL with a
  * generic detail: no message, stack or cause of an unexpected error reaches the client.
  * Render it with {@link ProblemError.getResponse}.
  */
 export function toProblem(error: unknown): ProblemError {
   if (error instanceof ProblemError) return error;
+  if (error instanceof DomainError) return problemOfDomain(error);
   if (isStoreUnavailable(error)) {
     return new ProblemError(
       "STORE_UNAVAILABLE",

@@ -6,10 +6,10 @@
  * carries only the previous run's id and the cap, never the transcript (payloads are limited to 256 KB).
  * No import of the durable SDK here: the API bundle uses this module too.
  */
-import { estimateTokens, halveHistory } from "../agent/history.js";
-import type { AgentRunShapes } from "../deps.js";
+import { estimateTokens, halveHistory } from "../agent/transcript.js";
 import type { SecurityContext } from "../identity.js";
 import { type ConversationHistory, loadConversation } from "../runs/conversation.js";
+import type { AgentRunShapes } from "../runs/run-shapes.js";
 import type { RunStore } from "../store/runs.js";
 
 /**
@@ -23,7 +23,7 @@ export const MAX_HISTORY_CHECKPOINT_BYTES = 240 * 1024;
 
 /**
  * `conversation` cut until its JSON is at most `maxBytes` UTF-8 bytes, dropping the oldest whole turns
- * (shared/agent/history.ts `halveHistory`: no tool message without its call); `summary` is updated
+ * (shared/agent/transcript.ts `halveHistory`: no tool message without its call); `summary` is updated
  * (`messages`, `estimatedTokens`, and the extra messages added to `droppedMessages`). Deterministic:
  * the API (for the run record) and the runner (for the run) get the same result from the same input.
  * Returns the input itself when it fits.
@@ -58,7 +58,7 @@ export function fitHistoryToCheckpoint(
  * payload), then fitted to the checkpoint limit ({@link fitHistoryToCheckpoint}).
  * @param input as for `loadConversation`; `historyMaxTokens` is the HISTORY_MAX_TOKENS the API applied
  *   (carried in the payload)
- * @throws ProblemError when the previous run can no longer be continued (e.g. it expired between the
+ * @throws DomainError when the previous run can no longer be continued (e.g. it expired between the
  *   202 and this step; the run then ends `failed`); the store's error when it cannot be read (retried)
  */
 export async function loadDurableHistory(

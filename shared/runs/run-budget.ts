@@ -1,5 +1,5 @@
 import { Deadline } from "../agent/deadline.js";
-import { clampRunLimits, type RunLimits } from "../agent/limits.js";
+import { clampRunLimits, type RunLimits } from "../agent/run-limits.js";
 import type { Config } from "../config.js";
 
 /** A request's own caps (ms for time), which only tighten the server's (a larger value is clamped). */

@@ -1,0 +1,260 @@
+/**
+ * The approvals inbox (`#/approvals`): the tenant's pending approvals (`GET /v1/approvals?status=pending`,
+ * oldest request first) as cards — the backend's numbers beside what the model asked for, who asked,
+ * the time left, and Approve or Reject, each with a confirmation step — then its decided approvals,
+ * newest first. The run's own user sees the buttons disabled with the four-eyes reason.
+ */
+import { type Approval, api } from "./api.js";
+import { alert, decisionBadge, h, idLink, paged, problemText, scrollTable, time, view } from "./dom.js";
+import { session } from "./session.js";
+import { fields } from "./values.js";
+
+/** What is left of a deadline, e.g. `23 h 59 min left`; none once it has passed. */
+function timeLeft(expiresAt: string): string {
+  const ms = Date.parse(expiresAt) - Date.now();
+  if (!(ms > 0)) return "its time to decide has passed";
+  const minutes = Math.floor(ms / 60_000);
+  return minutes >= 60 ? `${Math.floor(minutes / 60)} h ${minutes % 60} min left` : `${minutes} min left`;
+}
+
+/** Who decided, when and why. */
+const decidedText = (approval: Approval) =>
+  `${approval.status} by ${approval.decidedBy} at ${time(approval.decidedAt)}${approval.reason ? `: ${approval.reason}` : ""}`;
+
+/** The backend's numbers of an approval (from the quote) beside what the model asked for. */
+function previewColumns(approval: Approval): HTMLElement {
+  const { preview } = approval;
+  const fact = (term: string, value: unknown) => [h("dt", {}, term), h("dd", {}, String(value ?? "—"))];
+  return h(
+    "div",
+    { class: "columns" },
+    h(
+      "section",
+      { "aria-label": "The backend's numbers" },
+      h("h4", {}, "The backend's numbers (from the quote)"),
+      h(
+        "dl",
+        { class: "kv" },
+        ...fact("Subtotal", preview.subtotal),
+        ...fact("Tax", preview.taxAmount),
+        ...fact("Gross total", preview.grossTotal),
+        ...fact("Currency", preview.currency),
+        ...fact("Jurisdiction", preview.jurisdiction),
+        ...fact("Rate version", preview.rateVersion),
+        ...fact("Quote", preview.quoteId),
+        ...fact("Threshold", preview.threshold),
+      ),
+    ),
+    h(
+      "section",
+      { "aria-label": "What the model asked for" },
+      h("h4", {}, "What the model asked for"),
+      approval.arguments && typeof approval.arguments === "object"
+        ? fields(approval.arguments as Record<string, unknown>)
+        : h("p", {}, String(approval.arguments)),
+    ),
+  );
+}
+
+/** What each decision does, said in its confirmation step. */
+const CONSEQUENCE = {
+  approve: (a: Approval) =>
+    `Approve ${a.toolName} for ${a.preview.grossTotal} ${a.preview.currency}? The run goes on and the call runs with the backend's numbers above.`,
+  reject: (a: Approval) =>
+    `Reject ${a.toolName} for ${a.preview.grossTotal} ${a.preview.currency}? The call does not run; the run goes on, and the model is told your reason.`,
+} as const;
+
+/**
+ * The decision form of a card: the optional reason, Approve and Reject (distinct), a confirmation step
+ * for each, then `POST /v1/runs/{runId}/approvals/{approvalId}`. For the run's own user the buttons
+ * are disabled, described by the four-eyes reason.
+ */
+function decisionForm(approval: Approval, done: (decided: Approval) => void): HTMLElement {
+  const id = approval.approvalId;
+  const own = approval.requestedBy === session.caller?.sub;
+  const reason = h("input", {
+    id: `reason-${id}`,
+    name: "reason",
+    type: "text",
+    maxlength: 500,
+    disabled: own,
+  });
+  const outcome = h("div", { "aria-live": "polite" });
+  const actions = h("div", { class: "actions" });
+  const note = h(
+    "p",
+    { class: "note", id: `four-eyes-${id}` },
+    "You started this run: under the four-eyes rule another person of your tenant decides.",
+  );
+  const send = async (decision: "approve" | "reject") => {
+    const text = (reason as HTMLInputElement).value.trim();
+    actions.replaceChildren(h("p", {}, "Sending the decision…"));
+    const answer = await api<Approval>(
+      `/v1/runs/${encodeURIComponent(approval.runId ?? "")}/approvals/${encodeURIComponent(id)}`,
+      { method: "POST", body: text ? { decision, reason: text } : { decision } },
+    );
+    if (!answer.ok) {
+      choose();
+      return outcome.replaceChildren(alert(problemText(answer.status, answer.body)));
+    }
+    done(answer.body);
+  };
+  const confirm = (decision: "approve" | "reject") => {
+    outcome.replaceChildren();
+    const yes = h(
+      "button",
+      { type: "button", class: decision === "approve" ? "approve" : "danger", onclick: () => send(decision) },
+      decision === "approve" ? "Confirm approval" : "Confirm rejection",
+    );
+    actions.replaceChildren(
+      h("p", { class: "confirm" }, CONSEQUENCE[decision](approval)),
+      yes,
+      h("button", { type: "button", class: "secondary", onclick: choose }, "Back"),
+    );
+    yes.focus();
+  };
+  const button = (decision: "approve" | "reject", label: string, cls: string) =>
+    h(
+      "button",
+      {
+        type: "button",
+        class: cls,
+        disabled: own,
+        "aria-describedby": own ? `four-eyes-${id}` : undefined,
+        onclick: () => confirm(decision),
+      },
+      label,
+    );
+  function choose() {
+    actions.replaceChildren(button("approve", "Approve…", "approve"), button("reject", "Reject…", "danger"));
+  }
+  choose();
+  return h(
+    "form",
+    { class: "decision", onsubmit: (event: Event) => event.preventDefault() },
+    own ? note : null,
+    h("label", { for: `reason-${id}` }, "Reason (optional; a rejection's reason is given to the model)"),
+    reason,
+    actions,
+    outcome,
+  );
+}
+
+/**
+ * An approval card of the inbox: the backend's numbers, who asked and when, the time left while it is
+ * pending, and the decision form; `onDecided` gets the approval as the API stored the decision.
+ */
+function approvalCard(approval: Approval, onDecided: (decided: Approval) => void): HTMLElement {
+  const id = approval.approvalId;
+  const left = h("span", { class: "left" }, `; ${timeLeft(approval.expiresAt)}`);
+  const state = h("p", { class: "state" }, decisionBadge("pending"));
+  const card = h(
+    "article",
+    { class: "approval", "aria-labelledby": `title-${id}`, "data-approval-id": id },
+    h(
+      "h3",
+      { id: `title-${id}` },
+      `${approval.toolName}: ${approval.preview.grossTotal} ${approval.preview.currency}, run `,
+      idLink(`#/runs/${approval.runId}`, String(approval.runId)),
+    ),
+    state,
+    h(
+      "p",
+      { class: "when" },
+      `Requested by ${approval.requestedBy} at ${time(approval.requestedAt)}`,
+      left,
+      ".",
+    ),
+    previewColumns(approval),
+  );
+  const form = decisionForm(approval, (decided) => {
+    left.remove();
+    state.replaceChildren(decisionBadge(String(decided.status)));
+    form.replaceWith(h("p", { class: "decided", role: "status" }, `Decided: ${decidedText(decided)}`));
+    onDecided(decided);
+  });
+  card.append(form);
+  return card;
+}
+
+/** The decided approvals' table: when, the decision, who and why, the backend's numbers, where from. */
+const DECIDED_COLUMNS = [
+  "Decided",
+  "Decision",
+  "By",
+  "Reason",
+  { label: "Gross total", class: "num" },
+  "Tool",
+  "Requested by",
+  "Run",
+];
+
+/** A decided approval as a row: the decision beside the backend's numbers. */
+function decidedRow(approval: Approval): HTMLElement {
+  const { preview } = approval;
+  const small = (text: string) => h("span", { class: "sub" }, text);
+  return h(
+    "tr",
+    { "data-approval-id": approval.approvalId },
+    h("td", {}, time(approval.decidedAt)),
+    h("td", {}, decisionBadge(String(approval.status))),
+    h("td", {}, approval.decidedBy ?? "—"),
+    h("td", {}, approval.reason ?? "—"),
+    h(
+      "td",
+      { class: "num" },
+      `${preview.grossTotal ?? "—"} ${preview.currency ?? ""}`,
+      small(`${preview.subtotal} + ${preview.taxAmount} tax`),
+    ),
+    h("td", {}, approval.toolName, small(String(preview.rateVersion ?? ""))),
+    h("td", {}, approval.requestedBy),
+    h("td", {}, idLink(`#/runs/${approval.runId}`, String(approval.runId))),
+  );
+}
+
+/**
+ * The inbox (see the module comment). A decision taken on the page joins the decided table at once (the
+ * API's lists are eventually consistent on AWS, so a reload a moment later may not show it yet).
+ */
+export async function approvalsView(): Promise<void> {
+  const pending = h("div");
+  const pendingStatus = h("div", { "aria-live": "polite" });
+  const morePending = h("button", { type: "button", hidden: true, class: "secondary" }, "More approvals");
+  const decided = h("tbody");
+  const decidedStatus = h("div", { "aria-live": "polite" });
+  const moreDecided = h("button", { type: "button", hidden: true, class: "secondary" }, "More decisions");
+  const shown = new Set<string>();
+  const addDecided = (items: Approval[], where: "top" | "end") => {
+    const rows = items.filter((item) => !shown.has(item.approvalId)).map(decidedRow);
+    for (const item of items) shown.add(item.approvalId);
+    if (where === "top") decided.prepend(...rows);
+    else decided.append(...rows);
+    decidedStatus.replaceChildren(shown.size === 0 ? h("p", {}, "No decisions yet.") : "");
+  };
+  view().replaceChildren(
+    h("h1", {}, "Approvals"),
+    h("h2", {}, "Waiting for a decision"),
+    pendingStatus,
+    pending,
+    morePending,
+    h("h2", {}, "Decided"),
+    decidedStatus,
+    scrollTable("The tenant's decided approvals, newest first", DECIDED_COLUMNS, decided),
+    moreDecided,
+  );
+  const answered = await paged<Approval>("/v1/approvals?status=pending&limit=50", {
+    status: pendingStatus,
+    more: morePending,
+    show: (items, { first }) => {
+      pending.append(...items.map((item) => approvalCard(item, (done) => addDecided([done], "top"))));
+      const empty = first && items.length === 0;
+      pendingStatus.replaceChildren(empty ? h("p", {}, "Nothing waits for a decision.") : "");
+    },
+  });
+  if (!answered) return;
+  await paged<Approval>("/v1/approvals?status=decided&limit=20", {
+    status: decidedStatus,
+    more: moreDecided,
+    show: (items) => addDecided(items, "end"),
+  });
+}

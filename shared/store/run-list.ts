@@ -1,0 +1,117 @@
+import { type DynamoDBDocumentClient, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { keys } from "./keys.js";
+import { decodeListCursor, encodeCursor } from "./query.js";
+import { ITEM_LIVE, LIST_INDEX, type StoredItem, TABLE_SCHEMA, TTL_NAMES } from "./table.js";
+
+/**
+ * What a listing of a tenant's runs keeps (every field optional; all given must hold):
+ * - `userId`: runs this user started
+ * - `status`: runs in this status now (a run record's `status`)
+ * - `startedFrom` / `startedBefore`: runs whose `startedAt` is at or after / before these instants
+ *   (ISO 8601 UTC with milliseconds, as `Date.toISOString` writes them)
+ * - `runIdPrefix`: runs whose id starts with this
+ */
+export interface RunListFilter {
+  userId?: string | undefined;
+  status?: string | undefined;
+  startedFrom?: string | undefined;
+  startedBefore?: string | undefined;
+  runIdPrefix?: string | undefined;
+}
+
+/** Index reads of one runs page at most (`reads`), and the items each evaluates before the filter. */
+export const RUN_LIST_READS = { reads: 5, readSize: 100 } as const;
+
+/**
+ * One page of a tenant's run records from the listing index (list `RUNS`, keys.ts), newest `startedAt`
+ * first: the date range is the key condition, the rest ({@link RunListFilter}) a filter, so a page reads
+ * at most {@link RUN_LIST_READS} (5 × 100 index items) whatever the filter keeps and may hold fewer than
+ * `limit` runs while `nextCursor` is set (the reads ran out first). Expired records are left out.
+ * Index reads are eventually consistent on AWS (a run started a moment ago may be missing).
+ * @param query.limit page size, a positive integer; `cursor` a `nextCursor` of this tenant's runs list
+ * @param nowSeconds epoch s: records whose TTL is not after it are left out
+ * @returns the raw items (table attributes included) and `nextCursor`, set when more may follow
+ * @throws InvalidCursorError for a cursor not of this tenant's runs list (nothing is read); the SDK's errors
+ */
+export async function queryRunList(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  tenantId: string,
+  query: { limit: number; cursor?: string | undefined; filter: RunListFilter },
+  nowSeconds: number,
+): Promise<{ items: StoredItem[]; nextCursor: string | undefined }> {
+  const partition = keys.listPartition(tenantId, keys.runList);
+  let startKey =
+    query.cursor === undefined ? undefined : decodeListCursor(query.cursor, { tenantId }, partition);
+  const input = runListInput(tableName, partition, query.filter, nowSeconds);
+  const kept: StoredItem[] = [];
+  for (let read = 0; read < RUN_LIST_READS.reads; read++) {
+    const page = await client.send(
+      new QueryCommand({ ...input, Limit: RUN_LIST_READS.readSize, ExclusiveStartKey: startKey }),
+    );
+    for (const item of page.Items ?? []) {
+      kept.push(item);
+      // One more than asked: the page is full and another run follows it.
+      if (kept.length > query.limit)
+        return { items: kept.slice(0, query.limit), nextCursor: cursorAt(kept[query.limit - 1]) };
+    }
+    startKey = page.LastEvaluatedKey;
+    if (!startKey) return { items: kept, nextCursor: undefined };
+  }
+  return { items: kept, nextCursor: encodeCursor(stringKey(startKey ?? {})) };
+}
+
+/** The index query of a filtered runs listing (without its page size and start). */
+function runListInput(tableName: string, partition: string, filter: RunListFilter, nowSeconds: number) {
+  const names: Record<string, string> = { "#partition": LIST_INDEX.partitionKey, ...TTL_NAMES };
+  const values: Record<string, unknown> = { ":partition": partition, ":nowSeconds": nowSeconds };
+  let condition = "#partition = :partition";
+  const { startedFrom: from, startedBefore: before } = filter;
+  if (from !== undefined || before !== undefined) {
+    names["#sort"] = LIST_INDEX.sortKey;
+    // A key is `<startedAt>#<runId>`: above an instant's own string when it started then, below the next.
+    if (from !== undefined) values[":from"] = from;
+    if (before !== undefined) values[":before"] = before;
+    condition +=
+      from !== undefined && before !== undefined
+        ? " AND #sort BETWEEN :from AND :before"
+        : from !== undefined
+          ? " AND #sort >= :from"
+          : " AND #sort < :before";
+  }
+  const filters = [ITEM_LIVE];
+  const match = (field: string, value: string | undefined, test: (name: string, v: string) => string) => {
+    if (value === undefined) return;
+    names[`#${field}`] = field;
+    values[`:${field}`] = value;
+    filters.push(test(`#${field}`, `:${field}`));
+  };
+  match("userId", filter.userId, (name, v) => `${name} = ${v}`);
+  match("status", filter.status, (name, v) => `${name} = ${v}`);
+  match("runId", filter.runIdPrefix, (name, v) => `begins_with(${name}, ${v})`);
+  return {
+    TableName: tableName,
+    IndexName: LIST_INDEX.name,
+    KeyConditionExpression: condition,
+    FilterExpression: filters.join(" AND "),
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+    ScanIndexForward: false,
+  };
+}
+
+/** The cursor naming an item's place: its table and listing-index keys. */
+function cursorAt(item: StoredItem | undefined): string {
+  return encodeCursor(stringKey(item ?? {}));
+}
+
+/** The four key attributes of an item or a LastEvaluatedKey, as strings. */
+function stringKey(item: Record<string, unknown>): Record<string, string> {
+  const names = [
+    TABLE_SCHEMA.partitionKey,
+    TABLE_SCHEMA.sortKey,
+    LIST_INDEX.partitionKey,
+    LIST_INDEX.sortKey,
+  ];
+  return Object.fromEntries(names.map((name) => [name, String(item[name])]));
+}

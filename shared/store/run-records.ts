@@ -1,0 +1,299 @@
+/**
+ * The shapes the run store keeps (a run record, its audit steps, what a continuation reads back) and the
+ * mapping between them and their items. The store itself is shared/store/runs.ts.
+ */
+
+import { sha256Hex } from "../hash.js";
+import type { TokenUsage } from "../token-usage.js";
+import { COMPRESS_ABOVE_BYTES, type EncodedText, encodeText } from "./compressed.js";
+import type { StoredItem } from "./table.js";
+
+/**
+ * What the run store persists of the agent's types, as type parameters bound once where the store is
+ * created (shared/deps.ts), so the store does not import the agent layer:
+ * - `status`: the loop's terminal statuses (`RunStatus`)
+ * - `toolResult`: the tool result envelope of one call (`ToolResult`); only its `data` is read, to drop
+ *   it from a step over the size cap
+ * - `message`: one message of the transcript a finished run stores for the runs continuing it
+ *   (`HistoryMessage`); stored as JSON, never read by the store
+ * - `grounding`: the grounding check of a finished run's answer (`AnswerGrounding`); stored as is
+ */
+export interface RunShapes {
+  status: string;
+  toolResult: { data: unknown };
+  message: unknown;
+  grounding?: unknown;
+}
+
+export type { TokenUsage } from "../token-usage.js";
+
+/**
+ * Where a run is: `running` from the first write until the outcome is stored; then the loop's terminal
+ * status; `failed` when the server itself failed mid-run (an unexpected error, not a model or tool
+ * failure); `cancelled` when a durable run was stopped (`POST /v1/runs/{runId}/cancel`);
+ * `awaiting_approval` while a durable run waits for a person's decision (docs/approvals.md).
+ */
+export type RunRecordStatus<S extends RunShapes = RunShapes> = (typeof RECORD_STATUSES)[number] | S["status"];
+
+/** The statuses a run record has besides the loop's outcomes (see {@link RunRecordStatus}). */
+export const RECORD_STATUSES = ["running", "awaiting_approval", "failed", "cancelled"] as const;
+
+/**
+ * The stored run (one item, sort key `RUN#<runId>`), written at start and updated as cycles complete
+ * and when the run ends. Of the prompt it keeps its length and SHA-256, so the audit can prove which
+ * prompt ran, and its first `excerpt` characters (PROMPT_EXCERPT_CHARS, 500 by default),
+ * shown with the run to whoever may see it; `excerpt` is absent when none is kept (0, or a record
+ * written before excerpts were).
+ * - `limits`: the effective caps of this run (after clamping the request's to the server's), ms for time
+ * - `cyclesRecorded`: audit steps written so far (how far a killed run got)
+ * - `usage`: tokens summed over recorded cycles while running, the run's total once finished
+ * - `expiresAt`: when DynamoDB TTL may delete the record (ISO 8601; the item's `ttl` in epoch seconds)
+ * - `previousRunId`: the run this one continues, null for a new conversation
+ * - `history`: the earlier conversation it carried, see {@link HistorySummary}; null without one
+ * - `grounding`: the grounding check of its answer (docs/evals.md, "Grounding"); null until it finished
+ *   with an answer (and for records written before the check existed)
+ * - `conversationId`: the conversation the run belongs to: its first run's id, or the id an A2A context
+ *   or an AG-UI thread gave it (docs/protocols.md); a continuation takes its previous run's
+ * The transcript a finished run stores for its continuations is an internal attribute of the same item
+ * (never returned here, never logged), see {@link RunStore.readContinuation}.
+ */
+export interface RunRecord<S extends RunShapes = RunShapes> {
+  runId: string;
+  tenantId: string;
+  userId: string;
+  status: RunRecordStatus<S>;
+  prompt: { chars: number; sha256: string; excerpt?: string };
+  limits: { maxCycles: number; timeoutMs: number };
+  startedAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+  cyclesRecorded: number;
+  cycles: number | null;
+  answer: string | null;
+  reason: string | null;
+  usage: TokenUsage;
+  durationMs: number | null;
+  expiresAt: string;
+  previousRunId: string | null;
+  history: HistorySummary | null;
+  grounding: S["grounding"] | null;
+  conversationId: string;
+}
+
+/**
+ * The size of the earlier conversation a run carried: `messages` sent, their `estimatedTokens`
+ * (shared/agent/transcript.ts estimate) and `droppedMessages`, the previous transcript's messages left out
+ * to stay within HISTORY_MAX_TOKENS and the run's token budget (plus any its run dropped when storing it).
+ */
+export interface HistorySummary {
+  messages: number;
+  estimatedTokens: number;
+  droppedMessages: number;
+}
+
+/**
+ * Cap on a stored transcript in bytes after compression. It shares the run record's item with the
+ * answer and the outcome; DynamoDB items are limited to 400 KB, and 300 000 bytes leaves room for an
+ * answer as long as a model writes in one response. A transcript over the cap is stored shortened by
+ * {@link RunStoreOptions.shortenTranscript} (the oldest whole turns dropped) until it fits;
+ * `transcriptDroppedMessages` counts what was left out, and the continuing run reports it in its
+ * `history.droppedMessages`.
+ */
+export const MAX_STORED_TRANSCRIPT_BYTES = 300_000;
+
+/**
+ * What {@link RunStore.readContinuation} found under a run id of a tenant:
+ * - `missing`: no such run (or DynamoDB has deleted it)
+ * - `expired`: the record is past its `ttl` but not yet deleted by DynamoDB TTL (treated as gone)
+ * - `found`: the live record; `transcript` is the stored transcript as parsed JSON (unvalidated, the
+ *   caller checks its shape), undefined when none was stored (a run still running, failed, or finished
+ *   before transcripts were kept); `transcriptDroppedMessages` what was cut to store it; `conversationId`
+ *   the conversation it belongs to (its first run's id; the run's own id for records written before)
+ */
+export type ContinuationRead<S extends RunShapes = RunShapes> =
+  | { kind: "missing" }
+  | { kind: "expired"; run: RunRecord<S> }
+  | {
+      kind: "found";
+      run: RunRecord<S>;
+      transcript: unknown;
+      transcriptDroppedMessages: number;
+      conversationId: string;
+      approvalWaitedMs: number;
+    };
+
+/** Internal run-item attribute (never part of a {@link RunRecord}): the sum of wait starts, epoch ms. */
+export const WAIT_STARTS_ATTRIBUTE = "approvalWaitStartsMs";
+/** Internal run-item attribute (never part of a {@link RunRecord}): the sum of wait ends, epoch ms. */
+export const WAIT_ENDS_ATTRIBUTE = "approvalWaitEndsMs";
+
+/**
+ * One tool call in an audit step: the model's raw arguments (cut to {@link MAX_ARGUMENT_CHARS}, with
+ * `argumentsTruncated` saying so) and the backend's tool result (status, data or error, latency,
+ * idempotency key).
+ */
+export interface RunStepToolCall<S extends RunShapes = RunShapes> {
+  id: string;
+  name: string;
+  arguments: string;
+  argumentsTruncated: boolean;
+  result: S["toolResult"];
+}
+
+/**
+ * One audit step: what happened in one cycle (sort key `RUN#<runId>#STEP#<cycle>`).
+ * - `request`: a summary of the model request (message count, tools offered), never the prompt text
+ * - `modelLatencyMs`: wall time of the model call in ms; `usage`: this cycle's tokens
+ */
+export interface RunStep<S extends RunShapes = RunShapes> {
+  cycle: number;
+  recordedAt: string;
+  request: CycleInput<S>["request"];
+  finishReason: string | null;
+  modelLatencyMs: number;
+  usage: TokenUsage;
+  toolCalls: RunStepToolCall<S>[];
+}
+
+/**
+ * What the store needs of one loop cycle to write its audit step (the agent's `CycleRecord` is one):
+ * the cycle number (from 1), the request summary, the finish reason, the model call's latency (ms), the
+ * cycle's tokens, and each tool call's id, name, raw arguments and result.
+ */
+export interface CycleInput<S extends RunShapes = RunShapes> {
+  cycle: number;
+  request: { messageCount: number; toolsOffered: string[] };
+  finishReason: string | null;
+  modelLatencyMs: number;
+  usage: TokenUsage;
+  toolCalls: ReadonlyArray<{ id: string; name: string; arguments: string; result: S["toolResult"] }>;
+}
+
+/**
+ * The outcome fields written when a run ends. `transcript`: the run's conversation for later runs to
+ * continue (shared/agent/transcript.ts `transcriptOf`), stored encoded with the outcome in the same write.
+ */
+export interface RunFinish<S extends RunShapes = RunShapes> {
+  status: S["status"];
+  cycles: number;
+  answer: string | null;
+  reason: string | null;
+  usage: TokenUsage;
+  durationMs: number;
+  grounding?: S["grounding"] | null;
+  transcript?: ReadonlyArray<S["message"]>;
+}
+
+/**
+ * Options of a {@link RunStore}, bound once where it is created (shared/deps.ts):
+ * - `shortenTranscript`: a shorter form of a transcript, tried while its encoding is over
+ *   {@link MAX_STORED_TRANSCRIPT_BYTES} (the agent's whole-turn cut, shared/agent/transcript.ts
+ *   `halveHistory`: the store does not know what a turn is). A result that is not shorter than its input
+ *   makes the store keep an empty transcript. Default: no shortening (an empty transcript at once).
+ * - `promptExcerptChars`: how many characters of a prompt (its start) a record keeps (config
+ *   PROMPT_EXCERPT_CHARS); default none.
+ */
+export interface RunStoreOptions<S extends RunShapes = RunShapes> {
+  shortenTranscript?: (messages: ReadonlyArray<S["message"]>) => ReadonlyArray<S["message"]>;
+  promptExcerptChars?: number;
+}
+
+/**
+ * What a record keeps of `prompt`: its length, its SHA-256 and, unless `excerptChars` is 0, its first
+ * `excerptChars` characters (code points, so no character is cut in two; the whole prompt when shorter).
+ */
+export function promptFacts(prompt: string, excerptChars: number): RunRecord["prompt"] {
+  const facts = { chars: prompt.length, sha256: sha256Hex(prompt) };
+  if (excerptChars === 0) return facts;
+  const excerpt = prompt.length <= excerptChars ? prompt : Array.from(prompt).slice(0, excerptChars).join("");
+  return { ...facts, excerpt };
+}
+
+/** Raw tool-call arguments longer than this (characters) are cut in the audit step. */
+export const MAX_ARGUMENT_CHARS = 8_192;
+/** A step whose JSON exceeds this many bytes drops tool result `data` (DynamoDB items are ≤ 400 KB). */
+export const MAX_STEP_BYTES = 300_000;
+
+/** No tokens: the usage of a run before its first model call. */
+
+/** Turns a loop cycle record into an audit step, bounding its size. */
+export function toStep<S extends RunShapes>(record: CycleInput<S>, now: Date): RunStep<S> {
+  const step: RunStep<S> = {
+    cycle: record.cycle,
+    recordedAt: now.toISOString(),
+    request: record.request,
+    finishReason: record.finishReason,
+    modelLatencyMs: record.modelLatencyMs,
+    usage: record.usage,
+    toolCalls: record.toolCalls.map((call) => ({
+      id: call.id,
+      name: call.name,
+      arguments: call.arguments.slice(0, MAX_ARGUMENT_CHARS),
+      argumentsTruncated: call.arguments.length > MAX_ARGUMENT_CHARS,
+      result: call.result,
+    })),
+  };
+  if (Buffer.byteLength(JSON.stringify(step)) > MAX_STEP_BYTES) {
+    for (const call of step.toolCalls) {
+      call.result = { ...call.result, data: { omitted: "tool result data too large for the audit step" } };
+    }
+  }
+  return step;
+}
+
+/**
+ * A run item's own attributes (table attributes already split off) as a {@link RunRecord}, fields added
+ * since records were first written defaulted, and the internal transcript attributes set apart.
+ */
+export function toRunRecord<S extends RunShapes>(
+  attributes: StoredItem,
+): {
+  run: RunRecord<S>;
+  transcript: unknown;
+  transcriptDroppedMessages: unknown;
+  approvalWaitedMs: number;
+  conversationId: unknown;
+} {
+  const {
+    transcript,
+    transcriptDroppedMessages,
+    conversationId,
+    [WAIT_STARTS_ATTRIBUTE]: waitStarts,
+    [WAIT_ENDS_ATTRIBUTE]: waitEnds,
+    ...rest
+  } = attributes;
+  return {
+    run: {
+      previousRunId: null,
+      history: null,
+      grounding: null,
+      ...rest,
+      // Records written before the attribute existed belong to a conversation of their own.
+      conversationId: typeof conversationId === "string" ? conversationId : rest.runId,
+    } as unknown as RunRecord<S>,
+    transcript,
+    transcriptDroppedMessages,
+    conversationId,
+    approvalWaitedMs: Math.max(0, Number(waitEnds ?? 0) - Number(waitStarts ?? 0)),
+  };
+}
+
+/**
+ * The stored attributes of a transcript: its JSON encoded by shared/store/compressed.ts (gzip above
+ * {@link COMPRESS_ABOVE_BYTES}). Over {@link MAX_STORED_TRANSCRIPT_BYTES} even compressed, it is shortened
+ * by `shorten` ({@link RunStoreOptions.shortenTranscript}; default: straight to empty) until it fits; in
+ * the end an empty transcript always does. `transcriptDroppedMessages` counts what was left out.
+ */
+export function transcriptAttributes<S extends RunShapes>(
+  transcript: ReadonlyArray<S["message"]>,
+  shorten: RunStoreOptions<S>["shortenTranscript"] = () => [],
+): { transcript: EncodedText; transcriptDroppedMessages: number } {
+  const limits = { compressAboveBytes: COMPRESS_ABOVE_BYTES, maxBytes: MAX_STORED_TRANSCRIPT_BYTES };
+  let kept = transcript;
+  for (;;) {
+    const encoded = encodeText(JSON.stringify(kept), limits);
+    if (encoded) return { transcript: encoded, transcriptDroppedMessages: transcript.length - kept.length };
+    const shorter = shorten(kept);
+    kept = shorter.length < kept.length ? shorter : [];
+  }
+}

@@ -1,0 +1,234 @@
+// biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (rendered text, as a person reads it), not the DOM property
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type LocalModelServer, startModelServer } from "../local/model-server.js";
+import { launchChromium, screenshot } from "./support/browser.js";
+import {
+  type Dev,
+  expectAccessible,
+  go,
+  ledgerOf,
+  Pages,
+  startDev,
+  startRun,
+  stopDev,
+  timeline,
+  timelineHas,
+} from "./support/console.js";
+
+// The approvals inbox and Cancel in headless Chromium against `npm run dev` with approval rules (the
+// seed run's 1800.00 GBP invoice waits for a person): the run's own user sees the buttons disabled with
+// the four-eyes reason, a second user approves or rejects after a confirmation step, and a run's user
+// cancels it from its view. Each is checked against the API's own answers (the ledger, the lists).
+
+let model: LocalModelServer;
+let browser: Browser;
+let dev: Dev;
+let pages: Pages;
+
+beforeAll(async () => {
+  model = await startModelServer();
+  [browser, dev] = await Promise.all([
+    launchChromium(),
+    startDev(model.baseURL, { APPROVAL_RULES: JSON.stringify({ recordInvoice: { GBP: "1000.00" } }) }),
+  ]);
+  pages = new Pages(browser);
+}, 120_000);
+
+afterAll(async () => {
+  await pages?.close();
+  await browser?.close();
+  await stopDev(dev);
+  await model?.stop();
+});
+
+/** The owner starts the seed run; resolves with its id and page once it waits for approval. */
+async function pausedRun(): Promise<{ owner: Page; runId: string }> {
+  const owner = await pages.signedIn(dev, "owner");
+  const runId = await startRun(owner);
+  await timelineHas(owner, "approval.requested");
+  return { owner, runId };
+}
+
+/** The approvals view's table of decided approvals. */
+const decidedTable = (page: Page) =>
+  page.getByRole("table", { name: "The tenant's decided approvals, newest first" });
+
+/** The pending card of a run. */
+const cardOf = (page: Page, runId: string) =>
+  page.locator("article.approval").filter({ has: page.locator(`a.id[data-id="${runId}"]`) });
+
+describe("approvals in the console", { timeout: 120_000 }, () => {
+  it("a paused run: its user sees the buttons disabled with the four-eyes reason; a second user approves after confirming", async () => {
+    const { owner, runId } = await pausedRun();
+    // A reload mid-run resumes the timeline: the same rows, none twice.
+    const before = await timeline(owner);
+    await owner.reload();
+    await timelineHas(owner, "approval.requested");
+    expect(await timeline(owner)).toEqual(before);
+    await expect.poll(() => owner.locator(".title-row .badge").innerText()).toContain("Awaiting approval");
+    await expect
+      .poll(() => owner.locator(".facts").innerText())
+      .toMatch(/Waiting for\s+approval of recordInvoice, 1800\.00 GBP/);
+    await expectAccessible(owner, "run-awaiting-approval");
+
+    // The run's own user: both buttons disabled, described by the four-eyes rule.
+    const ownInbox = await pages.signedIn(dev, "owner", "#/approvals");
+    const ownCard = cardOf(ownInbox, runId);
+    await expect.poll(() => ownCard.count()).toBe(1);
+    for (const name of ["Approve…", "Reject…"]) {
+      const button = ownCard.getByRole("button", { name });
+      expect(await button.isDisabled(), name).toBe(true);
+      const described = await button.getAttribute("aria-describedby");
+      expect(await ownInbox.locator(`[id="${described}"]`).innerText()).toBe(
+        "You started this run: under the four-eyes rule another person of your tenant decides.",
+      );
+    }
+    expect(await ownCard.getByLabel(/^Reason/).isDisabled()).toBe(true);
+    await expectAccessible(ownInbox, "approvals-four-eyes");
+
+    const approver = await pages.signedIn(dev, "approver", "#/approvals");
+    const card = cardOf(approver, runId);
+    await expect.poll(() => card.count()).toBe(1);
+    const numbers = await card.getByRole("region", { name: "The backend's numbers" }).innerText();
+    expect(numbers).toMatch(/Subtotal\s+1500\.00/);
+    expect(numbers).toMatch(/Tax\s+300\.00/);
+    expect(numbers).toMatch(/Gross total\s+1800\.00/);
+    expect(numbers).toMatch(/Currency\s+GBP/);
+    expect(numbers).toMatch(/Threshold\s+1000\.00/);
+    expect(numbers).toMatch(/Jurisdiction\s+GB/);
+    expect(numbers).toMatch(/Rate version\s+\S+/);
+    expect(numbers).not.toContain("—");
+    const asked = await card.getByRole("region", { name: "What the model asked for" }).innerText();
+    expect(asked).toMatch(/Client\s+UK client/);
+    expect(asked).not.toContain("{");
+    expect(await card.innerText()).toMatch(/Requested by usr_demo at .+ UTC; \d+ h \d+ min left\./);
+    // Approve and Reject look and read differently; neither acts before its confirmation.
+    const approve = card.getByRole("button", { name: "Approve…" });
+    const reject = card.getByRole("button", { name: "Reject…" });
+    expect(await approve.getAttribute("class")).toBe("approve");
+    expect(await reject.getAttribute("class")).toBe("danger");
+    await expectAccessible(approver, "approvals-inbox");
+    await approve.click();
+    await expect
+      .poll(() => card.locator(".confirm").innerText())
+      .toBe(
+        "Approve recordInvoice for 1800.00 GBP? The run goes on and the call runs with the backend's numbers above.",
+      );
+    await card.getByRole("button", { name: "Back" }).click();
+    await reject.click();
+    await card.getByRole("button", { name: "Back" }).click();
+    await screenshot(approver, "approvals-confirm-step");
+    await card
+      .getByLabel("Reason (optional; a rejection's reason is given to the model)")
+      .fill("Checked against the contract");
+    await approve.click();
+    await card.getByRole("button", { name: "Confirm approval" }).click();
+    await expect
+      .poll(() => card.innerText())
+      .toMatch(/Decided: approved by usr_approver_01 at .+ UTC: Checked against the contract/);
+    // The time left is gone once decided; the card says what happened.
+    expect(await card.innerText()).not.toMatch(/min left/);
+    expect(await card.locator(".state .badge").innerText()).toContain("Approved");
+    await screenshot(approver, "approvals-decided");
+
+    // The decision is the API's, not the page's memory: after a reload it is listed under "Decided".
+    await approver.reload();
+    await approver.getByText("Nothing waits for a decision.").waitFor();
+    const decidedRows = decidedTable(approver).locator("tbody tr");
+    await expect.poll(() => decidedRows.count()).toBe(1);
+    expect(await decidedRows.first().innerText()).toMatch(
+      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\s+\S*\s*Approved\s+usr_approver_01\s+Checked against the contract\s+1800\.00 GBP\s+1500\.00 \+ 300\.00 tax\s+recordInvoice\s+\S+\s+usr_demo\s+run_/,
+    );
+    expect(await decidedRows.first().locator("a.id").getAttribute("href")).toBe(`#/runs/${runId}`);
+    // Every column in view at 1280 px.
+    const overflow = await approver
+      .locator(".scroll")
+      .first()
+      .evaluate((box) => box.scrollWidth - box.clientWidth);
+    expect(overflow).toBe(0);
+    await expectAccessible(approver, "approvals-decided-reloaded");
+
+    // The owner's run view, open all along, follows to the end: one invoice.
+    await timelineHas(owner, "run.finished");
+    const final = await timeline(owner);
+    expect(final.map((row) => row.seq)).toEqual(final.map((_, index) => index + 1));
+    expect(await owner.locator('li[data-type="approval.decided"]').innerText()).toContain(
+      "Approval approved by usr_approver_01: Checked against the contract",
+    );
+    await expect.poll(() => owner.locator(".title-row .badge").innerText()).toContain("Completed");
+    const ledger = (await ledgerOf(dev, "owner")).filter((invoice) => invoice.runId === runId);
+    expect(ledger.map((invoice) => invoice.grossTotal.amount)).toEqual(["1800.00"]);
+  });
+
+  it("a rejection needs no reason (the API's is optional); with one, the reason reaches the run's timeline", async () => {
+    const { owner, runId } = await pausedRun();
+    const approver = await pages.signedIn(dev, "approver", "#/approvals");
+    const card = cardOf(approver, runId);
+    await expect.poll(() => card.count()).toBe(1);
+    await card.getByRole("button", { name: "Reject…" }).click();
+    expect(await card.locator(".confirm").innerText()).toMatch(
+      /^Reject recordInvoice for 1800\.00 GBP\? The call does not run/,
+    );
+    await card.getByRole("button", { name: "Confirm rejection" }).click();
+    await expect.poll(() => card.innerText()).toMatch(/Decided: rejected by usr_approver_01 at .+ UTC$/m);
+    await timelineHas(owner, "run.finished");
+    expect(await owner.locator('li[data-type="approval.decided"]').innerText()).toMatch(
+      /Approval rejected by usr_approver_01$/,
+    );
+    expect((await ledgerOf(dev, "owner")).filter((invoice) => invoice.runId === runId)).toEqual([]);
+
+    const second = await pausedRun();
+    await go(approver, "#/runs");
+    await go(approver, "#/approvals");
+    const next = cardOf(approver, second.runId);
+    await expect.poll(() => next.count()).toBe(1);
+    await next.getByLabel(/^Reason/).fill("Over the client's budget");
+    await next.getByRole("button", { name: "Reject…" }).click();
+    await next.getByRole("button", { name: "Confirm rejection" }).click();
+    await expect
+      .poll(() => next.innerText())
+      .toMatch(/Decided: rejected by usr_approver_01 .+: Over the client's budget/);
+    await timelineHas(second.owner, "run.finished");
+    expect(await second.owner.locator('li[data-type="approval.decided"]').innerText()).toContain(
+      "Approval rejected by usr_approver_01: Over the client's budget",
+    );
+    // Reloaded, the inbox lists the newest decision first.
+    await approver.reload();
+    const first = decidedTable(approver).locator("tbody tr").first();
+    await expect
+      .poll(() => first.innerText())
+      .toMatch(/Rejected\s+usr_approver_01\s+Over the client's budget\s+1800\.00 GBP/);
+    expect(await first.locator("a.id").getAttribute("href")).toBe(`#/runs/${second.runId}`);
+  });
+
+  it("cancel from the run view: its user confirms, the run ends cancelled live, its approval is withdrawn", async () => {
+    const { owner, runId } = await pausedRun();
+    // A billing reader who did not start it may not cancel it: the view says so instead of a button.
+    const reader = await pages.signedIn(dev, "approver", `#/runs/${runId}`);
+    await expect
+      .poll(() => reader.locator(".run-actions").innerText())
+      .toBe("Only its user or a billing writer may cancel this run.");
+
+    await owner.getByRole("button", { name: "Cancel run…" }).click();
+    await owner.getByRole("button", { name: "Keep it running" }).click();
+    await owner.getByRole("button", { name: "Cancel run…" }).click();
+    expect(await owner.locator(".run-actions").innerText()).toContain(
+      "Cancel this run? Its work stops and the approvals it waits for are withdrawn.",
+    );
+    await screenshot(owner, "run-cancel-confirm");
+    await owner.getByRole("button", { name: "Yes, cancel the run" }).click();
+    await timelineHas(owner, "run.finished");
+    expect(await owner.locator('li[data-type="run.finished"]').innerText()).toContain("Run ended: cancelled");
+    await expect.poll(() => owner.locator(".title-row .badge").innerText()).toContain("Cancelled");
+    await expect.poll(() => owner.locator(".run-actions").innerText()).toBe("Cancelled by usr_demo.");
+    await expectAccessible(owner, "run-cancelled");
+    // The API agrees: the record is cancelled and its approval is no longer pending.
+    const approver = await pages.signedIn(dev, "approver", "#/approvals");
+    await expect
+      .poll(() => decidedTable(approver).locator(`tr:has(a.id[data-id="${runId}"])`).innerText())
+      .toMatch(/Cancelled/);
+    expect(await cardOf(approver, runId).count()).toBe(0);
+    expect((await ledgerOf(dev, "owner")).filter((invoice) => invoice.runId === runId)).toEqual([]);
+  });
+});

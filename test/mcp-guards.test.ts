@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { IDEMPOTENCY_META_KEY } from "../shared/mcp/mapping.js";
+import { createDocumentClient } from "../shared/store/dynamo.js";
+import { QuoteStore } from "../shared/store/quotes.js";
+import { accountingTools } from "../shared/tools/registry.js";
+import { GBP_RULES } from "./support/approvals.js";
+import { type McpStack, startMcpStack, WRITER } from "./support/mcp.js";
+import { captureOutput } from "./support/reliability.js";
+
+// An MCP call's failures never reach the client as internal error text, and every call, however
+// odd its arguments, is answered as a tool result, logged and audited like any run.
+
+type CallResult = {
+  isError?: boolean;
+  content: Array<{ type: string; text?: string }>;
+  _meta?: Record<string, unknown>;
+};
+const text = (result: unknown) => JSON.parse(((result as CallResult).content[0]?.text ?? "null") as string);
+
+describe("MCP: the approval check meets a store failure", () => {
+  let mcp: McpStack;
+  beforeAll(async () => {
+    // recordInvoice's approval policy reads the quote from a store that cannot be reached: a real
+    // DynamoDB client on a closed port (the SDK's own connection error, with its address in the text).
+    mcp = await startMcpStack({ APPROVAL_RULES: GBP_RULES }, (deps) =>
+      accountingTools({
+        ledger: deps.ledger,
+        quotes: new QuoteStore(
+          createDocumentClient({
+            ...deps.config.table,
+            endpoint: "http://127.0.0.1:9",
+            requestTimeoutMs: 300,
+          }),
+          deps.config.table.name,
+        ),
+        quoteTtlSeconds: deps.config.quotes.ttlSeconds,
+        approvalRules: deps.config.approvals.rules,
+      }),
+    );
+  });
+  afterAll(async () => {
+    await mcp?.stop();
+  });
+
+  it("answers a retryable fixed sentence without the store's error text, and logs the detail", async () => {
+    const client = await mcp.connect(await mcp.token(WRITER));
+    const output = captureOutput();
+    let result: CallResult;
+    try {
+      result = (await client.callTool({
+        name: "recordInvoice",
+        arguments: { clientName: "Acme Ltd", quoteId: "qt_0123456789abcdef0123456789abcdef" },
+        _meta: { [IDEMPOTENCY_META_KEY]: "guard-store-1" },
+      })) as CallResult;
+    } finally {
+      output.stop();
+    }
+    expect(result.isError).toBe(true);
+    const body = text(result);
+    expect(body).toMatchObject({
+      status: "fatal_error",
+      error: { code: "APPROVAL_CHECK_FAILED", retryable: true },
+    });
+    expect(body.error.message).toBe(
+      "recordInvoice did not run: whether it needs approval could not be checked. The same call can be made again.",
+    );
+    expect(JSON.stringify(result)).not.toMatch(/127\.0\.0\.1|ECONNREFUSED|connect|Timeout/i);
+    // The detail is in the log (for the operator), as the loop logs an approval check that failed.
+    expect(output.text()).toMatch(/"message":"internal failure".*"code":"APPROVAL_CHECK_FAILED"/);
+  });
+});
+
+describe("MCP: arguments nested thousands of levels deep", () => {
+  let mcp: McpStack;
+  beforeAll(async () => {
+    mcp = await startMcpStack();
+  });
+  afterAll(async () => {
+    await mcp?.stop();
+  });
+
+  it("are a validation_error tool result, logged and in the audit trail, not JSON-RPC -32603", async () => {
+    // Written as text: a JSON encoder of this process would itself run out of stack on it.
+    const depth = 5_000;
+    const nested = `${'{"a":'.repeat(depth)}"x"${"}".repeat(depth)}`;
+    const args = `{"amount":"1.00","currency":"GBP","jurisdiction":"GB","deep":${nested}}`;
+    const body = `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"calculateTax","arguments":${args}}}`;
+    const output = captureOutput();
+    let response: Response;
+    try {
+      response = await fetch(mcp.mcpUrl, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${await mcp.token(WRITER)}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body,
+      });
+    } finally {
+      output.stop();
+    }
+    expect(response.status).toBe(200);
+    const answer = (await response.json()) as { error?: unknown; result?: CallResult };
+    expect(answer.error).toBeUndefined();
+    const result = answer.result as CallResult;
+    expect(result.isError).toBe(true);
+    expect(text(result)).toMatchObject({ status: "validation_error", error: { code: "INVALID_ARGUMENTS" } });
+    expect(JSON.stringify(result)).not.toMatch(/call stack/i);
+    expect(output.text()).toMatch(/"message":"tool result".*"errorCode":"INVALID_ARGUMENTS"/);
+    const runId = String(result._meta?.["io.boundloop/toolCallId"]);
+    const run = await mcp.api(`/v1/runs/${runId}`, { sub: WRITER.sub, tenant_id: WRITER.tenant_id });
+    expect(run.status).toBe(200);
+    expect(await run.json()).toMatchObject({ status: "completed", reason: "mcp tools/call", cycles: 1 });
+  });
+});
