@@ -10,6 +10,7 @@ import {
   type TimeInput,
   trace,
 } from "@opentelemetry/api";
+import * as z from "zod";
 
 /**
  * The Tracer port: every span boundloop emits goes through here, over `@opentelemetry/api` only (the
@@ -200,13 +201,20 @@ export const presetIds: { traceId: string | undefined; spanId: string | undefine
  * A span context carried in a durable execution's input (W3C trace-context fields): the run's agent
  * span, so every invocation's spans join the same trace under it.
  */
-export interface CarriedTrace {
-  traceId: string;
-  spanId: string;
-  traceFlags: number;
-  /** The span the run's agent span is a child of (the request that started the run), when there is one. */
-  parentSpanId?: string;
-}
+export const CarriedTraceSchema = z
+  .object({
+    traceId: z.string().regex(/^[0-9a-f]{32}$/),
+    spanId: z.string().regex(/^[0-9a-f]{16}$/),
+    traceFlags: z.number().int().min(0).max(255),
+    /** The span the run's agent span is a child of (the request that started the run), when there is one. */
+    parentSpanId: z
+      .string()
+      .regex(/^[0-9a-f]{16}$/)
+      .optional(),
+  })
+  .strict();
+/** See {@link CarriedTraceSchema}. */
+export type CarriedTrace = z.infer<typeof CarriedTraceSchema>;
 
 /** The active context with `carried`'s agent span as its (remote) parent span. */
 export function contextOf(carried: CarriedTrace, base: Context = context.active()): Context {

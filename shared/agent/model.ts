@@ -8,42 +8,16 @@
  */
 
 import type { TokenUsage } from "../token-usage.js";
+import type { ChatMessage } from "./chat-messages.js";
 
-/** A function tool call in an assistant message; `arguments` is JSON text (always a string here). */
-export interface ChatToolCall {
-  id: string;
-  type: "function";
-  function: { name: string; arguments: string };
-}
-
-/** The run's instructions (first message). */
-export interface SystemMessage {
-  role: "system";
-  content: string;
-}
-
-/** A user turn: the prompt, or the loop's corrective nudge after a reply with no usable output. */
-export interface UserMessage {
-  role: "user";
-  content: string;
-}
-
-/** An assistant turn the loop keeps: text and/or the function tool calls it ran. */
-export interface AssistantMessage {
-  role: "assistant";
-  content: string | null;
-  tool_calls?: ChatToolCall[];
-}
-
-/** The answer to one tool call: `content` is the capped ToolResult JSON. */
-export interface ToolMessage {
-  role: "tool";
-  tool_call_id: string;
-  content: string;
-}
-
-/** One message of a run's transcript (valid as an OpenAI `ChatCompletionMessageParam`). */
-export type ChatMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage;
+export type {
+  AssistantMessage,
+  ChatMessage,
+  ChatToolCall,
+  SystemMessage,
+  ToolMessage,
+  UserMessage,
+} from "./chat-messages.js";
 
 /**
  * A function tool offered to the model: `parameters` is the tool's strict JSON Schema

@@ -1,3 +1,5 @@
+import * as z from "zod";
+
 /**
  * The bounds of one run. The server's caps come from `shared/config.ts` (`Config.limits`, one env
  * variable each); a request may lower any of them through {@link clampRunLimits}, never raise one.
@@ -14,17 +16,19 @@
  * - `summarizeOnMaxCycles`: at the cycle limit, make one more model call with tool_choice "none" so the
  *   model can summarize (only if the deadline and token budget allow)
  */
-export interface RunLimits {
-  maxCycles: number;
-  runTimeoutMs: number;
-  maxTotalTokens: number;
-  maxToolCallsPerTurn: number;
-  maxToolCallsPerRun: number;
-  maxConcurrentToolCalls: number;
-  maxToolResultBytes: number;
-  loopBreakerThreshold: number;
-  summarizeOnMaxCycles: boolean;
-}
+export const RunLimitsSchema = z.object({
+  maxCycles: z.number().int().positive(),
+  runTimeoutMs: z.number().int().positive(),
+  maxTotalTokens: z.number().int().positive(),
+  maxToolCallsPerTurn: z.number().int().positive(),
+  maxToolCallsPerRun: z.number().int().positive(),
+  maxConcurrentToolCalls: z.number().int().positive(),
+  maxToolResultBytes: z.number().int().positive(),
+  loopBreakerThreshold: z.number().int().positive(),
+  summarizeOnMaxCycles: z.boolean(),
+});
+/** See {@link RunLimitsSchema}. */
+export type RunLimits = z.infer<typeof RunLimitsSchema>;
 
 /** What a request may ask for: any subset of {@link RunLimits}; each value can only lower the cap. */
 export type RequestedRunLimits = Partial<RunLimits>;

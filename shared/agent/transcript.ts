@@ -3,15 +3,9 @@
  * how it is cut to a cap. Pure functions, no I/O; the store keeps transcripts (shared/store/runs.ts),
  * shared/runs/conversation.ts loads and checks them for a new run.
  */
-import type { AssistantMessage, ChatMessage, ToolMessage, UserMessage } from "./model.js";
+import type { ChatMessage, HistoryMessage } from "./chat-messages.js";
 
-/**
- * One message of a stored transcript: a user prompt, an assistant message (text and/or tool calls),
- * or a tool result answering one tool call: the loop's own message types (shared/agent/model.ts) minus
- * the system message, since every run starts with today's system prompt. Each is a valid
- * chat-completions message as it is.
- */
-export type HistoryMessage = UserMessage | AssistantMessage | ToolMessage;
+export type { HistoryMessage } from "./chat-messages.js";
 
 /**
  * Bytes of UTF-8 text per token in {@link estimateTokens}. OpenAI documents ~4 characters per token

@@ -1,8 +1,21 @@
 import { z } from "zod";
-import type { RunLimits } from "../agent/run-limits.js";
+import { RunLimitsSchema } from "../agent/run-limits.js";
 import { sha256Hex } from "../hash.js";
 import type { SecurityContext } from "../identity.js";
-import type { CarriedTrace } from "../tracing.js";
+import { CarriedTraceSchema } from "../tracing.js";
+
+/**
+ * The most bytes (UTF-8 JSON) a durable execution's input may have: 256 KB, the input payload limit of
+ * Lambda durable functions (AWS's durable functions quotas; docs/durable-runs.md, "Checkpoint size
+ * limit"). The API measures a {@link DurableRunPayload} that carries steps against it before it starts
+ * the execution (shared/runs/handover.ts).
+ */
+export const MAX_EXECUTION_INPUT_BYTES = 256 * 1024;
+
+/** One completed step of a synchronous run carried into its durable execution: its name and result. */
+export const CarriedStepSchema = z.object({ name: z.string().min(1), result: z.unknown() }).strict();
+/** See {@link CarriedStepSchema}. */
+export type CarriedStep = z.infer<typeof CarriedStepSchema>;
 
 /**
  * The start event of a durable run: everything the runner needs, fixed by the API when it accepted the
@@ -22,36 +35,9 @@ import type { CarriedTrace } from "../tracing.js";
  *   of calling the model or the tools again (docs/approvals.md)
  * - `trace`: with tracing on, the run's agent span (shared/run-trace.ts `agentTraceOf`): every
  *   invocation's spans join its trace under it, and the one that finishes the run emits it
+ *
+ * The runner parses its event with this schema; {@link DurableRunPayload} is its type.
  */
-export interface DurableRunPayload {
-  version: 1;
-  runId: string;
-  runScope: string;
-  security: SecurityContext;
-  prompt: string;
-  limits: RunLimits;
-  startedAt: number;
-  deadlineAt: number;
-  conversation?: { previousRunId: string; historyMaxTokens: number };
-  carried?: CarriedStep[];
-  trace?: CarriedTrace;
-}
-
-/**
- * The most bytes (UTF-8 JSON) a durable execution's input may have: 256 KB, the input payload limit of
- * Lambda durable functions (AWS's durable functions quotas; docs/durable-runs.md, "Checkpoint size
- * limit"). The API measures a {@link DurableRunPayload} that carries steps against it before it starts
- * the execution (shared/runs/handover.ts).
- */
-export const MAX_EXECUTION_INPUT_BYTES = 256 * 1024;
-
-/** One completed step of a synchronous run carried into its durable execution: its name and result. */
-export interface CarriedStep {
-  name: string;
-  result: unknown;
-}
-
-/** The zod schema of {@link DurableRunPayload}; the runner parses its event with it. */
 export const DurableRunPayloadSchema = z
   .object({
     version: z.literal(1),
@@ -60,20 +46,10 @@ export const DurableRunPayloadSchema = z
     security: z.object({
       userId: z.string().min(1),
       tenantId: z.string().min(1),
-      permissions: z.array(z.string()),
+      permissions: z.array(z.string()).readonly(),
     }),
     prompt: z.string().min(1),
-    limits: z.object({
-      maxCycles: z.number().int().positive(),
-      runTimeoutMs: z.number().int().positive(),
-      maxTotalTokens: z.number().int().positive(),
-      maxToolCallsPerTurn: z.number().int().positive(),
-      maxToolCallsPerRun: z.number().int().positive(),
-      maxConcurrentToolCalls: z.number().int().positive(),
-      maxToolResultBytes: z.number().int().positive(),
-      loopBreakerThreshold: z.number().int().positive(),
-      summarizeOnMaxCycles: z.boolean(),
-    }),
+    limits: RunLimitsSchema,
     startedAt: z.number().int().nonnegative(),
     deadlineAt: z.number().int().nonnegative(),
     conversation: z
@@ -83,21 +59,12 @@ export const DurableRunPayloadSchema = z
       })
       .strict()
       .optional(),
-    carried: z.array(z.object({ name: z.string().min(1), result: z.unknown() }).strict()).optional(),
-    trace: z
-      .object({
-        traceId: z.string().regex(/^[0-9a-f]{32}$/),
-        spanId: z.string().regex(/^[0-9a-f]{16}$/),
-        traceFlags: z.number().int().min(0).max(255),
-        parentSpanId: z
-          .string()
-          .regex(/^[0-9a-f]{16}$/)
-          .optional(),
-      })
-      .strict()
-      .optional(),
+    carried: z.array(CarriedStepSchema).optional(),
+    trace: CarriedTraceSchema.optional(),
   })
   .strict();
+/** See {@link DurableRunPayloadSchema}. */
+export type DurableRunPayload = z.infer<typeof DurableRunPayloadSchema>;
 
 /**
  * Status of a durable execution, as Lambda's GetDurableExecution reports it (`ExecutionStatus` of

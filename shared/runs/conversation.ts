@@ -4,37 +4,12 @@
  * history cap. Callable from any run starter (the synchronous `POST /v1/runs`, async/durable runs);
  * nothing here writes.
  */
-import * as z from "zod";
+import { HistoryMessagesSchema } from "../agent/chat-messages.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../agent/loop.js";
 import { estimateTokens, type HistoryMessage, trimHistory } from "../agent/transcript.js";
 import { DomainError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
 import type { HistorySummary, RunShapes, RunStore } from "../store/runs.js";
-
-/** The stored transcript's shape, checked on every load (shared/agent/transcript.ts `HistoryMessage`). */
-const TranscriptSchema = z.array(
-  z.discriminatedUnion("role", [
-    z.object({ role: z.literal("user"), content: z.string() }).strict(),
-    z
-      .object({
-        role: z.literal("assistant"),
-        content: z.string().nullable(),
-        tool_calls: z
-          .array(
-            z
-              .object({
-                id: z.string(),
-                type: z.literal("function"),
-                function: z.object({ name: z.string(), arguments: z.string() }).strict(),
-              })
-              .strict(),
-          )
-          .optional(),
-      })
-      .strict(),
-    z.object({ role: z.literal("tool"), tool_call_id: z.string(), content: z.string() }).strict(),
-  ]),
-);
 
 /**
  * Seconds past a `running` run's own deadline (startedAt + its timeoutMs + the time it waited for
@@ -129,7 +104,7 @@ export async function loadConversation<S extends RunShapes>(
       { facts: { previousRunStatus: run.status }, retryAfterSeconds: retryAfter },
     );
   }
-  const parsed = TranscriptSchema.safeParse(read.transcript);
+  const parsed = HistoryMessagesSchema.safeParse(read.transcript);
   if (!parsed.success) {
     throw new DomainError(
       "PREVIOUS_RUN_NOT_CONTINUABLE",
