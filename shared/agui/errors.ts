@@ -5,9 +5,10 @@
  * says why; `rawEvent` carries the facts a client may act on and `retryAfterSeconds` when the same input
  * may succeed later. docs/ag-ui.md, "Errors".
  */
-import { type BaseEvent, EventType } from "@ag-ui/core";
+
 import { DomainError } from "../domain-errors.js";
 import { isStoreUnavailable } from "../store/errors.js";
+import type { AguiEvent } from "./event-type.js";
 
 /** Seconds to wait before sending again when the store could not be reached. */
 const STORE_RETRY_AFTER_SECONDS = 1;
@@ -20,7 +21,7 @@ export interface RunErrorDetail {
 }
 
 /** The RUN_ERROR event of a thrown error (see the module comment), and whether it was unexpected. */
-export function runErrorOf(error: unknown): { event: BaseEvent; unexpected: boolean } {
+export function runErrorOf(error: unknown): { event: AguiEvent; unexpected: boolean } {
   if (error instanceof DomainError) {
     return {
       event: runError(error.message, {
@@ -44,6 +45,6 @@ export function runErrorOf(error: unknown): { event: BaseEvent; unexpected: bool
 }
 
 /** A RUN_ERROR event. */
-function runError(message: string, detail: RunErrorDetail): BaseEvent {
-  return { type: EventType.RUN_ERROR, message, code: detail.code, rawEvent: detail } as BaseEvent;
+function runError(message: string, detail: RunErrorDetail): AguiEvent {
+  return { type: "RUN_ERROR", message, code: detail.code, rawEvent: detail };
 }

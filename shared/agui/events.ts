@@ -11,10 +11,11 @@
  *   (every other status, its `code`, with the run's reason as the message)
  * Every AG-UI event carries the run event it came from as `rawEvent`.
  */
-import { type BaseEvent, EventType } from "@ag-ui/core";
+
 import type { RunEvent } from "../runs/events.js";
 import type { AgentRunShapes } from "../runs/run-shapes.js";
 import type { RunStep } from "../store/runs.js";
+import type { AguiEvent } from "./event-type.js";
 
 /** Reads a run's stored audit steps (for the tool results), given its id. */
 export type StepReader = () => Promise<RunStep<AgentRunShapes>[]>;
@@ -40,11 +41,11 @@ export class AguiTranslator {
   ) {}
 
   /** The AG-UI events of one run event, in order. */
-  async translate(event: RunEvent): Promise<BaseEvent[]> {
+  async translate(event: RunEvent): Promise<AguiEvent[]> {
     const raw = { rawEvent: event };
     switch (event.type) {
       case "run.started":
-        return [{ type: EventType.RUN_STARTED, ...this.ids, ...raw } as BaseEvent];
+        return [{ type: "RUN_STARTED", ...this.ids, ...raw }];
       case "model.call.finished":
         return event.cycle === this.step
           ? []
@@ -54,47 +55,45 @@ export class AguiTranslator {
           ...(this.step === event.cycle
             ? []
             : [...(await this.closeStep()), this.openStep(event.cycle, event)]),
-          { type: EventType.TOOL_CALL_START, toolCallId: event.toolCallId, toolCallName: event.name, ...raw },
+          { type: "TOOL_CALL_START", toolCallId: event.toolCallId, toolCallName: event.name, ...raw },
           {
-            type: EventType.TOOL_CALL_ARGS,
+            type: "TOOL_CALL_ARGS",
             toolCallId: event.toolCallId,
             delta: argumentsText(event.arguments),
             ...raw,
           },
-          { type: EventType.TOOL_CALL_END, toolCallId: event.toolCallId, ...raw },
-        ] as BaseEvent[];
+          { type: "TOOL_CALL_END", toolCallId: event.toolCallId, ...raw },
+        ];
       case "tool.call.finished":
         this.pending.push({ toolCallId: event.toolCallId, status: event.status, errorCode: event.errorCode });
         return [];
       case "run.finished":
         return [...(await this.closeStep()), ...this.finish(event)];
       default:
-        return [
-          { type: EventType.CUSTOM, name: `boundloop.${event.type}`, value: event, ...raw } as BaseEvent,
-        ];
+        return [{ type: "CUSTOM", name: `boundloop.${event.type}`, value: event, ...raw }];
     }
   }
 
   /** STEP_STARTED of cycle `cycle`. */
-  private openStep(cycle: number, event: RunEvent): BaseEvent {
+  private openStep(cycle: number, event: RunEvent): AguiEvent {
     this.step = cycle;
-    return { type: EventType.STEP_STARTED, stepName: `cycle ${cycle}`, rawEvent: event } as BaseEvent;
+    return { type: "STEP_STARTED", stepName: `cycle ${cycle}`, rawEvent: event };
   }
 
   /** The open step's tool results, then its STEP_FINISHED (nothing when no step is open). */
-  private async closeStep(): Promise<BaseEvent[]> {
+  private async closeStep(): Promise<AguiEvent[]> {
     if (this.step === undefined) return [];
     const cycle = this.step;
     this.step = undefined;
     const results = await this.results();
-    return [...results, { type: EventType.STEP_FINISHED, stepName: `cycle ${cycle}` } as BaseEvent];
+    return [...results, { type: "STEP_FINISHED", stepName: `cycle ${cycle}` }];
   }
 
   /**
    * TOOL_CALL_RESULT of each pending call: the stored tool result when its step is there, else what the
    * event said (status and error code) — never model text.
    */
-  private async results(): Promise<BaseEvent[]> {
+  private async results(): Promise<AguiEvent[]> {
     if (this.pending.length === 0) return [];
     const pending = this.pending;
     this.pending = [];
@@ -102,30 +101,27 @@ export class AguiTranslator {
     for (const step of await this.readSteps()) {
       for (const call of step.toolCalls) stored.set(call.id, call.result);
     }
-    return pending.map(
-      (call) =>
-        ({
-          type: EventType.TOOL_CALL_RESULT,
-          messageId: `${this.ids.runId}:result:${call.toolCallId}`,
-          toolCallId: call.toolCallId,
-          content: JSON.stringify(
-            stored.get(call.toolCallId) ?? { status: call.status, errorCode: call.errorCode },
-          ),
-          role: "tool",
-        }) as BaseEvent,
-    );
+    return pending.map((call) => ({
+      type: "TOOL_CALL_RESULT",
+      messageId: `${this.ids.runId}:result:${call.toolCallId}`,
+      toolCallId: call.toolCallId,
+      content: JSON.stringify(
+        stored.get(call.toolCallId) ?? { status: call.status, errorCode: call.errorCode },
+      ),
+      role: "tool",
+    }));
   }
 
   /** The answer as a text message, then RUN_FINISHED or RUN_ERROR by the run's status. */
-  private finish(event: Extract<RunEvent, { type: "run.finished" }>): BaseEvent[] {
+  private finish(event: Extract<RunEvent, { type: "run.finished" }>): AguiEvent[] {
     const raw = { rawEvent: event };
-    const events: BaseEvent[] = [];
+    const events: AguiEvent[] = [];
     if (event.answer) {
       const messageId = `${this.ids.runId}:answer`;
       events.push(
-        { type: EventType.TEXT_MESSAGE_START, messageId, role: "assistant" } as BaseEvent,
-        { type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta: event.answer } as BaseEvent,
-        { type: EventType.TEXT_MESSAGE_END, messageId } as BaseEvent,
+        { type: "TEXT_MESSAGE_START", messageId, role: "assistant" },
+        { type: "TEXT_MESSAGE_CONTENT", messageId, delta: event.answer },
+        { type: "TEXT_MESSAGE_END", messageId },
       );
     }
     const result = {
@@ -136,18 +132,18 @@ export class AguiTranslator {
       usage: event.usage,
     };
     if (event.status === "completed") {
-      events.push({ type: EventType.RUN_FINISHED, ...this.ids, result, ...raw } as BaseEvent);
+      events.push({ type: "RUN_FINISHED", ...this.ids, result, ...raw });
     } else if (event.status === "cancelled") {
       events.push({
-        type: EventType.RUN_FINISHED,
+        type: "RUN_FINISHED",
         ...this.ids,
         result,
         outcome: { type: "cancelled" },
         ...raw,
-      } as BaseEvent);
+      });
     } else {
       const message = `The run ended ${event.status}: ${event.reason ?? "no reason was recorded"}`;
-      events.push({ type: EventType.RUN_ERROR, message, code: event.status, ...raw } as BaseEvent);
+      events.push({ type: "RUN_ERROR", message, code: event.status, ...raw });
     }
     return events;
   }

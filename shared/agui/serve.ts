@@ -1,6 +1,7 @@
 /**
  * AG-UI's HTTP binding for one request (`POST /v1/agui`, loaded by the first AG-UI request): the body is
- * AG-UI's `RunAgentInput` (checked with `@ag-ui/core`'s schema); its last user message is the prompt, its
+ * AG-UI's `RunAgentInput` (its schema is the route's, functions/api/contract/agui.ts); its last user
+ * message is the prompt, its
  * `threadId` the conversation (a thread the caller has not used yet starts one: threads are the
  * client's), its `runId` the turn's key (a repeated run id is the same run, never a second one). The
  * tools a client offers are ignored: tools are the backend's. The answer is an SSE stream of AG-UI
@@ -9,8 +10,7 @@
  * event once. A refusal, before the run started or after, is a RUN_ERROR event with its code (errors.ts);
  * only a body that is not a RunAgentInput is refused by the route (400 problem+json). docs/ag-ui.md.
  */
-import type { BaseEvent } from "@ag-ui/core";
-import { RunAgentInputSchema } from "@ag-ui/core/schemas";
+
 import type { ApiDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
 import type { RunEvent } from "../runs/events.js";
@@ -18,6 +18,7 @@ import { isUsableKey, MAX_KEY_LENGTH } from "../runs/exactly-once.js";
 import { beginTurn, followTurn } from "../runs/protocol-port.js";
 import { readRun } from "../runs/queries.js";
 import { runErrorOf } from "./errors.js";
+import type { AguiEvent } from "./event-type.js";
 import { AguiTranslator } from "./events.js";
 
 /** The operation name of AG-UI turns: the namespace of their keys in the idempotency records. */
@@ -102,7 +103,7 @@ export async function serveAgui(call: AguiCall, input: AguiInput): Promise<Respo
 }
 
 /** The RUN_ERROR of a failure; an unexpected one is logged (its text never reaches the client). */
-function failure(call: AguiCall, runId: string | undefined, error: unknown): BaseEvent {
+function failure(call: AguiCall, runId: string | undefined, error: unknown): AguiEvent {
   const { event, unexpected } = runErrorOf(error);
   if (unexpected) call.deps.logger.error("AG-UI run failed", { runId, error: error as Error });
   return event;
@@ -112,11 +113,11 @@ function failure(call: AguiCall, runId: string | undefined, error: unknown): Bas
  * An SSE response whose body `produce` writes: each AG-UI event as `data:`, with `id:` when it is the
  * last AG-UI event of a run event (its sequence, for Last-Event-ID).
  */
-function sse(produce: (write: (event: BaseEvent, seq?: number) => void) => Promise<void>): Response {
+function sse(produce: (write: (event: AguiEvent, seq?: number) => void) => Promise<void>): Response {
   const encoder = new TextEncoder();
   const body = new ReadableStream({
     async start(controller) {
-      const write = (event: BaseEvent, seq?: number) => {
+      const write = (event: AguiEvent, seq?: number) => {
         const id = seq === undefined ? "" : `id: ${seq}\n`;
         controller.enqueue(encoder.encode(`${id}data: ${JSON.stringify(event)}\n\n`));
       };
@@ -134,35 +135,33 @@ function sse(produce: (write: (event: BaseEvent, seq?: number) => void) => Promi
 }
 
 /**
- * The thread, the client's run id and the prompt (the text of the last user message) of a body, or
- * why it is not a RunAgentInput this endpoint serves (the route answers 400 INVALID_REQUEST with it).
+ * A RunAgentInput as the route validated it (AG-UI 1.0: `threadId`, `runId`, `messages` with their
+ * `role` and `content`; tools, context, state and forwarded props are not read).
  */
-export function parseAguiInput(body: unknown): { input: AguiInput } | { problem: AguiInputProblem } {
-  const parsed = RunAgentInputSchema.safeParse(body);
-  if (!parsed.success) {
-    return {
-      problem: {
-        message: "The body is not an AG-UI RunAgentInput.",
-        errors: parsed.error.issues.map((issue) => ({
-          in: "body" as const,
-          path: issue.path.map(String).join(".") || "(root)",
-          message: issue.message,
-        })),
-      },
-    };
-  }
-  if (!isUsableKey(parsed.data.runId)) {
+export interface AguiRunInput {
+  threadId: string;
+  runId: string;
+  messages: ReadonlyArray<{ role: string; content?: unknown }>;
+}
+
+/**
+ * The thread, the client's run id and the prompt (the text of the last user message) of a validated
+ * input, or why this endpoint does not serve it (the route answers 400 INVALID_REQUEST with it): a run id
+ * that is no usable key, or no user text.
+ */
+export function parseAguiInput(body: AguiRunInput): { input: AguiInput } | { problem: AguiInputProblem } {
+  if (!isUsableKey(body.runId)) {
     const message = `The runId must be 1 to ${MAX_KEY_LENGTH} printable ASCII characters: it is the run's key.`;
     return { problem: { message, errors: [{ in: "body", path: "runId", message }] } };
   }
-  const prompt = promptOf(parsed.data.messages);
+  const prompt = promptOf(body.messages);
   if (!prompt.trim()) {
     const message = "The input needs a user message with text: the request, in words.";
     return {
       problem: { message, errors: [{ in: "body", path: "messages", message: "no user message with text" }] },
     };
   }
-  return { input: { threadId: parsed.data.threadId, runId: parsed.data.runId, prompt } };
+  return { input: { threadId: body.threadId, runId: body.runId, prompt } };
 }
 
 /** The text of the last user message (its text parts joined). */
