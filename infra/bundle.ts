@@ -6,10 +6,13 @@
  * chunks/, source maps) and prints its size: what the stack's local bundling runs.
  */
 import { spawnSync } from "node:child_process";
+import { copyFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { type BuildOptions, build, type Metafile, type Plugin } from "esbuild";
 import { writeConsoleAssets } from "../console/build.js";
+import { CEDAR_WASM_FILE } from "../shared/cedar/wasm.js";
+import { withoutUnusedOpenAIResources } from "./openai-resources-plugin.js";
 
 /** The project root: esbuild's working directory, where node_modules and tsconfig.json are. */
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -149,6 +152,47 @@ export const unreachableOnLambda: Plugin = {
   },
 };
 
+/** The openai SDK's streaming helpers, by the file its resources import them from, and what each exports. */
+const OPENAI_STREAM_HELPERS: Record<string, string[]> = {
+  "lib/ChatCompletionStream.mjs": ["ChatCompletionStream"],
+  "lib/ChatCompletionStreamingRunner.mjs": ["ChatCompletionStreamingRunner"],
+  "lib/ChatCompletionRunner.mjs": ["ChatCompletionRunner"],
+  "lib/AssistantStream.mjs": ["AssistantStream"],
+  "lib/responses/ResponseStream.mjs": ["ResponseStream"],
+};
+
+/**
+ * Leaves the openai SDK's streaming helpers out of the Lambda bundles (~45 kB: `chat.completions.stream()`
+ * and `.runTools()`, the Assistants and Responses streams, and the event-stream classes under them). The
+ * model adapter (shared/model/openai-chat.ts) only calls `chat.completions.create` without streaming, but
+ * the SDK's resource classes import the helpers statically. Each is replaced by a class of the same name
+ * whose constructor throws a clear Error naming this plugin, so a reach would not go unnoticed;
+ * test/infra-synth.test.ts runs a model call through the bundle. Unbundled code keeps the real SDK.
+ */
+export const withoutOpenAIStreamHelpers: Plugin = {
+  name: "without-openai-stream-helpers",
+  setup(esbuild) {
+    const filter =
+      /(?:^|[\\/])lib[\\/](?:ChatCompletionStream|ChatCompletionStreamingRunner|ChatCompletionRunner|AssistantStream|responses[\\/]ResponseStream)\.mjs$/;
+    esbuild.onResolve({ filter }, (args) => {
+      if (!args.importer.replaceAll("\\", "/").includes("/node_modules/openai/")) return undefined;
+      const file = Object.keys(OPENAI_STREAM_HELPERS).find((name) =>
+        args.path.replaceAll("\\", "/").endsWith(name),
+      );
+      return file ? { path: file, namespace: "without-openai-stream-helpers" } : undefined;
+    });
+    esbuild.onLoad({ filter: /.*/, namespace: "without-openai-stream-helpers" }, ({ path }) => ({
+      contents: (OPENAI_STREAM_HELPERS[path] ?? [])
+        .map(
+          (name) =>
+            `export class ${name} { constructor() { throw new Error(${JSON.stringify(`openai's ${name} is not in the Lambda bundle (infra/bundle.ts withoutOpenAIStreamHelpers)`)}); } }`,
+        )
+        .join("\n"),
+      loader: "js",
+    }));
+  },
+};
+
 /** The module that wires the OpenTelemetry SDK and exporters (loaded by shared/telemetry/entry.ts). */
 export const TRACING_SDK_MODULE = "shared/telemetry/sdk.ts";
 
@@ -199,7 +243,8 @@ export const withoutTracingSdk: Plugin = {
  *   show it), and source maps without the sources (stack traces need the mappings; NODE_OPTIONS
  *   `--enable-source-maps` is set on the function).
  * - Modules Node on Lambda never reaches replaced ({@link unreachableOnLambda}), zod's locales reduced,
- *   two zod APIs never called left out ({@link zodUnusedApis}).
+ *   two zod APIs never called left out ({@link zodUnusedApis}), the openai SDK's streaming helpers and
+ *   unused API resources left out ({@link withoutOpenAIStreamHelpers}, infra/openai-resources-plugin.ts).
  * - A `require` for CommonJS dependencies that still call it for Node built-ins inside ESM output.
  */
 export const API_BUNDLE_OPTIONS = {
@@ -218,7 +263,13 @@ export const API_BUNDLE_OPTIONS = {
   sourcemap: true,
   sourcesContent: false,
   banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
-  plugins: [zodEnglishOnly, zodUnusedApis, unreachableOnLambda],
+  plugins: [
+    zodEnglishOnly,
+    zodUnusedApis,
+    unreachableOnLambda,
+    withoutOpenAIStreamHelpers,
+    withoutUnusedOpenAIResources,
+  ],
   metafile: true,
   logLevel: "warning",
 } as const satisfies BuildOptions;
@@ -263,7 +314,20 @@ export async function buildApiBundle(outdir: string, options: ApiBundleOptions =
   // The API function serves the operator console: its browser assets go next to the code as files
   // (read at run time from LAMBDA_TASK_ROOT/console), never into the server JavaScript.
   if (entry === API_ENTRY) await writeConsoleAssets(join(outdir, "console"));
+  // The Cedar engine's WebAssembly module (4.3 MB) travels as its own file beside index.mjs, read only
+  // when a tenant's policies are first evaluated (shared/cedar/wasm.ts), never part of the JavaScript.
+  if (Object.keys(result.metafile.inputs).some((input) => input.endsWith(CEDAR_MODULE))) {
+    await copyFile(cedarWasmSource(), join(outdir, CEDAR_WASM_FILE));
+  }
   return { outdir, file: `${outdir}/index.mjs`, metafile: result.metafile };
+}
+
+/** The module that loads the Cedar engine: a bundle holding it gets the engine's WebAssembly file. */
+const CEDAR_MODULE = "shared/cedar/wasm.ts";
+
+/** The engine's WebAssembly module in node_modules (the `web` build's, which shared/cedar/wasm.ts loads). */
+function cedarWasmSource(): string {
+  return fileURLToPath(new URL(CEDAR_WASM_FILE, import.meta.resolve("@cedar-policy/cedar-wasm/web")));
 }
 
 /** The command-line flag of this file that bundles the tracing SDK ({@link ApiBundleOptions}.tracingSdk). */

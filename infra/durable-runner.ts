@@ -35,18 +35,20 @@ export const MAX_EXECUTION_TIMEOUT_SECONDS = 31_536_000;
 /**
  * The durable execution timeout (s) for the configuration deployed: the durable run's cap
  * (ASYNC_RUN_TIMEOUT_MS, rounded up to s) plus {@link EXECUTION_TIMEOUT_MARGIN_SECONDS}, plus one approval
- * wait of the APPROVAL_TIMEOUT_SECONDS configured (a wait does not count against the run's deadline,
- * docs/approvals.md), at most a year. With the defaults: 600 + 300 + 86 400 = 87 300 s. The stack gives
- * both functions this value as DURABLE_EXECUTION_TIMEOUT_SECONDS.
+ * wait of the APPROVAL_TIMEOUT_SECONDS configured and the QUOTA_WAIT_SECONDS a run may wait for budget in
+ * all (neither wait counts against the run's deadline: docs/approvals.md, docs/quotas.md), at most a year.
+ * With the defaults: 600 + 300 + 86 400 + 86 400 = 173 700 s. The stack gives both functions this value
+ * as DURABLE_EXECUTION_TIMEOUT_SECONDS.
  */
 export function runnerExecutionTimeoutSeconds(
-  config: Pick<RawConfig, "ASYNC_RUN_TIMEOUT_MS" | "APPROVAL_TIMEOUT_SECONDS">,
+  config: Pick<RawConfig, "ASYNC_RUN_TIMEOUT_MS" | "APPROVAL_TIMEOUT_SECONDS" | "QUOTA_WAIT_SECONDS">,
 ): number {
   return Math.min(
     MAX_EXECUTION_TIMEOUT_SECONDS,
     Math.ceil(config.ASYNC_RUN_TIMEOUT_MS / 1000) +
       EXECUTION_TIMEOUT_MARGIN_SECONDS +
-      config.APPROVAL_TIMEOUT_SECONDS,
+      config.APPROVAL_TIMEOUT_SECONDS +
+      config.QUOTA_WAIT_SECONDS,
   );
 }
 
@@ -57,7 +59,8 @@ export function runnerExecutionTimeoutSeconds(
  * - `executionTimeoutSeconds`: the whole durable execution with the default configuration (see
  *   {@link runnerExecutionTimeoutSeconds}, which the stack applies to the configuration deployed): the
  *   default 10-minute run with room for the last writes, plus one approval wait of the default
- *   APPROVAL_TIMEOUT_SECONDS (24 h), so a paused run is not timed out by Lambda while it waits
+ *   APPROVAL_TIMEOUT_SECONDS (24 h) and the default QUOTA_WAIT_SECONDS (24 h), so a paused run is not
+ *   timed out by Lambda while it waits
  * - `retentionDays`: how long Lambda keeps a closed execution's history (and its input, which holds the
  *   prompt): 7 days, enough to investigate a failed run; the run record itself lives RUN_TTL_SECONDS
  * - `aliasName`: the alias the API invokes (durable functions are invoked by qualified ARN)

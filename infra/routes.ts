@@ -14,7 +14,7 @@ export type RouteAuth = "jwt" | "public" | "bearer";
 
 /** One route: HTTP method, path (API Gateway syntax, `{param}`), authorization. */
 export interface ApiRoute {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "PUT";
   path: string;
   auth: RouteAuth;
 }
@@ -32,6 +32,14 @@ export const ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "/v1/invoices/{invoiceId}", auth: "jwt" },
   { method: "POST", path: "/v1/a2a", auth: "jwt" },
   { method: "POST", path: "/v1/agui", auth: "jwt" },
+  { method: "GET", path: "/v1/policies", auth: "jwt" },
+  { method: "PUT", path: "/v1/policies", auth: "jwt" },
+  { method: "POST", path: "/v1/policies/check", auth: "jwt" },
+  { method: "GET", path: "/v1/policies/versions", auth: "jwt" },
+  { method: "GET", path: "/v1/policies/shadow-decisions", auth: "jwt" },
+  { method: "GET", path: "/v1/policies/schema", auth: "jwt" },
+  { method: "GET", path: "/v1/usage", auth: "jwt" },
+  { method: "PUT", path: "/v1/limits", auth: "jwt" },
   { method: "POST", path: "/mcp", auth: "bearer" },
   { method: "GET", path: "/mcp", auth: "bearer" },
   { method: "GET", path: "/.well-known/oauth-protected-resource", auth: "public" },

@@ -8,6 +8,7 @@ import {
   type ModelProvider,
   type RawConfig,
 } from "../shared/config.js";
+import { describeIssues, policyIssuesSync } from "../shared/policies/check.js";
 import type { DeployedFunction, FunctionEnvName } from "./function-env.js";
 
 /** Id of the synth warning raised when `runTimeoutMs` is above what the API function's timeout allows. */
@@ -72,6 +73,7 @@ export const RUNTIME_SETTINGS = [
   { context: "systemPrompt", env: "SYSTEM_PROMPT", functions: BOTH },
   { context: "secretCacheSeconds", env: "SECRET_CACHE_SECONDS", functions: BOTH },
   { context: "approvalRules", env: "APPROVAL_RULES", functions: BOTH },
+  { context: "policies", env: "POLICIES", functions: BOTH },
   { context: "approvalTimeoutSeconds", env: "APPROVAL_TIMEOUT_SECONDS", functions: BOTH },
   { context: "maxCycles", env: "MAX_CYCLES", functions: API },
   { context: "runTimeoutMs", env: "RUN_TIMEOUT_MS", functions: API },
@@ -107,6 +109,16 @@ export const RUNTIME_SETTINGS = [
   { context: "eventsPollMs", env: "EVENTS_POLL_MS", functions: API },
   { context: "promptExcerptChars", env: "PROMPT_EXCERPT_CHARS", functions: API },
   { context: "answerGrounding", env: "ANSWER_GROUNDING", functions: BOTH },
+  { context: "userRunsPerMinute", env: "USER_RUNS_PER_MINUTE", functions: API },
+  { context: "tenantRunsPerMinute", env: "TENANT_RUNS_PER_MINUTE", functions: API },
+  { context: "tenantConcurrentRuns", env: "TENANT_CONCURRENT_RUNS", functions: API },
+  { context: "userTokensPerDay", env: "USER_TOKENS_PER_DAY", functions: BOTH },
+  { context: "tenantTokensPerDay", env: "TENANT_TOKENS_PER_DAY", functions: BOTH },
+  { context: "userCostPerDay", env: "USER_COST_PER_DAY", functions: BOTH },
+  { context: "tenantCostPerDay", env: "TENANT_COST_PER_DAY", functions: BOTH },
+  { context: "modelPrices", env: "MODEL_PRICES", functions: BOTH },
+  { context: "minCompletionTokens", env: "MIN_COMPLETION_TOKENS", functions: BOTH },
+  { context: "quotaWaitSeconds", env: "QUOTA_WAIT_SECONDS", functions: BOTH },
 ] as const satisfies readonly RuntimeSetting[];
 
 /** The context key of a runtime setting, see {@link RUNTIME_SETTINGS}. */
@@ -381,7 +393,9 @@ function readRuntimeSettings(
 
 /**
  * The functions' configuration with these settings, through `loadConfig` (so the cross-field checks the
- * functions make at cold start fail the synth instead) and `ConfigSchema`.
+ * functions make at cold start fail the synth instead) and `ConfigSchema`; POLICIES is validated by the
+ * Cedar engine against the schema generated from the tool registry, so a set that does not validate fails
+ * the synth naming the policy and line.
  * @throws DeploySettingsError naming the variables when `loadConfig` refuses the combination
  */
 function runtimeConfig(runtime: Partial<Record<RuntimeEnvName, string>>): RawConfig {
@@ -394,6 +408,14 @@ function runtimeConfig(runtime: Partial<Record<RuntimeEnvName, string>>): RawCon
       );
     }
     throw error;
+  }
+  if (runtime.POLICIES) {
+    const issues = policyIssuesSync(runtime.POLICIES);
+    if (issues.length > 0) {
+      throw new DeploySettingsError(
+        `Invalid deploy settings: policies (POLICIES) is not a valid policy set: ${describeIssues(issues)} (docs/policies.md)`,
+      );
+    }
   }
   return ConfigSchema.parse(runtime);
 }

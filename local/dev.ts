@@ -46,6 +46,7 @@ import { readEnvVarsFile } from "./env-vars.js";
 import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
 import { type LocalStack, startLocalStack } from "./local-stack.js";
 import { MCP_INSPECTOR_COMMAND } from "./mcp-inspector.js";
+import { readPolicyFile } from "./policies-file.js";
 import { reservePort } from "./port.js";
 import { onShutdownSignal } from "./shutdown.js";
 import { localStreamHandler } from "./stream-handler.js";
@@ -68,6 +69,8 @@ const USAGE = `usage: npm run dev -- [options]
   --issuer <iss>       issuer the JWT check accepts and tokens carry (default urn:boundloop:local-dev-issuer)
   --audience <aud>     audience the JWT check accepts and tokens carry (default boundloop-api)
   --issuer-file <f>    where to write the issuer key for npm run token (default .boundloop/dev-issuer-<port>.json)
+  --policies <file>    a Cedar policy file as the default policy set (POLICIES, docs/policies.md), checked
+                       against the tools' schema first
   --as <sub>           also print a console link for this user of the demo tenant (the second pair of eyes)
 
 With JWT_ISSUER set (environment or --env-vars), tokens of that issuer are accepted instead of a local
@@ -155,6 +158,7 @@ const OPTIONS = {
   audience: { type: "string" },
   "issuer-file": { type: "string" },
   as: { type: "string", multiple: true },
+  policies: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -212,6 +216,10 @@ async function main(argv: string[]): Promise<void> {
     vars = read.vars;
     log(`env: ${Object.keys(vars).length} variable(s) from ${values["env-vars"]}`);
     if (read.unknown.length > 0) log(`env: warning: boundloop reads none of ${read.unknown.join(", ")}`);
+  }
+  if (values.policies) {
+    vars.POLICIES = await readPolicyFile(values.policies);
+    log(`policies: the default set is ${values.policies}`);
   }
 
   onShutdownSignal(

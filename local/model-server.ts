@@ -330,8 +330,19 @@ export async function startModelServer(
       refusal: reply.refusal ?? null,
       ...(toolCalls ? { tool_calls: toolCalls } : {}),
     };
-    const completionTokens = reply.usage?.completion_tokens ?? estimateTokens(JSON.stringify(message));
+    let completionTokens = reply.usage?.completion_tokens ?? estimateTokens(JSON.stringify(message));
     const promptTokens = reply.usage?.prompt_tokens ?? estimateTokens(raw);
+    // As a real server: an estimated completion over the request's max_tokens is cut there (finish_reason
+    // `length`, no tool calls, never more completion tokens than were allowed). Scripted usage is as scripted.
+    const maxTokens = typeof body.max_tokens === "number" ? body.max_tokens : undefined;
+    let finishReason = reply.finishReason;
+    if (!reply.usage && maxTokens !== undefined && completionTokens > maxTokens) {
+      const text = String(reply.content ?? JSON.stringify(toolCalls ?? []));
+      Object.assign(message, { content: text.slice(0, maxTokens * 4) });
+      delete (message as { tool_calls?: unknown }).tool_calls;
+      completionTokens = maxTokens;
+      finishReason = "length";
+    }
     const completion = {
       id: `chatcmpl-local-${counter}`,
       object: "chat.completion",
@@ -343,7 +354,9 @@ export async function startModelServer(
           index: 0,
           message,
           logprobs: null,
-          finish_reason: reply.finishReason ?? (toolCalls?.length ? "tool_calls" : "stop"),
+          finish_reason:
+            finishReason ??
+            ((message as { tool_calls?: unknown[] }).tool_calls?.length ? "tool_calls" : "stop"),
         },
       ],
       ...(reply.omitUsage

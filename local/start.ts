@@ -51,6 +51,7 @@ import { localFunctionTimeout } from "./function-timeout.js";
 import { createLambdaContext } from "./lambda-context.js";
 import { startLocalStack } from "./local-stack.js";
 import { ModelEndpointError } from "./model-check.js";
+import { PolicyFileError, readPolicyFile } from "./policies-file.js";
 import { pollProgress } from "./poll-progress.js";
 import { formatLedger, formatOutcome } from "./run-report.js";
 import { startTraceTree } from "./trace-tree.js";
@@ -66,6 +67,8 @@ const USAGE = `usage: npm start -- ["<prompt>"] [options]
                        a durable one (--async, --approval) followed with GET /v1/runs/{runId}/events
   --approval           set APPROVAL_RULES to {"recordInvoice":{"GBP":"1000.00"}} (unless set): the run
                        pauses, a second local user approves it
+  --policies <file>    a Cedar policy file as the default policy set (POLICIES, docs/policies.md), checked
+                       against the tools' schema first
   --bedrock            call the model as a Bedrock deploy does (MODEL_PROVIDER=bedrock): short-term keys
                        made from AWS credentials, checked by the local Bedrock stand-in
   --trace              trace the runs in process (OpenTelemetry GenAI spans, docs/tracing.md) and print
@@ -97,6 +100,7 @@ function parseOptions(argv: string[]) {
         continue: { type: "string" },
         async: { type: "boolean" },
         approval: { type: "boolean" },
+        policies: { type: "string" },
         trace: { type: "boolean" },
         bedrock: { type: "boolean" },
         watch: { type: "boolean" },
@@ -123,6 +127,10 @@ async function main(): Promise<number> {
   // local Bedrock stand-in checks them (local/local-stack.ts), unless BEDROCK_BASE_URL points elsewhere.
   if (values.bedrock) process.env.MODEL_PROVIDER = "bedrock";
   if (values.approval) process.env.APPROVAL_RULES ??= JSON.stringify({ recordInvoice: { GBP: "1000.00" } });
+  if (values.policies)
+    process.env.POLICIES = await readPolicyFile(values.policies).catch((error: unknown) => {
+      throw error instanceof PolicyFileError ? new UsageError(error.message) : error;
+    });
   const event = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
   ) as APIGatewayProxyEventV2;

@@ -16,6 +16,8 @@ import { dynamodbDocs } from "./config/dynamodb.js";
 import { eventStreamDocs } from "./config/event-streams.js";
 import { httpIdentityDocs } from "./config/http-identity.js";
 import { modelDocs } from "./config/model-provider.js";
+import { policyDocs } from "./config/policies.js";
+import { quotaDocs } from "./config/quotas.js";
 import { retentionDocs } from "./config/retention.js";
 import { runLimitsDocs } from "./config/run-limits.js";
 import type { ConfigVariableDoc } from "./config/section.js";
@@ -37,8 +39,10 @@ export const CONFIG_DOCS: { readonly [K in ConfigVariable]: ConfigVariableDoc } 
   ...httpIdentityDocs,
   ...durableRunsDocs,
   ...approvalDocs,
+  ...policyDocs,
   ...eventStreamDocs,
   ...tokenIssuerDocs,
   ...telemetryDocs,
   ...answerGroundingDocs,
+  ...quotaDocs,
 };

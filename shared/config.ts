@@ -13,6 +13,8 @@ import { dynamodbSection } from "./config/dynamodb.js";
 import { eventStreamSection } from "./config/event-streams.js";
 import { httpIdentitySection } from "./config/http-identity.js";
 import { modelSection } from "./config/model-provider.js";
+import { policySection } from "./config/policies.js";
+import { quotaSection } from "./config/quotas.js";
 import { retentionSection } from "./config/retention.js";
 import { runLimitsSection } from "./config/run-limits.js";
 import type { EnvFields, ParsedEnv } from "./config/section.js";
@@ -50,10 +52,12 @@ export const CONFIG_SECTIONS = [
   httpIdentitySection,
   durableRunsSection,
   approvalSection,
+  policySection,
   eventStreamSection,
   tokenIssuerSection,
   telemetrySection,
   answerGroundingSection,
+  quotaSection,
 ] as const;
 
 type Section = (typeof CONFIG_SECTIONS)[number];
@@ -86,7 +90,7 @@ export type RawConfig = z.infer<typeof ConfigSchema>;
  * `identity`, `http`, `console` (config/http-identity.ts); `durable` (config/durable-runs.ts);
  * `approvals` (config/approval-rules.ts); `stream` (config/event-streams.ts); `auth`, every bearer
  * token check (config/token-issuer.ts); `observability`, `tracing` (config/telemetry.ts); `grounding`
- * (config/answer-grounding.ts).
+ * (config/answer-grounding.ts); `quotas` (config/quotas.ts).
  */
 export interface Config extends Intersection<ReturnType<Section["config"]>> {}
 

@@ -10,6 +10,11 @@ import type { DurableExecutions } from "./durable/executions.js";
 import { onceUntilFailed } from "./lazy.js";
 import { type ChatModelOptions, createChatModel } from "./model/chat-model.js";
 import { createObservability } from "./observability.js";
+import { PolicyDecisions } from "./policies/decision.js";
+import { approvalRuleThresholds, defaultPolicyText } from "./policies/defaults.js";
+import { PolicySets } from "./policies/sets.js";
+import { counterTotals } from "./policies/totals.js";
+import { Quotas } from "./quotas/service.js";
 import { createRunTracer } from "./run-trace.js";
 import { type FeedClock, SYSTEM_CLOCK } from "./runs/event-feed.js";
 import { type RunEvent, RunEventHub, runEventObserver } from "./runs/events.js";
@@ -17,9 +22,11 @@ import type { RunObserver } from "./runs/observer.js";
 import type { AgentRunShapes } from "./runs/run-shapes.js";
 import { ApprovalStore } from "./store/approvals.js";
 import { ConversationStore } from "./store/conversations.js";
+import { CounterStore } from "./store/counters.js";
 import { createDocumentClient } from "./store/dynamo.js";
 import { IdempotencyStore } from "./store/idempotency.js";
 import { LedgerStore } from "./store/ledger.js";
+import { PolicySetStore } from "./store/policy-sets.js";
 import { QuoteStore } from "./store/quotes.js";
 import { RunEventStore } from "./store/run-events.js";
 import { RunStore } from "./store/runs.js";
@@ -59,6 +66,46 @@ export interface SharedDeps {
   runObservers?: readonly RunObserver[];
   runEvents: { store: RunEventStore<RunEvent>; hub: RunEventHub };
   clock: FeedClock;
+  policies: PolicyServices;
+  /** Quotas, budgets and cost (shared/quotas/service.ts); absent only where a test or bench turns them off. */
+  quotas?: Quotas;
+}
+
+/**
+ * The policies (docs/policies.md): `sets`, the default and tenants' sets (GET/PUT /v1/policies);
+ * `decisions`, the decision service every tool call of the loop, the runner and MCP goes through;
+ * `store`, the sets' versions and the shadow decisions kept.
+ */
+export interface PolicyServices {
+  sets: PolicySets;
+  decisions: PolicyDecisions;
+  store: PolicySetStore;
+}
+
+/**
+ * Builds the policy services: the default set from POLICIES or the APPROVAL_RULES shorthand, the
+ * running totals on the counters store, shadow decisions kept as long as runs.
+ */
+export function policyServices(
+  config: Config,
+  ddb: DynamoDBDocumentClient,
+  tools: ToolRegistry,
+  logger: Logger,
+): PolicyServices {
+  const store = new PolicySetStore(ddb, config.table.name, config.runs.ttlSeconds);
+  const sets = new PolicySets({
+    store,
+    tools,
+    defaultText: defaultPolicyText(config.policies.text, config.approvals.rules),
+  });
+  const decisions = new PolicyDecisions({
+    sets,
+    totals: counterTotals(new CounterStore(ddb, config.table.name)),
+    recordShadow: (tenantId, record) => store.recordShadow(tenantId, record),
+    logger,
+    thresholds: approvalRuleThresholds(config.policies.text ? {} : config.approvals.rules),
+  });
+  return { sets, decisions, store };
 }
 
 /**
@@ -86,6 +133,11 @@ export interface ApiDepsOptions extends ChatModelOptions {
   executions?: DurableExecutions;
   /** Where MCP approvals are announced; default: EventBridge's default bus (loaded on first use). */
   approvalEvents?: ApprovalEvents;
+  /**
+   * The quotas' clock (epoch ms; windows, `Retry-After`), default Date.now; or `false` for no quotas at
+   * all (no admission, budget, usage or cost: the benchmarks' "off").
+   */
+  quotas?: { now: () => number } | false;
 }
 
 /**
@@ -108,7 +160,7 @@ export function createApiDeps(config: Config, options: ApiDepsOptions = {}): Api
  */
 export function createRunnerDeps(
   config: Config,
-  options: ChatModelOptions & Pick<ApiDepsOptions, "clock"> & { approvalEvents: ApprovalEvents },
+  options: ChatModelOptions & Pick<ApiDepsOptions, "clock" | "quotas"> & { approvalEvents: ApprovalEvents },
 ): RunnerDeps {
   return sharedDeps(config, options);
 }
@@ -120,7 +172,7 @@ export function createRunnerDeps(
  */
 function sharedDeps(
   config: Config,
-  options: ChatModelOptions & Pick<ApiDepsOptions, "clock"> & { approvalEvents: ApprovalEvents },
+  options: ChatModelOptions & Pick<ApiDepsOptions, "clock" | "quotas"> & { approvalEvents: ApprovalEvents },
 ): SharedDeps {
   const ddb = createDocumentClient(config.table);
   const ledger = new LedgerStore(ddb, config.table.name);
@@ -129,9 +181,9 @@ function sharedDeps(
     ledger,
     quotes,
     quoteTtlSeconds: config.quotes.ttlSeconds,
-    approvalRules: config.approvals.rules,
   });
   const observability = createObservability(config.observability);
+  const policies = policyServices(config, ddb, tools, observability.logger);
   const runEvents = { store: new RunEventStore<RunEvent>(ddb, config.table.name), hub: new RunEventHub() };
   const events = runEventObserver({
     ...runEvents,
@@ -156,8 +208,16 @@ function sharedDeps(
     // The tracer first: a run's agent span ends where the run does, before its events are written.
     runObservers: [createRunTracer(), events],
     runEvents,
+    policies,
     clock: options.clock ?? SYSTEM_CLOCK,
+    ...(options.quotas === false ? {} : { quotas: quotasOf(config, ddb, options.quotas?.now) }),
   };
+}
+
+/** The quotas over the table, pricing calls by the model the functions call. */
+function quotasOf(config: Config, ddb: DynamoDBDocumentClient, now?: () => number): Quotas {
+  const model = config.model.provider === "bedrock" ? config.model.bedrock.modelId : config.model.name;
+  return new Quotas(ddb, config.table.name, { ...config.quotas, model }, now);
 }
 
 /** The module the Lambda durable functions port is built from, loaded on the first durable run. */

@@ -13,6 +13,8 @@
  *   (`facts.rule`, e.g. four_eyes)
  * - NOT_FOUND: no such run, approval or invoice for this caller (another tenant's looks the same)
  * - INVALID_CURSOR: a page cursor this listing did not issue (`facts.field`: the parameter)
+ * - INVALID_REQUEST: a well-formed request the domain refuses as asked (`facts.errors`: `{in, path,
+ *   message}` per field), e.g. a cost limit while the model has no price
  * - IDEMPOTENCY_KEY_IN_USE: an operation under this key is still running (`retryAfterSeconds`)
  * - IDEMPOTENCY_KEY_REUSED: the key was used for a different operation
  * - RUN_NOT_RUNNING: the run has ended (`facts.runStatus`)
@@ -22,12 +24,17 @@
  *   longer take it (`facts.approvalId`, `facts.approvalStatus`)
  * - HANDOVER_TOO_LARGE: a paused run's state is over a durable execution's input limit
  * - STORE_UNAVAILABLE: the data store could not be reached or is throttling (`retryAfterSeconds`)
+ * - RATE_LIMITED: a run or MCP call refused at the door by a runs-per-minute or runs-in-flight limit
+ *   ({@link RateLimitedError}: `facts.policy`, `facts.limit`, `retryAfterSeconds`; docs/quotas.md)
+ * - QUOTA_UNAVAILABLE: the quota store failed during admission or a reservation (fail closed,
+ *   {@link QuotaUnavailableError})
  */
 export const DOMAIN_ERROR_CODES = [
   "UNAUTHENTICATED",
   "FORBIDDEN",
   "NOT_FOUND",
   "INVALID_CURSOR",
+  "INVALID_REQUEST",
   "IDEMPOTENCY_KEY_IN_USE",
   "IDEMPOTENCY_KEY_REUSED",
   "RUN_NOT_RUNNING",
@@ -38,6 +45,8 @@ export const DOMAIN_ERROR_CODES = [
   "APPROVAL_CANCELLED",
   "HANDOVER_TOO_LARGE",
   "STORE_UNAVAILABLE",
+  "RATE_LIMITED",
+  "QUOTA_UNAVAILABLE",
 ] as const;
 
 /** One code of {@link DOMAIN_ERROR_CODES}. */
@@ -79,4 +88,71 @@ export function isDomainError(error: unknown): boolean {
   if (error instanceof DomainError) return true;
   const named = error as { name?: unknown; errorType?: unknown } | null;
   return named?.name === DOMAIN_ERROR_NAME || named?.errorType === DOMAIN_ERROR_NAME;
+}
+
+/**
+ * One admission policy as the IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers) name it:
+ * - `id`: `user-minute`, `tenant-minute` (runs started in the UTC minute) or `tenant-concurrent` (runs
+ *   in flight)
+ * - `quota`: its limit; `windowSeconds`: 60 for a minute, null for concurrency (no window); `unit`:
+ *   `requests` or `concurrent-requests` (the draft's quota units)
+ * - `remaining`: what is left of it now; `resetSeconds`: until the window ends (null without one)
+ */
+export interface AdmissionPolicy {
+  id: "user-minute" | "tenant-minute" | "tenant-concurrent";
+  quota: number;
+  windowSeconds: number | null;
+  unit: "requests" | "concurrent-requests";
+  remaining: number;
+  resetSeconds: number | null;
+}
+
+/**
+ * RATE_LIMITED: a run (or an MCP tool call) refused at the door, a limit on runs per minute or runs in
+ * flight being reached (docs/quotas.md). Nothing was started or written. `refused` is the policy that
+ * refused it, `policies` every policy in force with what is left of it (the HTTP edge's RateLimit
+ * fields), `retryAfterSeconds` when one more is admitted (the minute's end; for runs in flight, 1 s: no
+ * window says when one ends). Final for the request, like every domain error.
+ */
+export class RateLimitedError extends DomainError {
+  constructor(
+    readonly refused: AdmissionPolicy,
+    readonly policies: AdmissionPolicy[],
+    retryAfterSeconds: number,
+  ) {
+    super("RATE_LIMITED", rateLimitedSentence(refused, retryAfterSeconds), {
+      facts: { policy: refused.id, limit: refused.quota, retryAfterSeconds },
+      retryAfterSeconds,
+    });
+  }
+}
+
+/** The fixed sentence of a {@link RateLimitedError}. */
+function rateLimitedSentence(policy: AdmissionPolicy, retryAfterSeconds: number): string {
+  const what = {
+    "user-minute": `You started ${policy.quota} run(s) this minute, your limit`,
+    "tenant-minute": `Your tenant started ${policy.quota} run(s) this minute, its limit`,
+    "tenant-concurrent": `Your tenant has ${policy.quota} run(s) in flight, its limit`,
+  }[policy.id];
+  return `${what}; nothing was started. Retry after ${retryAfterSeconds} s.`;
+}
+
+/** The fixed sentence of {@link QuotaUnavailableError}. */
+export const QUOTA_UNAVAILABLE_MESSAGE =
+  "The quota could not be checked (the data store did not answer), so nothing was started; retry shortly.";
+
+/** The `name` of a {@link QuotaUnavailableError} (and of the copies a serializer makes). */
+export const QUOTA_UNAVAILABLE_NAME = "QuotaUnavailableError";
+
+/**
+ * QUOTA_UNAVAILABLE: the quota store failed while a run was admitted or a call reserved, so it is refused
+ * (fail closed, a fixed sentence); the store's error is the `cause`, for the logs only. Unlike the other
+ * domain errors it is transient: its own `name` ({@link QUOTA_UNAVAILABLE_NAME}) lets the durable
+ * runner retry a step that threw it (shared/durable/step-retry.ts).
+ */
+export class QuotaUnavailableError extends DomainError {
+  constructor(cause: unknown) {
+    super("QUOTA_UNAVAILABLE", QUOTA_UNAVAILABLE_MESSAGE, { cause });
+    this.name = QUOTA_UNAVAILABLE_NAME;
+  }
 }

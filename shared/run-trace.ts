@@ -48,6 +48,7 @@ export interface RunTraceOutcome {
   status: string;
   cycles: number;
   usage: { promptTokens: number; completionTokens: number };
+  cost?: { amount: string; currency: string } | null | undefined;
   grounding?: { ungrounded: ReadonlyArray<{ text: string }>; action: string } | null;
 }
 
@@ -73,6 +74,9 @@ function endWith(span: Span, outcome: RunTraceOutcome): void {
     [ATTR.runCycles]: outcome.cycles,
     [ATTR.inputTokens]: outcome.usage.promptTokens,
     [ATTR.outputTokens]: outcome.usage.completionTokens,
+    ...(outcome.cost
+      ? { [ATTR.costAmount]: outcome.cost.amount, [ATTR.costCurrency]: outcome.cost.currency }
+      : {}),
   });
   const ungrounded = outcome.grounding?.ungrounded ?? [];
   if (outcome.grounding && (ungrounded.length > 0 || outcome.grounding.action !== "none")) {

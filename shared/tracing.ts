@@ -10,7 +10,7 @@ import {
   type TimeInput,
   trace,
 } from "@opentelemetry/api";
-import * as z from "zod";
+import type { CarriedTrace } from "./carried-trace.js";
 
 /**
  * The Tracer port: every span boundloop emits goes through here, over `@opentelemetry/api` only (the
@@ -59,6 +59,15 @@ export const ATTR = {
   errorCode: "boundloop.error.code",
   approvalId: "boundloop.approval.id",
   approvalDecision: "boundloop.approval.decision",
+  policyDecision: "boundloop.policy.decision",
+  policyIds: "boundloop.policy.ids",
+  policySource: "boundloop.policy.source",
+  policyVersion: "boundloop.policy.version",
+  policyShadowDecision: "boundloop.policy.shadow.decision",
+  policyShadowIds: "boundloop.policy.shadow.ids",
+  /** A model call's or a run's cost (docs/quotas.md "Cost"): six decimal places, and its currency. */
+  costAmount: "boundloop.cost.amount",
+  costCurrency: "boundloop.cost.currency",
 } as const;
 
 /**
@@ -197,24 +206,8 @@ export const presetIds: { traceId: string | undefined; spanId: string | undefine
   spanId: undefined,
 };
 
-/**
- * A span context carried in a durable execution's input (W3C trace-context fields): the run's agent
- * span, so every invocation's spans join the same trace under it.
- */
-export const CarriedTraceSchema = z
-  .object({
-    traceId: z.string().regex(/^[0-9a-f]{32}$/),
-    spanId: z.string().regex(/^[0-9a-f]{16}$/),
-    traceFlags: z.number().int().min(0).max(255),
-    /** The span the run's agent span is a child of (the request that started the run), when there is one. */
-    parentSpanId: z
-      .string()
-      .regex(/^[0-9a-f]{16}$/)
-      .optional(),
-  })
-  .strict();
-/** See {@link CarriedTraceSchema}. */
-export type CarriedTrace = z.infer<typeof CarriedTraceSchema>;
+/** A span context carried in a durable execution's input (shared/carried-trace.ts). */
+export type { CarriedTrace } from "./carried-trace.js";
 
 /** The active context with `carried`'s agent span as its (remote) parent span. */
 export function contextOf(carried: CarriedTrace, base: Context = context.active()): Context {

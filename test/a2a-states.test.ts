@@ -30,6 +30,8 @@ describe("A2A task states of run statuses (docs/a2a.md)", () => {
       model_error: TaskState.TASK_STATE_FAILED,
       context_length_exceeded: TaskState.TASK_STATE_FAILED,
       answer_ungrounded: TaskState.TASK_STATE_FAILED,
+      quota_exceeded: TaskState.TASK_STATE_FAILED,
+      awaiting_quota: TaskState.TASK_STATE_WORKING,
       failed: TaskState.TASK_STATE_FAILED,
       cancelled: TaskState.TASK_STATE_CANCELED,
     };
@@ -55,6 +57,7 @@ describe("A2A task states of run statuses (docs/a2a.md)", () => {
     expect(paused.why).toContain("billing:approve");
     expect(taskStateOf(run("completed", { answer: "Tax is 300.00 GBP." })).why).toBe("Tax is 300.00 GBP.");
     expect(taskStateOf(run("running", { cyclesRecorded: 1 })).why).toBe("Working: cycle 2 of at most 5.");
+    expect(taskStateOf(run("awaiting_quota")).why).toContain("Waiting for budget");
     expect(taskStateOf(run("some_new_status")).state).toBe(TaskState.TASK_STATE_FAILED);
   });
 });

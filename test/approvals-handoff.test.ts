@@ -103,8 +103,11 @@ describe("a hand-over whose input is over the durable execution's 256 KB", () =>
     const tenantId = "tenant_apr_big";
     const { run: first, quoteId } = await taxRun(tenantId);
     // The model's first reply carries 300 000 characters of text with its call: a carried step over the limit.
+    // Its usage is scripted: the local server cuts an estimated completion over max_tokens (as a real one
+    // does), and this reply stands for one a provider sent whole (the hand-over's size is what is tested).
     const big = {
       content: "x".repeat(300_000),
+      usage: { prompt_tokens: 1_500, completion_tokens: 900 },
       toolCalls: [
         {
           id: "call_big",

@@ -301,7 +301,11 @@ describe("a run killed mid-way", () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       const runId = await latestRunId(tenantId);
       snapshot = runId ? await stack.deps.runs.get(tenantId, runId) : undefined;
-    } while ((snapshot?.run.cyclesRecorded ?? 0) < 1 && Date.now() < deadline);
+      // Until this request's run is the latest (admission writes first, so its record may come later).
+    } while (
+      (snapshot?.run.status !== "running" || (snapshot?.run.cyclesRecorded ?? 0) < 1) &&
+      Date.now() < deadline
+    );
     expect(snapshot?.run).toMatchObject({
       status: "running",
       cyclesRecorded: 1,

@@ -226,7 +226,10 @@ describe("modelProvider=openai-compatible", () => {
     // two functions serving the API), and when /mcp's audience became the stack's own URL (the API
     // function's MCP_RESOURCE_URL, its HTTP API's endpoint + /mcp), and when the console followed runs on
     // the streaming function URL (the API function's CONSOLE_STREAM_URL, the streaming function's
-    // CONSOLE_ORIGINS).
+    // CONSOLE_ORIGINS), and when the runner's execution timeout counted the budget wait
+    // (QUOTA_WAIT_SECONDS: ExecutionTimeout and DURABLE_EXECUTION_TIMEOUT_SECONDS 87 300 → 173 700, so
+    // the runner's version), and when the policies' six routes, GET /v1/usage and PUT /v1/limits came
+    // (a route and an integration permission each).
     const main = JSON.parse(
       readFileSync(new URL("./fixtures/openai-compatible-templates.json", import.meta.url), "utf8"),
     ) as Record<string, unknown>;

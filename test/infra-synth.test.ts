@@ -320,6 +320,24 @@ describe("cdk synth of the real app", () => {
     expect(staticallyLoaded(dir)).not.toContain(`chunks/${consoleChunks[0]}`);
   });
 
+  it("the Cedar engine travels as its own file: its WebAssembly module beside index.mjs, its glue a chunk no request reads until a decision needs it", () => {
+    for (const functionId of ["ApiFunction", "RunnerFunction"]) {
+      const dir = bundleDir(functionId);
+      const wasm = join(dir, "cedar_wasm_bg.wasm");
+      expect(existsSync(wasm), functionId).toBe(true);
+      // A WebAssembly module (magic number \0asm), the package's own, not inlined into any JavaScript.
+      expect(readFileSync(wasm).subarray(0, 4)).toEqual(Buffer.from([0, 0x61, 0x73, 0x6d]));
+      expect(statSync(wasm).size).toBeGreaterThan(1_000_000);
+    }
+    const dir = bundleDir();
+    const glue = chunksHolding(dir, "@cedar-policy/cedar-wasm/web/cedar_wasm.js");
+    expect(glue).toHaveLength(1);
+    expect(statSync(join(dir, glue[0] as string)).size).toBeLessThan(20_000);
+    // Neither a cold start (/healthz) nor any route's static imports read it: only its dynamic import.
+    expect(staticallyLoaded(dir)).not.toContain(glue[0]);
+    expect(syncRequestPath(dir)).not.toContain(glue[0]);
+  });
+
   it("the MCP SDK and the JOSE code are read only by an /mcp request: no other route loads them", () => {
     const dir = bundleDir();
     const otherRoutes = syncRequestPath(dir).flatMap((file) => sourcesOf(dir, file));

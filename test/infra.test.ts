@@ -81,12 +81,12 @@ describe("the CDK stack", () => {
       "AWS::Lambda::Function": 3,
       "AWS::Lambda::Version": 1,
       "AWS::Lambda::Alias": 1,
-      "AWS::Lambda::Permission": 22,
+      "AWS::Lambda::Permission": 30,
       "AWS::Lambda::Url": 1,
       "AWS::ApiGatewayV2::Api": 1,
       "AWS::ApiGatewayV2::Integration": 1,
       "AWS::ApiGatewayV2::Authorizer": 1,
-      "AWS::ApiGatewayV2::Route": 20,
+      "AWS::ApiGatewayV2::Route": 28,
       "AWS::ApiGatewayV2::Stage": 1,
       "AWS::CloudWatch::Alarm": 5,
     });
@@ -400,6 +400,14 @@ describe("the CDK stack", () => {
         "GET /.well-known/oauth-protected-resource/mcp",
         "GET /console",
         "GET /console/assets/{file}",
+        "GET /v1/policies",
+        "PUT /v1/policies",
+        "POST /v1/policies/check",
+        "GET /v1/policies/versions",
+        "GET /v1/policies/shadow-decisions",
+        "GET /v1/policies/schema",
+        "GET /v1/usage",
+        "PUT /v1/limits",
       ].sort(),
     );
     // /mcp verifies its bearer token in the function (it must answer 401 with resource_metadata).
@@ -603,8 +611,8 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     const all = approvals.toJSON().Resources as Record<string, Resource>;
     const api = envOf(all);
     const runner = runnerEnvOf(all);
-    // 1800 s of run + 300 s margin + one approval wait of 172 800 s.
-    const executionTimeout = 1800 + 300 + 172_800;
+    // 1800 s of run + 300 s margin + one approval wait of 172 800 s + the default budget wait (86 400 s).
+    const executionTimeout = 1800 + 300 + 172_800 + 86_400;
     expect(plainEnv(api)).toEqual({
       APPROVAL_RULES: APPROVALS,
       APPROVAL_TIMEOUT_SECONDS: "172800",
@@ -723,6 +731,15 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     expect(() => synth({ modelMaxTokens: "many" })).toThrow(DeploySettingsError);
     expect(() => synth({ logLevel: "loud" })).toThrow(/logLevel \(POWERTOOLS_LOG_LEVEL\)/);
     expect(() => synth({ openaiBaseUrl: "not a url" })).toThrow(/openaiBaseUrl \(OPENAI_BASE_URL\)/);
+    // The quotas' limits and price table, by the same schemas (shared/config/quotas.ts).
+    expect(() => synth({ tenantTokensPerDay: "-1" })).toThrow(/tenantTokensPerDay \(TENANT_TOKENS_PER_DAY\)/);
+    expect(() => synth({ userCostPerDay: "1,50" })).toThrow(/userCostPerDay \(USER_COST_PER_DAY\)/);
+    expect(() => synth({ modelPrices: '{"m":{"inputPerMillion":"cheap"}}' })).toThrow(
+      /modelPrices \(MODEL_PRICES\)/,
+    );
+    expect(() => synth({ tenantCostPerDay: "5.00" })).toThrow(
+      /TENANT_COST_PER_DAY need a price for the model/,
+    );
   });
 
   it("warns at synth when runTimeoutMs is more than the API function's timeout allows", () => {

@@ -20,8 +20,9 @@ const text = (result: unknown) => JSON.parse(((result as CallResult).content[0]?
 describe("MCP: the approval check meets a store failure", () => {
   let mcp: McpStack;
   beforeAll(async () => {
-    // recordInvoice's approval policy reads the quote from a store that cannot be reached: a real
-    // DynamoDB client on a closed port (the SDK's own connection error, with its address in the text).
+    // recordInvoice's approval rule (a Cedar policy: docs/policies.md) needs the quote's facts from a
+    // store that cannot be reached: a real DynamoDB client on a closed port (the SDK's own connection
+    // error, with its address in the text). The policy decision refuses the call (fail closed).
     mcp = await startMcpStack({ APPROVAL_RULES: GBP_RULES }, (deps) =>
       accountingTools({
         ledger: deps.ledger,
@@ -34,7 +35,6 @@ describe("MCP: the approval check meets a store failure", () => {
           deps.config.table.name,
         ),
         quoteTtlSeconds: deps.config.quotes.ttlSeconds,
-        approvalRules: deps.config.approvals.rules,
       }),
     );
   });
@@ -59,14 +59,15 @@ describe("MCP: the approval check meets a store failure", () => {
     const body = text(result);
     expect(body).toMatchObject({
       status: "fatal_error",
-      error: { code: "APPROVAL_CHECK_FAILED", retryable: true },
+      error: { code: "POLICY_CHECK_FAILED", retryable: true },
     });
     expect(body.error.message).toBe(
-      "recordInvoice did not run: whether it needs approval could not be checked. The same call can be made again.",
+      "recordInvoice did not run: the tenant's policies could not be evaluated. The same call can be made again.",
     );
     expect(JSON.stringify(result)).not.toMatch(/127\.0\.0\.1|ECONNREFUSED|connect|Timeout/i);
-    // The detail is in the log (for the operator), as the loop logs an approval check that failed.
-    expect(output.text()).toMatch(/"message":"internal failure".*"code":"APPROVAL_CHECK_FAILED"/);
+    // The detail is in the log (for the operator), as the loop logs a policy decision that failed.
+    expect(output.text()).toMatch(/"message":"policy decision failed".*"code":"POLICY_CHECK_FAILED"/);
+    expect(output.text()).toMatch(/"stage":"[^"]+".*127\.0\.0\.1|ECONNREFUSED|Timeout/i);
   });
 });
 

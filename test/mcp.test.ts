@@ -677,7 +677,9 @@ describe("MCP: a mutating tool without a business key", () => {
 
 describe("MCP: the data store fails around a call", () => {
   it("is a retryable fatal_error STORE_UNAVAILABLE with a fixed sentence: no internal error text", async () => {
-    const broken = await startMcpStack();
+    // Quotas off: with them, admission is the call's first write and refuses it as QUOTA_UNAVAILABLE
+    // (test/quotas-admission.test.ts); this is the idempotency record's write failing.
+    const broken = await startMcpStack({}, undefined, { quotas: false });
     try {
       const client = await broken.connect(await broken.token(WRITER));
       const quoteId = await quote(client);

@@ -22,7 +22,10 @@ afterAll(async () => {
 const call = (event: Record<string, unknown>) => stack.invoke(event as never);
 
 describe("GET /openapi.json", () => {
-  it("serves a valid OpenAPI 3.1 document, without auth, listing every route", async () => {
+  // The file's first request loads the app and builds the document (12 s alone on a loaded machine).
+  it("serves a valid OpenAPI 3.1 document, without auth, listing every route", {
+    timeout: 90_000,
+  }, async () => {
     const response = await call(
       apiEvent("http-api-v2", { method: "GET", path: "/openapi.json", claims: null }),
     );
@@ -63,15 +66,38 @@ describe("GET /openapi.json", () => {
         "POST /v1/a2a",
         "POST /v1/agui",
         "GET /.well-known/agent-card.json",
+        "GET /v1/usage",
+        "PUT /v1/limits",
         "POST /mcp",
         "GET /mcp",
         "GET /.well-known/oauth-protected-resource",
         "GET /.well-known/oauth-protected-resource/mcp",
+        "GET /v1/policies",
+        "PUT /v1/policies",
+        "POST /v1/policies/check",
+        "GET /v1/policies/versions",
+        "GET /v1/policies/shadow-decisions",
+        "GET /v1/policies/schema",
       ].sort(),
     );
     const post = document.paths["/v1/runs"]?.post;
     expect(Object.keys(post?.responses ?? {}).sort()).toEqual(
-      ["200", "202", "400", "401", "404", "405", "409", "413", "415", "422", "500", "502", "503"].sort(),
+      [
+        "200",
+        "202",
+        "400",
+        "401",
+        "404",
+        "405",
+        "409",
+        "413",
+        "415",
+        "422",
+        "429",
+        "500",
+        "502",
+        "503",
+      ].sort(),
     );
     expect(post?.security).toEqual([{ jwt: [] }, { iam: [] }]);
     expect(document.paths["/healthz"]?.get?.security).toBeUndefined();

@@ -28,7 +28,7 @@ describe("domain refusals at the A2A edge", () => {
       });
       const mapped = toA2AError(refusal);
       expect(mapped, code).toBeInstanceOf(A2AError);
-      const wire = JsonRpcTransportHandler.mapToJSONRPCError(mapped) as {
+      const wire = JsonRpcTransportHandler.mapToJSONRPCError(mapped) as unknown as {
         code: number;
         message: string;
         data: Array<{ metadata: Record<string, string> }>;
@@ -49,10 +49,15 @@ describe("domain refusals at the A2A edge", () => {
     expect(of("RUN_NOT_RUNNING")).toBeInstanceOf(TaskNotCancelableError);
     expect(of("IDEMPOTENCY_KEY_REUSED")).toBeInstanceOf(UnsupportedOperationError);
     expect(of("FORBIDDEN")).toBeInstanceOf(UnsupportedOperationError);
+    const rpc = (code: (typeof DOMAIN_ERROR_CODES)[number]) =>
+      JsonRpcTransportHandler.mapToJSONRPCError(of(code)).code;
+    expect(rpc("INVALID_REQUEST")).toBe(-32602);
+    expect(rpc("RATE_LIMITED")).toBe(-32603);
+    expect(rpc("QUOTA_UNAVAILABLE")).toBe(-32603);
   });
 
   it("never sends an unexpected error's text; an unreachable store says so and when to retry", () => {
-    const internal = JsonRpcTransportHandler.mapToJSONRPCError(toA2AError(bug)) as {
+    const internal = JsonRpcTransportHandler.mapToJSONRPCError(toA2AError(bug)) as unknown as {
       code: number;
       message: string;
       data: Array<{ metadata: Record<string, string> }>;

@@ -200,10 +200,11 @@ export interface RunRecord {
   cyclesRecorded: number;
   usage: { totalTokens: number };
   /**
-   * What the run cost, once the API reports it (quotas and cost, a later release): until then absent,
-   * and the console shows "—".
+   * What the run cost from the price table (docs/quotas.md); null when a model of the run has no price
+   * (`costNote` names it), and the console shows "—".
    */
   cost?: { amount: string; currency: string } | null;
+  costNote?: string;
   startedAt: string;
   finishedAt: string | null;
   durationMs: number | null;
@@ -219,11 +220,18 @@ export interface RunRecord {
         status: string;
         data: unknown;
         error: { code?: string; message?: string } | null;
-        metadata: { latencyMs: number };
+        metadata: { latencyMs: number; policy?: PolicyExplanation };
       };
     }>;
   }>;
   pendingApprovals?: Approval[];
+}
+
+/** A policy decision's explanation (docs/policies.md): the decision, its policies, the shadow set's. */
+export interface PolicyExplanation {
+  decision: string;
+  policyIds?: string[];
+  shadow?: { decision: string; policyIds?: string[] };
 }
 
 /** An approval as `GET /v1/approvals` and a run's `pendingApprovals` carry it. */

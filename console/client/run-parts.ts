@@ -3,12 +3,20 @@
  * arguments and the backend's result side by side. A call's card is added once its result is known (from
  * the live `tool.call.finished`, or from the run's steps on a reload), so cards only ever append.
  */
-import type { RunEvent, RunRecord } from "./api.js";
+import type { PolicyExplanation, RunEvent, RunRecord } from "./api.js";
 import { type Child, count, h, idLink, seconds, time, toolBadge } from "./dom.js";
 import { argumentsView, resultView, type ToolErrorShape } from "./values.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: event fields per type, docs/run-events.md
 type Fields = Record<string, any>;
+
+/** A policy decision's explanation in words: the decision, its policies, the shadow set's. */
+export function policyText(policy: PolicyExplanation | undefined): string {
+  if (!policy) return "";
+  const ids = (list: string[] | undefined) => (list && list.length > 0 ? ` by ${list.join(", ")}` : "");
+  const shadow = policy.shadow ? `; shadow: ${policy.shadow.decision}${ids(policy.shadow.policyIds)}` : "";
+  return `${policy.decision}${ids(policy.policyIds)}${shadow}`;
+}
 
 /** One timeline row's words for an event. */
 function eventText(event: RunEvent): Child[] {
@@ -18,13 +26,13 @@ function eventText(event: RunEvent): Child[] {
       return [`Run started: at most ${e.limits?.maxCycles} cycles, ${seconds(e.limits?.timeoutMs)}`];
     case "model.call.finished":
       return [
-        `Model call, cycle ${e.cycle}: ${e.finishReason ?? "no finish reason"}, ${count(e.usage?.totalTokens ?? 0)} tokens, ${e.latencyMs} ms`,
+        `Model call, cycle ${e.cycle}: ${e.finishReason ?? "no finish reason"}, ${count(e.usage?.totalTokens ?? 0)} tokens${e.cost ? `, ${e.cost.amount} ${e.cost.currency}` : ""}, ${e.latencyMs} ms`,
       ];
     case "tool.call.started":
       return [`Tool call ${e.name} (cycle ${e.cycle})`];
     case "tool.call.finished":
       return [
-        `Tool result ${e.name}: ${e.status}${e.errorCode ? ` ${e.errorCode}` : ""} (${e.latencyMs} ms)`,
+        `Tool result ${e.name}: ${e.status}${e.errorCode ? ` ${e.errorCode}` : ""} (${e.latencyMs} ms)${e.policy ? ` — policy: ${policyText(e.policy)}` : ""}`,
       ];
     case "approval.requested":
       return [
@@ -77,6 +85,8 @@ export interface ToolCallView {
   data: unknown;
   error: ToolErrorShape | null;
   omitted?: boolean;
+  /** The tenant's policies' decision on the call, when they decided it. */
+  policy?: PolicyExplanation;
 }
 
 /**
@@ -86,6 +96,7 @@ const CALL_FACTS: Array<{ label: string; value: (call: ToolCallView) => Child }>
   { label: "Outcome", value: (call) => toolBadge(call.status) },
   { label: "Cycle", value: (call) => String(call.cycle) },
   { label: "Time", value: (call) => `${call.latencyMs} ms` },
+  { label: "Policy", value: (call) => (call.policy ? policyText(call.policy) : "—") },
 ];
 
 /** A tool call's card: its facts, then the model's arguments beside the backend's result. */
@@ -145,6 +156,7 @@ export function callsOfRecord(run: RunRecord): ToolCallView[] {
       latencyMs: call.result.metadata.latencyMs,
       data: call.result.data,
       error: call.result.error,
+      ...(call.result.metadata.policy ? { policy: call.result.metadata.policy } : {}),
     })),
   );
 }
@@ -169,6 +181,7 @@ export function callPairing(): (event: RunEvent) => ToolCallView | undefined {
       data: e.data ?? null,
       error: e.error ?? (e.errorCode ? { code: e.errorCode } : null),
       omitted: e.dataOmitted === true,
+      ...(e.policy ? { policy: e.policy } : {}),
     };
   };
 }

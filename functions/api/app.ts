@@ -18,6 +18,8 @@ import { approvalRoutes } from "./routes/approvals.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./routes/deps.js";
 import { runEventRoutes } from "./routes/events.js";
 import { invoiceRoutes } from "./routes/invoices.js";
+import { policyRoutes } from "./routes/policies.js";
+import { quotaRoutes } from "./routes/quotas.js";
 import { runRoutes } from "./routes/runs.js";
 
 export type { AppEnv, LambdaBindings } from "./routes/deps.js";
@@ -70,6 +72,8 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   app.route("/", invoiceRoutes(getDeps));
   app.route("/", a2a);
   app.route("/", aguiRoutes(getDeps));
+  app.route("/", policyRoutes(getDeps));
+  app.route("/", quotaRoutes(getDeps));
   let served: ReturnType<typeof servedMethods> | undefined;
   app.notFound((c) => {
     served ??= servedMethods(app.getOpenAPI31Document(OPENAPI_INFO), [

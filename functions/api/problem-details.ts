@@ -4,8 +4,14 @@
  * the one mapping of anything thrown (a domain refusal, an unreachable store, anything else) to a problem.
  * Used by the API's app and routes and by the streaming entry; nothing under shared/ imports it.
  */
-import { DOMAIN_ERROR_CODES, DomainError, type DomainErrorCode } from "../../shared/domain-errors.js";
+import {
+  DOMAIN_ERROR_CODES,
+  DomainError,
+  type DomainErrorCode,
+  RateLimitedError,
+} from "../../shared/domain-errors.js";
 import { isStoreUnavailable } from "../../shared/store/errors.js";
+import { rateLimitFields } from "./ratelimit-fields.js";
 
 /**
  * The one table of stable HTTP problem codes and their statuses (RFC 9457 problem details).
@@ -29,9 +35,14 @@ export const PROBLEM_STATUS = {
   IDEMPOTENCY_KEY_REUSED: 422,
   CONTEXT_LENGTH_EXCEEDED: 422,
   HANDOVER_TOO_LARGE: 422,
+  INVALID_POLICIES: 400,
+  PRECONDITION_FAILED: 412,
+  PRECONDITION_REQUIRED: 428,
+  RATE_LIMITED: 429,
   INTERNAL: 500,
   MODEL_UNAVAILABLE: 502,
   STORE_UNAVAILABLE: 503,
+  QUOTA_UNAVAILABLE: 503,
 } as const;
 
 /** A stable problem code, a key of {@link PROBLEM_STATUS}. */
@@ -56,9 +67,14 @@ const TITLES: Record<ProblemCode, string> = {
   IDEMPOTENCY_KEY_REUSED: "Idempotency key reused",
   CONTEXT_LENGTH_EXCEEDED: "Context length exceeded",
   HANDOVER_TOO_LARGE: "Run too large to hand over",
+  INVALID_POLICIES: "Invalid policies",
+  PRECONDITION_FAILED: "Precondition failed",
+  PRECONDITION_REQUIRED: "Precondition required",
+  RATE_LIMITED: "Rate limited",
   INTERNAL: "Internal error",
   MODEL_UNAVAILABLE: "Model unavailable",
   STORE_UNAVAILABLE: "Store unavailable",
+  QUOTA_UNAVAILABLE: "Quota unavailable",
 };
 
 /** Seconds a client should wait before retrying a 503 STORE_UNAVAILABLE (the `Retry-After` header). */
@@ -73,6 +89,7 @@ export const STORE_RETRY_AFTER_SECONDS = 1;
 const CODE_HEADERS: Partial<Record<ProblemCode, Record<string, string>>> = {
   UNAUTHENTICATED: { "www-authenticate": 'Bearer realm="boundloop"' },
   STORE_UNAVAILABLE: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) },
+  QUOTA_UNAVAILABLE: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) },
 };
 
 /** The body of an `application/problem+json` response. */
@@ -175,7 +192,8 @@ const PROBLEM_OF_DOMAIN: { readonly [C in DomainErrorCode]: ProblemCode } = {
 /**
  * A domain refusal as a problem: its problem code ({@link PROBLEM_OF_DOMAIN}), its message as the detail,
  * its facts as extension members (a bad cursor's `field` as INVALID_REQUEST's `errors` entry in the
- * query) and `retryAfterSeconds` as the `Retry-After` header (RFC 9110 §10.2.3).
+ * query) and `retryAfterSeconds` as the `Retry-After` header (RFC 9110 §10.2.3); a 429 RATE_LIMITED also
+ * carries the RateLimit-Policy and RateLimit fields of every admission policy in force.
  */
 export function problemOfDomain(error: DomainError): ProblemError {
   const { field, ...facts } = error.facts;
@@ -187,10 +205,14 @@ export function problemOfDomain(error: DomainError): ProblemError {
         }
       : error.facts;
   const retryAfter = error.retryAfterSeconds;
+  const headers = {
+    ...(retryAfter === undefined ? {} : { "retry-after": String(retryAfter) }),
+    ...(error instanceof RateLimitedError ? rateLimitFields(error.policies) : {}),
+  };
   return new ProblemError(PROBLEM_OF_DOMAIN[error.code], error.message, {
     cause: error,
     extensions: { ...extensions },
-    ...(retryAfter === undefined ? {} : { headers: { "retry-after": String(retryAfter) } }),
+    ...(Object.keys(headers).length === 0 ? {} : { headers }),
   });
 }
 

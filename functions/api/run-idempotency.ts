@@ -190,14 +190,15 @@ const HTTP_RESPONSE = "http_response";
 
 /**
  * What the HTTP adapter keeps: a response below 500 (status, headers with lower-case names, body), and a
- * thrown error as the problem it renders (`toProblem`) when that is below 500; a 5xx is not kept (the key
- * is released, so a retry runs again).
+ * thrown error as the problem it renders (`toProblem`, the quotas' refusals included) when that is below
+ * 500; a 5xx is not kept (the key is released, so a retry runs again), nor a 429 (the run was not
+ * admitted: a retry after Retry-After must run it).
  */
 const KEEP_RESPONSES: KeepPolicy<Response> = {
-  keep: async (response) => (response.status < 500 ? stored(response.clone()) : undefined),
+  keep: async (response) => (kept(response.status) ? stored(response.clone()) : undefined),
   keepThrown: (error) => {
     const problem = toProblem(error);
-    if (problem.status >= 500) return undefined;
+    if (!kept(problem.status)) return undefined;
     return {
       kind: HTTP_RESPONSE,
       status: problem.status,
@@ -206,6 +207,11 @@ const KEEP_RESPONSES: KeepPolicy<Response> = {
     };
   },
 };
+
+/** Whether a response of `status` is kept for a repeat: below 500 and not 429 (see {@link KEEP_RESPONSES}). */
+function kept(status: number): boolean {
+  return status < 500 && status !== 429;
+}
 
 /** The stored form of `response` (its body read). */
 async function stored(response: Response): Promise<StoredOutcome> {

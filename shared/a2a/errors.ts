@@ -22,8 +22,11 @@ type A2AErrorClass = new (options: { message: string; metadata: Record<string, s
 /**
  * Every domain code's A2A error: not found (another tenant's or user's task too) is TaskNotFoundError
  * (-32001); a run that is no longer running, TaskNotCancelableError (-32002); a bad cursor,
- * RequestMalformedError; a refusal the caller cannot override here (forbidden, a conflict of keys or
- * turns, an approval decided) UnsupportedOperationError (-32004) with the code saying which. Typed by
+ * RequestMalformedError (-32602), as is a request the domain refuses as asked (INVALID_REQUEST); a refusal
+ * the caller cannot override here (forbidden, a conflict of keys or turns, an approval decided)
+ * UnsupportedOperationError (-32004) with the code saying which. A refusal that may pass later (the store
+ * or the quota store out of reach, a rate limit: RATE_LIMITED) has no A2A error of its own: the base
+ * A2AError (-32603) with `code` and `retryAfterSeconds` in its metadata. Typed by
  * the code list, so a new domain code does not compile until it has its line.
  */
 export const A2A_ERROR_OF: Record<DomainErrorCode, A2AErrorClass> = {
@@ -31,6 +34,7 @@ export const A2A_ERROR_OF: Record<DomainErrorCode, A2AErrorClass> = {
   FORBIDDEN: UnsupportedOperationError,
   NOT_FOUND: TaskNotFoundError,
   INVALID_CURSOR: RequestMalformedError,
+  INVALID_REQUEST: RequestMalformedError,
   IDEMPOTENCY_KEY_IN_USE: UnsupportedOperationError,
   IDEMPOTENCY_KEY_REUSED: UnsupportedOperationError,
   RUN_NOT_RUNNING: TaskNotCancelableError,
@@ -41,6 +45,8 @@ export const A2A_ERROR_OF: Record<DomainErrorCode, A2AErrorClass> = {
   APPROVAL_CANCELLED: UnsupportedOperationError,
   HANDOVER_TOO_LARGE: UnsupportedOperationError,
   STORE_UNAVAILABLE: A2AError,
+  RATE_LIMITED: A2AError,
+  QUOTA_UNAVAILABLE: A2AError,
 };
 
 /** Seconds to wait before retrying when the store could not be reached (as the HTTP edge's Retry-After). */

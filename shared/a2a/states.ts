@@ -36,7 +36,10 @@ const stopped = (what: string) => (run: StateInput) =>
 
 /**
  * The table: every run record status (the loop's typed outcomes, and `running`, `awaiting_approval`,
- * `failed`, `cancelled`) to one A2A state.
+ * `awaiting_quota`, `failed`, `cancelled`) to one A2A state. A run stopped by a quota mid-way is `failed`
+ * (A2A's `rejected` is for a task the agent declined to do; this one started and has a partial
+ * transcript); a durable run waiting for budget is `working` (no client input can end the wait, so
+ * not `input-required`), its message saying it waits.
  */
 export const TASK_STATES = {
   running: { state: TaskState.TASK_STATE_WORKING, why: working },
@@ -77,6 +80,15 @@ export const TASK_STATES = {
   answer_ungrounded: {
     state: TaskState.TASK_STATE_FAILED,
     why: stopped("The answer was withheld, it held numbers no tool result gave"),
+  },
+  quota_exceeded: {
+    state: TaskState.TASK_STATE_FAILED,
+    why: stopped("Stopped, a quota could not cover the next model call"),
+  },
+  awaiting_quota: {
+    state: TaskState.TASK_STATE_WORKING,
+    why: () =>
+      "Waiting for budget: a quota cannot cover the next model call yet; the task goes on by itself when budget frees up or the quota's window turns, and stops (failed, quota_exceeded) after the deploy's longest wait (docs/quotas.md).",
   },
   failed: { state: TaskState.TASK_STATE_FAILED, why: stopped("The server failed") },
   cancelled: { state: TaskState.TASK_STATE_CANCELED, why: stopped("Cancelled") },

@@ -5,7 +5,7 @@ import {
   type UngroundedNumber,
 } from "./grounding.js";
 import type { ChatMessage, ModelTool } from "./model.js";
-import { callModel } from "./model-step.js";
+import { modelTurn } from "./model-turn.js";
 import type { RunState } from "./run-state.js";
 import { type StepRunner, steps } from "./step.js";
 import { type Stop, stops } from "./stops.js";
@@ -91,11 +91,19 @@ async function reask(
     { role: "assistant", content: answer },
     { role: "user", content: groundingNudge(ungrounded, run) },
   ];
-  const model = await step(steps.grounding(), () =>
-    callModel(input.model, input.deadline, messages, tools, "none"),
+  // Through the same guards as every model call (deadline, token budget, quota reservation).
+  const model = await modelTurn(
+    { ...input, step },
+    { messages, usage: run.usage },
+    {
+      step: steps.grounding(),
+      cycle: run.cycles + 1,
+      tools,
+      toolChoice: "none",
+    },
   );
-  if (model.kind === "expired") return undefined;
-  run.addUsage(model.usage);
+  if (model.kind !== "reply" && model.kind !== "failure") return undefined;
+  run.addUsage(model.usage, model.cost);
   if (model.kind !== "reply") return undefined;
   const text = model.refusal ? null : model.content;
   return text?.trim() ? text : undefined;

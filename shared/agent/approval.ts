@@ -1,6 +1,10 @@
 import { sha256Hex } from "../hash.js";
+import type { SecurityContext } from "../identity.js";
 import type { ApprovalDecision, ApprovalRequest } from "./approval-gate.js";
-import { notStartedResult, prepareToolCall, runPreparedCall } from "./dispatcher.js";
+import type { Deadline } from "./deadline.js";
+import { decideCall, runDecided, type ToolCallDecider } from "./decision.js";
+import { type InternalFailure, notStartedResult, prepareToolCall } from "./dispatcher.js";
+import { toolIdempotencyKey } from "./idempotency-key.js";
 import type { ApprovalAudit, ToolResult } from "./result.js";
 import { runInline, steps } from "./step.js";
 import type { ToolCallRequest } from "./tool.js";
@@ -89,19 +93,7 @@ export async function settleApprovals(
     const audit = approvalAuditOf(request.approvalId, decision);
     if (decision.decision === "approved") {
       const settled = await step(steps.approved(cycle, item.call.id), async () => {
-        const prepared = prepareToolCall(item.call, input.tools, input.security);
-        const result = await toolSpan(item.call, async () =>
-          prepared.kind === "failed"
-            ? prepared.result
-            : runPreparedCall(prepared, input.security, {
-                runId: input.runId,
-                runScope: input.runScope,
-                occurrence: item.occurrence,
-                signal: input.deadline.signal,
-                remainingMs: () => input.deadline.remainingMs(),
-                onInternalFailure: input.hooks?.onInternalFailure,
-              }),
-        );
+        const result = await toolSpan(item.call, () => runApproved(item, input));
         return { result, deadlinePassed: input.deadline.expired };
       });
       deadlinePassed = settled.deadlinePassed;
@@ -112,6 +104,69 @@ export async function settleApprovals(
     results[item.index] = withAudit(failed, audit);
   }
   return { ...rest, results, deadlinePassed };
+}
+
+/** Runs an approved call of the loop: see {@link runApprovedCall}, with the occurrence it had in its turn. */
+function runApproved(item: PendingApproval, input: RunInput): Promise<ToolResult> {
+  const prepared = prepareToolCall(item.call, input.tools, input.security);
+  if (prepared.kind === "failed") return Promise.resolve(prepared.result);
+  return runApprovedCall(prepared, {
+    security: input.security,
+    decide: input.decide,
+    runId: input.runId,
+    runScope: input.runScope,
+    occurrence: item.occurrence,
+    deadline: input.deadline,
+    onInternalFailure: input.hooks?.onInternalFailure,
+  });
+}
+
+/**
+ * Runs a call a person approved (the loop's, and an MCP call's repeat): decided again by the tenant's
+ * policies with `approved` (an approval policy then permits; a forbid that holds now still refuses, and
+ * the call is reserved in the running totals now), then run with `occurrence` under `runScope`, hence
+ * the idempotency key it had when it was asked for. Never throws.
+ */
+export async function runApprovedCall(
+  prepared: Extract<ReturnType<typeof prepareToolCall>, { kind: "ready" }>,
+  at: {
+    security: SecurityContext;
+    decide: ToolCallDecider | undefined;
+    runId: string;
+    runScope: string;
+    occurrence: number;
+    deadline: Deadline;
+    onInternalFailure?: ((failure: InternalFailure) => void) | undefined;
+  },
+): Promise<ToolResult> {
+  const context = {
+    runId: at.runId,
+    runScope: at.runScope,
+    occurrence: at.occurrence,
+    signal: at.deadline.signal,
+    remainingMs: () => at.deadline.remainingMs(),
+    onInternalFailure: at.onInternalFailure,
+  };
+  const decision = await decideCall(at.decide, {
+    prepared,
+    security: at.security,
+    runId: at.runId,
+    operationKey: () =>
+      toolIdempotencyKey({
+        tenantId: at.security.tenantId,
+        userId: at.security.userId,
+        runScope: at.runScope,
+        toolName: prepared.tool.name,
+        args: prepared.args,
+        occurrence: at.occurrence,
+      }),
+    approved: true,
+    signal: at.deadline.signal,
+  });
+  if (decision.kind === "refused") return decision.result;
+  // An approval policy that still asks (it cannot with `approved`) runs as approved: a person decided.
+  const run = decision.kind === "run" ? decision : { kind: "run" as const, audit: decision.audit };
+  return runDecided(run, prepared, at.security, context);
 }
 
 /** The approval audit a decided result carries (who, when, why), on every surface. */

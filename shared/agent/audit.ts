@@ -1,5 +1,5 @@
 import type { ModelTool } from "./model.js";
-import type { ModelStepResult } from "./model-step.js";
+import type { ModelCallResult } from "./model-step.js";
 import type { ToolResult } from "./result.js";
 import type { TurnCall } from "./tool-turn.js";
 import type { CycleRecord, RunHooks, RunStatus } from "./types.js";
@@ -19,7 +19,7 @@ export function requestSummary(messageCount: number, tools: readonly ModelTool[]
 export function cycleRecord(parts: {
   cycle: number;
   request: RequestSummary;
-  model: Exclude<ModelStepResult, { kind: "expired" }>;
+  model: ModelCallResult;
   calls?: TurnCall[];
   results?: ToolResult[];
   outcome?: RunStatus | undefined;
@@ -32,6 +32,7 @@ export function cycleRecord(parts: {
     finishReason: model.kind === "reply" ? model.finishReason : null,
     modelLatencyMs: model.latencyMs,
     usage: model.usage,
+    ...(model.cost ? { cost: model.cost } : {}),
     toolCalls: calls.map((call, index) => ({
       id: call.id,
       ...(call.originalId === undefined ? {} : { originalId: call.originalId }),

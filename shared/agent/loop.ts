@@ -3,9 +3,10 @@ import { type ApprovalGate, settleApprovals } from "./approval.js";
 import { cycleRecord, notify, requestSummary } from "./audit.js";
 import { reportInternalFailure, toolsAllowedFor } from "./dispatcher.js";
 import { LoopBreaker } from "./loop-breaker.js";
-import { callModel, type ModelStepResult, modelTools } from "./model-step.js";
+import { type ModelCallResult, type ModelStepResult, modelTools } from "./model-step.js";
+import { modelTurn } from "./model-turn.js";
 import { RunState } from "./run-state.js";
-import { runInline, type StepRunner, steps } from "./step.js";
+import { runInline, steps } from "./step.js";
 import { type Stop, stops } from "./stops.js";
 import { runToolTurn, type ToolTurnResult } from "./tool-turn.js";
 import { type Resolution, resolveReply } from "./turn-resolution.js";
@@ -44,8 +45,8 @@ export type {
  *   context_length_exceeded), then the reply's resolution
  *   (shared/agent/turn-resolution.ts): refusal, cut-off output, tool calls, answer, or no usable output
  *   (one corrective retry per run, then model_error)
- * - after the turn's tool calls settle: permission_denied, deadline_exceeded, budget_exceeded (tokens or
- *   tool calls per run), loop_detected
+ * - after the turn's tool calls settle: permission_denied (a missing permission; a policy's POLICY_DENIED
+ *   goes back to the model), deadline_exceeded, budget_exceeded (tokens or tool calls per run), loop_detected
  * With a pausing approval gate (shared/agent/approval.ts) a turn whose calls need a decision ends the
  * loop as {@link RunPaused} instead: a value, the run goes on elsewhere. An answer's numbers are checked
  * against the tool results and the prompt before the run ends (shared/agent/answer-check.ts: reported,
@@ -54,11 +55,16 @@ export type {
 export function runAgent(input: RunInput & { approve?: ApprovalGate }): Promise<RunOutcome>;
 export function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>;
 export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused> {
-  const { limits, deadline, hooks } = input;
+  const { limits, hooks } = input;
   const step = input.step ?? runInline;
   const run = new RunState(input);
-  // Only the tools the caller may call are offered; the dispatcher still checks every call.
-  const tools = modelTools(toolsAllowedFor(input.tools, input.security));
+  // Only the tools the caller may call, and some policy could permit, are offered; the dispatcher still
+  // decides every call. The policy service does not wait for its engine here: while it loads (during the
+  // first model call) every permitted tool is offered.
+  const allowed = toolsAllowedFor(input.tools, input.security);
+  const tools = modelTools(
+    input.decide ? await input.decide.offered(allowed, input.security, { wait: false }) : allowed,
+  );
   const breaker = new LoopBreaker(limits.loopBreakerThreshold);
 
   while (run.cycles < limits.maxCycles) {
@@ -67,12 +73,15 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     }
     const cycle = run.cycles + 1;
     const request = requestSummary(run.messages.length, tools);
-    const model = await step(steps.model(cycle), () =>
-      callModel(input.model, deadline, run.messages, tools, "auto"),
-    );
-    if (model.kind === "expired") return run.end(stops.deadlineBeforeModelCall(deadline.at));
+    const model = await modelTurn(input, run, {
+      step: steps.model(cycle),
+      cycle,
+      tools,
+      toolChoice: "auto",
+    });
+    if (!isCall(model)) return run.end(notCalledStop(model, input, run));
     run.cycles = cycle;
-    run.addUsage(model.usage);
+    run.addUsage(model.usage, model.cost);
     const resolution = resolutionOf(model, cycle, run, input);
     if (resolution.kind === "stop") {
       await notify(hooks, cycleRecord({ cycle, request, model, outcome: resolution.stop.status }));
@@ -104,7 +113,26 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     if (stop) return run.end(stop);
   }
 
-  return endAtCycleLimit(input, run, step, tools);
+  return endAtCycleLimit(input, run, tools);
+}
+
+/** True when the model step made its call (a reply or a failure), false when it was not made. */
+function isCall(model: ModelStepResult): model is ModelCallResult {
+  return model.kind === "reply" || model.kind === "failure";
+}
+
+/**
+ * Why a model call was not made (shared/agent/model-turn.ts): the deadline had passed, the run's token
+ * budget leaves too few completion tokens after the prompt's estimate, or a quota refused it.
+ */
+function notCalledStop(
+  model: Exclude<ModelStepResult, ModelCallResult>,
+  input: RunInput,
+  run: RunState,
+): Stop {
+  if (model.kind === "expired") return stops.deadlineBeforeModelCall(input.deadline.at);
+  if (model.kind === "over_quota") return stops.quotaExceeded(model.budget.refusal);
+  return stops.tokenBudgetBeforeCall(input.limits.maxTotalTokens, run.usage.totalTokens, model.promptTokens);
 }
 
 /**
@@ -112,12 +140,7 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
  * or context_length_exceeded; the failure's detail goes to `onInternalFailure`, except a deadline's), a
  * reply is resolved (shared/agent/turn-resolution.ts).
  */
-function resolutionOf(
-  model: Exclude<ModelStepResult, { kind: "expired" }>,
-  cycle: number,
-  run: RunState,
-  input: RunInput,
-): Resolution {
+function resolutionOf(model: ModelCallResult, cycle: number, run: RunState, input: RunInput): Resolution {
   if (model.kind !== "failure") {
     return resolveReply(model, { cycle, retried: run.retried, cycleLeft: cycle < input.limits.maxCycles });
   }
@@ -140,18 +163,21 @@ function resolutionOf(
 async function endAtCycleLimit(
   input: RunInput,
   run: RunState,
-  step: StepRunner,
   tools: ReturnType<typeof modelTools>,
 ): Promise<RunOutcome> {
   const { limits } = input;
+  const step = input.step ?? runInline;
   const budgetLeft = run.usage.totalTokens < limits.maxTotalTokens;
   if (!limits.summarizeOnMaxCycles || !budgetLeft) return run.end(stops.maxCycles(limits.maxCycles, false));
   const request = requestSummary(run.messages.length, tools);
-  const model = await step(steps.summary(), () =>
-    callModel(input.model, input.deadline, run.messages, tools, "none"),
-  );
-  if (model.kind === "expired") return run.end(stops.maxCycles(limits.maxCycles, false));
-  run.addUsage(model.usage);
+  const model = await modelTurn(input, run, {
+    step: steps.summary(),
+    cycle: run.cycles + 1,
+    tools,
+    toolChoice: "none",
+  });
+  if (!isCall(model)) return run.end(stops.maxCycles(limits.maxCycles, false));
+  run.addUsage(model.usage, model.cost);
   const text = model.kind === "reply" && !model.refusal ? model.content : null;
   const answer = text?.trim() ? text : null;
   const status = "max_cycles_exceeded";
@@ -174,7 +200,11 @@ function turnStop(
   loop: ReturnType<LoopBreaker["check"]>["loop"],
 ): Stop | undefined {
   const { limits, deadline } = input;
-  const denied = turn.results.find((result) => result.status === "permission_denied");
+  // The coarse permission gate ends the run; a policy's refusal (POLICY_DENIED) does not: the model can
+  // explain it to the user, and the loop breaker stops a model that repeats it (docs/policies.md).
+  const denied = turn.results.find(
+    (result) => result.status === "permission_denied" && result.error?.code !== "POLICY_DENIED",
+  );
   if (denied) {
     return stops.permissionDenied(denied.metadata.toolName, String(denied.error?.details.requiredPermission));
   }

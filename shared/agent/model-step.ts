@@ -1,24 +1,32 @@
 import { zeroUsage } from "../token-usage.js";
+import type { BudgetDecision, CallCost } from "./budget.js";
 import type { Deadline } from "./deadline.js";
 import { describeThrown } from "./dispatcher.js";
-import type { ChatMessage, Model, ModelFailure, ModelReply, ModelTool } from "./model.js";
+import type { ChatMessage, Model, ModelFailure, ModelReply, ModelTool, ModelUsage } from "./model.js";
 import { strictSchemaOf, type ToolDefinition } from "./tool.js";
 import { chatSpan } from "./trace-spans.js";
 
 /**
  * The result of one model step (`cycle-N:model`, `summary:model`; plain JSON): `expired` when the deadline
- * had passed before the call (no call was made), else the reply or failure with the call's wall time
- * `latencyMs` (ms).
+ * had passed before the call, `over_budget` when the run's own token budget leaves fewer than the
+ * minimum completion tokens after the prompt's estimate, `over_quota` when the run's quota budget
+ * refused the call (no call was made in these three), else the reply or failure with the call's wall
+ * time `latencyMs` (ms) and the budget's decision for it.
  */
 export type ModelStepResult =
   | { kind: "expired" }
-  | (ModelReply & { latencyMs: number })
-  | (ModelFailure & { latencyMs: number });
+  | { kind: "over_budget"; promptTokens: number; maxTokens: number }
+  | { kind: "over_quota"; budget: Extract<BudgetDecision, { kind: "refused" }> }
+  | (ModelReply & { latencyMs: number; budget?: BudgetDecision; cost?: CallCost })
+  | (ModelFailure & { latencyMs: number; budget?: BudgetDecision; cost?: CallCost });
+
+/** A model step's result when a call was made: the reply or the failure. */
+export type ModelCallResult = Extract<ModelStepResult, { kind: "reply" | "failure" }>;
 
 /**
- * One model call as a step's work: the deadline check (the clock read that decides whether the call is
- * made happens here, inside the step), then `model.call` with the deadline's signal, inside its `chat`
- * span (shared/agent/trace-spans.ts: only a call made has one, so a replayed step has none). A model
+ * One model call as a step's work (its deadline check and budget come first: shared/agent/model-turn.ts):
+ * `model.call` with the deadline's signal and `options.maxTokens` (sent as `max_tokens`), inside its
+ * `chat` span, its result with `options.costOf` of its usage as `cost` (shared/agent/trace-spans.ts: only a call made has one, so a replayed step has none). A model
  * that throws despite the port's contract is a provider failure with the thrown text, never a crash.
  */
 export async function callModel(
@@ -27,8 +35,9 @@ export async function callModel(
   messages: ChatMessage[],
   tools: readonly ModelTool[],
   toolChoice: "auto" | "none",
-): Promise<ModelStepResult> {
-  if (deadline.expired) return { kind: "expired" };
+  options: { maxTokens?: number; costOf?: (usage: ModelUsage) => CallCost } = {},
+): Promise<ModelCallResult> {
+  const { maxTokens, costOf } = options;
   return chatSpan(model, messages, async () => {
     const started = performance.now();
     let response: ModelReply | ModelFailure;
@@ -39,6 +48,7 @@ export async function callModel(
         toolChoice,
         signal: deadline.signal,
         deadlineAt: deadline.at,
+        ...(maxTokens === undefined ? {} : { maxTokens }),
       });
     } catch (error) {
       response = {
@@ -49,7 +59,8 @@ export async function callModel(
         usage: zeroUsage(),
       };
     }
-    return { ...response, latencyMs: Math.round(performance.now() - started) };
+    const latencyMs = Math.round(performance.now() - started);
+    return { ...response, latencyMs, ...(costOf ? { cost: costOf(response.usage) } : {}) };
   });
 }
 

@@ -38,6 +38,8 @@ export type ModelUsage = TokenUsage;
  * - `toolChoice`: "auto", or "none" for the tool-less summary call at the cycle limit
  * - `signal`: the run's deadline signal; `deadlineAt`: the deadline, epoch ms (the adapter gives the
  *   provider the time left as its timeout)
+ * - `maxTokens`: the completion limit of this call (what the run's budgets leave, shared/agent/model-turn.ts);
+ *   the adapter sends the smaller of it and its own cap as `max_tokens`. Absent: the adapter's cap.
  */
 export interface ModelRequest {
   messages: ChatMessage[];
@@ -45,6 +47,7 @@ export interface ModelRequest {
   toolChoice: "auto" | "none";
   signal: AbortSignal;
   deadlineAt: number;
+  maxTokens?: number;
 }
 
 /**
@@ -116,6 +119,8 @@ export interface Model {
   call(request: ModelRequest): Promise<ModelReply | ModelFailure>;
   /** What the model's `chat` spans say about it (shared/agent/model-step.ts); absent: "unknown". */
   readonly telemetry?: ModelTelemetry;
+  /** The adapter's completion cap (MODEL_MAX_TOKENS), the most any call's `max_tokens` is; absent: none. */
+  readonly maxTokens?: number;
 }
 
 /**

@@ -24,7 +24,8 @@ export interface ToolError {
  * and the row the API returns in `toolResults`.
  * `metadata.latencyMs` is the handler's wall time in ms (0 when it never ran); `metadata.truncated` is
  * present when the result was cut to the tool-result size cap (see {@link capToolResult});
- * `metadata.approval` when the call waited for a person's decision ({@link ApprovalAudit}).
+ * `metadata.approval` when the call waited for a person's decision ({@link ApprovalAudit}); `metadata.policy`
+ * when the tenant's policies decided it ({@link PolicyAudit}).
  */
 export interface ToolResult {
   status: ToolStatus;
@@ -37,6 +38,7 @@ export interface ToolResult {
     idempotencyKey: string | null;
     truncated?: { originalBytes: number; maxBytes: number };
     approval?: ApprovalAudit;
+    policy?: PolicyAudit;
   };
 }
 
@@ -102,4 +104,30 @@ function utf8Prefix(text: string, bytes: number): string {
   const buffer = Buffer.from(text, "utf8");
   if (buffer.length <= bytes) return text;
   return new TextDecoder("utf-8", { fatal: false }).decode(buffer.subarray(0, bytes)).replace(/\uFFFD+$/, "");
+}
+
+/** One running total: calls counted and their gross in minor units (in-flight calls included). */
+export interface RunningTotal {
+  count: number;
+  grossMinor: number;
+}
+
+/**
+ * The explanation of a decision (docs/policies.md), recorded in the tool result's metadata, hence in the
+ * audit step, the run's events, the span and the MCP result:
+ * - `decision`: permit, forbid or approval; `policyIds`: the determining policies (`@id`, else the
+ *   engine's positional id); empty for a forbid means no policy permits the call
+ * - `source` and `version`: the set that decided (the tenant's version, or the deployment default: null)
+ * - `totals`: the running totals the decision saw, for a metered tool
+ * - `shadow`: what the tenant's shadow set decided, while one is being tried
+ * - `approved`: the call was decided again after a person approved it
+ */
+export interface PolicyAudit {
+  decision: "permit" | "forbid" | "approval";
+  policyIds: string[];
+  source: "tenant" | "default";
+  version: number | null;
+  totals?: Record<string, RunningTotal>;
+  shadow?: { decision: "permit" | "forbid" | "approval"; policyIds: string[]; version: number };
+  approved?: boolean;
 }

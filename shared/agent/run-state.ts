@@ -1,5 +1,6 @@
 import { addUsage as addTokens, zeroUsage } from "../token-usage.js";
 import type { ApprovalRequest } from "./approval.js";
+import { type CallCost, sumCosts } from "./budget.js";
 import type { ToolRegistry } from "./dispatcher.js";
 import type { AnswerGrounding } from "./grounding.js";
 import type { ChatMessage, ModelUsage } from "./model.js";
@@ -59,6 +60,8 @@ export class RunState {
   readonly messages: ChatMessage[];
   readonly toolResults: ToolResult[] = [];
   readonly usage: RunUsage = zeroUsage();
+  /** Each costed model call's cost, in call order (none without a budget, shared/agent/budget.ts). */
+  readonly costs: CallCost[] = [];
   /** Model calls made (the summary call at the cycle limit is not counted). */
   cycles = 0;
   /** Tool calls dispatched so far (validation failures included: they reached the dispatcher). */
@@ -100,6 +103,7 @@ export class RunState {
       durationMs: Math.round(performance.now() - this.started),
       modelErrorStatus: details.modelError?.status ?? null,
       details,
+      ...sumCosts(this.costs),
       grounding,
     };
   }
@@ -109,9 +113,10 @@ export class RunState {
     return { status: "paused", runId: this.input.runId, cycles: this.cycles, approvals, usage: this.usage };
   }
 
-  /** Adds one model call's token counts. */
-  addUsage(usage: ModelUsage): void {
+  /** Adds one model call's token counts and, when it was costed, its cost. */
+  addUsage(usage: ModelUsage, cost?: CallCost): void {
     addTokens(this.usage, usage);
+    if (cost) this.costs.push(cost);
   }
 
   /**

@@ -20,6 +20,7 @@ export const RUN_STATUSES = [
   "model_error",
   "context_length_exceeded",
   "answer_ungrounded",
+  "quota_exceeded",
 ] as const;
 
 /** A run's terminal status, see {@link RUN_STATUSES}. */

@@ -1,3 +1,4 @@
+import type { QuotaRefusal } from "./budget.js";
 import type { ContextLengthDetails } from "./context-length.js";
 import type { ChatMessage, ModelFailure } from "./model.js";
 import { estimateTokens, type HistoryMessage } from "./transcript.js";
@@ -154,6 +155,23 @@ export const stops = {
     status: "budget_exceeded",
     reason: `The run used ${used} tokens, its budget is ${limit}.`,
     details: { budget: { name: "maxTotalTokens", limit, used } },
+  }),
+
+  /**
+   * The run's token budget (`limit`, MAX_TOTAL_TOKENS) leaves fewer than the minimum completion tokens
+   * (MIN_COMPLETION_TOKENS) once the next request's estimated `promptTokens` are counted: the call is not made.
+   */
+  tokenBudgetBeforeCall: (limit: number, used: number, promptTokens: number): Stop => ({
+    status: "budget_exceeded",
+    reason: `The run used ${used} tokens of its budget of ${limit}; the next request (about ${promptTokens} tokens) would leave too few for an answer, so it was not sent.`,
+    details: { budget: { name: "maxTotalTokens", limit, used } },
+  }),
+
+  /** A quota could not cover the next model call (or could not be checked): the call is not made. */
+  quotaExceeded: (refusal: QuotaRefusal): Stop => ({
+    status: "quota_exceeded",
+    reason: refusal.message,
+    details: { quota: refusal },
   }),
 
   /** A call was refused because the run had started `limit` tool calls (config MAX_TOOL_CALLS_PER_RUN). */

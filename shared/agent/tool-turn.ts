@@ -1,15 +1,15 @@
 import type { SecurityContext } from "../identity.js";
 import type { Deadline } from "./deadline.js";
+import { type CallDecision, decideCall, runDecided, type ToolCallDecider, withPolicy } from "./decision.js";
 import {
   describeThrown,
   notStartedResult,
   prepareToolCall,
   reportInternalFailure,
-  runPreparedCall,
   type ToolCallRequest,
   type ToolRegistry,
 } from "./dispatcher.js";
-import { operationIdentity } from "./idempotency-key.js";
+import { operationIdentity, toolIdempotencyKey } from "./idempotency-key.js";
 import type { ToolResult } from "./result.js";
 import type { RunLimits } from "./run-limits.js";
 import type { ApprovalPreview } from "./tool.js";
@@ -65,6 +65,8 @@ export interface ToolTurnContext {
   overTokenBudget: boolean;
   /** The run's hooks: `onInternalFailure` gets the detail of a failed call or approval check. */
   hooks?: RunHooks | undefined;
+  /** The policy decision service (shared/agent/decision.ts); absent: no policies, every valid call runs. */
+  decide?: ToolCallDecider | undefined;
 }
 
 /**
@@ -73,7 +75,9 @@ export interface ToolTurnContext {
  * run's `maxToolCallsPerRun` get fatal_error BUDGET_EXCEEDED, and with `overTokenBudget` every call gets
  * fatal_error BUDGET_EXCEEDED; none of those runs. Each mutating call that passed validation gets its
  * occurrence: its index among the turn's calls with the same {@link operationIdentity} (tool + validated
- * arguments), which feeds its idempotency key. A call whose tool's `needsApproval` returns a preview does
+ * arguments), which feeds its idempotency key. Each valid call is decided by `context.decide` (the
+ * tenant's policies, shared/agent/decision.ts): a refusal is its result, a policy asking for approval
+ * lists it in `pending`. A call whose tool's `needsApproval` returns a preview does
  * not run: it is listed in `pending` (see {@link PendingApproval}); every call that reached the dispatcher
  * and is not pending runs in its `execute_tool` span (shared/agent/trace-spans.ts); a policy that throws gives
  * fatal_error APPROVAL_CHECK_FAILED (retryable; the call did not run). Never throws.
@@ -108,8 +112,7 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
       occurrence = occurrences.get(identity) ?? 0;
       occurrences.set(identity, occurrence + 1);
     }
-    const job = { index, call, prepared, occurrence };
-    return prepared.tool.needsApproval ? approvalJob(job, context, pending) : () => runJob(job, context);
+    return decidedJob({ index, call, prepared, occurrence }, context, pending);
   });
   const results = await mapConcurrent(jobs, limits.maxConcurrentToolCalls);
   const turn: ToolTurnResult = { results, started, refused, deadlinePassed: deadline.expired };
@@ -156,11 +159,50 @@ function limitRefusal(
   });
 }
 
-/** Runs a valid call through the dispatcher under the run's deadline, in its `execute_tool` span. */
-function runJob({ call, prepared, occurrence }: ValidCall, context: ToolTurnContext): Promise<ToolResult> {
+/**
+ * A valid call's policy decision (shared/agent/decision.ts), then what it says: refused → its result
+ * (POLICY_DENIED, or POLICY_CHECK_FAILED), approval → pending with the policy's preview, run → the tool's
+ * own approval policy when it declares one, else the call runs.
+ */
+function decidedJob(job: ValidCall, context: ToolTurnContext, pending: PendingApproval[]): Job {
+  const { call, prepared, index, occurrence } = job;
+  return async () => {
+    const decision = await decideCall(context.decide, {
+      prepared,
+      security: context.security,
+      runId: context.runId,
+      operationKey: () =>
+        toolIdempotencyKey({
+          tenantId: context.security.tenantId,
+          userId: context.security.userId,
+          runScope: context.runScope,
+          toolName: prepared.tool.name,
+          args: prepared.args,
+          occurrence,
+        }),
+      approved: false,
+      signal: context.deadline.signal,
+    });
+    if (decision.kind === "refused") return toolSpan(call, () => Promise.resolve(decision.result));
+    if (decision.kind === "approval") {
+      pending.push({ index, call, occurrence, args: prepared.args, preview: decision.preview });
+      return withPolicy(pendingPlaceholder(call), decision.audit);
+    }
+    return prepared.tool.needsApproval
+      ? approvalJob(job, context, pending, decision)()
+      : runJob(job, context, decision);
+  };
+}
+
+/** Runs a valid call the decision let run, under the run's deadline, in its `execute_tool` span. */
+function runJob(
+  { call, prepared, occurrence }: ValidCall,
+  context: ToolTurnContext,
+  decision: Extract<CallDecision, { kind: "run" }> = { kind: "run" },
+): Promise<ToolResult> {
   const { deadline } = context;
   return toolSpan(call, () =>
-    runPreparedCall(prepared, context.security, {
+    runDecided(decision, prepared, context.security, {
       runId: context.runId,
       runScope: context.runScope,
       occurrence,
@@ -171,12 +213,26 @@ function runJob({ call, prepared, occurrence }: ValidCall, context: ToolTurnCont
   );
 }
 
+/** The placeholder business_error APPROVAL_PENDING of a call waiting for a decision. */
+function pendingPlaceholder(call: TurnCall): ToolResult {
+  return notStartedResult(call, "business_error", {
+    code: "APPROVAL_PENDING",
+    message: `${call.name} waits for a person's approval.`,
+    retryable: false,
+  });
+}
+
 /**
  * A valid call whose tool has an approval policy: asks the policy first; a call it gives a preview is
  * added to `pending` and settles to the placeholder business_error APPROVAL_PENDING; one it clears runs;
  * a policy that throws gives fatal_error APPROVAL_CHECK_FAILED (retryable; the call did not run).
  */
-function approvalJob(job: ValidCall, context: ToolTurnContext, pending: PendingApproval[]): Job {
+function approvalJob(
+  job: ValidCall,
+  context: ToolTurnContext,
+  pending: PendingApproval[],
+  decision: Extract<CallDecision, { kind: "run" }>,
+): Job {
   const { call, prepared, index, occurrence } = job;
   return async () => {
     let preview: ApprovalPreview | null;
@@ -192,19 +248,19 @@ function approvalJob(job: ValidCall, context: ToolTurnContext, pending: PendingA
         code: "APPROVAL_CHECK_FAILED",
         detail: describeThrown(error),
       });
-      return notStartedResult(call, "fatal_error", {
+      const failed = notStartedResult(call, "fatal_error", {
         code: "APPROVAL_CHECK_FAILED",
         message: `${call.name} did not run: whether it needs approval could not be checked. The same call can be made again.`,
         retryable: true,
       });
+      await decision.settle?.(failed);
+      return failed;
     }
-    if (!preview) return runJob(job, context);
+    if (!preview) return runJob(job, context, decision);
+    // Waiting releases the decision's reservation: the approved call is decided (and reserved) again.
+    await decision.settle?.(pendingPlaceholder(call));
     pending.push({ index, call, occurrence, args: prepared.args, preview });
-    return notStartedResult(call, "business_error", {
-      code: "APPROVAL_PENDING",
-      message: `${call.name} waits for a person's approval.`,
-      retryable: false,
-    });
+    return pendingPlaceholder(call);
   };
 }
 

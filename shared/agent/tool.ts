@@ -81,6 +81,8 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
    * handler's return value), for the outcome of a run that stops after it (`details.effects`).
    */
   describeEffect?(data: unknown): string;
+  /** The facts this tool vouches for, for policies (see {@link ToolFacts}); absent: none (`{}`). */
+  facts?: ToolFacts<S>;
   needsApproval?(
     input: z.output<S>,
     security: SecurityContext,
@@ -98,19 +100,59 @@ export interface ToolHints {
 /**
  * What a person sees before deciding on a call that needs approval: the backend's own numbers (for
  * recordInvoice the quote's subtotal, tax, gross total and currency, exact decimal strings in major
- * units) and what they refer to (its jurisdiction and the tax rule's `rateVersion`). Plain JSON; never
- * text the model wrote about itself.
+ * units) and what they refer to (its jurisdiction and the tax rule's `rateVersion`), from the tool's
+ * {@link ToolFacts}. Plain JSON; never text the model wrote about itself. `policyIds`: the policies that
+ * asked for the approval (docs/policies.md); `threshold`: the APPROVAL_RULES threshold (decimal string,
+ * major units) the gross total reached, when the approval came from that shorthand.
  */
 export interface ApprovalPreview {
-  quoteId: string;
-  jurisdiction: string;
-  rateVersion: string;
-  subtotal: string;
-  taxAmount: string;
-  grossTotal: string;
-  currency: string;
-  /** The threshold (decimal string, major units, APPROVAL_RULES) the gross total reached. */
-  threshold: string;
+  [field: string]: string | string[] | undefined;
+  quoteId?: string;
+  jurisdiction?: string;
+  rateVersion?: string;
+  subtotal?: string;
+  taxAmount?: string;
+  grossTotal?: string;
+  currency?: string;
+  threshold?: string;
+  policyIds?: string[];
+}
+
+/** A fact's value: Cedar's Long (a safe integer, e.g. minor units), String or Boolean. */
+export type FactValue = string | number | boolean;
+
+/**
+ * What a tool vouches for about one call, read from the backend (never from the model's text), before
+ * the call runs (docs/policies.md `context.facts`):
+ * - `facts`: the values policies see; each field of {@link ToolFacts.schema}
+ * - `preview`: the same numbers as a person reads them, for an approval
+ */
+export interface VouchedFacts {
+  facts: Record<string, FactValue>;
+  preview: ApprovalPreview;
+}
+
+/**
+ * A tool's declaration of the facts it vouches for: the one place per tool (docs/policies.md).
+ * - `schema`: their shape (zod): integer fields become Cedar Longs, strings Strings, booleans Booleans;
+ *   the generated Cedar schema's `context.facts` of the tool's action
+ * - `metered`: the tool's calls count in running totals (`context.totals`) by `facts.currency` and
+ *   `facts.grossMinor`, reserved before the decision and kept once the effect happened; its facts must
+ *   have both fields
+ * - `read`: the facts of one validated call, or null when the backend has none to vouch for because the
+ *   call cannot have an effect (recordInvoice of a quote that is missing or expired: the tool refuses it,
+ *   or returns the invoice a retry of the same operation already recorded). A call without facts is not
+ *   evaluated: it runs as validated and the tool itself refuses it. Throws on a store failure (the call
+ *   is then refused: POLICY_CHECK_FAILED).
+ */
+export interface ToolFacts<S extends z.ZodObject = z.ZodObject> {
+  schema: z.ZodObject;
+  metered?: boolean;
+  read(
+    input: z.output<S>,
+    security: SecurityContext,
+    context: { signal: AbortSignal },
+  ): Promise<VouchedFacts | null>;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { ATTR, failSpan, inSpan, Kind, setAttributes, setContent } from "../tracing.js";
+import { amountOfMicro, type CallCost } from "./budget.js";
 import type { ChatMessage, Model, ModelFailure, ModelReply } from "./model.js";
 import type { ToolResult } from "./result.js";
 import type { ToolCallRequest } from "./tool.js";
@@ -21,7 +22,8 @@ export function modelErrorCode(failure: Pick<ModelFailure, "cause">): string {
 /**
  * Runs one model call inside its `chat {model}` span (CLIENT; GenAI conventions): operation, provider,
  * requested model and server at start; finish reason and token usage (input = prompt tokens, output =
- * completion tokens) from the reply; a failure sets status error, `error.type` (see
+ * completion tokens) and, for a priced call, its cost (`boundloop.cost.amount`, `boundloop.cost.currency`)
+ * from the reply; a failure sets status error, `error.type` (see
  * {@link modelErrorCode}) and the provider's HTTP status. The request's messages and the reply go on
  * the span only with content capture on.
  */
@@ -46,9 +48,13 @@ export function chatSpan<T extends ModelReply | ModelFailure>(
     async (span) => {
       setContent(span, ATTR.inputMessages, () => messages);
       const response = await call();
+      const cost = (response as { cost?: CallCost }).cost;
       setAttributes(span, {
         [ATTR.inputTokens]: response.usage.promptTokens,
         [ATTR.outputTokens]: response.usage.completionTokens,
+        ...(cost?.micro == null
+          ? {}
+          : { [ATTR.costAmount]: amountOfMicro(cost.micro), [ATTR.costCurrency]: cost.currency }),
       });
       if (response.kind === "failure") {
         failSpan(span, modelErrorCode(response));
@@ -68,7 +74,8 @@ export function chatSpan<T extends ModelReply | ModelFailure>(
  * Runs one tool call inside its `execute_tool {tool}` span (INTERNAL; GenAI conventions): tool name,
  * call id and type at start; the result's status, the idempotency key of a mutating call, and for a
  * failed call status error with `error.type` = the tool error's stable code (INVALID_ARGUMENTS,
- * STORE_UNAVAILABLE, a business code…). Store calls the tool makes are its children. Arguments and
+ * STORE_UNAVAILABLE, a business code, POLICY_DENIED…), and the policy decision's explanation
+ * (`boundloop.policy.decision`, `.ids`, `.source`, `.version`, `.shadow.decision`, `.shadow.ids`). Store calls the tool makes are its children. Arguments and
  * the result's data go on the span only with content capture on.
  */
 export function toolSpan(call: ToolCallRequest, run: () => Promise<ToolResult>): Promise<ToolResult> {
@@ -86,9 +93,16 @@ export function toolSpan(call: ToolCallRequest, run: () => Promise<ToolResult>):
     async (span) => {
       setContent(span, ATTR.toolArguments, () => call.arguments);
       const result = await run();
+      const policy = result.metadata.policy;
       setAttributes(span, {
         [ATTR.toolStatus]: result.status,
         [ATTR.idempotencyKey]: result.metadata.idempotencyKey ?? undefined,
+        [ATTR.policyDecision]: policy?.decision,
+        [ATTR.policyIds]: policy?.policyIds,
+        [ATTR.policySource]: policy?.source,
+        [ATTR.policyVersion]: policy?.version ?? undefined,
+        [ATTR.policyShadowDecision]: policy?.shadow?.decision,
+        [ATTR.policyShadowIds]: policy?.shadow?.policyIds,
       });
       if (result.error) failSpan(span, result.error.code);
       else setContent(span, ATTR.toolResult, () => result.data);

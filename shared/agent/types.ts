@@ -1,7 +1,9 @@
 import type { SecurityContext } from "../identity.js";
 import type { ApprovalGate, ApprovalRequest, PausingApprovalGate } from "./approval-gate.js";
+import type { CallCost, Cost, ModelBudget, QuotaRefusal, QuotaWait } from "./budget.js";
 import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
+import type { ToolCallDecider } from "./decision.js";
 import type { InternalFailure, ToolRegistry } from "./dispatcher.js";
 import type { AnswerGrounding, GroundingMode } from "./grounding.js";
 import type { ChatMessage, Model, ModelUsage } from "./model.js";
@@ -32,6 +34,7 @@ export type RunUsage = ModelUsage;
  * - `contextLength` (context_length_exceeded): the provider's refusal and the size of the history and
  *   request it refused, see {@link ContextLengthDetails}
  * - `effects` (any status but completed): what the run did before it stopped, see {@link RunEffect}
+ * - `quota` (quota_exceeded): the limit that could not cover the next model call, see {@link QuotaRefusal}
  */
 export interface RunOutcomeDetails {
   effects?: RunEffect[];
@@ -43,6 +46,7 @@ export interface RunOutcomeDetails {
   finishReason?: string;
   summarized?: boolean;
   contextLength?: ContextLengthDetails;
+  quota?: QuotaRefusal;
 }
 
 /**
@@ -68,6 +72,8 @@ export interface RunEffect {
  * - `modelErrorStatus`: for `model_error`, the provider's HTTP status (e.g. 503; null when there was no
  *   HTTP response); null for every other status. The HTTP layer maps model_error to 502 MODEL_UNAVAILABLE.
  * - `details`: structured facts for the status, see {@link RunOutcomeDetails}
+ * - `cost`: with a budget (shared/agent/budget.ts), the sum of the model calls' costs; null when a call's
+ *   model has no price (`costNote` says which), absent without a budget or before any call
  * - `grounding`: the check of the answer's numbers against the tool results and the prompt
  *   (shared/agent/grounding.ts); null when the model gave no answer
  */
@@ -83,6 +89,8 @@ export interface RunOutcome {
   durationMs: number;
   modelErrorStatus: number | null;
   details: RunOutcomeDetails;
+  cost?: Cost | null;
+  costNote?: string | null;
   grounding: AnswerGrounding | null;
 }
 
@@ -97,6 +105,7 @@ export interface RunOutcome {
  * - `modelLatencyMs`: wall time of the model call in ms
  * - `outcome`: the run's status when this cycle ended the run
  * - `summary`: true for the tool-less summary call at the cycle limit
+ * - `cost`: the model call's cost, when the run has a budget (shared/agent/budget.ts)
  */
 export interface CycleRecord {
   cycle: number;
@@ -107,6 +116,7 @@ export interface CycleRecord {
   toolCalls: Array<{ id: string; originalId?: string; name: string; arguments: string; result: ToolResult }>;
   outcome?: RunStatus;
   summary?: boolean;
+  cost?: CallCost;
 }
 
 /**
@@ -134,6 +144,14 @@ export interface RunHooks {
  *   without it such a call does not run (business_error APPROVAL_UNAVAILABLE); a pausing gate makes the
  *   run end as {@link RunPaused}
  * - `systemPrompt`: the system message (config SYSTEM_PROMPT); default `DEFAULT_SYSTEM_PROMPT`
+ * - `decide`: the policy decision service (docs/policies.md): which tools are offered, and every valid
+ *   call's decision; absent: no policies (every call that passes its permission runs)
+ * - `budget`: the run's quota budget, asked before every model call (shared/agent/budget.ts); without it
+ *   only the run's own token budget bounds `max_tokens`
+ * - `waitForQuota`: where a call the budget refused waits for budget (the durable runner); without it
+ *   the run ends `quota_exceeded`
+ * - `minCompletionTokens`: no model call is made for fewer completion tokens than this
+ *   (MIN_COMPLETION_TOKENS; default `DEFAULT_MIN_COMPLETION_TOKENS`, 256)
  * - `grounding`: what an answer holding a number no tool result or prompt gave does (config
  *   ANSWER_GROUNDING, shared/agent/grounding.ts); default `report`
  */
@@ -151,6 +169,10 @@ export interface RunInput {
   hooks?: RunHooks;
   step?: StepRunner;
   approve?: ApprovalGate | PausingApprovalGate;
+  decide?: ToolCallDecider;
+  budget?: ModelBudget;
+  waitForQuota?: QuotaWait;
+  minCompletionTokens?: number;
   grounding?: GroundingMode;
 }
 

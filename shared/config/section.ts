@@ -62,6 +62,7 @@ export const CONFIG_GROUPS = [
   "Bearer tokens",
   "Observability",
   "Grounded answers",
+  "Quotas and cost",
 ] as const;
 
 /** One section heading of the reference, see {@link CONFIG_GROUPS}. */

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { RunLimitsSchema } from "../agent/run-limits.js";
+import { CarriedTraceSchema } from "../carried-trace.js";
 import { sha256Hex } from "../hash.js";
 import type { SecurityContext } from "../identity.js";
-import { CarriedTraceSchema } from "../tracing.js";
 
 /**
  * The most bytes (UTF-8 JSON) a durable execution's input may have: 256 KB, the input payload limit of

@@ -1,9 +1,6 @@
 import {
-  CallbackTimeoutError,
-  createRetryStrategy,
   type DurableContext,
   type DurableLambdaHandler,
-  JitterStrategy,
   withDurableExecution,
 } from "@aws/durable-execution-sdk-js";
 import * as z from "zod";
@@ -12,12 +9,14 @@ import { Deadline, raceAbort } from "../agent/deadline.js";
 import { type RunOutcome, runAgent } from "../agent/loop.js";
 import { type StepRunner, steps } from "../agent/step.js";
 import type { RunnerDeps } from "../deps.js";
-import { isDomainError } from "../domain-errors.js";
 import { flushMetrics, logInternalFailure } from "../observability.js";
+import { finishBudget, subjectOf } from "../quotas/run-quota.js";
 import { expireApproval, requestApproval } from "../runs/approval-service.js";
 import { RunLifecycle } from "../runs/lifecycle.js";
 import { loadDurableHistory } from "./conversation-load.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
+import { quotaWaitGate } from "./quota-wait.js";
+import { isCallbackTimeout, STEP_RETRY } from "./step-retry.js";
 
 /**
  * What a durable run's execution returns: the run's outcome without its transcript (the same fields as
@@ -50,13 +49,6 @@ export class StepResultTooLargeError extends Error {
   }
 }
 
-/**
- * The runner's own errors a step attempt is not retried for (by name: the SDK may hand the retry strategy
- * a copy). A domain refusal (`isDomainError`, e.g. of `history:load`: the previous run can no longer be
- * continued) is never retried either: it gives the same answer on every attempt.
- */
-const NOT_RETRIED = new Set(["RunStoppedError", "StepResultTooLargeError"]);
-
 /** Raised (as an abort reason, and inside a step) when the execution was stopped; never retried. */
 export class RunStoppedError extends Error {
   constructor(message = "The durable run was stopped.") {
@@ -83,24 +75,7 @@ export interface DurableRunOptions {
   };
 }
 
-/**
- * Retries of a step attempt that threw (cut off, or failed before its checkpoint): 3 attempts in all,
- * 1 s then 2 s apart (no jitter: one execution retries alone). A model call or tool turn never throws for
- * model or tool failures (those are results), so a throw means the attempt was interrupted; tool
- * idempotency keys make the repeated turn's effects exactly-once. A stop, or a result over the checkpoint
- * limit, is never retried.
- */
-export const STEP_RETRY = (() => {
-  const base = createRetryStrategy({
-    maxAttempts: 3,
-    initialDelay: { seconds: 1 },
-    maxDelay: { seconds: 10 },
-    backoffRate: 2,
-    jitter: JitterStrategy.NONE,
-  });
-  return (error: Error, attempt: number) =>
-    NOT_RETRIED.has(error?.name) || isDomainError(error) ? { shouldRetry: false } : base(error, attempt);
-})();
+export { STEP_RETRY } from "./step-retry.js";
 
 /**
  * Builds the durable runner: `withDurableExecution` around the same `runAgent` the synchronous path runs.
@@ -173,6 +148,7 @@ async function runDurably(
   const stopped = () => options.stopSignal?.aborted === true;
   const step = life.steps(durableStep(ctx, payload, options));
   const deadline = Deadline.until(payload.deadlineAt);
+  const budget = runnerBudget(deps, payload, deadline);
   await life.resumed({
     startedAt: payload.startedAt,
     limits: { maxCycles: payload.limits.maxCycles, timeoutMs: payload.limits.runTimeoutMs },
@@ -196,6 +172,11 @@ async function runDurably(
       grounding: deps.config.grounding.mode,
       ...(history ? { history: history.messages } : {}),
       approve: life.approvals(approvalGate({ ctx, deps, payload, deadline, life }, options.stopSignal)),
+      decide: deps.policies.decisions,
+      ...(budget
+        ? { budget, waitForQuota: quotaWaitGate(ctx, deps, payload, deadline, options.stopSignal) }
+        : {}),
+      minCompletionTokens: deps.config.quotas.minCompletionTokens,
       hooks: {
         onCycle: (record) => life.cycle(record, stopped),
         onInternalFailure: logInternalFailure(deps.logger),
@@ -207,6 +188,7 @@ async function runDurably(
       // Approvals the failed run left pending can never be decided into a run: they are withdrawn
       // before the record says `failed`, so whoever sees it failed sees none pending.
       await deps.approvals.cancelPending(security.tenantId, runId).catch(() => []);
+      await finishBudget(budget, deps.logger);
       await life.fail(error);
       return true;
     });
@@ -218,10 +200,26 @@ async function runDurably(
   const { messages: _transcript, ...result } = outcome;
   const durationMs = await ctx.step("run:finish", async () => {
     const ms = Math.max(0, Date.now() - payload.startedAt);
+    await budget?.finish();
     await life.finish(outcome, ms);
     return ms;
   });
   return { ...result, durationMs };
+}
+
+/**
+ * A durable run's quota budget (shared/quotas/run-budget.ts) from what its admission left; its marker
+ * outlives the deadline by the longest wait it may make (an approval, budget). A store failure throws, so
+ * the step is retried.
+ */
+function runnerBudget(deps: RunnerDeps, payload: DurableRunPayload, deadline: Deadline) {
+  const { quotas } = deps;
+  if (!quotas) return undefined;
+  const waits = deps.config.approvals.timeoutSeconds + deps.config.quotas.waitSeconds;
+  return quotas.budget(subjectOf(payload.security, payload.runId), quotas.admittedState(payload.startedAt), {
+    expiresAtSeconds: () => Math.floor(deadline.at / 1000) + waits,
+    onStoreFailure: "throw",
+  });
 }
 
 /**
@@ -339,14 +337,6 @@ function approvalGate(
     deps.logger.info("approval decided", { approvalId: request.approvalId, decision: decision.decision });
     return decision;
   };
-}
-
-/** True for the SDK's error of a `waitForCallback` whose timeout passed (by name: it may be a copy). */
-function isCallbackTimeout(error: unknown): boolean {
-  return (
-    error instanceof CallbackTimeoutError ||
-    (error as { errorType?: unknown } | null)?.errorType === "CallbackTimeoutError"
-  );
 }
 
 /**

@@ -59,7 +59,8 @@ export async function callMcpTool(
  * A tool result as an MCP CallToolResult: a success has the data as JSON text and, for a tool with an
  * `outputSchema`, as `structuredContent`; a failure is `isError: true` with `{ status, error }` (code,
  * message, details with field paths, retryable) as JSON text. `_meta` names the call's run
- * (`io.boundloop/toolCallId`), its approval's audit and whether it was replayed.
+ * (`io.boundloop/toolCallId`), its approval's audit, the policy decision's explanation
+ * (`io.boundloop/policy`, docs/policies.md) and whether it was replayed.
  */
 export function toMcpResult(
   result: ToolResult,
@@ -69,6 +70,7 @@ export function toMcpResult(
   const meta = {
     "io.boundloop/toolCallId": result.metadata.toolCallId,
     ...(result.metadata.approval ? { "io.boundloop/approval": result.metadata.approval } : {}),
+    ...(result.metadata.policy ? { "io.boundloop/policy": result.metadata.policy } : {}),
     ...(replayed ? { [REPLAYED_META_KEY]: true } : {}),
   };
   if (result.status === "success") {

@@ -94,9 +94,14 @@ export async function handleMcpRequest(
     instructions: INSTRUCTIONS,
     jsonSchemaValidator: NO_ELICITATION,
   });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: toolsAllowedFor(deps.tools, security).map(mcpToolOf),
-  }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    // The tools some request could be permitted for this caller: its permissions, then the tenant's
+    // policies (docs/policies.md); the dispatcher still decides every call.
+    const allowed = toolsAllowedFor(deps.tools, security);
+    const decide = deps.policies?.decisions;
+    const offered = decide ? await decide.offered(allowed, security, { wait: true }) : allowed;
+    return { tools: offered.map(mcpToolOf) };
+  });
   server.setRequestHandler(CallToolRequestSchema, (call) =>
     callMcpTool(
       deps,

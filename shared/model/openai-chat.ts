@@ -80,6 +80,11 @@ export class OpenAIChatModel implements Model {
   /** How this model's `chat` spans name it: the provider from the endpoint, the model, the server. */
   readonly telemetry: ModelTelemetry;
 
+  /** The completion cap every request's `max_tokens` stays within (MODEL_MAX_TOKENS). */
+  get maxTokens(): number {
+    return this.options.maxTokens;
+  }
+
   /** One chat-completions call; never throws (see {@link Model.call}). */
   async call(request: ModelRequest): Promise<ModelReply | ModelFailure> {
     let failedStatus: number | null = null;
@@ -97,7 +102,7 @@ export class OpenAIChatModel implements Model {
             messages: request.messages,
             // `max_tokens`, not `max_completion_tokens`: the one every OpenAI-compatible server reads
             // (llama.cpp, Ollama, vLLM, LiteLLM, Bedrock's endpoint); OpenAI reads it for chat models.
-            max_tokens: this.options.maxTokens,
+            max_tokens: Math.min(request.maxTokens ?? this.options.maxTokens, this.options.maxTokens),
             ...(request.tools.length > 0
               ? {
                   tools: this.tools(request.tools),

@@ -17,6 +17,9 @@ export const BILLING_WRITE = "billing:write";
 /** The permission of approvers: deciding on (and listing) approvals of the tenant. */
 export const BILLING_APPROVE = "billing:approve";
 
+/** The permission of policy administrators: reading and changing the tenant's policies (docs/policies.md). */
+export const POLICY_ADMIN = "policy:admin";
+
 /**
  * The caller's security context when it holds `permission`.
  * @throws DomainError FORBIDDEN (`requiredPermission`) otherwise

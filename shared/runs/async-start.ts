@@ -3,6 +3,7 @@ import type { ApiDeps } from "../deps.js";
 import { fitHistoryToCheckpoint } from "../durable/conversation-load.js";
 import { asyncRunId, type DurableExecutions, executionNameFor } from "../durable/executions.js";
 import type { SecurityContext } from "../identity.js";
+import { admitDurableRun } from "../quotas/run-quota.js";
 import { agentTraceOf } from "../run-trace.js";
 import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
@@ -11,7 +12,10 @@ import { durableRunLimits } from "./run-budget.js";
 import type { RunBody, RunIdempotency, RunStart } from "./run-request.js";
 
 /** What an asynchronous start uses. */
-export type AsyncStartDeps = Pick<ApiDeps, "config" | "runs" | "logger" | "metrics" | "runObservers"> & {
+export type AsyncStartDeps = Pick<
+  ApiDeps,
+  "config" | "runs" | "logger" | "metrics" | "runObservers" | "quotas"
+> & {
   executions: DurableExecutions;
 };
 
@@ -47,6 +51,10 @@ export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput
     : `run_${randomUUID()}`;
   const limits = durableRunLimits(deps.config, body);
   const conversation = input.conversation && fitHistoryToCheckpoint(input.conversation);
+  // Admission first: a refused run (429) has written nothing. Its marker outlives the longest the run may take.
+  const { approvals, quotas } = deps.config;
+  const longest = limits.runTimeoutMs / 1000 + approvals.timeoutSeconds + quotas.waitSeconds;
+  await admitDurableRun(deps.quotas, security, runId, Math.floor(Date.now() / 1000 + longest));
   const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
   const run = await life.start({
     prompt: body.prompt,

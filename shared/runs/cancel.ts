@@ -6,9 +6,10 @@ import { canCancelRun, runIfAllowed } from "./access.js";
 import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
 
 /**
- * Cancels a durable run that is `running` or `awaiting_approval` (`POST /v1/runs/{runId}/cancel`): stops
- * its execution (also one waiting in `waitForCallback` for a decision), marks the record `cancelled`, then
- * withdraws the run's pending approvals (`cancelled`: they leave `GET /v1/approvals?status=pending`, and
+ * Cancels a durable run that is `running`, `awaiting_approval` or `awaiting_quota` (`POST
+ * /v1/runs/{runId}/cancel`): stops its execution (also one waiting in `waitForCallback` for a decision or
+ * for budget), marks the record `cancelled`, then gives back what it held of the quotas and withdraws the
+ * run's pending approvals (`cancelled`: they leave `GET /v1/approvals?status=pending`, and
  * a decision on them is 409 APPROVAL_CANCELLED). The execution is stopped first, so no approved call can
  * run after the cancel. The user who started the run may cancel it, and every billing writer of the
  * tenant; for anyone else the run does not exist.
@@ -18,7 +19,7 @@ import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
  *   approvals a failed earlier cancel left are withdrawn first
  */
 export async function cancelRun(
-  deps: Pick<ApiDeps, "runs" | "approvals" | "executions" | "logger">,
+  deps: Pick<ApiDeps, "runs" | "approvals" | "executions" | "logger" | "quotas">,
   security: SecurityContext,
   runId: string,
 ): Promise<{ run: AgentRunRecord; steps: AgentRunStep[] }> {
@@ -31,7 +32,7 @@ export async function cancelRun(
     new DomainError("RUN_NOT_RUNNING", `The run ${runId} is not running (its status is ${run.status}).`, {
       facts: { runId, runStatus: run.status },
     });
-  if (found.run.status !== "running" && found.run.status !== "awaiting_approval") {
+  if (!["running", "awaiting_approval", "awaiting_quota"].includes(found.run.status)) {
     // A cancel whose withdrawal of the approvals failed is finished by the next one.
     if (found.run.status === "cancelled") await deps.approvals.cancelPending(security.tenantId, runId);
     throw notRunning(found.run);
@@ -43,6 +44,10 @@ export async function cancelRun(
   const after = (await deps.runs.get(security.tenantId, runId)) ?? found;
   if (after.run.status !== "cancelled") throw notRunning(after.run);
   const withdrawn = await deps.approvals.cancelPending(security.tenantId, runId);
+  // What the stopped run held (its slot in flight, a model call's hold) goes back to the quotas.
+  await deps.quotas
+    ?.releaseRun(security.tenantId, runId, [Date.parse(found.run.startedAt), Date.now()])
+    .catch((error: unknown) => deps.logger.warn("quota not released", { runId, error: error as Error }));
   deps.logger.info("durable run cancelled", { runId, approvalsCancelled: withdrawn.length });
   return after;
 }

@@ -1,7 +1,8 @@
 import type { ApprovalDecision, ApprovalRequest } from "../agent/approval-gate.js";
+import { type Cost, costView } from "../agent/budget.js";
 import type { AnswerGrounding } from "../agent/grounding.js";
-import type { ModelStepResult } from "../agent/model-step.js";
-import type { ToolError, ToolStatus } from "../agent/result.js";
+import type { ModelCallResult, ModelStepResult } from "../agent/model-step.js";
+import type { PolicyAudit, ToolError, ToolStatus } from "../agent/result.js";
 import type { StepDescriptor } from "../agent/step.js";
 import type { ApprovalPreview } from "../agent/tool.js";
 import { turnCallsOf } from "../agent/turn-resolution.js";
@@ -14,7 +15,8 @@ import type { RunObserver, RunSubject } from "./observer.js";
  * What happened in a run, one typed event each (the `type` names the kind; docs/run-events.md):
  * - `run.started`: the run's effective limits (ms for time) and the run it continues (null for none)
  * - `model.call.finished`: one model call of `cycle`: the provider's finish reason (null when the call
- *   failed), its tokens and wall time (ms); `summary` for the tool-less summary call at the cycle limit
+ *   failed), its tokens and wall time (ms), its `cost` (null without a price for its model; absent
+ *   without quotas); `summary` for the tool-less summary call at the cycle limit
  * - `tool.call.started`: a call the model asked for, by the id the run uses for it (the audit step's),
  *   with its arguments as the model sent them (parsed JSON; the raw text when they were not JSON)
  * - `tool.call.finished`: its category, error code (null on success), wall time (ms), idempotency
@@ -29,7 +31,8 @@ import type { RunObserver, RunSubject } from "./observer.js";
  *   `reasked`: then the second answer's, with the first's in `firstUngrounded`; `refused`); just before
  *   `run.finished`, only when there are some
  * - `run.finished`: the run's final status (a loop status, or `failed` / `cancelled` / `handed_over`),
- *   answer, reason, cycles, tokens and wall time (ms); always the last event of a run
+ *   answer, reason, cycles, tokens and wall time (ms), and its `cost` (with `costNote` when null);
+ *   always the last event of a run
  * Content follows GET /v1/runs/{runId}'s: the run's own prompt is never in it, nor any secret or internal
  * error text.
  */
@@ -46,6 +49,7 @@ export type RunEventBody =
       usage: RunUsage;
       latencyMs: number;
       summary?: true;
+      cost?: Cost | null;
     }
   | { type: "tool.call.started"; cycle: number; toolCallId: string; name: string; arguments: unknown }
   | {
@@ -57,6 +61,8 @@ export type RunEventBody =
       errorCode: string | null;
       latencyMs: number;
       idempotencyKey: string | null;
+      /** The policy decision's explanation (docs/policies.md), when the tenant's policies decided the call. */
+      policy?: PolicyAudit;
       data: unknown;
       error: ToolError | null;
       dataOmitted?: true;
@@ -86,6 +92,8 @@ export type RunEventBody =
       cycles: number | null;
       usage: RunUsage;
       durationMs: number | null;
+      cost?: Cost | null;
+      costNote?: string | null;
     };
 
 /** The names of the event types, in the order a run emits them. */
@@ -162,7 +170,7 @@ export class RunEventLog {
   private written = 0;
   private buffer: RunEvent[] = [];
   private readonly startedCalls = new Set<string>();
-  private lastReply: { cycle: number; result: Exclude<ModelStepResult, { kind: "expired" }> } | undefined;
+  private lastReply: { cycle: number; result: ModelCallResult } | undefined;
   private readonly now: () => number;
 
   /**
@@ -235,7 +243,11 @@ export class RunEventLog {
   /** After a step: a model step is `model.call.finished` (unless the deadline had passed before it). */
   stepFinished(step: StepDescriptor, result: unknown): void {
     const modelResult = result as ModelStepResult;
-    if ((step.kind !== "model" && step.kind !== "summary") || modelResult.kind === "expired") return;
+    if (
+      (step.kind !== "model" && step.kind !== "summary") ||
+      (modelResult.kind !== "reply" && modelResult.kind !== "failure")
+    )
+      return;
     // The summary call comes after the last cycle and is numbered as the audit numbers it.
     const cycle = step.kind === "model" ? step.cycle : (this.lastReply?.cycle ?? 0) + 1;
     this.lastReply = { cycle, result: modelResult };
@@ -246,6 +258,7 @@ export class RunEventLog {
       usage: modelResult.usage,
       latencyMs: modelResult.latencyMs,
       ...(step.kind === "summary" ? { summary: true as const } : {}),
+      ...(modelResult.cost ? { cost: costView(modelResult.cost) } : {}),
     });
   }
 
@@ -303,6 +316,7 @@ export class RunEventLog {
         data: fits ? (result.data ?? null) : null,
         error: result.error,
         ...(fits ? {} : { dataOmitted: true as const }),
+        ...(result.metadata.policy ? { policy: result.metadata.policy } : {}),
       });
     }
     if (record.outcome === undefined) await this.flush();
@@ -383,6 +397,7 @@ export function runEventObserver(ports: RunEventPorts & { ttlSeconds: number }):
         cycles: outcome.cycles,
         usage: outcome.usage,
         durationMs,
+        ...(outcome.cost === undefined ? {} : { cost: outcome.cost, costNote: outcome.costNote ?? null }),
       });
     },
     failed: (run, reason) =>

@@ -1,6 +1,7 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { ApprovalDecision, ApprovalPause, ApprovalRequest } from "../agent/approval-gate.js";
+import { costView } from "../agent/budget.js";
 import type { RunLimits } from "../agent/run-limits.js";
 import type { StepRunner } from "../agent/step.js";
 import { transcriptOf } from "../agent/transcript.js";
@@ -181,7 +182,13 @@ export class RunLifecycle {
     const usageSoFar = { ...this.usageSoFar };
     let appended: Awaited<ReturnType<typeof runs.appendStep>>;
     try {
-      appended = await runs.appendStep(this.subject.tenantId, this.subject.runId, record, usageSoFar);
+      const stepCost = record.cost ? { stepCost: costView(record.cost) } : {};
+      appended = await runs.appendStep(
+        this.subject.tenantId,
+        this.subject.runId,
+        { ...record, ...stepCost },
+        usageSoFar,
+      );
     } catch (error) {
       logger.warn("audit step not written", { cycle: record.cycle, error: error as Error });
       return;
@@ -219,6 +226,7 @@ export class RunLifecycle {
       durationMs,
       grounding: outcome.grounding,
       transcript: transcriptOf(outcome.messages, outcome.answer),
+      ...(outcome.cost === undefined ? {} : { cost: outcome.cost, costNote: outcome.costNote ?? null }),
     });
     if (!written) return false;
     recordRunMetrics(metrics, { ...outcome, durationMs });

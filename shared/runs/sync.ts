@@ -5,6 +5,7 @@ import { runInline, type StepRunner } from "../agent/step.js";
 import type { SharedDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
 import { logInternalFailure } from "../observability.js";
+import { admitSyncRun, finishBudget } from "../quotas/run-quota.js";
 import type { ConversationHistory } from "./conversation.js";
 import { RunLifecycle } from "./lifecycle.js";
 import { type RequestedLimits, syncRunLimits } from "./run-budget.js";
@@ -32,8 +33,9 @@ export interface SyncRunRequest extends RequestedLimits {
 /** What a synchronous run uses: the model, the tools, the config and what its lifecycle writes to. */
 export type SyncRunDeps = Pick<
   SharedDeps,
-  "config" | "model" | "tools" | "runs" | "logger" | "metrics" | "runObservers"
->;
+  "config" | "model" | "tools" | "runs" | "logger" | "metrics" | "runObservers" | "quotas"
+> &
+  Partial<Pick<SharedDeps, "policies">>;
 
 /**
  * Runs the agent inside one request through the run's {@link RunLifecycle}: start (record `running`; a
@@ -65,33 +67,49 @@ async function runInLifecycle(
 ): Promise<RunOutcome | RunPaused> {
   const { security, runId, conversation } = request;
   const limits = syncRunLimits(deps.config, request);
-  await life.start({ prompt: request.prompt, limits, conversation, conversationId: request.conversationId });
+  const input = {
+    model: deps.model,
+    tools: deps.tools,
+    security,
+    prompt: request.prompt,
+    runId,
+    limits,
+    ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
+    ...(conversation ? { history: conversation.messages } : {}),
+  };
+  // Admission first: a refused run (429) has written nothing.
+  const budget = await admitSyncRun(deps.quotas, { ...input, deadline: request.deadline });
+  await life
+    .start({ prompt: request.prompt, limits, conversation, conversationId: request.conversationId })
+    .catch(async (error: unknown) => {
+      await finishBudget(budget, deps.logger);
+      throw error;
+    });
   let result: RunOutcome | RunPaused;
   try {
     result = await runAgent({
-      model: deps.model,
-      tools: deps.tools,
-      security,
-      prompt: request.prompt,
-      runId,
+      ...input,
       runScope: request.runScope,
-      limits,
       deadline: request.deadline,
-      ...(deps.config.prompts.system ? { systemPrompt: deps.config.prompts.system } : {}),
       grounding: deps.config.grounding.mode,
-      ...(conversation ? { history: conversation.messages } : {}),
       step: life.steps(request.step ?? runInline),
       ...(request.approve ? { approve: life.approvals(request.approve) } : {}),
+      ...(deps.policies ? { decide: deps.policies.decisions } : {}),
+      ...(budget ? { budget } : {}),
+      minCompletionTokens: deps.config.quotas.minCompletionTokens,
       hooks: { onCycle: (record) => life.cycle(record), onInternalFailure: logInternalFailure(deps.logger) },
     });
   } catch (error) {
+    await finishBudget(budget, deps.logger);
     await life.fail(error);
     throw error;
   }
+  // A run paused for approval goes on as a durable run, which settles its budget.
   if (result.status === "paused") {
     await life.paused(result.approvals);
     return result;
   }
+  await finishBudget(budget, deps.logger);
   await life
     .finish(result, result.durationMs)
     .catch((error: unknown) => deps.logger.error("run outcome not written", { error: error as Error }));

@@ -6,10 +6,16 @@
  * the run's approval events, collected by the next call with the same key, the decision mapped to a tool
  * error by the loop's own mapping (shared/agent/approval.ts).
  */
-import { approvalAuditOf, approvalIdFor, refusedByDecision, withAudit } from "../agent/approval.js";
+import {
+  approvalAuditOf,
+  approvalIdFor,
+  refusedByDecision,
+  runApprovedCall,
+  withAudit,
+} from "../agent/approval.js";
 import type { ApprovalPause, ApprovalRequest } from "../agent/approval-gate.js";
 import type { Deadline } from "../agent/deadline.js";
-import { notStartedResult, type PreparedToolCall, runPreparedCall } from "../agent/dispatcher.js";
+import { notStartedResult, type PreparedToolCall } from "../agent/dispatcher.js";
 import { canonicalJson } from "../agent/idempotency-key.js";
 import type { ToolResult } from "../agent/result.js";
 import { clampRunLimits } from "../agent/run-limits.js";
@@ -28,7 +34,8 @@ import type { RunLifecycle } from "./lifecycle.js";
 
 /**
  * What a one-cycle tool-call run uses: the tools and config, the stores its guards and its record write
- * to (runs, idempotency, approvals), where approvals are announced, and the lifecycle's observability.
+ * to (runs, idempotency, approvals), where approvals are announced, the lifecycle's observability, the
+ * policy decision service and the quotas (both absent when the deployment has none).
  */
 export type ToolCallRunDeps = Pick<
   SharedDeps,
@@ -41,7 +48,12 @@ export type ToolCallRunDeps = Pick<
   | "logger"
   | "metrics"
   | "runObservers"
+  | "policies"
+  | "quotas"
 >;
+
+/** A call the dispatcher validated (`prepareToolCall`'s ready outcome). */
+type ReadyCall = { kind: "ready" } & PreparedToolCall;
 
 /** The operation MCP's idempotency records are scoped by (one namespace beside the HTTP API's routes). */
 export const MCP_CALL_ROUTE = "MCP tools/call";
@@ -54,7 +66,7 @@ const APPROVAL_PENDING = "approval_pending";
 export interface CallInRun {
   deps: ToolCallRunDeps;
   security: SecurityContext;
-  prepared: PreparedToolCall;
+  prepared: ReadyCall;
   deadline: Deadline;
   life: RunLifecycle;
   runId: string;
@@ -96,6 +108,7 @@ export async function runTurn(
       startedBefore: 0,
       overTokenBudget: false,
       hooks: { onInternalFailure: logInternalFailure(deps.logger) },
+      decide: deps.policies?.decisions,
     }),
   );
   const result = turn.results[0] as ToolResult;
@@ -212,7 +225,8 @@ async function replayOf(
 /**
  * A repeat of a call that waited for a person: still pending → the pending result again; approved → the
  * call runs now (its own `cycle-1:approved` step, the key's run scope: the tool's idempotency key is the
- * same on every repeat and its conditional write makes the effect once); rejected or expired → the loop's
+ * same on every repeat and its conditional write makes the effect once; decided again by the tenant's
+ * policies as approved, as the loop's approved calls are); rejected or expired → the loop's
  * refusal of a decided call; withdrawn (its run cancelled) → APPROVAL_CANCELLED; gone (past its
  * retention) → APPROVAL_EXPIRED. Every decided result carries the approval's audit.
  */
@@ -233,12 +247,13 @@ async function followApproval(
   }
   const result = await context.life.steps(runInline)(steps.approved(1, prepared.call.id), () =>
     toolSpan(prepared.call, () =>
-      runPreparedCall(prepared, security, {
+      runApprovedCall(prepared, {
+        security,
+        decide: deps.policies?.decisions,
         runId: pointer.runId,
         runScope,
         occurrence: 0,
-        signal: context.deadline.signal,
-        remainingMs: () => context.deadline.remainingMs(),
+        deadline: context.deadline,
         onInternalFailure: logInternalFailure(deps.logger),
       }),
     ),

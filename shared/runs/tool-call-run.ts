@@ -14,6 +14,8 @@ import type { ToolResult } from "../agent/result.js";
 import type { ToolCallRequest, ToolDefinition } from "../agent/tool.js";
 import type { CycleRecord, RunOutcome } from "../agent/types.js";
 import type { SecurityContext } from "../identity.js";
+import { observeToolResults } from "../observability.js";
+import { admitToolCall, finishBudget } from "../quotas/run-quota.js";
 import { RunLifecycle } from "./lifecycle.js";
 import { type CallInRun, runKeyed, runTurn, type ToolCallRunDeps } from "./tool-call-once.js";
 
@@ -95,24 +97,45 @@ async function oneCycle(
   const startedAt = Date.now();
   const call = callOf(run.runId, request);
   const tool = deps.tools.get(request.toolName);
+  // Admission at the door (runs per minute, runs in flight), as a run's: a refused call has run and
+  // written nothing (no run record, no audit), only its log line and metric. Policy decisions over the
+  // call are the tool turn's (shared/agent/tool-turn.ts), the loop's own.
+  const door = await admitToolCall(deps.quotas, request.security, run.runId, run.deadline.at);
+  if (door.kind === "refused") return refusedAtDoor(deps, call, door.error, tool);
   let answer: { result: ToolResult; replayed?: boolean | undefined };
   try {
     await run.life.start({
       prompt: `${TOOL_CALL_RUN_REASON} ${request.toolName}`,
       limits: { maxCycles: 1, runTimeoutMs: Math.max(1, run.budgetMs) },
     });
-    // Quota admission (a run's "admit") and policy decisions over this call (its "decide") belong here,
-    // before the call is guarded: the same point as the loop's, so a rule is written once.
     answer = await guardedCall(deps, request, call, run);
   } catch (error) {
     deps.logger.error("tool call run failed", { toolName: request.toolName, error: error as Error });
     answer = { result: storeFailed(call) };
+  } finally {
+    await finishBudget(door.budget, deps.logger);
   }
   // A replayed result is this call's answer: it carries this run's id.
   const result = { ...answer.result, metadata: { ...answer.result.metadata, toolCallId: run.runId } };
   const replayed = answer.replayed === true;
   await audit(deps, run.life, { call, result, replayed, durationMs: Date.now() - startedAt });
   return { result, replayed, tool };
+}
+
+/**
+ * A call the quotas refused at the door: the retryable fatal_error (RATE_LIMITED with `retryAfterSeconds`
+ * and the policy, or QUOTA_UNAVAILABLE) with the run's id, its "tool result" log line and metric only.
+ */
+function refusedAtDoor(
+  deps: ToolCallRunDeps,
+  call: ToolCallRequest,
+  error: Parameters<typeof notStartedResult>[2],
+  tool: ToolDefinition | undefined,
+): ToolCallRun {
+  const result = notStartedResult(call, "fatal_error", error);
+  const record = { cycle: 1, toolCalls: [{ ...call, result }] } as Pick<CycleRecord, "cycle" | "toolCalls">;
+  observeToolResults(deps, record as CycleRecord, { surface: "mcp", replayed: false });
+  return { result, replayed: false, tool };
 }
 
 /** The call as the audit step and the dispatcher take it: its id is the run's, its arguments as JSON text. */

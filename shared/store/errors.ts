@@ -91,3 +91,22 @@ export function isStoreUnavailable(error: unknown): boolean {
   if (typeof e.name === "string" && UNAVAILABLE_NAMES.has(e.name)) return true;
   return e.$fault === "server";
 }
+
+/**
+ * DynamoDB refused a counter write because the counter item would pass its 400 KB limit
+ * (shared/store/counters.ts; the bound per counter family is in docs/stores.md). Nothing was written.
+ * Not transient: callers fail closed with the stable {@link CounterItemFullError.code}.
+ */
+export class CounterItemFullError extends Error {
+  /** Stable code, as logs and refusals show it. */
+  readonly code = "COUNTER_ITEM_FULL";
+  constructor(counter: string, windowId: string, cause: unknown) {
+    super(
+      `The counter item ${counter} of window ${windowId} is full (DynamoDB's 400 KB item limit); nothing was written.`,
+      {
+        cause,
+      },
+    );
+    this.name = new.target.name;
+  }
+}

@@ -15,6 +15,12 @@ import { sha256Hex } from "../hash.js";
  * | TENANT#<tenantId> | APPROVAL#<runId>#<approvalId> | one approval of a run's tool call, with `ttl` and its list key (below) |
  * | TENANT#<tenantId> | EVENTS#<runId>#<first sequence, 8 digits> | one batch of a run's events, with the run's `ttl` |
  * | TENANT#<tenantId> | CONVERSATION#<sha256([userId, conversationId])> | the head of a conversation a protocol client names (A2A context, AG-UI thread), with `ttl` |
+ * | TENANT#<tenantId> | POLICYSET | the tenant's policy set: its latest version and the enforced one (docs/policies.md) |
+ * | TENANT#<tenantId> | POLICYSET#V#<version, 8 digits> | one version of the tenant's policy set, kept (who, when) |
+ * | TENANT#<tenantId> | POLICYSHADOW#<decidedAt>#<runId>#<toolCallId> | a decision the shadow set would have made otherwise, with `ttl` |
+ * | TENANT#<tenantId> | COUNTER#<name>#<window id> | running totals and in-flight reservations of one counter family in one UTC window (counters.ts), with `ttl` |
+ * | TENANT#<tenantId> | LIMITS | the tenant's own quota limits, replacing the deploy's (quota-limits.ts) |
+ * | TENANT#<tenantId> | QUOTAWAIT#<runId> | a durable run waiting for budget: the callback that wakes it (quota-waits.ts), with `ttl` |
  *
  * The listing index (`LIST_INDEX` in table.ts, a sparse global secondary index) holds only the items
  * with its two attributes, set by `listKey` in the same write as the state they list:
@@ -90,4 +96,29 @@ export const keys = {
    */
   conversation: (userId: string, conversationId: string) =>
     `CONVERSATION#${sha256Hex(JSON.stringify([userId, conversationId]))}`,
+  /** Sort key of a tenant's policy set head (its latest version and the one enforced). */
+  policySet: "POLICYSET",
+  /** Sort key of one kept version of a tenant's policy set; zero-padded so versions sort in order. */
+  policySetVersion: (version: number) => `POLICYSET#V#${String(version).padStart(8, "0")}`,
+  /** Sort-key prefix of a tenant's kept policy set versions. */
+  policySetVersionPrefix: "POLICYSET#V#",
+  /**
+   * Sort key of a shadow decision that differed from the enforced one: when (ISO 8601 UTC, so keys sort
+   * in time order), its run, and its tool call (hashed: a model's tool call id may hold any character).
+   */
+  policyShadow: (decidedAt: string, runId: string, toolCallId: string) =>
+    `POLICYSHADOW#${decidedAt}#${runId}#${sha256Hex(toolCallId).slice(0, 16)}`,
+  /** Sort-key prefix of a tenant's shadow decisions. */
+  policyShadowPrefix: "POLICYSHADOW#",
+  /**
+   * Sort key of one counter item (shared/store/counters.ts): a counter family (`quota`, a tool's running
+   * totals, …; no `#`) in one UTC window (`d20260102`, `h2026010213`, `m202601021305`).
+   */
+  counter: (name: string, windowId: string) => `COUNTER#${name}#${windowId}`,
+  /** Sort key of a tenant's own quota limits (one item per tenant). */
+  quotaLimits: "LIMITS",
+  /** Sort key of a durable run's wait for budget (runIds contain no `#`). */
+  quotaWait: (runId: string) => `QUOTAWAIT#${runId}`,
+  /** Sort-key prefix of a tenant's runs waiting for budget. */
+  quotaWaitPrefix: "QUOTAWAIT#",
 } as const;

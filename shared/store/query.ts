@@ -17,12 +17,14 @@ import {
  * sort-key order, with consistent reads.
  * - `limit`: page size (a positive integer); omitted: every matching item, all DynamoDB pages
  * - `cursor`: a `nextCursor` of an earlier page of the same query (same tenant and prefix)
+ * - `descending`: in descending sort-key order (newest first for time-ordered keys); a cursor continues in it
  */
 export interface TenantQuery {
   tenantId: string;
   prefix: string;
   limit?: number;
   cursor?: string;
+  descending?: boolean;
   signal?: AbortSignal;
 }
 
@@ -59,6 +61,7 @@ export async function queryTenant(
       ExpressionAttributeNames: { "#partition": TABLE_SCHEMA.partitionKey, "#sort": TABLE_SCHEMA.sortKey },
       ExpressionAttributeValues: { ":partition": keys.tenant(query.tenantId), ":prefix": query.prefix },
       ConsistentRead: true,
+      ...(query.descending ? { ScanIndexForward: false } : {}),
     },
     { limit, startKey, signal: query.signal },
   );

@@ -31,12 +31,19 @@ export type { TokenUsage } from "../token-usage.js";
  * Where a run is: `running` from the first write until the outcome is stored; then the loop's terminal
  * status; `failed` when the server itself failed mid-run (an unexpected error, not a model or tool
  * failure); `cancelled` when a durable run was stopped (`POST /v1/runs/{runId}/cancel`);
- * `awaiting_approval` while a durable run waits for a person's decision (docs/approvals.md).
+ * `awaiting_approval` while a durable run waits for a person's decision (docs/approvals.md);
+ * `awaiting_quota` while a durable run waits for budget (docs/quotas.md).
  */
 export type RunRecordStatus<S extends RunShapes = RunShapes> = (typeof RECORD_STATUSES)[number] | S["status"];
 
 /** The statuses a run record has besides the loop's outcomes (see {@link RunRecordStatus}). */
-export const RECORD_STATUSES = ["running", "awaiting_approval", "failed", "cancelled"] as const;
+export const RECORD_STATUSES = ["running", "awaiting_approval", "awaiting_quota", "failed", "cancelled"] as const;
+
+/** A cost as stored and shown: `amount` with six decimal places, `currency` ISO 4217 (docs/quotas.md). */
+export interface StoredCost {
+  amount: string;
+  currency: string;
+}
 
 /**
  * The stored run (one item, sort key `RUN#<runId>`), written at start and updated as cycles complete
@@ -50,6 +57,8 @@ export const RECORD_STATUSES = ["running", "awaiting_approval", "failed", "cance
  * - `expiresAt`: when DynamoDB TTL may delete the record (ISO 8601; the item's `ttl` in epoch seconds)
  * - `previousRunId`: the run this one continues, null for a new conversation
  * - `history`: the earlier conversation it carried, see {@link HistorySummary}; null without one
+ * - `cost`: once finished, the sum of its model calls' costs; null while running, for a run without
+ *   prices (`costNote` then names the model without a price), and for records written before costs
  * - `grounding`: the grounding check of its answer (docs/evals.md, "Grounding"); null until it finished
  *   with an answer (and for records written before the check existed)
  * - `conversationId`: the conversation the run belongs to: its first run's id, or the id an A2A context
@@ -76,6 +85,8 @@ export interface RunRecord<S extends RunShapes = RunShapes> {
   expiresAt: string;
   previousRunId: string | null;
   history: HistorySummary | null;
+  cost: StoredCost | null;
+  costNote: string | null;
   grounding: S["grounding"] | null;
   conversationId: string;
 }
@@ -153,6 +164,8 @@ export interface RunStep<S extends RunShapes = RunShapes> {
   modelLatencyMs: number;
   usage: TokenUsage;
   toolCalls: RunStepToolCall<S>[];
+  /** The model call's cost, when it was priced (null: no price for its model); absent before costs. */
+  cost?: StoredCost | null;
 }
 
 /**
@@ -167,6 +180,8 @@ export interface CycleInput<S extends RunShapes = RunShapes> {
   modelLatencyMs: number;
   usage: TokenUsage;
   toolCalls: ReadonlyArray<{ id: string; name: string; arguments: string; result: S["toolResult"] }>;
+  /** The model call's cost as the step stores it (`cost`), when it was costed. */
+  stepCost?: StoredCost | null;
 }
 
 /**
@@ -182,6 +197,8 @@ export interface RunFinish<S extends RunShapes = RunShapes> {
   durationMs: number;
   grounding?: S["grounding"] | null;
   transcript?: ReadonlyArray<S["message"]>;
+  cost?: StoredCost | null;
+  costNote?: string | null;
 }
 
 /**
@@ -225,6 +242,7 @@ export function toStep<S extends RunShapes>(record: CycleInput<S>, now: Date): R
     finishReason: record.finishReason,
     modelLatencyMs: record.modelLatencyMs,
     usage: record.usage,
+    ...(record.stepCost === undefined ? {} : { cost: record.stepCost }),
     toolCalls: record.toolCalls.map((call) => ({
       id: call.id,
       name: call.name,
@@ -267,6 +285,8 @@ export function toRunRecord<S extends RunShapes>(
       previousRunId: null,
       history: null,
       grounding: null,
+      cost: null,
+      costNote: null,
       ...rest,
       // Records written before the attribute existed belong to a conversation of their own.
       conversationId: typeof conversationId === "string" ? conversationId : rest.runId,

@@ -45,6 +45,7 @@ export type {
   RunStep,
   RunStepToolCall,
   RunStoreOptions,
+  StoredCost,
   TokenUsage,
 } from "./run-records.js";
 export { MAX_ARGUMENT_CHARS, MAX_STORED_TRANSCRIPT_BYTES } from "./run-records.js";
@@ -125,6 +126,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
       expiresAt: new Date(expiresAtSeconds * 1000).toISOString(),
       previousRunId: input.previousRunId ?? null,
       history: input.history ?? null,
+      cost: null,
+      costNote: null,
       grounding: null,
       conversationId: input.conversationId ?? input.runId,
     };
@@ -260,7 +263,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       tenantId,
       runId,
       { status: "cancelled", reason, finishedAt: now.toISOString(), updatedAt: now.toISOString() },
-      ["running", "awaiting_approval"],
+      ["running", "awaiting_approval", "awaiting_quota"],
     );
   }
 
@@ -277,6 +280,15 @@ export class RunStore<S extends RunShapes = RunShapes> {
     now: Date = new Date(),
   ): Promise<boolean> {
     return this.updateIfRunning(tenantId, runId, { limits, updatedAt: now.toISOString() });
+  }
+
+  /**
+   * Moves a durable run between `running` and `awaiting_quota` (it waits for budget, docs/quotas.md), only
+   * from the other of the two. @returns false when it was not there; @throws the SDK's other errors
+   */
+  async setAwaitingQuota(tenantId: string, runId: string, waiting: boolean, now = new Date()) {
+    const [from, to] = waiting ? ["running", "awaiting_quota"] : ["awaiting_quota", "running"];
+    return this.updateIfRunning(tenantId, runId, { status: to, updatedAt: now.toISOString() }, [from]);
   }
 
   /**

@@ -171,6 +171,13 @@ export const ITEM_LIVE = "#ttl > :nowSeconds";
 export const TTL_NAMES = { "#ttl": TABLE_SCHEMA.ttlAttribute } as const;
 /** Update clause setting the TTL to `:expiresAtSeconds` (epoch s); needs {@link TTL_NAMES}. */
 export const TTL_ASSIGNMENT = "#ttl = :expiresAtSeconds";
+/**
+ * Update clause setting the item's type to `:itemType`, for items an UpdateItem may create (counters);
+ * needs {@link TYPE_NAMES}.
+ */
+export const TYPE_ASSIGNMENT = "#itemType = :itemType";
+/** ExpressionAttributeNames for {@link TYPE_ASSIGNMENT}. */
+export const TYPE_NAMES = { "#itemType": TYPE_ATTRIBUTE } as const;
 
 /** The table's attribute definitions, key schema and index, as CreateTable takes them. */
 function tableDefinition(tableName: string): CreateTableCommandInput {

@@ -1,8 +1,9 @@
 import * as z from "zod";
-import { defineTool, type ToolDefinition } from "../agent/tool.js";
+import { defineTool, ToolBusinessError, type ToolDefinition } from "../agent/tool.js";
 import { TAX_RULES, todayInTableTimezone } from "../money/tax-rules.js";
 import { newQuoteId, type Quote, type QuoteStore, quoteIdFor } from "../store/quotes.js";
 import { CalculateTaxOutput } from "./output-schemas.js";
+import { TaxFacts, taxFactsOf } from "./tax-facts.js";
 import { calculateTaxAmounts, describeRulesInForce, refineAmount, taxInputFields } from "./tax-quote.js";
 
 /** calculateTax's input: amount, currency, jurisdiction, taxPointDate; extra properties are rejected. */
@@ -53,6 +54,19 @@ export function calculateTaxTool(deps: CalculateTaxDeps): ToolDefinition<typeof 
     hints: { readOnly: false, destructive: false, idempotent: true },
     outputSchema: CalculateTaxOutput,
     requiredPermission: undefined,
+    // The amounts the call is about to compute and store, computed here the same way (docs/policies.md);
+    // an input the rule table refuses has none: the call then fails with that business error.
+    facts: {
+      schema: TaxFacts,
+      read: async (input) => {
+        try {
+          return taxFactsOf(calculateTaxAmounts(input, input.taxPointDate ?? todayInTableTimezone(clock())));
+        } catch (error) {
+          if (error instanceof ToolBusinessError) return null;
+          throw error;
+        }
+      },
+    },
     handler: async (input, security, context): Promise<CalculateTaxResult> => {
       const now = clock();
       const calculation = calculateTaxAmounts(input, input.taxPointDate ?? todayInTableTimezone(now));

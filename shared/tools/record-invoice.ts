@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { type ApprovalPreview, defineTool, ToolBusinessError, type ToolDefinition } from "../agent/tool.js";
+import { defineTool, ToolBusinessError, type ToolDefinition, type ToolFacts } from "../agent/tool.js";
 import { computeTax, Decimal } from "../money/money.js";
 import {
   type Invoice,
@@ -9,6 +9,7 @@ import {
 } from "../store/ledger.js";
 import { QUOTE_ID_PATTERN, type Quote, type QuoteStore } from "../store/quotes.js";
 import { RecordInvoiceOutput } from "./output-schemas.js";
+import { TaxFacts, taxFactsOf } from "./tax-facts.js";
 
 /**
  * recordInvoice's input: who the invoice is for and which quote to record. It has no amount, tax, rate
@@ -49,15 +50,13 @@ export const RecordInvoiceInput = z
   .strict();
 
 /**
- * What recordInvoice needs: the ledger, the quote store, a clock (defaults to the system clock) that
- * decides whether a quote has expired, and `approvalThresholds` (config APPROVAL_RULES.recordInvoice:
- * ISO 4217 currency → decimal string in major units; absent or empty: no approvals).
+ * What recordInvoice needs: the ledger, the quote store, and a clock (defaults to the system clock) that
+ * decides whether a quote has expired.
  */
 export interface RecordInvoiceDeps {
   ledger: LedgerStore;
   quotes: QuoteStore;
   clock?: () => Date;
-  approvalThresholds?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -77,41 +76,20 @@ async function ownQuote(
 }
 
 /**
- * recordInvoice's approval policy (docs/approvals.md): the call needs a person's approval when its
- * quote, read from the quote store for the caller's tenant, is live and its gross total is at or above
- * the threshold of the quote's currency. Every number comes from the stored quote, none from the model.
- * A quote that is missing or expired needs no approval (the call then fails QUOTE_NOT_FOUND /
- * QUOTE_EXPIRED as usual, or returns the invoice a retry already recorded).
- * @returns the preview (the quote's jurisdiction, rate version, subtotal, tax, gross total, currency and
- *   the threshold), or null
- * @throws the store's errors (the call then does not run: APPROVAL_CHECK_FAILED)
+ * recordInvoice's facts (docs/policies.md): its quote's amounts, currency and jurisdiction, read from the
+ * caller's own quote (see ownQuote), so a policy sees the backend's numbers, never the model's. A quote
+ * that is missing or expired gives none: the call then fails QUOTE_NOT_FOUND / QUOTE_EXPIRED as usual,
+ * or returns the invoice a retry of the same operation already recorded, and writes nothing new.
+ * @throws the store's errors (the call then does not run: POLICY_CHECK_FAILED)
  */
-function invoiceApprovalPolicy(
-  deps: RecordInvoiceDeps,
-  thresholds: Readonly<Record<string, string>>,
-  clock: () => Date,
-) {
-  return async (
-    input: z.output<typeof RecordInvoiceInput>,
-    security: { tenantId: string; userId: string },
-    context: { signal: AbortSignal },
-  ): Promise<ApprovalPreview | null> => {
-    const found = await ownQuote(deps, security, input.quoteId, clock().getTime(), context.signal);
-    if (found.kind !== "live") return null;
-    const { quote } = found;
-    const threshold = thresholds[quote.currency];
-    if (threshold === undefined || new Decimal(quote.grossTotal.amount).lt(new Decimal(threshold)))
-      return null;
-    return {
-      quoteId: quote.quoteId,
-      jurisdiction: quote.jurisdiction,
-      rateVersion: quote.rateVersion,
-      subtotal: quote.subtotal.amount,
-      taxAmount: quote.taxAmount.amount,
-      grossTotal: quote.grossTotal.amount,
-      currency: quote.currency,
-      threshold,
-    };
+function invoiceFacts(deps: RecordInvoiceDeps, clock: () => Date): ToolFacts<typeof RecordInvoiceInput> {
+  return {
+    schema: TaxFacts,
+    metered: true,
+    read: async (input, security, context) => {
+      const found = await ownQuote(deps, security, input.quoteId, clock().getTime(), context.signal);
+      return found.kind === "live" ? taxFactsOf(found.quote) : null;
+    },
   };
 }
 
@@ -183,21 +161,16 @@ async function replayWithoutQuote(
  * amount copied from the caller's tenant's quote. A retry of the same operation (same idempotency key)
  * returns its invoice and writes nothing, even after the quote expired; any other recording of a
  * recorded quote (another run, another call) is refused.
- * With `approvalThresholds` for some currency, it declares the approval policy `needsApproval`
- * (see invoiceApprovalPolicy); without, it has none and no call waits.
+ * It vouches for its quote's amounts (see invoiceFacts): policies, APPROVAL_RULES among them, decide
+ * on those (docs/policies.md).
  * @throws (as tool results) business_error QUOTE_NOT_FOUND (no such quote for this caller: missing,
  *   deleted, another tenant's, or another user's), QUOTE_EXPIRED (past its expiresAt) and QUOTE_ALREADY_RECORDED
  *   (another operation recorded it; `details.invoiceId` names that invoice)
  */
 export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeof RecordInvoiceInput> {
   const clock = deps.clock ?? (() => new Date());
-  const thresholds = deps.approvalThresholds ?? {};
-  const policy =
-    Object.keys(thresholds).length > 0
-      ? { needsApproval: invoiceApprovalPolicy(deps, thresholds, clock) }
-      : {};
   return defineTool({
-    ...policy,
+    facts: invoiceFacts(deps, clock),
     name: "recordInvoice",
     description:
       "Record an invoice in the ledger for a client, from a quote returned by calculateTax. Every amount " +

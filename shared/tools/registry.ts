@@ -11,24 +11,19 @@ import { recordInvoiceTool } from "./record-invoice.js";
  * - `ledger`, `quotes`: the stores
  * - `quoteTtlSeconds`: lifetime of a tax quote (config QUOTE_TTL_SECONDS)
  * - `clock`: current time, for "today" and quote expiry (defaults to the system clock; tests inject one)
- * - `approvalRules`: config APPROVAL_RULES (per tool, per currency thresholds); absent: no approvals
  */
 export interface ToolDeps {
   ledger: LedgerStore;
   quotes: QuoteStore;
   quoteTtlSeconds: number;
   clock?: () => Date;
-  approvalRules?: { recordInvoice?: Record<string, string> | undefined };
 }
 
 /** Builds the accounting tool registry: calculateTax, recordInvoice, getInvoice, listInvoices. */
 export function accountingTools(deps: ToolDeps): ToolRegistry {
   return createRegistry([
     calculateTaxTool(deps),
-    recordInvoiceTool({
-      ...deps,
-      ...(deps.approvalRules?.recordInvoice ? { approvalThresholds: deps.approvalRules.recordInvoice } : {}),
-    }),
+    recordInvoiceTool(deps),
     getInvoiceTool(deps.ledger),
     listInvoicesTool(deps.ledger),
   ]);

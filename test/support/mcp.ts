@@ -12,7 +12,7 @@ import {
 import { type DevServer, type Handler, startDevServer } from "../../local/dev-server.js";
 import type { ToolRegistry } from "../../shared/agent/dispatcher.js";
 import { createTokenVerifier } from "../../shared/auth/token-verifier.js";
-import type { ApiDeps } from "../../shared/deps.js";
+import type { ApiDeps, ApiDepsOptions } from "../../shared/deps.js";
 import { startTestStack, type TestStack } from "./stack.js";
 
 /** The real handler behind the dev server (its JWT check for /v1, none for /mcp), over a test stack. */
@@ -36,14 +36,15 @@ export const WRITER = { sub: "usr_mcp", tenant_id: "tenant_mcp_01", scope: "bill
 
 /**
  * Starts an {@link McpStack}; `env` overrides configuration variables, `tools` the registry the handler
- * serves (default: the accounting tools).
+ * serves (default: the accounting tools), `options` are createApiDeps' (e.g. the quotas' clock).
  */
 export async function startMcpStack(
   env: Record<string, string> = {},
   tools?: (deps: ApiDeps) => ToolRegistry,
+  options: ApiDepsOptions = {},
 ): Promise<McpStack> {
   const issuer = await createDevIssuer();
-  const stack = await startTestStack({ ...devIssuerEnv(issuer), ...env });
+  const stack = await startTestStack({ ...devIssuerEnv(issuer), ...env }, options);
   // MCP_RESOURCE_URL is the server's own URL + /mcp, known once it listens (as `npm run dev` sets it).
   const server = await startDevServer({
     serve: (url) => {

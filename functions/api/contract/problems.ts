@@ -6,6 +6,7 @@
 import { z } from "@hono/zod-openapi";
 import { PROBLEM_STATUS, type ProblemCode } from "../problem-details.js";
 import { RESPONSE_HEADERS } from "./common.js";
+import { RateLimitedExtensions } from "./quotas.js";
 import {
   ContextLengthSchema,
   HistorySummarySchema,
@@ -98,6 +99,7 @@ export const ProblemSchema = z
       description:
         "PREVIOUS_RUN_IN_PROGRESS and PREVIOUS_RUN_NOT_CONTINUABLE only: the status of the run `previousRunId` names.",
     }),
+    ...RateLimitedExtensions,
   })
   .strict()
   .openapi("Problem", { description: "RFC 9457 problem details; extension members depend on `code`." });

@@ -9,6 +9,7 @@ import type { ToolResult } from "../../../shared/agent/result.js";
 import { RunStatusSchema as BaseRunStatusSchema, RUN_STATUSES } from "../../../shared/agent/run-status.js";
 import { TokenUsageSchema } from "../../../shared/token-usage.js";
 import { type Same, sameShape } from "./common.js";
+import { QuotaRefusalSchema } from "./quotas.js";
 
 /** Every run status the API can report: the loop's, one list (shared/agent/run-status.ts). */
 export { RUN_STATUSES };
@@ -17,6 +18,49 @@ export { RUN_STATUSES };
 export const UsageSchema = TokenUsageSchema.strict().openapi("Usage", {
   description: "Token usage summed over the run's model calls.",
 });
+
+/** One running total of a policy decision: calls counted and their gross in minor units. */
+const RunningTotalSchema = z
+  .object({ count: z.number().int(), grossMinor: z.number().int() })
+  .strict()
+  .openapi("RunningTotal");
+
+/** The three decisions a policy set can make about a call (docs/policies.md). */
+const PolicyDecisionSchema = z.enum(["permit", "forbid", "approval"]);
+
+/** A decision's explanation (`PolicyAudit` in shared/agent/result.ts). */
+export const PolicyAuditSchema = z
+  .object({
+    decision: PolicyDecisionSchema,
+    policyIds: z.array(z.string()).openapi({
+      description:
+        "The determining policies (`@id`, else the engine's positional id); an empty list with `forbid` means no policy permits the call.",
+    }),
+    source: z.enum(["tenant", "default"]),
+    version: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: "The tenant's set version; null: the default set." }),
+    totals: z.record(z.string(), RunningTotalSchema).optional().openapi({
+      description: "The running totals the decision saw (userDay, tenantDay, userHour, tenantHour).",
+    }),
+    shadow: z
+      .object({ decision: PolicyDecisionSchema, policyIds: z.array(z.string()), version: z.number().int() })
+      .strict()
+      .optional()
+      .openapi({
+        description: "What the tenant's set in shadow mode decided, beside the enforced decision.",
+      }),
+    approved: z
+      .boolean()
+      .optional()
+      .openapi({ description: "Decided again after a person approved the call." }),
+  })
+  .strict()
+  .openapi("PolicyDecision", {
+    description: "Why the tenant's policies let a call run, or not (docs/policies.md).",
+  });
 
 /** One tool result (`ToolResult` in shared/agent/result.ts): status, data or error, metadata. */
 export const ToolResultSchema = z
@@ -60,6 +104,9 @@ export const ToolResultSchema = z
             description:
               "Present when the call waited for a person's approval (docs/approvals.md): who decided, when and why.",
           }),
+        policy: PolicyAuditSchema.optional().openapi({
+          description: "Present when the tenant's policies decided the call (docs/policies.md).",
+        }),
       })
       .strict(),
   })
@@ -170,6 +217,7 @@ export const RunDetailsSchema = z
       .optional()
       .openapi({ description: "max_cycles_exceeded: whether a tool-less summary call produced `answer`." }),
     contextLength: ContextLengthSchema.optional(),
+    quota: QuotaRefusalSchema.optional(),
   })
   .strict()
   .openapi("RunDetails", {

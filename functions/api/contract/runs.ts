@@ -17,6 +17,7 @@ import {
   security,
 } from "./common.js";
 import { authErrors, payloadTooLarge, problem } from "./problems.js";
+import { CostSchema, RateLimitHeaders, RunCostFields } from "./quotas.js";
 import {
   GroundingSchema,
   HistorySummarySchema,
@@ -81,6 +82,8 @@ export const RunResponseSchema = z
     grounding: GroundingSchema,
     previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
     history: HistorySummarySchema,
+    cost: RunCostFields.cost.optional(),
+    costNote: RunCostFields.costNote.optional(),
   })
   .strict()
   .openapi("RunResponse", { description: "The run's terminal outcome (every terminal status is a 200)." });
@@ -110,6 +113,9 @@ export const RunStepSchema = z
         })
         .strict(),
     ),
+    cost: CostSchema.nullable()
+      .optional()
+      .openapi({ description: "The model call's cost; null when its model has no price." }),
   })
   .strict()
   .openapi("RunStep", { description: "The audit record of one cycle." });
@@ -120,7 +126,10 @@ export const RunRecordSchema = z
     runId: z.string(),
     tenantId: z.string(),
     userId: z.string(),
-    status: z.union([z.enum(["running", "awaiting_approval", "failed", "cancelled"]), RunStatusSchema]),
+    status: z.union([
+      z.enum(["running", "awaiting_approval", "awaiting_quota", "failed", "cancelled"]),
+      RunStatusSchema,
+    ]),
     prompt: z
       .object({
         chars: z.number().int(),
@@ -149,6 +158,7 @@ export const RunRecordSchema = z
       description:
         "The conversation the run belongs to: its first run's id, or the A2A context or AG-UI thread that started it (docs/protocols.md); a continuation keeps its previous run's.",
     }),
+    ...RunCostFields,
     steps: z.array(RunStepSchema),
     pendingApprovals: z.array(PendingApprovalSchema).optional().openapi({
       description: "The run's approvals still waiting for a decision (GET, and a paused run's 202).",
@@ -259,10 +269,18 @@ export const createRunRoute = createRoute({
     422: problem(
       "IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used with a different body. CONTEXT_LENGTH_EXCEEDED: the model's context window could not hold the request; `history` and `contextLength` give the sizes, `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run. HANDOVER_TOO_LARGE: the run paused for approval but its state (`inputBytes`) is over a durable execution's input limit (`limitBytes`); the run (`runId`) ended `failed`.",
     ),
+    429: problem(
+      "RATE_LIMITED: a limit on runs started per minute (the user's or the tenant's) or on the tenant's runs in flight is reached; nothing was started or written (docs/quotas.md). `policy` names it; `Retry-After` says when one more is admitted.",
+      RateLimitHeaders,
+    ),
     502: problem(
       "MODEL_UNAVAILABLE: the model provider kept failing after retries; `runId`, `runStatus`, `cycles` and `toolResults` describe the partial run.",
     ),
     ...authErrors,
+    503: problem(
+      "STORE_UNAVAILABLE: DynamoDB could not be reached or is throttling. QUOTA_UNAVAILABLE: the quota could not be checked, so nothing was started (fail closed). Retry after `Retry-After` seconds.",
+      RESPONSE_HEADERS.retryAfter,
+    ),
   },
 });
 

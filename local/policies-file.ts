@@ -1,0 +1,32 @@
+/**
+ * `--policies <file>` of `npm start` and `npm run dev`: a Cedar policy file as the default policy set
+ * (POLICIES, docs/policies.md), checked before anything starts against the schema generated from the tool
+ * registry, so a set that does not validate stops the command with the policy and line.
+ */
+import { readFile } from "node:fs/promises";
+import { describeIssues, policyIssuesSync } from "../shared/policies/check.js";
+
+/** A policy file that cannot be used: the message names the file, and the policy and line when it is invalid. */
+export class PolicyFileError extends Error {}
+
+/**
+ * Reads `path` and checks it as a default set.
+ * @returns the file's text (to set as POLICIES)
+ * @throws PolicyFileError when it cannot be read, is empty, or does not validate
+ */
+export async function readPolicyFile(path: string): Promise<string> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    throw new PolicyFileError(`--policies ${path}: cannot be read (${(error as Error).message}).`);
+  }
+  if (text.trim() === "") throw new PolicyFileError(`--policies ${path}: the file is empty.`);
+  const issues = policyIssuesSync(text);
+  if (issues.length > 0) {
+    throw new PolicyFileError(
+      `--policies ${path}: not a valid policy set: ${describeIssues(issues)} (docs/policies.md).`,
+    );
+  }
+  return text;
+}

@@ -1,0 +1,218 @@
+/**
+ * Cedar policy sets as boundloop keeps them: parsed once per container into the engine's pre-parsed
+ * cache (`preparsePolicySet`), each policy named by its `@id("…")` annotation (the engine's positional id,
+ * `policy<N>`, when it has none), validated in the engine's strict mode against a schema, and evaluated
+ * (`statefulIsAuthorized`) or partially evaluated (`isAuthorizedPartial`, for the tools a caller is
+ * offered). The engine is an adapter: nothing here knows tools, tenants or totals.
+ */
+import { sha256Hex } from "../hash.js";
+import type { CedarWasm } from "./wasm.js";
+
+/** One policy of a set: its id, effect, annotations, text and the 1-based line it starts on. */
+export interface CedarPolicy {
+  id: string;
+  effect: "permit" | "forbid";
+  annotations: Record<string, string>;
+  text: string;
+  line: number;
+}
+
+/**
+ * Why a set was refused: the policy (its id; null when the text does not parse far enough to say), the
+ * 1-based line and column in the set's text, and the engine's message (with its hint, when it gives one).
+ */
+export interface PolicyIssue {
+  policyId: string | null;
+  line: number;
+  column: number;
+  message: string;
+}
+
+/** A parsed policy set: `key` (SHA-256 of its text, its name in the engine's cache) and its policies in text order. */
+export interface ParsedPolicySet {
+  key: string;
+  text: string;
+  policies: CedarPolicy[];
+}
+
+/** The outcome of parsing (or validating) a set's text. */
+export type ParseOutcome = { ok: true; set: ParsedPolicySet } | { ok: false; issues: PolicyIssue[] };
+
+/** A Cedar entity reference in the engine's JSON form. */
+export interface EntityRef {
+  type: string;
+  id: string;
+}
+
+/** One authorization request: entities are passed with their attributes, context as plain JSON values. */
+export interface CedarRequest {
+  principal: EntityRef;
+  action: EntityRef;
+  resource: EntityRef;
+  context: Record<string, unknown>;
+  entities: Array<{ uid: EntityRef; attrs: Record<string, unknown>; parents: EntityRef[] }>;
+}
+
+/** The engine's answer: allow or deny, the determining policies' ids, and the policies that errored. */
+export interface CedarAnswer {
+  decision: "allow" | "deny";
+  reasons: string[];
+  errors: string[];
+}
+
+/** 1-based line and column of `offset` in `text`. */
+function position(text: string, offset: number): { line: number; column: number } {
+  const before = text.slice(0, offset);
+  const line = before.split("\n").length;
+  return { line, column: offset - before.lastIndexOf("\n") };
+}
+
+/** The id named by the last `@id("…")` before `offset`, if any: which policy a parse error is in. */
+function idBefore(text: string, offset: number): string | null {
+  const matches = [...text.slice(0, offset).matchAll(/@id\(\s*"((?:[^"\\]|\\.)*)"\s*\)/g)];
+  return matches.at(-1)?.[1] ?? null;
+}
+
+/** The engine's errors as issues; `base` is the policy (id, start offset) the offsets are relative to. */
+function issuesOf(
+  errors: Array<{ message: string; help: string | null; sourceLocations?: Array<{ start: number }> }>,
+  text: string,
+  base?: { id: string; offset: number },
+): PolicyIssue[] {
+  return errors.map((error) => {
+    const offset = (base?.offset ?? 0) + (error.sourceLocations?.[0]?.start ?? 0);
+    const at = position(text, offset);
+    const message = error.help ? `${error.message} (${error.help})` : error.message;
+    return { policyId: base?.id ?? idBefore(text, offset), ...at, message };
+  });
+}
+
+/**
+ * Parses a set's text into its policies, in text order, each with its id (`@id`, else `policy<N>` by
+ * position) and annotations. Two policies with one id are an issue.
+ */
+export function parsePolicySet(engine: CedarWasm, text: string): ParseOutcome {
+  const parts = engine.policySetTextToParts(text);
+  if (parts.type === "failure") return { ok: false, issues: issuesOf(parts.errors, text) };
+  if (parts.policy_templates.length > 0) {
+    return {
+      ok: false,
+      issues: [{ policyId: null, line: 1, column: 1, message: "templates are not supported" }],
+    };
+  }
+  // The engine returns the policies sorted by its positional id (policy0, policy1, policy10, policy2…):
+  // each one's place in the text restores the text order (equal texts take successive places).
+  const used = new Set<number>();
+  const located = parts.policies
+    .map((policy) => {
+      let at = text.indexOf(policy);
+      while (at !== -1 && used.has(at)) at = text.indexOf(policy, at + 1);
+      used.add(at);
+      return { policy, at: at === -1 ? Number.MAX_SAFE_INTEGER : at };
+    })
+    .sort((a, b) => a.at - b.at);
+  const policies: CedarPolicy[] = [];
+  const issues: PolicyIssue[] = [];
+  for (const [index, { policy, at }] of located.entries()) {
+    const json = engine.policyToJson(policy);
+    if (json.type === "failure") return { ok: false, issues: issuesOf(json.errors, text) };
+    const annotations = { ...(json.json.annotations ?? {}) } as Record<string, string>;
+    const id = annotations.id ?? `policy${index}`;
+    const line = position(text, Math.max(0, at)).line;
+    if (policies.some((p) => p.id === id)) {
+      issues.push({ policyId: id, line, column: 1, message: `another policy already has the id "${id}"` });
+    }
+    policies.push({ id, effect: json.json.effect, annotations, text: policy, line });
+  }
+  if (issues.length > 0) return { ok: false, issues };
+  return { ok: true, set: { key: sha256Hex(text), text, policies } };
+}
+
+/** The set in the engine's JSON form: policies keyed by their ids (so the engine reports our ids). */
+function staticPolicies(set: ParsedPolicySet): Record<string, string> {
+  return Object.fromEntries(set.policies.map((policy) => [policy.id, policy.text]));
+}
+
+/**
+ * Parses `text` and validates it in the engine's strict mode against `schema` (Cedar's JSON schema
+ * format). Issues name the policy and the line of its text.
+ */
+export function validatePolicySet(engine: CedarWasm, text: string, schema: object): ParseOutcome {
+  const parsed = parsePolicySet(engine, text);
+  if (!parsed.ok) return parsed;
+  const answer = engine.validate({
+    schema: schema as never,
+    policies: { staticPolicies: staticPolicies(parsed.set) },
+    validationSettings: { mode: "strict" },
+  });
+  if (answer.type === "failure") return { ok: false, issues: issuesOf(answer.errors, text) };
+  if (answer.validationErrors.length === 0) return parsed;
+  const offsets = new Map(parsed.set.policies.map((p) => [p.id, text.indexOf(p.text)]));
+  return {
+    ok: false,
+    issues: answer.validationErrors.flatMap((error) =>
+      issuesOf([error.error], text, {
+        id: error.policyId,
+        offset: Math.max(0, offsets.get(error.policyId) ?? 0),
+      }),
+    ),
+  };
+}
+
+/** Sets already in this container's engine cache (by key): each is parsed into it once. */
+const preparsed = new Set<string>();
+
+/**
+ * Puts `set` into the engine's pre-parsed cache under its key, once per container.
+ * @throws Error when the engine refuses it (a set that was validated before never is)
+ */
+export function preparse(engine: CedarWasm, set: ParsedPolicySet): void {
+  if (preparsed.has(set.key)) return;
+  const answer = engine.preparsePolicySet(set.key, { staticPolicies: staticPolicies(set) });
+  if (answer.type === "failure") {
+    throw new Error(`Cedar refused a policy set: ${answer.errors.map((e) => e.message).join("; ")}`);
+  }
+  preparsed.add(set.key);
+}
+
+/**
+ * Evaluates one request against a pre-parsed set ({@link preparse} first).
+ * @throws Error when the engine cannot evaluate it (a malformed request); the caller fails closed
+ */
+export function authorize(engine: CedarWasm, set: ParsedPolicySet, request: CedarRequest): CedarAnswer {
+  const answer = engine.statefulIsAuthorized({ ...request, preparsedPolicySetId: set.key } as never);
+  if (answer.type === "failure") {
+    throw new Error(
+      `Cedar could not evaluate the request: ${answer.errors.map((e) => e.message).join("; ")}`,
+    );
+  }
+  const { decision, diagnostics } = answer.response;
+  return { decision, reasons: diagnostics.reason, errors: diagnostics.errors.map((e) => e.policyId) };
+}
+
+/** A Cedar value that partial evaluation leaves unknown, named `name`. */
+export function unknownValue(name: string): unknown {
+  return { __extn: { fn: "unknown", arg: name } };
+}
+
+/**
+ * Partial evaluation of a request whose context is unknown: "deny" when no context could make the set
+ * permit it (a forbid holds whatever the context, or no permit can hold), else "maybe".
+ * @throws Error when the engine cannot evaluate it; the caller then offers the tool (never hides one)
+ */
+export function partiallyAuthorize(
+  engine: CedarWasm,
+  set: ParsedPolicySet,
+  request: CedarRequest,
+): "deny" | "maybe" {
+  const answer = engine.isAuthorizedPartial({
+    ...request,
+    policies: { staticPolicies: staticPolicies(set) },
+  } as never);
+  if (answer.type === "failure") {
+    throw new Error(
+      `Cedar could not evaluate the request: ${answer.errors.map((e) => e.message).join("; ")}`,
+    );
+  }
+  return answer.response.decision === "deny" ? "deny" : "maybe";
+}

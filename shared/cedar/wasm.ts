@@ -1,0 +1,98 @@
+/**
+ * Loading the Cedar engine (`@cedar-policy/cedar-wasm`, the engine Amazon Verified Permissions and
+ * AgentCore Policy run): its JavaScript glue is imported and its WebAssembly module compiled on first use
+ * only, never at cold start, so a container that serves `/healthz` or a tenant without policies never
+ * reads the 4.3 MB module. Loaded once per container; a failed load is retried by the next caller.
+ *
+ * Where the module file is: in the Lambda bundle it travels as its own file next to `index.mjs`
+ * (infra/bundle.ts copies it, {@link CEDAR_WASM_FILE}), found through `LAMBDA_TASK_ROOT` or beside the
+ * bundle's own files; unbundled (tests, local runs) it is the package's own file, from node_modules.
+ */
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { onceUntilFailed } from "../lazy.js";
+
+/** The engine's functions this service calls (the package's `web` build, initialized with our bytes). */
+export type CedarWasm = typeof import("@cedar-policy/cedar-wasm/web");
+
+/** The file name of the engine's WebAssembly module, beside `index.mjs` in the Lambda bundle. */
+export const CEDAR_WASM_FILE = "cedar_wasm_bg.wasm";
+
+/**
+ * Where the WebAssembly module is read from: `CEDAR_WASM_PATH` when set, the first of
+ * `<LAMBDA_TASK_ROOT>/cedar_wasm_bg.wasm` and the file beside the bundle (this module's directory or its
+ * parent: index.mjs or chunks/) that exists, else the package's own file next to its `web` glue in
+ * node_modules.
+ */
+export function cedarWasmPath(): string {
+  const explicit = process.env.CEDAR_WASM_PATH;
+  if (explicit) return explicit;
+  const root = process.env.LAMBDA_TASK_ROOT;
+  // In a bundle this module is in index.mjs or in chunks/, and the module file beside index.mjs.
+  const candidates = [
+    ...(root ? [join(root, CEDAR_WASM_FILE)] : []),
+    fileURLToPath(new URL(`./${CEDAR_WASM_FILE}`, import.meta.url)),
+    fileURLToPath(new URL(`../${CEDAR_WASM_FILE}`, import.meta.url)),
+  ];
+  const bundled = candidates.find((path) => existsSync(path));
+  if (bundled) return bundled;
+  return fileURLToPath(new URL(CEDAR_WASM_FILE, import.meta.resolve("@cedar-policy/cedar-wasm/web")));
+}
+
+/**
+ * `WebAssembly.compile`: the global Node has, which the project's TypeScript libraries (no DOM) do not
+ * declare as a value.
+ */
+const compileWasm = (bytes: Uint8Array): Promise<never> =>
+  (
+    globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<never> } }
+  ).WebAssembly.compile(bytes);
+
+/** How long the last load took, in ms (read by the benchmarks and the load's log line). */
+export const cedarLoadTimings = { importMs: 0, compileMs: 0, initMs: 0 };
+
+/**
+ * The engine, loaded on first call: the glue by dynamic `import()` (its own chunk in the bundle), the
+ * module read and compiled asynchronously (`WebAssembly.compile` off the main thread's parse path), then
+ * instantiated. Concurrent callers share one load.
+ * @throws the import's, the read's or the compile's error (the caller fails closed)
+ */
+export const loadCedar: () => Promise<CedarWasm> = onceUntilFailed(async () => {
+  const started = performance.now();
+  const [glue, bytes] = await Promise.all([
+    import("@cedar-policy/cedar-wasm/web"),
+    readFile(cedarWasmPath()),
+  ]);
+  const imported = performance.now();
+  const module = await compileWasm(bytes);
+  const compiled = performance.now();
+  await glue.default({ module_or_path: module });
+  cedarLoadTimings.importMs = imported - started;
+  cedarLoadTimings.compileMs = compiled - imported;
+  cedarLoadTimings.initMs = performance.now() - compiled;
+  return glue;
+});
+
+/** Whether {@link loadCedar} has finished (a caller that must not wait asks this first). */
+let loaded: CedarWasm | undefined;
+
+/** The engine when it is already loaded, else undefined (and the load is started, not awaited). */
+export function cedarIfLoaded(): CedarWasm | undefined {
+  if (!loaded) {
+    loadCedar().then(
+      (engine) => {
+        loaded = engine;
+      },
+      () => undefined,
+    );
+  }
+  return loaded;
+}
+
+/** Loads the engine and remembers it for {@link cedarIfLoaded}. */
+export async function cedar(): Promise<CedarWasm> {
+  loaded ??= await loadCedar();
+  return loaded;
+}

@@ -1,0 +1,246 @@
+import { type AdmissionPolicy, QuotaUnavailableError, RateLimitedError } from "../domain-errors.js";
+import type { CounterStore, TotalCondition } from "../store/counters.js";
+import { secondsUntilEnd } from "../store/counters.js";
+import {
+  type BudgetState,
+  type Hold,
+  holdAmounts,
+  joinChange,
+  minuteChange,
+  minuteOf,
+  namesOf,
+  openOf,
+  quotaRef,
+  runKey,
+  runsThisMinute,
+  totalIn,
+  within,
+} from "./item.js";
+import type { EffectiveLimits } from "./limits.js";
+
+/**
+ * Admission (docs/quotas.md "Admission"): at the door of `POST /v1/runs` and MCP `tools/call`, ONE
+ * conditional write to the tenant's quota item of the day counts the run (runs today, this minute's
+ * runs of the user and of the tenant, runs in flight) and creates its marker, on condition that no limit
+ * is reached; a run's first model call may be held in the same write. Refused: {@link RateLimitedError}
+ * and nothing is written. The minute slots are SET when a new minute starts and ADDed to within it; which
+ * of the two a write does is guessed from the last slot this container saw, and a wrong guess is refused
+ * by its own condition and made right from the item the refusal returns (one more request, never a
+ * wrong count).
+ */
+
+/** What admission needs: the counters, the limits in force, the clock and the container's minute guesses. */
+export interface AdmissionDeps {
+  counters: CounterStore;
+  now: () => number;
+  minutes: MinuteGuesses;
+}
+
+/** The last minute (epoch minutes) each slot was seen holding, per tenant and slot (bounded). */
+export class MinuteGuesses {
+  private readonly seen = new Map<string, number>();
+  /** True when the slot is believed to hold an earlier minute than `minute` (a SET starts it). */
+  fresh(tenantId: string, slot: string, minute: number): boolean {
+    return this.seen.get(`${tenantId}\n${slot}`) !== minute;
+  }
+  /** Remembers that the slot holds `minute`. */
+  saw(tenantId: string, slot: string, minute: number): void {
+    const key = `${tenantId}\n${slot}`;
+    this.seen.delete(key);
+    this.seen.set(key, minute);
+    if (this.seen.size > 10_000) this.seen.delete(this.seen.keys().next().value as string);
+  }
+}
+
+/** A run admitted: its budget's state (marker version 1, a slot in flight, the hold if any) and the policies' remainders. */
+export interface Admitted {
+  state: BudgetState;
+  policies: AdmissionPolicy[];
+}
+
+/** Why a condition of an admission write is there. */
+type Purpose = "user-minute" | "tenant-minute" | "user-fresh" | "tenant-fresh" | "concurrent" | "hold";
+
+/** Attempts of one admission (wrong minute guesses, a prune, a hold dropped) before it fails closed. */
+const ATTEMPTS = 4;
+
+/**
+ * Admits the run `subject.runId` (see the module doc). A run id admitted before (a retried start) is
+ * admitted again without counting twice. A `hold` that the day's token or cost limits cannot cover is
+ * dropped (the run is admitted; its first model call will find no budget).
+ * @param options.expiresAtSeconds when the run's marker may be pruned if it never ends (epoch s)
+ * @throws RateLimitedError over a runs-per-minute or runs-in-flight limit; QuotaUnavailableError when the
+ *   store fails or keeps refusing
+ */
+export async function admit(
+  deps: AdmissionDeps,
+  subject: { tenantId: string; userId: string; runId: string },
+  limits: EffectiveLimits,
+  options: { expiresAtSeconds: number; hold?: Hold | undefined },
+): Promise<Admitted> {
+  let hold = options.hold;
+  try {
+    for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
+      const now = deps.now();
+      const write = admissionWrite(deps, subject, limits, { ...options, hold }, now);
+      const ref = quotaRef(subject.tenantId, now);
+      const result = await deps.counters.change(ref, write.change);
+      if (result.kind === "applied") return write.admitted(result.totals, now);
+      learnSlots(deps, subject, result.state.totals, now);
+      if (result.marker) return write.admitted(result.state.totals, now, result.marker.version);
+      const purposes = new Set(result.failed.map((condition) => write.purposes.get(condition)));
+      if (purposes.has("user-minute") || purposes.has("tenant-minute")) {
+        throw write.refusal(
+          purposes.has("user-minute") ? "user-minute" : "tenant-minute",
+          result.state.totals,
+          now,
+        );
+      }
+      if (purposes.has("concurrent") && (await deps.counters.prune(ref, result.state)) === 0) {
+        throw write.refusal("tenant-concurrent", result.state.totals, now);
+      }
+      if (purposes.has("hold")) hold = undefined;
+    }
+  } catch (error) {
+    if (error instanceof RateLimitedError) throw error;
+    throw new QuotaUnavailableError(error);
+  }
+  throw new QuotaUnavailableError(new Error(`Admission of ${subject.runId} kept being refused.`));
+}
+
+/** Remembers the minute each of the subject's slots holds, from an item's totals. */
+function learnSlots(
+  deps: AdmissionDeps,
+  subject: { tenantId: string; userId: string },
+  totals: Readonly<Record<string, number>>,
+  now: number,
+): void {
+  const names = namesOf(subject.userId);
+  const epochMinute = Math.floor(now / 60_000);
+  const { minute } = minuteOf(now);
+  for (const slot of [names.tenant.minute, names.user.minute]) {
+    const value = totals[slot];
+    if (value === undefined) continue;
+    const held = Math.floor(value / 1_000_000);
+    deps.minutes.saw(subject.tenantId, slot, epochMinute - (minute - held));
+  }
+}
+
+/** The change of one admission attempt, what each condition is for, and how to read its outcome. */
+function admissionWrite(
+  deps: AdmissionDeps,
+  subject: { tenantId: string; userId: string; runId: string },
+  limits: EffectiveLimits,
+  options: { expiresAtSeconds: number; hold?: Hold | undefined },
+  now: number,
+) {
+  const names = namesOf(subject.userId);
+  const { base } = minuteOf(now);
+  const epochMinute = Math.floor(now / 60_000);
+  const purposes = new Map<TotalCondition, Purpose>();
+  const tag = (purpose: Purpose, conditions: TotalCondition[]) => {
+    for (const condition of conditions) purposes.set(condition, purpose);
+    return conditions;
+  };
+  const minutePart = (slot: string, scope: "user" | "tenant", limit: number | null) => {
+    const fresh = deps.minutes.fresh(subject.tenantId, slot, epochMinute);
+    const part = minuteChange(slot, fresh, base, limit);
+    const [first, ...rest] = part.conditions;
+    if (first) tag(`${scope}-fresh` as Purpose, [first]);
+    tag(`${scope}-minute` as Purpose, rest);
+    return part;
+  };
+  const hold = options.hold;
+  const holdAdd = hold ? holdAmounts(names, hold) : {};
+  const counted = { [names.tenant.runs]: 1, [names.user.runs]: 1, [names.tenant.live]: 1 };
+  const live = limits.tenant.concurrentRuns;
+  const change = joinChange(
+    {
+      key: runKey(subject.runId),
+      from: null,
+      to: { version: 1, open: openOf(names, true, hold ?? null), expiresAtSeconds: options.expiresAtSeconds },
+    },
+    [
+      minutePart(names.tenant.minute, "tenant", limits.tenant.runsPerMinute),
+      minutePart(names.user.minute, "user", limits.user.runsPerMinute),
+      { add: { ...counted, ...holdAdd } },
+      { conditions: tag("concurrent", live === null ? [] : within({ [names.tenant.live]: live }, counted)) },
+      { conditions: tag("hold", hold ? within(holdLimits(names, limits), holdAdd) : []) },
+    ],
+  );
+  const policiesAt = (totals: Readonly<Record<string, number>>, at: number) =>
+    admissionPolicies(names, limits, totals, at);
+  return {
+    change,
+    purposes,
+    admitted(totals: Record<string, number>, at: number, version = 1): Admitted {
+      learnSlots(deps, subject, totals, at);
+      const dayStartMs = quotaRef(subject.tenantId, at).window.startMs;
+      const state = { dayStartMs, version, live: true, hold: hold ?? null, consumed: false };
+      return { state, policies: policiesAt(totals, at) };
+    },
+    refusal(id: AdmissionPolicy["id"], totals: Readonly<Record<string, number>>, at: number) {
+      const policies = policiesAt({ ...totals }, at);
+      const refused = policies.find((policy) => policy.id === id) as AdmissionPolicy;
+      const retryAfter = refused.resetSeconds ?? 1;
+      return new RateLimitedError({ ...refused, remaining: 0 }, policies, retryAfter);
+    },
+  };
+}
+
+/** The token and cost limits of a hold, by total name. */
+export function holdLimits(
+  names: ReturnType<typeof namesOf>,
+  limits: EffectiveLimits,
+): Record<string, number> {
+  const entries: Array<[string, number | null]> = [
+    [names.tenant.tokens, limits.tenant.tokensPerDay],
+    [names.user.tokens, limits.user.tokensPerDay],
+    [names.tenant.cost, limits.tenant.costMicroPerDay],
+    [names.user.cost, limits.user.costMicroPerDay],
+  ];
+  return Object.fromEntries(entries.filter((entry): entry is [string, number] => entry[1] !== null));
+}
+
+/** Every admission policy in force, with what is left of it given the item's totals at `now`. */
+export function admissionPolicies(
+  names: ReturnType<typeof namesOf>,
+  limits: EffectiveLimits,
+  totals: Readonly<Record<string, number>>,
+  now: number,
+): AdmissionPolicy[] {
+  const policies: AdmissionPolicy[] = [];
+  const minuteReset = Math.max(1, Math.ceil((60_000 - (now % 60_000)) / 1000));
+  const perMinute = (id: "user-minute" | "tenant-minute", slot: string, quota: number | null) => {
+    if (quota === null) return;
+    const used = runsThisMinute(totals[slot], now);
+    policies.push({
+      id,
+      quota,
+      windowSeconds: 60,
+      unit: "requests",
+      remaining: Math.max(0, quota - used),
+      resetSeconds: minuteReset,
+    });
+  };
+  perMinute("user-minute", names.user.minute, limits.user.runsPerMinute);
+  perMinute("tenant-minute", names.tenant.minute, limits.tenant.runsPerMinute);
+  const live = limits.tenant.concurrentRuns;
+  if (live !== null) {
+    const inFlight = totalIn({ totals: { ...totals }, markers: new Map() }, names.tenant.live);
+    policies.push({
+      id: "tenant-concurrent",
+      quota: live,
+      windowSeconds: null,
+      unit: "concurrent-requests",
+      remaining: Math.max(0, live - inFlight),
+      resetSeconds: null,
+    });
+  }
+  return policies;
+}
+
+/** Seconds until the UTC day of `now` ends (a daily limit's `Retry-After`). */
+export function secondsToDayEnd(tenantId: string, now: number): number {
+  return secondsUntilEnd(quotaRef(tenantId, now).window, now);
+}

@@ -1,0 +1,129 @@
+import type { Logger } from "@aws-lambda-powertools/logger";
+import type { QuotaLimits } from "../config/quotas.js";
+import { DomainError } from "../domain-errors.js";
+import { type DurableExecutions, executionNameFor } from "../durable/executions.js";
+import type { SecurityContext } from "../identity.js";
+import { BILLING_READ, requirePermission } from "../runs/access.js";
+import type { StoredLimits } from "../store/quota-limits.js";
+import type { LimitsChange } from "./limits.js";
+import type { Quotas } from "./service.js";
+import type { UsageView } from "./usage.js";
+
+/**
+ * The quotas' use cases behind `GET /v1/usage` and `PUT /v1/limits` (docs/quotas.md), for any surface:
+ * the access rules and the side effects (waking runs that wait for budget) are here, the HTTP mapping in
+ * functions/api/routes/quotas.ts.
+ */
+
+/** The permission that changes a tenant's own limits. */
+export const LIMITS_ADMIN = "limits:admin";
+
+/** What the use cases need: the quotas, the durable executions (to wake waiting runs), a logger. */
+export interface QuotaApiDeps {
+  quotas?: Quotas | undefined;
+  executions?: DurableExecutions | undefined;
+  logger: Logger;
+}
+
+/** The quotas, which every deployed function has (only a benchmark builds dependencies without them). */
+function quotasOf(deps: QuotaApiDeps): Quotas {
+  if (!deps.quotas) throw new Error("This deployment was built without quotas.");
+  return deps.quotas;
+}
+
+/** The caller's usage today and this minute; the tenant's too when the caller holds billing:read. */
+export function usageOfCaller(deps: QuotaApiDeps, security: SecurityContext): Promise<UsageView> {
+  const tenantWide = security.permissions.includes(BILLING_READ);
+  return quotasOf(deps).usage({ tenantId: security.tenantId, userId: security.userId }, tenantWide);
+}
+
+/** What `PUT /v1/limits` answers: the limits in force, what the tenant set itself, who set it and when. */
+export interface LimitsView {
+  limits: QuotaLimits;
+  tenantSet: { tenant: Partial<QuotaLimits["tenant"]>; user: Partial<QuotaLimits["user"]> };
+  updatedBy: string | null;
+  updatedAt: string | null;
+}
+
+/**
+ * Changes the caller's tenant's own limits (absent fields unchanged, null: back to the deploy's) and
+ * wakes every run of the tenant waiting for budget, so each tries its call again at once.
+ * @throws DomainError FORBIDDEN without `limits:admin`; INVALID_REQUEST for a cost limit while the
+ *   configured model has no price (it could never be checked: every run would be refused)
+ */
+export async function limitsChange(
+  deps: QuotaApiDeps,
+  security: SecurityContext,
+  change: LimitsChange,
+): Promise<LimitsView> {
+  requirePermission(security, LIMITS_ADMIN);
+  const quotas = quotasOf(deps);
+  const costs = [change.tenant?.costPerDay, change.user?.costPerDay].filter(
+    (cost) => typeof cost === "string",
+  );
+  if (costs.length > 0 && !quotas.price) {
+    const message = `The model ${quotas.config.model} has no price in MODEL_PRICES: a cost limit could not be checked.`;
+    throw new DomainError("INVALID_REQUEST", message, {
+      facts: {
+        errors: [
+          { in: "body", path: change.tenant?.costPerDay ? "tenant.costPerDay" : "user.costPerDay", message },
+        ],
+      },
+    });
+  }
+  const by = { userId: security.userId, at: new Date(quotas.now()).toISOString() };
+  const { inForce, stored } = await quotas.setLimits(security.tenantId, change, by);
+  await wakeWaiting(quotas, deps, security.tenantId);
+  return {
+    limits: inForce,
+    tenantSet: tenantSetOf(stored),
+    updatedBy: stored.updatedBy,
+    updatedAt: stored.updatedAt,
+  };
+}
+
+/** Completes the budget wait of every run of the tenant that waits; a failure is logged (the wait times out). */
+async function wakeWaiting(quotas: Quotas, deps: QuotaApiDeps, tenantId: string): Promise<void> {
+  const { executions } = deps;
+  if (!executions) return;
+  const waits = await quotas.waits.list(tenantId).catch((error: unknown) => {
+    deps.logger.warn("quota waits not read", { error: error as Error });
+    return [];
+  });
+  await Promise.all(
+    waits.map(async (wait) => {
+      const callback = {
+        executionName: executionNameFor(wait.runId),
+        callbackId: wait.callbackId,
+        waitName: wait.waitName,
+      };
+      const woken = await executions
+        .completeCallback(callback, JSON.stringify({ reason: "limits_changed" }))
+        .catch((error: unknown) => {
+          deps.logger.warn("run waiting for quota not woken", { runId: wait.runId, error: error as Error });
+          return "not_waiting" as const;
+        });
+      deps.logger.info("run waiting for quota woken", { runId: wait.runId, woken });
+    }),
+  );
+}
+
+/** What the tenant set itself, in the shape of {@link QuotaLimits} (only the fields it set). */
+function tenantSetOf(stored: StoredLimits): LimitsView["tenantSet"] {
+  const set = stored.limits as Record<string, number | string | undefined>;
+  const only = (fields: Record<string, number | string | undefined>) =>
+    Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+  return {
+    tenant: only({
+      runsPerMinute: set.tenantRunsPerMinute,
+      concurrentRuns: set.tenantConcurrentRuns,
+      tokensPerDay: set.tenantTokensPerDay,
+      costPerDay: set.tenantCostPerDay,
+    }),
+    user: only({
+      runsPerMinute: set.userRunsPerMinute,
+      tokensPerDay: set.userTokensPerDay,
+      costPerDay: set.userCostPerDay,
+    }),
+  };
+}

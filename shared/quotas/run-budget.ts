@@ -1,0 +1,305 @@
+import {
+  amountOfMicro,
+  type BudgetCall,
+  type BudgetDecision,
+  type CallCost,
+  type ModelBudget,
+  type QuotaRefusal,
+} from "../agent/budget.js";
+import type { ModelUsage } from "../agent/model.js";
+import type { ModelPrice } from "../config/quotas.js";
+import { QUOTA_UNAVAILABLE_MESSAGE, QuotaUnavailableError } from "../domain-errors.js";
+import type { CounterChange, CounterStore } from "../store/counters.js";
+import { holdLimits, secondsToDayEnd } from "./admission.js";
+import {
+  type BudgetState,
+  type Hold,
+  holdAmounts,
+  namesOf,
+  openOf,
+  quotaRef,
+  runKey,
+  settleAmounts,
+  sum,
+  within,
+} from "./item.js";
+import type { EffectiveLimits } from "./limits.js";
+import { affordableTokens, callCostMicro, noPriceNote, worstCaseMicro } from "./prices.js";
+import { refusalOf } from "./refusal.js";
+
+/**
+ * The quota budget of one run (the loop's `ModelBudget`, shared/agent/budget.ts; docs/quotas.md
+ * "Reservations"). Before every model call, inside its step, ONE conditional write to the tenant's quota
+ * item of the day settles the run's previous call (its hold → what it used) and holds the next one's
+ * worst case (the prompt's estimate + `max_tokens`) under the day's token and cost limits of the user and
+ * the tenant; the run's marker moves one version per write, so a retried step meets it already moved and
+ * holds nothing twice. When the limits do not cover the call, the item the refusal returns says what is
+ * left: `max_tokens` is lowered to fit (at least MIN_COMPLETION_TOKENS), else the previous call is settled
+ * alone and the call refused. {@link finish} settles the last call and frees the run's slot in flight.
+ */
+
+/** What a run's budget needs: the counters, the clock, the tenant's limits, the model's price and the minimum. */
+export interface RunBudgetDeps {
+  counters: CounterStore;
+  now: () => number;
+  limits: () => Promise<EffectiveLimits>;
+  model: string;
+  price: ModelPrice | undefined;
+  minCompletionTokens: number;
+  /**
+   * A store failure: `refuse` the call (`QUOTA_UNAVAILABLE`; a synchronous run then ends
+   * `quota_exceeded`), or `throw` {@link QuotaUnavailableError} (a durable step is retried).
+   */
+  onStoreFailure: "refuse" | "throw";
+}
+
+/** Writes one reservation may take (a wrong version adopted, a prune, a smaller `max_tokens`, a lost marker). */
+const ATTEMPTS = 5;
+
+/** See the module doc. */
+export class RunBudget implements ModelBudget {
+  private state: BudgetState;
+  /** The usage of the call that consumed the open hold (null: none yet). */
+  private used: ModelUsage | null = null;
+  private readonly names: ReturnType<typeof namesOf>;
+
+  /**
+   * @param initial what admission left (marker version 1 and the run's slot in flight, maybe a hold)
+   * @param expiresAtSeconds when the run's marker may be pruned if it never ends (epoch s), asked at every write
+   */
+  constructor(
+    private readonly deps: RunBudgetDeps,
+    private readonly subject: { tenantId: string; userId: string; runId: string },
+    initial: BudgetState,
+    private readonly expiresAtSeconds: () => number,
+  ) {
+    this.state = initial;
+    this.names = namesOf(subject.userId);
+  }
+
+  /** A call's cost from its usage: the price table's, or null with a note naming the unpriced model. */
+  costOf(usage: ModelUsage): CallCost {
+    const { price, model } = this.deps;
+    if (!price) return { micro: null, note: noPriceNote(model) };
+    return { micro: callCostMicro(price, usage), currency: price.currency };
+  }
+
+  /** Rebuilds what the run holds from a step's decision, and the usage of the call it made. */
+  observe(decision: BudgetDecision, usage: ModelUsage | null): void {
+    this.state = { ...(decision.state as BudgetState), consumed: usage !== null };
+    this.used = usage;
+  }
+
+  /** See the module doc; never throws unless `onStoreFailure` is `throw`. */
+  async reserve(call: BudgetCall): Promise<BudgetDecision> {
+    try {
+      return await this.reserveOnce(call);
+    } catch (error) {
+      if (this.deps.onStoreFailure === "throw") throw new QuotaUnavailableError(error);
+      const refusal: QuotaRefusal = {
+        code: "QUOTA_UNAVAILABLE",
+        limit: null,
+        quota: null,
+        used: null,
+        unit: null,
+        windowEndsAt: null,
+        retryAfterSeconds: null,
+        message: QUOTA_UNAVAILABLE_MESSAGE.replace("nothing was started", "no further model call was made"),
+      };
+      return { kind: "refused", refusal, state: this.state };
+    }
+  }
+
+  /**
+   * Settles the run's last call and frees its slot in flight, removing its marker (one write; nothing
+   * for a run that holds nothing, or whose marker is gone: pruned, or finished before).
+   * @throws the store's errors (a durable step retries them; a synchronous run logs them)
+   */
+  async finish(): Promise<void> {
+    const { state } = this;
+    if (state.version === 0) return;
+    await this.deps.counters.change(quotaRef(this.subject.tenantId, state.dayStartMs), {
+      reservation: { key: runKey(this.subject.runId), from: state.version, to: null },
+      add: sum(this.settlement(), state.live ? { [this.names.tenant.live]: -1 } : {}),
+    });
+    this.state = { ...state, version: 0, live: false, hold: null };
+  }
+
+  /** {@link reserve} without the store-failure mapping. */
+  private async reserveOnce(call: BudgetCall): Promise<BudgetDecision> {
+    const now = this.deps.now();
+    const today = quotaRef(this.subject.tenantId, now);
+    const { state, deps } = this;
+    const unused = state.hold && !state.consumed && state.dayStartMs === today.window.startMs;
+    if (unused && state.hold && state.hold.tokens - call.promptTokens >= deps.minCompletionTokens) {
+      const fits = state.hold.tokens - call.promptTokens;
+      return { kind: "granted", maxTokens: Math.min(call.maxTokens, fits), state };
+    }
+    if (state.version > 0 && state.dayStartMs !== today.window.startMs) await this.closeDay();
+    const limits = holdLimits(this.names, await deps.limits());
+    let maxTokens = call.maxTokens;
+    for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
+      const hold = this.holdFor(call.promptTokens, maxTokens);
+      const result = await deps.counters.change(today, this.holdChange(hold, limits));
+      const version = this.state.version + 1;
+      if (result.kind === "applied" || result.marker?.version === version) {
+        this.lostUsage = undefined;
+        // A retried step meets its own earlier write: what that write held is what the call may spend.
+        const held = result.kind === "applied" ? hold : this.heldBy(result.marker?.open ?? {}, hold);
+        const granted = Math.min(maxTokens, held.tokens - call.promptTokens);
+        const next = { dayStartMs: today.window.startMs, version, live: true, hold: held, consumed: false };
+        return { kind: "granted", maxTokens: granted, state: next };
+      }
+      if (!result.marker || result.marker.version !== this.state.version) {
+        this.adopt(result.marker?.version ?? 0, result.marker?.open ?? {});
+        continue;
+      }
+      if (result.failed.length === 0) continue;
+      if ((await deps.counters.prune(today, result.state)) > 0) continue;
+      const fit = this.fit(result.state.totals, limits, call.promptTokens);
+      if (fit.tokens >= deps.minCompletionTokens && fit.tokens < maxTokens) {
+        maxTokens = fit.tokens;
+        continue;
+      }
+      return this.refuse(fit.limit, result.state.totals, now);
+    }
+    throw new Error(`The reservation of ${call.step} kept being refused.`);
+  }
+
+  /** A hold for a prompt of `promptTokens` and `maxTokens` completion tokens: tokens and the worst-case cost. */
+  private holdFor(promptTokens: number, maxTokens: number): Hold {
+    const price = this.deps.price;
+    const costMicro = price ? worstCaseMicro(price, promptTokens, maxTokens) : 0;
+    return { tokens: promptTokens + maxTokens, costMicro };
+  }
+
+  /** The hold a marker's open amounts record (`fallback` when it records none). */
+  private heldBy(open: Readonly<Record<string, number>>, fallback: Hold): Hold {
+    const tokens = open[this.names.tenant.tokensHeld];
+    if (tokens === undefined) return fallback;
+    return { tokens, costMicro: open[this.names.tenant.costHeld] ?? 0 };
+  }
+
+  /** The amounts that settle the open hold to what its call used (none without a hold). */
+  private settlement(): Record<string, number> {
+    const { hold } = this.state;
+    if (!hold) return {};
+    const usage = this.used;
+    const costMicro = usage && this.deps.price ? callCostMicro(this.deps.price, usage) : 0;
+    return settleAmounts(this.names, hold, { tokens: usage?.totalTokens ?? 0, costMicro });
+  }
+
+  /** One write: settle the open hold, hold `hold` (null: settle only), limits as conditions. */
+  private holdChange(hold: Hold | null, limits: Record<string, number>): CounterChange {
+    const { state, names } = this;
+    const settle = this.lostUsage ?? this.settlement();
+    const holdAdd = hold ? holdAmounts(names, hold) : {};
+    const slot = state.version === 0 ? { [names.tenant.live]: 1 } : {};
+    const delta = sum(sum(settle, holdAdd), slot);
+    return {
+      reservation: {
+        key: runKey(this.subject.runId),
+        from: state.version === 0 ? null : state.version,
+        to: {
+          version: state.version + 1,
+          open: openOf(names, true, hold),
+          expiresAtSeconds: this.expiresAtSeconds(),
+        },
+      },
+      add: delta,
+      conditions: hold ? within(limits, delta) : [],
+    };
+  }
+
+  /** Usage of a call whose hold a prune took back: added as used (the marker that held it is gone). */
+  private lostUsage: Record<string, number> | undefined;
+
+  /**
+   * The marker is not at the version this run expected: gone (pruned after its expiry, or its day's item
+   * expired) or at another (a durable run resuming what admission wrote). Go on from what it is: a gone
+   * marker is made again (the slot counted again) and the last call's usage added as used.
+   */
+  private adopt(version: number, open: Readonly<Record<string, number>>): void {
+    if (version === 0 && this.state.hold && this.used) {
+      const costMicro = this.deps.price ? callCostMicro(this.deps.price, this.used) : 0;
+      const used = { tokens: this.used.totalTokens, costMicro };
+      this.lostUsage = {};
+      for (const scope of [this.names.tenant, this.names.user]) {
+        this.lostUsage[scope.tokens] = used.tokens;
+        this.lostUsage[scope.cost] = used.costMicro;
+      }
+    } else this.lostUsage = version === 0 ? {} : undefined;
+    const tokens = open[this.names.tenant.tokensHeld];
+    const hold = version > 0 && tokens ? { tokens, costMicro: open[this.names.tenant.costHeld] ?? 0 } : null;
+    if (version > 0) this.used = null;
+    this.state = { ...this.state, version, live: version > 0, hold, consumed: hold !== null };
+  }
+
+  /** Closes the marker of an earlier day's item (settle, free the slot); the next write opens today's. */
+  private async closeDay(): Promise<void> {
+    await this.finish().catch(() => undefined);
+    this.lostUsage = undefined;
+    this.used = null;
+  }
+
+  /**
+   * How many completion tokens the limits leave for a prompt of `promptTokens` once the open hold is
+   * settled, and the limit that leaves the fewest.
+   */
+  private fit(
+    totals: Readonly<Record<string, number>>,
+    limits: Record<string, number>,
+    promptTokens: number,
+  ): { tokens: number; limit: string } {
+    const settled = sum(totals, this.lostUsage ?? this.settlement());
+    let best = { tokens: Number.POSITIVE_INFINITY, limit: "" };
+    for (const [total, limit] of Object.entries(limits)) {
+      const left = limit - (settled[total] ?? 0);
+      const isCost = total === this.names.tenant.cost || total === this.names.user.cost;
+      const price = this.deps.price;
+      const tokens = isCost ? (price ? affordableTokens(price, left, promptTokens) : 0) : left - promptTokens;
+      if (tokens < best.tokens) best = { tokens: Math.max(0, tokens), limit: total };
+    }
+    return best;
+  }
+
+  /** Settles the open hold alone, then refuses the call over `total`'s limit. */
+  private async refuse(
+    total: string,
+    totals: Readonly<Record<string, number>>,
+    now: number,
+  ): Promise<BudgetDecision> {
+    const { state } = this;
+    let next = state;
+    if (state.hold || this.lostUsage) {
+      const settledTotals = sum(totals, this.lostUsage ?? this.settlement());
+      const result = await this.deps.counters.change(
+        quotaRef(this.subject.tenantId, now),
+        this.holdChange(null, {}),
+      );
+      if (result.kind === "applied" || result.marker?.version === state.version + 1) {
+        next = { ...state, version: state.version + 1, live: true, hold: null, consumed: false };
+        this.lostUsage = undefined;
+      }
+      return this.refusal(total, settledTotals, next, now);
+    }
+    return this.refusal(total, totals, next, now);
+  }
+
+  /** The refusal of a call over `total`'s limit, with the totals as they stand once settled. */
+  private async refusal(
+    total: string,
+    settled: Readonly<Record<string, number>>,
+    next: BudgetState,
+    now: number,
+  ): Promise<BudgetDecision> {
+    const limits = await this.deps.limits();
+    const refusal = refusalOf(this.names, limits, total, settled, {
+      currency: this.deps.price?.currency ?? null,
+      retryAfterSeconds: secondsToDayEnd(this.subject.tenantId, now),
+      windowEndsAt: new Date(quotaRef(this.subject.tenantId, now).window.endMs).toISOString(),
+      amountOfMicro,
+    });
+    return { kind: "refused", refusal, state: next };
+  }
+}

@@ -1,0 +1,107 @@
+import type { Logger } from "@aws-lambda-powertools/logger";
+import type { Deadline } from "../agent/deadline.js";
+import { firstCallOf } from "../agent/model-turn.js";
+import type { RunInput } from "../agent/types.js";
+import { DomainError, QuotaUnavailableError } from "../domain-errors.js";
+import type { SecurityContext } from "../identity.js";
+import type { RunBudget } from "./run-budget.js";
+import type { Quotas } from "./service.js";
+
+/**
+ * The quotas' seams in a run's start and end, for the runs layer (shared/runs/sync.ts, async-start.ts,
+ * shared/durable/runner.ts) and the MCP adapter: one thin call each, the rules in shared/quotas/.
+ */
+
+/** Seconds a synchronous run's marker outlives its deadline before a prune may take its slot back. */
+const SYNC_MARKER_MARGIN_SECONDS = 60;
+
+/**
+ * Admits a synchronous run at the door (nothing written before it: a refusal is RateLimitedError, 429)
+ * holding its first model call in the same write, and gives the run's budget.
+ * @returns undefined when the deployment has no quotas
+ * @throws RateLimitedError; QuotaUnavailableError
+ */
+export async function admitSyncRun(
+  quotas: Quotas | undefined,
+  run: Pick<RunInput, "model" | "tools" | "security" | "prompt" | "history" | "systemPrompt" | "limits"> & {
+    runId: string;
+    deadline: Deadline;
+  },
+): Promise<RunBudget | undefined> {
+  if (!quotas) return undefined;
+  const subject = subjectOf(run.security, run.runId);
+  const expiresAtSeconds = () => Math.floor(run.deadline.at / 1000) + SYNC_MARKER_MARGIN_SECONDS;
+  const admitted = await quotas.admit(subject, {
+    expiresAtSeconds: expiresAtSeconds(),
+    firstCall: firstCallOf(run),
+  });
+  return quotas.budget(subject, admitted.state, { expiresAtSeconds, onStoreFailure: "refuse" });
+}
+
+/**
+ * Admits a durable run at the door of its start (its budget is made by the runner, from
+ * {@link Quotas.admittedState}).
+ * @param expiresAtSeconds when its marker may be pruned if it never ends: its deadline plus the longest
+ *   it may wait (an approval, budget)
+ * @throws RateLimitedError; QuotaUnavailableError
+ */
+export async function admitDurableRun(
+  quotas: Quotas | undefined,
+  security: SecurityContext,
+  runId: string,
+  expiresAtSeconds: number,
+): Promise<void> {
+  await quotas?.admit(subjectOf(security, runId), { expiresAtSeconds });
+}
+
+/**
+ * Settles a run's last model call and frees its slot in flight; a failure is logged (the marker then
+ * expires, and a prune takes it back).
+ */
+export async function finishBudget(budget: RunBudget | undefined, logger: Logger): Promise<void> {
+  await budget
+    ?.finish()
+    .catch((error: unknown) => logger.warn("quota not settled", { error: error as Error }));
+}
+
+/** The quotas' subject of a run: the verified caller's tenant and user, and the run. */
+export function subjectOf(security: SecurityContext, runId: string) {
+  return { tenantId: security.tenantId, userId: security.userId, runId };
+}
+
+/**
+ * Admits an MCP tool call, a one-cycle run without a model call (runs per minute, runs in flight): the
+ * budget to finish when the call ends (its slot in flight), or the tool error that refuses it (a
+ * retryable fatal_error RATE_LIMITED with `retryAfterSeconds` and the policy, or QUOTA_UNAVAILABLE).
+ */
+export async function admitToolCall(
+  quotas: Quotas | undefined,
+  security: SecurityContext,
+  callId: string,
+  deadlineAt: number,
+): Promise<
+  | { kind: "admitted"; budget: RunBudget | undefined }
+  | {
+      kind: "refused";
+      error: { code: string; message: string; retryable: true; details: Record<string, unknown> };
+    }
+> {
+  if (!quotas) return { kind: "admitted", budget: undefined };
+  const subject = subjectOf(security, callId);
+  const expiresAtSeconds = () => Math.floor(deadlineAt / 1000) + SYNC_MARKER_MARGIN_SECONDS;
+  try {
+    const admitted = await quotas.admit(subject, { expiresAtSeconds: expiresAtSeconds() });
+    return {
+      kind: "admitted",
+      budget: quotas.budget(subject, admitted.state, { expiresAtSeconds, onStoreFailure: "refuse" }),
+    };
+  } catch (error) {
+    // The domain error as the call's tool error: its code, fixed sentence and facts (retryAfterSeconds,
+    // policy, limit); anything else failed the store (fail closed).
+    const refusal = error instanceof DomainError ? error : new QuotaUnavailableError(error);
+    return {
+      kind: "refused",
+      error: { code: refusal.code, message: refusal.message, retryable: true, details: { ...refusal.facts } },
+    };
+  }
+}

@@ -1,0 +1,189 @@
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { QuotaConfig, QuotaLimits } from "../config/quotas.js";
+import { QuotaUnavailableError } from "../domain-errors.js";
+import { CounterStore, markerName } from "../store/counters.js";
+import { QuotaLimitStore, type StoredLimits } from "../store/quota-limits.js";
+import { QuotaWaitStore } from "../store/quota-waits.js";
+import { type Admitted, admit, MinuteGuesses } from "./admission.js";
+import { type BudgetState, namesOf, quotaRef, runKey, sum } from "./item.js";
+import {
+  type EffectiveLimits,
+  effectiveOf,
+  fieldsOf,
+  type LimitsChange,
+  LimitsReader,
+  limitsInForce,
+} from "./limits.js";
+import { priceOf, worstCaseMicro } from "./prices.js";
+import { RunBudget, type RunBudgetDeps } from "./run-budget.js";
+import { type UsageView, usageOf } from "./usage.js";
+
+/**
+ * The quotas of the application layer (docs/quotas.md), one per container: the limits in force per
+ * tenant, admission at the door of every run and MCP tool call, each run's budget around its model calls,
+ * the usage a caller may see, and a tenant's own limits. Built once in shared/deps.ts over the table.
+ */
+export class Quotas {
+  readonly counters: CounterStore;
+  readonly limitStore: QuotaLimitStore;
+  readonly waits: QuotaWaitStore;
+  private readonly reader: LimitsReader;
+  private readonly minutes = new MinuteGuesses();
+
+  /**
+   * @param config the quota section of the configuration and `model`, the model name calls are priced by
+   * @param now the clock (epoch ms); tests inject one so windows and `Retry-After` do not depend on luck
+   */
+  constructor(
+    client: DynamoDBDocumentClient,
+    tableName: string,
+    readonly config: QuotaConfig & { model: string },
+    readonly now: () => number = Date.now,
+  ) {
+    this.counters = new CounterStore(client, tableName, { now });
+    this.limitStore = new QuotaLimitStore(client, tableName);
+    this.waits = new QuotaWaitStore(client, tableName);
+    this.reader = new LimitsReader(this.limitStore, now);
+  }
+
+  /** The price of the model calls are made with, undefined when the table has none for it. */
+  get price() {
+    return priceOf(this.config.prices, this.config.model);
+  }
+
+  /**
+   * The tenant's limits in force: as the API shows them, in the quotas' units, and what the tenant set.
+   * @param fresh read the table even when this container read it within the last minute
+   * @throws the store's errors
+   */
+  async limitsFor(
+    tenantId: string,
+    fresh = false,
+  ): Promise<{ inForce: QuotaLimits; effective: EffectiveLimits; stored: StoredLimits }> {
+    const stored = await this.reader.get(tenantId, { fresh });
+    const inForce = limitsInForce(this.config.limits, stored.limits);
+    return { inForce, effective: effectiveOf(inForce), stored };
+  }
+
+  /**
+   * Admits a run or an MCP tool call (shared/quotas/admission.ts); with `firstCall`, the run's first
+   * model call is held in the same write (its estimated prompt and `max_tokens`).
+   * @throws RateLimitedError; QuotaUnavailableError (the store failed: fail closed)
+   */
+  async admit(
+    subject: { tenantId: string; userId: string; runId: string },
+    options: {
+      expiresAtSeconds: number;
+      firstCall?: { promptTokens: number; maxTokens: number } | undefined;
+    },
+  ): Promise<Admitted> {
+    const { effective } = await this.limitsOrFailClosed(subject.tenantId);
+    const call = options.firstCall;
+    const price = this.price;
+    const hold =
+      call && call.maxTokens >= this.config.minCompletionTokens
+        ? {
+            tokens: call.promptTokens + call.maxTokens,
+            costMicro: price ? worstCaseMicro(price, call.promptTokens, call.maxTokens) : 0,
+          }
+        : undefined;
+    const deps = { counters: this.counters, now: this.now, minutes: this.minutes };
+    return admit(deps, subject, effective, { expiresAtSeconds: options.expiresAtSeconds, hold });
+  }
+
+  /**
+   * The budget of one run, from what its admission left (`initial`; a durable run starts from
+   * {@link Quotas.admittedState}).
+   */
+  budget(
+    subject: { tenantId: string; userId: string; runId: string },
+    initial: BudgetState,
+    options: { expiresAtSeconds: () => number; onStoreFailure: RunBudgetDeps["onStoreFailure"] },
+  ): RunBudget {
+    const deps: RunBudgetDeps = {
+      counters: this.counters,
+      now: this.now,
+      limits: async () => (await this.limitsFor(subject.tenantId)).effective,
+      model: this.config.model,
+      price: this.price,
+      minCompletionTokens: this.config.minCompletionTokens,
+      onStoreFailure: options.onStoreFailure,
+    };
+    return new RunBudget(deps, subject, initial, options.expiresAtSeconds);
+  }
+
+  /** What admission leaves for a run admitted at `admittedAt` (epoch ms) without a hold: marker version 1, its slot. */
+  admittedState(admittedAt: number): BudgetState {
+    const dayStartMs = quotaRef("", admittedAt).window.startMs;
+    return { dayStartMs, version: 1, live: true, hold: null, consumed: false };
+  }
+
+  /**
+   * Takes back what a run still holds (its slot in flight, an open hold) and removes its marker, in the
+   * day's item of each of `days` (epoch ms) where it has one: a cancelled or failed run whose budget is
+   * not at hand. One read and at most one write per day.
+   * @returns how many markers were removed
+   */
+  async releaseRun(tenantId: string, runId: string, days: readonly number[]): Promise<number> {
+    let released = 0;
+    for (const day of new Set(days.map((at) => quotaRef(tenantId, at).window.startMs))) {
+      const ref = quotaRef(tenantId, day);
+      const marker = (await this.counters.read(ref)).markers.get(markerOf(runId));
+      if (!marker) continue;
+      const back = sum({}, Object.fromEntries(Object.entries(marker.open).map(([k, v]) => [k, -v])));
+      const result = await this.counters.change(ref, {
+        reservation: { key: runKey(runId), from: marker.version, to: null },
+        add: back,
+      });
+      if (result.kind === "applied") released += 1;
+    }
+    return released;
+  }
+
+  /**
+   * The caller's usage today and, with `tenantWide`, the tenant's (GET /v1/usage; shared/quotas/usage.ts).
+   * @throws the store's errors
+   */
+  async usage(subject: { tenantId: string; userId: string }, tenantWide: boolean): Promise<UsageView> {
+    const now = this.now();
+    const [{ inForce }, state] = await Promise.all([
+      this.limitsFor(subject.tenantId),
+      this.counters.read(quotaRef(subject.tenantId, now)),
+    ]);
+    return usageOf(namesOf(subject.userId), inForce, state, {
+      now,
+      currency: this.price?.currency ?? null,
+      tenantWide,
+    });
+  }
+
+  /**
+   * Changes the tenant's own limits (absent fields unchanged, null: back to the deploy's) and keeps them
+   * as this container's at once.
+   * @returns the limits in force afterwards and what the tenant set
+   * @throws the store's errors
+   */
+  async setLimits(
+    tenantId: string,
+    change: LimitsChange,
+    by: { userId: string; at: string },
+  ): Promise<{ inForce: QuotaLimits; stored: StoredLimits }> {
+    const stored = await this.limitStore.update(tenantId, fieldsOf(change), by);
+    this.reader.remember(tenantId, stored);
+    return { inForce: limitsInForce(this.config.limits, stored.limits), stored };
+  }
+
+  /** {@link limitsFor}, a store failure being a refusal (fail closed). */
+  private async limitsOrFailClosed(tenantId: string) {
+    try {
+      return await this.limitsFor(tenantId);
+    } catch (error) {
+      throw new QuotaUnavailableError(error);
+    }
+  }
+}
+
+/** The attribute name of a run's marker. */
+function markerOf(runId: string): string {
+  return markerName(runKey(runId));
+}

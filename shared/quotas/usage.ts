@@ -1,0 +1,89 @@
+import { amountOfMicro } from "../agent/budget.js";
+import type { QuotaLimits } from "../config/quotas.js";
+import type { CounterState } from "../store/counters.js";
+import { type namesOf, quotaRef, runsThisMinute, type ScopeNames } from "./item.js";
+
+/**
+ * One scope's usage (GET /v1/usage): the UTC day's tokens (`used` settled, `reserved` held by calls in
+ * flight, `limit`), cost (`used`, settled, a decimal with six places, `limit`, `currency`: the price
+ * table's, null without prices) and runs started; the UTC minute's runs and limit. The tenant's also has
+ * `inFlight`, its runs in flight and the limit. Limits are the ones in force (null: none).
+ */
+export interface ScopeUsage {
+  day: {
+    start: string;
+    tokens: { used: number; reserved: number; limit: number | null };
+    cost: { used: string; limit: string | null; currency: string | null };
+    runs: number;
+  };
+  minute: { start: string; runs: number; limit: number | null };
+}
+
+/** The body of GET /v1/usage: the caller's usage, and the tenant's (null without billing:read). */
+export interface UsageView {
+  user: ScopeUsage;
+  tenant: (ScopeUsage & { inFlight: { runs: number; limit: number | null } }) | null;
+}
+
+/** The usage view of a quota item's state at `now` (see {@link UsageView}). */
+export function usageOf(
+  names: ReturnType<typeof namesOf>,
+  limits: QuotaLimits,
+  state: CounterState,
+  context: { now: number; currency: string | null; tenantWide: boolean },
+): UsageView {
+  const { now } = context;
+  const user = scopeUsage(names.user, state, now, {
+    runsPerMinute: limits.user.runsPerMinute,
+    tokensPerDay: limits.user.tokensPerDay,
+    costPerDay: limits.user.costPerDay,
+    currency: context.currency,
+  });
+  if (!context.tenantWide) return { user, tenant: null };
+  const tenant = scopeUsage(names.tenant, state, now, { ...limits.tenant, currency: context.currency });
+  const inFlight = { runs: state.totals[names.tenant.live] ?? 0, limit: limits.tenant.concurrentRuns };
+  return { user, tenant: { ...tenant, inFlight } };
+}
+
+/** One scope's {@link ScopeUsage}. */
+function scopeUsage(
+  names: ScopeNames,
+  state: CounterState,
+  now: number,
+  limits: {
+    runsPerMinute: number | null;
+    tokensPerDay: number | null;
+    costPerDay: string | null;
+    currency: string | null;
+  },
+): ScopeUsage {
+  const total = (name: string) => state.totals[name] ?? 0;
+  const day = quotaRef("", now).window;
+  return {
+    day: {
+      start: new Date(day.startMs).toISOString(),
+      tokens: {
+        used: total(names.tokens) - total(names.tokensHeld),
+        reserved: total(names.tokensHeld),
+        limit: limits.tokensPerDay,
+      },
+      cost: {
+        used: amountOfMicro(total(names.cost) - total(names.costHeld)),
+        limit: limits.costPerDay === null ? null : normalized(limits.costPerDay),
+        currency: limits.currency,
+      },
+      runs: total(names.runs),
+    },
+    minute: {
+      start: new Date(Math.floor(now / 60_000) * 60_000).toISOString(),
+      runs: runsThisMinute(state.totals[names.minute], now),
+      limit: limits.runsPerMinute,
+    },
+  };
+}
+
+/** A decimal limit with six places, as costs are shown. */
+function normalized(amount: string): string {
+  const [whole = "0", fraction = ""] = amount.split(".");
+  return `${whole}.${fraction.padEnd(6, "0")}`;
+}
