@@ -5,14 +5,37 @@
  * stream for SendStreamingMessage / SubscribeToTask whose events carry `id: <run event sequence>`, so a
  * client that lost the stream resubscribes with `Last-Event-ID` and gets every later event once.
  */
-import { AgentCard } from "@a2a-js/sdk";
-import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from "@a2a-js/sdk/server";
+import type { AgentCard } from "@a2a-js/sdk";
+import {
+  type A2ARequestHandler,
+  JsonRpcTransportHandler,
+  ServerCallContext,
+  validateVersion,
+} from "@a2a-js/sdk/server";
 import type { A2ACall } from "./call.js";
 import { createA2AHandler } from "./handler.js";
 
-/** The A2A card as JSON (protojson, as the SDK's clients read it). */
-export function agentCardJson(card: AgentCard): unknown {
-  return AgentCard.toJSON(card);
+/**
+ * The A2A card as JSON (protojson, as the SDK's clients read it), written by the SDK's own JSON-RPC
+ * transport: the answer to `GetExtendedAgentCard` from a handler that knows only the card. The package's
+ * root `AgentCard.toJSON` is the same code in a second copy (each of the SDK's entry points carries its
+ * own protojson codecs), ~15 kB of the Lambda bundle that this way is never loaded (docs/performance.md, P4).
+ * @throws Error when the transport answers with an error (it does not for a card)
+ */
+export async function agentCardJson(card: AgentCard): Promise<unknown> {
+  const cardOnly: Pick<A2ARequestHandler, "getAuthenticatedExtendedAgentCard"> = {
+    getAuthenticatedExtendedAgentCard: async () => card,
+  };
+  // The transport calls only the method the request names, so a handler of one method serves it.
+  const transport = new JsonRpcTransportHandler(cardOnly as A2ARequestHandler);
+  const answer = (await transport.handle(
+    { jsonrpc: "2.0", id: 0, method: "GetExtendedAgentCard" },
+    new ServerCallContext({ user: { isAuthenticated: false, userName: "" } }),
+  )) as { result?: unknown; error?: { message: string } };
+  if (answer.error || answer.result === undefined) {
+    throw new Error(`The A2A card could not be written: ${answer.error?.message ?? "no result"}`);
+  }
+  return answer.result;
 }
 
 /**

@@ -16,7 +16,7 @@ export function a2aRoutes(app: OpenAPIHono<AppEnv>, getDeps: GetDeps) {
     const { agentCardJson } = await import("../../../shared/a2a/serve.js");
     const deps = getDeps();
     return c.json(
-      agentCardJson(agentCardOf(deps.config, deps.tools, originOf(c))) as Record<string, unknown>,
+      (await agentCardJson(agentCardOf(deps.config, deps.tools, originOf(c)))) as Record<string, unknown>,
       200,
     );
   });
