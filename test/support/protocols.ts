@@ -8,6 +8,7 @@ import {
 } from "../../local/dev-auth.js";
 import { type DevServer, type Handler, startDevServer } from "../../local/dev-server.js";
 import { createTokenVerifier } from "../../shared/auth/token-verifier.js";
+import type { ApiDepsOptions } from "../../shared/deps.js";
 import { startTestStack, type TestStack } from "./stack.js";
 
 /**
@@ -34,10 +35,16 @@ export interface ProtocolStack {
   stop(): Promise<void>;
 }
 
-/** Starts a {@link ProtocolStack}; `env` overrides configuration variables. */
-export async function startProtocolStack(env: Record<string, string> = {}): Promise<ProtocolStack> {
+/**
+ * Starts a {@link ProtocolStack}; `env` overrides configuration variables, `options` the dependencies'
+ * (an injected clock).
+ */
+export async function startProtocolStack(
+  env: Record<string, string> = {},
+  options: ApiDepsOptions = {},
+): Promise<ProtocolStack> {
   const issuer = await createDevIssuer();
-  const stack = await startTestStack({ ...devIssuerEnv(issuer), ...env });
+  const stack = await startTestStack({ ...devIssuerEnv(issuer), ...env }, options);
   const dev = await startDevServer({
     serve: {
       handler: createHandler(stack.deps) as Handler,
