@@ -37,7 +37,13 @@ export type { TokenUsage } from "../token-usage.js";
 export type RunRecordStatus<S extends RunShapes = RunShapes> = (typeof RECORD_STATUSES)[number] | S["status"];
 
 /** The statuses a run record has besides the loop's outcomes (see {@link RunRecordStatus}). */
-export const RECORD_STATUSES = ["running", "awaiting_approval", "awaiting_quota", "failed", "cancelled"] as const;
+export const RECORD_STATUSES = [
+  "running",
+  "awaiting_approval",
+  "awaiting_quota",
+  "failed",
+  "cancelled",
+] as const;
 
 /** A cost as stored and shown: `amount` with six decimal places, `currency` ISO 4217 (docs/quotas.md). */
 export interface StoredCost {
