@@ -27,14 +27,22 @@ module.exports = {
       comment:
         "The engine (shared/agent) knows neither the application layer, the stores (but their error vocabulary, shared/store/errors.ts) nor the protocols.",
       from: { path: "^shared/agent/" },
-      to: { path: "^shared/(runs|mcp|durable|deps)|^shared/store/(?!errors\\.ts$)" },
+      to: { path: "^shared/(runs|mcp|a2a|agui|durable|deps)|^shared/store/(?!errors\\.ts$)" },
     },
     {
       name: "stores-below-all",
       severity: "error",
       comment: "The stores know no layer above them.",
       from: { path: "^shared/store/" },
-      to: { path: "^shared/(runs|agent|mcp|durable|tools|deps)" },
+      to: { path: "^shared/(runs|agent|mcp|a2a|agui|durable|tools|deps)" },
+    },
+    {
+      name: "application-not-protocols",
+      severity: "error",
+      comment:
+        "The application layer (shared/runs) knows no protocol adapter (MCP, A2A, AG-UI): the adapters call it, never the other way.",
+      from: { path: "^shared/runs/" },
+      to: { path: "^shared/(mcp|a2a|agui)/" },
     },
   ],
   options: {

@@ -12,6 +12,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { type BuildOptions, build, type Metafile, type Plugin } from "esbuild";
 import { writeConsoleAssets } from "../console/build.js";
 import { CEDAR_WASM_FILE } from "../shared/cedar/wasm.js";
+import { awsSdkUnusedOnLambda } from "./aws-sdk-unused-plugin.js";
 import { withoutUnusedOpenAIResources } from "./openai-resources-plugin.js";
 
 /** The project root: esbuild's working directory, where node_modules and tsconfig.json are. */
@@ -269,6 +270,7 @@ export const API_BUNDLE_OPTIONS = {
     unreachableOnLambda,
     withoutOpenAIStreamHelpers,
     withoutUnusedOpenAIResources,
+    awsSdkUnusedOnLambda,
   ],
   metafile: true,
   logLevel: "warning",

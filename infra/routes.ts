@@ -30,6 +30,8 @@ export const ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "/v1/approvals", auth: "jwt" },
   { method: "GET", path: "/v1/invoices", auth: "jwt" },
   { method: "GET", path: "/v1/invoices/{invoiceId}", auth: "jwt" },
+  { method: "POST", path: "/v1/a2a", auth: "jwt" },
+  { method: "POST", path: "/v1/agui", auth: "jwt" },
   { method: "GET", path: "/v1/policies", auth: "jwt" },
   { method: "PUT", path: "/v1/policies", auth: "jwt" },
   { method: "POST", path: "/v1/policies/check", auth: "jwt" },
@@ -42,6 +44,7 @@ export const ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "/mcp", auth: "bearer" },
   { method: "GET", path: "/.well-known/oauth-protected-resource", auth: "public" },
   { method: "GET", path: "/.well-known/oauth-protected-resource/mcp", auth: "public" },
+  { method: "GET", path: "/.well-known/agent-card.json", auth: "public" },
   { method: "GET", path: "/healthz", auth: "public" },
   { method: "GET", path: "/openapi.json", auth: "public" },
   // The operator console's page and its hashed assets (functions/api/console.ts): a browser navigating

@@ -21,6 +21,7 @@ import { type RunEvent, RunEventHub, runEventObserver } from "./runs/events.js";
 import type { RunObserver } from "./runs/observer.js";
 import type { AgentRunShapes } from "./runs/run-shapes.js";
 import { ApprovalStore } from "./store/approvals.js";
+import { ConversationStore } from "./store/conversations.js";
 import { CounterStore } from "./store/counters.js";
 import { createDocumentClient } from "./store/dynamo.js";
 import { IdempotencyStore } from "./store/idempotency.js";
@@ -110,9 +111,12 @@ export function policyServices(
 /**
  * The API function's dependencies: {@link SharedDeps} and `executions`, where durable runs start, stop
  * and get their callbacks (shared/durable/executions.ts); absent when the deployment has no runner.
+ * `conversations`: the heads of the conversations protocol clients name (an A2A context, an AG-UI
+ * thread; shared/runs/turns.ts), retention RUN_TTL_SECONDS.
  */
 export interface ApiDeps extends SharedDeps {
   executions?: DurableExecutions;
+  conversations: ConversationStore;
 }
 
 /** The durable runner's dependencies: {@link SharedDeps}. */
@@ -143,7 +147,11 @@ export interface ApiDepsOptions extends ChatModelOptions {
 export function createApiDeps(config: Config, options: ApiDepsOptions = {}): ApiDeps {
   const executions = options.executions ?? lambdaExecutions(config);
   const approvalEvents = options.approvalEvents ?? eventBridgeApprovalEvents(config.table.region);
-  return { ...sharedDeps(config, { ...options, approvalEvents }), ...(executions ? { executions } : {}) };
+  const shared = sharedDeps(config, { ...options, approvalEvents });
+  const conversations = new ConversationStore(shared.ddb, config.table.name, {
+    ttlSeconds: config.runs.ttlSeconds,
+  });
+  return { ...shared, conversations, ...(executions ? { executions } : {}) };
 }
 
 /**

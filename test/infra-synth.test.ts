@@ -197,6 +197,7 @@ describe("cdk synth of the real app", () => {
     }
     expect(Object.keys(acknowledged).sort()).toEqual([
       "Boundloop/ApiFunctionRole",
+      "Boundloop/HttpApi/GET--.well-known--agent-card.json",
       "Boundloop/HttpApi/GET--.well-known--oauth-protected-resource",
       "Boundloop/HttpApi/GET--.well-known--oauth-protected-resource--mcp",
       "Boundloop/HttpApi/GET--console",

@@ -81,12 +81,12 @@ describe("the CDK stack", () => {
       "AWS::Lambda::Function": 3,
       "AWS::Lambda::Version": 1,
       "AWS::Lambda::Alias": 1,
-      "AWS::Lambda::Permission": 27,
+      "AWS::Lambda::Permission": 30,
       "AWS::Lambda::Url": 1,
       "AWS::ApiGatewayV2::Api": 1,
       "AWS::ApiGatewayV2::Integration": 1,
       "AWS::ApiGatewayV2::Authorizer": 1,
-      "AWS::ApiGatewayV2::Route": 25,
+      "AWS::ApiGatewayV2::Route": 28,
       "AWS::ApiGatewayV2::Stage": 1,
       "AWS::CloudWatch::Alarm": 5,
     });
@@ -366,7 +366,7 @@ describe("the CDK stack", () => {
     ).toThrow(/consoleClientId must be an OAuth client id/);
   });
 
-  it("puts the JWT authorizer on every route except /healthz, /openapi.json, /mcp and its metadata, and the console's", () => {
+  it("puts the JWT authorizer on every route except /healthz, /openapi.json, /mcp and its metadata, the A2A Agent Card, and the console's", () => {
     template.hasResourceProperties("AWS::ApiGatewayV2::Authorizer", {
       AuthorizerType: "JWT",
       IdentitySource: ["$request.header.Authorization"],
@@ -389,6 +389,9 @@ describe("the CDK stack", () => {
         "GET /v1/approvals",
         "GET /v1/invoices",
         "GET /v1/invoices/{invoiceId}",
+        "POST /v1/a2a",
+        "POST /v1/agui",
+        "GET /.well-known/agent-card.json",
         "GET /healthz",
         "GET /openapi.json",
         "POST /mcp",
@@ -409,6 +412,7 @@ describe("the CDK stack", () => {
     );
     // /mcp verifies its bearer token in the function (it must answer 401 with resource_metadata).
     const ungated = new Set([
+      "GET /.well-known/agent-card.json",
       "GET /healthz",
       "GET /openapi.json",
       "POST /mcp",
@@ -848,6 +852,7 @@ describe("the routes of the stack, the app and the local dev server", () => {
     expect(local.sort(byRoute)).toEqual(documented);
     expect([...PUBLIC_ROUTES].sort()).toEqual(
       [
+        "GET /.well-known/agent-card.json",
         "GET /console",
         "GET /console/assets/{file}",
         "GET /healthz",

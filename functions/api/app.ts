@@ -12,6 +12,8 @@ import { healthResponse } from "./health.js";
 import { mountMcp } from "./mcp.js";
 import { servedMethods, unmatchedRequest, withMethodNotAllowed } from "./method-not-allowed.js";
 import { ProblemError, problemCodeOf, toProblem } from "./problem-details.js";
+import { a2aRoutes } from "./routes/a2a.js";
+import { aguiRoutes } from "./routes/agui.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./routes/deps.js";
 import { runEventRoutes } from "./routes/events.js";
@@ -62,11 +64,14 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   // The document, with the 405 every path answers for a method it does not serve (./method-not-allowed.ts).
   app.get("/openapi.json", (c) => c.json(withMethodNotAllowed(app.getOpenAPI31Document(OPENAPI_INFO))));
   mountMcp(app, getDeps, deps.config);
+  const a2a = a2aRoutes(app, getDeps);
   app.use("/v1/*", observeRequest(getDeps), verifyCaller(getDeps), limitBody(getDeps));
   app.route("/", runRoutes(getDeps));
   app.route("/", runEventRoutes(getDeps));
   app.route("/", approvalRoutes(getDeps));
   app.route("/", invoiceRoutes(getDeps));
+  app.route("/", a2a);
+  app.route("/", aguiRoutes(getDeps));
   app.route("/", policyRoutes(getDeps));
   app.route("/", quotaRoutes(getDeps));
   let served: ReturnType<typeof servedMethods> | undefined;

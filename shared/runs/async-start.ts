@@ -22,13 +22,15 @@ export type AsyncStartDeps = Pick<
 /**
  * Input of {@link startAsyncRun}: the verified caller, the validated body, the client's Idempotency-Key
  * with the request's fingerprint (when it sent one), and `conversation`, the earlier conversation of
- * `body.previousRunId` as `loadConversation` (shared/runs/conversation.ts) returned it.
+ * `body.previousRunId` as `loadConversation` (shared/runs/conversation.ts) returned it;
+ * `conversationId` names a new conversation (see `RunRequest`).
  */
 export interface AsyncStartInput {
   security: SecurityContext;
   body: RunBody;
   idempotency: RunIdempotency | undefined;
   conversation?: ConversationHistory | undefined;
+  conversationId?: string | undefined;
 }
 
 /**
@@ -54,7 +56,12 @@ export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput
   const longest = limits.runTimeoutMs / 1000 + approvals.timeoutSeconds + quotas.waitSeconds;
   await admitDurableRun(deps.quotas, security, runId, Math.floor(Date.now() / 1000 + longest));
   const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
-  const run = await life.start({ prompt: body.prompt, limits, conversation });
+  const run = await life.start({
+    prompt: body.prompt,
+    limits,
+    conversation,
+    conversationId: input.conversationId,
+  });
   const payload = durableRunPayload({
     runId,
     runScope: idempotency?.key ?? runId,

@@ -2,7 +2,8 @@
  * The idempotency engine: one protocol for a caller's key, whatever the surface (the Powertools
  * idempotency shape: one persistence protocol, thin adapters that map their wire format). The HTTP
  * Idempotency-Key of `POST /v1/runs` (functions/api/run-idempotency.ts) and the key of an MCP tool call
- * (shared/runs/tool-call-run.ts, behind shared/mcp/) both go through {@link runOnce}:
+ * (shared/runs/tool-call-run.ts, behind shared/mcp/) and the message id of an A2A SendMessage or the run
+ * id of an AG-UI run (shared/runs/turns.ts) all go through {@link runOnce}:
  * 1. one conditional put claims (tenant, user, operation, key) with the request's fingerprint and a lease;
  * 2. the same fingerprint completed → `replayed` with what was stored; still running under a live lease
  *    → `in_progress` (retry after `retryAfterSeconds`); another fingerprint → `reused`; a holder whose

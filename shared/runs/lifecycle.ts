@@ -25,11 +25,16 @@ export interface LifecycleDeps {
 /** The reason a run record gets when the server failed during the run (never the error's own text). */
 export const RUN_FAILED_REASON = "The server failed during the run.";
 
-/** What the run record stores of a run's start: its prompt (hashed), limits in force and conversation. */
+/**
+ * What the run record stores of a run's start: its prompt (hashed), limits in force and conversation;
+ * `conversationId` names the conversation a run that continues none starts (an A2A context, an AG-UI
+ * thread; default the run's own id); a continuation takes its previous run's.
+ */
 export interface RunStartInput {
   prompt: string;
   limits: Pick<RunLimits, "maxCycles" | "runTimeoutMs">;
   conversation?: { previousRunId: string; conversationId?: string; summary: HistorySummary } | undefined;
+  conversationId?: string | undefined;
 }
 
 /**
@@ -66,7 +71,7 @@ export class RunLifecycle {
       limits: { maxCycles: input.limits.maxCycles, timeoutMs: input.limits.runTimeoutMs },
       previousRunId: input.conversation?.previousRunId,
       history: input.conversation?.summary,
-      conversationId: input.conversation?.conversationId,
+      conversationId: input.conversation?.conversationId ?? input.conversationId,
     });
     if (started.kind === "exists") {
       if (started.existing?.userId !== userId) throw new Error(`The run id ${runId} is another run's.`);

@@ -59,4 +59,9 @@ export interface RunRequest {
   lambdaRemainingMs?: number | undefined;
   /** The id a synchronous run gets (a streamed request follows it from the start); default a new one. */
   runId?: string | undefined;
+  /**
+   * The id of the conversation a run that continues none starts: an A2A context's or an AG-UI thread's
+   * (shared/runs/turns.ts); default the run's own id. A continuation keeps its previous run's.
+   */
+  conversationId?: string | undefined;
 }

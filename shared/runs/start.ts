@@ -55,6 +55,7 @@ export async function prepareRun(deps: ApiDeps, request: RunRequest): Promise<Pr
             body,
             idempotency,
             conversation,
+            conversationId: request.conversationId,
           },
         ),
       dispose: () => {},
@@ -94,6 +95,7 @@ async function startSync(
     runScope,
     deadline,
     conversation,
+    conversationId: request.conversationId,
     step: pausing?.step,
     approve: pausing?.approve,
   });

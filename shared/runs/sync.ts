@@ -15,6 +15,7 @@ import { type RequestedLimits, syncRunLimits } from "./run-budget.js";
  * - `runScope`: the client's Idempotency-Key, else `runId` (feeds tool idempotency keys)
  * - `deadline`: the run's deadline (from `runBudgetMs`, shared/runs/run-budget.ts); the caller disposes it
  * - `conversation`: the earlier conversation this run continues (`loadConversation`), absent for a new one
+ * - `conversationId`: the id of the new conversation a run that continues none starts (default its own)
  * - `step`, `approve`: passed to the loop; a pausing gate ends the run as {@link RunPaused}
  */
 export interface SyncRunRequest extends RequestedLimits {
@@ -24,6 +25,7 @@ export interface SyncRunRequest extends RequestedLimits {
   runScope: string;
   deadline: Deadline;
   conversation?: ConversationHistory | undefined;
+  conversationId?: string | undefined;
   step?: StepRunner | undefined;
   approve?: PausingApprovalGate | undefined;
 }
@@ -51,7 +53,7 @@ export async function runSynchronously(
   const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
   const scope = {
     durable: false as const,
-    conversationId: conversation?.conversationId ?? runId,
+    conversationId: conversation?.conversationId ?? request.conversationId ?? runId,
     model: deps.model.telemetry,
   };
   return life.within(scope, () => runInLifecycle(deps, request, life));
@@ -77,10 +79,12 @@ async function runInLifecycle(
   };
   // Admission first: a refused run (429) has written nothing.
   const budget = await admitSyncRun(deps.quotas, { ...input, deadline: request.deadline });
-  await life.start({ prompt: request.prompt, limits, conversation }).catch(async (error: unknown) => {
-    await finishBudget(budget, deps.logger);
-    throw error;
-  });
+  await life
+    .start({ prompt: request.prompt, limits, conversation, conversationId: request.conversationId })
+    .catch(async (error: unknown) => {
+      await finishBudget(budget, deps.logger);
+      throw error;
+    });
   let result: RunOutcome | RunPaused;
   try {
     result = await runAgent({

@@ -14,6 +14,7 @@ import { sha256Hex } from "../hash.js";
  * | TENANT#<tenantId> | IDEM#<route>#<sha256([userId, Idempotency-Key])> | HTTP Idempotency-Key record of one caller and route |
  * | TENANT#<tenantId> | APPROVAL#<runId>#<approvalId> | one approval of a run's tool call, with `ttl` and its list key (below) |
  * | TENANT#<tenantId> | EVENTS#<runId>#<first sequence, 8 digits> | one batch of a run's events, with the run's `ttl` |
+ * | TENANT#<tenantId> | CONVERSATION#<sha256([userId, conversationId])> | the head of a conversation a protocol client names (A2A context, AG-UI thread), with `ttl` |
  * | TENANT#<tenantId> | POLICYSET | the tenant's policy set: its latest version and the enforced one (docs/policies.md) |
  * | TENANT#<tenantId> | POLICYSET#V#<version, 8 digits> | one version of the tenant's policy set, kept (who, when) |
  * | TENANT#<tenantId> | POLICYSHADOW#<decidedAt>#<runId>#<toolCallId> | a decision the shadow set would have made otherwise, with `ttl` |
@@ -88,6 +89,13 @@ export const keys = {
   runEvents: (runId: string, firstSeq: number) => `EVENTS#${runId}#${String(firstSeq).padStart(8, "0")}`,
   /** Sort-key prefix of a run's event batches. */
   runEventsPrefix: (runId: string) => `EVENTS#${runId}#`,
+  /**
+   * Sort key of the head of one caller's conversation named by a protocol client (an A2A context id, an
+   * AG-UI thread id): the SHA-256 of `[userId, conversationId]`, so any printable id fits and two users'
+   * equal ids never meet.
+   */
+  conversation: (userId: string, conversationId: string) =>
+    `CONVERSATION#${sha256Hex(JSON.stringify([userId, conversationId]))}`,
   /** Sort key of a tenant's policy set head (its latest version and the one enforced). */
   policySet: "POLICYSET",
   /** Sort key of one kept version of a tenant's policy set; zero-padded so versions sort in order. */

@@ -34,13 +34,16 @@ export type { TokenUsage } from "../token-usage.js";
  * `awaiting_approval` while a durable run waits for a person's decision (docs/approvals.md);
  * `awaiting_quota` while a durable run waits for budget (docs/quotas.md).
  */
-export type RunRecordStatus<S extends RunShapes = RunShapes> =
-  | "running"
-  | "awaiting_approval"
-  | "awaiting_quota"
-  | "failed"
-  | "cancelled"
-  | S["status"];
+export type RunRecordStatus<S extends RunShapes = RunShapes> = (typeof RECORD_STATUSES)[number] | S["status"];
+
+/** The statuses a run record has besides the loop's outcomes (see {@link RunRecordStatus}). */
+export const RECORD_STATUSES = [
+  "running",
+  "awaiting_approval",
+  "awaiting_quota",
+  "failed",
+  "cancelled",
+] as const;
 
 /** A cost as stored and shown: `amount` with six decimal places, `currency` ISO 4217 (docs/quotas.md). */
 export interface StoredCost {
@@ -64,6 +67,8 @@ export interface StoredCost {
  *   prices (`costNote` then names the model without a price), and for records written before costs
  * - `grounding`: the grounding check of its answer (docs/evals.md, "Grounding"); null until it finished
  *   with an answer (and for records written before the check existed)
+ * - `conversationId`: the conversation the run belongs to: its first run's id, or the id an A2A context
+ *   or an AG-UI thread gave it (docs/protocols.md); a continuation takes its previous run's
  * The transcript a finished run stores for its continuations is an internal attribute of the same item
  * (never returned here, never logged), see {@link RunStore.readContinuation}.
  */
@@ -89,6 +94,7 @@ export interface RunRecord<S extends RunShapes = RunShapes> {
   cost: StoredCost | null;
   costNote: string | null;
   grounding: S["grounding"] | null;
+  conversationId: string;
 }
 
 /**
@@ -288,6 +294,8 @@ export function toRunRecord<S extends RunShapes>(
       cost: null,
       costNote: null,
       ...rest,
+      // Records written before the attribute existed belong to a conversation of their own.
+      conversationId: typeof conversationId === "string" ? conversationId : rest.runId,
     } as unknown as RunRecord<S>,
     transcript,
     transcriptDroppedMessages,

@@ -88,8 +88,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
    * Writes the run record with status `running` (conditional: never overwrites an existing run).
    * @param input.prompt the prompt text; its length, SHA-256 and first `promptExcerptChars` characters
    *   are stored ({@link RunStoreOptions})
-   * @param input.conversationId the conversation's id (its first run's id; default this run's): an
-   *   internal attribute, read back by {@link RunStore.readContinuation} for the run's traces
+   * @param input.conversationId the conversation's id (its first run's id, or a protocol's context or
+   *   thread id; default this run's)
    * @returns `written` with the record as stored, or `exists` with the record that has the id
    * @throws the SDK's error when the store cannot be written
    */
@@ -129,6 +129,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       cost: null,
       costNote: null,
       grounding: null,
+      conversationId: input.conversationId ?? input.runId,
     };
     const put = await conditionalPut(this.client, {
       tableName: this.tableName,
@@ -137,7 +138,6 @@ export class RunStore<S extends RunShapes = RunShapes> {
         "run",
         {
           ...record,
-          conversationId: input.conversationId ?? input.runId,
           ...listKey(input.tenantId, keys.runList, keys.runListed(record.startedAt, input.runId)),
         },
         expiresAtSeconds,

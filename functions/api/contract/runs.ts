@@ -154,6 +154,10 @@ export const RunRecordSchema = z
     previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
     history: HistorySummarySchema,
     grounding: GroundingSchema,
+    conversationId: z.string().openapi({
+      description:
+        "The conversation the run belongs to: its first run's id, or the A2A context or AG-UI thread that started it (docs/protocols.md); a continuation keeps its previous run's.",
+    }),
     ...RunCostFields,
     steps: z.array(RunStepSchema),
     pendingApprovals: z.array(PendingApprovalSchema).optional().openapi({

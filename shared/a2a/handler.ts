@@ -1,0 +1,183 @@
+/**
+ * boundloop's A2A request handler (`A2ARequestHandler` of `@a2a-js/sdk/server`, served through the
+ * SDK's `JsonRpcTransportHandler` by serve.ts): every method maps A2A onto the one application layer
+ * and nothing else — the services of every surface (`readRun`, `listRuns`, `cancelRun`, with the access
+ * rules of shared/runs/access.ts) and the turns of the protocol port (shared/runs/protocol-port.ts) —
+ * for the caller the verified token names (never the request's `tenant` field). A task is a run;
+ * SendMessage starts a turn keyed by the message id; the context is the conversation. Domain refusals
+ * become A2A errors in errors.ts only. docs/a2a.md.
+ */
+import type {
+  CancelTaskRequest,
+  GetTaskRequest,
+  ListTasksRequest,
+  ListTasksResponse,
+  Message,
+  SendMessageRequest,
+  StreamResponse,
+  SubscribeToTaskRequest,
+  Task,
+  TaskPushNotificationConfig,
+} from "@a2a-js/sdk";
+import { PushNotificationNotSupportedError, RequestMalformedError } from "@a2a-js/sdk/errors";
+import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server";
+import { isDomainError } from "../domain-errors.js";
+import { cancelRun } from "../runs/cancel.js";
+import { isUsableKey, MAX_KEY_LENGTH } from "../runs/exactly-once.js";
+import { listRuns, readRun } from "../runs/queries.js";
+import type { A2ACall } from "./call.js";
+import { toA2AError } from "./errors.js";
+import { streamTask } from "./stream.js";
+import { taskOf } from "./tasks.js";
+import { startTurn, type TurnInput } from "./turn.js";
+
+/** Page size of ListTasks when the client names none, and the most one page holds. */
+export const LIST_TASKS_DEFAULT = 50;
+const LIST_TASKS_MAX = 100;
+
+/**
+ * Builds the handler of one request. Refusals become A2A errors by `toA2AError` (errors.ts): the domain's
+ * stable `code` is in the error's metadata, never an internal error's text (which is logged).
+ */
+export function createA2AHandler(call: A2ACall): A2ARequestHandler {
+  const { deps, security } = call;
+  const guarded =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return await fn(...args);
+      } catch (error) {
+        throw mapped(call, error);
+      }
+    };
+  const noPush = async (): Promise<never> => {
+    throw new PushNotificationNotSupportedError("This agent sends no push notifications.");
+  };
+  return {
+    getAgentCard: async () => call.card,
+    getAuthenticatedExtendedAgentCard: async () => call.card,
+    sendMessage: guarded(async (params: SendMessageRequest, _context: ServerCallContext) =>
+      sendMessage(call, turnInputOf(params, false)),
+    ),
+    sendMessageStream: (params: SendMessageRequest) => guardedStream(call, turnInputOf(params, false)),
+    getTask: guarded(async (params: GetTaskRequest) => taskOf(await readRun(deps, security, params.id))),
+    cancelTask: guarded(async (params: CancelTaskRequest) =>
+      taskOf(await cancelRun(deps, security, params.id)),
+    ),
+    resubscribe: (params: SubscribeToTaskRequest, context: ServerCallContext) =>
+      resubscribe(call, params.id, lastEventIdOf(context)),
+    listTasks: guarded((params: ListTasksRequest) => listTasks(call, params)),
+    createTaskPushNotificationConfig: noPush as (p: TaskPushNotificationConfig) => Promise<never>,
+    getTaskPushNotificationConfig: noPush,
+    listTaskPushNotificationConfigs: noPush,
+    deleteTaskPushNotificationConfig: noPush,
+  };
+}
+
+/**
+ * SendMessage: starts the turn and answers its task: a blocking send (the default) waits for this
+ * request's part of the run (its end, or its hand-over to a durable run at an approval); a send with
+ * `returnImmediately` starts a durable run where there are durable executions and answers `working`.
+ */
+async function sendMessage(call: A2ACall, input: TurnInput): Promise<Task> {
+  const turn = await startTurn(call, input);
+  const outcome = await turn.settled;
+  turn.live?.close();
+  if (outcome.error) throw outcome.error;
+  return taskOf(await readRun(call.deps, call.security, turn.runId));
+}
+
+/** A thrown error as the A2A error the client gets; an unexpected one is logged first. */
+function mapped(call: A2ACall, error: unknown): Error {
+  const a2a = toA2AError(error);
+  if (!isDomainError(error) && a2a !== error) {
+    call.deps.logger.error("A2A request failed", { error: error as Error });
+  }
+  return a2a;
+}
+
+/** SendStreamingMessage: the turn's task, then its updates as the run goes (stream.ts). */
+async function* guardedStream(call: A2ACall, input: TurnInput): AsyncGenerator<StreamResponse> {
+  let turn: Awaited<ReturnType<typeof startTurn>>;
+  try {
+    turn = await startTurn(call, { ...input, prefersAsync: false });
+  } catch (error) {
+    throw mapped(call, error);
+  }
+  try {
+    yield* streamTask(call, { runId: turn.runId, after: 0, live: turn.live, settled: turn.settled });
+  } catch (error) {
+    throw mapped(call, error);
+  }
+}
+
+/** SubscribeToTask: the task, then its events after `after` (Last-Event-ID), to its end. */
+async function* resubscribe(call: A2ACall, id: string, after: number): AsyncGenerator<StreamResponse> {
+  try {
+    const run = await readRun(call.deps, call.security, id);
+    if (isEnded(run.run.status) && after === 0) {
+      yield { payload: { $case: "task", value: taskOf(run) } };
+      return;
+    }
+    yield* streamTask(call, { runId: id, after, live: undefined, settled: undefined });
+  } catch (error) {
+    throw mapped(call, error);
+  }
+}
+
+/** Whether a run status is final (nothing more will happen to it). */
+function isEnded(status: string): boolean {
+  return status !== "running" && status !== "awaiting_approval";
+}
+
+/**
+ * ListTasks: the caller's own runs (`listRuns`, scope own: the listing of GET /v1/runs), newest first,
+ * one page of it (`pageToken` is its cursor); `contextId` and `status` filter within the page read, so a
+ * filtered page may hold fewer tasks than `pageSize` while `nextPageToken` says there are more.
+ */
+async function listTasks(call: A2ACall, params: ListTasksRequest): Promise<ListTasksResponse> {
+  const pageSize = Math.min(Math.max(params.pageSize ?? LIST_TASKS_DEFAULT, 1), LIST_TASKS_MAX);
+  const page = await listRuns(call.deps.runs, call.security, {
+    limit: pageSize,
+    cursor: params.pageToken || undefined,
+  });
+  const tasks = page.items
+    .map((run) => taskOf({ run, steps: [] }, false))
+    .filter((task) => !params.contextId || task.contextId === params.contextId)
+    .filter((task) => !params.status || task.status?.state === params.status);
+  return { tasks, nextPageToken: page.nextCursor ?? "", pageSize, totalSize: tasks.length };
+}
+
+/**
+ * What SendMessage asks: the message's text parts joined (the prompt), its id (the turn's key), its
+ * context (the conversation), and whether the client wants an answer at once.
+ * @throws RequestMalformedError without a message, a message id or any text
+ */
+function turnInputOf(params: SendMessageRequest, _stream: boolean): TurnInput {
+  const message: Message | undefined = params.message;
+  if (!message) throw new RequestMalformedError("SendMessage needs a message.");
+  const prompt = message.parts
+    .map((part) => (part.content?.$case === "text" ? part.content.value : ""))
+    .filter((text) => text.length > 0)
+    .join("\n");
+  if (!isUsableKey(message.messageId)) {
+    throw new RequestMalformedError(
+      `The message needs a messageId of 1 to ${MAX_KEY_LENGTH} printable ASCII characters.`,
+    );
+  }
+  if (!prompt) throw new RequestMalformedError("The message needs a text part: the task, in words.");
+  return {
+    prompt,
+    messageId: message.messageId,
+    contextId: message.contextId || undefined,
+    taskId: message.taskId || undefined,
+    prefersAsync: params.configuration?.returnImmediately === true,
+  };
+}
+
+/** The `Last-Event-ID` of the request (the sequence of the last run event the client saw), else 0. */
+function lastEventIdOf(context: ServerCallContext): number {
+  const headers = context.state.get("headers") as Record<string, string | undefined> | undefined;
+  const value = headers?.["last-event-id"]?.trim();
+  return value && /^[0-9]{1,15}$/.test(value) ? Number(value) : 0;
+}

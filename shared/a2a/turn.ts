@@ -1,0 +1,46 @@
+/**
+ * An A2A message as a turn of the runs layer (shared/runs/turns.ts): the message id is the turn's key
+ * (a repeated message id is the same task, never a second run), the context id the conversation (a
+ * context the caller never started is refused: A2A contexts are the server's), and a message naming a
+ * task continues that task's context.
+ */
+import { type BegunTurn, beginTurn } from "../runs/protocol-port.js";
+import { readRun } from "../runs/queries.js";
+import type { A2ACall } from "./call.js";
+
+/** What a SendMessage asks, read from its message (handler.ts `turnInputOf`). */
+export interface TurnInput {
+  prompt: string;
+  messageId: string;
+  contextId: string | undefined;
+  taskId: string | undefined;
+  prefersAsync: boolean;
+}
+
+/** The operation name of A2A turns: the namespace of their keys in the idempotency records. */
+export const A2A_OPERATION = "A2A SendMessage";
+
+/**
+ * Begins the turn a message asks for. A durable start (`returnImmediately`) needs durable executions;
+ * without them the run is synchronous.
+ * @throws DomainError NOT_FOUND for a `taskId` the caller may not see (a task of a conversation that is
+ *   not the caller's is refused by the turn: its context is unknown to the caller); the turn's refusals
+ */
+export async function startTurn(call: A2ACall, input: TurnInput): Promise<BegunTurn> {
+  let contextId = input.contextId;
+  if (input.taskId) {
+    const task = await readRun(call.deps, call.security, input.taskId);
+    contextId ??= task.run.conversationId;
+  }
+  return beginTurn(call.deps, {
+    security: call.security,
+    prompt: input.prompt,
+    operation: A2A_OPERATION,
+    scope: "a2a",
+    key: input.messageId,
+    conversationId: contextId,
+    unknownConversation: "refuse",
+    prefersAsync: input.prefersAsync && call.deps.executions !== undefined,
+    lambdaRemainingMs: call.lambdaRemainingMs,
+  });
+}

@@ -1,0 +1,176 @@
+/**
+ * AG-UI's HTTP binding for one request (`POST /v1/agui`, loaded by the first AG-UI request): the body is
+ * AG-UI's `RunAgentInput` (its schema is the route's, functions/api/contract/agui.ts); its last user
+ * message is the prompt, its
+ * `threadId` the conversation (a thread the caller has not used yet starts one: threads are the
+ * client's), its `runId` the turn's key (a repeated run id is the same run, never a second one). The
+ * tools a client offers are ignored: tools are the backend's. The answer is an SSE stream of AG-UI
+ * events (events.ts); the last AG-UI event of each run event carries `id: <run event sequence>`, so a
+ * client that lost the stream sends the same input again with `Last-Event-ID` and gets every later
+ * event once. A refusal, before the run started or after, is a RUN_ERROR event with its code (errors.ts);
+ * only a body that is not a RunAgentInput is refused by the route (400 problem+json). docs/ag-ui.md.
+ */
+
+import type { ApiDeps } from "../deps.js";
+import type { SecurityContext } from "../identity.js";
+import type { RunEvent } from "../runs/events.js";
+import { isUsableKey, MAX_KEY_LENGTH } from "../runs/exactly-once.js";
+import { beginTurn, followTurn } from "../runs/protocol-port.js";
+import { readRun } from "../runs/queries.js";
+import { runErrorOf } from "./errors.js";
+import type { AguiEvent } from "./event-type.js";
+import { AguiTranslator } from "./events.js";
+
+/** The operation name of AG-UI turns: the namespace of their keys in the idempotency records. */
+export const AGUI_OPERATION = "AG-UI run";
+
+/** One AG-UI request: the API's dependencies, the verified caller, what the HTTP layer read. */
+export interface AguiCall {
+  deps: ApiDeps;
+  security: SecurityContext;
+  lambdaRemainingMs?: number | undefined;
+  /** When the stream must end (epoch ms of the API's clock). */
+  endsAt: number;
+  /** The sequence of the last run event the client saw (Last-Event-ID), else 0. */
+  after: number;
+}
+
+/** What the input asks, read from `RunAgentInput`. */
+export interface AguiInput {
+  threadId: string;
+  runId: string;
+  prompt: string;
+}
+
+/** Why a body is not an input this endpoint serves: a sentence and the fields at fault. */
+export interface AguiInputProblem {
+  message: string;
+  errors: Array<{ in: "body"; path: string; message: string }>;
+}
+
+/**
+ * Serves one AG-UI run: starts (or finds, for a repeated run id) the turn and streams its events. A
+ * refusal (a DomainError: the thread's previous run still going, the run id used for another input, a
+ * policy or a quota) and any failure are a RUN_ERROR event with the code (errors.ts), never a second
+ * code path: the turn is the runs layer's.
+ */
+export async function serveAgui(call: AguiCall, input: AguiInput): Promise<Response> {
+  const ids = { threadId: input.threadId, runId: input.runId };
+  let events: AsyncGenerator<RunEvent>;
+  let first: IteratorResult<RunEvent>;
+  let runId: string | undefined;
+  try {
+    const turn = await beginTurn(call.deps, {
+      security: call.security,
+      prompt: input.prompt,
+      operation: AGUI_OPERATION,
+      scope: "agui",
+      key: input.runId,
+      conversationId: input.threadId,
+      unknownConversation: "start",
+      prefersAsync: false,
+      lambdaRemainingMs: call.lambdaRemainingMs,
+    });
+    runId = turn.runId;
+    events = followTurn(call.deps, call.security, {
+      runId: turn.runId,
+      after: turn.existing ? call.after : 0,
+      live: turn.live,
+      settled: turn.existing ? undefined : turn.settled,
+      endsAt: call.endsAt,
+    });
+    first = await events.next();
+  } catch (error) {
+    return sse(async (write) => write(failure(call, runId, error)));
+  }
+  const turnRunId = runId;
+  const translator = new AguiTranslator(ids, async () => {
+    return (await readRun(call.deps, call.security, turnRunId)).steps;
+  });
+  return sse(async (write) => {
+    try {
+      for (let next = first; !next.done; next = await events.next()) {
+        const translated = await translator.translate(next.value);
+        const seq = next.value.seq;
+        for (const [index, event] of translated.entries()) {
+          write(event, index === translated.length - 1 ? seq : undefined);
+        }
+      }
+    } catch (error) {
+      write(failure(call, turnRunId, error));
+    }
+  });
+}
+
+/** The RUN_ERROR of a failure; an unexpected one is logged (its text never reaches the client). */
+function failure(call: AguiCall, runId: string | undefined, error: unknown): AguiEvent {
+  const { event, unexpected } = runErrorOf(error);
+  if (unexpected) call.deps.logger.error("AG-UI run failed", { runId, error: error as Error });
+  return event;
+}
+
+/**
+ * An SSE response whose body `produce` writes: each AG-UI event as `data:`, with `id:` when it is the
+ * last AG-UI event of a run event (its sequence, for Last-Event-ID).
+ */
+function sse(produce: (write: (event: AguiEvent, seq?: number) => void) => Promise<void>): Response {
+  const encoder = new TextEncoder();
+  const body = new ReadableStream({
+    async start(controller) {
+      const write = (event: AguiEvent, seq?: number) => {
+        const id = seq === undefined ? "" : `id: ${seq}\n`;
+        controller.enqueue(encoder.encode(`${id}data: ${JSON.stringify(event)}\n\n`));
+      };
+      try {
+        await produce(write);
+      } finally {
+        controller.close();
+      }
+    },
+  });
+  return new Response(body, {
+    status: 200,
+    headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
+  });
+}
+
+/**
+ * A RunAgentInput as the route validated it (AG-UI 1.0: `threadId`, `runId`, `messages` with their
+ * `role` and `content`; tools, context, state and forwarded props are not read).
+ */
+export interface AguiRunInput {
+  threadId: string;
+  runId: string;
+  messages: ReadonlyArray<{ role: string; content?: unknown }>;
+}
+
+/**
+ * The thread, the client's run id and the prompt (the text of the last user message) of a validated
+ * input, or why this endpoint does not serve it (the route answers 400 INVALID_REQUEST with it): a run id
+ * that is no usable key, or no user text.
+ */
+export function parseAguiInput(body: AguiRunInput): { input: AguiInput } | { problem: AguiInputProblem } {
+  if (!isUsableKey(body.runId)) {
+    const message = `The runId must be 1 to ${MAX_KEY_LENGTH} printable ASCII characters: it is the run's key.`;
+    return { problem: { message, errors: [{ in: "body", path: "runId", message }] } };
+  }
+  const prompt = promptOf(body.messages);
+  if (!prompt.trim()) {
+    const message = "The input needs a user message with text: the request, in words.";
+    return {
+      problem: { message, errors: [{ in: "body", path: "messages", message: "no user message with text" }] },
+    };
+  }
+  return { input: { threadId: body.threadId, runId: body.runId, prompt } };
+}
+
+/** The text of the last user message (its text parts joined). */
+function promptOf(messages: ReadonlyArray<{ role: string; content?: unknown }>): string {
+  const last = [...messages].reverse().find((message) => message.role === "user");
+  const content = last?.content as string | Array<{ type: string; text?: string }> | undefined;
+  if (typeof content === "string") return content;
+  return (content ?? [])
+    .map((part) => (part.type === "text" ? (part.text ?? "") : ""))
+    .filter(Boolean)
+    .join("\n");
+}

@@ -1,0 +1,275 @@
+import { randomUUID } from "node:crypto";
+import { Role, type Task, TaskState, type TaskStatusUpdateEvent } from "@a2a-js/sdk";
+import {
+  type Client,
+  ClientFactory,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+} from "@a2a-js/sdk/client";
+import { TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CALLERS, type ProtocolStack, SEED_PROMPT, startProtocolStack } from "./support/protocols.js";
+
+let env: ProtocolStack;
+beforeAll(async () => {
+  env = await startProtocolStack();
+});
+afterAll(async () => {
+  await env?.stop();
+});
+
+/** The official A2A client for one caller, built from the card it discovers at the dev server. */
+async function clientAs(token: string): Promise<Client> {
+  const fetchImpl = env.fetchAs(token);
+  const factory = new ClientFactory({
+    transports: [new JsonRpcTransportFactory({ fetchImpl })],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+  });
+  return factory.createFromUrl(env.dev.url);
+}
+
+/** A user message (text) with a fresh or given message id, in a context when given. */
+function message(text: string, options: { messageId?: string; contextId?: string } = {}) {
+  return {
+    message: {
+      messageId: options.messageId ?? randomUUID(),
+      contextId: options.contextId ?? "",
+      taskId: "",
+      role: Role.ROLE_USER,
+      parts: [
+        {
+          content: { $case: "text" as const, value: text },
+          metadata: undefined,
+          filename: "",
+          mediaType: "text/plain",
+        },
+      ],
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    },
+    configuration: undefined,
+    metadata: undefined,
+    tenant: "",
+  };
+}
+
+/** The ErrorInfo metadata of an A2A error the client threw (where the domain's code travels). */
+function errorInfoOf(error: unknown): Record<string, string> | undefined {
+  return (error as { data?: Array<{ metadata?: Record<string, string> }> }).data?.[0]?.metadata;
+}
+
+function dataOf(
+  task: { artifacts: Array<{ name: string; parts: Array<{ content?: { $case: string; value: unknown } }> }> },
+  name: string,
+) {
+  return task.artifacts
+    .filter((artifact) => artifact.name === name)
+    .map((artifact) => artifact.parts[0]?.content?.value);
+}
+
+describe("A2A through the official client, against the real handler behind the dev gateway", () => {
+  it("serves the Agent Card without a token: JSON-RPC interface, skills, bearer security of the API's issuer", async () => {
+    const response = await fetch(`${env.dev.url}/.well-known/agent-card.json`);
+    expect(response.status).toBe(200);
+    const card = (await response.json()) as {
+      name: string;
+      supportedInterfaces: unknown;
+      skills: Array<{ id: string }>;
+      securitySchemes: Record<string, Record<string, Record<string, string>>>;
+      capabilities: unknown;
+    };
+    expect(card.name).toBe("boundloop");
+    expect(card.supportedInterfaces).toEqual([
+      { url: `${env.dev.url}/v1/a2a`, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+    ]);
+    expect(card.skills.map((skill: { id: string }) => skill.id)).toEqual(
+      expect.arrayContaining(["accounting-task", "calculateTax", "recordInvoice"]),
+    );
+    expect(card.securitySchemes.bearer?.httpAuthSecurityScheme).toMatchObject({
+      scheme: "Bearer",
+      bearerFormat: "JWT",
+    });
+    expect(card.securitySchemes.oidc?.openIdConnectSecurityScheme?.openIdConnectUrl).toBe(
+      `${env.issuer.issuer}/.well-known/openid-configuration`,
+    );
+    expect(card.capabilities).toMatchObject({ streaming: true });
+  });
+
+  it("sends the seed scenario: a completed task with the backend's 300.00 / 1800.00 as artifacts and one invoice; a repeated message id is the same task", async () => {
+    const client = await clientAs(env.tokens.alice);
+    const messageId = randomUUID();
+    const result = await client.sendMessage(message(SEED_PROMPT, { messageId }));
+    const task = result as Awaited<ReturnType<Client["getTask"]>>;
+    expect(task.id).toMatch(/^run_/);
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const taxes = dataOf(task, "calculateTax");
+    expect(taxes[0]).toMatchObject({
+      status: "success",
+      data: { taxAmount: { amount: "300.00" }, grossTotal: { amount: "1800.00" } },
+    });
+    expect(taxes[1]).toMatchObject({ status: "business_error", error: { code: "UNSUPPORTED_JURISDICTION" } });
+    const [answer] = dataOf(task, "answer") as string[];
+    expect(answer).toContain("1800.00");
+    expect(await env.stack.deps.ledger.list("tenant_uk_01")).toHaveLength(1);
+
+    const again = (await client.sendMessage(message(SEED_PROMPT, { messageId }))) as typeof task;
+    expect(again.id).toBe(task.id);
+    expect(await env.stack.deps.ledger.list("tenant_uk_01")).toHaveLength(1);
+
+    const got = await client.getTask({ id: task.id, tenant: "", historyLength: undefined });
+    expect(got.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(got.contextId).toBe(task.contextId);
+
+    const listed = await client.listTasks({
+      tenant: "",
+      contextId: "",
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      pageToken: "",
+      statusTimestampAfter: undefined,
+    });
+    expect(listed.tasks.map((t) => t.id)).toContain(task.id);
+  });
+
+  it("continues a context: the second message's run continues the first's; an unknown context is refused", async () => {
+    const client = await clientAs(env.tokens.alice);
+    const first = (await client.sendMessage(message("What is the UK VAT on 100 GBP?"))) as Task;
+    const second = (await client.sendMessage(
+      message("And on 200 GBP?", { contextId: first.contextId }),
+    )) as Task;
+    expect(second.contextId).toBe(first.contextId);
+    expect(second.id).not.toBe(first.id);
+    expect(second.metadata?.boundloop.previousRunId).toBe(first.id);
+    await expect(client.sendMessage(message("Hi", { contextId: "ctx-never-started" }))).rejects.toThrow(
+      /conversation/,
+    );
+  });
+
+  it("streams a task: the task, working updates with ids, the artifacts and the final completed state; resubscribe replays it", async () => {
+    const client = await clientAs(env.tokens.alice);
+    const kinds: string[] = [];
+    let taskId = "";
+    let final: TaskStatusUpdateEvent | undefined;
+    const events: string[] = [];
+    for await (const item of client.sendMessageStream(message("What is the UK VAT on 250 GBP?"))) {
+      kinds.push(item.payload?.$case ?? "?");
+      if (item.payload?.$case === "task") taskId = item.payload.value.id;
+      if (item.payload?.$case === "statusUpdate") {
+        final = item.payload.value;
+        events.push(`${final.metadata?.seq}:${final.metadata?.event.type}`);
+      }
+    }
+    expect(kinds[0]).toBe("task");
+    expect(kinds).toContain("artifactUpdate");
+    expect(final?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(events[0]).toBe("1:run.started");
+    expect(events.at(-1)).toMatch(/^[0-9]+:run\.finished$/);
+    expect(events.map((event) => Number(event.split(":")[0]))).toEqual(events.map((_, i) => i + 1));
+
+    const replay: string[] = [];
+    for await (const item of client.resubscribeTask({ id: taskId, tenant: "" }))
+      replay.push(item.payload?.$case ?? "?");
+    expect(replay).toEqual(["task"]);
+  });
+
+  it("isolates tasks: another user's or tenant's task is not found, not listed, not cancelled, its context not continued", async () => {
+    const alice = await clientAs(env.tokens.alice);
+    const task = (await alice.sendMessage(message("What is the UK VAT on 10 GBP?"))) as Task;
+    for (const token of [env.tokens.bob, env.tokens.mallory]) {
+      const other = await clientAs(token);
+      const notFound = await other
+        .getTask({ id: task.id, tenant: "", historyLength: undefined })
+        .catch((error: unknown) => error);
+      expect(notFound).toBeInstanceOf(TaskNotFoundError);
+      expect((notFound as TaskNotFoundError).message).toBe(`There is no run ${task.id}.`);
+      await expect(other.cancelTask({ id: task.id, tenant: "", metadata: undefined })).rejects.toThrow(
+        TaskNotFoundError,
+      );
+      await expect(other.sendMessage(message("Go on", { contextId: task.contextId }))).rejects.toThrow(
+        /no conversation/,
+      );
+      await expect(
+        other.sendMessage({ ...message("Go on"), message: { ...message("Go on").message, taskId: task.id } }),
+      ).rejects.toThrow(TaskNotFoundError);
+      const listed = await other.listTasks({
+        tenant: "tenant_uk_01",
+        contextId: "",
+        status: TaskState.TASK_STATE_UNSPECIFIED,
+        pageToken: "",
+        statusTimestampAfter: undefined,
+      });
+      expect(listed.tasks.map((t) => t.id)).not.toContain(task.id);
+    }
+    expect(CALLERS.mallory.tenant_id).not.toBe(CALLERS.alice.tenant_id);
+    expect(CALLERS.mallory.scope).toContain("billing:read");
+    expect((await env.stack.deps.runs.get(CALLERS.alice.tenant_id, task.id))?.run.status).toBe("completed");
+  });
+
+  it("applies the one access rule: a billing reader of the tenant sees a task (as GET /v1/runs/{runId}), but does not list, cancel or continue it", async () => {
+    const alice = await clientAs(env.tokens.alice);
+    const task = (await alice.sendMessage(message("What is the UK VAT on 12 GBP?"))) as Task;
+    const carol = await clientAs(env.tokens.carol);
+    const seen = await carol.getTask({ id: task.id, tenant: "", historyLength: undefined });
+    expect(seen.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const listed = await carol.listTasks({
+      tenant: "",
+      contextId: "",
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      pageToken: "",
+      statusTimestampAfter: undefined,
+    });
+    expect(listed.tasks.map((t) => t.id)).not.toContain(task.id);
+    await expect(carol.cancelTask({ id: task.id, tenant: "", metadata: undefined })).rejects.toThrow(
+      TaskNotFoundError,
+    );
+    await expect(carol.sendMessage(message("Go on", { contextId: task.contextId }))).rejects.toThrow(
+      /no conversation/,
+    );
+  });
+
+  it("refuses a message id reused for another message (the code in the error's metadata) and a task that cannot be cancelled", async () => {
+    const client = await clientAs(env.tokens.alice);
+    const messageId = randomUUID();
+    const task = (await client.sendMessage(message("What is the UK VAT on 7 GBP?", { messageId }))) as Task;
+    const reused = await client
+      .sendMessage(message("What is the UK VAT on 8 GBP?", { messageId }))
+      .catch((error: unknown) => error);
+    expect(reused).toBeInstanceOf(UnsupportedOperationError);
+    expect(errorInfoOf(reused)).toEqual({ code: "IDEMPOTENCY_KEY_REUSED" });
+    const ended = await client
+      .cancelTask({ id: task.id, tenant: "", metadata: undefined })
+      .catch((error: unknown) => error);
+    expect(ended).toBeInstanceOf(TaskNotCancelableError);
+    expect(errorInfoOf(ended)).toMatchObject({
+      code: "RUN_NOT_RUNNING",
+      runStatus: "completed",
+    });
+  });
+
+  it("refuses a call without a token before the function (the gateway's 401)", async () => {
+    const response = await fetch(`${env.dev.url}/v1/a2a`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "a2a-version": "1.0" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} }),
+    });
+    expect(response.status).toBe(401);
+  });
+});
+
+describe("A2A resume", () => {
+  it("SubscribeToTask with Last-Event-ID gives every later event once, each SSE event's id its run event sequence", async () => {
+    const client = await clientAs(env.tokens.alice);
+    const task = (await client.sendMessage(message("What is the UK VAT on 40 GBP?"))) as Task;
+    const response = await env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/a2a`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "a2a-version": "1.0", "last-event-id": "1" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "SubscribeToTask", params: { id: task.id } }),
+    });
+    expect(response.headers.get("content-type")).toMatch(/text\/event-stream/);
+    const body = await response.text();
+    const ids = [...body.matchAll(/^id: ([0-9]+)$/gm)].map((match) => Number(match[1]));
+    expect(ids[0]).toBe(2);
+    expect(ids).not.toContain(1);
+    expect(body).toContain('"run.finished"');
+  });
+});

@@ -1,0 +1,152 @@
+/**
+ * Refusals over A2A and AG-UI (docs/a2a.md and docs/ag-ui.md, "Errors"): a tenant's policy that forbids a
+ * tool call reaches the task's artifacts and the AG-UI tool result as POLICY_DENIED with nothing written;
+ * a run refused at the door by a rate limit is a JSON-RPC error with RATE_LIMITED and when to retry in its
+ * ErrorInfo metadata (A2A), a RUN_ERROR with the code (AG-UI), and no run is written.
+ */
+import { randomUUID } from "node:crypto";
+import { Role, type Task } from "@a2a-js/sdk";
+import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
+import { type BaseEvent, EventType, HttpAgent } from "@ag-ui/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mintToken } from "../local/dev-auth.js";
+import { type ProtocolStack, SEED_PROMPT, startProtocolStack } from "./support/protocols.js";
+
+const TENANT = "tenant_proto_refusals";
+/** The injected clock: 1 s into a minute, so a refusal's Retry-After is the minute's 59 s left. */
+const now = Math.floor(Date.now() / 60_000) * 60_000 + 1_000;
+
+let env: ProtocolStack;
+let writer: string;
+beforeAll(async () => {
+  env = await startProtocolStack(
+    { USER_RUNS_PER_MINUTE: "2", POWERTOOLS_LOG_LEVEL: "SILENT" },
+    { quotas: { now: () => now } },
+  );
+  writer = await mintToken(env.issuer, { sub: "usr_proto", tenant_id: TENANT, scope: "billing:write" });
+  const admin = await mintToken(env.issuer, { sub: "usr_admin", tenant_id: TENANT, scope: "policy:admin" });
+  const put = await env.fetchAs(admin)(`${env.dev.url}/v1/policies`, {
+    method: "PUT",
+    headers: { "content-type": "application/json", "if-none-match": "*" },
+    body: JSON.stringify({
+      mode: "enforce",
+      policies:
+        '@id("base")\npermit (principal, action, resource);\n@id("no-invoices")\nforbid (principal, action == Action::"recordInvoice", resource);',
+    }),
+  });
+  expect(put.status, await put.clone().text()).toBe(200);
+}, 120_000);
+afterAll(async () => {
+  await env?.stop();
+});
+
+/** The official A2A client as the tenant's writer. */
+async function a2aClient() {
+  const fetchImpl = env.fetchAs(writer);
+  return new ClientFactory({
+    transports: [new JsonRpcTransportFactory({ fetchImpl })],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+  }).createFromUrl(env.dev.url);
+}
+
+/** A user message of `text` with a fresh message id. */
+function message(text: string) {
+  return {
+    message: {
+      messageId: randomUUID(),
+      contextId: "",
+      taskId: "",
+      role: Role.ROLE_USER,
+      parts: [
+        {
+          content: { $case: "text" as const, value: text },
+          metadata: undefined,
+          filename: "",
+          mediaType: "text/plain",
+        },
+      ],
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    },
+    configuration: undefined,
+    metadata: undefined,
+    tenant: "",
+  };
+}
+
+/** An AG-UI run of `prompt` as the tenant's writer, with every event it applied. */
+async function aguiRun(prompt: string) {
+  const agent = new HttpAgent({
+    url: `${env.dev.url}/v1/agui`,
+    headers: { authorization: `Bearer ${writer}` },
+    threadId: randomUUID(),
+    initialMessages: [{ id: randomUUID(), role: "user", content: prompt }],
+  });
+  const events: BaseEvent[] = [];
+  await agent.runAgent({ runId: randomUUID() }, { onEvent: ({ event }) => void events.push(event) });
+  return events;
+}
+
+/** How many runs the writer has (GET /v1/runs). */
+async function ownRuns(): Promise<number> {
+  const response = await env.fetchAs(writer)(`${env.dev.url}/v1/runs?limit=50`);
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { items: unknown[] }).items.length;
+}
+
+describe("refusals over A2A and AG-UI", () => {
+  it("a policy's forbid: POLICY_DENIED in the A2A task's artifact and the AG-UI tool result, no invoice written", async () => {
+    const client = await a2aClient();
+    const task = (await client.sendMessage(message(SEED_PROMPT))) as Task;
+    const invoice = task.artifacts
+      .filter((artifact) => artifact.name === "recordInvoice")
+      .map((artifact) => artifact.parts[0]?.content?.value);
+    expect(invoice).toEqual([
+      expect.objectContaining({
+        status: "permission_denied",
+        error: expect.objectContaining({
+          code: "POLICY_DENIED",
+          details: expect.objectContaining({ policyIds: ["no-invoices"] }),
+        }),
+      }),
+    ]);
+
+    const events = await aguiRun(SEED_PROMPT);
+    const results = events
+      .filter((event) => event.type === EventType.TOOL_CALL_RESULT)
+      .map(
+        (event) => JSON.parse((event as unknown as { content: string }).content) as Record<string, unknown>,
+      );
+    expect(results.at(-1)).toMatchObject({ status: "permission_denied", error: { code: "POLICY_DENIED" } });
+    expect(events.at(-1)?.type).toBe(EventType.RUN_FINISHED);
+    expect(await env.stack.deps.ledger.list(TENANT)).toEqual([]);
+  });
+
+  it("over the user's runs per minute: A2A's JSON-RPC error and AG-UI's RUN_ERROR carry RATE_LIMITED and the retry; no run is written", async () => {
+    const before = await ownRuns();
+    expect(before).toBe(2);
+    const client = await a2aClient();
+    const refused = await client
+      .sendMessage(message("What is the UK VAT on 10 GBP?"))
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(Error);
+    const metadata = (refused as { data?: Array<{ metadata?: Record<string, string> }> }).data?.[0]?.metadata;
+    expect(metadata).toMatchObject({
+      code: "RATE_LIMITED",
+      policy: "user-minute",
+      limit: "2",
+      retryAfterSeconds: "59",
+    });
+
+    const events = await aguiRun("What is the UK VAT on 10 GBP?");
+    expect(events).toEqual([
+      expect.objectContaining({
+        type: EventType.RUN_ERROR,
+        code: "RATE_LIMITED",
+        rawEvent: expect.objectContaining({ retryAfterSeconds: 59 }),
+      }),
+    ]);
+    expect(await ownRuns()).toBe(before);
+  });
+});
