@@ -196,7 +196,10 @@ export async function benchEvents(dynamoEndpoint: string, runs: number): Promise
 
     // P8: P3's keyed run, JSON and streamed.
     const counted = async (streamed: boolean) => {
-      const args = await quotedRecordInvoiceArgs(deps, claims.tenant_id as string);
+      const args = await quotedRecordInvoiceArgs(deps, {
+        tenantId: claims.tenant_id as string,
+        userId: claims.sub as string,
+      });
       model.script([
         { toolCalls: [{ id: "call_1", name: "recordInvoice", arguments: args }] },
         { content: "Recorded." },

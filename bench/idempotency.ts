@@ -246,7 +246,10 @@ export async function benchIdempotency(dynamo: {
     const first = [];
     const replay = [];
     for (let n = 0; n < ITERATIONS; n += 1) {
-      const args = await quotedRecordInvoiceArgs(deps, "tenant_run");
+      const args = await quotedRecordInvoiceArgs(deps, {
+        tenantId: "tenant_run",
+        userId: seed.requestContext.authorizer.jwt.claims.sub as string,
+      });
       model.script([
         { toolCalls: [{ id: "call_1", name: "recordInvoice", arguments: args }] },
         { content: "Recorded." },

@@ -11,6 +11,10 @@ import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
 // of what a keyed run cost before events: 10 requests for bench P3's run (bench/results/latest.md).
 const REQUESTS_BEFORE_EVENTS = 10;
 const SEED_TENANT = "tenant_uk_01";
+/** The seed event's user: a quote is recorded only by the user it was made for. */
+const SEED_USER = (
+  seedEvent().requestContext as unknown as { authorizer: { jwt: { claims: { sub: string } } } }
+).authorizer.jwt.claims.sub;
 /**
  * The day's usage counter writes of a run of `cycles` model calls (docs/quotas.md): the admission holds
  * the first call; after each call one write settles it and reserves the next (the last settles only).
@@ -65,7 +69,12 @@ async function keyedRun(prompt: string) {
   const response = await stack.invoke(event);
   counted.stop();
   expect(response.statusCode).toBe(200);
-  const body = JSON.parse(response.body ?? "{}") as { runId: string; cycles: number; status: string };
+  const body = JSON.parse(response.body ?? "{}") as {
+    runId: string;
+    cycles: number;
+    status: string;
+    toolResults: { status: string }[];
+  };
   const eventWrites = counted.log.filter((r) => r.sk?.startsWith(keys.runEventsPrefix(body.runId)));
   // Policies' and quotas' requests (docs/policies.md, docs/quotas.md): the day's usage counter, the
   // tenant's limits and policy set. Counted apart, so the event log's cost stays visible.
@@ -76,13 +85,15 @@ async function keyedRun(prompt: string) {
 
 describe("DynamoDB requests of a keyed run with its event log", () => {
   it("P3's keyed run (one recordInvoice, 2 cycles): today's 10 plus one event batch a cycle, 12 (1.2)", async () => {
-    const args = await quotedRecordInvoiceArgs(stack.deps, SEED_TENANT);
+    const args = await quotedRecordInvoiceArgs(stack.deps, { tenantId: SEED_TENANT, userId: SEED_USER });
     stack.model.script([
       { toolCalls: [{ id: "call_1", name: "recordInvoice", arguments: args }] },
       { content: "Recorded." },
     ]);
     const run = await keyedRun("Record the invoice.");
     expect(run.body).toMatchObject({ status: "completed", cycles: 2 });
+    // The counts are a recorded invoice's: the tool call succeeded (not a refusal's cheaper path).
+    expect(run.body.toolResults).toMatchObject([{ status: "success" }]);
     expect(run.others).toHaveLength(REQUESTS_BEFORE_EVENTS);
     // run.started and cycle 1 (seq 1-4), then cycle 2 with run.finished (seq 5-6).
     expect(run.eventWrites).toEqual([
