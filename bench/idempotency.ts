@@ -242,10 +242,11 @@ export async function benchIdempotency(dynamo: {
       return result;
     };
     // A real quote per iteration (not counted: a quote is recorded at most once), recorded under a new
-    // Idempotency-Key.
+    // Idempotency-Key. Iteration -1 warms the container (not counted): its first run also reads the
+    // tenant's limits and policy set, which later runs take from the per-container cache, as on Lambda.
     const first = [];
     const replay = [];
-    for (let n = 0; n < ITERATIONS; n += 1) {
+    for (let n = -1; n < ITERATIONS; n += 1) {
       const args = await quotedRecordInvoiceArgs(deps, {
         tenantId: "tenant_run",
         userId: seed.requestContext.authorizer.jwt.claims.sub as string,
@@ -255,12 +256,14 @@ export async function benchIdempotency(dynamo: {
         { content: "Recorded." },
       ]);
       const key = `bench-run-${n}`;
-      first.push(await counter.measure(() => post(key)));
+      const once = await counter.measure(() => post(key));
       const again = await counter.measure(() => post(key));
       if (again.value.headers?.["idempotent-replayed"] !== "true") throw new Error("run level: not replayed");
+      if (n < 0) continue;
+      first.push(once);
       replay.push(again);
     }
-    if ((await ledger.list("tenant_run", 1000)).length !== ITERATIONS)
+    if ((await ledger.list("tenant_run", 1000)).length !== ITERATIONS + 1)
       throw new Error("run level: wrong count");
     results["boundloop POST /v1/runs with Idempotency-Key (one recordInvoice)"] = {
       first: phase(first, "run first"),
