@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dispatchToolCall } from "../shared/agent/dispatcher.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import type { SecurityContext } from "../shared/identity.js";
-import type { Invoice } from "../shared/store/ledger.js";
+import type { Invoice } from "../shared/store/invoice.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
 let stack: TestStack;
