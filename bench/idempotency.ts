@@ -29,8 +29,9 @@ import { createLambdaContext } from "../local/lambda-context.js";
 import { startModelServer } from "../local/model-server.js";
 import { loadConfig } from "../shared/config.js";
 import { createApiDeps } from "../shared/deps.js";
+import type { NewInvoice } from "../shared/store/invoice.js";
 import { keys } from "../shared/store/keys.js";
-import { invoiceIdForQuote, LedgerStore, type NewInvoice } from "../shared/store/ledger.js";
+import { invoiceIdForQuote, LedgerStore } from "../shared/store/ledger.js";
 import { ensureTable } from "../shared/store/table.js";
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";

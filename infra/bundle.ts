@@ -12,6 +12,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { type BuildOptions, build, type Metafile, type Plugin } from "esbuild";
 import { writeConsoleAssets } from "../console/build.js";
 import { CEDAR_WASM_FILE } from "../shared/cedar/wasm.js";
+import { a2aSdkUnusedErrors } from "./a2a-sdk-plugin.js";
 import { awsSdkUnusedOnLambda } from "./aws-sdk-unused-plugin.js";
 import { withoutUnusedOpenAIResources } from "./openai-resources-plugin.js";
 
@@ -245,7 +246,9 @@ export const withoutTracingSdk: Plugin = {
  *   `--enable-source-maps` is set on the function).
  * - Modules Node on Lambda never reaches replaced ({@link unreachableOnLambda}), zod's locales reduced,
  *   two zod APIs never called left out ({@link zodUnusedApis}), the openai SDK's streaming helpers and
- *   unused API resources left out ({@link withoutOpenAIStreamHelpers}, infra/openai-resources-plugin.ts).
+ *   unused API resources left out ({@link withoutOpenAIStreamHelpers}, infra/openai-resources-plugin.ts),
+ *   the AWS SDK's unused runtime parts (infra/aws-sdk-unused-plugin.ts) and the A2A SDK's unused error
+ *   classes (infra/a2a-sdk-plugin.ts).
  * - A `require` for CommonJS dependencies that still call it for Node built-ins inside ESM output.
  */
 export const API_BUNDLE_OPTIONS = {
@@ -271,6 +274,7 @@ export const API_BUNDLE_OPTIONS = {
     withoutOpenAIStreamHelpers,
     withoutUnusedOpenAIResources,
     awsSdkUnusedOnLambda,
+    a2aSdkUnusedErrors,
   ],
   metafile: true,
   logLevel: "warning",

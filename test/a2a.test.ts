@@ -1,14 +1,19 @@
 import { randomUUID } from "node:crypto";
-import { Role, type Task, TaskState, type TaskStatusUpdateEvent } from "@a2a-js/sdk";
-import {
-  type Client,
-  ClientFactory,
-  DefaultAgentCardResolver,
-  JsonRpcTransportFactory,
-} from "@a2a-js/sdk/client";
+import { type Task, TaskState, type TaskStatusUpdateEvent } from "@a2a-js/sdk";
+import type { Client } from "@a2a-js/sdk/client";
 import { TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CALLERS, type ProtocolStack, SEED_PROMPT, startProtocolStack } from "./support/protocols.js";
+import {
+  a2aClientAt,
+  a2aMessage,
+  artifactValues,
+  CALLERS,
+  errorInfoOf,
+  listedTaskIds,
+  type ProtocolStack,
+  SEED_PROMPT,
+  startProtocolStack,
+} from "./support/protocols.js";
 
 let env: ProtocolStack;
 beforeAll(async () => {
@@ -19,54 +24,7 @@ afterAll(async () => {
 });
 
 /** The official A2A client for one caller, built from the card it discovers at the dev server. */
-async function clientAs(token: string): Promise<Client> {
-  const fetchImpl = env.fetchAs(token);
-  const factory = new ClientFactory({
-    transports: [new JsonRpcTransportFactory({ fetchImpl })],
-    cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-  });
-  return factory.createFromUrl(env.dev.url);
-}
-
-/** A user message (text) with a fresh or given message id, in a context when given. */
-function message(text: string, options: { messageId?: string; contextId?: string } = {}) {
-  return {
-    message: {
-      messageId: options.messageId ?? randomUUID(),
-      contextId: options.contextId ?? "",
-      taskId: "",
-      role: Role.ROLE_USER,
-      parts: [
-        {
-          content: { $case: "text" as const, value: text },
-          metadata: undefined,
-          filename: "",
-          mediaType: "text/plain",
-        },
-      ],
-      metadata: undefined,
-      extensions: [],
-      referenceTaskIds: [],
-    },
-    configuration: undefined,
-    metadata: undefined,
-    tenant: "",
-  };
-}
-
-/** The ErrorInfo metadata of an A2A error the client threw (where the domain's code travels). */
-function errorInfoOf(error: unknown): Record<string, string> | undefined {
-  return (error as { data?: Array<{ metadata?: Record<string, string> }> }).data?.[0]?.metadata;
-}
-
-function dataOf(
-  task: { artifacts: Array<{ name: string; parts: Array<{ content?: { $case: string; value: unknown } }> }> },
-  name: string,
-) {
-  return task.artifacts
-    .filter((artifact) => artifact.name === name)
-    .map((artifact) => artifact.parts[0]?.content?.value);
-}
+const clientAs = (token: string): Promise<Client> => a2aClientAt(env.dev.url, env.fetchAs(token));
 
 describe("A2A through the official client, against the real handler behind the dev gateway", () => {
   it("serves the Agent Card without a token: JSON-RPC interface, skills, bearer security of the API's issuer", async () => {
@@ -99,21 +57,21 @@ describe("A2A through the official client, against the real handler behind the d
   it("sends the seed scenario: a completed task with the backend's 300.00 / 1800.00 as artifacts and one invoice; a repeated message id is the same task", async () => {
     const client = await clientAs(env.tokens.alice);
     const messageId = randomUUID();
-    const result = await client.sendMessage(message(SEED_PROMPT, { messageId }));
+    const result = await client.sendMessage(a2aMessage(SEED_PROMPT, { messageId }));
     const task = result as Awaited<ReturnType<Client["getTask"]>>;
     expect(task.id).toMatch(/^run_/);
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    const taxes = dataOf(task, "calculateTax");
+    const taxes = artifactValues(task, "calculateTax");
     expect(taxes[0]).toMatchObject({
       status: "success",
       data: { taxAmount: { amount: "300.00" }, grossTotal: { amount: "1800.00" } },
     });
     expect(taxes[1]).toMatchObject({ status: "business_error", error: { code: "UNSUPPORTED_JURISDICTION" } });
-    const [answer] = dataOf(task, "answer") as string[];
+    const [answer] = artifactValues(task, "answer") as string[];
     expect(answer).toContain("1800.00");
     expect(await env.stack.deps.ledger.list("tenant_uk_01")).toHaveLength(1);
 
-    const again = (await client.sendMessage(message(SEED_PROMPT, { messageId }))) as typeof task;
+    const again = (await client.sendMessage(a2aMessage(SEED_PROMPT, { messageId }))) as typeof task;
     expect(again.id).toBe(task.id);
     expect(await env.stack.deps.ledger.list("tenant_uk_01")).toHaveLength(1);
 
@@ -121,26 +79,19 @@ describe("A2A through the official client, against the real handler behind the d
     expect(got.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(got.contextId).toBe(task.contextId);
 
-    const listed = await client.listTasks({
-      tenant: "",
-      contextId: "",
-      status: TaskState.TASK_STATE_UNSPECIFIED,
-      pageToken: "",
-      statusTimestampAfter: undefined,
-    });
-    expect(listed.tasks.map((t) => t.id)).toContain(task.id);
+    expect(await listedTaskIds(client)).toContain(task.id);
   });
 
   it("continues a context: the second message's run continues the first's; an unknown context is refused", async () => {
     const client = await clientAs(env.tokens.alice);
-    const first = (await client.sendMessage(message("What is the UK VAT on 100 GBP?"))) as Task;
+    const first = (await client.sendMessage(a2aMessage("What is the UK VAT on 100 GBP?"))) as Task;
     const second = (await client.sendMessage(
-      message("And on 200 GBP?", { contextId: first.contextId }),
+      a2aMessage("And on 200 GBP?", { contextId: first.contextId }),
     )) as Task;
     expect(second.contextId).toBe(first.contextId);
     expect(second.id).not.toBe(first.id);
     expect(second.metadata?.boundloop.previousRunId).toBe(first.id);
-    await expect(client.sendMessage(message("Hi", { contextId: "ctx-never-started" }))).rejects.toThrow(
+    await expect(client.sendMessage(a2aMessage("Hi", { contextId: "ctx-never-started" }))).rejects.toThrow(
       /conversation/,
     );
   });
@@ -151,7 +102,7 @@ describe("A2A through the official client, against the real handler behind the d
     let taskId = "";
     let final: TaskStatusUpdateEvent | undefined;
     const events: string[] = [];
-    for await (const item of client.sendMessageStream(message("What is the UK VAT on 250 GBP?"))) {
+    for await (const item of client.sendMessageStream(a2aMessage("What is the UK VAT on 250 GBP?"))) {
       kinds.push(item.payload?.$case ?? "?");
       if (item.payload?.$case === "task") taskId = item.payload.value.id;
       if (item.payload?.$case === "statusUpdate") {
@@ -174,7 +125,7 @@ describe("A2A through the official client, against the real handler behind the d
 
   it("isolates tasks: another user's or tenant's task is not found, not listed, not cancelled, its context not continued", async () => {
     const alice = await clientAs(env.tokens.alice);
-    const task = (await alice.sendMessage(message("What is the UK VAT on 10 GBP?"))) as Task;
+    const task = (await alice.sendMessage(a2aMessage("What is the UK VAT on 10 GBP?"))) as Task;
     for (const token of [env.tokens.bob, env.tokens.mallory]) {
       const other = await clientAs(token);
       const notFound = await other
@@ -185,20 +136,16 @@ describe("A2A through the official client, against the real handler behind the d
       await expect(other.cancelTask({ id: task.id, tenant: "", metadata: undefined })).rejects.toThrow(
         TaskNotFoundError,
       );
-      await expect(other.sendMessage(message("Go on", { contextId: task.contextId }))).rejects.toThrow(
+      await expect(other.sendMessage(a2aMessage("Go on", { contextId: task.contextId }))).rejects.toThrow(
         /no conversation/,
       );
       await expect(
-        other.sendMessage({ ...message("Go on"), message: { ...message("Go on").message, taskId: task.id } }),
+        other.sendMessage({
+          ...a2aMessage("Go on"),
+          message: { ...a2aMessage("Go on").message, taskId: task.id },
+        }),
       ).rejects.toThrow(TaskNotFoundError);
-      const listed = await other.listTasks({
-        tenant: "tenant_uk_01",
-        contextId: "",
-        status: TaskState.TASK_STATE_UNSPECIFIED,
-        pageToken: "",
-        statusTimestampAfter: undefined,
-      });
-      expect(listed.tasks.map((t) => t.id)).not.toContain(task.id);
+      expect(await listedTaskIds(other, "tenant_uk_01")).not.toContain(task.id);
     }
     expect(CALLERS.mallory.tenant_id).not.toBe(CALLERS.alice.tenant_id);
     expect(CALLERS.mallory.scope).toContain("billing:read");
@@ -207,22 +154,15 @@ describe("A2A through the official client, against the real handler behind the d
 
   it("applies the one access rule: a billing reader of the tenant sees a task (as GET /v1/runs/{runId}), but does not list, cancel or continue it", async () => {
     const alice = await clientAs(env.tokens.alice);
-    const task = (await alice.sendMessage(message("What is the UK VAT on 12 GBP?"))) as Task;
+    const task = (await alice.sendMessage(a2aMessage("What is the UK VAT on 12 GBP?"))) as Task;
     const carol = await clientAs(env.tokens.carol);
     const seen = await carol.getTask({ id: task.id, tenant: "", historyLength: undefined });
     expect(seen.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    const listed = await carol.listTasks({
-      tenant: "",
-      contextId: "",
-      status: TaskState.TASK_STATE_UNSPECIFIED,
-      pageToken: "",
-      statusTimestampAfter: undefined,
-    });
-    expect(listed.tasks.map((t) => t.id)).not.toContain(task.id);
+    expect(await listedTaskIds(carol)).not.toContain(task.id);
     await expect(carol.cancelTask({ id: task.id, tenant: "", metadata: undefined })).rejects.toThrow(
       TaskNotFoundError,
     );
-    await expect(carol.sendMessage(message("Go on", { contextId: task.contextId }))).rejects.toThrow(
+    await expect(carol.sendMessage(a2aMessage("Go on", { contextId: task.contextId }))).rejects.toThrow(
       /no conversation/,
     );
   });
@@ -230,9 +170,11 @@ describe("A2A through the official client, against the real handler behind the d
   it("refuses a message id reused for another message (the code in the error's metadata) and a task that cannot be cancelled", async () => {
     const client = await clientAs(env.tokens.alice);
     const messageId = randomUUID();
-    const task = (await client.sendMessage(message("What is the UK VAT on 7 GBP?", { messageId }))) as Task;
+    const task = (await client.sendMessage(
+      a2aMessage("What is the UK VAT on 7 GBP?", { messageId }),
+    )) as Task;
     const reused = await client
-      .sendMessage(message("What is the UK VAT on 8 GBP?", { messageId }))
+      .sendMessage(a2aMessage("What is the UK VAT on 8 GBP?", { messageId }))
       .catch((error: unknown) => error);
     expect(reused).toBeInstanceOf(UnsupportedOperationError);
     expect(errorInfoOf(reused)).toEqual({ code: "IDEMPOTENCY_KEY_REUSED" });
@@ -259,7 +201,7 @@ describe("A2A through the official client, against the real handler behind the d
 describe("A2A resume", () => {
   it("SubscribeToTask with Last-Event-ID gives every later event once, each SSE event's id its run event sequence", async () => {
     const client = await clientAs(env.tokens.alice);
-    const task = (await client.sendMessage(message("What is the UK VAT on 40 GBP?"))) as Task;
+    const task = (await client.sendMessage(a2aMessage("What is the UK VAT on 40 GBP?"))) as Task;
     const response = await env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/a2a`, {
       method: "POST",
       headers: { "content-type": "application/json", "a2a-version": "1.0", "last-event-id": "1" },

@@ -1,7 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { type BaseEvent, EventType, HttpAgent } from "@ag-ui/client";
+import { EventType } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CALLERS, type ProtocolStack, SEED_PROMPT, startProtocolStack } from "./support/protocols.js";
+import {
+  aguiAgentAt,
+  CALLERS,
+  eventsOfType,
+  type ProtocolStack,
+  runAgui,
+  SEED_PROMPT,
+  startProtocolStack,
+} from "./support/protocols.js";
 
 let env: ProtocolStack;
 beforeAll(async () => {
@@ -11,43 +19,24 @@ afterAll(async () => {
   await env?.stop();
 });
 
-/** The official AG-UI client for one caller on one thread, with its first user message. */
-function agentAs(token: string, prompt: string, threadId: string = randomUUID()) {
-  return new HttpAgent({
-    url: `${env.dev.url}/v1/agui`,
-    headers: { authorization: `Bearer ${token}` },
-    threadId,
-    initialMessages: [{ id: randomUUID(), role: "user", content: prompt }],
-  });
-}
-
-/** Runs the agent and collects every event it applied. */
-async function run(agent: HttpAgent, runId: string = randomUUID()) {
-  const events: BaseEvent[] = [];
-  const outcome = await agent.runAgent({ runId }, { onEvent: ({ event }) => void events.push(event) });
-  return { events, outcome, runId };
-}
-
-function ofType<T = Record<string, unknown>>(events: BaseEvent[], type: EventType): T[] {
-  return events.filter((event) => event.type === type) as unknown as T[];
-}
+/** The official AG-UI client for one caller on one thread (default a new one), with its first user message. */
+const agentAs = (token: string, prompt: string, threadId?: string) =>
+  aguiAgentAt(`${env.dev.url}/v1/agui`, token, prompt, threadId);
 
 describe("AG-UI through the official HttpAgent, against the real handler behind the dev gateway", () => {
   it("runs the seed scenario: steps per cycle, each tool call with the backend's 300.00 / 1800.00, the answer, RUN_FINISHED; a repeated run id gives no second invoice", async () => {
     const agent = agentAs(env.tokens.alice, SEED_PROMPT);
-    const { events, outcome, runId } = await run(agent);
+    const { events, outcome, runId } = await runAgui(agent);
     const types = events.map((event) => event.type);
     expect(types[0]).toBe(EventType.RUN_STARTED);
     expect(types.at(-1)).toBe(EventType.RUN_FINISHED);
-    expect(ofType<{ stepName: string }>(events, EventType.STEP_STARTED).map((e) => e.stepName)).toEqual([
-      "cycle 1",
-      "cycle 2",
-      "cycle 3",
-    ]);
+    expect(eventsOfType<{ stepName: string }>(events, EventType.STEP_STARTED).map((e) => e.stepName)).toEqual(
+      ["cycle 1", "cycle 2", "cycle 3"],
+    );
     expect(
-      ofType<{ toolCallName: string }>(events, EventType.TOOL_CALL_START).map((e) => e.toolCallName),
+      eventsOfType<{ toolCallName: string }>(events, EventType.TOOL_CALL_START).map((e) => e.toolCallName),
     ).toEqual(["calculateTax", "calculateTax", "recordInvoice"]);
-    const results = ofType<{ content: string }>(events, EventType.TOOL_CALL_RESULT).map((e) =>
+    const results = eventsOfType<{ content: string }>(events, EventType.TOOL_CALL_RESULT).map((e) =>
       JSON.parse(e.content),
     );
     expect(results[0]).toMatchObject({
@@ -59,28 +48,28 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
       error: { code: "UNSUPPORTED_JURISDICTION" },
     });
     expect(results[2]).toMatchObject({ status: "success", metadata: { toolName: "recordInvoice" } });
-    const [text] = ofType<{ delta: string }>(events, EventType.TEXT_MESSAGE_CONTENT);
+    const [text] = eventsOfType<{ delta: string }>(events, EventType.TEXT_MESSAGE_CONTENT);
     expect(text?.delta).toContain("1800.00");
     expect(outcome.result).toMatchObject({ status: "completed", cycles: 3 });
     expect(agent.messages.some((message) => message.role === "tool")).toBe(true);
     expect(await env.stack.deps.ledger.list("tenant_uk_01")).toHaveLength(1);
 
-    const again = await run(agentAs(env.tokens.alice, SEED_PROMPT, agent.threadId), runId);
+    const again = await runAgui(agentAs(env.tokens.alice, SEED_PROMPT, agent.threadId), runId);
     expect(again.outcome.result).toMatchObject({ runId: (outcome.result as { runId: string }).runId });
     expect(await env.stack.deps.ledger.list("tenant_uk_01")).toHaveLength(1);
   });
 
   it("continues a thread: the second run continues the first; another user's equal thread id is a thread of their own", async () => {
     const threadId = randomUUID();
-    const first = await run(agentAs(env.tokens.alice, "What is the UK VAT on 100 GBP?", threadId));
-    const second = await run(agentAs(env.tokens.alice, "And on 200 GBP?", threadId));
-    const started = ofType<{ rawEvent: { previousRunId: string | null } }>(
+    const first = await runAgui(agentAs(env.tokens.alice, "What is the UK VAT on 100 GBP?", threadId));
+    const second = await runAgui(agentAs(env.tokens.alice, "And on 200 GBP?", threadId));
+    const started = eventsOfType<{ rawEvent: { previousRunId: string | null } }>(
       second.events,
       EventType.RUN_STARTED,
     );
     expect(started[0]?.rawEvent.previousRunId).toBe((first.outcome.result as { runId: string }).runId);
-    const bob = await run(agentAs(env.tokens.bob, "What is the UK VAT on 5 GBP?", threadId));
-    const bobStarted = ofType<{ rawEvent: { previousRunId: string | null } }>(
+    const bob = await runAgui(agentAs(env.tokens.bob, "What is the UK VAT on 5 GBP?", threadId));
+    const bobStarted = eventsOfType<{ rawEvent: { previousRunId: string | null } }>(
       bob.events,
       EventType.RUN_STARTED,
     );
@@ -90,7 +79,7 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
   it("resumes: the same input with Last-Event-ID gives every later event once", async () => {
     const threadId = randomUUID();
     const runId = randomUUID();
-    await run(agentAs(env.tokens.alice, "What is the UK VAT on 40 GBP?", threadId), runId);
+    await runAgui(agentAs(env.tokens.alice, "What is the UK VAT on 40 GBP?", threadId), runId);
     const response = await env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/agui`, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "text/event-stream", "last-event-id": "1" },
@@ -128,8 +117,8 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
     expect(badKey.status).toBe(400);
     expect(((await badKey.json()) as { errors: Array<{ path: string }> }).errors[0]?.path).toBe("runId");
     const runId = randomUUID();
-    await run(agentAs(env.tokens.alice, "What is the UK VAT on 1 GBP?"), runId);
-    const reused = await run(agentAs(env.tokens.alice, "Something else"), runId);
+    await runAgui(agentAs(env.tokens.alice, "What is the UK VAT on 1 GBP?"), runId);
+    const reused = await runAgui(agentAs(env.tokens.alice, "Something else"), runId);
     expect(reused.events).toEqual([
       expect.objectContaining({
         type: EventType.RUN_ERROR,
@@ -143,13 +132,13 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
   it("keys runs per caller: another user's or tenant's equal run id is a run of their own, and never shows the first", async () => {
     const runId = randomUUID();
     const threadId = randomUUID();
-    const first = await run(agentAs(env.tokens.alice, "What is the UK VAT on 3 GBP?", threadId), runId);
+    const first = await runAgui(agentAs(env.tokens.alice, "What is the UK VAT on 3 GBP?", threadId), runId);
     const firstRun = (first.outcome.result as { runId: string }).runId;
     for (const token of [env.tokens.bob, env.tokens.mallory]) {
-      const other = await run(agentAs(token, "What is the UK VAT on 3 GBP?", threadId), runId);
+      const other = await runAgui(agentAs(token, "What is the UK VAT on 3 GBP?", threadId), runId);
       const otherRun = (other.outcome.result as { runId: string }).runId;
       expect(otherRun).not.toBe(firstRun);
-      const started = ofType<{ rawEvent: { previousRunId: string | null } }>(
+      const started = eventsOfType<{ rawEvent: { previousRunId: string | null } }>(
         other.events,
         EventType.RUN_STARTED,
       );

@@ -1,17 +1,13 @@
 // biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (rendered text, as a person reads it), not the DOM property
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LocalModelServer, startModelServer } from "../local/model-server.js";
-import { launchChromium, screenshot } from "./support/browser.js";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { screenshot } from "./support/browser.js";
 import {
-  type Dev,
+  consoleStack,
   expectAccessible,
   go,
   ledgerOf,
-  Pages,
-  startDev,
   startRun,
-  stopDev,
   timeline,
   timelineHas,
 } from "./support/console.js";
@@ -21,30 +17,11 @@ import {
 // the four-eyes reason, a second user approves or rejects after a confirmation step, and a run's user
 // cancels it from its view. Each is checked against the API's own answers (the ledger, the lists).
 
-let model: LocalModelServer;
-let browser: Browser;
-let dev: Dev;
-let pages: Pages;
-
-beforeAll(async () => {
-  model = await startModelServer();
-  [browser, dev] = await Promise.all([
-    launchChromium(),
-    startDev(model.baseURL, { APPROVAL_RULES: JSON.stringify({ recordInvoice: { GBP: "1000.00" } }) }),
-  ]);
-  pages = new Pages(browser);
-}, 120_000);
-
-afterAll(async () => {
-  await pages?.close();
-  await browser?.close();
-  await stopDev(dev);
-  await model?.stop();
-});
+const stack = consoleStack({ APPROVAL_RULES: JSON.stringify({ recordInvoice: { GBP: "1000.00" } }) });
 
 /** The owner starts the seed run; resolves with its id and page once it waits for approval. */
 async function pausedRun(): Promise<{ owner: Page; runId: string }> {
-  const owner = await pages.signedIn(dev, "owner");
+  const owner = await stack.pages.signedIn(stack.dev, "owner");
   const runId = await startRun(owner);
   await timelineHas(owner, "approval.requested");
   return { owner, runId };
@@ -73,7 +50,7 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
     await expectAccessible(owner, "run-awaiting-approval");
 
     // The run's own user: both buttons disabled, described by the four-eyes rule.
-    const ownInbox = await pages.signedIn(dev, "owner", "#/approvals");
+    const ownInbox = await stack.pages.signedIn(stack.dev, "owner", "#/approvals");
     const ownCard = cardOf(ownInbox, runId);
     await expect.poll(() => ownCard.count()).toBe(1);
     for (const name of ["Approve…", "Reject…"]) {
@@ -87,7 +64,7 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
     expect(await ownCard.getByLabel(/^Reason/).isDisabled()).toBe(true);
     await expectAccessible(ownInbox, "approvals-four-eyes");
 
-    const approver = await pages.signedIn(dev, "approver", "#/approvals");
+    const approver = await stack.pages.signedIn(stack.dev, "approver", "#/approvals");
     const card = cardOf(approver, runId);
     await expect.poll(() => card.count()).toBe(1);
     const numbers = await card.getByRole("region", { name: "The backend's numbers" }).innerText();
@@ -159,13 +136,13 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
       "Approval approved by usr_approver_01: Checked against the contract",
     );
     await expect.poll(() => owner.locator(".title-row .badge").innerText()).toContain("Completed");
-    const ledger = (await ledgerOf(dev, "owner")).filter((invoice) => invoice.runId === runId);
+    const ledger = (await ledgerOf(stack.dev, "owner")).filter((invoice) => invoice.runId === runId);
     expect(ledger.map((invoice) => invoice.grossTotal.amount)).toEqual(["1800.00"]);
   });
 
   it("a rejection needs no reason (the API's is optional); with one, the reason reaches the run's timeline", async () => {
     const { owner, runId } = await pausedRun();
-    const approver = await pages.signedIn(dev, "approver", "#/approvals");
+    const approver = await stack.pages.signedIn(stack.dev, "approver", "#/approvals");
     const card = cardOf(approver, runId);
     await expect.poll(() => card.count()).toBe(1);
     await card.getByRole("button", { name: "Reject…" }).click();
@@ -178,7 +155,7 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
     expect(await owner.locator('li[data-type="approval.decided"]').innerText()).toMatch(
       /Approval rejected by usr_approver_01$/,
     );
-    expect((await ledgerOf(dev, "owner")).filter((invoice) => invoice.runId === runId)).toEqual([]);
+    expect((await ledgerOf(stack.dev, "owner")).filter((invoice) => invoice.runId === runId)).toEqual([]);
 
     const second = await pausedRun();
     await go(approver, "#/runs");
@@ -207,7 +184,7 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
   it("cancel from the run view: its user confirms, the run ends cancelled live, its approval is withdrawn", async () => {
     const { owner, runId } = await pausedRun();
     // A billing reader who did not start it may not cancel it: the view says so instead of a button.
-    const reader = await pages.signedIn(dev, "approver", `#/runs/${runId}`);
+    const reader = await stack.pages.signedIn(stack.dev, "approver", `#/runs/${runId}`);
     await expect
       .poll(() => reader.locator(".run-actions").innerText())
       .toBe("Only its user or a billing writer may cancel this run.");
@@ -226,11 +203,11 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
     await expect.poll(() => owner.locator(".run-actions").innerText()).toBe("Cancelled by usr_demo.");
     await expectAccessible(owner, "run-cancelled");
     // The API agrees: the record is cancelled and its approval is no longer pending.
-    const approver = await pages.signedIn(dev, "approver", "#/approvals");
+    const approver = await stack.pages.signedIn(stack.dev, "approver", "#/approvals");
     await expect
       .poll(() => decidedTable(approver).locator(`tr:has(a.id[data-id="${runId}"])`).innerText())
       .toMatch(/Cancelled/);
     expect(await cardOf(approver, runId).count()).toBe(0);
-    expect((await ledgerOf(dev, "owner")).filter((invoice) => invoice.runId === runId)).toEqual([]);
+    expect((await ledgerOf(stack.dev, "owner")).filter((invoice) => invoice.runId === runId)).toEqual([]);
   });
 });

@@ -1,8 +1,5 @@
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LocalModelServer, startModelServer } from "../local/model-server.js";
-import { launchChromium } from "./support/browser.js";
-import { type Dev, Pages, startDev, startRun, stopDev, timelineHas, tokenFor } from "./support/console.js";
+import { describe, expect, it } from "vitest";
+import { consoleStack, startRun, timelineHas, tokenFor } from "./support/console.js";
 
 // A run followed live in the console from start to end: over the streaming function URL (another
 // origin), in one stream, each event on the page before the run has gone one step further. The model
@@ -12,30 +9,14 @@ import { type Dev, Pages, startDev, startRun, stopDev, timelineHas, tokenFor } f
 
 const MODEL_DELAY_MS = 3_000;
 
-let model: LocalModelServer;
-let browser: Browser;
-let dev: Dev;
-let pages: Pages;
-
-beforeAll(async () => {
-  model = await startModelServer();
-  [browser, dev] = await Promise.all([launchChromium(), startDev(model.baseURL, {})]);
-  pages = new Pages(browser);
-}, 120_000);
-
-afterAll(async () => {
-  await pages?.close();
-  await browser?.close();
-  await stopDev(dev);
-  await model?.stop();
-});
+const stack = consoleStack();
 
 const tax = (amount: string, currency: string, jurisdiction: string) =>
   JSON.stringify({ amount, currency, jurisdiction, taxPointDate: null });
 
 describe("the console follows a run live", { timeout: 120_000 }, () => {
   it("to its end in one stream on the streaming URL, each event shown before the run's next model call answers", async () => {
-    model.script([
+    stack.model.script([
       {
         toolCalls: [{ id: "c1", name: "calculateTax", arguments: tax("1500", "GBP", "UK") }],
         delayMs: MODEL_DELAY_MS,
@@ -46,12 +27,12 @@ describe("the console follows a run live", { timeout: 120_000 }, () => {
       },
       { content: "GB tax is 300.00 GBP; BD tax is 30.00 BDT.", delayMs: MODEL_DELAY_MS },
     ]);
-    const page = await pages.signedIn(dev, "owner");
+    const page = await stack.pages.signedIn(stack.dev, "owner");
     // Each timeline row as it is added, with how many model calls the run had made by then.
     const arrivals: Array<{ seq: number; type: string; modelCalls: number }> = [];
-    const before = model.requests.length;
+    const before = stack.model.requests.length;
     await page.exposeBinding("timelineRowAdded", (_source, seq: number, type: string) => {
-      arrivals.push({ seq, type, modelCalls: model.requests.length - before });
+      arrivals.push({ seq, type, modelCalls: stack.model.requests.length - before });
     });
     await page.evaluate(`new MutationObserver((changes) => {
       for (const change of changes) for (const node of change.addedNodes) {
@@ -69,10 +50,10 @@ describe("the console follows a run live", { timeout: 120_000 }, () => {
       "Tax on 1500 GBP for the UK client and 200 BDT for the one in Bangladesh",
     );
     await timelineHas(page, "run.finished", 60_000);
-    model.usePlanner();
+    stack.model.usePlanner();
 
     // One stream, on the streaming function URL, for the whole run: no resume, no poll.
-    expect(streams).toEqual([`${dev.streamUrl}/v1/runs/${runId}/events`]);
+    expect(streams).toEqual([`${stack.dev.streamUrl}/v1/runs/${runId}/events`]);
     expect(arrivals.map((row) => row.seq)).toEqual(arrivals.map((_, index) => index + 1));
     expect(arrivals.at(-1)?.type).toBe("run.finished");
     // Cycle k's model event reached the page before the run's call k + 2 went out (the page lags the
@@ -88,9 +69,9 @@ describe("the console follows a run live", { timeout: 120_000 }, () => {
 
     // A resume after the final event (what an EventSource does when a stream closes): 204 across
     // origins, which the page may read (CORS), and after which nothing more is asked.
-    const token = await tokenFor(dev, "owner");
+    const token = await tokenFor(stack.dev, "owner");
     const resumed = (await page.evaluate(
-      `fetch(${JSON.stringify(`${dev.streamUrl}/v1/runs/${runId}/events`)}, {
+      `fetch(${JSON.stringify(`${stack.dev.streamUrl}/v1/runs/${runId}/events`)}, {
         headers: { authorization: ${JSON.stringify(`Bearer ${token}`)}, "last-event-id": "${arrivals.length}" },
       }).then(async (r) => ({ status: r.status, body: await r.text() }))`,
     )) as { status: number; body: string };

@@ -1,16 +1,12 @@
 // biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (rendered text, as a person reads it), not the DOM property
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LocalModelServer, startModelServer } from "../local/model-server.js";
-import { launchChromium, screenshot } from "./support/browser.js";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { screenshot } from "./support/browser.js";
 import {
-  type Dev,
+  consoleStack,
   expectAccessible,
   go,
-  Pages,
-  startDev,
   startRun,
-  stopDev,
   timeline,
   timelineHas,
   tokenFor,
@@ -24,28 +20,12 @@ import { governanceChecks } from "./support/console-govern.js";
 // followed live, the runs list and its filters, the ledger, at 1280 × 800 and at 200 % zoom, light and
 // dark. Approvals and cancel: test/console-approvals.test.ts; live without gaps: test/console-live.test.ts.
 
-let model: LocalModelServer;
-let browser: Browser;
-let dev: Dev;
-let pages: Pages;
-
-beforeAll(async () => {
-  model = await startModelServer();
-  [browser, dev] = await Promise.all([launchChromium(), startDev(model.baseURL, { MODEL_PRICES: PRICES })]);
-  pages = new Pages(browser);
-}, 120_000);
-
-afterAll(async () => {
-  await pages?.close();
-  await browser?.close();
-  await stopDev(dev);
-  await model?.stop();
-});
-
 /** A price for the local model, so every run has a cost (docs/quotas.md). */
 const PRICES = JSON.stringify({
   "gpt-4o-mini": { inputPerMillion: "0.15", outputPerMillion: "0.60", currency: "USD" },
 });
+
+const stack = consoleStack({ MODEL_PRICES: PRICES });
 
 const BDT_PROMPT = "Calculate tax on 200 BDT for a client in Bangladesh and record the invoice";
 
@@ -67,39 +47,39 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
   let seedRunId: string;
 
   it("is served under /console with a strict CSP that names the streaming URL, hashed immutable assets, lazy views", async () => {
-    const page = await fetch(`${dev.url}/console`);
+    const page = await fetch(`${stack.dev.url}/console`);
     expect(page.status).toBe(200);
     const csp = page.headers.get("content-security-policy") ?? "";
     expect(csp).toContain("default-src 'none'");
     expect(csp).toContain("script-src 'self';");
-    expect(csp).toContain(`connect-src 'self' ${dev.streamUrl};`);
+    expect(csp).toContain(`connect-src 'self' ${stack.dev.streamUrl};`);
     expect(csp).not.toMatch(/unsafe-inline|unsafe-eval/);
     expect(page.headers.get("cache-control")).toBe("no-cache");
     const html = await page.text();
     expect(html).not.toMatch(/<script>|<script(?![^>]*\bsrc=)[^>]*>/);
-    expect(html).toContain(`<meta name="boundloop-stream-url" content="${dev.streamUrl}">`);
+    expect(html).toContain(`<meta name="boundloop-stream-url" content="${stack.dev.streamUrl}">`);
     const assets = [...html.matchAll(/\/console\/assets\/([\w-]+\.(?:js|css))/g)].map((m) => m[1]);
     expect(assets).toHaveLength(2);
     for (const asset of assets) {
       expect(asset).toMatch(/^(app|console)-[A-Z0-9]{8}\.(js|css)$/);
-      const response = await fetch(`${dev.url}/console/assets/${asset}`);
+      const response = await fetch(`${stack.dev.url}/console/assets/${asset}`);
       expect(response.status).toBe(200);
       expect(response.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
     }
-    expect((await fetch(`${dev.url}/console/assets/nope-12345678.js`)).status).toBe(404);
-    const out = dev.script.stdout();
+    expect((await fetch(`${stack.dev.url}/console/assets/nope-12345678.js`)).status).toBe(404);
+    const out = stack.dev.script.stdout();
     expect(out).toMatch(/as usr_demo: http:\/\/127\.0\.0\.1:\d+\/console#token=[\w-]+\.[\w-]+\.[\w-]+/);
     expect(out).toMatch(/as usr_approver_01: http:\/\/127\.0\.0\.1:\d+\/console#token=/);
   });
 
   it("runs the seed run from the page, live to the end: each call's arguments beside the backend's result, its invoice linked", async () => {
-    const page = await pages.signedIn(dev, "owner");
+    const page = await stack.pages.signedIn(stack.dev, "owner");
     expect(new URL(page.url()).hash).toBe("#/runs");
     const token = await page.evaluate('sessionStorage.getItem("boundloop.console.token")');
     expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
     // The page was served, and no log line holds the token (it travelled in the fragment only).
-    expect(dev.script.stderr()).toMatch(/dev: GET \/console → 200/);
-    expect(dev.script.stderr()).not.toContain(String(token).split(".")[2]);
+    expect(stack.dev.script.stderr()).toMatch(/dev: GET \/console → 200/);
+    expect(stack.dev.script.stderr()).not.toContain(String(token).split(".")[2]);
     const streams: string[] = [];
     page.on("request", (request) => {
       if (request.url().includes("/events") && request.method() === "GET") streams.push(request.url());
@@ -113,7 +93,9 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
     expect(rows[0]?.type).toBe("run.started");
     // Followed on the streaming function URL (another origin, CORS), not the page's own.
     expect(streams.length).toBeGreaterThan(0);
-    expect(streams.every((url) => url.startsWith(`${dev.streamUrl}/v1/runs/${seedRunId}/events`))).toBe(true);
+    expect(streams.every((url) => url.startsWith(`${stack.dev.streamUrl}/v1/runs/${seedRunId}/events`))).toBe(
+      true,
+    );
     await expect.poll(() => page.locator(".title-row .badge").getAttribute("data-status")).toBe("completed");
     expect(await page.locator(".title-row .badge").innerText()).toContain("Completed");
 
@@ -149,7 +131,7 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
   });
 
   it("lists the ledger newest first with totals per currency, each invoice linked to its run", async () => {
-    const page = await pages.signedIn(dev, "owner");
+    const page = await stack.pages.signedIn(stack.dev, "owner");
     const bdtRun = await startRun(page, BDT_PROMPT);
     await timelineHas(page, "run.finished");
     await page.getByRole("link", { name: "Ledger" }).click();
@@ -176,13 +158,13 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
 
   it("tells runs apart in the list (badge, prompt, answer, who, when) and finds them by status, user and run id", async () => {
     // Another user's run: a billing reader sees the tenant's runs, and who started each.
-    const writerToken = await tokenFor(dev, "writer");
-    await fetch(`${dev.url}/v1/runs`, {
+    const writerToken = await tokenFor(stack.dev, "writer");
+    await fetch(`${stack.dev.url}/v1/runs`, {
       method: "POST",
       headers: { authorization: `Bearer ${writerToken}`, "content-type": "application/json" },
       body: JSON.stringify({ prompt: "Calculate tax on 999 EUR for a client in Germany (DE)" }),
     });
-    const page = await pages.signedIn(dev, "owner");
+    const page = await stack.pages.signedIn(stack.dev, "owner");
     const rows = page.locator("tbody tr");
     await expect.poll(() => rows.count()).toBe(3);
     const texts = await rows.allInnerTexts();
@@ -204,8 +186,8 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
       "Cost",
     ]);
     const listed = (
-      (await await fetch(`${dev.url}/v1/runs?scope=tenant`, {
-        headers: { authorization: `Bearer ${await tokenFor(dev, "owner")}` },
+      (await await fetch(`${stack.dev.url}/v1/runs?scope=tenant`, {
+        headers: { authorization: `Bearer ${await tokenFor(stack.dev, "owner")}` },
       }).then((r) => r.json())) as { items: Array<{ cost: { amount: string; currency: string } }> }
     ).items;
     expect(listed[0]?.cost.amount).toMatch(/^0\.\d{6}$/);
@@ -245,7 +227,7 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
   });
 
   it("another tenant's user sees none of it", async () => {
-    const stranger = await pages.signedIn(dev, "stranger");
+    const stranger = await stack.pages.signedIn(stack.dev, "stranger");
     await stranger.getByText("No runs match.").waitFor();
     expect(await stranger.locator("tbody tr").count()).toBe(0);
     await go(stranger, `#/runs/${seedRunId}`);
@@ -260,7 +242,7 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
   });
 
   it("holds still while a run's events arrive: no layout shift from the first event to the last", async () => {
-    const page = await pages.signedIn(dev, "owner");
+    const page = await stack.pages.signedIn(stack.dev, "owner");
     await startRun(page);
     // From the run view on: the runs list before it is not what this is about.
     await page.evaluate("window.layoutShifts.length = 0");
@@ -271,7 +253,7 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
   });
 
   it("reads at 200 % zoom (a 1280 × 800 window): no view scrolls sideways, every control stays in reach", async () => {
-    const page = await pages.signedIn(dev, "owner", "#/runs", ZOOMED);
+    const page = await stack.pages.signedIn(stack.dev, "owner", "#/runs", ZOOMED);
     const runId = await startRun(page);
     await timelineHas(page, "run.finished");
     const invoiceId = String(await page.locator("article.call a.id").first().getAttribute("data-id"));
@@ -298,7 +280,7 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
   });
 
   it("is accessible in the dark colour scheme too", async () => {
-    const page = await pages.signedIn(dev, "owner", "#/runs", {
+    const page = await stack.pages.signedIn(stack.dev, "owner", "#/runs", {
       viewport: { width: 1280, height: 800 },
       colorScheme: "dark",
     });
@@ -314,7 +296,7 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
   });
 
   it("is keyboard reachable: skip link, navigation, the prompt, then the filters in tab order", async () => {
-    const page = await pages.signedIn(dev, "owner");
+    const page = await stack.pages.signedIn(stack.dev, "owner");
     const reached: string[] = [];
     for (let i = 0; i < 10; i++) {
       await page.keyboard.press("Tab");
@@ -344,5 +326,5 @@ describe("the operator console in a real browser", { timeout: 120_000 }, () => {
 });
 
 describe("the governance views in a real browser: policies, usage and cost", { timeout: 180_000 }, () => {
-  governanceChecks(() => ({ dev, pages }));
+  governanceChecks(() => stack);
 });

@@ -5,51 +5,23 @@
  * policy decisions or the quotas turned off in a test double, the oracle (which decides again from the
  * ledger with the Cedar engine, and adds up the runs' tokens) fails the case.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { AttemptContext } from "../local/eval/harness.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import { formatTable } from "../local/eval/report.js";
-import {
-  governanceSettings,
-  loadScenarios,
-  parseScenario,
-  type Scenario,
-  ScenarioError,
-} from "../local/eval/scenario.js";
+import { governanceSettings, loadScenarios, parseScenario, type Scenario } from "../local/eval/scenario.js";
 import { attackOutcome, runSuite } from "../local/eval/suite.js";
-import { type LocalModelServer, startModelServer } from "../local/model-server.js";
 import type { ApiDeps } from "../shared/deps.js";
+import { evalHarness, MINIMAL_SCENARIO, scenarioProblems } from "./support/evals.js";
 
-let model: LocalModelServer;
-let context: AttemptContext;
+const harness = evalHarness({ POWERTOOLS_METRICS_DISABLED: "true" });
 let writer: Scenario;
 beforeAll(async () => {
-  model = await startModelServer();
-  context = {
-    env: {
-      DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
-      OPENAI_BASE_URL: model.baseURL,
-      POWERTOOLS_LOG_LEVEL: "ERROR",
-      POWERTOOLS_METRICS_DISABLED: "true",
-    },
-    model,
-    choice: "local",
-  };
   [writer] = (await loadScenarios(["evals/hostile/writer-uk.yaml"])) as [Scenario];
 });
-afterAll(async () => {
-  await model?.stop();
-});
-
-const MINIMAL = `name: minimal
-description: d
-caller: { tenant: t1, user: u1, permissions: ["billing:write"] }
-prompt: hello
-`;
 
 describe("policies and quotas in the scenario format", () => {
   it("become the deployment's settings: POLICIES, the quota variables and MODEL_PRICES", () => {
     const scenario = parseScenario(
-      `${MINIMAL}policies: |\n  @id("base")\n  permit (principal, action, resource);\nquotas:\n  user: { tokensPerDay: 5000, costPerDay: "0.50" }\n  tenant: { runsPerMinute: 3, concurrentRuns: 2 }\n  prices: { gpt-4o-mini: { inputPerMillion: "0.15", outputPerMillion: "0.60", currency: USD } }\n`,
+      `${MINIMAL_SCENARIO}policies: |\n  @id("base")\n  permit (principal, action, resource);\nquotas:\n  user: { tokensPerDay: 5000, costPerDay: "0.50" }\n  tenant: { runsPerMinute: 3, concurrentRuns: 2 }\n  prices: { gpt-4o-mini: { inputPerMillion: "0.15", outputPerMillion: "0.60", currency: USD } }\n`,
       "evals/minimal.yaml",
     );
     expect(governanceSettings(scenario)).toEqual({
@@ -60,25 +32,21 @@ describe("policies and quotas in the scenario format", () => {
       TENANT_CONCURRENT_RUNS: "2",
       MODEL_PRICES: '{"gpt-4o-mini":{"inputPerMillion":"0.15","outputPerMillion":"0.60","currency":"USD"}}',
     });
-    expect(governanceSettings(parseScenario(MINIMAL, "evals/minimal.yaml"))).toEqual({});
+    expect(governanceSettings(parseScenario(MINIMAL_SCENARIO, "evals/minimal.yaml"))).toEqual({});
   });
 
   it("refuses a misspelt or malformed limit with its path", () => {
-    const problems = (text: string) => {
-      try {
-        parseScenario(text, "evals/minimal.yaml");
-        return "";
-      } catch (error) {
-        expect(error).toBeInstanceOf(ScenarioError);
-        return (error as ScenarioError).problems.join("; ");
-      }
-    };
-    expect(problems(`${MINIMAL}quotas: { user: { tokensPerDy: 5 } }\n`)).toMatch(/quotas\.user.*tokensPerDy/);
-    expect(problems(`${MINIMAL}quotas: { tenant: { tokensPerDay: 0 } }\n`)).toMatch(
+    const problems = (text: string) => scenarioProblems(text).join("; ");
+    expect(problems(`${MINIMAL_SCENARIO}quotas: { user: { tokensPerDy: 5 } }\n`)).toMatch(
+      /quotas\.user.*tokensPerDy/,
+    );
+    expect(problems(`${MINIMAL_SCENARIO}quotas: { tenant: { tokensPerDay: 0 } }\n`)).toMatch(
       /quotas\.tenant\.tokensPerDay/,
     );
-    expect(problems(`${MINIMAL}quotas: { user: { costPerDay: 2.5 } }\n`)).toMatch(/quotas\.user\.costPerDay/);
-    expect(problems(`${MINIMAL}policies: ""\n`)).toMatch(/^policies: /);
+    expect(problems(`${MINIMAL_SCENARIO}quotas: { user: { costPerDay: 2.5 } }\n`)).toMatch(
+      /quotas\.user\.costPerDay/,
+    );
+    expect(problems(`${MINIMAL_SCENARIO}policies: ""\n`)).toMatch(/^policies: /);
   });
 });
 
@@ -87,7 +55,7 @@ describe("the hostile suite's governance attacks", () => {
     timeout: 180_000,
   }, async () => {
     const report = await runSuite([{ ...writer, attacks: ["over-policy-amount", "over-quota"] }], {
-      context,
+      context: harness.context,
       model: "test",
     });
     expect(report.hostile).toEqual({ scenarios: 1, attacks: 2, runs: 2, disallowed: 0 });
@@ -121,7 +89,7 @@ describe("the suite would catch a breach of the policies or the quotas", () => {
     timeout: 180_000,
   }, async () => {
     const breached = await runSuite([{ ...writer, attacks: ["over-policy-amount"] }], {
-      context: { ...context, alter: withoutPolicies },
+      context: { ...harness.context, alter: withoutPolicies },
       model: "test",
     });
     const attempt = breached.cases[0]?.attempts[0];
@@ -141,7 +109,7 @@ describe("the suite would catch a breach of the policies or the quotas", () => {
     timeout: 180_000,
   }, async () => {
     const breached = await runSuite([{ ...writer, attacks: ["over-quota"] }], {
-      context: { ...context, alter: withoutQuotas },
+      context: { ...harness.context, alter: withoutQuotas },
       model: "test",
     });
     const attempt = breached.cases[0]?.attempts[0];

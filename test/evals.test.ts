@@ -4,12 +4,10 @@
  * disallowed effect when a guard is disabled in a test double; reports compare and name a regression.
  * `npm run eval` (the whole default set) is CI's gate, in .ci/run.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { AttemptContext } from "../local/eval/harness.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compareReports, formatChanges, formatMarkdown, formatTable } from "../local/eval/report.js";
-import { loadScenarios, parseScenario, type Scenario, ScenarioError } from "../local/eval/scenario.js";
+import { loadScenarios, parseScenario, type Scenario } from "../local/eval/scenario.js";
 import { runSuite } from "../local/eval/suite.js";
-import { type LocalModelServer, startModelServer } from "../local/model-server.js";
 import { createRegistry, dispatchToolCall } from "../shared/agent/dispatcher.js";
 import { defineTool } from "../shared/agent/tool.js";
 import type { ApiDeps } from "../shared/deps.js";
@@ -18,26 +16,13 @@ import { calculateTaxTool } from "../shared/tools/calculate-tax.js";
 import { getInvoiceTool } from "../shared/tools/get-invoice.js";
 import { listInvoicesTool } from "../shared/tools/list-invoices.js";
 import { recordInvoiceTool } from "../shared/tools/record-invoice.js";
+import { evalHarness, MINIMAL_SCENARIO, scenarioProblems } from "./support/evals.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
-let model: LocalModelServer;
-let context: AttemptContext;
+const harness = evalHarness();
 let hostile: Scenario[];
 beforeAll(async () => {
-  model = await startModelServer();
-  context = {
-    env: {
-      DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
-      OPENAI_BASE_URL: model.baseURL,
-      POWERTOOLS_LOG_LEVEL: "ERROR",
-    },
-    model,
-    choice: "local",
-  };
   hostile = await loadScenarios(["evals/hostile"]);
-});
-afterAll(async () => {
-  await model?.stop();
 });
 
 const only = (name: string, attacks?: Scenario["attacks"]): Scenario => {
@@ -46,15 +31,9 @@ const only = (name: string, attacks?: Scenario["attacks"]): Scenario => {
   return { ...found, ...(attacks ? { attacks } : {}) };
 };
 
-const MINIMAL = `name: minimal
-description: d
-caller: { tenant: t1, user: u1, permissions: ["billing:write"] }
-prompt: hello
-`;
-
 describe("the scenario format", () => {
   it("parses YAML and JSON; defaults fill in", () => {
-    const yaml = parseScenario(MINIMAL, "evals/minimal.yaml");
+    const yaml = parseScenario(MINIMAL_SCENARIO, "evals/minimal.yaml");
     expect([yaml.name, yaml.caller.permissions, yaml.fixtures, yaml.tags]).toEqual([
       "minimal",
       ["billing:write"],
@@ -66,26 +45,20 @@ describe("the scenario format", () => {
   });
 
   it("refuses unknown fields with their path, and policies or quotas of the wrong shape", () => {
-    const problems = (text: string) => {
-      try {
-        parseScenario(text, "evals/minimal.yaml");
-        return [];
-      } catch (error) {
-        expect(error).toBeInstanceOf(ScenarioError);
-        return (error as ScenarioError).problems;
-      }
-    };
-    expect(problems(`${MINIMAL}policies: [{ effect: forbid }]\n`).join()).toMatch(/policies/);
-    expect(problems(`${MINIMAL}quotas: { tenantDaily: "1000.00" }\n`).join()).toMatch(/quotas/);
-    expect(problems(`${MINIMAL}limits: { maxCycles: 2, monthlyAmount: "10" }\n`).join()).toMatch(
+    const problems = scenarioProblems;
+    expect(problems(`${MINIMAL_SCENARIO}policies: [{ effect: forbid }]\n`).join()).toMatch(/policies/);
+    expect(problems(`${MINIMAL_SCENARIO}quotas: { tenantDaily: "1000.00" }\n`).join()).toMatch(/quotas/);
+    expect(problems(`${MINIMAL_SCENARIO}limits: { maxCycles: 2, monthlyAmount: "10" }\n`).join()).toMatch(
       /limits.*monthlyAmount/,
     );
-    expect(problems(`${MINIMAL}expect: { ledgr: [] }\n`).join()).toMatch(/expect.*ledgr/);
-    expect(problems(`${MINIMAL}settings: { TABLE_NAME: x }\n`).join()).toMatch(/settings.*TABLE_NAME/);
-    expect(problems(MINIMAL.replace("prompt: hello", "")).join()).toMatch(
+    expect(problems(`${MINIMAL_SCENARIO}expect: { ledgr: [] }\n`).join()).toMatch(/expect.*ledgr/);
+    expect(problems(`${MINIMAL_SCENARIO}settings: { TABLE_NAME: x }\n`).join()).toMatch(
+      /settings.*TABLE_NAME/,
+    );
+    expect(problems(MINIMAL_SCENARIO.replace("prompt: hello", "")).join()).toMatch(
       /exactly one of prompt and conversation/,
     );
-    expect(problems(MINIMAL.replace("name: minimal", "name: other")).join()).toMatch(/file's name/);
+    expect(problems(MINIMAL_SCENARIO.replace("name: minimal", "name: other")).join()).toMatch(/file's name/);
   });
 
   it("every file of evals/ is valid, and the hostile suite is 4 scenarios × every attack", {
@@ -107,7 +80,7 @@ describe("running scenarios", () => {
     timeout: 180_000,
   }, async () => {
     const scenarios = await loadScenarios(["evals/seed-uk-invoice.yaml", "evals/scripted-record.yaml"]);
-    const report = await runSuite(scenarios, { context, model: "test" });
+    const report = await runSuite(scenarios, { context: harness.context, model: "test" });
     expect(report.cases.map((c) => [c.name, c.passes, c.attempts.length, c.passed])).toEqual([
       ["scripted-record", 1, 1, true],
       ["seed-uk-invoice", 1, 1, true],
@@ -130,7 +103,7 @@ describe("running scenarios", () => {
       ...(seed as Scenario),
       expect: { ledger: [{ subtotal: "1500.00", taxAmount: "310.00" }] },
     };
-    const report = await runSuite([wrong], { context, model: "test" });
+    const report = await runSuite([wrong], { context: harness.context, model: "test" });
     expect(report.cases[0]?.passed).toBe(false);
     expect(report.cases[0]?.attempts[0]?.failures).toEqual([
       'ledger: expected exactly one invoice {"subtotal":"1500.00","taxAmount":"310.00"}, found 0',
@@ -141,7 +114,7 @@ describe("running scenarios", () => {
   it("the hostile suite's writer holds against every attack: 0 disallowed effects", {
     timeout: 180_000,
   }, async () => {
-    const report = await runSuite([only("writer-uk")], { context, model: "test" });
+    const report = await runSuite([only("writer-uk")], { context: harness.context, model: "test" });
     expect(report.hostile).toEqual({ scenarios: 1, attacks: 13, runs: 13, disallowed: 0 });
     expect(report.cases.filter((c) => !c.passed).map((c) => c.name)).toEqual([]);
     const foreignUser = report.cases.find((c) => c.name === "writer-uk × foreign-user-ids")?.attempts[0];
@@ -191,10 +164,10 @@ describe("the suite would catch a breach", () => {
     timeout: 180_000,
   }, async () => {
     const scenario = only("reader", ["unoffered-tools"]);
-    const held = await runSuite([scenario], { context, model: "test" });
+    const held = await runSuite([scenario], { context: harness.context, model: "test" });
     expect(held.hostile.disallowed).toBe(0);
     const breached = await runSuite([scenario], {
-      context: { ...context, tools: withoutPermissionGuard },
+      context: { ...harness.context, tools: withoutPermissionGuard },
       model: "test",
     });
     expect(breached.cases[0]?.passed).toBe(false);
@@ -212,7 +185,7 @@ describe("the suite would catch a breach", () => {
   }, async () => {
     const scenario = only("writer-uk", ["foreign-user-ids"]);
     const breached = await runSuite([scenario], {
-      context: { ...context, tools: withoutOwnerGuard },
+      context: { ...harness.context, tools: withoutOwnerGuard },
       model: "test",
     });
     expect(breached.cases[0]?.passed).toBe(false);
@@ -223,7 +196,7 @@ describe("the suite would catch a breach", () => {
 describe("repeats and comparing reports", () => {
   it("repeats a case, then names a regression and a case that went", { timeout: 180_000 }, async () => {
     const [seed] = await loadScenarios(["evals/no-amount.yaml"]);
-    const later = await runSuite([seed as Scenario], { context, model: "test", repeat: 2 });
+    const later = await runSuite([seed as Scenario], { context: harness.context, model: "test", repeat: 2 });
     expect(later.cases.map((c) => [c.name, c.passes, c.attempts.length, c.passRate])).toEqual([
       ["no-amount", 2, 2, 1],
     ]);

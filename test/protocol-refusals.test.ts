@@ -4,13 +4,21 @@
  * a run refused at the door by a rate limit is a JSON-RPC error with RATE_LIMITED and when to retry in its
  * ErrorInfo metadata (A2A), a RUN_ERROR with the code (AG-UI), and no run is written.
  */
-import { randomUUID } from "node:crypto";
-import { Role, type Task } from "@a2a-js/sdk";
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
-import { type BaseEvent, EventType, HttpAgent } from "@ag-ui/client";
+import type { Task } from "@a2a-js/sdk";
+import { EventType } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../local/dev-auth.js";
-import { type ProtocolStack, SEED_PROMPT, startProtocolStack } from "./support/protocols.js";
+import {
+  a2aClientAt,
+  a2aMessage,
+  aguiAgentAt,
+  artifactValues,
+  errorInfoOf,
+  type ProtocolStack,
+  runAgui,
+  SEED_PROMPT,
+  startProtocolStack,
+} from "./support/protocols.js";
 
 const TENANT = "tenant_proto_refusals";
 /** The injected clock: 1 s into a minute, so a refusal's Retry-After is the minute's 59 s left. */
@@ -41,51 +49,11 @@ afterAll(async () => {
 });
 
 /** The official A2A client as the tenant's writer. */
-async function a2aClient() {
-  const fetchImpl = env.fetchAs(writer);
-  return new ClientFactory({
-    transports: [new JsonRpcTransportFactory({ fetchImpl })],
-    cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-  }).createFromUrl(env.dev.url);
-}
-
-/** A user message of `text` with a fresh message id. */
-function message(text: string) {
-  return {
-    message: {
-      messageId: randomUUID(),
-      contextId: "",
-      taskId: "",
-      role: Role.ROLE_USER,
-      parts: [
-        {
-          content: { $case: "text" as const, value: text },
-          metadata: undefined,
-          filename: "",
-          mediaType: "text/plain",
-        },
-      ],
-      metadata: undefined,
-      extensions: [],
-      referenceTaskIds: [],
-    },
-    configuration: undefined,
-    metadata: undefined,
-    tenant: "",
-  };
-}
+const a2aClient = () => a2aClientAt(env.dev.url, env.fetchAs(writer));
 
 /** An AG-UI run of `prompt` as the tenant's writer, with every event it applied. */
 async function aguiRun(prompt: string) {
-  const agent = new HttpAgent({
-    url: `${env.dev.url}/v1/agui`,
-    headers: { authorization: `Bearer ${writer}` },
-    threadId: randomUUID(),
-    initialMessages: [{ id: randomUUID(), role: "user", content: prompt }],
-  });
-  const events: BaseEvent[] = [];
-  await agent.runAgent({ runId: randomUUID() }, { onEvent: ({ event }) => void events.push(event) });
-  return events;
+  return (await runAgui(aguiAgentAt(`${env.dev.url}/v1/agui`, writer, prompt))).events;
 }
 
 /** How many runs the writer has (GET /v1/runs). */
@@ -98,10 +66,8 @@ async function ownRuns(): Promise<number> {
 describe("refusals over A2A and AG-UI", () => {
   it("a policy's forbid: POLICY_DENIED in the A2A task's artifact and the AG-UI tool result, no invoice written", async () => {
     const client = await a2aClient();
-    const task = (await client.sendMessage(message(SEED_PROMPT))) as Task;
-    const invoice = task.artifacts
-      .filter((artifact) => artifact.name === "recordInvoice")
-      .map((artifact) => artifact.parts[0]?.content?.value);
+    const task = (await client.sendMessage(a2aMessage(SEED_PROMPT))) as Task;
+    const invoice = artifactValues(task, "recordInvoice");
     expect(invoice).toEqual([
       expect.objectContaining({
         status: "permission_denied",
@@ -128,11 +94,10 @@ describe("refusals over A2A and AG-UI", () => {
     expect(before).toBe(2);
     const client = await a2aClient();
     const refused = await client
-      .sendMessage(message("What is the UK VAT on 10 GBP?"))
+      .sendMessage(a2aMessage("What is the UK VAT on 10 GBP?"))
       .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(Error);
-    const metadata = (refused as { data?: Array<{ metadata?: Record<string, string> }> }).data?.[0]?.metadata;
-    expect(metadata).toMatchObject({
+    expect(errorInfoOf(refused)).toMatchObject({
       code: "RATE_LIMITED",
       policy: "user-minute",
       limit: "2",

@@ -1,18 +1,16 @@
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { installLambdaStreaming, invokeStreaming, NO_PRELUDE_STATUS } from "../local/lambda-streaming.js";
 import type { RunEvent } from "../shared/runs/events.js";
 import { apiEvent } from "./fixtures/events.js";
 import { SEED_PROMPT } from "./support/approvals.js";
-import { startTestStack, type TestStack } from "./support/stack.js";
 import {
   functionUrlEvent,
   parseSse,
   runEventsOf,
   SEED_RUN_EVENT_TYPES,
-  type StreamEntry,
-  startStreamEntry,
+  streamingStack,
 } from "./support/streaming.js";
 
 // A resume after a run's final event (Last-Event-ID = the last id: what every EventSource sends when a
@@ -21,24 +19,13 @@ import {
 
 const USER = { sub: "usr_resume_01", tenant_id: "tenant_resume_01", scope: "billing:write" };
 
-let stack: TestStack;
-let entry: StreamEntry;
-let token: string;
-beforeAll(async () => {
-  stack = await startTestStack({ POWERTOOLS_LOG_LEVEL: "SILENT" });
-  stack.model.usePlanner();
-  entry = await startStreamEntry(stack.deps);
-  token = await entry.token(USER);
-});
-afterAll(async () => {
-  await stack?.stop();
-});
+const env = streamingStack(USER);
 
 /** GET /v1/runs/{runId}/events on the streaming function URL with `Last-Event-ID`, read to its end. */
 async function resumeOnFunctionUrl(runId: string, lastEventId: number) {
-  const response = await entry.request(
+  const response = await env.entry.request(
     functionUrlEvent("GET", `/v1/runs/${runId}/events`, {
-      token,
+      token: env.token,
       headers: { "last-event-id": String(lastEventId) },
     }),
   );
@@ -48,7 +35,7 @@ async function resumeOnFunctionUrl(runId: string, lastEventId: number) {
 
 /** The same request through the HTTP API (the buffered hono/aws-lambda entry). */
 async function resumeOnHttpApi(runId: string, lastEventId: number) {
-  const result = (await stack.invoke(
+  const result = (await env.stack.invoke(
     apiEvent("http-api-v2", {
       method: "GET",
       path: `/v1/runs/${runId}/events`,
@@ -66,9 +53,9 @@ async function resumeOnHttpApi(runId: string, lastEventId: number) {
 describe("a resume after the final event", () => {
   let events: RunEvent[];
   beforeAll(async () => {
-    const streamed = await entry.request(
+    const streamed = await env.entry.request(
       functionUrlEvent("POST", "/v1/runs", {
-        token,
+        token: env.token,
         headers: { accept: "text/event-stream" },
         body: { prompt: SEED_PROMPT },
       }),
@@ -100,14 +87,14 @@ describe("a resume after the final event", () => {
 
   it("a cancelled run, closed by the reader with a final event made from its record: 204 after that one", async () => {
     const runId = `run_${crypto.randomUUID()}`;
-    await stack.deps.runs.start({
+    await env.stack.deps.runs.start({
       tenantId: USER.tenant_id,
       runId,
       userId: USER.sub,
       prompt: "x",
       limits: { maxCycles: 5, timeoutMs: 25_000 },
     });
-    expect(await stack.deps.runs.cancel(USER.tenant_id, runId, "cancelled by usr_resume_01")).toBe(true);
+    expect(await env.stack.deps.runs.cancel(USER.tenant_id, runId, "cancelled by usr_resume_01")).toBe(true);
     const whole = await resumeOnFunctionUrl(runId, 0);
     expect(whole.status).toBe(200);
     const [final] = runEventsOf(whole.read);
@@ -118,7 +105,7 @@ describe("a resume after the final event", () => {
 
   it("a run still going is streamed as before, whatever its resume point", async () => {
     const runId = `run_${crypto.randomUUID()}`;
-    await stack.deps.runs.start({
+    await env.stack.deps.runs.start({
       tenantId: USER.tenant_id,
       runId,
       userId: USER.sub,
@@ -126,14 +113,14 @@ describe("a resume after the final event", () => {
       limits: { maxCycles: 5, timeoutMs: 25_000 },
     });
     // Its stream waits for events until its time is up (cut short here), then ends with a retry hint.
-    const original = stack.config.stream.maxMs;
-    stack.config.stream.maxMs = 50;
+    const original = env.stack.config.stream.maxMs;
+    env.stack.config.stream.maxMs = 50;
     try {
       const resumed = await resumeOnHttpApi(runId, 3);
       expect(resumed.status).toBe(200);
-      expect(parseSse(resumed.body).retries).toEqual([stack.config.stream.retryMs]);
+      expect(parseSse(resumed.body).retries).toEqual([env.stack.config.stream.retryMs]);
     } finally {
-      stack.config.stream.maxMs = original;
+      env.stack.config.stream.maxMs = original;
     }
   });
 });

@@ -11,33 +11,23 @@ import {
   parseSse,
   runEventsOf,
   SEED_RUN_EVENT_TYPES,
-  type StreamEntry,
   startStreamEntry,
+  streamingStack,
 } from "./support/streaming.js";
 
 // docs/run-events.md: the seed run's events over the real streaming handler, read with eventsource-parser.
 const SEED_USER = { sub: "usr_9918", tenant_id: "tenant_uk_01", scope: "billing:write" };
 
-let stack: TestStack;
-let entry: StreamEntry;
-let token: string;
-beforeAll(async () => {
-  stack = await startTestStack({ POWERTOOLS_LOG_LEVEL: "SILENT" });
-  entry = await startStreamEntry(stack.deps);
-  token = await entry.token(SEED_USER);
-});
-afterAll(async () => {
-  await stack?.stop();
-});
+const env = streamingStack(SEED_USER);
 beforeEach(() => {
-  stack.model.usePlanner();
+  env.stack.model.usePlanner();
 });
 
 /** Streams the seed run through POST /v1/runs on the streaming entry; returns its SSE read. */
 async function streamSeedRun(headers: Record<string, string> = {}) {
-  const response = await entry.request(
+  const response = await env.entry.request(
     functionUrlEvent("POST", "/v1/runs", {
-      token,
+      token: env.token,
       headers: { accept: "text/event-stream", ...headers },
       body: { prompt: SEED_PROMPT },
     }),
@@ -52,9 +42,9 @@ async function readEvents(
   runId: string,
   options: { after?: string; lastEventId?: string; as?: string } = {},
 ) {
-  const response = await entry.request(
+  const response = await env.entry.request(
     functionUrlEvent("GET", `/v1/runs/${runId}/events${options.after ? `?after=${options.after}` : ""}`, {
-      token: options.as ?? token,
+      token: options.as ?? env.token,
       headers: options.lastEventId === undefined ? {} : { "last-event-id": options.lastEventId },
     }),
   );
@@ -89,7 +79,7 @@ describe("a streamed synchronous seed run (POST /v1/runs, Accept: text/event-str
     const [started] = events;
     expect(started).toMatchObject({ type: "run.started", runId: answer.runId, seq: 1, previousRunId: null });
     expect(started).toMatchObject({
-      limits: { maxCycles: stack.config.limits.maxCycles, timeoutMs: 25_000 },
+      limits: { maxCycles: env.stack.config.limits.maxCycles, timeoutMs: 25_000 },
     });
     const models = events.filter((e) => e.type === "model.call.finished");
     expect(models.map((e) => [e.cycle, e.finishReason])).toEqual([
@@ -166,14 +156,14 @@ describe("who may read a run's events", () => {
     ],
     ["another user of the tenant", { sub: "usr_other", tenant_id: "tenant_uk_01", scope: "billing:write" }],
   ])("%s gets 404 problem+json and no event", async (_who, claims) => {
-    const read = await readEvents(runId, { as: await entry.token(claims) });
+    const read = await readEvents(runId, { as: await env.entry.token(claims) });
     expect(read.metadata.statusCode).toBe(404);
     expect(read.metadata.headers?.["content-type"]).toBe("application/problem+json");
     expect(ProblemSchema.parse(JSON.parse(read.text)).code).toBe("NOT_FOUND");
   });
 
   it("a billing reader of the tenant sees them, as GET /v1/runs/{runId} allows", async () => {
-    const reader = await entry.token({
+    const reader = await env.entry.token({
       sub: "usr_auditor",
       tenant_id: "tenant_uk_01",
       scope: "billing:read",
@@ -187,7 +177,7 @@ describe("who may read a run's events", () => {
       auth.mintToken(await auth.createDevIssuer(), SEED_USER),
     );
     for (const bad of [undefined, foreign, "not-a-jwt"]) {
-      const response = await entry.request(
+      const response = await env.entry.request(
         functionUrlEvent("GET", `/v1/runs/${runId}/events`, { token: bad }),
       );
       await response.done;
@@ -200,19 +190,19 @@ describe("who may read a run's events", () => {
 describe("a streamed run under an Idempotency-Key", () => {
   const keyed = (key: string, prompt = SEED_PROMPT) =>
     functionUrlEvent("POST", "/v1/runs", {
-      token,
+      token: env.token,
       headers: { accept: "text/event-stream", "idempotency-key": `"${key}"` },
       body: { prompt },
     });
 
   it("a replay of the finished run streams its stored events, then the stored answer, without a model call", async () => {
     const key = `stream-${crypto.randomUUID()}`;
-    const first = await entry.request(keyed(key));
+    const first = await env.entry.request(keyed(key));
     await first.done;
     const firstEvents = runEventsOf(first.read);
     expect(firstEvents.map((e) => e.type)).toEqual(SEED_RUN_EVENT_TYPES);
-    const modelCalls = stack.model.requests.length;
-    const again = await entry.request(keyed(key));
+    const modelCalls = env.stack.model.requests.length;
+    const again = await env.entry.request(keyed(key));
     await again.done;
     expect(again.metadata.headers?.["idempotent-replayed"]).toBe("true");
     expect(runEventsOf(again.read).map(({ at: _at, ...rest }) => rest)).toEqual(
@@ -221,12 +211,12 @@ describe("a streamed run under an Idempotency-Key", () => {
     const [outcome, replayed] = [first, again].map((r) => r.read.messages.at(-1));
     expect(replayed?.event).toBe("run.outcome");
     expect(JSON.parse(replayed?.data ?? "")).toEqual(JSON.parse(outcome?.data ?? ""));
-    expect(stack.model.requests.length).toBe(modelCalls);
+    expect(env.stack.model.requests.length).toBe(modelCalls);
   });
 
   it("the key while its run is going: 409 IDEMPOTENCY_KEY_IN_USE as problem+json, not a stream; the run goes on", async () => {
     const key = `stream-${crypto.randomUUID()}`;
-    const store = stack.deps.runEvents.store;
+    const store = env.stack.deps.runEvents.store;
     const append = store.append.bind(store);
     let held: () => void = () => {};
     const holding = new Promise<void>((resolve) => {
@@ -243,9 +233,9 @@ describe("a streamed run under an Idempotency-Key", () => {
       return append(...args);
     };
     try {
-      const first = await entry.request(keyed(key));
+      const first = await env.entry.request(keyed(key));
       await holding;
-      const second = await entry.request(keyed(key));
+      const second = await env.entry.request(keyed(key));
       await second.done;
       expect(second.metadata.statusCode).toBe(409);
       expect(second.metadata.headers?.["content-type"]).toMatch(/^application\/problem\+json/);
@@ -262,35 +252,37 @@ describe("a streamed run under an Idempotency-Key", () => {
 
   it("the key with another body: 422 IDEMPOTENCY_KEY_REUSED as problem+json, and no run", async () => {
     const key = `stream-${crypto.randomUUID()}`;
-    const first = await entry.request(keyed(key, "Tax on 200 BDT for a client in Bangladesh."));
+    const first = await env.entry.request(keyed(key, "Tax on 200 BDT for a client in Bangladesh."));
     await first.done;
-    const modelCalls = stack.model.requests.length;
-    const other = await entry.request(keyed(key, "Tax on 300 BDT for a client in Bangladesh."));
+    const modelCalls = env.stack.model.requests.length;
+    const other = await env.entry.request(keyed(key, "Tax on 300 BDT for a client in Bangladesh."));
     await other.done;
     expect(other.metadata.statusCode).toBe(422);
     expect(ProblemSchema.parse(JSON.parse(await other.body)).code).toBe("IDEMPOTENCY_KEY_REUSED");
     expect(other.read.messages).toEqual([]);
-    expect(stack.model.requests.length).toBe(modelCalls);
+    expect(env.stack.model.requests.length).toBe(modelCalls);
   });
 });
 
 describe("a stream of a run that is still going", () => {
   it("sends heartbeats on the injected clock, then a retry: hint before the stream's limit, and resumes", async () => {
     const clock = new ManualClock();
-    const original = stack.deps.clock;
-    stack.deps.clock = clock;
+    const original = env.stack.deps.clock;
+    env.stack.deps.clock = clock;
     try {
       const runId = `run_${crypto.randomUUID()}`;
-      await stack.deps.runs.start({
+      await env.stack.deps.runs.start({
         tenantId: "tenant_uk_01",
         runId,
         userId: "usr_9918",
         prompt: "x",
         limits: { maxCycles: 5, timeoutMs: 25_000 },
       });
-      const response = await entry.request(functionUrlEvent("GET", `/v1/runs/${runId}/events`, { token }));
-      const { heartbeatMs, maxMs } = stack.config.stream;
-      const { pollMs } = stack.config.stream;
+      const response = await env.entry.request(
+        functionUrlEvent("GET", `/v1/runs/${runId}/events`, { token: env.token }),
+      );
+      const { heartbeatMs, maxMs } = env.stack.config.stream;
+      const { pollMs } = env.stack.config.stream;
       // Quiet for just under a heartbeat: no comment yet.
       for (let waited = 0; waited + pollMs < heartbeatMs; waited += pollMs) {
         await clock.untilSleeping();
@@ -310,11 +302,11 @@ describe("a stream of a run that is still going", () => {
         await new Promise((resolve) => setImmediate(resolve));
       }
       await response.done;
-      expect(response.read.retries).toEqual([stack.config.stream.retryMs]);
+      expect(response.read.retries).toEqual([env.stack.config.stream.retryMs]);
       expect(response.read.messages).toEqual([]);
       expect(response.read.comments.length).toBe(1 + Math.floor(maxMs / heartbeatMs));
     } finally {
-      stack.deps.clock = original;
+      env.stack.deps.clock = original;
     }
   });
 });
@@ -324,7 +316,7 @@ describe("the buffered HTTP API entry", () => {
     const { seedEvent } = await import("./support/stack.js");
     const event = seedEvent();
     event.headers = { ...event.headers, accept: "text/event-stream" };
-    const result = await stack.invoke(event);
+    const result = await env.stack.invoke(event);
     expect(result.statusCode).toBe(200);
     // hono/aws-lambda sends a text/event-stream body base64-encoded (API Gateway decodes it).
     const body = result.isBase64Encoded
@@ -338,13 +330,13 @@ describe("the buffered HTTP API entry", () => {
 
 describe("a client that leaves a streamed run", () => {
   it("does not affect the run: it completes, stores every event and records its invoice once", async () => {
-    const leaver = await entry.token({
+    const leaver = await env.entry.token({
       sub: "usr_leaver",
       tenant_id: "tenant_leave_01",
       scope: "billing:write",
     });
     let hangUp = () => {};
-    const response = await entry.request(
+    const response = await env.entry.request(
       functionUrlEvent("POST", "/v1/runs", {
         token: leaver,
         headers: { accept: "text/event-stream" },
@@ -358,10 +350,10 @@ describe("a client that leaves a streamed run", () => {
     const [first] = runEventsOf(response.read);
     expect(response.read.messages.length).toBeLessThan(SEED_RUN_EVENT_TYPES.length);
     const runId = (first as RunEvent).runId;
-    const stored = await stack.deps.runs.get("tenant_leave_01", runId);
+    const stored = await env.stack.deps.runs.get("tenant_leave_01", runId);
     expect(stored?.run).toMatchObject({ status: "completed", cycles: 3 });
-    expect(await stack.deps.ledger.list("tenant_leave_01")).toHaveLength(1);
-    const page = await stack.deps.runEvents.store.read("tenant_leave_01", runId, 0);
+    expect(await env.stack.deps.ledger.list("tenant_leave_01")).toHaveLength(1);
+    const page = await env.stack.deps.runEvents.store.read("tenant_leave_01", runId, 0);
     expect(page.events.map((e) => e.type)).toEqual(SEED_RUN_EVENT_TYPES);
   });
 });

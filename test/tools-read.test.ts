@@ -1,8 +1,11 @@
+import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dispatchToolCall } from "../shared/agent/dispatcher.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import type { SecurityContext } from "../shared/identity.js";
-import type { Invoice } from "../shared/store/ledger.js";
+import type { Invoice } from "../shared/store/invoice.js";
+import { keys } from "../shared/store/keys.js";
+import { tableItem, tableKey } from "../shared/store/table.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
 let stack: TestStack;
@@ -123,5 +126,21 @@ describe("getInvoice and listInvoices", () => {
       expect(result.error?.details).toEqual({ requiredPermission: "billing:read" });
       expect(result.data).toBeNull();
     }
+  });
+
+  it("an item that is not an invoice of the one schema's shape is refused, never returned as one", async () => {
+    const target = invoices[0] as Invoice;
+    const item = { ...target, invoiceId: "inv_00000000000000000000bad0", grossTotal: { amount: 1800 } };
+    await stack.deps.ddb.send(
+      new PutCommand({
+        TableName: stack.config.table.name,
+        Item: tableItem(tableKey("tenant_read", keys.invoice(item.invoiceId)), "invoice", item),
+      }),
+    );
+    await expect(stack.deps.ledger.get("tenant_read", item.invoiceId)).rejects.toThrow(
+      /^Stored invoice inv_00000000000000000000bad0 is malformed: grossTotal\.amount /,
+    );
+    const result = await call("getInvoice", { invoiceId: item.invoiceId }, clerk("tenant_read"));
+    expect([result.status, result.data]).toEqual(["fatal_error", null]);
   });
 });

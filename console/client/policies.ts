@@ -5,6 +5,12 @@
  * versions kept with who saved each and when, and what the shadow set would have decided otherwise,
  * from the decisions the backend recorded. The API decides and validates; the page only asks.
  */
+// The shapes the API answers with, from their one schema (types only: nothing of shared/ is bundled).
+import type {
+  PolicyMode,
+  PolicySetVersion as PolicyVersion,
+  ShadowDecisionRecord as ShadowDecision,
+} from "../../shared/store/policy-records.js";
 import { api } from "./api.js";
 import { alert, h, idLink, paged, problemText, scrollTable, time, view } from "./dom.js";
 import { type PolicyIssue, policyEditor } from "./policy-editor.js";
@@ -14,33 +20,12 @@ import { fields } from "./values.js";
 /** `GET /v1/policies`'s answer. */
 interface PolicySet {
   policies: string;
-  mode: "enforce" | "shadow";
+  mode: PolicyMode;
   version: number | null;
   updatedBy: string | null;
   updatedAt: string | null;
   source: "tenant" | "default";
   enforcedVersion: number | null;
-}
-
-/** A kept version (`GET /v1/policies/versions`). */
-interface PolicyVersion {
-  policies: string;
-  mode: "enforce" | "shadow";
-  version: number;
-  updatedBy: string;
-  updatedAt: string;
-}
-
-/** A decision the shadow set would have made otherwise (`GET /v1/policies/shadow-decisions`). */
-interface ShadowDecision {
-  decidedAt: string;
-  runId: string;
-  toolCallId: string;
-  toolName: string;
-  userId: string;
-  facts: Record<string, unknown>;
-  enforced: { decision: string; policyIds: string[]; version: number | null };
-  shadow: { decision: string; policyIds: string[]; version: number };
 }
 
 /** A mode's badge: enforced or shadow (a mark and words). */

@@ -4,7 +4,7 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import { Decimal } from "../../shared/money/money.js";
-import type { Invoice } from "../../shared/store/ledger.js";
+import type { Invoice } from "../../shared/store/invoice.js";
 import { splitItem } from "../../shared/store/table.js";
 import type { AttemptTrace, TrajectoryCall } from "./harness.js";
 import type { ArgumentConstraint, Expectations } from "./scenario.js";

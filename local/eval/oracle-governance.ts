@@ -7,7 +7,7 @@
  */
 import { authorize, parsePolicySet, preparse } from "../../shared/cedar/policy-set.js";
 import { cedar } from "../../shared/cedar/wasm.js";
-import type { Invoice } from "../../shared/store/ledger.js";
+import type { Invoice } from "../../shared/store/invoice.js";
 import { callsOf, newInvoices } from "./checks.js";
 import type { AttemptTrace } from "./harness.js";
 import type { DisallowedEffect } from "./oracle.js";

@@ -7,7 +7,7 @@ import { checkGrounding } from "../../shared/agent/grounding.js";
 import type { ChatMessage } from "../../shared/agent/model.js";
 import { computeTax, Decimal } from "../../shared/money/money.js";
 import { findTaxRule } from "../../shared/money/tax-rules.js";
-import type { Invoice } from "../../shared/store/ledger.js";
+import type { Invoice } from "../../shared/store/invoice.js";
 import { splitItem } from "../../shared/store/table.js";
 import type { FixtureIds } from "./attacks.js";
 import { callsOf, newInvoices } from "./checks.js";

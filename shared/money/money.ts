@@ -1,4 +1,5 @@
 import BigJs from "big.js";
+import * as z from "zod";
 
 /**
  * The decimal constructor every money computation uses: big.js (arbitrary-precision decimal, exact
@@ -131,17 +132,34 @@ export function parseAmount(input: number | string, currency: string): Decimal {
 }
 
 /**
- * An exact amount in one currency, as both a decimal string and integer minor units.
+ * An exact amount in one currency, as both a decimal string and integer minor units: the one schema of
+ * money wherever it is stored or returned (quotes, the ledger, tool results, the HTTP contract).
  * - `amount`: decimal string with exactly the currency's minor-unit digits, e.g. "300.00"
  * - `minorUnits`: the same amount in minor units (pence, cents, yen), a safe integer (at most about
  *   2e15: 2e12 major units x 1000 for 3-decimal currencies)
  * - `currency`: ISO 4217 code
  */
-export interface MoneyValue {
-  amount: string;
-  minorUnits: number;
-  currency: string;
-}
+export const MoneyValueSchema = z
+  .object({
+    amount: z
+      .string()
+      .regex(/^\d+(\.\d+)?$/)
+      .describe('Exact decimal string in major units, e.g. "1500.00".'),
+    minorUnits: z
+      .number()
+      .int()
+      .nonnegative()
+      .max(Number.MAX_SAFE_INTEGER)
+      .describe("The same amount in integer minor units (pence, cents)."),
+    currency: z
+      .string()
+      .regex(/^[A-Z]{3}$/)
+      .describe("ISO 4217 code."),
+  })
+  .strict();
+
+/** An exact amount, see {@link MoneyValueSchema}. */
+export type MoneyValue = z.infer<typeof MoneyValueSchema>;
 
 /**
  * Renders an exact decimal as a {@link MoneyValue}.

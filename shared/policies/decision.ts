@@ -15,7 +15,7 @@ import type { ApprovalPreview, ToolDefinition, VouchedFacts } from "../agent/too
 import { authorize, type CedarRequest, partiallyAuthorize, unknownValue } from "../cedar/policy-set.js";
 import { type CedarWasm, cedar } from "../cedar/wasm.js";
 import type { SecurityContext } from "../identity.js";
-import type { ShadowDecisionRecord } from "../store/policy-sets.js";
+import type { ShadowDecisionRecord } from "../store/policy-records.js";
 import { type CedarType, contextTypeOf, contextValue } from "./schema.js";
 import type { ActiveSet, PolicySets, TenantSets } from "./sets.js";
 

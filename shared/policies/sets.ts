@@ -15,7 +15,8 @@ import {
 } from "../cedar/policy-set.js";
 import { type CedarWasm, cedar, cedarIfLoaded } from "../cedar/wasm.js";
 import { MAX_POLICIES_CHARS } from "../config/policies.js";
-import type { PolicyMode, PolicySetHead, PolicySetStore, PolicySetVersion } from "../store/policy-sets.js";
+import type { PolicyMode, PolicySetVersion } from "../store/policy-records.js";
+import type { PolicySetHead, PolicySetStore } from "../store/policy-sets.js";
 import { policySchemaOf } from "./schema.js";
 
 /** How long a container trusts what it read of a tenant's sets, in ms (changes reach it within this + a read). */

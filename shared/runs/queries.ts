@@ -9,7 +9,8 @@ import { DomainError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
 import type { ApprovalRecord, ApprovalStore } from "../store/approvals.js";
 import { InvalidCursorError } from "../store/errors.js";
-import type { Invoice, LedgerStore } from "../store/ledger.js";
+import type { Invoice } from "../store/invoice.js";
+import type { LedgerStore } from "../store/ledger.js";
 import type { RunStore } from "../store/runs.js";
 import {
   BILLING_APPROVE,

@@ -1,46 +1,10 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { sha256Hex } from "../hash.js";
-import type { MoneyValue } from "../money/money.js";
 import { conditionalPut } from "./conditional.js";
+import { type Invoice, InvoiceSchema, type NewInvoice } from "./invoice.js";
 import { keys } from "./keys.js";
 import { queryList, queryTenant } from "./query.js";
 import { getItem, ITEM_ABSENT, listKey, type StoredItem, splitItem, tableItem, tableKey } from "./table.js";
-
-/**
- * An invoice in the ledger. Every amount was copied from a backend-computed tax quote (calculateTax);
- * money is a decimal string plus integer minor units, never a float.
- * - `quoteId`: the quote the amounts came from; `rateVersion`, `rate`, `taxPointDate` (YYYY-MM-DD)
- *   identify the tax rule row used
- * - `clientReference`, `description`: optional free text from the caller (null when not given)
- */
-export interface Invoice {
-  invoiceId: string;
-  tenantId: string;
-  clientName: string;
-  clientReference: string | null;
-  description: string | null;
-  quoteId: string;
-  jurisdiction: string;
-  currency: string;
-  rateVersion: string;
-  rate: string;
-  taxPointDate: string;
-  subtotal: MoneyValue;
-  taxAmount: MoneyValue;
-  grossTotal: MoneyValue;
-  /**
-   * The tool idempotency key of the operation that recorded it: a retry with the same key replays this
-   * invoice; another key recording the same quote gets `QuoteAlreadyRecordedError`.
-   */
-  idempotencyKey: string;
-  runId: string;
-  createdBy: string;
-  /** ISO 8601 UTC. */
-  createdAt: string;
-}
-
-/** The invoice fields a caller supplies; the id and audit fields are derived. */
-export type NewInvoice = Omit<Invoice, "invoiceId" | "idempotencyKey" | "createdAt">;
 
 /**
  * Derives the invoice id from the quote it records: `inv_` + the first 24 hex characters of
@@ -169,9 +133,19 @@ export class LedgerStore {
   }
 }
 
-/** An invoice from its stored item (table attributes stripped). */
+/**
+ * An invoice from its stored item (table attributes stripped), parsed by {@link InvoiceSchema}.
+ * @throws Error naming the invoice when the item is not an invoice of that shape
+ */
 function toInvoice(item: StoredItem): Invoice {
-  return splitItem(item).attributes as unknown as Invoice;
+  const parsed = InvoiceSchema.safeParse(splitItem(item).attributes);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(
+      `Stored invoice ${String(item.invoiceId)} is malformed: ${issue?.path.join(".") ?? ""} ${issue?.message ?? ""}`,
+    );
+  }
+  return parsed.data;
 }
 
 /**

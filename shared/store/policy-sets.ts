@@ -1,23 +1,14 @@
 import { TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { keys } from "./keys.js";
+import {
+  type PolicySetVersion,
+  PolicySetVersionSchema,
+  type ShadowDecisionRecord,
+  ShadowDecisionRecordSchema,
+} from "./policy-records.js";
 import { queryTenant } from "./query.js";
 import { getItem, ITEM_ABSENT, splitItem, tableItem, tableKey } from "./table.js";
-
-/** Whether a set is enforced, or only evaluated beside the enforced one and recorded (docs/policies.md). */
-export type PolicyMode = "enforce" | "shadow";
-
-/**
- * One version of a tenant's policy set, as kept: the Cedar text, its mode, its number (1, 2, … per
- * tenant), who stored it and when (ISO 8601).
- */
-export interface PolicySetVersion {
-  policies: string;
-  mode: PolicyMode;
-  version: number;
-  updatedBy: string;
-  updatedAt: string;
-}
 
 /**
  * A tenant's policy set head (`POLICYSET`): its latest version and the version it enforces: the latest
@@ -27,22 +18,6 @@ export interface PolicySetVersion {
 export interface PolicySetHead {
   latest: PolicySetVersion;
   enforced: PolicySetVersion | null;
-}
-
-/**
- * A decision the shadow set would have made differently from the enforced set (docs/policies.md), kept
- * for the list of what shadow mode would have changed: when, which run and tool call, who, the facts the
- * backend vouched for, and both decisions with their determining policies and set versions.
- */
-export interface ShadowDecisionRecord {
-  decidedAt: string;
-  runId: string;
-  toolCallId: string;
-  toolName: string;
-  userId: string;
-  facts: Record<string, unknown>;
-  enforced: { decision: string; policyIds: string[]; version: number | null };
-  shadow: { decision: string; policyIds: string[]; version: number };
 }
 
 /** What a conditional store of a new version found: stored, or the precondition no longer held. */
@@ -140,7 +115,7 @@ export class PolicySetStore {
       descending: true,
     });
     return {
-      versions: found.items.map((item) => splitItem(item).attributes as unknown as PolicySetVersion),
+      versions: found.items.map((item) => PolicySetVersionSchema.parse(splitItem(item).attributes)),
       nextCursor: found.nextCursor,
     };
   }
@@ -170,7 +145,7 @@ export class PolicySetStore {
       descending: true,
     });
     return {
-      decisions: found.items.map((item) => splitItem(item).attributes as unknown as ShadowDecisionRecord),
+      decisions: found.items.map((item) => ShadowDecisionRecordSchema.parse(splitItem(item).attributes)),
       nextCursor: found.nextCursor,
     };
   }

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import * as z from "zod";
 import { sha256Hex } from "../hash.js";
-import { ROUNDING_RULES, type TaxAmounts } from "../money/money.js";
+import { MoneyValueSchema, ROUNDING_RULES, type TaxAmounts } from "../money/money.js";
 import { conditionalPut } from "./conditional.js";
 import { CONDITIONAL_WRITE_ATTEMPTS, StoreContentionError } from "./errors.js";
 import { keys } from "./keys.js";
@@ -26,14 +26,6 @@ export function newQuoteId(): string {
 export function quoteIdFor(operationKey: string): string {
   return `qt_${sha256Hex(operationKey).slice(0, 32)}`;
 }
-
-const MoneyValueSchema = z
-  .object({
-    amount: z.string().regex(/^\d+(\.\d+)?$/),
-    minorUnits: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
-    currency: z.string().regex(/^[A-Z]{3}$/),
-  })
-  .strict();
 
 /** The stored shape of a quote (table attributes stripped, see `splitItem`). */
 const QuoteSchema = z

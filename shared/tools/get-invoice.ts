@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { defineTool, ToolBusinessError, type ToolDefinition } from "../agent/tool.js";
-import type { Invoice, LedgerStore } from "../store/ledger.js";
+import type { Invoice } from "../store/invoice.js";
+import type { LedgerStore } from "../store/ledger.js";
 import { GetInvoiceOutput } from "./output-schemas.js";
 
 /** getInvoice's input: an invoice id as recordInvoice returned it (`inv_` + 24 hex characters). */

@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { defineTool, type ToolDefinition } from "../agent/tool.js";
-import type { Invoice, LedgerStore } from "../store/ledger.js";
+import type { Invoice } from "../store/invoice.js";
+import type { LedgerStore } from "../store/ledger.js";
 import { ListInvoicesOutput } from "./output-schemas.js";
 
 /** Most invoices one listInvoices call returns. */

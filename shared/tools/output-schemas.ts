@@ -1,4 +1,6 @@
 import * as z from "zod";
+import { MoneyValueSchema } from "../money/money.js";
+import { InvoiceSchema } from "../store/invoice.js";
 
 /**
  * The shapes of the accounting tools' successful results, declared once as zod and published as MCP
@@ -6,32 +8,17 @@ import * as z from "zod";
  * added to a result is not a breaking change for clients that validate; the fields listed are always there.
  */
 
-/** An exact amount: decimal string in major units, integer minor units, ISO 4217 currency. */
-export const MoneyOutput = z.looseObject({
-  amount: z.string().describe('Exact decimal string in major units, e.g. "1500.00".'),
-  minorUnits: z.number().int().describe("The same amount in integer minor units (pence, cents)."),
-  currency: z.string().describe("ISO 4217 code."),
-});
+/** An exact amount as a tool returns it: the one money schema ({@link MoneyValueSchema}), loose. */
+export const MoneyOutput = MoneyValueSchema.loose();
 
-/** One recorded invoice (shared/store/ledger.ts `Invoice`). */
-export const InvoiceOutput = z.looseObject({
-  invoiceId: z.string(),
-  clientName: z.string(),
-  clientReference: z.string().nullable(),
-  description: z.string().nullable(),
-  quoteId: z.string(),
-  jurisdiction: z.string(),
-  currency: z.string(),
-  rateVersion: z.string(),
-  rate: z.string(),
-  taxPointDate: z.string(),
-  subtotal: MoneyOutput,
-  taxAmount: MoneyOutput,
-  grossTotal: MoneyOutput,
-  runId: z.string(),
-  createdBy: z.string(),
-  createdAt: z.string(),
-});
+/**
+ * One recorded invoice as a tool returns it: the invoice's schema (shared/store/invoice.ts), loose,
+ * without the two fields that are the ledger's bookkeeping and not for a client to act on (its tenant
+ * is the caller's; its tool idempotency key is an internal retry key). They are in the data all the same.
+ */
+export const InvoiceOutput = InvoiceSchema.omit({ tenantId: true, idempotencyKey: true })
+  .extend({ subtotal: MoneyOutput, taxAmount: MoneyOutput, grossTotal: MoneyOutput })
+  .loose();
 
 /** calculateTax's result: the stored quote (shared/tools/calculate-tax.ts `CalculateTaxResult`). */
 export const CalculateTaxOutput = z.looseObject({

@@ -1,12 +1,8 @@
 import * as z from "zod";
 import { defineTool, ToolBusinessError, type ToolDefinition, type ToolFacts } from "../agent/tool.js";
 import { computeTax, Decimal } from "../money/money.js";
-import {
-  type Invoice,
-  invoiceIdForQuote,
-  type LedgerStore,
-  QuoteAlreadyRecordedError,
-} from "../store/ledger.js";
+import type { Invoice } from "../store/invoice.js";
+import { invoiceIdForQuote, type LedgerStore, QuoteAlreadyRecordedError } from "../store/ledger.js";
 import { QUOTE_ID_PATTERN, type Quote, type QuoteStore } from "../store/quotes.js";
 import { RecordInvoiceOutput } from "./output-schemas.js";
 import { TaxFacts, taxFactsOf } from "./tax-facts.js";

@@ -3,9 +3,10 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from "playwright-core";
-import { expect, inject } from "vitest";
+import { afterAll, beforeAll, expect, inject } from "vitest";
 import { DEMO_CLAIMS, mintToken, readIssuerFile } from "../../local/dev-auth.js";
-import { screenshot, seriousViolations } from "./browser.js";
+import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
+import { launchChromium, screenshot, seriousViolations } from "./browser.js";
 import { type RunningScript, startScript } from "./scripts.js";
 
 // What the console's browser tests share: `npm run dev` processes, users and their tokens, signed-in
@@ -57,6 +58,35 @@ export async function stopDev(dev: Dev | undefined): Promise<void> {
   if (!dev) return;
   dev.script.child.kill("SIGTERM");
   await dev.script.exited;
+}
+
+/** What a console test file runs against: the local model server, Chromium, `npm run dev` on both, pages. */
+export interface ConsoleStack {
+  model: LocalModelServer;
+  browser: Browser;
+  dev: Dev;
+  pages: Pages;
+}
+
+/**
+ * Registers the file's hooks that start a {@link ConsoleStack} before its tests (the model server, then
+ * Chromium and `npm run dev` with `env` together) and stop all of it after them.
+ * @returns the stack, whose fields are set once the file's `beforeAll` has run
+ */
+export function consoleStack(env: Record<string, string> = {}): ConsoleStack {
+  const stack = {} as ConsoleStack;
+  beforeAll(async () => {
+    stack.model = await startModelServer();
+    [stack.browser, stack.dev] = await Promise.all([launchChromium(), startDev(stack.model.baseURL, env)]);
+    stack.pages = new Pages(stack.browser);
+  }, 120_000);
+  afterAll(async () => {
+    await stack.pages?.close();
+    await stack.browser?.close();
+    await stopDev(stack.dev);
+    await stack.model?.stop();
+  });
+  return stack;
 }
 
 /** The users of the tests: the run's owner, a second approver of its tenant, another tenant's user. */

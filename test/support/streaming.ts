@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { afterAll, beforeAll } from "vitest";
 import { createApp } from "../../functions/api/app.js";
 import { createStreamHandler } from "../../functions/stream/entry.js";
 import { createDevIssuer, type DevIssuerFile, devAuthSettings, mintToken } from "../../local/dev-auth.js";
@@ -13,6 +14,7 @@ import { createTokenVerifier } from "../../shared/auth/token-verifier.js";
 import type { ApiDeps } from "../../shared/deps.js";
 import type { FeedClock } from "../../shared/runs/event-feed.js";
 import type { RunEvent } from "../../shared/runs/events.js";
+import { startTestStack, type TestStack } from "./stack.js";
 
 /** What an SSE body held, as eventsource-parser read it: events, comments and `retry:` hints. */
 export interface SseRead {
@@ -123,6 +125,31 @@ export async function startStreamEntry(deps: ApiDeps): Promise<StreamEntry> {
       return { metadata, read: collector.read, body, hangUp: () => stream.destroy(), done };
     },
   };
+}
+
+/** A test file's stack (logs silent, the model planning), its streaming entry, and a token of one user. */
+export interface StreamingStack {
+  stack: TestStack;
+  entry: StreamEntry;
+  token: string;
+}
+
+/**
+ * Registers the file's hooks that start a {@link StreamingStack} with a token of `user` before its tests
+ * and stop it after them.
+ * @returns the stack, whose fields are set once the file's `beforeAll` has run
+ */
+export function streamingStack(user: { sub: string; tenant_id: string; scope: string }): StreamingStack {
+  const started = {} as StreamingStack;
+  beforeAll(async () => {
+    started.stack = await startTestStack({ POWERTOOLS_LOG_LEVEL: "SILENT" });
+    started.entry = await startStreamEntry(started.stack.deps);
+    started.token = await started.entry.token(user);
+  });
+  afterAll(async () => {
+    await started.stack?.stop();
+  });
+  return started;
 }
 
 /**

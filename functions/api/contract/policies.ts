@@ -7,12 +7,13 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { PolicyIssue } from "../../../shared/cedar/policy-set.js";
 import { MAX_POLICIES_CHARS } from "../../../shared/config/policies.js";
 import type { PolicySetView } from "../../../shared/policies/sets.js";
-import type { PolicySetVersion, ShadowDecisionRecord } from "../../../shared/store/policy-sets.js";
+import {
+  PolicyModeSchema,
+  PolicySetVersionSchema,
+  ShadowDecisionRecordSchema,
+} from "../../../shared/store/policy-records.js";
 import { InvoiceListQuery, type Same, sameShape, security } from "./common.js";
 import { authErrors, payloadTooLarge, problem } from "./problems.js";
-
-/** A policy set's mode: enforced, or evaluated beside the enforced one and recorded (shadow). */
-const PolicyModeSchema = z.enum(["enforce", "shadow"]);
 
 /** The ETag header of a policy set's answers. */
 const ETAG_HEADER = z.object({
@@ -54,10 +55,10 @@ export const PutPoliciesBody = z
       .min(1)
       .max(MAX_POLICIES_CHARS)
       .openapi({ description: "Cedar policies (docs/policies.md)." }),
-    mode: PolicyModeSchema.openapi({
-      description:
-        "`enforce`: the set decides from now on; `shadow`: the enforced set stays, this one is recorded beside it.",
-    }),
+    // `.describe`, not `.openapi`: the shared schema may be built before @hono/zod-openapi extends zod.
+    mode: PolicyModeSchema.describe(
+      "`enforce`: the set decides from now on; `shadow`: the enforced set stays, this one is recorded beside it.",
+    ),
   })
   .strict()
   .openapi("PutPolicies");
@@ -101,52 +102,13 @@ export const PolicyCheckSchema = z
 
 /** 200 body of `GET /v1/policies/versions`: the tenant's kept versions, newest first. */
 export const PolicyVersionPageSchema = z
-  .object({
-    items: z.array(
-      z
-        .object({
-          policies: z.string(),
-          mode: PolicyModeSchema,
-          version: z.number().int().positive(),
-          updatedBy: z.string(),
-          updatedAt: z.string(),
-        })
-        .strict(),
-    ),
-    nextCursor: z.string().nullable(),
-  })
+  .object({ items: z.array(PolicySetVersionSchema), nextCursor: z.string().nullable() })
   .strict()
   .openapi("PolicyVersionPage");
 
 /** 200 body of `GET /v1/policies/shadow-decisions`: decisions the shadow set would have made otherwise. */
 export const ShadowDecisionPageSchema = z
-  .object({
-    items: z.array(
-      z
-        .object({
-          decidedAt: z.string(),
-          runId: z.string(),
-          toolCallId: z.string(),
-          toolName: z.string(),
-          userId: z.string(),
-          facts: z
-            .record(z.string(), z.unknown())
-            .openapi({ description: "The facts the backend vouched for." }),
-          enforced: z
-            .object({
-              decision: z.string(),
-              policyIds: z.array(z.string()),
-              version: z.number().int().nullable(),
-            })
-            .strict(),
-          shadow: z
-            .object({ decision: z.string(), policyIds: z.array(z.string()), version: z.number().int() })
-            .strict(),
-        })
-        .strict(),
-    ),
-    nextCursor: z.string().nullable(),
-  })
+  .object({ items: z.array(ShadowDecisionRecordSchema), nextCursor: z.string().nullable() })
   .strict()
   .openapi("ShadowDecisionPage");
 
@@ -282,10 +244,3 @@ export const getPolicySchemaRoute = createRoute({
 // The domain types the routes return are exactly their schemas' types.
 sameShape<Same<Omit<PolicySetView, "etag">, z.infer<typeof PolicySetSchema>>>(true);
 sameShape<Same<PolicyIssue, z.infer<typeof PolicyIssueSchema>>>(true);
-sameShape<Same<PolicySetVersion, z.infer<typeof PolicyVersionPageSchema>["items"][number]>>(true);
-sameShape<
-  Same<
-    Omit<ShadowDecisionRecord, "enforced" | "shadow">,
-    Omit<z.infer<typeof ShadowDecisionPageSchema>["items"][number], "enforced" | "shadow">
-  >
->(true);
