@@ -7,7 +7,6 @@ import { defineConfig } from "vitest/config";
  */
 const TIMED = [
   "test/console-live.test.ts",
-  "test/durable-deadline.test.ts",
   "test/http-errors.test.ts",
   "test/http-runs.test.ts",
   "test/loop-bounds.test.ts",
