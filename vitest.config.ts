@@ -16,22 +16,37 @@ const TIMED = [
 ];
 
 /**
- * Files that test only what runs on the developer's machine — the local commands (`npm start`, `dev`,
- * `invoke`, `smoke`, `user`, `eval`), the documented commands, the console in a browser — and never code
- * the Lambda functions run. CI's second pass on the deployed runtime (Node.js 24, `.ci/run`) sets
- * BOUNDLOOP_TEST_SCOPE=deployed and leaves them out: they ran on the supported local Node in the first pass,
- * and they are most of the suite's time (each spawns processes or a browser).
+ * Files that test no code the Lambda functions run: the local commands (`npm start`, `dev`, `invoke`,
+ * `smoke`, `user`, `eval`, `deploy`'s checks and last lines), the documented commands, the console in a
+ * browser, the stack's template as CDK synthesizes it on the developer's machine, and the repository's
+ * own rules (layout, layers, source rules, docs). CI's second pass on the deployed runtime (Node.js 24,
+ * `.ci/run`) sets BOUNDLOOP_TEST_SCOPE=deployed and leaves them out: they ran on the supported local Node
+ * in the first pass, and they are most of the suite's time (each spawns processes or a browser).
  */
-const LOCAL_ONLY = [
+const NOT_DEPLOYED = [
   "test/local-*.test.ts",
   "test/docs.test.ts",
   "test/console.test.ts",
+  "test/console-approvals.test.ts",
+  "test/console-live.test.ts",
   "test/console-oidc.test.ts",
   "test/user-command.test.ts",
   "test/smoke.test.ts",
   "test/evals-cli.test.ts",
+  "test/deploy-preflight.test.ts",
+  "test/next-steps.test.ts",
+  "test/mcp-inspector-command.test.ts",
+  "test/install-warnings.test.ts",
+  "test/infra.test.ts",
+  "test/infra-bedrock.test.ts",
+  "test/infra-console.test.ts",
+  "test/infra-user-pool.test.ts",
+  "test/readme-layout.test.ts",
+  "test/source-rules.test.ts",
+  "test/layers.test.ts",
+  "test/policies-docs.test.ts",
 ];
-const SKIPPED = process.env.BOUNDLOOP_TEST_SCOPE === "deployed" ? LOCAL_ONLY : [];
+const SKIPPED = process.env.BOUNDLOOP_TEST_SCOPE === "deployed" ? NOT_DEPLOYED : [];
 
 export default defineConfig({
   test: {
