@@ -37,11 +37,7 @@ describe("the MCP Inspector command", () => {
   });
 
   it("CI runs the README's command against npm run dev", () => {
-    // Run in a lane beside the dynalite suite; its failure fails the lane, and the lane's fails CI.
-    const ci = read(".ci/run");
-    expect(ci).toMatch(/^inspector_then_eval\(\) \{\n(?: .*\n)*? {2}\.ci\/mcp-inspector \|\| rc=\$\?\n/m);
-    expect(ci).toMatch(/^start_step inspector-eval inspector_then_eval$/m);
-    expect(ci).toMatch(/^await_step inspector-eval \|\| status=\$\?$/m);
+    expect(read(".ci/run")).toMatch(/^\.ci\/mcp-inspector \|\| status=\$\?$/m);
     expect(read(".ci/mcp-inspector")).toContain("npm run -s dev -- --port 0");
   });
 });
