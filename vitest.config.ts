@@ -7,7 +7,6 @@ import { defineConfig } from "vitest/config";
  */
 const TIMED = [
   "test/console-live.test.ts",
-  "test/durable-deadline.test.ts",
   "test/http-errors.test.ts",
   "test/http-runs.test.ts",
   "test/loop-bounds.test.ts",
@@ -17,22 +16,129 @@ const TIMED = [
 ];
 
 /**
- * Files that test only what runs on the developer's machine — the local commands (`npm start`, `dev`,
- * `invoke`, `smoke`, `user`, `eval`), the documented commands, the console in a browser — and never code
- * the Lambda functions run. CI's second pass on the deployed runtime (Node.js 24, `.ci/run`) sets
- * BOUNDLOOP_TEST_SCOPE=deployed and leaves them out: they ran on the supported local Node in the first pass,
- * and they are most of the suite's time (each spawns processes or a browser).
+ * Files that test no code the Lambda functions run: the local commands (`npm start`, `dev`, `invoke`,
+ * `smoke`, `user`, `eval`, `deploy`'s checks and last lines), the documented commands, the console in a
+ * browser, the stack's template as CDK synthesizes it on the developer's machine, and the repository's
+ * own rules (layout, layers, source rules, docs). CI's second pass on the deployed runtime (Node.js 24,
+ * `.ci/run`) sets BOUNDLOOP_TEST_SCOPE=deployed and leaves them out: they ran on the supported local Node
+ * in the first pass, and they are most of the suite's time (each spawns processes or a browser).
  */
-const LOCAL_ONLY = [
+const NOT_DEPLOYED = [
   "test/local-*.test.ts",
   "test/docs.test.ts",
   "test/console.test.ts",
+  "test/console-approvals.test.ts",
+  "test/console-live.test.ts",
   "test/console-oidc.test.ts",
   "test/user-command.test.ts",
   "test/smoke.test.ts",
   "test/evals-cli.test.ts",
+  "test/deploy-preflight.test.ts",
+  "test/next-steps.test.ts",
+  "test/mcp-inspector-command.test.ts",
+  "test/install-warnings.test.ts",
+  "test/infra.test.ts",
+  "test/infra-bedrock.test.ts",
+  "test/infra-console.test.ts",
+  "test/infra-user-pool.test.ts",
+  "test/readme-layout.test.ts",
+  "test/source-rules.test.ts",
+  "test/layers.test.ts",
+  "test/policies-docs.test.ts",
 ];
-const SKIPPED = process.env.BOUNDLOOP_TEST_SCOPE === "deployed" ? LOCAL_ONLY : [];
+const SKIPPED = process.env.BOUNDLOOP_TEST_SCOPE === "deployed" ? NOT_DEPLOYED : [];
+
+/**
+ * Files that run without isolation (`isolate: false`): a worker runs several of them in turn and loads
+ * the modules they share once (the app, hono, the AWS SDK, zod schemas, cedar-wasm, the console's built
+ * assets) instead of once per file, which was most of the suite's CPU time. A file belongs here only when
+ * it leaves no process-wide state behind for the next file: it writes no process.env, mocks, spies or
+ * stubs nothing, fakes no timers, registers no global tracer provider (the tracing files), and builds its
+ * stacks, servers and clocks itself. Any other file (a new one too) runs isolated in the suite project.
+ */
+const SHARED_MODULES = [
+  "test/a2a-states.test.ts",
+  "test/a2a.test.ts",
+  "test/agent-boundary.test.ts",
+  "test/agui.test.ts",
+  "test/approval-events.test.ts",
+  "test/approvals-config.test.ts",
+  "test/approvals-expiry.test.ts",
+  "test/approvals-handoff.test.ts",
+  "test/approvals-list.test.ts",
+  "test/approvals-seams.test.ts",
+  "test/approvals.test.ts",
+  "test/aws-sdk-unused-plugin.test.ts",
+  "test/console-serving.test.ts",
+  "test/conversation.test.ts",
+  "test/counters-store.test.ts",
+  "test/deadline.test.ts",
+  "test/dispatcher-errors.test.ts",
+  "test/dispatcher.test.ts",
+  "test/durable-conversation.test.ts",
+  "test/durable-deadline.test.ts",
+  "test/durable-runs.test.ts",
+  "test/evals-governance.test.ts",
+  "test/evals.test.ts",
+  "test/handler-entry.test.ts",
+  "test/history.test.ts",
+  "test/http-config.test.ts",
+  "test/http-edge.test.ts",
+  "test/http-invoices.test.ts",
+  "test/http-method-not-allowed.test.ts",
+  "test/http-runs-filters.test.ts",
+  "test/http-runs-list.test.ts",
+  "test/idempotency-callers.test.ts",
+  "test/idempotency-http.test.ts",
+  "test/idempotency-key-syntax.test.ts",
+  "test/idempotency-store.test.ts",
+  "test/identity.test.ts",
+  "test/infra-bedrock.test.ts",
+  "test/infra-console.test.ts",
+  "test/infra-user-pool.test.ts",
+  "test/lambda-executions.test.ts",
+  "test/layers.test.ts",
+  "test/loop-limits.test.ts",
+  "test/loop.test.ts",
+  "test/mcp-guards.test.ts",
+  "test/mcp-inspector-command.test.ts",
+  "test/mcp.test.ts",
+  "test/money-property.test.ts",
+  "test/money.test.ts",
+  "test/next-steps.test.ts",
+  "test/openapi.test.ts",
+  "test/planner-reads.test.ts",
+  "test/policies-docs.test.ts",
+  "test/policies-durable.test.ts",
+  "test/policies-engine.test.ts",
+  "test/policies.test.ts",
+  "test/pre-token-trigger.test.ts",
+  "test/protocol-errors.test.ts",
+  "test/protocol-refusals.test.ts",
+  "test/quotas-admission.test.ts",
+  "test/quotas-budget.test.ts",
+  "test/quotas-durable.test.ts",
+  "test/quote.test.ts",
+  "test/record-invoice.test.ts",
+  "test/run-events-durable.test.ts",
+  "test/run-events-feed.test.ts",
+  "test/run-events-requests.test.ts",
+  "test/run-events-results.test.ts",
+  "test/run-events-resume.test.ts",
+  "test/run-events.test.ts",
+  "test/runs-store.test.ts",
+  "test/runs-transcript.test.ts",
+  "test/seed-scenario.test.ts",
+  "test/source-rules.test.ts",
+  "test/store-boundaries.test.ts",
+  "test/store-bounds.test.ts",
+  "test/strict-schema.test.ts",
+  "test/system-prompt.test.ts",
+  "test/tax-rules.test.ts",
+  "test/tax-tool.test.ts",
+  "test/tools-offered.test.ts",
+  "test/tools-read.test.ts",
+];
 
 export default defineConfig({
   test: {
@@ -46,16 +152,29 @@ export default defineConfig({
       {
         extends: true,
         // Most files wait on I/O (DynamoDB Local, child processes, a browser): two at a time on 2 cores.
+        // The shared-module files first, as one group, so each worker goes from one to the next.
         test: {
-          name: "suite",
-          include: ["test/**/*.test.ts"],
+          name: "shared",
+          include: SHARED_MODULES,
           exclude: [...TIMED, ...SKIPPED],
+          isolate: false,
           maxWorkers: 2,
+          sequence: { groupOrder: 0 },
         },
       },
       {
         extends: true,
-        test: { name: "timed", include: TIMED, exclude: SKIPPED, maxWorkers: 1, sequence: { groupOrder: 1 } },
+        test: {
+          name: "suite",
+          include: ["test/**/*.test.ts"],
+          exclude: [...TIMED, ...SHARED_MODULES, ...SKIPPED],
+          maxWorkers: 2,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: { name: "timed", include: TIMED, exclude: SKIPPED, maxWorkers: 1, sequence: { groupOrder: 2 } },
       },
     ],
   },

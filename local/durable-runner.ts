@@ -2,6 +2,7 @@ import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { createLazyHandler } from "../functions/api/handler.js";
 import type { LambdaHandler } from "../functions/api/lambda-adapter.js";
 import type { ApprovalEvents } from "../shared/approval-events.js";
+import type { Clock } from "../shared/clock.js";
 import type { Config } from "../shared/config.js";
 import { createRunnerDeps } from "../shared/deps.js";
 import { createDurableRunHandler, type DurableRunOptions } from "../shared/durable/runner.js";
@@ -13,12 +14,13 @@ import { LocalDurableExecutions } from "./durable-executions.js";
  * local runner (local/durable-executions.ts): for `npm run dev` and `npm start -- --async`. The runner
  * gets its own dependencies, as the deployed runner function does; `options.faults` reach every step
  * (tests cut steps off with them); `options.approvalEvents` receives the runner's approval events
- * (default: printed to stdout). `stop()` ends running executions,
+ * (default: printed to stdout); `options.clock` is the clock of both (default the wall clock): a durable
+ * run's start, deadline and duration go by it, so a test moves them. `stop()` ends running executions,
  * the testing SDK's worker thread and the runner's clients.
  */
 export function createLocalDurableApi(
   config: Config,
-  options: Pick<DurableRunOptions, "faults"> & { approvalEvents?: ApprovalEvents } = {},
+  options: Pick<DurableRunOptions, "faults"> & { approvalEvents?: ApprovalEvents; clock?: Clock } = {},
 ): {
   handler: LambdaHandler;
   executions: LocalDurableExecutions;
@@ -26,13 +28,13 @@ export function createLocalDurableApi(
   runnerDeps: ReturnType<typeof createRunnerDeps>;
   stop(): Promise<void>;
 } {
-  const { approvalEvents = printedApprovalEvents(), ...runnerOptions } = options;
-  const runnerDeps = createRunnerDeps(config, { approvalEvents });
+  const { approvalEvents = printedApprovalEvents(), clock, ...runnerOptions } = options;
+  const runnerDeps = createRunnerDeps(config, { approvalEvents, ...(clock ? { clock } : {}) });
   const executions = new LocalDurableExecutions((runOptions) =>
     createDurableRunHandler(runnerDeps, { ...runnerOptions, ...runOptions }),
   );
   return {
-    handler: createLazyHandler(config, { executions, approvalEvents }),
+    handler: createLazyHandler(config, { executions, approvalEvents, ...(clock ? { clock } : {}) }),
     executions,
     runnerDeps,
     async stop() {

@@ -1,4 +1,4 @@
-import { FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
+import { FUNCTION_TIMEOUT_SECONDS } from "../shared/config/function-timeout.js";
 
 /** Lambda's largest function timeout (s): what `npm run invoke` and `npm run dev` accept for `--timeout`. */
 export const MAX_FUNCTION_TIMEOUT_SECONDS = 900;

@@ -21,12 +21,17 @@ import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import type { Context } from "aws-lambda";
 import type { ApiEvent } from "../functions/api/handler.js";
-import { FUNCTION_TIMEOUT_SECONDS, loadConfig } from "../shared/config.js";
+import { FUNCTION_TIMEOUT_SECONDS } from "../shared/config/function-timeout.js";
 import type { ProxyResult } from "./dev-event.js";
+import { type LocalDynamo, startDynamoEarly } from "./dynamo.js";
 import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
 import { createLambdaContext } from "./lambda-context.js";
 import type { LocalStack } from "./local-stack.js";
 import { onShutdownSignal } from "./shutdown.js";
+
+// Only the command line's own modules and local/dynamo.ts load before the arguments are read: a usage
+// error answers at once, and DynamoDB Local's JVM starts before the configuration's schema, the stack's
+// modules and the handler's load, so the two overlap (docs/local-workflow.md).
 
 /** The function timeout as deployed (s), and so the default here. */
 const DEFAULT_TIMEOUT_S = FUNCTION_TIMEOUT_SECONDS;
@@ -127,21 +132,29 @@ async function main(argv: string[]): Promise<number> {
   }
   const events: Array<{ path: string; event: Record<string, unknown> }> = [];
   for (const path of options.eventPaths) events.push({ path, event: await readEvent(path) });
-  // Loaded once the arguments and the events are known good: a usage error answers at once.
-  const { readEnvVarsFile } = await import("./env-vars.js");
-  const { startLocalStack } = await import("./local-stack.js");
+  // The JVM starts once the arguments and the events are known good, before the variable files are read
+  // when there are none (they may name DYNAMODB_ENDPOINT or BOUNDLOOP_DYNAMO_BACKEND).
+  const files = await envVarsFiles(options);
+  let dynamo: Promise<LocalDynamo> | undefined =
+    files.length === 0 ? startDynamoEarly(process.env, { writeClassData: true }) : undefined;
   const vars: Record<string, string> = {};
-  for (const file of await envVarsFiles(options)) {
-    const read = await readEnvVarsFile(file);
-    Object.assign(vars, read.vars);
-    log(`env: ${Object.keys(read.vars).length} variable(s) from ${file}`);
-    if (read.unknown.length > 0) log(`env: warning: boundloop reads none of ${read.unknown.join(", ")}`);
+  if (files.length > 0) {
+    const { readEnvVarsFile } = await import("./env-vars.js");
+    for (const file of files) {
+      const read = await readEnvVarsFile(file);
+      Object.assign(vars, read.vars);
+      log(`env: ${Object.keys(read.vars).length} variable(s) from ${file}`);
+      if (read.unknown.length > 0) log(`env: warning: boundloop reads none of ${read.unknown.join(", ")}`);
+    }
+    dynamo = startDynamoEarly({ ...process.env, ...vars }, { writeClassData: true });
   }
+  const { startLocalStack } = await import("./local-stack.js");
 
   // A signal while the dependencies are still starting waits for them, then stops them all.
   const warm = import("./warm.js").then(({ warmHandlerModules }) => warmHandlerModules());
   const starting: Promise<LocalStack> = startLocalStack({ ...process.env, ...vars }, log, {
     writeClassData: true,
+    ...(dynamo ? { dynamo } : {}),
   });
   let interrupted = false;
   onShutdownSignal(
@@ -159,7 +172,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     Object.assign(process.env, vars, stack.env);
     const { handler } = await import("../functions/api/handler.js");
-    const timeoutMs = functionTimeoutMs(options.timeoutSeconds);
+    const timeoutMs = await functionTimeoutMs(options.timeoutSeconds);
     // The events share this process's tables: the same event sent twice is a retry (Idempotency-Key).
     let exit: number = INVOKE_EXIT.ok;
     for (const { path, event } of events) {
@@ -191,8 +204,9 @@ async function envVarsFiles(options: Options): Promise<string[]> {
  * The function timeout (ms): `--timeout`, else the deployed one raised to fit RUN_TIMEOUT_MS
  * (local/function-timeout.ts); a line on stderr says when one caps or exceeds the other.
  */
-function functionTimeoutMs(explicitSeconds: number | undefined): number {
+async function functionTimeoutMs(explicitSeconds: number | undefined): Promise<number> {
   // Called once the handler has loaded: the configuration is valid (else that load names the variable).
+  const { loadConfig } = await import("../shared/config.js");
   const timeout = localFunctionTimeout(loadConfig(process.env).limits, explicitSeconds, MAX_TIMEOUT_S);
   if (timeout.note) log(`invoke: ${timeout.note}`);
   return timeout.timeoutMs;

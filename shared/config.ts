@@ -22,6 +22,7 @@ import { telemetrySection } from "./config/telemetry.js";
 import { tokenIssuerSection } from "./config/token-issuer.js";
 
 export type { ApprovalRulesConfig } from "./config/approval-rules.js";
+export { FUNCTION_TIMEOUT_SECONDS } from "./config/function-timeout.js";
 export {
   BEDROCK_MODEL_ID_PATTERN,
   BEDROCK_MODEL_ID_RULE,
@@ -31,14 +32,6 @@ export {
   type ModelProvider,
 } from "./config/model-provider.js";
 export type { ObservabilityLogLevel, TracingMode } from "./config/telemetry.js";
-
-/**
- * The function's timeout in seconds, as deployed (infra/stack.ts) and as the local scripts run it
- * (`npm start`, `npm run invoke`, `npm run dev`): below API Gateway HTTP API's 30 s maximum
- * integration timeout (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-quotas.html),
- * so the function answers (or times out) before the gateway gives up on it.
- */
-export const FUNCTION_TIMEOUT_SECONDS = 29;
 
 /**
  * Every section of the configuration, in the order docs/configuration.md lists their variables within a

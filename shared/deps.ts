@@ -5,6 +5,7 @@ import type { ToolRegistry } from "./agent/dispatcher.js";
 import type { Model } from "./agent/model.js";
 import { halveHistory } from "./agent/transcript.js";
 import { type ApprovalEvents, eventBridgeApprovalEvents } from "./approval-events.js";
+import { type Clock, SYSTEM_CLOCK } from "./clock.js";
 import type { Config } from "./config.js";
 import type { DurableExecutions } from "./durable/executions.js";
 import { onceUntilFailed } from "./lazy.js";
@@ -16,7 +17,6 @@ import { PolicySets } from "./policies/sets.js";
 import { counterTotals } from "./policies/totals.js";
 import { Quotas } from "./quotas/service.js";
 import { createRunTracer } from "./run-trace.js";
-import { type FeedClock, SYSTEM_CLOCK } from "./runs/event-feed.js";
 import { type RunEvent, RunEventHub, runEventObserver } from "./runs/events.js";
 import type { RunObserver } from "./runs/observer.js";
 import type { AgentRunShapes } from "./runs/run-shapes.js";
@@ -47,8 +47,9 @@ import { accountingTools } from "./tools/registry.js";
  * - `logger`, `metrics`: Powertools Logger and Metrics (see shared/observability.ts)
  * - `runObservers`: observers of every run's lifecycle points (shared/runs/observer.ts); by default the
  *   run tracer (shared/run-trace.ts) and the run events (shared/runs/events.ts)
- * - `runEvents`: the runs' event logs (`store`) and this container's live readers (`hub`); `clock`, the
- *   clock event streams wait with (heartbeats, time limits, polls; tests inject their own)
+ * - `runEvents`: the runs' event logs (`store`) and this container's live readers (`hub`); `clock`
+ *   (shared/clock.ts), the clock event streams wait with (heartbeats, time limits, polls) and durable runs
+ *   keep time by (start, deadline, duration); tests inject their own
  */
 export interface SharedDeps {
   config: Config;
@@ -65,7 +66,7 @@ export interface SharedDeps {
   approvalEvents: ApprovalEvents;
   runObservers?: readonly RunObserver[];
   runEvents: { store: RunEventStore<RunEvent>; hub: RunEventHub };
-  clock: FeedClock;
+  clock: Clock;
   policies: PolicyServices;
   /** Quotas, budgets and cost (shared/quotas/service.ts); absent only where a test or bench turns them off. */
   quotas?: Quotas;
@@ -124,8 +125,8 @@ export type RunnerDeps = SharedDeps;
 
 /** Optional parts of {@link createApiDeps} that tests and scripts may supply. */
 export interface ApiDepsOptions extends ChatModelOptions {
-  /** The clock of the event streams (default: the wall clock, shared/runs/event-feed.ts). */
-  clock?: FeedClock;
+  /** The clock of the event streams and durable runs (default: the wall clock, shared/clock.ts). */
+  clock?: Clock;
   /**
    * Where durable runs (`Prefer: respond-async`) start; default: Lambda durable functions on
    * RUNNER_FUNCTION_ARN when it is set, else none (the preference is then ignored and runs are synchronous).

@@ -5,15 +5,19 @@ import type { ScriptedReply } from "../local/model-server.js";
 import { loadConfig } from "../shared/config.js";
 import { type DurableStack, runPathEvent, startDurableStack } from "./support/durable.js";
 import { runEvent } from "./support/idempotency.js";
+import { ManualClock } from "./support/streaming.js";
 
-const ASYNC_RUN_TIMEOUT_MS = 1_500;
+// The run's clock is the test's (the API's start, the runner's deadline and duration go by it): every
+// model step moves it on by MODEL_STEP_MS, so where the deadline falls is fixed, however busy the machine.
+const ASYNC_RUN_TIMEOUT_MS = 600_000;
+const MODEL_STEP_MS = 60_000;
+const clock = new ManualClock();
 let stack: DurableStack;
 beforeAll(async () => {
-  stack = await startDurableStack({
-    ASYNC_RUN_TIMEOUT_MS: String(ASYNC_RUN_TIMEOUT_MS),
-    MAX_CYCLES: "50",
-    MAX_TOOL_CALLS_PER_RUN: "500",
-  });
+  stack = await startDurableStack(
+    { ASYNC_RUN_TIMEOUT_MS: String(ASYNC_RUN_TIMEOUT_MS), MAX_CYCLES: "50", MAX_TOOL_CALLS_PER_RUN: "500" },
+    { clock },
+  );
 });
 afterAll(async () => {
   await stack?.stop();
@@ -25,9 +29,8 @@ const json = (response: APIGatewayProxyStructuredResultV2) =>
 describe("the absolute deadline of a durable run (ASYNC_RUN_TIMEOUT_MS)", () => {
   it("ends a run that keeps asking for tools past ASYNC_RUN_TIMEOUT_MS as deadline_exceeded", async () => {
     const tenantId = "tenant_async_deadline";
-    // A model that never stops asking for a tool, each reply 200 ms late: 40 replies would take 8 s.
+    // A model that never stops asking for a tool, each answer a minute of the run's clock: 40 would take 40 min.
     const replies: ScriptedReply[] = Array.from({ length: 40 }, (_, index) => ({
-      delayMs: 200,
       toolCalls: [
         {
           id: `call_${index}`,
@@ -37,24 +40,27 @@ describe("the absolute deadline of a durable run (ASYNC_RUN_TIMEOUT_MS)", () => 
       ],
     }));
     stack.model.script(replies);
+    stack.faults.beforeStep = (name) => {
+      if (/^cycle-\d+:model$/.test(name)) clock.advance(MODEL_STEP_MS);
+    };
     const event = runEvent({ tenantId, prompt: "keep calculating" });
     event.headers = { ...event.headers, prefer: "respond-async" };
     const response = await stack.invoke(event);
     expect(response.statusCode).toBe(202);
     const started = RunRecordSchema.parse(json(response));
     expect(started.limits.timeoutMs).toBe(ASYNC_RUN_TIMEOUT_MS);
+    expect(Date.parse(started.startedAt)).toBe(clock.now());
 
     const execution = stack.executions.get(started.runId);
     await execution?.done;
+    delete stack.faults.beforeStep;
     expect(execution?.status).toBe("SUCCEEDED");
     const read = RunRecordSchema.parse(json(await stack.invoke(runPathEvent(started.runId, tenantId))));
-    expect(read.status).toBe("deadline_exceeded");
-    expect(read.cycles).toBeGreaterThan(1);
-    expect(read.cycles).toBeLessThan(40);
-    // The deadline is absolute from the start: the run took about the timeout, not more.
-    expect(read.durationMs).toBeGreaterThanOrEqual(ASYNC_RUN_TIMEOUT_MS);
-    expect(read.durationMs).toBeLessThan(ASYNC_RUN_TIMEOUT_MS + 2_000);
-    expect(stack.model.requests.length).toBeLessThan(40);
+    // Nine model steps moved the clock 540 s; the tenth reached the deadline (600 s) before its call.
+    expect(read).toMatchObject({ status: "deadline_exceeded", cycles: 9 });
+    expect(stack.model.requests).toHaveLength(9);
+    // The deadline is absolute from the start: the run took the timeout, not more.
+    expect(read.durationMs).toBe(ASYNC_RUN_TIMEOUT_MS);
   });
 
   it("ASYNC_RUN_TIMEOUT_MS is capped by the execution timeout minus DEADLINE_RESERVE_MS", () => {

@@ -1,3 +1,5 @@
+import { type Clock, SYSTEM_CLOCK } from "../clock.js";
+
 /** Raised (as an abort reason) when a run's deadline passes. */
 export class DeadlineExceededError extends Error {
   constructor(message = "The run's deadline passed.") {
@@ -7,21 +9,28 @@ export class DeadlineExceededError extends Error {
 }
 
 /**
- * One wall-clock deadline for a run, with an AbortSignal that fires when it passes. The signal goes to
- * every model request and tool handler, so the deadline is enforced during calls, not only between them.
- * Times are epoch ms (`Date.now()` clock).
+ * One deadline for a run, with an AbortSignal that fires when it passes. The signal goes to every model
+ * request and tool handler, so the deadline is enforced during calls, not only between them. Times are
+ * epoch ms of `clock` (shared/clock.ts; default the wall clock, whose timer never keeps a process alive);
+ * an injected clock (tests) moves the deadline's time and fires its signal.
  */
 export class Deadline {
   /** Epoch ms at which the run must stop. */
   readonly at: number;
   private controller = new AbortController();
-  private timer: NodeJS.Timeout;
+  private disarm: () => void;
 
-  /** @param budgetMs ms from now until the deadline (clamped to at least 0) */
-  constructor(budgetMs: number, now: number = Date.now()) {
+  /**
+   * @param budgetMs ms from now until the deadline (clamped to at least 0)
+   * @param clock the clock `at`, `remainingMs` and the signal go by
+   */
+  constructor(
+    budgetMs: number,
+    private readonly clock: Clock = SYSTEM_CLOCK,
+  ) {
     const ms = Math.max(0, Math.floor(budgetMs));
-    this.at = now + ms;
-    this.timer = this.arm(ms);
+    this.at = clock.now() + ms;
+    this.disarm = this.arm(ms);
   }
 
   /** Aborted with a {@link DeadlineExceededError} at `at`. */
@@ -35,37 +44,48 @@ export class Deadline {
    * already fired is replaced by a fresh one; nothing may be in flight on the old one (the loop calls this
    * between steps).
    */
-  extendTo(at: number, now: number = Date.now()): void {
+  extendTo(at: number): void {
     if (at <= this.at) return;
     (this as { at: number }).at = at;
-    clearTimeout(this.timer);
+    this.disarm();
     if (this.controller.signal.aborted) this.controller = new AbortController();
-    this.timer = this.arm(Math.max(0, at - now));
+    this.disarm = this.arm(Math.max(0, at - this.clock.now()));
   }
 
-  /** Starts the timer that aborts the signal in `ms`. */
-  private arm(ms: number): NodeJS.Timeout {
+  /**
+   * Starts the timer that aborts the signal in `ms`; returns what stops it. The wall clock's is an
+   * unref'd timeout (a pending deadline never keeps a process alive); any other clock's is its `sleep`.
+   */
+  private arm(ms: number): () => void {
     const controller = this.controller;
-    const timer = setTimeout(() => controller.abort(new DeadlineExceededError()), ms);
-    timer.unref();
-    return timer;
+    const fire = () => controller.abort(new DeadlineExceededError());
+    if (this.clock === SYSTEM_CLOCK) {
+      const timer = setTimeout(fire, ms);
+      timer.unref();
+      return () => clearTimeout(timer);
+    }
+    const cancel = new AbortController();
+    void this.clock.sleep(ms, cancel.signal).then(() => {
+      if (!cancel.signal.aborted) fire();
+    });
+    return () => cancel.abort();
   }
 
   /**
    * A deadline at the absolute instant `at` (epoch ms), e.g. the one a durable run fixed when it started:
    * every invocation that replays the run rebuilds the same deadline. An instant already past gives an
    * expired deadline that still reports `at` (so a replay reports the same `deadlineAt`).
-   * @example Deadline.until(payload.deadlineAt)
+   * @example Deadline.until(payload.deadlineAt, deps.clock)
    */
-  static until(at: number, now: number = Date.now()): Deadline {
-    const deadline = new Deadline(at - now, now);
+  static until(at: number, clock: Clock = SYSTEM_CLOCK): Deadline {
+    const deadline = new Deadline(at - clock.now(), clock);
     (deadline as { at: number }).at = at;
     return deadline;
   }
 
   /** ms left before the deadline, never negative. */
   remainingMs(): number {
-    return Math.max(0, this.at - Date.now());
+    return Math.max(0, this.at - this.clock.now());
   }
 
   /** True once the deadline has passed (or its signal fired). */
@@ -75,7 +95,7 @@ export class Deadline {
 
   /** Stops the timer; call when the run ends early. */
   dispose(): void {
-    clearTimeout(this.timer);
+    this.disarm();
   }
 
   /**

@@ -84,7 +84,8 @@ export { STEP_RETRY } from "./step-retry.js";
  *    `history:load` (shared/durable/conversation-load.ts): its checkpoint fixes the history for every replay;
  * 1. every model call and every turn of tool calls is a `ctx.step` (`cycle-<n>:model`, `cycle-<n>:tools`,
  *    `summary:model`); a replay returns their checkpoints without calling the model or the tools again;
- * 2. the deadline is `payload.deadlineAt` (absolute, fixed at start), so every invocation shares it;
+ * 2. the deadline is `payload.deadlineAt` (absolute, fixed at start), so every invocation shares it; it
+ *    and the run's duration go by `deps.clock` (the wall clock; a test's own);
  * 3. each cycle's audit step is written with a conditional put: on replay the cycles already written
  *    are skipped (their logs and metrics too);
  * 4. the outcome is written in the `run:finish` step, only while the run record is `running` (a
@@ -147,7 +148,7 @@ async function runDurably(
   const { security, runId } = payload;
   const stopped = () => options.stopSignal?.aborted === true;
   const step = life.steps(durableStep(ctx, payload, options));
-  const deadline = Deadline.until(payload.deadlineAt);
+  const deadline = Deadline.until(payload.deadlineAt, deps.clock);
   const budget = runnerBudget(deps, payload, deadline);
   await life.resumed({
     startedAt: payload.startedAt,
@@ -199,7 +200,7 @@ async function runDurably(
   if (stopped()) return { runId, status: "cancelled" };
   const { messages: _transcript, ...result } = outcome;
   const durationMs = await ctx.step("run:finish", async () => {
-    const ms = Math.max(0, Date.now() - payload.startedAt);
+    const ms = Math.max(0, deps.clock.now() - payload.startedAt);
     await budget?.finish();
     await life.finish(outcome, ms);
     return ms;

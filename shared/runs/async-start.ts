@@ -14,7 +14,7 @@ import type { RunBody, RunIdempotency, RunStart } from "./run-request.js";
 /** What an asynchronous start uses. */
 export type AsyncStartDeps = Pick<
   ApiDeps,
-  "config" | "runs" | "logger" | "metrics" | "runObservers" | "quotas"
+  "config" | "runs" | "logger" | "metrics" | "runObservers" | "quotas" | "clock"
 > & {
   executions: DurableExecutions;
 };
@@ -61,6 +61,8 @@ export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput
     limits,
     conversation,
     conversationId: input.conversationId,
+    // On the clock the runner keeps the deadline and the duration by (the wall clock; a test's own).
+    startedAt: deps.clock.now(),
   });
   const payload = durableRunPayload({
     runId,

@@ -1,31 +1,7 @@
+import type { Clock } from "../clock.js";
 import type { RunEventStore } from "../store/run-events.js";
 import type { RunStore } from "../store/runs.js";
 import { FINAL_EVENT_TYPE, type RunEvent, type RunEventHub } from "./events.js";
-
-/**
- * The clock a feed waits with: `now` (epoch ms) and `sleep`, which resolves after `ms` or as soon as
- * `signal` aborts (never rejects). Injected so tests drive heartbeats and stream limits without waiting.
- */
-export interface FeedClock {
-  now(): number;
-  sleep(ms: number, signal: AbortSignal): Promise<void>;
-}
-
-/** The wall clock: `Date.now` and a `setTimeout` that an abort cuts short. */
-export const SYSTEM_CLOCK: FeedClock = {
-  now: () => Date.now(),
-  sleep: (ms, signal) =>
-    new Promise((resolve) => {
-      if (signal.aborted) return resolve();
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        resolve();
-      }
-      signal.addEventListener("abort", done, { once: true });
-    }),
-};
 
 /**
  * How long after a run's record ended (its `finishedAt`, ms) a reader waits for the writer's final
@@ -103,7 +79,7 @@ export interface FollowInput {
   runId: string;
   after: number;
   pollMs: number;
-  clock: FeedClock;
+  clock: Clock;
   signal: AbortSignal;
   live?: LiveEvents;
 }

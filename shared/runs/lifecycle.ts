@@ -28,13 +28,15 @@ export const RUN_FAILED_REASON = "The server failed during the run.";
 /**
  * What the run record stores of a run's start: its prompt (hashed), limits in force and conversation;
  * `conversationId` names the conversation a run that continues none starts (an A2A context, an AG-UI
- * thread; default the run's own id); a continuation takes its previous run's.
+ * thread; default the run's own id); a continuation takes its previous run's. `startedAt` (epoch ms,
+ * default the wall clock's now): a durable run's start, read from the clock its deadline goes by.
  */
 export interface RunStartInput {
   prompt: string;
   limits: Pick<RunLimits, "maxCycles" | "runTimeoutMs">;
   conversation?: { previousRunId: string; conversationId?: string; summary: HistorySummary } | undefined;
   conversationId?: string | undefined;
+  startedAt?: number;
 }
 
 /**
@@ -63,16 +65,19 @@ export class RunLifecycle {
   async start(input: RunStartInput): Promise<AgentRunRecord> {
     const { runs, logger } = this.deps;
     const { tenantId, runId, userId } = this.subject;
-    const started = await runs.start({
-      tenantId,
-      runId,
-      userId,
-      prompt: input.prompt,
-      limits: { maxCycles: input.limits.maxCycles, timeoutMs: input.limits.runTimeoutMs },
-      previousRunId: input.conversation?.previousRunId,
-      history: input.conversation?.summary,
-      conversationId: input.conversation?.conversationId ?? input.conversationId,
-    });
+    const started = await runs.start(
+      {
+        tenantId,
+        runId,
+        userId,
+        prompt: input.prompt,
+        limits: { maxCycles: input.limits.maxCycles, timeoutMs: input.limits.runTimeoutMs },
+        previousRunId: input.conversation?.previousRunId,
+        history: input.conversation?.summary,
+        conversationId: input.conversation?.conversationId ?? input.conversationId,
+      },
+      new Date(input.startedAt ?? Date.now()),
+    );
     if (started.kind === "exists") {
       if (started.existing?.userId !== userId) throw new Error(`The run id ${runId} is another run's.`);
       return started.existing;

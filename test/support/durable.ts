@@ -7,6 +7,7 @@ import { createLocalDurableApi, eventForRoute } from "../../local/durable-runner
 import { createLambdaContext } from "../../local/lambda-context.js";
 import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
 import type { ApprovalRequestedEvent } from "../../shared/approval-events.js";
+import type { Clock } from "../../shared/clock.js";
 import { type Config, loadConfig } from "../../shared/config.js";
 import { type ApiDeps, createApiDeps, type RunnerDeps } from "../../shared/deps.js";
 import type { DurableRunOptions } from "../../shared/durable/runner.js";
@@ -34,8 +35,14 @@ export interface DurableStack {
   stop(): Promise<void>;
 }
 
-/** Starts a {@link DurableStack}; `env` overrides configuration variables. */
-export async function startDurableStack(env: Record<string, string> = {}): Promise<DurableStack> {
+/**
+ * Starts a {@link DurableStack}; `env` overrides configuration variables; `options.clock` is the clock of
+ * the API and the runner (a durable run's start, deadline and duration; default the wall clock).
+ */
+export async function startDurableStack(
+  env: Record<string, string> = {},
+  options: { clock?: Clock } = {},
+): Promise<DurableStack> {
   const model = await startModelServer();
   const config = loadConfig({
     DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
@@ -47,6 +54,7 @@ export async function startDurableStack(env: Record<string, string> = {}): Promi
   const faults: DurableStack["faults"] = {};
   const events = printedApprovalEvents(() => {});
   const api = createLocalDurableApi(config, {
+    ...options,
     approvalEvents: events,
     faults: {
       beforeStep: (name) => faults.beforeStep?.(name),
@@ -54,7 +62,7 @@ export async function startDurableStack(env: Record<string, string> = {}): Promi
     },
   });
   const { executions, handler } = api;
-  const deps = createApiDeps(config, { executions });
+  const deps = createApiDeps(config, { executions, ...options });
   await ensureTable(deps.ddb, config.table.name);
   return {
     config,

@@ -11,8 +11,8 @@ import {
   type StreamMetadata,
 } from "../../local/lambda-streaming.js";
 import { createTokenVerifier } from "../../shared/auth/token-verifier.js";
+import type { Clock } from "../../shared/clock.js";
 import type { ApiDeps } from "../../shared/deps.js";
-import type { FeedClock } from "../../shared/runs/event-feed.js";
 import type { RunEvent } from "../../shared/runs/events.js";
 import { startTestStack, type TestStack } from "./stack.js";
 
@@ -195,7 +195,7 @@ export function functionUrlEvent(
  * A clock the test moves: `sleep` resolves when {@link ManualClock.advance} passes its time (or its
  * signal aborts). `sleepers` counts the waits in progress, so a test can wait until the stream waits.
  */
-export class ManualClock implements FeedClock {
+export class ManualClock implements Clock {
   private time = Date.now();
   private readonly timers = new Set<{ at: number; resolve: () => void }>();
 
