@@ -134,19 +134,8 @@ async function main(): Promise<void> {
     return result;
   };
 
-  const dynamo = await startLocalDynamo();
-  const scripted = await startModelServer({ script: [] });
-  const planner = await startModelServer();
-  const table = "bench-runs";
-  const ddb = createDocumentClient({
-    name: table,
-    endpoint: dynamo.endpoint,
-    region: "eu-west-2",
-    requestTimeoutMs: 3_000,
-  });
+  const { dynamo, scripted, env, stop } = await startServices();
   try {
-    await ensureTable(ddb, table);
-    const env = { dynamoEndpoint: dynamo.endpoint, table, modelBaseURL: planner.baseURL };
     const p1 = await section("P1", () => benchLoopOverhead(SETTINGS.p1));
     for (const [name, f] of Object.entries(p1.frameworks)) {
       console.log(`   ${name}: ${f.overheadPerCycleUs.median} µs/cycle`);
@@ -217,18 +206,15 @@ async function main(): Promise<void> {
     console.log(`\n${goalsTable(report)}\n\nLambda memory: ${report.lambdaMemory.reason}`);
     console.log("\nWrote bench/results/latest.json, bench/results/latest.md, bench/results/idempotency.json");
   } finally {
-    ddb.destroy();
-    await scripted.stop();
-    await planner.stop();
-    await dynamo.stop();
+    await stop();
   }
 }
 
 /**
- * `--only governance`: the governance section alone (its own DynamoDB Local and model servers); writes
- * bench/results/governance.json and governance.md.
+ * One DynamoDB Local with the table `bench-runs`, a scripted model server and a planner one; `env` is what
+ * the cold-start children and the load test need; `stop()` stops all of them.
  */
-async function onlyGovernance(machine: MachineInfo): Promise<void> {
+async function startServices() {
   const dynamo = await startLocalDynamo();
   const scripted = await startModelServer({ script: [] });
   const planner = await startModelServer();
@@ -239,9 +225,24 @@ async function onlyGovernance(machine: MachineInfo): Promise<void> {
     region: "eu-west-2",
     requestTimeoutMs: 3_000,
   });
+  await ensureTable(ddb, table);
+  const env = { dynamoEndpoint: dynamo.endpoint, table, modelBaseURL: planner.baseURL };
+  const stop = async () => {
+    ddb.destroy();
+    await scripted.stop();
+    await planner.stop();
+    await dynamo.stop();
+  };
+  return { dynamo, scripted, env, stop };
+}
+
+/**
+ * `--only governance`: the governance section alone (its own DynamoDB Local and model servers); writes
+ * bench/results/governance.json and governance.md.
+ */
+async function onlyGovernance(machine: MachineInfo): Promise<void> {
+  const { scripted, env, stop } = await startServices();
   try {
-    await ensureTable(ddb, table);
-    const env = { dynamoEndpoint: dynamo.endpoint, table, modelBaseURL: planner.baseURL };
     const result: GovernanceResult = await benchGovernance(env, scripted, SETTINGS.governance);
     machine.loadavgAtEnd = round2(loadavg());
     const command = quick
@@ -256,10 +257,7 @@ async function onlyGovernance(machine: MachineInfo): Promise<void> {
     await writeFile(new URL("./results/governance.md", import.meta.url), markdown);
     console.log(`\n${markdown}\nWrote bench/results/governance.json, bench/results/governance.md`);
   } finally {
-    ddb.destroy();
-    await scripted.stop();
-    await planner.stop();
-    await dynamo.stop();
+    await stop();
   }
 }
 
@@ -301,18 +299,8 @@ async function onlyP1(): Promise<void> {
  * server; writes bench/results/tracing.json and tracing.md and prints the tracing table.
  */
 async function onlyTracing(machine: MachineInfo): Promise<void> {
-  const dynamo = await startLocalDynamo();
-  const planner = await startModelServer();
-  const table = "bench-runs";
-  const ddb = createDocumentClient({
-    name: table,
-    endpoint: dynamo.endpoint,
-    region: "eu-west-2",
-    requestTimeoutMs: 3_000,
-  });
+  const { env, stop } = await startServices();
   try {
-    await ensureTable(ddb, table);
-    const env = { dynamoEndpoint: dynamo.endpoint, table, modelBaseURL: planner.baseURL };
     machine.loadavgBySection.P1 = round2(loadavg())[0] as number;
     const p1 = await benchLoopOverhead(SETTINGS.tracing.p1);
     machine.loadavgBySection.P4 = round2(loadavg())[0] as number;
@@ -337,9 +325,7 @@ async function onlyTracing(machine: MachineInfo): Promise<void> {
     );
     console.log(`\n${section}\nWrote bench/results/tracing.json, bench/results/tracing.md`);
   } finally {
-    ddb.destroy();
-    await planner.stop();
-    await dynamo.stop();
+    await stop();
   }
 }
 
