@@ -7,6 +7,7 @@ import type { ColdStartResult, ColdStartVariant } from "./cold-start.js";
 import type { ConsoleSize } from "./console-size.js";
 import type { DurableBenchResult } from "./durable.js";
 import type { EventsBenchResult } from "./events.js";
+import type { GovernanceResult } from "./governance-report.js";
 import type { IdempotencyReport, Phase } from "./idempotency.js";
 import type { LoadResult } from "./load.js";
 import {
@@ -66,6 +67,8 @@ export interface BenchReport {
   events: EventsBenchResult;
   /** The console's size, gzip (bench/console-size.ts). */
   console: ConsoleSize;
+  /** Cedar policies and quotas (bench/governance-report.ts). */
+  governance: GovernanceResult;
   lambdaMemory: MemoryRecommendation;
 }
 

@@ -15,6 +15,9 @@
  * `--only tracing` runs P1 and P4 with fewer repetitions and writes the tracing on ÷ off figures side by
  * side to bench/results/tracing.json and bench/results/tracing.md (the full run has them at the end of
  * latest.md too). `--only console` measures the console alone and writes bench/results/console.md.
+ * `--only governance` runs the governance section alone (bench/governance-report.ts: Cedar decision,
+ * DynamoDB requests with policies and quotas, cold start with policies, a run's cost by length) and
+ * writes bench/results/governance.json and governance.md; the full run has it at the end of latest.md.
  */
 
 import { mkdir, readFile, writeFile } from "node:fs/promises";
@@ -28,6 +31,7 @@ import { benchColdStart } from "./cold-start.js";
 import { benchConsoleSize, renderConsoleSize } from "./console-size.js";
 import { benchDurable, renderDurable } from "./durable.js";
 import { benchEvents, renderEvents } from "./events.js";
+import { benchGovernance, type GovernanceResult, renderGovernance } from "./governance-report.js";
 import { benchIdempotency, printIdempotency, writeIdempotencyReport } from "./idempotency.js";
 import { benchLoad } from "./load.js";
 import { benchLoopOverhead, benchParallelTools } from "./loop-overhead.js";
@@ -48,8 +52,10 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 const quick = process.argv.includes("--quick");
 const onlyIndex = process.argv.indexOf("--only");
 const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
-if (only !== undefined && only !== "p1" && only !== "tracing" && only !== "console") {
-  console.error(`--only: unknown section ${JSON.stringify(only)} (supported: p1, tracing, console)`);
+if (only !== undefined && !["p1", "tracing", "console", "governance"].includes(only)) {
+  console.error(
+    `--only: unknown section ${JSON.stringify(only)} (supported: p1, tracing, console, governance)`,
+  );
   process.exit(2);
 }
 /** Repetitions: sized so the whole run stays well under 10 minutes on 2 shared cores. */
@@ -64,6 +70,7 @@ const SETTINGS = quick
       mcp: { calls: 10, coldStarts: 2 },
       tracing: { p1: { warmupRuns: 10, warmupBatch: 5, rounds: 3, runsPerRound: 5 }, coldStarts: 2 },
       eventRuns: 2,
+      governance: { coldPairs: 2, decisions: 1_000 },
     }
   : {
       p1: { warmupRuns: 2000, warmupBatch: 500, rounds: 30, runsPerRound: 50 },
@@ -76,6 +83,7 @@ const SETTINGS = quick
       // P1 warm enough for a ratio of two runs of the same loop (both processes warm up alike).
       tracing: { p1: { warmupRuns: 600, warmupBatch: 200, rounds: 12, runsPerRound: 30 }, coldStarts: 5 },
       eventRuns: 7,
+      governance: { coldPairs: 9, decisions: 5_000 },
     };
 
 /** The packages P1, P2 and P5 compare with. */
@@ -114,6 +122,7 @@ async function main(): Promise<void> {
   if (only === "p1") return onlyP1();
   if (only === "tracing") return onlyTracing(machine);
   if (only === "console") return onlyConsole();
+  if (only === "governance") return onlyGovernance(machine);
   const sectionSeconds: Record<string, number> = {};
   const section = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
     machine.loadavgBySection[name] = round2(loadavg())[0] as number;
@@ -125,19 +134,8 @@ async function main(): Promise<void> {
     return result;
   };
 
-  const dynamo = await startLocalDynamo();
-  const scripted = await startModelServer({ script: [] });
-  const planner = await startModelServer();
-  const table = "bench-runs";
-  const ddb = createDocumentClient({
-    name: table,
-    endpoint: dynamo.endpoint,
-    region: "eu-west-2",
-    requestTimeoutMs: 3_000,
-  });
+  const { dynamo, scripted, env, stop } = await startServices();
   try {
-    await ensureTable(ddb, table);
-    const env = { dynamoEndpoint: dynamo.endpoint, table, modelBaseURL: planner.baseURL };
     const p1 = await section("P1", () => benchLoopOverhead(SETTINGS.p1));
     for (const [name, f] of Object.entries(p1.frameworks)) {
       console.log(`   ${name}: ${f.overheadPerCycleUs.median} µs/cycle`);
@@ -172,6 +170,7 @@ async function main(): Promise<void> {
     console.log(
       `   P7 ${events.p7.map((row) => `${row.ratio} (model ${row.modelDelayMs} ms)`).join(", ")}; P8 ${events.p8.jsonRatio} (streamed ${events.p8.streamedRatio}); streamed ÷ JSON per cycle ${events.overhead.ratio}×`,
     );
+    const governance = await section("governance", () => benchGovernance(env, scripted, SETTINGS.governance));
     const consoleSize = await section("console", () => benchConsoleSize());
     console.log(
       `   console first view ${consoleSize.firstViewGzipBytes} B gzip (${consoleSize.ratioToGoal} of the goal)`,
@@ -192,6 +191,7 @@ async function main(): Promise<void> {
       mcp,
       events,
       console: consoleSize,
+      governance,
       lambdaMemory: recommendMemory(p4, p5, load),
     };
     await mkdir(new URL("./results/", import.meta.url), { recursive: true });
@@ -201,15 +201,63 @@ async function main(): Promise<void> {
     );
     await writeFile(
       new URL("./results/latest.md", import.meta.url),
-      `${renderMarkdown(report)}\n${renderDurable(durable)}\n${renderMcp(mcp)}\n${renderTracing(p1, p4)}\n${renderEvents(events)}\n${renderConsoleSize(consoleSize)}`,
+      `${renderMarkdown(report)}\n${renderDurable(durable)}\n${renderMcp(mcp)}\n${renderTracing(p1, p4)}\n${renderEvents(events)}\n${renderConsoleSize(consoleSize)}\n${renderGovernance(governance)}`,
     );
     console.log(`\n${goalsTable(report)}\n\nLambda memory: ${report.lambdaMemory.reason}`);
     console.log("\nWrote bench/results/latest.json, bench/results/latest.md, bench/results/idempotency.json");
   } finally {
+    await stop();
+  }
+}
+
+/**
+ * One DynamoDB Local with the table `bench-runs`, a scripted model server and a planner one; `env` is what
+ * the cold-start children and the load test need; `stop()` stops all of them.
+ */
+async function startServices() {
+  const dynamo = await startLocalDynamo();
+  const scripted = await startModelServer({ script: [] });
+  const planner = await startModelServer();
+  const table = "bench-runs";
+  const ddb = createDocumentClient({
+    name: table,
+    endpoint: dynamo.endpoint,
+    region: "eu-west-2",
+    requestTimeoutMs: 3_000,
+  });
+  await ensureTable(ddb, table);
+  const env = { dynamoEndpoint: dynamo.endpoint, table, modelBaseURL: planner.baseURL };
+  const stop = async () => {
     ddb.destroy();
     await scripted.stop();
     await planner.stop();
     await dynamo.stop();
+  };
+  return { dynamo, scripted, env, stop };
+}
+
+/**
+ * `--only governance`: the governance section alone (its own DynamoDB Local and model servers); writes
+ * bench/results/governance.json and governance.md.
+ */
+async function onlyGovernance(machine: MachineInfo): Promise<void> {
+  const { scripted, env, stop } = await startServices();
+  try {
+    const result: GovernanceResult = await benchGovernance(env, scripted, SETTINGS.governance);
+    machine.loadavgAtEnd = round2(loadavg());
+    const command = quick
+      ? "npm run bench -- --only governance --quick"
+      : "npm run bench -- --only governance";
+    const markdown = `# Benchmarks: governance\n\n\`${command}\` on ${new Date().toISOString()}: Node ${machine.node}, ${machine.cpus} × ${machine.cpuModel}; load average ${machine.loadavgAtStart.join(" / ")} at the start, ${machine.loadavgAtEnd.join(" / ")} at the end (shared machine).\n\n${renderGovernance(result)}`;
+    await mkdir(new URL("./results/", import.meta.url), { recursive: true });
+    await writeFile(
+      new URL("./results/governance.json", import.meta.url),
+      `${JSON.stringify({ command, machine, ...result }, null, 2)}\n`,
+    );
+    await writeFile(new URL("./results/governance.md", import.meta.url), markdown);
+    console.log(`\n${markdown}\nWrote bench/results/governance.json, bench/results/governance.md`);
+  } finally {
+    await stop();
   }
 }
 
@@ -251,18 +299,8 @@ async function onlyP1(): Promise<void> {
  * server; writes bench/results/tracing.json and tracing.md and prints the tracing table.
  */
 async function onlyTracing(machine: MachineInfo): Promise<void> {
-  const dynamo = await startLocalDynamo();
-  const planner = await startModelServer();
-  const table = "bench-runs";
-  const ddb = createDocumentClient({
-    name: table,
-    endpoint: dynamo.endpoint,
-    region: "eu-west-2",
-    requestTimeoutMs: 3_000,
-  });
+  const { env, stop } = await startServices();
   try {
-    await ensureTable(ddb, table);
-    const env = { dynamoEndpoint: dynamo.endpoint, table, modelBaseURL: planner.baseURL };
     machine.loadavgBySection.P1 = round2(loadavg())[0] as number;
     const p1 = await benchLoopOverhead(SETTINGS.tracing.p1);
     machine.loadavgBySection.P4 = round2(loadavg())[0] as number;
@@ -287,9 +325,7 @@ async function onlyTracing(machine: MachineInfo): Promise<void> {
     );
     console.log(`\n${section}\nWrote bench/results/tracing.json, bench/results/tracing.md`);
   } finally {
-    ddb.destroy();
-    await planner.stop();
-    await dynamo.stop();
+    await stop();
   }
 }
 

@@ -215,8 +215,11 @@ function sharedDeps(
   };
 }
 
-/** The quotas over the table, pricing calls by the model the functions call. */
-function quotasOf(config: Config, ddb: DynamoDBDocumentClient, now?: () => number): Quotas {
+/**
+ * The quotas over the table, pricing calls by the model the functions call (the Bedrock model id with
+ * MODEL_PROVIDER bedrock, else MODEL); `now` is the clock (epoch ms), default Date.now.
+ */
+export function quotasOf(config: Config, ddb: DynamoDBDocumentClient, now?: () => number): Quotas {
   const model = config.model.provider === "bedrock" ? config.model.bedrock.modelId : config.model.name;
   return new Quotas(ddb, config.table.name, { ...config.quotas, model }, now);
 }

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -110,5 +111,36 @@ describe("the bounded loop", () => {
     expect(outcome.cycles).toBe(2);
     expect(outcome.toolResults.map((r) => r.data)).toEqual([{ n: 1 }, { n: 2 }]);
     expect(outcome.messages.filter((m) => m.role === "tool")).toHaveLength(2);
+  });
+});
+
+describe("the model adapter and the run's signal", () => {
+  it("leaves no abort listener on the run's signal after its calls, and a call still stops when it aborts", async () => {
+    const chat = new OpenAIChatModel(client, "scripted");
+    const run = new AbortController();
+    model.script(Array.from({ length: 12 }, (_, n) => ({ content: `answer ${n}` })));
+    for (let n = 0; n < 12; n++) {
+      const reply = await chat.call({
+        messages: [{ role: "user", content: "hi" }],
+        tools: [],
+        toolChoice: "auto",
+        signal: run.signal,
+        deadlineAt: Date.now() + 10_000,
+      });
+      expect(reply).toMatchObject({ kind: "reply", content: `answer ${n}` });
+    }
+    expect(getEventListeners(run.signal, "abort")).toHaveLength(0);
+
+    model.script([{ content: "too late", delayMs: 5_000 }]);
+    const pending = chat.call({
+      messages: [{ role: "user", content: "hi" }],
+      tools: [],
+      toolChoice: "auto",
+      signal: run.signal,
+      deadlineAt: Date.now() + 10_000,
+    });
+    setTimeout(() => run.abort(new Error("deadline")), 50);
+    expect(await pending).toMatchObject({ kind: "failure", cause: "deadline" });
+    expect(getEventListeners(run.signal, "abort")).toHaveLength(0);
   });
 });

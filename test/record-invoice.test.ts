@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dispatchToolCall } from "../shared/agent/dispatcher.js";
+import { invoiceIdForQuote } from "../shared/store/ledger.js";
+import { recordInvoiceTool } from "../shared/tools/record-invoice.js";
+import { countRequests } from "./support/idempotency.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
 let stack: TestStack;
@@ -71,5 +74,68 @@ describe("recordInvoice idempotency", () => {
     expect(third.error?.details).toMatchObject({ invoiceId: a.invoice.invoiceId });
     expect(third.error?.message).toContain(a.invoice.invoiceId);
     expect(await stack.deps.ledger.list("tenant_idem")).toHaveLength(1);
+  });
+});
+
+describe("recordInvoice's one read of its quote under policies", () => {
+  /** A quote of `writer` and a recordInvoice tool whose clock the test moves (epoch ms). */
+  async function setUp() {
+    let nowMs = Date.now();
+    const tool = recordInvoiceTool({
+      ledger: stack.deps.ledger,
+      quotes: stack.deps.quotes,
+      clock: () => new Date(nowMs),
+    });
+    const signal = new AbortController().signal;
+    const quote = await dispatchToolCall(
+      {
+        id: "call_q",
+        name: "calculateTax",
+        arguments: JSON.stringify({
+          amount: "50.00",
+          currency: "GBP",
+          jurisdiction: "GB",
+          taxPointDate: null,
+        }),
+      },
+      stack.deps.tools,
+      writer,
+      { runId: `run_${nowMs}`, runScope: `run_${nowMs}`, occurrence: 0, signal },
+    );
+    const { quoteId, expiresAt } = quote.data as { quoteId: string; expiresAt: string };
+    const input = { clientName: "Acme Ltd", quoteId };
+    const facts = tool.facts as NonNullable<typeof tool.facts>;
+    const context = {
+      runId: "run_reads",
+      idempotencyKey: `op_${quoteId}`,
+      operationKey: `op_${quoteId}`,
+      signal,
+    };
+    return { tool, facts, input, context, signal, expiresAt, move: (to: number) => (nowMs = to) };
+  }
+
+  it("the handler uses the facts' read of the same call: one GetItem for both", async () => {
+    const { tool, facts, input, context, signal } = await setUp();
+    const counter = countRequests(stack.deps.ddb);
+    try {
+      expect(await facts.read(input, writer, { signal })).toMatchObject({
+        facts: { currency: "GBP", grossMinor: 6_000 },
+      });
+      const recorded = (await tool.handler(input, writer, context)) as {
+        invoice: { grossTotal: { amount: string } };
+      };
+      expect(recorded.invoice.grossTotal.amount).toBe("60.00");
+      expect(counter.log).toEqual(["GetItem", "PutItem"]);
+    } finally {
+      counter.stop();
+    }
+  });
+
+  it("a quote that expired between the facts' read and the handler is QUOTE_EXPIRED, nothing written", async () => {
+    const { tool, facts, input, context, signal, expiresAt, move } = await setUp();
+    expect(await facts.read(input, writer, { signal })).not.toBeNull();
+    move(Date.parse(expiresAt));
+    await expect(tool.handler(input, writer, context)).rejects.toMatchObject({ code: "QUOTE_EXPIRED" });
+    expect(await stack.deps.ledger.get(writer.tenantId, invoiceIdForQuote(input.quoteId))).toBeUndefined();
   });
 });

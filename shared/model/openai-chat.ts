@@ -94,6 +94,7 @@ export class OpenAIChatModel implements Model {
       },
     };
     let completion: ChatCompletion;
+    const linked = callSignal(request.signal);
     try {
       completion = await raceAbort(
         this.client.chat.completions.create(
@@ -112,7 +113,7 @@ export class OpenAIChatModel implements Model {
               : {}),
           },
           {
-            signal: request.signal,
+            signal: linked.signal,
             timeout: Math.max(1, request.deadlineAt - Date.now()),
             fetchOptions: hook as RequestFetchOptions,
           },
@@ -121,6 +122,8 @@ export class OpenAIChatModel implements Model {
       );
     } catch (error) {
       return this.failure(error, request, failedStatus);
+    } finally {
+      linked.release();
     }
     const usage = usageOf(completion.usage);
     const choice = completion.choices?.[0];
@@ -243,4 +246,17 @@ export function openAITelemetry(baseURL: string, model: string): ModelTelemetry 
     ...(host ? { serverAddress: host } : {}),
     ...(port ? { serverPort: port } : {}),
   };
+}
+
+/**
+ * A signal of one call that aborts with the run's `signal`: the openai SDK adds an abort listener to the
+ * signal it is given and never removes it, so given the run's own it would keep one per model call for
+ * the whole run (MaxListenersExceededWarning from the 11th cycle). Ours is removed by `release()`.
+ */
+export function callSignal(signal: AbortSignal): { signal: AbortSignal; release: () => void } {
+  const call = new AbortController();
+  const forward = () => call.abort(signal.reason);
+  if (signal.aborted) forward();
+  else signal.addEventListener("abort", forward, { once: true });
+  return { signal: call.signal, release: () => signal.removeEventListener("abort", forward) };
 }

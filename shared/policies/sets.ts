@@ -133,10 +133,14 @@ export class PolicySets {
     return sets;
   }
 
-  /** The sets of `tenantId` when they are cached and the engine is loaded, else undefined (loading them). */
+  /**
+   * The sets of `tenantId` when they are cached, else undefined (loading them); `engine` when it is
+   * loaded (its load is started only when a set needs it: a tenant without sets never loads the module).
+   */
   readyFor(tenantId: string): { sets: TenantSets; engine: CedarWasm | undefined } | undefined {
     const settled = settledValues.get(this.forTenant(tenantId));
-    return settled ? { sets: settled, engine: cedarIfLoaded() } : undefined;
+    if (!settled) return undefined;
+    return { sets: settled, engine: settled.enforced || settled.shadow ? cedarIfLoaded() : undefined };
   }
 
   /** Reads the tenant's head and parses what it and the default hold (each text once per container). */

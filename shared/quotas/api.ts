@@ -108,8 +108,11 @@ async function wakeWaiting(quotas: Quotas, deps: QuotaApiDeps, tenantId: string)
   );
 }
 
-/** What the tenant set itself, in the shape of {@link QuotaLimits} (only the fields it set). */
-function tenantSetOf(stored: StoredLimits): LimitsView["tenantSet"] {
+/**
+ * What the tenant set itself, in the shape of {@link QuotaLimits} (only the fields it set): the
+ * `tenantSet` of `PUT /v1/limits` and what `npm run tenant -- limits <tenant> show` prints.
+ */
+export function tenantSetOf(stored: StoredLimits): LimitsView["tenantSet"] {
   const set = stored.limits as Record<string, number | string | undefined>;
   const only = (fields: Record<string, number | string | undefined>) =>
     Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));

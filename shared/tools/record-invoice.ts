@@ -78,15 +78,55 @@ async function ownQuote(
  * or returns the invoice a retry of the same operation already recorded, and writes nothing new.
  * @throws the store's errors (the call then does not run: POLICY_CHECK_FAILED)
  */
-function invoiceFacts(deps: RecordInvoiceDeps, clock: () => Date): ToolFacts<typeof RecordInvoiceInput> {
+function invoiceFacts(
+  deps: RecordInvoiceDeps,
+  clock: () => Date,
+  read: QuoteReads,
+): ToolFacts<typeof RecordInvoiceInput> {
   return {
     schema: TaxFacts,
     metered: true,
     read: async (input, security, context) => {
-      const found = await ownQuote(deps, security, input.quoteId, clock().getTime(), context.signal);
+      const found = await read.forFacts(input, () =>
+        ownQuote(deps, security, input.quoteId, clock().getTime(), context.signal),
+      );
       return found.kind === "live" ? taxFactsOf(found.quote) : null;
     },
   };
+}
+
+type QuoteLookup = Awaited<ReturnType<QuoteStore["lookup"]>>;
+
+/**
+ * One read of the quote per call: the facts' read (before the policy decision) keeps its lookup for the
+ * handler of the same call, keyed by the call's validated arguments object (the dispatcher passes the
+ * same object to both), so a call under policies reads its quote once, not twice. A call resumed after
+ * an approval has new arguments and reads again; the handler takes a kept lookup once and re-checks the
+ * quote's expiry at its own time. Quotes are never changed once written, so the kept item is current.
+ */
+class QuoteReads {
+  private readonly kept = new WeakMap<object, Promise<QuoteLookup>>();
+
+  /** Reads for the facts and keeps the lookup for the call's handler. */
+  forFacts(input: object, read: () => Promise<QuoteLookup>): Promise<QuoteLookup> {
+    const pending = read();
+    this.kept.set(input, pending);
+    // A failed read refuses the call (fail closed): nothing to keep, and no unhandled rejection.
+    pending.catch(() => this.kept.delete(input));
+    return pending;
+  }
+
+  /** The kept lookup of this call (taken once, its expiry checked at `nowMs`), else a fresh read. */
+  async forHandler(input: object, nowMs: number, read: () => Promise<QuoteLookup>): Promise<QuoteLookup> {
+    const kept = this.kept.get(input);
+    if (!kept) return read();
+    this.kept.delete(input);
+    const found = await kept.catch(() => undefined);
+    if (!found) return read();
+    if (found.kind === "live" && nowMs >= Date.parse(found.quote.expiresAt))
+      return { kind: "expired", quote: found.quote };
+    return found;
+  }
 }
 
 /**
@@ -165,8 +205,9 @@ async function replayWithoutQuote(
  */
 export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeof RecordInvoiceInput> {
   const clock = deps.clock ?? (() => new Date());
+  const reads = new QuoteReads();
   return defineTool({
-    facts: invoiceFacts(deps, clock),
+    facts: invoiceFacts(deps, clock, reads),
     name: "recordInvoice",
     description:
       "Record an invoice in the ledger for a client, from a quote returned by calculateTax. Every amount " +
@@ -192,7 +233,10 @@ export function recordInvoiceTool(deps: RecordInvoiceDeps): ToolDefinition<typeo
       const idempotencyKey = context.idempotencyKey;
       if (!idempotencyKey) throw new Error("recordInvoice needs an idempotency key.");
       const { tenantId } = security;
-      const found = await ownQuote(deps, security, input.quoteId, clock().getTime(), context.signal);
+      const nowMs = clock().getTime();
+      const found = await reads.forHandler(input, nowMs, () =>
+        ownQuote(deps, security, input.quoteId, nowMs, context.signal),
+      );
       if (found.kind !== "live") return replayWithoutQuote(deps, tenantId, input.quoteId, found, context);
       const quote = found.quote;
       assertQuoteConsistent(quote);

@@ -1,0 +1,108 @@
+/**
+ * The governance section of `npm run bench` (`--only governance` runs it alone and writes
+ * bench/results/governance.json and governance.md): a Cedar decision's cost, DynamoDB requests with
+ * policies and quotas (bench/governance.ts), cold start with policies (bench/governance-cold.ts) and the
+ * cost of a run by length (bench/run-cost.ts), with the goals of issues 36 and 37.
+ */
+import type { LocalModelServer } from "../local/model-server.js";
+import type { ColdStartEnv } from "./cold-start.js";
+import {
+  benchDecision,
+  benchGovernanceRequests,
+  type DecisionCost,
+  type RequestCount,
+} from "./governance.js";
+import { benchPolicyColdStart, type PolicyColdStart } from "./governance-cold.js";
+import { AWS_PRICES, benchRunCost, type RunCostRow } from "./run-cost.js";
+import { round } from "./stats.js";
+
+/** Everything the section measured. */
+export interface GovernanceResult {
+  decision: DecisionCost;
+  requests: Record<string, RequestCount>;
+  coldStart: PolicyColdStart;
+  runCost: RunCostRow[];
+}
+
+/** Runs the section: `coldPairs` cold starts with and without policies; `decisions` timed decisions. */
+export async function benchGovernance(
+  env: ColdStartEnv,
+  model: LocalModelServer,
+  settings: { coldPairs: number; decisions: number },
+): Promise<GovernanceResult> {
+  process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
+  const decision = await benchDecision(settings.decisions);
+  console.log(`   Cedar decision, five policies: p50 ${decision.p50Us} µs, p99 ${decision.p99Us} µs`);
+  const requests = await benchGovernanceRequests(env.dynamoEndpoint, model);
+  for (const [name, count] of Object.entries(requests)) console.log(`   ${name}: ${count.total} requests`);
+  const coldStart = await benchPolicyColdStart(env, settings.coldPairs);
+  console.log(
+    `   cold /healthz with ÷ without policies ${coldStart.healthzMs.ratio}, seed run ${coldStart.seedRunMs.ratio}`,
+  );
+  const runCost = await benchRunCost(env.dynamoEndpoint, model);
+  return { decision, requests, coldStart, runCost };
+}
+
+/** A yes/no against a goal. */
+const met = (ok: boolean) => (ok ? "yes" : "**no**");
+
+/** The section as markdown. */
+export function renderGovernance(result: GovernanceResult): string {
+  const { decision, requests, coldStart, runCost } = result;
+  const total = (name: string) => requests[name]?.total ?? Number.NaN;
+  const off = total("quotas off (no policies)");
+  const quotas = total("every quota limit");
+  const noPolicies = total("no policies, no quota limits");
+  const withTotals = total("five policies (running totals)");
+  const lines = [
+    "## Governance: Cedar policies and quotas",
+    "",
+    "| figure | goal | measured | met |",
+    "| --- | --- | --- | --- |",
+    `| Cedar decision, five policies, warm (µs p50; p99) | ≤ 100 µs | ${decision.p50Us} µs (p99 ${decision.p99Us}) | ${met(decision.p50Us <= 100)} |`,
+    `| DynamoDB requests per keyed run, quotas on ÷ off | ≤ 1.3 | ${round(quotas / off, 2)}: ${quotas} vs ${off} | ${met(quotas / off <= 1.3)} |`,
+    `| DynamoDB requests per recorded invoice, five policies with running totals − none | +1 | +${withTotals - noPolicies}: ${withTotals} vs ${noPolicies} (the running totals' reservation) | ${met(withTotals - noPolicies <= 1)} |`,
+    `| cold /healthz, POLICIES configured ÷ without | ≤ 1.05 | ${coldStart.healthzMs.ratio}: ${coldStart.healthzMs.withPolicies} vs ${coldStart.healthzMs.without} ms | ${met(coldStart.healthzMs.ratio <= 1.05)} |`,
+    `| seed run's cold wall time, POLICIES ÷ without | ≤ 1.1 | ${coldStart.seedRunMs.ratio}: ${coldStart.seedRunMs.withPolicies} vs ${coldStart.seedRunMs.without} ms | ${met(coldStart.seedRunMs.ratio <= 1.1)} |`,
+    "",
+    `Decision: \`authorize\` of a recordInvoice call (facts, totals) against the five-policy set of bench/governance.ts, ${decision.decisions} timed after as many warm-up decisions. Cold start: ${coldStart.pairs} pairs, alternating. Requests: bench P3's keyed run (one recordInvoice, 2 cycles) in a warm container of its own per variant:`,
+    "",
+    "| variant | requests | by operation |",
+    "| --- | --- | --- |",
+    ...Object.entries(requests).map(
+      ([name, count]) =>
+        `| ${name} | ${count.total} | ${Object.entries(count.byOperation)
+          .map(([op, n]) => `${n} ${op}`)
+          .join(", ")} |`,
+    ),
+    "",
+    "### Cost of a run by length",
+    "",
+    `A synchronous run of n cycles (n − 1 calculateTax calls, then the answer), quotas on, through the real handler on DynamoDB Local. Lambda at FUNCTION_MEMORY_MB for the handler's wall time here; DynamoDB units as DynamoDB Local reports them; priced at Lambda $${AWS_PRICES.lambdaGbSecond}/GB-s + $0.20/M requests, DynamoDB on-demand $0.625/M WRU, $0.125/M RRU, HTTP API $1.00/M. Model: gpt-4o-mini at $0.15/$0.60 per M tokens (MODEL_PRICES), tokens as the local model server estimates them (4 characters a token). A synchronous run makes no durable operations (bench/durable.ts counts a durable seed run's checkpoints).`,
+    "",
+    "| cycles | handler ms | Lambda GB-s | DynamoDB requests | WRU | RRU | API requests | durable ops | infrastructure USD | model USD |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ...runCost.map(
+      (row) =>
+        `| ${row.cycles} | ${row.wallMs} | ${row.lambdaGbSeconds} | ${row.dynamoRequests} | ${row.writeUnits} | ${row.readUnits} | ${row.apiRequests} | ${row.durableOperations} | ${row.infrastructureUsd.toFixed(8)} | ${row.modelUsd ?? "–"} |`,
+    ),
+    "",
+    "Bytes written per cycle after the first (the run's start and finish excluded), by kind: flat when the 10- and 50-cycle rows agree.",
+    "",
+    ...bytesTable(runCost),
+  ];
+  return `${lines.join("\n")}\n`;
+}
+
+/** The bytes-per-cycle table: one row per run length, one column per kind of item. */
+function bytesTable(rows: readonly RunCostRow[]): string[] {
+  const kinds = [...new Set(rows.flatMap((row) => Object.keys(row.bytesPerCycle)))].sort();
+  const longer = rows.filter((row) => row.cycles > 1);
+  return [
+    `| cycles | ${kinds.join(" | ")} |`,
+    `| --- | ${kinds.map(() => "---").join(" | ")} |`,
+    ...longer.map(
+      (row) => `| ${row.cycles} | ${kinds.map((kind) => row.bytesPerCycle[kind] ?? 0).join(" | ")} |`,
+    ),
+  ];
+}

@@ -1,0 +1,250 @@
+/**
+ * `npm run tenant -- limits <tenant> [show] [options]`: an operator sets a tenant's own limits
+ * (docs/quotas.md "Per-tenant limits"), the same change as `PUT /v1/limits` through the same use case
+ * (shared/quotas/api.ts limitsChange, the LimitsChangeSchema body), written by an operator instead of a
+ * caller holding `limits:admin`.
+ *
+ *   --tenant-runs-per-minute N   --tenant-concurrent-runs N   --tenant-tokens-per-day N
+ *   --tenant-cost-per-day D      --user-runs-per-minute N     --user-tokens-per-day N
+ *   --user-cost-per-day D        each N|D may be `null` (back to the deploy setting)
+ *   --clear <field>              the same as `null`: tenant.costPerDay, tenant-cost-per-day, or all
+ *
+ * Where: `--endpoint` (or DYNAMODB_ENDPOINT) is a local DynamoDB (`npm run dev`'s, DynamoDB Local), the
+ * table `--table`, TABLE_NAME or boundloop; otherwise the deployed stack `--stack-name` (default
+ * Boundloop), its table from the TableName output (CloudFormation DescribeStacks) or `--table`, with the
+ * shell's AWS credentials and region. A cost limit needs a price for MODEL in MODEL_PRICES, read from
+ * this shell's environment as PUT /v1/limits reads the function's.
+ */
+import { userInfo } from "node:os";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { Logger } from "@aws-lambda-powertools/logger";
+import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
+import { loadConfig } from "../shared/config.js";
+import { quotasOf } from "../shared/deps.js";
+import { LIMITS_ADMIN, type LimitsView, limitsChange, tenantSetOf } from "../shared/quotas/api.js";
+import { type LimitsChange, LimitsChangeSchema } from "../shared/quotas/limits.js";
+import { createDocumentClient } from "../shared/store/dynamo.js";
+import { TENANT_ID_PATTERN } from "../shared/user-roles.js";
+
+/** The flags that set one limit: flag name → [section, field] of {@link LimitsChange}. */
+const LIMIT_FLAGS = {
+  "tenant-runs-per-minute": ["tenant", "runsPerMinute"],
+  "tenant-concurrent-runs": ["tenant", "concurrentRuns"],
+  "tenant-tokens-per-day": ["tenant", "tokensPerDay"],
+  "tenant-cost-per-day": ["tenant", "costPerDay"],
+  "user-runs-per-minute": ["user", "runsPerMinute"],
+  "user-tokens-per-day": ["user", "tokensPerDay"],
+  "user-cost-per-day": ["user", "costPerDay"],
+} as const;
+
+type LimitFlag = keyof typeof LIMIT_FLAGS;
+
+const USAGE = `usage: npm run tenant -- limits <tenant> [show] [options]
+
+  ${Object.keys(LIMIT_FLAGS)
+    .map((flag) => `--${flag} <${flag.endsWith("cost-per-day") ? "decimal" : "n"}|null>`)
+    .join("\n  ")}
+  --clear <field>        back to the deploy setting: tenant.tokensPerDay, tenant-tokens-per-day, … or all
+
+  --endpoint <url>       a local DynamoDB (default $DYNAMODB_ENDPOINT); table --table, $TABLE_NAME or boundloop
+  --stack-name <name>    otherwise the deployed stack whose TableName output names the table (default Boundloop)
+  --table <name>         the table, instead of the stack's output`;
+
+/** An operator's mistake: printed with the usage line, exit code 2, nothing written. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** A parsed `limits` command: the tenant, `show` or the change to make, where the table is. */
+export interface LimitsCommand {
+  tenantId: string;
+  change: LimitsChange | "show";
+  target: { endpoint: string; table: string } | { stackName: string; table: string | undefined };
+}
+
+/** A flag's value as the schema takes it: `null`, a number for a count, the text for a cost. */
+function flagValue(flag: LimitFlag, raw: string): number | string | null {
+  if (raw === "null") return null;
+  if (flag.endsWith("cost-per-day")) return raw;
+  return /^-?\d+(\.\d+)?(e\d+)?$/i.test(raw.trim()) ? Number(raw) : raw;
+}
+
+/** The flag of a `--clear` field (`tenant.costPerDay` or `tenant-cost-per-day`). */
+function clearedFlag(field: string): LimitFlag {
+  const flag = Object.entries(LIMIT_FLAGS).find(
+    ([name, [section, key]]) => field === name || field === `${section}.${key}`,
+  )?.[0];
+  if (!flag)
+    throw new UsageError(
+      `--clear ${field}: not a limit (one of ${Object.keys(LIMIT_FLAGS).join(", ")}, all).`,
+    );
+  return flag as LimitFlag;
+}
+
+/**
+ * The change the flags ask for, validated by {@link LimitsChangeSchema} (the body of PUT /v1/limits).
+ * @throws UsageError naming the flag and the bound it breaks
+ */
+export function changeOf(values: Partial<Record<LimitFlag, string>>, clear: readonly string[]): LimitsChange {
+  const body: { tenant?: Record<string, unknown>; user?: Record<string, unknown> } = {};
+  const set = (flag: LimitFlag, value: number | string | null) => {
+    const [section, field] = LIMIT_FLAGS[flag];
+    body[section] = { ...body[section], [field]: value };
+  };
+  for (const field of clear) {
+    for (const flag of field === "all" ? (Object.keys(LIMIT_FLAGS) as LimitFlag[]) : [clearedFlag(field)])
+      set(flag, null);
+  }
+  for (const flag of Object.keys(LIMIT_FLAGS) as LimitFlag[]) {
+    const raw = values[flag];
+    if (raw === undefined) continue;
+    if (clear.length > 0 && (clear.includes("all") || clear.map(clearedFlag).includes(flag)))
+      throw new UsageError(`--${flag} and --clear of the same limit: choose one.`);
+    set(flag, flagValue(flag, raw));
+  }
+  if (!body.tenant && !body.user)
+    throw new UsageError("No limit given: pass a --tenant-…/--user-… flag, --clear, or show.");
+  const parsed = LimitsChangeSchema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => {
+    const flag = Object.entries(LIMIT_FLAGS).find(
+      ([, [section, key]]) => issue.path[0] === section && issue.path[1] === key,
+    )?.[0];
+    return `--${flag ?? issue.path.join(".")} ${JSON.stringify(values[flag as LimitFlag] ?? null)}: ${issue.message}`;
+  });
+  throw new UsageError(problems.join("\n"));
+}
+
+/**
+ * Parses `limits <tenant> [show] [options]` (the arguments after `npm run tenant --`).
+ * @throws UsageError for an unknown command or flag, a bad tenant id or a limit out of bounds
+ */
+export function parseLimitsCommand(argv: readonly string[], env: NodeJS.ProcessEnv): LimitsCommand {
+  const [command, tenantId, ...rest] = argv;
+  if (command !== "limits") throw new UsageError(`Unknown command ${command ?? "(none)"}: only limits.`);
+  if (!tenantId || !TENANT_ID_PATTERN.test(tenantId))
+    throw new UsageError(
+      `<tenant> must be 1-64 characters of A-Z a-z 0-9 _ -, not ${JSON.stringify(tenantId ?? "")}.`,
+    );
+  const flags = Object.fromEntries(
+    Object.keys(LIMIT_FLAGS).map((flag) => [flag, { type: "string" as const }]),
+  );
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args: [...rest],
+      allowPositionals: true,
+      options: {
+        ...flags,
+        clear: { type: "string", multiple: true },
+        endpoint: { type: "string" },
+        table: { type: "string" },
+        "stack-name": { type: "string" },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values, positionals } = parsed as {
+    values: Record<string, string | string[] | undefined>;
+    positionals: string[];
+  };
+  const show = positionals[0] === "show";
+  if (positionals.length > (show ? 1 : 0))
+    throw new UsageError(`Unexpected ${positionals.join(" ")}: only show.`);
+  const limits = values as Partial<Record<LimitFlag, string>>;
+  const clear = (values.clear as string[] | undefined) ?? [];
+  const given = Object.keys(LIMIT_FLAGS).some((flag) => limits[flag as LimitFlag] !== undefined);
+  if (show && (given || clear.length > 0))
+    throw new UsageError("show changes nothing: leave out the limit flags.");
+  const change = show ? ("show" as const) : changeOf(limits, clear);
+  const endpoint = (values.endpoint as string | undefined) ?? env.DYNAMODB_ENDPOINT;
+  const table = values.table as string | undefined;
+  const target = endpoint
+    ? { endpoint, table: table ?? env.TABLE_NAME ?? "boundloop" }
+    : { stackName: (values["stack-name"] as string | undefined) ?? "Boundloop", table };
+  return { tenantId, change, target };
+}
+
+/** The table name of a deployed stack (its TableName output). */
+async function stackTable(stackName: string): Promise<string> {
+  const cloudformation = new CloudFormationClient({});
+  try {
+    const { Stacks } = await cloudformation.send(new DescribeStacksCommand({ StackName: stackName }));
+    const table = Stacks?.[0]?.Outputs?.find((output) => output.OutputKey === "TableName")?.OutputValue;
+    if (!table) throw new Error(`Stack ${stackName} has no TableName output.`);
+    return table;
+  } finally {
+    cloudformation.destroy();
+  }
+}
+
+/**
+ * Runs a parsed command against its table: sets the limits (limitsChange, as `PUT /v1/limits`) or reads
+ * them, and answers what the tenant has set, who set it and when.
+ * @throws DomainError INVALID_REQUEST for a cost limit while MODEL has no price; the store's errors
+ */
+export async function runLimitsCommand(
+  command: LimitsCommand,
+  env: NodeJS.ProcessEnv,
+): Promise<Omit<LimitsView, "limits">> {
+  const { target } = command;
+  const local = "endpoint" in target;
+  const table = target.table ?? (await stackTable((target as { stackName: string }).stackName));
+  const config = loadConfig({
+    ...env,
+    TABLE_NAME: table,
+    DYNAMODB_ENDPOINT: local ? target.endpoint : undefined,
+  });
+  const ddb = createDocumentClient(config.table);
+  try {
+    const quotas = quotasOf(config, ddb);
+    if (command.change === "show") {
+      const { stored } = await quotas.limitsFor(command.tenantId, true);
+      return { tenantSet: tenantSetOf(stored), updatedBy: stored.updatedBy, updatedAt: stored.updatedAt };
+    }
+    const security = {
+      tenantId: command.tenantId,
+      userId: `operator:${userInfo().username}`,
+      permissions: [LIMITS_ADMIN],
+    };
+    const logger = new Logger({ serviceName: "tenant", logLevel: "WARN" });
+    const { limits: _ignored, ...view } = await limitsChange({ quotas, logger }, security, command.change);
+    return view;
+  } finally {
+    ddb.destroy();
+  }
+}
+
+/** The command line: prints the tenant's own limits as JSON on stdout; 2 for bad input, 1 for a failure. */
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stderr.write(`${USAGE}\n`);
+    return 0;
+  }
+  let command: LimitsCommand;
+  try {
+    command = parseLimitsCommand(argv, env);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`tenant: ${error.message}\n${USAGE}\n`);
+    return 2;
+  }
+  const view = await runLimitsCommand(command, env);
+  process.stdout.write(`${JSON.stringify({ tenantId: command.tenantId, ...view }, null, 2)}\n`);
+  return 0;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  // The AWS SDK's "Node 20 support ends" notice is noise for a command-line tool.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      const name = error instanceof Error && error.name !== "Error" ? `${error.name}: ` : "";
+      process.stderr.write(`tenant: ${name}${error instanceof Error ? error.message : String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}
