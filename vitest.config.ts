@@ -31,6 +31,7 @@ const NOT_DEPLOYED = [
   "test/console-live.test.ts",
   "test/console-oidc.test.ts",
   "test/user-command.test.ts",
+  "test/tenant-limits.test.ts",
   "test/smoke.test.ts",
   "test/evals-cli.test.ts",
   "test/deploy-preflight.test.ts",

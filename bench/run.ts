@@ -37,15 +37,8 @@ import { benchLoad } from "./load.js";
 import { benchLoopOverhead, benchParallelTools } from "./loop-overhead.js";
 import { benchMcp, renderMcp } from "./mcp.js";
 import { benchMemory } from "./memory.js";
-import {
-  type BenchReport,
-  goalsTable,
-  type MachineInfo,
-  recommendMemory,
-  renderMarkdown,
-  renderTracing,
-  type TracingBenchReport,
-} from "./report.js";
+import { type BenchReport, goalsTable, type MachineInfo, recommendMemory, renderMarkdown } from "./report.js";
+import { renderTracing, type TracingBenchReport } from "./tracing-report.js";
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 
