@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import * as z from "zod";
 import { sha256Hex } from "../hash.js";
-import { MoneyValueSchema, ROUNDING_RULES, type TaxAmounts } from "../money/money.js";
+import { MoneyValueSchema, ROUNDING_RULES } from "../money/money.js";
 import { conditionalPut } from "./conditional.js";
 import { CONDITIONAL_WRITE_ATTEMPTS, StoreContentionError } from "./errors.js";
 import { keys } from "./keys.js";
@@ -27,7 +27,15 @@ export function quoteIdFor(operationKey: string): string {
   return `qt_${sha256Hex(operationKey).slice(0, 32)}`;
 }
 
-/** The stored shape of a quote (table attributes stripped, see `splitItem`). */
+/**
+ * A tax quote, as stored (table attributes stripped, see `splitItem`): what calculateTax computed, kept
+ * server-side so recordInvoice can copy its amounts instead of trusting numbers from the model.
+ * - `tenantId`: owner (from the verified security context); only this tenant can read it; `createdBy`: the
+ *   user it was made for (only that user records it)
+ * - `rateVersion`, `rate`, `rounding`: the tax rule row used; `taxPointDate` YYYY-MM-DD
+ * - `subtotal`, `taxAmount`, `grossTotal`: exact money in `currency`
+ * - `createdAt`, `expiresAt`: ISO 8601 UTC; after `expiresAt` the quote cannot be recorded
+ */
 const QuoteSchema = z
   .object({
     quoteId: z.string().regex(QUOTE_ID_PATTERN),
@@ -48,28 +56,8 @@ const QuoteSchema = z
   })
   .strict();
 
-/**
- * A tax quote: what calculateTax computed, stored server-side so recordInvoice can copy its amounts
- * instead of trusting numbers from the model.
- * - `tenantId`: owner (from the verified security context); only this tenant can read it
- * - `rateVersion`, `rate`, `rounding`: the tax rule row used; `taxPointDate` YYYY-MM-DD
- * - `subtotal`, `taxAmount`, `grossTotal`: exact money in `currency`
- * - `createdAt`, `expiresAt`: ISO 8601 UTC; after `expiresAt` the quote cannot be recorded
- */
-export interface Quote extends TaxAmounts {
-  quoteId: string;
-  tenantId: string;
-  jurisdiction: string;
-  rateVersion: string;
-  rate: string;
-  taxPointDate: string;
-  currency: string;
-  rounding: (typeof ROUNDING_RULES)[number];
-  runId: string;
-  createdBy: string;
-  createdAt: string;
-  expiresAt: string;
-}
+/** A tax quote: see {@link QuoteSchema}, its one definition. */
+export type Quote = z.infer<typeof QuoteSchema>;
 
 /** The result of reading a quote: missing (absent, or another tenant's), expired, or live. */
 export type QuoteLookup =
