@@ -1,5 +1,5 @@
 /**
- * Cold start with POLICIES configured ÷ without (issue 36; docs/policies.md): the deployed bundle
+ * Cold start with POLICIES configured ÷ without (docs/policies.md): the deployed bundle
  * (infra/bundle.ts, as P4 builds it) started cold in a fresh process (bench/cold-start.ts coldStart),
  * GET /healthz, then the seed run against the planner model server; the same bundle with the five-policy
  * set of bench/governance.ts in POLICIES and without, alternating, ratios of back-to-back pairs.

@@ -2,7 +2,7 @@
  * The governance section of `npm run bench` (`--only governance` runs it alone and writes
  * bench/results/governance.json and governance.md): a Cedar decision's cost, DynamoDB requests with
  * policies and quotas (bench/governance.ts), cold start with policies (bench/governance-cold.ts) and the
- * cost of a run by length (bench/run-cost.ts), with the goals of issues 36 and 37.
+ * cost of a run by length (bench/run-cost.ts), with the goals docs/policies.md and docs/quotas.md set.
  */
 import type { LocalModelServer } from "../local/model-server.js";
 import type { ColdStartEnv } from "./cold-start.js";

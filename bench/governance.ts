@@ -1,5 +1,5 @@
 /**
- * Governance figures of `npm run bench` (issues 36 and 37; docs/policies.md, docs/quotas.md): what Cedar
+ * Governance figures of `npm run bench` (docs/policies.md, docs/quotas.md): what Cedar
  * policies and quotas cost a run.
  * - a Cedar decision's cost warm: one `authorize` of a recordInvoice call against a five-policy set
  *   (the worked examples' kinds: base permit, amount cap, daily total, approval, per-jurisdiction rule),

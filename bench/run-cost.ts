@@ -1,5 +1,5 @@
 /**
- * The infrastructure cost of a run next to its model cost (issue 37 "Cost", docs/quotas.md): a
+ * The infrastructure cost of a run next to its model cost (docs/quotas.md, Cost): a
  * synchronous run of 1, 10 and 50 cycles (each cycle but the last one calculateTax call, then the
  * answer) through the real handler on DynamoDB Local, quotas on, the model priced by {@link BENCH_PRICES}.
  * Measured: DynamoDB requests and the capacity units DynamoDB reports (`ReturnConsumedCapacity: TOTAL`,
