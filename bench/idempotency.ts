@@ -292,6 +292,8 @@ export async function benchIdempotency(dynamo: {
           type: "invoice",
           invoiceId,
           ...item,
+          // The ledger's own shape (shared/store/invoice.ts), so the ledger reads what this put wrote.
+          createdAt: new Date().toISOString(),
         },
       }),
     );
