@@ -173,6 +173,28 @@ export function preparse(engine: CedarWasm, set: ParsedPolicySet): void {
     throw new Error(`Cedar refused a policy set: ${answer.errors.map((e) => e.message).join("; ")}`);
   }
   preparsed.add(set.key);
+  warm(engine, set);
+}
+
+/**
+ * One throwaway decision against a freshly pre-parsed set: the engine's request decoding and evaluation
+ * run (and are compiled) here, while the run's first model call is in flight, not in the first tool
+ * call's decision. Its answer and any error are ignored (a real decision is made for every call).
+ */
+function warm(engine: CedarWasm, set: ParsedPolicySet): void {
+  const principal = { type: "User", id: "warm-up" };
+  try {
+    engine.statefulIsAuthorized({
+      principal,
+      action: { type: "Action", id: "warm-up" },
+      resource: { type: "Tenant", id: "warm-up" },
+      context: { input: {}, facts: {}, totals: {} },
+      entities: [{ uid: principal, attrs: { tenant: "warm-up", permissions: [] }, parents: [] }],
+      preparsedPolicySetId: set.key,
+    } as never);
+  } catch {
+    // A throwaway: the real decision reports the engine's failures (fail closed).
+  }
 }
 
 /**
