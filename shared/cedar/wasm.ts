@@ -63,6 +63,17 @@ const compileWasm = (bytes: Uint8Array): Promise<never> =>
  */
 export const CEDAR_TIERING_BUDGET = { engine: 180_000_000, v8Default: 1_800_000 };
 
+/** Whether this container ever started loading the engine. */
+let loadStarted = false;
+
+/**
+ * Whether this container ever started loading the engine (a container whose tenants have no policy set
+ * never does; test/policies-no-engine.test.ts).
+ */
+export function cedarLoadStarted(): boolean {
+  return loadStarted;
+}
+
 /** How long the last load took, in ms (read by the benchmarks and the load's log line). */
 export const cedarLoadTimings = { importMs: 0, compileMs: 0, initMs: 0 };
 
@@ -73,6 +84,7 @@ export const cedarLoadTimings = { importMs: 0, compileMs: 0, initMs: 0 };
  * @throws the import's, the read's or the compile's error (the caller fails closed)
  */
 export const loadCedar: () => Promise<CedarWasm> = onceUntilFailed(async () => {
+  loadStarted = true;
   const started = performance.now();
   const [glue, bytes] = await Promise.all([
     import("@cedar-policy/cedar-wasm/web"),
