@@ -13,6 +13,7 @@ import {
   type RequestCount,
 } from "./governance.js";
 import { benchPolicyColdStart, type PolicyColdStart } from "./governance-cold.js";
+import { benchPolicyLoop, type PolicyLoopOptions, type PolicyLoopResult } from "./governance-loop.js";
 import { AWS_PRICES, benchRunCost, type RunCostRow } from "./run-cost.js";
 import { round } from "./stats.js";
 
@@ -21,14 +22,18 @@ export interface GovernanceResult {
   decision: DecisionCost;
   requests: Record<string, RequestCount>;
   coldStart: PolicyColdStart;
+  loop: PolicyLoopResult;
   runCost: RunCostRow[];
 }
 
-/** Runs the section: `coldPairs` cold starts with and without policies; `decisions` timed decisions. */
+/**
+ * Runs the section: `coldPairs` cold starts with and without policies; `decisions` timed decisions;
+ * `loop`, P1 with the five-policy set on and off (bench/governance-loop.ts).
+ */
 export async function benchGovernance(
   env: ColdStartEnv,
   model: LocalModelServer,
-  settings: { coldPairs: number; decisions: number },
+  settings: { coldPairs: number; decisions: number; loop: PolicyLoopOptions },
 ): Promise<GovernanceResult> {
   process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
   const decision = await benchDecision(settings.decisions);
@@ -39,8 +44,12 @@ export async function benchGovernance(
   console.log(
     `   cold /healthz with ÷ without policies ${coldStart.healthzMs.ratio}, seed run ${coldStart.seedRunMs.ratio}`,
   );
+  const loop = await benchPolicyLoop(env.dynamoEndpoint, env.table, settings.loop);
+  console.log(
+    `   P1 overhead per cycle, five policies on ÷ off ${loop.ratio} (${loop.onUs} vs ${loop.offUs} µs)`,
+  );
   const runCost = await benchRunCost(env.dynamoEndpoint, model);
-  return { decision, requests, coldStart, runCost };
+  return { decision, requests, coldStart, loop, runCost };
 }
 
 /** A yes/no against a goal. */
@@ -48,7 +57,7 @@ const met = (ok: boolean) => (ok ? "yes" : "**no**");
 
 /** The section as markdown. */
 export function renderGovernance(result: GovernanceResult): string {
-  const { decision, requests, coldStart, runCost } = result;
+  const { decision, requests, coldStart, loop, runCost } = result;
   const total = (name: string) => requests[name]?.total ?? Number.NaN;
   const off = total("quotas off (no policies)");
   const quotas = total("every quota limit");
@@ -64,8 +73,9 @@ export function renderGovernance(result: GovernanceResult): string {
     `| DynamoDB requests per recorded invoice, five policies with running totals − none | +1 | +${withTotals - noPolicies}: ${withTotals} vs ${noPolicies} (the running totals' reservation) | ${met(withTotals - noPolicies <= 1)} |`,
     `| cold /healthz, POLICIES configured ÷ without | ≤ 1.05 | ${coldStart.healthzMs.ratio}: ${coldStart.healthzMs.withPolicies} vs ${coldStart.healthzMs.without} ms | ${met(coldStart.healthzMs.ratio <= 1.05)} |`,
     `| seed run's cold wall time, POLICIES ÷ without | ≤ 1.1 | ${coldStart.seedRunMs.ratio}: ${coldStart.seedRunMs.withPolicies} vs ${coldStart.seedRunMs.without} ms | ${met(coldStart.seedRunMs.ratio <= 1.1)} |`,
+    `| P1 loop overhead per cycle, five-policy set on ÷ off | ≤ 1.15 | ${loop.ratio}: ${loop.onUs} vs ${loop.offUs} µs | ${met(loop.ratio <= 1.15)} |`,
     "",
-    `Decision: \`authorize\` of a recordInvoice call (facts, totals) against the five-policy set of bench/governance.ts, ${decision.decisions} timed after as many warm-up decisions. Cold start: ${coldStart.pairs} pairs, alternating. Requests: bench P3's keyed run (one recordInvoice, 2 cycles) in a warm container of its own per variant:`,
+    `Decision: \`authorize\` of a recordInvoice call (facts, totals) against the five-policy set of bench/governance.ts, ${decision.decisions} timed after as many warm-up decisions. Cold start: ${coldStart.pairs} pairs, alternating. P1 with policies: bench P1's boundloop runs (two turns of two instant tool calls, 3 cycles) with every call decided by the policy decision service on DynamoDB Local, POLICIES the five-policy set or none (the same service and head reads both ways), a child process each, ${loop.warmupRuns} warm-up runs, then ${loop.rounds} rounds of ${loop.runsPerRound} runs alternating; the ratio is the median of the rounds' ratios. Requests: bench P3's keyed run (one recordInvoice, 2 cycles) in a warm container of its own per variant:`,
     "",
     "| variant | requests | by operation |",
     "| --- | --- | --- |",

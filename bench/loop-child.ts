@@ -41,11 +41,21 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const script = loopScript();
   // boundloop-traced (bench/loop-overhead.ts): the SDK as the entry wires it, spans batched and dropped.
   const traced = process.env.BENCH_TRACING === "1" ? await startBenchTracing() : undefined;
+  // The governance section's P1 variants (bench/governance-loop.ts): boundloop with the policy decision
+  // service on DynamoDB Local, with the five-policy set as POLICIES or with none.
+  const policies = process.env.BENCH_DYNAMO_ENDPOINT
+    ? {
+        dynamoEndpoint: process.env.BENCH_DYNAMO_ENDPOINT,
+        table: process.env.BENCH_TABLE ?? "bench-runs",
+        text: process.env.BENCH_POLICIES ?? null,
+      }
+    : undefined;
   const runner = await createScenarioRunner(framework, {
     baseURL: model.baseURL,
     model: "bench-scripted",
     tools: instantTools(toolLog),
     maxCycles: 5,
+    ...(policies ? { policies } : {}),
   });
   process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
   const runOnce = async (): Promise<LoopChildRun> => {

@@ -34,7 +34,8 @@ import { FRAMEWORKS, type Framework, type Reference } from "./scenario/types.js"
  * JSON.parse, no framework).
  */
 const MEASURED: ReadonlyArray<Measured> = [...FRAMEWORKS, "boundloop-traced", "bare-fetch"];
-type Measured = Framework | Reference | "boundloop-traced";
+/** A P1 child: a framework, the bare-fetch floor, or ours with tracing on. */
+export type Measured = Framework | Reference | "boundloop-traced";
 
 import type { LocalModelServer } from "../local/model-server.js";
 import { median, round, type Summary, summarize } from "./stats.js";
@@ -229,7 +230,7 @@ export async function benchLoopOverhead(options: LoopOverheadOptions): Promise<L
 }
 
 /** One framework's P1 child process (bench/loop-child.ts), ready for runs. */
-interface LoopChild {
+export interface LoopChild {
   framework: Measured;
   /** Makes `runs` runs back to back in the child; resolves with what it measured for each. */
   run(runs: number): Promise<LoopChildRun[]>;
@@ -237,15 +238,19 @@ interface LoopChild {
 }
 
 /**
- * Starts `node --import tsx bench/loop-child.ts <framework>` and waits until it is set up.
+ * Starts `node --import tsx bench/loop-child.ts <framework>` (more environment variables: `env`) and
+ * waits until it is set up.
  * @throws Error when the child exits or fails before answering
  */
-async function startLoopChild(framework: Measured): Promise<LoopChild> {
+export async function startLoopChild(
+  framework: Measured,
+  env: Record<string, string> = {},
+): Promise<LoopChild> {
   const traced = framework === "boundloop-traced";
   const argument = traced ? "boundloop" : framework;
   const child = spawn(process.execPath, ["--import", "tsx", "bench/loop-child.ts", argument], {
     cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH ?? "", ...(traced ? { BENCH_TRACING: "1" } : {}) },
+    env: { PATH: process.env.PATH ?? "", ...(traced ? { BENCH_TRACING: "1" } : {}), ...env },
     stdio: ["pipe", "pipe", "inherit"],
   });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();

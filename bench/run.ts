@@ -63,7 +63,7 @@ const SETTINGS = quick
       mcp: { calls: 10, coldStarts: 2 },
       tracing: { p1: { warmupRuns: 10, warmupBatch: 5, rounds: 3, runsPerRound: 5 }, coldStarts: 2 },
       eventRuns: 2,
-      governance: { coldPairs: 2, decisions: 1_000 },
+      governance: { coldPairs: 2, decisions: 1_000, loop: { warmupRuns: 20, rounds: 3, runsPerRound: 10 } },
     }
   : {
       p1: { warmupRuns: 2000, warmupBatch: 500, rounds: 30, runsPerRound: 50 },
@@ -76,7 +76,7 @@ const SETTINGS = quick
       // P1 warm enough for a ratio of two runs of the same loop (both processes warm up alike).
       tracing: { p1: { warmupRuns: 600, warmupBatch: 200, rounds: 12, runsPerRound: 30 }, coldStarts: 5 },
       eventRuns: 7,
-      governance: { coldPairs: 9, decisions: 5_000 },
+      governance: { coldPairs: 9, decisions: 5_000, loop: { warmupRuns: 600, rounds: 12, runsPerRound: 30 } },
     };
 
 /** The packages P1, P2 and P5 compare with. */

@@ -201,6 +201,55 @@ describe("policy sets", () => {
   });
 });
 
+describe("what a set reads", () => {
+  it("is the context paths and principal its conditions read; decisions are those of the whole request", async () => {
+    const engine = await cedar();
+    const text = `@id("base")
+permit (principal, action, resource);
+@id("cap")
+forbid (principal, action == Action::"recordInvoice", resource)
+when { context.facts.currency == "GBP" && context.totals.tenantDay.grossMinor > 1000 };
+@id("bd")
+forbid (principal, action, resource) when { context.facts has jurisdiction && context.facts.jurisdiction == "BD" };`;
+    const parsed = parsePolicySet(engine, text);
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+    expect(parsed.set.references).toEqual({
+      context: { facts: { currency: true, jurisdiction: true }, totals: { tenantDay: { grossMinor: true } } },
+      principal: false,
+    });
+    preparse(engine, parsed.set);
+    expect(authorize(engine, parsed.set, request("recordInvoice", invoiceContext(500, "GBP", 999)))).toEqual({
+      decision: "allow",
+      reasons: ["base"],
+      errors: [],
+    });
+    expect(authorize(engine, parsed.set, request("recordInvoice", invoiceContext(500, "GBP", 1001)))).toEqual(
+      {
+        decision: "deny",
+        reasons: ["cap"],
+        errors: [],
+      },
+    );
+    const bd = invoiceContext(500, "EUR");
+    const inBd = { ...bd, facts: { ...bd.facts, jurisdiction: "BD" } };
+    expect(authorize(engine, parsed.set, request("recordInvoice", inBd)).reasons).toEqual(["bd"]);
+
+    const whole = parsePolicySet(
+      engine,
+      `forbid (principal, action, resource) when { principal.permissions.contains("x") || context == {} };`,
+    );
+    if (!whole.ok) throw new Error(JSON.stringify(whole.issues));
+    expect(whole.set.references).toEqual({ context: "all", principal: true });
+    preparse(engine, whole.set);
+    // The principal's entity still reaches the engine: without it, principal.permissions would error.
+    expect(authorize(engine, whole.set, request("getInvoice", {}, ["x"]))).toEqual({
+      decision: "deny",
+      reasons: ["policy0"],
+      errors: [],
+    });
+  });
+});
+
 describe("APPROVAL_RULES as Cedar", () => {
   it("is a base permit and one approval policy per tool and currency, on the backend's gross total", () => {
     expect(

@@ -1,10 +1,14 @@
+import { Logger } from "@aws-lambda-powertools/logger";
 import { Deadline } from "../../shared/agent/deadline.js";
 import { createRegistry } from "../../shared/agent/dispatcher.js";
 import { runAgent } from "../../shared/agent/loop.js";
 import { defineTool } from "../../shared/agent/tool.js";
 import { loadConfig } from "../../shared/config.js";
+import { policyServices } from "../../shared/deps.js";
 import { OpenAIChatModel } from "../../shared/model/openai-chat.js";
 import { createModelClient } from "../../shared/model-client.js";
+import { createDocumentClient } from "../../shared/store/dynamo.js";
+import { ensureTable } from "../../shared/store/table.js";
 import { type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./types.js";
 
 /**
@@ -12,9 +16,10 @@ import { type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./type
  * chat-completions model adapter over the real openai client built by the service's own factory
  * (shared/model-client.ts createModelClient, as shared/deps.ts createApiDeps builds it: SDK retries 2, the
  * same fetch), the config's default limits with `maxCycles`, and a
- * fresh 25 s {@link Deadline} per run.
+ * fresh 25 s {@link Deadline} per run. With `options.policies`, every tool call is decided by the policy
+ * decision service (the tenant's head is read through the sets' per-container cache).
  */
-export function createRunner(options: ScenarioOptions): ScenarioRunner {
+export async function createRunner(options: ScenarioOptions): Promise<ScenarioRunner> {
   const client = createModelClient({ apiKey: "bench", baseURL: options.baseURL, maxRetries: 2 });
   const model = new OpenAIChatModel(client, options.model);
   const tools = createRegistry(
@@ -30,6 +35,7 @@ export function createRunner(options: ScenarioOptions): ScenarioRunner {
     ),
   );
   const limits = { ...loadConfig({}).limits, maxCycles: options.maxCycles };
+  const decide = options.policies ? await policyDecider(options.policies, tools) : undefined;
   const security = { userId: "usr_bench", tenantId: "tenant_bench", permissions: [] };
   let runs = 0;
   return {
@@ -49,6 +55,7 @@ export function createRunner(options: ScenarioOptions): ScenarioRunner {
           limits,
           systemPrompt: SYSTEM_PROMPT,
           deadline,
+          ...(decide ? { decide } : {}),
         });
         if (outcome.status !== "completed" || outcome.answer === null) {
           throw new Error(`boundloop run ended ${outcome.status}: ${outcome.reason}`);
@@ -59,4 +66,20 @@ export function createRunner(options: ScenarioOptions): ScenarioRunner {
       }
     },
   };
+}
+
+/** The policy decision service as shared/deps.ts builds it, on the given DynamoDB (logs dropped). */
+async function policyDecider(
+  policies: NonNullable<ScenarioOptions["policies"]>,
+  tools: ReturnType<typeof createRegistry>,
+) {
+  const config = loadConfig({
+    DYNAMODB_ENDPOINT: policies.dynamoEndpoint,
+    TABLE_NAME: policies.table,
+    ...(policies.text === null ? {} : { POLICIES: policies.text }),
+  });
+  const ddb = createDocumentClient(config.table);
+  await ensureTable(ddb, config.table.name);
+  const logger = new Logger({ serviceName: "boundloop-bench", logLevel: "SILENT" });
+  return policyServices(config, ddb, tools, logger).decisions;
 }

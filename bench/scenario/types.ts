@@ -33,6 +33,12 @@ export interface ScenarioOptions {
   model: string;
   tools: ScenarioTool[];
   maxCycles: number;
+  /**
+   * boundloop only: decide every tool call through the policy decision service as the service wires it
+   * (shared/deps.ts policyServices) on the DynamoDB at `dynamoEndpoint` (table `table`, created if
+   * missing), with `text` as the default set (POLICIES; null: none).
+   */
+  policies?: { dynamoEndpoint: string; table: string; text: string | null };
 }
 
 /** A framework, set up once (clients, tool definitions), that runs prompts to their final text answer. */

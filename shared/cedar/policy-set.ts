@@ -6,6 +6,7 @@
  * offered). The engine is an adapter: nothing here knows tools, tenants or totals.
  */
 import { sha256Hex } from "../hash.js";
+import { prunedContext, referencesOf, type SetReferences } from "./references.js";
 import type { CedarWasm } from "./wasm.js";
 
 /** One policy of a set: its id, effect, annotations, text and the 1-based line it starts on. */
@@ -28,11 +29,15 @@ export interface PolicyIssue {
   message: string;
 }
 
-/** A parsed policy set: `key` (SHA-256 of its text, its name in the engine's cache) and its policies in text order. */
+/**
+ * A parsed policy set: `key` (SHA-256 of its text, its name in the engine's cache), its policies in text
+ * order, and what of a request its conditions read (shared/cedar/references.ts).
+ */
 export interface ParsedPolicySet {
   key: string;
   text: string;
   policies: CedarPolicy[];
+  references: SetReferences;
 }
 
 /** The outcome of parsing (or validating) a set's text. */
@@ -112,6 +117,7 @@ export function parsePolicySet(engine: CedarWasm, text: string): ParseOutcome {
     })
     .sort((a, b) => a.at - b.at);
   const policies: CedarPolicy[] = [];
+  const bodies: Array<{ conditions?: Array<{ body: unknown }> }> = [];
   const issues: PolicyIssue[] = [];
   for (const [index, { policy, at }] of located.entries()) {
     const json = engine.policyToJson(policy);
@@ -123,9 +129,10 @@ export function parsePolicySet(engine: CedarWasm, text: string): ParseOutcome {
       issues.push({ policyId: id, line, column: 1, message: `another policy already has the id "${id}"` });
     }
     policies.push({ id, effect: json.json.effect, annotations, text: policy, line });
+    bodies.push(json.json as { conditions?: Array<{ body: unknown }> });
   }
   if (issues.length > 0) return { ok: false, issues };
-  return { ok: true, set: { key: sha256Hex(text), text, policies } };
+  return { ok: true, set: { key: sha256Hex(text), text, policies, references: referencesOf(bodies) } };
 }
 
 /** The set in the engine's JSON form: policies keyed by their ids (so the engine reports our ids). */
@@ -173,14 +180,45 @@ export function preparse(engine: CedarWasm, set: ParsedPolicySet): void {
     throw new Error(`Cedar refused a policy set: ${answer.errors.map((e) => e.message).join("; ")}`);
   }
   preparsed.add(set.key);
+  warm(engine, set);
 }
 
 /**
- * Evaluates one request against a pre-parsed set ({@link preparse} first).
+ * One throwaway decision against a freshly pre-parsed set: the engine's request decoding and evaluation
+ * run (and are compiled) here, while the run's first model call is in flight, not in the first tool
+ * call's decision. Its answer and any error are ignored (a real decision is made for every call).
+ */
+function warm(engine: CedarWasm, set: ParsedPolicySet): void {
+  const principal = { type: "User", id: "warm-up" };
+  try {
+    engine.statefulIsAuthorized({
+      principal,
+      action: { type: "Action", id: "warm-up" },
+      resource: { type: "Tenant", id: "warm-up" },
+      context: { input: {}, facts: {}, totals: {} },
+      entities: [{ uid: principal, attrs: { tenant: "warm-up", permissions: [] }, parents: [] }],
+      preparsedPolicySetId: set.key,
+    } as never);
+  } catch {
+    // A throwaway: the real decision reports the engine's failures (fail closed).
+  }
+}
+
+/**
+ * Evaluates one request against a pre-parsed set ({@link preparse} first). The engine gets only the
+ * context the set's conditions read, and the entities only when a condition reads the principal.
  * @throws Error when the engine cannot evaluate it (a malformed request); the caller fails closed
  */
 export function authorize(engine: CedarWasm, set: ParsedPolicySet, request: CedarRequest): CedarAnswer {
-  const answer = engine.statefulIsAuthorized({ ...request, preparsedPolicySetId: set.key } as never);
+  const { references } = set;
+  const answer = engine.statefulIsAuthorized({
+    principal: request.principal,
+    action: request.action,
+    resource: request.resource,
+    context: prunedContext(request.context, references),
+    entities: references.principal ? request.entities : [],
+    preparsedPolicySetId: set.key,
+  } as never);
   if (answer.type === "failure") {
     throw new Error(
       `Cedar could not evaluate the request: ${answer.errors.map((e) => e.message).join("; ")}`,

@@ -12,6 +12,7 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { setFlagsFromString } from "node:v8";
 import { onceUntilFailed } from "../lazy.js";
 
 /** The engine's functions this service calls (the package's `web` build, initialized with our bytes). */
@@ -50,6 +51,29 @@ const compileWasm = (bytes: Uint8Array): Promise<never> =>
     globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<never> } }
   ).WebAssembly.compile(bytes);
 
+/**
+ * V8's dynamic-tiering budget (roughly bytes of WebAssembly executed per function before it is
+ * recompiled by the optimizing compiler) for the engine's instance, and V8's default it is set back to.
+ * With the default, the first parse and the first decision of a container tier up the engine's parser and
+ * evaluator while they run: on 2 loaded cores the first parse, pre-parse and decision took 200–500 ms of
+ * main-thread time instead of 45–70 ms (bench/results/governance.md, docs/performance.md). A budget 100×
+ * the default keeps a container's first runs on the baseline compiler; a warm decision then costs ~15 %
+ * more. V8 reads the budget when it compiles a module, so the flag is set while the engine's module
+ * is compiled and instantiated, and set back after (other modules keep V8's default).
+ */
+export const CEDAR_TIERING_BUDGET = { engine: 180_000_000, v8Default: 1_800_000 };
+
+/** Whether this container ever started loading the engine. */
+let loadStarted = false;
+
+/**
+ * Whether this container ever started loading the engine (a container whose tenants have no policy set
+ * never does; test/policies-no-engine.test.ts).
+ */
+export function cedarLoadStarted(): boolean {
+  return loadStarted;
+}
+
 /** How long the last load took, in ms (read by the benchmarks and the load's log line). */
 export const cedarLoadTimings = { importMs: 0, compileMs: 0, initMs: 0 };
 
@@ -60,15 +84,22 @@ export const cedarLoadTimings = { importMs: 0, compileMs: 0, initMs: 0 };
  * @throws the import's, the read's or the compile's error (the caller fails closed)
  */
 export const loadCedar: () => Promise<CedarWasm> = onceUntilFailed(async () => {
+  loadStarted = true;
   const started = performance.now();
   const [glue, bytes] = await Promise.all([
     import("@cedar-policy/cedar-wasm/web"),
     readFile(cedarWasmPath()),
   ]);
   const imported = performance.now();
-  const module = await compileWasm(bytes);
-  const compiled = performance.now();
-  await glue.default({ module_or_path: module });
+  let compiled = imported;
+  setFlagsFromString(`--wasm-tiering-budget=${CEDAR_TIERING_BUDGET.engine}`);
+  try {
+    const module = await compileWasm(bytes);
+    compiled = performance.now();
+    await glue.default({ module_or_path: module });
+  } finally {
+    setFlagsFromString(`--wasm-tiering-budget=${CEDAR_TIERING_BUDGET.v8Default}`);
+  }
   cedarLoadTimings.importMs = imported - started;
   cedarLoadTimings.compileMs = compiled - imported;
   cedarLoadTimings.initMs = performance.now() - compiled;

@@ -55,6 +55,9 @@ export interface PolicyDecisionDeps {
   now?: () => number;
 }
 
+/** How many tools-offered answers a container keeps (set, tool, caller); the cache is emptied when full. */
+export const OFFERED_CACHE_SIZE = 10_000;
+
 /** One set's verdict on a call: the decision and its determining policies. */
 interface Verdict {
   decision: "permit" | "forbid" | "approval";
@@ -65,6 +68,7 @@ interface Verdict {
 export class PolicyDecisions implements ToolCallDecider {
   private readonly now: () => number;
   private readonly contextTypes = new WeakMap<ToolDefinition, CedarType>();
+  private readonly offeredCache = new Map<string, boolean>();
 
   constructor(private readonly deps: PolicyDecisionDeps) {
     this.now = deps.now ?? Date.now;
@@ -90,23 +94,39 @@ export class PolicyDecisions implements ToolCallDecider {
       const enforced = sets.enforced;
       if (!enforced || !engine) return tools;
       const ready = engine;
-      return tools.filter((tool) => {
-        try {
-          const request = this.request(tool, security, {
-            input: unknownValue("input"),
-            facts: unknownValue("facts"),
-            totals: unknownValue("totals"),
-          });
-          return partiallyAuthorize(ready, enforced.set, request) !== "deny";
-        } catch {
-          return true;
-        }
-      });
+      return tools.filter((tool) => this.mayPermit(ready, enforced, tool, security));
     } catch {
       // Offering is not authorizing: when the sets cannot be read, every tool is offered and each call is
       // decided (and refused, fail closed) by decide().
       return tools;
     }
+  }
+
+  /**
+   * Whether some context could make `active` permit `tool` for the caller (partial evaluation with the
+   * context unknown; an engine failure offers the tool). The answer depends only on the set, the tool
+   * and the caller's identity, so it is kept per container (up to {@link OFFERED_CACHE_SIZE} answers).
+   */
+  private mayPermit(engine: CedarWasm, active: ActiveSet, tool: ToolDefinition, security: SecurityContext) {
+    const key = [active.set.key, tool.name, security.tenantId, security.userId, ...security.permissions].join(
+      "\n",
+    );
+    const known = this.offeredCache.get(key);
+    if (known !== undefined) return known;
+    let answer = true;
+    try {
+      const request = this.request(tool, security, {
+        input: unknownValue("input"),
+        facts: unknownValue("facts"),
+        totals: unknownValue("totals"),
+      });
+      answer = partiallyAuthorize(engine, active.set, request) !== "deny";
+    } catch {
+      return true;
+    }
+    if (this.offeredCache.size >= OFFERED_CACHE_SIZE) this.offeredCache.clear();
+    this.offeredCache.set(key, answer);
+    return answer;
   }
 
   /** See {@link ToolCallDecider.decide}. Never throws. */

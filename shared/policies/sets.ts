@@ -143,13 +143,19 @@ export class PolicySets {
     return { sets: settled, engine: settled.enforced || settled.shadow ? cedarIfLoaded() : undefined };
   }
 
-  /** Reads the tenant's head and parses what it and the default hold (each text once per container). */
+  /**
+   * Reads the tenant's head and parses what it and the default hold (each text once per container). With
+   * a default set the engine is needed whatever the head holds, so its load runs beside the head's read.
+   */
   private async load(tenantId: string, signal?: AbortSignal): Promise<TenantSets> {
+    const early = this.deps.defaultText === null ? undefined : cedar();
+    // Awaited below; a failed load is the read's caller's error then, never an unhandled rejection.
+    early?.catch(() => undefined);
     const head = await this.deps.store.head(tenantId, signal);
     const enforcedVersion = head?.enforced ?? null;
     const shadowVersion = head && head.latest.mode === "shadow" ? head.latest : null;
     if (!enforcedVersion && !shadowVersion && this.deps.defaultText === null) return { enforced: null };
-    const engine = await cedar();
+    const engine = await (early ?? cedar());
     const enforced = enforcedVersion
       ? {
           set: parsed(engine, enforcedVersion.policies),
