@@ -12,6 +12,9 @@ import { type PlannerMessage, plan } from "./planner.js";
  *   documented set), duplicate, empty or missing (`id` left out) tool call ids, an unknown tool name.
  *   `toolCalls: []` sends an empty `tool_calls` list (left out: no `tool_calls` member).
  * - `delayMs`: latency: wait this long (ms) before answering (the wait ends early if the client disconnects)
+ * - `heldUntil`: answer once this promise settles (with `delayMs`, whichever comes first): a test keeps
+ *   the call in flight exactly as long as it needs to, instead of guessing a delay (in-process servers
+ *   only; the wait ends early if the client disconnects)
  * - `status`: answer with this HTTP error status instead (e.g. 429, 500, 503), body `{error:{message}}`;
  *   each SDK retry consumes the next reply, so a provider failing N times is N such replies
  * - `headers`: extra response headers, e.g. `{ "retry-after-ms": "10" }` to steer the SDK's retry backoff
@@ -29,6 +32,7 @@ export interface ScriptedReply {
   refusal?: string;
   finishReason?: string;
   delayMs?: number;
+  heldUntil?: Promise<unknown>;
   status?: number;
   headers?: Record<string, string>;
   rawBody?: string;
@@ -286,13 +290,16 @@ export async function startModelServer(
       });
       return;
     }
-    if (reply.delayMs) {
+    if (reply.delayMs || reply.heldUntil) {
       // Not `req.destroyed`: Node destroys a fully read request, so that is true for every client.
       let clientGone = false;
       const closed = once(res, "close").then(() => {
         clientGone = true;
       });
-      await Promise.race([new Promise((resolve) => setTimeout(resolve, reply.delayMs)), closed]);
+      const waits: Array<Promise<unknown>> = [closed];
+      if (reply.delayMs) waits.push(new Promise((resolve) => setTimeout(resolve, reply.delayMs)));
+      if (reply.heldUntil) waits.push(reply.heldUntil.catch(() => undefined));
+      await Promise.race(waits);
       if (clientGone || res.destroyed) return;
     }
     if (reply.contextLengthExceeded) {

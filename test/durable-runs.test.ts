@@ -253,12 +253,21 @@ describe("Idempotency-Key on an asynchronous start", () => {
 describe("tenant isolation", () => {
   it("another tenant's run is 404 on GET and on cancel, and keeps running", async () => {
     const tenantId = "tenant_async_owner";
-    stack.model.script([{ delayMs: 1_500, content: "Nothing to calculate." }]);
+    // The model call stays in flight (the run `running`) until the intruder's requests are answered.
+    let release: () => void = () => {};
+    const heldUntil = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    stack.model.script([{ heldUntil, content: "Nothing to calculate." }]);
     const started = RunRecordSchema.parse(json(await startAsync({ tenantId, prompt: "hello" })));
-    for (const action of ["get", "cancel"] as const) {
-      const response = await onRun(started.runId, "tenant_async_intruder", action);
-      expect(response.statusCode).toBe(404);
-      expect(ProblemSchema.parse(json(response)).code).toBe("NOT_FOUND");
+    try {
+      for (const action of ["get", "cancel"] as const) {
+        const response = await onRun(started.runId, "tenant_async_intruder", action);
+        expect(response.statusCode).toBe(404);
+        expect(ProblemSchema.parse(json(response)).code).toBe("NOT_FOUND");
+      }
+    } finally {
+      release();
     }
     const { run } = await poll(started.runId, tenantId);
     expect(run).toMatchObject({ status: "completed", answer: "Nothing to calculate." });

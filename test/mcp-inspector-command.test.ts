@@ -19,22 +19,25 @@ describe("the MCP Inspector command", () => {
     expect(major === 0 ? (minor ?? 0) > 15 : (major ?? 0) > 0).toBe(true);
   });
 
-  it.each(["README.md", "docs/mcp.md", "local/dev.ts"])("%s runs only the pinned Inspector's CLI", (path) => {
-    const text = read(path);
-    const lines = inspectorLines(text);
-    if (path === "local/dev.ts") {
-      expect(text).toMatch(
-        /` {2}\$\{MCP_INSPECTOR_COMMAND\} \$\{mcpUrl\} --transport http --method tools\/list/,
-      );
-      return;
-    }
-    expect(lines.length).toBeGreaterThan(0);
-    for (const line of lines) {
-      expect(
-        line.trim().startsWith(`${MCP_INSPECTOR_COMMAND} http://127.0.0.1:3000/mcp --transport http`),
-      ).toBe(true);
-    }
-  });
+  it.each(["README.md", "docs/mcp.md", "local/dev-serve.ts"])(
+    "%s runs only the pinned Inspector's CLI",
+    (path) => {
+      const text = read(path);
+      const lines = inspectorLines(text);
+      if (path === "local/dev-serve.ts") {
+        expect(text).toMatch(
+          /` {2}\$\{MCP_INSPECTOR_COMMAND\} \$\{mcpUrl\} --transport http --method tools\/list/,
+        );
+        return;
+      }
+      expect(lines.length).toBeGreaterThan(0);
+      for (const line of lines) {
+        expect(
+          line.trim().startsWith(`${MCP_INSPECTOR_COMMAND} http://127.0.0.1:3000/mcp --transport http`),
+        ).toBe(true);
+      }
+    },
+  );
 
   it("CI runs the README's command against npm run dev", () => {
     expect(read(".ci/run")).toMatch(/^\.ci\/mcp-inspector \|\| status=\$\?$/m);

@@ -211,24 +211,34 @@ describe("the API as Prism sees it through the OpenAPI document", () => {
     expect(reused.body?.code).toBe("IDEMPOTENCY_KEY_REUSED");
 
     // The same key while its first request still runs: 409 with Retry-After.
-    stack.model.script([{ content: "Nothing to do.", delayMs: 1_500 }]);
+    // Its model call is held until the second request has its answer.
+    let release: () => void = () => {};
+    const heldUntil = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    stack.model.script([{ content: "Nothing to do.", heldUntil }]);
     const slowKey = `prism-slow-${randomUUID()}`;
+    const requestsBefore = stack.model.requests.length;
     const slow = through(prism, "/v1/runs", {
       method: "POST",
       body: { prompt: "Say hello." },
       headers: { "idempotency-key": slowKey },
     });
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    const busy = conforming(
-      await through(prism, "/v1/runs", {
-        method: "POST",
-        body: { prompt: "Say hello." },
-        headers: { "idempotency-key": slowKey },
-      }),
-      409,
-    );
-    expect(busy.body?.code).toBe("IDEMPOTENCY_KEY_IN_USE");
-    expect(Number(busy.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    try {
+      while (stack.model.requests.length === requestsBefore) await new Promise((r) => setTimeout(r, 20));
+      const busy = conforming(
+        await through(prism, "/v1/runs", {
+          method: "POST",
+          body: { prompt: "Say hello." },
+          headers: { "idempotency-key": slowKey },
+        }),
+        409,
+      );
+      expect(busy.body?.code).toBe("IDEMPOTENCY_KEY_IN_USE");
+      expect(Number(busy.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    } finally {
+      release();
+    }
     conforming(await slow, 200);
     stack.model.usePlanner();
 

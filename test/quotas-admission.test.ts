@@ -124,25 +124,30 @@ describe("runs in flight", () => {
     tight.invoke(runEvent({ tenantId, userId, prompt: "Calculate tax on 100 GBP for a client in the UK." }));
 
   it("a second run while one is in flight is 429 (Retry-After 1, concurrent-requests); the slot is free again when it ends", async () => {
-    tight.model.script([
-      { content: "slow answer", delayMs: 1_500 },
-      { content: "other" },
-      { content: "after" },
-    ]);
+    // The first run's model call stays in flight until the refusal and the other tenant's run are done.
+    let release: () => void = () => {};
+    const heldUntil = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    tight.model.script([{ content: "slow answer", heldUntil }, { content: "other" }, { content: "after" }]);
     const first = postTight("tenant_live_1", "usr_a");
-    const quotas = tight.deps.quotas;
-    for (let tries = 0; tries < 100; tries += 1) {
-      const seen = await quotas?.usage({ tenantId: "tenant_live_1", userId: "usr_a" }, true);
-      if (seen?.tenant?.inFlight.runs === 1) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    try {
+      const quotas = tight.deps.quotas;
+      for (let tries = 0; tries < 100; tries += 1) {
+        const seen = await quotas?.usage({ tenantId: "tenant_live_1", userId: "usr_a" }, true);
+        if (seen?.tenant?.inFlight.runs === 1) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const refused = await postTight("tenant_live_1", "usr_b");
+      expect(refused.statusCode).toBe(429);
+      expect(body(refused)).toMatchObject({ code: "RATE_LIMITED", policy: "tenant-concurrent", limit: 1 });
+      expect(header(refused, "retry-after")).toBe("1");
+      expect(header(refused, "ratelimit-policy")).toBe('"tenant-concurrent";q=1;qu="concurrent-requests"');
+      expect(header(refused, "ratelimit")).toBe('"tenant-concurrent";r=0');
+      expect((await postTight("tenant_live_2", "usr_b")).statusCode).toBe(200);
+    } finally {
+      release();
     }
-    const refused = await postTight("tenant_live_1", "usr_b");
-    expect(refused.statusCode).toBe(429);
-    expect(body(refused)).toMatchObject({ code: "RATE_LIMITED", policy: "tenant-concurrent", limit: 1 });
-    expect(header(refused, "retry-after")).toBe("1");
-    expect(header(refused, "ratelimit-policy")).toBe('"tenant-concurrent";q=1;qu="concurrent-requests"');
-    expect(header(refused, "ratelimit")).toBe('"tenant-concurrent";r=0');
-    expect((await postTight("tenant_live_2", "usr_b")).statusCode).toBe(200);
     expect((await first).statusCode).toBe(200);
     expect((await postTight("tenant_live_1", "usr_b")).statusCode).toBe(200);
     tight.model.usePlanner();

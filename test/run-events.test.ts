@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ProblemSchema, RunResponseSchema } from "../functions/api/contract.js";
 import { OPEN_COMMENT } from "../functions/api/routes/events.js";
+import type { ScriptedReply } from "../local/model-server.js";
 import type { RunEvent } from "../shared/runs/events.js";
 import { SEED_PROMPT } from "./support/approvals.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
@@ -359,35 +360,72 @@ describe("a client that leaves a streamed run", () => {
 });
 
 describe("a streamed synchronous run longer than the HTTP API's 29 s", () => {
+  // The run's time goes by the stack's clock (deps.clock: the run's deadline and its durationMs), which
+  // each model call moves on by MODEL_CALL_MS as it answers: the run takes 31.5 s of that clock at once.
+  const MODEL_CALL_MS = 10_500;
   let slow: TestStack;
+  let slowEntry: Awaited<ReturnType<typeof startStreamEntry>>;
+  let clock: ManualClock;
   beforeAll(async () => {
     slow = await startTestStack({ POWERTOOLS_LOG_LEVEL: "SILENT", RUN_TIMEOUT_MS: "120000" });
+    clock = new ManualClock();
+    slow.deps.clock = clock;
+    slowEntry = await startStreamEntry(slow.deps);
   });
   afterAll(async () => {
     await slow?.stop();
   });
 
-  it("completes on the streaming entry (15-minute function), bounded by RUN_TIMEOUT_MS", {
-    timeout: 90_000,
-  }, async () => {
-    const slowEntry = await startStreamEntry(slow.deps);
-    const gbTax = '{"amount":1500,"currency":"GBP","jurisdiction":"UK"}';
-    slow.model.script([
-      { toolCalls: [{ id: "c1", name: "calculateTax", arguments: gbTax }], delayMs: 10_500 },
-      { toolCalls: [{ id: "c2", name: "calculateTax", arguments: gbTax }], delayMs: 10_500 },
-      { content: "GB tax is 300.00 GBP.", delayMs: 10_500 },
-    ]);
+  /** Scripts `replies`, each answered after the clock moved on by `ms` (the model call's time). */
+  function scriptTimed(replies: ScriptedReply[], ms: number) {
+    const queue = [...replies];
+    slow.model.respond(() => {
+      clock.advance(ms);
+      return queue.shift() ?? { status: 500 };
+    });
+  }
+
+  /** Streams POST /v1/runs with `prompt` on the streaming entry (a 15-minute function); returns its answer. */
+  async function streamRun(prompt: string) {
     const response = await slowEntry.request(
       functionUrlEvent("POST", "/v1/runs", {
         token: await slowEntry.token(SEED_USER),
         headers: { accept: "text/event-stream" },
-        body: { prompt: "Tax on 1500 GBP for the UK client." },
+        body: { prompt },
       }),
     );
     await response.done;
     const answer = RunResponseSchema.parse(JSON.parse(response.read.messages.at(-1)?.data ?? ""));
+    return { answer, events: runEventsOf(response.read) };
+  }
+
+  it("completes on the streaming entry (15-minute function), bounded by RUN_TIMEOUT_MS", async () => {
+    const gbTax = '{"amount":1500,"currency":"GBP","jurisdiction":"UK"}';
+    scriptTimed(
+      [
+        { toolCalls: [{ id: "c1", name: "calculateTax", arguments: gbTax }] },
+        { toolCalls: [{ id: "c2", name: "calculateTax", arguments: gbTax }] },
+        { content: "GB tax is 300.00 GBP." },
+      ],
+      MODEL_CALL_MS,
+    );
+    const { answer, events } = await streamRun("Tax on 1500 GBP for the UK client.");
     expect(answer.status).toBe("completed");
     expect(answer.durationMs).toBeGreaterThan(29_000);
-    expect(runEventsOf(response.read).at(-1)).toMatchObject({ type: "run.finished", status: "completed" });
+    expect(answer.durationMs).toBe(3 * MODEL_CALL_MS);
+    expect(events.at(-1)).toMatchObject({ type: "run.finished", status: "completed" });
+  });
+
+  it("stops at RUN_TIMEOUT_MS (120 s) with deadline_exceeded, the model call cut off", async () => {
+    const gbTax = '{"amount":1500,"currency":"GBP","jurisdiction":"UK"}';
+    scriptTimed([{ toolCalls: [{ id: "c1", name: "calculateTax", arguments: gbTax }] }], 120_001);
+    const { answer, events } = await streamRun("Tax on 1500 GBP for the UK client.");
+    expect(answer.status).toBe("deadline_exceeded");
+    // The call was made (a cycle) and cut off at the deadline, 120 s after the run started.
+    expect(answer.cycles).toBe(1);
+    expect(answer.details.deadline).toMatchObject({ phase: "model_call" });
+    expect(answer.durationMs).toBe(120_001);
+    expect(answer.toolResults).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: "run.finished", status: "deadline_exceeded" });
   });
 });

@@ -22,11 +22,12 @@ export class Deadline {
 
   /**
    * @param budgetMs ms from now until the deadline (clamped to at least 0)
-   * @param clock the clock `at`, `remainingMs` and the signal go by
+   * @param clock the clock `at`, `remainingMs` and the signal go by; the run's duration goes by it too
+   *   (shared/agent/run-state.ts), so a test that moves it moves the whole run's time
    */
   constructor(
     budgetMs: number,
-    private readonly clock: Clock = SYSTEM_CLOCK,
+    readonly clock: Clock = SYSTEM_CLOCK,
   ) {
     const ms = Math.max(0, Math.floor(budgetMs));
     this.at = clock.now() + ms;

@@ -68,10 +68,12 @@ export class RunState {
   toolCallsStarted = 0;
   /** True once the run spent its one corrective retry after a reply with no usable output. */
   retried = false;
-  private readonly started = performance.now();
+  /** When the run started, epoch ms of its deadline's clock (the clock `durationMs` goes by). */
+  private readonly started: number;
 
   constructor(private readonly input: RunInput) {
     this.messages = initialMessages(input);
+    this.started = input.deadline.clock.now();
   }
 
   /**
@@ -100,7 +102,7 @@ export class RunState {
       toolResults: this.toolResults,
       usage: this.usage,
       messages: this.messages,
-      durationMs: Math.round(performance.now() - this.started),
+      durationMs: Math.max(0, Math.round(this.input.deadline.clock.now() - this.started)),
       modelErrorStatus: details.modelError?.status ?? null,
       details,
       ...sumCosts(this.costs),

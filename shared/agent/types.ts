@@ -68,7 +68,7 @@ export interface RunEffect {
  * - `reason`: a human sentence on why a non-completed run stopped
  * - `toolResults`: one per tool call the model asked for, in call order (started or not)
  * - `messages`: the transcript (chat-completions messages), including the loop's corrective nudges
- * - `durationMs`: wall time of the run in ms
+ * - `durationMs`: the run's time in ms, by its deadline's clock (`Deadline.clock`: the wall clock outside tests)
  * - `modelErrorStatus`: for `model_error`, the provider's HTTP status (e.g. 503; null when there was no
  *   HTTP response); null for every other status. The HTTP layer maps model_error to 502 MODEL_UNAVAILABLE.
  * - `details`: structured facts for the status, see {@link RunOutcomeDetails}

@@ -61,7 +61,7 @@ export async function prepareRun(deps: ApiDeps, request: RunRequest): Promise<Pr
       dispose: () => {},
     };
   }
-  const deadline = new Deadline(runBudgetMs(deps.config, body, request.lambdaRemainingMs));
+  const deadline = new Deadline(runBudgetMs(deps.config, body, request.lambdaRemainingMs), deps.clock);
   return {
     leaseExpiresAt: deadline.at,
     start: (idempotency) => startSync(deps, request, { deadline, conversation, idempotency }),
