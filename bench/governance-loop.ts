@@ -1,5 +1,5 @@
 /**
- * P1 with policies (issue 36; docs/policies.md): the loop's overhead per cycle (bench/loop-overhead.ts's
+ * P1 with policies (docs/policies.md): the loop's overhead per cycle (bench/loop-overhead.ts's
  * method: wall − model-server time − tool time, per cycle) of boundloop deciding every tool call through
  * the policy decision service on DynamoDB Local, with the five-policy set of bench/governance.ts as
  * POLICIES ("on") and with no set at all ("off"): the same decision service, the same tenant-head reads
