@@ -15,8 +15,28 @@ const TOOL_BYTES_PER_TOKEN = 3;
  * over-estimate) plus its tools' names, descriptions and JSON Schemas at 3 bytes a token.
  */
 export function estimateRequestTokens(messages: readonly ChatMessage[], tools: readonly ModelTool[]): number {
-  const toolBytes = tools.length === 0 ? 0 : Buffer.byteLength(JSON.stringify(tools), "utf8");
-  return estimateTokens(messages) + Math.ceil(toolBytes / TOOL_BYTES_PER_TOKEN);
+  return estimateTokens(messages) + Math.ceil(toolsBytes(tools) / TOOL_BYTES_PER_TOKEN);
+}
+
+/** UTF-8 bytes of each tool's JSON, kept per tool object (modelTools returns the same objects every cycle). */
+const toolBytesByTool = new WeakMap<ModelTool, number>();
+
+/**
+ * UTF-8 bytes of `JSON.stringify(tools)` (0 for none), without serializing the schemas again every call:
+ * the brackets, the commas between the tools and each tool's own bytes.
+ */
+function toolsBytes(tools: readonly ModelTool[]): number {
+  if (tools.length === 0) return 0;
+  let bytes = 2 + tools.length - 1;
+  for (const tool of tools) {
+    let own = toolBytesByTool.get(tool);
+    if (own === undefined) {
+      own = Buffer.byteLength(JSON.stringify(tool), "utf8");
+      toolBytesByTool.set(tool, own);
+    }
+    bytes += own;
+  }
+  return bytes;
 }
 
 /**
