@@ -21,6 +21,7 @@ import { loadCedar } from "../shared/cedar/wasm.js";
 import { loadConfig } from "../shared/config.js";
 import { createApiDeps } from "../shared/deps.js";
 import { ensureTable } from "../shared/store/table.js";
+import { byOperation, type LoggedRequest, logRequests, operationsOf } from "./request-log.js";
 import { quantile, round } from "./stats.js";
 
 /** Five policies, one of each kind docs/policies.md works through; the bench's invoices pass them all. */
@@ -136,10 +137,8 @@ export const REQUEST_VARIANTS: Record<string, Record<string, string>> = {
 };
 
 /** Counts by operation. */
-function countOf(log: readonly string[]): RequestCount {
-  const byOperation: Record<string, number> = {};
-  for (const name of log) byOperation[name] = (byOperation[name] ?? 0) + 1;
-  return { total: log.length, byOperation };
+function countOf(log: readonly LoggedRequest[]): RequestCount {
+  return { total: log.length, byOperation: byOperation(operationsOf(log)) };
 }
 
 /**
@@ -167,14 +166,7 @@ export async function benchGovernanceRequests(
     });
     const deps = createApiDeps(config, QUOTAS === "off" ? { quotas: false } : {});
     await ensureTable(deps.ddb, config.table.name);
-    const log: string[] = [];
-    deps.ddb.middlewareStack.add(
-      (next, context) => async (args) => {
-        log.push(String(context.commandName).replace(/Command$/, ""));
-        return next(args);
-      },
-      { step: "deserialize", name: "benchGovernanceCount" },
-    );
+    const log = logRequests(deps.ddb);
     const handler = createHandler(deps);
     const counts: RequestCount[] = [];
     for (let n = -1; n < runs; n++) {
@@ -189,7 +181,7 @@ export async function benchGovernanceRequests(
       const event = structuredClone(seed);
       event.headers = { ...event.headers, "idempotency-key": `bench-governance-${randomUUID()}` };
       event.body = JSON.stringify({ prompt: "Record the invoice." });
-      log.length = 0;
+      log.take();
       const result = (await handler(
         event as unknown as ApiEvent,
         createLambdaContext(29_000),
@@ -197,7 +189,7 @@ export async function benchGovernanceRequests(
       const body = JSON.parse(String(result.body)) as { cycles?: number; status?: string };
       if (result.statusCode !== 200 || body.cycles !== 2 || body.status !== "completed")
         throw new Error(`${name}: HTTP ${result.statusCode} ${result.body}`);
-      if (n >= 0) counts.push(countOf(log));
+      if (n >= 0) counts.push(countOf(log.take()));
     }
     const totals = new Set(counts.map((count) => count.total));
     if (totals.size !== 1) throw new Error(`${name}: runs made ${[...totals].join(", ")} requests`);

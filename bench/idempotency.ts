@@ -33,6 +33,7 @@ import type { NewInvoice } from "../shared/store/invoice.js";
 import { keys } from "../shared/store/keys.js";
 import { invoiceIdForQuote, LedgerStore } from "../shared/store/ledger.js";
 import { ensureTable } from "../shared/store/table.js";
+import { byOperation, logRequests, type RequestLog } from "./request-log.js";
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 process.env.POWERTOOLS_IDEMPOTENCY_DISABLED = "false";
@@ -68,7 +69,7 @@ interface Measured<T> {
  * reads the answer's `ConsumedCapacity`).
  */
 class RequestCounter {
-  private log: string[] = [];
+  private logs: RequestLog[] = [];
   private capacityUnits = 0;
   private conditionFailures = 0;
   attach(client: { middlewareStack: DynamoDBClient["middlewareStack"] }): void {
@@ -89,24 +90,19 @@ class RequestCounter {
       },
       { step: "initialize", name: `benchCapacity_${id}` },
     );
-    client.middlewareStack.add(
-      (next, context) => async (args) => {
-        this.log.push(String(context.commandName).replace(/Command$/, ""));
-        return next(args);
-      },
-      { step: "deserialize", name: `benchCounter_${id}` },
-    );
+    this.logs.push(logRequests(client));
   }
   /** Runs `fn` and returns its result with the requests it caused, their capacity and failed conditions. */
   async measure<T>(fn: () => Promise<T>): Promise<Measured<T>> {
-    this.log = [];
+    for (const log of this.logs) log.take();
     this.capacityUnits = 0;
     this.conditionFailures = 0;
     const started = performance.now();
     const value = await fn();
     const ms = performance.now() - started;
     const { capacityUnits, conditionFailures } = this;
-    return { value, requests: [...this.log], capacityUnits, conditionFailures, ms };
+    const requests = this.logs.flatMap((log) => log.take().map((request) => request.operation));
+    return { value, requests, capacityUnits, conditionFailures, ms };
   }
 }
 
@@ -129,13 +125,11 @@ function phase(samples: Array<Measured<unknown>>, label: string): Phase {
   );
   if (patterns.size !== 1) throw new Error(`${label}: request pattern varied: ${[...patterns].join(" | ")}`);
   const requests = samples[0]?.requests ?? [];
-  const byOperation: Record<string, number> = {};
-  for (const op of requests) byOperation[op] = (byOperation[op] ?? 0) + 1;
   const sorted = samples.map((s) => s.ms).sort((a, b) => a - b);
   const medianMs = Math.round((sorted[Math.floor(sorted.length / 2)] ?? 0) * 100) / 100;
   return {
     requests: requests.length,
-    byOperation,
+    byOperation: byOperation(requests),
     consumedCapacityUnits: samples[0]?.capacityUnits ?? 0,
     conditionalFailures: samples[0]?.conditionFailures ?? 0,
     medianMs,

@@ -5,7 +5,7 @@
  * P5 memory (bench/memory.ts), the load test (bench/load.ts) and durable runs on the local runner
  * (bench/durable.ts: checkpoints per seed run, ms per cycle as a ratio to synchronous runs) and MCP
  * (bench/mcp.ts: a tools/call ÷ the same dispatcher call in process, cold start of /mcp ÷ /healthz) and run
- * events (bench/events.ts: P7 first event ÷ first model response, P8 DynamoDB requests per keyed run ÷ 10,
+ * events (bench/events.ts: P7 first event ÷ first model response, P8 DynamoDB requests per keyed run, own + events ÷ own,
  * streamed ÷ JSON per cycle) and the console's size (bench/console-size.ts: its first view, gzip, against
  * the 150 kB goal); writes
  * bench/results/latest.json,
@@ -161,7 +161,7 @@ async function main(): Promise<void> {
     );
     const events = await section("events", () => benchEvents(dynamo.endpoint, SETTINGS.eventRuns));
     console.log(
-      `   P7 ${events.p7.map((row) => `${row.ratio} (model ${row.modelDelayMs} ms)`).join(", ")}; P8 ${events.p8.jsonRatio} (streamed ${events.p8.streamedRatio}); streamed ÷ JSON per cycle ${events.overhead.ratio}×`,
+      `   P7 ${events.p7.map((row) => `${row.ratio} (model ${row.modelDelayMs} ms)`).join(", ")}; P8 ${events.p8.json.ratio} (streamed ${events.p8.streamed.ratio}); streamed ÷ JSON per cycle ${events.overhead.ratio}×`,
     );
     const governance = await section("governance", () => benchGovernance(env, scripted, SETTINGS.governance));
     const consoleSize = await section("console", () => benchConsoleSize());
