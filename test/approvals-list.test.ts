@@ -6,9 +6,10 @@
  */
 import { randomUUID } from "node:crypto";
 import { CreateTableCommand } from "@aws-sdk/client-dynamodb";
-import { type DynamoDBDocumentClient, GetCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { type DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ApprovalRecord, ApprovalStore } from "../shared/store/approvals.js";
+import type { ApprovalRecord } from "../shared/store/approval-record.js";
+import { ApprovalStore } from "../shared/store/approvals.js";
 import { InvalidCursorError } from "../shared/store/errors.js";
 import { keys } from "../shared/store/keys.js";
 import { encodeCursor } from "../shared/store/query.js";
@@ -183,6 +184,22 @@ describe("an approval is one item, listed by the one write that sets its state",
     expect(await partitionOf(tenantId)).toEqual(before);
     const decided = await store.listDecided(tenantId, { limit: 5 }, T0 + 4_000);
     expect(decided.approvals).toEqual([first.kind === "decided" ? first.approval : undefined]);
+  });
+  it("an item that is not an approval is refused when read, not shown or decided on", async () => {
+    const tenantId = "tenant_list_malformed";
+    const asked = await ask(tenantId, "run_m", 1, T0);
+    expect((await store.get(tenantId, "run_m", asked.approvalId))?.approval.status).toBe("pending");
+    await ddb.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: tableKey(tenantId, keys.approval("run_m", asked.approvalId)),
+        UpdateExpression: "SET #status = :status",
+        ExpressionAttributeNames: { "#status": "status" },
+        ExpressionAttributeValues: { ":status": "maybe" },
+      }),
+    );
+    await expect(store.get(tenantId, "run_m", asked.approvalId)).rejects.toThrow(/status/);
+    await expect(store.listPending(tenantId, { limit: 5 }, T0)).rejects.toThrow(/status/);
   });
 });
 

@@ -6,6 +6,7 @@
  * ends before the run does (a stream's time limit, a dropped connection), until a resume is 204.
  */
 import { createParser } from "eventsource-parser";
+import type { ApprovalRecord } from "../../shared/store/approval-record.js";
 
 const TOKEN_KEY = "boundloop.console.token";
 
@@ -243,18 +244,12 @@ export interface PolicyExplanation {
   approved?: boolean;
 }
 
-/** An approval as `GET /v1/approvals` and a run's `pendingApprovals` carry it. */
-export interface Approval {
-  approvalId: string;
-  runId?: string;
-  toolName: string;
-  arguments: unknown;
-  preview: Record<string, string>;
-  requestedBy: string;
-  requestedAt: string;
-  expiresAt: string;
-  status?: string;
-  decidedBy?: string | null;
-  decidedAt?: string | null;
-  reason?: string | null;
-}
+/**
+ * An approval as `GET /v1/approvals` carries it (its one schema, shared/store/approval-record.ts; type
+ * only, nothing of shared/ is bundled), or as a run's `pendingApprovals` do (the fields they pick).
+ */
+export type Approval = Pick<
+  ApprovalRecord,
+  "approvalId" | "toolName" | "arguments" | "preview" | "requestedBy" | "requestedAt" | "expiresAt"
+> &
+  Partial<ApprovalRecord>;

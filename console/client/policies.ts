@@ -7,7 +7,7 @@
  */
 // The shapes the API answers with, from their one schema (types only: nothing of shared/ is bundled).
 import type {
-  PolicyMode,
+  PolicySetBody as PolicySet,
   PolicySetVersion as PolicyVersion,
   ShadowDecisionRecord as ShadowDecision,
 } from "../../shared/store/policy-records.js";
@@ -16,17 +16,6 @@ import { alert, h, idLink, paged, problemText, scrollTable, time, view } from ".
 import { type PolicyIssue, policyEditor } from "./policy-editor.js";
 import { policyBadge, policyIdsText, setName } from "./policy-parts.js";
 import { fields } from "./values.js";
-
-/** `GET /v1/policies`'s answer. */
-interface PolicySet {
-  policies: string;
-  mode: PolicyMode;
-  version: number | null;
-  updatedBy: string | null;
-  updatedAt: string | null;
-  source: "tenant" | "default";
-  enforcedVersion: number | null;
-}
 
 /** A mode's badge: enforced or shadow (a mark and words). */
 const modeBadge = (mode: string) =>

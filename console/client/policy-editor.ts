@@ -4,15 +4,11 @@
  * their line: the line's number marked (a mark, not colour alone) and a list of the issues, each a
  * button that puts the cursor on its line and column.
  */
+import type { PolicyIssue } from "../../shared/store/policy-records.js";
 import { h } from "./dom.js";
 
-/** One issue of an invalid set, as the API names it. */
-export interface PolicyIssue {
-  policyId: string | null;
-  line: number;
-  column: number;
-  message: string;
-}
+/** One issue of an invalid set, as the API names it (shared/store/policy-records.ts). */
+export type { PolicyIssue };
 
 /** The editor's parts and what it does. */
 export interface PolicyEditor {

@@ -6,6 +6,7 @@
  * offered). The engine is an adapter: nothing here knows tools, tenants or totals.
  */
 import { sha256Hex } from "../hash.js";
+import type { PolicyIssue } from "../store/policy-records.js";
 import { prunedContext, referencesOf, type SetReferences } from "./references.js";
 import type { CedarWasm } from "./wasm.js";
 
@@ -16,17 +17,6 @@ export interface CedarPolicy {
   annotations: Record<string, string>;
   text: string;
   line: number;
-}
-
-/**
- * Why a set was refused: the policy (its id; null when the text does not parse far enough to say), the
- * 1-based line and column in the set's text, and the engine's message (with its hint, when it gives one).
- */
-export interface PolicyIssue {
-  policyId: string | null;
-  line: number;
-  column: number;
-  message: string;
 }
 
 /**

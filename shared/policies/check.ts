@@ -7,8 +7,9 @@
 import { readFileSync } from "node:fs";
 import * as cedarWeb from "@cedar-policy/cedar-wasm/web";
 import type { ToolDefinition } from "../agent/tool.js";
-import { type PolicyIssue, validatePolicySet } from "../cedar/policy-set.js";
+import { validatePolicySet } from "../cedar/policy-set.js";
 import { cedarWasmPath } from "../cedar/wasm.js";
+import type { PolicyIssue } from "../store/policy-records.js";
 import { accountingTools } from "../tools/registry.js";
 import { policySchemaOf } from "./schema.js";
 

@@ -6,16 +6,10 @@
  * against the schema generated from the tool registry never reaches the table.
  */
 import type { ToolRegistry } from "../agent/dispatcher.js";
-import {
-  type ParsedPolicySet,
-  type PolicyIssue,
-  parsePolicySet,
-  preparse,
-  validatePolicySet,
-} from "../cedar/policy-set.js";
+import { type ParsedPolicySet, parsePolicySet, preparse, validatePolicySet } from "../cedar/policy-set.js";
 import { type CedarWasm, cedar, cedarIfLoaded } from "../cedar/wasm.js";
 import { MAX_POLICIES_CHARS } from "../config/policies.js";
-import type { PolicyMode, PolicySetVersion } from "../store/policy-records.js";
+import type { PolicyIssue, PolicyMode, PolicySetBody, PolicySetVersion } from "../store/policy-records.js";
 import type { PolicySetHead, PolicySetStore } from "../store/policy-sets.js";
 import { policySchemaOf } from "./schema.js";
 
@@ -41,22 +35,8 @@ export interface TenantSets {
   shadow?: ActiveSet & { version: number };
 }
 
-/**
- * A tenant's set as GET and PUT /v1/policies answer it: the latest version (the tenant's own, or the
- * default with `source: "default"`, version null), its mode, who stored it and when, its ETag, and the
- * version enforced meanwhile (`enforcedVersion`: the latest when enforcing; while in shadow, the last
- * enforced version, null when that is the default).
- */
-export interface PolicySetView {
-  policies: string;
-  mode: PolicyMode;
-  version: number | null;
-  updatedBy: string | null;
-  updatedAt: string | null;
-  source: "tenant" | "default";
-  etag: string;
-  enforcedVersion: number | null;
-}
+/** A tenant's set as GET and PUT /v1/policies answer it: the body ({@link PolicySetBody}) and its ETag. */
+export type PolicySetView = PolicySetBody & { etag: string };
 
 /** The ETag of a tenant's default view (it has no set of its own). */
 export const DEFAULT_ETAG = '"default"';

@@ -11,7 +11,8 @@ import type { ApprovalEvents } from "../approval-events.js";
 import type { ApiDeps } from "../deps.js";
 import { DomainError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
-import type { ApprovalRecord, ApprovalStore } from "../store/approvals.js";
+import type { ApprovalRecord } from "../store/approval-record.js";
+import type { ApprovalStore } from "../store/approvals.js";
 import { BILLING_APPROVE, requireFourEyes, requirePermission } from "./access.js";
 
 /**

@@ -7,7 +7,8 @@
  */
 import { DomainError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
-import type { ApprovalRecord, ApprovalStore } from "../store/approvals.js";
+import type { ApprovalRecord } from "../store/approval-record.js";
+import type { ApprovalStore } from "../store/approvals.js";
 import { InvalidCursorError } from "../store/errors.js";
 import type { Invoice } from "../store/invoice.js";
 import type { LedgerStore } from "../store/ledger.js";

@@ -26,7 +26,7 @@ import type { SharedDeps } from "../deps.js";
 import { sha256Hex } from "../hash.js";
 import type { SecurityContext } from "../identity.js";
 import { logInternalFailure } from "../observability.js";
-import type { ApprovalRecord } from "../store/approvals.js";
+import type { ApprovalRecord } from "../store/approval-record.js";
 import type { StoredOutcome } from "../store/idempotency.js";
 import { approvalOutcomeOf, requestApproval } from "./approval-service.js";
 import { isUsableKey, type KeepPolicy, MAX_KEY_LENGTH, runOnce } from "./exactly-once.js";

@@ -5,6 +5,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { type ApprovalRecord, ApprovalRecordSchema } from "./approval-record.js";
 import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
 import { queryList, queryTenant } from "./query.js";
@@ -19,37 +20,6 @@ import {
   tableKey,
 } from "./table.js";
 import { setFields } from "./update.js";
-
-/**
- * Where an approval is: `pending` until a person decides (`approved`, `rejected`), it `expired`, or its
- * run was cancelled while it waited (`cancelled`: withdrawn, no decision can be taken on it any more).
- */
-export type ApprovalStatus = "pending" | "approved" | "rejected" | "expired" | "cancelled";
-
-/**
- * One approval of a run's tool call (sort key `APPROVAL#<runId>#<approvalId>`), as the API shows it.
- * The durable callback id is kept server-side only (see {@link ApprovalStore.get}); this type has none.
- * - `arguments`: the call's validated arguments; `preview`: the backend's numbers (decimal strings)
- * - `requestedBy`: the user who started the run (the four-eyes rule keeps them from deciding)
- * - `requestedAt`, `expiresAt`, `decidedAt`: ISO 8601; `decidedBy`, `decidedAt`, `reason` are null while
- *   pending (an expired or cancelled approval has `decidedAt` = when it was marked so, `decidedBy` null)
- */
-export interface ApprovalRecord {
-  approvalId: string;
-  runId: string;
-  tenantId: string;
-  toolName: string;
-  toolCallId: string;
-  arguments: unknown;
-  preview: Record<string, unknown>;
-  requestedBy: string;
-  requestedAt: string;
-  expiresAt: string;
-  status: ApprovalStatus;
-  decidedBy: string | null;
-  decidedAt: string | null;
-  reason: string | null;
-}
 
 /**
  * Where an approval's decision goes, kept server-side only: the durable callback id and the name of the
@@ -331,7 +301,11 @@ export class ApprovalStore {
   }
 }
 
-/** An approval and its callback from a stored item (table attributes and internal fields stripped). */
+/**
+ * An approval and its callback from a stored item (table attributes and internal fields stripped).
+ * @throws ZodError when the item is not an approval ({@link ApprovalRecordSchema}): nothing malformed is
+ * shown or decided on
+ */
 function toApproval(item: StoredItem): { approval: ApprovalRecord; callback: ApprovalCallback } {
   const {
     [CALLBACK_ID]: callbackId,
@@ -340,7 +314,7 @@ function toApproval(item: StoredItem): { approval: ApprovalRecord; callback: App
     ...approval
   } = splitItem(item).attributes as Record<string, unknown>;
   return {
-    approval: approval as unknown as ApprovalRecord,
+    approval: ApprovalRecordSchema.parse(approval),
     callback: { callbackId: String(callbackId ?? ""), waitName: String(waitName ?? "") },
   };
 }

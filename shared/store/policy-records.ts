@@ -54,3 +54,47 @@ export const ShadowDecisionRecordSchema = z
 
 /** A shadow decision that differed, see {@link ShadowDecisionRecordSchema}. */
 export type ShadowDecisionRecord = z.infer<typeof ShadowDecisionRecordSchema>;
+
+/**
+ * A tenant's set as `GET` and `PUT /v1/policies` answer it (the body; its ETag travels as a header): the
+ * latest version (the tenant's own, or the default with `source: "default"` and version null), its mode,
+ * who stored it and when, and the version enforced meanwhile (`enforcedVersion`: the latest when
+ * enforcing; while in shadow, the last enforced version, null when that is the default).
+ */
+export const PolicySetBodySchema = z
+  .object({
+    policies: z.string().describe("The Cedar text (empty: no default set and none of the tenant's)."),
+    mode: PolicyModeSchema,
+    version: z.number().int().positive().nullable().describe("The tenant's version; null for the default."),
+    updatedBy: z.string().nullable(),
+    updatedAt: z.string().nullable(),
+    source: z.enum(["tenant", "default"]),
+    enforcedVersion: z
+      .number()
+      .int()
+      .positive()
+      .nullable()
+      .describe(
+        "The version enforced: this one when `mode` is enforce; while it is in shadow, the tenant's last enforced version (null: the default set is enforced).",
+      ),
+  })
+  .strict();
+
+/** The body of a tenant's set view, see {@link PolicySetBodySchema}. */
+export type PolicySetBody = z.infer<typeof PolicySetBodySchema>;
+
+/**
+ * Why a set was refused: the policy (its id; null when the text does not parse far enough to say), the
+ * 1-based line and column in the set's text, and the engine's message (with its hint, when it gives one).
+ */
+export const PolicyIssueSchema = z
+  .object({
+    policyId: z.string().nullable(),
+    line: z.number().int().positive(),
+    column: z.number().int().positive(),
+    message: z.string(),
+  })
+  .strict();
+
+/** A refused set's issue, see {@link PolicyIssueSchema}. */
+export type PolicyIssue = z.infer<typeof PolicyIssueSchema>;

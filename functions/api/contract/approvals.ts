@@ -1,36 +1,17 @@
 /** The HTTP contract of approvals: deciding one, listing the tenant's (docs/approvals.md). */
 
 import { createRoute, z } from "@hono/zod-openapi";
-import type { ApprovalRecord } from "../../../shared/store/approvals.js";
-import { InvoiceListQuery, requiredField, type Same, sameShape, security } from "./common.js";
+import { ApprovalRecordSchema } from "../../../shared/store/approval-record.js";
+import { InvoiceListQuery, requiredField, security } from "./common.js";
 import { authErrors, payloadTooLarge, problem } from "./problems.js";
 
-/** One approval (`ApprovalRecord` in shared/store/approvals.ts); the durable callback id is never shown. */
-export const ApprovalSchema = z
-  .object({
-    approvalId: z.string(),
-    runId: z.string(),
-    tenantId: z.string(),
-    toolName: z.string(),
-    toolCallId: z.string(),
-    arguments: z.unknown().openapi({ description: "The call's validated arguments." }),
-    preview: z.record(z.string(), z.unknown()).openapi({
-      description:
-        "The backend's numbers the decision is about (recordInvoice: quoteId, subtotal, taxAmount, grossTotal, currency, threshold; decimal strings).",
-    }),
-    requestedBy: z.string().openapi({ description: "The user who started the run; they may not decide." }),
-    requestedAt: z.string(),
-    expiresAt: z.string(),
-    status: z.enum(["pending", "approved", "rejected", "expired", "cancelled"]).openapi({
-      description:
-        "`cancelled`: the run was cancelled while the approval waited; it can no longer be decided.",
-    }),
-    decidedBy: z.string().nullable(),
-    decidedAt: z.string().nullable(),
-    reason: z.string().nullable(),
-  })
-  .strict()
-  .openapi("Approval", { description: "A person's sign-off on one tool call (docs/approvals.md)." });
+/**
+ * One approval: its one schema (shared/store/approval-record.ts); the durable callback id is never shown.
+ * `.strict()` (which it is already) makes an instance built after @hono/zod-openapi extended zod.
+ */
+export const ApprovalSchema = ApprovalRecordSchema.strict().openapi("Approval", {
+  description: "A person's sign-off on one tool call (docs/approvals.md).",
+});
 
 /** A pending approval as a run shows it. */
 export const PendingApprovalSchema = ApprovalSchema.pick({
@@ -150,10 +131,3 @@ export const listApprovalsRoute = createRoute({
     ...authErrors,
   },
 });
-
-/** One approval as the API returns it. */
-export type ApprovalResponse = z.infer<typeof ApprovalSchema>;
-
-// The domain type the routes return is exactly its schema's type: a field added to one and not the
-// other fails `tsc` here.
-sameShape<Same<ApprovalRecord, ApprovalResponse>>(true);

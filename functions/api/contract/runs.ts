@@ -3,7 +3,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { RunOutcome } from "../../../shared/agent/types.js";
 import type { AgentRunShapes } from "../../../shared/runs/run-shapes.js";
-import type { ApprovalRecord } from "../../../shared/store/approvals.js";
+import type { ApprovalRecord } from "../../../shared/store/approval-record.js";
 import type { RunRecord, RunStep } from "../../../shared/store/runs.js";
 import { PendingApprovalSchema } from "./approvals.js";
 import {
