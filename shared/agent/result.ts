@@ -1,59 +1,21 @@
-/** The fixed categories a tool call can end in. Only `success` carries `data`. */
-export type ToolStatus =
-  | "success"
-  | "validation_error"
-  | "permission_denied"
-  | "business_error"
-  | "fatal_error";
+import type { z } from "zod";
+import type {
+  ApprovalAuditSchema,
+  PolicyAuditSchema,
+  RunningTotalSchema,
+  ToolErrorSchema,
+  ToolResultSchema,
+  ToolStatusSchema,
+} from "./result-schema.js";
 
-/**
- * A failed tool call, phrased so the model can act on it.
- * - `code`: stable machine code (UNKNOWN_TOOL, INVALID_ARGUMENTS, UNSUPPORTED_JURISDICTION, …)
- * - `details`: e.g. `{ issues: [{ path, message, expected?, received? }] }` for validation errors
- * - `retryable`: whether calling again (with corrected arguments) can succeed
- */
-export interface ToolError {
-  code: string;
-  message: string;
-  details: Record<string, unknown>;
-  retryable: boolean;
-}
-
-/**
- * The envelope every tool call produces, success or not. It becomes the tool message the model sees
- * and the row the API returns in `toolResults`.
- * `metadata.latencyMs` is the handler's wall time in ms (0 when it never ran); `metadata.truncated` is
- * present when the result was cut to the tool-result size cap (see {@link capToolResult});
- * `metadata.approval` when the call waited for a person's decision ({@link ApprovalAudit}); `metadata.policy`
- * when the tenant's policies decided it ({@link PolicyAudit}).
- */
-export interface ToolResult {
-  status: ToolStatus;
-  data: unknown;
-  error: ToolError | null;
-  metadata: {
-    toolName: string;
-    toolCallId: string;
-    latencyMs: number;
-    idempotencyKey: string | null;
-    truncated?: { originalBytes: number; maxBytes: number };
-    approval?: ApprovalAudit;
-    policy?: PolicyAudit;
-  };
-}
-
-/**
- * Who decided on a call that needed approval, when and why (docs/approvals.md); recorded in the call's
- * result, hence in the cycle's audit step. `decision` "expired" has no `decidedBy`. Times ISO 8601.
- */
-export interface ApprovalAudit {
-  approvalId: string;
-  decision: "approved" | "rejected" | "expired";
-  decidedBy: string | null;
-  decidedAt: string;
-  reason: string | null;
-}
-
+/** The fixed categories a tool call can end in (shared/agent/result-schema.ts `ToolStatusSchema`). */
+export type ToolStatus = z.infer<typeof ToolStatusSchema>;
+/** A failed tool call, phrased so the model can act on it ({@link ToolErrorSchema}). */
+export type ToolError = z.infer<typeof ToolErrorSchema>;
+/** The envelope every tool call produces, success or not ({@link ToolResultSchema}). */
+export type ToolResult = z.infer<typeof ToolResultSchema>;
+/** Who decided on a call that needed approval, when and why ({@link ApprovalAuditSchema}). */
+export type ApprovalAudit = z.infer<typeof ApprovalAuditSchema>;
 /**
  * Keeps a tool result's JSON within `maxBytes` UTF-8 bytes (the tool message the model reads, and the
  * row the API returns). Over the cap, `data` becomes a string: the start of its JSON followed by a
@@ -106,28 +68,7 @@ function utf8Prefix(text: string, bytes: number): string {
   return new TextDecoder("utf-8", { fatal: false }).decode(buffer.subarray(0, bytes)).replace(/\uFFFD+$/, "");
 }
 
-/** One running total: calls counted and their gross in minor units (in-flight calls included). */
-export interface RunningTotal {
-  count: number;
-  grossMinor: number;
-}
-
-/**
- * The explanation of a decision (docs/policies.md), recorded in the tool result's metadata, hence in the
- * audit step, the run's events, the span and the MCP result:
- * - `decision`: permit, forbid or approval; `policyIds`: the determining policies (`@id`, else the
- *   engine's positional id); empty for a forbid means no policy permits the call
- * - `source` and `version`: the set that decided (the tenant's version, or the deployment default: null)
- * - `totals`: the running totals the decision saw, for a metered tool
- * - `shadow`: what the tenant's shadow set decided, while one is being tried
- * - `approved`: the call was decided again after a person approved it
- */
-export interface PolicyAudit {
-  decision: "permit" | "forbid" | "approval";
-  policyIds: string[];
-  source: "tenant" | "default";
-  version: number | null;
-  totals?: Record<string, RunningTotal>;
-  shadow?: { decision: "permit" | "forbid" | "approval"; policyIds: string[]; version: number };
-  approved?: boolean;
-}
+/** One running total: calls counted and their gross in minor units ({@link RunningTotalSchema}). */
+export type RunningTotal = z.infer<typeof RunningTotalSchema>;
+/** The explanation of a policy decision ({@link PolicyAuditSchema}). */
+export type PolicyAudit = z.infer<typeof PolicyAuditSchema>;

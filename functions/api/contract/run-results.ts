@@ -5,10 +5,13 @@
  */
 
 import { z } from "@hono/zod-openapi";
-import type { ToolResult } from "../../../shared/agent/result.js";
+import {
+  PolicyAuditSchema as BasePolicyAuditSchema,
+  RunningTotalSchema as BaseRunningTotalSchema,
+  ToolResultSchema as BaseToolResultSchema,
+} from "../../../shared/agent/result-schema.js";
 import { RunStatusSchema as BaseRunStatusSchema, RUN_STATUSES } from "../../../shared/agent/run-status.js";
 import { TokenUsageSchema } from "../../../shared/token-usage.js";
-import { type Same, sameShape } from "./common.js";
 import { QuotaRefusalSchema } from "./quotas.js";
 
 /** Every run status the API can report: the loop's, one list (shared/agent/run-status.ts). */
@@ -19,99 +22,31 @@ export const UsageSchema = TokenUsageSchema.strict().openapi("Usage", {
   description: "Token usage summed over the run's model calls.",
 });
 
-/** One running total of a policy decision: calls counted and their gross in minor units. */
-const RunningTotalSchema = z
-  .object({ count: z.number().int(), grossMinor: z.number().int() })
-  .strict()
-  .openapi("RunningTotal");
+/**
+ * One running total of a policy decision, as the component `RunningTotal`. Each schema below is the
+ * engine's one schema (shared/agent/result-schema.ts); `.strict()` and `.extend` make instances built
+ * after @hono/zod-openapi extended zod, so they can be named components.
+ */
+const RunningTotalSchema = BaseRunningTotalSchema.strict().openapi("RunningTotal");
 
-/** The three decisions a policy set can make about a call (docs/policies.md). */
-const PolicyDecisionSchema = z.enum(["permit", "forbid", "approval"]);
+/** A decision's explanation (`PolicyAuditSchema`), its totals referring to the component `RunningTotal`. */
+export const PolicyAuditSchema = BasePolicyAuditSchema.extend({
+  totals: z
+    .record(z.string(), RunningTotalSchema)
+    .optional()
+    .describe(BasePolicyAuditSchema.shape.totals.description ?? ""),
+}).openapi("PolicyDecision", {
+  description: "Why the tenant's policies let a call run, or not (docs/policies.md).",
+});
 
-/** A decision's explanation (`PolicyAudit` in shared/agent/result.ts). */
-export const PolicyAuditSchema = z
-  .object({
-    decision: PolicyDecisionSchema,
-    policyIds: z.array(z.string()).openapi({
-      description:
-        "The determining policies (`@id`, else the engine's positional id); an empty list with `forbid` means no policy permits the call.",
-    }),
-    source: z.enum(["tenant", "default"]),
-    version: z
-      .number()
-      .int()
-      .nullable()
-      .openapi({ description: "The tenant's set version; null: the default set." }),
-    totals: z.record(z.string(), RunningTotalSchema).optional().openapi({
-      description: "The running totals the decision saw (userDay, tenantDay, userHour, tenantHour).",
-    }),
-    shadow: z
-      .object({ decision: PolicyDecisionSchema, policyIds: z.array(z.string()), version: z.number().int() })
-      .strict()
-      .optional()
-      .openapi({
-        description: "What the tenant's set in shadow mode decided, beside the enforced decision.",
-      }),
-    approved: z
-      .boolean()
-      .optional()
-      .openapi({ description: "Decided again after a person approved the call." }),
-  })
-  .strict()
-  .openapi("PolicyDecision", {
-    description: "Why the tenant's policies let a call run, or not (docs/policies.md).",
-  });
-
-/** One tool result (`ToolResult` in shared/agent/result.ts): status, data or error, metadata. */
-export const ToolResultSchema = z
-  .object({
-    status: z.enum(["success", "validation_error", "permission_denied", "business_error", "fatal_error"]),
-    data: z.unknown().openapi({ description: "The tool's output on success, else null." }),
-    error: z
-      .object({
-        code: z.string(),
-        message: z.string(),
-        details: z.record(z.string(), z.unknown()),
-        retryable: z.boolean(),
-      })
-      .strict()
-      .nullable(),
-    metadata: z
-      .object({
-        toolName: z.string(),
-        toolCallId: z.string(),
-        latencyMs: z.number().nonnegative(),
-        idempotencyKey: z.string().nullable(),
-        truncated: z
-          .object({ originalBytes: z.number().int().positive(), maxBytes: z.number().int().positive() })
-          .strict()
-          .optional()
-          .openapi({
-            description:
-              "Present when the result was cut to MAX_TOOL_RESULT_BYTES: its size before (UTF-8 bytes) and the cap.",
-          }),
-        approval: z
-          .object({
-            approvalId: z.string(),
-            decision: z.enum(["approved", "rejected", "expired"]),
-            decidedBy: z.string().nullable(),
-            decidedAt: z.string(),
-            reason: z.string().nullable(),
-          })
-          .strict()
-          .optional()
-          .openapi({
-            description:
-              "Present when the call waited for a person's approval (docs/approvals.md): who decided, when and why.",
-          }),
-        policy: PolicyAuditSchema.optional().openapi({
-          description: "Present when the tenant's policies decided the call (docs/policies.md).",
-        }),
-      })
-      .strict(),
-  })
-  .strict()
-  .openapi("ToolResult", { description: "The envelope of one tool call, success or not." });
+/** One tool result (`ToolResultSchema`): status, data or error, metadata; its policy the component `PolicyDecision`. */
+export const ToolResultSchema = BaseToolResultSchema.extend({
+  metadata: BaseToolResultSchema.shape.metadata.extend({
+    policy: PolicyAuditSchema.optional().describe(
+      BaseToolResultSchema.shape.metadata.shape.policy.description ?? "",
+    ),
+  }),
+}).openapi("ToolResult", { description: "The envelope of one tool call, success or not." });
 
 /** A terminal run status, see {@link RUN_STATUSES}. */
 export const RunStatusSchema = BaseRunStatusSchema.openapi("RunStatus");
@@ -261,10 +196,3 @@ export const HistorySummarySchema = z
     description:
       "The earlier conversation sent with the run (previousRunId): messages, their estimated tokens, and the messages left out to stay within HISTORY_MAX_TOKENS. Null for a new conversation.",
   });
-
-/** One tool result as the API returns it. */
-export type ToolResultResponse = z.infer<typeof ToolResultSchema>;
-
-// The domain type the routes return is exactly its schema's type: a field added to one and not the
-// other fails `tsc` here.
-sameShape<Same<ToolResult, ToolResultResponse>>(true);
