@@ -69,7 +69,11 @@ export async function benchQuotaLoop(
   table: string,
   options: PolicyLoopOptions,
 ): Promise<QuotaLoopResult> {
-  const base = { BENCH_DYNAMO_ENDPOINT: dynamoEndpoint, BENCH_TABLE: table };
+  const base = {
+    BENCH_DYNAMO_ENDPOINT: dynamoEndpoint,
+    BENCH_TABLE: table,
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+  };
   const on = { ...base, BENCH_QUOTA_LIMITS: JSON.stringify(QUOTA_LIMITS) };
   const { loop, door, doorMsPerRun } = await benchPair(on, base, options);
   return { ...loop, doorOnUs: door.onUs, doorOffUs: door.offUs, doorRatio: door.ratio, doorMsPerRun };

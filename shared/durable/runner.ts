@@ -220,6 +220,7 @@ function runnerBudget(deps: RunnerDeps, payload: DurableRunPayload, deadline: De
   return quotas.budget(subjectOf(payload.security, payload.runId), quotas.admittedState(payload.startedAt), {
     expiresAtSeconds: () => Math.floor(deadline.at / 1000) + waits,
     onStoreFailure: "throw",
+    bounds: { maxCycles: payload.limits.maxCycles, maxTotalTokens: payload.limits.maxTotalTokens },
   });
 }
 
