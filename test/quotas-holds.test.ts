@@ -84,6 +84,40 @@ describe("a run under an ample budget", () => {
     expect(view.tenant?.inFlight.runs).toBe(0);
   });
 
+  it("under a tight budget holds one call at a time: one write for each call its hold does not cover, after a single refused try at admission", async () => {
+    const writes: string[] = [];
+    const name = "countTightWrites";
+    stack.deps.ddb.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (JSON.stringify((args as { input?: unknown }).input).includes("COUNTER#quota"))
+          writes.push(String(context.commandName));
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      // Each call spends more than its hold leaves for the next one: every later call needs a write.
+      const spend = { prompt_tokens: 1_000, completion_tokens: 4_000 };
+      stack.model.script([
+        { toolCalls: [taxCall("t1")], usage: spend },
+        { toolCalls: [taxCall("t2")], usage: spend },
+        { content: "Done.", usage: spend },
+      ]);
+      const outcome = RunResponseSchema.parse(
+        body(await stack.invoke(runEvent({ tenantId: "tenant_tight", userId: "usr_t", prompt: PROMPT }))),
+      );
+      expect(outcome.status).toBe("completed");
+      // Admission: the run's 5 calls (> a tenth of the user's 30000) refused, then the first call's own;
+      // calls 2 and 3: one settle-and-hold each (the totals admission and call 2 saw say the run's calls
+      // would not fit, so no write tries them); the finish.
+      expect(writes.filter((command) => command === "UpdateItemCommand")).toHaveLength(2 + 1 + 1 + 1);
+    } finally {
+      stack.deps.ddb.middlewareStack.remove(name);
+    }
+    const view = await quotasOf().usage({ tenantId: "tenant_tight", userId: "usr_t" }, false);
+    expect(view.user.day.tokens).toEqual({ used: 15_000, reserved: 0, limit: 30_000 });
+  });
+
   it("holds its remaining calls' worst case, grants from a partly spent hold, and GET /v1/usage shows held as reserved until the finish settles what was spent", async () => {
     const quotas = quotasOf();
     const subject = { tenantId: "tenant_hold", userId: "usr_h", runId: "run_hold" };

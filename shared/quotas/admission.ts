@@ -54,10 +54,14 @@ export class MinuteGuesses {
   }
 }
 
-/** A run admitted: its budget's state (marker version 1, a slot in flight, the hold if any) and the policies' remainders. */
+/**
+ * A run admitted: its budget's state (marker version 1, a slot in flight, the hold if any), the
+ * policies' remainders, and the day's totals as the admission's write left them.
+ */
 export interface Admitted {
   state: BudgetState;
   policies: AdmissionPolicy[];
+  totals: Readonly<Record<string, number>>;
 }
 
 /** Why a condition of an admission write is there. */
@@ -197,7 +201,7 @@ function admissionWrite(
       learnSlots(deps, subject, totals, at);
       const dayStartMs = quotaRef(subject.tenantId, at).window.startMs;
       const state = { dayStartMs, version, live: true, hold: hold ?? null, consumed: false };
-      return { state, policies: policiesAt(totals, at) };
+      return { state, policies: policiesAt(totals, at), totals };
     },
     refusal(id: AdmissionPolicy["id"], totals: Readonly<Record<string, number>>, at: number) {
       const policies = policiesAt({ ...totals }, at);

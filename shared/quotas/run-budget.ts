@@ -11,7 +11,7 @@ import type { ModelPrice } from "../config/quotas.js";
 import { QUOTA_UNAVAILABLE_MESSAGE, QuotaUnavailableError } from "../domain-errors.js";
 import type { CounterChange, CounterStore } from "../store/counters.js";
 import { holdLimits, secondsToDayEnd } from "./admission.js";
-import { callHold, holdConditions, type RunBounds, runHold, tokensLeftIn } from "./holds.js";
+import { callHold, holdConditions, RUN_HOLD_SHARE, type RunBounds, runHold, tokensLeftIn } from "./holds.js";
 import {
   type BudgetState,
   type Hold,
@@ -73,15 +73,18 @@ export class RunBudget implements ModelBudget {
   /**
    * @param initial what admission left (marker version 1 and the run's slot in flight, maybe a hold)
    * @param expiresAtSeconds when the run's marker may be pruned if it never ends (epoch s), asked at every write
+   * @param seen the day's totals as admission's write left them, if known
    */
   constructor(
     private readonly deps: RunBudgetDeps,
     private readonly subject: { tenantId: string; userId: string; runId: string },
     initial: BudgetState,
     private readonly expiresAtSeconds: () => number,
+    seen?: Readonly<Record<string, number>>,
   ) {
     this.state = initial;
     this.names = namesOf(subject.userId);
+    this.seen = seen;
   }
 
   /** A call's cost from its usage: the price table's, or null with a note naming the unpriced model. */
@@ -152,10 +155,11 @@ export class RunBudget implements ModelBudget {
     const limits = holdLimits(this.names, await deps.limits());
     let maxTokens = call.maxTokens;
     // The run's remaining calls while the limits leave ten times that; else (refused) the call's own.
-    let wide = runHold(deps.price, call, deps.bounds);
+    let wide = this.wideHold(call, limits);
     for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
       const hold = wide ?? callHold(deps.price, call.promptTokens, maxTokens);
       const result = await deps.counters.change(today, this.holdChange(hold, limits, wide !== null));
+      this.seen = result.kind === "applied" ? result.totals : result.state.totals;
       const version = this.state.version + 1;
       if (result.kind === "applied" || result.marker?.version === version) {
         this.lostUsage = undefined;
@@ -199,6 +203,24 @@ export class RunBudget implements ModelBudget {
     if (!hold) return {};
     return settleAmounts(this.names, hold, spent ?? NOTHING);
   }
+
+  /**
+   * The hold of the run's remaining calls to try first, null when it is no bigger than the call's own or
+   * when the totals this run last saw already leave less than ten times it (a wasted write otherwise).
+   */
+  private wideHold(call: BudgetCall, limits: Readonly<Record<string, number>>): Hold | null {
+    const wide = runHold(this.deps.price, call, this.deps.bounds);
+    if (!wide || !this.seen) return wide;
+    const settled = sum(this.seen, this.settlement());
+    const amounts = holdAmounts(this.names, wide);
+    const fits = Object.entries(limits).every(
+      ([total, limit]) => (amounts[total] ?? 0) * RUN_HOLD_SHARE <= limit - (settled[total] ?? 0),
+    );
+    return fits ? wide : null;
+  }
+
+  /** The totals of the day's item as this run's last write saw them (none yet in this invocation). */
+  private seen: Readonly<Record<string, number>> | undefined;
 
   /** The call granted from the open hold, without a write, when what is left of it covers the call today. */
   private fromHold(call: BudgetCall, now: number): BudgetDecision | undefined {

@@ -38,7 +38,12 @@ export async function admitSyncRun(
     firstCall: firstCallOf(run),
     bounds,
   });
-  return quotas.budget(subject, admitted.state, { expiresAtSeconds, onStoreFailure: "refuse", bounds });
+  return quotas.budget(subject, admitted.state, {
+    expiresAtSeconds,
+    onStoreFailure: "refuse",
+    bounds,
+    seen: admitted.totals,
+  });
 }
 
 /**

@@ -108,6 +108,8 @@ export class Quotas {
       expiresAtSeconds: () => number;
       onStoreFailure: RunBudgetDeps["onStoreFailure"];
       bounds?: RunBounds | undefined;
+      /** The day's totals admission's write left (Admitted.totals), so the first hold is sized without a wasted write. */
+      seen?: Readonly<Record<string, number>> | undefined;
     },
   ): RunBudget {
     const deps: RunBudgetDeps = {
@@ -120,7 +122,7 @@ export class Quotas {
       onStoreFailure: options.onStoreFailure,
       bounds: options.bounds,
     };
-    return new RunBudget(deps, subject, initial, options.expiresAtSeconds);
+    return new RunBudget(deps, subject, initial, options.expiresAtSeconds, options.seen);
   }
 
   /** What admission leaves for a run admitted at `admittedAt` (epoch ms) without a hold: marker version 1, its slot. */
