@@ -2,7 +2,8 @@
  * How much a run holds (docs/quotas.md "Reservations", shared/quotas/holds.ts): under an ample budget a
  * run holds its remaining calls' worst case once, at admission, grants its calls from that hold without
  * a write and settles once at its end; under a tight one (the run's worst case more than a tenth of what
- * is left) it holds one call's worst case at a time. DynamoDB Local, the real handler and the quotas.
+ * is left) it holds one call's worst case at a time; a crashed run's hold is taken back once its marker
+ * expired. DynamoDB Local, the real handler and the quotas.
  */
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -162,5 +163,47 @@ describe("a run under an ample budget", () => {
     await budget.finish();
     const after = await quotas.usage({ tenantId: "tenant_hold", userId: "usr_wide" }, false);
     expect(after.user.day.tokens).toEqual({ used: 2_400, reserved: 0, limit: 30_000 });
+  });
+
+  it("a crashed run's hold is taken back once its marker expired, when the limit is next hit", async () => {
+    const quotas = quotasOf();
+    const tenantId = "tenant_crash";
+    await quotas.setLimits(
+      tenantId,
+      { user: { tokensPerDay: 20_000 } },
+      { userId: "usr_admin", at: new Date().toISOString() },
+    );
+    const now = Math.floor(Date.now() / 1000);
+    const crashed = { tenantId, userId: "usr_c", runId: "run_crashed" };
+    // Its run's calls are more than a tenth of what is left: it holds its first call's 16000 and dies.
+    const dead = await quotas.admit(crashed, {
+      expiresAtSeconds: now - 1,
+      firstCall: { promptTokens: 1_000, maxTokens: 15_000 },
+      bounds,
+    });
+    expect(dead.state.hold).toEqual({ tokens: 16_000, costMicro: 0 });
+    const live = { tenantId, userId: "usr_c", runId: "run_live" };
+    const admitted = await quotas.admit(live, {
+      expiresAtSeconds: now + 600,
+      firstCall: { promptTokens: 1_000, maxTokens: 4_000 },
+      bounds,
+    });
+    // 16000 held + 5000 > 20000: admitted holding nothing; its call's write prunes the dead marker.
+    expect(admitted.state.hold).toBeNull();
+    const budget = quotas.budget(live, admitted.state, {
+      expiresAtSeconds: () => now + 600,
+      onStoreFailure: "refuse",
+      bounds,
+    });
+    const decision = await budget.reserve({
+      step: "cycle-1:model",
+      cycle: 1,
+      promptTokens: 1_000,
+      maxTokens: 4_000,
+    });
+    expect(decision).toMatchObject({ kind: "granted", maxTokens: 4_000 });
+    const view = await quotas.usage({ tenantId, userId: "usr_c" }, true);
+    expect(view.user.day.tokens).toEqual({ used: 0, reserved: 5_000, limit: 20_000 });
+    expect(view.tenant?.inFlight.runs).toBe(1);
   });
 });
