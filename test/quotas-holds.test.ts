@@ -43,6 +43,21 @@ function quotasOf() {
   return quotas;
 }
 
+/** Records the commands of every request to a day's quota item until `stop()`. */
+function countQuotaRequests(): { writes: string[]; stop: () => void } {
+  const writes: string[] = [];
+  const name = "countQuotaRequests";
+  stack.deps.ddb.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (JSON.stringify((args as { input?: unknown }).input).includes("COUNTER#quota"))
+        writes.push(String(context.commandName));
+      return next(args);
+    },
+    { step: "initialize", name },
+  );
+  return { writes, stop: () => stack.deps.ddb.middlewareStack.remove(name) };
+}
+
 describe("a run under an ample budget", () => {
   it("writes its quota twice (admission holding its calls, the finish settling them) however many calls it makes", async () => {
     await quotasOf().setLimits(
@@ -50,16 +65,7 @@ describe("a run under an ample budget", () => {
       { user: { tokensPerDay: 1_000_000 } },
       { userId: "usr_admin", at: new Date().toISOString() },
     );
-    const writes: string[] = [];
-    const name = "countQuotaWrites";
-    stack.deps.ddb.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (JSON.stringify((args as { input?: unknown }).input).includes("COUNTER#quota"))
-          writes.push(String(context.commandName));
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
+    const { writes, stop } = countQuotaRequests();
     try {
       stack.model.script([
         { toolCalls: [taxCall("c1")], usage: { prompt_tokens: 1_100, completion_tokens: 40 } },
@@ -78,7 +84,7 @@ describe("a run under an ample budget", () => {
         4_096, 4_096, 4_096,
       ]);
     } finally {
-      stack.deps.ddb.middlewareStack.remove(name);
+      stop();
     }
     const view = await quotasOf().usage({ tenantId: "tenant_ample", userId: "usr_a" }, true);
     expect(view.user.day.tokens).toEqual({ used: 1_140 + 1_245 + 1_312, reserved: 0, limit: 1_000_000 });
@@ -86,16 +92,7 @@ describe("a run under an ample budget", () => {
   });
 
   it("under a tight budget holds one call at a time: one write for each call its hold does not cover, after a single refused try at admission", async () => {
-    const writes: string[] = [];
-    const name = "countTightWrites";
-    stack.deps.ddb.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (JSON.stringify((args as { input?: unknown }).input).includes("COUNTER#quota"))
-          writes.push(String(context.commandName));
-        return next(args);
-      },
-      { step: "initialize", name },
-    );
+    const { writes, stop } = countQuotaRequests();
     try {
       // Each call spends more than its hold leaves for the next one: every later call needs a write.
       const spend = { prompt_tokens: 1_000, completion_tokens: 4_000 };
@@ -113,7 +110,7 @@ describe("a run under an ample budget", () => {
       // would not fit, so no write tries them); the finish.
       expect(writes.filter((command) => command === "UpdateItemCommand")).toHaveLength(2 + 1 + 1 + 1);
     } finally {
-      stack.deps.ddb.middlewareStack.remove(name);
+      stop();
     }
     const view = await quotasOf().usage({ tenantId: "tenant_tight", userId: "usr_t" }, false);
     expect(view.user.day.tokens).toEqual({ used: 15_000, reserved: 0, limit: 30_000 });
