@@ -1,14 +1,19 @@
 /**
- * P1 with policies (docs/policies.md): the loop's overhead per cycle (bench/loop-overhead.ts's
- * method: wall − model-server time − tool time, per cycle) of boundloop deciding every tool call through
- * the policy decision service on DynamoDB Local, with the five-policy set of bench/governance.ts as
- * POLICIES ("on") and with no set at all ("off"): the same decision service, the same tenant-head reads
- * through the sets' per-container cache, so the ratio is what evaluating the set costs a cycle. A child
- * process each (bench/loop-child.ts), warmed up, then batches alternating, ratio of each round's medians.
+ * P1 with governance (docs/policies.md, docs/quotas.md): the loop's overhead per cycle (bench/loop-overhead.ts's
+ * method: wall − model-server time − tool time, per cycle) of boundloop on DynamoDB Local, a child process
+ * per variant (bench/loop-child.ts), warmed up, then batches alternating, ratio of each round's medians.
+ * - policies: every tool call decided by the policy decision service, the five-policy set of
+ *   bench/governance.ts as POLICIES ("on") or no set ("off"): the same service and tenant-head reads
+ *   through the sets' per-container cache, so the ratio is what evaluating the set costs a cycle.
+ * - quotas: every quota limit of bench/governance.ts set ("on": admitted at the door holding the run's
+ *   first hold, budgeted around every model call, finished after) or quotas off, both with the policy
+ *   service and no set. The loop's figure leaves out the door (admission before the loop, the budget's
+ *   finish after it, as in the API where they are the run's start and end); the run's figure with them
+ *   is reported beside it.
  */
 
-import { FIVE_POLICIES } from "./governance.js";
-import { loopScript } from "./loop-child.js";
+import { FIVE_POLICIES, QUOTA_LIMITS } from "./governance.js";
+import { type LoopChildRun, loopScript } from "./loop-child.js";
 import { type LoopChild, startLoopChild } from "./loop-overhead.js";
 import { FINAL_ANSWER } from "./scenario/tools.js";
 import { median, round } from "./stats.js";
@@ -31,6 +36,17 @@ export interface PolicyLoopResult {
 }
 
 /**
+ * P1 with quotas: the loop's figures ({@link PolicyLoopResult}) and the whole run's with its door
+ * (admission and finish; `door*`), and the door's median ms per run with quotas on.
+ */
+export interface QuotaLoopResult extends PolicyLoopResult {
+  doorOnUs: number;
+  doorOffUs: number;
+  doorRatio: number;
+  doorMsPerRun: number;
+}
+
+/**
  * Measures P1 with the five-policy set on ÷ off.
  * @throws Error when a run does not answer as scripted (3 model requests, 4 tool calls)
  */
@@ -39,40 +55,85 @@ export async function benchPolicyLoop(
   table: string,
   options: PolicyLoopOptions,
 ): Promise<PolicyLoopResult> {
+  const base = { BENCH_DYNAMO_ENDPOINT: dynamoEndpoint, BENCH_TABLE: table };
+  const { loop } = await benchPair({ ...base, BENCH_POLICIES: FIVE_POLICIES }, base, options);
+  return loop;
+}
+
+/**
+ * Measures P1 with every quota limit on ÷ quotas off (both with the policy service, no set).
+ * @throws Error when a run does not answer as scripted (3 model requests, 4 tool calls)
+ */
+export async function benchQuotaLoop(
+  dynamoEndpoint: string,
+  table: string,
+  options: PolicyLoopOptions,
+): Promise<QuotaLoopResult> {
+  const base = {
+    BENCH_DYNAMO_ENDPOINT: dynamoEndpoint,
+    BENCH_TABLE: table,
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+  };
+  const on = { ...base, BENCH_QUOTA_LIMITS: JSON.stringify(QUOTA_LIMITS) };
+  const { loop, door, doorMsPerRun } = await benchPair(on, base, options);
+  return { ...loop, doorOnUs: door.onUs, doorOffUs: door.offUs, doorRatio: door.ratio, doorMsPerRun };
+}
+
+/** One batch's medians: the loop's overhead per cycle, with the door, and the door's ms per run. */
+interface BatchFigures {
+  loop: number;
+  withDoor: number;
+  doorMs: number;
+}
+
+/** Runs the two children alternating; the loop's figures, the run's with its door, and "on"'s door ms. */
+async function benchPair(
+  onEnv: Record<string, string>,
+  offEnv: Record<string, string>,
+  options: PolicyLoopOptions,
+): Promise<{ loop: PolicyLoopResult; door: PolicyLoopResult; doorMsPerRun: number }> {
   const script = loopScript();
   const cycles = script.length;
   const toolCalls = script.reduce((sum, reply) => sum + (reply.toolCalls?.length ?? 0), 0);
-  const base = { BENCH_DYNAMO_ENDPOINT: dynamoEndpoint, BENCH_TABLE: table };
   const children: Record<"on" | "off", LoopChild> = {
-    on: await startLoopChild("boundloop", { ...base, BENCH_POLICIES: FIVE_POLICIES }),
-    off: await startLoopChild("boundloop", base),
+    on: await startLoopChild("boundloop", onEnv),
+    off: await startLoopChild("boundloop", offEnv),
   };
-  const batch = async (child: LoopChild, runs: number): Promise<number> => {
-    const samples = (await child.run(runs)).map((run) => {
+  const perCycle = (run: LoopChildRun, door: boolean) =>
+    ((run.wallMs - run.modelMs - run.toolMs - (door ? 0 : (run.doorMs ?? 0))) / cycles) * 1000;
+  const batch = async (child: LoopChild, runs: number): Promise<BatchFigures> => {
+    const done = await child.run(runs);
+    for (const run of done) {
       if (run.answer.trim() !== FINAL_ANSWER || run.modelRequests !== cycles || run.toolCalls !== toolCalls)
-        throw new Error(`P1 with policies: ${JSON.stringify(run)}`);
-      return ((run.wallMs - run.modelMs - run.toolMs) / cycles) * 1000;
-    });
-    return median(samples);
+        throw new Error(`P1 with governance: ${JSON.stringify(run)}`);
+    }
+    return {
+      loop: median(done.map((run) => perCycle(run, false))),
+      withDoor: median(done.map((run) => perCycle(run, true))),
+      doorMs: median(done.map((run) => run.doorMs ?? 0)),
+    };
   };
   try {
     for (const child of Object.values(children)) await batch(child, options.warmupRuns);
-    const on: number[] = [];
-    const off: number[] = [];
+    const on: BatchFigures[] = [];
+    const off: BatchFigures[] = [];
     for (let n = 0; n < options.rounds; n++) {
       const order = n % 2 === 0 ? (["on", "off"] as const) : (["off", "on"] as const);
-      for (const which of order) {
-        const value = await batch(children[which], options.runsPerRound);
-        (which === "on" ? on : off).push(value);
-      }
+      for (const which of order)
+        (which === "on" ? on : off).push(await batch(children[which], options.runsPerRound));
     }
-    return {
-      onUs: round(median(on)),
-      offUs: round(median(off)),
-      ratio: round(median(on.map((value, n) => value / (off[n] as number))), 3),
+    const figures = (key: "loop" | "withDoor"): PolicyLoopResult => ({
+      onUs: round(median(on.map((b) => b[key]))),
+      offUs: round(median(off.map((b) => b[key]))),
+      ratio: round(median(on.map((b, n) => b[key] / (off[n] as BatchFigures)[key])), 3),
       rounds: options.rounds,
       runsPerRound: options.runsPerRound,
       warmupRuns: options.warmupRuns,
+    });
+    return {
+      loop: figures("loop"),
+      door: figures("withDoor"),
+      doorMsPerRun: round(median(on.map((b) => b.doorMs)), 2),
     };
   } finally {
     for (const child of Object.values(children)) child.stop();

@@ -13,7 +13,13 @@ import {
   type RequestCount,
 } from "./governance.js";
 import { benchPolicyColdStart, type PolicyColdStart } from "./governance-cold.js";
-import { benchPolicyLoop, type PolicyLoopOptions, type PolicyLoopResult } from "./governance-loop.js";
+import {
+  benchPolicyLoop,
+  benchQuotaLoop,
+  type PolicyLoopOptions,
+  type PolicyLoopResult,
+  type QuotaLoopResult,
+} from "./governance-loop.js";
 import { AWS_PRICES, benchRunCost, type RunCostRow } from "./run-cost.js";
 import { round } from "./stats.js";
 
@@ -23,12 +29,14 @@ export interface GovernanceResult {
   requests: Record<string, RequestCount>;
   coldStart: PolicyColdStart;
   loop: PolicyLoopResult;
+  quotaLoop: QuotaLoopResult;
   runCost: RunCostRow[];
 }
 
 /**
  * Runs the section: `coldPairs` cold starts with and without policies; `decisions` timed decisions;
- * `loop`, P1 with the five-policy set on and off (bench/governance-loop.ts).
+ * `loop`, P1 with the five-policy set on and off, and with every quota limit on and quotas off
+ * (bench/governance-loop.ts).
  */
 export async function benchGovernance(
   env: ColdStartEnv,
@@ -48,8 +56,12 @@ export async function benchGovernance(
   console.log(
     `   P1 overhead per cycle, five policies on ÷ off ${loop.ratio} (${loop.onUs} vs ${loop.offUs} µs)`,
   );
+  const quotaLoop = await benchQuotaLoop(env.dynamoEndpoint, env.table, settings.loop);
+  console.log(
+    `   P1 overhead per cycle, quotas on ÷ off ${quotaLoop.ratio} (${quotaLoop.onUs} vs ${quotaLoop.offUs} µs); with admission and finish ${quotaLoop.doorRatio} (${quotaLoop.doorMsPerRun} ms a run)`,
+  );
   const runCost = await benchRunCost(env.dynamoEndpoint, model);
-  return { decision, requests, coldStart, loop, runCost };
+  return { decision, requests, coldStart, loop, quotaLoop, runCost };
 }
 
 /** A yes/no against a goal. */
@@ -57,7 +69,7 @@ const met = (ok: boolean) => (ok ? "yes" : "**no**");
 
 /** The section as markdown. */
 export function renderGovernance(result: GovernanceResult): string {
-  const { decision, requests, coldStart, loop, runCost } = result;
+  const { decision, requests, coldStart, loop, quotaLoop, runCost } = result;
   const total = (name: string) => requests[name]?.total ?? Number.NaN;
   const off = total("quotas off (no policies)");
   const quotas = total("every quota limit");
@@ -74,6 +86,10 @@ export function renderGovernance(result: GovernanceResult): string {
     `| cold /healthz, POLICIES configured ÷ without | ≤ 1.05 | ${coldStart.healthzMs.ratio}: ${coldStart.healthzMs.withPolicies} vs ${coldStart.healthzMs.without} ms | ${met(coldStart.healthzMs.ratio <= 1.05)} |`,
     `| seed run's cold wall time, POLICIES ÷ without | ≤ 1.1 | ${coldStart.seedRunMs.ratio}: ${coldStart.seedRunMs.withPolicies} vs ${coldStart.seedRunMs.without} ms | ${met(coldStart.seedRunMs.ratio <= 1.1)} |`,
     `| P1 loop overhead per cycle, five-policy set on ÷ off | ≤ 1.15 | ${loop.ratio}: ${loop.onUs} vs ${loop.offUs} µs | ${met(loop.ratio <= 1.15)} |`,
+    `| P1 with quotas on ÷ off | ≤ 1.15 | ${quotaLoop.ratio}: ${quotaLoop.onUs} vs ${quotaLoop.offUs} µs | ${met(quotaLoop.ratio <= 1.15)} |`,
+    `| P1 with quotas on ÷ off, the run's admission and finish included | – | ${quotaLoop.doorRatio}: ${quotaLoop.doorOnUs} vs ${quotaLoop.doorOffUs} µs (admission + finish ${quotaLoop.doorMsPerRun} ms a run) | – |`,
+    "",
+    `P1 with quotas: the same runs with every quota limit set (bench/governance.ts QUOTA_LIMITS: runs per minute, runs in flight, tokens and cost per day) and quotas off, both with the policy service and no set, on DynamoDB Local: each run admitted at the door (one write, holding the run's first hold), budgeted around every model call, its budget finished after (one write), as shared/runs/sync.ts wires them. The first row leaves the door out (admission and finish are the run's start and end, like its record's writes, which P1 has not); the second puts it in.`,
     "",
     `Decision: \`authorize\` of a recordInvoice call (facts, totals) against the five-policy set of bench/governance.ts, ${decision.decisions} timed after as many warm-up decisions. Cold start: ${coldStart.pairs} pairs, alternating. P1 with policies: bench P1's boundloop runs (two turns of two instant tool calls, 3 cycles) with every call decided by the policy decision service on DynamoDB Local, POLICIES the five-policy set or none (the same service and head reads both ways), a child process each, ${loop.warmupRuns} warm-up runs, then ${loop.rounds} rounds of ${loop.runsPerRound} runs alternating; the ratio is the median of the rounds' ratios. Requests: bench P3's keyed run (one recordInvoice, 2 cycles) in a warm container of its own per variant:`,
     "",

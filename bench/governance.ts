@@ -47,13 +47,21 @@ permit (principal, action == Action::"recordInvoice", resource)
 when { context.facts.jurisdiction == "BD" };
 `;
 
-/** Every quota limit set, high enough that no bench run is refused. */
+/**
+ * Every quota limit set, high enough that no bench run is refused; the cost limits price calls by
+ * gpt-4o-mini's list price (the configured model, OPENAI_MODEL's default).
+ */
 export const QUOTA_LIMITS = {
   USER_RUNS_PER_MINUTE: "100000",
   TENANT_RUNS_PER_MINUTE: "100000",
   TENANT_CONCURRENT_RUNS: "1000",
   USER_TOKENS_PER_DAY: "1000000000",
   TENANT_TOKENS_PER_DAY: "1000000000",
+  USER_COST_PER_DAY: "100000",
+  TENANT_COST_PER_DAY: "1000000",
+  MODEL_PRICES: JSON.stringify({
+    "gpt-4o-mini": { inputPerMillion: "0.15", outputPerMillion: "0.60", currency: "USD" },
+  }),
 };
 
 /** Decisions timed (and as many warm-up decisions first). */

@@ -22,9 +22,11 @@ export const loopScript = () => scriptRun([instantTurn(0), instantTurn(1)]);
 
 /**
  * One run as the child measured it, ms on its `performance.now()` clock: run wall time, the union of the
- * model server's request times (server side) and of the tool executions; counts to check the run.
+ * model server's request times (server side) and of the tool executions; counts to check the run;
+ * `doorMs`, with quotas, the time of the run's admission and of its budget's finish (in `wallMs`).
  */
 export interface LoopChildRun {
+  doorMs?: number;
   answer: string;
   wallMs: number;
   modelMs: number;
@@ -42,12 +44,15 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   // boundloop-traced (bench/loop-overhead.ts): the SDK as the entry wires it, spans batched and dropped.
   const traced = process.env.BENCH_TRACING === "1" ? await startBenchTracing() : undefined;
   // The governance section's P1 variants (bench/governance-loop.ts): boundloop with the policy decision
-  // service on DynamoDB Local, with the five-policy set as POLICIES or with none.
+  // service on DynamoDB Local, with the five-policy set as POLICIES or with none; and with
+  // BENCH_QUOTA_LIMITS (JSON: quota variables), admitted and budgeted by the quotas on the same table.
+  const quotaLimits = process.env.BENCH_QUOTA_LIMITS;
   const policies = process.env.BENCH_DYNAMO_ENDPOINT
     ? {
         dynamoEndpoint: process.env.BENCH_DYNAMO_ENDPOINT,
         table: process.env.BENCH_TABLE ?? "bench-runs",
         text: process.env.BENCH_POLICIES ?? null,
+        quotaLimits: quotaLimits ? (JSON.parse(quotaLimits) as Record<string, string>) : undefined,
       }
     : undefined;
   const runner = await createScenarioRunner(framework, {
@@ -68,7 +73,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     const wallMs = performance.now() - started;
     const modelIntervals = clock.log.take();
     const tools = toolLog.take();
+    const doorMs = runner.lastDoorMs?.();
     return {
+      ...(doorMs === undefined ? {} : { doorMs }),
       answer,
       wallMs,
       modelMs: unionMs(modelIntervals),

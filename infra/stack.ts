@@ -352,6 +352,8 @@ export class BoundloopStack extends Stack {
         "Function URL of the event streams and streamed runs (bearer JWT verified in the function)",
     });
     new CfnOutput(this, "TableName", { value: table.tableName, description: "DynamoDB table" });
+    // `npm run tenant` reads the API function's settings (MODEL_PRICES, RUNNER_FUNCTION_ARN) by its name.
+    new CfnOutput(this, "ApiFunctionName", { value: fn.functionName, description: "The API function" });
     if (secret) {
       new CfnOutput(this, "SecretName", {
         value: secret.secretName,

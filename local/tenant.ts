@@ -10,19 +10,31 @@
  *   --clear <field>              the same as `null`: tenant.costPerDay, tenant-cost-per-day, or all
  *
  * Where: `--endpoint` (or DYNAMODB_ENDPOINT) is a local DynamoDB (`npm run dev`'s, DynamoDB Local), the
- * table `--table`, TABLE_NAME or boundloop; otherwise the deployed stack `--stack-name` (default
- * Boundloop), its table from the TableName output (CloudFormation DescribeStacks) or `--table`, with the
- * shell's AWS credentials and region. A cost limit needs a price for MODEL in MODEL_PRICES, read from
- * this shell's environment as PUT /v1/limits reads the function's.
+ * table `--table`, TABLE_NAME or boundloop, with this shell's settings (MODEL_PRICES, the model); runs
+ * waiting for budget there are counted, not woken (the dev server's durable runs live in its process).
+ * Otherwise the deployed stack `--stack-name` (default Boundloop), with the shell's AWS credentials and
+ * region: its table from the TableName output (CloudFormation DescribeStacks) or `--table`, and the API
+ * function's own settings (ApiFunctionName output, Lambda GetFunctionConfiguration: MODEL_PRICES, the
+ * model, RUNNER_FUNCTION_ARN), so a cost limit is checked against the prices the functions use and the
+ * tenant's runs waiting for budget are woken through the runner, as PUT /v1/limits does.
  */
 import { userInfo } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
+import { GetFunctionConfigurationCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { loadConfig } from "../shared/config.js";
 import { quotasOf } from "../shared/deps.js";
-import { LIMITS_ADMIN, type LimitsView, limitsChange, tenantSetOf } from "../shared/quotas/api.js";
+import type { DurableExecutions } from "../shared/durable/executions.js";
+import { createLambdaDurableExecutions } from "../shared/durable/lambda-executions.js";
+import {
+  LIMITS_ADMIN,
+  type LimitsView,
+  limitsChange,
+  tenantSetOf,
+  wakeWaiting,
+} from "../shared/quotas/api.js";
 import { type LimitsChange, LimitsChangeSchema } from "../shared/quotas/limits.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { TENANT_ID_PATTERN } from "../shared/user-roles.js";
@@ -167,36 +179,83 @@ export function parseLimitsCommand(argv: readonly string[], env: NodeJS.ProcessE
   return { tenantId, change, target };
 }
 
-/** The table name of a deployed stack (its TableName output). */
-async function stackTable(stackName: string): Promise<string> {
+/** The outputs of a deployed stack that the command reads: its table and its API function's name. */
+async function stackOutputs(stackName: string): Promise<{ table: string; apiFunctionName: string }> {
   const cloudformation = new CloudFormationClient({});
   try {
     const { Stacks } = await cloudformation.send(new DescribeStacksCommand({ StackName: stackName }));
-    const table = Stacks?.[0]?.Outputs?.find((output) => output.OutputKey === "TableName")?.OutputValue;
-    if (!table) throw new Error(`Stack ${stackName} has no TableName output.`);
-    return table;
+    const output = (key: string) => {
+      const value = Stacks?.[0]?.Outputs?.find((entry) => entry.OutputKey === key)?.OutputValue;
+      if (!value) throw new Error(`Stack ${stackName} has no ${key} output (deploy this version first).`);
+      return value;
+    };
+    return { table: output("TableName"), apiFunctionName: output("ApiFunctionName") };
   } finally {
     cloudformation.destroy();
   }
 }
 
+/** The environment a deployed function runs with (its configured settings). */
+async function functionEnvironment(functionName: string): Promise<Record<string, string>> {
+  const lambda = new LambdaClient({});
+  try {
+    const found = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: functionName }));
+    return found.Environment?.Variables ?? {};
+  } finally {
+    lambda.destroy();
+  }
+}
+
 /**
- * Runs a parsed command against its table: sets the limits (limitsChange, as `PUT /v1/limits`) or reads
- * them, and answers what the tenant has set, who set it and when.
+ * The settings and the durable runner of the command's target: for a local DynamoDB, this shell's
+ * environment and no runner; for a deployed stack, the API function's environment (its TableName output
+ * or `--table`) and its runner (RUNNER_FUNCTION_ARN) with the shell's credentials.
+ */
+export async function targetOf(
+  target: LimitsCommand["target"],
+  env: NodeJS.ProcessEnv,
+): Promise<{ env: NodeJS.ProcessEnv; executions: DurableExecutions | undefined }> {
+  if ("endpoint" in target) {
+    return {
+      env: { ...env, TABLE_NAME: target.table, DYNAMODB_ENDPOINT: target.endpoint },
+      executions: undefined,
+    };
+  }
+  const outputs = await stackOutputs(target.stackName);
+  const deployed = await functionEnvironment(outputs.apiFunctionName);
+  const runner = deployed.RUNNER_FUNCTION_ARN;
+  return {
+    env: { ...deployed, TABLE_NAME: target.table ?? outputs.table, DYNAMODB_ENDPOINT: undefined },
+    executions: runner ? createLambdaDurableExecutions(runner) : undefined,
+  };
+}
+
+/**
+ * What the command did to the tenant's runs waiting for budget: how many waited and how many it woke,
+ * and where none could be woken, why and when they wake instead.
+ */
+export interface WakeReport {
+  waiting: number;
+  woken: number;
+  note?: string;
+}
+
+/** Why a local command wakes no run (docs/quotas.md "Per-tenant overrides"). */
+export const LOCAL_WAKE_NOTE =
+  "Runs waiting for budget in `npm run dev` are not woken from here: each tries again with the new limits when its wait times out (the end of the UTC day, or its last try once QUOTA_WAIT_SECONDS are spent), or at once after PUT /v1/limits (an empty body is enough) on the dev server.";
+
+/**
+ * Runs a parsed command against its table: sets the limits (limitsChange, as `PUT /v1/limits`) and wakes
+ * the tenant's runs waiting for budget where it can, or reads them; answers what the tenant has set, who
+ * set it and when (and, for a change, {@link WakeReport}).
  * @throws DomainError INVALID_REQUEST for a cost limit while MODEL has no price; the store's errors
  */
 export async function runLimitsCommand(
   command: LimitsCommand,
   env: NodeJS.ProcessEnv,
-): Promise<Omit<LimitsView, "limits">> {
-  const { target } = command;
-  const local = "endpoint" in target;
-  const table = target.table ?? (await stackTable((target as { stackName: string }).stackName));
-  const config = loadConfig({
-    ...env,
-    TABLE_NAME: table,
-    DYNAMODB_ENDPOINT: local ? target.endpoint : undefined,
-  });
+): Promise<Omit<LimitsView, "limits"> & { wake?: WakeReport }> {
+  const target = await targetOf(command.target, env);
+  const config = loadConfig(target.env);
   const ddb = createDocumentClient(config.table);
   try {
     const quotas = quotasOf(config, ddb);
@@ -211,7 +270,9 @@ export async function runLimitsCommand(
     };
     const logger = new Logger({ serviceName: "tenant", logLevel: "WARN" });
     const { limits: _ignored, ...view } = await limitsChange({ quotas, logger }, security, command.change);
-    return view;
+    const { executions } = target;
+    const wake = await wakeWaiting(quotas, { quotas, logger, executions }, command.tenantId);
+    return { ...view, wake: executions ? wake : { ...wake, note: LOCAL_WAKE_NOTE } };
   } finally {
     ddb.destroy();
   }

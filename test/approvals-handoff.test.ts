@@ -95,6 +95,15 @@ describe("a synchronous continuation that pauses for approval", () => {
     expect(execution?.status).toBe("SUCCEEDED");
     const names = execution?.result?.getOperations().map((op) => op.getName());
     expect(names?.slice(0, 2)).toEqual(["history:load", "cycle-1:model"]);
+    // The day's tokens are both runs' own: the call the synchronous part made under its hold is counted
+    // once by the durable run's settle (rebuilt from the carried step), and nothing stays reserved.
+    const usage = await stack.deps.quotas?.usage({ tenantId, userId: "usr_idem" }, true);
+    expect(usage?.tenant?.day.tokens).toEqual({
+      used: first.usage.totalTokens + done.usage.totalTokens,
+      reserved: 0,
+      limit: null,
+    });
+    expect(usage?.tenant?.inFlight.runs).toBe(0);
   });
 });
 

@@ -479,9 +479,10 @@ describe("the CDK stack", () => {
     }
   });
 
-  it("outputs the API URL, the table name and the secret name", () => {
+  it("outputs the API URL, the table name, the API function's name and the secret name", () => {
     const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>;
     expect(Object.keys(outputs).sort()).toEqual([
+      "ApiFunctionName",
       "ApiUrl",
       "JwtIssuer",
       "SecretName",
@@ -490,6 +491,10 @@ describe("the CDK stack", () => {
     ]);
     expect(JSON.stringify(outputs.ApiUrl?.Value)).toContain(".execute-api.");
     expect(outputs.TableName?.Value).toEqual({ Ref: expect.any(String) });
+    const [apiFunctionId] = Object.entries(resources).find(
+      ([id, resource]) => resource.Type === "AWS::Lambda::Function" && id.startsWith("ApiFunction"),
+    ) ?? [""];
+    expect(outputs.ApiFunctionName?.Value).toEqual({ Ref: apiFunctionId });
     expect(outputs.JwtIssuer?.Value).toBe(COGNITO_ISSUER);
     const env = envOf(resources);
     expect(outputs.SecretName?.Value).toEqual(env.OPENAI_API_KEY_SECRET_NAME);

@@ -226,17 +226,21 @@ describe("cost from the price table", () => {
 
 describe("fail closed", () => {
   it("a quota store that fails during a reservation stops the run before the model call: quota_exceeded QUOTA_UNAVAILABLE, a fixed sentence", async () => {
-    const stack = await startTestStack({ POWERTOOLS_LOG_LEVEL: "SILENT" });
+    // A budget tight enough that the run holds one call at a time (its five calls' worst case is more
+    // than a tenth of what is left), and a cap that leaves the first call's hold short of the second.
+    const stack = await startTestStack({
+      TENANT_TOKENS_PER_DAY: "20000",
+      MODEL_MAX_TOKENS: "300",
+      POWERTOOLS_LOG_LEVEL: "SILENT",
+    });
     try {
-      let admitted = false;
       stack.deps.ddb.middlewareStack.add(
         (next, context) => async (args) => {
           const input = JSON.stringify((args as { input?: unknown }).input);
           if (context.commandName === "UpdateItemCommand" && input.includes("COUNTER#quota")) {
-            // The admission's write goes through; every reservation after it fails.
-            if (admitted)
+            // The admission's writes go through; every reservation after the first call fails.
+            if (stack.model.requests.length > 0)
               throw Object.assign(new Error("internal detail"), { name: "TimeoutError", $metadata: {} });
-            admitted = true;
           }
           return next(args);
         },

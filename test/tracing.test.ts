@@ -119,26 +119,24 @@ describe("the seed run's trace (synchronous)", () => {
       "aws.dynamodb.table_names": [stack.config.table.name],
     });
     // The quota admission (the tenant's limits, read once a minute per container, and the day's usage
-    // counter), run start, the policy set (docs/policies.md), 3 audit steps (a put and an update each), a
-    // counter write after each model call (settling it and reserving the next; docs/quotas.md), the outcome,
-    // and the run's event log: one batch (a put) per cycle, written after the cycle (docs/run-events.md).
+    // counter, holding the run's calls: no limit is set), run start, the policy set (docs/policies.md),
+    // 3 audit steps (a put and an update each), the budget's settle and the outcome (at once), and the
+    // run's event log: one batch (a put) per cycle, written after the cycle (docs/run-events.md).
     expect(named(direct, "DynamoDB.").map((span) => span.name)).toEqual([
       "DynamoDB.GetItem", // the tenant's limits
-      "DynamoDB.UpdateItem", // admission: the usage counter, holding the first call
+      "DynamoDB.UpdateItem", // admission: the usage counter, holding the run's calls
       "DynamoDB.PutItem", // run start
       "DynamoDB.GetItem", // the tenant's policy set
       "DynamoDB.PutItem", // cycle 1 audit step
       "DynamoDB.UpdateItem",
       "DynamoDB.PutItem", // cycle 1 events
-      "DynamoDB.UpdateItem", // usage counter: settle call 1, reserve call 2
       "DynamoDB.PutItem", // cycle 2 audit step
       "DynamoDB.UpdateItem",
       "DynamoDB.PutItem", // cycle 2 events
-      "DynamoDB.UpdateItem", // usage counter: settle call 2, reserve call 3
       "DynamoDB.PutItem", // cycle 3 audit step
       "DynamoDB.UpdateItem",
-      "DynamoDB.UpdateItem", // usage counter: settle call 3
-      "DynamoDB.UpdateItem", // the outcome
+      "DynamoDB.UpdateItem", // usage counter: settle the run's calls, and (at once) the outcome
+      "DynamoDB.UpdateItem",
       "DynamoDB.PutItem", // cycle 3 and run.finished events
     ]);
     expect(spans).toHaveLength(1 + direct.length + childrenOf(record).length + 1);

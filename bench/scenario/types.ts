@@ -36,9 +36,16 @@ export interface ScenarioOptions {
   /**
    * boundloop only: decide every tool call through the policy decision service as the service wires it
    * (shared/deps.ts policyServices) on the DynamoDB at `dynamoEndpoint` (table `table`, created if
-   * missing), with `text` as the default set (POLICIES; null: none).
+   * missing), with `text` as the default set (POLICIES; null: none). With `quotaLimits` (quota
+   * variables such as TENANT_TOKENS_PER_DAY), every run is also admitted and budgeted by the quotas as
+   * the API wires them (shared/quotas/run-quota.ts admitSyncRun, finishBudget) on the same table.
    */
-  policies?: { dynamoEndpoint: string; table: string; text: string | null };
+  policies?: {
+    dynamoEndpoint: string;
+    table: string;
+    text: string | null;
+    quotaLimits?: Record<string, string> | undefined;
+  };
 }
 
 /** A framework, set up once (clients, tool definitions), that runs prompts to their final text answer. */
@@ -49,4 +56,9 @@ export interface ScenarioRunner {
    * @throws Error when the run does not complete with a text answer
    */
   run(prompt: string): Promise<string>;
+  /**
+   * boundloop with quotas only: ms the last run spent at its door and exit (admission before the loop,
+   * the budget's finish after it), part of its wall time but not of the loop's.
+   */
+  lastDoorMs?: () => number;
 }

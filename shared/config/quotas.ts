@@ -72,8 +72,8 @@ const ModelPrices = z.pipe(
  * - USER_RUNS_PER_MINUTE, TENANT_RUNS_PER_MINUTE (runs started in one UTC minute), TENANT_CONCURRENT_RUNS
  *   (runs in flight): admission limits, checked at the door of `POST /v1/runs` and MCP `tools/call`
  * - USER_TOKENS_PER_DAY, TENANT_TOKENS_PER_DAY (tokens in one UTC day, prompt + completion),
- *   USER_COST_PER_DAY, TENANT_COST_PER_DAY (decimal, in the price table's currency): reserved before
- *   every model call
+ *   USER_COST_PER_DAY, TENANT_COST_PER_DAY (decimal, in the price table's currency): held before every
+ *   model call (a hold may cover a run's remaining calls), settled to the usage
  * - MODEL_PRICES: the price table (see {@link ModelPrices})
  * - MIN_COMPLETION_TOKENS (default 256): a model call is made only when at least this many completion
  *   tokens are left after the prompt's estimate; 256 holds a turn's tool calls or a short answer
@@ -211,7 +211,7 @@ export const quotaDocs: SectionDocs<typeof quotaFields> = {
     group: "Quotas and cost",
     unit: "tokens",
     description:
-      "Tokens (prompt + completion) one user's runs may use in one UTC day. Each model call reserves its worst case (the prompt's estimate + its `max_tokens`) first and settles to the reported usage after; a call that cannot be covered is not made: a synchronous run ends `quota_exceeded`, a durable one waits (`awaiting_quota`). Deploy setting `userTokensPerDay`.",
+      "Tokens (prompt + completion) one user's runs may use in one UTC day. No model call is made without a hold covering its worst case (the prompt's estimate + its `max_tokens`; while the day's budget is ample, one hold covers the run's remaining calls: docs/quotas.md \"Reservations\"), settled to the reported usage; a call that cannot be covered is not made: a synchronous run ends `quota_exceeded`, a durable one waits (`awaiting_quota`). Deploy setting `userTokensPerDay`.",
   },
   TENANT_TOKENS_PER_DAY: {
     group: "Quotas and cost",
@@ -232,7 +232,7 @@ export const quotaDocs: SectionDocs<typeof quotaFields> = {
   MODEL_PRICES: {
     group: "Quotas and cost",
     description:
-      'The price table: JSON from a model name (as sent: OPENAI_MODEL, or BEDROCK_MODEL_ID) to `{"inputPerMillion": "0.15", "outputPerMillion": "0.60", "currency": "USD"}` (decimal strings per million tokens, one currency for the table). Each model call\'s cost is exact (big.js), rounded half-up to 6 decimal places; a run\'s and a day\'s are their sums. A model without a price: `cost: null` and a `costNote`. Deploy setting `modelPrices`.',
+      'The price table: JSON from a model name (as sent: OPENAI_MODEL, or BEDROCK_MODEL_ID) to `{"inputPerMillion": "0.15", "outputPerMillion": "0.60", "currency": "USD"}` (decimal strings per million tokens, one currency for the table). Each model call\'s cost is exact (integer arithmetic), rounded half-up to 6 decimal places; a run\'s and a day\'s are their sums. A model without a price: `cost: null` and a `costNote`. Deploy setting `modelPrices`.',
   },
   MIN_COMPLETION_TOKENS: {
     group: "Quotas and cost",

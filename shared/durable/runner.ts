@@ -201,8 +201,8 @@ async function runDurably(
   const { messages: _transcript, ...result } = outcome;
   const durationMs = await ctx.step("run:finish", async () => {
     const ms = Math.max(0, deps.clock.now() - payload.startedAt);
-    await budget?.finish();
-    await life.finish(outcome, ms);
+    // Independent writes (a retried step finds each done: the marker gone, the record no longer running).
+    await Promise.all([budget?.finish(), life.finish(outcome, ms)]);
     return ms;
   });
   return { ...result, durationMs };
@@ -220,6 +220,7 @@ function runnerBudget(deps: RunnerDeps, payload: DurableRunPayload, deadline: De
   return quotas.budget(subjectOf(payload.security, payload.runId), quotas.admittedState(payload.startedAt), {
     expiresAtSeconds: () => Math.floor(deadline.at / 1000) + waits,
     onStoreFailure: "throw",
+    bounds: { maxCycles: payload.limits.maxCycles, maxTotalTokens: payload.limits.maxTotalTokens },
   });
 }
 

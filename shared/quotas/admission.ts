@@ -2,6 +2,7 @@ import { type AdmissionPolicy, QuotaUnavailableError, RateLimitedError } from ".
 import type { CounterStore, TotalCondition } from "../store/counters.js";
 import { secondsUntilEnd } from "../store/counters.js";
 import { isStoreUnavailable } from "../store/errors.js";
+import { holdConditions } from "./holds.js";
 import {
   type BudgetState,
   type Hold,
@@ -23,7 +24,7 @@ import type { EffectiveLimits } from "./limits.js";
  * Admission (docs/quotas.md "Admission"): at the door of `POST /v1/runs` and MCP `tools/call`, ONE
  * conditional write to the tenant's quota item of the day counts the run (runs today, this minute's
  * runs of the user and of the tenant, runs in flight) and creates its marker, on condition that no limit
- * is reached; a run's first model call may be held in the same write. Refused: {@link RateLimitedError}
+ * is reached; a run's first hold (shared/quotas/holds.ts) may be taken in the same write. Refused: {@link RateLimitedError}
  * and nothing is written. The minute slots are SET when a new minute starts and ADDed to within it; which
  * of the two a write does is guessed from the last slot this container saw, and a wrong guess is refused
  * by its own condition and made right from the item the refusal returns (one more request, never a
@@ -53,22 +54,35 @@ export class MinuteGuesses {
   }
 }
 
-/** A run admitted: its budget's state (marker version 1, a slot in flight, the hold if any) and the policies' remainders. */
+/**
+ * A run admitted: its budget's state (marker version 1, a slot in flight, the hold if any), the
+ * policies' remainders, and the day's totals as the admission's write left them.
+ */
 export interface Admitted {
   state: BudgetState;
   policies: AdmissionPolicy[];
+  totals: Readonly<Record<string, number>>;
 }
 
 /** Why a condition of an admission write is there. */
 type Purpose = "user-minute" | "tenant-minute" | "user-fresh" | "tenant-fresh" | "concurrent" | "hold";
 
-/** Attempts of one admission (wrong minute guesses, a prune, a hold dropped) before it fails closed. */
-const ATTEMPTS = 4;
+/** Attempts of one admission (wrong minute guesses, a prune, holds narrowed or dropped) before it fails closed. */
+const ATTEMPTS = 5;
+
+/**
+ * A hold admission may take, in order of preference: `shared` (the run's remaining calls) only while it
+ * is at most a tenth of what the limits leave; the last (the first call's own) within them.
+ */
+export interface AdmissionHold {
+  hold: Hold;
+  shared: boolean;
+}
 
 /**
  * Admits the run `subject.runId` (see the module doc). A run id admitted before (a retried start) is
- * admitted again without counting twice. A `hold` that the day's token or cost limits cannot cover is
- * dropped (the run is admitted; its first model call will find no budget).
+ * admitted again without counting twice. Of `holds`, the first the day's token and cost limits cover is
+ * taken; when none is, the run is admitted holding nothing (its first model call will find no budget).
  * @param options.expiresAtSeconds when the run's marker may be pruned if it never ends (epoch s)
  * @throws RateLimitedError over a runs-per-minute or runs-in-flight limit; QuotaUnavailableError when the
  *   store fails or keeps refusing
@@ -77,13 +91,13 @@ export async function admit(
   deps: AdmissionDeps,
   subject: { tenantId: string; userId: string; runId: string },
   limits: EffectiveLimits,
-  options: { expiresAtSeconds: number; hold?: Hold | undefined },
+  options: { expiresAtSeconds: number; holds?: readonly AdmissionHold[] | undefined },
 ): Promise<Admitted> {
-  let hold = options.hold;
+  let holds = options.holds ?? [];
   try {
     for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
       const now = deps.now();
-      const write = admissionWrite(deps, subject, limits, { ...options, hold }, now);
+      const write = admissionWrite(deps, subject, limits, { ...options, hold: holds[0] }, now);
       const ref = quotaRef(subject.tenantId, now);
       const result = await deps.counters.change(ref, write.change);
       if (result.kind === "applied") return write.admitted(result.totals, now);
@@ -100,7 +114,7 @@ export async function admit(
       if (purposes.has("concurrent") && (await deps.counters.prune(ref, result.state)) === 0) {
         throw write.refusal("tenant-concurrent", result.state.totals, now);
       }
-      if (purposes.has("hold")) hold = undefined;
+      if (purposes.has("hold")) holds = holds.slice(1);
     }
   } catch (error) {
     // Only a store that did not answer is QUOTA_UNAVAILABLE (transient, retry); any other error (a missing
@@ -134,7 +148,7 @@ function admissionWrite(
   deps: AdmissionDeps,
   subject: { tenantId: string; userId: string; runId: string },
   limits: EffectiveLimits,
-  options: { expiresAtSeconds: number; hold?: Hold | undefined },
+  options: { expiresAtSeconds: number; hold?: AdmissionHold | undefined },
   now: number,
 ) {
   const names = namesOf(subject.userId);
@@ -153,7 +167,7 @@ function admissionWrite(
     tag(`${scope}-minute` as Purpose, rest);
     return part;
   };
-  const hold = options.hold;
+  const hold = options.hold?.hold;
   const holdAdd = hold ? holdAmounts(names, hold) : {};
   const counted = { [names.tenant.runs]: 1, [names.user.runs]: 1, [names.tenant.live]: 1 };
   const live = limits.tenant.concurrentRuns;
@@ -168,7 +182,14 @@ function admissionWrite(
       minutePart(names.user.minute, "user", limits.user.runsPerMinute),
       { add: { ...counted, ...holdAdd } },
       { conditions: tag("concurrent", live === null ? [] : within({ [names.tenant.live]: live }, counted)) },
-      { conditions: tag("hold", hold ? within(holdLimits(names, limits), holdAdd) : []) },
+      {
+        conditions: tag(
+          "hold",
+          hold
+            ? holdConditions(names, holdLimits(names, limits), holdAdd, hold, options.hold?.shared ?? false)
+            : [],
+        ),
+      },
     ],
   );
   const policiesAt = (totals: Readonly<Record<string, number>>, at: number) =>
@@ -180,7 +201,7 @@ function admissionWrite(
       learnSlots(deps, subject, totals, at);
       const dayStartMs = quotaRef(subject.tenantId, at).window.startMs;
       const state = { dayStartMs, version, live: true, hold: hold ?? null, consumed: false };
-      return { state, policies: policiesAt(totals, at) };
+      return { state, policies: policiesAt(totals, at), totals };
     },
     refusal(id: AdmissionPolicy["id"], totals: Readonly<Record<string, number>>, at: number) {
       const policies = policiesAt({ ...totals }, at);

@@ -73,7 +73,7 @@ export async function limitsChange(
   }
   const by = { userId: security.userId, at: new Date(quotas.now()).toISOString() };
   const { inForce, stored } = await quotas.setLimits(security.tenantId, change, by);
-  await wakeWaiting(quotas, deps, security.tenantId);
+  if (deps.executions) await wakeWaiting(quotas, deps, security.tenantId);
   return {
     limits: inForce,
     tenantSet: tenantSetOf(stored),
@@ -82,15 +82,23 @@ export async function limitsChange(
   };
 }
 
-/** Completes the budget wait of every run of the tenant that waits; a failure is logged (the wait times out). */
-async function wakeWaiting(quotas: Quotas, deps: QuotaApiDeps, tenantId: string): Promise<void> {
+/**
+ * Completes the budget wait of every run of the tenant that waits; a failure is logged (the wait times
+ * out). Without `deps.executions` nothing is woken (the runs are only counted).
+ * @returns how many runs were waiting, and how many of them this woke
+ */
+export async function wakeWaiting(
+  quotas: Quotas,
+  deps: QuotaApiDeps,
+  tenantId: string,
+): Promise<{ waiting: number; woken: number }> {
   const { executions } = deps;
-  if (!executions) return;
   const waits = await quotas.waits.list(tenantId).catch((error: unknown) => {
     deps.logger.warn("quota waits not read", { error: error as Error });
     return [];
   });
-  await Promise.all(
+  if (!executions) return { waiting: waits.length, woken: 0 };
+  const outcomes = await Promise.all(
     waits.map(async (wait) => {
       const callback = {
         executionName: executionNameFor(wait.runId),
@@ -104,8 +112,10 @@ async function wakeWaiting(quotas: Quotas, deps: QuotaApiDeps, tenantId: string)
           return "not_waiting" as const;
         });
       deps.logger.info("run waiting for quota woken", { runId: wait.runId, woken });
+      return woken;
     }),
   );
+  return { waiting: waits.length, woken: outcomes.filter((woken) => woken !== "not_waiting").length };
 }
 
 /**

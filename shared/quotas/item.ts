@@ -188,15 +188,22 @@ export function totalIn(state: CounterState, total: string): number {
  * What a run holds in its quota item, as its budget records it (plain JSON, in every model step's
  * checkpoint): the day of the item its marker is in (`dayStartMs`, epoch ms), the marker's `version`
  * (0: no marker), whether it holds a slot among the runs in flight (`live`), its open hold (null when
- * none) and whether a call has used that hold (`consumed`: its usage settles it at the next change).
+ * none), what the calls made under that hold used (`spent`, summed; absent: nothing, as in a checkpoint
+ * written before runs held for more than one call) and whether no further call may be granted from the
+ * hold (`consumed`: a hold adopted from a marker, whose calls are not known). The next write settles
+ * the hold to `spent`.
  */
 export interface BudgetState {
   dayStartMs: number;
   version: number;
   live: boolean;
   hold: Hold | null;
+  spent?: Hold | undefined;
   consumed: boolean;
 }
+
+/** Nothing spent. */
+export const NOTHING: Hold = { tokens: 0, costMicro: 0 };
 
 /** The marker's open amounts for a state: the slot in flight and the hold, so a prune can take them back. */
 export function openOf(

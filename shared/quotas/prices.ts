@@ -2,10 +2,13 @@ import type { ModelPrice } from "../config/quotas.js";
 import { Decimal } from "../money/money.js";
 
 /**
- * The cost of model calls from the price table (MODEL_PRICES, docs/quotas.md "Cost"), in exact decimals
- * (big.js through the money code's strict `Decimal`). Every amount is counted in **micro-units** of the
- * table's currency (10⁻⁶: six decimal places), as an integer: a price per million tokens times a token
- * count *is* an amount in micro-units, so `tokens × pricePerMillion` needs no division.
+ * The cost of model calls from the price table (MODEL_PRICES, docs/quotas.md "Cost"), exactly. Every
+ * amount is counted in **micro-units** of the table's currency (10⁻⁶: six decimal places), as an
+ * integer: a price per million tokens times a token count *is* an amount in micro-units, so
+ * `tokens × pricePerMillion` needs no division. A price has at most six decimal places (its schema), so
+ * × 10⁶ it is a whole number: the products are exact integers (BigInt), rounded once at the end. They run
+ * around every model call (its cost, what is left of its run's hold), where big.js cost tens of µs a
+ * call; the money code's `Decimal` still turns a cost limit into micro-units.
  * - a call's cost is exact, then rounded half-up to the micro-unit; a run's and a day's costs are the
  *   sums of their calls' (so the calls' events add up to the run, and the runs to the day)
  * - a reservation is the call's worst case rounded *up* (never under-reserved)
@@ -21,9 +24,32 @@ export function noPriceNote(model: string): string {
   return `No price for the model ${model} in MODEL_PRICES; its cost is unknown.`;
 }
 
-/** `tokens × pricePerMillion`: an exact amount in micro-units (not rounded). */
-function microOf(tokens: number, pricePerMillion: string): Decimal {
-  return new Decimal(String(tokens)).times(new Decimal(pricePerMillion));
+/** 10⁶: a price per million tokens (≤ 6 decimal places) times this is a whole number. */
+const SCALE = 1_000_000n;
+
+/** A price's per-million amounts × 10⁶, exact integers, parsed once per price table entry. */
+const scaledByPrice = new WeakMap<ModelPrice, { input: bigint; output: bigint }>();
+
+/** `amount` (a decimal string of at most 6 places, as the price table's schema allows) × 10⁶, exactly. */
+function scaled(amount: string): bigint {
+  const [whole = "0", fraction = ""] = amount.split(".");
+  return BigInt(whole + fraction.padEnd(6, "0"));
+}
+
+/** The price's amounts × 10⁶ (see {@link scaledByPrice}). */
+function scaledOf(price: ModelPrice): { input: bigint; output: bigint } {
+  let found = scaledByPrice.get(price);
+  if (!found) {
+    found = { input: scaled(price.inputPerMillion), output: scaled(price.outputPerMillion) };
+    scaledByPrice.set(price, found);
+  }
+  return found;
+}
+
+/** `prompt × inputPerMillion + completion × outputPerMillion`: micro-units × 10⁶, exact. */
+function exactOf(price: ModelPrice, promptTokens: number, completionTokens: number): bigint {
+  const { input, output } = scaledOf(price);
+  return BigInt(promptTokens) * input + BigInt(completionTokens) * output;
 }
 
 /**
@@ -34,10 +60,8 @@ export function callCostMicro(
   price: ModelPrice,
   usage: { promptTokens: number; completionTokens: number },
 ): number {
-  const exact = microOf(usage.promptTokens, price.inputPerMillion).plus(
-    microOf(usage.completionTokens, price.outputPerMillion),
-  );
-  return Number(exact.round(0, Decimal.roundHalfUp).toFixed(0));
+  const exact = exactOf(price, usage.promptTokens, usage.completionTokens);
+  return Number((exact + SCALE / 2n) / SCALE);
 }
 
 /**
@@ -45,8 +69,7 @@ export function callCostMicro(
  * `maxTokens` completion tokens at the output price.
  */
 export function worstCaseMicro(price: ModelPrice, promptTokens: number, maxTokens: number): number {
-  const exact = microOf(promptTokens, price.inputPerMillion).plus(microOf(maxTokens, price.outputPerMillion));
-  return Number(exact.round(0, Decimal.roundUp).toFixed(0));
+  return Number((exactOf(price, promptTokens, maxTokens) + SCALE - 1n) / SCALE);
 }
 
 /**
@@ -55,11 +78,11 @@ export function worstCaseMicro(price: ModelPrice, promptTokens: number, maxToken
  * completions are free.
  */
 export function affordableTokens(price: ModelPrice, microLeft: number, promptTokens: number): number {
-  const left = new Decimal(String(microLeft)).minus(microOf(promptTokens, price.inputPerMillion));
-  if (left.lte(0)) return 0;
-  const output = new Decimal(price.outputPerMillion);
-  if (output.eq(0)) return Number.POSITIVE_INFINITY;
-  return Number(left.div(output).round(0, Decimal.roundDown).toFixed(0));
+  const left = BigInt(Math.floor(microLeft)) * SCALE - exactOf(price, promptTokens, 0);
+  if (left <= 0n) return 0;
+  const { output } = scaledOf(price);
+  if (output === 0n) return Number.POSITIVE_INFINITY;
+  return Number(left / output);
 }
 
 /** A decimal string of at most six decimal places (a cost limit) in micro-units. */

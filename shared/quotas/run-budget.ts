@@ -11,31 +11,35 @@ import type { ModelPrice } from "../config/quotas.js";
 import { QUOTA_UNAVAILABLE_MESSAGE, QuotaUnavailableError } from "../domain-errors.js";
 import type { CounterChange, CounterStore } from "../store/counters.js";
 import { holdLimits, secondsToDayEnd } from "./admission.js";
+import { callHold, holdConditions, RUN_HOLD_SHARE, type RunBounds, runHold, tokensLeftIn } from "./holds.js";
 import {
   type BudgetState,
   type Hold,
   holdAmounts,
+  NOTHING,
   namesOf,
   openOf,
   quotaRef,
   runKey,
   settleAmounts,
   sum,
-  within,
 } from "./item.js";
 import type { EffectiveLimits } from "./limits.js";
-import { affordableTokens, callCostMicro, noPriceNote, worstCaseMicro } from "./prices.js";
+import { affordableTokens, callCostMicro, noPriceNote } from "./prices.js";
 import { refusalOf } from "./refusal.js";
 
 /**
  * The quota budget of one run (the loop's `ModelBudget`, shared/agent/budget.ts; docs/quotas.md
- * "Reservations"). Before every model call, inside its step, ONE conditional write to the tenant's quota
- * item of the day settles the run's previous call (its hold → what it used) and holds the next one's
- * worst case (the prompt's estimate + `max_tokens`) under the day's token and cost limits of the user and
- * the tenant; the run's marker moves one version per write, so a retried step meets it already moved and
- * holds nothing twice. When the limits do not cover the call, the item the refusal returns says what is
- * left: `max_tokens` is lowered to fit (at least MIN_COMPLETION_TOKENS), else the previous call is settled
- * alone and the call refused. {@link finish} settles the last call and frees the run's slot in flight.
+ * "Reservations"). Before every model call, inside its step: when what is left of the run's open hold
+ * covers the call's worst case (the prompt's estimate + at least MIN_COMPLETION_TOKENS), the call is
+ * granted from it without a write, `max_tokens` lowered to what is left. Otherwise ONE conditional write
+ * to the tenant's quota item of the day settles the open hold (to what its calls used) and holds anew
+ * under the day's token and cost limits of the user and the tenant: the run's remaining calls' worst case
+ * while that is at most a tenth of what the limits leave (shared/quotas/holds.ts), else the call's own.
+ * The run's marker moves one version per write, so a retried step meets it already moved and holds
+ * nothing twice. When the limits do not cover the call, the item the refusal returns says what is left:
+ * `max_tokens` is lowered to fit (at least MIN_COMPLETION_TOKENS), else the open hold is settled alone
+ * and the call refused. {@link finish} settles the open hold and frees the run's slot in flight.
  */
 
 /** What a run's budget needs: the counters, the clock, the tenant's limits, the model's price and the minimum. */
@@ -46,6 +50,8 @@ export interface RunBudgetDeps {
   model: string;
   price: ModelPrice | undefined;
   minCompletionTokens: number;
+  /** The run's own bounds (a hold covers at most its remaining calls); absent: one call's hold a write. */
+  bounds?: RunBounds | undefined;
   /**
    * A store failure: `refuse` the call (`QUOTA_UNAVAILABLE`; a synchronous run then ends
    * `quota_exceeded`), or `throw` {@link QuotaUnavailableError} (a durable step is retried).
@@ -53,28 +59,32 @@ export interface RunBudgetDeps {
   onStoreFailure: "refuse" | "throw";
 }
 
+/** A UTC day in ms (the quota item's window: shared/store/counter-shapes.ts). */
+const DAY_MS = 86_400_000;
+
 /** Writes one reservation may take (a wrong version adopted, a prune, a smaller `max_tokens`, a lost marker). */
 const ATTEMPTS = 5;
 
 /** See the module doc. */
 export class RunBudget implements ModelBudget {
   private state: BudgetState;
-  /** The usage of the call that consumed the open hold (null: none yet). */
-  private used: ModelUsage | null = null;
   private readonly names: ReturnType<typeof namesOf>;
 
   /**
    * @param initial what admission left (marker version 1 and the run's slot in flight, maybe a hold)
    * @param expiresAtSeconds when the run's marker may be pruned if it never ends (epoch s), asked at every write
+   * @param seen the day's totals as admission's write left them, if known
    */
   constructor(
     private readonly deps: RunBudgetDeps,
     private readonly subject: { tenantId: string; userId: string; runId: string },
     initial: BudgetState,
     private readonly expiresAtSeconds: () => number,
+    seen?: Readonly<Record<string, number>>,
   ) {
     this.state = initial;
     this.names = namesOf(subject.userId);
+    this.seen = seen;
   }
 
   /** A call's cost from its usage: the price table's, or null with a note naming the unpriced model. */
@@ -84,10 +94,19 @@ export class RunBudget implements ModelBudget {
     return { micro: callCostMicro(price, usage), currency: price.currency };
   }
 
-  /** Rebuilds what the run holds from a step's decision, and the usage of the call it made. */
+  /** Rebuilds what the run holds from a step's decision, and the usage of the call it made (spent from the hold). */
   observe(decision: BudgetDecision, usage: ModelUsage | null): void {
-    this.state = { ...(decision.state as BudgetState), consumed: usage !== null };
-    this.used = usage;
+    const state = decision.state as BudgetState;
+    const spent = state.spent ?? NOTHING;
+    if (!usage) {
+      this.state = { ...state, spent };
+      return;
+    }
+    const cost = this.deps.price ? callCostMicro(this.deps.price, usage) : 0;
+    this.state = {
+      ...state,
+      spent: { tokens: spent.tokens + usage.totalTokens, costMicro: spent.costMicro + cost },
+    };
   }
 
   /** See the module doc; never throws unless `onStoreFailure` is `throw`. */
@@ -122,32 +141,33 @@ export class RunBudget implements ModelBudget {
       reservation: { key: runKey(this.subject.runId), from: state.version, to: null },
       add: sum(this.settlement(), state.live ? { [this.names.tenant.live]: -1 } : {}),
     });
-    this.state = { ...state, version: 0, live: false, hold: null };
+    this.state = { ...state, version: 0, live: false, hold: null, spent: NOTHING };
   }
 
   /** {@link reserve} without the store-failure mapping. */
   private async reserveOnce(call: BudgetCall): Promise<BudgetDecision> {
     const now = this.deps.now();
-    const today = quotaRef(this.subject.tenantId, now);
     const { state, deps } = this;
-    const unused = state.hold && !state.consumed && state.dayStartMs === today.window.startMs;
-    if (unused && state.hold && state.hold.tokens - call.promptTokens >= deps.minCompletionTokens) {
-      const fits = state.hold.tokens - call.promptTokens;
-      return { kind: "granted", maxTokens: Math.min(call.maxTokens, fits), state };
-    }
+    const granted = this.fromHold(call, now);
+    if (granted) return granted;
+    const today = quotaRef(this.subject.tenantId, now);
     if (state.version > 0 && state.dayStartMs !== today.window.startMs) await this.closeDay();
     const limits = holdLimits(this.names, await deps.limits());
     let maxTokens = call.maxTokens;
+    // The run's remaining calls while the limits leave ten times that; else (refused) the call's own.
+    let wide = this.wideHold(call, limits);
     for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
-      const hold = this.holdFor(call.promptTokens, maxTokens);
-      const result = await deps.counters.change(today, this.holdChange(hold, limits));
+      const hold = wide ?? callHold(deps.price, call.promptTokens, maxTokens);
+      const result = await deps.counters.change(today, this.holdChange(hold, limits, wide !== null));
+      this.seen = result.kind === "applied" ? result.totals : result.state.totals;
       const version = this.state.version + 1;
       if (result.kind === "applied" || result.marker?.version === version) {
         this.lostUsage = undefined;
         // A retried step meets its own earlier write: what that write held is what the call may spend.
         const held = result.kind === "applied" ? hold : this.heldBy(result.marker?.open ?? {}, hold);
         const granted = Math.min(maxTokens, held.tokens - call.promptTokens);
-        const next = { dayStartMs: today.window.startMs, version, live: true, hold: held, consumed: false };
+        const dayStartMs = today.window.startMs;
+        const next = { dayStartMs, version, live: true, hold: held, spent: NOTHING, consumed: false };
         return { kind: "granted", maxTokens: granted, state: next };
       }
       if (!result.marker || result.marker.version !== this.state.version) {
@@ -155,6 +175,10 @@ export class RunBudget implements ModelBudget {
         continue;
       }
       if (result.failed.length === 0) continue;
+      if (wide) {
+        wide = null;
+        continue;
+      }
       if ((await deps.counters.prune(today, result.state)) > 0) continue;
       const fit = this.fit(result.state.totals, limits, call.promptTokens);
       if (fit.tokens >= deps.minCompletionTokens && fit.tokens < maxTokens) {
@@ -166,13 +190,6 @@ export class RunBudget implements ModelBudget {
     throw new Error(`The reservation of ${call.step} kept being refused.`);
   }
 
-  /** A hold for a prompt of `promptTokens` and `maxTokens` completion tokens: tokens and the worst-case cost. */
-  private holdFor(promptTokens: number, maxTokens: number): Hold {
-    const price = this.deps.price;
-    const costMicro = price ? worstCaseMicro(price, promptTokens, maxTokens) : 0;
-    return { tokens: promptTokens + maxTokens, costMicro };
-  }
-
   /** The hold a marker's open amounts record (`fallback` when it records none). */
   private heldBy(open: Readonly<Record<string, number>>, fallback: Hold): Hold {
     const tokens = open[this.names.tenant.tokensHeld];
@@ -180,17 +197,45 @@ export class RunBudget implements ModelBudget {
     return { tokens, costMicro: open[this.names.tenant.costHeld] ?? 0 };
   }
 
-  /** The amounts that settle the open hold to what its call used (none without a hold). */
+  /** The amounts that settle the open hold to what its calls used (none without a hold). */
   private settlement(): Record<string, number> {
-    const { hold } = this.state;
+    const { hold, spent } = this.state;
     if (!hold) return {};
-    const usage = this.used;
-    const costMicro = usage && this.deps.price ? callCostMicro(this.deps.price, usage) : 0;
-    return settleAmounts(this.names, hold, { tokens: usage?.totalTokens ?? 0, costMicro });
+    return settleAmounts(this.names, hold, spent ?? NOTHING);
   }
 
-  /** One write: settle the open hold, hold `hold` (null: settle only), limits as conditions. */
-  private holdChange(hold: Hold | null, limits: Record<string, number>): CounterChange {
+  /**
+   * The hold of the run's remaining calls to try first, null when it is no bigger than the call's own or
+   * when the totals this run last saw already leave less than ten times it (a wasted write otherwise).
+   */
+  private wideHold(call: BudgetCall, limits: Readonly<Record<string, number>>): Hold | null {
+    const wide = runHold(this.deps.price, call, this.deps.bounds);
+    if (!wide || !this.seen) return wide;
+    const settled = sum(this.seen, this.settlement());
+    const amounts = holdAmounts(this.names, wide);
+    const fits = Object.entries(limits).every(
+      ([total, limit]) => (amounts[total] ?? 0) * RUN_HOLD_SHARE <= limit - (settled[total] ?? 0),
+    );
+    return fits ? wide : null;
+  }
+
+  /** The totals of the day's item as this run's last write saw them (none yet in this invocation). */
+  private seen: Readonly<Record<string, number>> | undefined;
+
+  /** The call granted from the open hold, without a write, when what is left of it covers the call today. */
+  private fromHold(call: BudgetCall, now: number): BudgetDecision | undefined {
+    const { state, deps } = this;
+    if (!state.hold || state.consumed || state.dayStartMs !== Math.floor(now / DAY_MS) * DAY_MS) return;
+    const fits = tokensLeftIn(deps.price, state.hold, state.spent ?? NOTHING, call.promptTokens);
+    if (fits < deps.minCompletionTokens) return;
+    return { kind: "granted", maxTokens: Math.min(call.maxTokens, fits), state };
+  }
+
+  /**
+   * One write: settle the open hold, hold `hold` (null: settle only), limits as conditions (`shared`: the
+   * hold at most a tenth of what they leave, shared/quotas/holds.ts).
+   */
+  private holdChange(hold: Hold | null, limits: Record<string, number>, shared = false): CounterChange {
     const { state, names } = this;
     const settle = this.lostUsage ?? this.settlement();
     const holdAdd = hold ? holdAmounts(names, hold) : {};
@@ -207,39 +252,40 @@ export class RunBudget implements ModelBudget {
         },
       },
       add: delta,
-      conditions: hold ? within(limits, delta) : [],
+      conditions: hold ? holdConditions(names, limits, delta, hold, shared) : [],
     };
   }
 
-  /** Usage of a call whose hold a prune took back: added as used (the marker that held it is gone). */
+  /** Usage of calls whose hold a prune took back: added as used (the marker that held it is gone). */
   private lostUsage: Record<string, number> | undefined;
 
   /**
    * The marker is not at the version this run expected: gone (pruned after its expiry, or its day's item
    * expired) or at another (a durable run resuming what admission wrote). Go on from what it is: a gone
-   * marker is made again (the slot counted again) and the last call's usage added as used.
+   * marker is made again (the slot counted again) and what the calls under its hold spent added as used;
+   * a hold adopted from another version is settled by the next write as unspent, and grants nothing.
    */
   private adopt(version: number, open: Readonly<Record<string, number>>): void {
-    if (version === 0 && this.state.hold && this.used) {
-      const costMicro = this.deps.price ? callCostMicro(this.deps.price, this.used) : 0;
-      const used = { tokens: this.used.totalTokens, costMicro };
+    const spent = this.state.hold ? (this.state.spent ?? NOTHING) : NOTHING;
+    this.lostUsage = undefined;
+    if (version === 0) {
       this.lostUsage = {};
       for (const scope of [this.names.tenant, this.names.user]) {
-        this.lostUsage[scope.tokens] = used.tokens;
-        this.lostUsage[scope.cost] = used.costMicro;
+        if (spent.tokens !== 0) this.lostUsage[scope.tokens] = spent.tokens;
+        if (spent.costMicro !== 0) this.lostUsage[scope.cost] = spent.costMicro;
       }
-    } else this.lostUsage = version === 0 ? {} : undefined;
+    }
     const tokens = open[this.names.tenant.tokensHeld];
     const hold = version > 0 && tokens ? { tokens, costMicro: open[this.names.tenant.costHeld] ?? 0 } : null;
-    if (version > 0) this.used = null;
-    this.state = { ...this.state, version, live: version > 0, hold, consumed: hold !== null };
+    const live = version > 0;
+    this.state = { ...this.state, version, live, hold, spent: NOTHING, consumed: hold !== null };
   }
 
   /** Closes the marker of an earlier day's item (settle, free the slot); the next write opens today's. */
   private async closeDay(): Promise<void> {
     await this.finish().catch(() => undefined);
     this.lostUsage = undefined;
-    this.used = null;
+    this.state = { ...this.state, version: 0, live: false, hold: null, spent: NOTHING, consumed: false };
   }
 
   /**
@@ -278,7 +324,14 @@ export class RunBudget implements ModelBudget {
         this.holdChange(null, {}),
       );
       if (result.kind === "applied" || result.marker?.version === state.version + 1) {
-        next = { ...state, version: state.version + 1, live: true, hold: null, consumed: false };
+        next = {
+          ...state,
+          version: state.version + 1,
+          live: true,
+          hold: null,
+          spent: NOTHING,
+          consumed: false,
+        };
         this.lostUsage = undefined;
       }
       return this.refusal(total, settledTotals, next, now);

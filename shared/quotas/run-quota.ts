@@ -17,7 +17,8 @@ const SYNC_MARKER_MARGIN_SECONDS = 60;
 
 /**
  * Admits a synchronous run at the door (nothing written before it: a refusal is RateLimitedError, 429)
- * holding its first model call in the same write, and gives the run's budget.
+ * taking its first hold in the same write (its remaining calls' worst case when the day's budget is
+ * ample, else its first call's: shared/quotas/holds.ts), and gives the run's budget.
  * @returns undefined when the deployment has no quotas
  * @throws RateLimitedError; QuotaUnavailableError
  */
@@ -31,11 +32,18 @@ export async function admitSyncRun(
   if (!quotas) return undefined;
   const subject = subjectOf(run.security, run.runId);
   const expiresAtSeconds = () => Math.floor(run.deadline.at / 1000) + SYNC_MARKER_MARGIN_SECONDS;
+  const bounds = { maxCycles: run.limits.maxCycles, maxTotalTokens: run.limits.maxTotalTokens };
   const admitted = await quotas.admit(subject, {
     expiresAtSeconds: expiresAtSeconds(),
     firstCall: firstCallOf(run),
+    bounds,
   });
-  return quotas.budget(subject, admitted.state, { expiresAtSeconds, onStoreFailure: "refuse" });
+  return quotas.budget(subject, admitted.state, {
+    expiresAtSeconds,
+    onStoreFailure: "refuse",
+    bounds,
+    seen: admitted.totals,
+  });
 }
 
 /**

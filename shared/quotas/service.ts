@@ -6,6 +6,7 @@ import { isStoreUnavailable } from "../store/errors.js";
 import { QuotaLimitStore, type StoredLimits } from "../store/quota-limits.js";
 import { QuotaWaitStore } from "../store/quota-waits.js";
 import { type Admitted, admit, MinuteGuesses } from "./admission.js";
+import { callHold, type HoldCall, type RunBounds, runHold } from "./holds.js";
 import { type BudgetState, namesOf, quotaRef, runKey, sum } from "./item.js";
 import {
   type EffectiveLimits,
@@ -15,7 +16,7 @@ import {
   LimitsReader,
   limitsInForce,
 } from "./limits.js";
-import { priceOf, worstCaseMicro } from "./prices.js";
+import { priceOf } from "./prices.js";
 import { RunBudget, type RunBudgetDeps } from "./run-budget.js";
 import { type UsageView, usageOf } from "./usage.js";
 
@@ -68,7 +69,8 @@ export class Quotas {
 
   /**
    * Admits a run or an MCP tool call (shared/quotas/admission.ts); with `firstCall`, the run's first
-   * model call is held in the same write (its estimated prompt and `max_tokens`).
+   * hold is taken in the same write: with `bounds`, its remaining calls' while the limits leave ten times
+   * that (shared/quotas/holds.ts), else the first call's worst case (its estimated prompt and `max_tokens`).
    * @throws RateLimitedError; QuotaUnavailableError (the store failed: fail closed)
    */
   async admit(
@@ -76,20 +78,23 @@ export class Quotas {
     options: {
       expiresAtSeconds: number;
       firstCall?: { promptTokens: number; maxTokens: number } | undefined;
+      bounds?: RunBounds | undefined;
     },
   ): Promise<Admitted> {
     const { effective } = await this.limitsOrFailClosed(subject.tenantId);
-    const call = options.firstCall;
-    const price = this.price;
-    const hold =
-      call && call.maxTokens >= this.config.minCompletionTokens
-        ? {
-            tokens: call.promptTokens + call.maxTokens,
-            costMicro: price ? worstCaseMicro(price, call.promptTokens, call.maxTokens) : 0,
-          }
-        : undefined;
     const deps = { counters: this.counters, now: this.now, minutes: this.minutes };
-    return admit(deps, subject, effective, { expiresAtSeconds: options.expiresAtSeconds, hold });
+    const holds = options.firstCall
+      ? this.firstHolds({ ...options.firstCall, cycle: 1 }, options.bounds)
+      : [];
+    return admit(deps, subject, effective, { expiresAtSeconds: options.expiresAtSeconds, holds });
+  }
+
+  /** The holds admission tries for a run's first call (none when fewer than MIN_COMPLETION_TOKENS fit). */
+  private firstHolds(call: HoldCall, bounds: RunBounds | undefined) {
+    if (call.maxTokens < this.config.minCompletionTokens) return [];
+    const own = { hold: callHold(this.price, call.promptTokens, call.maxTokens), shared: false };
+    const wide = runHold(this.price, call, bounds);
+    return wide ? [{ hold: wide, shared: true }, own] : [own];
   }
 
   /**
@@ -99,7 +104,13 @@ export class Quotas {
   budget(
     subject: { tenantId: string; userId: string; runId: string },
     initial: BudgetState,
-    options: { expiresAtSeconds: () => number; onStoreFailure: RunBudgetDeps["onStoreFailure"] },
+    options: {
+      expiresAtSeconds: () => number;
+      onStoreFailure: RunBudgetDeps["onStoreFailure"];
+      bounds?: RunBounds | undefined;
+      /** The day's totals admission's write left (Admitted.totals), so the first hold is sized without a wasted write. */
+      seen?: Readonly<Record<string, number>> | undefined;
+    },
   ): RunBudget {
     const deps: RunBudgetDeps = {
       counters: this.counters,
@@ -109,8 +120,9 @@ export class Quotas {
       price: this.price,
       minCompletionTokens: this.config.minCompletionTokens,
       onStoreFailure: options.onStoreFailure,
+      bounds: options.bounds,
     };
-    return new RunBudget(deps, subject, initial, options.expiresAtSeconds);
+    return new RunBudget(deps, subject, initial, options.expiresAtSeconds, options.seen);
   }
 
   /** What admission leaves for a run admitted at `admittedAt` (epoch ms) without a hold: marker version 1, its slot. */

@@ -100,8 +100,7 @@ async function runInLifecycle(
       hooks: { onCycle: (record) => life.cycle(record), onInternalFailure: logInternalFailure(deps.logger) },
     });
   } catch (error) {
-    await finishBudget(budget, deps.logger);
-    await life.fail(error);
+    await Promise.all([finishBudget(budget, deps.logger), life.fail(error)]);
     throw error;
   }
   // A run paused for approval goes on as a durable run, which settles its budget.
@@ -109,9 +108,12 @@ async function runInLifecycle(
     await life.paused(result.approvals);
     return result;
   }
-  await finishBudget(budget, deps.logger);
-  await life
-    .finish(result, result.durationMs)
-    .catch((error: unknown) => deps.logger.error("run outcome not written", { error: error as Error }));
+  // The budget's settle and the outcome's write are independent: one round trip for both.
+  await Promise.all([
+    finishBudget(budget, deps.logger),
+    life
+      .finish(result, result.durationMs)
+      .catch((error: unknown) => deps.logger.error("run outcome not written", { error: error as Error })),
+  ]);
   return result;
 }

@@ -11,11 +11,15 @@ export interface ReceivedRequest {
   body: Buffer;
 }
 
-/** What the stand-in answers one request with: status, headers, and a JSON body (or none). */
+/**
+ * What the stand-in answers one request with: status, headers, and a JSON body, or `xml` (a query
+ * protocol's answer, such as CloudFormation's), or none.
+ */
 export interface StandInReply {
   status: number;
   headers?: Record<string, string>;
   json?: unknown;
+  xml?: string;
 }
 
 /**
@@ -53,8 +57,9 @@ export async function startAwsStandIn(): Promise<AwsStandIn> {
       requests.push(request);
       const next = replies.length > 1 ? replies.shift() : replies[0];
       const reply = typeof next === "function" ? next(request) : (next ?? { status: 500, json: {} });
-      const body = reply.json === undefined ? "" : JSON.stringify(reply.json);
-      res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers });
+      const body = reply.xml ?? (reply.json === undefined ? "" : JSON.stringify(reply.json));
+      const type = reply.xml === undefined ? "application/json" : "text/xml";
+      res.writeHead(reply.status, { "content-type": type, ...reply.headers });
       res.end(body);
     });
   });
