@@ -1,6 +1,5 @@
 import {
   Annotations,
-  ArnFormat,
   CfnOutput,
   Duration,
   RemovalPolicy,
@@ -18,9 +17,7 @@ import {
 } from "aws-cdk-lib/aws-apigatewayv2";
 import { HttpJwtAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
-import { Alarm, ComparisonOperator, TreatMissingData } from "aws-cdk-lib/aws-cloudwatch";
 import { AttributeType, Billing, ProjectionType, TableV2 } from "aws-cdk-lib/aws-dynamodb";
-import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import {
   Architecture,
   FunctionUrlAuthType,
@@ -29,13 +26,11 @@ import {
   Runtime,
 } from "aws-cdk-lib/aws-lambda";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
-import { type CfnSecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { CONFIG_DEFAULTS, FUNCTION_TIMEOUT_SECONDS } from "../shared/config.js";
 import { LIST_INDEX, TABLE_SCHEMA } from "../shared/store/table.js";
 import { bundlesTracingSdk } from "../shared/telemetry/entry.js";
 import { BUILT_IN_POOL_IDENTITY } from "../shared/user-roles.js";
-import { grantBedrockModel } from "./bedrock-access.js";
 import { API_HANDLER, STREAM_ENTRY } from "./bundle.js";
 import { API_STREAM_MAX_SECONDS, consoleOrigins } from "./console-wiring.js";
 import { DurableRunner, runnerExecutionTimeoutSeconds } from "./durable-runner.js";
@@ -49,6 +44,7 @@ import {
   readDeploySettings,
   TRACING_ADOT_WARNING_ID,
 } from "./settings.js";
+import { alarms, appRole, openaiKeySecret, TABLE_ITEM_ACTIONS, userPoolOutputs } from "./stack-parts.js";
 import { BuiltInUserPool } from "./user-pool.js";
 
 /**
@@ -80,24 +76,6 @@ export const API_THROTTLE = { rateLimit: 10, burstLimit: 20 } as const;
 
 /** Retention of the function's and the API's log groups. */
 export const LOG_RETENTION = RetentionDays.ONE_MONTH;
-
-/** The duration alarm fires when p99 reaches this fraction of the function timeout. */
-export const DURATION_ALARM_FRACTION = 0.9;
-
-/**
- * The only DynamoDB actions the functions may perform on the one table's items: the ledger's and
- * quotes' conditional puts, gets and tenant queries, the run record's put/update/get, and the
- * idempotency records' owner-fenced update and delete (release of a 5xx outcome). The functions that
- * serve the API may also Query the listing index ({@link LIST_INDEX}: the approvals listings); nothing
- * else reads an index.
- */
-export const TABLE_ITEM_ACTIONS = [
-  "dynamodb:GetItem",
-  "dynamodb:PutItem",
-  "dynamodb:UpdateItem",
-  "dynamodb:DeleteItem",
-  "dynamodb:Query",
-] as const;
 
 /** Props of {@link BoundloopStack}: standard stack props plus deploy settings (override context). */
 export interface BoundloopStackProps extends StackProps {
@@ -176,7 +154,7 @@ export class BoundloopStack extends Stack {
 
     // A Bedrock deploy signs in with the functions' roles: no secret is created, granted or named.
     const bedrock = settings.modelProvider === "bedrock";
-    const secret = bedrock ? undefined : this.openaiKeySecret(settings, removalPolicy);
+    const secret = bedrock ? undefined : openaiKeySecret(this, settings, removalPolicy);
     const bedrockModelId = bedrock ? settings.bedrockModelId : undefined;
 
     // What both functions get; each also gets the runtime settings it reads (infra/settings.ts).
@@ -207,7 +185,7 @@ export class BoundloopStack extends Stack {
 
     const functionLogs = new LogGroup(this, "ApiFunctionLogs", { retention: LOG_RETENTION, removalPolicy });
 
-    const role = this.appRole("ApiFunctionRole", "API function", functionLogs, {
+    const role = appRole(this, "ApiFunctionRole", "API function", functionLogs, {
       table,
       secret,
       bedrockModelId,
@@ -245,7 +223,7 @@ export class BoundloopStack extends Stack {
     // buffer responses and stop at 29 s. The URL has no IAM auth: the function verifies the same JWT
     // (issuer, audience, the issuer's JWKS) with jose before any route runs (functions/stream/entry.ts).
     const streamLogs = new LogGroup(this, "StreamFunctionLogs", { retention: LOG_RETENTION, removalPolicy });
-    const streamRole = this.appRole("StreamFunctionRole", "streaming function", streamLogs, {
+    const streamRole = appRole(this, "StreamFunctionRole", "streaming function", streamLogs, {
       table,
       secret,
       bedrockModelId,
@@ -343,7 +321,7 @@ export class BoundloopStack extends Stack {
       }
     }
 
-    this.alarms(fn, api);
+    alarms(this, fn, api);
 
     new CfnOutput(this, "ApiUrl", { value: stage.url, description: "Base URL of the HTTP API" });
     new CfnOutput(this, "StreamUrl", {
@@ -366,150 +344,6 @@ export class BoundloopStack extends Stack {
       });
     }
     new CfnOutput(this, "JwtIssuer", { value: jwtIssuer, description: "Issuer the API trusts" });
-    if (userPool) this.userPoolOutputs(userPool, stage.url);
-  }
-
-  /**
-   * The built-in pool's outputs: its id and client id (read by `npm run user`), and the commands to run
-   * next, which `npm run deploy` prints last (local/deploy.ts).
-   */
-  private userPoolOutputs(userPool: BuiltInUserPool, apiUrl: string): void {
-    new CfnOutput(this, "UserPoolId", { value: userPool.pool.userPoolId, description: "Cognito user pool" });
-    new CfnOutput(this, "UserPoolClientId", {
-      value: userPool.client.userPoolClientId,
-      description: "The pool's public app client (the API's audience)",
-    });
-    new CfnOutput(this, "NextUserCommand", {
-      value: "npm run user -- add --email you@example.com --tenant tenant_demo_01 --role writer",
-      description: "Create your first user (prints a temporary password)",
-    });
-    new CfnOutput(this, "SmokeCommand", {
-      value: `BOUNDLOOP_TOKEN="$(npm run -s user -- token --email you@example.com)" npm run smoke -- --url ${apiUrl}`,
-      description: "Send the seed scenario to the deployed API and check the result and the ledger",
-    });
-  }
-
-  /**
-   * The role of a function that serves the API's app (the API function, the streaming function): written
-   * by hand (no AWS managed policy) so it holds exactly these actions, each on one resource (Bedrock's
-   * bearer-key permission has none: infra/bedrock-access.ts) — its log group, the table's item actions,
-   * Query on the listing index (the approvals listings), the OpenAI key's read or the Bedrock model, the
-   * runner's start/stop, and PutEvents on the default bus (an MCP tools/call that needs approval is
-   * announced as the runner announces the loop's, docs/mcp.md).
-   */
-  private appRole(
-    id: string,
-    what: string,
-    logs: LogGroup,
-    access: {
-      table: TableV2;
-      secret: { secretArn: string } | undefined;
-      bedrockModelId: string | undefined;
-      runner: DurableRunner;
-    },
-  ): Role {
-    const { table, secret, bedrockModelId, runner } = access;
-    const role = new Role(this, id, {
-      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
-      description: `boundloop ${what}: its log group, item actions on the table, ${secret ? "read of the OpenAI key" : `invoking ${bedrockModelId} on Amazon Bedrock`}`,
-    });
-    logs.grantWrite(role);
-    role.addToPolicy(new PolicyStatement({ actions: [...TABLE_ITEM_ACTIONS], resources: [table.tableArn] }));
-    role.addToPolicy(
-      new PolicyStatement({
-        actions: ["dynamodb:Query"],
-        resources: [`${table.tableArn}/index/${LIST_INDEX.name}`],
-      }),
-    );
-    if (secret) {
-      role.addToPolicy(
-        new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secret.secretArn] }),
-      );
-    }
-    if (bedrockModelId) grantBedrockModel(role, bedrockModelId);
-    runner.grantStartStop(role);
-    role.addToPolicy(
-      new PolicyStatement({
-        actions: ["events:PutEvents"],
-        resources: [this.formatArn({ service: "events", resource: "event-bus", resourceName: "default" })],
-      }),
-    );
-    return role;
-  }
-
-  /**
-   * The OpenAI key's secret: an existing one referenced by name (`openaiApiKeySecretName`), or a new
-   * secret created with no value at all (neither SecretString nor a generated one), so the key never
-   * appears in the template; set it with `aws secretsmanager put-secret-value` after deploy.
-   */
-  private openaiKeySecret(
-    settings: DeploySettings,
-    removalPolicy: RemovalPolicy,
-  ): { secretArn: string; secretName: string } {
-    if (settings.openaiApiKeySecretName !== undefined) {
-      const name = settings.openaiApiKeySecretName;
-      // A secret's ARN ends in "-" and 6 random characters that are unknown here; IAM's `?` matches
-      // exactly one character, so the grant covers this secret's name and no other.
-      const arn = this.formatArn({
-        service: "secretsmanager",
-        resource: "secret",
-        resourceName: `${name}-??????`,
-        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-      });
-      return { secretArn: arn, secretName: name };
-    }
-    const secret = new Secret(this, "OpenAiApiKey", {
-      description: "OpenAI API key for boundloop (plain string). Set with put-secret-value; never in code.",
-      removalPolicy,
-    });
-    // CDK's Secret generates a random value by default; an empty secret is the honest starting state
-    // (GetSecretValue fails loudly until a real key is stored, instead of sending a random string).
-    (secret.node.defaultChild as CfnSecret).addPropertyDeletionOverride("GenerateSecretString");
-    Validations.of(secret).acknowledge({
-      id: "AwsSolutions-SMG4",
-      reason:
-        "A third-party API key: Secrets Manager cannot rotate it; it is rotated by hand at the provider.",
-    });
-    return { secretArn: secret.secretArn, secretName: secret.secretName };
-  }
-
-  /**
-   * CloudWatch alarms (no actions: attach an SNS topic to be notified). 5-minute periods, one
-   * evaluation period, missing data is not breaching.
-   * - function errors ≥ 1, throttles ≥ 1
-   * - duration p99 ≥ {@link DURATION_ALARM_FRACTION} of the timeout (ms)
-   * - API 5xx ≥ 1 (gateway or integration failures, including function timeouts)
-   */
-  private alarms(fn: LambdaFunction, api: HttpApi): void {
-    const period = Duration.minutes(5);
-    const common = {
-      evaluationPeriods: 1,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    };
-    new Alarm(this, "FunctionErrorsAlarm", {
-      ...common,
-      metric: fn.metricErrors({ period, statistic: "Sum" }),
-      threshold: 1,
-      alarmDescription: "The API function threw or timed out at least once in 5 minutes.",
-    });
-    new Alarm(this, "FunctionThrottlesAlarm", {
-      ...common,
-      metric: fn.metricThrottles({ period, statistic: "Sum" }),
-      threshold: 1,
-      alarmDescription: "The API function was throttled at least once in 5 minutes.",
-    });
-    new Alarm(this, "FunctionDurationP99Alarm", {
-      ...common,
-      metric: fn.metricDuration({ period, statistic: "p99" }),
-      threshold: Math.round(FUNCTION_TIMEOUT_SECONDS * 1000 * DURATION_ALARM_FRACTION),
-      alarmDescription: `The API function's p99 duration reached ${DURATION_ALARM_FRACTION * 100}% of its ${FUNCTION_TIMEOUT_SECONDS} s timeout.`,
-    });
-    new Alarm(this, "Api5xxAlarm", {
-      ...common,
-      metric: api.metricServerError({ period, statistic: "Sum" }),
-      threshold: 1,
-      alarmDescription: "The HTTP API answered 5xx at least once in 5 minutes.",
-    });
+    if (userPool) userPoolOutputs(this, userPool, stage.url);
   }
 }
