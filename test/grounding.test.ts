@@ -87,6 +87,24 @@ describe("the check", () => {
     expect(numbersIn(text)).toEqual([{ text: "12.50", values: ["12.5"] }]);
   });
 
+  it("an answer without a number reads nothing of the transcript (the run's last step stays flat)", () => {
+    let read = 0;
+    const transcript = new Proxy([] as ChatMessage[], {
+      get(target, key, receiver) {
+        read += 1;
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    expect(checkGrounding("Done.", transcript)).toEqual({ checked: 0, ungrounded: [] });
+    expect(read).toBe(0);
+    expect(checkGrounding("Done: 12.50.", transcript)).toEqual({
+      checked: 1,
+      ungrounded: [{ text: "12.50", value: "12.5" }],
+    });
+    expect(read).toBeGreaterThan(0);
+    expect(numbersIn("no digits here, only words and ids like inv_x")).toEqual([]);
+  });
+
   it("the system prompt and the model's own text ground nothing; the prompt does", () => {
     expect(checkGrounding("It costs 999.", transcript(QUOTE)).ungrounded).toEqual([
       { text: "999", value: "999" },

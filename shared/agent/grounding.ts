@@ -93,6 +93,7 @@ export interface FoundNumber {
  * backtracks cubically on a long word (a tool result of 20 000 letters would stall the loop).
  */
 const WORD = /[\p{L}\p{N}_-]+/gu;
+const ASCII_DIGIT = /\d/;
 const LETTER = /\p{L}/u;
 const DIGIT = /\p{N}/u;
 
@@ -149,6 +150,9 @@ function valuesOf(digits: string, suffix: string): string[] {
 
 /** Every number in `text` worth checking (dates, times, ids and list markers left out), in order. */
 export function numbersIn(text: string): FoundNumber[] {
+  // Every pattern below needs an ASCII digit: a text without one holds no number (most tool-result
+  // strings: names, codes, sentences), and the eight passes over it are skipped.
+  if (!ASCII_DIGIT.test(text)) return [];
   const found: Array<FoundNumber & { at: number }> = [];
   let rest = text.replace(SCALED, (match, digits: string, suffix: string, at: number) => {
     found.push({ text: match, values: valuesOf(digits, suffix), at });
@@ -220,8 +224,10 @@ export function checkGrounding(
   answer: string,
   messages: readonly ChatMessage[],
 ): { checked: number; ungrounded: UngroundedNumber[] } {
-  const sources = groundingSources(messages);
   const numbers = numbersIn(answer);
+  // An answer without numbers has nothing to ground: the transcript is not read.
+  if (numbers.length === 0) return { checked: 0, ungrounded: [] };
+  const sources = groundingSources(messages);
   const ungrounded = numbers
     .filter((number) => !number.values.some((value) => sources.has(value)))
     .map((number) => ({ text: number.text, value: number.values[0] as string }));
