@@ -30,10 +30,11 @@ import { FRAMEWORKS, type Framework, type Reference } from "./scenario/types.js"
 /**
  * What P1 measures: the three frameworks, ours again with tracing on (`boundloop-traced`: the SDK with a
  * batch processor, every run an agent span, flushed after each run as an invocation would be, spans
- * dropped by a no-op exporter so the network is not measured), and the bare transport (fetch +
- * JSON.parse, no framework).
+ * dropped by a no-op exporter so the network is not measured), the bare transport (fetch +
+ * JSON.parse, no framework), and the same exchange through the openai SDK on the client boundloop builds
+ * (its fetch and options: what boundloop's loop runs on, with no loop around it).
  */
-const MEASURED: ReadonlyArray<Measured> = [...FRAMEWORKS, "boundloop-traced", "bare-fetch"];
+const MEASURED: ReadonlyArray<Measured> = [...FRAMEWORKS, "boundloop-traced", "bare-fetch", "openai-sdk"];
 /** A P1 child: a framework, the bare-fetch floor, or ours with tracing on. */
 export type Measured = Framework | Reference | "boundloop-traced";
 
@@ -85,6 +86,11 @@ export interface LoopOverheadResult {
   grossRatio: number;
   /** Ours with tracing on ÷ ours with tracing off (median of the per-round ratios); goal ≤ 1.3. */
   tracing: { ratio: number; goal: number; met: boolean };
+  /**
+   * Ours above the openai SDK on our own client (µs per cycle, median of the per-round differences): the
+   * loop's own cost once the transport it must use (the real openai SDK, shared/model-client.ts) is counted.
+   */
+  aboveSdkUs: number;
 }
 
 /**
@@ -223,6 +229,9 @@ export async function benchLoopOverhead(options: LoopOverheadOptions): Promise<L
       goal: p1Goal(ratioToPeerNetOfTransport[fastestPeer], ourOverFloor(ours, floor)),
       grossRatio: ratioToPeer[fastestPeer],
       tracing: { ratio: tracingRatio, goal: 1.3, met: tracingRatio <= 1.3 },
+      aboveSdkUs: Math.round(
+        median(ours.map((value, i) => value - ((perRound.get("openai-sdk") as number[])[i] as number))),
+      ),
     };
   } finally {
     for (const child of children.values()) child.stop();

@@ -278,6 +278,7 @@ async function onlyP1(): Promise<void> {
   console.log(
     `   tracing on ÷ off: ${p1.tracing.ratio} (goal ≤ ${p1.tracing.goal}: ${p1.tracing.met ? "met" : "not met"})`,
   );
+  console.log(`   ours above the openai SDK alone on our client: ${p1.aboveSdkUs} µs/cycle`);
   console.log(
     `   goal (${p1.goal.text}): ${p1.goal.ratio} net vs ${p1.fastestPeer}, ${p1.goal.overFloor} ÷ floor (gross ${p1.grossRatio}) → ${p1.goal.met ? "met" : "not met"}`,
   );

@@ -17,5 +17,7 @@ export async function createScenarioRunner(
       return (await import("./ai-sdk.js")).createRunner(options);
     case "bare-fetch":
       return (await import("./bare-fetch.js")).createRunner(options);
+    case "openai-sdk":
+      return (await import("./openai-sdk.js")).createRunner(options);
   }
 }

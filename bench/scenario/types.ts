@@ -3,8 +3,11 @@ import type { z } from "zod";
 /** The agent frameworks the benchmarks compare, each driving the same tools against the same model server. */
 export type Framework = "boundloop" | "openai-agents" | "ai-sdk";
 
-/** A reference runner that is not a framework: the bare transport (see scenario/bare-fetch.ts). */
-export type Reference = "bare-fetch";
+/**
+ * A reference runner that is not a framework: the bare transport (scenario/bare-fetch.ts), and the same
+ * exchange through the openai SDK boundloop must use (scenario/openai-sdk.ts).
+ */
+export type Reference = "bare-fetch" | "openai-sdk";
 
 /** The system prompt every framework sends, so the requests differ only in what each framework adds. */
 export const SYSTEM_PROMPT = "You are a benchmark agent. Use the tools, then answer in one word.";
