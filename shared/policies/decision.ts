@@ -154,18 +154,44 @@ export class PolicyDecisions implements ToolCallDecider {
   }
 
   /**
-   * `active`'s answer for a call of `tool` by the caller: the one partial evaluation found independent of
-   * the context (kept by {@link partial} when the tools were offered), else the engine's on `request()`.
+   * The verdicts of the enforced set (none: permit) and the shadow set on a call with `context`: each
+   * set's answer is the one its partial evaluation found independent of the context (kept by
+   * {@link partial} when the tools were offered), else the engine's on the call's request (built once,
+   * only when a set needs it).
+   * @throws Error when the engine cannot evaluate the call, or a policy of the enforced set errors
    */
-  private answerOf(
+  private verdictsOf(
     engine: CedarWasm,
-    active: ActiveSet,
+    sets: TenantSets,
     prepared: PreparedToolCall,
     security: SecurityContext,
-    request: () => CedarRequest,
-  ): CedarAnswer {
-    const known = this.partials.get(partialKey(active, prepared.tool, security))?.known;
-    return known ?? authorize(engine, active.set, request());
+    context: Record<string, unknown>,
+  ): { enforced: Verdict; shadow?: Verdict } {
+    const { enforced, shadow } = sets;
+    const knownEnforced = enforced && this.partials.get(partialKey(enforced, prepared.tool, security))?.known;
+    const knownShadow = shadow && this.partials.get(partialKey(shadow, prepared.tool, security))?.known;
+    const request =
+      (enforced && !knownEnforced) || (shadow && !knownShadow)
+        ? this.request(prepared.tool, security, context)
+        : undefined;
+    return {
+      enforced: enforced
+        ? verdictOf(
+            enforced,
+            knownEnforced ?? authorize(engine, enforced.set, request as CedarRequest),
+            false,
+          )
+        : { decision: "permit", policyIds: [] },
+      ...(shadow
+        ? {
+            shadow: verdictOf(
+              shadow,
+              knownShadow ?? authorize(engine, shadow.set, request as CedarRequest),
+              true,
+            ),
+          }
+        : {}),
+    };
   }
 
   /** See {@link ToolCallDecider.decide}. Never throws. */
@@ -204,19 +230,11 @@ export class PolicyDecisions implements ToolCallDecider {
     try {
       if (reservation) reserved = await this.deps.totals.reserve(reservation);
       const engine = await this.engine();
-      let cedarRequest: CedarRequest | undefined;
-      const request = () =>
-        (cedarRequest ??= this.request(prepared.tool, security, {
-          input: prepared.args,
-          facts: vouched.facts,
-          ...(reserved ? { totals: reserved.totals } : {}),
-        }));
-      const verdict = (active: ActiveSet, shadow = false) =>
-        verdictOf(active, this.answerOf(engine, active, prepared, security, request), shadow);
-      verdicts = {
-        enforced: sets.enforced ? verdict(sets.enforced) : { decision: "permit", policyIds: [] },
-        ...(sets.shadow ? { shadow: verdict(sets.shadow, true) } : {}),
-      };
+      verdicts = this.verdictsOf(engine, sets, prepared, security, {
+        input: prepared.args,
+        facts: vouched.facts,
+        ...(reserved ? { totals: reserved.totals } : {}),
+      });
     } catch (error) {
       if (reservation && reserved?.fresh) await this.release(reservation);
       return this.failClosed(prepared, "evaluation", error);
@@ -236,6 +254,8 @@ export class PolicyDecisions implements ToolCallDecider {
   ): Promise<CallDecision> {
     const { prepared } = request;
     if (audit.decision === "permit") {
+      // Without a fresh reservation there is nothing to settle.
+      if (!release) return { kind: "run", audit };
       return { kind: "run", audit, settle: async (result) => this.settle(result, release) };
     }
     if (release) await this.release(release);
@@ -245,8 +265,8 @@ export class PolicyDecisions implements ToolCallDecider {
   }
 
   /** After a permitted call: an effect keeps its reservation (no write); a failure without one releases it. */
-  private async settle(result: ToolResult, release: TotalsReservation | undefined): Promise<void> {
-    if (!release || result.status === "success") return;
+  private async settle(result: ToolResult, release: TotalsReservation): Promise<void> {
+    if (result.status === "success") return;
     if (result.error?.details.mayHaveCommitted === true) return;
     await this.release(release);
   }
