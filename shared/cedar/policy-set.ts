@@ -21,12 +21,14 @@ export interface CedarPolicy {
 
 /**
  * A parsed policy set: `key` (SHA-256 of its text, its name in the engine's cache), its policies in text
- * order, and what of a request its conditions read (shared/cedar/references.ts).
+ * order, `positions` (each policy's id → its index in `policies`), and what of a request its conditions
+ * read (shared/cedar/references.ts).
  */
 export interface ParsedPolicySet {
   key: string;
   text: string;
   policies: CedarPolicy[];
+  positions: ReadonlyMap<string, number>;
   references: SetReferences;
 }
 
@@ -48,7 +50,10 @@ export interface CedarRequest {
   entities: Array<{ uid: EntityRef; attrs: Record<string, unknown>; parents: EntityRef[] }>;
 }
 
-/** The engine's answer: allow or deny, the determining policies' ids, and the policies that errored. */
+/**
+ * The engine's answer: allow or deny, the determining policies' ids (in the set's text order: the engine
+ * reports them as a set, in no stable order), and the policies that errored.
+ */
 export interface CedarAnswer {
   decision: "allow" | "deny";
   reasons: string[];
@@ -122,7 +127,9 @@ export function parsePolicySet(engine: CedarWasm, text: string): ParseOutcome {
     bodies.push(json.json as { conditions?: Array<{ body: unknown }> });
   }
   if (issues.length > 0) return { ok: false, issues };
-  return { ok: true, set: { key: sha256Hex(text), text, policies, references: referencesOf(bodies) } };
+  const positions = new Map(policies.map((policy, index) => [policy.id, index]));
+  const references = referencesOf(bodies);
+  return { ok: true, set: { key: sha256Hex(text), text, policies, positions, references } };
 }
 
 /** The set in the engine's JSON form: policies keyed by their ids (so the engine reports our ids). */
@@ -215,7 +222,18 @@ export function authorize(engine: CedarWasm, set: ParsedPolicySet, request: Ceda
     );
   }
   const { decision, diagnostics } = answer.response;
-  return { decision, reasons: diagnostics.reason, errors: diagnostics.errors.map((e) => e.policyId) };
+  return {
+    decision,
+    reasons: inTextOrder(set, diagnostics.reason),
+    errors: diagnostics.errors.map((e) => e.policyId),
+  };
+}
+
+/** `ids` sorted by their policies' places in the set's text. */
+function inTextOrder(set: ParsedPolicySet, ids: string[]): string[] {
+  if (ids.length < 2) return ids;
+  const at = (id: string) => set.positions.get(id) ?? Number.MAX_SAFE_INTEGER;
+  return [...ids].sort((a, b) => at(a) - at(b));
 }
 
 /** A Cedar value that partial evaluation leaves unknown, named `name`. */
@@ -224,15 +242,29 @@ export function unknownValue(name: string): unknown {
 }
 
 /**
- * Partial evaluation of a request whose context is unknown: "deny" when no context could make the set
- * permit it (a forbid holds whatever the context, or no permit can hold), else "maybe".
- * @throws Error when the engine cannot evaluate it; the caller then offers the tool (never hides one)
+ * What partial evaluation says of a request whose context is unknown: `mayPermit` false when no context
+ * could make the set permit it (a forbid holds whatever the context, or no permit can hold); `known`, the
+ * answer {@link authorize} gives for every context, when the set's answer does not depend on it: the
+ * decision is concrete, no policy is left with a condition on the unknowns (each is satisfied or not)
+ * and none errored. The determining policies are then the satisfied ones of the decision's effect
+ * (allow: the satisfied permits; deny: the satisfied forbids, none when no permit holds), as the engine's
+ * diagnostics name them.
+ */
+export interface PartialAnswer {
+  mayPermit: boolean;
+  known: CedarAnswer | null;
+}
+
+/**
+ * Partial evaluation of `request` (its context values may be {@link unknownValue}s) against `set`.
+ * @throws Error when the engine cannot evaluate it; the caller then offers the tool (never hides one) and
+ *   has the engine decide each call
  */
 export function partiallyAuthorize(
   engine: CedarWasm,
   set: ParsedPolicySet,
   request: CedarRequest,
-): "deny" | "maybe" {
+): PartialAnswer {
   const answer = engine.isAuthorizedPartial({
     ...request,
     policies: { staticPolicies: staticPolicies(set) },
@@ -242,5 +274,15 @@ export function partiallyAuthorize(
       `Cedar could not evaluate the request: ${answer.errors.map((e) => e.message).join("; ")}`,
     );
   }
-  return answer.response.decision === "deny" ? "deny" : "maybe";
+  const { decision, satisfied, errored, nontrivialResiduals } = answer.response;
+  const mayPermit = decision !== "deny";
+  if (decision === null || errored.length > 0 || nontrivialResiduals.length > 0) {
+    return { mayPermit, known: null };
+  }
+  const effect = decision === "allow" ? "permit" : "forbid";
+  const satisfiedPolicies = satisfied.map((id) => set.policies[set.positions.get(id) ?? -1]);
+  // Every id is one of the set's (the engine was given them); anything else is left to the engine.
+  if (satisfiedPolicies.some((policy) => policy === undefined)) return { mayPermit, known: null };
+  const determining = satisfied.filter((_, n) => satisfiedPolicies[n]?.effect === effect);
+  return { mayPermit, known: { decision, reasons: inTextOrder(set, determining), errors: [] } };
 }

@@ -53,7 +53,8 @@ const compileWasm = (bytes: Uint8Array): Promise<never> =>
 
 /**
  * V8's dynamic-tiering budget (roughly bytes of WebAssembly executed per function before it is
- * recompiled by the optimizing compiler) for the engine's instance, and V8's default it is set back to.
+ * recompiled by the optimizing compiler) for the engine's instance, and V8's default it is set back to
+ * (by V8 major version: Node 20's V8 11 and Node 24's V8 13, as `node --v8-options` lists them).
  * With the default, the first parse and the first decision of a container tier up the engine's parser and
  * evaluator while they run: on 2 loaded cores the first parse, pre-parse and decision took 200–500 ms of
  * main-thread time instead of 45–70 ms (bench/results/governance.md, docs/performance.md). A budget 100×
@@ -61,7 +62,19 @@ const compileWasm = (bytes: Uint8Array): Promise<never> =>
  * more. V8 reads the budget when it compiles a module, so the flag is set while the engine's module
  * is compiled and instantiated, and set back after (other modules keep V8's default).
  */
-export const CEDAR_TIERING_BUDGET = { engine: 180_000_000, v8Default: 1_800_000 };
+export const CEDAR_TIERING_BUDGET = {
+  engine: 180_000_000,
+  v8Defaults: { "11": 1_800_000, "13": 13_000_000 } as Readonly<Record<string, number>>,
+};
+
+/**
+ * V8's default tiering budget on this Node.js, or undefined on a V8 whose default is not known here:
+ * the budget is then left alone (setting it back to another version's default would change every other
+ * module's tiering, e.g. undici's HTTP parser).
+ */
+export function v8DefaultTieringBudget(v8Version = process.versions.v8): number | undefined {
+  return CEDAR_TIERING_BUDGET.v8Defaults[v8Version.split(".")[0] ?? ""];
+}
 
 /** Whether this container ever started loading the engine. */
 let loadStarted = false;
@@ -92,13 +105,14 @@ export const loadCedar: () => Promise<CedarWasm> = onceUntilFailed(async () => {
   ]);
   const imported = performance.now();
   let compiled = imported;
-  setFlagsFromString(`--wasm-tiering-budget=${CEDAR_TIERING_BUDGET.engine}`);
+  const v8Default = v8DefaultTieringBudget();
+  if (v8Default !== undefined) setFlagsFromString(`--wasm-tiering-budget=${CEDAR_TIERING_BUDGET.engine}`);
   try {
     const module = await compileWasm(bytes);
     compiled = performance.now();
     await glue.default({ module_or_path: module });
   } finally {
-    setFlagsFromString(`--wasm-tiering-budget=${CEDAR_TIERING_BUDGET.v8Default}`);
+    if (v8Default !== undefined) setFlagsFromString(`--wasm-tiering-budget=${v8Default}`);
   }
   cedarLoadTimings.importMs = imported - started;
   cedarLoadTimings.compileMs = compiled - imported;

@@ -12,7 +12,14 @@ import { policyCheckFailed, withPolicy } from "../agent/decision.js";
 import { describeThrown, notStartedResult, type PreparedToolCall } from "../agent/dispatcher.js";
 import type { PolicyAudit, RunningTotal, ToolResult } from "../agent/result.js";
 import type { ApprovalPreview, ToolDefinition, VouchedFacts } from "../agent/tool.js";
-import { authorize, type CedarRequest, partiallyAuthorize, unknownValue } from "../cedar/policy-set.js";
+import {
+  authorize,
+  type CedarAnswer,
+  type CedarRequest,
+  type PartialAnswer,
+  partiallyAuthorize,
+  unknownValue,
+} from "../cedar/policy-set.js";
 import { type CedarWasm, cedar } from "../cedar/wasm.js";
 import type { SecurityContext } from "../identity.js";
 import type { ShadowDecisionRecord } from "../store/policy-records.js";
@@ -42,7 +49,10 @@ export interface PolicyTotals {
   release(reservation: TotalsReservation): Promise<void>;
 }
 
-/** What the service needs. `thresholds`: APPROVAL_RULES policy id → threshold (for the preview). */
+/**
+ * What the service needs. `thresholds`: APPROVAL_RULES policy id → threshold (for the preview); `engine`:
+ * how decisions get the Cedar engine (default: shared/cedar/wasm.ts `cedar`, loaded once per container).
+ */
 export interface PolicyDecisionDeps {
   sets: PolicySets;
   totals: PolicyTotals;
@@ -53,9 +63,13 @@ export interface PolicyDecisionDeps {
   };
   thresholds?: ReadonlyMap<string, string>;
   now?: () => number;
+  engine?: () => Promise<CedarWasm>;
 }
 
-/** How many tools-offered answers a container keeps (set, tool, caller); the cache is emptied when full. */
+/**
+ * How many partial evaluations (set, tool, caller) a container keeps, for the tools offered and the
+ * decisions known without the engine; the cache is emptied when full.
+ */
 export const OFFERED_CACHE_SIZE = 10_000;
 
 /** One set's verdict on a call: the decision and its determining policies. */
@@ -68,10 +82,12 @@ interface Verdict {
 export class PolicyDecisions implements ToolCallDecider {
   private readonly now: () => number;
   private readonly contextTypes = new WeakMap<ToolDefinition, CedarType>();
-  private readonly offeredCache = new Map<string, boolean>();
+  private readonly partials = new Map<string, PartialAnswer>();
+  private readonly engine: () => Promise<CedarWasm>;
 
   constructor(private readonly deps: PolicyDecisionDeps) {
     this.now = deps.now ?? Date.now;
+    this.engine = deps.engine ?? cedar;
   }
 
   /** See {@link ToolCallDecider.offered}: a tool is hidden only when no context could make a policy permit it. */
@@ -85,16 +101,19 @@ export class PolicyDecisions implements ToolCallDecider {
       let engine: CedarWasm | undefined;
       if (options.wait) {
         sets = await this.deps.sets.forTenant(security.tenantId);
-        engine = sets.enforced ? await cedar() : undefined;
+        engine = sets.enforced || sets.shadow ? await this.engine() : undefined;
       } else {
         const ready = this.deps.sets.readyFor(security.tenantId);
         if (!ready) return tools;
         ({ sets, engine } = ready);
       }
-      const enforced = sets.enforced;
-      if (!enforced || !engine) return tools;
+      const { enforced, shadow } = sets;
+      if (!engine) return tools;
       const ready = engine;
-      return tools.filter((tool) => this.mayPermit(ready, enforced, tool, security));
+      // The shadow set's partial evaluations are kept for its decisions (see decide), never for offering.
+      if (shadow) for (const tool of tools) this.partial(ready, shadow, tool, security);
+      if (!enforced) return tools;
+      return tools.filter((tool) => this.partial(ready, enforced, tool, security).mayPermit);
     } catch {
       // Offering is not authorizing: when the sets cannot be read, every tool is offered and each call is
       // decided (and refused, fail closed) by decide().
@@ -103,30 +122,76 @@ export class PolicyDecisions implements ToolCallDecider {
   }
 
   /**
-   * Whether some context could make `active` permit `tool` for the caller (partial evaluation with the
-   * context unknown; an engine failure offers the tool). The answer depends only on the set, the tool
-   * and the caller's identity, so it is kept per container (up to {@link OFFERED_CACHE_SIZE} answers).
+   * Partial evaluation of `active` for calls of `tool` by the caller, the context unknown (shaped as a
+   * call's: input, facts and, for a metered tool, totals): whether some context could make the set permit
+   * it (an engine failure offers the tool) and, when no context matters, the answer of every call. It
+   * depends only on the set, the tool and the caller's identity, so it is kept per container (up to
+   * {@link OFFERED_CACHE_SIZE} answers).
    */
-  private mayPermit(engine: CedarWasm, active: ActiveSet, tool: ToolDefinition, security: SecurityContext) {
-    const key = [active.set.key, tool.name, security.tenantId, security.userId, ...security.permissions].join(
-      "\n",
-    );
-    const known = this.offeredCache.get(key);
+  private partial(
+    engine: CedarWasm,
+    active: ActiveSet,
+    tool: ToolDefinition,
+    security: SecurityContext,
+  ): PartialAnswer {
+    const key = partialKey(active, tool, security);
+    const known = this.partials.get(key);
     if (known !== undefined) return known;
-    let answer = true;
+    let answer: PartialAnswer;
     try {
       const request = this.request(tool, security, {
         input: unknownValue("input"),
         facts: unknownValue("facts"),
-        totals: unknownValue("totals"),
+        ...(tool.facts?.metered ? { totals: unknownValue("totals") } : {}),
       });
-      answer = partiallyAuthorize(engine, active.set, request) !== "deny";
+      answer = partiallyAuthorize(engine, active.set, request);
     } catch {
-      return true;
+      return { mayPermit: true, known: null };
     }
-    if (this.offeredCache.size >= OFFERED_CACHE_SIZE) this.offeredCache.clear();
-    this.offeredCache.set(key, answer);
+    if (this.partials.size >= OFFERED_CACHE_SIZE) this.partials.clear();
+    this.partials.set(key, answer);
     return answer;
+  }
+
+  /**
+   * The verdicts of the enforced set (none: permit) and the shadow set on a call with `context`: each
+   * set's answer is the one its partial evaluation found independent of the context (kept by
+   * {@link partial} when the tools were offered), else the engine's on the call's request (built once,
+   * only when a set needs it).
+   * @throws Error when the engine cannot evaluate the call, or a policy of the enforced set errors
+   */
+  private verdictsOf(
+    engine: CedarWasm,
+    sets: TenantSets,
+    prepared: PreparedToolCall,
+    security: SecurityContext,
+    context: Record<string, unknown>,
+  ): { enforced: Verdict; shadow?: Verdict } {
+    const { enforced, shadow } = sets;
+    const knownEnforced = enforced && this.partials.get(partialKey(enforced, prepared.tool, security))?.known;
+    const knownShadow = shadow && this.partials.get(partialKey(shadow, prepared.tool, security))?.known;
+    const request =
+      (enforced && !knownEnforced) || (shadow && !knownShadow)
+        ? this.request(prepared.tool, security, context)
+        : undefined;
+    return {
+      enforced: enforced
+        ? verdictOf(
+            enforced,
+            knownEnforced ?? authorize(engine, enforced.set, request as CedarRequest),
+            false,
+          )
+        : { decision: "permit", policyIds: [] },
+      ...(shadow
+        ? {
+            shadow: verdictOf(
+              shadow,
+              knownShadow ?? authorize(engine, shadow.set, request as CedarRequest),
+              true,
+            ),
+          }
+        : {}),
+    };
   }
 
   /** See {@link ToolCallDecider.decide}. Never throws. */
@@ -164,18 +229,12 @@ export class PolicyDecisions implements ToolCallDecider {
     let verdicts: { enforced: Verdict; shadow?: Verdict };
     try {
       if (reservation) reserved = await this.deps.totals.reserve(reservation);
-      const engine = await cedar();
-      const cedarRequest = this.request(prepared.tool, security, {
+      const engine = await this.engine();
+      verdicts = this.verdictsOf(engine, sets, prepared, security, {
         input: prepared.args,
         facts: vouched.facts,
         ...(reserved ? { totals: reserved.totals } : {}),
       });
-      verdicts = {
-        enforced: sets.enforced
-          ? verdictOf(engine, sets.enforced, cedarRequest)
-          : { decision: "permit", policyIds: [] },
-        ...(sets.shadow ? { shadow: verdictOf(engine, sets.shadow, cedarRequest, true) } : {}),
-      };
     } catch (error) {
       if (reservation && reserved?.fresh) await this.release(reservation);
       return this.failClosed(prepared, "evaluation", error);
@@ -195,6 +254,8 @@ export class PolicyDecisions implements ToolCallDecider {
   ): Promise<CallDecision> {
     const { prepared } = request;
     if (audit.decision === "permit") {
+      // Without a fresh reservation there is nothing to settle.
+      if (!release) return { kind: "run", audit };
       return { kind: "run", audit, settle: async (result) => this.settle(result, release) };
     }
     if (release) await this.release(release);
@@ -204,8 +265,8 @@ export class PolicyDecisions implements ToolCallDecider {
   }
 
   /** After a permitted call: an effect keeps its reservation (no write); a failure without one releases it. */
-  private async settle(result: ToolResult, release: TotalsReservation | undefined): Promise<void> {
-    if (!release || result.status === "success") return;
+  private async settle(result: ToolResult, release: TotalsReservation): Promise<void> {
+    if (result.status === "success") return;
     if (result.error?.details.mayHaveCommitted === true) return;
     await this.release(release);
   }
@@ -340,20 +401,27 @@ export class PolicyDecisions implements ToolCallDecider {
   }
 }
 
+/** The key of a partial evaluation: the set, the tool and the caller's identity. */
+function partialKey(active: ActiveSet, tool: ToolDefinition, security: SecurityContext): string {
+  return [active.set.key, tool.name, security.tenantId, security.userId, ...security.permissions].join("\n");
+}
+
 /**
- * One set's verdict: deny → forbid (the satisfied forbids; none: no permit matched); allow → approval when
- * a determining permit is annotated `@approval("required")` (those are the ids), else permit.
+ * One set's verdict from its answer: deny → forbid (the satisfied forbids; none: no permit matched);
+ * allow → approval when a determining permit is annotated `@approval("required")` (those are the ids),
+ * else permit.
  * @throws Error when a policy of the enforced set errored during evaluation (fail closed: an erroring
  *   forbid would otherwise be skipped); a shadow set's errors only count as not satisfied
  */
-function verdictOf(engine: CedarWasm, active: ActiveSet, request: CedarRequest, shadow = false): Verdict {
-  const answer = authorize(engine, active.set, request);
+function verdictOf(active: ActiveSet, answer: CedarAnswer, shadow: boolean): Verdict {
   if (answer.errors.length > 0 && !shadow) {
     throw new Error(`policies ${answer.errors.join(", ")} errored during evaluation`);
   }
   if (answer.decision === "deny") return { decision: "forbid", policyIds: answer.reasons };
-  const byId = new Map(active.set.policies.map((policy) => [policy.id, policy]));
-  const approvals = answer.reasons.filter((id) => byId.get(id)?.annotations.approval === "required");
+  const { policies, positions } = active.set;
+  const approvals = answer.reasons.filter(
+    (id) => policies[positions.get(id) ?? -1]?.annotations.approval === "required",
+  );
   return approvals.length > 0
     ? { decision: "approval", policyIds: approvals }
     : { decision: "permit", policyIds: answer.reasons };
