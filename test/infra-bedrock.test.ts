@@ -230,7 +230,8 @@ describe("modelProvider=openai-compatible", () => {
     // (QUOTA_WAIT_SECONDS: ExecutionTimeout and DURABLE_EXECUTION_TIMEOUT_SECONDS 87 300 → 173 700, so
     // the runner's version), and when the policies' six routes, GET /v1/usage and PUT /v1/limits came
     // (a route and an integration permission each), and when A2A and AG-UI came (POST /v1/a2a, POST
-    // /v1/agui and the public GET /.well-known/agent-card.json: a route and a permission each).
+    // /v1/agui and the public GET /.well-known/agent-card.json: a route and a permission each), and when
+    // `npm run tenant` came to read the deployed function's settings (the ApiFunctionName output).
     const main = JSON.parse(
       readFileSync(new URL("./fixtures/openai-compatible-templates.json", import.meta.url), "utf8"),
     ) as Record<string, unknown>;
