@@ -1,4 +1,6 @@
+import type { z } from "zod";
 import type { ModelUsage } from "./model.js";
+import type { CostSchema, QuotaRefusalSchema } from "./outcome-schema.js";
 
 /**
  * The budget port of the loop: what the application's quotas (shared/quotas/) are asked around every
@@ -39,16 +41,7 @@ export interface BudgetCall {
  * - `windowEndsAt`: ISO 8601 UTC end of the window (the UTC day), `retryAfterSeconds` until then
  * - `message`: a fixed sentence for people
  */
-export interface QuotaRefusal {
-  code: "QUOTA_EXCEEDED" | "QUOTA_UNAVAILABLE";
-  limit: string | null;
-  quota: number | string | null;
-  used: number | string | null;
-  unit: string | null;
-  windowEndsAt: string | null;
-  retryAfterSeconds: number | null;
-  message: string;
-}
+export type QuotaRefusal = z.infer<typeof QuotaRefusalSchema>;
 
 /**
  * What the budget decided for one call, recorded in the model step's result:
@@ -84,10 +77,7 @@ export interface ModelBudget {
 export type CallCost = { micro: number; currency: string } | { micro: null; note: string };
 
 /** A cost as the API shows it: `amount` with six decimal places (`"0.012345"`), `currency` ISO 4217. */
-export interface Cost {
-  amount: string;
-  currency: string;
-}
+export type Cost = z.infer<typeof CostSchema>;
 
 /** `micro` micro-units as a decimal string with six places (exact: integer arithmetic on the digits). */
 export function amountOfMicro(micro: number): string {

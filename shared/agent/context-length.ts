@@ -6,7 +6,9 @@
  * (shared/model/openai-chat.ts) calls it where it builds its `ModelFailure`; the run's stop
  * (shared/agent/stops.ts) adds the sizes of the refused request.
  */
+import type { z } from "zod";
 import type { ContextLengthRefusal } from "./model.js";
+import type { ContextLengthSchema } from "./outcome-schema.js";
 
 /**
  * What a run that ended `context_length_exceeded` reports (RunOutcome `details.contextLength`).
@@ -20,16 +22,7 @@ import type { ContextLengthRefusal } from "./model.js";
  * - `contextTokens`, `requestTokens`: the window and the request's size as the provider stated them,
  *   when it did (OpenAI/vLLM "maximum context length is N tokens", llama.cpp `n_ctx`/`n_prompt_tokens`)
  */
-export interface ContextLengthDetails {
-  providerStatus: number | null;
-  message: string;
-  historyMessages: number;
-  historyEstimatedTokens: number;
-  requestMessages: number;
-  requestEstimatedTokens: number;
-  contextTokens: number | null;
-  requestTokens: number | null;
-}
+export type ContextLengthDetails = z.infer<typeof ContextLengthSchema>;
 
 /**
  * How OpenAI-compatible servers word a context-window refusal (matched case-insensitively against the

@@ -1,6 +1,7 @@
 import BigJs from "big.js";
-import type { GroundingMode } from "./grounding-mode.js";
+import type { z } from "zod";
 import type { ChatMessage } from "./model.js";
+import type { AnswerGroundingSchema, UngroundedNumberSchema } from "./outcome-schema.js";
 
 /**
  * Grounded answers (docs/evals.md, "Grounding"): every number in a run's final answer (amounts, rates,
@@ -15,10 +16,7 @@ import type { ChatMessage } from "./model.js";
 export { GROUNDING_MODES, type GroundingMode } from "./grounding-mode.js";
 
 /** A number of the answer that no tool result or prompt holds: as written, and its value read first. */
-export interface UngroundedNumber {
-  text: string;
-  value: string;
-}
+export type UngroundedNumber = z.infer<typeof UngroundedNumberSchema>;
 
 /**
  * The grounding check of a run's answer (in the outcome, the run record, the `answer.ungrounded` event
@@ -29,13 +27,7 @@ export interface UngroundedNumber {
  * - `action`: `none` (grounded), `reported`, `reasked` (the model answered again; `ungrounded` is then
  *   its second answer's, and `firstUngrounded` the first's), `refused` (the answer was withheld)
  */
-export interface AnswerGrounding {
-  mode: GroundingMode;
-  checked: number;
-  ungrounded: UngroundedNumber[];
-  action: "none" | "reported" | "reasked" | "refused";
-  firstUngrounded?: UngroundedNumber[];
-}
+export type AnswerGrounding = z.infer<typeof AnswerGroundingSchema>;
 
 const Big: BigJs.BigConstructor = BigJs();
 

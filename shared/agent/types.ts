@@ -1,12 +1,14 @@
+import type { z } from "zod";
 import type { SecurityContext } from "../identity.js";
 import type { ApprovalGate, ApprovalRequest, PausingApprovalGate } from "./approval-gate.js";
-import type { CallCost, Cost, ModelBudget, QuotaRefusal, QuotaWait } from "./budget.js";
+import type { CallCost, ModelBudget, QuotaRefusal, QuotaWait } from "./budget.js";
 import type { ContextLengthDetails } from "./context-length.js";
 import type { Deadline } from "./deadline.js";
 import type { ToolCallDecider } from "./decision.js";
 import type { InternalFailure, ToolRegistry } from "./dispatcher.js";
-import type { AnswerGrounding, GroundingMode } from "./grounding.js";
+import type { GroundingMode } from "./grounding.js";
 import type { ChatMessage, Model, ModelUsage } from "./model.js";
+import type { RunEffectSchema, RunOutcomeBodySchema, RunOutcomeDetailsSchema } from "./outcome-schema.js";
 import type { ToolResult } from "./result.js";
 import type { RunLimits } from "./run-limits.js";
 import type { RunStatus } from "./run-status.js";
@@ -36,29 +38,14 @@ export type RunUsage = ModelUsage;
  * - `effects` (any status but completed): what the run did before it stopped, see {@link RunEffect}
  * - `quota` (quota_exceeded): the limit that could not cover the next model call, see {@link QuotaRefusal}
  */
-export interface RunOutcomeDetails {
-  effects?: RunEffect[];
-  budget?: { name: "maxTotalTokens" | "maxToolCallsPerRun"; limit: number; used: number };
-  permission?: { toolName: string; requiredPermission: string };
-  loop?: { toolName: string; arguments: string; errorCode: string; failures: number; hinted: boolean };
-  modelError?: { status: number | null; message: string; finishReason?: string | null; code?: string };
-  deadline?: { phase: "before_model_call" | "model_call" | "tool_calls"; deadlineAt: number };
-  finishReason?: string;
-  summarized?: boolean;
-  contextLength?: ContextLengthDetails;
-  quota?: QuotaRefusal;
-}
+export type RunOutcomeDetails = z.infer<typeof RunOutcomeDetailsSchema>;
 
 /**
  * A side effect a run had before it stopped without completing: a successful call of a mutating tool.
  * `summary` is the tool's sentence from its backend result (e.g. "recorded invoice inv_… for Acme Ltd,
  * gross total 1800.00 GBP"), never model text.
  */
-export interface RunEffect {
-  toolName: string;
-  toolCallId: string;
-  summary: string;
-}
+export type RunEffect = z.infer<typeof RunEffectSchema>;
 
 /**
  * The typed outcome of a run, with the partial transcript when it stopped early.
@@ -77,22 +64,7 @@ export interface RunEffect {
  * - `grounding`: the check of the answer's numbers against the tool results and the prompt
  *   (shared/agent/grounding.ts); null when the model gave no answer
  */
-export interface RunOutcome {
-  runId: string;
-  status: RunStatus;
-  answer: string | null;
-  reason: string | null;
-  cycles: number;
-  toolResults: ToolResult[];
-  usage: RunUsage;
-  messages: ChatMessage[];
-  durationMs: number;
-  modelErrorStatus: number | null;
-  details: RunOutcomeDetails;
-  cost?: Cost | null;
-  costNote?: string | null;
-  grounding: AnswerGrounding | null;
-}
+export type RunOutcome = z.infer<typeof RunOutcomeBodySchema> & { messages: ChatMessage[] };
 
 /**
  * What happened in one cycle, for the audit trail (handed to {@link RunHooks.onCycle} once per model

@@ -1,4 +1,8 @@
 import { z } from "@hono/zod-openapi";
+import {
+  CostSchema as BaseCostSchema,
+  QuotaRefusalSchema as BaseQuotaRefusalSchema,
+} from "../../../shared/agent/outcome-schema.js";
 import { LimitsChangeSchema } from "../../../shared/quotas/limits.js";
 
 /**
@@ -8,22 +12,13 @@ import { LimitsChangeSchema } from "../../../shared/quotas/limits.js";
  */
 
 /** A cost: six decimal places in the price table's currency. */
-export const CostSchema = z
-  .object({
-    amount: z
-      .string()
-      .regex(/^-?\d+\.\d{6}$/)
-      .openapi({ example: "0.012345" }),
-    currency: z
-      .string()
-      .regex(/^[A-Z]{3}$/)
-      .openapi({ example: "USD" }),
-  })
-  .strict()
-  .openapi("Cost", {
-    description:
-      "A cost from the price table (MODEL_PRICES): each model call's exact cost rounded half-up to six decimal places; a run's is the sum of its calls'.",
-  });
+export const CostSchema = BaseCostSchema.extend({
+  amount: BaseCostSchema.shape.amount.openapi({ example: "0.012345" }),
+  currency: BaseCostSchema.shape.currency.openapi({ example: "USD" }),
+}).openapi("Cost", {
+  description:
+    "A cost from the price table (MODEL_PRICES): each model call's exact cost rounded half-up to six decimal places; a run's is the sum of its calls'.",
+});
 
 /** What a run, step or event says of its cost: the cost, or null without a price for its model. */
 export const RunCostFields = {
@@ -37,23 +32,13 @@ export const RunCostFields = {
     .openapi({ description: "Why `cost` is null when the run finished: the model that has no price." }),
 };
 
-/** `details.quota` of a run that ended `quota_exceeded` (`QuotaRefusal` in shared/agent/budget.ts). */
-export const QuotaRefusalSchema = z
-  .object({
-    code: z.enum(["QUOTA_EXCEEDED", "QUOTA_UNAVAILABLE"]),
-    limit: z.string().nullable().openapi({ example: "user.tokensPerDay" }),
-    quota: z.union([z.number(), z.string()]).nullable(),
-    used: z.union([z.number(), z.string()]).nullable(),
-    unit: z.string().nullable().openapi({ description: "`tokens`, or the price table's currency." }),
-    windowEndsAt: z.string().nullable(),
-    retryAfterSeconds: z.number().int().nullable(),
-    message: z.string(),
-  })
-  .strict()
-  .openapi("QuotaRefusal", {
-    description:
-      "quota_exceeded: the daily limit that could not cover the next model call (its value, where the total stood with reservations in flight, when the UTC day ends), or QUOTA_UNAVAILABLE when the quota store failed (fail closed).",
-  });
+/** `details.quota` of a run that ended `quota_exceeded`: the engine's schema (shared/agent/outcome-schema.ts). */
+export const QuotaRefusalSchema = BaseQuotaRefusalSchema.extend({
+  limit: BaseQuotaRefusalSchema.shape.limit.openapi({ example: "user.tokensPerDay" }),
+}).openapi("QuotaRefusal", {
+  description:
+    "quota_exceeded: the daily limit that could not cover the next model call (its value, where the total stood with reservations in flight, when the UTC day ends), or QUOTA_UNAVAILABLE when the quota store failed (fail closed).",
+});
 
 /** One scope's usage (`ScopeUsage` in shared/quotas/usage.ts). */
 const ScopeUsageSchema = z

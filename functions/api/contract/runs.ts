@@ -1,7 +1,7 @@
 /** The HTTP contract of runs: starting one, reading one, listing them, cancelling one (docs/http-api.md). */
 
 import { createRoute, z } from "@hono/zod-openapi";
-import type { RunOutcome } from "../../../shared/agent/types.js";
+import { RunOutcomeBodySchema } from "../../../shared/agent/outcome-schema.js";
 import type { AgentRunShapes } from "../../../shared/runs/run-shapes.js";
 import type { ApprovalRecord } from "../../../shared/store/approval-record.js";
 import type { RunRecord, RunStep } from "../../../shared/store/runs.js";
@@ -62,31 +62,21 @@ export const CreateRunBody = z
   .strict()
   .openapi("CreateRunRequest");
 
-/** 200 body of `POST /v1/runs`: the run outcome (`RunOutcome`) without its transcript. */
-export const RunResponseSchema = z
-  .object({
-    runId: z.string(),
-    status: RunStatusSchema,
-    answer: z.string().nullable(),
-    reason: z.string().nullable(),
-    cycles: z.number().int().nonnegative(),
-    toolResults: z.array(ToolResultSchema),
-    usage: UsageSchema,
-    durationMs: z.number().int().nonnegative(),
-    modelErrorStatus: z
-      .number()
-      .int()
-      .nullable()
-      .openapi({ description: "model_error only: the provider's HTTP status; null otherwise." }),
-    details: RunDetailsSchema,
-    grounding: GroundingSchema,
-    previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
-    history: HistorySummarySchema,
-    cost: RunCostFields.cost.optional(),
-    costNote: RunCostFields.costNote.optional(),
-  })
-  .strict()
-  .openapi("RunResponse", { description: "The run's terminal outcome (every terminal status is a 200)." });
+/**
+ * 200 body of `POST /v1/runs`: the run outcome without its transcript, the engine's one schema
+ * (shared/agent/outcome-schema.ts) with its parts as named components, and the conversation it continued.
+ */
+export const RunResponseSchema = RunOutcomeBodySchema.extend({
+  status: RunStatusSchema,
+  toolResults: z.array(ToolResultSchema),
+  usage: UsageSchema,
+  details: RunDetailsSchema,
+  grounding: GroundingSchema,
+  previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
+  history: HistorySummarySchema,
+  cost: RunCostFields.cost.optional(),
+  costNote: RunCostFields.costNote.optional(),
+}).openapi("RunResponse", { description: "The run's terminal outcome (every terminal status is a 200)." });
 
 /** One audit step (`RunStep` in shared/store/runs.ts). */
 export const RunStepSchema = z
@@ -328,14 +318,9 @@ export type RunResponse = z.infer<typeof RunResponseSchema>;
 /** 200 body of `GET /v1/runs/{runId}`. */
 export type RunRecordResponse = z.infer<typeof RunRecordSchema>;
 
-// The domain types the routes return are exactly their schemas' types: a field added to one and not the
-// other fails `tsc` here.
-sameShape<
-  Same<
-    Omit<RunOutcome & Pick<RunRecord<AgentRunShapes>, "previousRunId" | "history">, "messages">,
-    RunResponse
-  >
->(true);
+// The stored run's view: the store's record is generic over the agent's shapes (shared/store/ does not
+// import the agent layer), so its schema is written here and checked against the record's type; a field
+// added to one and not the other fails `tsc`. (The outcome is the engine's own schema, extended above.)
 sameShape<
   Same<
     Omit<
