@@ -6,6 +6,9 @@
  * ends before the run does (a stream's time limit, a dropped connection), until a resume is 204.
  */
 import { createParser } from "eventsource-parser";
+import type { z } from "zod";
+import type { CostSchema } from "../../shared/agent/outcome-schema.js";
+import type { PolicyAuditSchema } from "../../shared/agent/result-schema.js";
 import type { ApprovalRecord } from "../../shared/store/approval-record.js";
 
 const TOKEN_KEY = "boundloop.console.token";
@@ -206,7 +209,7 @@ export interface RunRecord {
    * What the run cost from the price table (docs/quotas.md); null when a model of the run has no price
    * (`costNote` names it), and the console shows "—".
    */
-  cost?: { amount: string; currency: string } | null;
+  cost?: Cost | null;
   costNote?: string;
   startedAt: string;
   finishedAt: string | null;
@@ -216,7 +219,7 @@ export interface RunRecord {
   steps?: Array<{
     cycle: number;
     /** The cycle's model call's cost; null when its model has no price; absent without quotas. */
-    cost?: { amount: string; currency: string } | null;
+    cost?: Cost | null;
     toolCalls: Array<{
       id: string;
       name: string;
@@ -232,17 +235,11 @@ export interface RunRecord {
   pendingApprovals?: Approval[];
 }
 
-/** A policy decision's explanation (docs/policies.md): the decision, its policies, the shadow set's. */
-export interface PolicyExplanation {
-  decision: string;
-  policyIds?: string[];
-  /** Which set decided: the tenant's (`version`) or the default (`version` null). */
-  source?: "tenant" | "default";
-  version?: number | null;
-  shadow?: { decision: string; policyIds?: string[]; version?: number };
-  /** Decided again after a person approved the call. */
-  approved?: boolean;
-}
+/** A policy decision's explanation (docs/policies.md): the engine's one schema (type only, shared/agent/result-schema.ts). */
+export type PolicyExplanation = z.infer<typeof PolicyAuditSchema>;
+
+/** A cost as the API shows it (type only, shared/agent/outcome-schema.ts). */
+type Cost = z.infer<typeof CostSchema>;
 
 /**
  * An approval as `GET /v1/approvals` carries it (its one schema, shared/store/approval-record.ts; type
