@@ -45,10 +45,15 @@ export function cycleRecord(parts: {
   };
 }
 
-/** Calls the onCycle hook; a failing observer is ignored so it never changes the run's outcome. */
-export async function notify(hooks: RunHooks | undefined, record: CycleRecord): Promise<void> {
+/**
+ * Calls the onCycle hook with `record()`; a failing observer is ignored so it never changes the run's
+ * outcome. Without an onCycle hook the record is never built (no per-cycle work nobody reads).
+ */
+export async function notify(hooks: RunHooks | undefined, record: () => CycleRecord): Promise<void> {
+  const onCycle = hooks?.onCycle;
+  if (!onCycle) return;
   try {
-    await hooks?.onCycle?.(record);
+    await onCycle(record());
   } catch {
     // Observers (audit writes, metrics) must not break a run; the run record's final write reports state.
   }

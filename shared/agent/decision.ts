@@ -97,6 +97,6 @@ export async function runDecided(
   context: DispatchContext,
 ): Promise<ToolResult> {
   const result = await runPreparedCall(prepared, security, context);
-  await decision.settle?.(result);
+  if (decision.settle) await decision.settle(result);
   return withPolicy(result, decision.audit);
 }

@@ -72,7 +72,8 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
       return run.end(stops.tokenBudget(limits.maxTotalTokens, run.usage.totalTokens));
     }
     const cycle = run.cycles + 1;
-    const request = requestSummary(run.messages.length, tools);
+    const messageCount = run.messages.length;
+    const request = () => requestSummary(messageCount, tools);
     const model = await modelTurn(input, run, {
       step: steps.model(cycle),
       cycle,
@@ -84,14 +85,16 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     run.addUsage(model.usage, model.cost);
     const resolution = resolutionOf(model, cycle, run, input);
     if (resolution.kind === "stop") {
-      await notify(hooks, cycleRecord({ cycle, request, model, outcome: resolution.stop.status }));
+      await notify(hooks, () =>
+        cycleRecord({ cycle, request: request(), model, outcome: resolution.stop.status }),
+      );
       const { stop, answer } = resolution;
       return answer === null ? run.end(stop) : endWithAnswer(input, run, step, tools, { stop, answer });
     }
     if (resolution.kind === "retry") {
       run.retried = true;
       run.messages.push(resolution.message);
-      await notify(hooks, cycleRecord({ cycle, request, model }));
+      await notify(hooks, () => cycleRecord({ cycle, request: request(), model }));
       continue;
     }
 
@@ -109,7 +112,9 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     const checked = breaker.check(calls, turn.results);
     const results = run.addToolResults(checked.results);
     const stop = turnStop(input, run, turn, overTokenBudget, checked.loop);
-    await notify(hooks, cycleRecord({ cycle, request, model, calls, results, outcome: stop?.status }));
+    await notify(hooks, () =>
+      cycleRecord({ cycle, request: request(), model, calls, results, outcome: stop?.status }),
+    );
     if (stop) return run.end(stop);
   }
 
@@ -181,8 +186,8 @@ async function endAtCycleLimit(
   const text = model.kind === "reply" && !model.refusal ? model.content : null;
   const answer = text?.trim() ? text : null;
   const status = "max_cycles_exceeded";
-  const record = cycleRecord({ cycle: run.cycles + 1, request, model, outcome: status, summary: true });
-  await notify(input.hooks, record);
+  const cycle = run.cycles + 1;
+  await notify(input.hooks, () => cycleRecord({ cycle, request, model, outcome: status, summary: true }));
   const stop = stops.maxCycles(limits.maxCycles, answer !== null);
   return answer === null ? run.end(stop) : endWithAnswer(input, run, step, tools, { stop, answer });
 }

@@ -123,6 +123,9 @@ export async function runToolTurn(calls: TurnCall[], context: ToolTurnContext): 
 /** One call of a turn, to be run: the result it settles to. */
 type Job = () => Promise<ToolResult>;
 
+/** The decision of a call when no policy service is configured: run it, nothing to audit or settle. */
+const RUN: Extract<CallDecision, { kind: "run" }> = { kind: "run" };
+
 /** A call that passed the turn's limits and validation, with its occurrence among the turn's calls. */
 interface ValidCall {
   index: number;
@@ -166,6 +169,12 @@ function limitRefusal(
  */
 function decidedJob(job: ValidCall, context: ToolTurnContext, pending: PendingApproval[]): Job {
   const { call, prepared, index, occurrence } = job;
+  // No policy service: every valid call runs, without building a decision request per call.
+  if (!context.decide) {
+    return prepared.tool.needsApproval
+      ? approvalJob(job, context, pending, RUN)
+      : () => runJob(job, context, RUN);
+  }
   return async () => {
     const decision = await decideCall(context.decide, {
       prepared,

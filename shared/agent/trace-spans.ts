@@ -1,4 +1,4 @@
-import { ATTR, failSpan, inSpan, Kind, setAttributes, setContent } from "../tracing.js";
+import { ATTR, failSpan, inSpan, Kind, setAttributes, setContent, tracingOptions } from "../tracing.js";
 import { amountOfMicro, type CallCost } from "./budget.js";
 import type { ChatMessage, Model, ModelFailure, ModelReply } from "./model.js";
 import type { ToolResult } from "./result.js";
@@ -32,6 +32,8 @@ export function chatSpan<T extends ModelReply | ModelFailure>(
   messages: readonly ChatMessage[],
   call: () => Promise<T>,
 ): Promise<T> {
+  // Tracing off: no attributes, closures or extra awaits per model call (P1's loop overhead).
+  if (!tracingOptions().enabled) return call();
   const about = model.telemetry ?? { providerName: "unknown", requestModel: "unknown" };
   return inSpan(
     `chat ${about.requestModel}`,
@@ -79,6 +81,7 @@ export function chatSpan<T extends ModelReply | ModelFailure>(
  * the result's data go on the span only with content capture on.
  */
 export function toolSpan(call: ToolCallRequest, run: () => Promise<ToolResult>): Promise<ToolResult> {
+  if (!tracingOptions().enabled) return run();
   return inSpan(
     `execute_tool ${call.name}`,
     {

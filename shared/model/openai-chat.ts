@@ -6,7 +6,6 @@ import type {
   ChatCompletionMessage,
 } from "openai/resources/chat/completions";
 import { contextLengthRefusal } from "../agent/context-length.js";
-import { raceAbort } from "../agent/deadline.js";
 import type {
   Model,
   ModelFailure,
@@ -96,7 +95,7 @@ export class OpenAIChatModel implements Model {
     let completion: ChatCompletion;
     const linked = callSignal(request.signal);
     try {
-      completion = await raceAbort(
+      completion = await linked.race(
         this.client.chat.completions.create(
           {
             model: this.model,
@@ -118,7 +117,6 @@ export class OpenAIChatModel implements Model {
             fetchOptions: hook as RequestFetchOptions,
           },
         ),
-        request.signal,
       );
     } catch (error) {
       return this.failure(error, request, failedStatus);
@@ -252,11 +250,35 @@ export function openAITelemetry(baseURL: string, model: string): ModelTelemetry 
  * A signal of one call that aborts with the run's `signal`: the openai SDK adds an abort listener to the
  * signal it is given and never removes it, so given the run's own it would keep one per model call for
  * the whole run (MaxListenersExceededWarning from the 11th cycle). Ours is removed by `release()`.
+ * `race(promise)` settles with `promise`, or rejects with the run signal's reason as soon as it aborts
+ * (as shared/agent/deadline.ts `raceAbort`, so the SDK's retry backoff never outlives the deadline),
+ * through the same one listener on the run's signal.
  */
-export function callSignal(signal: AbortSignal): { signal: AbortSignal; release: () => void } {
+export function callSignal(signal: AbortSignal): {
+  signal: AbortSignal;
+  race: <T>(promise: Promise<T>) => Promise<T>;
+  release: () => void;
+} {
   const call = new AbortController();
-  const forward = () => call.abort(signal.reason);
-  if (signal.aborted) forward();
+  let rejectRace: ((reason: unknown) => void) | undefined;
+  const forward = () => {
+    call.abort(signal.reason);
+    rejectRace?.(signal.reason);
+  };
+  if (signal.aborted) call.abort(signal.reason);
   else signal.addEventListener("abort", forward, { once: true });
-  return { signal: call.signal, release: () => signal.removeEventListener("abort", forward) };
+  return {
+    signal: call.signal,
+    race: (promise) => {
+      if (signal.aborted) {
+        promise.catch(() => undefined);
+        return Promise.reject(signal.reason);
+      }
+      return new Promise((resolve, reject) => {
+        rejectRace = reject;
+        promise.then(resolve, reject);
+      });
+    },
+    release: () => signal.removeEventListener("abort", forward),
+  };
 }
