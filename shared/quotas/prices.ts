@@ -7,7 +7,7 @@ import { Decimal } from "../money/money.js";
  * integer: a price per million tokens times a token count *is* an amount in micro-units, so
  * `tokens × pricePerMillion` needs no division. A price has at most six decimal places (its schema), so
  * × 10⁶ it is a whole number: the products are exact integers (BigInt), rounded once at the end. They run
- * around every model call (its cost, what is left of its run's hold), where big.js cost tens of µs a
+ * around every model call (its cost, what is left of its run's hold), where big.js would cost tens of µs a
  * call; the money code's `Decimal` still turns a cost limit into micro-units.
  * - a call's cost is exact, then rounded half-up to the micro-unit; a run's and a day's costs are the
  *   sums of their calls' (so the calls' events add up to the run, and the runs to the day)

@@ -44,7 +44,7 @@ export const presetAwareIds: IdGenerator = {
 };
 
 /**
- * Random bytes for ids, drawn from the OS's CSPRNG 4 KiB at a time: one `randomBytes` call per id was a
+ * Random bytes for ids, drawn from the OS's CSPRNG 4 KiB at a time: a `randomBytes` call per id would be a
  * system call per span, the largest single cost of a traced cycle (bench P1 with tracing on).
  */
 const POOL = Buffer.alloc(4096);
