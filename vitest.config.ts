@@ -39,6 +39,8 @@ const NOT_DEPLOYED = [
   "test/mcp-inspector-command.test.ts",
   "test/install-warnings.test.ts",
   "test/infra.test.ts",
+  "test/infra-stack.test.ts",
+  "test/infra-settings.test.ts",
   "test/infra-bedrock.test.ts",
   "test/infra-console.test.ts",
   "test/infra-user-pool.test.ts",

@@ -1,7 +1,7 @@
 /**
  * The HTTP API's routes as the stack deploys them, and how each is authorized: by the JWT authorizer,
  * or public (no authorizer). Free of CDK imports, so the local dev server (local/dev-server.ts) applies
- * the same public routes without loading aws-cdk-lib; test/infra.test.ts holds these, the app's
+ * the same public routes without loading aws-cdk-lib; test/infra-settings.test.ts holds these, the app's
  * documented routes and the dev server's public routes equal.
  */
 
