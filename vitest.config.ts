@@ -106,6 +106,8 @@ const SHARED_MODULES = [
   "test/mcp-guards.test.ts",
   "test/mcp-inspector-command.test.ts",
   "test/mcp.test.ts",
+  "test/mcp-identity.test.ts",
+  "test/mcp-approval.test.ts",
   "test/money-property.test.ts",
   "test/money.test.ts",
   "test/next-steps.test.ts",
