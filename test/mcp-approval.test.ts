@@ -7,26 +7,12 @@ import { defineTool } from "../shared/agent/tool.js";
 import { IDEMPOTENCY_META_KEY, REPLAYED_META_KEY } from "../shared/mcp/mapping.js";
 import { GBP_RULES } from "./support/approvals.js";
 import { type McpStack, startMcpStack, WRITER } from "./support/mcp.js";
-import { type CallResult, GB, invoicesOf, keyed, quoteWith, text } from "./support/mcp-calls.js";
+import { type CallResult, GB, keyed, mcpSession, text } from "./support/mcp-calls.js";
 
 // docs/mcp.md (approval, keys, store failures, tools allowed): the tools over MCP with the SDK's own client, against the real handler on DynamoDB Local.
 
-let mcp: McpStack;
-let writer: Client;
-
-beforeAll(async () => {
-  mcp = await startMcpStack();
-  writer = await mcp.connect(await mcp.token(WRITER));
-});
-afterAll(async () => {
-  await mcp?.stop();
-});
-
-/** A GB quote by `client` (default the writer). */
-const quote = (client: Client = writer) => quoteWith(client);
-
-/** The tenant's invoices through the REST API of `on` (default this file's stack). */
-const invoices = (tenantId: string, on: McpStack = mcp) => invoicesOf(on, tenantId);
+const session = mcpSession();
+const { quote, invoices } = session;
 
 describe("MCP approval", () => {
   let gated: McpStack;

@@ -1,38 +1,19 @@
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createApp } from "../functions/api/app.js";
 import { ProblemSchema } from "../functions/api/contract.js";
 import { createDevIssuer, devIssuerEnv, mintToken } from "../local/dev-auth.js";
 import { loadConfig } from "../shared/config.js";
-import { type McpStack, startMcpStack, WRITER } from "./support/mcp.js";
-import { invoicesOf, keyed, quoteWith, rawRequestTo, text } from "./support/mcp-calls.js";
+import { WRITER } from "./support/mcp.js";
+import { keyed, mcpSession, text } from "./support/mcp-calls.js";
 
 // docs/mcp.md (identity and protocol errors): the tools over MCP with the SDK's own client, against the real handler on DynamoDB Local.
 
-let mcp: McpStack;
-let writer: Client;
-
-beforeAll(async () => {
-  mcp = await startMcpStack();
-  writer = await mcp.connect(await mcp.token(WRITER));
-});
-afterAll(async () => {
-  await mcp?.stop();
-});
-
-/** A GB quote by `client` (default the writer). */
-const quote = (client: Client = writer) => quoteWith(client);
-
-/** The tenant's invoices through the REST API of `on` (default this file's stack). */
-const invoices = (tenantId: string, on: McpStack = mcp) => invoicesOf(on, tenantId);
-
-/** A raw request to this file's dev server (see rawRequestTo). */
-const rawRequest = (method: string, path: string, headers: Record<string, string>, body?: string) =>
-  rawRequestTo(mcp.server.url, method, path, headers, body);
+const session = mcpSession();
+const { quote, invoices, rawRequest } = session;
 
 describe("MCP identity (OAuth 2.1 resource server)", () => {
   const post = (headers: Record<string, string>, body: string) =>
-    fetch(mcp.mcpUrl, {
+    fetch(session.mcp.mcpUrl, {
       method: "POST",
       headers: {
         "content-type": "application/json",
@@ -46,19 +27,19 @@ describe("MCP identity (OAuth 2.1 resource server)", () => {
   it("no token: 401 problem+json with WWW-Authenticate resource_metadata, and the RFC 9728 metadata names the resource and issuer", async () => {
     const response = await post({}, list);
     expect(response.status).toBe(401);
-    const metadataUrl = `${mcp.server.url}/.well-known/oauth-protected-resource/mcp`;
+    const metadataUrl = `${session.mcp.server.url}/.well-known/oauth-protected-resource/mcp`;
     expect(response.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${metadataUrl}"`);
     expect(response.headers.get("content-type")).toMatch(/^application\/problem\+json/);
     expect(ProblemSchema.parse(await response.json())).toMatchObject({
       status: 401,
       code: "UNAUTHENTICATED",
     });
-    for (const url of [metadataUrl, `${mcp.server.url}/.well-known/oauth-protected-resource`]) {
+    for (const url of [metadataUrl, `${session.mcp.server.url}/.well-known/oauth-protected-resource`]) {
       const metadata = await fetch(url);
       expect(metadata.status).toBe(200);
       expect(await metadata.json()).toEqual({
-        resource: mcp.mcpUrl.href,
-        authorization_servers: [mcp.issuer.issuer],
+        resource: session.mcp.mcpUrl.href,
+        authorization_servers: [session.mcp.issuer.issuer],
         bearer_methods_supported: ["header"],
         resource_name: "boundloop accounting tools (MCP)",
       });
@@ -67,9 +48,12 @@ describe("MCP identity (OAuth 2.1 resource server)", () => {
 
   it("refuses a token minted for another audience (the REST API's), an expired one and another issuer's", async () => {
     const cases = [
-      [await mcp.token(WRITER, { audience: mcp.issuer.audience }), "audience is not this resource"],
-      [await mcp.token(WRITER, { expiresIn: "-5m" }), "expired"],
-      [await mcp.token(WRITER, { issuer: "urn:someone-else" }), 'the \\"iss\\" claim is invalid'],
+      [
+        await session.mcp.token(WRITER, { audience: session.mcp.issuer.audience }),
+        "audience is not this resource",
+      ],
+      [await session.mcp.token(WRITER, { expiresIn: "-5m" }), "expired"],
+      [await session.mcp.token(WRITER, { issuer: "urn:someone-else" }), 'the \\"iss\\" claim is invalid'],
     ] as const;
     for (const [token, reason] of cases) {
       const response = await post({ authorization: `Bearer ${token}` }, list);
@@ -85,7 +69,7 @@ describe("MCP identity (OAuth 2.1 resource server)", () => {
   it("the audience it expects comes from configuration, never from the request's Host", async () => {
     // A token minted for another server's /mcp, sent with that server's name as Host: the endpoint's
     // own URL (MCP_RESOURCE_URL) is still the only audience it accepts.
-    const evil = await mcp.token(WRITER, { audience: "http://evil.example/mcp" });
+    const evil = await session.mcp.token(WRITER, { audience: "http://evil.example/mcp" });
     const asEvil = await rawRequest(
       "POST",
       "/mcp",
@@ -100,21 +84,21 @@ describe("MCP identity (OAuth 2.1 resource server)", () => {
     expect(asEvil.status).toBe(401);
     expect(asEvil.headers["www-authenticate"]).toContain("audience is not this resource");
     expect(asEvil.headers["www-authenticate"]).toContain(
-      `resource_metadata="${mcp.server.url}/.well-known/oauth-protected-resource/mcp"`,
+      `resource_metadata="${session.mcp.server.url}/.well-known/oauth-protected-resource/mcp"`,
     );
     expect(JSON.parse(asEvil.body)).toMatchObject({ code: "UNAUTHENTICATED" });
     // The metadata a client reads names the configured resource whatever Host it was asked with.
     const metadata = await rawRequest("GET", "/.well-known/oauth-protected-resource/mcp", {
       host: "evil.example",
     });
-    expect(JSON.parse(metadata.body)).toMatchObject({ resource: mcp.mcpUrl.href });
+    expect(JSON.parse(metadata.body)).toMatchObject({ resource: session.mcp.mcpUrl.href });
     // The endpoint's own token, sent with that foreign Host, is still served: the Host plays no part.
     const own = await rawRequest(
       "POST",
       "/mcp",
       {
         host: "evil.example",
-        authorization: `Bearer ${await mcp.token(WRITER)}`,
+        authorization: `Bearer ${await session.mcp.token(WRITER)}`,
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
       },
@@ -125,13 +109,15 @@ describe("MCP identity (OAuth 2.1 resource server)", () => {
 
   it("tenants are isolated: another tenant cannot read or record this tenant's quote", async () => {
     const quoteId = await quote();
-    const recorded = await writer.callTool({
+    const recorded = await session.writer.callTool({
       name: "recordInvoice",
       arguments: { clientName: "Acme", quoteId },
       _meta: keyed("iso-1"),
     });
     const invoiceId = (recorded.structuredContent as { invoice: { invoiceId: string } }).invoice.invoiceId;
-    const other = await mcp.connect(await mcp.token({ ...WRITER, tenant_id: "tenant_mcp_other" }));
+    const other = await session.mcp.connect(
+      await session.mcp.token({ ...WRITER, tenant_id: "tenant_mcp_other" }),
+    );
     const read = await other.callTool({ name: "getInvoice", arguments: { invoiceId } });
     expect(text(read)).toMatchObject({ status: "business_error", error: { code: "INVOICE_NOT_FOUND" } });
     const record = await other.callTool({
@@ -146,10 +132,10 @@ describe("MCP identity (OAuth 2.1 resource server)", () => {
 
 describe("MCP protocol errors are JSON-RPC errors, never a 500", () => {
   const post = async (body: string, headers: Record<string, string> = {}) =>
-    fetch(mcp.mcpUrl, {
+    fetch(session.mcp.mcpUrl, {
       method: "POST",
       headers: {
-        authorization: `Bearer ${await mcp.token(WRITER)}`,
+        authorization: `Bearer ${await session.mcp.token(WRITER)}`,
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
         ...headers,
@@ -182,7 +168,9 @@ describe("MCP protocol errors are JSON-RPC errors, never a 500", () => {
     });
     expect(wrongAccept.status).toBe(406);
     expect(((await wrongAccept.json()) as { error: { code: number } }).error.code).toBe(-32000);
-    const get = await fetch(mcp.mcpUrl, { headers: { authorization: `Bearer ${await mcp.token(WRITER)}` } });
+    const get = await fetch(session.mcp.mcpUrl, {
+      headers: { authorization: `Bearer ${await session.mcp.token(WRITER)}` },
+    });
     expect(get.status).toBe(405);
     expect(get.headers.get("allow")).toBe("POST");
   });
@@ -192,7 +180,7 @@ describe("MCP protocol errors are JSON-RPC errors, never a 500", () => {
     const foreign = await post(list, { origin: "http://evil.example" });
     expect(foreign.status).toBe(403);
     expect(((await foreign.json()) as { error: { code: number } }).error.code).toBe(-32000);
-    expect((await post(list, { origin: mcp.mcpUrl.origin })).status).toBe(200);
+    expect((await post(list, { origin: session.mcp.mcpUrl.origin })).status).toBe(200);
   });
 
   it("negotiates the current and the previous protocol version", async () => {

@@ -1,31 +1,16 @@
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { IDEMPOTENCY_META_KEY, REPLAYED_META_KEY } from "../shared/mcp/mapping.js";
-import { type McpStack, startMcpStack, WRITER } from "./support/mcp.js";
-import { GB, invoicesOf, keyed, quoteWith, text } from "./support/mcp-calls.js";
+import { WRITER } from "./support/mcp.js";
+import { GB, keyed, mcpSession, text } from "./support/mcp-calls.js";
 
 // docs/mcp.md (tools/list, tools/call, exactly once): the tools over MCP with the SDK's own client, against the real handler on DynamoDB Local.
 
-let mcp: McpStack;
-let writer: Client;
-
-beforeAll(async () => {
-  mcp = await startMcpStack();
-  writer = await mcp.connect(await mcp.token(WRITER));
-});
-afterAll(async () => {
-  await mcp?.stop();
-});
-
-/** A GB quote by `client` (default the writer). */
-const quote = (client: Client = writer) => quoteWith(client);
-
-/** The tenant's invoices through the REST API of `on` (default this file's stack). */
-const invoices = (tenantId: string, on: McpStack = mcp) => invoicesOf(on, tenantId);
+const session = mcpSession();
+const { quote, invoices } = session;
 
 describe("MCP tools/list", () => {
   it("lists only the tools the token's permissions allow, with schemas and annotations from the registry", async () => {
-    const all = await writer.listTools();
+    const all = await session.writer.listTools();
     expect(all.tools.map((tool) => tool.name)).toEqual([
       "calculateTax",
       "recordInvoice",
@@ -50,22 +35,24 @@ describe("MCP tools/list", () => {
     });
     expect(all.tools.find((tool) => tool.name === "getInvoice")?.annotations?.readOnlyHint).toBe(true);
 
-    const reader = await mcp.connect(
-      await mcp.token({ sub: "usr_r", tenant_id: "tenant_mcp_01", scope: "billing:read" }),
+    const reader = await session.mcp.connect(
+      await session.mcp.token({ sub: "usr_r", tenant_id: "tenant_mcp_01", scope: "billing:read" }),
     );
     expect((await reader.listTools()).tools.map((tool) => tool.name)).toEqual([
       "calculateTax",
       "getInvoice",
       "listInvoices",
     ]);
-    const none = await mcp.connect(await mcp.token({ sub: "usr_n", tenant_id: "tenant_mcp_01" }));
+    const none = await session.mcp.connect(
+      await session.mcp.token({ sub: "usr_n", tenant_id: "tenant_mcp_01" }),
+    );
     expect((await none.listTools()).tools.map((tool) => tool.name)).toEqual(["calculateTax"]);
   });
 });
 
 describe("MCP tools/call through the dispatcher", () => {
   it("calculateTax GB 1500.00 gives 300.00 tax and 1800.00 gross as structuredContent", async () => {
-    const result = await writer.callTool({ name: "calculateTax", arguments: GB });
+    const result = await session.writer.callTool({ name: "calculateTax", arguments: GB });
     expect(result.isError).toBe(false);
     expect(result.structuredContent).toMatchObject({
       jurisdiction: "GB",
@@ -78,7 +65,7 @@ describe("MCP tools/call through the dispatcher", () => {
   });
 
   it("DE is business_error UNSUPPORTED_JURISDICTION as a tool error; bad arguments are INVALID_ARGUMENTS with field paths", async () => {
-    const de = await writer.callTool({
+    const de = await session.writer.callTool({
       name: "calculateTax",
       arguments: { amount: "100.00", currency: "EUR", jurisdiction: "DE" },
     });
@@ -88,7 +75,7 @@ describe("MCP tools/call through the dispatcher", () => {
       error: { code: "UNSUPPORTED_JURISDICTION", retryable: false },
     });
 
-    const bad = await writer.callTool({
+    const bad = await session.writer.callTool({
       name: "calculateTax",
       arguments: { amount: "-5", currency: "GBP", jurisdiction: "GB", extra: 1 },
     });
@@ -101,13 +88,13 @@ describe("MCP tools/call through the dispatcher", () => {
     expect(failure.error.code).toBe("INVALID_ARGUMENTS");
     expect(failure.error.details.issues.map((issue) => issue.path).sort()).toEqual(["(root)", "amount"]);
 
-    const unknown = await writer.callTool({ name: "deleteLedger", arguments: {} });
+    const unknown = await session.writer.callTool({ name: "deleteLedger", arguments: {} });
     expect(text(unknown)).toMatchObject({ status: "validation_error", error: { code: "UNKNOWN_TOOL" } });
   });
 
   it("a tool the caller may not use is permission_denied, and nothing is written", async () => {
-    const reader = await mcp.connect(
-      await mcp.token({ sub: "usr_r2", tenant_id: "tenant_mcp_perm", scope: "billing:read" }),
+    const reader = await session.mcp.connect(
+      await session.mcp.token({ sub: "usr_r2", tenant_id: "tenant_mcp_perm", scope: "billing:read" }),
     );
     const result = await reader.callTool({
       name: "recordInvoice",
@@ -126,12 +113,12 @@ describe("MCP exactly once", () => {
   it("recordInvoice twice with one key records one invoice; the repeat replays the stored result", async () => {
     const quoteId = await quote();
     const args = { clientName: "Acme Ltd", quoteId };
-    const first = await writer.callTool({
+    const first = await session.writer.callTool({
       name: "recordInvoice",
       arguments: args,
       _meta: keyed("inv-once-1"),
     });
-    const again = await writer.callTool({
+    const again = await session.writer.callTool({
       name: "recordInvoice",
       arguments: args,
       _meta: keyed("inv-once-1"),
@@ -151,12 +138,12 @@ describe("MCP exactly once", () => {
   it("every call lands in the run audit trail (one cycle, reason mcp tools/call), a replay too, visible to its user only", async () => {
     const quoteId = await quote();
     const args = { clientName: "Audit Ltd", quoteId };
-    const first = await writer.callTool({
+    const first = await session.writer.callTool({
       name: "recordInvoice",
       arguments: args,
       _meta: keyed("inv-audit"),
     });
-    const again = await writer.callTool({
+    const again = await session.writer.callTool({
       name: "recordInvoice",
       arguments: args,
       _meta: keyed("inv-audit"),
@@ -164,7 +151,10 @@ describe("MCP exactly once", () => {
     const ids = [first, again].map((r) => String(r._meta?.["io.boundloop/toolCallId"]));
     expect(ids[0]).not.toBe(ids[1]);
     for (const runId of ids) {
-      const response = await mcp.api(`/v1/runs/${runId}`, { sub: WRITER.sub, tenant_id: WRITER.tenant_id });
+      const response = await session.mcp.api(`/v1/runs/${runId}`, {
+        sub: WRITER.sub,
+        tenant_id: WRITER.tenant_id,
+      });
       expect(response.status).toBe(200);
       const run = (await response.json()) as {
         status: string;
@@ -181,18 +171,21 @@ describe("MCP exactly once", () => {
         ["recordInvoice", "success"],
       ]);
     }
-    const stranger = await mcp.api(`/v1/runs/${ids[0]}`, { sub: "usr_other", tenant_id: WRITER.tenant_id });
+    const stranger = await session.mcp.api(`/v1/runs/${ids[0]}`, {
+      sub: "usr_other",
+      tenant_id: WRITER.tenant_id,
+    });
     expect(stranger.status).toBe(404);
   });
 
   it("the same key with other arguments is IDEMPOTENCY_KEY_REUSED naming the _meta field; nothing more is written", async () => {
     const quoteId = await quote();
-    await writer.callTool({
+    await session.writer.callTool({
       name: "recordInvoice",
       arguments: { clientName: "Acme", quoteId },
       _meta: keyed("inv-conflict"),
     });
-    const other = await writer.callTool({
+    const other = await session.writer.callTool({
       name: "recordInvoice",
       arguments: { clientName: "Someone Else", quoteId: await quote() },
       _meta: keyed("inv-conflict"),
@@ -208,8 +201,8 @@ describe("MCP exactly once", () => {
   it("another user's call under the same key is that user's own operation, never a replay of the first user's result", async () => {
     const quoteId = await quote();
     const args = { clientName: "Acme", quoteId };
-    await writer.callTool({ name: "recordInvoice", arguments: args, _meta: keyed("inv-shared-key") });
-    const colleague = await mcp.connect(await mcp.token({ ...WRITER, sub: "usr_colleague" }));
+    await session.writer.callTool({ name: "recordInvoice", arguments: args, _meta: keyed("inv-shared-key") });
+    const colleague = await session.mcp.connect(await session.mcp.token({ ...WRITER, sub: "usr_colleague" }));
     const result = await colleague.callTool({
       name: "recordInvoice",
       arguments: args,
@@ -227,8 +220,8 @@ describe("MCP exactly once", () => {
   it("without a key recordInvoice is guarded by its quote: one invoice, the second call refused QUOTE_ALREADY_RECORDED", async () => {
     const quoteId = await quote();
     const args = { clientName: "Acme", quoteId };
-    const first = await writer.callTool({ name: "recordInvoice", arguments: args });
-    const second = await writer.callTool({ name: "recordInvoice", arguments: args });
+    const first = await session.writer.callTool({ name: "recordInvoice", arguments: args });
+    const second = await session.writer.callTool({ name: "recordInvoice", arguments: args });
     expect(first.isError).toBe(false);
     const invoiceId = (first.structuredContent as { invoice: { invoiceId: string } }).invoice.invoiceId;
     expect(text(second)).toMatchObject({
@@ -240,7 +233,7 @@ describe("MCP exactly once", () => {
 
   it("a malformed key is a validation error and nothing runs", async () => {
     const quoteId = await quote();
-    const result = await writer.callTool({
+    const result = await session.writer.callTool({
       name: "recordInvoice",
       arguments: { clientName: "Acme", quoteId },
       _meta: { [IDEMPOTENCY_META_KEY]: 42 },

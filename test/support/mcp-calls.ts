@@ -1,12 +1,13 @@
 /**
  * What the MCP test files (test/mcp*.test.ts) share besides their stack (test/support/mcp.ts): a tool
  * result's parts, the GB quote's arguments, the idempotency key's `_meta`, a raw request that sends the
- * `Host` header it is given, a quote and the tenant's invoices.
+ * `Host` header it is given, a quote and the tenant's invoices, and the file's own stack ({@link mcpSession}).
  */
 import { request as httpRequest } from "node:http";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterAll, beforeAll } from "vitest";
 import { IDEMPOTENCY_META_KEY } from "../../shared/mcp/mapping.js";
-import type { McpStack } from "./mcp.js";
+import { type McpStack, startMcpStack, WRITER } from "./mcp.js";
 
 /** A tools/call result as the SDK client returns it. */
 export type CallResult = {
@@ -74,4 +75,37 @@ export async function invoicesOf(
     scope: "billing:read",
   });
   return ((await response.json()) as { items: Array<{ invoiceId: string; quoteId: string }> }).items;
+}
+
+/**
+ * A test file's MCP stack and the seed writer's client, started before its tests and stopped after
+ * them (vitest hooks registered by this call), with the helpers bound to them: `quote` (by the writer
+ * unless a client is given), `invoices` (of this stack unless another is given) and `rawRequest` (to
+ * this stack's dev server).
+ */
+export function mcpSession() {
+  let started: { mcp: McpStack; writer: Client } | undefined;
+  beforeAll(async () => {
+    const mcp = await startMcpStack();
+    started = { mcp, writer: await mcp.connect(await mcp.token(WRITER)) };
+  });
+  afterAll(async () => {
+    await started?.mcp.stop();
+  });
+  const now = () => {
+    if (!started) throw new Error("the MCP stack starts in beforeAll");
+    return started;
+  };
+  return {
+    get mcp(): McpStack {
+      return now().mcp;
+    },
+    get writer(): Client {
+      return now().writer;
+    },
+    quote: (client?: Client) => quoteWith(client ?? now().writer),
+    invoices: (tenantId: string, on?: McpStack) => invoicesOf(on ?? now().mcp, tenantId),
+    rawRequest: (method: string, path: string, headers: Record<string, string>, body?: string) =>
+      rawRequestTo(now().mcp.server.url, method, path, headers, body),
+  };
 }
