@@ -14,7 +14,7 @@
 
 import { FIVE_POLICIES, QUOTA_LIMITS } from "./governance.js";
 import { type LoopChildRun, loopScript } from "./loop-child.js";
-import { type LoopChild, startLoopChild } from "./loop-overhead.js";
+import { interleavedWarmUp, type LoopChild, startLoopChild } from "./loop-overhead.js";
 import { FINAL_ANSWER } from "./scenario/tools.js";
 import { median, round } from "./stats.js";
 
@@ -114,7 +114,15 @@ async function benchPair(
     };
   };
   try {
-    for (const child of Object.values(children)) await batch(child, options.warmupRuns);
+    // In turn, in short batches (a child left idle while the other warms up would come back slower).
+    await interleavedWarmUp(
+      new Map(Object.entries(children)),
+      { ...options, warmupBatch: options.warmupRuns },
+      async (_which, child, runs) => {
+        await batch(child, runs);
+        return [];
+      },
+    );
     const on: BatchFigures[] = [];
     const off: BatchFigures[] = [];
     for (let n = 0; n < options.rounds; n++) {

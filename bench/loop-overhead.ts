@@ -9,8 +9,8 @@
  * as it would be deployed, with its own scripted model server: run in one process, the frameworks'
  * garbage collections and JIT states land in each other's timings (measured: ours 1.4 → 2.9 ms per run
  * next to the three others, the AI SDK 3.5 → 4.7). Every process first warms up (2000 runs in the full
- * bench): every client keeps getting faster over its first ~1500 runs (JIT tiers, heap sizes), and the curve of that warm-up is
- * reported. Then rounds: one short batch per framework (50 runs), order rotated, so batches compared
+ * bench, in short batches taken in turn: {@link interleavedWarmUp}): every client keeps getting faster over
+ * its first ~1500 runs (JIT tiers, heap sizes), and the curve of that warm-up is reported. Then rounds: one short batch per framework (50 runs), order rotated, so batches compared
  * with each other run close together in time and meet the same machine speed (on this shared machine
  * the speed drifts by up to 2× for seconds at a time); each round gives a median per framework and the
  * ratio ours/peer, the report quotes medians over rounds. A bare `fetch` client (no framework) gives
@@ -126,6 +126,38 @@ function ourOverFloor(ours: number[], floor: number[]): number {
   return round(median(ours.map((value, i) => value / (floor[i] as number))), 2);
 }
 
+/**
+ * Warms every child up by the same number of runs, in short batches (`runsPerRound`) taken in turn, the
+ * order rotating: a process that sits idle for seconds while the others warm up comes back slower for
+ * a while. Measured with two identical boundloop children (an A/A test): warmed one after the other (2000
+ * runs each), the first ran 17–22 % slower than the second over the next 12 rounds (ratios 0.78–0.84, also
+ * with both pinned to one CPU); warmed in turn, 0.96–0.99. `warmupCurves` gets each child's median overhead
+ * of every `warmupBatch` runs. Used by P1 and by P1 with governance (bench/governance-loop.ts).
+ */
+export async function interleavedWarmUp<Key>(
+  children: ReadonlyMap<Key, LoopChild>,
+  options: { warmupRuns: number; warmupBatch: number; runsPerRound: number },
+  batch: (key: Key, child: LoopChild, runs: number) => Promise<number[]>,
+  warmupCurves?: Map<Key, number[]>,
+): Promise<void> {
+  const entries = [...children];
+  const pending = new Map<Key, number[]>(entries.map(([key]) => [key, []]));
+  const step = Math.max(1, Math.min(options.runsPerRound, options.warmupBatch));
+  for (let done = 0, turn = 0; done < options.warmupRuns; done += step, turn++) {
+    const runs = Math.min(step, options.warmupRuns - done);
+    const last = done + runs >= options.warmupRuns;
+    for (let i = 0; i < entries.length; i++) {
+      const [key, child] = entries[(i + turn) % entries.length] as [Key, LoopChild];
+      const values = pending.get(key) as number[];
+      values.push(...(await batch(key, child, runs)));
+      if (values.length >= options.warmupBatch || last) {
+        warmupCurves?.get(key)?.push(Math.round(median(values)));
+        values.length = 0;
+      }
+    }
+  }
+}
+
 /** One measured run: overhead per cycle in µs, and its parts in ms. */
 interface Sample {
   overheadPerCycleUs: number;
@@ -158,14 +190,15 @@ export async function benchLoopOverhead(options: LoopOverheadOptions): Promise<L
   try {
     // Warm-up: every client keeps getting faster over the first ~1500 runs of a process (measured: ours
     // ~500 µs/cycle in runs 300–800, ~300 from run 1500 on; the AI SDK ~1100 → ~750), so the figures are
-    // taken once each process is warm, as in a Lambda that has served many requests; the curve is reported.
+    // taken once each process is warm, as in a Lambda that has served many requests; the curve is reported
+    // (the median of every `warmupBatch` runs).
     const warmupCurves = new Map<Measured, number[]>(MEASURED.map((f) => [f, []]));
-    for (const [framework, child] of children) {
-      for (let done = 0; done < options.warmupRuns; done += options.warmupBatch) {
-        const samples = await runBatch(child, Math.min(options.warmupBatch, options.warmupRuns - done));
-        warmupCurves.get(framework)?.push(Math.round(median(samples.map((s) => s.overheadPerCycleUs))));
-      }
-    }
+    await interleavedWarmUp(
+      children,
+      options,
+      async (_framework, child, runs) => (await runBatch(child, runs)).map((s) => s.overheadPerCycleUs),
+      warmupCurves,
+    );
     const perRound = new Map<Measured, number[]>(MEASURED.map((f) => [f, []]));
     const all = new Map<Measured, Sample[]>(MEASURED.map((f) => [f, []]));
     for (let round = 0; round < options.rounds; round++) {

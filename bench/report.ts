@@ -278,7 +278,8 @@ A ${p1.cyclesPerRun}-cycle run (${p1.toolCallsPerRun} tool calls: two turns of 2
 server, scripted, zero latency. Each framework runs in a process of its own, as deployed (bench/loop-child.ts), with the
 model server in that process; in one shared process the frameworks' garbage collections and JIT states land in each
 other's timings (ours 1.4 → 2.9 ms per run next to the three others, the AI SDK 3.5 → 4.7). ${p1.warmupRuns} warm-up runs each
-first (every client keeps getting faster over its first ~1500 runs; the curve below gives the median of each ${p1.warmupBatch} warm-up runs);
+first, in batches of ${p1.runsPerRound} taken in turn (a process left idle for seconds while the others warm up comes back ~20 % slower for a while:
+bench/loop-overhead.ts interleavedWarmUp; every client keeps getting faster over its first ~1500 runs; the curve below gives the median of each ${p1.warmupBatch} warm-up runs);
 then ${p1.rounds} rounds, each a batch of ${p1.runsPerRound} back-to-back runs per framework, frameworks in rotating order, so the batches
 compared run close together in time (on this shared machine the speed of every process drifts by up to 2× for seconds at a time).
 Overhead = wall − model-server time (server side) − tool time, per cycle: median (min–max) of the per-round medians.
