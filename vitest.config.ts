@@ -32,6 +32,7 @@ const NOT_DEPLOYED = [
   "test/console-oidc.test.ts",
   "test/user-command.test.ts",
   "test/tenant-limits.test.ts",
+  "test/tenant-limits-dev.test.ts",
   "test/smoke.test.ts",
   "test/evals-cli.test.ts",
   "test/deploy-preflight.test.ts",

@@ -42,6 +42,13 @@ export interface DevIssuerFile {
   publicJwk: JWK;
   /** The writing dev server's process id (so a file left by a killed server is told apart). */
   pid?: number;
+  /** The writing dev server's URL (`http://<host>:<port>`), for tools that call its API. */
+  url?: string;
+  /**
+   * The table the writing dev server's functions use: its DynamoDB endpoint (undefined: AWS's) and name,
+   * so `npm run tenant -- limits` can tell whether a change it makes is to that server's table.
+   */
+  table?: { endpoint: string | undefined; name: string };
 }
 
 /** The default issuer file of a dev server on `port`: `.boundloop/dev-issuer-<port>.json` in the repo. */
@@ -93,15 +100,13 @@ function isRunning(pid: number): boolean {
 }
 
 /**
- * The issuer file of the running dev server, when neither `--port` nor `--issuer-file` says which: the one
- * `.boundloop/dev-issuer-<port>.json` whose server is still running (files of killed servers are skipped).
+ * The issuer files of the dev servers still running: each `.boundloop/dev-issuer-<port>.json` in
+ * `directory` whose writer's pid is alive (or that names none), by port; unreadable files are skipped.
  * @param directory where dev servers write their files (default the repo's `.boundloop/`)
- * @throws Error saying to start `npm run dev` when none is running, or naming the ports and `--port`
- *   when several are
  */
-export async function findRunningIssuerFile(
+export async function runningIssuerFiles(
   directory: string = dirname(defaultIssuerFile(0)),
-): Promise<string> {
+): Promise<Array<{ port: number; path: string }>> {
   let names: string[] = [];
   try {
     names = await readdir(directory);
@@ -120,11 +125,25 @@ export async function findRunningIssuerFile(
       // Unreadable or being written: not a usable issuer.
     }
   }
+  return running.sort((a, b) => a.port - b.port);
+}
+
+/**
+ * The issuer file of the running dev server, when neither `--port` nor `--issuer-file` says which: the one
+ * `.boundloop/dev-issuer-<port>.json` whose server is still running ({@link runningIssuerFiles}).
+ * @param directory where dev servers write their files (default the repo's `.boundloop/`)
+ * @throws Error saying to start `npm run dev` when none is running, or naming the ports and `--port`
+ *   when several are
+ */
+export async function findRunningIssuerFile(
+  directory: string = dirname(defaultIssuerFile(0)),
+): Promise<string> {
+  const running = await runningIssuerFiles(directory);
   if (running.length === 1) return (running[0] as { path: string }).path;
   if (running.length === 0) {
     throw new Error("No running `npm run dev` found: start it first (or pass --port or --issuer-file).");
   }
-  const ports = running.map((entry) => entry.port).sort((a, b) => a - b);
+  const ports = running.map((entry) => entry.port);
   throw new Error(`Several dev servers are running (ports ${ports.join(", ")}): pass --port <n>.`);
 }
 

@@ -108,7 +108,10 @@ export class DevSession {
       return;
     }
     this.issuerFile = values["issuer-file"] ?? defaultIssuerFile(server.port);
-    await writeIssuerFile(this.issuerFile, issuer);
+    // Its URL and table too: `npm run tenant -- limits` changes limits through this server when it
+    // targets the same table, so the runs waiting for budget here are woken (local/tenant-wake.ts).
+    const table = { endpoint: config.table.endpoint, name: config.table.name };
+    await writeIssuerFile(this.issuerFile, { ...issuer, url: server.url, table });
     log(
       `dev: local API on port ${server.port} at ${server.url} (functions/api/handler.ts handler; JWT check: ${issuer.alg}, issuer ${issuer.issuer}, audience ${issuer.audience}, key generated at start)`,
     );

@@ -13,7 +13,8 @@
  *
  * At start it prints a ready-to-paste curl with a demo tenant's token and the command that mints tokens
  * with other claims (`npm run token`, which reads the issuer file this writes to
- * `.boundloop/dev-issuer-<port>.json`, mode 0600, removed at exit). With JWT_ISSUER set (the environment
+ * `.boundloop/dev-issuer-<port>.json`, mode 0600, removed at exit; it also names the server's URL and
+ * table, through which `npm run tenant -- limits` wakes the runs waiting for budget here). With JWT_ISSUER set (the environment
  * or `--env-vars`) it trusts that issuer instead, as the deployed API does (keys from JWT_JWKS_URL or
  * JWT_JWKS, audiences JWT_AUDIENCE), and mints nothing: the console signs in there with CONSOLE_CLIENT_ID. SIGINT, SIGTERM and SIGHUP, or the
  * parent process going away, stop the server and every dependency it started, then exit 0.

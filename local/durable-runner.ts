@@ -15,12 +15,17 @@ import { LocalDurableExecutions } from "./durable-executions.js";
  * gets its own dependencies, as the deployed runner function does; `options.faults` reach every step
  * (tests cut steps off with them); `options.approvalEvents` receives the runner's approval events
  * (default: printed to stdout); `options.clock` is the clock of both (default the wall clock): a durable
- * run's start, deadline and duration go by it, so a test moves them. `stop()` ends running executions,
+ * run's start, deadline and duration go by it, so a test moves them; `options.quotas` is the quotas' clock
+ * (windows, `Retry-After`, how long a run waits for budget; default Date.now). `stop()` ends running executions,
  * the testing SDK's worker thread and the runner's clients.
  */
 export function createLocalDurableApi(
   config: Config,
-  options: Pick<DurableRunOptions, "faults"> & { approvalEvents?: ApprovalEvents; clock?: Clock } = {},
+  options: Pick<DurableRunOptions, "faults"> & {
+    approvalEvents?: ApprovalEvents;
+    clock?: Clock;
+    quotas?: { now: () => number };
+  } = {},
 ): {
   handler: LambdaHandler;
   executions: LocalDurableExecutions;
@@ -28,13 +33,14 @@ export function createLocalDurableApi(
   runnerDeps: ReturnType<typeof createRunnerDeps>;
   stop(): Promise<void>;
 } {
-  const { approvalEvents = printedApprovalEvents(), clock, ...runnerOptions } = options;
-  const runnerDeps = createRunnerDeps(config, { approvalEvents, ...(clock ? { clock } : {}) });
+  const { approvalEvents = printedApprovalEvents(), clock, quotas, ...runnerOptions } = options;
+  const clocks = { ...(clock ? { clock } : {}), ...(quotas ? { quotas } : {}) };
+  const runnerDeps = createRunnerDeps(config, { approvalEvents, ...clocks });
   const executions = new LocalDurableExecutions((runOptions) =>
     createDurableRunHandler(runnerDeps, { ...runnerOptions, ...runOptions }),
   );
   return {
-    handler: createLazyHandler(config, { executions, approvalEvents, ...(clock ? { clock } : {}) }),
+    handler: createLazyHandler(config, { executions, approvalEvents, ...clocks }),
     executions,
     runnerDeps,
     async stop() {

@@ -1,6 +1,6 @@
 /**
  * `npm run tenant -- limits <tenant> [show] [options]`: an operator sets a tenant's own limits
- * (docs/quotas.md "Per-tenant limits"), the same change as `PUT /v1/limits` through the same use case
+ * (docs/quotas.md "Per-tenant overrides"), the same change as `PUT /v1/limits` through the same use case
  * (shared/quotas/api.ts limitsChange, the LimitsChangeSchema body), written by an operator instead of a
  * caller holding `limits:admin`.
  *
@@ -10,8 +10,12 @@
  *   --clear <field>              the same as `null`: tenant.costPerDay, tenant-cost-per-day, or all
  *
  * Where: `--endpoint` (or DYNAMODB_ENDPOINT) is a local DynamoDB (`npm run dev`'s, DynamoDB Local), the
- * table `--table`, TABLE_NAME or boundloop, with this shell's settings (MODEL_PRICES, the model); runs
- * waiting for budget there are counted, not woken (the dev server's durable runs live in its process).
+ * table `--table`, TABLE_NAME or boundloop. When a running `npm run dev` uses that table (the same
+ * endpoint and table name in its issuer file), the change goes through its `PUT /v1/limits`, which
+ * stores it once with the dev server's settings and wakes the tenant's runs waiting for budget there
+ * (their durable waits live in its process: local/tenant-wake.ts); otherwise, or when the dev server
+ * answers an error other than refusing the change, it is stored here with this shell's settings
+ * (MODEL_PRICES, the model) and the waiting runs are counted, with a note saying why none was woken.
  * Otherwise the deployed stack `--stack-name` (default Boundloop), with the shell's AWS credentials and
  * region: its table from the TableName output (CloudFormation DescribeStacks) or `--table`, and the API
  * function's own settings (ApiFunctionName output, Lambda GetFunctionConfiguration: MODEL_PRICES, the
@@ -38,6 +42,12 @@ import {
 import { type LimitsChange, LimitsChangeSchema } from "../shared/quotas/limits.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { TENANT_ID_PATTERN } from "../shared/user-roles.js";
+import {
+  changeThroughDevServer,
+  type DevServerAnswer,
+  devServerOnTable,
+  LOCAL_WAKE_NOTE,
+} from "./tenant-wake.js";
 
 /** The flags that set one limit: flag name → [section, field] of {@link LimitsChange}. */
 const LIMIT_FLAGS = {
@@ -231,28 +241,35 @@ export async function targetOf(
 }
 
 /**
- * What the command did to the tenant's runs waiting for budget: how many waited and how many it woke,
- * and where none could be woken, why and when they wake instead.
+ * What the command did to the tenant's runs waiting for budget: how many waited (when the change was
+ * made), how many it woke itself (absent when a dev server was asked to wake them: it does not say how
+ * many it woke), and where it woke none itself, a note saying who was asked, or why none was woken and
+ * when they wake instead.
  */
 export interface WakeReport {
   waiting: number;
-  woken: number;
+  woken?: number;
   note?: string;
 }
 
-/** Why a local command wakes no run (docs/quotas.md "Per-tenant overrides"). */
-export const LOCAL_WAKE_NOTE =
-  "Runs waiting for budget in `npm run dev` are not woken from here: each tries again with the new limits when its wait times out (the end of the UTC day, or its last try once QUOTA_WAIT_SECONDS are spent), or at once after PUT /v1/limits (an empty body is enough) on the dev server.";
+/** Where the command looks for running dev servers (tests give their own directory). */
+export interface LimitsCommandOptions {
+  /** The directory of the dev servers' issuer files (default the repo's `.boundloop/`). */
+  devServers?: string;
+}
 
 /**
  * Runs a parsed command against its table: sets the limits (limitsChange, as `PUT /v1/limits`) and wakes
- * the tenant's runs waiting for budget where it can, or reads them; answers what the tenant has set, who
- * set it and when (and, for a change, {@link WakeReport}).
- * @throws DomainError INVALID_REQUEST for a cost limit while MODEL has no price; the store's errors
+ * the tenant's runs waiting for budget where it can (on a local table, through the dev server that uses
+ * it), or reads them; answers what the tenant has set, who set it and when (and, for a change,
+ * {@link WakeReport}). A wake that fails never fails the command: the limits are stored, the note says why.
+ * @throws DomainError INVALID_REQUEST for a cost limit while MODEL has no price (the dev server's, when
+ *   the change goes through it); the store's errors
  */
 export async function runLimitsCommand(
   command: LimitsCommand,
   env: NodeJS.ProcessEnv,
+  options: LimitsCommandOptions = {},
 ): Promise<Omit<LimitsView, "limits"> & { wake?: WakeReport }> {
   const target = await targetOf(command.target, env);
   const config = loadConfig(target.env);
@@ -269,7 +286,21 @@ export async function runLimitsCommand(
       permissions: [LIMITS_ADMIN],
     };
     const logger = new Logger({ serviceName: "tenant", logLevel: "WARN" });
-    const { limits: _ignored, ...view } = await limitsChange({ quotas, logger }, security, command.change);
+    const change = command.change;
+    const store = async () => {
+      const { limits: _ignored, ...view } = await limitsChange({ quotas, logger }, security, change);
+      return view;
+    };
+    if ("endpoint" in command.target) {
+      // Counted before the change: the dev server's wake removes the waits it completes.
+      const { waiting } = await wakeWaiting(quotas, { quotas, logger }, command.tenantId);
+      const server = await devServerOnTable(command.target, options.devServers);
+      const sent: DevServerAnswer =
+        "note" in server ? server : await changeThroughDevServer(server, security, change);
+      if (sent.view) return { ...sent.view, wake: { waiting, note: sent.note } };
+      return { ...(await store()), wake: { waiting, woken: 0, note: sent.note } };
+    }
+    const view = await store();
     const { executions } = target;
     const wake = await wakeWaiting(quotas, { quotas, logger, executions }, command.tenantId);
     return { ...view, wake: executions ? wake : { ...wake, note: LOCAL_WAKE_NOTE } };

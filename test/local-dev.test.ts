@@ -163,8 +163,11 @@ describe("npm run dev", { timeout: 60_000 }, () => {
     );
   });
 
-  it("writes the issuer file readable only by its owner", () => {
+  it("writes the issuer file readable only by its owner, naming its URL and table (for npm run tenant)", async () => {
     expect(statSync(issuerFile).mode & 0o777).toBe(0o600);
+    const { url: named, table } = await readIssuerFile(issuerFile);
+    expect(named).toBe(url);
+    expect(table).toEqual({ endpoint: env.DYNAMODB_ENDPOINT, name: env.TABLE_NAME });
   });
 
   it("a token from `npm run token` with other claims reaches the app: billing:read only is denied recordInvoice", async () => {

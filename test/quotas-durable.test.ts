@@ -6,10 +6,9 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { LimitsResponseSchema, QuotaUsageSchema } from "../functions/api/contract/quotas.js";
-import { RunRecordSchema } from "../functions/api/contract.js";
 import { eventForRoute } from "../local/durable-runner.js";
 import { json, pollUntil } from "./support/approvals.js";
-import { type DurableStack, startDurableStack } from "./support/durable.js";
+import { type DurableStack, startAsyncRun, startDurableStack } from "./support/durable.js";
 import { runEvent } from "./support/idempotency.js";
 
 const PROMPT = "Calculate tax on 100 GBP for a client in the UK.";
@@ -27,14 +26,8 @@ beforeEach(() => {
   stack.faults.afterStep = undefined;
 });
 
-/** Starts a durable run (Prefer: respond-async) of `userId` in `tenantId`; its record as answered. */
-async function startAsync(tenantId: string, userId: string) {
-  const event = runEvent({ tenantId, userId, prompt: PROMPT });
-  event.headers = { ...event.headers, prefer: "respond-async" };
-  const response = await stack.invoke(event);
-  expect(response.statusCode).toBe(202);
-  return RunRecordSchema.parse(json(response));
-}
+/** Starts a durable run of `userId` in `tenantId`; its record as answered. */
+const startAsync = (tenantId: string, userId: string) => startAsyncRun(stack, tenantId, PROMPT, userId);
 
 /** `GET /v1/usage` as `userId` of `tenantId`. */
 async function usageOf(tenantId: string, userId: string) {

@@ -1,15 +1,15 @@
 /**
- * `npm run tenant -- limits <tenant> …` (local/tenant.ts, docs/quotas.md "Per-tenant limits"): the real
+ * `npm run tenant -- limits <tenant> …` (local/tenant.ts, docs/quotas.md "Per-tenant overrides"): the real
  * command, spawned as npm runs it, writes the tenant's own limits in a table on the suite's DynamoDB
  * Local through the same use case as PUT /v1/limits; the real handler over that table then sees them in
- * GET /v1/usage and PUT /v1/limits. Bad input names the flag and the bound and writes nothing.
+ * GET /v1/usage and PUT /v1/limits. Bad input names the flag and the bound and writes nothing. With a
+ * dev server on the table (waking its runs) or none: test/tenant-limits-dev.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LimitsResponseSchema, QuotaUsageSchema } from "../functions/api/contract/quotas.js";
 import { eventForRoute } from "../local/durable-runner.js";
-import { LOCAL_WAKE_NOTE, parseLimitsCommand, runLimitsCommand, UsageError } from "../local/tenant.js";
+import { parseLimitsCommand, runLimitsCommand, UsageError } from "../local/tenant.js";
 import { QuotaLimitStore } from "../shared/store/quota-limits.js";
-import { QuotaWaitStore } from "../shared/store/quota-waits.js";
 import { json } from "./support/approvals.js";
 import { runEvent } from "./support/idempotency.js";
 import { runScript } from "./support/scripts.js";
@@ -101,23 +101,6 @@ describe("npm run tenant -- limits", () => {
 
     const shown = await runLimitsCommand(parseLimitsCommand(["limits", TENANT, "show", ...where()], {}), {});
     expect(shown.tenantSet).toEqual({ tenant: {}, user: { costPerDay: "2.50" } });
-  });
-
-  it("counts the tenant's runs waiting for budget on a local table and says they are not woken from here", async () => {
-    const tenantId = "tenant_ops_wait";
-    const waits = new QuotaWaitStore(stack.deps.ddb, stack.config.table.name);
-    const wait = {
-      runId: "run_waiting",
-      callbackId: "cb-1",
-      waitName: "cycle-2:quota",
-      since: "2026-12-03T09:00:00Z",
-    };
-    await waits.put(tenantId, wait, Math.floor(Date.now() / 1000) + 3_600);
-    const set = await tenantCommand([tenantId, "--user-tokens-per-day", "90000"]);
-    expect(set.code, set.stderr).toBe(0);
-    expect(JSON.parse(set.stdout).wake).toEqual({ waiting: 1, woken: 0, note: LOCAL_WAKE_NOTE });
-    // Still waiting: nothing here could complete its callback.
-    expect(await waits.list(tenantId)).toEqual([wait]);
   });
 
   it("refuses a limit out of bounds, naming the flag and the bound, and writes nothing", async () => {

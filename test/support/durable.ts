@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { inject } from "vitest";
+import { expect, inject } from "vitest";
+import { RunRecordSchema } from "../../functions/api/contract.js";
 import { printedApprovalEvents } from "../../local/approval-events.js";
 import type { LocalDurableExecutions } from "../../local/durable-executions.js";
 import { createLocalDurableApi, eventForRoute } from "../../local/durable-runner.js";
@@ -37,11 +38,12 @@ export interface DurableStack {
 
 /**
  * Starts a {@link DurableStack}; `env` overrides configuration variables; `options.clock` is the clock of
- * the API and the runner (a durable run's start, deadline and duration; default the wall clock).
+ * the API and the runner (a durable run's start, deadline and duration; default the wall clock);
+ * `options.quotas` their quotas' clock (windows, `Retry-After`, a budget wait's timeout; default Date.now).
  */
 export async function startDurableStack(
   env: Record<string, string> = {},
-  options: { clock?: Clock } = {},
+  options: { clock?: Clock; quotas?: { now: () => number } } = {},
 ): Promise<DurableStack> {
   const model = await startModelServer();
   const config = loadConfig({
@@ -94,4 +96,16 @@ export function runPathEvent(runId: string, tenantId: string, action: "get" | "c
   return action === "get"
     ? eventForRoute(runEvent({ tenantId, prompt: "x" }), "GET", `/v1/runs/${runId}`)
     : eventForRoute(runEvent({ tenantId, prompt: "x" }), "POST", `/v1/runs/${runId}/cancel`);
+}
+
+/**
+ * Starts a durable run (`Prefer: respond-async`) of `userId` (default usr_idem) in `tenantId` with
+ * `prompt`; expects 202 and returns the run's record as answered.
+ */
+export async function startAsyncRun(stack: DurableStack, tenantId: string, prompt: string, userId?: string) {
+  const event = runEvent({ tenantId, userId, prompt });
+  event.headers = { ...event.headers, prefer: "respond-async" };
+  const response = await stack.invoke(event);
+  expect(response.statusCode).toBe(202);
+  return RunRecordSchema.parse(JSON.parse(response.body ?? ""));
 }
