@@ -34,6 +34,7 @@ const NOT_DEPLOYED = [
   "test/tenant-limits.test.ts",
   "test/tenant-limits-dev.test.ts",
   "test/smoke.test.ts",
+  "test/model-server-latency.test.ts",
   "test/evals-cli.test.ts",
   "test/deploy-preflight.test.ts",
   "test/next-steps.test.ts",

@@ -121,9 +121,12 @@ const estimateTokens = (text: string) => Math.max(1, Math.ceil(text.length / 4))
  * modes a request whose tool messages do not pair with its tool calls is rejected with 400, as OpenAI
  * does (see {@link transcriptProblem}); such a request consumes no scripted reply.
  * @param options.port 0 (default) picks a free port
+ * @param options.plannerDelayMs the planner's latency: each of its replies waits this long (ms; default 0),
+ *   as a hosted model takes hundreds of ms to answer (the benchmarks' cold start with a model that is not
+ *   instant)
  */
 export async function startModelServer(
-  options: { port?: number; script?: ScriptedReply[]; faults?: PlannerFaults } = {},
+  options: { port?: number; script?: ScriptedReply[]; faults?: PlannerFaults; plannerDelayMs?: number } = {},
 ): Promise<LocalModelServer> {
   let queue: ScriptedReply[] | undefined = options.script ? [...options.script] : undefined;
   let responder: ((request: RecordedRequest) => ScriptedReply) | undefined;
@@ -144,6 +147,10 @@ export async function startModelServer(
       if (!res.headersSent) sendJson(res, 500, { error: { message: String(error), type: "server_error" } });
     });
   });
+
+  /** A planner reply, delayed by `options.plannerDelayMs` when set. */
+  const withPlannerDelay = (reply: ScriptedReply): ScriptedReply =>
+    options.plannerDelayMs ? { ...reply, delayMs: options.plannerDelayMs } : reply;
 
   /** In planner mode with faults: the fault to inject for this request, or undefined. */
   function plannerFault(): ScriptedReply | undefined {
@@ -202,7 +209,7 @@ export async function startModelServer(
       ? queue.shift()
       : responder
         ? responder(recorded)
-        : (plannerFault() ?? fromPlanner(messages, body.tools));
+        : (plannerFault() ?? withPlannerDelay(fromPlanner(messages, body.tools)));
     if (!reply) {
       sendJson(res, 500, {
         error: { message: "scripted model: no reply left in the script", type: "server_error" },
