@@ -7,9 +7,11 @@
  *   through the sets' per-container cache, so the ratio is what evaluating the set costs a cycle.
  * - quotas: every quota limit of bench/governance.ts set ("on": admitted at the door holding the run's
  *   first hold, budgeted around every model call, finished after) or quotas off, both with the policy
- *   service and no set. The loop's figure leaves out the door (admission before the loop, the budget's
- *   finish after it, as in the API where they are the run's start and end); the run's figure with them
- *   is reported beside it.
+ *   service and no set. The loop's figure leaves out the run's start and end (its record's first write
+ *   and its outcome's, and with quotas the admission before the loop and the budget's finish after it, as
+ *   in the API); the run's figure with them is reported beside it.
+ * Both variants of both pairs write each run's record at its start and end (bench/scenario/boundloop.ts),
+ * as every deployed run does.
  */
 
 import { FIVE_POLICIES, QUOTA_LIMITS } from "./governance.js";
@@ -36,8 +38,9 @@ export interface PolicyLoopResult {
 }
 
 /**
- * P1 with quotas: the loop's figures ({@link PolicyLoopResult}) and the whole run's with its door
- * (admission and finish; `door*`), and the door's median ms per run with quotas on.
+ * P1 with quotas: the loop's figures ({@link PolicyLoopResult}) and the whole run's with its start and end
+ * (`door*`: the record's writes, with quotas admission and finish), and their median ms per run with
+ * quotas on.
  */
 export interface QuotaLoopResult extends PolicyLoopResult {
   doorOnUs: number;

@@ -23,7 +23,8 @@ export const loopScript = () => scriptRun([instantTurn(0), instantTurn(1)]);
 /**
  * One run as the child measured it, ms on its `performance.now()` clock: run wall time, the union of the
  * model server's request times (server side) and of the tool executions; counts to check the run;
- * `doorMs`, with quotas, the time of the run's admission and of its budget's finish (in `wallMs`).
+ * `doorMs`, on DynamoDB Local (the governance variants), the time of the run's start and end: its
+ * record's writes and, with quotas, its admission and its budget's finish (in `wallMs`).
  */
 export interface LoopChildRun {
   doorMs?: number;

@@ -76,7 +76,11 @@ const SETTINGS = quick
       // P1 warm enough for a ratio of two runs of the same loop (both processes warm up alike).
       tracing: { p1: { warmupRuns: 600, warmupBatch: 200, rounds: 12, runsPerRound: 30 }, coldStarts: 5 },
       eventRuns: 7,
-      governance: { coldPairs: 9, decisions: 5_000, loop: { warmupRuns: 1500, rounds: 16, runsPerRound: 40 } },
+      governance: {
+        coldPairs: 9,
+        decisions: 5_000,
+        loop: { warmupRuns: 1500, rounds: 16, runsPerRound: 40 },
+      },
     };
 
 /** The packages P1, P2 and P5 compare with. */

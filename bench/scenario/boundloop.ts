@@ -10,6 +10,7 @@ import { createModelClient } from "../../shared/model-client.js";
 import { admitSyncRun, finishBudget } from "../../shared/quotas/run-quota.js";
 import type { Quotas } from "../../shared/quotas/service.js";
 import { createDocumentClient } from "../../shared/store/dynamo.js";
+import { RunStore } from "../../shared/store/runs.js";
 import { ensureTable } from "../../shared/store/table.js";
 import { type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./types.js";
 
@@ -18,10 +19,15 @@ import { type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./type
  * chat-completions model adapter over the real openai client built by the service's own factory
  * (shared/model-client.ts createModelClient, as shared/deps.ts createApiDeps builds it: SDK retries 2, the
  * same fetch), the config's default limits with `maxCycles`, and a
- * fresh 25 s {@link Deadline} per run. With `options.policies`, every tool call is decided by the policy
- * decision service (the tenant's head is read through the sets' per-container cache); with its
- * `quotaLimits`, every run is admitted (its first hold in the admission's write), budgeted and finished
- * by the quotas as shared/runs/sync.ts does, and `lastDoorMs` says how long admission and finish took.
+ * fresh 25 s {@link Deadline} per run. With `options.policies` (DynamoDB Local), every tool call is
+ * decided by the policy decision service (the tenant's head is read through the sets' per-container
+ * cache), and every run's record is written at its start and finished at its end as the API does
+ * (shared/store/runs.ts RunStore); with its `quotaLimits`, every run is also admitted (its first hold in
+ * the admission's write), budgeted and finished by the quotas as shared/runs/sync.ts does. `lastDoorMs`
+ * says how long the run's start and end (those writes) took. Every governed run writing its record puts
+ * quotas on and off on the same footing: measured, a process that makes any DynamoDB request between runs
+ * (two reads at the door, no quotas) runs the loop itself as slowly as one with quotas, so without the
+ * record's writes the quotas-off side was a run no deployment makes.
  */
 export async function createRunner(options: ScenarioOptions): Promise<ScenarioRunner> {
   const client = createModelClient({ apiKey: "bench", baseURL: options.baseURL, maxRetries: 2 });
@@ -53,6 +59,12 @@ export async function createRunner(options: ScenarioOptions): Promise<ScenarioRu
       const input = { model, tools, security, prompt, runId, limits, systemPrompt: SYSTEM_PROMPT };
       const admitted = performance.now();
       const budget = await admitSyncRun(governed?.quotas, { ...input, deadline });
+      await governed?.runs.start({
+        ...security,
+        runId,
+        prompt,
+        limits: { maxCycles: limits.maxCycles, timeoutMs: limits.runTimeoutMs },
+      });
       doorMs = performance.now() - admitted;
       try {
         const outcome = await runAgent({
@@ -65,6 +77,17 @@ export async function createRunner(options: ScenarioOptions): Promise<ScenarioRu
         if (outcome.status !== "completed" || outcome.answer === null) {
           throw new Error(`boundloop run ended ${outcome.status}: ${outcome.reason}`);
         }
+        const finished = performance.now();
+        await governed?.runs.finish(security.tenantId, runId, {
+          status: outcome.status,
+          cycles: outcome.cycles,
+          answer: outcome.answer,
+          reason: outcome.reason,
+          usage: outcome.usage,
+          durationMs: outcome.durationMs,
+          transcript: outcome.messages,
+        });
+        doorMs += performance.now() - finished;
         return outcome.answer;
       } finally {
         const finished = performance.now();
@@ -86,7 +109,11 @@ const SILENT = new Logger({ serviceName: "boundloop-bench", logLevel: "SILENT" }
 async function governedBy(
   policies: NonNullable<ScenarioOptions["policies"]>,
   tools: ReturnType<typeof createRegistry>,
-): Promise<{ decide: ReturnType<typeof policyServices>["decisions"]; quotas: Quotas | undefined }> {
+): Promise<{
+  decide: ReturnType<typeof policyServices>["decisions"];
+  quotas: Quotas | undefined;
+  runs: RunStore;
+}> {
   const config = loadConfig({
     DYNAMODB_ENDPOINT: policies.dynamoEndpoint,
     TABLE_NAME: policies.table,
@@ -96,5 +123,6 @@ async function governedBy(
   const ddb = createDocumentClient(config.table);
   await ensureTable(ddb, config.table.name);
   const decide = policyServices(config, ddb, tools, SILENT).decisions;
-  return { decide, quotas: policies.quotaLimits ? quotasOf(config, ddb) : undefined };
+  const runs = new RunStore(ddb, config.table.name, config.runs.ttlSeconds);
+  return { decide, quotas: policies.quotaLimits ? quotasOf(config, ddb) : undefined, runs };
 }
