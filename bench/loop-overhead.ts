@@ -10,8 +10,9 @@
  * garbage collections and JIT states land in each other's timings (measured: ours 1.4 → 2.9 ms per run
  * next to the three others, the AI SDK 3.5 → 4.7). Every process first warms up (2000 runs in the full
  * bench, in short batches taken in turn: {@link interleavedWarmUp}): every client keeps getting faster over
- * its first ~1500 runs (JIT tiers, heap sizes), and the curve of that warm-up is reported. Then rounds: one short batch per framework (50 runs), order rotated, so batches compared
- * with each other run close together in time and meet the same machine speed (on this shared machine
+ * its first ~1500 runs (JIT tiers, heap sizes), and the curve of that warm-up is reported. Then rounds:
+ * one short batch per framework (50 runs), order rotated, so batches compared with each other run close
+ * together in time and meet the same machine speed (on this shared machine
  * the speed drifts by up to 2× for seconds at a time); each round gives a median per framework and the
  * ratio ours/peer, the report quotes medians over rounds. A bare `fetch` client (no framework) gives
  * the transport floor.

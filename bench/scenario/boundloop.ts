@@ -47,6 +47,7 @@ export async function createRunner(options: ScenarioOptions): Promise<ScenarioRu
   const limits = { ...loadConfig({}).limits, maxCycles: options.maxCycles };
   const governed = options.policies ? await governedBy(options.policies, tools) : undefined;
   const security = { userId: "usr_bench", tenantId: "tenant_bench", permissions: [] };
+  // Run ids unique per process: the children of one comparison write their records to one table.
   let runs = 0;
   let doorMs = 0;
   return {
@@ -54,17 +55,18 @@ export async function createRunner(options: ScenarioOptions): Promise<ScenarioRu
     lastDoorMs: () => doorMs,
     async run(prompt) {
       runs += 1;
-      const runId = `run_bench_${runs}`;
+      const runId = `run_bench_${process.pid}_${runs}`;
       const deadline = new Deadline(25_000);
       const input = { model, tools, security, prompt, runId, limits, systemPrompt: SYSTEM_PROMPT };
       const admitted = performance.now();
       const budget = await admitSyncRun(governed?.quotas, { ...input, deadline });
-      await governed?.runs.start({
+      const started = await governed?.runs.start({
         ...security,
         runId,
         prompt,
         limits: { maxCycles: limits.maxCycles, timeoutMs: limits.runTimeoutMs },
       });
+      if (started && started.kind !== "written") throw new Error(`bench run ${runId} was already recorded`);
       doorMs = performance.now() - admitted;
       try {
         const outcome = await runAgent({
@@ -78,7 +80,7 @@ export async function createRunner(options: ScenarioOptions): Promise<ScenarioRu
           throw new Error(`boundloop run ended ${outcome.status}: ${outcome.reason}`);
         }
         const finished = performance.now();
-        await governed?.runs.finish(security.tenantId, runId, {
+        const recorded = await governed?.runs.finish(security.tenantId, runId, {
           status: outcome.status,
           cycles: outcome.cycles,
           answer: outcome.answer,
@@ -87,6 +89,7 @@ export async function createRunner(options: ScenarioOptions): Promise<ScenarioRu
           durationMs: outcome.durationMs,
           transcript: outcome.messages,
         });
+        if (recorded === false) throw new Error(`bench run ${runId}: its record was not running`);
         doorMs += performance.now() - finished;
         return outcome.answer;
       } finally {
