@@ -2,7 +2,7 @@ import { TaskState } from "@a2a-js/sdk";
 import { describe, expect, it } from "vitest";
 import { isTerminal, TASK_STATES, taskStateOf } from "../shared/a2a/states.js";
 import { RUN_STATUSES } from "../shared/agent/run-status.js";
-import { RECORD_STATUSES } from "../shared/store/run-records.js";
+import { RECORD_STATUSES } from "../shared/store/run-record-schema.js";
 
 const run = (status: string, extra: Partial<Parameters<typeof taskStateOf>[0]> = {}) => ({
   status,

@@ -7,8 +7,8 @@
  */
 import { createParser } from "eventsource-parser";
 import type { z } from "zod";
-import type { CostSchema } from "../../shared/agent/outcome-schema.js";
 import type { PolicyAuditSchema } from "../../shared/agent/result-schema.js";
+import type { Cost } from "../../shared/money/cost.js";
 import type { ApprovalRecord } from "../../shared/store/approval-record.js";
 
 const TOKEN_KEY = "boundloop.console.token";
@@ -237,9 +237,6 @@ export interface RunRecord {
 
 /** A policy decision's explanation (docs/policies.md): the engine's one schema (type only, shared/agent/result-schema.ts). */
 export type PolicyExplanation = z.infer<typeof PolicyAuditSchema>;
-
-/** A cost as the API shows it (type only, shared/agent/outcome-schema.ts). */
-type Cost = z.infer<typeof CostSchema>;
 
 /**
  * An approval as `GET /v1/approvals` carries it (its one schema, shared/store/approval-record.ts; type

@@ -1,6 +1,7 @@
 import type { z } from "zod";
+import type { Cost } from "../money/cost.js";
 import type { ModelUsage } from "./model.js";
-import type { CostSchema, QuotaRefusalSchema } from "./outcome-schema.js";
+import type { QuotaRefusalSchema } from "./outcome-schema.js";
 
 /**
  * The budget port of the loop: what the application's quotas (shared/quotas/) are asked around every
@@ -75,9 +76,6 @@ export interface ModelBudget {
  * and a `note` naming it.
  */
 export type CallCost = { micro: number; currency: string } | { micro: null; note: string };
-
-/** A cost as the API shows it: `amount` with six decimal places (`"0.012345"`), `currency` ISO 4217. */
-export type Cost = z.infer<typeof CostSchema>;
 
 /** `micro` micro-units as a decimal string with six places (exact: integer arithmetic on the digits). */
 export function amountOfMicro(micro: number): string {

@@ -1,19 +1,15 @@
 /**
  * A run's outcome as the API shows it: one zod schema per part, the source of the engine's types
  * (shared/agent/types.ts, budget.ts, context-length.ts and grounding.ts take them with `z.infer`,
- * type-only) and of the HTTP contract's `RunResponse`, `RunDetails`, `ContextLength`, `QuotaRefusal`,
- * `Cost` and `Grounding` (functions/api/contract/ names them as components).
+ * type-only) and of the HTTP contract's `RunResponse`, `RunDetails`, `ContextLength`, `QuotaRefusal`
+ * and `Grounding` (functions/api/contract/ names them as components). A cost is shared/money/cost.ts's.
  */
 import * as z from "zod";
+import { CostSchema } from "../money/cost.js";
 import { TokenUsageSchema } from "../token-usage.js";
 import { GROUNDING_MODES } from "./grounding-mode.js";
 import { ToolResultSchema } from "./result-schema.js";
 import { RunStatusSchema } from "./run-status.js";
-
-/** A cost as the API shows it: `amount` with six decimal places (`"0.012345"`), `currency` ISO 4217. */
-export const CostSchema = z
-  .object({ amount: z.string().regex(/^-?\d+\.\d{6}$/), currency: z.string().regex(/^[A-Z]{3}$/) })
-  .strict();
 
 /**
  * Why a model call could not be covered by the quotas (docs/quotas.md): `code` QUOTA_EXCEEDED (a limit)

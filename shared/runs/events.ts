@@ -1,5 +1,5 @@
 import type { ApprovalDecision, ApprovalRequest } from "../agent/approval-gate.js";
-import { type Cost, costView } from "../agent/budget.js";
+import { costView } from "../agent/budget.js";
 import type { AnswerGrounding } from "../agent/grounding.js";
 import type { ModelCallResult, ModelStepResult } from "../agent/model-step.js";
 import type { PolicyAudit, ToolError, ToolStatus } from "../agent/result.js";
@@ -7,6 +7,7 @@ import type { StepDescriptor } from "../agent/step.js";
 import type { ApprovalPreview } from "../agent/tool.js";
 import { turnCallsOf } from "../agent/turn-resolution.js";
 import type { CycleRecord, RunUsage } from "../agent/types.js";
+import type { Cost } from "../money/cost.js";
 import type { RunEventStore } from "../store/run-events.js";
 import { zeroUsage } from "../token-usage.js";
 import type { RunObserver, RunSubject } from "./observer.js";

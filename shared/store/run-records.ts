@@ -3,9 +3,19 @@
  * mapping between them and their items. The store itself is shared/store/runs.ts.
  */
 
+import type * as z from "zod";
 import { sha256Hex } from "../hash.js";
+import type { Cost } from "../money/cost.js";
 import type { TokenUsage } from "../token-usage.js";
 import { COMPRESS_ABOVE_BYTES, type EncodedText, encodeText } from "./compressed.js";
+import type {
+  ModelRequestSummary,
+  PromptSummary,
+  RECORD_STATUSES,
+  RunRecordSchema,
+  RunStepSchema,
+  RunStepToolCallSchema,
+} from "./run-record-schema.js";
 import type { StoredItem } from "./table.js";
 
 /**
@@ -36,77 +46,17 @@ export type { TokenUsage } from "../token-usage.js";
  */
 export type RunRecordStatus<S extends RunShapes = RunShapes> = (typeof RECORD_STATUSES)[number] | S["status"];
 
-/** The statuses a run record has besides the loop's outcomes (see {@link RunRecordStatus}). */
-export const RECORD_STATUSES = [
-  "running",
-  "awaiting_approval",
-  "awaiting_quota",
-  "failed",
-  "cancelled",
-] as const;
-
-/** A cost as stored and shown: `amount` with six decimal places, `currency` ISO 4217 (docs/quotas.md). */
-export interface StoredCost {
-  amount: string;
-  currency: string;
-}
-
 /**
- * The stored run (one item, sort key `RUN#<runId>`), written at start and updated as cycles complete
- * and when the run ends. Of the prompt it keeps its length and SHA-256, so the audit can prove which
- * prompt ran, and its first `excerpt` characters (PROMPT_EXCERPT_CHARS, 500 by default),
- * shown with the run to whoever may see it; `excerpt` is absent when none is kept (0, or a record
- * written before excerpts were).
- * - `limits`: the effective caps of this run (after clamping the request's to the server's), ms for time
- * - `cyclesRecorded`: audit steps written so far (how far a killed run got)
- * - `usage`: tokens summed over recorded cycles while running, the run's total once finished
- * - `expiresAt`: when DynamoDB TTL may delete the record (ISO 8601; the item's `ttl` in epoch seconds)
- * - `previousRunId`: the run this one continues, null for a new conversation
- * - `history`: the earlier conversation it carried, see {@link HistorySummary}; null without one
- * - `cost`: once finished, the sum of its model calls' costs; null while running, for a run without
- *   prices (`costNote` then names the model without a price), and for records written before costs
- * - `grounding`: the grounding check of its answer (docs/evals.md, "Grounding"); null until it finished
- *   with an answer (and for records written before the check existed)
- * - `conversationId`: the conversation the run belongs to: its first run's id, or the id an A2A context
- *   or an AG-UI thread gave it (docs/protocols.md); a continuation takes its previous run's
- * The transcript a finished run stores for its continuations is an internal attribute of the same item
- * (never returned here, never logged), see {@link RunStore.readContinuation}.
+ * The stored run: the fields of ./run-record-schema.ts `RunRecordSchema` (each described there), with
+ * `status` and `grounding` narrowed from their bound to the agent's shapes `S` ({@link RunShapes}).
  */
-export interface RunRecord<S extends RunShapes = RunShapes> {
-  runId: string;
-  tenantId: string;
-  userId: string;
+export type RunRecord<S extends RunShapes = RunShapes> = Omit<
+  z.infer<typeof RunRecordSchema>,
+  "status" | "grounding"
+> & {
   status: RunRecordStatus<S>;
-  prompt: { chars: number; sha256: string; excerpt?: string };
-  limits: { maxCycles: number; timeoutMs: number };
-  startedAt: string;
-  updatedAt: string;
-  finishedAt: string | null;
-  cyclesRecorded: number;
-  cycles: number | null;
-  answer: string | null;
-  reason: string | null;
-  usage: TokenUsage;
-  durationMs: number | null;
-  expiresAt: string;
-  previousRunId: string | null;
-  history: HistorySummary | null;
-  cost: StoredCost | null;
-  costNote: string | null;
   grounding: S["grounding"] | null;
-  conversationId: string;
-}
-
-/**
- * The size of the earlier conversation a run carried: `messages` sent, their `estimatedTokens`
- * (shared/agent/transcript.ts estimate) and `droppedMessages`, the previous transcript's messages left out
- * to stay within HISTORY_MAX_TOKENS and the run's token budget (plus any its run dropped when storing it).
- */
-export interface HistorySummary {
-  messages: number;
-  estimatedTokens: number;
-  droppedMessages: number;
-}
+};
 
 /**
  * Cap on a stored transcript in bytes after compression. It shares the run record's item with the
@@ -145,34 +95,21 @@ export const WAIT_STARTS_ATTRIBUTE = "approvalWaitStartsMs";
 export const WAIT_ENDS_ATTRIBUTE = "approvalWaitEndsMs";
 
 /**
- * One tool call in an audit step: the model's raw arguments (cut to {@link MAX_ARGUMENT_CHARS}, with
- * `argumentsTruncated` saying so) and the backend's tool result (status, data or error, latency,
- * idempotency key).
+ * One tool call in an audit step: ./run-record-schema.ts `RunStepToolCallSchema` (described there), its
+ * `result` the agent's tool result envelope `S["toolResult"]`.
  */
-export interface RunStepToolCall<S extends RunShapes = RunShapes> {
-  id: string;
-  name: string;
-  arguments: string;
-  argumentsTruncated: boolean;
-  result: S["toolResult"];
-}
+export type RunStepToolCall<S extends RunShapes = RunShapes> = Omit<
+  z.infer<typeof RunStepToolCallSchema>,
+  "result"
+> & { result: S["toolResult"] };
 
 /**
- * One audit step: what happened in one cycle (sort key `RUN#<runId>#STEP#<cycle>`).
- * - `request`: a summary of the model request (message count, tools offered), never the prompt text
- * - `modelLatencyMs`: wall time of the model call in ms; `usage`: this cycle's tokens
+ * One audit step: ./run-record-schema.ts `RunStepSchema` (each field described there), its tool calls'
+ * results the agent's `S["toolResult"]` (see {@link RunStepToolCall}).
  */
-export interface RunStep<S extends RunShapes = RunShapes> {
-  cycle: number;
-  recordedAt: string;
-  request: CycleInput<S>["request"];
-  finishReason: string | null;
-  modelLatencyMs: number;
-  usage: TokenUsage;
+export type RunStep<S extends RunShapes = RunShapes> = Omit<z.infer<typeof RunStepSchema>, "toolCalls"> & {
   toolCalls: RunStepToolCall<S>[];
-  /** The model call's cost, when it was priced (null: no price for its model); absent before costs. */
-  cost?: StoredCost | null;
-}
+};
 
 /**
  * What the store needs of one loop cycle to write its audit step (the agent's `CycleRecord` is one):
@@ -181,13 +118,13 @@ export interface RunStep<S extends RunShapes = RunShapes> {
  */
 export interface CycleInput<S extends RunShapes = RunShapes> {
   cycle: number;
-  request: { messageCount: number; toolsOffered: string[] };
+  request: ModelRequestSummary;
   finishReason: string | null;
   modelLatencyMs: number;
   usage: TokenUsage;
   toolCalls: ReadonlyArray<{ id: string; name: string; arguments: string; result: S["toolResult"] }>;
   /** The model call's cost as the step stores it (`cost`), when it was costed. */
-  stepCost?: StoredCost | null;
+  stepCost?: Cost | null;
 }
 
 /**
@@ -203,7 +140,7 @@ export interface RunFinish<S extends RunShapes = RunShapes> {
   durationMs: number;
   grounding?: S["grounding"] | null;
   transcript?: ReadonlyArray<S["message"]>;
-  cost?: StoredCost | null;
+  cost?: Cost | null;
   costNote?: string | null;
 }
 
@@ -225,7 +162,7 @@ export interface RunStoreOptions<S extends RunShapes = RunShapes> {
  * What a record keeps of `prompt`: its length, its SHA-256 and, unless `excerptChars` is 0, its first
  * `excerptChars` characters (code points, so no character is cut in two; the whole prompt when shorter).
  */
-export function promptFacts(prompt: string, excerptChars: number): RunRecord["prompt"] {
+export function promptFacts(prompt: string, excerptChars: number): PromptSummary {
   const facts = { chars: prompt.length, sha256: sha256Hex(prompt) };
   if (excerptChars === 0) return facts;
   const excerpt = prompt.length <= excerptChars ? prompt : Array.from(prompt).slice(0, excerptChars).join("");

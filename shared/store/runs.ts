@@ -5,10 +5,10 @@ import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
 import { queryTenant } from "./query.js";
 import { queryRunList, type RunListFilter } from "./run-list.js";
+import type { HistorySummary } from "./run-record-schema.js";
 import {
   type ContinuationRead,
   type CycleInput,
-  type HistorySummary,
   promptFacts,
   type RunFinish,
   type RunRecord,
@@ -34,10 +34,10 @@ import {
 } from "./table.js";
 import { setFields } from "./update.js";
 
+export type { HistorySummary } from "./run-record-schema.js";
 export type {
   ContinuationRead,
   CycleInput,
-  HistorySummary,
   RunFinish,
   RunRecord,
   RunRecordStatus,
@@ -45,7 +45,6 @@ export type {
   RunStep,
   RunStepToolCall,
   RunStoreOptions,
-  StoredCost,
   TokenUsage,
 } from "./run-records.js";
 export { MAX_ARGUMENT_CHARS, MAX_STORED_TRANSCRIPT_BYTES } from "./run-records.js";

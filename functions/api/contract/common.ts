@@ -1,7 +1,6 @@
 /**
  * The HTTP contract's shared pieces: response headers, the security of the API's routes and the OpenAPI
- * document's fixed parts, the Idempotency-Key header, the page query every listing takes, the SSE body,
- * and the compile-time check that a domain type and its response schema have the same fields.
+ * document's fixed parts, the Idempotency-Key header, the page query every listing takes, and the SSE body.
  */
 
 import { z } from "@hono/zod-openapi";
@@ -156,8 +155,3 @@ export const SECURITY_SCHEMES = {
       "AWS SigV4 on a Lambda function URL (AuthType AWS_IAM); the principal must be listed in IAM_PRINCIPAL_TENANTS.",
   },
 } as const;
-
-/** True when X and Y are the same type, field for field (optional fields included). */
-export type Same<X, Y> = (<T>() => T extends X ? 1 : 2) extends <T>() => T extends Y ? 1 : 2 ? true : false;
-/** Compiles only when `value` is `true`, i.e. when the {@link Same} check it is given holds. */
-export const sameShape = <Check extends true>(value: Check): Check => value;

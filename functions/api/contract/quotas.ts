@@ -1,8 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import {
-  CostSchema as BaseCostSchema,
-  QuotaRefusalSchema as BaseQuotaRefusalSchema,
-} from "../../../shared/agent/outcome-schema.js";
+import { QuotaRefusalSchema as BaseQuotaRefusalSchema } from "../../../shared/agent/outcome-schema.js";
+import { CostSchema as BaseCostSchema } from "../../../shared/money/cost.js";
 import { LimitsChangeSchema } from "../../../shared/quotas/limits.js";
 
 /**
@@ -11,7 +9,7 @@ import { LimitsChangeSchema } from "../../../shared/quotas/limits.js";
  * are in ./quota-routes.ts; the run schemas of ../contract.ts use the cost and refusal schemas here.
  */
 
-/** A cost: six decimal places in the price table's currency. */
+/** A cost: the one cost schema (shared/money/cost.ts), six decimal places in the price table's currency. */
 export const CostSchema = BaseCostSchema.extend({
   amount: BaseCostSchema.shape.amount.openapi({ example: "0.012345" }),
   currency: BaseCostSchema.shape.currency.openapi({ example: "USD" }),

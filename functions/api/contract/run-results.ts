@@ -16,6 +16,7 @@ import {
   ToolResultSchema as BaseToolResultSchema,
 } from "../../../shared/agent/result-schema.js";
 import { RunStatusSchema as BaseRunStatusSchema, RUN_STATUSES } from "../../../shared/agent/run-status.js";
+import { HistorySummarySchema as StoredHistorySummarySchema } from "../../../shared/store/run-record-schema.js";
 import { TokenUsageSchema } from "../../../shared/token-usage.js";
 import { QuotaRefusalSchema } from "./quotas.js";
 
@@ -76,15 +77,11 @@ export const GroundingSchema = AnswerGroundingSchema.strict().nullable().openapi
     "The check of the answer's numbers against the run's tool results and prompts (docs/evals.md, Grounding); null when the model gave no answer.",
 });
 
-/** The earlier conversation a run carried (`HistorySummary` in shared/store/runs.ts); null without one. */
-export const HistorySummarySchema = z
-  .object({
-    messages: z.number().int().nonnegative(),
-    estimatedTokens: z.number().int().nonnegative(),
-    droppedMessages: z.number().int().nonnegative(),
-  })
-  .nullable()
-  .openapi("HistorySummary", {
-    description:
-      "The earlier conversation sent with the run (previousRunId): messages, their estimated tokens, and the messages left out to stay within HISTORY_MAX_TOKENS. Null for a new conversation.",
-  });
+/**
+ * The earlier conversation a run carried: the store's one schema (shared/store/run-record-schema.ts
+ * `HistorySummarySchema`); null without one.
+ */
+export const HistorySummarySchema = StoredHistorySummarySchema.nullable().openapi("HistorySummary", {
+  description:
+    "The earlier conversation sent with the run (previousRunId): messages, their estimated tokens, and the messages left out to stay within HISTORY_MAX_TOKENS. Null for a new conversation.",
+});

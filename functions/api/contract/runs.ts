@@ -2,9 +2,12 @@
 
 import { createRoute, z } from "@hono/zod-openapi";
 import { RunOutcomeBodySchema } from "../../../shared/agent/outcome-schema.js";
-import type { AgentRunShapes } from "../../../shared/runs/run-shapes.js";
-import type { ApprovalRecord } from "../../../shared/store/approval-record.js";
-import type { RunRecord, RunStep } from "../../../shared/store/runs.js";
+import {
+  RecordStatusSchema,
+  RunRecordSchema as StoredRunSchema,
+  RunStepSchema as StoredStepSchema,
+  RunStepToolCallSchema as StoredToolCallSchema,
+} from "../../../shared/store/run-record-schema.js";
 import { PendingApprovalSchema } from "./approvals.js";
 import {
   EventStreamSchema,
@@ -12,8 +15,6 @@ import {
   MAX_IDEMPOTENCY_KEY_LENGTH,
   RESPONSE_HEADERS,
   requiredField,
-  type Same,
-  sameShape,
   security,
 } from "./common.js";
 import { authErrors, payloadTooLarge, problem } from "./problems.js";
@@ -78,87 +79,60 @@ export const RunResponseSchema = RunOutcomeBodySchema.extend({
   costNote: RunCostFields.costNote.optional(),
 }).openapi("RunResponse", { description: "The run's terminal outcome (every terminal status is a 200)." });
 
-/** One audit step (`RunStep` in shared/store/runs.ts). */
-export const RunStepSchema = z
-  .object({
-    cycle: z.number().int().positive(),
-    recordedAt: z.string(),
-    request: z
-      .object({ messageCount: z.number().int(), toolsOffered: z.array(z.string()) })
-      .strict()
-      .openapi({ description: "A summary of the model request; never the prompt text." }),
-    finishReason: z.string().nullable(),
-    modelLatencyMs: z.number().nonnegative(),
-    usage: UsageSchema,
-    toolCalls: z.array(
-      z
-        .object({
-          id: z.string(),
-          name: z.string(),
-          arguments: z
-            .string()
-            .openapi({ description: "The model's raw arguments (cut at 8192 characters)." }),
-          argumentsTruncated: z.boolean(),
-          result: ToolResultSchema,
-        })
-        .strict(),
-    ),
-    cost: CostSchema.nullable()
-      .optional()
-      .openapi({ description: "The model call's cost; null when its model has no price." }),
-  })
-  .strict()
-  .openapi("RunStep", { description: "The audit record of one cycle." });
+/**
+ * One audit step: the store's one schema (shared/store/run-record-schema.ts `RunStepSchema`), its tool
+ * results the engine's `ToolResult`, its usage the component `Usage`, and descriptions for the document.
+ */
+export const RunStepSchema = StoredStepSchema.extend({
+  request: StoredStepSchema.shape.request.openapi({
+    description: "A summary of the model request; never the prompt text.",
+  }),
+  usage: UsageSchema,
+  toolCalls: z.array(
+    StoredToolCallSchema.extend({
+      arguments: StoredToolCallSchema.shape.arguments.openapi({
+        description: "The model's raw arguments (cut at 8192 characters).",
+      }),
+      result: ToolResultSchema,
+    }),
+  ),
+  cost: CostSchema.nullable()
+    .optional()
+    .openapi({ description: "The model call's cost; null when its model has no price." }),
+}).openapi("RunStep", { description: "The audit record of one cycle." });
 
-/** 200 body of `GET /v1/runs/{runId}`: `RunRecord` plus its steps in cycle order. */
-export const RunRecordSchema = z
-  .object({
-    runId: z.string(),
-    tenantId: z.string(),
-    userId: z.string(),
-    status: z.union([
-      z.enum(["running", "awaiting_approval", "awaiting_quota", "failed", "cancelled"]),
-      RunStatusSchema,
-    ]),
-    prompt: z
-      .object({
-        chars: z.number().int(),
-        sha256: z.string(),
-        excerpt: z.string().optional().openapi({
-          description:
-            "The prompt's first PROMPT_EXCERPT_CHARS characters (500 by default; all of it when shorter), shown to whoever may see the run. Absent when the deployment keeps none (0), and on records written before excerpts were kept.",
-        }),
-      })
-      .strict(),
-    limits: z.object({ maxCycles: z.number().int(), timeoutMs: z.number().int() }).strict(),
-    startedAt: z.string(),
-    updatedAt: z.string(),
-    finishedAt: z.string().nullable(),
-    cyclesRecorded: z.number().int().nonnegative(),
-    cycles: z.number().int().nullable(),
-    answer: z.string().nullable(),
-    reason: z.string().nullable(),
-    usage: UsageSchema,
-    durationMs: z.number().int().nullable(),
-    expiresAt: z.string(),
-    previousRunId: z.string().nullable().openapi({ description: "The run this one continues, or null." }),
-    history: HistorySummarySchema,
-    grounding: GroundingSchema,
-    conversationId: z.string().openapi({
+/**
+ * 200 body of `GET /v1/runs/{runId}`: the store's one schema of a run record
+ * (shared/store/run-record-schema.ts `RunRecordSchema`) with its status and grounding check the agent's,
+ * its parts as named components, plus its steps in cycle order and its pending approvals.
+ */
+export const RunRecordSchema = StoredRunSchema.extend({
+  status: z.union([RecordStatusSchema, RunStatusSchema]),
+  prompt: StoredRunSchema.shape.prompt.extend({
+    excerpt: StoredRunSchema.shape.prompt.shape.excerpt.openapi({
       description:
-        "The conversation the run belongs to: its first run's id, or the A2A context or AG-UI thread that started it (docs/protocols.md); a continuation keeps its previous run's.",
+        "The prompt's first PROMPT_EXCERPT_CHARS characters (500 by default; all of it when shorter), shown to whoever may see the run. Absent when the deployment keeps none (0), and on records written before excerpts were kept.",
     }),
-    ...RunCostFields,
-    steps: z.array(RunStepSchema),
-    pendingApprovals: z.array(PendingApprovalSchema).optional().openapi({
-      description: "The run's approvals still waiting for a decision (GET, and a paused run's 202).",
-    }),
-  })
-  .strict()
-  .openapi("RunRecord", {
+  }),
+  usage: UsageSchema,
+  previousRunId: StoredRunSchema.shape.previousRunId.openapi({
+    description: "The run this one continues, or null.",
+  }),
+  history: HistorySummarySchema,
+  grounding: GroundingSchema,
+  conversationId: StoredRunSchema.shape.conversationId.openapi({
     description:
-      "A stored run and its audit steps; `running` until the outcome is written, `cancelled` once a durable run was stopped.",
-  });
+      "The conversation the run belongs to: its first run's id, or the A2A context or AG-UI thread that started it (docs/protocols.md); a continuation keeps its previous run's.",
+  }),
+  ...RunCostFields,
+  steps: z.array(RunStepSchema),
+  pendingApprovals: z.array(PendingApprovalSchema).optional().openapi({
+    description: "The run's approvals still waiting for a decision (GET, and a paused run's 202).",
+  }),
+}).openapi("RunRecord", {
+  description:
+    "A stored run and its audit steps; `running` until the outcome is written, `cancelled` once a durable run was stopped.",
+});
 
 /** 200 body of `GET /v1/runs`: one page of the caller's runs (records without steps) and the next cursor. */
 export const RunPageSchema = z
@@ -317,24 +291,3 @@ export const cancelRunRoute = createRoute({
 export type RunResponse = z.infer<typeof RunResponseSchema>;
 /** 200 body of `GET /v1/runs/{runId}`. */
 export type RunRecordResponse = z.infer<typeof RunRecordSchema>;
-
-// The stored run's view: the store's record is generic over the agent's shapes (shared/store/ does not
-// import the agent layer), so its schema is written here and checked against the record's type; a field
-// added to one and not the other fails `tsc`. (The outcome is the engine's own schema, extended above.)
-sameShape<
-  Same<
-    Omit<
-      RunRecord<AgentRunShapes> & {
-        steps: RunStep<AgentRunShapes>[];
-        pendingApprovals?: Array<
-          Pick<
-            ApprovalRecord,
-            "approvalId" | "toolName" | "arguments" | "preview" | "requestedBy" | "requestedAt" | "expiresAt"
-          >
-        >;
-      },
-      never
-    >,
-    RunRecordResponse
-  >
->(true);
