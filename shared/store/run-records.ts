@@ -174,8 +174,6 @@ export const MAX_ARGUMENT_CHARS = 8_192;
 /** A step whose JSON exceeds this many bytes drops tool result `data` (DynamoDB items are ≤ 400 KB). */
 export const MAX_STEP_BYTES = 300_000;
 
-/** No tokens: the usage of a run before its first model call. */
-
 /** Turns a loop cycle record into an audit step, bounding its size. */
 export function toStep<S extends RunShapes>(record: CycleInput<S>, now: Date): RunStep<S> {
   const step: RunStep<S> = {
