@@ -113,6 +113,14 @@ describe("GET /openapi.json", () => {
     ]) {
       expect(document.components.schemas, name).toHaveProperty(name);
     }
+    // A field that refers to a named component describes itself beside the reference; the component
+    // keeps its own description (the problem's `history` once overwrote the HistorySummary component's).
+    const schemas = document.components.schemas as Record<
+      string,
+      { description?: string; properties?: Record<string, { description?: string }> }
+    >;
+    expect(schemas.HistorySummary?.description).toMatch(/^The earlier conversation sent with the run/);
+    expect(schemas.Problem?.properties?.history?.description).toMatch(/^CONTEXT_LENGTH_EXCEEDED only/);
     // The request schema is the zod schema the route validates with: its bounds appear in the document.
     expect(document.components.schemas.CreateRunRequest).toMatchObject({
       type: "object",

@@ -4,16 +4,11 @@
  */
 
 import { z } from "@hono/zod-openapi";
+import { HistorySummarySchema as StoredHistorySummarySchema } from "../../../shared/store/run-record-schema.js";
 import { PROBLEM_STATUS, type ProblemCode } from "../problem-details.js";
 import { RESPONSE_HEADERS } from "./common.js";
 import { RateLimitedExtensions } from "./quotas.js";
-import {
-  ContextLengthSchema,
-  HistorySummarySchema,
-  RunStatusSchema,
-  ToolResultSchema,
-  UsageSchema,
-} from "./run-results.js";
+import { ContextLengthSchema, RunStatusSchema, ToolResultSchema, UsageSchema } from "./run-results.js";
 
 /** A problem response (RFC 9457) with the stable `code`, and every extension member a code adds. */
 export const ProblemSchema = z
@@ -74,7 +69,9 @@ export const ProblemSchema = z
       .nullable()
       .optional()
       .openapi({ description: "CONTEXT_LENGTH_EXCEEDED only: the run this one continued, or null." }),
-    history: HistorySummarySchema.optional().openapi({
+    // The store's schema, not the named component: describing the component's reference here would
+    // replace the component's own description in the document.
+    history: StoredHistorySummarySchema.nullable().optional().openapi({
       description: "CONTEXT_LENGTH_EXCEEDED only: the earlier conversation the run carried, or null.",
     }),
     contextLength: ContextLengthSchema.nullable()
