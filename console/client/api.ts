@@ -7,9 +7,13 @@
  */
 import { createParser } from "eventsource-parser";
 import type { z } from "zod";
-import type { PolicyAuditSchema } from "../../shared/agent/result-schema.js";
-import type { Cost } from "../../shared/money/cost.js";
+import type { PolicyAuditSchema, ToolResultSchema } from "../../shared/agent/result-schema.js";
 import type { ApprovalRecord } from "../../shared/store/approval-record.js";
+import type {
+  RunRecordSchema,
+  RunStepSchema,
+  RunStepToolCallSchema,
+} from "../../shared/store/run-record-schema.js";
 
 const TOKEN_KEY = "boundloop.console.token";
 
@@ -196,44 +200,41 @@ export async function followEvents(
   }
 }
 
-/** A run record as `GET /v1/runs/{runId}` and `GET /v1/runs` answer it (the fields the console reads). */
-export interface RunRecord {
-  runId: string;
-  userId: string;
-  status: string;
-  prompt: { chars: number; excerpt?: string };
-  cycles: number | null;
-  cyclesRecorded: number;
-  usage: { totalTokens: number };
-  /**
-   * What the run cost from the price table (docs/quotas.md); null when a model of the run has no price
-   * (`costNote` names it), and the console shows "—".
-   */
-  cost?: Cost | null;
-  costNote?: string;
-  startedAt: string;
-  finishedAt: string | null;
-  durationMs: number | null;
-  answer: string | null;
-  reason: string | null;
-  steps?: Array<{
-    cycle: number;
-    /** The cycle's model call's cost; null when its model has no price; absent without quotas. */
-    cost?: Cost | null;
-    toolCalls: Array<{
-      id: string;
-      name: string;
-      arguments: string;
-      result: {
-        status: string;
-        data: unknown;
-        error: { code?: string; message?: string } | null;
-        metadata: { latencyMs: number; policy?: PolicyExplanation };
-      };
-    }>;
-  }>;
+/**
+ * A run record as `GET /v1/runs/{runId}` and `GET /v1/runs` answer it, the fields the console reads: the
+ * store's one schema of the record and its steps (shared/store/run-record-schema.ts), each tool call's
+ * result the engine's (shared/agent/result-schema.ts); types only, nothing of shared/ is bundled. A
+ * list item has no `steps` or `pendingApprovals`; `cost` is null when a model of the run has no price
+ * (`costNote` names it) and the console shows "—".
+ */
+export type RunRecord = Pick<
+  z.infer<typeof RunRecordSchema>,
+  | "runId"
+  | "userId"
+  | "status"
+  | "prompt"
+  | "cycles"
+  | "cyclesRecorded"
+  | "usage"
+  | "cost"
+  | "costNote"
+  | "startedAt"
+  | "finishedAt"
+  | "durationMs"
+  | "answer"
+  | "reason"
+> & {
+  steps?: Array<
+    Pick<z.infer<typeof RunStepSchema>, "cycle" | "cost"> & {
+      toolCalls: Array<
+        Pick<z.infer<typeof RunStepToolCallSchema>, "id" | "name" | "arguments"> & {
+          result: z.infer<typeof ToolResultSchema>;
+        }
+      >;
+    }
+  >;
   pendingApprovals?: Approval[];
-}
+};
 
 /** A policy decision's explanation (docs/policies.md): the engine's one schema (type only, shared/agent/result-schema.ts). */
 export type PolicyExplanation = z.infer<typeof PolicyAuditSchema>;
