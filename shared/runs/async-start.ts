@@ -8,7 +8,7 @@ import { agentTraceOf } from "../run-trace.js";
 import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
 import { RunLifecycle } from "./lifecycle.js";
-import { durableRunLimits } from "./run-budget.js";
+import { durableRunLimits } from "./run-bounds.js";
 import type { RunBody, RunIdempotency, RunStart } from "./run-request.js";
 
 /** What an asynchronous start uses. */

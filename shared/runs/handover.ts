@@ -14,7 +14,7 @@ import { agentTraceOf } from "../run-trace.js";
 import { pendingApprovalsOf } from "./approval-service.js";
 import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
-import { durableRunLimits, type RequestedLimits } from "./run-budget.js";
+import { durableRunLimits, type RequestedLimits } from "./run-bounds.js";
 import type { RunStart } from "./run-request.js";
 
 /**

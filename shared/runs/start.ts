@@ -3,7 +3,7 @@ import { Deadline } from "../agent/deadline.js";
 import type { Config } from "../config.js";
 import type { ApiDeps } from "../deps.js";
 import { type ConversationHistory, loadConversation } from "./conversation.js";
-import { runBudgetMs } from "./run-budget.js";
+import { runBudgetMs } from "./run-bounds.js";
 import type { PreparedRun, RunIdempotency, RunRequest, RunStart } from "./run-request.js";
 import { runSynchronously } from "./sync.js";
 

@@ -8,12 +8,12 @@ import { logInternalFailure } from "../observability.js";
 import { admitSyncRun, finishBudget } from "../quotas/run-quota.js";
 import type { ConversationHistory } from "./conversation.js";
 import { RunLifecycle } from "./lifecycle.js";
-import { type RequestedLimits, syncRunLimits } from "./run-budget.js";
+import { type RequestedLimits, syncRunLimits } from "./run-bounds.js";
 
 /**
  * One synchronous run.
  * - `runScope`: the client's Idempotency-Key, else `runId` (feeds tool idempotency keys)
- * - `deadline`: the run's deadline (from `runBudgetMs`, shared/runs/run-budget.ts); the caller disposes it
+ * - `deadline`: the run's deadline (from `runBudgetMs`, shared/runs/run-bounds.ts); the caller disposes it
  * - `conversation`: the earlier conversation this run continues (`loadConversation`), absent for a new one
  * - `conversationId`: the id of the new conversation a run that continues none starts (default its own)
  * - `step`, `approve`: passed to the loop; a pausing gate ends the run as {@link RunPaused}

@@ -1,3 +1,8 @@
+/**
+ * The bounds of a run on each path (synchronous, durable): its limits, the server's caps clamped by the
+ * request's own, and the time it may take (docs/http-api.md). Not the quota budget, which is
+ * shared/quotas/run-budget.ts.
+ */
 import { Deadline } from "../agent/deadline.js";
 import { clampRunLimits, type RunLimits } from "../agent/run-limits.js";
 import type { Config } from "../config.js";
