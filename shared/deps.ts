@@ -11,7 +11,7 @@ import type { DurableExecutions } from "./durable/executions.js";
 import { onceUntilFailed } from "./lazy.js";
 import { type ChatModelOptions, createChatModel } from "./model/chat-model.js";
 import { createObservability } from "./observability.js";
-import { PolicyDecisions } from "./policies/decision.js";
+import { PolicyDecisions } from "./policies/decisions.js";
 import { approvalRuleThresholds, defaultPolicyText } from "./policies/defaults.js";
 import { PolicySets } from "./policies/sets.js";
 import { counterTotals } from "./policies/totals.js";

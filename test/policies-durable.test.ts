@@ -8,7 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ApprovalSchema, RunRecordSchema } from "../functions/api/contract.js";
 import type { PreparedToolCall } from "../shared/agent/dispatcher.js";
 import { prepareToolCall } from "../shared/agent/dispatcher.js";
-import { PolicyDecisions } from "../shared/policies/decision.js";
+import { PolicyDecisions } from "../shared/policies/decisions.js";
 import { PolicySets } from "../shared/policies/sets.js";
 import { counterTotals } from "../shared/policies/totals.js";
 import { CounterStore, counterWindow, totalName } from "../shared/store/counters.js";

@@ -29,7 +29,7 @@ import { loadConfig } from "../shared/config.js";
 import { type ApiDeps, createApiDeps } from "../shared/deps.js";
 import type { SecurityContext } from "../shared/identity.js";
 import { accountingToolDeclarations } from "../shared/policies/check.js";
-import { PolicyDecisions } from "../shared/policies/decision.js";
+import { PolicyDecisions } from "../shared/policies/decisions.js";
 import { ensureTable } from "../shared/store/table.js";
 
 const doc = readFileSync(new URL("../docs/policies.md", import.meta.url), "utf8");

@@ -1,6 +1,6 @@
 /**
  * The policy decision of a tool call, as the engine sees it: a port (the application's policy service,
- * shared/policies/decision.ts, implements it) and the few steps the loop and MCP share around it. The
+ * shared/policies/decisions.ts, implements it) and the few steps the loop and MCP share around it. The
  * dispatcher's chain is unknown tool → permission → parse → zod (prepareToolCall) → **decision** →
  * approval → execute (runPreparedCall); a refusal is a tool result, never an exception. Its explanation
  * is `PolicyAudit` (shared/agent/result.ts).

@@ -16,7 +16,7 @@
  */
 import type { RunningTotal } from "../agent/result.js";
 import { type CounterRef, type CounterStore, counterWindow, totalName } from "../store/counters.js";
-import type { PolicyTotals, TotalsReservation } from "./decision.js";
+import type { PolicyTotals, TotalsReservation } from "./decisions.js";
 
 /** The counter family of a tool's totals in one currency (no `#`: tool names and ISO codes have none). */
 function familyOf(toolName: string, currency: string): string {
