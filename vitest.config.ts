@@ -10,6 +10,8 @@ const TIMED = [
   "test/http-errors.test.ts",
   "test/http-runs.test.ts",
   "test/loop-bounds.test.ts",
+  "test/loop-peer-failures-model-output.test.ts",
+  "test/loop-peer-failures-timing.test.ts",
   "test/loop-peer-failures.test.ts",
   "test/model-wire-format.test.ts",
   "test/reliability/**/*.test.ts",

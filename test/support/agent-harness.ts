@@ -1,4 +1,5 @@
 import type OpenAI from "openai";
+import { afterAll, beforeAll } from "vitest";
 import { z } from "zod";
 import { type LocalModelServer, type ScriptedReply, startModelServer } from "../../local/model-server.js";
 import { Deadline } from "../../shared/agent/deadline.js";
@@ -30,19 +31,38 @@ export interface ScriptedRun {
   deadlineAt: number;
 }
 
+/** A scripted local model server, the openai client pointed at it, and how to stop it. */
+export interface ScriptedModel {
+  model: LocalModelServer;
+  client: OpenAI;
+  stop(): Promise<void>;
+}
+
 /**
  * A local model server in scripted mode and a real openai client pointed at it, built by the service's
  * factory (createModelClient: the same fetch as production; SDK retries as given),
  * for loop tests. Call `stop()` in afterAll.
  */
-export async function startScriptedModel(maxRetries = 0): Promise<{
-  model: LocalModelServer;
-  client: OpenAI;
-  stop(): Promise<void>;
-}> {
+export async function startScriptedModel(maxRetries = 0): Promise<ScriptedModel> {
   const model = await startModelServer({ script: [] });
   const client = createModelClient({ apiKey: "test", baseURL: model.baseURL, maxRetries });
   return { model, client, stop: () => model.stop() };
+}
+
+/**
+ * Registers the calling file's hooks around {@link startScriptedModel} (SDK retries `maxRetries`):
+ * started before the file's tests, stopped after them, so the files of one suite each have their own.
+ * @returns the scripted model, whose fields are set once the file's `beforeAll` has run
+ */
+export function scriptedModelForFile(maxRetries = 0): ScriptedModel {
+  const setup = {} as ScriptedModel;
+  beforeAll(async () => {
+    Object.assign(setup, await startScriptedModel(maxRetries));
+  });
+  afterAll(async () => {
+    await setup.stop?.();
+  });
+  return setup;
 }
 
 /**
