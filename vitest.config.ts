@@ -28,6 +28,8 @@ const TIMED = [
 const NOT_DEPLOYED = [
   "test/local-*.test.ts",
   "test/docs.test.ts",
+  "test/docs-commands.test.ts",
+  "test/docs-config-reference.test.ts",
   "test/console.test.ts",
   "test/console-approvals.test.ts",
   "test/console-live.test.ts",
