@@ -98,6 +98,7 @@ const SHARED_MODULES = [
   "test/http-runs-filters.test.ts",
   "test/http-runs-list.test.ts",
   "test/idempotency-callers.test.ts",
+  "test/idempotency-http-logic.test.ts",
   "test/idempotency-http.test.ts",
   "test/idempotency-key-syntax.test.ts",
   "test/idempotency-store.test.ts",

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { inject } from "vitest";
+import { afterAll, beforeAll, beforeEach, inject } from "vitest";
 import { type ApiEvent, createHandler } from "../../functions/api/app-handler.js";
 import { createLambdaContext } from "../../local/lambda-context.js";
 import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
@@ -49,6 +49,28 @@ export async function startTestStack(
       await model.stop();
     },
   };
+}
+
+/**
+ * Registers the calling file's hooks around a {@link TestStack}: started with `env` before the file's
+ * tests and stopped after them; with `planner`, its model server goes back to the planner before each
+ * test (a test may have scripted it).
+ * @returns the stack, whose fields are set once the file's `beforeAll` has run
+ */
+export function testStackForFile(env: Record<string, string> = {}, options: { planner?: boolean } = {}) {
+  const stack = {} as TestStack;
+  beforeAll(async () => {
+    Object.assign(stack, await startTestStack(env));
+  });
+  afterAll(async () => {
+    await stack.stop?.();
+  });
+  if (options.planner) {
+    beforeEach(() => {
+      stack.model.usePlanner();
+    });
+  }
+  return stack;
 }
 
 /** The seed scenario's event (events/seed-scenario.json), optionally with other claims or prompt. */
