@@ -79,6 +79,8 @@ const SHARED_MODULES = [
   "test/approvals.test.ts",
   "test/aws-sdk-unused-plugin.test.ts",
   "test/console-serving.test.ts",
+  "test/conversation-history.test.ts",
+  "test/conversation-invoices.test.ts",
   "test/conversation.test.ts",
   "test/counters-store.test.ts",
   "test/deadline.test.ts",
