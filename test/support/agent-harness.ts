@@ -1,5 +1,4 @@
 import type OpenAI from "openai";
-import { afterAll, beforeAll } from "vitest";
 import { z } from "zod";
 import { type LocalModelServer, type ScriptedReply, startModelServer } from "../../local/model-server.js";
 import { Deadline } from "../../shared/agent/deadline.js";
@@ -12,6 +11,7 @@ import { loadConfig } from "../../shared/config.js";
 import type { SecurityContext } from "../../shared/identity.js";
 import { OpenAIChatModel } from "../../shared/model/openai-chat.js";
 import { createModelClient } from "../../shared/model-client.js";
+import { startedForFile } from "./file-hooks.js";
 
 /** The server's default caps, from the single source of config (an empty environment). */
 export const DEFAULT_CAPS = loadConfig({}).limits;
@@ -50,20 +50,12 @@ export async function startScriptedModel(maxRetries = 0): Promise<ScriptedModel>
 }
 
 /**
- * Registers the calling file's hooks around {@link startScriptedModel} (SDK retries `maxRetries`):
- * started before the file's tests, stopped after them, so the files of one suite each have their own.
+ * The calling file's {@link startScriptedModel} (SDK retries `maxRetries`), started before its tests
+ * and stopped after them.
  * @returns the scripted model, whose fields are set once the file's `beforeAll` has run
  */
-export function scriptedModelForFile(maxRetries = 0): ScriptedModel {
-  const setup = {} as ScriptedModel;
-  beforeAll(async () => {
-    Object.assign(setup, await startScriptedModel(maxRetries));
-  });
-  afterAll(async () => {
-    await setup.stop?.();
-  });
-  return setup;
-}
+export const scriptedModelForFile = (maxRetries = 0): ScriptedModel =>
+  startedForFile(() => startScriptedModel(maxRetries));
 
 /**
  * Runs the real loop against the scripted model (through the OpenAI chat-completions adapter): `script`

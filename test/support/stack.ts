@@ -1,13 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { afterAll, beforeAll, beforeEach, inject } from "vitest";
+import { inject } from "vitest";
 import { type ApiEvent, createHandler } from "../../functions/api/app-handler.js";
 import { createLambdaContext } from "../../local/lambda-context.js";
 import { type LocalModelServer, startModelServer } from "../../local/model-server.js";
 import { type Config, loadConfig } from "../../shared/config.js";
 import { type ApiDeps, type ApiDepsOptions, createApiDeps } from "../../shared/deps.js";
 import { ensureTable } from "../../shared/store/table.js";
+import { startedForFile } from "./file-hooks.js";
 
 /** A test's own table on the suite's local DynamoDB, a local model server, and the real handler over them. */
 export interface TestStack {
@@ -52,26 +53,12 @@ export async function startTestStack(
 }
 
 /**
- * Registers the calling file's hooks around a {@link TestStack}: started with `env` before the file's
- * tests and stopped after them; with `planner`, its model server goes back to the planner before each
- * test (a test may have scripted it).
+ * The calling file's {@link TestStack} (`env` as for startTestStack), started before its tests and
+ * stopped after them; `planner`: see {@link startedForFile}.
  * @returns the stack, whose fields are set once the file's `beforeAll` has run
  */
-export function testStackForFile(env: Record<string, string> = {}, options: { planner?: boolean } = {}) {
-  const stack = {} as TestStack;
-  beforeAll(async () => {
-    Object.assign(stack, await startTestStack(env));
-  });
-  afterAll(async () => {
-    await stack.stop?.();
-  });
-  if (options.planner) {
-    beforeEach(() => {
-      stack.model.usePlanner();
-    });
-  }
-  return stack;
-}
+export const testStackForFile = (env: Record<string, string> = {}, options: { planner?: boolean } = {}) =>
+  startedForFile(() => startTestStack(env), options);
 
 /** The seed scenario's event (events/seed-scenario.json), optionally with other claims or prompt. */
 export function seedEvent(
