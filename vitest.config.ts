@@ -72,6 +72,8 @@ const SHARED_MODULES = [
   "test/agui.test.ts",
   "test/approval-events.test.ts",
   "test/approvals-config.test.ts",
+  "test/approvals-decided.test.ts",
+  "test/approvals-decisions.test.ts",
   "test/approvals-expiry.test.ts",
   "test/approvals-handoff.test.ts",
   "test/approvals-list.test.ts",
