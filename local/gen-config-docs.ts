@@ -1,8 +1,8 @@
 /**
  * `npm run docs:config`: writes docs/configuration.md, the reference of every environment variable, from
  * the config schema (shared/config.ts: names, types, bounds, defaults) and its prose
- * (shared/config-docs.ts). test/docs.test.ts fails when the committed file differs from what this
- * renders, so the reference cannot drift from the schema.
+ * (shared/config-docs.ts). test/docs-config-reference.test.ts fails when the committed file differs
+ * from what this renders, so the reference cannot drift from the schema.
  */
 import { spawnSync } from "node:child_process";
 import { writeFile } from "node:fs/promises";

@@ -1,74 +1,32 @@
 /**
  * Conversations end to end: the real Lambda handler (functions/api/app-handler.ts over real
  * deps), DynamoDB Local, and the local model server over HTTP through the real openai client.
+ * This file: a run continuing earlier ones, who may continue which run, and a provider's context-length
+ * refusal. One quote's one invoice across runs: conversation-invoices.test.ts; bounded history:
+ * conversation-history.test.ts.
  */
 import { randomUUID } from "node:crypto";
-import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ProblemSchema, RunRecordSchema, RunResponseSchema } from "../functions/api/contract.js";
-import { type RecordedRequest, transcriptProblem } from "../local/model-server.js";
-import { DEFAULT_SYSTEM_PROMPT } from "../shared/agent/loop.js";
-import type { ToolResult } from "../shared/agent/result.js";
-import { estimateTokens, type HistoryMessage } from "../shared/agent/transcript.js";
-import { QuoteAlreadyRecordedError } from "../shared/store/ledger.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { RunRecordSchema } from "../functions/api/contract.js";
+import type { RecordedRequest } from "../local/model-server.js";
+import { estimateTokens } from "../shared/agent/transcript.js";
 import { apiEvent, header } from "./fixtures/events.js";
-import { expectContinues } from "./support/conversation.js";
+import {
+  type Caller,
+  expectContinues,
+  invoiceOf,
+  json,
+  newCaller,
+  post,
+  problem,
+  quoteIdOf,
+  run,
+  summary,
+} from "./support/conversation.js";
 import { tenantKeys } from "./support/reliability.js";
-import { startTestStack, type TestStack } from "./support/stack.js";
+import { type TestStack, testStackForFile } from "./support/stack.js";
 
-let stack: TestStack;
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack?.stop();
-});
-beforeEach(() => {
-  stack.model.usePlanner();
-});
-
-type Result = APIGatewayProxyStructuredResultV2;
-interface Caller {
-  tenantId: string;
-  userId: string;
-}
-const newCaller = (): Caller => ({
-  tenantId: `tenant_conv_${randomUUID().slice(0, 8)}`,
-  userId: `usr_${randomUUID().slice(0, 8)}`,
-});
-
-/** POST /v1/runs as `caller` with `body`, through the real handler. */
-async function post(
-  target: TestStack,
-  caller: Caller,
-  body: Record<string, unknown>,
-  headers: Record<string, string> = {},
-): Promise<Result> {
-  const event = apiEvent("http-api-v2", {
-    body,
-    headers,
-    extraClaims: { tenant_id: caller.tenantId, sub: caller.userId },
-  });
-  return target.invoke(event as never);
-}
-const json = (response: Result) => JSON.parse(response.body ?? "") as Record<string, unknown>;
-const run = (response: Result) => {
-  expect(response.statusCode, response.body).toBe(200);
-  return RunResponseSchema.parse(json(response));
-};
-const problem = (response: Result) => {
-  expect(header(response, "content-type")).toBe("application/problem+json");
-  return ProblemSchema.parse(json(response));
-};
-const summary = (results: ToolResult[]) =>
-  results.map((r) => `${r.metadata.toolName}:${r.status}${r.error ? `:${r.error.code}` : ""}`);
-const quoteIdOf = (result: ToolResult | undefined) =>
-  (result?.data as { quoteId: string } | undefined)?.quoteId;
-const invoiceOf = (result: ToolResult | undefined) => {
-  const data = result?.data as { invoice: { invoiceId: string; quoteId: string } } | undefined;
-  if (!data) throw new Error("no invoice in the tool result");
-  return data.invoice;
-};
+const stack = testStackForFile({}, { planner: true });
 
 /** The model requests made from index `from` on (the first one is the run's first model call). */
 const requestsSince = (target: TestStack, from: number): RecordedRequest[] =>
@@ -155,95 +113,6 @@ describe("a two-run conversation through the handler", () => {
       "Calculate tax on 300 GBP for a client in the UK.",
     ]);
     expect(summary(third.toolResults)).toEqual(["calculateTax:success"]);
-  });
-});
-
-describe("one quote, at most one invoice, across runs", () => {
-  it("recording an already-recorded quote in a later run is QUOTE_ALREADY_RECORDED naming the invoice", async () => {
-    const caller = newCaller();
-    const first = run(
-      await post(stack, caller, {
-        prompt: "Calculate tax on 200 BDT for a client in Bangladesh and record it.",
-      }),
-    );
-    expect(summary(first.toolResults)).toEqual(["calculateTax:success", "recordInvoice:success"]);
-    const invoice = invoiceOf(first.toolResults[1]);
-    const again = run(await post(stack, caller, { prompt: "Record it again.", previousRunId: first.runId }));
-    expect(summary(again.toolResults)).toEqual(["recordInvoice:business_error:QUOTE_ALREADY_RECORDED"]);
-    const error = again.toolResults[0]?.error;
-    expect(error?.details).toMatchObject({ invoiceId: invoice.invoiceId, quoteId: invoice.quoteId });
-    expect(error?.message).toContain(invoice.invoiceId);
-    expect(await stack.deps.ledger.list(caller.tenantId)).toHaveLength(1);
-  });
-
-  it("five runs continuing one conversation race to record its quote: exactly one invoice", async () => {
-    const caller = newCaller();
-    const first = run(
-      await post(stack, caller, { prompt: "Calculate tax on 1500 GBP for a client in the UK." }),
-    );
-    const racers = await Promise.all(
-      Array.from({ length: 5 }, () =>
-        post(stack, caller, { prompt: "Now record it.", previousRunId: first.runId }),
-      ),
-    );
-    const outcomes = racers.map((response) => summary(run(response).toolResults)[0]).sort();
-    expect(outcomes).toEqual([
-      ...Array<string>(4).fill("recordInvoice:business_error:QUOTE_ALREADY_RECORDED"),
-      "recordInvoice:success",
-    ]);
-    expect(await stack.deps.ledger.list(caller.tenantId)).toHaveLength(1);
-  });
-
-  it("LedgerStore.recordOnce: of eight concurrent recordings of one quote under different keys, one writes", async () => {
-    const caller = newCaller();
-    const { deps } = stack;
-    const quote = run(
-      await post(stack, caller, { prompt: "Calculate tax on 99 GBP for a client in the UK." }),
-    );
-    const found = await deps.quotes.lookup(
-      caller.tenantId,
-      String(quoteIdOf(quote.toolResults[0])),
-      Date.now(),
-    );
-    if (found.kind !== "live") throw new Error("quote not live");
-    const q = found.quote;
-    const invoice = (n: number) => ({
-      tenantId: caller.tenantId,
-      clientName: `Client ${n}`,
-      clientReference: null,
-      description: null,
-      quoteId: q.quoteId,
-      jurisdiction: q.jurisdiction,
-      currency: q.currency,
-      rateVersion: q.rateVersion,
-      rate: q.rate,
-      taxPointDate: q.taxPointDate,
-      subtotal: q.subtotal,
-      taxAmount: q.taxAmount,
-      grossTotal: q.grossTotal,
-      runId: `run_race_${n}`,
-      createdBy: caller.userId,
-    });
-    const settled = await Promise.allSettled(
-      Array.from({ length: 8 }, (_, n) => deps.ledger.recordOnce(invoice(n), `tk_race_${n}`)),
-    );
-    const won = settled.filter((s) => s.status === "fulfilled");
-    const lost = settled.flatMap((s) => (s.status === "rejected" ? [s.reason as unknown] : []));
-    expect(won).toHaveLength(1);
-    expect(lost).toHaveLength(7);
-    const winner = (
-      won[0] as PromiseFulfilledResult<{ invoice: { invoiceId: string; idempotencyKey: string } }>
-    ).value.invoice;
-    for (const error of lost) {
-      expect(error).toBeInstanceOf(QuoteAlreadyRecordedError);
-      expect((error as QuoteAlreadyRecordedError).invoice.invoiceId).toBe(winner.invoiceId);
-    }
-    // The winner's own retry still replays its invoice.
-    const winnerKey = winner.idempotencyKey;
-    const n = Number(winnerKey.replace("tk_race_", ""));
-    const replay = await deps.ledger.recordOnce(invoice(n), winnerKey);
-    expect(replay).toMatchObject({ created: false, invoice: { invoiceId: winner.invoiceId } });
-    expect(await deps.ledger.list(caller.tenantId)).toHaveLength(1);
   });
 });
 
@@ -425,79 +294,6 @@ describe("who may continue which run", () => {
       "INVALID_REQUEST",
     );
     expect(body.errors?.[0]).toMatchObject({ in: "body", path: "previousRunId" });
-  });
-});
-
-describe("bounded history through the handler", () => {
-  it("a long conversation is cut to HISTORY_MAX_TOKENS by whole turns, with no orphaned tool message", async () => {
-    const small = await startTestStack({ HISTORY_MAX_TOKENS: "700" });
-    try {
-      const caller = newCaller();
-      let previousRunId: string | undefined;
-      let last: ReturnType<typeof run> | undefined;
-      let before: ReturnType<typeof run> | undefined;
-      let from = 0;
-      for (const amount of [100, 200, 300, 400, 500]) {
-        from = small.model.requests.length;
-        before = last;
-        last = run(
-          await post(small, caller, {
-            prompt: `Calculate tax on ${amount} GBP for a client in the UK.`,
-            ...(previousRunId ? { previousRunId } : {}),
-          }),
-        );
-        expect(last.status).toBe("completed");
-        previousRunId = last.runId;
-      }
-      const messages = (small.model.requests[from] as RecordedRequest).messages;
-      expect(transcriptProblem(messages)).toBeUndefined();
-      const history = messages.slice(1, -1) as unknown as HistoryMessage[];
-      expect(history[0]?.role).toBe("user");
-      expect(estimateTokens(history)).toBeLessThanOrEqual(700);
-      expect(last?.history?.estimatedTokens).toBe(estimateTokens(history));
-      expect(last?.history?.messages).toBe(history.length);
-      // Each earlier run is 4 messages (prompt, tool call, tool result, answer); the oldest are gone.
-      expect(history.length % 4).toBe(0);
-      expect(history.length).toBeGreaterThan(0);
-      expect(history.length).toBeLessThan(16);
-      // The previous run's transcript was its own history plus its 4 messages; the rest was dropped.
-      expect(last?.history?.droppedMessages).toBe((before?.history?.messages ?? 0) + 4 - history.length);
-      expect(last?.history?.droppedMessages).toBeGreaterThan(0);
-      const prompts = history.filter((m) => m.role === "user").map((m) => m.content);
-      expect(prompts.at(-1)).toBe("Calculate tax on 400 GBP for a client in the UK.");
-      expect(prompts).not.toContain("Calculate tax on 100 GBP for a client in the UK.");
-    } finally {
-      await small.stop();
-    }
-  });
-
-  it("the history never takes the run's token budget: it gets what MAX_TOTAL_TOKENS leaves after the prompt", async () => {
-    // 3000: the first two runs' first requests (the tools' definitions included) leave MIN_COMPLETION_TOKENS
-    // for an answer, so their model calls are made and leave a transcript to carry.
-    const tight = await startTestStack({ MAX_TOTAL_TOKENS: "3000", HISTORY_MAX_TOKENS: "2999" });
-    try {
-      const caller = newCaller();
-      const first = run(
-        await post(tight, caller, { prompt: "Calculate tax on 100 GBP for a client in the UK." }),
-      );
-      const second = run(
-        await post(tight, caller, {
-          prompt: "And on 200 GBP for a client in the UK.",
-          previousRunId: first.runId,
-        }),
-      );
-      const longPrompt = `Calculate tax on 300 GBP for a client in the UK. ${"Please be brief. ".repeat(420)}`;
-      const third = run(await post(tight, caller, { prompt: longPrompt, previousRunId: second.runId }));
-      const own = estimateTokens([
-        { role: "user", content: DEFAULT_SYSTEM_PROMPT },
-        { role: "user", content: longPrompt.trim() },
-      ]);
-      expect(own).toBeGreaterThan(2_300);
-      expect(third.history?.estimatedTokens).toBeLessThanOrEqual(3_000 - own);
-      expect(third.history?.droppedMessages).toBeGreaterThan(0);
-    } finally {
-      await tight.stop();
-    }
   });
 });
 

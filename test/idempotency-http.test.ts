@@ -1,9 +1,14 @@
+/**
+ * POST /v1/runs with an Idempotency-Key through the real handler, on DynamoDB Local and the local model
+ * server, and the header's syntax (parseIdempotencyKey). withRunIdempotency, the HTTP logic, called
+ * directly: idempotency-http-logic.test.ts.
+ */
 import { randomUUID } from "node:crypto";
 import { QueryCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createHandler } from "../functions/api/app-handler.js";
-import { ProblemError, toProblem } from "../functions/api/problem-details.js";
+import { ProblemError } from "../functions/api/problem-details.js";
 import {
   parseIdempotencyKey,
   RUN_ROUTE,
@@ -13,19 +18,11 @@ import {
 import { createLambdaContext } from "../local/lambda-context.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { createApiDeps } from "../shared/deps.js";
-import { IdempotencyStore } from "../shared/store/idempotency.js";
 import { keys } from "../shared/store/keys.js";
-import { recordInvoiceArgs, runEvent } from "./support/idempotency.js";
-import { injectThrottling } from "./support/reliability.js";
-import { startTestStack, type TestStack } from "./support/stack.js";
+import { recordInvoiceArgs, runEvent, scriptOneInvoice } from "./support/idempotency.js";
+import { startTestStack, testStackForFile } from "./support/stack.js";
 
-let stack: TestStack;
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack?.stop();
-});
+const stack = testStackForFile();
 
 interface RunBody {
   runId: string;
@@ -39,15 +36,6 @@ const tenant = () => `tenant_${randomUUID().slice(0, 8)}`;
 const invoices = (tenantId: string) => stack.deps.ledger.list(tenantId);
 const modelCalls = () => stack.model.requests.length;
 const store = () => stack.deps.idempotency;
-
-/** Script: one recordInvoice call over a fresh quote of `tenantId` (after `delayMs`), then a final answer. */
-async function scriptOneInvoice(tenantId: string, delayMs = 0): Promise<void> {
-  const args = await recordInvoiceArgs(stack.deps, tenantId);
-  stack.model.script([
-    { toolCalls: [{ id: "call_1", name: "recordInvoice", arguments: args }], delayMs },
-    { content: "Recorded." },
-  ]);
-}
 
 async function idempotencyRecords(tenantId: string) {
   const result = await stack.deps.ddb.send(
@@ -65,7 +53,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
   it("first call runs once and stores its response; a sequential duplicate replays it without the model", async () => {
     const tenantId = tenant();
     const key = `order-${randomUUID()}`;
-    await scriptOneInvoice(tenantId);
+    await scriptOneInvoice(stack, tenantId);
     const started = Date.now();
     const first = await stack.invoke(runEvent({ key, tenantId }));
     expect(first.statusCode).toBe(200);
@@ -99,7 +87,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
   it("20 parallel duplicates: exactly one executes; the others get 409 or a replay, never 500", async () => {
     const tenantId = tenant();
     const key = `parallel-${randomUUID()}`;
-    await scriptOneInvoice(tenantId, 400);
+    await scriptOneInvoice(stack, tenantId, 400);
     const calls = modelCalls();
     const responses = await Promise.all(
       Array.from({ length: 20 }, () => stack.invoke(runEvent({ key, tenantId }))),
@@ -168,7 +156,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
   it("the same key with a different body is 422 IDEMPOTENCY_KEY_REUSED, completed or in progress (TS #2058)", async () => {
     const tenantId = tenant();
     const key = `reuse-${randomUUID()}`;
-    await scriptOneInvoice(tenantId);
+    await scriptOneInvoice(stack, tenantId);
     await stack.invoke(runEvent({ key, tenantId, prompt: "record invoice A" }));
     const calls = modelCalls();
     const reused = await stack.invoke(runEvent({ key, tenantId, prompt: "record invoice B" }));
@@ -179,7 +167,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
 
     // While the first request is still running, a different body is also 422 (not 409).
     const liveKey = `reuse-live-${randomUUID()}`;
-    await scriptOneInvoice(tenantId, 400);
+    await scriptOneInvoice(stack, tenantId, 400);
     const running = stack.invoke(runEvent({ key: liveKey, tenantId, prompt: "record invoice C" }));
     await waitFor(async () => (await store().read(tenantId, "usr_idem", RUN_ROUTE, liveKey)) !== undefined);
     const during = await stack.invoke(runEvent({ key: liveKey, tenantId, prompt: "record invoice D" }));
@@ -192,7 +180,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
   it("a cold container reads the stored fingerprint back, so an identical retry replays (TS #1499)", async () => {
     const tenantId = tenant();
     const key = `cold-${randomUUID()}`;
-    await scriptOneInvoice(tenantId);
+    await scriptOneInvoice(stack, tenantId);
     const first = await stack.invoke(runEvent({ key, tenantId }));
     const deps = createApiDeps(stack.config);
     try {
@@ -245,9 +233,9 @@ describe("POST /v1/runs with Idempotency-Key", () => {
   it("tenant B using tenant A's key gets its own run and result, and nothing of A's", async () => {
     const [tenantA, tenantB] = [tenant(), tenant()];
     const key = `shared-${randomUUID()}`;
-    await scriptOneInvoice(tenantA);
+    await scriptOneInvoice(stack, tenantA);
     const a = await stack.invoke(runEvent({ key, tenantId: tenantA }));
-    await scriptOneInvoice(tenantB);
+    await scriptOneInvoice(stack, tenantB);
     const calls = modelCalls();
     const b = await stack.invoke(runEvent({ key, tenantId: tenantB }));
     expect(b.statusCode).toBe(200);
@@ -278,7 +266,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
 
     const tenantId = tenant();
     const key = `format-${randomUUID()}`;
-    await scriptOneInvoice(tenantId);
+    await scriptOneInvoice(stack, tenantId);
     const first = await stack.invoke(runEvent({ key, tenantId, body: '{"prompt":"record it"}' }));
     const second = await stack.invoke(
       runEvent({ key, tenantId, body: '{ \n "prompt" : "record \\u0069t" }' }),
@@ -333,7 +321,7 @@ describe("POST /v1/runs with Idempotency-Key", () => {
     expect(modelCalls()).toBe(calls);
 
     // The key is still fresh: a valid request with it executes.
-    await scriptOneInvoice(tenantId);
+    await scriptOneInvoice(stack, tenantId);
     const valid = await stack.invoke(runEvent({ key, tenantId }));
     expect([valid.statusCode, replayed(valid)]).toEqual([200, undefined]);
     expect(await idempotencyRecords(tenantId)).toHaveLength(1);
@@ -352,131 +340,6 @@ describe("POST /v1/runs with Idempotency-Key", () => {
     } finally {
       await strict.stop();
     }
-  });
-});
-
-describe("withRunIdempotency (the HTTP logic)", () => {
-  const input = (key: string, body: unknown = { prompt: "p" }) => ({
-    deps: stack.deps,
-    headers: new Headers({ "Idempotency-Key": key }),
-    tenantId: "tenant_logic",
-    userId: "usr_idem",
-    body,
-    leaseExpiresAt: Date.now() + 5_000,
-  });
-
-  it("a handler that mutates its input still completes the right key (TS #5715)", async () => {
-    const key = `mutate-${randomUUID()}`;
-    const request = input(key, { prompt: "original" });
-    let runs = 0;
-    const response = await withRunIdempotency(request, async () => {
-      runs += 1;
-      (request.body as { prompt: string }).prompt = "mutated";
-      request.headers.set("Idempotency-Key", "another-key");
-      request.tenantId = "tenant_other";
-      return Response.json({ ok: true });
-    });
-    expect(response.status).toBe(200);
-    expect((await store().read("tenant_logic", "usr_idem", RUN_ROUTE, key))?.status).toBe("COMPLETED");
-    expect(await store().read("tenant_logic", "usr_idem", RUN_ROUTE, "another-key")).toBeUndefined();
-    expect(await store().read("tenant_other", "usr_idem", RUN_ROUTE, key)).toBeUndefined();
-    const again = await withRunIdempotency(input(key, { prompt: "original" }), async () => {
-      runs += 1;
-      return Response.json({ ok: false });
-    });
-    expect([again.headers.get("idempotent-replayed"), await again.text(), runs]).toEqual([
-      "true",
-      '{"ok":true}',
-      1,
-    ]);
-  });
-
-  it("stores a 4xx thrown after execution and replays it; releases on 5xx so a retry runs again", async () => {
-    const key = `forbidden-${randomUUID()}`;
-    let runs = 0;
-    const forbid = async (): Promise<Response> => {
-      runs += 1;
-      throw new ProblemError("FORBIDDEN", "Not your invoice.", { headers: { "X-Reason": "owner" } });
-    };
-    await expect(withRunIdempotency(input(key), forbid)).rejects.toMatchObject({ code: "FORBIDDEN" });
-    const replay = await withRunIdempotency(input(key), forbid);
-    expect(runs).toBe(1);
-    expect(replay.status).toBe(403);
-    expect(replay.headers.get("content-type")).toBe("application/problem+json");
-    expect(replay.headers.get("x-reason")).toBe("owner");
-    expect(await replay.json()).toMatchObject({
-      status: 403,
-      code: "FORBIDDEN",
-      detail: "Not your invoice.",
-    });
-
-    const flaky = `flaky-${randomUUID()}`;
-    const statuses = [502, 200];
-    const execute = async () => {
-      runs += 1;
-      return Response.json({ attempt: runs }, { status: statuses.shift() ?? 500 });
-    };
-    const first = await withRunIdempotency(input(flaky), execute);
-    expect(first.status).toBe(502);
-    expect(await store().read("tenant_logic", "usr_idem", RUN_ROUTE, flaky)).toBeUndefined();
-    const second = await withRunIdempotency(input(flaky), execute);
-    expect([second.status, second.headers.get("idempotent-replayed")]).toEqual([200, null]);
-    const third = await withRunIdempotency(input(flaky), execute);
-    expect([third.status, third.headers.get("idempotent-replayed"), runs]).toEqual([200, "true", 3]);
-
-    // An unexpected throw releases too.
-    const boom = `boom-${randomUUID()}`;
-    await expect(
-      withRunIdempotency(input(boom), async () => {
-        throw new Error("bug");
-      }),
-    ).rejects.toThrow("bug");
-    expect(await store().read("tenant_logic", "usr_idem", RUN_ROUTE, boom)).toBeUndefined();
-  });
-
-  it("a store that cannot serve the record is 503 STORE_UNAVAILABLE, a request error 500 INTERNAL; neither runs", async () => {
-    let runs = 0;
-    const execute = async () => {
-      runs += 1;
-      return Response.json({});
-    };
-    // A request error (the table does not exist: ResourceNotFoundException, a client fault) is not the
-    // store being unavailable: retrying will not help, so it is no 503.
-    const missingTable = new IdempotencyStore(stack.deps.ddb, "no-such-table", { ttlSeconds: 60 });
-    const missing = await withRunIdempotency({ ...input("k-missing"), store: missingTable }, execute).catch(
-      (error: unknown) => error,
-    );
-    expect(missing).toMatchObject({ name: "ResourceNotFoundException", $fault: "client" });
-    const internal = toProblem(missing);
-    expect([internal.code, internal.status, internal.headers["retry-after"]]).toEqual([
-      "INTERNAL",
-      500,
-      undefined,
-    ]);
-
-    // Throttled after the SDK's retries: unavailable, 503 with Retry-After.
-    const throttle = injectThrottling(stack.deps.ddb, {
-      rate: 1,
-      seed: 7,
-      errorName: "ThrottlingException",
-      only: (command) => command === "PutItemCommand",
-    });
-    try {
-      const throttled = await withRunIdempotency(input(`k-throttled-${randomUUID()}`), execute).catch(
-        (error: unknown) => error,
-      );
-      expect(throttled).toMatchObject({ name: "ThrottlingException" });
-      const unavailable = toProblem(throttled);
-      expect([unavailable.code, unavailable.status, unavailable.headers["retry-after"]]).toEqual([
-        "STORE_UNAVAILABLE",
-        503,
-        "1",
-      ]);
-      expect(throttle.stats.injected).toBeGreaterThanOrEqual(1);
-    } finally {
-      throttle.stop();
-    }
-    expect(runs).toBe(0);
   });
 });
 

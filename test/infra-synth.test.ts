@@ -1,131 +1,28 @@
+/**
+ * `cdk synth` of the real app (test/support/bundle.ts synthesizedApp): cdk-nag's findings, and the API
+ * bundle run in a fresh node as Lambda runs it (a health check, the seed run, an MCP call, Bedrock, a
+ * cold-start error). What the bundles hold: infra-synth-bundle.test.ts.
+ */
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { gzipSync } from "node:zlib";
 import { Stack, Validations } from "aws-cdk-lib";
 import { Bucket } from "aws-cdk-lib/aws-s3";
-import type { CloudAssembly } from "aws-cdk-lib/cx-api";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { buildApp, STACK_ID } from "../infra/build-app.js";
 import { startBedrockStandIn } from "../local/bedrock-stand-in.js";
 import { createDevIssuer, mintToken } from "../local/dev-auth.js";
 import { toHttpApiEvent } from "../local/dev-event.js";
+import { bundleSources, synthesizedApp } from "./support/bundle.js";
 import { TRACING_SDK_PACKAGES } from "./support/spans.js";
 import { seedEvent, startTestStack } from "./support/stack.js";
 
 const run = promisify(execFile);
 
-/**
- * The real app as `cdk synth` builds it (infra/build-app.ts): cdk-nag AwsSolutions registered, the
- * handler bundled by the local esbuild (no Docker), written to a temporary cloud assembly. Built once.
- */
-const outdir = mkdtempSync(join(tmpdir(), "boundloop-cdk-"));
-const context = {
-  jwtIssuer: "https://cognito-idp.eu-west-2.amazonaws.com/eu-west-2_AbCdEf123",
-  jwtAudience: "3n4b5urk1ft4fl3mg5e62d9ado",
-};
-const built = buildApp({ outdir, context });
-let assembly: CloudAssembly;
-let synthError: unknown;
-
-beforeAll(() => {
-  try {
-    assembly = built.app.synth();
-  } catch (error) {
-    synthError = error;
-  }
-}, 240_000);
-
-afterAll(() => rmSync(outdir, { recursive: true, force: true }));
-
-/**
- * The bundled handler's directory: the asset whose hash the function's S3Key names (the function whose
- * logical id starts with `functionId`: the API's by default, `RunnerFunction` for the durable runner).
- */
-function bundleDir(functionId = "ApiFunction"): string {
-  const template = assembly.getStackArtifact(STACK_ID).template as {
-    Resources: Record<string, { Type: string; Properties: { Code?: { S3Key?: string } } }>;
-  };
-  const fn = Object.entries(template.Resources).find(
-    ([id, resource]) => resource.Type === "AWS::Lambda::Function" && id.startsWith(functionId),
-  )?.[1];
-  const key = fn?.Properties.Code?.S3Key;
-  expect(key).toMatch(/^[0-9a-f]{64}\.zip$/);
-  return join(outdir, `asset.${key?.replace(/\.zip$/, "")}`);
-}
-
-/** Every source path the source maps of a bundle's JavaScript files name (index.mjs and chunks/). */
-function bundleSources(dir: string): string[] {
-  const chunks = existsSync(join(dir, "chunks")) ? readdirSync(join(dir, "chunks")) : [];
-  return [
-    "index.mjs",
-    ...chunks.filter((name) => name.endsWith(".mjs")).map((name) => `chunks/${name}`),
-  ].flatMap((file) => sourcesOf(dir, file));
-}
-
-/** The original source paths a built file's source map names (`file` relative to the bundle dir). */
-function sourcesOf(dir: string, file: string): string[] {
-  return (JSON.parse(readFileSync(join(dir, `${file}.map`), "utf8")) as { sources: string[] }).sources;
-}
-
-/**
- * `from` (default index.mjs) and the chunks they import statically, transitively: what loading them reads
- * and evaluates (from index.mjs: what a cold start reads).
- */
-function staticallyLoaded(dir: string, from: string[] = ["index.mjs"]): string[] {
-  const seen: string[] = [];
-  const pending = [...from];
-  while (pending.length > 0) {
-    const file = pending.pop() as string;
-    if (seen.includes(file)) continue;
-    seen.push(file);
-    const code = readFileSync(join(dir, file), "utf8");
-    // Static imports (`import{a as b}from"./chunks/x.mjs"`, or `from"./x.mjs"` between chunks); dynamic
-    // ones are `import("./chunks/x.mjs")` and are not followed.
-    for (const match of code.matchAll(
-      /(?:^|[;}\s])(?:import|export)\s*(?:[^"'();]*?from\s*)?["'](\.\/[^"']+\.mjs)["']/g,
-    )) {
-      const target = join(file, "..", match[1] as string);
-      pending.push(target);
-    }
-  }
-  return seen;
-}
-
-/** The chunks (`chunks/<name>.mjs`) whose source map lists a source path containing `source`. */
-function chunksHolding(dir: string, source: string): string[] {
-  return readdirSync(join(dir, "chunks"))
-    .filter((name) => name.endsWith(".mjs"))
-    .map((name) => `chunks/${name}`)
-    .filter((file) => sourcesOf(dir, file).some((path) => path.includes(source)));
-}
-
-/**
- * What a synchronous run and every other route load: index.mjs, the app, the dependencies and the run
- * service, with everything they import statically.
- */
-function syncRequestPath(dir: string): string[] {
-  return staticallyLoaded(dir, [
-    "index.mjs",
-    ...chunksHolding(dir, "functions/api/app.ts"),
-    ...chunksHolding(dir, "shared/deps.ts"),
-    ...chunksHolding(dir, "shared/runs/lifecycle.ts"),
-  ]);
-}
-
-/**
- * The chunks only the durable port loads (shared/runs/async-start.ts, shared/durable/lambda-executions.ts
- * and what they import statically), less those of {@link syncRequestPath}.
- */
-function asyncOnlyChunks(dir: string): string[] {
-  const syncPath = syncRequestPath(dir);
-  return staticallyLoaded(dir, [
-    ...chunksHolding(dir, "shared/runs/async-start.ts"),
-    ...chunksHolding(dir, "shared/durable/lambda-executions.ts"),
-  ]).filter((file) => !syncPath.includes(file));
-}
+const synth = synthesizedApp();
+const { built, bundleDir, context, outdir } = synth;
 
 /** A v2 `GET /healthz` event as API Gateway sends it (the route is public: no authorizer). */
 function healthzEvent() {
@@ -176,12 +73,12 @@ async function runBundle(script: string, env: Record<string, string>) {
 
 describe("cdk synth of the real app", () => {
   it("synthesizes with cdk-nag AwsSolutions and no unacknowledged finding", () => {
-    expect(synthError).toBeUndefined();
+    expect(synth.synthError).toBeUndefined();
     const report = JSON.parse(readFileSync(join(outdir, "validation-report.json"), "utf8")) as {
       pluginReports: Array<{ violations?: unknown[] }>;
     };
     expect(report.pluginReports.flatMap((plugin) => plugin.violations ?? [])).toEqual([]);
-    const messages = assembly.getStackArtifact(STACK_ID).messages;
+    const messages = synth.assembly.getStackArtifact(STACK_ID).messages;
     expect(messages.filter((message) => message.level === "error")).toEqual([]);
     expect(messages.filter((message) => message.level === "warning")).toEqual([]);
   });
@@ -277,158 +174,6 @@ describe("cdk synth of the real app", () => {
     rmSync(pooled.app.outdir, { recursive: true, force: true });
   });
 
-  it("bundles the handler with the local esbuild (infra/bundle.ts) as minified ESM chunks with source maps", () => {
-    const dir = bundleDir();
-    const code = readFileSync(join(dir, "index.mjs"), "utf8");
-    expect(code.startsWith("import { createRequire } from 'module';")).toBe(true);
-    expect(code).toMatch(/^\/\/# sourceMappingURL=index\.mjs\.map$/m);
-    expect(sourcesOf(dir, "index.mjs").some((source) => source.endsWith("functions/api/handler.ts"))).toBe(
-      true,
-    );
-    const chunks = readdirSync(join(dir, "chunks")).filter((name) => name.endsWith(".mjs"));
-    expect(chunks.length).toBeGreaterThan(2);
-    for (const chunk of chunks) expect(existsSync(join(dir, "chunks", `${chunk}.map`)), chunk).toBe(true);
-    // The bundle goal (docs/performance.md P4): 1.2 MB of JavaScript with the AWS SDK bundled, all chunks,
-    // the ones only an asynchronous start or a cancel loads (@aws-sdk/client-lambda and the durable port,
-    // ~125 kB; the next test shows no other request loads them) included: ~1.09 MB since
-    // infra/bundle.ts unreachableOnLambda. Lambda's limit is 250 MB.
-    const sizeOf = (file: string) => statSync(join(dir, file)).size;
-    const files = ["index.mjs", ...chunks.map((chunk) => `chunks/${chunk}`)];
-    const total = files.reduce((sum, file) => sum + sizeOf(file), 0);
-    const asyncOnly = asyncOnlyChunks(dir);
-    expect(asyncOnly.length).toBeGreaterThan(0);
-    expect(total).toBeGreaterThan(500_000);
-    expect(total - asyncOnly.reduce((sum, file) => sum + sizeOf(file), 0)).toBeLessThan(1_200_000);
-    expect(total).toBeLessThan(1_200_000);
-    expect(gzipSync(code).length).toBeLessThan(100_000);
-    // The operator console: its browser assets are files beside the code (not server JavaScript), its
-    // server side one small chunk that a cold start does not read.
-    const manifest = JSON.parse(readFileSync(join(dir, "console", "manifest.json"), "utf8")) as {
-      script: string;
-      style: string;
-      files: Record<string, string>;
-    };
-    for (const name of Object.keys(manifest.files))
-      expect(existsSync(join(dir, "console", name)), name).toBe(true);
-    expect(manifest.script).toMatch(/^app-[A-Z0-9]{8}\.js$/);
-    expect(statSync(join(dir, "console", manifest.script)).size).toBeLessThan(30_000);
-    const consoleChunks = chunks.filter((chunk) =>
-      sourcesOf(dir, `chunks/${chunk}`).some((source) => source.endsWith("functions/api/console.ts")),
-    );
-    expect(consoleChunks).toHaveLength(1);
-    expect(sizeOf(`chunks/${consoleChunks[0]}`)).toBeLessThan(10_000);
-    expect(staticallyLoaded(dir)).not.toContain(`chunks/${consoleChunks[0]}`);
-  });
-
-  it("the Cedar engine travels as its own file: its WebAssembly module beside index.mjs, its glue a chunk no request reads until a decision needs it", () => {
-    for (const functionId of ["ApiFunction", "RunnerFunction"]) {
-      const dir = bundleDir(functionId);
-      const wasm = join(dir, "cedar_wasm_bg.wasm");
-      expect(existsSync(wasm), functionId).toBe(true);
-      // A WebAssembly module (magic number \0asm), the package's own, not inlined into any JavaScript.
-      expect(readFileSync(wasm).subarray(0, 4)).toEqual(Buffer.from([0, 0x61, 0x73, 0x6d]));
-      expect(statSync(wasm).size).toBeGreaterThan(1_000_000);
-    }
-    const dir = bundleDir();
-    const glue = chunksHolding(dir, "@cedar-policy/cedar-wasm/web/cedar_wasm.js");
-    expect(glue).toHaveLength(1);
-    expect(statSync(join(dir, glue[0] as string)).size).toBeLessThan(20_000);
-    // Neither a cold start (/healthz) nor any route's static imports read it: only its dynamic import.
-    expect(staticallyLoaded(dir)).not.toContain(glue[0]);
-    expect(syncRequestPath(dir)).not.toContain(glue[0]);
-  });
-
-  it("the MCP SDK and the JOSE code are read only by an /mcp request: no other route loads them", () => {
-    const dir = bundleDir();
-    const otherRoutes = syncRequestPath(dir).flatMap((file) => sourcesOf(dir, file));
-    const mcpOnly = staticallyLoaded(dir, [
-      ...chunksHolding(dir, "shared/mcp/server.ts"),
-      ...chunksHolding(dir, "shared/mcp/auth.ts"),
-    ]).flatMap((file) => sourcesOf(dir, file));
-    for (const heavy of ["node_modules/@modelcontextprotocol/sdk/", "node_modules/jose/"]) {
-      expect(
-        otherRoutes.filter((source) => source.includes(heavy)),
-        heavy,
-      ).toEqual([]);
-      expect(
-        mcpOnly.some((source) => source.includes(heavy)),
-        heavy,
-      ).toBe(true);
-    }
-  });
-
-  it("a cold start reads none of zod's full API, the app, openai or the AWS SDK; requests load them", () => {
-    const dir = bundleDir();
-    const eager = staticallyLoaded(dir);
-    const eagerSources = eager.flatMap((file) => sourcesOf(dir, file));
-    const lazySources = readdirSync(join(dir, "chunks"))
-      .filter((name) => name.endsWith(".mjs") && !eager.includes(`chunks/${name}`))
-      .flatMap((name) => sourcesOf(dir, `chunks/${name}`));
-    for (const heavy of [
-      "node_modules/openai/",
-      "node_modules/@aws-sdk/client-dynamodb/",
-      "node_modules/zod/v4/classic/",
-      "node_modules/@hono/zod-openapi/",
-      "functions/api/app.ts",
-      "shared/deps.ts",
-    ]) {
-      expect(
-        eagerSources.filter((source) => source.includes(heavy)),
-        heavy,
-      ).toEqual([]);
-      expect(
-        lazySources.some((source) => source.includes(heavy)),
-        heavy,
-      ).toBe(true);
-    }
-    expect(eagerSources.some((source) => source.includes("shared/config.ts"))).toBe(true);
-    // zod's other languages are not bundled (infra/bundle.ts zodEnglishOnly); English is.
-    const all = [...eagerSources, ...lazySources];
-    expect(all.some((source) => /node_modules\/zod\/v4\/locales\/en\.js$/.test(source))).toBe(true);
-    expect(all.filter((source) => /node_modules\/zod\/v4\/locales\/(?!en\.js)/.test(source))).toEqual([]);
-    // z.compile and z.fromJSONSchema are stubs (infra/bundle.ts zodUnusedApis): their code is not shipped.
-    const code = readdirSync(join(dir, "chunks"))
-      .filter((file) => file.endsWith(".mjs"))
-      .map((file) => readFileSync(join(dir, "chunks", file), "utf8"))
-      .join("\n");
-    expect(code).toContain("z.compile is not in the Lambda bundle");
-    expect(code).not.toContain("z.compile does not support");
-    expect(code).not.toContain("unevaluatedProperties is not supported");
-  });
-
-  it("only an asynchronous start or a cancel loads the Lambda client: not a cold start, not a synchronous run", () => {
-    const dir = bundleDir();
-    const holding = (source: string) => chunksHolding(dir, source);
-    const syncPath = syncRequestPath(dir);
-    expect(syncPath.length).toBeGreaterThan(3);
-    const lambdaClient = holding("node_modules/@aws-sdk/client-lambda/");
-    expect(lambdaClient.length).toBeGreaterThan(0);
-    for (const source of [
-      "node_modules/@aws-sdk/client-lambda/",
-      "shared/durable/lambda-executions.ts",
-      "shared/runs/async-start.ts",
-    ]) {
-      expect(holding(source), source).not.toEqual([]);
-      expect(
-        holding(source).filter((file) => syncPath.includes(file)),
-        source,
-      ).toEqual([]);
-    }
-    // Only the commands the port sends: not the aggregated `Lambda` class, its waiters or other commands
-    // (shared/durable/lambda-executions.ts builds the client from named imports).
-    for (const unused of [
-      "dist-es/Lambda.js",
-      "dist-es/commands/CreateFunctionCommand.js",
-      "dist-es/waiters/",
-    ]) {
-      expect(holding(`node_modules/@aws-sdk/client-lambda/${unused}`), unused).toEqual([]);
-    }
-    expect(holding("node_modules/@aws-sdk/client-lambda/dist-es/commands/InvokeCommand.js")).not.toEqual([]);
-    // The runner's SDK is not in the API's bundle at all.
-    expect(holding("node_modules/@aws/durable-execution-sdk-js")).toEqual([]);
-    expect(asyncOnlyChunks(dir)).toEqual(expect.arrayContaining(lambdaClient));
-  });
-
   it("the bundle answers GET /healthz through the real handler", async () => {
     const result = await runBundle(
       `const res = await handler(${JSON.stringify(healthzEvent())}, { getRemainingTimeInMillis: () => 29000, awsRequestId: "r1" });
@@ -439,41 +184,6 @@ describe("cdk synth of the real app", () => {
     const response = JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "{}");
     expect(response.statusCode).toBe(200);
     expect(JSON.parse(response.body)).toEqual({ status: "ok" });
-  });
-
-  it("leaves out the modules Node on Lambda never reaches (infra/bundle.ts unreachableOnLambda)", () => {
-    const dir = bundleDir();
-    const files = [
-      "index.mjs",
-      ...readdirSync(join(dir, "chunks"))
-        .filter((name) => name.endsWith(".mjs"))
-        .map((name) => `chunks/${name}`),
-    ];
-    const sources = files.flatMap((file) => sourcesOf(dir, file));
-    for (const absent of [
-      "node_modules/@aws-sdk/credential-provider-node/",
-      "node_modules/@aws-sdk/credential-provider-sso/",
-      "node_modules/@aws-sdk/credential-provider-ini/",
-      "node_modules/@smithy/credential-provider-imds/",
-      "node_modules/@aws-sdk/nested-clients/",
-      "node_modules/bowser/",
-      "node_modules/@fastify/busboy/",
-      "node_modules/ajv/",
-      "node_modules/ajv-formats/",
-    ]) {
-      expect(
-        sources.filter((source) => source.includes(absent)),
-        absent,
-      ).toEqual([]);
-    }
-    // The throwing replacements are in (the credential chain's is a bare re-export: no code of its own).
-    for (const replaced of ["bowser", "@fastify/busboy"]) {
-      expect(sources, replaced).toContain(`unreachable-on-lambda:${replaced}`);
-    }
-    // The default chain's first link, which finds Lambda's credentials, is what the clients get instead.
-    expect(sources.some((source) => source.includes("node_modules/@aws-sdk/credential-provider-env/"))).toBe(
-      true,
-    );
   });
 
   it("with tracing off (the default) neither function's bundle holds the OpenTelemetry SDK or an exporter", async () => {

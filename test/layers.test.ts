@@ -5,8 +5,9 @@ import { join, relative } from "node:path";
 import { cruise } from "dependency-cruiser";
 import { describe, expect, it } from "vitest";
 
-// The layers' one-way flow and the size of their files (docs/architecture.md): checked over the source as
-// committed, with dependency-cruiser's rules in .dependency-cruiser.cjs (also `npm run lint`).
+// The layers' one-way flow (docs/architecture.md): checked over the source as committed, with
+// dependency-cruiser's rules in .dependency-cruiser.cjs (also `npm run lint`). The size of every file:
+// test/source-rules.test.ts.
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const rules = createRequire(import.meta.url)(join(ROOT, ".dependency-cruiser.cjs")) as {
@@ -67,13 +68,6 @@ describe("the layers", () => {
     expect(found).toContain("no-circular: shared/agent/a.ts → shared/agent/b.ts");
     expect(found).toContain("engine-not-application: shared/agent/c.ts → shared/runs/r.ts");
   }, 120_000);
-
-  it("no source file in functions/ or shared/ is over 450 lines", () => {
-    const long = [...sources("functions"), ...sources("shared")]
-      .map((path) => [path, readFileSync(join(ROOT, path), "utf8").split("\n").length - 1] as const)
-      .filter(([, lines]) => lines > 450);
-    expect(long).toEqual([]);
-  });
 
   it("nothing under shared/ imports HTTP problems: no ProblemError, no status table", () => {
     const imports = /^import[^;]*(\bProblemError\b|\bPROBLEM_STATUS\b|problem-details)/m;

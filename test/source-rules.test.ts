@@ -1,11 +1,12 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 
 /**
  * Rules about the source text itself, checked over the files as committed: every line the service
- * writes goes through its Powertools logger (shared/observability.ts), and comments explain code rather
- * than point at issue numbers.
+ * writes goes through its Powertools logger (shared/observability.ts), comments explain code rather
+ * than point at issue numbers, and no TypeScript file is over 450 lines.
  */
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -27,6 +28,36 @@ const matches = (files: string[], pattern: RegExp): string[] =>
   files.flatMap((path) =>
     hits(readFileSync(join(ROOT, path), "utf8"), pattern).map((hit) => `${path}:${hit}`),
   );
+
+/**
+ * Every TypeScript file of the repository (.ts, .tsx, .mts, .cts; relative to its root): those git
+ * tracks and the new ones it does not ignore, node_modules never.
+ */
+function typeScriptFiles(): string[] {
+  const listed = execFileSync(
+    "git",
+    ["ls-files", "--cached", "--others", "--exclude-standard", "--", "*.ts", "*.tsx", "*.mts", "*.cts"],
+    { cwd: ROOT, encoding: "utf8" },
+  );
+  return [...new Set(listed.split("\n"))]
+    .filter((path) => path !== "" && !path.split("/").includes("node_modules"))
+    .filter((path) => existsSync(join(ROOT, path)))
+    .sort();
+}
+
+/** The most lines a TypeScript file may have (docs/architecture.md). */
+const MAX_LINES = 450;
+
+/** How many lines `text` has, as `wc -l` counts them (a last line without its newline counts too). */
+const lineCount = (text: string): number =>
+  text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
+
+/** `path: N lines` for each of `files` (read by `read`) over {@link MAX_LINES}. */
+const overLong = (files: string[], read: (path: string) => string): string[] =>
+  files.flatMap((path) => {
+    const lines = lineCount(read(path));
+    return lines > MAX_LINES ? [`${path}: ${lines} lines`] : [];
+  });
 
 /** A call of any console method. */
 const CONSOLE_CALL = /\bconsole\.(log|info|warn|error|debug|trace)\b/;
@@ -57,5 +88,22 @@ describe("source rules", () => {
       "1: // see issue 8",
       "2: * retention of a record (issue 4);",
     ]);
+  });
+
+  it("no TypeScript file of the repository is over 450 lines: entries, shared code, infra, the console, tooling, tests, benchmarks", () => {
+    const files = typeScriptFiles();
+    for (const dir of ["functions/", "shared/", "infra/", "console/", "local/", "test/", "bench/"]) {
+      expect(
+        files.some((path) => path.startsWith(dir)),
+        dir,
+      ).toBe(true);
+    }
+    expect(files).toContain("vitest.config.ts");
+    const long = overLong(files, (path) => readFileSync(join(ROOT, path), "utf8"));
+    expect(long, `over ${MAX_LINES} lines (split each along what it holds):\n${long.join("\n")}`).toEqual([]);
+    // The rule does find a long file, and names it with its line count.
+    const sample: Record<string, string> = { "a.ts": "x\n".repeat(451), "b.ts": "x\n".repeat(450) };
+    expect(overLong(["a.ts", "b.ts"], (path) => sample[path] ?? "")).toEqual(["a.ts: 451 lines"]);
+    expect([lineCount(""), lineCount("x"), lineCount("x\n"), lineCount("x\ny")]).toEqual([0, 1, 1, 2]);
   });
 });

@@ -11,6 +11,7 @@ import { loadConfig } from "../../shared/config.js";
 import type { SecurityContext } from "../../shared/identity.js";
 import { OpenAIChatModel } from "../../shared/model/openai-chat.js";
 import { createModelClient } from "../../shared/model-client.js";
+import { startedForFile } from "./file-hooks.js";
 
 /** The server's default caps, from the single source of config (an empty environment). */
 export const DEFAULT_CAPS = loadConfig({}).limits;
@@ -30,20 +31,31 @@ export interface ScriptedRun {
   deadlineAt: number;
 }
 
+/** A scripted local model server, the openai client pointed at it, and how to stop it. */
+export interface ScriptedModel {
+  model: LocalModelServer;
+  client: OpenAI;
+  stop(): Promise<void>;
+}
+
 /**
  * A local model server in scripted mode and a real openai client pointed at it, built by the service's
  * factory (createModelClient: the same fetch as production; SDK retries as given),
  * for loop tests. Call `stop()` in afterAll.
  */
-export async function startScriptedModel(maxRetries = 0): Promise<{
-  model: LocalModelServer;
-  client: OpenAI;
-  stop(): Promise<void>;
-}> {
+export async function startScriptedModel(maxRetries = 0): Promise<ScriptedModel> {
   const model = await startModelServer({ script: [] });
   const client = createModelClient({ apiKey: "test", baseURL: model.baseURL, maxRetries });
   return { model, client, stop: () => model.stop() };
 }
+
+/**
+ * The calling file's {@link startScriptedModel} (SDK retries `maxRetries`), started before its tests
+ * and stopped after them.
+ * @returns the scripted model, whose fields are set once the file's `beforeAll` has run
+ */
+export const scriptedModelForFile = (maxRetries = 0): ScriptedModel =>
+  startedForFile(() => startScriptedModel(maxRetries));
 
 /**
  * Runs the real loop against the scripted model (through the OpenAI chat-completions adapter): `script`

@@ -4,6 +4,8 @@ import { RunRecordSchema } from "../../functions/api/contract.js";
 import { eventForRoute } from "../../local/durable-runner.js";
 import type { DurableStack } from "./durable.js";
 import { runPathEvent } from "./durable.js";
+import { runEvent } from "./idempotency.js";
+import { tenantKeys } from "./reliability.js";
 import { seedEvent } from "./stack.js";
 
 /** APPROVAL_RULES that catch the seed scenario's GB invoice (gross 1800.00 GBP). */
@@ -71,3 +73,33 @@ export async function pollUntil(
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/**
+ * What the approval tests do with `stack` (a file's stack: read when called, so it may be one whose
+ * `beforeAll` has not run yet): `invoices` lists a tenant's invoice keys, `pausedRun` starts the seed
+ * scenario as a durable run of `tenantId` and waits until it pauses for approval.
+ */
+export function approvalRuns(stack: DurableStack) {
+  const invoices = (tenantId: string) =>
+    tenantKeys(stack.deps.ddb, stack.config.table.name, tenantId, ["INVOICE#"]);
+
+  /** Starts the seed scenario as a durable run for `tenantId` and waits until it pauses for approval. */
+  async function pausedRun(tenantId: string) {
+    const event = runEvent({ tenantId, prompt: SEED_PROMPT });
+    event.headers = { ...event.headers, prefer: "respond-async" };
+    const started = RunRecordSchema.parse(json(await stack.invoke(event)));
+    const run = await pollUntil(stack, started.runId, tenantId, ["running"]);
+    expect(run.status).toBe("awaiting_approval");
+    const approval = run.pendingApprovals?.[0];
+    if (!approval) throw new Error("no pending approval");
+    return { run, approval, target: { runId: run.runId, approvalId: approval.approvalId, tenantId } };
+  }
+
+  return { invoices, pausedRun };
+}
+
+/** The tool results of a run's audit steps. */
+export const resultsOf = (run: { steps: Array<{ toolCalls: Array<{ result: unknown }> }> }) =>
+  run.steps.flatMap((step) => step.toolCalls.map((call) => call.result)) as Array<
+    ReturnType<typeof RunRecordSchema.parse>["steps"][number]["toolCalls"][number]["result"]
+  >;

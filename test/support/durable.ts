@@ -13,6 +13,7 @@ import { type Config, loadConfig } from "../../shared/config.js";
 import { type ApiDeps, createApiDeps, type RunnerDeps } from "../../shared/deps.js";
 import type { DurableRunOptions } from "../../shared/durable/runner.js";
 import { ensureTable } from "../../shared/store/table.js";
+import { startedForFile } from "./file-hooks.js";
 import { runEvent } from "./idempotency.js";
 
 /**
@@ -87,6 +88,14 @@ export async function startDurableStack(
     },
   };
 }
+
+/**
+ * The calling file's {@link DurableStack} (`env` as for startDurableStack), started before its tests and
+ * stopped after them; `planner`: see {@link startedForFile}.
+ * @returns the stack, whose fields are set once the file's `beforeAll` has run
+ */
+export const durableStackForFile = (env: Record<string, string> = {}, options: { planner?: boolean } = {}) =>
+  startedForFile(() => startDurableStack(env), options);
 
 /**
  * The seed event turned into `GET /v1/runs/{runId}` (or `POST /v1/runs/{runId}/cancel`) for `tenantId`'s

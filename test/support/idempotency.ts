@@ -3,6 +3,8 @@ import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { inject } from "vitest";
 import { quotedRecordInvoiceArgs } from "../../local/fixtures.js";
+import type { LocalModelServer } from "../../local/model-server.js";
+import type { ApiDeps } from "../../shared/deps.js";
 import { createDocumentClient } from "../../shared/store/dynamo.js";
 import { ensureTable } from "../../shared/store/table.js";
 import { seedEvent } from "./stack.js";
@@ -78,3 +80,19 @@ export function runEvent(options: {
  * {@link quotedRecordInvoiceArgs}. The one place these tests spell recordInvoice's input.
  */
 export const recordInvoiceArgs = quotedRecordInvoiceArgs;
+
+/**
+ * Scripts `stack`'s model server: one recordInvoice call over a fresh quote of `tenantId` (sent after
+ * `delayMs`), then a final answer.
+ */
+export async function scriptOneInvoice(
+  stack: { deps: Pick<ApiDeps, "tools">; model: LocalModelServer },
+  tenantId: string,
+  delayMs = 0,
+): Promise<void> {
+  const args = await recordInvoiceArgs(stack.deps, tenantId);
+  stack.model.script([
+    { toolCalls: [{ id: "call_1", name: "recordInvoice", arguments: args }], delayMs },
+    { content: "Recorded." },
+  ]);
+}

@@ -8,6 +8,7 @@ import { type LocalModelServer, startModelServer } from "../../local/model-serve
 import { type Config, loadConfig } from "../../shared/config.js";
 import { type ApiDeps, type ApiDepsOptions, createApiDeps } from "../../shared/deps.js";
 import { ensureTable } from "../../shared/store/table.js";
+import { startedForFile } from "./file-hooks.js";
 
 /** A test's own table on the suite's local DynamoDB, a local model server, and the real handler over them. */
 export interface TestStack {
@@ -50,6 +51,14 @@ export async function startTestStack(
     },
   };
 }
+
+/**
+ * The calling file's {@link TestStack} (`env` as for startTestStack), started before its tests and
+ * stopped after them; `planner`: see {@link startedForFile}.
+ * @returns the stack, whose fields are set once the file's `beforeAll` has run
+ */
+export const testStackForFile = (env: Record<string, string> = {}, options: { planner?: boolean } = {}) =>
+  startedForFile(() => startTestStack(env), options);
 
 /** The seed scenario's event (events/seed-scenario.json), optionally with other claims or prompt. */
 export function seedEvent(
