@@ -4,30 +4,21 @@
  * on the testing SDK's LocalDurableTestRunner, DynamoDB Local, and the local model server over HTTP
  * through the real openai client.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ProblemSchema, RunRecordSchema, RunResponseSchema } from "../functions/api/contract.js";
 import { type RecordedRequest, transcriptProblem } from "../local/model-server.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../shared/agent/loop.js";
 import { MAX_EXECUTION_INPUT_BYTES } from "../shared/durable/executions.js";
 import { header } from "./fixtures/events.js";
 import { decide, GBP_RULES, json, pollUntil } from "./support/approvals.js";
-import { type DurableStack, runPathEvent, startDurableStack } from "./support/durable.js";
+import { durableStackForFile, runPathEvent } from "./support/durable.js";
 import { runEvent } from "./support/idempotency.js";
 import { tenantKeys } from "./support/reliability.js";
 
 const TAX_PROMPT = "Calculate tax on 1500 GBP for a client in the UK.";
 const RECORD_PROMPT = "Now record it.";
 
-let stack: DurableStack;
-beforeAll(async () => {
-  stack = await startDurableStack({ MAX_CYCLES: "5", APPROVAL_RULES: GBP_RULES });
-});
-afterAll(async () => {
-  await stack?.stop();
-});
-beforeEach(() => {
-  stack.model.usePlanner();
-});
+const stack = durableStackForFile({ MAX_CYCLES: "5", APPROVAL_RULES: GBP_RULES }, { planner: true });
 
 /** A synchronous POST /v1/runs as `tenantId`'s usr_idem. */
 const post = (tenantId: string, body: Record<string, unknown>, key?: string) =>

@@ -7,22 +7,13 @@
 import { randomUUID } from "node:crypto";
 import { ProvisionedThroughputExceededException } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { RunRecordSchema } from "../functions/api/contract.js";
 import { GBP_RULES, json, pollUntil, SEED_PROMPT } from "./support/approvals.js";
-import { type DurableStack, startDurableStack } from "./support/durable.js";
+import { durableStackForFile } from "./support/durable.js";
 import { runEvent } from "./support/idempotency.js";
 
-let stack: DurableStack;
-beforeAll(async () => {
-  stack = await startDurableStack({ MAX_CYCLES: "5", APPROVAL_RULES: GBP_RULES });
-});
-afterAll(async () => {
-  await stack?.stop();
-});
-beforeEach(() => {
-  stack.model.usePlanner();
-});
+const stack = durableStackForFile({ MAX_CYCLES: "5", APPROVAL_RULES: GBP_RULES }, { planner: true });
 
 /**
  * Runs `fault` before every request of `client` for which `match` (the command's name and input) is
