@@ -3,31 +3,21 @@
  * model errors with the SDK's retries, and the summary at the cycle limit. Real openai client, local
  * model server in scripted mode with injected faults.
  */
-import type OpenAI from "openai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { LocalModelServer } from "../local/model-server.js";
 import { defineTool, type ToolDefinition } from "../shared/agent/tool.js";
 import {
   call,
   DEFAULT_CAPS,
   echoTool,
   runScripted,
+  scriptedModelForFile,
   sleep,
-  startScriptedModel,
   toolMessages,
 } from "./support/agent-harness.js";
 
-let setup: { model: LocalModelServer; client: OpenAI; stop(): Promise<void> };
-let retrying: { model: LocalModelServer; client: OpenAI; stop(): Promise<void> };
-beforeAll(async () => {
-  setup = await startScriptedModel(0);
-  retrying = await startScriptedModel(2); // the SDK's default retries, as in shared/deps.ts
-});
-afterAll(async () => {
-  await setup?.stop();
-  await retrying?.stop();
-});
+const setup = scriptedModelForFile();
+const retrying = scriptedModelForFile(2); // the SDK's default retries, as in shared/deps.ts
 
 describe("budgets", () => {
   it("a model call that spends the token budget ends budget_exceeded; its tool calls do not run but are answered", async () => {
