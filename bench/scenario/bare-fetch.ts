@@ -1,17 +1,14 @@
-import { type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./types.js";
+import { chatToolDefinitions, type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./types.js";
 
 /**
- * The transport floor, not a framework: the same chat-completions exchange with Node's global `fetch`
+ * The transport floor, not a framework: the same chat-completions exchange (the same messages and tool definitions: {@link chatToolDefinitions}) with Node's global `fetch`
  * and `JSON.parse` only (no validation, no retries, no deadline). Tool calls run in parallel with the
  * arguments parsed but not validated. What every fetch-based client pays at least.
  */
 export function createRunner(options: ScenarioOptions): ScenarioRunner {
   const url = `${options.baseURL}/chat/completions`;
   const tools = new Map(options.tools.map((tool) => [tool.name, tool]));
-  const toolDefinitions = options.tools.map((tool) => ({
-    type: "function",
-    function: { name: tool.name, description: tool.description, parameters: {}, strict: false },
-  }));
+  const toolDefinitions = chatToolDefinitions(options.tools);
   interface Message {
     role: string;
     content: string | null;

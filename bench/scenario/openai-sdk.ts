@@ -1,6 +1,6 @@
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { createModelClient } from "../../shared/model-client.js";
-import { type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./types.js";
+import { chatToolDefinitions, type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./types.js";
 
 /**
  * The openai SDK's floor, not a framework: bare-fetch's exchange (scenario/bare-fetch.ts: the same
@@ -12,10 +12,7 @@ import { type ScenarioOptions, type ScenarioRunner, SYSTEM_PROMPT } from "./type
 export function createRunner(options: ScenarioOptions): ScenarioRunner {
   const client = createModelClient({ baseURL: options.baseURL, apiKey: "bench" });
   const tools = new Map(options.tools.map((tool) => [tool.name, tool]));
-  const toolDefinitions: ChatCompletionTool[] = options.tools.map((tool) => ({
-    type: "function",
-    function: { name: tool.name, description: tool.description, parameters: {}, strict: false },
-  }));
+  const toolDefinitions: ChatCompletionTool[] = chatToolDefinitions(options.tools);
   return {
     framework: "openai-sdk",
     async run(prompt) {

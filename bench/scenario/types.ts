@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 
 /** The agent frameworks the benchmarks compare, each driving the same tools against the same model server. */
 export type Framework = "boundloop" | "openai-agents" | "ai-sdk";
@@ -25,6 +25,24 @@ export interface ScenarioTool {
   description: string;
   schema: z.ZodObject;
   execute(input: Record<string, unknown>, signal?: AbortSignal): Promise<unknown>;
+}
+
+/**
+ * The chat-completions tool definitions of the reference runners (bare-fetch, openai-sdk): each tool's
+ * input as the JSON Schema (draft-07) zod derives from its schema, the form the peers send too, so the
+ * floor's requests describe the same tools as every framework's (a model cannot call a tool whose
+ * arguments it is not told). Built once per runner, not per request.
+ */
+export function chatToolDefinitions(tools: readonly ScenarioTool[]) {
+  return tools.map((tool) => ({
+    type: "function" as const,
+    function: {
+      name: tool.name,
+      description: tool.description,
+      parameters: z.toJSONSchema(tool.schema, { target: "draft-7" }) as Record<string, unknown>,
+      strict: false,
+    },
+  }));
 }
 
 /**
