@@ -26,14 +26,18 @@ const pkg = JSON.parse(readFileSync(`${REPO_ROOT}package.json`, "utf8")) as {
 const readme = readFileSync(`${REPO_ROOT}README.md`, "utf8").replace(/\s+/g, " ");
 const nameOf = (path: string) => path.replace(/^.*node_modules\//, "");
 
-/** `name@version` of every installed package whose engines exclude `node`. */
-function warnedOn(node: string): string[] {
-  const warned = Object.entries(lock.packages).flatMap(([path, entry]) =>
+/** `name@version` of every installed copy whose engines exclude `node`: npm warns once per copy. */
+function warningsOn(node: string): string[] {
+  return Object.entries(lock.packages).flatMap(([path, entry]) =>
     path && entry.engines?.node && !satisfies(node, entry.engines.node)
       ? [`${nameOf(path)}@${entry.version}`]
       : [],
   );
-  return [...new Set(warned)].sort();
+}
+
+/** `name@version` of every installed package whose engines exclude `node`. */
+function warnedOn(node: string): string[] {
+  return [...new Set(warningsOn(node))].sort();
 }
 
 describe("npm install on Node 20", () => {
@@ -52,6 +56,12 @@ describe("npm install on Node 20", () => {
     );
     // The nested openai is a major the project does not use itself (package.json pins 6.x).
     expect(warned).toContainEqual(expect.stringMatching(/^openai@7\./));
+    // npm warns once per installed copy, so a package nested in several places warns several times.
+    const warnings = warningsOn(NODE_20);
+    const openaiCopies = warnings.filter((p) => /^openai@7\./.test(p)).length;
+    const copies =
+      ({ 2: "twice", 3: "three times" } as Record<number, string>)[openaiCopies] ?? `${openaiCopies} times`;
+    expect(readme).toContain(`installed ${copies} and warns for each copy: ${warnings.length} warnings`);
   });
 
   it("warns for none on Node 22.15", () => {
