@@ -95,6 +95,28 @@ describe("approval by policy", () => {
     expect(await invoices(tenantId)).toHaveLength(1);
   }, 90_000); // a durable pause, a decision and the resumed run: ~20 s on a loaded machine
 
+  it("a rejected call carries the decision that asked for the approval, in the audit step and the run's events", async () => {
+    const tenantId = "tenant_polapr_no";
+    const run = await durableRun(tenantId, SEED_PROMPT);
+    expect(run.status).toBe("awaiting_approval");
+    const target = {
+      runId: run.runId,
+      approvalId: run.pendingApprovals?.[0]?.approvalId as string,
+      tenantId,
+    };
+    expect((await decide(stack, target, "reject", { reason: "no PO" })).statusCode).toBe(200);
+    const done = await pollUntil(stack, run.runId, tenantId);
+    const asked = { decision: "approval", policyIds: ["gb-approval"], source: "default", version: null };
+    const rejected = resultsOf(done).find((r) => r.error?.code === "APPROVAL_REJECTED");
+    expect(rejected?.metadata).toMatchObject({ policy: asked, approval: { decision: "rejected" } });
+    const events = await stack.deps.runEvents.store.read(tenantId, run.runId, 0);
+    const finished = [...events.events].find(
+      (e) => e.type === "tool.call.finished" && e.errorCode === "APPROVAL_REJECTED",
+    );
+    expect(finished).toMatchObject({ policy: asked });
+    expect(await invoices(tenantId)).toHaveLength(0);
+  }, 90_000);
+
   it("forbid beats approval: a call both match is refused, never paused", async () => {
     const tenantId = "tenant_polapr_cap";
     const run = await durableRun(tenantId, "Calculate tax on 10000 GBP for a client in the UK and record it");

@@ -271,6 +271,83 @@ describe("decisions in a run", () => {
   });
 });
 
+describe("approval by policy, where nobody can wait", () => {
+  const APPROVAL = `${BASE}@id("gb-approval")\n@approval("required")\npermit (principal, action == Action::"recordInvoice", resource) when { context.facts.grossMinor >= 100000 };`;
+  const asked = { decision: "approval", policyIds: ["gb-approval"], source: "tenant", version: 1 };
+
+  it("a synchronous run's APPROVAL_UNAVAILABLE result carries the decision: in the audit step and the run's events", async () => {
+    const tenant = "tenant_pol_apr_sync";
+    await firstSet(tenant, APPROVAL);
+    const record = await run(tenant, "Calculate tax on 1500 GBP for a client in the UK and record it");
+    const invoice = resultsOf(record).find((r) => r.metadata.toolName === "recordInvoice");
+    expect(invoice).toMatchObject({
+      status: "business_error",
+      error: { code: "APPROVAL_UNAVAILABLE", details: { preview: { policyIds: ["gb-approval"] } } },
+    });
+    expect(invoice?.metadata.policy).toMatchObject(asked);
+    const events = await stack.stack.deps.runEvents.store.read(tenant, record.runId, 0);
+    const finished = [...events.events].find(
+      (e) => e.type === "tool.call.finished" && e.name === "recordInvoice",
+    );
+    expect(finished).toMatchObject({ errorCode: "APPROVAL_UNAVAILABLE", policy: asked });
+    expect(await invoices(tenant)).toEqual([]);
+  });
+
+  it("MCP: APPROVAL_PENDING, its repeat and the rejection carry the decision in _meta; without a key too", async () => {
+    const tenant = "tenant_pol_apr_mcp";
+    await firstSet(tenant, APPROVAL);
+    const client = await stack.connect(await stack.token(writer(tenant)));
+    const tax = await client.callTool({
+      name: "calculateTax",
+      arguments: { amount: "1500", currency: "GBP", jurisdiction: "GB" },
+    });
+    const { quoteId } = tax.structuredContent as { quoteId: string };
+    const call = () =>
+      client.callTool({
+        name: "recordInvoice",
+        arguments: { clientName: "Big Client", quoteId },
+        _meta: { "io.boundloop/idempotency-key": "apr-meta" },
+      });
+    const first = await call();
+    const body = JSON.parse((first.content as Array<{ text: string }>)[0]?.text ?? "") as {
+      error: { code: string; details: { runId: string; approvalId: string } };
+    };
+    expect(body.error.code).toBe("APPROVAL_PENDING");
+    expect(first._meta?.["io.boundloop/policy"]).toMatchObject(asked);
+    // The call's one-cycle run records the same result in its audit step.
+    const audited = await stack.api(`/v1/runs/${first._meta?.["io.boundloop/toolCallId"]}`, writer(tenant));
+    expect(resultsOf(RunRecordSchema.parse(await audited.json()))[0]?.metadata.policy).toMatchObject(asked);
+    const again = await call();
+    expect(again._meta?.["io.boundloop/policy"]).toMatchObject(asked);
+
+    const { runId, approvalId } = body.error.details;
+    const rejected = await stack.api(
+      `/v1/runs/${runId}/approvals/${approvalId}`,
+      { sub: "usr_approver", tenant_id: tenant, scope: "billing:approve" },
+      { method: "POST", body: JSON.stringify({ decision: "reject", reason: "no PO" }) },
+    );
+    expect(rejected.status).toBe(200);
+    const refused = await call();
+    expect(JSON.parse((refused.content as Array<{ text: string }>)[0]?.text ?? "")).toMatchObject({
+      error: { code: "APPROVAL_REJECTED" },
+    });
+    expect(refused._meta).toMatchObject({
+      "io.boundloop/policy": asked,
+      "io.boundloop/approval": { decision: "rejected" },
+    });
+
+    const unkeyed = await client.callTool({
+      name: "recordInvoice",
+      arguments: { clientName: "Big Client", quoteId },
+    });
+    expect(JSON.parse((unkeyed.content as Array<{ text: string }>)[0]?.text ?? "")).toMatchObject({
+      error: { code: "IDEMPOTENCY_KEY_REQUIRED" },
+    });
+    expect(unkeyed._meta?.["io.boundloop/policy"]).toMatchObject(asked);
+    expect(await invoices(tenant)).toEqual([]);
+  });
+});
+
 describe("the tools offered", () => {
   it("MCP tools/list and the model's tools leave out only what no request could be permitted", async () => {
     const tenant = "tenant_pol_offer";

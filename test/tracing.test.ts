@@ -167,3 +167,29 @@ describe("the seed run's trace (synchronous)", () => {
     expect(all).not.toMatch(/authorization|bearer|api[_-]?key|no-key-configured/i);
   });
 });
+
+describe("a call a policy sends to approval in a synchronous run (nobody can wait)", () => {
+  let gated: TestStack;
+  beforeAll(async () => {
+    gated = await startTestStack({
+      POWERTOOLS_LOG_LEVEL: "SILENT",
+      POLICIES: `@id("base")\npermit (principal, action, resource);\n@id("gb-approval")\n@approval("required")\npermit (principal, action == Action::"recordInvoice", resource) when { context.facts.grossMinor >= 100000 };`,
+    });
+  });
+  afterAll(async () => gated?.stop());
+
+  it("has its execute_tool span, with the approval decision's explanation and APPROVAL_UNAVAILABLE", async () => {
+    const response = await gated.invoke(seedEvent());
+    const { runId } = JSON.parse(response.body ?? "") as { runId: string };
+    const { agent, childrenOf } = runTrace(exporter, runId);
+    const record = named(childrenOf(agent), "execute_tool recordInvoice");
+    expect(record).toHaveLength(1);
+    expect(record[0]?.attributes).toMatchObject({
+      "error.type": "APPROVAL_UNAVAILABLE",
+      "boundloop.tool.status": "business_error",
+      "boundloop.policy.decision": "approval",
+      "boundloop.policy.ids": ["gb-approval"],
+      "boundloop.policy.source": "default",
+    });
+  });
+});

@@ -2,7 +2,7 @@ import { sha256Hex } from "../hash.js";
 import type { SecurityContext } from "../identity.js";
 import type { ApprovalDecision, ApprovalRequest } from "./approval-gate.js";
 import type { Deadline } from "./deadline.js";
-import { decideCall, runDecided, type ToolCallDecider } from "./decision.js";
+import { decideCall, runDecided, type ToolCallDecider, withPolicy } from "./decision.js";
 import { type InternalFailure, notStartedResult, prepareToolCall } from "./dispatcher.js";
 import { toolIdempotencyKey } from "./idempotency-key.js";
 import type { ApprovalAudit, ToolResult } from "./result.js";
@@ -56,8 +56,10 @@ export function approvalRequestOf(
  * once (in call order), then, in call order, runs each approved call in its own step
  * (`cycle-<n>:approved:<toolCallId>`, with the occurrence it had in the turn, hence its usual idempotency
  * key), and answers a rejected one with business_error APPROVAL_REJECTED (the reason, for the model), an
- * expired one with business_error APPROVAL_EXPIRED, and, without a gate, APPROVAL_UNAVAILABLE. Each
- * decided result carries `metadata.approval` (who, when, why). Returns the turn with its placeholders
+ * expired one with business_error APPROVAL_EXPIRED, and, without a gate, APPROVAL_UNAVAILABLE (in its
+ * `execute_tool` span). Each decided result carries `metadata.approval` (who, when, why); each that did
+ * not run carries the policy decision that asked (`metadata.policy`, decision "approval"), the approved
+ * one the decision it ran under (decision "permit", `approved`). Returns the turn with its placeholders
  * replaced and `pending` removed; `deadlinePassed` is re-read after the approved calls. When the gate
  * answers {@link ApprovalPause} for any call, nothing of the turn is settled: the {@link PausedTurn}
  * lists every request of the turn.
@@ -82,12 +84,8 @@ export async function settleApprovals(
     const request = requests[i] as ApprovalRequest;
     const decision = decisions[i];
     if (!decision) {
-      results[item.index] = notStartedResult(item.call, "business_error", {
-        code: "APPROVAL_UNAVAILABLE",
-        message: `${item.call.name} needs a person's approval, which this deployment cannot wait for; it did not run.`,
-        details: { preview: item.preview },
-        retryable: false,
-      });
+      // Its only result, so its only execute_tool span (as a refusal by a policy has).
+      results[item.index] = await toolSpan(item.call, async () => approvalUnavailable(item));
       continue;
     }
     const audit = approvalAuditOf(request.approvalId, decision);
@@ -100,10 +98,25 @@ export async function settleApprovals(
       results[item.index] = withAudit(settled.result, audit);
       continue;
     }
-    const failed = refusedByDecision(item.call, request.approvalId, decision);
+    const failed = withPolicy(refusedByDecision(item.call, request.approvalId, decision), item.policy);
     results[item.index] = withAudit(failed, audit);
   }
   return { ...rest, results, deadlinePassed };
+}
+
+/**
+ * business_error APPROVAL_UNAVAILABLE: the call needs a person's approval and the run has no gate to wait
+ * at (a synchronous run without a durable runner); it did not run. `details.preview` is the backend's
+ * numbers, `metadata.policy` the decision that asked (decision "approval"), when policies asked.
+ */
+function approvalUnavailable(item: PendingApproval): ToolResult {
+  const result = notStartedResult(item.call, "business_error", {
+    code: "APPROVAL_UNAVAILABLE",
+    message: `${item.call.name} needs a person's approval, which this deployment cannot wait for; it did not run.`,
+    details: { preview: item.preview },
+    retryable: false,
+  });
+  return withPolicy(result, item.policy);
 }
 
 /** Runs an approved call of the loop: see {@link runApprovedCall}, with the occurrence it had in its turn. */

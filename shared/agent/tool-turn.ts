@@ -10,7 +10,7 @@ import {
   type ToolRegistry,
 } from "./dispatcher.js";
 import { operationIdentity, toolIdempotencyKey } from "./idempotency-key.js";
-import type { ToolResult } from "./result.js";
+import type { PolicyAudit, ToolResult } from "./result.js";
 import type { RunLimits } from "./run-limits.js";
 import type { ApprovalPreview } from "./tool.js";
 import { toolSpan } from "./trace-spans.js";
@@ -41,8 +41,10 @@ export interface ToolTurnResult {
 
 /**
  * A validated call that waits for a person's decision: its index in the turn, the call, its occurrence
- * (so the approved call gets the idempotency key it would have had), its validated arguments and the
- * backend's preview. Plain JSON (it is part of the tools step's checkpoint).
+ * (so the approved call gets the idempotency key it would have had), its validated arguments, the
+ * backend's preview and, when the tenant's policies asked for the approval, their decision's explanation
+ * (`policy`, decision "approval": every result the call settles to without running carries it). Plain
+ * JSON (it is part of the tools step's checkpoint; one checkpointed before `policy` existed has none).
  */
 export interface PendingApproval {
   index: number;
@@ -50,6 +52,7 @@ export interface PendingApproval {
   occurrence: number;
   args: unknown;
   preview: ApprovalPreview;
+  policy?: PolicyAudit;
 }
 
 /** What {@link runToolTurn} needs from the run; `startedBefore`: tool calls the run started in earlier turns. */
@@ -194,8 +197,9 @@ function decidedJob(job: ValidCall, context: ToolTurnContext, pending: PendingAp
     });
     if (decision.kind === "refused") return toolSpan(call, () => Promise.resolve(decision.result));
     if (decision.kind === "approval") {
-      pending.push({ index, call, occurrence, args: prepared.args, preview: decision.preview });
-      return withPolicy(pendingPlaceholder(call), decision.audit);
+      const { preview, audit } = decision;
+      pending.push({ index, call, occurrence, args: prepared.args, preview, policy: audit });
+      return withPolicy(pendingPlaceholder(call), audit);
     }
     return prepared.tool.needsApproval
       ? approvalJob(job, context, pending, decision)()

@@ -15,9 +15,10 @@ import {
 } from "../agent/approval.js";
 import type { ApprovalPause, ApprovalRequest } from "../agent/approval-gate.js";
 import type { Deadline } from "../agent/deadline.js";
+import { withPolicy } from "../agent/decision.js";
 import { notStartedResult, type PreparedToolCall } from "../agent/dispatcher.js";
 import { canonicalJson } from "../agent/idempotency-key.js";
-import type { ToolResult } from "../agent/result.js";
+import type { PolicyAudit, ToolResult } from "../agent/result.js";
 import { clampRunLimits } from "../agent/run-limits.js";
 import { runInline, steps } from "../agent/step.js";
 import { runToolTurn } from "../agent/tool-turn.js";
@@ -79,10 +80,15 @@ interface FirstCall {
   pending?: PendingPointer | undefined;
 }
 
-/** What a record holds while its call waits for a person: the approval's run and id. */
+/**
+ * What a record holds while its call waits for a person: the approval's run and id, and the policy
+ * decision that asked for it (decision "approval"; absent in records written before it was kept), which
+ * every result of the call that does not run carries.
+ */
 interface PendingPointer {
   runId: string;
   approvalId: string;
+  policy?: PolicyAudit | undefined;
 }
 
 /**
@@ -184,10 +190,12 @@ async function firstCall(context: CallInRun, runScope: string): Promise<FirstCal
   const turn = await runTurn(context, runScope);
   if (!turn.pending) return { result: turn.result };
   const approval = await askPerson(context, turn.pending);
-  return {
-    result: pendingResult(context, approval),
-    pending: { runId: approval.runId, approvalId: approval.approvalId },
+  const pending = {
+    runId: approval.runId,
+    approvalId: approval.approvalId,
+    policy: turn.result.metadata.policy,
   };
+  return { result: pendingResult(context, approval, pending.policy), pending };
 }
 
 /**
@@ -228,7 +236,8 @@ async function replayOf(
  * same on every repeat and its conditional write makes the effect once; decided again by the tenant's
  * policies as approved, as the loop's approved calls are); rejected or expired → the loop's
  * refusal of a decided call; withdrawn (its run cancelled) → APPROVAL_CANCELLED; gone (past its
- * retention) → APPROVAL_EXPIRED. Every decided result carries the approval's audit.
+ * retention) → APPROVAL_EXPIRED. Every decided result carries the approval's audit; every result of a
+ * call that did not run, the policy decision that asked for the approval (the pointer's `policy`).
  */
 async function followApproval(
   context: CallInRun,
@@ -236,14 +245,15 @@ async function followApproval(
   runScope: string,
 ): Promise<ToolResult> {
   const { deps, security, prepared } = context;
+  const notRun = (result: ToolResult) => withPolicy(result, pointer.policy);
   const found = await deps.approvals.get(security.tenantId, pointer.runId, pointer.approvalId);
-  if (!found) return approvalGone(context, pointer);
+  if (!found) return notRun(approvalGone(context, pointer));
   const outcome = await approvalOutcomeOf(deps.approvals, found.approval);
-  if (outcome.kind === "pending") return pendingResult(context, outcome.approval);
-  if (outcome.kind === "cancelled") return approvalCancelled(context, pointer);
+  if (outcome.kind === "pending") return pendingResult(context, outcome.approval, pointer.policy);
+  if (outcome.kind === "cancelled") return notRun(approvalCancelled(context, pointer));
   const audit = approvalAuditOf(pointer.approvalId, outcome.decision);
   if (outcome.decision.decision !== "approved") {
-    return withAudit(refusedByDecision(prepared.call, pointer.approvalId, outcome.decision), audit);
+    return withAudit(notRun(refusedByDecision(prepared.call, pointer.approvalId, outcome.decision)), audit);
   }
   const result = await context.life.steps(runInline)(steps.approved(1, prepared.call.id), () =>
     toolSpan(prepared.call, () =>
@@ -261,9 +271,16 @@ async function followApproval(
   return withAudit(result, audit);
 }
 
-/** business_error APPROVAL_PENDING naming the approval: id, run, the backend's preview, expiry. */
-function pendingResult(context: CallInRun, approval: ApprovalRecord): ToolResult {
-  return notStartedResult(context.prepared.call, "business_error", {
+/**
+ * business_error APPROVAL_PENDING naming the approval: id, run, the backend's preview, expiry; with the
+ * policy decision that asked for it (`metadata.policy`, decision "approval") when policies asked.
+ */
+function pendingResult(
+  context: CallInRun,
+  approval: ApprovalRecord,
+  policy: PolicyAudit | undefined,
+): ToolResult {
+  const result = notStartedResult(context.prepared.call, "business_error", {
     code: "APPROVAL_PENDING",
     message: `${approval.toolName} waits for a person's approval (${approval.approvalId}, expires ${approval.expiresAt}); it has not run. Once it is decided (POST /v1/runs/${approval.runId}/approvals/${approval.approvalId}), repeat this same call with the same idempotency key to get the outcome.`,
     details: {
@@ -274,6 +291,7 @@ function pendingResult(context: CallInRun, approval: ApprovalRecord): ToolResult
     },
     retryable: true,
   });
+  return withPolicy(result, policy);
 }
 
 /** business_error APPROVAL_CANCELLED: the approval was withdrawn with its run; nothing ran. */

@@ -9,6 +9,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Deadline } from "../agent/deadline.js";
+import { withPolicy } from "../agent/decision.js";
 import { notStartedResult, type PreparedToolCall, prepareToolCall } from "../agent/dispatcher.js";
 import type { ToolResult } from "../agent/result.js";
 import type { ToolCallRequest, ToolDefinition } from "../agent/tool.js";
@@ -189,7 +190,9 @@ async function withoutKey(context: CallInRun, prepared: PreparedToolCall): Promi
     return keyRequired(context, "changes data and has no business key of its own");
   }
   const turn = await runTurn(context, context.runId);
-  if (turn.pending) return keyRequired(context, "needs a person's approval");
+  // The policy decision that asked for the approval is this call's explanation, as on a keyed call.
+  if (turn.pending)
+    return withPolicy(keyRequired(context, "needs a person's approval"), turn.result.metadata.policy);
   return turn.result;
 }
 
