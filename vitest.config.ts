@@ -124,6 +124,7 @@ const SHARED_MODULES = [
   "test/next-steps.test.ts",
   "test/openapi.test.ts",
   "test/planner-reads.test.ts",
+  "test/policies-api.test.ts",
   "test/policies-docs.test.ts",
   "test/policies-durable.test.ts",
   "test/policies-engine.test.ts",

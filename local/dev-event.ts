@@ -128,7 +128,9 @@ export interface ProxyResult {
 /**
  * Writes a Lambda proxy result as the HTTP response: status, headers, `cookies` as set-cookie, body
  * decoded from base64 when `isBase64Encoded`. A bare string or object result is a 200 JSON answer,
- * as API Gateway treats it for payload format 2.0.
+ * as API Gateway treats it for payload format 2.0. `content-length` is the body's, except for a HEAD
+ * whose result sets one: a HEAD has no body, and its content-length is the GET's (RFC 9110 §9.3.2),
+ * which the app sets (functions/api/app.ts).
  */
 export function writeProxyResult(res: ServerResponse, result: ProxyResult | string | undefined): void {
   const response: ProxyResult =
@@ -141,7 +143,9 @@ export function writeProxyResult(res: ServerResponse, result: ProxyResult | stri
     res.setHeader(name, values.map(String));
   }
   if (response.cookies?.length) res.setHeader("set-cookie", response.cookies);
-  res.setHeader("content-length", body.length);
+  if (res.req?.method !== "HEAD" || !res.hasHeader("content-length")) {
+    res.setHeader("content-length", body.length);
+  }
   res.writeHead(response.statusCode ?? 200);
   res.end(body);
 }

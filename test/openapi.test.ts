@@ -33,7 +33,17 @@ describe("GET /openapi.json", () => {
     expect(response.headers?.["content-type"]).toMatch(/^application\/json/);
     const document = JSON.parse(response.body ?? "") as {
       openapi: string;
-      paths: Record<string, Record<string, { responses: Record<string, unknown>; security?: unknown[] }>>;
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            responses: Record<string, unknown>;
+            security?: unknown[];
+            requestBody?: { content: Record<string, { schema: { $ref?: string } }> };
+          }
+        >
+      >;
       components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
     };
     expect(document.openapi).toBe("3.1.0");
@@ -121,6 +131,20 @@ describe("GET /openapi.json", () => {
     >;
     expect(schemas.HistorySummary?.description).toMatch(/^The earlier conversation sent with the run/);
     expect(schemas.Problem?.properties?.history?.description).toMatch(/^CONTEXT_LENGTH_EXCEEDED only/);
+    // The check's body is PUT's with `mode` optional: only `policies` is required.
+    const bodyOf = (path: string, method: string) =>
+      document.paths[path]?.[method]?.requestBody?.content["application/json"]?.schema.$ref
+        ?.split("/")
+        .at(-1) ?? "";
+    const check = schemas[bodyOf("/v1/policies/check", "post")] as { required?: string[] };
+    const put = schemas[bodyOf("/v1/policies", "put")] as { required?: string[] };
+    expect(put.required?.sort()).toEqual(["mode", "policies"]);
+    expect(check).toMatchObject({
+      type: "object",
+      additionalProperties: false,
+      properties: { policies: { type: "string", minLength: 1 }, mode: { enum: ["enforce", "shadow"] } },
+    });
+    expect(check.required).toEqual(["policies"]);
     // The request schema is the zod schema the route validates with: its bounds appear in the document.
     expect(document.components.schemas.CreateRunRequest).toMatchObject({
       type: "object",

@@ -57,6 +57,7 @@ export function createApp(deps: ApiDeps | LazyDeps) {
     return bootLogger;
   };
   const app = routeGroup();
+  app.use("*", headLikeGet());
   app.openapi(healthRoute, healthResponse);
   for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) {
     app.openAPIRegistry.registerComponent("securitySchemes", name, scheme);
@@ -83,6 +84,22 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   });
   app.onError((error, c) => problemResponse(c, error, resolved, failureLogger()));
   return app;
+}
+
+/**
+ * A HEAD's headers as the GET's (RFC 9110 §9.3.2), content-length included. Hono answers HEAD by
+ * running the GET route and dropping the body, so the Lambda result's body is empty and whoever
+ * measures it (the local dev server, local/dev-event.ts) would say content-length 0: the GET body's
+ * length is set instead. Event streams are left as they are: their length is not known until they end.
+ * Every other answer is a finite body the Lambda result buffers anyway.
+ */
+function headLikeGet(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    await next();
+    if (c.req.method !== "HEAD" || !c.res.body || c.res.headers.has("content-length")) return;
+    if (c.res.headers.get("content-type")?.startsWith("text/event-stream")) return;
+    c.header("content-length", String((await c.res.clone().arrayBuffer()).byteLength));
+  };
 }
 
 /** The caller's security context from the event's authorizer (401 otherwise), kept in `c.var.security`. */

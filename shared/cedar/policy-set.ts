@@ -32,8 +32,32 @@ export interface ParsedPolicySet {
   references: SetReferences;
 }
 
-/** The outcome of parsing (or validating) a set's text. */
+/**
+ * The outcome of parsing (or validating) a set's text. A refusal's issues are in text order (line, then
+ * column, then policy id, then message), so identical texts give identical answers: the engine reports
+ * validation errors in no stable order (it differs between two calls on one text).
+ */
 export type ParseOutcome = { ok: true; set: ParsedPolicySet } | { ok: false; issues: PolicyIssue[] };
+
+/** Orders issues by where they are in the text; the id and message only break ties. */
+function byPosition(a: PolicyIssue, b: PolicyIssue): number {
+  return (
+    a.line - b.line ||
+    a.column - b.column ||
+    compareText(a.policyId ?? "", b.policyId ?? "") ||
+    compareText(a.message, b.message)
+  );
+}
+
+/** Code-unit order, the same in every locale (`localeCompare` is not). */
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The refusal of a set: its issues in text order ({@link ParseOutcome}). */
+function refused(issues: PolicyIssue[]): ParseOutcome {
+  return { ok: false, issues: [...issues].sort(byPosition) };
+}
 
 /** A Cedar entity reference in the engine's JSON form. */
 export interface EntityRef {
@@ -93,12 +117,9 @@ function issuesOf(
  */
 export function parsePolicySet(engine: CedarWasm, text: string): ParseOutcome {
   const parts = engine.policySetTextToParts(text);
-  if (parts.type === "failure") return { ok: false, issues: issuesOf(parts.errors, text) };
+  if (parts.type === "failure") return refused(issuesOf(parts.errors, text));
   if (parts.policy_templates.length > 0) {
-    return {
-      ok: false,
-      issues: [{ policyId: null, line: 1, column: 1, message: "templates are not supported" }],
-    };
+    return refused([{ policyId: null, line: 1, column: 1, message: "templates are not supported" }]);
   }
   // The engine returns the policies sorted by its positional id (policy0, policy1, policy10, policy2…):
   // each one's place in the text restores the text order (equal texts take successive places).
@@ -116,7 +137,7 @@ export function parsePolicySet(engine: CedarWasm, text: string): ParseOutcome {
   const issues: PolicyIssue[] = [];
   for (const [index, { policy, at }] of located.entries()) {
     const json = engine.policyToJson(policy);
-    if (json.type === "failure") return { ok: false, issues: issuesOf(json.errors, text) };
+    if (json.type === "failure") return refused(issuesOf(json.errors, text));
     const annotations = { ...(json.json.annotations ?? {}) } as Record<string, string>;
     const id = annotations.id ?? `policy${index}`;
     const line = position(text, Math.max(0, at)).line;
@@ -126,7 +147,7 @@ export function parsePolicySet(engine: CedarWasm, text: string): ParseOutcome {
     policies.push({ id, effect: json.json.effect, annotations, text: policy, line });
     bodies.push(json.json as { conditions?: Array<{ body: unknown }> });
   }
-  if (issues.length > 0) return { ok: false, issues };
+  if (issues.length > 0) return refused(issues);
   const positions = new Map(policies.map((policy, index) => [policy.id, index]));
   const references = referencesOf(bodies);
   return { ok: true, set: { key: sha256Hex(text), text, policies, positions, references } };
@@ -149,18 +170,17 @@ export function validatePolicySet(engine: CedarWasm, text: string, schema: objec
     policies: { staticPolicies: staticPolicies(parsed.set) },
     validationSettings: { mode: "strict" },
   });
-  if (answer.type === "failure") return { ok: false, issues: issuesOf(answer.errors, text) };
+  if (answer.type === "failure") return refused(issuesOf(answer.errors, text));
   if (answer.validationErrors.length === 0) return parsed;
   const offsets = new Map(parsed.set.policies.map((p) => [p.id, text.indexOf(p.text)]));
-  return {
-    ok: false,
-    issues: answer.validationErrors.flatMap((error) =>
+  return refused(
+    answer.validationErrors.flatMap((error) =>
       issuesOf([error.error], text, {
         id: error.policyId,
         offset: Math.max(0, offsets.get(error.policyId) ?? 0),
       }),
     ),
-  };
+  );
 }
 
 /** Sets already in this container's engine cache (by key): each is parsed into it once. */

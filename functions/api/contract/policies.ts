@@ -29,7 +29,7 @@ const ETAG_HEADER = z.object({
  */
 export const PolicySetSchema = PolicySetBodySchema.strict().openapi("PolicySet");
 
-/** Body of `PUT /v1/policies` (and of `POST /v1/policies/check`, whose `mode` is ignored). */
+/** Body of `PUT /v1/policies`; {@link CheckPoliciesBody} is derived from it. */
 export const PutPoliciesBody = z
   .object({
     policies: z
@@ -44,6 +44,15 @@ export const PutPoliciesBody = z
   })
   .strict()
   .openapi("PutPolicies");
+
+/**
+ * Body of `POST /v1/policies/check`: the PUT's body with `mode` optional. A check validates the text
+ * alone, so `mode` is not needed; it is still accepted (as PUT checks it) so a client can send the body
+ * it is about to PUT, and then ignored.
+ */
+export const CheckPoliciesBody = PutPoliciesBody.partial({ mode: true }).openapi("CheckPolicies", {
+  description: "The set to check: `policies` as for PUT; `mode`, if sent, is checked as for PUT and ignored.",
+});
 
 /** Headers of `PUT /v1/policies`: one precondition is required. */
 const PutPoliciesHeaders = z.object({
@@ -158,7 +167,7 @@ export const checkPoliciesRoute = createRoute({
   path: "/v1/policies/check",
   summary: "Check a policy set against the schema without storing it (needs policy:admin)",
   security,
-  request: { body: { required: true, content: { "application/json": { schema: PutPoliciesBody } } } },
+  request: { body: { required: true, content: { "application/json": { schema: CheckPoliciesBody } } } },
   responses: {
     200: {
       description: "Whether it is valid, and its issues.",
