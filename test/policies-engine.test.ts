@@ -124,6 +124,13 @@ describe("policy sets", () => {
       line: 2,
       message: 'another policy already has the id "a"',
     });
+    // Two equal texts without @id: each one's issue is on its own line, not the first copy's.
+    const twice =
+      'forbid (principal, action == Action::"recordInvoice", resource)\n  when { context.facts.grosMinor > 1 };';
+    expect(policyIssuesSync(`${twice}\n${twice}`).map((issue) => [issue.policyId, issue.line])).toEqual([
+      ["policy0", 2],
+      ["policy1", 4],
+    ]);
     // An optional argument used without `has` does not validate (strict mode).
     expect(
       policyIssuesSync(

@@ -10,13 +10,15 @@ import type { PolicyIssue } from "../store/policy-records.js";
 import { prunedContext, referencesOf, type SetReferences } from "./references.js";
 import type { CedarWasm } from "./wasm.js";
 
-/** One policy of a set: its id, effect, annotations, text and the 1-based line it starts on. */
+/** One policy of a set: its id, effect, annotations, text, the 1-based line it starts on and its offset. */
 export interface CedarPolicy {
   id: string;
   effect: "permit" | "forbid";
   annotations: Record<string, string>;
   text: string;
   line: number;
+  /** Where its text starts in the set's text (UTF-16 code units): two equal texts have two offsets. */
+  offset: number;
 }
 
 /**
@@ -140,11 +142,12 @@ export function parsePolicySet(engine: CedarWasm, text: string): ParseOutcome {
     if (json.type === "failure") return refused(issuesOf(json.errors, text));
     const annotations = { ...(json.json.annotations ?? {}) } as Record<string, string>;
     const id = annotations.id ?? `policy${index}`;
-    const line = position(text, Math.max(0, at)).line;
+    const offset = Math.max(0, at);
+    const line = position(text, offset).line;
     if (policies.some((p) => p.id === id)) {
       issues.push({ policyId: id, line, column: 1, message: `another policy already has the id "${id}"` });
     }
-    policies.push({ id, effect: json.json.effect, annotations, text: policy, line });
+    policies.push({ id, effect: json.json.effect, annotations, text: policy, line, offset });
     bodies.push(json.json as { conditions?: Array<{ body: unknown }> });
   }
   if (issues.length > 0) return refused(issues);
@@ -172,12 +175,12 @@ export function validatePolicySet(engine: CedarWasm, text: string, schema: objec
   });
   if (answer.type === "failure") return refused(issuesOf(answer.errors, text));
   if (answer.validationErrors.length === 0) return parsed;
-  const offsets = new Map(parsed.set.policies.map((p) => [p.id, text.indexOf(p.text)]));
+  const offsets = new Map(parsed.set.policies.map((p) => [p.id, p.offset]));
   return refused(
     answer.validationErrors.flatMap((error) =>
       issuesOf([error.error], text, {
         id: error.policyId,
-        offset: Math.max(0, offsets.get(error.policyId) ?? 0),
+        offset: offsets.get(error.policyId) ?? 0,
       }),
     ),
   );
