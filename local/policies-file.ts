@@ -4,7 +4,7 @@
  * registry, so a set that does not validate stops the command with the policy and line.
  */
 import { readFile } from "node:fs/promises";
-import { describeIssues, policyIssuesSync } from "../shared/policies/check.js";
+import { approvalPolicyIdsSync, describeIssues, policyIssuesSync } from "../shared/policies/check.js";
 
 /** A policy file that cannot be used: the message names the file, and the policy and line when it is invalid. */
 export class PolicyFileError extends Error {}
@@ -29,4 +29,21 @@ export async function readPolicyFile(path: string): Promise<string> {
     );
   }
   return text;
+}
+
+/**
+ * `npm start -- --policies <file> --approval`: the file's approval policies (permits annotated
+ * `@approval("required")`), which the run's pause comes from instead of APPROVAL_RULES (the two are
+ * not set together).
+ * @throws PolicyFileError when the file has none: no run would pause, so `--approval` has nothing to show
+ */
+export function approvalPoliciesOf(path: string, text: string): string[] {
+  const ids = approvalPolicyIdsSync(text);
+  if (ids.length === 0) {
+    throw new PolicyFileError(
+      `--approval: ${path} has no approval policy (a permit annotated @approval("required")), so no run would pause; ` +
+        "add one (examples/policies.cedar's gbp-approval catches the seed invoice) or drop --approval (docs/policies.md).",
+    );
+  }
+  return ids;
 }

@@ -26,7 +26,12 @@
  * With `--approval` APPROVAL_RULES (unless set) is `{"recordInvoice":{"GBP":"1000.00"}}`, which catches
  * the seed scenario's GB invoice (gross 1800.00 GBP): the synchronous request is answered 202 with the
  * paused run (`awaiting_approval`, the preview), a second local user (`usr_approver_01`, billing:approve)
- * approves it, and the polls show the run completing with one invoice (docs/approvals.md).
+ * approves it, and the polls show the run completing with one invoice (docs/approvals.md). With
+ * `--policies <file>` too, APPROVAL_RULES is left unset (it is never set with POLICIES) and the pause comes
+ * from the file's `@approval("required")` policies; a file without one is a usage error. A synchronous
+ * run pauses only for APPROVAL_RULES, so the run is then sent with `Prefer: respond-async` and polled
+ * until it pauses. With `--async` alone a run that pauses is reported once (the approval, the policies
+ * asking, how to approve it) and the command exits 1: nobody here would decide it before it expires.
  *
  * With `--bedrock` (or MODEL_PROVIDER=bedrock) the model is called as a Bedrock deploy calls it: Bedrock's
  * OpenAI-compatible endpoint with short-term API keys the function makes from its AWS credentials, here
@@ -55,11 +60,13 @@ const USAGE = `usage: npm start -- ["<prompt>"] [options]
   "<prompt>"           the first run's prompt (default: the seed scenario's, events/seed-scenario.json)
   --then "<prompt>"    a further run continuing the one before (previousRunId); repeatable
   --continue <runId>   make the first run continue an earlier run (needs DYNAMODB_ENDPOINT)
-  --async              send each run with Prefer: respond-async (a durable run) and poll it
+  --async              send each run with Prefer: respond-async (a durable run) and poll it; a pause for
+                       approval stops it with a hint (nobody approves here: use --approval)
   --watch              print each run's events live: a synchronous run streamed (Accept: text/event-stream),
                        a durable one (--async, --approval) followed with GET /v1/runs/{runId}/events
-  --approval           set APPROVAL_RULES to {"recordInvoice":{"GBP":"1000.00"}} (unless set): the run
-                       pauses, a second local user approves it
+  --approval           the run pauses for approval and a second local user approves it: APPROVAL_RULES
+                       {"recordInvoice":{"GBP":"1000.00"}} (unless set), or with --policies the file's
+                       @approval("required") policies (the run is then started as a durable run)
   --policies <file>    a Cedar policy file as the default policy set (POLICIES, docs/policies.md), checked
                        against the tools' schema first
   --bedrock            call the model as a Bedrock deploy does (MODEL_PROVIDER=bedrock): short-term keys
@@ -119,12 +126,19 @@ async function main(): Promise<number> {
   // The model through the Bedrock provider: the function makes short-term keys from AWS credentials and the
   // local Bedrock stand-in checks them (local/local-stack.ts), unless BEDROCK_BASE_URL points elsewhere.
   if (values.bedrock) process.env.MODEL_PROVIDER = "bedrock";
-  if (values.approval) process.env.APPROVAL_RULES ??= JSON.stringify({ recordInvoice: { GBP: "1000.00" } });
+  // With a policy file the pause comes from the file's approval policies: APPROVAL_RULES is a shorthand
+  // for a default set and is never set together with one (shared/config/policies.ts).
+  if (values.approval && !values.policies) {
+    process.env.APPROVAL_RULES ??= JSON.stringify({ recordInvoice: { GBP: "1000.00" } });
+  }
   if (values.policies) {
-    const { PolicyFileError, readPolicyFile } = await import("./policies-file.js");
-    process.env.POLICIES = await readPolicyFile(values.policies).catch((error: unknown) => {
+    const { PolicyFileError, approvalPoliciesOf, readPolicyFile } = await import("./policies-file.js");
+    try {
+      process.env.POLICIES = await readPolicyFile(values.policies);
+      if (values.approval) approvalPoliciesOf(values.policies, process.env.POLICIES);
+    } catch (error) {
       throw error instanceof PolicyFileError ? new UsageError(error.message) : error;
-    });
+    }
   }
   const event = JSON.parse(
     await readFile(new URL("../events/seed-scenario.json", import.meta.url), "utf8"),
@@ -154,7 +168,15 @@ async function main(): Promise<number> {
     if (timeout.note) console.log(`start: ${timeout.note}`);
     if (values.async || values.approval) {
       const mode = values.approval ? "approval" : "async";
-      return await runDurable(event, prompts, { continueRunId: values.continue, mode, watch: values.watch });
+      return await runDurable(event, prompts, {
+        continueRunId: values.continue,
+        mode,
+        watch: values.watch,
+        // A synchronous run pauses only for APPROVAL_RULES (docs/approvals.md); a policy file's approval
+        // policies pause a durable run, so --approval starts one.
+        startAsync: mode === "async" || values.policies !== undefined,
+        command: commandLine(process.argv.slice(2)),
+      });
     }
     const { handler } = await import("../functions/api/handler.js");
     const { createLambdaContext } = await import("./lambda-context.js");
@@ -196,20 +218,29 @@ async function main(): Promise<number> {
 /**
  * `--async`: sends each prompt with Prefer: respond-async (each after the first continuing the run before
  * it, the first continuing `previousRunId` when given), polls each run to its end and prints it, then
- * the ledger. `--approval`: sends each prompt synchronously; when a run pauses (202, awaiting_approval)
- * prints the pending approval, approves it as a second user, then polls it to its end the same way.
- * Returns the process exit code: 0 when every run completed.
+ * the ledger; a run that pauses for approval, which nobody here decides, is reported once with how to
+ * approve it, and ends the command (exit 1) instead of polling until the approval expires.
+ * `--approval`: sends each prompt synchronously (with a policy file, `startAsync`: as a durable run);
+ * when a run pauses (awaiting_approval) prints the pending approval, approves it as a second user, then
+ * polls it to its end the same way. Returns the process exit code: 0 when every run completed.
  */
 async function runDurable(
   event: APIGatewayProxyEventV2,
   prompts: string[],
-  options: { continueRunId: string | undefined; mode: "async" | "approval"; watch: boolean | undefined },
+  options: {
+    continueRunId: string | undefined;
+    mode: "async" | "approval";
+    watch: boolean | undefined;
+    startAsync: boolean;
+    command: string;
+  },
 ): Promise<number> {
-  const { continueRunId, mode } = options;
+  const { continueRunId, mode, startAsync } = options;
   const { createLocalDurableApi, eventForRoute } = await import("./durable-runner.js");
   const { loadConfig } = await import("../shared/config.js");
   const { createLambdaContext } = await import("./lambda-context.js");
   const { pollProgress } = await import("./poll-progress.js");
+  const { approveAsSecondUser, pauseHint, pollUntilPaused } = await import("./start-approval.js");
   const api = createLocalDurableApi(loadConfig(process.env));
   const watcher = options.watch
     ? await (await import("./watch.js")).startWatcher(event, api.executions)
@@ -224,11 +255,12 @@ async function runDurable(
     for (const next of prompts) {
       const request = {
         ...event,
-        ...(mode === "async" ? { headers: { ...event.headers, prefer: "respond-async" } } : {}),
+        ...(startAsync ? { headers: { ...event.headers, prefer: "respond-async" } } : {}),
         body: JSON.stringify({ prompt: next, ...(previousRunId ? { previousRunId } : {}) }),
       };
       // --approval --watch streams the request itself, so the events up to the pause print as they happen.
-      const streamed = mode === "approval" && watcher ? await watcher.send(request) : undefined;
+      const streamed =
+        mode === "approval" && !startAsync && watcher ? await watcher.send(request) : undefined;
       const started = streamed ?? (await invoke(request));
       const run = JSON.parse(started.body ?? "{}") as Record<string, unknown>;
       const headers = {
@@ -254,9 +286,16 @@ async function runDurable(
       console.log(
         `\nHTTP 202 Accepted: run ${String(run.runId)} is ${String(paused.status)}; Location: ${headers.location}, Retry-After: ${headers["retry-after"]} s`,
       );
-      if (mode === "approval" && !(await approveAsSecondUser(event, paused, invoke))) return 1;
-      // Its events to the end instead of polls; the one poll below then reads the outcome.
-      if (watcher) await watcher.follow(event, String(run.runId), streamed?.lastEventId);
+      // A durable run that ended without reaching an approval is read by the poll below like any other.
+      const ended = startAsync && paused.status !== "running" && paused.status !== "awaiting_approval";
+      if (mode === "approval" && !ended && !(await approveAsSecondUser(event, paused, invoke))) return 1;
+      // Its events to the end (with --async, to a pause nobody here decides) instead of polls; the poll
+      // below then reads the outcome.
+      if (watcher) {
+        await watcher.follow(event, String(run.runId), streamed?.lastEventId, {
+          stopAtPause: mode === "async",
+        });
+      }
       const poll = eventForRoute(event, "GET", String(headers.location));
       const progress = pollProgress();
       for (;;) {
@@ -272,6 +311,10 @@ async function runDurable(
           Date.now(),
         );
         if (line) console.log(line);
+        if (mode === "async" && body.status === "awaiting_approval") {
+          console.log(pauseHint(body, options.command));
+          return 1;
+        }
         if (body.status !== "running" && body.status !== "awaiting_approval") {
           const steps = (body.steps ?? []) as Array<{ toolCalls: Array<{ result: ToolResult }> }>;
           await printOutcome({
@@ -292,16 +335,9 @@ async function runDurable(
   }
 }
 
-/** `GET /v1/runs/{runId}` (`poll`) every 200 ms until the run is no longer `running`, at most 30 s; its body. */
-async function pollUntilPaused(
-  invoke: (request: APIGatewayProxyEventV2) => Promise<Exclude<APIGatewayProxyResultV2, string>>,
-  poll: APIGatewayProxyEventV2,
-): Promise<Record<string, unknown>> {
-  for (let tries = 0; ; tries++) {
-    const body = JSON.parse((await invoke(poll)).body ?? "{}") as Record<string, unknown>;
-    if (body.status !== "running" || tries >= 150) return body;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+/** The command line as typed after `npm start --`, each argument quoted when it holds a space. */
+function commandLine(argv: readonly string[]): string {
+  return argv.map((arg) => (/\s/.test(arg) ? JSON.stringify(arg) : arg)).join(" ");
 }
 
 /** The tenant of the seed event's JWT claims. */
@@ -310,53 +346,6 @@ function tenantOf(event: APIGatewayProxyEventV2): string {
     authorizer: { jwt: { claims: { tenant_id: string } } };
   };
   return claims.authorizer.jwt.claims.tenant_id;
-}
-
-/**
- * Prints the paused run's pending approval (the backend's preview) and approves it as `usr_approver_01`
- * (billing:approve, same tenant: the four-eyes rule keeps the run's own user out). False when the run
- * did not pause or the approval failed.
- */
-async function approveAsSecondUser(
-  event: APIGatewayProxyEventV2,
-  run: Record<string, unknown>,
-  invoke: (request: APIGatewayProxyEventV2) => Promise<Exclude<APIGatewayProxyResultV2, string>>,
-): Promise<boolean> {
-  const pending = (run.pendingApprovals ?? []) as Array<{
-    approvalId: string;
-    toolName: string;
-    requestedBy: string;
-    expiresAt: string;
-    preview: Record<string, string>;
-  }>;
-  const approval = pending[0];
-  if (run.status !== "awaiting_approval" || !approval) {
-    console.log(`The run did not pause for approval (status ${String(run.status)}).`);
-    return false;
-  }
-  const { preview } = approval;
-  console.log(
-    `Pending approval ${approval.approvalId}: ${approval.toolName} requested by ${approval.requestedBy}, ` +
-      `preview subtotal ${preview.subtotal}, tax ${preview.taxAmount}, gross ${preview.grossTotal} ${preview.currency} ` +
-      `(threshold ${preview.threshold} ${preview.currency}), expires ${approval.expiresAt}`,
-  );
-  const { eventForRoute } = await import("./durable-runner.js");
-  const decision = eventForRoute(
-    event,
-    "POST",
-    `/v1/runs/${String(run.runId)}/approvals/${approval.approvalId}`,
-  );
-  const claims = (
-    decision.requestContext as unknown as { authorizer: { jwt: { claims: Record<string, string> } } }
-  ).authorizer.jwt.claims;
-  Object.assign(claims, { sub: "usr_approver_01", scope: "billing:approve" });
-  decision.body = JSON.stringify({ decision: "approve", reason: "Checked against the purchase order." });
-  const response = await invoke(decision);
-  const body = JSON.parse(response.body ?? "{}") as Record<string, unknown>;
-  console.log(
-    `Approval by usr_approver_01: HTTP ${response.statusCode}, status ${String(body.status ?? body.code)}, decided at ${String(body.decidedAt)}`,
-  );
-  return response.statusCode === 200;
 }
 
 async function printOutcome(body: Record<string, unknown>): Promise<void> {

@@ -32,10 +32,16 @@ export interface Watcher {
   /**
    * `GET /v1/runs/{runId}/events`: prints the run's events from the first (or after `lastEventId`, those
    * {@link send} printed already), then live ones until `run.finished`, reconnecting with `Last-Event-ID`
-   * whenever a stream ends before it (its time limit).
+   * whenever a stream ends before it (its time limit). With `stopAtPause`, it stops at the end of the
+   * stream that brought an `approval.requested` (a pause nobody here decides) instead.
    * @throws Error when a stream answers other than 200
    */
-  follow(event: APIGatewayProxyEventV2, runId: string, lastEventId?: string): Promise<void>;
+  follow(
+    event: APIGatewayProxyEventV2,
+    runId: string,
+    lastEventId?: string,
+    options?: { stopAtPause?: boolean },
+  ): Promise<void>;
 }
 
 /** What one streamed response brought: its status, whole text, last event id and the outcome event. */
@@ -44,6 +50,7 @@ interface StreamRead {
   text: string;
   lastEventId: string | undefined;
   finished: boolean;
+  paused: boolean;
   outcome: string | undefined;
 }
 
@@ -81,6 +88,7 @@ export async function startWatcher(
       text: "",
       lastEventId: undefined,
       finished: false,
+      paused: false,
       outcome: undefined,
     };
     const parser = createParser({
@@ -91,6 +99,7 @@ export async function startWatcher(
         }
         got.lastEventId = message.id ?? got.lastEventId;
         got.finished ||= message.event === "run.finished";
+        got.paused ||= message.event === "approval.requested";
         console.log(formatRunEvent(JSON.parse(message.data) as Record<string, unknown>));
       },
     });
@@ -113,7 +122,7 @@ export async function startWatcher(
       }
       return { statusCode: outcomeStatus(got.outcome), body: got.outcome, lastEventId };
     },
-    async follow(event, runId, after) {
+    async follow(event, runId, after, options) {
       const { eventForRoute } = await import("./durable-runner.js");
       console.log(
         `\nWatching the run (GET /v1/runs/${runId}/events${after ? `, Last-Event-ID ${after}` : ""}):`,
@@ -128,7 +137,7 @@ export async function startWatcher(
         };
         const got = await read(request);
         if (got.statusCode !== 200) throw new Error(`GET …/events answered ${got.statusCode}: ${got.text}`);
-        if (got.finished) return;
+        if (got.finished || (options?.stopAtPause && got.paused)) return;
         lastEventId = got.lastEventId ?? lastEventId;
       }
     },

@@ -111,30 +111,33 @@ export interface AdmissionPolicy {
  * RATE_LIMITED: a run (or an MCP tool call) refused at the door, a limit on runs per minute or runs in
  * flight being reached (docs/quotas.md). Nothing was started or written. `refused` is the policy that
  * refused it, `policies` every policy in force with what is left of it (the HTTP edge's RateLimit
- * fields), `retryAfterSeconds` when one more is admitted (the minute's end; for runs in flight, 1 s: no
- * window says when one ends). Final for the request, like every domain error.
+ * fields), `counted` the runs the refused policy counts now (started this minute, or in flight: more than
+ * its limit when the limit was lowered after they started), `retryAfterSeconds` when one more is admitted
+ * (the minute's end; for runs in flight, 1 s: no window says when one ends). Final for the request, like
+ * every domain error.
  */
 export class RateLimitedError extends DomainError {
   constructor(
     readonly refused: AdmissionPolicy,
     readonly policies: AdmissionPolicy[],
     retryAfterSeconds: number,
+    readonly counted: number,
   ) {
-    super("RATE_LIMITED", rateLimitedSentence(refused, retryAfterSeconds), {
+    super("RATE_LIMITED", rateLimitedSentence(refused, counted, retryAfterSeconds), {
       facts: { policy: refused.id, limit: refused.quota, retryAfterSeconds },
       retryAfterSeconds,
     });
   }
 }
 
-/** The fixed sentence of a {@link RateLimitedError}. */
-function rateLimitedSentence(policy: AdmissionPolicy, retryAfterSeconds: number): string {
+/** The fixed sentence of a {@link RateLimitedError}: the runs counted, then the limit, apart. */
+function rateLimitedSentence(policy: AdmissionPolicy, counted: number, retryAfterSeconds: number): string {
   const what = {
-    "user-minute": `You started ${policy.quota} run(s) this minute, your limit`,
-    "tenant-minute": `Your tenant started ${policy.quota} run(s) this minute, its limit`,
-    "tenant-concurrent": `Your tenant has ${policy.quota} run(s) in flight, its limit`,
+    "user-minute": `You started ${counted} run(s) this minute; your limit is ${policy.quota}`,
+    "tenant-minute": `Your tenant started ${counted} run(s) this minute; its limit is ${policy.quota}`,
+    "tenant-concurrent": `Your tenant has ${counted} run(s) in flight; its limit is ${policy.quota}`,
   }[policy.id];
-  return `${what}; nothing was started. Retry after ${retryAfterSeconds} s.`;
+  return `${what}. Nothing was started. Retry after ${retryAfterSeconds} s.`;
 }
 
 /** The fixed sentence of {@link QuotaUnavailableError}. */

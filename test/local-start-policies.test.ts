@@ -26,6 +26,61 @@ describe("npm start -- --policies <file>", () => {
     expect(stdout).toContain("Ledger for tenant_uk_01 (0 invoices)");
   });
 
+  it("--approval with a policy file runs the file's approval path: the seed invoice reaches gbp-approval, a second user approves it", {
+    timeout: 90_000,
+  }, async () => {
+    const { code, stdout, stderr } = await runScript(
+      "tsx",
+      ["local/start.ts", "--policies", "examples/policies.cedar", "--approval"],
+      { DYNAMODB_ENDPOINT: inject("dynamoEndpoint"), TABLE_NAME: `test-start-${randomUUID()}` },
+    );
+    expect(code, stdout + stderr).toBe(0);
+    expect(stdout).toMatch(/is awaiting_approval; Location: \/v1\/runs\/run_/);
+    expect(stdout).toMatch(
+      /Pending approval apr_[0-9a-f]+: recordInvoice requested by usr_9918, preview subtotal 1500\.00, tax 300\.00, gross 1800\.00 GBP \(policies gbp-approval\)/,
+    );
+    expect(stdout).toContain("Approval by usr_approver_01: HTTP 200");
+    expect(stdout).toMatch(/recordInvoice +success/);
+    expect(stdout).toContain("Ledger for tenant_uk_01 (1 invoice):");
+  });
+
+  it("--approval with a policy file that asks no approval says so and starts nothing", {
+    timeout: 60_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "boundloop-policies-"));
+    const file = join(dir, "plain.cedar");
+    writeFileSync(file, '@id("base")\npermit (principal, action, resource);\n');
+    const { code, stdout, stderr } = await runScript(
+      "tsx",
+      ["local/start.ts", "--policies", file, "--approval"],
+      {},
+    );
+    expect(code).toBe(2);
+    expect(stderr).toContain(
+      `--approval: ${file} has no approval policy (a permit annotated @approval("required")), so no run would pause;`,
+    );
+    expect(stdout).not.toContain("Run run_");
+  });
+
+  it("--async stops at a pause nobody here approves: one hint how to approve it, exit 1, no polling for hours", {
+    timeout: 90_000,
+  }, async () => {
+    const { code, stdout } = await runScript(
+      "tsx",
+      ["local/start.ts", "--policies", "examples/policies.cedar", "--async"],
+      { DYNAMODB_ENDPOINT: inject("dynamoEndpoint"), TABLE_NAME: `test-start-${randomUUID()}` },
+    );
+    expect(code, stdout).toBe(1);
+    expect(stdout).toMatch(/poll \d+ \([\d.]+ s\): HTTP 200, status awaiting_approval/);
+    const hint = stdout.match(
+      /Run run_[0-9a-f-]{36} awaits approval apr_[0-9a-f]+ \(recordInvoice, policies gbp-approval\)/g,
+    );
+    expect(hint, stdout).toHaveLength(1);
+    expect(stdout).toContain("npm start --async does not approve it");
+    expect(stdout).toContain("--approval");
+    expect(stdout).not.toContain("Ledger for tenant_uk_01");
+  });
+
   it("refuses a file that does not validate before starting anything, naming the policy and line", {
     timeout: 60_000,
   }, async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { IDEMPOTENCY_META_KEY, REPLAYED_META_KEY } from "../shared/mcp/mapping.js";
+import { runEvent } from "./support/idempotency.js";
 import { WRITER } from "./support/mcp.js";
 import { GB, keyed, mcpSession, text } from "./support/mcp-calls.js";
 
@@ -90,6 +91,54 @@ describe("MCP tools/call through the dispatcher", () => {
 
     const unknown = await session.writer.callTool({ name: "deleteLedger", arguments: {} });
     expect(text(unknown)).toMatchObject({ status: "validation_error", error: { code: "UNKNOWN_TOOL" } });
+  });
+
+  it("an INVALID_ARGUMENTS issue's expected is the format the field wants, as a run's tool result shows it", async () => {
+    const args = { amount: "abc", currency: "GBP", jurisdiction: "GB", taxPointDate: "2025-02-30" };
+    const bad = await session.writer.callTool({ name: "calculateTax", arguments: args });
+    expect(bad.isError).toBe(true);
+    const failure = text(bad) as { error: { code: string; message: string; details: { issues: unknown[] } } };
+    expect(failure.error.code).toBe("INVALID_ARGUMENTS");
+    const notANumber =
+      'Amount "abc" is not a decimal number (NaN, Infinity, separators and signs other than a leading "-" are not accepted).';
+    expect(failure.error.details.issues).toEqual([
+      {
+        path: "taxPointDate",
+        code: "custom",
+        message: "a calendar date that exists",
+        received: "string",
+      },
+      {
+        path: "amount",
+        code: "custom",
+        message: notANumber,
+        expected: 'a decimal number, e.g. "1500.00"',
+        received: "string",
+      },
+    ]);
+    expect(failure.error.message).toBe(
+      `Invalid arguments for calculateTax: taxPointDate: a calendar date that exists (received string); amount: ${notANumber} (received string)`,
+    );
+
+    // The same call made by the model in a run (POST /v1/runs): the same issues in its tool result.
+    const { stack } = session.mcp;
+    stack.model.script([
+      { toolCalls: [{ id: "c1", name: "calculateTax", arguments: JSON.stringify(args) }] },
+      { content: "The amount is not a number." },
+    ]);
+    try {
+      const run = await stack.invoke(
+        runEvent({ tenantId: WRITER.tenant_id, userId: WRITER.sub, prompt: "Tax on abc GBP in the UK" }),
+      );
+      expect(run.statusCode, run.body).toBe(200);
+      const body = JSON.parse(run.body ?? "{}") as {
+        toolResults: Array<{ error?: { message: string; details: { issues: unknown[] } } }>;
+      };
+      expect(body.toolResults[0]?.error?.details.issues).toEqual(failure.error.details.issues);
+      expect(body.toolResults[0]?.error?.message).toBe(failure.error.message);
+    } finally {
+      stack.model.usePlanner();
+    }
   });
 
   it("a tool the caller may not use is permission_denied, and nothing is written", async () => {

@@ -71,7 +71,7 @@ describe("runs per minute", () => {
       retryAfterSeconds: 23,
     });
     expect(problem.detail).toBe(
-      "You started 2 run(s) this minute, your limit; nothing was started. Retry after 23 s.",
+      "You started 2 run(s) this minute; your limit is 2. Nothing was started. Retry after 23 s.",
     );
     // Nothing started or written: two runs stored, two counted, the Idempotency-Key free for a retry.
     expect(await runsOf(tenant)).toBe(2);
@@ -101,6 +101,33 @@ describe("runs per minute", () => {
     expect(seen.tenant?.minute).toMatchObject({ runs: 3, limit: 3 });
     expect(seen.tenant?.day.runs).toBe(3);
     expect((await usage("tenant_adm_3", "usr_d")).tenant?.day.runs).toBe(1);
+  });
+  it("a limit lowered mid-minute below the runs already counted: the detail names the runs counted and the limit apart", async () => {
+    now = minute() + 240_000 + 5_000;
+    const tenant = "tenant_adm_4";
+    const limits = async (change: unknown) => {
+      const put = eventForRoute(runEvent({ tenantId: tenant, scope: "limits:admin" }), "PUT", "/v1/limits");
+      put.headers = { ...put.headers, "content-type": "application/json" };
+      put.body = JSON.stringify(change);
+      expect((await stack.invoke(put)).statusCode).toBe(200);
+    };
+    await limits({ tenant: { runsPerMinute: 10 }, user: { runsPerMinute: 10 } });
+    for (let run = 0; run < 4; run += 1) expect((await post(tenant, "usr_a")).statusCode).toBe(200);
+    await limits({ user: { runsPerMinute: 2 } });
+    const refused = await post(tenant, "usr_a");
+    expect(refused.statusCode).toBe(429);
+    expect(body(refused)).toMatchObject({ code: "RATE_LIMITED", policy: "user-minute", limit: 2 });
+    expect(body(refused).detail).toBe(
+      "You started 4 run(s) this minute; your limit is 2. Nothing was started. Retry after 55 s.",
+    );
+    expect((await usage(tenant, "usr_a")).user.minute).toMatchObject({ runs: 4, limit: 2 });
+    // The tenant's limit too, lowered below the runs its users started.
+    await limits({ tenant: { runsPerMinute: 3 }, user: { runsPerMinute: 10 } });
+    const tenantRefused = await post(tenant, "usr_b");
+    expect(body(tenantRefused)).toMatchObject({ code: "RATE_LIMITED", policy: "tenant-minute", limit: 3 });
+    expect(body(tenantRefused).detail).toBe(
+      "Your tenant started 4 run(s) this minute; its limit is 3. Nothing was started. Retry after 55 s.",
+    );
   });
 });
 

@@ -14,12 +14,13 @@ export function toolArgumentsText(sent: string): string {
 }
 
 /**
- * One issue (shared/agent/dispatcher.ts zodIssues: `path`, `message`, `expected`, `received`) as a clause of INVALID_ARGUMENTS' message: `path: message (expected …, received …)`. When
- * the constraint is the message itself (a custom check, e.g. "Amount 99.999 has more decimal places than
- * GBP allows (2)."), it is not repeated: `path: message (received string)`.
+ * One issue (shared/agent/zod-issues.ts zodIssues: `path`, `message`, `expected`, `received`) as a clause
+ * of INVALID_ARGUMENTS' message: `path: message (expected …, received …)`. A custom check's message
+ * states its rule already (e.g. "Amount 99.999 has more decimal places than GBP allows (2)."), so its
+ * `expected`, when it has one, stays in the issue and is not repeated: `path: message (received string)`.
  */
 export function describeIssue(issue: Readonly<Record<string, unknown>>): string {
   const expected =
-    String(issue.expected) === String(issue.message) ? "" : `expected ${String(issue.expected)}, `;
+    issue.expected === undefined || issue.code === "custom" ? "" : `expected ${String(issue.expected)}, `;
   return `${String(issue.path)}: ${String(issue.message)} (${expected}received ${String(issue.received)})`;
 }

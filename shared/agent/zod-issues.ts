@@ -3,8 +3,11 @@ import type { z } from "zod";
 /**
  * Field-level problems of a zod failure, phrased for the model: `path` ("items.0.amount", "(root)"),
  * `code` (zod's issue code), `message`, `expected` (the constraint: a type, ">= 2 characters", one of
- * the allowed values, a pattern) and `received` (the JSON type the model sent at that path, or
+ * the allowed values, a pattern; for a custom check, the `params.expected` it states, else absent: its
+ * message is then the whole story) and `received` (the JSON type the model sent at that path, or
  * "missing"), plus zod's own constraint fields (minimum, maximum, format, pattern, keys, values).
+ * The one mapping of every surface: a run's tool results, MCP tool errors and the HTTP answers carrying
+ * them show the same issues.
  */
 export function zodIssues(error: z.ZodError, input: unknown): Array<Record<string, unknown>> {
   return error.issues.map((issue) => {
@@ -14,19 +17,23 @@ export function zodIssues(error: z.ZodError, input: unknown): Array<Record<strin
         ["minimum", "maximum", "inclusive", "format", "pattern", "keys", "values"].includes(key),
       ),
     );
+    const expected = expectedOf(issue);
     return {
       path: path.map(String).join(".") || "(root)",
       code,
       message,
-      expected: expectedOf(issue),
+      ...(expected === undefined ? {} : { expected }),
       received: receivedAt(input, path),
       ...extra,
     };
   });
 }
 
-/** The constraint an issue says was not met, as a short phrase. */
-function expectedOf(issue: z.core.$ZodIssue): string {
+/**
+ * The constraint an issue says was not met, as a short phrase; undefined when zod names none (a custom
+ * check without `params.expected`, an invalid key or element: never the message repeated as a type).
+ */
+function expectedOf(issue: z.core.$ZodIssue): string | undefined {
   switch (issue.code) {
     case "invalid_type":
       return issue.expected;
@@ -43,10 +50,17 @@ function expectedOf(issue: z.core.$ZodIssue): string {
       return `one of ${issue.values.map((value) => JSON.stringify(value)).join(", ")}`;
     case "unrecognized_keys":
       return "no other keys";
-    case "invalid_union":
-      return [...new Set(issue.errors.flat().map((inner) => expectedOf(inner)))].join(" | ");
+    case "invalid_union": {
+      const inner = issue.errors.flat().map((each) => expectedOf(each));
+      const phrases = [...new Set(inner.filter((phrase) => phrase !== undefined))];
+      return phrases.length > 0 ? phrases.join(" | ") : undefined;
+    }
+    case "not_multiple_of":
+      return `multiple of ${String(issue.divisor)}`;
+    case "custom":
+      return typeof issue.params?.expected === "string" ? issue.params.expected : undefined;
     default:
-      return issue.message;
+      return undefined;
   }
 }
 

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import * as cedarWeb from "@cedar-policy/cedar-wasm/web";
 import type { ToolDefinition } from "../agent/tool.js";
-import { validatePolicySet } from "../cedar/policy-set.js";
+import { parsePolicySet, validatePolicySet } from "../cedar/policy-set.js";
 import { cedarWasmPath } from "../cedar/wasm.js";
 import type { PolicyIssue } from "../store/policy-records.js";
 import { accountingTools } from "../tools/registry.js";
@@ -36,6 +36,18 @@ export function accountingToolDeclarations(): ReadonlyMap<string, ToolDefinition
 export function policyIssuesSync(text: string): PolicyIssue[] {
   const checked = validatePolicySet(engineSync(), text, policySchemaOf(accountingToolDeclarations()));
   return checked.ok ? [] : checked.issues;
+}
+
+/**
+ * The ids of the permits in `text` annotated `@approval("required")`, in text order (docs/policies.md):
+ * the policies that can pause a call for a person. Empty when there are none or the text does not parse.
+ */
+export function approvalPolicyIdsSync(text: string): string[] {
+  const parsed = parsePolicySet(engineSync(), text);
+  if (!parsed.ok) return [];
+  return parsed.set.policies
+    .filter((policy) => policy.effect === "permit" && policy.annotations.approval === "required")
+    .map((policy) => policy.id);
 }
 
 /** One line per issue: `line 3, column 12, policy "cap": <message>`. */

@@ -207,7 +207,13 @@ function admissionWrite(
       const policies = policiesAt({ ...totals }, at);
       const refused = policies.find((policy) => policy.id === id) as AdmissionPolicy;
       const retryAfter = refused.resetSeconds ?? 1;
-      return new RateLimitedError({ ...refused, remaining: 0 }, policies, retryAfter);
+      return new RateLimitedError(
+        { ...refused, remaining: 0 },
+        policies,
+        retryAfter,
+        // The runs the policy counts, not its limit: a limit lowered mid-minute may be far below them.
+        countedBy(names, id, totals, at),
+      );
     },
   };
 }
@@ -235,9 +241,9 @@ export function admissionPolicies(
 ): AdmissionPolicy[] {
   const policies: AdmissionPolicy[] = [];
   const minuteReset = Math.max(1, Math.ceil((60_000 - (now % 60_000)) / 1000));
-  const perMinute = (id: "user-minute" | "tenant-minute", slot: string, quota: number | null) => {
+  const perMinute = (id: "user-minute" | "tenant-minute", quota: number | null) => {
     if (quota === null) return;
-    const used = runsThisMinute(totals[slot], now);
+    const used = countedBy(names, id, totals, now);
     policies.push({
       id,
       quota,
@@ -247,11 +253,11 @@ export function admissionPolicies(
       resetSeconds: minuteReset,
     });
   };
-  perMinute("user-minute", names.user.minute, limits.user.runsPerMinute);
-  perMinute("tenant-minute", names.tenant.minute, limits.tenant.runsPerMinute);
+  perMinute("user-minute", limits.user.runsPerMinute);
+  perMinute("tenant-minute", limits.tenant.runsPerMinute);
   const live = limits.tenant.concurrentRuns;
   if (live !== null) {
-    const inFlight = totalIn({ totals: { ...totals }, markers: new Map() }, names.tenant.live);
+    const inFlight = countedBy(names, "tenant-concurrent", totals, now);
     policies.push({
       id: "tenant-concurrent",
       quota: live,
@@ -262,6 +268,21 @@ export function admissionPolicies(
     });
   }
   return policies;
+}
+
+/**
+ * The runs an admission policy counts in the item's totals at `now`: the user's or the tenant's runs
+ * started this UTC minute, or the tenant's runs in flight.
+ */
+function countedBy(
+  names: ReturnType<typeof namesOf>,
+  id: AdmissionPolicy["id"],
+  totals: Readonly<Record<string, number>>,
+  now: number,
+): number {
+  if (id === "tenant-concurrent")
+    return totalIn({ totals: { ...totals }, markers: new Map() }, names.tenant.live);
+  return runsThisMinute(totals[id === "user-minute" ? names.user.minute : names.tenant.minute], now);
 }
 
 /** Seconds until the UTC day of `now` ends (a daily limit's `Retry-After`). */

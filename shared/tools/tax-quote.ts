@@ -2,7 +2,10 @@ import * as z from "zod";
 import { ToolBusinessError } from "../agent/tool.js";
 import {
   computeTax,
+  MAX_AMOUNT,
+  MINOR_UNITS,
   MoneyInputError,
+  minorUnitsOf,
   parseAmount,
   type RoundingRule,
   type TaxAmounts,
@@ -56,21 +59,44 @@ export const taxInputFields = {
     ),
 };
 
-/** Adds a zod issue at `amount` (or `currency`) when the amount is not acceptable money for the currency. */
+/**
+ * Adds a zod issue at `amount` (or `currency`) when the amount is not acceptable money for the currency:
+ * the money error's message, and in `params` its `reason` and the `expected` format (the issue's
+ * `expected`, shared/agent/zod-issues.ts).
+ */
 export function refineAmount(
   value: { amount: number | string; currency: string },
   ctx: z.RefinementCtx,
 ): void {
+  const currency = value.currency.toUpperCase();
   try {
-    parseAmount(value.amount, value.currency.toUpperCase());
+    parseAmount(value.amount, currency);
   } catch (error) {
     if (!(error instanceof MoneyInputError)) throw error;
     ctx.addIssue({
       code: "custom",
       path: error.reason === "UNKNOWN_CURRENCY" ? ["currency"] : ["amount"],
       message: error.message,
-      params: { reason: error.reason },
+      params: { reason: error.reason, expected: expectedMoney(error.reason, currency) },
     });
+  }
+}
+
+/** What an amount (or its currency) should have been, by the reason it was refused. */
+function expectedMoney(reason: MoneyInputError["reason"], currency: string): string {
+  switch (reason) {
+    case "INVALID_NUMBER":
+      return 'a decimal number, e.g. "1500.00"';
+    case "PRECISION_LOST":
+      return "a decimal string";
+    case "NEGATIVE":
+      return "number >= 0";
+    case "TOO_LARGE":
+      return `number <= ${MAX_AMOUNT}`;
+    case "TOO_MANY_DECIMALS":
+      return `at most ${minorUnitsOf(currency)} decimal places (${currency})`;
+    case "UNKNOWN_CURRENCY":
+      return `one of ${Object.keys(MINOR_UNITS).join(", ")}`;
   }
 }
 
