@@ -28,9 +28,8 @@
  * paused run (`awaiting_approval`, the preview), a second local user (`usr_approver_01`, billing:approve)
  * approves it, and the polls show the run completing with one invoice (docs/approvals.md). With
  * `--policies <file>` too, APPROVAL_RULES is left unset (it is never set with POLICIES) and the pause comes
- * from the file's `@approval("required")` policies; a file without one is a usage error. A synchronous
- * run pauses only for APPROVAL_RULES, so the run is then sent with `Prefer: respond-async` and polled
- * until it pauses. With `--async` alone a run that pauses is reported once (the approval, the policies
+ * from the file's `@approval("required")` policies, the same pause (a synchronous run is handed over
+ * whichever asks for the approval); a file without one is a usage error. With `--async` alone a run that pauses is reported once (the approval, the policies
  * asking, how to approve it) and the command exits 1: nobody here would decide it before it expires.
  *
  * With `--bedrock` (or MODEL_PROVIDER=bedrock) the model is called as a Bedrock deploy calls it: Bedrock's
@@ -172,9 +171,7 @@ async function main(): Promise<number> {
         continueRunId: values.continue,
         mode,
         watch: values.watch,
-        // A synchronous run pauses only for APPROVAL_RULES (docs/approvals.md); a policy file's approval
-        // policies pause a durable run, so --approval starts one.
-        startAsync: mode === "async" || values.policies !== undefined,
+        startAsync: mode === "async",
         command: commandLine(process.argv.slice(2)),
       });
     }

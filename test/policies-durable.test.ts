@@ -95,6 +95,31 @@ describe("approval by policy", () => {
     expect(await invoices(tenantId)).toHaveLength(1);
   }, 90_000); // a durable pause, a decision and the resumed run: ~20 s on a loaded machine
 
+  it("hands a synchronous run over at the policy's approval, as APPROVAL_RULES would: 202, the same pause, no model call repeated", async () => {
+    const tenantId = "tenant_polapr_sync";
+    const requestsBefore = stack.model.requests.length;
+    const response = await stack.invoke(runEvent({ tenantId, prompt: SEED_PROMPT }));
+    expect(response.statusCode, response.body).toBe(202);
+    const run = RunRecordSchema.parse(json(response));
+    expect(run.status).toBe("awaiting_approval");
+    expect(run.pendingApprovals?.[0]?.preview).toMatchObject({
+      grossTotal: "1800.00",
+      currency: "GBP",
+      policyIds: ["gb-approval"],
+    });
+    expect(stack.model.requests.length - requestsBefore).toBe(2);
+    const target = {
+      runId: run.runId,
+      approvalId: run.pendingApprovals?.[0]?.approvalId as string,
+      tenantId,
+    };
+    expect((await decide(stack, target, "approve")).statusCode).toBe(200);
+    const done = await pollUntil(stack, run.runId, tenantId);
+    expect(done).toMatchObject({ status: "completed", cycles: 3 });
+    expect(await invoices(tenantId)).toHaveLength(1);
+    expect(stack.model.requests.length - requestsBefore).toBe(3);
+  }, 90_000); // a hand-over, a decision and the resumed run
+
   it("a rejected call carries the decision that asked for the approval, in the audit step and the run's events", async () => {
     const tenantId = "tenant_polapr_no";
     const run = await durableRun(tenantId, SEED_PROMPT);

@@ -1,6 +1,4 @@
-import type { PausingApprovalGate } from "../agent/approval.js";
 import type { Deadline } from "../agent/deadline.js";
-import type { StepRunner } from "../agent/step.js";
 import type { ApiDeps } from "../deps.js";
 import { DomainError } from "../domain-errors.js";
 import {
@@ -24,25 +22,6 @@ import type { RunStart } from "./run-request.js";
  * request's deadline. Past it, the body is the run as stored (`running`) and the client polls `Location`.
  */
 export const HANDOFF_SETTLE_MS = 5_000;
-
-/**
- * The parts of a synchronous run that let it pause for approval (docs/approvals.md, "A pause inside a
- * synchronous request"): a {@link StepRunner} that runs each step inline and records its result, and a
- * gate that answers `paused` (a request cannot wait for a person). The recorded steps become the durable
- * execution's `carried` steps: the runner returns them instead of calling the model or the tools again.
- */
-export function pausingParts(): { step: StepRunner; approve: PausingApprovalGate; carried: CarriedStep[] } {
-  const carried: CarriedStep[] = [];
-  return {
-    carried,
-    step: async (step, fn) => {
-      const result = await fn();
-      carried.push({ name: step.name, result });
-      return result;
-    },
-    approve: async () => ({ decision: "paused" }),
-  };
-}
 
 /** What a hand-over uses. */
 export type HandOverDeps = Pick<ApiDeps, "config" | "runs" | "approvals" | "logger"> & {

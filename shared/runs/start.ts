@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { Deadline } from "../agent/deadline.js";
-import type { Config } from "../config.js";
 import type { ApiDeps } from "../deps.js";
 import { type ConversationHistory, loadConversation } from "./conversation.js";
+import { pausingParts } from "./pausing.js";
 import { runBudgetMs } from "./run-bounds.js";
 import type { PreparedRun, RunIdempotency, RunRequest, RunStart } from "./run-request.js";
 import { runSynchronously } from "./sync.js";
@@ -15,17 +15,13 @@ export type { PreparedRun, RunBody, RunIdempotency, RunRequest, RunStart } from 
  */
 export const ASYNC_START_LEASE_MS = 10_000;
 
-/** True when APPROVAL_RULES names at least one threshold (docs/approvals.md). */
-export function approvalsConfigured(config: Pick<Config, "approvals">): boolean {
-  return Object.values(config.approvals.rules).some((rule) => rule && Object.keys(rule).length > 0);
-}
-
 /**
  * Checks a run before anything is claimed or written, and prepares its start: a continuation's
  * conversation is loaded first (404 / 409 leave no trace). `prefersAsync` with a runner starts a durable
  * run (shared/runs/async-start.ts, loaded then); without one the preference is ignored (RFC 7240 lets a
- * server do so) and the run is synchronous: its deadline is the run's budget, and with approval rules a
- * pause is handed over to a durable execution (shared/runs/handover.ts, loaded then). The Idempotency-Key
+ * server do so) and the run is synchronous: its deadline is the run's budget, and, with a runner, a pause
+ * for approval (APPROVAL_RULES or a policy's) is handed over to a durable execution
+ * (shared/runs/handover.ts, loaded then). The Idempotency-Key
  * lease of a synchronous run ends at its deadline, and so does the wait of a hand-over, so a retry after
  * the lease finds the answer stored instead of taking the run over.
  * @throws DomainError from `loadConversation`; the store's error
@@ -81,8 +77,9 @@ async function startSync(
 ): Promise<RunStart> {
   const { security, body } = request;
   const { executions } = deps;
-  const handover = executions && approvalsConfigured(deps.config) ? await import("./handover.js") : undefined;
-  const pausing = handover?.pausingParts();
+  // Any call may need approval (APPROVAL_RULES, or a policy of the default or the tenant's set): with a
+  // runner to hand a pause over to, every synchronous run records its steps so that it can pause.
+  const pausing = executions ? pausingParts() : undefined;
   const runId = request.runId ?? `run_${randomUUID()}`;
   const runScope = run.idempotency?.key ?? runId;
   const { deadline, conversation } = run;
@@ -100,8 +97,8 @@ async function startSync(
     approve: pausing?.approve,
   });
   if (result.status !== "paused") return { kind: "completed", outcome: result, conversation };
-  if (!(handover && pausing && executions)) throw new Error(`The run ${runId} paused without a hand-over.`);
-  return handover.handOver(
+  if (!(pausing && executions)) throw new Error(`The run ${runId} paused without a hand-over.`);
+  return (await import("./handover.js")).handOver(
     { ...deps, executions },
     { security, runId, runScope, body, carried: pausing.carried, conversation, deadline },
   );
