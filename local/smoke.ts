@@ -7,7 +7,8 @@
  * The token comes from `BOUNDLOOP_TOKEN` (or `--token`; the environment keeps it out of `ps`): an
  * access token of a writer (billing:read and billing:write), e.g. from `npm run -s user -- token`
  * (the built-in pool) or `npm run -s token` (npm run dev). `--approval` expects the API to pause the
- * run for approval (APPROVAL_RULES catching 1800.00 GBP, e.g. `{"recordInvoice":{"GBP":"1000.00"}}`),
+ * run for approval (APPROVAL_RULES catching 1800.00 GBP, e.g. `{"recordInvoice":{"GBP":"1000.00"}}`, or
+ * a policy annotated `@approval("required")` that the invoice matches),
  * approves it with a second user's token (`BOUNDLOOP_APPROVER_TOKEN` or `--approver-token`,
  * billing:approve, same tenant), and polls the run to its end.
  *
@@ -46,8 +47,25 @@ interface RunBody {
   status: string;
   toolResults?: ToolResult[];
   steps?: Array<{ toolCalls: Array<{ result: ToolResult }> }>;
-  pendingApprovals?: Array<{ approvalId: string; preview: Record<string, string> }>;
+  pendingApprovals?: Array<{ approvalId: string; preview: ApprovalPreview }>;
   [key: string]: unknown;
+}
+
+/** What an approval's preview says of why it waits: APPROVAL_RULES' threshold, or the policies asking. */
+interface ApprovalPreview {
+  grossTotal: string;
+  currency: string;
+  threshold?: string;
+  policyIds?: string[];
+}
+
+/** Why a paused call waits, in words: "gross … is over its threshold …" or "the policies … ask for it (gross …)". */
+function whyItWaits(preview: ApprovalPreview): string {
+  const gross = `gross ${preview.grossTotal} ${preview.currency}`;
+  if (preview.threshold !== undefined) {
+    return `${gross} is over its threshold ${preview.threshold} ${preview.currency}`;
+  }
+  return `the policies ${(preview.policyIds ?? []).join(", ")} ask for it (${gross})`;
 }
 
 interface InvoiceRow extends LedgerRow {
@@ -200,17 +218,15 @@ class SmokeError extends Error {
 }
 
 /**
- * The run paused (202) although `--approval` was not given: the API has approval rules. A few lines saying
+ * The run paused (202) although `--approval` was not given: the API asks for approval. A few lines saying
  * so and how to smoke the pause, instead of the paused run's whole body.
  */
 function pausedWithoutApproval(run: RunBody, base: string): SmokeError {
   const approval = run.pendingApprovals?.[0];
-  const why = approval
-    ? `: gross ${approval.preview.grossTotal} ${approval.preview.currency} is over its threshold ${approval.preview.threshold} ${approval.preview.currency}`
-    : "";
+  const why = approval ? `: ${whyItWaits(approval.preview)}` : "";
   return new SmokeError(
     [
-      `POST /v1/runs: HTTP 202, run ${run.runId} is ${run.status}. The API has approval rules (APPROVAL_RULES)${why}.`,
+      `POST /v1/runs: HTTP 202, run ${run.runId} is ${run.status}. The API asks for approval (APPROVAL_RULES or a policy)${why}.`,
       "Smoke the pause with --approval and a second user's token (billing:approve, same tenant):",
       `  BOUNDLOOP_APPROVER_TOKEN="$(npm run -s user -- token --email approver@example.com)" npm run smoke -- --url ${base} --approval`,
       `  (against npm run dev: BOUNDLOOP_APPROVER_TOKEN="$(npm run -s token -- --sub usr_approver_01 --scope billing:approve)")`,
@@ -255,7 +271,7 @@ async function approveAndWait(
   let run = started.json as RunBody;
   if (started.status !== 202 || (run.status !== "awaiting_approval" && run.status !== "running")) {
     throw new SmokeError(
-      `expected 202 awaiting_approval (is APPROVAL_RULES set on the API?), got HTTP ${started.status} ${run.status}`,
+      `expected 202 awaiting_approval (does APPROVAL_RULES or a policy ask for approval on the API?), got HTTP ${started.status} ${run.status}`,
       started.json,
     );
   }
@@ -268,9 +284,7 @@ async function approveAndWait(
     throw new SmokeError(`expected the run to await approval, it is ${run.status}`, run);
   }
   const { preview } = approval;
-  console.log(
-    `Run ${run.runId} awaits approval ${approval.approvalId} (gross ${preview.grossTotal} ${preview.currency}, threshold ${preview.threshold} ${preview.currency})`,
-  );
+  console.log(`Run ${run.runId} awaits approval ${approval.approvalId}: ${whyItWaits(preview)}`);
   const decision = await api.call(
     "POST",
     `/v1/runs/${run.runId}/approvals/${approval.approvalId}`,

@@ -9,8 +9,13 @@ import { DEMO_CLAIMS, mintToken, readIssuerFile } from "../local/dev-auth.js";
 import { type LocalModelServer, startModelServer } from "../local/model-server.js";
 import { killLeftovers, type RunningScript, runScript, startScript } from "./support/scripts.js";
 
-// `npm run smoke` as a process against `npm run dev` processes (one plain, one with APPROVAL_RULES), and
-// against a proxy in front of the plain one that changes its answers.
+// `npm run smoke` as a process against `npm run dev` processes (one plain, one with APPROVAL_RULES, one
+// with an approval policy), and against a proxy in front of the plain one that changes its answers.
+
+/** A default policy set whose approval policy the seed's 1,800.00 GBP invoice matches. */
+const APPROVAL_POLICIES = `@id("base") permit (principal, action, resource);
+@id("gb-approval") @approval("required")
+permit (principal, action == Action::"recordInvoice", resource) when { context.facts.grossMinor >= 100000 };`;
 
 let model: LocalModelServer;
 const devs: Array<{ script: RunningScript; url: string; issuerFile: string }> = [];
@@ -70,15 +75,17 @@ async function startRewritingProxy(
 
 let plain: Awaited<ReturnType<typeof startDev>>;
 let approvals: Awaited<ReturnType<typeof startDev>>;
+let policies: Awaited<ReturnType<typeof startDev>>;
 const proxies: Server[] = [];
 
 beforeAll(async () => {
   model = await startModelServer();
-  [plain, approvals] = await Promise.all([
+  [plain, approvals, policies] = await Promise.all([
     startDev({}),
     startDev({ APPROVAL_RULES: JSON.stringify({ recordInvoice: { GBP: "1000.00" } }) }),
+    startDev({ POLICIES: APPROVAL_POLICIES }),
   ]);
-  devs.push(plain, approvals);
+  devs.push(plain, approvals, policies);
 }, 120_000);
 
 afterAll(async () => {
@@ -152,7 +159,7 @@ describe("npm run smoke", { timeout: 90_000 }, () => {
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(
-      /^Run run_[\w-]+ awaits approval apr_[0-9a-f]{32} \(gross 1800\.00 GBP, threshold 1000\.00 GBP\)$/m,
+      /^Run run_[\w-]+ awaits approval apr_[0-9a-f]{32}: gross 1800\.00 GBP is over its threshold 1000\.00 GBP$/m,
     );
     expect(result.stdout).toMatch(/^Approval: HTTP 200, status approved$/m);
     expect(result.stdout).toMatch(/^Run run_[\w-]+: completed after /m);
@@ -160,11 +167,28 @@ describe("npm run smoke", { timeout: 90_000 }, () => {
     expect(result.stdout).toContain("Smoke run passed");
   });
 
+  it("--approval against an API whose policy asks for approval: the same pause, named by the policy", async () => {
+    const result = await smoke(["--url", policies.url, "--approval"], {
+      BOUNDLOOP_TOKEN: await token(policies),
+      BOUNDLOOP_APPROVER_TOKEN: await token(policies, {
+        sub: "usr_approver_01",
+        scope: "billing:approve billing:read",
+      }),
+    });
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(
+      /^Run run_[\w-]+ awaits approval apr_[0-9a-f]{32}: the policies gb-approval ask for it \(gross 1800\.00 GBP\)$/m,
+    );
+    expect(result.stdout).toMatch(/^Approval: HTTP 200, status approved$/m);
+    expect(result.stdout).toContain("Smoke run passed");
+  });
+
   it("without --approval against an API with approval rules: a hint in a few lines, not the paused run's JSON", async () => {
     const result = await smoke(["--url", approvals.url], { BOUNDLOOP_TOKEN: await token(approvals) });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
-      /^smoke: POST \/v1\/runs: HTTP 202, run run_[\w-]+ is awaiting_approval\. The API has approval rules \(APPROVAL_RULES\): gross 1800\.00 GBP is over its threshold 1000\.00 GBP\.$/m,
+      /^smoke: POST \/v1\/runs: HTTP 202, run run_[\w-]+ is awaiting_approval\. The API asks for approval \(APPROVAL_RULES or a policy\): gross 1800\.00 GBP is over its threshold 1000\.00 GBP\.$/m,
     );
     expect(result.stderr).toContain("Smoke the pause with --approval and a second user's token");
     expect(result.stderr).toContain(`npm run smoke -- --url ${approvals.url}/ --approval`);
@@ -179,7 +203,7 @@ describe("npm run smoke", { timeout: 90_000 }, () => {
     });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(
-      "expected 202 awaiting_approval (is APPROVAL_RULES set on the API?), got HTTP 200",
+      "expected 202 awaiting_approval (does APPROVAL_RULES or a policy ask for approval on the API?), got HTTP 200",
     );
   });
 });
