@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dispatchToolCall } from "../shared/agent/dispatcher.js";
-import { invoiceIdForQuote } from "../shared/store/ledger.js";
+import { invoiceIdForQuote, LedgerStore } from "../shared/store/ledger.js";
 import { recordInvoiceTool } from "../shared/tools/record-invoice.js";
 import { countRequests } from "./support/idempotency.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
@@ -137,5 +137,35 @@ describe("recordInvoice's one read of its quote under policies", () => {
     move(Date.parse(expiresAt));
     await expect(tool.handler(input, writer, context)).rejects.toMatchObject({ code: "QUOTE_EXPIRED" });
     expect(await stack.deps.ledger.get(writer.tenantId, invoiceIdForQuote(input.quoteId))).toBeUndefined();
+  });
+
+  it("a quote another operation recorded has no facts (nobody is asked; the tool answers QUOTE_ALREADY_RECORDED); the recording operation's retry keeps them", async () => {
+    const { tool, facts, input, context, signal } = await setUp();
+    const first = { signal, operationKey: () => context.operationKey };
+    await tool.handler(input, writer, context);
+    expect(await facts.read(input, writer, first)).toMatchObject({ facts: { grossMinor: 6_000 } });
+    const other = { signal, operationKey: () => "op_other" };
+    expect(await facts.read(input, writer, other)).toBeNull();
+    await expect(
+      tool.handler(input, writer, { ...context, idempotencyKey: "op_other", operationKey: "op_other" }),
+    ).rejects.toMatchObject({ code: "QUOTE_ALREADY_RECORDED" });
+  });
+
+  it("when the ledger cannot be read, the facts are kept (fail closed: an approval policy still asks)", async () => {
+    const { input, context, signal } = await setUp();
+    await recordInvoiceTool({ ledger: stack.deps.ledger, quotes: stack.deps.quotes }).handler(
+      input,
+      writer,
+      context,
+    );
+    // A real read that fails: DynamoDB Local answers ResourceNotFoundException for a table that is not there.
+    const unreadable = recordInvoiceTool({
+      ledger: new LedgerStore(stack.deps.ddb, "no_such_table"),
+      quotes: stack.deps.quotes,
+    });
+    const read = (unreadable.facts as NonNullable<typeof unreadable.facts>).read;
+    expect(await read(input, writer, { signal, operationKey: () => "op_other" })).toMatchObject({
+      facts: { currency: "GBP", grossMinor: 6_000 },
+    });
   });
 });

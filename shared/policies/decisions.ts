@@ -207,7 +207,10 @@ export class PolicyDecisions implements ToolCallDecider {
     let vouched: VouchedFacts | null;
     try {
       vouched = prepared.tool.facts
-        ? await prepared.tool.facts.read(prepared.args as never, security, { signal: request.signal })
+        ? await prepared.tool.facts.read(prepared.args as never, security, {
+            signal: request.signal,
+            operationKey: request.operationKey,
+          })
         : { facts: {}, preview: {} };
     } catch (error) {
       return this.failClosed(prepared, "facts", error);
