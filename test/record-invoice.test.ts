@@ -139,19 +139,23 @@ describe("recordInvoice's one read of its quote under policies", () => {
     expect(await stack.deps.ledger.get(writer.tenantId, invoiceIdForQuote(input.quoteId))).toBeUndefined();
   });
 
-  it("a quote another operation recorded has no facts (nobody is asked; the tool answers QUOTE_ALREADY_RECORDED); the recording operation's retry keeps them", async () => {
+  it("a quote another operation recorded is settled (nobody is asked; the tool answers QUOTE_ALREADY_RECORDED); the recording operation's retry is not", async () => {
     const { tool, facts, input, context, signal } = await setUp();
+    const settled = facts.settled as NonNullable<typeof facts.settled>;
     const first = { signal, operationKey: () => context.operationKey };
-    await tool.handler(input, writer, context);
-    expect(await facts.read(input, writer, first)).toMatchObject({ facts: { grossMinor: 6_000 } });
     const other = { signal, operationKey: () => "op_other" };
-    expect(await facts.read(input, writer, other)).toBeNull();
+    expect(await settled(input, writer, other)).toBe(false);
+    await tool.handler(input, writer, context);
+    expect(await facts.read(input, writer, other)).toMatchObject({ facts: { grossMinor: 6_000 } });
+    expect(await settled(input, writer, first)).toBe(false);
+    expect(await settled(input, writer, other)).toBe(true);
+    expect(await settled(input, writer, { signal })).toBe(false);
     await expect(
       tool.handler(input, writer, { ...context, idempotencyKey: "op_other", operationKey: "op_other" }),
     ).rejects.toMatchObject({ code: "QUOTE_ALREADY_RECORDED" });
   });
 
-  it("when the ledger cannot be read, the facts are kept (fail closed: an approval policy still asks)", async () => {
+  it("when the ledger cannot be read, the call is not settled (fail closed: an approval policy still asks)", async () => {
     const { input, context, signal } = await setUp();
     await recordInvoiceTool({ ledger: stack.deps.ledger, quotes: stack.deps.quotes }).handler(
       input,
@@ -163,9 +167,7 @@ describe("recordInvoice's one read of its quote under policies", () => {
       ledger: new LedgerStore(stack.deps.ddb, "no_such_table"),
       quotes: stack.deps.quotes,
     });
-    const read = (unreadable.facts as NonNullable<typeof unreadable.facts>).read;
-    expect(await read(input, writer, { signal, operationKey: () => "op_other" })).toMatchObject({
-      facts: { currency: "GBP", grossMinor: 6_000 },
-    });
+    const settled = unreadable.facts?.settled as NonNullable<NonNullable<typeof unreadable.facts>["settled"]>;
+    expect(await settled(input, writer, { signal, operationKey: () => "op_other" })).toBe(false);
   });
 });

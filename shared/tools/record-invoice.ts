@@ -75,11 +75,10 @@ async function ownQuote(
  * recordInvoice's facts (docs/policies.md): its quote's amounts, currency and jurisdiction, read from the
  * caller's own quote (see ownQuote), so a policy sees the backend's numbers, never the model's. A quote
  * that is missing or expired gives none: the call then fails QUOTE_NOT_FOUND / QUOTE_EXPIRED as usual,
- * or returns the invoice a retry of the same operation already recorded, and writes nothing new. So does
- * a quote another operation already recorded (see {@link recordedByAnother}): the call cannot record a
- * second invoice, so no policy is asked (an approval by APPROVAL_RULES or `@approval` among them: nobody
- * signs off on an invoice that exists) and the tool answers QUOTE_ALREADY_RECORDED. A retry of the
- * operation that recorded it keeps its facts, so it is decided (and its totals shown) as before.
+ * or returns the invoice a retry of the same operation already recorded, and writes nothing new. Before
+ * a person is asked to approve a call, `settled` ({@link recordedByAnother}) tells whether another
+ * operation already recorded the quote: such a call cannot record a second invoice, so nobody signs off
+ * on an invoice that exists; it runs and the tool answers QUOTE_ALREADY_RECORDED.
  * @throws the quote store's errors (the call then does not run: POLICY_CHECK_FAILED)
  */
 function invoiceFacts(
@@ -91,16 +90,13 @@ function invoiceFacts(
     schema: TaxFacts,
     metered: true,
     read: async (input, security, context) => {
-      // Both reads at once: the ledger's answer only matters for a live quote, but waiting for the quote
-      // first would add a round trip to every decided recordInvoice call.
-      const [found, recorded] = await Promise.all([
-        read.forFacts(input, () =>
-          ownQuote(deps, security, input.quoteId, clock().getTime(), context.signal),
-        ),
-        recordedByAnother(deps, security.tenantId, input.quoteId, context),
-      ]);
-      return found.kind === "live" && !recorded ? taxFactsOf(found.quote) : null;
+      const found = await read.forFacts(input, () =>
+        ownQuote(deps, security, input.quoteId, clock().getTime(), context.signal),
+      );
+      return found.kind === "live" ? taxFactsOf(found.quote) : null;
     },
+    settled: (input, security, context) =>
+      recordedByAnother(deps, security.tenantId, input.quoteId, context),
   };
 }
 
