@@ -95,8 +95,7 @@ function invoiceFacts(
       );
       return found.kind === "live" ? taxFactsOf(found.quote) : null;
     },
-    settled: (input, security, context) =>
-      recordedByAnother(deps, security.tenantId, input.quoteId, context),
+    settled: (input, security, context) => recordedByAnother(deps, security.tenantId, input.quoteId, context),
   };
 }
 
