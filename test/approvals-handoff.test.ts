@@ -98,6 +98,38 @@ describe("a synchronous continuation that pauses for approval", () => {
   });
 });
 
+describe("a continuation that records an already-recorded quote again", () => {
+  it("asks nobody: the run completes with QUOTE_ALREADY_RECORDED naming the invoice, and the ledger still holds one", async () => {
+    const tenantId = "tenant_apr_dup";
+    const { run: first, quoteId } = await taxRun(tenantId);
+    // The first recording pauses for approval as before, and records once approved.
+    const response = await post(tenantId, { prompt: RECORD_PROMPT, previousRunId: first.runId });
+    expect(response.statusCode, response.body).toBe(202);
+    const paused = RunRecordSchema.parse(json(response));
+    const approvalId = paused.pendingApprovals?.[0]?.approvalId ?? "";
+    expect((await decide(stack, { runId: paused.runId, approvalId, tenantId }, "approve")).statusCode).toBe(
+      200,
+    );
+    const done = await pollUntil(stack, paused.runId, tenantId);
+    expect(done.status).toBe("completed");
+    const [invoice] = await stack.deps.ledger.list(tenantId);
+    expect(invoice?.quoteId).toBe(quoteId);
+
+    // The model records the same quote again: the backend's duplicate answer, not another approval.
+    const again = await post(tenantId, { prompt: RECORD_PROMPT, previousRunId: done.runId });
+    expect(again.statusCode, again.body).toBe(200);
+    const rerun = RunResponseSchema.parse(json(again));
+    expect(rerun.status).toBe("completed");
+    expect(rerun.toolResults.map((r) => [r.metadata.toolName, r.error?.code])).toEqual([
+      ["recordInvoice", "QUOTE_ALREADY_RECORDED"],
+    ]);
+    expect(rerun.toolResults[0]?.error?.details).toMatchObject({ quoteId, invoiceId: invoice?.invoiceId });
+    expect(await stack.deps.ledger.list(tenantId)).toHaveLength(1);
+    const stored = RunRecordSchema.parse(json(await stack.invoke(runPathEvent(rerun.runId, tenantId))));
+    expect(stored.pendingApprovals ?? []).toEqual([]);
+  }, 90_000); // a durable pause, a decision and the resumed run, then a synchronous run
+});
+
 describe("a hand-over whose input is over the durable execution's 256 KB", () => {
   it("starts nothing, ends the run failed with the reason, and answers 422 HANDOVER_TOO_LARGE (replayed under its Idempotency-Key)", async () => {
     const tenantId = "tenant_apr_big";

@@ -123,6 +123,29 @@ describe("MCP approval", () => {
     );
   });
 
+  it("recording an already-recorded quote again under another key asks nobody: QUOTE_ALREADY_RECORDED, not APPROVAL_PENDING", async () => {
+    const client = await gated.connect(await gated.token(WRITER));
+    const { args, body } = await pending(client, "apr-dup-1");
+    expect(body.error.code).toBe("APPROVAL_PENDING");
+    expect((await decideAs(body.error.details, "approve")).status).toBe(200);
+    const done = await client.callTool({ name: "recordInvoice", arguments: args, _meta: keyed("apr-dup-1") });
+    const { invoiceId } = (done.structuredContent as { invoice: { invoiceId: string } }).invoice;
+
+    const again = await client.callTool({
+      name: "recordInvoice",
+      arguments: args,
+      _meta: keyed("apr-dup-2"),
+    });
+    expect(text(again)).toMatchObject({
+      status: "business_error",
+      error: { code: "QUOTE_ALREADY_RECORDED", details: { quoteId: args.quoteId, invoiceId } },
+    });
+    const recorded = (await invoices(WRITER.tenant_id, gated)).filter(
+      (item) => item.quoteId === args.quoteId,
+    );
+    expect(recorded.map((item) => item.invoiceId)).toEqual([invoiceId]);
+  });
+
   it("a call that needs approval without a key is refused IDEMPOTENCY_KEY_REQUIRED and nothing is asked or written", async () => {
     const client = await gated.connect(await gated.token(WRITER));
     const calc = await client.callTool({ name: "calculateTax", arguments: GB });

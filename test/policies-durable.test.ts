@@ -5,7 +5,7 @@
  * failures of the policy store or of the default set refusing the call (fail closed).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ApprovalSchema, RunRecordSchema } from "../functions/api/contract.js";
+import { ApprovalSchema, RunRecordSchema, RunResponseSchema } from "../functions/api/contract.js";
 import type { PreparedToolCall } from "../shared/agent/dispatcher.js";
 import { prepareToolCall } from "../shared/agent/dispatcher.js";
 import { PolicyDecisions } from "../shared/policies/decisions.js";
@@ -119,6 +119,28 @@ describe("approval by policy", () => {
     expect(await invoices(tenantId)).toHaveLength(1);
     expect(stack.model.requests.length - requestsBefore).toBe(3);
   }, 90_000); // a hand-over, a decision and the resumed run
+
+  it("a continuation recording the already-recorded quote again asks nobody: QUOTE_ALREADY_RECORDED, still one invoice", async () => {
+    const tenantId = "tenant_polapr_dup";
+    const run = await durableRun(tenantId, SEED_PROMPT);
+    expect(run.status).toBe("awaiting_approval");
+    const approvalId = run.pendingApprovals?.[0]?.approvalId as string;
+    expect((await decide(stack, { runId: run.runId, approvalId, tenantId }, "approve")).statusCode).toBe(200);
+    const done = await pollUntil(stack, run.runId, tenantId);
+    expect(done.status).toBe("completed");
+    const [invoice] = await stack.deps.ledger.list(tenantId);
+
+    const body = JSON.stringify({ prompt: "Record it again.", previousRunId: done.runId });
+    const response = await stack.invoke(runEvent({ tenantId, body }));
+    expect(response.statusCode, response.body).toBe(200);
+    const again = RunResponseSchema.parse(json(response));
+    expect(again.status).toBe("completed");
+    expect(again.toolResults.map((r) => [r.metadata.toolName, r.error?.code])).toEqual([
+      ["recordInvoice", "QUOTE_ALREADY_RECORDED"],
+    ]);
+    expect(again.toolResults[0]?.error?.details).toMatchObject({ invoiceId: invoice?.invoiceId });
+    expect(await invoices(tenantId)).toHaveLength(1);
+  }, 90_000); // a durable pause, a decision and the resumed run, then a synchronous run
 
   it("a rejected call carries the decision that asked for the approval, in the audit step and the run's events", async () => {
     const tenantId = "tenant_polapr_no";

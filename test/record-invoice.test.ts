@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dispatchToolCall } from "../shared/agent/dispatcher.js";
-import { invoiceIdForQuote } from "../shared/store/ledger.js";
+import { invoiceIdForQuote, LedgerStore } from "../shared/store/ledger.js";
 import { recordInvoiceTool } from "../shared/tools/record-invoice.js";
 import { countRequests } from "./support/idempotency.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
@@ -137,5 +137,37 @@ describe("recordInvoice's one read of its quote under policies", () => {
     move(Date.parse(expiresAt));
     await expect(tool.handler(input, writer, context)).rejects.toMatchObject({ code: "QUOTE_EXPIRED" });
     expect(await stack.deps.ledger.get(writer.tenantId, invoiceIdForQuote(input.quoteId))).toBeUndefined();
+  });
+
+  it("a quote another operation recorded is settled (nobody is asked; the tool answers QUOTE_ALREADY_RECORDED); the recording operation's retry is not", async () => {
+    const { tool, facts, input, context, signal } = await setUp();
+    const settled = facts.settled as NonNullable<typeof facts.settled>;
+    const first = { signal, operationKey: () => context.operationKey };
+    const other = { signal, operationKey: () => "op_other" };
+    expect(await settled(input, writer, other)).toBe(false);
+    await tool.handler(input, writer, context);
+    expect(await facts.read(input, writer, other)).toMatchObject({ facts: { grossMinor: 6_000 } });
+    expect(await settled(input, writer, first)).toBe(false);
+    expect(await settled(input, writer, other)).toBe(true);
+    expect(await settled(input, writer, { signal })).toBe(false);
+    await expect(
+      tool.handler(input, writer, { ...context, idempotencyKey: "op_other", operationKey: "op_other" }),
+    ).rejects.toMatchObject({ code: "QUOTE_ALREADY_RECORDED" });
+  });
+
+  it("when the ledger cannot be read, the call is not settled (fail closed: an approval policy still asks)", async () => {
+    const { input, context, signal } = await setUp();
+    await recordInvoiceTool({ ledger: stack.deps.ledger, quotes: stack.deps.quotes }).handler(
+      input,
+      writer,
+      context,
+    );
+    // A real read that fails: DynamoDB Local answers ResourceNotFoundException for a table that is not there.
+    const unreadable = recordInvoiceTool({
+      ledger: new LedgerStore(stack.deps.ddb, "no_such_table"),
+      quotes: stack.deps.quotes,
+    });
+    const settled = unreadable.facts?.settled as NonNullable<NonNullable<typeof unreadable.facts>["settled"]>;
+    expect(await settled(input, writer, { signal, operationKey: () => "op_other" })).toBe(false);
   });
 });

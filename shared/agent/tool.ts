@@ -143,7 +143,9 @@ export interface VouchedFacts {
  *   call cannot have an effect (recordInvoice of a quote that is missing or expired: the tool refuses it,
  *   or returns the invoice a retry of the same operation already recorded). A call without facts is not
  *   evaluated: it runs as validated and the tool itself refuses it. Throws on a store failure (the call
- *   is then refused: POLICY_CHECK_FAILED).
+ *   is then refused: POLICY_CHECK_FAILED). `context.operationKey`, when given, is the call's idempotency
+ *   key (the one its handler gets), so a tool can tell a retry of the operation that already had its
+ *   effect from another operation (see `settled`).
  */
 export interface ToolFacts<S extends z.ZodObject = z.ZodObject> {
   schema: z.ZodObject;
@@ -151,8 +153,20 @@ export interface ToolFacts<S extends z.ZodObject = z.ZodObject> {
   read(
     input: z.output<S>,
     security: SecurityContext,
-    context: { signal: AbortSignal },
+    context: { signal: AbortSignal; operationKey?: () => string },
   ): Promise<VouchedFacts | null>;
+  /**
+   * Optional: true when the call is certain to have no effect although its facts were read
+   * (recordInvoice: another operation already recorded the quote). Asked only before a person would be
+   * asked to approve the call, so the common path makes no extra request; true lets the call run instead
+   * (the tool refuses it). Never throws: on any doubt (no operation key, a failed read) it is false and
+   * the approval is asked for (fail closed).
+   */
+  settled?(
+    input: z.output<S>,
+    security: SecurityContext,
+    context: { signal: AbortSignal; operationKey?: () => string },
+  ): Promise<boolean>;
 }
 
 /**

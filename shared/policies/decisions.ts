@@ -9,12 +9,11 @@
  */
 import type { CallDecision, DecisionRequest, ToolCallDecider } from "../agent/decision.js";
 import { policyCheckFailed, withPolicy } from "../agent/decision.js";
-import { describeThrown, notStartedResult, type PreparedToolCall } from "../agent/dispatcher.js";
+import { describeThrown, type PreparedToolCall } from "../agent/dispatcher.js";
 import type { PolicyAudit, RunningTotal, ToolResult } from "../agent/result.js";
 import type { ApprovalPreview, ToolDefinition, VouchedFacts } from "../agent/tool.js";
 import {
   authorize,
-  type CedarAnswer,
   type CedarRequest,
   type PartialAnswer,
   partiallyAuthorize,
@@ -25,6 +24,7 @@ import type { SecurityContext } from "../identity.js";
 import type { ShadowDecisionRecord } from "../store/policy-records.js";
 import { type CedarType, contextTypeOf, contextValue } from "./schema.js";
 import type { ActiveSet, PolicySets, TenantSets } from "./sets.js";
+import { denied, type Verdict, verdictOf } from "./verdicts.js";
 
 /** One call's place in the running totals: the reservation a metered call makes before its decision. */
 export interface TotalsReservation {
@@ -71,12 +71,6 @@ export interface PolicyDecisionDeps {
  * decisions known without the engine; the cache is emptied when full.
  */
 export const OFFERED_CACHE_SIZE = 10_000;
-
-/** One set's verdict on a call: the decision and its determining policies. */
-interface Verdict {
-  decision: "permit" | "forbid" | "approval";
-  policyIds: string[];
-}
 
 /** The decision service; see the module's doc. */
 export class PolicyDecisions implements ToolCallDecider {
@@ -207,7 +201,10 @@ export class PolicyDecisions implements ToolCallDecider {
     let vouched: VouchedFacts | null;
     try {
       vouched = prepared.tool.facts
-        ? await prepared.tool.facts.read(prepared.args as never, security, { signal: request.signal })
+        ? await prepared.tool.facts.read(prepared.args as never, security, {
+            signal: request.signal,
+            operationKey: request.operationKey,
+          })
         : { facts: {}, preview: {} };
     } catch (error) {
       return this.failClosed(prepared, "facts", error);
@@ -259,9 +256,21 @@ export class PolicyDecisions implements ToolCallDecider {
       return { kind: "run", audit, settle: async (result) => this.settle(result, release) };
     }
     if (release) await this.release(release);
-    if (audit.decision === "approval")
+    if (audit.decision === "approval") {
+      // Nobody is asked to approve a call that cannot have an effect (ToolFacts.settled).
+      if (await this.settled(request)) return { kind: "run" };
       return { kind: "approval", audit, preview: this.previewOf(vouched, audit) };
+    }
     return { kind: "refused", result: withPolicy(denied(prepared, audit), audit) };
+  }
+
+  /** Whether the call's tool says it is certain to have no effect (false when it cannot say). */
+  private async settled(request: DecisionRequest): Promise<boolean> {
+    const { prepared, security } = request;
+    const settled = prepared.tool.facts?.settled;
+    if (!settled) return false;
+    const context = { signal: request.signal, operationKey: request.operationKey };
+    return settled(prepared.args as never, security, context).catch(() => false);
   }
 
   /** After a permitted call: an effect keeps its reservation (no write); a failure without one releases it. */
@@ -404,40 +413,4 @@ export class PolicyDecisions implements ToolCallDecider {
 /** The key of a partial evaluation: the set, the tool and the caller's identity. */
 function partialKey(active: ActiveSet, tool: ToolDefinition, security: SecurityContext): string {
   return [active.set.key, tool.name, security.tenantId, security.userId, ...security.permissions].join("\n");
-}
-
-/**
- * One set's verdict from its answer: deny → forbid (the satisfied forbids; none: no permit matched);
- * allow → approval when a determining permit is annotated `@approval("required")` (those are the ids),
- * else permit.
- * @throws Error when a policy of the enforced set errored during evaluation (fail closed: an erroring
- *   forbid would otherwise be skipped); a shadow set's errors only count as not satisfied
- */
-function verdictOf(active: ActiveSet, answer: CedarAnswer, shadow: boolean): Verdict {
-  if (answer.errors.length > 0 && !shadow) {
-    throw new Error(`policies ${answer.errors.join(", ")} errored during evaluation`);
-  }
-  if (answer.decision === "deny") return { decision: "forbid", policyIds: answer.reasons };
-  const { policies, positions } = active.set;
-  const approvals = answer.reasons.filter(
-    (id) => policies[positions.get(id) ?? -1]?.annotations.approval === "required",
-  );
-  return approvals.length > 0
-    ? { decision: "approval", policyIds: approvals }
-    : { decision: "permit", policyIds: answer.reasons };
-}
-
-/** permission_denied POLICY_DENIED: the determining policies, nothing ran. */
-function denied(prepared: PreparedToolCall, audit: PolicyAudit): ToolResult {
-  const { policyIds } = audit;
-  const why =
-    policyIds.length > 0
-      ? `the tenant's policies forbid it (${policyIds.join(", ")})`
-      : "no policy of the tenant permits it";
-  return notStartedResult(prepared.call, "permission_denied", {
-    code: "POLICY_DENIED",
-    message: `${prepared.tool.name} did not run: ${why}. Tell the user; calling it again with the same facts gets the same answer.`,
-    details: { policyIds, decision: "forbid" },
-    retryable: false,
-  });
 }

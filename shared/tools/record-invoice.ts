@@ -75,8 +75,11 @@ async function ownQuote(
  * recordInvoice's facts (docs/policies.md): its quote's amounts, currency and jurisdiction, read from the
  * caller's own quote (see ownQuote), so a policy sees the backend's numbers, never the model's. A quote
  * that is missing or expired gives none: the call then fails QUOTE_NOT_FOUND / QUOTE_EXPIRED as usual,
- * or returns the invoice a retry of the same operation already recorded, and writes nothing new.
- * @throws the store's errors (the call then does not run: POLICY_CHECK_FAILED)
+ * or returns the invoice a retry of the same operation already recorded, and writes nothing new. Before
+ * a person is asked to approve a call, `settled` ({@link recordedByAnother}) tells whether another
+ * operation already recorded the quote: such a call cannot record a second invoice, so nobody signs off
+ * on an invoice that exists; it runs and the tool answers QUOTE_ALREADY_RECORDED.
+ * @throws the quote store's errors (the call then does not run: POLICY_CHECK_FAILED)
  */
 function invoiceFacts(
   deps: RecordInvoiceDeps,
@@ -92,7 +95,31 @@ function invoiceFacts(
       );
       return found.kind === "live" ? taxFactsOf(found.quote) : null;
     },
+    settled: (input, security, context) => recordedByAnother(deps, security.tenantId, input.quoteId, context),
   };
+}
+
+/**
+ * Whether the ledger of `tenantId` holds the invoice of `quoteId` under another operation's idempotency
+ * key than `context.operationKey`'s, i.e. whether this call is certain to be QUOTE_ALREADY_RECORDED (an
+ * invoice is never deleted or changed, so the answer cannot turn back before the call runs). Whenever it
+ * cannot tell, it answers false and the call is decided on its facts as usual, so a policy that asks for
+ * approval still asks (fail closed): no operation key, or a failed read (never an error that skips an
+ * approval).
+ */
+async function recordedByAnother(
+  deps: Pick<RecordInvoiceDeps, "ledger">,
+  tenantId: string,
+  quoteId: string,
+  context: { signal: AbortSignal; operationKey?: () => string },
+): Promise<boolean> {
+  if (!context.operationKey) return false;
+  try {
+    const existing = await deps.ledger.get(tenantId, invoiceIdForQuote(quoteId), context.signal);
+    return existing !== undefined && existing.idempotencyKey !== context.operationKey();
+  } catch {
+    return false;
+  }
 }
 
 type QuoteLookup = Awaited<ReturnType<QuoteStore["lookup"]>>;
