@@ -252,11 +252,21 @@ const SettingsSchema = z.object({
   ),
 });
 
-/** Raised at synth when a context value or prop is invalid; names every bad key. */
+/**
+ * Raised at synth when a context value or prop is invalid; names every bad key. `issues` holds one
+ * line per problem (e.g. "maxCycles (MAX_CYCLES): Too big: expected number to be <=50"), which
+ * infra/app.ts prints without a stack trace; the message is "Invalid deploy settings: " and the issues
+ * joined by "; ".
+ */
 export class DeploySettingsError extends Error {
-  constructor(message: string) {
-    super(message);
+  /** One human-readable line per invalid setting or combination, without the "Invalid deploy settings" prefix. */
+  readonly issues: readonly string[];
+
+  constructor(issues: string | readonly string[]) {
+    const list = typeof issues === "string" ? [issues] : [...issues];
+    super(`Invalid deploy settings: ${list.join("; ")}`);
     this.name = new.target.name;
+    this.issues = list;
   }
 }
 
@@ -278,13 +288,13 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
     : parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
   const runtime = readRuntimeSettings(raw, problems);
   if (!parsed.success || problems.length > 0) {
-    throw new DeploySettingsError(`Invalid deploy settings: ${problems.join("; ")}`);
+    throw new DeploySettingsError(problems);
   }
   const settings = parsed.data;
   const config = runtimeConfig(withModelProvider(runtime, settings));
   if ((settings.jwtIssuer === undefined) !== (settings.jwtAudience === undefined)) {
     throw new DeploySettingsError(
-      "Invalid deploy settings: jwtIssuer and jwtAudience go together (your own issuer); give both, or neither for the built-in user pool.",
+      "jwtIssuer and jwtAudience go together (your own issuer); give both, or neither for the built-in user pool.",
     );
   }
   // The built-in pool's trigger writes the claims the API reads (shared/user-roles.ts); another claim
@@ -294,7 +304,7 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
   ).filter((setting) => runtime[setting.env] !== undefined);
   if (settings.jwtIssuer === undefined && claimKeys.length > 0) {
     throw new DeploySettingsError(
-      `Invalid deploy settings: ${claimKeys.map((setting) => setting.context).join(", ")}: the built-in user pool sets the claims; give jwtIssuer and jwtAudience to choose your own.`,
+      `${claimKeys.map((setting) => setting.context).join(", ")}: the built-in user pool sets the claims; give jwtIssuer and jwtAudience to choose your own.`,
     );
   }
   return {
@@ -337,7 +347,7 @@ function withModelProvider(
   if (runtime.MODEL_PROVIDER !== "bedrock") {
     if (runtime.BEDROCK_MODEL_ID !== undefined) {
       throw new DeploySettingsError(
-        "Invalid deploy settings: bedrockModelId: modelProvider is openai-compatible, which uses openaiModel; leave it out or set modelProvider=bedrock",
+        "bedrockModelId: modelProvider is openai-compatible, which uses openaiModel; leave it out or set modelProvider=bedrock",
       );
     }
     return runtime;
@@ -346,7 +356,7 @@ function withModelProvider(
   if (settings.openaiApiKeySecretName !== undefined) ignored.push("openaiApiKeySecretName");
   if (ignored.length > 0) {
     throw new DeploySettingsError(
-      `Invalid deploy settings: ${ignored.join(", ")}: modelProvider is bedrock${personalDefault ? " (the default of a personal deploy)" : ""}, which uses bedrockModelId and reads no secret; leave ${ignored.length > 1 ? "them" : "it"} out or set modelProvider=openai-compatible`,
+      `${ignored.join(", ")}: modelProvider is bedrock${personalDefault ? " (the default of a personal deploy)" : ""}, which uses bedrockModelId and reads no secret; leave ${ignored.length > 1 ? "them" : "it"} out or set modelProvider=openai-compatible`,
     );
   }
   runtime.BEDROCK_MODEL_ID ??= DEFAULT_BEDROCK_MODEL_ID;
@@ -403,9 +413,7 @@ function runtimeConfig(runtime: Partial<Record<RuntimeEnvName, string>>): RawCon
     loadConfig(runtime);
   } catch (error) {
     if (error instanceof ConfigError) {
-      throw new DeploySettingsError(
-        `Invalid deploy settings: ${error.message} (${contextNames(error.message)})`,
-      );
+      throw new DeploySettingsError(`${error.message} (${contextNames(error.message)})`);
     }
     throw error;
   }
@@ -413,7 +421,7 @@ function runtimeConfig(runtime: Partial<Record<RuntimeEnvName, string>>): RawCon
     const issues = policyIssuesSync(runtime.POLICIES);
     if (issues.length > 0) {
       throw new DeploySettingsError(
-        `Invalid deploy settings: policies (POLICIES) is not a valid policy set: ${describeIssues(issues)} (docs/policies.md)`,
+        `policies (POLICIES) is not a valid policy set: ${describeIssues(issues)} (docs/policies.md)`,
       );
     }
   }

@@ -28,6 +28,16 @@ import { type TestStack, testStackForFile } from "./support/stack.js";
 
 const stack = testStackForFile({}, { planner: true });
 
+/** `GET /v1/runs/{runId}` as `caller`. */
+const getRun = (caller: Caller, runId: string) =>
+  stack.invoke(
+    apiEvent("http-api-v2", {
+      method: "GET",
+      path: `/v1/runs/${runId}`,
+      extraClaims: { tenant_id: caller.tenantId, sub: caller.userId },
+    }) as never,
+  );
+
 /** The model requests made from index `from` on (the first one is the run's first model call). */
 const requestsSince = (target: TestStack, from: number): RecordedRequest[] =>
   target.model.requests.slice(from);
@@ -67,13 +77,7 @@ describe("a two-run conversation through the handler", () => {
     });
 
     // GET shows the link, so a client can walk the conversation back.
-    const read = await stack.invoke(
-      apiEvent("http-api-v2", {
-        method: "GET",
-        path: `/v1/runs/${second.runId}`,
-        extraClaims: { tenant_id: caller.tenantId, sub: caller.userId },
-      }) as never,
-    );
+    const read = await getRun(caller, second.runId);
     expect(read.statusCode).toBe(200);
     const record = RunRecordSchema.parse(json(read));
     expect(record).toMatchObject({ previousRunId: first.runId, history: second.history });
@@ -294,6 +298,30 @@ describe("who may continue which run", () => {
       "INVALID_REQUEST",
     );
     expect(body.errors?.[0]).toMatchObject({ in: "body", path: "previousRunId" });
+  });
+
+  it("previousRunId null (what a new run's record shows, sent back) starts a new conversation, as absent does", async () => {
+    const caller = newCaller();
+    const prompt = "Calculate tax on 1500 GBP for a client in the UK.";
+    const from = stack.model.requests.length;
+    const key = { "idempotency-key": `"null-${randomUUID()}"` };
+    const response = await post(stack, caller, { prompt, previousRunId: null }, key);
+    expect(response.statusCode, response.body).toBe(200);
+    const started = run(response);
+    expect(started).toMatchObject({ status: "completed", previousRunId: null, history: null });
+    const messages = (requestsSince(stack, from)[0] as RecordedRequest).messages;
+    expect(messages.map((message) => message.role)).toEqual(["system", "user"]);
+    const read = await getRun(caller, started.runId);
+    expect(RunRecordSchema.parse(json(read))).toMatchObject({
+      previousRunId: null,
+      history: null,
+      conversationId: started.runId,
+    });
+    // The same request without the field is the same request: its Idempotency-Key replays, no new run.
+    const retry = await post(stack, caller, { prompt }, key);
+    expect(retry.statusCode, retry.body).toBe(200);
+    expect(header(retry, "idempotent-replayed")).toBe("true");
+    expect(json(retry)).toEqual(json(response));
   });
 });
 

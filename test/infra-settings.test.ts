@@ -1,4 +1,5 @@
 import { Annotations, Match } from "aws-cdk-lib/assertions";
+import { CONTEXT_ENV } from "aws-cdk-lib/cx-api";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../functions/api/app.js";
 import { isPublicRoute, PUBLIC_ROUTES, ROUTES } from "../infra/routes.js";
@@ -20,6 +21,7 @@ import {
   sharedDeployment,
   synth,
 } from "./support/infra.js";
+import { runScript } from "./support/scripts.js";
 
 /** The stack's runtime settings (CDK context → the functions' environment) and its routes against the app's and the dev server's. */
 
@@ -171,6 +173,25 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     expect(() => synth({ tenantCostPerDay: "5.00" })).toThrow(
       /TENANT_COST_PER_DAY need a price for the model/,
     );
+  });
+
+  it("the cdk.json app (npx tsx infra/app.ts) prints invalid settings one per line on stderr, exit 1, no stack trace", {
+    timeout: 60_000,
+  }, async () => {
+    // The context as `npx cdk synth -c maxCycles=51 -c modelMaxTokens=many` hands it to the app; the
+    // settings fail in the stack's constructor, before anything is bundled.
+    const { code, stdout, stderr } = await runScript("tsx", ["infra/app.ts"], {
+      [CONTEXT_ENV]: JSON.stringify({ maxCycles: "51", modelMaxTokens: "many" }),
+    });
+    expect(code).toBe(1);
+    expect(stdout).toBe("");
+    expect(stderr.trim().split("\n")).toEqual([
+      "boundloop: invalid deploy settings:",
+      "  modelMaxTokens (MODEL_MAX_TOKENS): Invalid input: expected number, received NaN",
+      "  maxCycles (MAX_CYCLES): Too big: expected number to be <=50",
+    ]);
+    expect(stderr).not.toMatch(/^\s+at /m);
+    expect(stderr).not.toContain("throw new");
   });
 
   it("warns at synth when runTimeoutMs is more than the API function's timeout allows", () => {

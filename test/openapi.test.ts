@@ -150,7 +150,11 @@ describe("GET /openapi.json", () => {
       type: "object",
       required: ["prompt"],
       additionalProperties: false,
-      properties: { prompt: { type: "string", minLength: 1, maxLength: 8000 } },
+      properties: {
+        prompt: { type: "string", minLength: 1, maxLength: 8000 },
+        // null is "no previous run", as absent: the value a new run's record shows can be sent back.
+        previousRunId: { type: ["string", "null"], pattern: "^[A-Za-z0-9_-]{1,128}$" },
+      },
     });
   });
 

@@ -54,11 +54,16 @@ export const CreateRunBody = z
       description:
         "Cap on this run's wall time in ms. Only tightens the server's cap (RUN_TIMEOUT_MS): larger values are clamped to it.",
     }),
-    previousRunId: RunId.optional().openapi({
-      description:
-        "Continue the conversation of this earlier run of the same user: the run starts from its transcript (cut to HISTORY_MAX_TOKENS), then this prompt. See docs/conversations.md.",
-      example: "run_0b6f0e53-8f0c-4a6e-9f33-3c1f0d6b5e21",
-    }),
+    // null is accepted as absent: every run record shows `previousRunId: null` for a new conversation,
+    // so a client that sends the field back must not get a 400. Normalized here, at the edge: the runs
+    // layer (RunBody) and the Idempotency-Key fingerprint see `undefined`, never null.
+    previousRunId: RunId.nullish()
+      .transform((id) => id ?? undefined)
+      .openapi({
+        description:
+          "Continue the conversation of this earlier run of the same user: the run starts from its transcript (cut to HISTORY_MAX_TOKENS), then this prompt. Absent or null starts a new conversation (the value a new run's record shows). See docs/conversations.md.",
+        example: "run_0b6f0e53-8f0c-4a6e-9f33-3c1f0d6b5e21",
+      }),
   })
   .strict()
   .openapi("CreateRunRequest");
