@@ -143,9 +143,7 @@ export interface VouchedFacts {
  *   call cannot have an effect (recordInvoice of a quote that is missing or expired: the tool refuses it,
  *   or returns the invoice a retry of the same operation already recorded). A call without facts is not
  *   evaluated: it runs as validated and the tool itself refuses it. Throws on a store failure (the call
- *   is then refused: POLICY_CHECK_FAILED). `context.operationKey`, when given, is the call's idempotency
- *   key (the one its handler gets), so a tool can tell a retry of the operation that already had its
- *   effect from another operation (see `settled`).
+ *   is then refused: POLICY_CHECK_FAILED).
  */
 export interface ToolFacts<S extends z.ZodObject = z.ZodObject> {
   schema: z.ZodObject;
@@ -153,7 +151,7 @@ export interface ToolFacts<S extends z.ZodObject = z.ZodObject> {
   read(
     input: z.output<S>,
     security: SecurityContext,
-    context: { signal: AbortSignal; operationKey?: () => string },
+    context: { signal: AbortSignal },
   ): Promise<VouchedFacts | null>;
   /**
    * Optional: true when the call is certain to have no effect although its facts were read

@@ -201,10 +201,7 @@ export class PolicyDecisions implements ToolCallDecider {
     let vouched: VouchedFacts | null;
     try {
       vouched = prepared.tool.facts
-        ? await prepared.tool.facts.read(prepared.args as never, security, {
-            signal: request.signal,
-            operationKey: request.operationKey,
-          })
+        ? await prepared.tool.facts.read(prepared.args as never, security, { signal: request.signal })
         : { facts: {}, preview: {} };
     } catch (error) {
       return this.failClosed(prepared, "facts", error);
