@@ -29,8 +29,9 @@
  * approves it, and the polls show the run completing with one invoice (docs/approvals.md). With
  * `--policies <file>` too, APPROVAL_RULES is left unset (it is never set with POLICIES) and the pause comes
  * from the file's `@approval("required")` policies, the same pause (a synchronous run is handed over
- * whichever asks for the approval); a file without one is a usage error. With `--async` alone a run that pauses is reported once (the approval, the policies
- * asking, how to approve it) and the command exits 1: nobody here would decide it before it expires.
+ * whichever asks for the approval); a file without one is a usage error. With `--async` alone a run
+ * that pauses is reported once (the approval, the policies asking, how to approve it) and the command
+ * exits 1: nobody here would decide it before it expires.
  *
  * With `--bedrock` (or MODEL_PROVIDER=bedrock) the model is called as a Bedrock deploy calls it: Bedrock's
  * OpenAI-compatible endpoint with short-term API keys the function makes from its AWS credentials, here
@@ -65,7 +66,7 @@ const USAGE = `usage: npm start -- ["<prompt>"] [options]
                        a durable one (--async, --approval) followed with GET /v1/runs/{runId}/events
   --approval           the run pauses for approval and a second local user approves it: APPROVAL_RULES
                        {"recordInvoice":{"GBP":"1000.00"}} (unless set), or with --policies the file's
-                       @approval("required") policies (the run is then started as a durable run)
+                       @approval("required") policies
   --policies <file>    a Cedar policy file as the default policy set (POLICIES, docs/policies.md), checked
                        against the tools' schema first
   --bedrock            call the model as a Bedrock deploy does (MODEL_PROVIDER=bedrock): short-term keys
@@ -171,7 +172,6 @@ async function main(): Promise<number> {
         continueRunId: values.continue,
         mode,
         watch: values.watch,
-        startAsync: mode === "async",
         command: commandLine(process.argv.slice(2)),
       });
     }
@@ -217,9 +217,8 @@ async function main(): Promise<number> {
  * it, the first continuing `previousRunId` when given), polls each run to its end and prints it, then
  * the ledger; a run that pauses for approval, which nobody here decides, is reported once with how to
  * approve it, and ends the command (exit 1) instead of polling until the approval expires.
- * `--approval`: sends each prompt synchronously (with a policy file, `startAsync`: as a durable run);
- * when a run pauses (awaiting_approval) prints the pending approval, approves it as a second user, then
- * polls it to its end the same way. Returns the process exit code: 0 when every run completed.
+ * `--approval`: sends each prompt synchronously; when a run pauses (awaiting_approval) prints the
+ * pending approval, approves it as a second user, then polls it to its end the same way. Returns the process exit code: 0 when every run completed.
  */
 async function runDurable(
   event: APIGatewayProxyEventV2,
@@ -228,11 +227,11 @@ async function runDurable(
     continueRunId: string | undefined;
     mode: "async" | "approval";
     watch: boolean | undefined;
-    startAsync: boolean;
     command: string;
   },
 ): Promise<number> {
-  const { continueRunId, mode, startAsync } = options;
+  const { continueRunId, mode } = options;
+  const startAsync = mode === "async";
   const { createLocalDurableApi, eventForRoute } = await import("./durable-runner.js");
   const { loadConfig } = await import("../shared/config.js");
   const { createLambdaContext } = await import("./lambda-context.js");
@@ -256,8 +255,7 @@ async function runDurable(
         body: JSON.stringify({ prompt: next, ...(previousRunId ? { previousRunId } : {}) }),
       };
       // --approval --watch streams the request itself, so the events up to the pause print as they happen.
-      const streamed =
-        mode === "approval" && !startAsync && watcher ? await watcher.send(request) : undefined;
+      const streamed = mode === "approval" && watcher ? await watcher.send(request) : undefined;
       const started = streamed ?? (await invoke(request));
       const run = JSON.parse(started.body ?? "{}") as Record<string, unknown>;
       const headers = {
