@@ -43,6 +43,17 @@ async function token(dev: { issuerFile: string }, claims: Record<string, string>
 const smoke = (args: string[], env: Record<string, string>) =>
   runScript("tsx", ["local/smoke.ts", ...args], env);
 
+/** `npm run smoke -- --approval` against `dev`, with a writer's token and a second user's (the approver's). */
+async function smokeApproval(dev: { url: string; issuerFile: string }) {
+  return smoke(["--url", dev.url, "--approval"], {
+    BOUNDLOOP_TOKEN: await token(dev),
+    BOUNDLOOP_APPROVER_TOKEN: await token(dev, {
+      sub: "usr_approver_01",
+      scope: "billing:approve billing:read",
+    }),
+  });
+}
+
 /**
  * A proxy to `target` that hands each response body (as text) to `rewrite` for the paths it names.
  */
@@ -149,13 +160,7 @@ describe("npm run smoke", { timeout: 90_000 }, () => {
   });
 
   it("--approval: the run pauses, a second user of the tenant approves, the run completes with one invoice", async () => {
-    const result = await smoke(["--url", approvals.url, "--approval"], {
-      BOUNDLOOP_TOKEN: await token(approvals),
-      BOUNDLOOP_APPROVER_TOKEN: await token(approvals, {
-        sub: "usr_approver_01",
-        scope: "billing:approve billing:read",
-      }),
-    });
+    const result = await smokeApproval(approvals);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(
@@ -168,13 +173,7 @@ describe("npm run smoke", { timeout: 90_000 }, () => {
   });
 
   it("--approval against an API whose policy asks for approval: the same pause, named by the policy", async () => {
-    const result = await smoke(["--url", policies.url, "--approval"], {
-      BOUNDLOOP_TOKEN: await token(policies),
-      BOUNDLOOP_APPROVER_TOKEN: await token(policies, {
-        sub: "usr_approver_01",
-        scope: "billing:approve billing:read",
-      }),
-    });
+    const result = await smokeApproval(policies);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(
