@@ -1,8 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { type Task, TaskState, type TaskStatusUpdateEvent } from "@a2a-js/sdk";
 import type { Client } from "@a2a-js/sdk/client";
-import { TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
+import {
+  RequestMalformedError,
+  TaskNotCancelableError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from "@a2a-js/sdk/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PROMPT_MAX_CHARS } from "../shared/runs/run-request.js";
 import {
   a2aClientAt,
   a2aMessage,
@@ -188,6 +194,17 @@ describe("A2A through the official client, against the real handler behind the d
     });
   });
 
+  it("refuses a message POST /v1/runs would refuse as a prompt (blank, or over PROMPT_MAX_CHARS) and starts no run", async () => {
+    const client = await clientAs(env.tokens.alice);
+    const before = await listedTaskIds(client);
+    for (const text of ["   ", `What is the UK VAT on 5 GBP? ${"x".repeat(PROMPT_MAX_CHARS)}`]) {
+      const refused = await client.sendMessage(a2aMessage(text)).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(RequestMalformedError);
+      expect((refused as Error).message).toMatch(/text part/);
+    }
+    expect(await listedTaskIds(client)).toEqual(before);
+  });
+
   it("refuses a call without a token before the function (the gateway's 401)", async () => {
     const response = await fetch(`${env.dev.url}/v1/a2a`, {
       method: "POST",
@@ -214,4 +231,5 @@ describe("A2A resume", () => {
     expect(ids).not.toContain(1);
     expect(body).toContain('"run.finished"');
   });
+
 });

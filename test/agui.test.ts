@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { EventType } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PROMPT_MAX_CHARS } from "../shared/runs/run-request.js";
 import {
   aguiAgentAt,
   CALLERS,
@@ -116,6 +117,15 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
     });
     expect(badKey.status).toBe(400);
     expect(((await badKey.json()) as { errors: Array<{ path: string }> }).errors[0]?.path).toBe("runId");
+    const tooLong = await post({
+      threadId: "t",
+      runId: "r-long",
+      messages: [{ id: "m", role: "user", content: `Hi ${"x".repeat(PROMPT_MAX_CHARS)}` }],
+      tools: [],
+      context: [],
+    });
+    expect(tooLong.status).toBe(400);
+    expect(((await tooLong.json()) as { errors: Array<{ path: string }> }).errors[0]?.path).toBe("messages");
     const runId = randomUUID();
     await runAgui(agentAs(env.tokens.alice, "What is the UK VAT on 1 GBP?"), runId);
     const reused = await runAgui(agentAs(env.tokens.alice, "Something else"), runId);

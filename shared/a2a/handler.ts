@@ -25,6 +25,7 @@ import { isDomainError } from "../domain-errors.js";
 import { cancelRun } from "../runs/cancel.js";
 import { isUsableKey, MAX_KEY_LENGTH } from "../runs/exactly-once.js";
 import { listRuns, readRun } from "../runs/queries.js";
+import { PROMPT_MAX_CHARS } from "../runs/run-request.js";
 import type { A2ACall } from "./call.js";
 import { toA2AError } from "./errors.js";
 import { streamTask } from "./stream.js";
@@ -151,7 +152,8 @@ async function listTasks(call: A2ACall, params: ListTasksRequest): Promise<ListT
 /**
  * What SendMessage asks: the message's text parts joined (the prompt), its id (the turn's key), its
  * context (the conversation), and whether the client wants an answer at once.
- * @throws RequestMalformedError without a message, a message id or any text
+ * @throws RequestMalformedError without a message or a message id, or when the text is blank or longer
+ *   than PROMPT_MAX_CHARS
  */
 function turnInputOf(params: SendMessageRequest, _stream: boolean): TurnInput {
   const message: Message | undefined = params.message;
@@ -165,7 +167,14 @@ function turnInputOf(params: SendMessageRequest, _stream: boolean): TurnInput {
       `The message needs a messageId of 1 to ${MAX_KEY_LENGTH} printable ASCII characters.`,
     );
   }
-  if (!prompt) throw new RequestMalformedError("The message needs a text part: the task, in words.");
+  // The bounds of POST /v1/runs' prompt (trimmed, 1 to PROMPT_MAX_CHARS): a blank task would spend a
+  // model call on nothing, and a longer one would get past the cap the REST route keeps.
+  const length = prompt.trim().length;
+  if (length === 0 || length > PROMPT_MAX_CHARS) {
+    throw new RequestMalformedError(
+      `The message needs a text part: the task, in words (1 to ${PROMPT_MAX_CHARS} characters).`,
+    );
+  }
   return {
     prompt,
     messageId: message.messageId,
