@@ -232,4 +232,28 @@ describe("A2A resume", () => {
     expect(body).toContain('"run.finished"');
   });
 
+  it("SubscribeToTask with Last-Event-ID at or past an ended task's last event answers the task, not TaskNotFoundError", async () => {
+    const client = await clientAs(env.tokens.alice);
+    const task = (await client.sendMessage(a2aMessage("What is the UK VAT on 41 GBP?"))) as Task;
+    const last = await env.stack.deps.runEvents.store.lastSeq(CALLERS.alice.tenant_id, task.id);
+    expect(last).toBeGreaterThan(1);
+    for (const lastEventId of [last, last + 5]) {
+      const response = await env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/a2a`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "a2a-version": "1.0",
+          "last-event-id": String(lastEventId),
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 8, method: "SubscribeToTask", params: { id: task.id } }),
+      });
+      const body = await response.text();
+      expect(body).not.toContain('"error"');
+      const results = [...body.matchAll(/^data: (.*)$/gm)].map(
+        (match) => JSON.parse(match[1] ?? "{}").result,
+      );
+      expect(results).toHaveLength(1);
+      expect(results[0].task).toMatchObject({ id: task.id, status: { state: "TASK_STATE_COMPLETED" } });
+    }
+  });
 });
