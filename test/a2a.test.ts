@@ -8,6 +8,7 @@ import {
   UnsupportedOperationError,
 } from "@a2a-js/sdk/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { agentCardOf } from "../shared/a2a/card.js";
 import { PROMPT_MAX_CHARS } from "../shared/runs/run-request.js";
 import {
   a2aClientAt,
@@ -54,10 +55,23 @@ describe("A2A through the official client, against the real handler behind the d
       scheme: "Bearer",
       bearerFormat: "JWT",
     });
-    expect(card.securitySchemes.oidc?.openIdConnectSecurityScheme?.openIdConnectUrl).toBe(
-      `${env.issuer.issuer}/.well-known/openid-configuration`,
-    );
+    // The dev issuer is a URN: there is no discovery document to point at, so no OpenID Connect scheme.
+    expect(env.issuer.issuer).toMatch(/^urn:/);
+    expect(Object.keys(card.securitySchemes)).toEqual(["bearer"]);
     expect(card.capabilities).toMatchObject({ streaming: true });
+  });
+
+  it("points the OpenID Connect scheme at an https issuer's discovery document", () => {
+    const issuer = "https://cognito-idp.eu-west-2.amazonaws.com/eu-west-2_abc/";
+    const card = agentCardOf(
+      { auth: { ...env.stack.config.auth, issuer } },
+      env.stack.deps.tools,
+      env.dev.url,
+    );
+    const oidc = card.securitySchemes.oidc?.scheme;
+    expect(oidc?.$case === "openIdConnectSecurityScheme" && oidc.value.openIdConnectUrl).toBe(
+      "https://cognito-idp.eu-west-2.amazonaws.com/eu-west-2_abc/.well-known/openid-configuration",
+    );
   });
 
   it("sends the seed scenario: a completed task with the backend's 300.00 / 1800.00 as artifacts and one invoice; a repeated message id is the same task", async () => {
