@@ -208,6 +208,26 @@ describe("A2A through the official client, against the real handler behind the d
     });
   });
 
+  it("answers concurrent sends of one message id with its task or IDEMPOTENCY_KEY_IN_USE, never TaskNotFoundError", async () => {
+    const client = await clientAs(env.tokens.alice);
+    const messageId = randomUUID();
+    const answers = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        client
+          .sendMessage(a2aMessage("What is the UK VAT on 9 GBP?", { messageId }))
+          .catch((error: unknown) => error),
+      ),
+    );
+    const tasks = answers.filter((answer): answer is Task => !(answer instanceof Error));
+    expect(tasks.length).toBeGreaterThan(0);
+    expect(new Set(tasks.map((task) => task.id)).size).toBe(1);
+    for (const refused of answers.filter((answer) => answer instanceof Error)) {
+      expect(refused).toBeInstanceOf(UnsupportedOperationError);
+      expect(errorInfoOf(refused)).toMatchObject({ code: "IDEMPOTENCY_KEY_IN_USE", runId: tasks[0]?.id });
+      expect(Number(errorInfoOf(refused)?.retryAfterSeconds)).toBeGreaterThan(0);
+    }
+  });
+
   it("refuses a message POST /v1/runs would refuse as a prompt (blank, or over PROMPT_MAX_CHARS) and starts no run", async () => {
     const client = await clientAs(env.tokens.alice);
     const before = await listedTaskIds(client);
