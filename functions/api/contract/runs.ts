@@ -2,6 +2,7 @@
 
 import { createRoute, z } from "@hono/zod-openapi";
 import { RunOutcomeBodySchema } from "../../../shared/agent/outcome-schema.js";
+import { PROMPT_MAX_CHARS } from "../../../shared/runs/run-request.js";
 import {
   RecordStatusSchema,
   RunRecordSchema as StoredRunSchema,
@@ -27,9 +28,6 @@ import {
   ToolResultSchema,
   UsageSchema,
 } from "./run-results.js";
-
-/** Prompt length bounds (characters) of `POST /v1/runs`. */
-export const PROMPT_MAX_CHARS = 8_000;
 
 /** A run id as the API issues it (`run_` and a UUID) or accepts it in a path or body. */
 export const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
