@@ -65,12 +65,13 @@ export interface ApiAnswer<T = unknown> {
   headers: Headers;
 }
 
-/** A problem+json body as the API answers errors. */
+/** A problem+json body as the API answers errors; a 400's `errors` name each refused field and why. */
 export interface Problem {
   code?: string;
   title?: string;
   detail?: string;
   rule?: string;
+  errors?: Array<{ in?: string; path?: string; message: string }>;
 }
 
 /** Called when the API refuses the token (401): the page shows the sign-in again. */

@@ -74,6 +74,11 @@ whenUnauthorized(() => {
   signInView(() => void route(), "The API did not accept the token (expired?). Sign in again.");
 });
 takeFragmentToken();
+// The skip link's `#view` is no route: followed as a link it would change the fragment and show the runs.
+document.querySelector("a.skip")?.addEventListener("click", (event) => {
+  event.preventDefault();
+  view().focus();
+});
 window.addEventListener("hashchange", () => {
   void route();
   view().focus();

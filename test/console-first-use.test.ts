@@ -1,0 +1,120 @@
+// biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (rendered text, as a person reads it), not the DOM property
+import { describe, expect, it } from "vitest";
+import {
+  consoleStack,
+  DESKTOP,
+  expectAccessible,
+  go,
+  startRun,
+  timelineHas,
+  tokenFor,
+} from "./support/console.js";
+
+// What a person meets on a first visit to the console who follows docs/console.md and then tries what the
+// page invites: a pasted token that is no token, the skip link, a double click on Start run, a prompt
+// the API refuses, a run that only reads an invoice, and the browser's own requests (its icon).
+
+const stack = consoleStack();
+
+const RECORD_PROMPT = "Calculate tax on 200 BDT for a client in Bangladesh and record the invoice";
+
+describe("the console on a first visit", { timeout: 120_000 }, () => {
+  it("explains a pasted token it cannot read instead of showing the sign-in form again in silence", async () => {
+    const context = await stack.browser.newContext(DESKTOP);
+    const page = await context.newPage();
+    await page.goto(`${stack.dev.url}/console`);
+    await page.getByRole("heading", { name: "Sign in", level: 1 }).waitFor();
+    await page.getByLabel("Access token").fill("not-a-token");
+    await page.getByRole("button", { name: "Sign in with the token" }).click();
+    await expect
+      .poll(() => page.getByRole("alert").first().innerText())
+      .toMatch(/^That is not an access token/);
+    await page.getByRole("heading", { name: "Sign in", level: 1 }).waitFor();
+    expect(await page.evaluate("sessionStorage.length")).toBe(0);
+    // A good token still signs in from the same form.
+    await page.getByLabel("Access token").fill(await tokenFor(stack.dev, "owner"));
+    await page.getByRole("button", { name: "Sign in with the token" }).click();
+    await page.getByRole("heading", { name: "Runs", level: 1 }).waitFor();
+    await context.close();
+  });
+
+  it("asks the server for nothing it refuses: no favicon request answered 401 on load or between views", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "owner");
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send("Network.enable");
+    const refused: string[] = [];
+    cdp.on("Network.responseReceived", (event) => {
+      if (event.response.status >= 400) refused.push(`${event.response.status} ${event.response.url}`);
+    });
+    await page.reload();
+    await page.getByRole("heading", { name: "Runs", level: 1 }).waitFor();
+    for (const hash of ["#/ledger", "#/approvals", "#/runs"]) await go(page, hash);
+    await page.waitForTimeout(500);
+    expect(refused).toEqual([]);
+  });
+
+  it("the skip link moves to the view's content and keeps the view (it is not a route)", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "owner", "#/ledger");
+    await page.getByRole("heading", { name: "Ledger", level: 1 }).waitFor();
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate("document.activeElement.textContent")).toBe("Skip to content");
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.evaluate("document.activeElement.id")).toBe("view");
+    expect(new URL(page.url()).hash).toBe("#/ledger");
+    expect(await page.locator("main h1").innerText()).toBe("Ledger");
+  });
+
+  it("starts one run for a double click on Start run", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "owner");
+    const posts: string[] = [];
+    page.on("request", (request) => {
+      if (request.method() === "POST" && new URL(request.url()).pathname === "/v1/runs")
+        posts.push(request.url());
+    });
+    await page.getByLabel("Prompt").fill("Calculate tax on 300 BDT for a client in Bangladesh");
+    await page.getByRole("button", { name: "Start run" }).dblclick();
+    await page.getByRole("heading", { name: /^Run run_/, level: 1 }).waitFor({ timeout: 90_000 });
+    await timelineHas(page, "run.finished");
+    expect(posts).toHaveLength(1);
+    const runs = (await (
+      await fetch(`${stack.dev.url}/v1/runs?scope=own`, {
+        headers: { authorization: `Bearer ${await tokenFor(stack.dev, "owner")}` },
+      })
+    ).json()) as { items: Array<{ prompt: { excerpt?: string } }> };
+    expect(runs.items.filter((run) => run.prompt.excerpt?.includes("300 BDT"))).toHaveLength(1);
+  });
+
+  it("says which field the API refused and why: a prompt over the limit, an end day before the start", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "owner");
+    await page.getByLabel("Prompt").fill(`Calculate tax on 200 BDT. ${"x".repeat(8_000)}`);
+    await page.getByRole("button", { name: "Start run" }).click();
+    await expect
+      .poll(() => page.getByRole("alert").first().innerText())
+      .toBe(
+        "INVALID_REQUEST: The request is invalid. prompt: Too big: expected string to have <=8000 characters",
+      );
+    expect(new URL(page.url()).hash).toBe("#/runs");
+    await go(page, "#/runs?from=2026-12-06&to=2026-12-04");
+    await expect
+      .poll(() => page.getByRole("alert").first().innerText())
+      .toMatch(/^INVALID_REQUEST: .*\. to: /);
+    await expectAccessible(page, "first-use-refused");
+  });
+
+  it("lists as recorded only the invoices a run recorded, not one it read", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "owner");
+    await startRun(page, RECORD_PROMPT);
+    await timelineHas(page, "run.finished");
+    const recorded = page.locator(".fact", { hasText: "Invoices recorded" }).locator("dd");
+    await expect.poll(() => recorded.innerText()).toMatch(/^inv_/);
+    const invoiceId = String(await recorded.locator("a").first().getAttribute("href")).replace(
+      "#/invoices/",
+      "",
+    );
+    await go(page, "#/runs");
+    await startRun(page, `Show invoice ${invoiceId}`);
+    await timelineHas(page, "run.finished");
+    await page.locator('article.call[data-tool="getInvoice"]').waitFor();
+    expect(await recorded.innerText()).toBe("none");
+  });
+});
