@@ -101,6 +101,18 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await expectAccessible(page, "first-use-refused");
   });
 
+  it("explains a run id it cannot show in an accessible view (the refusal is not put inside the facts list)", async () => {
+    const page = await stack.pages.signedIn(
+      stack.dev,
+      "owner",
+      "#/runs/run_0000000000000000000000000000dead",
+    );
+    await expect
+      .poll(() => page.getByRole("alert").first().innerText())
+      .toBe("NOT_FOUND: There is no run run_0000000000000000000000000000dead.");
+    await expectAccessible(page, "first-use-no-run");
+  });
+
   it("lists as recorded only the invoices a run recorded, not one it read", async () => {
     const page = await stack.pages.signedIn(stack.dev, "owner");
     await startRun(page, RECORD_PROMPT);
