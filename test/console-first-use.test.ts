@@ -12,9 +12,10 @@ import {
 
 // What a person meets on a first visit to the console who follows docs/console.md and then tries what the
 // page invites: a pasted token that is no token, the skip link, a double click on Start run, a prompt
-// the API refuses, a run that only reads an invoice, and the browser's own requests (its icon).
+// the API refuses, a run that only reads an invoice, an approval card left open while its run is
+// cancelled, and the browser's own requests (its icon).
 
-const stack = consoleStack();
+const stack = consoleStack({ APPROVAL_RULES: JSON.stringify({ recordInvoice: { GBP: "1000.00" } }) });
 
 const RECORD_PROMPT = "Calculate tax on 200 BDT for a client in Bangladesh and record the invoice";
 
@@ -128,5 +129,28 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await timelineHas(page, "run.finished");
     await page.locator('article.call[data-tool="getInvoice"]').waitFor();
     expect(await recorded.innerText()).toBe("none");
+  });
+
+  it("an approval cancelled with its run while its card is open: the refusal shows, the card says Cancelled, no buttons", async () => {
+    const owner = await stack.pages.signedIn(stack.dev, "owner");
+    const runId = await startRun(owner);
+    await timelineHas(owner, "approval.requested");
+    const approver = await stack.pages.signedIn(stack.dev, "approver", "#/approvals");
+    const card = approver
+      .locator("article.approval")
+      .filter({ has: approver.locator(`a.id[data-id="${runId}"]`) });
+    await card.getByRole("button", { name: "Approve…" }).waitFor();
+    const cancelled = await fetch(`${stack.dev.url}/v1/runs/${runId}/cancel`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${await tokenFor(stack.dev, "owner")}` },
+    });
+    expect(cancelled.status).toBe(200);
+    await card.getByRole("button", { name: "Approve…" }).click();
+    await card.getByRole("button", { name: "Confirm approval" }).click();
+    await expect.poll(() => card.getByRole("alert").innerText()).toMatch(/^APPROVAL_CANCELLED: /);
+    expect(await card.locator(".state .badge").innerText()).toContain("Cancelled");
+    expect(await card.getByRole("button").count()).toBe(0);
+    expect(await card.innerText()).not.toMatch(/min left/);
+    await expectAccessible(approver, "first-use-approval-cancelled");
   });
 });
