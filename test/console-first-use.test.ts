@@ -153,4 +153,30 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     expect(await card.innerText()).not.toMatch(/min left/);
     await expectAccessible(approver, "first-use-approval-cancelled");
   });
+
+  it("a long unbroken word (a ticket URL as a rejection's reason) wraps: no table or page scrolls sideways at 1280 px", async () => {
+    const owner = await stack.pages.signedIn(stack.dev, "owner");
+    const runId = await startRun(owner);
+    await timelineHas(owner, "approval.requested");
+    const approver = await stack.pages.signedIn(stack.dev, "approver", "#/approvals");
+    const card = approver
+      .locator("article.approval")
+      .filter({ has: approver.locator(`a.id[data-id="${runId}"]`) });
+    const reason = `See https://tickets.example.com/browse/FIN-4411?focusedCommentId=${"7".repeat(60)}&page=com.atlassian.jira.plugin.system.issuetabpanels%3Acomment-tabpanel%23comment-${"1".repeat(60)}`;
+    await card.getByLabel(/^Reason/).fill(reason);
+    await card.getByRole("button", { name: "Reject…" }).click();
+    await card.getByRole("button", { name: "Confirm rejection" }).click();
+    await card.locator("p.decided").waitFor();
+    const sideways = (page: typeof owner, selector: string) =>
+      page.locator(selector).evaluateAll((boxes) => boxes.map((box) => box.scrollWidth - box.clientWidth));
+    // The decided card, and the Decided table it joined.
+    expect(await sideways(approver, "article.approval, .scroll")).toEqual([0, 0]);
+    await timelineHas(owner, "run.finished");
+    await owner.locator('article.call[data-tool="recordInvoice"]').waitFor();
+    expect(await owner.evaluate("document.documentElement.scrollWidth")).toBe(1280);
+    expect(await sideways(owner, "article.call")).toEqual([0, 0, 0]);
+    await go(owner, "#/runs");
+    await owner.locator(`tr[data-run-id="${runId}"]`).waitFor();
+    expect(await sideways(owner, ".scroll")).toEqual([0]);
+  });
 });

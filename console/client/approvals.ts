@@ -238,7 +238,7 @@ function decidedRow(approval: Approval): HTMLElement {
     h("td", {}, time(approval.decidedAt)),
     h("td", {}, decisionBadge(String(approval.status))),
     h("td", {}, approval.decidedBy ?? "—"),
-    h("td", {}, approval.reason ?? "—"),
+    h("td", { class: "free-text" }, approval.reason ?? "—"),
     h(
       "td",
       { class: "num" },
