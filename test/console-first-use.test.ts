@@ -1,5 +1,6 @@
 // biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (rendered text, as a person reads it), not the DOM property
 import { describe, expect, it } from "vitest";
+import { mintToken, readIssuerFile } from "../local/dev-auth.js";
 import {
   consoleStack,
   DESKTOP,
@@ -8,6 +9,7 @@ import {
   startRun,
   timelineHas,
   tokenFor,
+  USERS,
 } from "./support/console.js";
 
 // What a person meets on a first visit to the console who follows docs/console.md and then tries what the
@@ -36,6 +38,19 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await page.getByLabel("Access token").fill(await tokenFor(stack.dev, "owner"));
     await page.getByRole("button", { name: "Sign in with the token" }).click();
     await page.getByRole("heading", { name: "Runs", level: 1 }).waitFor();
+    await context.close();
+  });
+
+  it("says why the API refused a token (the authorizer's error_description), not only 'expired?'", async () => {
+    const issuer = await readIssuerFile(stack.dev.issuerFile);
+    const mcpToken = await mintToken(issuer, { ...USERS.owner }, { audience: `${stack.dev.url}/mcp` });
+    const context = await stack.browser.newContext(DESKTOP);
+    const page = await context.newPage();
+    await page.goto(`${stack.dev.url}/console#token=${mcpToken}`);
+    await expect
+      .poll(() => page.getByRole("alert").first().innerText())
+      .toBe("The API did not accept the token: the token does not have a valid audience. Sign in again.");
+    expect(await page.evaluate("sessionStorage.length")).toBe(0);
     await context.close();
   });
 
