@@ -65,20 +65,31 @@ export interface ApiAnswer<T = unknown> {
   headers: Headers;
 }
 
-/** A problem+json body as the API answers errors. */
+/** A problem+json body as the API answers errors; a 400's `errors` name each refused field and why. */
 export interface Problem {
   code?: string;
   title?: string;
   detail?: string;
   rule?: string;
+  errors?: Array<{ in?: string; path?: string; message: string }>;
 }
 
-/** Called when the API refuses the token (401): the page shows the sign-in again. */
-let onUnauthorized: () => void = () => {};
+/** Called when the API refuses the token (401), with why when it says: the page shows the sign-in again. */
+let onUnauthorized: (why?: string) => void = () => {};
 
-/** Sets what happens on a 401. */
-export function whenUnauthorized(handler: () => void): void {
+/** Sets what happens on a 401; `why` is the problem's detail or the authorizer's `error_description`. */
+export function whenUnauthorized(handler: (why?: string) => void): void {
   onUnauthorized = handler;
+}
+
+/**
+ * Why a 401 refused the token: the API's problem `detail`, else the JWT authorizer's RFC 6750
+ * `error_description` (its body is only `{"message":"Unauthorized"}`); undefined when neither says.
+ */
+function refusalOf(headers: Headers, body: unknown): string | undefined {
+  const detail = (body as Problem | null)?.detail;
+  if (typeof detail === "string") return detail;
+  return /error_description="([^"]*)"/.exec(headers.get("www-authenticate") ?? "")?.[1];
 }
 
 /**
@@ -98,7 +109,6 @@ export async function api<T = unknown>(
     headers,
     ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
   });
-  if (response.status === 401) onUnauthorized();
   const text = await response.text();
   let body: unknown = null;
   try {
@@ -106,6 +116,7 @@ export async function api<T = unknown>(
   } catch {
     body = null;
   }
+  if (response.status === 401) onUnauthorized(refusalOf(response.headers, body));
   return { status: response.status, ok: response.ok, body: body as T, headers: response.headers };
 }
 

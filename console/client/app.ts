@@ -69,11 +69,17 @@ async function route(): Promise<void> {
   document.title = `${view().querySelector("h1")?.textContent ?? "Console"} · boundloop console`;
 }
 
-whenUnauthorized(() => {
+whenUnauthorized((why) => {
   void forgetTokens();
-  signInView(() => void route(), "The API did not accept the token (expired?). Sign in again.");
+  const reason = why ? `: ${why.replace(/\.$/, "")}` : " (expired?)";
+  signInView(() => void route(), `The API did not accept the token${reason}. Sign in again.`);
 });
 takeFragmentToken();
+// The skip link's `#view` is no route: followed as a link it would change the fragment and show the runs.
+document.querySelector("a.skip")?.addEventListener("click", (event) => {
+  event.preventDefault();
+  view().focus();
+});
 window.addEventListener("hashchange", () => {
   void route();
   view().focus();

@@ -88,9 +88,14 @@ const CONSEQUENCE = {
 /**
  * The decision form of a card: the optional reason, Approve and Reject (distinct), a confirmation step
  * for each, then `POST /v1/runs/{runId}/approvals/{approvalId}`. For the run's own user the buttons
- * are disabled, described by the four-eyes reason.
+ * are disabled, described by the four-eyes reason. `closed` gets the approval's status when the API
+ * says it can take no decision any more (409: decided elsewhere, expired, cancelled with its run).
  */
-function decisionForm(approval: Approval, done: (decided: Approval) => void): HTMLElement {
+function decisionForm(
+  approval: Approval,
+  done: (decided: Approval) => void,
+  closed: (status: string) => void,
+): HTMLElement {
   const id = approval.approvalId;
   const own = approval.requestedBy === session.caller?.sub;
   const reason = h("input", {
@@ -115,7 +120,13 @@ function decisionForm(approval: Approval, done: (decided: Approval) => void): HT
       { method: "POST", body: text ? { decision, reason: text } : { decision } },
     );
     if (!answer.ok) {
-      choose();
+      const over = (answer.body as { approvalStatus?: unknown } | null)?.approvalStatus;
+      // Offering the buttons again after such a refusal would only bring the same refusal.
+      if (typeof over === "string") {
+        actions.replaceChildren();
+        (reason as HTMLInputElement).disabled = true;
+        closed(over);
+      } else choose();
       return outcome.replaceChildren(alert(problemText(answer.status, answer.body)));
     }
     done(answer.body);
@@ -188,12 +199,19 @@ function approvalCard(approval: Approval, onDecided: (decided: Approval) => void
     ),
     previewColumns(approval),
   );
-  const form = decisionForm(approval, (decided) => {
-    left.remove();
-    state.replaceChildren(decisionBadge(String(decided.status)));
-    form.replaceWith(h("p", { class: "decided", role: "status" }, `Decided: ${decidedText(decided)}`));
-    onDecided(decided);
-  });
+  const form = decisionForm(
+    approval,
+    (decided) => {
+      left.remove();
+      state.replaceChildren(decisionBadge(String(decided.status)));
+      form.replaceWith(h("p", { class: "decided", role: "status" }, `Decided: ${decidedText(decided)}`));
+      onDecided(decided);
+    },
+    (status) => {
+      left.remove();
+      state.replaceChildren(decisionBadge(status));
+    },
+  );
   card.append(form);
   return card;
 }
@@ -220,7 +238,7 @@ function decidedRow(approval: Approval): HTMLElement {
     h("td", {}, time(approval.decidedAt)),
     h("td", {}, decisionBadge(String(approval.status))),
     h("td", {}, approval.decidedBy ?? "—"),
-    h("td", {}, approval.reason ?? "—"),
+    h("td", { class: "free-text" }, approval.reason ?? "—"),
     h(
       "td",
       { class: "num" },

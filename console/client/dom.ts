@@ -59,7 +59,10 @@ export function problemText(status: number, body: unknown): string {
   if (problem.rule === "four_eyes") {
     return `Four eyes: you started this run, so another person of your tenant must decide. (${problem.detail ?? "FORBIDDEN"})`;
   }
-  return `${problem.code ?? `HTTP ${status}`}: ${problem.detail ?? problem.title ?? "the request was refused."}`;
+  // A 400's `errors` name the fields and why; without them "The request is invalid." says nothing.
+  const fields = (problem.errors ?? []).map((e) => (e.path ? `${e.path}: ${e.message}` : e.message));
+  const text = `${problem.code ?? `HTTP ${status}`}: ${problem.detail ?? problem.title ?? "the request was refused."}`;
+  return [text, ...fields].join(" ");
 }
 
 /** A badge's tone: its colour and its mark (never colour alone). */

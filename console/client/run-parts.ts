@@ -195,9 +195,11 @@ export function callPairing(): (event: RunEvent) => ToolCallView | undefined {
   };
 }
 
-/** A link to the invoice a run recorded, when its result names one (for the run's facts). */
+/** A link to each invoice the run recorded (its recordInvoice results; for the run's facts). */
 export function invoiceLinks(calls: ToolCallView[]): HTMLElement[] {
   return calls.flatMap((call) => {
+    // getInvoice's result names an invoice too, one the run only read: not one it recorded.
+    if (call.name !== "recordInvoice") return [];
     const data = call.data as { invoice?: { invoiceId?: unknown } } | null;
     const id = data?.invoice?.invoiceId;
     return typeof id === "string" ? [idLink(`#/invoices/${id}`, id)] : [];

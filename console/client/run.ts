@@ -145,6 +145,8 @@ export async function runView(runId: string): Promise<void> {
   const badge = h("span", { class: "badge-slot" }, h("span", { class: "badge stop" }, "…"));
   const actions = h("div", { class: "run-actions" });
   const facts = h("dl", { class: "facts grid" });
+  // A refused read is said here: a list of terms may hold only terms and their values.
+  const refusal = h("div", { class: "run-refusal" });
   const box = () => h("div", { class: "text-box", tabindex: "0" }, "…");
   const [prompt, answer] = [box(), box()];
   // Focusable, so a keyboard can scroll it.
@@ -155,6 +157,7 @@ export async function runView(runId: string): Promise<void> {
   view().replaceChildren(
     h("div", { class: "title-row" }, h("h1", {}, "Run ", h("span", { class: "run-id" }, runId)), badge),
     actions,
+    refusal,
     facts,
     h("div", { class: "columns texts" }, textBox("Prompt", prompt), textBox("Answer", answer)),
     h("h2", {}, "Timeline"),
@@ -181,6 +184,7 @@ export async function runView(runId: string): Promise<void> {
     signal,
     (run) => {
       record = run;
+      refusal.replaceChildren();
       badge.replaceChildren(statusBadge(run.status));
       facts.replaceChildren(...factsOf(run, calls));
       prompt.replaceChildren(...promptText(run));
@@ -189,7 +193,7 @@ export async function runView(runId: string): Promise<void> {
       if (controlFor !== run.status) cancelControl(run, actions, () => void refresh());
       controlFor = run.status;
     },
-    (problem) => facts.replaceChildren(problem),
+    (problem) => refusal.replaceChildren(problem),
   );
   await refresh();
   const pair = callPairing();

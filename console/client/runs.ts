@@ -187,11 +187,18 @@ function filterForm(filters: Filters): HTMLElement {
   return form;
 }
 
-/** The prompt box: a run started with `Prefer: respond-async` and a fresh Idempotency-Key, then its view. */
+/**
+ * The prompt box: a run started with `Prefer: respond-async` and a fresh Idempotency-Key, then its view.
+ * Start run is disabled while a start is in flight: each submit has a key of its own, so a double click
+ * would otherwise start (and record) twice.
+ */
 function startForm(status: HTMLElement): HTMLElement {
   const prompt = h("textarea", { id: "prompt", name: "prompt", rows: 2, required: true });
+  const button = h("button", { type: "submit" }, "Start run") as HTMLButtonElement;
   const start = async (event: Event) => {
     event.preventDefault();
+    if (button.disabled) return;
+    button.disabled = true;
     status.replaceChildren("Starting…");
     const answer = await api<{ runId?: string }>("/v1/runs", {
       method: "POST",
@@ -199,14 +206,17 @@ function startForm(status: HTMLElement): HTMLElement {
       headers: { prefer: "respond-async", "idempotency-key": crypto.randomUUID() },
     });
     if (answer.body?.runId && answer.status < 300) location.hash = `#/runs/${answer.body.runId}`;
-    else status.replaceChildren(alert(problemText(answer.status, answer.body)));
+    else {
+      button.disabled = false;
+      status.replaceChildren(alert(problemText(answer.status, answer.body)));
+    }
   };
   return h(
     "form",
     { onsubmit: start, class: "start", "aria-label": "Start a run" },
     h("label", { for: "prompt" }, "Prompt"),
     prompt,
-    h("button", { type: "submit" }, "Start run"),
+    button,
   );
 }
 

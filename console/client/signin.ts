@@ -35,6 +35,10 @@ export async function takeOidcRedirect(): Promise<void> {
   }
 }
 
+/** Why a pasted text was not taken as a token. */
+const NOT_A_TOKEN =
+  "That is not an access token this page can read: paste the whole token, three parts separated by dots (npm run token prints one).";
+
 /** The sign-in form (and the issuer's sign-in button when one is configured); `done` routes on. */
 export function signInView(done: () => void, note?: string): void {
   session.leaving.abort();
@@ -45,7 +49,10 @@ export function signInView(done: () => void, note?: string): void {
     {
       onsubmit: (event: Event) => {
         event.preventDefault();
-        setToken((field as HTMLTextAreaElement).value.trim());
+        const token = (field as HTMLTextAreaElement).value.trim();
+        // A token whose claims do not read would only bring this form back, with no word of why.
+        if (!callerOf(token)) return signInView(done, NOT_A_TOKEN);
+        setToken(token);
         location.hash = "#/runs";
         done();
       },

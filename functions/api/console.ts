@@ -107,7 +107,10 @@ export function consolePolicy(issuer: string | undefined, streamUrl?: string): s
 const escapeAttribute = (text: string) =>
   text.replaceAll("&", "&amp;").replaceAll('"', "&quot;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 
-/** The page: a shell the script fills; `meta` tags carry the sign-in settings (no inline script). */
+/**
+ * The page: a shell the script fills; `meta` tags carry the sign-in settings (no inline script). Its
+ * empty icon keeps browsers from asking for `/favicon.ico`, a path the API answers 401 (no token).
+ */
 function page(assets: Assets["manifest"], settings: ConsoleSettings): string {
   const oidc =
     (settings.issuer && settings.clientId
@@ -120,6 +123,7 @@ function page(assets: Assets["manifest"], settings: ConsoleSettings): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>boundloop console</title>${oidc}
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/console/assets/${assets.style}">
 <script type="module" src="/console/assets/${assets.script}"></script>
 </head><body>

@@ -1,0 +1,197 @@
+// biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (rendered text, as a person reads it), not the DOM property
+import { describe, expect, it } from "vitest";
+import { mintToken, readIssuerFile } from "../local/dev-auth.js";
+import {
+  consoleStack,
+  DESKTOP,
+  expectAccessible,
+  go,
+  startRun,
+  timelineHas,
+  tokenFor,
+  USERS,
+} from "./support/console.js";
+
+// What a person meets on a first visit to the console who follows docs/console.md and then tries what the
+// page invites: a pasted token that is no token, the skip link, a double click on Start run, a prompt
+// the API refuses, a run that only reads an invoice, an approval card left open while its run is
+// cancelled, and the browser's own requests (its icon).
+
+const stack = consoleStack({ APPROVAL_RULES: JSON.stringify({ recordInvoice: { GBP: "1000.00" } }) });
+
+const RECORD_PROMPT = "Calculate tax on 200 BDT for a client in Bangladesh and record the invoice";
+
+describe("the console on a first visit", { timeout: 120_000 }, () => {
+  it("explains a pasted token it cannot read instead of showing the sign-in form again in silence", async () => {
+    const context = await stack.browser.newContext(DESKTOP);
+    const page = await context.newPage();
+    await page.goto(`${stack.dev.url}/console`);
+    await page.getByRole("heading", { name: "Sign in", level: 1 }).waitFor();
+    await page.getByLabel("Access token").fill("not-a-token");
+    await page.getByRole("button", { name: "Sign in with the token" }).click();
+    await expect
+      .poll(() => page.getByRole("alert").first().innerText())
+      .toMatch(/^That is not an access token/);
+    await page.getByRole("heading", { name: "Sign in", level: 1 }).waitFor();
+    expect(await page.evaluate("sessionStorage.length")).toBe(0);
+    // A good token still signs in from the same form.
+    await page.getByLabel("Access token").fill(await tokenFor(stack.dev, "owner"));
+    await page.getByRole("button", { name: "Sign in with the token" }).click();
+    await page.getByRole("heading", { name: "Runs", level: 1 }).waitFor();
+    await context.close();
+  });
+
+  it("says why the API refused a token (the authorizer's error_description), not only 'expired?'", async () => {
+    const issuer = await readIssuerFile(stack.dev.issuerFile);
+    const mcpToken = await mintToken(issuer, { ...USERS.owner }, { audience: `${stack.dev.url}/mcp` });
+    const context = await stack.browser.newContext(DESKTOP);
+    const page = await context.newPage();
+    await page.goto(`${stack.dev.url}/console#token=${mcpToken}`);
+    await expect
+      .poll(() => page.getByRole("alert").first().innerText())
+      .toBe("The API did not accept the token: the token does not have a valid audience. Sign in again.");
+    expect(await page.evaluate("sessionStorage.length")).toBe(0);
+    await context.close();
+  });
+
+  it("asks the server for nothing it refuses: no favicon request answered 401 on load or between views", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "owner");
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send("Network.enable");
+    const refused: string[] = [];
+    cdp.on("Network.responseReceived", (event) => {
+      if (event.response.status >= 400) refused.push(`${event.response.status} ${event.response.url}`);
+    });
+    await page.reload();
+    await page.getByRole("heading", { name: "Runs", level: 1 }).waitFor();
+    for (const hash of ["#/ledger", "#/approvals", "#/runs"]) await go(page, hash);
+    await page.waitForTimeout(500);
+    expect(refused).toEqual([]);
+  });
+
+  it("the skip link moves to the view's content and keeps the view (it is not a route)", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "owner", "#/ledger");
+    await page.getByRole("heading", { name: "Ledger", level: 1 }).waitFor();
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate("document.activeElement.textContent")).toBe("Skip to content");
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.evaluate("document.activeElement.id")).toBe("view");
+    expect(new URL(page.url()).hash).toBe("#/ledger");
+    expect(await page.locator("main h1").innerText()).toBe("Ledger");
+  });
+
+  it("starts one run for a double click on Start run", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "owner");
+    const posts: string[] = [];
+    page.on("request", (request) => {
+      if (request.method() === "POST" && new URL(request.url()).pathname === "/v1/runs")
+        posts.push(request.url());
+    });
+    await page.getByLabel("Prompt").fill("Calculate tax on 300 BDT for a client in Bangladesh");
+    await page.getByRole("button", { name: "Start run" }).dblclick();
+    await page.getByRole("heading", { name: /^Run run_/, level: 1 }).waitFor({ timeout: 90_000 });
+    await timelineHas(page, "run.finished");
+    expect(posts).toHaveLength(1);
+    const runs = (await (
+      await fetch(`${stack.dev.url}/v1/runs?scope=own`, {
+        headers: { authorization: `Bearer ${await tokenFor(stack.dev, "owner")}` },
+      })
+    ).json()) as { items: Array<{ prompt: { excerpt?: string } }> };
+    expect(runs.items.filter((run) => run.prompt.excerpt?.includes("300 BDT"))).toHaveLength(1);
+  });
+
+  it("says which field the API refused and why: a prompt over the limit, an end day before the start", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "owner");
+    await page.getByLabel("Prompt").fill(`Calculate tax on 200 BDT. ${"x".repeat(8_000)}`);
+    await page.getByRole("button", { name: "Start run" }).click();
+    await expect
+      .poll(() => page.getByRole("alert").first().innerText())
+      .toBe(
+        "INVALID_REQUEST: The request is invalid. prompt: Too big: expected string to have <=8000 characters",
+      );
+    expect(new URL(page.url()).hash).toBe("#/runs");
+    await go(page, "#/runs?from=2026-12-06&to=2026-12-04");
+    await expect
+      .poll(() => page.getByRole("alert").first().innerText())
+      .toMatch(/^INVALID_REQUEST: .*\. to: /);
+    await expectAccessible(page, "first-use-refused");
+  });
+
+  it("explains a run id it cannot show in an accessible view (the refusal is not put inside the facts list)", async () => {
+    const page = await stack.pages.signedIn(
+      stack.dev,
+      "owner",
+      "#/runs/run_0000000000000000000000000000dead",
+    );
+    await expect
+      .poll(() => page.getByRole("alert").first().innerText())
+      .toBe("NOT_FOUND: There is no run run_0000000000000000000000000000dead.");
+    await expectAccessible(page, "first-use-no-run");
+  });
+
+  it("lists as recorded only the invoices a run recorded, not one it read", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "owner");
+    await startRun(page, RECORD_PROMPT);
+    await timelineHas(page, "run.finished");
+    const recorded = page.locator(".fact", { hasText: "Invoices recorded" }).locator("dd");
+    await expect.poll(() => recorded.innerText()).toMatch(/^inv_/);
+    const invoiceId = String(await recorded.locator("a").first().getAttribute("href")).replace(
+      "#/invoices/",
+      "",
+    );
+    await go(page, "#/runs");
+    await startRun(page, `Show invoice ${invoiceId}`);
+    await timelineHas(page, "run.finished");
+    await page.locator('article.call[data-tool="getInvoice"]').waitFor();
+    expect(await recorded.innerText()).toBe("none");
+  });
+
+  it("an approval cancelled with its run while its card is open: the refusal shows, the card says Cancelled, no buttons", async () => {
+    const owner = await stack.pages.signedIn(stack.dev, "owner");
+    const runId = await startRun(owner);
+    await timelineHas(owner, "approval.requested");
+    const approver = await stack.pages.signedIn(stack.dev, "approver", "#/approvals");
+    const card = approver
+      .locator("article.approval")
+      .filter({ has: approver.locator(`a.id[data-id="${runId}"]`) });
+    await card.getByRole("button", { name: "Approve…" }).waitFor();
+    const cancelled = await fetch(`${stack.dev.url}/v1/runs/${runId}/cancel`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${await tokenFor(stack.dev, "owner")}` },
+    });
+    expect(cancelled.status).toBe(200);
+    await card.getByRole("button", { name: "Approve…" }).click();
+    await card.getByRole("button", { name: "Confirm approval" }).click();
+    await expect.poll(() => card.getByRole("alert").innerText()).toMatch(/^APPROVAL_CANCELLED: /);
+    expect(await card.locator(".state .badge").innerText()).toContain("Cancelled");
+    expect(await card.getByRole("button").count()).toBe(0);
+    expect(await card.innerText()).not.toMatch(/min left/);
+    await expectAccessible(approver, "first-use-approval-cancelled");
+  });
+
+  it("a long unbroken word (a ticket URL as a rejection's reason) wraps: no table or page scrolls sideways at 1280 px", async () => {
+    const owner = await stack.pages.signedIn(stack.dev, "owner");
+    const runId = await startRun(owner);
+    await timelineHas(owner, "approval.requested");
+    const approver = await stack.pages.signedIn(stack.dev, "approver", "#/approvals");
+    const card = approver
+      .locator("article.approval")
+      .filter({ has: approver.locator(`a.id[data-id="${runId}"]`) });
+    const reason = `See https://tickets.example.com/browse/FIN-4411?focusedCommentId=${"7".repeat(60)}&page=com.atlassian.jira.plugin.system.issuetabpanels%3Acomment-tabpanel%23comment-${"1".repeat(60)}`;
+    await card.getByLabel(/^Reason/).fill(reason);
+    await card.getByRole("button", { name: "Reject…" }).click();
+    await card.getByRole("button", { name: "Confirm rejection" }).click();
+    await card.locator("p.decided").waitFor();
+    const sideways = (page: typeof owner, selector: string) =>
+      page.locator(selector).evaluateAll((boxes) => boxes.map((box) => box.scrollWidth - box.clientWidth));
+    // The decided card, and the Decided table it joined.
+    expect(await sideways(approver, "article.approval, .scroll")).toEqual([0, 0]);
+    await timelineHas(owner, "run.finished");
+    await owner.locator('article.call[data-tool="recordInvoice"]').waitFor();
+    expect(await owner.evaluate("document.documentElement.scrollWidth")).toBe(1280);
+    expect(await sideways(owner, "article.call")).toEqual([0, 0, 0]);
+    await go(owner, "#/runs");
+    await owner.locator(`tr[data-run-id="${runId}"]`).waitFor();
+    expect(await sideways(owner, ".scroll")).toEqual([0]);
+  });
+});
