@@ -4,7 +4,8 @@ import { createHandler } from "../functions/api/app-handler.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { withTracing } from "../shared/telemetry/entry.js";
 import { configureTracing, tracingOptions } from "../shared/tracing.js";
-import { type OtlpReceiver, type OtlpRequest, startOtlpReceiver } from "./support/spans.js";
+import { startDurableStack } from "./support/durable.js";
+import { type OtlpReceiver, type OtlpRequest, otlpSpans, startOtlpReceiver } from "./support/spans.js";
 import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
 
 let receiver: OtlpReceiver;
@@ -64,5 +65,33 @@ describe("export over OTLP/HTTP", () => {
     expect(failed && attribute(failed, "error.type")).toEqual({ stringValue: "UNSUPPORTED_JURISDICTION" });
     const puts = spans.filter((span) => span.name === "DynamoDB.PutItem");
     expect(puts.length).toBeGreaterThan(0);
+  });
+});
+
+describe("the local durable API (npm run dev, npm start -- --async / --approval)", () => {
+  it("traces with TRACING=otlp as the deployed entry does, flushed before it answers", async () => {
+    // No SDK registered, as in a fresh `npm run dev` process.
+    configureTracing({ enabled: false, captureContent: false });
+    trace.disable();
+    const durable = await startDurableStack({
+      TRACING: "otlp",
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+    });
+    try {
+      const response = await durable.invoke(seedEvent());
+      const { runId } = JSON.parse(response.body ?? "{}") as { runId: string };
+      const spans = otlpSpans(receiver.received);
+      const agent = spans.find(
+        (span) =>
+          span.name === "invoke_agent boundloop" &&
+          span.attributes.some((a) => a.key === "boundloop.run.id" && a.value.stringValue === runId),
+      );
+      expect(agent, "the run's agent span reached the receiver").toBeDefined();
+      expect(agent?.status?.code ?? 0).toBe(0);
+      const children = spans.filter((span) => agent && span.parentSpanId === agent.spanId);
+      expect(children.filter((span) => span.name === "chat gpt-4o-mini")).toHaveLength(3);
+    } finally {
+      await durable.stop();
+    }
   });
 });
