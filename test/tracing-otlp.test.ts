@@ -1,12 +1,18 @@
 import { trace } from "@opentelemetry/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../functions/api/app.js";
 import { createHandler } from "../functions/api/app-handler.js";
+import { createStreamHandler } from "../functions/stream/entry.js";
+import { createDevIssuer, devAuthSettings, mintToken } from "../local/dev-auth.js";
 import { createLambdaContext } from "../local/lambda-context.js";
+import { installLambdaStreaming, invokeStreaming } from "../local/lambda-streaming.js";
+import { createTokenVerifier } from "../shared/auth/token-verifier.js";
 import { withTracing } from "../shared/telemetry/entry.js";
 import { configureTracing, tracingOptions } from "../shared/tracing.js";
 import { startDurableStack } from "./support/durable.js";
 import { type OtlpReceiver, type OtlpRequest, otlpSpans, startOtlpReceiver } from "./support/spans.js";
 import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
+import { functionUrlEvent } from "./support/streaming.js";
 
 let receiver: OtlpReceiver;
 let stack: TestStack;
@@ -93,5 +99,52 @@ describe("the local durable API (npm run dev, npm start -- --async / --approval)
     } finally {
       await durable.stop();
     }
+  });
+});
+
+describe("the streaming function (functions/stream/entry.ts)", () => {
+  it("traces a streamed run with TRACING=otlp and flushes before the invocation ends", async () => {
+    configureTracing({ enabled: false, captureContent: false });
+    trace.disable();
+    installLambdaStreaming();
+    const issuer = await createDevIssuer();
+    const verifier = createTokenVerifier(devAuthSettings(issuer));
+    const app = createApp(stack.deps);
+    const handler = createStreamHandler(
+      (request, env, executionCtx) => app.fetch(request, env, executionCtx as never),
+      () => verifier,
+      {
+        tracing: {
+          tracing: { mode: "otlp", otlpEndpoint: receiver.endpoint, captureContent: false },
+          observability: stack.config.observability,
+        },
+      },
+    );
+    const token = await mintToken(issuer, {
+      sub: "usr_stream",
+      tenant_id: "tenant_stream_tr",
+      scope: "billing:write",
+    });
+    const event = functionUrlEvent("POST", "/v1/runs", {
+      token,
+      headers: { accept: "text/event-stream" },
+      body: { prompt: JSON.parse(seedEvent().body ?? "{}").prompt },
+    });
+    const { stream, done } = invokeStreaming(
+      handler,
+      event,
+      createLambdaContext(900_000, "boundloop-stream"),
+    );
+    stream.resume();
+    await done;
+    expect((await stream.metadata).statusCode).toBe(200);
+    const agents = otlpSpans(receiver.received).filter(
+      (span) =>
+        span.name === "invoke_agent boundloop" &&
+        span.attributes.some(
+          (a) => a.key === "boundloop.tenant.id" && a.value.stringValue === "tenant_stream_tr",
+        ),
+    );
+    expect(agents).toHaveLength(1);
   });
 });
