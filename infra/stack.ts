@@ -231,7 +231,7 @@ export class BoundloopStack extends Stack {
     });
     const streamFn = new LambdaFunction(this, "StreamFunction", {
       description: "boundloop run event streams (SSE) and streamed runs, behind a function URL",
-      code: bundledCode(STREAM_ENTRY),
+      code: bundledCode(STREAM_ENTRY, { tracingSdk }),
       handler: API_HANDLER,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,

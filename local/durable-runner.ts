@@ -6,6 +6,7 @@ import type { Clock } from "../shared/clock.js";
 import type { Config } from "../shared/config.js";
 import { createRunnerDeps } from "../shared/deps.js";
 import { createDurableRunHandler, type DurableRunOptions } from "../shared/durable/runner.js";
+import { withTracing } from "../shared/telemetry/entry.js";
 import { printedApprovalEvents } from "./approval-events.js";
 import { LocalDurableExecutions } from "./durable-executions.js";
 
@@ -40,7 +41,9 @@ export function createLocalDurableApi(
     createDurableRunHandler(runnerDeps, { ...runnerOptions, ...runOptions }),
   );
   return {
-    handler: createLazyHandler(config, { executions, approvalEvents, ...clocks }),
+    // Traced as the deployed entry is (functions/api/handler.ts): TRACING works in `npm run dev` too. The
+    // runner's spans, made in this process, go through the SDK the first API invocation started.
+    handler: withTracing(createLazyHandler(config, { executions, approvalEvents, ...clocks }), config),
     executions,
     runnerDeps,
     async stop() {

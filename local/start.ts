@@ -157,8 +157,16 @@ async function main(): Promise<number> {
   });
   await warm;
   const traces = values.trace
-    ? (await import("./trace-tree.js")).startTraceTree(process.env.TRACE_CONTENT === "true")
+    ? (await import("./trace-tree.js")).startTraceTree(
+        ["1", "true"].includes(process.env.TRACE_CONTENT ?? ""),
+      )
     : undefined;
+  // The tree is this process's tracing: the handler's own (TRACING) would replace its SDK on the first
+  // invocation (shared/telemetry/entry.ts) and leave the tree empty.
+  if (traces && (process.env.TRACING ?? "off") !== "off") {
+    console.log(`start: --trace prints the spans; TRACING=${process.env.TRACING} is not used`);
+    process.env.TRACING = "off";
+  }
   try {
     Object.assign(process.env, stack.env);
     const { loadConfig } = await import("../shared/config.js");

@@ -41,6 +41,6 @@ export async function localStreamHandler(
   return createStreamHandler(
     (request, env, executionCtx) => app.fetch(request, env, executionCtx as never),
     () => verifier,
-    { corsOrigins: config.console.origins },
+    { corsOrigins: config.console.origins, tracing: config },
   );
 }

@@ -57,14 +57,14 @@ function bundleSources(dir: string): string[] {
 }
 
 describe("cdk synth with tracing=otlp", () => {
-  it("stays cdk-nag clean with no warning, and both functions get TRACING and the endpoint", () => {
+  it("stays cdk-nag clean with no warning, and the functions get TRACING and the endpoint", () => {
     const report = JSON.parse(readFileSync(join(outdir, "validation-report.json"), "utf8")) as {
       pluginReports: Array<{ violations?: unknown[] }>;
     };
     expect(report.pluginReports.flatMap((plugin) => plugin.violations ?? [])).toEqual([]);
     const messages = assembly.getStackArtifact(STACK_ID).messages;
     expect(messages.filter((m) => m.level === "error" || m.level === "warning")).toEqual([]);
-    for (const functionId of ["ApiFunction", "RunnerFunction"]) {
+    for (const functionId of ["ApiFunction", "RunnerFunction", "StreamFunction"]) {
       expect(deployed(functionId).fn.Properties.Environment?.Variables).toMatchObject({
         TRACING: "otlp",
         OTEL_EXPORTER_OTLP_ENDPOINT: "https://collector.example.com:4318",
@@ -72,8 +72,8 @@ describe("cdk synth with tracing=otlp", () => {
     }
   });
 
-  it("bundles the OpenTelemetry SDK and the OTLP exporter into both functions", () => {
-    for (const functionId of ["ApiFunction", "RunnerFunction"]) {
+  it("bundles the OpenTelemetry SDK and the OTLP exporter into the API, runner and streaming functions", () => {
+    for (const functionId of ["ApiFunction", "RunnerFunction", "StreamFunction"]) {
       const sources = bundleSources(deployed(functionId).dir);
       for (const present of TRACING_SDK_PACKAGES) {
         expect(

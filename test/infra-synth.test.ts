@@ -186,8 +186,8 @@ describe("cdk synth of the real app", () => {
     expect(JSON.parse(response.body)).toEqual({ status: "ok" });
   });
 
-  it("with tracing off (the default) neither function's bundle holds the OpenTelemetry SDK or an exporter", async () => {
-    for (const functionId of ["ApiFunction", "RunnerFunction"]) {
+  it("with tracing off (the default) no function's bundle holds the OpenTelemetry SDK or an exporter", async () => {
+    for (const functionId of ["ApiFunction", "RunnerFunction", "StreamFunction"]) {
       const sources = bundleSources(bundleDir(functionId));
       for (const absent of TRACING_SDK_PACKAGES) {
         expect(

@@ -43,6 +43,17 @@ describe("npm start's command line", { timeout: 60_000 }, () => {
   });
 });
 
+describe("npm start -- --trace", { timeout: 120_000 }, () => {
+  it("prints the run's span tree even with TRACING set, whose exporter would otherwise replace the tree's", async () => {
+    const { code, stdout } = await runScript("tsx", ["local/start.ts", "--trace"], { TRACING: "console" });
+    expect(code).toBe(0);
+    expect(stdout).toContain("--trace prints the spans; TRACING=console is not used");
+    const tree = stdout.slice(stdout.indexOf("Spans (OpenTelemetry"));
+    expect(tree).toMatch(/^ {2}invoke_agent boundloop {2}[\d.]+ ms {2}boundloop\.run\.status="completed"/m);
+    expect(tree).toMatch(/^ {4}execute_tool recordInvoice /m);
+  });
+});
+
 describe("the function timeout of local runs (local/function-timeout.ts)", () => {
   const limits = (runTimeoutMs: number) => ({ runTimeoutMs, deadlineReserveMs: 1_500 });
 

@@ -1,11 +1,11 @@
-import { context, trace } from "@opentelemetry/api";
+import { context, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { InMemorySpanExporter, ReadableSpan } from "@opentelemetry/sdk-trace";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { RunRecordSchema } from "../functions/api/contract.js";
 import { agentTraceOf } from "../shared/run-trace.js";
 import type { TracingSdk } from "../shared/telemetry/sdk.js";
 import { decide, GBP_RULES, json, pollUntil, SEED_PROMPT } from "./support/approvals.js";
-import { type DurableStack, startDurableStack } from "./support/durable.js";
+import { type DurableStack, runPathEvent, startDurableStack } from "./support/durable.js";
 import { runEvent } from "./support/idempotency.js";
 import { runTrace, startMemoryTracing } from "./support/spans.js";
 
@@ -40,6 +40,9 @@ async function finishedTrace(runId: string) {
   await stack.executions.get(runId)?.done;
   return runTrace(exporter, runId);
 }
+
+/** A span time (`[seconds, nanoseconds]`) in epoch milliseconds. */
+const hrMs = (time: [number, number]) => time[0] * 1000 + Math.round(time[1] / 1e6);
 
 const named = (spans: ReadableSpan[], prefix: string) => spans.filter((span) => span.name.startsWith(prefix));
 
@@ -144,6 +147,34 @@ describe("a durable run's trace", () => {
     expect(named(direct, "chat ")).toHaveLength(run.cycles ?? 0);
     expect(named(direct, "execute_tool recordInvoice")).toHaveLength(1);
   });
+  it("a run cancelled while it waits for approval still has its agent span: CANCELLED, over the spans it made", async () => {
+    const tenantId = "tenant_trace_cancel";
+    const started = await startAsync(tenantId);
+    const paused = await pollUntil(stack, started.runId, tenantId, ["running"]);
+    expect(paused.status).toBe("awaiting_approval");
+    const cancelled = await stack.invoke(runPathEvent(paused.runId, tenantId, "cancel"));
+    expect(cancelled.statusCode, cancelled.body).toBe(200);
+    await stack.executions.get(paused.runId)?.done.catch(() => undefined);
+    // The stopped execution never reaches run:finish: the cancel emits the span, under the ids its
+    // children already name as their parent.
+    const { agent, childrenOf } = runTrace(exporter, paused.runId);
+    const ids = agentTraceOf(paused.runId, false);
+    expect(agent.spanContext()).toMatchObject({ traceId: ids?.traceId, spanId: ids?.spanId });
+    expect(agent.attributes).toMatchObject({
+      "boundloop.run.status": "cancelled",
+      "boundloop.run.durable": true,
+      "boundloop.run.cycles": paused.cyclesRecorded,
+      "error.type": "CANCELLED",
+    });
+    expect(agent.status.code).toBe(SpanStatusCode.ERROR);
+    expect(hrMs(agent.startTime)).toBe(Date.parse(paused.startedAt));
+    // Cycle 1 (recorded) and cycle 2, whose recordInvoice call waited for the approval.
+    expect(named(childrenOf(agent), "chat ")).toHaveLength(2);
+    // A second cancel (409 RUN_NOT_RUNNING) emits no second span.
+    expect((await stack.invoke(runPathEvent(paused.runId, tenantId, "cancel"))).statusCode).toBe(409);
+    expect(() => runTrace(exporter, paused.runId)).not.toThrow();
+  });
+
   it("a synchronous run handed over at an approval is one trace: the request's spans and the execution's under one agent span", async () => {
     const tenantId = "tenant_trace_handover";
     const requestsBefore = stack.model.requests.length;

@@ -1,11 +1,18 @@
 import { trace } from "@opentelemetry/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../functions/api/app.js";
 import { createHandler } from "../functions/api/app-handler.js";
+import { createStreamHandler } from "../functions/stream/entry.js";
+import { createDevIssuer, devAuthSettings, mintToken } from "../local/dev-auth.js";
 import { createLambdaContext } from "../local/lambda-context.js";
+import { installLambdaStreaming, invokeStreaming } from "../local/lambda-streaming.js";
+import { createTokenVerifier } from "../shared/auth/token-verifier.js";
 import { withTracing } from "../shared/telemetry/entry.js";
 import { configureTracing, tracingOptions } from "../shared/tracing.js";
-import { type OtlpReceiver, type OtlpRequest, startOtlpReceiver } from "./support/spans.js";
+import { startDurableStack } from "./support/durable.js";
+import { type OtlpReceiver, type OtlpRequest, otlpSpans, startOtlpReceiver } from "./support/spans.js";
 import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
+import { functionUrlEvent } from "./support/streaming.js";
 
 let receiver: OtlpReceiver;
 let stack: TestStack;
@@ -64,5 +71,80 @@ describe("export over OTLP/HTTP", () => {
     expect(failed && attribute(failed, "error.type")).toEqual({ stringValue: "UNSUPPORTED_JURISDICTION" });
     const puts = spans.filter((span) => span.name === "DynamoDB.PutItem");
     expect(puts.length).toBeGreaterThan(0);
+  });
+});
+
+describe("the local durable API (npm run dev, npm start -- --async / --approval)", () => {
+  it("traces with TRACING=otlp as the deployed entry does, flushed before it answers", async () => {
+    // No SDK registered, as in a fresh `npm run dev` process.
+    configureTracing({ enabled: false, captureContent: false });
+    trace.disable();
+    const durable = await startDurableStack({
+      TRACING: "otlp",
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+    });
+    try {
+      const response = await durable.invoke(seedEvent());
+      const { runId } = JSON.parse(response.body ?? "{}") as { runId: string };
+      const spans = otlpSpans(receiver.received);
+      const agent = spans.find(
+        (span) =>
+          span.name === "invoke_agent boundloop" &&
+          span.attributes.some((a) => a.key === "boundloop.run.id" && a.value.stringValue === runId),
+      );
+      expect(agent, "the run's agent span reached the receiver").toBeDefined();
+      expect(agent?.status?.code ?? 0).toBe(0);
+      const children = spans.filter((span) => agent && span.parentSpanId === agent.spanId);
+      expect(children.filter((span) => span.name === "chat gpt-4o-mini")).toHaveLength(3);
+    } finally {
+      await durable.stop();
+    }
+  });
+});
+
+describe("the streaming function (functions/stream/entry.ts)", () => {
+  it("traces a streamed run with TRACING=otlp and flushes before the invocation ends", async () => {
+    configureTracing({ enabled: false, captureContent: false });
+    trace.disable();
+    installLambdaStreaming();
+    const issuer = await createDevIssuer();
+    const verifier = createTokenVerifier(devAuthSettings(issuer));
+    const app = createApp(stack.deps);
+    const handler = createStreamHandler(
+      (request, env, executionCtx) => app.fetch(request, env, executionCtx as never),
+      () => verifier,
+      {
+        tracing: {
+          tracing: { mode: "otlp", otlpEndpoint: receiver.endpoint, captureContent: false },
+          observability: stack.config.observability,
+        },
+      },
+    );
+    const token = await mintToken(issuer, {
+      sub: "usr_stream",
+      tenant_id: "tenant_stream_tr",
+      scope: "billing:write",
+    });
+    const event = functionUrlEvent("POST", "/v1/runs", {
+      token,
+      headers: { accept: "text/event-stream" },
+      body: { prompt: JSON.parse(seedEvent().body ?? "{}").prompt },
+    });
+    const { stream, done } = invokeStreaming(
+      handler,
+      event,
+      createLambdaContext(900_000, "boundloop-stream"),
+    );
+    stream.resume();
+    await done;
+    expect((await stream.metadata).statusCode).toBe(200);
+    const agents = otlpSpans(receiver.received).filter(
+      (span) =>
+        span.name === "invoke_agent boundloop" &&
+        span.attributes.some(
+          (a) => a.key === "boundloop.tenant.id" && a.value.stringValue === "tenant_stream_tr",
+        ),
+    );
+    expect(agents).toHaveLength(1);
   });
 });

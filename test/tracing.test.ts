@@ -161,7 +161,9 @@ describe("the seed run's trace (synchronous)", () => {
     expect(input.map((message) => message.role)).toEqual(["system", "user"]);
     expect(String(chat.attributes["gen_ai.output.messages"])).toContain("calculateTax");
     const record = spans.find((span) => span.name === "execute_tool recordInvoice") as ReadableSpan;
-    expect(String(record.attributes["gen_ai.tool.call.arguments"])).toContain("quoteId");
+    // The arguments as the model sent them (JSON text), not a JSON string of that text.
+    const args = JSON.parse(String(record.attributes["gen_ai.tool.call.arguments"])) as unknown;
+    expect(args).toMatchObject({ clientName: "UK client", quoteId: expect.stringMatching(/^qt_/) });
     expect(String(record.attributes["gen_ai.tool.call.result"])).toContain("inv_");
     const all = JSON.stringify(spans.map((span) => span.attributes));
     expect(all).not.toMatch(/authorization|bearer|api[_-]?key|no-key-configured/i);

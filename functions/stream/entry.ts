@@ -7,6 +7,8 @@ import { bearerChallenge, refusalDetail } from "../../shared/auth/bearer.js";
 import { jwtAuthorizerOf } from "../../shared/auth/gateway-claims.js";
 import type { AuthSettings } from "../../shared/auth/settings.js";
 import type { TokenVerifier } from "../../shared/auth/token-verifier.js";
+import type { Config } from "../../shared/config.js";
+import { withTracing } from "../../shared/telemetry/entry.js";
 import { HEALTH_PATH, healthResponse } from "../api/health.js";
 import { unreadableBody } from "../api/lambda-adapter.js";
 import { ProblemError, toProblem } from "../api/problem-details.js";
@@ -89,13 +91,15 @@ interface Invocation {
  * stream through hono/aws-lambda's `streamHandle` (which calls the runtime's `awslambda.streamifyResponse`).
  * Work a route hands to `executionCtx.waitUntil` (a streamed run whose reader left) is awaited before
  * the invocation ends: Node 24 on Lambda does not wait for promises after the handler returns.
- * `options.corsOrigins` (CONSOLE_ORIGINS) are the pages that may call it from a browser ({@link consoleCors}).
+ * `options.corsOrigins` (CONSOLE_ORIGINS) are the pages that may call it from a browser ({@link consoleCors});
+ * `options.tracing` (TRACING) traces every invocation as the API function's entry does
+ * (shared/telemetry/entry.ts `withTracing`: its spans are flushed before the invocation ends).
  * @param verifier the one token verifier (shared/auth/token-verifier.ts), built once per process
  */
 export function createStreamHandler(
   app: FetchApp,
   verifier: () => TokenVerifier,
-  options: { corsOrigins?: readonly string[] } = {},
+  options: { corsOrigins?: readonly string[]; tracing?: Pick<Config, "tracing" | "observability"> } = {},
 ) {
   const invocations = new WeakMap<object, Invocation>();
   const entry = new Hono<{ Bindings: StreamBindings }>();
@@ -114,7 +118,11 @@ export function createStreamHandler(
   entry.onError((error) => toProblem(error).getResponse());
   // Typed as a plain Handler by hono; it is the runtime's streaming function (event, stream, context).
   const streaming = streamHandle(entry) as unknown as StreamifyHandler;
-  return awslambda.streamifyResponse(async (event: unknown, responseStream, context) => {
+  const invoke = async (
+    event: unknown,
+    responseStream: awslambda.HttpResponseStream,
+    context: LambdaContext,
+  ) => {
     const unreadable = unreadableBody(event);
     // The adapter would throw decoding a malformed body: it gets none, the route the 400.
     const served = (
@@ -127,7 +135,9 @@ export function createStreamHandler(
     } finally {
       await Promise.allSettled(invocation.work);
     }
-  });
+  };
+  // A streamed run is a run like the API function's: traced the same way when TRACING is on.
+  return awslambda.streamifyResponse(options.tracing ? withTracing(invoke, options.tracing) : invoke);
 }
 
 /**

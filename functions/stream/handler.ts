@@ -29,5 +29,5 @@ const app = createApp({ config, load: () => createApiDeps(config) });
 export const handler = createStreamHandler(
   (request, env, executionCtx) => app.fetch(request, env, executionCtx),
   () => verifier,
-  { corsOrigins: config.console.origins },
+  { corsOrigins: config.console.origins, tracing: config },
 );

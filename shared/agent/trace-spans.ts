@@ -94,7 +94,9 @@ export function toolSpan(call: ToolCallRequest, run: () => Promise<ToolResult>):
       },
     },
     async (span) => {
-      setContent(span, ATTR.toolArguments, () => call.arguments);
+      // The model sends the arguments as JSON text: that text is the attribute (re-encoding it would
+      // make a JSON string of it, which a trace viewer cannot show as the object it is).
+      if (tracingOptions().captureContent) span?.setAttribute(ATTR.toolArguments, call.arguments);
       const result = await run();
       const policy = result.metadata.policy;
       setAttributes(span, {

@@ -2,6 +2,7 @@ import type { ApiDeps } from "../deps.js";
 import { DomainError } from "../domain-errors.js";
 import { executionNameFor } from "../durable/executions.js";
 import type { SecurityContext } from "../identity.js";
+import { agentTraceOf, finishCarriedRunSpan } from "../run-trace.js";
 import { canCancelRun, runIfAllowed } from "./access.js";
 import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
 
@@ -19,7 +20,7 @@ import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
  *   approvals a failed earlier cancel left are withdrawn first
  */
 export async function cancelRun(
-  deps: Pick<ApiDeps, "runs" | "approvals" | "executions" | "logger" | "quotas">,
+  deps: Pick<ApiDeps, "runs" | "approvals" | "executions" | "logger" | "quotas" | "model">,
   security: SecurityContext,
   runId: string,
 ): Promise<{ run: AgentRunRecord; steps: AgentRunStep[] }> {
@@ -38,11 +39,28 @@ export async function cancelRun(
     throw notRunning(found.run);
   }
   const stopped = deps.executions ? await deps.executions.stop(executionNameFor(runId)) : "not_running";
-  if (stopped === "stopped") {
-    await deps.runs.cancel(security.tenantId, runId, `Cancelled by ${security.userId}.`);
-  }
+  const won =
+    stopped === "stopped" &&
+    (await deps.runs.cancel(security.tenantId, runId, `Cancelled by ${security.userId}.`));
   const after = (await deps.runs.get(security.tenantId, runId)) ?? found;
   if (after.run.status !== "cancelled") throw notRunning(after.run);
+  // The stopped execution never reaches its run:finish step, which emits the run's agent span: the
+  // cancel that won emits it, under the ids the execution's spans already name as their parent.
+  if (won) {
+    const { run } = after;
+    finishCarriedRunSpan(
+      agentTraceOf(runId, false),
+      {
+        tenantId: security.tenantId,
+        runId,
+        conversationId: run.conversationId,
+        durable: true,
+        model: deps.model.telemetry,
+      },
+      Date.parse(run.startedAt),
+      { status: "cancelled", cycles: run.cyclesRecorded, usage: run.usage, cost: run.cost },
+    );
+  }
   const withdrawn = await deps.approvals.cancelPending(security.tenantId, runId);
   // What the stopped run held (its slot in flight, a model call's hold) goes back to the quotas.
   await deps.quotas
