@@ -4,11 +4,17 @@
  * report as a table, and exits 1 when a case falls below its pass rate, any disallowed effect happened,
  * or (with --compare) a case regressed. docs/evals.md has the format, the report and the hostile suite.
  */
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile, stat, writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { ConfigError } from "../shared/config.js";
 import type { ModelChoice } from "./eval/harness.js";
-import { compareReports, formatChanges, formatMarkdown, formatTable } from "./eval/report.js";
+import {
+  compareReports,
+  formatChanges,
+  formatMarkdown,
+  formatTable,
+  parseEarlierReport,
+} from "./eval/report.js";
 import { loadScenarios, ScenarioError } from "./eval/scenario.js";
 import type { LocalModelServer } from "./model-server.js";
 
@@ -78,6 +84,23 @@ function modelOf(
   };
 }
 
+/**
+ * The --compare report, read and checked before the suite runs: a file that cannot be read, is not JSON
+ * or is not a report would otherwise fail the run only after every case had run, as if a case had.
+ * @throws UsageError naming the file and what is wrong with it
+ */
+async function readEarlier(file: string): Promise<unknown> {
+  try {
+    const earlier = JSON.parse(await readFile(file, "utf8")) as unknown;
+    parseEarlierReport(earlier);
+    return earlier;
+  } catch (error) {
+    const reason =
+      (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (error as Error).message;
+    throw new UsageError(`--compare ${file}: ${reason}`);
+  }
+}
+
 async function main(): Promise<number> {
   const { values, positionals } = options(process.argv.slice(2));
   if (values.help) {
@@ -89,14 +112,17 @@ async function main(): Promise<number> {
     throw new UsageError("--repeat must be an integer from 1 to 100");
   }
   const filter = values.filter;
-  const scenarios = (await loadScenarios(positionals.length > 0 ? positionals : ["evals"])).filter(
+  const paths = positionals.length > 0 ? positionals : ["evals"];
+  // A path that names nothing is a mistake on the command line (2), not a failed eval (1).
+  for (const path of paths) {
+    if (!(await stat(path).catch(() => undefined))) throw new UsageError(`${path}: no such file or folder`);
+  }
+  const scenarios = (await loadScenarios(paths)).filter(
     (s) => !filter || s.name.includes(filter) || s.tags.some((tag) => tag.includes(filter)),
   );
   if (scenarios.length === 0) throw new UsageError("no scenario matched");
   const model = modelOf(values.model, values.bedrock);
-  const earlier = values.compare
-    ? (JSON.parse(await readFile(values.compare, "utf8")) as unknown)
-    : undefined;
+  const earlier = values.compare ? await readEarlier(values.compare) : undefined;
 
   // Loaded once the command line and the scenarios are known good: a mistake in either answers at once.
   const [{ runSuite }, { startLocalStack }, { startModelServer }] = await Promise.all([

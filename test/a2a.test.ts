@@ -1,8 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { type Task, TaskState, type TaskStatusUpdateEvent } from "@a2a-js/sdk";
 import type { Client } from "@a2a-js/sdk/client";
-import { TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
+import {
+  RequestMalformedError,
+  TaskNotCancelableError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from "@a2a-js/sdk/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { agentCardOf } from "../shared/a2a/card.js";
+import { PROMPT_MAX_CHARS } from "../shared/runs/run-request.js";
 import {
   a2aClientAt,
   a2aMessage,
@@ -48,10 +55,23 @@ describe("A2A through the official client, against the real handler behind the d
       scheme: "Bearer",
       bearerFormat: "JWT",
     });
-    expect(card.securitySchemes.oidc?.openIdConnectSecurityScheme?.openIdConnectUrl).toBe(
-      `${env.issuer.issuer}/.well-known/openid-configuration`,
-    );
+    // The dev issuer is a URN: there is no discovery document to point at, so no OpenID Connect scheme.
+    expect(env.issuer.issuer).toMatch(/^urn:/);
+    expect(Object.keys(card.securitySchemes)).toEqual(["bearer"]);
     expect(card.capabilities).toMatchObject({ streaming: true });
+  });
+
+  it("points the OpenID Connect scheme at an https issuer's discovery document", () => {
+    const issuer = "https://cognito-idp.eu-west-2.amazonaws.com/eu-west-2_abc/";
+    const card = agentCardOf(
+      { auth: { ...env.stack.config.auth, issuer } },
+      env.stack.deps.tools,
+      env.dev.url,
+    );
+    const oidc = card.securitySchemes.oidc?.scheme;
+    expect(oidc?.$case === "openIdConnectSecurityScheme" && oidc.value.openIdConnectUrl).toBe(
+      "https://cognito-idp.eu-west-2.amazonaws.com/eu-west-2_abc/.well-known/openid-configuration",
+    );
   });
 
   it("sends the seed scenario: a completed task with the backend's 300.00 / 1800.00 as artifacts and one invoice; a repeated message id is the same task", async () => {
@@ -188,6 +208,37 @@ describe("A2A through the official client, against the real handler behind the d
     });
   });
 
+  it("answers concurrent sends of one message id with its task or IDEMPOTENCY_KEY_IN_USE, never TaskNotFoundError", async () => {
+    const client = await clientAs(env.tokens.alice);
+    const messageId = randomUUID();
+    const answers = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        client
+          .sendMessage(a2aMessage("What is the UK VAT on 9 GBP?", { messageId }))
+          .catch((error: unknown) => error),
+      ),
+    );
+    const tasks = answers.filter((answer): answer is Task => !(answer instanceof Error));
+    expect(tasks.length).toBeGreaterThan(0);
+    expect(new Set(tasks.map((task) => task.id)).size).toBe(1);
+    for (const refused of answers.filter((answer) => answer instanceof Error)) {
+      expect(refused).toBeInstanceOf(UnsupportedOperationError);
+      expect(errorInfoOf(refused)).toMatchObject({ code: "IDEMPOTENCY_KEY_IN_USE", runId: tasks[0]?.id });
+      expect(Number(errorInfoOf(refused)?.retryAfterSeconds)).toBeGreaterThan(0);
+    }
+  });
+
+  it("refuses a message POST /v1/runs would refuse as a prompt (blank, or over PROMPT_MAX_CHARS) and starts no run", async () => {
+    const client = await clientAs(env.tokens.alice);
+    const before = await listedTaskIds(client);
+    for (const text of ["   ", `What is the UK VAT on 5 GBP? ${"x".repeat(PROMPT_MAX_CHARS)}`]) {
+      const refused = await client.sendMessage(a2aMessage(text)).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(RequestMalformedError);
+      expect((refused as Error).message).toMatch(/text part/);
+    }
+    expect(await listedTaskIds(client)).toEqual(before);
+  });
+
   it("refuses a call without a token before the function (the gateway's 401)", async () => {
     const response = await fetch(`${env.dev.url}/v1/a2a`, {
       method: "POST",
@@ -213,5 +264,30 @@ describe("A2A resume", () => {
     expect(ids[0]).toBe(2);
     expect(ids).not.toContain(1);
     expect(body).toContain('"run.finished"');
+  });
+
+  it("SubscribeToTask with Last-Event-ID at or past an ended task's last event answers the task, not TaskNotFoundError", async () => {
+    const client = await clientAs(env.tokens.alice);
+    const task = (await client.sendMessage(a2aMessage("What is the UK VAT on 41 GBP?"))) as Task;
+    const last = await env.stack.deps.runEvents.store.lastSeq(CALLERS.alice.tenant_id, task.id);
+    expect(last).toBeGreaterThan(1);
+    for (const lastEventId of [last, last + 5]) {
+      const response = await env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/a2a`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "a2a-version": "1.0",
+          "last-event-id": String(lastEventId),
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 8, method: "SubscribeToTask", params: { id: task.id } }),
+      });
+      const body = await response.text();
+      expect(body).not.toContain('"error"');
+      const results = [...body.matchAll(/^data: (.*)$/gm)].map(
+        (match) => JSON.parse(match[1] ?? "{}").result,
+      );
+      expect(results).toHaveLength(1);
+      expect(results[0].task).toMatchObject({ id: task.id, status: { state: "TASK_STATE_COMPLETED" } });
+    }
   });
 });

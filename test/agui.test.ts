@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { EventType } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PROMPT_MAX_CHARS } from "../shared/runs/run-request.js";
 import {
   aguiAgentAt,
   CALLERS,
@@ -97,6 +98,42 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
     expect(body).toContain('"RUN_FINISHED"');
   });
 
+  it("resumes mid-cycle as the unbroken stream goes on: a tool result closes the step it was called in", async () => {
+    const threadId = randomUUID();
+    const runId = randomUUID();
+    const prompt = "Tax on 45 GBP for a UK client";
+    await runAgui(agentAs(env.tokens.alice, prompt, threadId), runId);
+    const stream = async (lastEventId?: string) => {
+      const response = await env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/agui`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "text/event-stream",
+          ...(lastEventId ? { "last-event-id": lastEventId } : {}),
+        },
+        body: JSON.stringify({
+          threadId,
+          runId,
+          messages: [{ id: "m1", role: "user", content: prompt }],
+          tools: [],
+          context: [],
+        }),
+      });
+      return (await response.text()).split("\n\n").filter(Boolean);
+    };
+    const unbroken = await stream();
+    // Event 3 is the tool call's start: the client saw cycle 1 open and the call made, not its result.
+    const cut = unbroken.findIndex((block) => block.startsWith("id: 3\n"));
+    expect(unbroken[cut]).toContain('"TOOL_CALL_END"');
+    const resumed = await stream("3");
+    expect(resumed).toEqual(unbroken.slice(cut + 1));
+    expect(resumed.slice(0, 3).map((block) => JSON.parse(block.split("data: ")[1] ?? "{}").type)).toEqual([
+      "TOOL_CALL_RESULT",
+      "STEP_FINISHED",
+      "STEP_STARTED",
+    ]);
+  });
+
   it("refuses bad input with problem+json before any stream; a run id reused for another input is RUN_ERROR with its code", async () => {
     const post = (body: unknown) =>
       env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/agui`, {
@@ -116,6 +153,15 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
     });
     expect(badKey.status).toBe(400);
     expect(((await badKey.json()) as { errors: Array<{ path: string }> }).errors[0]?.path).toBe("runId");
+    const tooLong = await post({
+      threadId: "t",
+      runId: "r-long",
+      messages: [{ id: "m", role: "user", content: `Hi ${"x".repeat(PROMPT_MAX_CHARS)}` }],
+      tools: [],
+      context: [],
+    });
+    expect(tooLong.status).toBe(400);
+    expect(((await tooLong.json()) as { errors: Array<{ path: string }> }).errors[0]?.path).toBe("messages");
     const runId = randomUUID();
     await runAgui(agentAs(env.tokens.alice, "What is the UK VAT on 1 GBP?"), runId);
     const reused = await runAgui(agentAs(env.tokens.alice, "Something else"), runId);

@@ -124,4 +124,21 @@ describe("npm run eval", () => {
       `eval: ${file}: (root): Unrecognized key: "policy"`,
     ]);
   });
+
+  it("a path that does not exist, or a --compare file that is not a report, is a bad command line (2) before anything runs", {
+    timeout: 180_000,
+  }, async () => {
+    const missing = join(dir, "no-such-scenario.yaml");
+    const path = await runScript("npm", ["eval", "--", missing], env());
+    expect([path.code, path.stdout]).toEqual([2, ""]);
+    expect(path.stderr).toMatch(new RegExp(`^eval: ${missing}: no such file or folder\\n[\\s\\S]*usage:`));
+    const notReport = join(dir, "not-a-report.json");
+    await writeFile(notReport, JSON.stringify({ cases: 3 }));
+    for (const compare of [join(dir, "no-such-report.json"), notReport]) {
+      const run = await runScript("npm", ["eval", "--", "evals/tax-only.yaml", "--compare", compare], env());
+      expect([run.code, run.stdout]).toEqual([2, ""]);
+      expect(run.stderr).toMatch(new RegExp(`^eval: --compare ${compare}: `));
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+    }
+  });
 });

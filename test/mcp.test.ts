@@ -225,6 +225,20 @@ describe("MCP exactly once", () => {
       tenant_id: WRITER.tenant_id,
     });
     expect(stranger.status).toBe(404);
+    // A call's run holds no conversation: continuing it is refused, not a run with an empty history.
+    const continued = await session.mcp.api(
+      "/v1/runs",
+      { ...WRITER },
+      { method: "POST", body: JSON.stringify({ prompt: "Now record it", previousRunId: ids[0] }) },
+    );
+    expect([continued.status, continued.headers.get("content-type")]).toEqual([
+      409,
+      "application/problem+json",
+    ]);
+    expect(await continued.json()).toMatchObject({
+      code: "PREVIOUS_RUN_NOT_CONTINUABLE",
+      previousRunStatus: "completed",
+    });
   });
 
   it("the same key with other arguments is IDEMPOTENCY_KEY_REUSED naming the _meta field; nothing more is written", async () => {

@@ -132,6 +132,18 @@ const EarlierReport = z.object({
   cases: z.array(z.object({ name: z.string(), passRate: z.number(), passed: z.boolean() }).passthrough()),
 });
 
+/**
+ * An earlier report's JSON as {@link compareReports} reads it: `model` and `cases` (`name`, `passRate`,
+ * `passed`), other fields kept. Exported so `npm run eval` can refuse a wrong `--compare` file before the
+ * suite runs, not after.
+ * @throws Error "Not an eval report: …" naming the first problem
+ */
+export function parseEarlierReport(earlier: unknown): z.infer<typeof EarlierReport> {
+  const parsed = EarlierReport.safeParse(earlier);
+  if (!parsed.success) throw new Error(`Not an eval report: ${parsed.error.issues[0]?.message ?? ""}`);
+  return parsed.data;
+}
+
 /** A case whose result changed between two reports. */
 export interface CaseChange {
   name: string;
@@ -147,9 +159,7 @@ export interface CaseChange {
  * @throws Error when `earlier` is not a report
  */
 export function compareReports(earlier: unknown, later: SuiteReport): CaseChange[] {
-  const parsed = EarlierReport.safeParse(earlier);
-  if (!parsed.success) throw new Error(`Not an eval report: ${parsed.error.issues[0]?.message ?? ""}`);
-  const before = new Map(parsed.data.cases.map((c) => [c.name, c]));
+  const before = new Map(parseEarlierReport(earlier).cases.map((c) => [c.name, c]));
   const changes: CaseChange[] = [];
   for (const c of later.cases) {
     const old = before.get(c.name);

@@ -2,8 +2,8 @@
  * boundloop's A2A Agent Card (served without authentication at /.well-known/agent-card.json, as the A2A
  * specification allows): its JSON-RPC interface at `<origin>/v1/a2a`, its skills (one per tool of the
  * registry, phrased from the tool's own description, plus the whole task), and its security: a bearer
- * JWT of the same issuer the API trusts (JWT_ISSUER), with the API's audience rules, as an OpenID Connect
- * scheme and an HTTP bearer scheme. docs/a2a.md.
+ * JWT of the same issuer the API trusts (JWT_ISSUER), with the API's audience rules, as an HTTP bearer
+ * scheme and, when the issuer is an http(s) URL, an OpenID Connect scheme. docs/a2a.md.
  */
 import type { AgentCard, AgentSkill, SecurityScheme } from "@a2a-js/sdk";
 import type { ToolRegistry } from "../agent/dispatcher.js";
@@ -36,7 +36,9 @@ export function agentCardOf(config: Pick<Config, "auth">, tools: ToolRegistry, o
       },
     },
   };
-  if (config.auth.issuer) {
+  // Only an http(s) issuer has a discovery document (OpenID Connect Discovery §4); a `urn:` issuer (the
+  // dev server's) would make openIdConnectUrl a string no client can fetch.
+  if (config.auth.issuer && /^https?:\/\//i.test(config.auth.issuer)) {
     schemes[OIDC] = {
       scheme: {
         $case: "openIdConnectSecurityScheme",

@@ -21,10 +21,11 @@ import type {
 } from "@a2a-js/sdk";
 import { PushNotificationNotSupportedError, RequestMalformedError } from "@a2a-js/sdk/errors";
 import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server";
-import { isDomainError } from "../domain-errors.js";
+import { DomainError, isDomainError } from "../domain-errors.js";
 import { cancelRun } from "../runs/cancel.js";
 import { isUsableKey, MAX_KEY_LENGTH } from "../runs/exactly-once.js";
 import { listRuns, readRun } from "../runs/queries.js";
+import { PROMPT_MAX_CHARS } from "../runs/run-request.js";
 import type { A2ACall } from "./call.js";
 import { toA2AError } from "./errors.js";
 import { streamTask } from "./stream.js";
@@ -78,13 +79,27 @@ export function createA2AHandler(call: A2ACall): A2ARequestHandler {
  * SendMessage: starts the turn and answers its task: a blocking send (the default) waits for this
  * request's part of the run (its end, or its hand-over to a durable run at an approval); a send with
  * `returnImmediately` starts a durable run where there are durable executions and answers `working`.
+ * @throws DomainError IDEMPOTENCY_KEY_IN_USE (retryAfterSeconds) when a concurrent send of the same
+ *   message id holds the key and its run has no record yet; the turn's refusals
  */
 async function sendMessage(call: A2ACall, input: TurnInput): Promise<Task> {
   const turn = await startTurn(call, input);
   const outcome = await turn.settled;
   turn.live?.close();
   if (outcome.error) throw outcome.error;
-  return taskOf(await readRun(call.deps, call.security, turn.runId));
+  const busy = outcome.start?.kind === "existing" ? outcome.start.retryAfterSeconds : undefined;
+  try {
+    return taskOf(await readRun(call.deps, call.security, turn.runId));
+  } catch (error) {
+    // A retry racing the first send of this message id: that request holds the key and has not written
+    // its run yet. The task exists in a moment, so "retry", not "no such task".
+    if (busy === undefined || !(error instanceof DomainError) || error.code !== "NOT_FOUND") throw error;
+    throw new DomainError(
+      "IDEMPOTENCY_KEY_IN_USE",
+      "A request with this message id is still starting its task; send it again shortly.",
+      { facts: { runId: turn.runId }, retryAfterSeconds: busy },
+    );
+  }
 }
 
 /** A thrown error as the A2A error the client gets; an unexpected one is logged first. */
@@ -151,7 +166,8 @@ async function listTasks(call: A2ACall, params: ListTasksRequest): Promise<ListT
 /**
  * What SendMessage asks: the message's text parts joined (the prompt), its id (the turn's key), its
  * context (the conversation), and whether the client wants an answer at once.
- * @throws RequestMalformedError without a message, a message id or any text
+ * @throws RequestMalformedError without a message or a message id, or when the text is blank or longer
+ *   than PROMPT_MAX_CHARS
  */
 function turnInputOf(params: SendMessageRequest, _stream: boolean): TurnInput {
   const message: Message | undefined = params.message;
@@ -165,7 +181,14 @@ function turnInputOf(params: SendMessageRequest, _stream: boolean): TurnInput {
       `The message needs a messageId of 1 to ${MAX_KEY_LENGTH} printable ASCII characters.`,
     );
   }
-  if (!prompt) throw new RequestMalformedError("The message needs a text part: the task, in words.");
+  // The bounds of POST /v1/runs' prompt (trimmed, 1 to PROMPT_MAX_CHARS): a blank task would spend a
+  // model call on nothing, and a longer one would get past the cap the REST route keeps.
+  const length = prompt.trim().length;
+  if (length === 0 || length > PROMPT_MAX_CHARS) {
+    throw new RequestMalformedError(
+      `The message needs a text part: the task, in words (1 to ${PROMPT_MAX_CHARS} characters).`,
+    );
+  }
   return {
     prompt,
     messageId: message.messageId,

@@ -7,7 +7,6 @@
  * Lambda's remaining time): the client then resubscribes.
  */
 import { type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
-import { TaskNotFoundError } from "@a2a-js/sdk/errors";
 import type { RunEvent } from "../runs/events.js";
 import { type FollowTarget, followTurn } from "../runs/protocol-port.js";
 import { readRun } from "../runs/queries.js";
@@ -16,9 +15,10 @@ import { agentMessage, taskOf, taskStatusOf } from "./tasks.js";
 
 /**
  * The stream of one task (see the module comment). A refusal of a turn before its run started is thrown
- * before anything is yielded, so the client gets it as the JSON-RPC error of its request.
- * @throws TaskNotFoundError when the run never came to be; the turn's refusal (a DomainError, mapped by
- *   the caller)
+ * before anything is yielded, so the client gets it as the JSON-RPC error of its request. With no event
+ * after `target.after`, the stream is the task alone.
+ * @throws DomainError NOT_FOUND when the run never came to be; the turn's refusal (a DomainError, both
+ *   mapped by the caller)
  */
 export async function* streamTask(
   call: A2ACall,
@@ -37,7 +37,11 @@ export async function* streamTask(
     }
     yield statusUpdate(event, contextId);
   }
-  if (contextId === undefined) throw new TaskNotFoundError(`There is no task ${target.runId}.`);
+  // No event after `after`: the client saw the last one (a resubscribe with its Last-Event-ID) or the
+  // stream's time ran out first. The task as it stands says where it is; a run that never came to be
+  // is the caller's NOT_FOUND (readRun).
+  if (contextId === undefined)
+    yield { payload: { $case: "task", value: await firstTask(call, target.runId) } };
 }
 
 /** The task as it is when its first event comes. */

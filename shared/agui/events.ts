@@ -65,6 +65,9 @@ export class AguiTranslator {
           { type: "TOOL_CALL_END", toolCallId: event.toolCallId, ...raw },
         ];
       case "tool.call.finished":
+        // A stream resumed after this cycle's start (Last-Event-ID) has no step open, but the client saw
+        // this cycle's open: the result closes it, as in the unbroken stream, not the next cycle's step.
+        this.step ??= event.cycle;
         this.pending.push({ toolCallId: event.toolCallId, status: event.status, errorCode: event.errorCode });
         return [];
       case "run.finished":

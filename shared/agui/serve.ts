@@ -17,6 +17,7 @@ import type { RunEvent } from "../runs/events.js";
 import { isUsableKey, MAX_KEY_LENGTH } from "../runs/exactly-once.js";
 import { beginTurn, followTurn } from "../runs/protocol-port.js";
 import { readRun } from "../runs/queries.js";
+import { PROMPT_MAX_CHARS } from "../runs/run-request.js";
 import { runErrorOf } from "./errors.js";
 import type { AguiEvent } from "./event-type.js";
 import { AguiTranslator } from "./events.js";
@@ -147,7 +148,7 @@ export interface AguiRunInput {
 /**
  * The thread, the client's run id and the prompt (the text of the last user message) of a validated
  * input, or why this endpoint does not serve it (the route answers 400 INVALID_REQUEST with it): a run id
- * that is no usable key, or no user text.
+ * that is no usable key, no user text, or more than PROMPT_MAX_CHARS of it.
  */
 export function parseAguiInput(body: AguiRunInput): { input: AguiInput } | { problem: AguiInputProblem } {
   if (!isUsableKey(body.runId)) {
@@ -160,6 +161,11 @@ export function parseAguiInput(body: AguiRunInput): { input: AguiInput } | { pro
     return {
       problem: { message, errors: [{ in: "body", path: "messages", message: "no user message with text" }] },
     };
+  }
+  // POST /v1/runs' cap on a prompt holds here too: the body limit alone would let a far longer one in.
+  if (prompt.trim().length > PROMPT_MAX_CHARS) {
+    const message = `The last user message's text must be at most ${PROMPT_MAX_CHARS} characters.`;
+    return { problem: { message, errors: [{ in: "body", path: "messages", message }] } };
   }
   return { input: { threadId: body.threadId, runId: body.runId, prompt } };
 }

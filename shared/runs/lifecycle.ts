@@ -213,15 +213,16 @@ export class RunLifecycle {
   }
 
   /**
-   * Writes the outcome with the run's transcript (for runs that continue it), only while the record is
-   * `running` (a cancelled run keeps `cancelled`); when written, stores the run metrics and logs "run
-   * finished".
+   * Writes the outcome with the run's transcript (for runs that continue it; none when it is empty),
+   * only while the record is `running` (a cancelled run keeps `cancelled`); when written, stores the run
+   * metrics and logs "run finished".
    * @param durationMs the run's wall time as stored (ms)
    * @returns false when the record was no longer `running`
    * @throws the store's error (the caller decides: the durable step retries it, the synchronous path logs it)
    */
   async finish(outcome: RunOutcome, durationMs: number): Promise<boolean> {
     const { runs, logger, metrics } = this.deps;
+    const transcript = transcriptOf(outcome.messages, outcome.answer);
     const written = await runs.finish(this.subject.tenantId, this.subject.runId, {
       status: outcome.status,
       cycles: outcome.cycles,
@@ -230,7 +231,9 @@ export class RunLifecycle {
       usage: outcome.usage,
       durationMs,
       grounding: outcome.grounding,
-      transcript: transcriptOf(outcome.messages, outcome.answer),
+      // A run without messages (an MCP call's one-cycle run) holds no conversation: without a stored
+      // transcript, continuing it is PREVIOUS_RUN_NOT_CONTINUABLE instead of a run with an empty history.
+      ...(transcript.length > 0 ? { transcript } : {}),
       ...(outcome.cost === undefined ? {} : { cost: outcome.cost, costNote: outcome.costNote ?? null }),
     });
     if (!written) return false;

@@ -9,6 +9,13 @@ import type { PendingApprovalView } from "./approval-service.js";
 import type { ConversationHistory } from "./conversation.js";
 import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
 
+/**
+ * The most characters a run's prompt may have (after trimming), whichever surface asks: `POST /v1/runs`'
+ * schema, an A2A message's text, an AG-UI input's user text. Defined here, below the surfaces, so a
+ * protocol adapter cannot take a longer prompt than the REST route does.
+ */
+export const PROMPT_MAX_CHARS = 8_000;
+
 /** The validated body of `POST /v1/runs`. */
 export interface RunBody {
   prompt: string;

@@ -53,8 +53,14 @@ export type PreparedTurn =
       dispose(): void;
     };
 
-/** How a ready turn went: this request `started` its run (how it started), or found it `existing`. */
-export type TurnStart = { kind: "started"; start: RunStart } | { kind: "existing" };
+/**
+ * How a ready turn went: this request `started` its run (how it started), or found it `existing`; with
+ * `retryAfterSeconds` when a concurrent request with the same key still holds it (its run may have no
+ * record yet).
+ */
+export type TurnStart =
+  | { kind: "started"; start: RunStart }
+  | { kind: "existing"; retryAfterSeconds?: number | undefined };
 
 /**
  * What a turn uses: the API's dependencies (the run start, the run store, the conversation heads, the
@@ -165,6 +171,8 @@ function turnStartOf(outcome: Awaited<ReturnType<typeof runOnce<RunStart>>>): Tu
         "IDEMPOTENCY_KEY_REUSED",
         "This message id was already used for a different message; use a new id for a new message.",
       );
+    case "in_progress":
+      return { kind: "existing", retryAfterSeconds: outcome.retryAfterSeconds };
     default:
       return { kind: "existing" };
   }

@@ -2,6 +2,7 @@
 
 import { createRoute, z } from "@hono/zod-openapi";
 import { RunOutcomeBodySchema } from "../../../shared/agent/outcome-schema.js";
+import { PROMPT_MAX_CHARS } from "../../../shared/runs/run-request.js";
 import {
   RecordStatusSchema,
   RunRecordSchema as StoredRunSchema,
@@ -27,9 +28,6 @@ import {
   ToolResultSchema,
   UsageSchema,
 } from "./run-results.js";
-
-/** Prompt length bounds (characters) of `POST /v1/runs`. */
-export const PROMPT_MAX_CHARS = 8_000;
 
 /** A run id as the API issues it (`run_` and a UUID) or accepts it in a path or body. */
 export const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
@@ -230,7 +228,7 @@ export const createRunRoute = createRoute({
       "NOT_FOUND: `previousRunId` names no run of this user (another tenant's or user's run looks the same), or one whose records expired (RUN_TTL_SECONDS; the detail says so, with `expired` and `expiresAt`).",
     ),
     409: problem(
-      "IDEMPOTENCY_KEY_IN_USE: a run with this Idempotency-Key is still in progress. PREVIOUS_RUN_IN_PROGRESS: the run `previousRunId` names has not finished. Both with `Retry-After`. PREVIOUS_RUN_NOT_CONTINUABLE: that run ended without a transcript (the server failed mid-run, or it stopped without recording an outcome); no `Retry-After`.",
+      "IDEMPOTENCY_KEY_IN_USE: a run with this Idempotency-Key is still in progress. PREVIOUS_RUN_IN_PROGRESS: the run `previousRunId` names has not finished. Both with `Retry-After`. PREVIOUS_RUN_NOT_CONTINUABLE: that run ended without a transcript (the server failed mid-run, it was cancelled, or it stopped without recording an outcome); no `Retry-After`.",
       RESPONSE_HEADERS.retryAfterWhileInProgress,
     ),
     413: payloadTooLarge,
