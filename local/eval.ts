@@ -133,7 +133,11 @@ async function main(): Promise<number> {
   let server: LocalModelServer | undefined;
   if (model.choice !== "external") server = await startModelServer();
   const env = { ...process.env, ...model.env, ...(server ? { OPENAI_BASE_URL: server.baseURL } : {}) };
-  const stack = await startLocalStack(env);
+  const stack = await startLocalStack(
+    env,
+    undefined,
+    server ? { modelServer: { name: `${model.name} this command started`, baseURL: server.baseURL } } : {},
+  );
   // The AWS SDK's default credential chain (Bedrock's keys) reads the process's environment.
   Object.assign(process.env, stack.env);
   try {

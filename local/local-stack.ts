@@ -34,6 +34,11 @@ export interface LocalStackOptions {
    * stopped with the stack, or at once when the stack fails to start.
    */
   dynamo?: Promise<LocalDynamo>;
+  /**
+   * A model server the calling command started itself and put in `env` as OPENAI_BASE_URL (`npm run
+   * eval`'s): named as such in the progress line, and not checked as an endpoint the user configured.
+   */
+  modelServer?: { name: string; baseURL: string };
 }
 
 /** Local dependencies started for a run, and how to stop them. */
@@ -175,6 +180,9 @@ async function startModel(
     const standIn = await startStandIn(env, model.bedrock, log);
     into.stops.push(standIn.stop);
     Object.assign(into.resolved, standIn.env);
+  } else if (options.modelServer) {
+    const { name, baseURL } = options.modelServer;
+    log(`model: using ${name} on port ${portOf(baseURL)} at ${baseURL}`);
   } else if (env.OPENAI_API_KEY || env.OPENAI_BASE_URL) {
     const url = env.OPENAI_BASE_URL || "https://api.openai.com/v1";
     log(`model: using ${endpointOf(url)} on port ${portOf(url)} (OPENAI_BASE_URL/OPENAI_API_KEY)`);

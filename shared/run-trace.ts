@@ -176,11 +176,20 @@ export function finishCarriedRunSpan(
 /**
  * Emits the approval wait of a durable run as its own span (`boundloop.approval.wait`, INTERNAL) from
  * the request to the decision (epoch ms), a child of the run's agent span: called once, from the step
- * after the decision, so a replay emits no second one.
+ * after the decision, so a replay emits no second one. When policies sent the call to approval
+ * (`policyIds`, the request's preview), the span names them with decision `approval`: a call that waits
+ * has no `execute_tool` span until it runs, and one a person refuses never has one, so the wait is where
+ * a trace explains why the call was held.
  */
 export function emitApprovalWait(
   carried: CarriedTrace | undefined,
-  wait: { approvalId: string; toolName: string; toolCallId: string; decision: string },
+  wait: {
+    approvalId: string;
+    toolName: string;
+    toolCallId: string;
+    decision: string;
+    policyIds?: readonly string[] | undefined;
+  },
   requestedAt: number,
   decidedAt: number,
 ): void {
@@ -195,6 +204,9 @@ export function emitApprovalWait(
         [ATTR.approvalDecision]: wait.decision,
         [ATTR.toolName]: wait.toolName,
         [ATTR.toolCallId]: wait.toolCallId,
+        ...(wait.policyIds
+          ? { [ATTR.policyDecision]: "approval", [ATTR.policyIds]: [...wait.policyIds] }
+          : {}),
       },
     },
     Math.max(requestedAt, decidedAt),
@@ -266,7 +278,7 @@ export function createRunTracer(): RunObserver {
       if (entry) entry.info = { ...entry.info, conversationId };
     },
     approvalWaitEnded(run, request, decision) {
-      const wait = { ...request, decision: decision.decision };
+      const wait = { ...request, decision: decision.decision, policyIds: request.preview.policyIds };
       emitApprovalWait(
         durable.get(run)?.carried,
         wait,

@@ -45,6 +45,11 @@ describe("npm run eval", () => {
     );
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/^Evals against the local model server/);
+    // The model server it started is named as its own, not as an endpoint the user configured.
+    expect(run.stderr).toMatch(
+      /^model: using the local model server this command started on port \d+ at http:\/\/127\.0\.0\.1:\d+\/v1$/m,
+    );
+    expect(run.stderr).not.toMatch(/OPENAI_BASE_URL|OPENAI_MODEL/);
     expect(run.stdout).toMatch(/seed-uk-invoice\s+pass\s+1\/1 100%\s+completed/);
     expect(run.stdout).toMatch(/grounding-refused\s+pass\s+1\/1 100%\s+answer_ungrounded/);
     expect(run.stdout).toMatch(/2\/2 cases passed, 2 attempts, 0 disallowed effects\.\s*$/);
@@ -92,6 +97,8 @@ describe("npm run eval", () => {
       new RegExp(`Evals against ${server.baseURL.replaceAll("/", "\\/")} \\(gpt-4o-mini\\)`),
     );
     expect(run.stdout).toMatch(/bd-record\s+pass/);
+    // An endpoint the user named is checked and named as theirs.
+    expect(run.stderr).toMatch(/model: using .* \(OPENAI_BASE_URL\/OPENAI_API_KEY\)/);
     expect(server.requests.length - before).toBe(3);
   });
 

@@ -4,9 +4,12 @@
  * disallowed effect when a guard is disabled in a test double; reports compare and name a regression.
  * `npm run eval` (the whole default set) is CI's gate, in .ci/run.
  */
+import { copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compareReports, formatChanges, formatMarkdown, formatTable } from "../local/eval/report.js";
-import { loadScenarios, parseScenario, type Scenario } from "../local/eval/scenario.js";
+import { loadScenarios, parseScenario, type Scenario, ScenarioError } from "../local/eval/scenario.js";
 import { runSuite } from "../local/eval/suite.js";
 import { createRegistry, dispatchToolCall } from "../shared/agent/dispatcher.js";
 import { defineTool } from "../shared/agent/tool.js";
@@ -72,6 +75,25 @@ describe("the scenario format", () => {
       ["writer-only-bd", "all"],
       ["writer-uk", "all"],
     ]);
+  });
+
+  it("a file named twice is read once; two files with one scenario name are refused, naming both", async () => {
+    const twice = await loadScenarios([
+      "evals/hostile",
+      "evals/hostile/reader.yaml",
+      "./evals/hostile/reader.yaml",
+    ]);
+    expect(twice.map((s) => s.name)).toEqual(hostile.map((s) => s.name));
+    const dir = await mkdtemp(join(tmpdir(), "evals-names-"));
+    await mkdir(join(dir, "copy"));
+    await copyFile("evals/hostile/reader.yaml", join(dir, "copy", "reader.yaml"));
+    // Files are read in path order: the copy under the temporary folder comes first.
+    await expect(loadScenarios(["evals/hostile", dir])).rejects.toThrow(
+      new ScenarioError("evals/hostile/reader.yaml", [
+        `name: "reader" is also the name of ${join(dir, "copy", "reader.yaml")}`,
+      ]),
+    );
+    await rm(dir, { recursive: true });
   });
 });
 

@@ -138,6 +138,9 @@ describe("a durable run's trace", () => {
       "boundloop.approval.id": approval.approvalId,
       "boundloop.approval.decision": "approved",
       "gen_ai.tool.name": "recordInvoice",
+      // APPROVAL_RULES is a policy: the wait names it as the decision that held the call.
+      "boundloop.policy.decision": "approval",
+      "boundloop.policy.ids": ["approval-rules.recordInvoice.GBP"],
     });
     const durationMs = wait.duration[0] * 1000 + wait.duration[1] / 1e6;
     const decidedApproval = JSON.parse(decided.body ?? "{}") as { decidedAt: string; requestedAt: string };
@@ -173,6 +176,33 @@ describe("a durable run's trace", () => {
     // A second cancel (409 RUN_NOT_RUNNING) emits no second span.
     expect((await stack.invoke(runPathEvent(paused.runId, tenantId, "cancel"))).statusCode).toBe(409);
     expect(() => runTrace(exporter, paused.runId)).not.toThrow();
+  });
+
+  it("a call a person rejects has no execute_tool span: the wait span names the policy that held it", async () => {
+    const tenantId = "tenant_trace_rejected";
+    const started = await startAsync(tenantId);
+    const paused = await pollUntil(stack, started.runId, tenantId, ["running"]);
+    const approval = paused.pendingApprovals?.[0];
+    if (!approval) throw new Error("no pending approval");
+    const decided = await decide(
+      stack,
+      { runId: paused.runId, approvalId: approval.approvalId, tenantId },
+      "reject",
+    );
+    expect(decided.statusCode).toBe(200);
+    await pollUntil(stack, paused.runId, tenantId);
+    const { agent, childrenOf } = await finishedTrace(paused.runId);
+    const direct = childrenOf(agent);
+    expect(named(direct, "execute_tool recordInvoice")).toHaveLength(0);
+    const waits = direct.filter((span) => span.name === "boundloop.approval.wait");
+    expect(waits.map((span) => span.attributes)).toEqual([
+      expect.objectContaining({
+        "boundloop.approval.id": approval.approvalId,
+        "boundloop.approval.decision": "rejected",
+        "boundloop.policy.decision": "approval",
+        "boundloop.policy.ids": ["approval-rules.recordInvoice.GBP"],
+      }),
+    ]);
   });
 
   it("a synchronous run handed over at an approval is one trace: the request's spans and the execution's under one agent span", async () => {

@@ -5,7 +5,7 @@
  * deployment's settings would (POLICIES, the quota variables, MODEL_PRICES: see {@link governanceSettings}).
  */
 import { readdir, readFile } from "node:fs/promises";
-import { basename, extname, join } from "node:path";
+import { basename, extname, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { GROUNDING_MODES } from "../../shared/agent/grounding-mode.js";
@@ -316,17 +316,24 @@ export function parseScenario(text: string, file: string): Scenario {
 
 /**
  * Every scenario under `paths` (files, or folders read recursively for `.yaml`, `.yml` and `.json`), in
- * path order.
- * @throws ScenarioError for the first invalid file; Error when two scenarios share a name
+ * path order; a file named twice (itself and through its folder) is read once.
+ * @throws ScenarioError for the first invalid file, or for the second of two files whose scenarios share
+ *   a name (the report lists cases by name)
  */
 export async function loadScenarios(paths: readonly string[]): Promise<Scenario[]> {
-  const files: string[] = [];
-  for (const path of paths) files.push(...(await filesUnder(path)));
+  const files = new Map<string, string>();
+  for (const path of paths) {
+    for (const file of await filesUnder(path)) if (!files.has(resolve(file))) files.set(resolve(file), file);
+  }
   const scenarios: Scenario[] = [];
-  for (const file of files.sort()) scenarios.push(parseScenario(await readFile(file, "utf8"), file));
-  const names = scenarios.map((s) => s.name);
-  const repeated = names.find((name, i) => names.indexOf(name) !== i);
-  if (repeated) throw new Error(`Two scenarios are named "${repeated}".`);
+  const byName = new Map<string, string>();
+  for (const file of [...files.values()].sort()) {
+    const scenario = parseScenario(await readFile(file, "utf8"), file);
+    const other = byName.get(scenario.name);
+    if (other) throw new ScenarioError(file, [`name: "${scenario.name}" is also the name of ${other}`]);
+    byName.set(scenario.name, file);
+    scenarios.push(scenario);
+  }
   return scenarios;
 }
 
