@@ -10,6 +10,8 @@ import { LimitsResponseSchema, QuotaUsageSchema } from "../functions/api/contrac
 import { RunRecordSchema } from "../functions/api/contract.js";
 import { eventForRoute } from "../local/durable-runner.js";
 import type { RecordedRequest, ScriptedReply } from "../local/model-server.js";
+import { quotaRef, runKey } from "../shared/quotas/item.js";
+import { markerName } from "../shared/store/counters.js";
 import { decide, GBP_RULES, json, pollUntil, SEED_PROMPT } from "./support/approvals.js";
 import { durableStackForFile, runPathEvent, startAsyncRun } from "./support/durable.js";
 import { runEvent } from "./support/idempotency.js";
@@ -201,35 +203,57 @@ describe("a durable run cancelled while it waits for budget", () => {
 });
 
 describe("a run's end and its cancel's release, in either order", () => {
-  it("count the run's calls once: whichever comes second finds the marker gone and changes nothing", async () => {
-    const quotas = stack.deps.quotas;
-    if (!quotas) throw new Error("the stack has quotas");
-    const usage = { promptTokens: 900, completionTokens: 100, totalTokens: 1_000 };
-    /** A run of `tenantId` admitted with a hold, one call of 1,000 tokens (900 × 0.15 + 100 × 0.60 = 195 micro-units) made under it. */
-    const ranOnce = async (tenantId: string, runId: string) => {
-      const subject = { tenantId, userId: "usr_idem", runId };
-      const expiresAtSeconds = Math.floor(Date.now() / 1000) + 600;
-      const firstCall = { promptTokens: 1_000, maxTokens: 2_000 };
-      const admitted = await quotas.admit(subject, { expiresAtSeconds, firstCall });
-      const budget = quotas.budget(subject, admitted.state, {
-        expiresAtSeconds: () => expiresAtSeconds,
-        onStoreFailure: "throw",
-      });
-      const call = { step: "cycle-1:model", cycle: 1, promptTokens: 1_000, maxTokens: 2_000 };
-      budget.observe(await budget.reserve(call), usage);
-      return budget;
-    };
-    const released = { userId: "usr_idem", usage: { tokens: 1_000, costMicro: 195 } };
-    const days = [Date.now()];
+  const quotas = () => {
+    if (!stack.deps.quotas) throw new Error("the stack has quotas");
+    return stack.deps.quotas;
+  };
+  const expiresAtSeconds = Math.floor(Date.now() / 1000) + 3_600;
+  /** One call of 1,000 tokens: 900 × 0.15 + 100 × 0.60 = 195 micro-units. */
+  const released = { userId: "usr_idem", usage: { tokens: 1_000, costMicro: 195 } };
+  const days = [Date.now()];
 
+  /** A run of `tenantId` admitted with a hold, and its one call made under that hold. */
+  async function ranOnce(tenantId: string, runId: string) {
+    const subject = { tenantId, userId: "usr_idem", runId };
+    const firstCall = { promptTokens: 1_000, maxTokens: 2_000 };
+    const admitted = await quotas().admit(subject, { expiresAtSeconds, firstCall });
+    const budget = quotas().budget(subject, admitted.state, {
+      expiresAtSeconds: () => expiresAtSeconds,
+      onStoreFailure: "throw",
+    });
+    const call = { step: "cycle-1:model", cycle: 1, ...firstCall };
+    budget.observe(await budget.reserve(call), {
+      promptTokens: 900,
+      completionTokens: 100,
+      totalTokens: 1_000,
+    });
+    return budget;
+  }
+
+  it("count the run's calls once: whichever comes second finds the marker gone and changes nothing", async () => {
     const cancelFirst = await ranOnce("tenant_qc_order_a", "run_order_a");
-    expect(await quotas.releaseRun("tenant_qc_order_a", "run_order_a", days, released)).toBe(1);
+    expect(await quotas().releaseRun("tenant_qc_order_a", "run_order_a", days, released)).toBe(1);
     await cancelFirst.finish();
     await charged("tenant_qc_order_a", { tokens: 1_000, micro: 195 });
 
     const finishFirst = await ranOnce("tenant_qc_order_b", "run_order_b");
     await finishFirst.finish();
-    expect(await quotas.releaseRun("tenant_qc_order_b", "run_order_b", days, released)).toBe(0);
+    expect(await quotas().releaseRun("tenant_qc_order_b", "run_order_b", days, released)).toBe(0);
     await charged("tenant_qc_order_b", { tokens: 1_000, micro: 195 });
+  });
+
+  it("a marker written before markers kept what was counted gives its whole hold back, as before", async () => {
+    const tenantId = "tenant_qc_legacy";
+    await ranOnce(tenantId, "run_legacy");
+    // The run's next write as code that kept no `counted` made it: version 2, the same hold.
+    const ref = quotaRef(tenantId, Date.now());
+    const marker = (await quotas().counters.read(ref)).markers.get(markerName(runKey("run_legacy")));
+    const to = { version: 2, open: marker?.open ?? {}, expiresAtSeconds };
+    const moved = await quotas().counters.change(ref, {
+      reservation: { key: runKey("run_legacy"), from: 1, to },
+    });
+    expect(moved.kind).toBe("applied");
+    expect(await quotas().releaseRun(tenantId, "run_legacy", days, released)).toBe(1);
+    await charged(tenantId, { tokens: 0, micro: 0 });
   });
 });

@@ -214,6 +214,9 @@ function spentUnder(
   marker: ReservationMarker,
   used: { userId: string; usage: Hold },
 ): Record<string, number> {
+  // Only admission writes a marker without `counted` (nothing counted yet); a later one without it was
+  // written before markers kept it, and what its run had counted is unknown: the whole hold goes back.
+  if (!marker.counted && marker.version > 1) return {};
   const names = namesOf(used.userId);
   const counted = usedIn(marker.counted);
   const clamp = (amount: number, held: number | undefined) => Math.max(0, Math.min(amount, held ?? 0));
