@@ -223,7 +223,7 @@ describe("RUN_TTL_SECONDS", () => {
     );
     const both = () => loadConfig({ RUN_TTL_SECONDS: "3600", DURABLE_EXECUTION_TIMEOUT_SECONDS: "87300" });
     expect(both).toThrow(
-      /APPROVAL_TIMEOUT_SECONDS \(86400 s\).*; RUN_TTL_SECONDS \(3600 s\) must exceed DURABLE_EXECUTION_TIMEOUT_SECONDS \(87300 s\)/,
+      /APPROVAL_TIMEOUT_SECONDS \(86400 s\).*\. RUN_TTL_SECONDS \(3600 s\) must exceed DURABLE_EXECUTION_TIMEOUT_SECONDS \(87300 s\)/,
     );
     expect(loadConfig({ ...day, DURABLE_EXECUTION_TIMEOUT_SECONDS: "86399" }).runs.ttlSeconds).toBe(86_400);
   });
