@@ -14,7 +14,10 @@ import { writeConsoleAssets } from "../console/build.js";
 import { CEDAR_WASM_FILE } from "../shared/cedar/wasm.js";
 import { a2aSdkUnusedErrors } from "./a2a-sdk-plugin.js";
 import { awsSdkUnusedOnLambda } from "./aws-sdk-unused-plugin.js";
-import { withoutUnusedOpenAIResources } from "./openai-resources-plugin.js";
+import {
+  withoutUnreachedOpenAIClientParts,
+  withoutUnusedOpenAIResources,
+} from "./openai-resources-plugin.js";
 
 /** The project root: esbuild's working directory, where node_modules and tsconfig.json are. */
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -247,7 +250,8 @@ export const withoutTracingSdk: Plugin = {
  *   `--enable-source-maps` is set on the function).
  * - Modules Node on Lambda never reaches replaced ({@link unreachableOnLambda}), zod's locales reduced,
  *   two zod APIs never called left out ({@link zodUnusedApis}), the openai SDK's streaming helpers and
- *   unused API resources left out ({@link withoutOpenAIStreamHelpers}, infra/openai-resources-plugin.ts),
+ *   unused API resources and client parts left out ({@link withoutOpenAIStreamHelpers},
+ *   infra/openai-resources-plugin.ts),
  *   the AWS SDK's unused runtime parts (infra/aws-sdk-unused-plugin.ts) and the A2A SDK's unused error
  *   classes (infra/a2a-sdk-plugin.ts).
  * - A `require` for CommonJS dependencies that still call it for Node built-ins inside ESM output.
@@ -274,6 +278,7 @@ export const API_BUNDLE_OPTIONS = {
     unreachableOnLambda,
     withoutOpenAIStreamHelpers,
     withoutUnusedOpenAIResources,
+    withoutUnreachedOpenAIClientParts,
     awsSdkUnusedOnLambda,
     a2aSdkUnusedErrors,
   ],

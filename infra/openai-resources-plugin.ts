@@ -76,3 +76,48 @@ export const withoutUnusedOpenAIResources: Plugin = {
     });
   },
 };
+
+/** Where {@link withoutUnreachedOpenAIClientParts}'s replacements say they come from. */
+const CLIENT_PARTS_ORIGIN =
+  "not in the Lambda bundle (infra/openai-resources-plugin.ts withoutUnreachedOpenAIClientParts)";
+
+/**
+ * The openai client's own modules the model adapter never reaches, by their file under `openai/`, and
+ * the replacement's code: a streamed response's reader (`core/streaming.mjs`, with its line decoder;
+ * the adapter never sends `stream: true`) and workload identity federation
+ * (`auth/workload-identity-auth.mjs`; the client is built with an API key or Bedrock's short-term key).
+ */
+export const UNREACHED_OPENAI_CLIENT_PARTS: Record<string, string> = {
+  "core/streaming.mjs": [
+    `const unreached = () => { throw new Error(${JSON.stringify(`openai's Stream is ${CLIENT_PARTS_ORIGIN}`)}); };`,
+    "export class Stream { constructor() { unreached(); } static fromSSEResponse() { unreached(); } static fromReadableStream() { unreached(); } }",
+    "export function _iterSSEMessages() { unreached(); }",
+  ].join("\n"),
+  "auth/workload-identity-auth.mjs": `export class WorkloadIdentityAuth { constructor() { throw new Error(${JSON.stringify(`openai's WorkloadIdentityAuth is ${CLIENT_PARTS_ORIGIN}`)}); } }`,
+};
+
+/**
+ * Leaves {@link UNREACHED_OPENAI_CLIENT_PARTS} out of the Lambda bundles (~7 kB minified, esbuild's
+ * metafile). openai/client.mjs and its response parser import them statically; each is replaced,
+ * wherever the SDK imports it from, by exports of the same names that throw a clear Error naming this
+ * plugin if ever reached. test/infra-synth.test.ts runs a model call through the bundle; unbundled code
+ * (local runs, tests) keeps the real SDK.
+ */
+export const withoutUnreachedOpenAIClientParts: Plugin = {
+  name: "without-unreached-openai-client-parts",
+  setup(esbuild) {
+    esbuild.onResolve({ filter: /(?:streaming|workload-identity-auth)\.mjs$/ }, (args) => {
+      const importer = args.importer.replaceAll("\\", "/");
+      if (!importer.includes("/node_modules/openai/")) return undefined;
+      const target = new URL(args.path, `file://${importer}`).pathname;
+      const part = Object.keys(UNREACHED_OPENAI_CLIENT_PARTS).find((file) =>
+        target.endsWith(`/node_modules/openai/${file}`),
+      );
+      return part ? { path: part, namespace: "without-unreached-openai-client-parts" } : undefined;
+    });
+    esbuild.onLoad({ filter: /.*/, namespace: "without-unreached-openai-client-parts" }, ({ path }) => ({
+      contents: UNREACHED_OPENAI_CLIENT_PARTS[path] ?? "",
+      loader: "js",
+    }));
+  },
+};

@@ -120,7 +120,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const raw = parsed.data;
   const conflicts = crossFieldProblems(raw);
-  if (conflicts.length > 0) throw new ConfigError(`Invalid configuration: ${conflicts.join("; ")}`);
+  if (conflicts.length > 0) throw new ConfigError(`Invalid configuration: ${conflicts.join(" ")}`);
   return Object.assign(
     {},
     ...CONFIG_SECTIONS.map((section) => (section.config as SectionFn<object>)(raw)),

@@ -34,7 +34,8 @@ describe("a call over the threshold pauses the run durably", () => {
     const tenantId = "tenant_apr_ok";
     const requestsBefore = stack.model.requests.length;
     const { run, approval, target } = await pausedRun(tenantId);
-    expect(run.cyclesRecorded).toBe(1);
+    // The cycle it waits in: cycle 1 calculated, cycle 2's model call asked for recordInvoice.
+    expect(run.cyclesRecorded).toBe(2);
     expect(approval).toMatchObject({
       toolName: "recordInvoice",
       requestedBy: "usr_idem",
@@ -150,7 +151,7 @@ describe("cancelling a run that waits for approval", () => {
     expect(execution?.status).toBe("STOPPED");
 
     const after = await stack.invoke(runPathEvent(run.runId, tenantId));
-    expect(RunRecordSchema.parse(json(after))).toMatchObject({ status: "cancelled", cyclesRecorded: 1 });
+    expect(RunRecordSchema.parse(json(after))).toMatchObject({ status: "cancelled", cyclesRecorded: 2 });
     const listed = await stack.invoke(
       userEvent(
         { sub: "usr_approver", tenantId, scope: "billing:approve" },

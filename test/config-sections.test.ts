@@ -59,7 +59,7 @@ describe("configuration sections (shared/config/)", () => {
     expect(() =>
       loadConfig({ OPENAI_API_KEY: "k", OPENAI_API_KEY_SECRET_NAME: "s", RUN_TTL_SECONDS: "3600" }),
     ).toThrow(
-      "Invalid configuration: set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both.; RUN_TTL_SECONDS (3600 s) must exceed APPROVAL_TIMEOUT_SECONDS (86400 s)",
+      "Invalid configuration: Set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both. RUN_TTL_SECONDS (3600 s) must exceed APPROVAL_TIMEOUT_SECONDS (86400 s)",
     );
   });
 

@@ -148,6 +148,29 @@ describe("durable runs (Prefer: respond-async)", () => {
     await settled(String(json(other).tenantId), String(json(other).runId));
   });
 
+  it("the fingerprint is the route and body, not Prefer: the same key sent the other way replays the first answer", async () => {
+    const tenantId = tenant();
+    const syncKey = `k-${randomUUID()}`;
+    const sync = await stack.invoke(runEvent({ key: syncKey, tenantId, userId: "usr_a", body: BODY }));
+    expect(sync.statusCode, sync.body).toBe(200);
+    const thenAsync = await startAsync(tenantId, "usr_a", syncKey);
+    expect([thenAsync.statusCode, replayed(thenAsync), json(thenAsync).runId]).toEqual([
+      200,
+      "true",
+      json(sync).runId,
+    ]);
+    const asyncKey = `k-${randomUUID()}`;
+    const accepted = await startAsync(tenantId, "usr_a", asyncKey);
+    expect(accepted.statusCode, accepted.body).toBe(202);
+    const thenSync = await stack.invoke(runEvent({ key: asyncKey, tenantId, userId: "usr_a", body: BODY }));
+    expect([thenSync.statusCode, replayed(thenSync), json(thenSync).runId]).toEqual([
+      202,
+      "true",
+      json(accepted).runId,
+    ]);
+    await settled(tenantId, String(json(accepted).runId));
+  });
+
   it("user B never takes over A's unfinished start (A's lease passed): B gets a run of its own, A's run stays A's", async () => {
     const tenantId = tenant();
     const key = `k-${randomUUID()}`;

@@ -190,6 +190,10 @@ describe("cdk synth of the real app", () => {
       "node_modules/@fastify/busboy/",
       "node_modules/ajv/",
       "node_modules/ajv-formats/",
+      // The openai client's parts the adapter never reaches (infra/openai-resources-plugin.ts).
+      "node_modules/openai/core/streaming.mjs",
+      "node_modules/openai/internal/decoders/line.mjs",
+      "node_modules/openai/auth/workload-identity-auth.mjs",
     ]) {
       expect(
         sources.filter((source) => source.includes(absent)),
@@ -199,6 +203,9 @@ describe("cdk synth of the real app", () => {
     // The throwing replacements are in (the credential chain's is a bare re-export: no code of its own).
     for (const replaced of ["bowser", "@fastify/busboy"]) {
       expect(sources, replaced).toContain(`unreachable-on-lambda:${replaced}`);
+    }
+    for (const part of ["core/streaming.mjs", "auth/workload-identity-auth.mjs"]) {
+      expect(sources, part).toContain(`without-unreached-openai-client-parts:${part}`);
     }
     // The default chain's first link, which finds Lambda's credentials, is what the clients get instead.
     expect(sources.some((source) => source.includes("node_modules/@aws-sdk/credential-provider-env/"))).toBe(

@@ -99,8 +99,8 @@ describe("RunStore", () => {
 
   it("appends one item per cycle, moves the run forward, and never rewrites a cycle", async () => {
     await start("t1", "run_steps");
-    await store.appendStep("t1", "run_steps", cycle(1), usage(10));
-    await store.appendStep("t1", "run_steps", cycle(2), usage(20));
+    await store.appendStep("t1", "run_steps", cycle(1), { usage: usage(10) });
+    await store.appendStep("t1", "run_steps", cycle(2), { usage: usage(20) });
     const stepItem = await raw("t1", "RUN#run_steps#STEP#0002");
     expect(stepItem).toMatchObject({
       type: "run_step",
@@ -108,7 +108,9 @@ describe("RunStore", () => {
       cycle: 2,
       ttl: expect.any(Number),
     });
-    expect(await store.appendStep("t1", "run_steps", cycle(2), usage(20))).toEqual({ kind: "exists" });
+    expect(await store.appendStep("t1", "run_steps", cycle(2), { usage: usage(20) })).toEqual({
+      kind: "exists",
+    });
     const found = await store.get("t1", "run_steps");
     expect(found?.run).toMatchObject({ status: "running", cyclesRecorded: 2, usage: usage(20) });
     expect(found?.steps.map((s) => s.cycle)).toEqual([1, 2]);
@@ -146,7 +148,7 @@ describe("RunStore", () => {
       false,
     );
     expect(await store.fail("t1", "run_finish", "x")).toBe(false);
-    await store.appendStep("t1", "run_finish", cycle(2), usage(9)); // a late step is kept, the record is not touched
+    await store.appendStep("t1", "run_finish", cycle(2), { usage: usage(9) }); // a late step is kept, the record is not touched
     const found = await store.get("t1", "run_finish");
     expect(found?.run).toMatchObject({
       status: "completed",
@@ -171,7 +173,7 @@ describe("RunStore", () => {
   it("is tenant-scoped, exact on runId, and treats expired items as absent", async () => {
     await start("t1", "run_a");
     await start("t1", "run_ab");
-    await store.appendStep("t1", "run_ab", cycle(1), usage(10));
+    await store.appendStep("t1", "run_ab", cycle(1), { usage: usage(10) });
     const a = await store.get("t1", "run_a");
     expect(a?.run.runId).toBe("run_a");
     expect(a?.steps).toEqual([]);
@@ -186,12 +188,9 @@ describe("RunStore", () => {
   it("bounds a step's size: long arguments are cut, oversized result data is omitted", async () => {
     await start("t1", "run_big");
     const args = `{"note":"${"a".repeat(MAX_ARGUMENT_CHARS + 100)}"}`;
-    const appended = await store.appendStep(
-      "t1",
-      "run_big",
-      cycle(1, args, { blob: "b".repeat(320_000) }),
-      usage(10),
-    );
+    const appended = await store.appendStep("t1", "run_big", cycle(1, args, { blob: "b".repeat(320_000) }), {
+      usage: usage(10),
+    });
     if (appended.kind !== "written") throw new Error("the step was not written");
     const { step } = appended;
     expect(step.toolCalls[0]?.arguments).toHaveLength(MAX_ARGUMENT_CHARS);
@@ -224,7 +223,7 @@ describe("RUN_TTL_SECONDS", () => {
     );
     const both = () => loadConfig({ RUN_TTL_SECONDS: "3600", DURABLE_EXECUTION_TIMEOUT_SECONDS: "87300" });
     expect(both).toThrow(
-      /APPROVAL_TIMEOUT_SECONDS \(86400 s\).*; RUN_TTL_SECONDS \(3600 s\) must exceed DURABLE_EXECUTION_TIMEOUT_SECONDS \(87300 s\)/,
+      /APPROVAL_TIMEOUT_SECONDS \(86400 s\).*\. RUN_TTL_SECONDS \(3600 s\) must exceed DURABLE_EXECUTION_TIMEOUT_SECONDS \(87300 s\)/,
     );
     expect(loadConfig({ ...day, DURABLE_EXECUTION_TIMEOUT_SECONDS: "86399" }).runs.ttlSeconds).toBe(86_400);
   });

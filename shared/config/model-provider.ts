@@ -124,7 +124,7 @@ export const modelSection = configSection({
   }),
   problems: (env) => [
     ...(env.OPENAI_API_KEY && env.OPENAI_API_KEY_SECRET_NAME
-      ? ["set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both."]
+      ? ["Set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both."]
       : []),
     ...(env.MODEL_PROVIDER === "bedrock" && (env.OPENAI_API_KEY || env.OPENAI_API_KEY_SECRET_NAME)
       ? [

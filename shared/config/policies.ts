@@ -30,7 +30,7 @@ export const policySection = configSection({
   problems: (env) =>
     env.POLICIES && Object.keys(env.APPROVAL_RULES).length > 0
       ? [
-          "set POLICIES or APPROVAL_RULES, not both: APPROVAL_RULES is a shorthand for a default policy set; write its approval policies into POLICIES (docs/policies.md gives the equivalent Cedar).",
+          "Set POLICIES or APPROVAL_RULES, not both: APPROVAL_RULES is a shorthand for a default policy set; write its approval policies into POLICIES (docs/policies.md gives the equivalent Cedar).",
         ]
       : [],
 });

@@ -13,6 +13,7 @@ import { flushMetrics, logInternalFailure } from "../observability.js";
 import { finishBudget, subjectOf } from "../quotas/run-quota.js";
 import { expireApproval, requestApproval } from "../runs/approval-service.js";
 import { RunLifecycle } from "../runs/lifecycle.js";
+import type { RunSoFar } from "../store/runs.js";
 import { loadDurableHistory } from "./conversation-load.js";
 import { type DurableRunPayload, DurableRunPayloadSchema } from "./executions.js";
 import { quotaWaitGate } from "./quota-wait.js";
@@ -312,7 +313,7 @@ function approvalGate(
     try {
       const waiting = ctx.waitForCallback(
         request.name,
-        (callbackId) => waitForDecision(deps, payload, request, callbackId),
+        (callbackId) => waitForDecision(deps, payload, request, callbackId, life.waitingAt(request.cycle)),
         { timeout: { seconds: deps.config.approvals.timeoutSeconds }, retryStrategy: STEP_RETRY },
       );
       // A local stop (no StopDurableExecution in the testing SDK) ends the wait at once; the invocation
@@ -345,7 +346,8 @@ function approvalGate(
  * The approval wait's submitter, run once per attempt with the callback id: asks the person through the
  * approval service (shared/runs/approval-service.ts: the APPROVAL item with the callback id stored
  * server-side only, a retried attempt finding the one written before; the announcement) and moves the
- * run to `awaiting_approval`.
+ * run to `awaiting_approval`, its record counting every model call made so far (`soFar`: the one that
+ * asked for this call too).
  * @throws the store's error (the wait's retry strategy retries it)
  */
 async function waitForDecision(
@@ -353,9 +355,10 @@ async function waitForDecision(
   payload: DurableRunPayload,
   request: ApprovalRequest,
   callbackId: string,
+  soFar: RunSoFar,
 ): Promise<void> {
   const { security, runId } = payload;
   const service = { ...deps, timeoutSeconds: deps.config.approvals.timeoutSeconds };
   await requestApproval(service, { security, runId, request, callbackId });
-  await deps.runs.setWaiting(security.tenantId, runId, true);
+  await deps.runs.setWaiting(security.tenantId, runId, true, new Date(), soFar);
 }

@@ -213,3 +213,17 @@ export function openOf(
 ): Record<string, number> {
   return { ...(live ? { [names.tenant.live]: 1 } : {}), ...(hold ? holdAmounts(names, hold) : {}) };
 }
+
+/**
+ * A run's usage so far (every call it made, tokens and cost in micro-units) as its marker records it at
+ * each write (`ReservationMarker.counted`): all of it is counted in the item by that write, the calls
+ * made after it are spent from the open hold.
+ */
+export function countedOf(used: Hold): Record<string, number> {
+  return { [METRIC.tokens]: used.tokens, [METRIC.cost]: used.costMicro };
+}
+
+/** The usage a marker's `counted` records (nothing for a marker written without it, e.g. admission's). */
+export function usedIn(counted: Readonly<Record<string, number>> | undefined): Hold {
+  return { tokens: counted?.[METRIC.tokens] ?? 0, costMicro: counted?.[METRIC.cost] ?? 0 };
+}

@@ -14,6 +14,7 @@ import { holdLimits, secondsToDayEnd } from "./admission.js";
 import { callHold, holdConditions, RUN_HOLD_SHARE, type RunBounds, runHold, tokensLeftIn } from "./holds.js";
 import {
   type BudgetState,
+  countedOf,
   type Hold,
   holdAmounts,
   NOTHING,
@@ -107,7 +108,14 @@ export class RunBudget implements ModelBudget {
       ...state,
       spent: { tokens: spent.tokens + usage.totalTokens, costMicro: spent.costMicro + cost },
     };
+    this.used = { tokens: this.used.tokens + usage.totalTokens, costMicro: this.used.costMicro + cost };
   }
+
+  /**
+   * What every call of the run used, as observed (a replay observes them all again): each write records
+   * it in the marker, so a cancel that stops the run knows which part of the open hold its calls spent.
+   */
+  private used: Hold = NOTHING;
 
   /** See the module doc; never throws unless `onStoreFailure` is `throw`. */
   async reserve(call: BudgetCall): Promise<BudgetDecision> {
@@ -249,6 +257,7 @@ export class RunBudget implements ModelBudget {
           version: state.version + 1,
           open: openOf(names, true, hold),
           expiresAtSeconds: this.expiresAtSeconds(),
+          counted: countedOf(this.used),
         },
       },
       add: delta,

@@ -1,13 +1,13 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { QuotaConfig, QuotaLimits } from "../config/quotas.js";
 import { QuotaUnavailableError } from "../domain-errors.js";
-import { CounterStore, markerName } from "../store/counters.js";
+import { CounterStore, markerName, type ReservationMarker } from "../store/counters.js";
 import { isStoreUnavailable } from "../store/errors.js";
 import { QuotaLimitStore, type StoredLimits } from "../store/quota-limits.js";
 import { QuotaWaitStore } from "../store/quota-waits.js";
 import { type Admitted, admit, MinuteGuesses } from "./admission.js";
 import { callHold, type HoldCall, type RunBounds, runHold } from "./holds.js";
-import { type BudgetState, namesOf, quotaRef, runKey, sum } from "./item.js";
+import { type BudgetState, type Hold, namesOf, quotaRef, runKey, sum, usedIn } from "./item.js";
 import {
   type EffectiveLimits,
   effectiveOf,
@@ -134,10 +134,19 @@ export class Quotas {
   /**
    * Takes back what a run still holds (its slot in flight, an open hold) and removes its marker, in the
    * day's item of each of `days` (epoch ms) where it has one: a cancelled or failed run whose budget is
-   * not at hand. One read and at most one write per day.
+   * not at hand. With `used` (the run's user and what all its calls used, as its record shows it) the
+   * part of the hold its calls spent since the marker's last write (`used` less what that write counted)
+   * stays counted as used, at most the hold; without it the whole hold goes back. The run itself stays
+   * counted (admission counted it). One read and at most one write per day; a marker already removed
+   * (the run finished, or a release before) is left alone, so a retried release changes nothing.
    * @returns how many markers were removed
    */
-  async releaseRun(tenantId: string, runId: string, days: readonly number[]): Promise<number> {
+  async releaseRun(
+    tenantId: string,
+    runId: string,
+    days: readonly number[],
+    used?: { userId: string; usage: Hold },
+  ): Promise<number> {
     let released = 0;
     for (const day of new Set(days.map((at) => quotaRef(tenantId, at).window.startMs))) {
       const ref = quotaRef(tenantId, day);
@@ -146,7 +155,7 @@ export class Quotas {
       const back = sum({}, Object.fromEntries(Object.entries(marker.open).map(([k, v]) => [k, -v])));
       const result = await this.counters.change(ref, {
         reservation: { key: runKey(runId), from: marker.version, to: null },
-        add: back,
+        add: used ? sum(back, spentUnder(marker, used)) : back,
       });
       if (result.kind === "applied") released += 1;
     }
@@ -195,6 +204,30 @@ export class Quotas {
       throw new QuotaUnavailableError(error);
     }
   }
+}
+
+/**
+ * The used totals a released run's open hold keeps: what its calls used since the marker's last write,
+ * at most what the hold holds (a marker without a hold keeps nothing).
+ */
+function spentUnder(
+  marker: ReservationMarker,
+  used: { userId: string; usage: Hold },
+): Record<string, number> {
+  // Only admission writes a marker without `counted` (nothing counted yet); a later one without it was
+  // written before markers kept it, and what its run had counted is unknown: the whole hold goes back.
+  if (!marker.counted && marker.version > 1) return {};
+  const names = namesOf(used.userId);
+  const counted = usedIn(marker.counted);
+  const clamp = (amount: number, held: number | undefined) => Math.max(0, Math.min(amount, held ?? 0));
+  const tokens = clamp(used.usage.tokens - counted.tokens, marker.open[names.tenant.tokensHeld]);
+  const costMicro = clamp(used.usage.costMicro - counted.costMicro, marker.open[names.tenant.costHeld]);
+  const amounts: Record<string, number> = {};
+  for (const scope of [names.tenant, names.user]) {
+    amounts[scope.tokens] = tokens;
+    amounts[scope.cost] = costMicro;
+  }
+  return amounts;
 }
 
 /** The attribute name of a run's marker. */

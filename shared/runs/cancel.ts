@@ -2,6 +2,7 @@ import type { ApiDeps } from "../deps.js";
 import { DomainError } from "../domain-errors.js";
 import { executionNameFor } from "../durable/executions.js";
 import type { SecurityContext } from "../identity.js";
+import { microOfAmount } from "../quotas/prices.js";
 import { agentTraceOf, finishCarriedRunSpan } from "../run-trace.js";
 import { canCancelRun, runIfAllowed } from "./access.js";
 import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
@@ -9,7 +10,8 @@ import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
 /**
  * Cancels a durable run that is `running`, `awaiting_approval` or `awaiting_quota` (`POST
  * /v1/runs/{runId}/cancel`): stops its execution (also one waiting in `waitForCallback` for a decision or
- * for budget), marks the record `cancelled`, then gives back what it held of the quotas and withdraws the
+ * for budget), marks the record `cancelled`, then gives back what it held of the quotas (its slot, and
+ * its hold less what its calls used, which stays counted: docs/quotas.md) and withdraws the
  * run's pending approvals (`cancelled`: they leave `GET /v1/approvals?status=pending`, and
  * a decision on them is 409 APPROVAL_CANCELLED). The execution is stopped first, so no approved call can
  * run after the cancel. The user who started the run may cancel it, and every billing writer of the
@@ -62,9 +64,14 @@ export async function cancelRun(
     );
   }
   const withdrawn = await deps.approvals.cancelPending(security.tenantId, runId);
-  // What the stopped run held (its slot in flight, a model call's hold) goes back to the quotas.
+  // What the stopped run held (its slot in flight, its hold) goes back to the quotas, less what its
+  // calls spent from the hold: the record, read after the stop, has every call the run made.
+  const used = {
+    userId: after.run.userId,
+    usage: { tokens: after.run.usage.totalTokens, costMicro: microOfAmount(after.run.cost?.amount ?? "0") },
+  };
   await deps.quotas
-    ?.releaseRun(security.tenantId, runId, [Date.parse(found.run.startedAt), Date.now()])
+    ?.releaseRun(security.tenantId, runId, [Date.parse(found.run.startedAt), Date.now()], used)
     .catch((error: unknown) => deps.logger.warn("quota not released", { runId, error: error as Error }));
   deps.logger.info("durable run cancelled", { runId, approvalsCancelled: withdrawn.length });
   return after;

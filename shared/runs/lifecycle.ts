@@ -1,13 +1,13 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { ApprovalDecision, ApprovalPause, ApprovalRequest } from "../agent/approval-gate.js";
-import { costView } from "../agent/budget.js";
+import { type CallCost, costView, sumCosts } from "../agent/budget.js";
 import type { RunLimits } from "../agent/run-limits.js";
 import type { StepRunner } from "../agent/step.js";
 import { transcriptOf } from "../agent/transcript.js";
 import type { CycleRecord, RunOutcome, RunUsage } from "../agent/types.js";
 import { observeToolResults, recordRunMetrics, type ToolResultLabels } from "../observability.js";
-import type { HistorySummary, RunStore } from "../store/runs.js";
+import type { HistorySummary, RunSoFar, RunStore } from "../store/runs.js";
 import { addUsage, zeroUsage } from "../token-usage.js";
 import type { ResumedRun, RunObserver, RunScope, RunSubject } from "./observer.js";
 import type { AgentRunRecord, AgentRunShapes } from "./run-shapes.js";
@@ -48,6 +48,10 @@ export interface RunStartInput {
  */
 export class RunLifecycle {
   private readonly usageSoFar: RunUsage = zeroUsage();
+  /** The costs of the calls of the recorded cycles, in order (none without a budget). */
+  private readonly costsSoFar: CallCost[] = [];
+  /** The last model call a step made (a replayed one too), until its cycle is recorded. */
+  private lastCall: { cycle: number; usage: RunUsage; cost?: CallCost | undefined } | undefined;
 
   constructor(
     private readonly deps: LifecycleDeps,
@@ -138,6 +142,10 @@ export class RunLifecycle {
     return async (step, fn) => {
       await this.tell("stepStarting", (observer) => observer.stepStarting?.(this.subject, step));
       const result = await inner(step, fn);
+      const made = result as { kind?: unknown; usage?: RunUsage; cost?: CallCost } | undefined;
+      if (step.kind === "model" && (made?.kind === "reply" || made?.kind === "failure") && made.usage) {
+        this.lastCall = { cycle: step.cycle, usage: made.usage, cost: made.cost };
+      }
       await this.tell("stepFinished", (observer) => observer.stepFinished?.(this.subject, step, result));
       await new Promise((resolve) => setImmediate(resolve));
       return result;
@@ -183,6 +191,8 @@ export class RunLifecycle {
   ): Promise<void> => {
     const { runs, logger } = this.deps;
     addUsage(this.usageSoFar, record.usage);
+    if (record.cost) this.costsSoFar.push(record.cost);
+    if (this.lastCall && this.lastCall.cycle <= record.cycle) this.lastCall = undefined;
     if (skip?.()) return;
     const usageSoFar = { ...this.usageSoFar };
     let appended: Awaited<ReturnType<typeof runs.appendStep>>;
@@ -192,7 +202,7 @@ export class RunLifecycle {
         this.subject.tenantId,
         this.subject.runId,
         { ...record, ...stepCost },
-        usageSoFar,
+        { usage: usageSoFar, ...sumCosts(this.costsSoFar) },
       );
     } catch (error) {
       logger.warn("audit step not written", { cycle: record.cycle, error: error as Error });
@@ -205,6 +215,20 @@ export class RunLifecycle {
     observeToolResults(this.deps, record, labels);
     await this.tell("cycle", (observer) => observer.cycle?.(this.subject, record, usageSoFar));
   };
+
+  /**
+   * What the record of a run that starts to wait for a decision in `cycle` shows: the recorded cycles and
+   * the model call of `cycle` (its step is written once the turn is decided), so the record counts every
+   * call made while the run waits. Only the waiting write uses it, once per wait: a replay that passes
+   * the wait again writes nothing, so a record further on is never moved back.
+   */
+  waitingAt(cycle: number): RunSoFar {
+    const call = this.lastCall?.cycle === cycle ? this.lastCall : undefined;
+    const usage = { ...this.usageSoFar };
+    if (call) addUsage(usage, call.usage);
+    const costs = call?.cost ? [...this.costsSoFar, call.cost] : this.costsSoFar;
+    return { cyclesRecorded: call ? cycle : cycle - 1, usage, ...sumCosts(costs) };
+  }
 
   /** The run stopped at approvals it cannot wait for; its record stays `running` for the hand-over. */
   async paused(approvals: ApprovalRequest[]): Promise<void> {

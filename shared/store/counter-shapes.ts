@@ -67,13 +67,16 @@ export function markerName(reservationKey: string): string {
 /**
  * The marker of a reservation still held in an item: `version` (the caller's step, so a retried write
  * meets a marker that already moved on), `open` (what the reservation added that a release or a prune
- * takes back: total name → amount) and `expiresAtSeconds` (epoch s; after it the holder is presumed
- * crashed and a prune may take `open` back).
+ * takes back: total name → amount), `expiresAtSeconds` (epoch s; after it the holder is presumed
+ * crashed and a prune may take `open` back) and `counted` (optional, the holder's own figures as of
+ * this write, name → number, kept as they are: whoever releases the reservation for the holder reads
+ * them; the store never acts on them).
  */
 export interface ReservationMarker {
   version: number;
   open: Readonly<Record<string, number>>;
   expiresAtSeconds: number;
+  counted?: Readonly<Record<string, number>> | undefined;
 }
 
 /** One counter item: the tenant, the counter family (no `#`) and the window. */

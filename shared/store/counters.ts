@@ -324,7 +324,12 @@ function updateExpression(change: CounterChange, ttlSeconds: number) {
   const sets = [TTL_ASSIGNMENT, TYPE_ASSIGNMENT];
   for (const [total, value] of Object.entries(change.set ?? {}))
     sets.push(`${totalPlaceholder(total, p)} = ${p.value(value)}`);
-  if (to) sets.push(`${marker} = ${p.value({ v: to.version, o: { ...to.open }, x: to.expiresAtSeconds })}`);
+  if (to) {
+    const counted = to.counted ? { u: { ...to.counted } } : {};
+    sets.push(
+      `${marker} = ${p.value({ v: to.version, o: { ...to.open }, x: to.expiresAtSeconds, ...counted })}`,
+    );
+  }
   const adds = Object.entries(change.add ?? {})
     .filter(([, amount]) => amount !== 0)
     .map(([total, amount]) => `${totalPlaceholder(total, p)} ${p.value(amount)}`);
@@ -381,11 +386,12 @@ function stateOf(item: StoredItem): CounterState {
   for (const [name, value] of Object.entries(attributes)) {
     if (TOTAL.test(name) && typeof value === "number") totals[name] = value;
     else if (name.startsWith("r_") && value && typeof value === "object") {
-      const stored = value as { v?: unknown; o?: unknown; x?: unknown };
+      const stored = value as { v?: unknown; o?: unknown; x?: unknown; u?: unknown };
       markers.set(name, {
         version: Number(stored.v),
         open: (stored.o ?? {}) as Record<string, number>,
         expiresAtSeconds: Number(stored.x),
+        ...(stored.u ? { counted: stored.u as Record<string, number> } : {}),
       });
     }
   }

@@ -66,9 +66,11 @@ export type HistorySummary = z.infer<typeof HistorySummarySchema>;
  * and when the run ends; timestamps are ISO 8601 UTC.
  * - `status`: see ./run-records.ts `RunRecordStatus` (here at its bound, any string)
  * - `prompt`: see {@link PromptSummarySchema}; `limits`: see {@link RunLimitsSchema}
- * - `cyclesRecorded`: audit steps written so far (how far a killed run got); `cycles`: the loop's count
- *   once finished, null before
- * - `usage`: tokens summed over recorded cycles while running, the run's total once finished
+ * - `cyclesRecorded`: audit steps written so far (how far a killed run got), or, while the run waits
+ *   for a decision, the cycle it waits in (its step is written once the turn is decided); `cycles`: the
+ *   loop's count once finished, null before
+ * - `usage`: tokens summed over the model calls of those cycles while running (the call of the cycle a
+ *   run waits in included), the run's total once finished
  * - `durationMs`: the run's wall time in ms once finished, null before
  * - `expiresAt`: when DynamoDB TTL may delete the record (the item's `ttl` in epoch seconds)
  * - `previousRunId`: the run this one continues, null for a new conversation
@@ -78,8 +80,9 @@ export type HistorySummary = z.infer<typeof HistorySummarySchema>;
  *   records written before the check existed)
  * - `conversationId`: the conversation the run belongs to: its first run's id, or the id an A2A context
  *   or an AG-UI thread gave it (docs/protocols.md); a continuation takes its previous run's
- * - `cost`: once finished, the sum of its model calls' costs; null while running, for a run without
- *   prices (`costNote` then names the model without a price), and for records written before costs
+ * - `cost`: the sum of the costs of the calls `usage` counts (once finished, of all its calls); null
+ *   before its first costed call, for a run without prices (`costNote` then names the model without a
+ *   price), and for records written before costs
  * The transcript a finished run stores for its continuations is an internal attribute of the same item
  * (never part of this shape, never logged), see ./runs.ts `RunStore.readContinuation`.
  */

@@ -145,6 +145,18 @@ export interface RunFinish<S extends RunShapes = RunShapes> {
 }
 
 /**
+ * What a running run's record shows of the model calls made so far (./run-record-schema.ts): the
+ * cycles reached, their tokens and, when costed, their summed cost (`costNote` naming a model without a
+ * price).
+ */
+export interface RunSoFar {
+  cyclesRecorded: number;
+  usage: TokenUsage;
+  cost?: Cost | null;
+  costNote?: string | null;
+}
+
+/**
  * Options of a {@link RunStore}, bound once where it is created (shared/deps.ts):
  * - `shortenTranscript`: a shorter form of a transcript, tried while its encoding is over
  *   {@link MAX_STORED_TRANSCRIPT_BYTES} (the agent's whole-turn cut, shared/agent/transcript.ts

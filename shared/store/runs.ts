@@ -13,9 +13,9 @@ import {
   type RunFinish,
   type RunRecord,
   type RunShapes,
+  type RunSoFar,
   type RunStep,
   type RunStoreOptions,
-  type TokenUsage,
   toRunRecord,
   toStep,
   transcriptAttributes,
@@ -42,6 +42,7 @@ export type {
   RunRecord,
   RunRecordStatus,
   RunShapes,
+  RunSoFar,
   RunStep,
   RunStepToolCall,
   RunStoreOptions,
@@ -152,9 +153,9 @@ export class RunStore<S extends RunShapes = RunShapes> {
 
   /**
    * Appends one cycle's audit step (a new item; conditional, so a cycle is never rewritten), then moves
-   * the run record's `cyclesRecorded`, `usage` (tokens so far) and `updatedAt` forward while it is still
+   * the run record's `cyclesRecorded`, `usage` and `cost` (so far) and `updatedAt` forward while it is still
    * `running`.
-   * @param usageSoFar tokens summed over this and earlier cycles
+   * @param soFar this and earlier cycles' model calls: tokens and, when costed, cost
    * @returns `written` with the step, or `exists` when the cycle's step was already written
    * @throws the SDK's error when a write fails
    */
@@ -162,7 +163,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
     tenantId: string,
     runId: string,
     record: CycleInput<S>,
-    usageSoFar: TokenUsage,
+    soFar: Omit<RunSoFar, "cyclesRecorded">,
     now: Date = new Date(),
   ): Promise<StepAppendResult<S>> {
     const step = toStep(record, now);
@@ -178,8 +179,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
     });
     if (!put.written) return { kind: "exists" };
     await this.updateIfRunning(tenantId, runId, {
+      ...soFar,
       cyclesRecorded: record.cycle,
-      usage: usageSoFar,
       updatedAt: now.toISOString(),
     });
     return { kind: "written", step };
@@ -296,6 +297,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
    * move also adds `now` (epoch ms) to the internal sum of wait starts or of wait ends, so the time the
    * run spent waiting is their difference ({@link ContinuationRead} `approvalWaitedMs`) — two single
    * additions, since one update expression cannot subtract a stored start from `now` and add it too.
+   * `soFar` (a run that starts to wait): the calls it made, the one of the cycle it waits in included.
    * @returns false when the record was not in the other status (already there, ended, or missing)
    * @throws the SDK's error for anything but the failed condition
    */
@@ -304,26 +306,21 @@ export class RunStore<S extends RunShapes = RunShapes> {
     runId: string,
     waiting: boolean,
     now: Date = new Date(),
+    soFar?: RunSoFar,
   ): Promise<boolean> {
     const [from, to, sum] = waiting
       ? ["running", "awaiting_approval", WAIT_STARTS_ATTRIBUTE]
       : ["awaiting_approval", "running", WAIT_ENDS_ATTRIBUTE];
+    const set = setFields({ status: to, updatedAt: now.toISOString(), ...soFar });
     try {
       await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: tableKey(tenantId, keys.run(runId)),
-          UpdateExpression:
-            "SET #status = :to, #updatedAt = :updatedAt, #sum = if_not_exists(#sum, :zero) + :nowMs",
+          UpdateExpression: `${set.expression}, #sum = if_not_exists(#sum, :zero) + :nowMs`,
           ConditionExpression: `${ITEM_PRESENT} AND #status = :from`,
-          ExpressionAttributeNames: { "#status": "status", "#updatedAt": "updatedAt", "#sum": sum },
-          ExpressionAttributeValues: {
-            ":to": to,
-            ":from": from,
-            ":updatedAt": now.toISOString(),
-            ":zero": 0,
-            ":nowMs": now.getTime(),
-          },
+          ExpressionAttributeNames: { ...set.names, "#status": "status", "#sum": sum },
+          ExpressionAttributeValues: { ...set.values, ":from": from, ":zero": 0, ":nowMs": now.getTime() },
         }),
       );
       return true;

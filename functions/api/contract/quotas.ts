@@ -22,12 +22,12 @@ export const CostSchema = BaseCostSchema.extend({
 export const RunCostFields = {
   cost: CostSchema.nullable().openapi({
     description:
-      "The sum of the run's model calls' costs; null while running and when its model has no price.",
+      "The sum of the run's model calls' costs (while it runs, of the calls made so far); null before its first costed call and when its model has no price.",
   }),
   costNote: z
     .string()
     .nullable()
-    .openapi({ description: "Why `cost` is null when the run finished: the model that has no price." }),
+    .openapi({ description: "Why `cost` is null: the model that has no price." }),
 };
 
 /** `details.quota` of a run that ended `quota_exceeded`: the engine's schema (shared/agent/outcome-schema.ts). */
