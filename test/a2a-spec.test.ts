@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countRunList } from "../shared/store/run-list.js";
 import { type ProtocolStack, startProtocolStack } from "./support/protocols.js";
 
 let env: ProtocolStack;
@@ -110,6 +111,24 @@ describe("ListTasks", () => {
     const context = await list({ contextId: sent[1], pageSize: 1 });
     expect(context.tasks.map((task) => task.id)).toEqual([sent[1]]);
     expect(context).toMatchObject({ totalSize: 1, nextPageToken: "" });
+
+    // The count is bounded: within its read budget it is exact, past it the count so far (a lower bound).
+    const { deps, config } = env.stack;
+    const count = (budget: { reads: number; readSize: number }) =>
+      countRunList(
+        deps.ddb,
+        config.table.name,
+        "tenant_uk_01",
+        { userId: "usr_carol" },
+        Date.now() / 1000,
+        budget,
+      );
+    const kept = await countRunList(deps.ddb, config.table.name, "tenant_uk_01", {}, Date.now() / 1000);
+    expect(kept.exact).toBe(true);
+    expect(await count({ reads: kept.count + 1, readSize: 1 })).toEqual({ count: 3, exact: true });
+    const partial = await count({ reads: 1, readSize: 1 });
+    expect(partial.exact).toBe(false);
+    expect(partial.count).toBeLessThanOrEqual(1);
   });
 });
 

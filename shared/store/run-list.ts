@@ -66,11 +66,20 @@ export async function queryRunList(
 }
 
 /**
- * How many of a tenant's run records pass `filter` (live ones), counted over the whole listing index
- * partition (`Select: COUNT`, up to 1 MB of index per read): exact, unlike a page, and as costly as
- * reading every run record of the tenant (DynamoDB bills a count as the items it evaluates). Eventually
- * consistent on AWS, as the pages are.
+ * Index reads a count makes at most ({@link countRunList}): DynamoDB bills a count as the items it
+ * evaluates (up to 1 MB of index per read), so an unbounded count would make every listing cost as much
+ * as reading all of a tenant's kept runs.
+ */
+export const RUN_COUNT_READS = 10;
+
+/**
+ * How many of a tenant's run records pass `filter` (live ones), counted over the listing index
+ * partition (`Select: COUNT`, up to 1 MB of index per read) in at most {@link RUN_COUNT_READS} reads:
+ * exact when the partition ends within them (`exact` true), else the count so far, a lower bound.
+ * Eventually consistent on AWS, as the pages are.
  * @param nowSeconds epoch s: records whose TTL is not after it are not counted
+ * @param budget `reads`, the read budget, and `readSize`, index items per read (DynamoDB's 1 MB when
+ *   unset); tests lower both
  * @throws the SDK's errors
  */
 export async function countRunList(
@@ -79,18 +88,20 @@ export async function countRunList(
   tenantId: string,
   filter: RunListFilter,
   nowSeconds: number,
-): Promise<number> {
+  budget: { reads: number; readSize?: number } = { reads: RUN_COUNT_READS },
+): Promise<{ count: number; exact: boolean }> {
   const input = runListInput(tableName, keys.listPartition(tenantId, keys.runList), filter, nowSeconds);
   let count = 0;
   let startKey: Record<string, unknown> | undefined;
-  do {
+  for (let read = 0; read < budget.reads; read++) {
     const page = await client.send(
-      new QueryCommand({ ...input, Select: "COUNT", ExclusiveStartKey: startKey }),
+      new QueryCommand({ ...input, Select: "COUNT", Limit: budget.readSize, ExclusiveStartKey: startKey }),
     );
     count += page.Count ?? 0;
     startKey = page.LastEvaluatedKey;
-  } while (startKey);
-  return count;
+    if (!startKey) return { count, exact: true };
+  }
+  return { count, exact: false };
 }
 
 /** The index query of a filtered runs listing (without its page size and start). */

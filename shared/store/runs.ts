@@ -356,7 +356,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
    * filter's `userId` is how a listing stays within what its reader may see (shared/runs/queries.ts).
    * @param options.limit page size, a positive integer (the API bounds it at 100)
    * @param options.cursor a `nextCursor` of an earlier page of this tenant's runs
-   * @param options.withTotal also count every run the filter passes (`total`; run-list.ts `countRunList`)
+   * @param options.withTotal also count the runs the filter passes (`total`: run-list.ts `countRunList`,
+   *   exact within its read budget, else a lower bound)
    * @throws InvalidCursorError for a cursor not issued for this tenant's runs (nothing is read); the
    *   SDK's error for a failed read
    */
@@ -368,7 +369,9 @@ export class RunStore<S extends RunShapes = RunShapes> {
     const [filter, nowSeconds] = [options.filter ?? {}, Math.floor(now.getTime() / 1000)];
     const [page, total] = await Promise.all([
       queryRunList(this.client, this.tableName, tenantId, { ...options, filter }, nowSeconds),
-      options.withTotal ? countRunList(this.client, this.tableName, tenantId, filter, nowSeconds) : undefined,
+      options.withTotal
+        ? countRunList(this.client, this.tableName, tenantId, filter, nowSeconds).then(({ count }) => count)
+        : undefined,
     ]);
     return {
       runs: page.items.map((item) => toRunRecord<S>(splitItem(item).attributes).run),
