@@ -18,8 +18,13 @@ import type {
   SubscribeToTaskRequest,
   Task,
   TaskPushNotificationConfig,
+  TaskState,
 } from "@a2a-js/sdk";
-import { PushNotificationNotSupportedError, RequestMalformedError } from "@a2a-js/sdk/errors";
+import {
+  PushNotificationNotSupportedError,
+  RequestMalformedError,
+  UnsupportedOperationError,
+} from "@a2a-js/sdk/errors";
 import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server";
 import { DomainError, isDomainError } from "../domain-errors.js";
 import { cancelRun } from "../runs/cancel.js";
@@ -28,6 +33,7 @@ import { listRuns, readRun } from "../runs/queries.js";
 import { PROMPT_MAX_CHARS } from "../runs/run-request.js";
 import type { A2ACall } from "./call.js";
 import { toA2AError } from "./errors.js";
+import { TASK_STATES } from "./states.js";
 import { streamTask } from "./stream.js";
 import { taskOf } from "./tasks.js";
 import { startTurn, type TurnInput } from "./turn.js";
@@ -56,7 +62,11 @@ export function createA2AHandler(call: A2ACall): A2ARequestHandler {
   };
   return {
     getAgentCard: async () => call.card,
-    getAuthenticatedExtendedAgentCard: async () => call.card,
+    // The card declares `capabilities.extendedAgentCard: false` (an authenticated caller learns nothing
+    // more), and A2A 1.0 §3.3.4 says that answer is UnsupportedOperationError, never the public card.
+    getAuthenticatedExtendedAgentCard: async () => {
+      throw new UnsupportedOperationError("This agent has no extended Agent Card: read the public one.");
+    },
     sendMessage: guarded(async (params: SendMessageRequest, _context: ServerCallContext) =>
       sendMessage(call, turnInputOf(params, false)),
     ),
@@ -147,20 +157,37 @@ function isEnded(status: string): boolean {
 
 /**
  * ListTasks: the caller's own runs (`listRuns`, scope own: the listing of GET /v1/runs), newest first,
- * one page of it (`pageToken` is its cursor); `contextId` and `status` filter within the page read, so a
- * filtered page may hold fewer tasks than `pageSize` while `nextPageToken` says there are more.
+ * one page of it (`pageToken` is its cursor), kept to `contextId` (the run's conversation) and `status`
+ * (the run statuses {@link TASK_STATES} shows as that state) by the store's read, so a page may hold
+ * fewer tasks than `pageSize` while `nextPageToken` says there are more. `totalSize` is every task those
+ * filters keep, counted (A2A 1.0: "total number of tasks available, before pagination").
+ * @throws RequestMalformedError (-32602) for a `pageSize` that is not a whole number from 1 to 100
  */
 async function listTasks(call: A2ACall, params: ListTasksRequest): Promise<ListTasksResponse> {
-  const pageSize = Math.min(Math.max(params.pageSize ?? LIST_TASKS_DEFAULT, 1), LIST_TASKS_MAX);
+  const pageSize = params.pageSize ?? LIST_TASKS_DEFAULT;
+  // The spec's bounds, refused as its example refuses them: a clamped size would answer a page the
+  // client did not ask for and never tell it why.
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > LIST_TASKS_MAX) {
+    throw new RequestMalformedError(
+      `pageSize must be a whole number from 1 to ${LIST_TASKS_MAX}, got ${params.pageSize}.`,
+    );
+  }
   const page = await listRuns(call.deps.runs, call.security, {
     limit: pageSize,
     cursor: params.pageToken || undefined,
+    conversationId: params.contextId || undefined,
+    statuses: params.status ? runStatusesShownAs(params.status) : undefined,
+    withTotal: true,
   });
-  const tasks = page.items
-    .map((run) => taskOf({ run, steps: [] }, false))
-    .filter((task) => !params.contextId || task.contextId === params.contextId)
-    .filter((task) => !params.status || task.status?.state === params.status);
-  return { tasks, nextPageToken: page.nextCursor ?? "", pageSize, totalSize: tasks.length };
+  const tasks = page.items.map((run) => taskOf({ run, steps: [] }, false));
+  return { tasks, nextPageToken: page.nextCursor ?? "", pageSize, totalSize: page.total ?? tasks.length };
+}
+
+/** The run statuses whose task state is `state` (the lines of {@link TASK_STATES} that show it). */
+function runStatusesShownAs(state: TaskState): string[] {
+  return Object.entries(TASK_STATES)
+    .filter(([, line]) => line.state === state)
+    .map(([status]) => status);
 }
 
 /**

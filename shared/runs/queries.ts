@@ -24,10 +24,14 @@ import {
 import { type PendingApprovalView, pendingApprovalsOf } from "./approval-service.js";
 import type { AgentRunRecord, AgentRunShapes, AgentRunStep } from "./run-shapes.js";
 
-/** One page of a listing: its items and the cursor of the next page (null on the last). */
+/**
+ * One page of a listing: its items, the cursor of the next page (null on the last), and when the
+ * listing was asked for it, `total`: how many items the whole listing holds.
+ */
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
+  total?: number;
 }
 
 /** Which page to read: its size (the edge bounds it) and the `nextCursor` of the page before, if any. */
@@ -46,14 +50,18 @@ export async function readPage<T>(
   read: (options: {
     limit: number;
     cursor?: string;
-  }) => Promise<{ items: T[]; nextCursor: string | undefined }>,
+  }) => Promise<{ items: T[]; nextCursor: string | undefined; total?: number | undefined }>,
 ): Promise<Page<T>> {
   try {
     const page = await read({
       limit: request.limit,
       ...(request.cursor === undefined ? {} : { cursor: request.cursor }),
     });
-    return { items: page.items, nextCursor: page.nextCursor ?? null };
+    return {
+      items: page.items,
+      nextCursor: page.nextCursor ?? null,
+      ...(page.total === undefined ? {} : { total: page.total }),
+    };
   } catch (error) {
     if (!(error instanceof InvalidCursorError)) throw error;
     throw new DomainError("INVALID_CURSOR", "The cursor is not valid for this listing.", {
@@ -110,7 +118,10 @@ export async function readRunRecord(
  * Which runs a listing holds: whose (`scope` "own", the default, is the caller's; "tenant" everyone's,
  * needing billing:read; `userId` narrows either, another user's needing billing:read: {@link
  * runListUser}), and which: `status` now, started at or after `from` and before `to` (ISO 8601 with
- * any offset), and `runId` a prefix of the run's id.
+ * any offset), and `runId` a prefix of the run's id; `statuses` (any of them now) and `conversationId`
+ * for listings in another protocol's terms (A2A's task state, context). `withTotal` also counts every run
+ * the listing holds (the page's `total`: a read of the tenant's whole run listing, see
+ * `RunStore.listPage`).
  */
 export interface RunListRequest extends PageRequest {
   scope?: "own" | "tenant" | undefined;
@@ -119,6 +130,9 @@ export interface RunListRequest extends PageRequest {
   from?: string | undefined;
   to?: string | undefined;
   runId?: string | undefined;
+  statuses?: readonly string[] | undefined;
+  conversationId?: string | undefined;
+  withTotal?: boolean | undefined;
 }
 
 /**
@@ -138,10 +152,13 @@ export function listRuns(
     startedFrom: request.from && new Date(request.from).toISOString(),
     startedBefore: request.to && new Date(request.to).toISOString(),
     runIdPrefix: request.runId,
+    statuses: request.statuses,
+    conversationId: request.conversationId,
   };
+  const withTotal = request.withTotal === true;
   return readPage(request, async (options) => {
-    const page = await runs.listPage(security.tenantId, { ...options, filter });
-    return { items: page.runs, nextCursor: page.nextCursor };
+    const page = await runs.listPage(security.tenantId, { ...options, filter, withTotal });
+    return { items: page.runs, nextCursor: page.nextCursor, total: page.total };
   });
 }
 

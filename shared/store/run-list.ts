@@ -10,6 +10,8 @@ import { ITEM_LIVE, LIST_INDEX, type StoredItem, TABLE_SCHEMA, TTL_NAMES } from 
  * - `startedFrom` / `startedBefore`: runs whose `startedAt` is at or after / before these instants
  *   (ISO 8601 UTC with milliseconds, as `Date.toISOString` writes them)
  * - `runIdPrefix`: runs whose id starts with this
+ * - `statuses`: runs in any of these statuses now (with `status`, both must hold)
+ * - `conversationId`: runs of this conversation
  */
 export interface RunListFilter {
   userId?: string | undefined;
@@ -17,6 +19,8 @@ export interface RunListFilter {
   startedFrom?: string | undefined;
   startedBefore?: string | undefined;
   runIdPrefix?: string | undefined;
+  statuses?: readonly string[] | undefined;
+  conversationId?: string | undefined;
 }
 
 /** Index reads of one runs page at most (`reads`), and the items each evaluates before the filter. */
@@ -61,6 +65,45 @@ export async function queryRunList(
   return { items: kept, nextCursor: encodeCursor(stringKey(startKey ?? {})) };
 }
 
+/**
+ * Index reads a count makes at most ({@link countRunList}): DynamoDB bills a count as the items it
+ * evaluates (up to 1 MB of index per read), so an unbounded count would make every listing cost as much
+ * as reading all of a tenant's kept runs.
+ */
+export const RUN_COUNT_READS = 10;
+
+/**
+ * How many of a tenant's run records pass `filter` (live ones), counted over the listing index
+ * partition (`Select: COUNT`, up to 1 MB of index per read) in at most {@link RUN_COUNT_READS} reads:
+ * exact when the partition ends within them (`exact` true), else the count so far, a lower bound.
+ * Eventually consistent on AWS, as the pages are.
+ * @param nowSeconds epoch s: records whose TTL is not after it are not counted
+ * @param budget `reads`, the read budget, and `readSize`, index items per read (DynamoDB's 1 MB when
+ *   unset); tests lower both
+ * @throws the SDK's errors
+ */
+export async function countRunList(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  tenantId: string,
+  filter: RunListFilter,
+  nowSeconds: number,
+  budget: { reads: number; readSize?: number } = { reads: RUN_COUNT_READS },
+): Promise<{ count: number; exact: boolean }> {
+  const input = runListInput(tableName, keys.listPartition(tenantId, keys.runList), filter, nowSeconds);
+  let count = 0;
+  let startKey: Record<string, unknown> | undefined;
+  for (let read = 0; read < budget.reads; read++) {
+    const page = await client.send(
+      new QueryCommand({ ...input, Select: "COUNT", Limit: budget.readSize, ExclusiveStartKey: startKey }),
+    );
+    count += page.Count ?? 0;
+    startKey = page.LastEvaluatedKey;
+    if (!startKey) return { count, exact: true };
+  }
+  return { count, exact: false };
+}
+
 /** The index query of a filtered runs listing (without its page size and start). */
 function runListInput(tableName: string, partition: string, filter: RunListFilter, nowSeconds: number) {
   const names: Record<string, string> = { "#partition": LIST_INDEX.partitionKey, ...TTL_NAMES };
@@ -89,6 +132,16 @@ function runListInput(tableName: string, partition: string, filter: RunListFilte
   match("userId", filter.userId, (name, v) => `${name} = ${v}`);
   match("status", filter.status, (name, v) => `${name} = ${v}`);
   match("runId", filter.runIdPrefix, (name, v) => `begins_with(${name}, ${v})`);
+  match("conversationId", filter.conversationId, (name, v) => `${name} = ${v}`);
+  if (filter.statuses !== undefined) {
+    // An empty list keeps nothing: DynamoDB refuses `IN ()`, and a run's status is never "".
+    const listed = filter.statuses.length > 0 ? filter.statuses : [""];
+    names["#status"] = "status";
+    listed.forEach((status, i) => {
+      values[`:statuses${i}`] = status;
+    });
+    filters.push(`#status IN (${listed.map((_, i) => `:statuses${i}`).join(", ")})`);
+  }
   return {
     TableName: tableName,
     IndexName: LIST_INDEX.name,

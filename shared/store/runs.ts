@@ -4,7 +4,7 @@ import { decodeText } from "./compressed.js";
 import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
 import { queryTenant } from "./query.js";
-import { queryRunList, type RunListFilter } from "./run-list.js";
+import { countRunList, queryRunList, type RunListFilter } from "./run-list.js";
 import type { HistorySummary } from "./run-record-schema.js";
 import {
   type ContinuationRead,
@@ -356,24 +356,27 @@ export class RunStore<S extends RunShapes = RunShapes> {
    * filter's `userId` is how a listing stays within what its reader may see (shared/runs/queries.ts).
    * @param options.limit page size, a positive integer (the API bounds it at 100)
    * @param options.cursor a `nextCursor` of an earlier page of this tenant's runs
+   * @param options.withTotal also count the runs the filter passes (`total`: run-list.ts `countRunList`,
+   *   exact within its read budget, else a lower bound)
    * @throws InvalidCursorError for a cursor not issued for this tenant's runs (nothing is read); the
    *   SDK's error for a failed read
    */
   async listPage(
     tenantId: string,
-    options: { limit: number; cursor?: string | undefined; filter?: RunListFilter },
+    options: { limit: number; cursor?: string | undefined; filter?: RunListFilter; withTotal?: boolean },
     now: Date = new Date(),
-  ): Promise<{ runs: RunRecord<S>[]; nextCursor: string | undefined }> {
-    const page = await queryRunList(
-      this.client,
-      this.tableName,
-      tenantId,
-      { limit: options.limit, cursor: options.cursor, filter: options.filter ?? {} },
-      Math.floor(now.getTime() / 1000),
-    );
+  ): Promise<{ runs: RunRecord<S>[]; nextCursor: string | undefined; total?: number }> {
+    const [filter, nowSeconds] = [options.filter ?? {}, Math.floor(now.getTime() / 1000)];
+    const [page, total] = await Promise.all([
+      queryRunList(this.client, this.tableName, tenantId, { ...options, filter }, nowSeconds),
+      options.withTotal
+        ? countRunList(this.client, this.tableName, tenantId, filter, nowSeconds).then(({ count }) => count)
+        : undefined,
+    ]);
     return {
       runs: page.items.map((item) => toRunRecord<S>(splitItem(item).attributes).run),
       nextCursor: page.nextCursor,
+      ...(total === undefined ? {} : { total }),
     };
   }
 

@@ -45,7 +45,11 @@ export const a2aRoute = createRoute({
           schema: z
             .object({
               jsonrpc: z.literal("2.0"),
-              id: z.union([z.string(), z.number(), z.null()]).optional(),
+              // Required: without one the request is a JSON-RPC notification, which gets no answer, and
+              // every A2A method answers (A2A 1.0 §9.3): refused here, so no run starts unseen.
+              id: z.union([z.string(), z.number(), z.null()], {
+                error: "A2A requests need an id (a string or number): a notification gets no answer.",
+              }),
               method: z.string(),
               params: z.unknown().optional(),
             })

@@ -1,0 +1,154 @@
+/**
+ * A2A 1.0's rules this agent follows where the SDK's transport leaves them to the handler, checked on the
+ * wire through the dev gateway (docs/a2a.md): GetExtendedAgentCard without the capability, ListTasks'
+ * page size and total, and a JSON-RPC notification (a request without an `id`).
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countRunList } from "../shared/store/run-list.js";
+import { type ProtocolStack, startProtocolStack } from "./support/protocols.js";
+
+let env: ProtocolStack;
+beforeAll(async () => {
+  env = await startProtocolStack();
+});
+afterAll(async () => {
+  await env?.stop();
+});
+
+/** A JSON-RPC error or result as the endpoint answered it. */
+interface RpcAnswer {
+  id?: unknown;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string };
+}
+
+/** A ListTasks result (protojson). */
+interface ListAnswer {
+  tasks: Array<{ id: string }>;
+  nextPageToken: string;
+  pageSize: number;
+  totalSize: number;
+}
+
+/** POSTs `body` to /v1/a2a as `token`'s caller: the HTTP status, content type and parsed body. */
+async function post(token: string, body: unknown) {
+  const response = await env.fetchAs(token)(`${env.dev.url}/v1/a2a`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "a2a-version": "1.0" },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    type: response.headers.get("content-type") ?? "",
+    body: (text ? JSON.parse(text) : undefined) as RpcAnswer & { code?: string; errors?: unknown },
+  };
+}
+
+/** One JSON-RPC call of `method` as `token`'s caller. */
+const rpc = async (token: string, method: string, params?: unknown) =>
+  (await post(token, { jsonrpc: "2.0", id: randomUUID(), method, params })).body;
+
+/** A SendMessage of `text` (a fresh message id), in `contextId` when given. */
+const sendParams = (text: string, contextId?: string) => ({
+  message: {
+    messageId: randomUUID(),
+    role: "ROLE_USER",
+    parts: [{ text }],
+    ...(contextId ? { contextId } : {}),
+  },
+});
+
+describe("GetExtendedAgentCard", () => {
+  it("is UnsupportedOperationError (-32004): the public card does not declare capabilities.extendedAgentCard", async () => {
+    const card = (await (await fetch(`${env.dev.url}/.well-known/agent-card.json`)).json()) as {
+      capabilities: { extendedAgentCard?: boolean };
+    };
+    expect(card.capabilities.extendedAgentCard ?? false).toBe(false);
+    const answer = await rpc(env.tokens.alice, "GetExtendedAgentCard");
+    expect(answer.result).toBeUndefined();
+    expect(answer.error?.code).toBe(-32004);
+  });
+});
+
+describe("ListTasks", () => {
+  it("refuses a pageSize outside 1..100 (or not a whole number) with invalid params (-32602), listing nothing", async () => {
+    for (const pageSize of [-5, 0, 101, 2.5]) {
+      const answer = await rpc(env.tokens.bob, "ListTasks", { pageSize });
+      expect(answer.result, `pageSize ${pageSize}`).toBeUndefined();
+      expect(answer.error?.code, `pageSize ${pageSize}`).toBe(-32602);
+      expect(answer.error?.message).toMatch(/pageSize/);
+    }
+    const listed = await rpc(env.tokens.bob, "ListTasks", { pageSize: 100 });
+    expect(listed.error).toBeUndefined();
+  });
+
+  it("reports totalSize as every task the request matches, not the page's: across pages and with filters", async () => {
+    const caller = env.tokens.carol;
+    const list = async (params: Record<string, unknown>) =>
+      (await rpc(caller, "ListTasks", params)).result as unknown as ListAnswer;
+    const sent: string[] = [];
+    for (const amount of [21, 22, 23]) {
+      const answer = await rpc(caller, "SendMessage", sendParams(`What is the UK VAT on ${amount} GBP?`));
+      sent.push((answer.result as unknown as { task: { id: string } }).task.id);
+    }
+    const first = await list({ pageSize: 2 });
+    expect(first.tasks).toHaveLength(2);
+    expect(first).toMatchObject({ pageSize: 2, totalSize: 3 });
+    expect(first.nextPageToken).not.toBe("");
+    const second = await list({ pageSize: 2, pageToken: first.nextPageToken });
+    expect(second.tasks).toHaveLength(1);
+    expect(second).toMatchObject({ totalSize: 3, nextPageToken: "" });
+    const ids = [...first.tasks, ...second.tasks].map((task) => task.id);
+    expect(ids.sort()).toEqual([...sent].sort());
+
+    expect(await list({ pageSize: 1, status: "TASK_STATE_COMPLETED" })).toMatchObject({
+      pageSize: 1,
+      totalSize: 3,
+    });
+    expect(await list({ status: "TASK_STATE_FAILED" })).toMatchObject({ tasks: [], totalSize: 0 });
+    const context = await list({ contextId: sent[1], pageSize: 1 });
+    expect(context.tasks.map((task) => task.id)).toEqual([sent[1]]);
+    expect(context).toMatchObject({ totalSize: 1, nextPageToken: "" });
+
+    // The count is bounded: within its read budget it is exact, past it the count so far (a lower bound).
+    const { deps, config } = env.stack;
+    const count = (budget: { reads: number; readSize: number }) =>
+      countRunList(
+        deps.ddb,
+        config.table.name,
+        "tenant_uk_01",
+        { userId: "usr_carol" },
+        Date.now() / 1000,
+        budget,
+      );
+    const kept = await countRunList(deps.ddb, config.table.name, "tenant_uk_01", {}, Date.now() / 1000);
+    expect(kept.exact).toBe(true);
+    expect(await count({ reads: kept.count + 1, readSize: 1 })).toEqual({ count: 3, exact: true });
+    const partial = await count({ reads: 1, readSize: 1 });
+    expect(partial.exact).toBe(false);
+    expect(partial.count).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("a JSON-RPC notification (no id)", () => {
+  it("is refused before the protocol (400 INVALID_REQUEST problem+json), starting no run", async () => {
+    const caller = env.tokens.mallory;
+    const before = (await rpc(caller, "ListTasks", {})).result?.tasks ?? [];
+    for (const method of ["SendMessage", "ListTasks"]) {
+      const answer = await post(caller, {
+        jsonrpc: "2.0",
+        method,
+        params: method === "SendMessage" ? sendParams("What is the UK VAT on 30 GBP?") : {},
+      });
+      expect(answer.status, method).toBe(400);
+      expect(answer.type).toMatch(/application\/problem\+json/);
+      expect(answer.body.code).toBe("INVALID_REQUEST");
+      expect(answer.body.errors).toEqual([
+        { in: "body", path: "id", message: expect.stringMatching(/need an id/) },
+      ]);
+    }
+    expect((await rpc(caller, "ListTasks", {})).result?.tasks ?? []).toEqual(before);
+  });
+});
