@@ -15,11 +15,27 @@ import {
 // What a person meets on a first visit to the console who follows docs/console.md and then tries what the
 // page invites: a pasted token that is no token, the skip link, a double click on Start run, a prompt
 // the API refuses, a run that only reads an invoice, an approval card left open while its run is
-// cancelled, and the browser's own requests (its icon).
+// cancelled, and the browser's own requests (its icon). Then what a walkthrough of every view met: the
+// policies of someone without policy:admin, usage without MODEL_PRICES (this file sets none), the
+// regions of several tool call cards, a run id searched in capitals.
 
 const stack = consoleStack({ APPROVAL_RULES: JSON.stringify({ recordInvoice: { GBP: "1000.00" } }) });
 
 const RECORD_PROMPT = "Calculate tax on 200 BDT for a client in Bangladesh and record the invoice";
+
+/** A synchronous run as the owner through the API: its record (no prices here: its cost is null). */
+async function ownerRun(prompt: string): Promise<{ runId: string; cost: unknown; status: string }> {
+  const response = await fetch(`${stack.dev.url}/v1/runs`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${await tokenFor(stack.dev, "owner")}`,
+      "content-type": "application/json",
+    },
+    body: JSON.stringify({ prompt }),
+  });
+  expect(response.status).toBe(200);
+  return (await response.json()) as { runId: string; cost: unknown; status: string };
+}
 
 describe("the console on a first visit", { timeout: 120_000 }, () => {
   it("explains a pasted token it cannot read instead of showing the sign-in form again in silence", async () => {
@@ -193,5 +209,86 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await go(owner, "#/runs");
     await owner.locator(`tr[data-run-id="${runId}"]`).waitFor();
     expect(await sideways(owner, ".scroll")).toEqual([0]);
+  });
+
+  it("policies without policy:admin: the API's refusal naming the permission, and no editor or buttons that can only fail", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "owner", "#/policies");
+    await expect
+      .poll(() => page.getByRole("alert").first().innerText())
+      .toBe('FORBIDDEN: This needs the "policy:admin" permission, which the caller lacks.');
+    expect(await page.locator("main h1").innerText()).toBe("Policies");
+    expect(await page.locator("main form, main textarea, main button, main table").count()).toBe(0);
+    await expectAccessible(page, "first-use-policies-refused");
+  });
+
+  it("usage without MODEL_PRICES: says costs are not known (no fake zero, no cost chart); tokens and runs still shown", async () => {
+    const run = await ownerRun("Calculate tax on 150 BDT for a client in Bangladesh");
+    expect([run.status, run.cost]).toEqual(["completed", null]);
+    const page = await stack.pages.signedIn(stack.dev, "owner", "#/usage");
+    await page.locator("#tokens-chart svg").waitFor();
+    // The last day drawn is today.
+    expect(
+      Number(await page.locator("#tokens-chart g.day").last().getAttribute("data-total")),
+    ).toBeGreaterThan(0);
+    expect(await page.locator("#cost-chart").count()).toBe(0);
+    expect(await page.locator(".charts").innerText()).toContain(
+      "Cost is not known: no model prices are configured (MODEL_PRICES).",
+    );
+    expect(await page.locator('tr[data-limit="You (usr_demo): cost today"]').innerText()).toMatch(
+      /not known: no model prices are configured \(MODEL_PRICES\)/,
+    );
+    const you = page.locator('tr[data-user="usr_demo"]');
+    expect(await you.innerText()).toMatch(/^usr_demo\s+[1-9]\d*\s+[1-9][\d\u202f]*\s+—\s/);
+    expect(await page.locator("main").innerText()).not.toMatch(/0\.0000\d\d/);
+    await expectAccessible(page, "first-use-usage-no-prices");
+  });
+
+  it("names each tool call card's regions apart (tool and call number), so axe finds no landmark-unique", async () => {
+    const run = await ownerRun(RECORD_PROMPT);
+    const page = await stack.pages.signedIn(stack.dev, "owner", `#/runs/${run.runId}`);
+    await page.locator('article.call[data-tool="recordInvoice"]').waitFor();
+    const tools = await page
+      .locator("article.call")
+      .evaluateAll((cards) => cards.map((card) => String(card.getAttribute("data-tool"))));
+    expect(tools.length).toBeGreaterThan(1);
+    const names = await page
+      .locator("article.call section")
+      .evaluateAll((regions) => regions.map((region) => region.getAttribute("aria-label")));
+    expect(names).toEqual(
+      tools.flatMap((tool, i) => [
+        `Arguments of call ${i + 1} (${tool})`,
+        `The backend's result of call ${i + 1} (${tool})`,
+      ]),
+    );
+    await expectAccessible(page, "first-use-run-cards");
+  });
+
+  it("finds a run by its id typed in capitals (run ids are lower case), asking the API only in lower case", async () => {
+    const { runId } = await ownerRun("Calculate tax on 120 BDT for a client in Bangladesh");
+    const page = await stack.pages.signedIn(stack.dev, "owner");
+    const asked: string[] = [];
+    page.on("request", (request) => {
+      const url = new URL(request.url());
+      if (url.pathname === "/v1/runs" && url.searchParams.has("runId"))
+        asked.push(String(url.searchParams.get("runId")));
+    });
+    const start = runId.slice(0, 12);
+    await page.getByLabel("Run id (or its start)").fill(start.toUpperCase());
+    await page.getByRole("button", { name: "Find runs" }).click();
+    await expect
+      .poll(
+        () => page.locator("tbody tr").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run-id"))),
+        {
+          timeout: 10_000,
+        },
+      )
+      .toEqual([runId]);
+    expect(asked).toEqual([start]);
+    expect(await page.getByLabel("Run id (or its start)").inputValue()).toBe(start);
+    // A whole id in capitals opens the run.
+    await page.getByLabel("Run id (or its start)").fill(runId.toUpperCase());
+    await page.getByRole("button", { name: "Find runs" }).click();
+    await page.getByRole("heading", { name: `Run ${runId}`, level: 1 }).waitFor();
+    expect(new URL(page.url()).hash).toBe(`#/runs/${runId}`);
   });
 });

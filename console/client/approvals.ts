@@ -40,17 +40,20 @@ function askedBy(approval: Approval): Child {
   return approval.preview.threshold ? "the approval threshold (APPROVAL_RULES)" : "—";
 }
 
-/** The backend's numbers of an approval (from the quote) beside what the model asked for. */
+/**
+ * The backend's numbers of an approval (from the quote) beside what the model asked for. Each region is
+ * named by its heading and the card's title, so the regions of several cards are told apart.
+ */
 function previewColumns(approval: Approval): HTMLElement {
-  const { preview } = approval;
+  const { preview, approvalId: id } = approval;
   const fact = (term: string, value: unknown) => [h("dt", {}, term), h("dd", {}, String(value ?? "—"))];
   return h(
     "div",
     { class: "columns" },
     h(
       "section",
-      { "aria-label": "The backend's numbers" },
-      h("h4", {}, "The backend's numbers (from the quote)"),
+      { "aria-labelledby": `numbers-${id} title-${id}` },
+      h("h4", { id: `numbers-${id}` }, "The backend's numbers (from the quote)"),
       h(
         "dl",
         { class: "kv" },
@@ -68,8 +71,8 @@ function previewColumns(approval: Approval): HTMLElement {
     ),
     h(
       "section",
-      { "aria-label": "What the model asked for" },
-      h("h4", {}, "What the model asked for"),
+      { "aria-labelledby": `asked-${id} title-${id}` },
+      h("h4", { id: `asked-${id}` }, "What the model asked for"),
       approval.arguments && typeof approval.arguments === "object"
         ? fields(approval.arguments as Record<string, unknown>)
         : h("p", {}, String(approval.arguments)),

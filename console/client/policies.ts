@@ -15,6 +15,7 @@ import { api } from "./api.js";
 import { alert, h, idLink, paged, problemText, scrollTable, time, view } from "./dom.js";
 import { type PolicyIssue, policyEditor } from "./policy-editor.js";
 import { policyBadge, policyIdsText, setName } from "./policy-parts.js";
+import { session } from "./session.js";
 import { fields } from "./values.js";
 
 /** A mode's badge: enforced or shadow (a mark and words). */
@@ -96,6 +97,7 @@ const preconditionOf = (set: PolicySet, etag: string): Record<string, string> =>
 
 /** The policies view (see the module comment). */
 export async function policiesView(): Promise<void> {
+  const leaving = session.leaving.signal;
   const status = h("div", { "aria-live": "polite", class: "status" });
   const facts = h("dl", { class: "facts grid" });
   const switcher = h("div", { class: "run-actions" });
@@ -139,9 +141,9 @@ export async function policiesView(): Promise<void> {
     ),
     outcome,
   );
-  view().replaceChildren(
-    h("h1", {}, "Policies"),
-    status,
+  // The rest of the view once the API has answered: a refusal (without policy:admin, it names the
+  // permission) is shown alone, with no editor or buttons that could only be refused again.
+  const rest = [
     facts,
     switcher,
     h(
@@ -170,7 +172,8 @@ export async function policiesView(): Promise<void> {
       shadows,
     ),
     moreShadows,
-  );
+  ];
+  view().replaceChildren(h("h1", {}, "Policies"), status);
   let set: PolicySet = {
     policies: "",
     mode: "enforce",
@@ -269,7 +272,8 @@ export async function policiesView(): Promise<void> {
       (form.querySelector("input[name=mode]:checked") as HTMLInputElement | null)?.value ?? "enforce";
     if (await check()) await put(editor.text(), mode);
   });
-  if (!(await load())) return;
+  if (!(await load()) || leaving.aborted) return;
+  view().append(...rest);
   editor.setText(set.policies);
   const schemaAnswer = await api<{ cedar: string }>("/v1/policies/schema");
   schema.replaceChildren(

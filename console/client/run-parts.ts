@@ -103,9 +103,14 @@ const CALL_FACTS: Array<{ label: string; value: (call: ToolCallView) => Child }>
   { label: "Model call's cost", value: (call) => (call.cost === undefined ? "—" : money(call.cost)) },
 ];
 
-/** A tool call's card: its facts, then the model's arguments beside the backend's result. */
-export function toolCallCard(call: ToolCallView): HTMLElement {
+/**
+ * A tool call's card: its facts, then the model's arguments beside the backend's result. `number` is the
+ * card's place in the run (from 1): with the tool's name it tells each card's regions apart, which a
+ * screen reader lists by name.
+ */
+export function toolCallCard(call: ToolCallView, number: number): HTMLElement {
   const title = `${call.name}`;
+  const which = `of call ${number} (${call.name})`;
   return h(
     "article",
     {
@@ -129,13 +134,13 @@ export function toolCallCard(call: ToolCallView): HTMLElement {
       { class: "columns" },
       h(
         "section",
-        { "aria-label": "Arguments" },
+        { "aria-label": `Arguments ${which}` },
         h("h4", {}, "Arguments (from the model)"),
         argumentsView(call.arguments),
       ),
       h(
         "section",
-        { "aria-label": "The backend's result" },
+        { "aria-label": `The backend's result ${which}` },
         h("h4", {}, "The backend's result"),
         resultView({
           status: call.status,

@@ -175,7 +175,7 @@ export async function runView(runId: string): Promise<void> {
   const addCall = (call: ToolCallView) => {
     if (calls.some((known) => known.id === call.id)) return;
     calls.push(call);
-    cards.append(toolCallCard(call));
+    cards.append(toolCallCard(call, calls.length));
     none.textContent = `${calls.length} tool call(s), in the order they finished.`;
     if (record) facts.replaceChildren(...factsOf(record, calls));
   };

@@ -94,7 +94,8 @@ function filtersOf(query: string): Filters {
     status: params.get("status") ?? "",
     from: params.get("from") ?? "",
     to: params.get("to") ?? "",
-    runId: params.get("runId") ?? "",
+    // Run ids are lower case (`run_` and hex digits): an id typed or pasted in capitals is still found.
+    runId: (params.get("runId") ?? "").toLowerCase(),
   };
 }
 
@@ -142,13 +143,16 @@ function filterForm(filters: Filters): HTMLElement {
       onsubmit: (event: Event) => {
         event.preventDefault();
         const data = new FormData(form as HTMLFormElement);
-        const runId = String(data.get("runId") ?? "").trim();
+        const runId = String(data.get("runId") ?? "")
+          .trim()
+          .toLowerCase();
         if (WHOLE_RUN_ID.test(runId)) {
           location.hash = `#/runs/${runId}`;
           return;
         }
         const params = new URLSearchParams();
         for (const [name, value] of data) if (String(value).trim()) params.set(name, String(value).trim());
+        if (runId) params.set("runId", runId);
         location.hash = `#/runs?${params}`;
       },
     },

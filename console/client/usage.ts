@@ -28,6 +28,12 @@ interface Usage {
   tenant: (ScopeUsage & { inFlight: { runs: number; limit: number | null } }) | null;
 }
 
+/**
+ * Why no cost is shown: without a price table the backend records no cost (a run's cost is null, the runs
+ * list's "—"), so a sum of zero would be made up.
+ */
+const NO_PRICES = "no model prices are configured (MODEL_PRICES)";
+
 /** Cost is written with six decimals: its integer micro-units. */
 const MICRO = 6;
 
@@ -138,12 +144,21 @@ function scopeRows(who: string, scope: ScopeUsage, inFlight?: { runs: number; li
       tokens.limit,
       (n) => `${count(n)} tokens`,
     ),
-    limitRow(
-      `${who}: cost today`,
-      Number(microOf(cost.used)),
-      cost.limit === null ? null : Number(microOf(cost.limit)),
-      money,
-    ),
+    // The API's cost has no currency without prices (and then no cost limit can be set).
+    cost.currency === null
+      ? h(
+          "tr",
+          { "data-limit": `${who}: cost today` },
+          h("th", { scope: "row" }, `${who}: cost today`),
+          h("td", {}, h("span", { class: "muted" }, "—")),
+          h("td", { class: "limit-words" }, `not known: ${NO_PRICES}`),
+        )
+      : limitRow(
+          `${who}: cost today`,
+          Number(microOf(cost.used)),
+          cost.limit === null ? null : Number(microOf(cost.limit)),
+          money,
+        ),
     limitRow(`${who}: runs this minute`, scope.minute.runs, scope.minute.limit, (n) => `${count(n)} run(s)`),
   ];
   if (inFlight)
@@ -171,8 +186,11 @@ async function runsSince(
   return { runs, complete: false };
 }
 
-/** Today per user: runs, tokens and cost, and their share of the per-user daily token limit. */
-function todayTable(daily: DailyUsage, limit: number | null): HTMLElement {
+/**
+ * Today per user: runs, tokens and cost ("—" unless `priced`), and their share of the per-user daily
+ * token limit.
+ */
+function todayTable(daily: DailyUsage, limit: number | null, priced: boolean): HTMLElement {
   const last = (values: Array<number | bigint> | undefined) => values?.at(-1) ?? 0;
   const rows = daily.users.map((user) => {
     const tokens = Number(last(daily.tokens.get(user)));
@@ -185,7 +203,7 @@ function todayTable(daily: DailyUsage, limit: number | null): HTMLElement {
       h(
         "td",
         { class: "num" },
-        `${fromMinorUnits(BigInt(last(daily.cost.get(user))), MICRO)} ${daily.currency ?? ""}`,
+        priced ? `${fromMinorUnits(BigInt(last(daily.cost.get(user))), MICRO)} ${daily.currency ?? ""}` : "—",
       ),
       h("td", { class: "num" }, limit ? `${Math.round((tokens / limit) * 100)}%` : "no limit"),
     );
@@ -261,6 +279,7 @@ export async function usageView(query: string): Promise<void> {
   try {
     const read = await runsSince(`${dayList[0]}T00:00:00.000Z`, scope);
     const daily = dailyUsage(read.runs, dayList);
+    const priced = (usage.ok && usage.body.user.day.cost.currency !== null) || daily.currency !== null;
     const chart = (
       id: string,
       title: string,
@@ -276,12 +295,15 @@ export async function usageView(query: string): Promise<void> {
       });
     charts.replaceChildren(
       chart("tokens-chart", "Tokens per day", daily.tokens, (n) => `${count(Math.round(n))} tokens`),
-      chart(
-        "cost-chart",
-        `Cost per day${daily.currency ? ` (${daily.currency})` : ""}`,
-        daily.cost,
-        (n) => `${fromMinorUnits(BigInt(Math.round(n)), MICRO)}${daily.currency ? ` ${daily.currency}` : ""}`,
-      ),
+      priced
+        ? chart(
+            "cost-chart",
+            `Cost per day${daily.currency ? ` (${daily.currency})` : ""}`,
+            daily.cost,
+            (n) =>
+              `${fromMinorUnits(BigInt(Math.round(n)), MICRO)}${daily.currency ? ` ${daily.currency}` : ""}`,
+          )
+        : h("p", { class: "note" }, `Cost is not known: ${NO_PRICES}.`),
       read.complete
         ? ""
         : h(
@@ -290,7 +312,7 @@ export async function usageView(query: string): Promise<void> {
             `The first ${read.runs.length} runs of these days are drawn; narrow the days to see all.`,
           ),
     );
-    today.replaceChildren(todayTable(daily, usage.ok ? usage.body.user.day.tokens.limit : null));
+    today.replaceChildren(todayTable(daily, usage.ok ? usage.body.user.day.tokens.limit : null, priced));
   } catch (error) {
     charts.replaceChildren(alert(String((error as Error).message)));
   }
