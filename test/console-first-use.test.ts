@@ -162,7 +162,8 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     expect(await recorded.innerText()).toBe("none");
   });
 
-  it("an approval cancelled with its run while its card is open: the refusal shows, the card says Cancelled, no buttons", async () => {
+  /** A new run of the owner's waiting for approval, and its card on the approver's Approvals view. */
+  const pendingApprovalCard = async () => {
     const owner = await stack.pages.signedIn(stack.dev, "owner");
     const runId = await startRun(owner);
     await timelineHas(owner, "approval.requested");
@@ -170,6 +171,11 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     const card = approver
       .locator("article.approval")
       .filter({ has: approver.locator(`a.id[data-id="${runId}"]`) });
+    return { owner, runId, approver, card };
+  };
+
+  it("an approval cancelled with its run while its card is open: the refusal shows, the card says Cancelled, no buttons", async () => {
+    const { runId, approver, card } = await pendingApprovalCard();
     await card.getByRole("button", { name: "Approve…" }).waitFor();
     const cancelled = await fetch(`${stack.dev.url}/v1/runs/${runId}/cancel`, {
       method: "POST",
@@ -186,13 +192,7 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
   });
 
   it("a long unbroken word (a ticket URL as a rejection's reason) wraps: no table or page scrolls sideways at 1280 px", async () => {
-    const owner = await stack.pages.signedIn(stack.dev, "owner");
-    const runId = await startRun(owner);
-    await timelineHas(owner, "approval.requested");
-    const approver = await stack.pages.signedIn(stack.dev, "approver", "#/approvals");
-    const card = approver
-      .locator("article.approval")
-      .filter({ has: approver.locator(`a.id[data-id="${runId}"]`) });
+    const { owner, runId, approver, card } = await pendingApprovalCard();
     const reason = `See https://tickets.example.com/browse/FIN-4411?focusedCommentId=${"7".repeat(60)}&page=com.atlassian.jira.plugin.system.issuetabpanels%3Acomment-tabpanel%23comment-${"1".repeat(60)}`;
     await card.getByLabel(/^Reason/).fill(reason);
     await card.getByRole("button", { name: "Reject…" }).click();
