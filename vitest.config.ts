@@ -34,6 +34,7 @@ const NOT_DEPLOYED = [
   "test/console-approvals.test.ts",
   "test/console-live.test.ts",
   "test/console-oidc.test.ts",
+  "test/console-first-use.test.ts",
   "test/user-command.test.ts",
   "test/tenant-limits.test.ts",
   "test/tenant-limits-dev.test.ts",

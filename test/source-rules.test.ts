@@ -6,7 +6,8 @@ import { describe, expect, it } from "vitest";
 /**
  * Rules about the source text itself, checked over the files as committed: every line the service
  * writes goes through its Powertools logger (shared/observability.ts), comments explain code rather
- * than point at issue numbers, and no TypeScript file is over 450 lines.
+ * than point at issue numbers, no TypeScript file is over 450 lines, and every browser test is left out of
+ * CI's second pass on the deployed runtime (a minute each there, and no code Lambda runs).
  */
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -105,5 +106,18 @@ describe("source rules", () => {
     const sample: Record<string, string> = { "a.ts": "x\n".repeat(451), "b.ts": "x\n".repeat(450) };
     expect(overLong(["a.ts", "b.ts"], (path) => sample[path] ?? "")).toEqual(["a.ts: 451 lines"]);
     expect([lineCount(""), lineCount("x"), lineCount("x\n"), lineCount("x\ny")]).toEqual([0, 1, 1, 2]);
+  });
+
+  it("every browser test is left out of CI's pass on the deployed runtime (vitest.config.ts NOT_DEPLOYED)", () => {
+    const config = readFileSync(join(ROOT, "vitest.config.ts"), "utf8");
+    const notDeployed = config.slice(
+      config.indexOf("const NOT_DEPLOYED"),
+      config.indexOf("];", config.indexOf("const NOT_DEPLOYED")),
+    );
+    const browserTests = sources("test").filter((path) =>
+      /from "\.\/support\/(browser|console)\.js"/.test(readFileSync(join(ROOT, path), "utf8")),
+    );
+    expect(browserTests.length).toBeGreaterThanOrEqual(5);
+    expect(browserTests.filter((path) => !notDeployed.includes(`"${path}"`))).toEqual([]);
   });
 });
