@@ -8,7 +8,8 @@ import { dirname, join, relative, resolve } from "node:path";
 import GithubSlugger from "github-slugger";
 import type { Token, Tokens } from "marked";
 import { describe, expect, it } from "vitest";
-import { CreateRunBody } from "../functions/api/contract.js";
+import { CreateRunBody, RunResponseSchema } from "../functions/api/contract.js";
+import { PROBLEM_STATUS } from "../functions/api/problem-details.js";
 import { RUNNER } from "../infra/durable-runner.js";
 import { ROUTES } from "../infra/routes.js";
 import { RUNTIME_SETTINGS } from "../infra/settings.js";
@@ -184,5 +185,22 @@ describe("docs/http-api.md", () => {
     expect(forbidden).toContain('`rule: "four_eyes"`');
     const tooLarge = rows.find((row) => row[0] === "`PAYLOAD_TOO_LARGE`")?.[2] ?? "";
     expect(tooLarge).toContain('{"message":"Request Entity Too Large"}');
+  });
+
+  it("names every member of the 200 body of POST /v1/runs", () => {
+    const body = httpApi.match(/The 200 body is `\{([^`]+)\}`/)?.[1] ?? "";
+    const members = body.split(",").map((member) => member.trim());
+    expect(members.sort()).toEqual(Object.keys(RunResponseSchema.shape).sort());
+  });
+
+  it("lists every problem code with its status", () => {
+    const listed = Object.fromEntries(
+      rows.flatMap((row) =>
+        /^`[A-Z_]+`$/.test(row[0] ?? "") && /^\d{3}$/.test(row[1] ?? "")
+          ? [[row[0]?.replace(/`/g, ""), Number(row[1])]]
+          : [],
+      ),
+    );
+    expect(listed).toEqual(PROBLEM_STATUS);
   });
 });
