@@ -60,7 +60,9 @@ export function answerInvalidParams(transport: Transport): void {
     };
     transport
       .send({ jsonrpc: "2.0", id: message.id, error })
-      .catch((failed: unknown) => transport.onerror?.(failed instanceof Error ? failed : new Error(String(failed))));
+      .catch((failed: unknown) =>
+        transport.onerror?.(failed instanceof Error ? failed : new Error(String(failed))),
+      );
   };
   transport.onmessage = gate as Transport["onmessage"];
 }
