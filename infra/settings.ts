@@ -9,6 +9,7 @@ import {
   type RawConfig,
 } from "../shared/config.js";
 import { describeIssues, policyIssuesSync } from "../shared/policies/check.js";
+import { EXECUTION_TIMEOUT_MARGIN_SECONDS, runnerExecutionTimeoutSeconds } from "./execution-timeout.js";
 import type { DeployedFunction, FunctionEnvName } from "./function-env.js";
 
 /** Id of the synth warning raised when `runTimeoutMs` is above what the API function's timeout allows. */
@@ -147,7 +148,8 @@ export type RuntimeContextKey = (typeof RUNTIME_SETTINGS)[number]["context"];
  * - `bedrockModelId`: BEDROCK_MODEL_ID as deployed (with `bedrock`, the only model the roles may invoke).
  * - `runtime`: the runtime settings given (config variable → its value as the environment holds it).
  * - `config`: the functions' configuration with those settings, parsed by `ConfigSchema` (the defaults
- *   for what was not given), e.g. `config.APPROVAL_TIMEOUT_SECONDS` for the runner's execution timeout.
+ *   for what was not given, and DURABLE_EXECUTION_TIMEOUT_SECONDS as the stack sets it), e.g.
+ *   `config.APPROVAL_TIMEOUT_SECONDS` for the runner's execution timeout.
  */
 export interface DeploySettings {
   jwtIssuer: string | undefined;
@@ -405,12 +407,16 @@ function readRuntimeSettings(
  * The functions' configuration with these settings, through `loadConfig` (so the cross-field checks the
  * functions make at cold start fail the synth instead) and `ConfigSchema`; POLICIES is validated by the
  * Cedar engine against the schema generated from the tool registry, so a set that does not validate fails
- * the synth naming the policy and line.
+ * the synth naming the policy and line. The check includes DURABLE_EXECUTION_TIMEOUT_SECONDS as the stack
+ * will set it (infra/execution-timeout.ts), which RUN_TTL_SECONDS must exceed, and so does the result.
  * @throws DeploySettingsError naming the variables when `loadConfig` refuses the combination
  */
 function runtimeConfig(runtime: Partial<Record<RuntimeEnvName, string>>): RawConfig {
+  // Each value passed its own schema (readRuntimeSettings), so this parse cannot fail.
+  const executionTimeout = String(runnerExecutionTimeoutSeconds(ConfigSchema.parse(runtime)));
+  const deployed = { ...runtime, DURABLE_EXECUTION_TIMEOUT_SECONDS: executionTimeout };
   try {
-    loadConfig(runtime);
+    loadConfig(deployed);
   } catch (error) {
     if (error instanceof ConfigError) {
       throw new DeploySettingsError(`${error.message} (${contextNames(error.message)})`);
@@ -425,11 +431,17 @@ function runtimeConfig(runtime: Partial<Record<RuntimeEnvName, string>>): RawCon
       );
     }
   }
-  return ConfigSchema.parse(runtime);
+  return ConfigSchema.parse(deployed);
 }
+
+/** How the stack derives DURABLE_EXECUTION_TIMEOUT_SECONDS, for a message that names it. */
+const EXECUTION_TIMEOUT_SOURCE = `DURABLE_EXECUTION_TIMEOUT_SECONDS is the stack's: asyncRunTimeoutMs + ${EXECUTION_TIMEOUT_MARGIN_SECONDS} s + approvalTimeoutSeconds + quotaWaitSeconds`;
 
 /** "set with -c key" for each config variable a message names, so the user finds the context key. */
 function contextNames(message: string): string {
-  const named = RUNTIME_SETTINGS.filter((setting) => message.includes(setting.env));
-  return named.map((setting) => `${setting.env} is -c ${setting.context}`).join(", ") || "see docs/deploy.md";
+  const named = RUNTIME_SETTINGS.filter((setting) => message.includes(setting.env)).map(
+    (setting) => `${setting.env} is -c ${setting.context}`,
+  );
+  if (message.includes("DURABLE_EXECUTION_TIMEOUT_SECONDS")) named.push(EXECUTION_TIMEOUT_SOURCE);
+  return named.join(", ") || "see docs/deploy.md";
 }
