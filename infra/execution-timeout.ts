@@ -6,6 +6,9 @@ import type { RawConfig } from "../shared/config.js";
  */
 export const EXECUTION_TIMEOUT_MARGIN_SECONDS = 300;
 
+/** How the stack derives DURABLE_EXECUTION_TIMEOUT_SECONDS, in the deploy settings' names (for messages). */
+export const EXECUTION_TIMEOUT_SOURCE = `DURABLE_EXECUTION_TIMEOUT_SECONDS is the stack's: asyncRunTimeoutMs + ${EXECUTION_TIMEOUT_MARGIN_SECONDS} s + approvalTimeoutSeconds + quotaWaitSeconds`;
+
 /** Lambda durable executions last at most one year (s). */
 export const MAX_EXECUTION_TIMEOUT_SECONDS = 31_536_000;
 

@@ -9,8 +9,9 @@ import {
   type RawConfig,
 } from "../shared/config.js";
 import { describeIssues, policyIssuesSync } from "../shared/policies/check.js";
-import { EXECUTION_TIMEOUT_MARGIN_SECONDS, runnerExecutionTimeoutSeconds } from "./execution-timeout.js";
+import { EXECUTION_TIMEOUT_SOURCE, runnerExecutionTimeoutSeconds } from "./execution-timeout.js";
 import type { DeployedFunction, FunctionEnvName } from "./function-env.js";
+import { unknownSettingIssues } from "./unknown-settings.js";
 
 /** Id of the synth warning raised when `runTimeoutMs` is above what the API function's timeout allows. */
 export const RUN_TIMEOUT_CAPPED_WARNING_ID = "boundloop:runTimeoutCapped";
@@ -276,8 +277,9 @@ export class DeploySettingsError extends Error {
  * Reads the deploy settings: each prop in `overrides` wins over the CDK context value of the same key
  * (no context lookups, nothing read from AWS). Neither issuer nor audience given means the built-in
  * user pool (`builtInUserPool: true`).
- * @throws DeploySettingsError when a value is present but invalid (e.g. an http:// issuer), or only
- *   one of jwtIssuer and jwtAudience is given
+ * @throws DeploySettingsError when a value is present but invalid (e.g. an http:// issuer), a context
+ *   key shaped like a setting is none (infra/unknown-settings.ts), or only one of jwtIssuer and
+ *   jwtAudience is given
  */
 export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsInput = {}): DeploySettings {
   const raw: Record<string, unknown> = {};
@@ -285,9 +287,12 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
     raw[key] = overrides[key] ?? scope.node.tryGetContext(key);
   }
   const parsed = SettingsSchema.safeParse(raw);
-  const problems = parsed.success
-    ? []
-    : parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
+  const problems = [
+    ...unknownSettingIssues(scope.node.getAllContext(), CONTEXT_KEYS, RUNTIME_SETTINGS),
+    ...(parsed.success
+      ? []
+      : parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`)),
+  ];
   const runtime = readRuntimeSettings(raw, problems);
   if (!parsed.success || problems.length > 0) {
     throw new DeploySettingsError(problems);
@@ -407,12 +412,10 @@ function readRuntimeSettings(
  * The functions' configuration with these settings, through `loadConfig` (so the cross-field checks the
  * functions make at cold start fail the synth instead) and `ConfigSchema`; POLICIES is validated by the
  * Cedar engine against the schema generated from the tool registry, so a set that does not validate fails
- * the synth naming the policy and line. The check includes DURABLE_EXECUTION_TIMEOUT_SECONDS as the stack
- * will set it (infra/execution-timeout.ts), which RUN_TTL_SECONDS must exceed, and so does the result.
+ * the synth naming the policy and line. Checked and returned with the stack's DURABLE_EXECUTION_TIMEOUT_SECONDS.
  * @throws DeploySettingsError naming the variables when `loadConfig` refuses the combination
  */
 function runtimeConfig(runtime: Partial<Record<RuntimeEnvName, string>>): RawConfig {
-  // Each value passed its own schema (readRuntimeSettings), so this parse cannot fail.
   const executionTimeout = String(runnerExecutionTimeoutSeconds(ConfigSchema.parse(runtime)));
   const deployed = { ...runtime, DURABLE_EXECUTION_TIMEOUT_SECONDS: executionTimeout };
   try {
@@ -434,14 +437,10 @@ function runtimeConfig(runtime: Partial<Record<RuntimeEnvName, string>>): RawCon
   return ConfigSchema.parse(deployed);
 }
 
-/** How the stack derives DURABLE_EXECUTION_TIMEOUT_SECONDS, for a message that names it. */
-const EXECUTION_TIMEOUT_SOURCE = `DURABLE_EXECUTION_TIMEOUT_SECONDS is the stack's: asyncRunTimeoutMs + ${EXECUTION_TIMEOUT_MARGIN_SECONDS} s + approvalTimeoutSeconds + quotaWaitSeconds`;
-
 /** "set with -c key" for each config variable a message names, so the user finds the context key. */
 function contextNames(message: string): string {
-  const named = RUNTIME_SETTINGS.filter((setting) => message.includes(setting.env)).map(
-    (setting) => `${setting.env} is -c ${setting.context}`,
-  );
-  if (message.includes("DURABLE_EXECUTION_TIMEOUT_SECONDS")) named.push(EXECUTION_TIMEOUT_SOURCE);
-  return named.join(", ") || "see docs/deploy.md";
+  const named = RUNTIME_SETTINGS.filter((setting) => message.includes(setting.env));
+  const names = named.map((setting) => `${setting.env} is -c ${setting.context}`);
+  if (message.includes("DURABLE_EXECUTION_TIMEOUT_SECONDS")) names.push(EXECUTION_TIMEOUT_SOURCE);
+  return names.join(", ") || "see docs/deploy.md";
 }
