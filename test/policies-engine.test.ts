@@ -115,6 +115,20 @@ describe("policy sets", () => {
       'permit (principal, action, resource);\n@id("broken")\nforbid (principal, action, resource) when { 1 + };',
     );
     expect(unparsable[0]).toMatchObject({ policyId: "broken", line: 3 });
+    // A parse error in a policy without @id is that policy's (by position), not the named one before it;
+    // a `;` or an `@id(…)` inside a string or a comment neither ends a policy nor names one.
+    const afterNamed = policyIssuesSync(
+      '@id("a")\npermit (principal, action, resource);\nforbid (principal, action, resource) when { 1 + };',
+    );
+    expect(afterNamed[0]).toMatchObject({ policyId: "policy1", line: 3 });
+    const tricky = policyIssuesSync(
+      '@id("a")\npermit (principal, action, resource) when { context.input has clientName && context.input.clientName == "x;y" };\n// a comment; with @id("c")\n@id("b")\nforbid (principal, action, resource) when { 1 + };\npermit (principal, action, resource) when { };',
+    );
+    expect(tricky[0]).toMatchObject({ policyId: "b", line: 5 });
+    expect(policyIssuesSync("permit (principal, action, resource) when { 1 + };")[0]).toMatchObject({
+      policyId: "policy0",
+      line: 1,
+    });
     expect(
       policyIssuesSync(
         '@id("a") permit (principal, action, resource);\n@id("a") permit (principal, action, resource);',

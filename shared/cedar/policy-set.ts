@@ -93,10 +93,30 @@ function position(text: string, offset: number): { line: number; column: number 
   return { line, column: offset - before.lastIndexOf("\n") };
 }
 
-/** The id named by the last `@id("…")` before `offset`, if any: which policy a parse error is in. */
-function idBefore(text: string, offset: number): string | null {
-  const matches = [...text.slice(0, offset).matchAll(/@id\(\s*"((?:[^"\\]|\\.)*)"\s*\)/g)];
-  return matches.at(-1)?.[1] ?? null;
+/**
+ * Which policy a parse error at `offset` is in: the `@id("…")` of the policy that offset is in, else its
+ * positional id (`policy<N>`, N the policies ended before it). A policy ends at a `;` outside strings and
+ * `//` comments; an `@id` in a comment or a string names nothing.
+ */
+function idAt(text: string, offset: number): string {
+  let ended = 0;
+  let id: string | null = null;
+  for (let i = 0; i < offset && i < text.length; i++) {
+    const char = text[i];
+    if (char === '"') {
+      i++;
+      while (i < text.length && text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
+    } else if (char === "/" && text[i + 1] === "/") {
+      while (i < text.length && text[i] !== "\n") i++;
+    } else if (char === ";") {
+      ended++;
+      id = null;
+    } else if (char === "@") {
+      const named = /^@id\(\s*"((?:[^"\\]|\\.)*)"\s*\)/.exec(text.slice(i, i + 1000));
+      if (named) id = named[1] ?? null;
+    }
+  }
+  return id ?? `policy${ended}`;
 }
 
 /** The engine's errors as issues; `base` is the policy (id, start offset) the offsets are relative to. */
@@ -109,7 +129,7 @@ function issuesOf(
     const offset = (base?.offset ?? 0) + (error.sourceLocations?.[0]?.start ?? 0);
     const at = position(text, offset);
     const message = error.help ? `${error.message} (${error.help})` : error.message;
-    return { policyId: base?.id ?? idBefore(text, offset), ...at, message };
+    return { policyId: base?.id ?? idAt(text, offset), ...at, message };
   });
 }
 
