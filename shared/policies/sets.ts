@@ -72,10 +72,14 @@ export interface PolicySetsDeps {
   now?: () => number;
 }
 
-/** A tenant's cached head: what the store held at `readAt` (undefined: no set of its own). */
+/**
+ * A tenant's cached head: what the store held at `readAt` (undefined: no set of its own), and `previous`,
+ * the sets this container last read before (kept while a re-read is in flight, for offering tools only).
+ */
 interface Cached {
   readAt: number;
   sets: Promise<TenantSets>;
+  previous?: TenantSets | undefined;
 }
 
 /** See the module's doc. */
@@ -105,7 +109,8 @@ export class PolicySets {
     const cached = this.cache.get(tenantId);
     if (cached && this.now() - cached.readAt < POLICY_CACHE_MS) return cached.sets;
     const sets = this.load(tenantId, signal);
-    this.cache.set(tenantId, { readAt: this.now(), sets });
+    const previous = cached ? (settledValues.get(cached.sets) ?? cached.previous) : undefined;
+    this.cache.set(tenantId, { readAt: this.now(), sets, previous });
     sets.then(
       (value) => settledValues.set(sets, value),
       () => this.cache.delete(tenantId),
@@ -116,9 +121,12 @@ export class PolicySets {
   /**
    * The sets of `tenantId` when they are cached, else undefined (loading them); `engine` when it is
    * loaded (its load is started only when a set needs it: a tenant without sets never loads the module).
+   * While a warm container re-reads the sets (past {@link POLICY_CACHE_MS}) it answers what it read last,
+   * so the tools a run is offered do not widen every 30 s; decisions always wait for the read.
    */
   readyFor(tenantId: string): { sets: TenantSets; engine: CedarWasm | undefined } | undefined {
-    const settled = settledValues.get(this.forTenant(tenantId));
+    const loading = this.forTenant(tenantId);
+    const settled = settledValues.get(loading) ?? this.cache.get(tenantId)?.previous;
     if (!settled) return undefined;
     return { sets: settled, engine: settled.enforced || settled.shadow ? cedarIfLoaded() : undefined };
   }
