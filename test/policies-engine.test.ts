@@ -102,6 +102,18 @@ describe("policy sets", () => {
       ...Array.from({ length: 10 }, (_, i) => `policy${i + 2}`),
     ]);
     expect(parsed.set.policies[1]).toMatchObject({ effect: "forbid", line: 2, annotations: { id: "cap" } });
+    // A policy whose text is also inside an earlier one (after its @id), or in a comment before it, is
+    // still the one where it stands: its position and line are its own.
+    const inside = parsePolicySet(
+      engine,
+      '@id("a")\npermit (principal, action, resource);\n// forbid (principal, action == Action::"listInvoices", resource);\nforbid (principal, action == Action::"listInvoices", resource);\npermit (principal, action, resource);\n',
+    );
+    if (!inside.ok) throw new Error(JSON.stringify(inside.issues));
+    expect(inside.set.policies.map((p) => [p.id, p.effect, p.line])).toEqual([
+      ["a", "permit", 1],
+      ["policy1", "forbid", 4],
+      ["policy2", "permit", 5],
+    ]);
   });
 
   it("refuse a set that does not validate, naming the policy, the line and the engine's error", () => {
