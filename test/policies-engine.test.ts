@@ -150,6 +150,24 @@ describe("policy sets", () => {
       line: 2,
       message: 'another policy already has the id "a"',
     });
+    // boundloop's @approval asks for a person only as @approval("required") on a permit: anything else is
+    // refused rather than read as a plain permit (a typo would otherwise record without approval).
+    expect(policyIssuesSync('@id("x")\n@approval("require")\npermit (principal, action, resource);')).toEqual(
+      [
+        {
+          policyId: "x",
+          line: 2,
+          column: 1,
+          message:
+            '@approval("require") asks nobody: write @approval("required"), on a permit (a forbid refuses the call whatever anyone decides)',
+        },
+      ],
+    );
+    expect(policyIssuesSync('@approval("required")\nforbid (principal, action, resource);')).toMatchObject([
+      { policyId: "policy0", line: 1, column: 1 },
+    ]);
+    expect(policyIssuesSync('@Approval("required")\npermit (principal, action, resource);')).toHaveLength(1);
+    expect(policyIssuesSync('@approval("required")\npermit (principal, action, resource);')).toEqual([]);
     // Two equal texts without @id: each one's issue is on its own line, not the first copy's.
     const twice =
       'forbid (principal, action == Action::"recordInvoice", resource)\n  when { context.facts.grosMinor > 1 };';

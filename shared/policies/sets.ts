@@ -6,11 +6,12 @@
  * against the schema generated from the tool registry never reaches the table.
  */
 import type { ToolRegistry } from "../agent/dispatcher.js";
-import { type ParsedPolicySet, parsePolicySet, preparse, validatePolicySet } from "../cedar/policy-set.js";
+import { type ParsedPolicySet, parsePolicySet, preparse } from "../cedar/policy-set.js";
 import { type CedarWasm, cedar, cedarIfLoaded } from "../cedar/wasm.js";
 import { MAX_POLICIES_CHARS } from "../config/policies.js";
 import type { PolicyIssue, PolicyMode, PolicySetBody, PolicySetVersion } from "../store/policy-records.js";
 import type { PolicySetHead, PolicySetStore } from "../store/policy-sets.js";
+import { validatePolicies } from "./annotations.js";
 import { policySchemaOf } from "./schema.js";
 
 /** How long a container trusts what it read of a tenant's sets, in ms (changes reach it within this + a read). */
@@ -185,7 +186,7 @@ export class PolicySets {
     const current = viewOf(head, this.deps.defaultText).etag;
     if (!preconditionHolds(preconditions, head, current))
       return { kind: "precondition_failed", etag: current };
-    const checked = validatePolicySet(await cedar(), body.policies, this.schema);
+    const checked = validatePolicies(await cedar(), body.policies, this.schema);
     if (!checked.ok) return { kind: "invalid", issues: checked.issues };
     const version: PolicySetVersion = {
       policies: body.policies,
@@ -217,7 +218,7 @@ export class PolicySets {
    * -- --policies`.
    */
   async check(text: string): Promise<PolicyIssue[]> {
-    const checked = validatePolicySet(await cedar(), text, this.schema);
+    const checked = validatePolicies(await cedar(), text, this.schema);
     return checked.ok ? [] : checked.issues;
   }
 }
