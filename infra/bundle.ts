@@ -18,6 +18,7 @@ import {
   withoutUnreachedOpenAIClientParts,
   withoutUnusedOpenAIResources,
 } from "./openai-resources-plugin.js";
+import { REQUIRE_BANNER, requireBannerWhereUsed } from "./require-banner-plugin.js";
 
 /** The project root: esbuild's working directory, where node_modules and tsconfig.json are. */
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -254,7 +255,8 @@ export const withoutTracingSdk: Plugin = {
  *   infra/openai-resources-plugin.ts),
  *   the AWS SDK's unused runtime parts (infra/aws-sdk-unused-plugin.ts) and the A2A SDK's unused error
  *   classes (infra/a2a-sdk-plugin.ts).
- * - A `require` for CommonJS dependencies that still call it for Node built-ins inside ESM output.
+ * - A `require` for CommonJS dependencies that still call it for Node built-ins inside ESM output, in
+ *   the output files that name it only (infra/require-banner-plugin.ts).
  */
 export const API_BUNDLE_OPTIONS = {
   absWorkingDir: PROJECT_ROOT,
@@ -271,7 +273,7 @@ export const API_BUNDLE_OPTIONS = {
   keepNames: true,
   sourcemap: true,
   sourcesContent: false,
-  banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
+  banner: { js: REQUIRE_BANNER },
   plugins: [
     zodEnglishOnly,
     zodUnusedApis,
@@ -281,6 +283,7 @@ export const API_BUNDLE_OPTIONS = {
     withoutUnreachedOpenAIClientParts,
     awsSdkUnusedOnLambda,
     a2aSdkUnusedErrors,
+    requireBannerWhereUsed,
   ],
   metafile: true,
   logLevel: "warning",

@@ -9,7 +9,9 @@ import {
   type RawConfig,
 } from "../shared/config.js";
 import { describeIssues, policyIssuesSync } from "../shared/policies/check.js";
+import { EXECUTION_TIMEOUT_SOURCE, runnerExecutionTimeoutSeconds } from "./execution-timeout.js";
 import type { DeployedFunction, FunctionEnvName } from "./function-env.js";
+import { unknownSettingIssues } from "./unknown-settings.js";
 
 /** Id of the synth warning raised when `runTimeoutMs` is above what the API function's timeout allows. */
 export const RUN_TIMEOUT_CAPPED_WARNING_ID = "boundloop:runTimeoutCapped";
@@ -147,7 +149,8 @@ export type RuntimeContextKey = (typeof RUNTIME_SETTINGS)[number]["context"];
  * - `bedrockModelId`: BEDROCK_MODEL_ID as deployed (with `bedrock`, the only model the roles may invoke).
  * - `runtime`: the runtime settings given (config variable → its value as the environment holds it).
  * - `config`: the functions' configuration with those settings, parsed by `ConfigSchema` (the defaults
- *   for what was not given), e.g. `config.APPROVAL_TIMEOUT_SECONDS` for the runner's execution timeout.
+ *   for what was not given, and DURABLE_EXECUTION_TIMEOUT_SECONDS as the stack sets it), e.g.
+ *   `config.APPROVAL_TIMEOUT_SECONDS` for the runner's execution timeout.
  */
 export interface DeploySettings {
   jwtIssuer: string | undefined;
@@ -274,8 +277,9 @@ export class DeploySettingsError extends Error {
  * Reads the deploy settings: each prop in `overrides` wins over the CDK context value of the same key
  * (no context lookups, nothing read from AWS). Neither issuer nor audience given means the built-in
  * user pool (`builtInUserPool: true`).
- * @throws DeploySettingsError when a value is present but invalid (e.g. an http:// issuer), or only
- *   one of jwtIssuer and jwtAudience is given
+ * @throws DeploySettingsError when a value is present but invalid (e.g. an http:// issuer), a context
+ *   key shaped like a setting is none (infra/unknown-settings.ts), or only one of jwtIssuer and
+ *   jwtAudience is given
  */
 export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsInput = {}): DeploySettings {
   const raw: Record<string, unknown> = {};
@@ -283,9 +287,12 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
     raw[key] = overrides[key] ?? scope.node.tryGetContext(key);
   }
   const parsed = SettingsSchema.safeParse(raw);
-  const problems = parsed.success
-    ? []
-    : parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
+  const problems = [
+    ...unknownSettingIssues(scope.node.getAllContext(), CONTEXT_KEYS, RUNTIME_SETTINGS),
+    ...(parsed.success
+      ? []
+      : parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`)),
+  ];
   const runtime = readRuntimeSettings(raw, problems);
   if (!parsed.success || problems.length > 0) {
     throw new DeploySettingsError(problems);
@@ -405,12 +412,14 @@ function readRuntimeSettings(
  * The functions' configuration with these settings, through `loadConfig` (so the cross-field checks the
  * functions make at cold start fail the synth instead) and `ConfigSchema`; POLICIES is validated by the
  * Cedar engine against the schema generated from the tool registry, so a set that does not validate fails
- * the synth naming the policy and line.
+ * the synth naming the policy and line. Checked and returned with the stack's DURABLE_EXECUTION_TIMEOUT_SECONDS.
  * @throws DeploySettingsError naming the variables when `loadConfig` refuses the combination
  */
 function runtimeConfig(runtime: Partial<Record<RuntimeEnvName, string>>): RawConfig {
+  const executionTimeout = String(runnerExecutionTimeoutSeconds(ConfigSchema.parse(runtime)));
+  const deployed = { ...runtime, DURABLE_EXECUTION_TIMEOUT_SECONDS: executionTimeout };
   try {
-    loadConfig(runtime);
+    loadConfig(deployed);
   } catch (error) {
     if (error instanceof ConfigError) {
       throw new DeploySettingsError(`${error.message} (${contextNames(error.message)})`);
@@ -425,11 +434,13 @@ function runtimeConfig(runtime: Partial<Record<RuntimeEnvName, string>>): RawCon
       );
     }
   }
-  return ConfigSchema.parse(runtime);
+  return ConfigSchema.parse(deployed);
 }
 
 /** "set with -c key" for each config variable a message names, so the user finds the context key. */
 function contextNames(message: string): string {
   const named = RUNTIME_SETTINGS.filter((setting) => message.includes(setting.env));
-  return named.map((setting) => `${setting.env} is -c ${setting.context}`).join(", ") || "see docs/deploy.md";
+  const names = named.map((setting) => `${setting.env} is -c ${setting.context}`);
+  if (message.includes("DURABLE_EXECUTION_TIMEOUT_SECONDS")) names.push(EXECUTION_TIMEOUT_SOURCE);
+  return names.join(", ") || "see docs/deploy.md";
 }

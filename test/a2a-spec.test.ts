@@ -132,6 +132,78 @@ describe("ListTasks", () => {
   });
 });
 
+describe("ListTasks' filters and what each task holds (A2A 1.0 ListTasksRequest)", () => {
+  it("keeps tasks whose status changed after statusTimestampAfter, and refuses an unreadable one or an unknown status", async () => {
+    const caller = env.tokens.alice;
+    const list = async (params: Record<string, unknown>) =>
+      (await rpc(caller, "ListTasks", params)).result as unknown as ListAnswer & {
+        tasks: Array<{ id: string; status: { timestamp: string } }>;
+      };
+    const first = await rpc(caller, "SendMessage", sendParams("What is the UK VAT on 41 GBP?"));
+    const firstTask = (first.result as unknown as { task: { id: string; status: { timestamp: string } } })
+      .task;
+    const second = await rpc(caller, "SendMessage", sendParams("What is the UK VAT on 42 GBP?"));
+    const secondTask = (second.result as unknown as { task: { id: string; status: { timestamp: string } } })
+      .task;
+    expect(Date.parse(secondTask.status.timestamp)).toBeGreaterThan(Date.parse(firstTask.status.timestamp));
+
+    // Strictly after the first task's status time: the second only, counted as such.
+    const after = await list({ statusTimestampAfter: firstTask.status.timestamp });
+    expect(after.tasks.map((task) => task.id)).toEqual([secondTask.id]);
+    expect(after.totalSize).toBe(1);
+    // The same instant written without milliseconds and in another offset still compares as an instant.
+    const earlier = new Date(Date.parse(firstTask.status.timestamp) - 1000);
+    const withOffset = `${earlier.toISOString().slice(0, 19)}+00:00`;
+    const both = await list({ statusTimestampAfter: withOffset });
+    expect(both.tasks.map((task) => task.id)).toEqual(expect.arrayContaining([firstTask.id, secondTask.id]));
+    expect(await list({ statusTimestampAfter: "2999-01-01T00:00:00Z" })).toMatchObject({
+      tasks: [],
+      totalSize: 0,
+    });
+
+    for (const params of [{ statusTimestampAfter: "yesterday" }, { status: "TASK_STATE_DONE" }]) {
+      const answer = await rpc(caller, "ListTasks", params);
+      expect(answer.result, JSON.stringify(params)).toBeUndefined();
+      expect(answer.error?.code, JSON.stringify(params)).toBe(-32602);
+    }
+  });
+
+  it("gives artifacts only with includeArtifacts, and at most historyLength messages of history (GetTask too)", async () => {
+    const caller = env.tokens.alice;
+    const sent = await rpc(caller, "SendMessage", sendParams("What is the UK VAT on 43 GBP?"));
+    const taskId = (sent.result as unknown as { task: { id: string } }).task.id;
+    type Listed = { id: string; artifacts?: Array<{ artifactId: string }>; history?: unknown[] };
+    const listed = async (params: Record<string, unknown>) =>
+      ((await rpc(caller, "ListTasks", params)).result as unknown as { tasks: Listed[] }).tasks.find(
+        (task) => task.id === taskId,
+      );
+    expect((await listed({}))?.artifacts ?? []).toEqual([]);
+    const full = await listed({ includeArtifacts: true });
+    const got = (await rpc(caller, "GetTask", { id: taskId })).result as unknown as Listed;
+    expect(full?.artifacts?.map((artifact) => artifact.artifactId)).toEqual(
+      got.artifacts?.map((artifact) => artifact.artifactId),
+    );
+    expect(full?.artifacts?.map((artifact) => artifact.artifactId)).toContain("answer");
+
+    expect(got.history).toHaveLength(1);
+    expect((await listed({}))?.history).toHaveLength(1);
+    expect((await listed({ historyLength: 0 }))?.history ?? []).toEqual([]);
+    const none = (await rpc(caller, "GetTask", { id: taskId, historyLength: 0 })).result as unknown as Listed;
+    expect(none.history ?? []).toEqual([]);
+    const one = (await rpc(caller, "GetTask", { id: taskId, historyLength: 1 })).result as unknown as Listed;
+    expect(one.history).toHaveLength(1);
+    const quiet = await rpc(caller, "SendMessage", {
+      ...sendParams("What is the UK VAT on 44 GBP?"),
+      configuration: { historyLength: 0 },
+    });
+    const quietTask = (quiet.result as unknown as { task: Listed }).task;
+    expect(quietTask.history ?? []).toEqual([]);
+    expect(
+      ((await rpc(caller, "GetTask", { id: quietTask.id })).result as unknown as Listed).history,
+    ).toHaveLength(1);
+  });
+});
+
 describe("a JSON-RPC notification (no id)", () => {
   it("is refused before the protocol (400 INVALID_REQUEST problem+json), starting no run", async () => {
     const caller = env.tokens.mallory;

@@ -175,6 +175,46 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     );
   });
 
+  it("refuses a setting name it does not know (a typo, or the variable's name) instead of deploying without it", () => {
+    expect(() => synth({ maxCycle: "3" })).toThrow(
+      "Invalid deploy settings: maxCycle: not a deploy setting (did you mean maxCycles?)",
+    );
+    expect(() => synth({ MAX_CYCLES: "3", approvalrules: "{}" })).toThrow(
+      "Invalid deploy settings: MAX_CYCLES: not a deploy setting (did you mean maxCycles?); approvalrules: not a deploy setting (did you mean approvalRules?)",
+    );
+    expect(() => synth({ fooBar: "1" })).toThrow(
+      "Invalid deploy settings: fooBar: not a deploy setting (docs/deploy.md lists them)",
+    );
+    // The CDK's own keys (the CLI's, feature flags, cdk.json's cli-telemetry) are not settings of ours.
+    const cdkKeys = {
+      "cli-telemetry": false,
+      "aws:cdk:enable-path-metadata": true,
+      "@aws-cdk/core:failSynthOnValidationErrors": false,
+    };
+    expect(plainEnv(envOf(synth({ ...cdkKeys, maxCycles: "3" }).template.toJSON().Resources))).toMatchObject({
+      MAX_CYCLES: "3",
+    });
+  });
+
+  it("refuses a run retention shorter than the durable execution timeout the stack itself sets, which every function would refuse at cold start", () => {
+    // The stack gives the functions DURABLE_EXECUTION_TIMEOUT_SECONDS = 600 + 300 + 86 400 + 86 400 by
+    // default; a record kept 100 000 s would expire under a durable run still going.
+    expect(() => synth({ runTtlSeconds: "100000" })).toThrow(
+      /RUN_TTL_SECONDS \(100000 s\) must exceed DURABLE_EXECUTION_TIMEOUT_SECONDS \(173700 s\).*runTtlSeconds.*asyncRunTimeoutMs \+ 300 s \+ approvalTimeoutSeconds \+ quotaWaitSeconds/,
+    );
+    // Two waits each inside the default 30-day retention, whose sum is not.
+    expect(() => synth({ approvalTimeoutSeconds: "1500000", quotaWaitSeconds: "1500000" })).toThrow(
+      /must exceed DURABLE_EXECUTION_TIMEOUT_SECONDS \(3000900 s\)/,
+    );
+    // Just above it: synthesized, and each function's environment loads as it will at cold start.
+    const envs = appFunctionsEnv({ runTtlSeconds: "173701" });
+    expect(envs).toHaveLength(3);
+    for (const env of envs) {
+      expect(env.DURABLE_EXECUTION_TIMEOUT_SECONDS).toBe("173700");
+      expect(loadConfig(plainEnv(env)).runs.ttlSeconds).toBe(173_701);
+    }
+  });
+
   it("the cdk.json app (npx tsx infra/app.ts) prints invalid settings one per line on stderr, exit 1, no stack trace", {
     timeout: 60_000,
   }, async () => {

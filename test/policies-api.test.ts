@@ -84,6 +84,35 @@ describe("POST /v1/policies/check", () => {
   });
 });
 
+describe("PUT /v1/policies and @approval", () => {
+  it("refuses an @approval that would not ask anyone (another value, no value, on a forbid), storing nothing", async () => {
+    const tenant = "tenant_pol_approval_typo";
+    const texts = {
+      typo: `${BASE}@id("gbp-approval")\n@approval("require")\npermit (principal, action == Action::"recordInvoice", resource);`,
+      bare: `${BASE}@id("gbp-approval")\n@approval\npermit (principal, action == Action::"recordInvoice", resource);`,
+      forbid: `${BASE}@id("no-big")\n@approval("required")\nforbid (principal, action == Action::"recordInvoice", resource);`,
+    };
+    for (const [name, policies] of Object.entries(texts)) {
+      const put = await stack.api("/v1/policies", admin(tenant), {
+        method: "PUT",
+        headers: { "if-none-match": "*" },
+        body: JSON.stringify({ policies, mode: "enforce" }),
+      });
+      expect(put.status, name).toBe(400);
+      const problem = (await put.json()) as { code: string; issues: unknown };
+      expect(problem.code, name).toBe("INVALID_POLICIES");
+      expect(problem.issues, name).toEqual([
+        expect.objectContaining({
+          policyId: name === "forbid" ? "no-big" : "gbp-approval",
+          line: 4,
+          column: 1,
+        }),
+      ]);
+    }
+    expect((await stack.api("/v1/policies", admin(tenant))).headers.get("etag")).toBe('"default"');
+  });
+});
+
 describe("HEAD /v1/policies", () => {
   it("answers GET's headers: its ETag and its content-length, without the body", async () => {
     const tenant = "tenant_pol_head";

@@ -102,6 +102,18 @@ describe("policy sets", () => {
       ...Array.from({ length: 10 }, (_, i) => `policy${i + 2}`),
     ]);
     expect(parsed.set.policies[1]).toMatchObject({ effect: "forbid", line: 2, annotations: { id: "cap" } });
+    // A policy whose text is also inside an earlier one (after its @id), or in a comment before it, is
+    // still the one where it stands: its position and line are its own.
+    const inside = parsePolicySet(
+      engine,
+      '@id("a")\npermit (principal, action, resource);\n// forbid (principal, action == Action::"listInvoices", resource);\nforbid (principal, action == Action::"listInvoices", resource);\npermit (principal, action, resource);\n',
+    );
+    if (!inside.ok) throw new Error(JSON.stringify(inside.issues));
+    expect(inside.set.policies.map((p) => [p.id, p.effect, p.line])).toEqual([
+      ["a", "permit", 1],
+      ["policy1", "forbid", 4],
+      ["policy2", "permit", 5],
+    ]);
   });
 
   it("refuse a set that does not validate, naming the policy, the line and the engine's error", () => {
@@ -115,6 +127,20 @@ describe("policy sets", () => {
       'permit (principal, action, resource);\n@id("broken")\nforbid (principal, action, resource) when { 1 + };',
     );
     expect(unparsable[0]).toMatchObject({ policyId: "broken", line: 3 });
+    // A parse error in a policy without @id is that policy's (by position), not the named one before it;
+    // a `;` or an `@id(…)` inside a string or a comment neither ends a policy nor names one.
+    const afterNamed = policyIssuesSync(
+      '@id("a")\npermit (principal, action, resource);\nforbid (principal, action, resource) when { 1 + };',
+    );
+    expect(afterNamed[0]).toMatchObject({ policyId: "policy1", line: 3 });
+    const tricky = policyIssuesSync(
+      '@id("a")\npermit (principal, action, resource) when { context.input has clientName && context.input.clientName == "x;y" };\n// a comment; with @id("c")\n@id("b")\nforbid (principal, action, resource) when { 1 + };\npermit (principal, action, resource) when { };',
+    );
+    expect(tricky[0]).toMatchObject({ policyId: "b", line: 5 });
+    expect(policyIssuesSync("permit (principal, action, resource) when { 1 + };")[0]).toMatchObject({
+      policyId: "policy0",
+      line: 1,
+    });
     expect(
       policyIssuesSync(
         '@id("a") permit (principal, action, resource);\n@id("a") permit (principal, action, resource);',
@@ -124,6 +150,24 @@ describe("policy sets", () => {
       line: 2,
       message: 'another policy already has the id "a"',
     });
+    // boundloop's @approval asks for a person only as @approval("required") on a permit: anything else is
+    // refused rather than read as a plain permit (a typo would otherwise record without approval).
+    expect(policyIssuesSync('@id("x")\n@approval("require")\npermit (principal, action, resource);')).toEqual(
+      [
+        {
+          policyId: "x",
+          line: 2,
+          column: 1,
+          message:
+            '@approval("require") asks nobody: write @approval("required"), on a permit (a forbid refuses the call whatever anyone decides)',
+        },
+      ],
+    );
+    expect(policyIssuesSync('@approval("required")\nforbid (principal, action, resource);')).toMatchObject([
+      { policyId: "policy0", line: 1, column: 1 },
+    ]);
+    expect(policyIssuesSync('@Approval("required")\npermit (principal, action, resource);')).toHaveLength(1);
+    expect(policyIssuesSync('@approval("required")\npermit (principal, action, resource);')).toEqual([]);
     // Two equal texts without @id: each one's issue is on its own line, not the first copy's.
     const twice =
       'forbid (principal, action == Action::"recordInvoice", resource)\n  when { context.facts.grosMinor > 1 };';

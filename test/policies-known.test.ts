@@ -30,6 +30,7 @@ import { type ApiDeps, createApiDeps } from "../shared/deps.js";
 import type { SecurityContext } from "../shared/identity.js";
 import { accountingToolDeclarations } from "../shared/policies/check.js";
 import { PolicyDecisions } from "../shared/policies/decisions.js";
+import { POLICY_CACHE_MS, PolicySets } from "../shared/policies/sets.js";
 import { ensureTable } from "../shared/store/table.js";
 
 const doc = readFileSync(new URL("../docs/policies.md", import.meta.url), "utf8");
@@ -280,5 +281,40 @@ describe("the decision service", () => {
     expect(await decideAll(decisions)).toEqual(byEngine);
     // Only recordInvoice's answer depends on the call (its facts and totals), for both sets.
     expect(evaluations).toBe(2);
+  });
+  it("keep offering what the tenant's set allows while a warm container re-reads it", async () => {
+    const tenantId = `tenant_reread_${randomUUID()}`;
+    let now = Date.parse("2026-12-05T12:00:00Z");
+    const sets = new PolicySets({
+      store: deps.policies.store,
+      tools: deps.tools,
+      defaultText: null,
+      now: () => now,
+    });
+    const decisions = new PolicyDecisions({
+      sets,
+      totals: { reserve: async () => ({ fresh: false, totals: totals(0) }), release: async () => {} },
+      recordShadow: async () => {},
+      logger: { error: () => {}, warn: () => {} },
+    });
+    const security: SecurityContext = {
+      tenantId,
+      userId: "usr_w",
+      permissions: ["billing:read", "billing:write"],
+    };
+    const noLists = `@id("base") permit (principal, action, resource);\n@id("no-lists") forbid (principal, action == Action::"listInvoices", resource);`;
+    expect(
+      await sets.put(tenantId, "usr_admin", { policies: noLists, mode: "enforce" }, { ifNoneMatch: "*" }),
+    ).toMatchObject({ kind: "stored" });
+    const names = async (wait: boolean) =>
+      (await decisions.offered([...deps.tools.values()], security, { wait })).map((tool) => tool.name);
+    const withoutLists = ["calculateTax", "recordInvoice", "getInvoice"];
+    expect(await names(true)).toEqual(withoutLists);
+    expect(await names(false)).toEqual(withoutLists);
+    // Past the 30 s the container trusts its read: the set is read again, and what it read last is
+    // still what a run starting meanwhile is offered.
+    now += POLICY_CACHE_MS + 1;
+    expect(await names(false)).toEqual(withoutLists);
+    expect(await names(true)).toEqual(withoutLists);
   });
 });

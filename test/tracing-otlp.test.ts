@@ -74,6 +74,32 @@ describe("export over OTLP/HTTP", () => {
   });
 });
 
+describe("two traced entries in one process (npm run dev: the API and the function URL stand-in)", () => {
+  it("share one SDK: each invocation's spans are sent before it answers, whichever entry started the SDK", async () => {
+    configureTracing({ enabled: false, captureContent: false });
+    trace.disable();
+    const settings = {
+      tracing: { mode: "otlp" as const, otlpEndpoint: receiver.endpoint, captureContent: false },
+      observability: stack.config.observability,
+    };
+    const first = withTracing(createHandler(stack.deps), settings);
+    const second = withTracing(createHandler(stack.deps), settings);
+    const runIdOf = (response: unknown) =>
+      (JSON.parse((response as { body: string }).body) as { runId: string }).runId;
+    const sentFor = (runId: string, from: number) =>
+      otlpSpans(receiver.received.slice(from)).filter(
+        (span) =>
+          span.name === "invoke_agent boundloop" &&
+          span.attributes.some((a) => a.key === "boundloop.run.id" && a.value.stringValue === runId),
+      );
+    for (const handler of [first, second, first]) {
+      const from = receiver.received.length;
+      const runId = runIdOf(await handler(seedEvent() as never, createLambdaContext(29_000)));
+      expect(sentFor(runId, from), "the run's agent span, sent before the handler answered").toHaveLength(1);
+    }
+  });
+});
+
 describe("the local durable API (npm run dev, npm start -- --async / --approval)", () => {
   it("traces with TRACING=otlp as the deployed entry does, flushed before it answers", async () => {
     // No SDK registered, as in a fresh `npm run dev` process.

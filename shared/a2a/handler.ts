@@ -18,8 +18,8 @@ import type {
   SubscribeToTaskRequest,
   Task,
   TaskPushNotificationConfig,
-  TaskState,
 } from "@a2a-js/sdk";
+import { TaskState } from "@a2a-js/sdk";
 import {
   PushNotificationNotSupportedError,
   RequestMalformedError,
@@ -68,10 +68,15 @@ export function createA2AHandler(call: A2ACall): A2ARequestHandler {
       throw new UnsupportedOperationError("This agent has no extended Agent Card: read the public one.");
     },
     sendMessage: guarded(async (params: SendMessageRequest, _context: ServerCallContext) =>
-      sendMessage(call, turnInputOf(params, false)),
+      withHistoryLength(
+        await sendMessage(call, turnInputOf(params, false)),
+        params.configuration?.historyLength,
+      ),
     ),
     sendMessageStream: (params: SendMessageRequest) => guardedStream(call, turnInputOf(params, false)),
-    getTask: guarded(async (params: GetTaskRequest) => taskOf(await readRun(deps, security, params.id))),
+    getTask: guarded(async (params: GetTaskRequest) =>
+      withHistoryLength(taskOf(await readRun(deps, security, params.id)), params.historyLength),
+    ),
     cancelTask: guarded(async (params: CancelTaskRequest) =>
       taskOf(await cancelRun(deps, security, params.id)),
     ),
@@ -157,11 +162,15 @@ function isEnded(status: string): boolean {
 
 /**
  * ListTasks: the caller's own runs (`listRuns`, scope own: the listing of GET /v1/runs), newest first,
- * one page of it (`pageToken` is its cursor), kept to `contextId` (the run's conversation) and `status`
- * (the run statuses {@link TASK_STATES} shows as that state) by the store's read, so a page may hold
- * fewer tasks than `pageSize` while `nextPageToken` says there are more. `totalSize` is every task those
- * filters keep, counted (A2A 1.0: "total number of tasks available, before pagination").
- * @throws RequestMalformedError (-32602) for a `pageSize` that is not a whole number from 1 to 100
+ * one page of it (`pageToken` is its cursor), kept to `contextId` (the run's conversation), `status`
+ * (the run statuses {@link TASK_STATES} shows as that state; TASK_STATE_UNSPECIFIED keeps every state)
+ * and `statusTimestampAfter` (the task's status changed strictly after it) by the store's read, so a
+ * page may hold fewer tasks than `pageSize` while `nextPageToken` says there are more. `totalSize` is
+ * every task those filters keep, counted (A2A 1.0: "total number of tasks available, before
+ * pagination"). Each task has artifacts only with `includeArtifacts` (then its steps are read: one read
+ * per task), and at most `historyLength` messages of history.
+ * @throws RequestMalformedError (-32602) for a `pageSize` that is not a whole number from 1 to 100, a
+ *   `status` that is no task state, or a `statusTimestampAfter` that is not an instant
  */
 async function listTasks(call: A2ACall, params: ListTasksRequest): Promise<ListTasksResponse> {
   const pageSize = params.pageSize ?? LIST_TASKS_DEFAULT;
@@ -172,15 +181,44 @@ async function listTasks(call: A2ACall, params: ListTasksRequest): Promise<ListT
       `pageSize must be a whole number from 1 to ${LIST_TASKS_MAX}, got ${params.pageSize}.`,
     );
   }
+  // An unknown state would otherwise keep nothing and say nothing: the SDK reads it as UNRECOGNIZED (-1).
+  if (params.status !== undefined && !(params.status >= 0 && params.status in TaskState)) {
+    throw new RequestMalformedError("status must be one of the A2A task states, e.g. TASK_STATE_COMPLETED.");
+  }
+  const after = params.statusTimestampAfter || undefined;
+  if (after !== undefined && Number.isNaN(Date.parse(after))) {
+    throw new RequestMalformedError(
+      `statusTimestampAfter must be an ISO 8601 instant, e.g. 2026-01-31T09:00:00Z; got ${JSON.stringify(after)}.`,
+    );
+  }
   const page = await listRuns(call.deps.runs, call.security, {
     limit: pageSize,
     cursor: params.pageToken || undefined,
     conversationId: params.contextId || undefined,
     statuses: params.status ? runStatusesShownAs(params.status) : undefined,
+    updatedAfter: after,
     withTotal: true,
   });
-  const tasks = page.items.map((run) => taskOf({ run, steps: [] }, false));
+  const tasks = await Promise.all(
+    page.items.map(async (run) =>
+      withHistoryLength(
+        params.includeArtifacts
+          ? taskOf(await readRun(call.deps, call.security, run.runId))
+          : taskOf({ run, steps: [] }, false),
+        params.historyLength,
+      ),
+    ),
+  );
   return { tasks, nextPageToken: page.nextCursor ?? "", pageSize, totalSize: page.total ?? tasks.length };
+}
+
+/**
+ * `task` with at most `historyLength` of its latest history messages (A2A 1.0: unset is no limit, zero or
+ * less is none).
+ */
+function withHistoryLength(task: Task, historyLength: number | undefined): Task {
+  if (historyLength === undefined) return task;
+  return { ...task, history: historyLength <= 0 ? [] : task.history.slice(-historyLength) };
 }
 
 /** The run statuses whose task state is `state` (the lines of {@link TASK_STATES} that show it). */

@@ -93,10 +93,47 @@ function position(text: string, offset: number): { line: number; column: number 
   return { line, column: offset - before.lastIndexOf("\n") };
 }
 
-/** The id named by the last `@id("…")` before `offset`, if any: which policy a parse error is in. */
-function idBefore(text: string, offset: number): string | null {
-  const matches = [...text.slice(0, offset).matchAll(/@id\(\s*"((?:[^"\\]|\\.)*)"\s*\)/g)];
-  return matches.at(-1)?.[1] ?? null;
+/**
+ * Where each policy of `text` starts (its first annotation, else its effect), in text order: the first
+ * character after the previous policy's `;` that is neither white space nor in a `//` comment. A `;` in a
+ * string or a comment ends nothing.
+ */
+function policyStarts(text: string): number[] {
+  const starts: number[] = [];
+  let open = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i] as string;
+    if (char === "/" && text[i + 1] === "/") {
+      while (i < text.length && text[i] !== "\n") i++;
+      continue;
+    }
+    if (/\s/.test(char)) continue;
+    if (!open) {
+      starts.push(i);
+      open = true;
+    }
+    if (char === '"') {
+      i++;
+      while (i < text.length && text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
+    } else if (char === ";") {
+      open = false;
+    }
+  }
+  return starts;
+}
+
+/**
+ * Which policy a parse error at `offset` is in: the `@id("…")` of the policy that offset is in, else its
+ * positional id (`policy<N>`, N the policies starting before it; see {@link policyStarts}).
+ */
+function idAt(text: string, offset: number): string {
+  const starts = policyStarts(text);
+  let index = 0;
+  while (index + 1 < starts.length && (starts[index + 1] as number) <= offset) index++;
+  const named = /^(?:@\w+(?:\(\s*"(?:[^"\\]|\\.)*"\s*\))?\s*)*?@id\(\s*"((?:[^"\\]|\\.)*)"\s*\)/.exec(
+    text.slice(starts[index] ?? 0, offset),
+  );
+  return named?.[1] ?? `policy${index}`;
 }
 
 /** The engine's errors as issues; `base` is the policy (id, start offset) the offsets are relative to. */
@@ -109,7 +146,7 @@ function issuesOf(
     const offset = (base?.offset ?? 0) + (error.sourceLocations?.[0]?.start ?? 0);
     const at = position(text, offset);
     const message = error.help ? `${error.message} (${error.help})` : error.message;
-    return { policyId: base?.id ?? idBefore(text, offset), ...at, message };
+    return { policyId: base?.id ?? idAt(text, offset), ...at, message };
   });
 }
 
@@ -123,17 +160,22 @@ export function parsePolicySet(engine: CedarWasm, text: string): ParseOutcome {
   if (parts.policy_templates.length > 0) {
     return refused([{ policyId: null, line: 1, column: 1, message: "templates are not supported" }]);
   }
-  // The engine returns the policies sorted by its positional id (policy0, policy1, policy10, policy2…):
-  // each one's place in the text restores the text order (equal texts take successive places).
-  const used = new Set<number>();
-  const located = parts.policies
-    .map((policy) => {
-      let at = text.indexOf(policy);
-      while (at !== -1 && used.has(at)) at = text.indexOf(policy, at + 1);
-      used.add(at);
-      return { policy, at: at === -1 ? Number.MAX_SAFE_INTEGER : at };
-    })
-    .sort((a, b) => a.at - b.at);
+  // The engine returns the policies sorted by their positional ids (policy0, policy1, policy10, policy2…),
+  // which follow the text: that order inverted is the text order, and the k-th policy is the one starting
+  // at the k-th policy start of the text (a copy of its text inside another policy or a comment is not it).
+  const names = parts.policies.map((_, index) => `policy${index}`).sort(compareText);
+  const inTextOrder: string[] = [];
+  for (const [k, name] of names.entries()) {
+    inTextOrder[Number(name.slice("policy".length))] = parts.policies[k] as string;
+  }
+  const starts = policyStarts(text);
+  const located = inTextOrder.map((policy, index) => {
+    const start = starts[index];
+    return {
+      policy,
+      at: start !== undefined && text.startsWith(policy, start) ? start : text.indexOf(policy),
+    };
+  });
   const policies: CedarPolicy[] = [];
   const bodies: Array<{ conditions?: Array<{ body: unknown }> }> = [];
   const issues: PolicyIssue[] = [];

@@ -7,10 +7,11 @@
 import { readFileSync } from "node:fs";
 import * as cedarWeb from "@cedar-policy/cedar-wasm/web";
 import type { ToolDefinition } from "../agent/tool.js";
-import { parsePolicySet, validatePolicySet } from "../cedar/policy-set.js";
+import { parsePolicySet } from "../cedar/policy-set.js";
 import { cedarWasmPath } from "../cedar/wasm.js";
 import type { PolicyIssue } from "../store/policy-records.js";
 import { accountingTools } from "../tools/registry.js";
+import { validatePolicies } from "./annotations.js";
 import { policySchemaOf } from "./schema.js";
 
 let initialized = false;
@@ -34,7 +35,7 @@ export function accountingToolDeclarations(): ReadonlyMap<string, ToolDefinition
 
 /** The issues of `text` against the schema generated from the accounting tools (empty: valid). */
 export function policyIssuesSync(text: string): PolicyIssue[] {
-  const checked = validatePolicySet(engineSync(), text, policySchemaOf(accountingToolDeclarations()));
+  const checked = validatePolicies(engineSync(), text, policySchemaOf(accountingToolDeclarations()));
   return checked.ok ? [] : checked.issues;
 }
 

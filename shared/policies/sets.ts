@@ -6,11 +6,12 @@
  * against the schema generated from the tool registry never reaches the table.
  */
 import type { ToolRegistry } from "../agent/dispatcher.js";
-import { type ParsedPolicySet, parsePolicySet, preparse, validatePolicySet } from "../cedar/policy-set.js";
+import { type ParsedPolicySet, parsePolicySet, preparse } from "../cedar/policy-set.js";
 import { type CedarWasm, cedar, cedarIfLoaded } from "../cedar/wasm.js";
 import { MAX_POLICIES_CHARS } from "../config/policies.js";
 import type { PolicyIssue, PolicyMode, PolicySetBody, PolicySetVersion } from "../store/policy-records.js";
 import type { PolicySetHead, PolicySetStore } from "../store/policy-sets.js";
+import { validatePolicies } from "./annotations.js";
 import { policySchemaOf } from "./schema.js";
 
 /** How long a container trusts what it read of a tenant's sets, in ms (changes reach it within this + a read). */
@@ -72,10 +73,14 @@ export interface PolicySetsDeps {
   now?: () => number;
 }
 
-/** A tenant's cached head: what the store held at `readAt` (undefined: no set of its own). */
+/**
+ * A tenant's cached head: what the store held at `readAt` (undefined: no set of its own), and `previous`,
+ * the sets this container last read before (kept while a re-read is in flight, for offering tools only).
+ */
 interface Cached {
   readAt: number;
   sets: Promise<TenantSets>;
+  previous?: TenantSets | undefined;
 }
 
 /** See the module's doc. */
@@ -105,7 +110,8 @@ export class PolicySets {
     const cached = this.cache.get(tenantId);
     if (cached && this.now() - cached.readAt < POLICY_CACHE_MS) return cached.sets;
     const sets = this.load(tenantId, signal);
-    this.cache.set(tenantId, { readAt: this.now(), sets });
+    const previous = cached ? (settledValues.get(cached.sets) ?? cached.previous) : undefined;
+    this.cache.set(tenantId, { readAt: this.now(), sets, previous });
     sets.then(
       (value) => settledValues.set(sets, value),
       () => this.cache.delete(tenantId),
@@ -116,9 +122,12 @@ export class PolicySets {
   /**
    * The sets of `tenantId` when they are cached, else undefined (loading them); `engine` when it is
    * loaded (its load is started only when a set needs it: a tenant without sets never loads the module).
+   * While a warm container re-reads the sets (past {@link POLICY_CACHE_MS}) it answers what it read last,
+   * so the tools a run is offered do not widen every 30 s; decisions always wait for the read.
    */
   readyFor(tenantId: string): { sets: TenantSets; engine: CedarWasm | undefined } | undefined {
-    const settled = settledValues.get(this.forTenant(tenantId));
+    const loading = this.forTenant(tenantId);
+    const settled = settledValues.get(loading) ?? this.cache.get(tenantId)?.previous;
     if (!settled) return undefined;
     return { sets: settled, engine: settled.enforced || settled.shadow ? cedarIfLoaded() : undefined };
   }
@@ -177,7 +186,7 @@ export class PolicySets {
     const current = viewOf(head, this.deps.defaultText).etag;
     if (!preconditionHolds(preconditions, head, current))
       return { kind: "precondition_failed", etag: current };
-    const checked = validatePolicySet(await cedar(), body.policies, this.schema);
+    const checked = validatePolicies(await cedar(), body.policies, this.schema);
     if (!checked.ok) return { kind: "invalid", issues: checked.issues };
     const version: PolicySetVersion = {
       policies: body.policies,
@@ -209,7 +218,7 @@ export class PolicySets {
    * -- --policies`.
    */
   async check(text: string): Promise<PolicyIssue[]> {
-    const checked = validatePolicySet(await cedar(), text, this.schema);
+    const checked = validatePolicies(await cedar(), text, this.schema);
     return checked.ok ? [] : checked.issues;
   }
 }

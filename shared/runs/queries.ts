@@ -132,6 +132,8 @@ export interface RunListRequest extends PageRequest {
   runId?: string | undefined;
   statuses?: readonly string[] | undefined;
   conversationId?: string | undefined;
+  /** Runs whose record changed strictly after this instant (any ISO 8601 form `Date.parse` reads). */
+  updatedAfter?: string | undefined;
   withTotal?: boolean | undefined;
 }
 
@@ -154,6 +156,7 @@ export function listRuns(
     runIdPrefix: request.runId,
     statuses: request.statuses,
     conversationId: request.conversationId,
+    updatedAfter: request.updatedAfter && new Date(request.updatedAfter).toISOString(),
   };
   const withTotal = request.withTotal === true;
   return readPage(request, async (options) => {

@@ -12,6 +12,8 @@ import { ITEM_LIVE, LIST_INDEX, type StoredItem, TABLE_SCHEMA, TTL_NAMES } from 
  * - `runIdPrefix`: runs whose id starts with this
  * - `statuses`: runs in any of these statuses now (with `status`, both must hold)
  * - `conversationId`: runs of this conversation
+ * - `updatedAfter`: runs whose record last changed (`updatedAt`: its status, its cycles, its finish)
+ *   strictly after this instant (ISO 8601 UTC with milliseconds)
  */
 export interface RunListFilter {
   userId?: string | undefined;
@@ -21,6 +23,7 @@ export interface RunListFilter {
   runIdPrefix?: string | undefined;
   statuses?: readonly string[] | undefined;
   conversationId?: string | undefined;
+  updatedAfter?: string | undefined;
 }
 
 /** Index reads of one runs page at most (`reads`), and the items each evaluates before the filter. */
@@ -133,6 +136,8 @@ function runListInput(tableName: string, partition: string, filter: RunListFilte
   match("status", filter.status, (name, v) => `${name} = ${v}`);
   match("runId", filter.runIdPrefix, (name, v) => `begins_with(${name}, ${v})`);
   match("conversationId", filter.conversationId, (name, v) => `${name} = ${v}`);
+  // Both sides are `Date.toISOString` text (the caller normalizes its instant), so text order is time order.
+  match("updatedAt", filter.updatedAfter, (name, v) => `${name} > ${v}`);
   if (filter.statuses !== undefined) {
     // An empty list keeps nothing: DynamoDB refuses `IN ()`, and a run's status is never "".
     const listed = filter.statuses.length > 0 ? filter.statuses : [""];

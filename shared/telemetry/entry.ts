@@ -14,6 +14,23 @@ export function bundlesTracingSdk(mode: TracingMode): boolean {
   return mode === "otlp" || mode === "console";
 }
 
+/** The SDK this process runs, by its settings: every traced entry of the process with them shares it. */
+let running: { key: string; load: () => Promise<TracingSdk> } | undefined;
+
+/**
+ * The process's SDK for the settings `key`, started by `start` on first use. Entries in one process (`npm
+ * run dev` serves the API and the function URL stand-in) share it: a second SDK would replace the first as
+ * the registered provider, and the first entry's flush would then send nothing of its own invocations. One
+ * no longer registered (another SDK replaced it, or tracing was disabled) is started again.
+ */
+async function processSdk(key: string, start: () => Promise<TracingSdk>): Promise<TracingSdk> {
+  if (running?.key !== key) running = { key, load: onceUntilFailed(start) };
+  const sdk = await running.load();
+  if (sdk.registered()) return sdk;
+  running = { key, load: onceUntilFailed(start) };
+  return running.load();
+}
+
 /**
  * Wraps a Lambda entry point's handler with the tracing `config.tracing` asks for (TRACING):
  * - `off`: the handler itself, unchanged; no SDK code is loaded, so the bundle's entry chunk and the
@@ -38,14 +55,18 @@ export function withTracing<A extends unknown[], R>(
     configureTracing({ enabled: true, captureContent });
     return handler;
   }
-  const loadSdk = onceUntilFailed<TracingSdk>(async () => {
-    const { startTracing } = await import("./sdk.js");
-    return startTracing(
-      mode === "otlp" ? { kind: "otlp", endpoint: otlpEndpoint } : { kind: "console" },
-      config.observability.serviceName,
-      captureContent,
+  const loadSdk = () =>
+    processSdk(
+      JSON.stringify([mode, otlpEndpoint, config.observability.serviceName, captureContent]),
+      async () => {
+        const { startTracing } = await import("./sdk.js");
+        return startTracing(
+          mode === "otlp" ? { kind: "otlp", endpoint: otlpEndpoint } : { kind: "console" },
+          config.observability.serviceName,
+          captureContent,
+        );
+      },
     );
-  });
   const loadLogger = onceUntilFailed(async () =>
     (await import("../observability.js")).createLogger(config.observability),
   );

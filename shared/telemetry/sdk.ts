@@ -1,5 +1,5 @@
 import { randomFillSync } from "node:crypto";
-import { context, trace } from "@opentelemetry/api";
+import { context, type ProxyTracerProvider, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
@@ -31,6 +31,8 @@ export interface TracingSdk {
   provider: TracerProvider;
   flush(): Promise<void>;
   shutdown(): Promise<void>;
+  /** Whether it is still the process's registered provider (no other SDK replaced it, nothing disabled it). */
+  registered(): boolean;
 }
 
 /**
@@ -102,6 +104,7 @@ export function startTracing(
   return {
     provider,
     flush: () => provider.forceFlush(),
+    registered: () => (trace.getTracerProvider() as ProxyTracerProvider).getDelegate() === provider,
     shutdown: async () => {
       configureTracing({ enabled: false, captureContent: false });
       await provider.shutdown();
