@@ -12,9 +12,12 @@
  */
 export type RouteAuth = "jwt" | "public" | "bearer";
 
-/** One route: HTTP method, path (API Gateway syntax, `{param}`), authorization. */
+/**
+ * One route: HTTP method, path (API Gateway syntax, `{param}`), authorization. The HTTP API matches the
+ * method exactly: a GET route does not take HEAD, so a HEAD the API answers is a route of its own.
+ */
 export interface ApiRoute {
-  method: "GET" | "POST" | "PUT";
+  method: "GET" | "HEAD" | "POST" | "PUT";
   path: string;
   auth: RouteAuth;
 }
@@ -33,6 +36,8 @@ export const ROUTES: readonly ApiRoute[] = [
   { method: "POST", path: "/v1/a2a", auth: "jwt" },
   { method: "POST", path: "/v1/agui", auth: "jwt" },
   { method: "GET", path: "/v1/policies", auth: "jwt" },
+  // GET's headers (the ETag a PUT's If-Match needs) without the body (docs/policies.md).
+  { method: "HEAD", path: "/v1/policies", auth: "jwt" },
   { method: "PUT", path: "/v1/policies", auth: "jwt" },
   { method: "POST", path: "/v1/policies/check", auth: "jwt" },
   { method: "GET", path: "/v1/policies/versions", auth: "jwt" },
@@ -63,7 +68,24 @@ export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(
  * of {@link PUBLIC_ROUTES}, where a `{param}` matches one non-empty path segment, as API Gateway does.
  */
 export function isPublicRoute(method: string, path: string): boolean {
-  for (const route of PUBLIC_ROUTES) {
+  return matchesAny(PUBLIC_ROUTES, method, path);
+}
+
+/** Every route of {@link ROUTES} as `"METHOD /path"`. */
+const DECLARED_ROUTES: ReadonlySet<string> = new Set(ROUTES.map((route) => `${route.method} ${route.path}`));
+
+/**
+ * Whether the HTTP API routes a request (`method`, `path` without query) at all: its `"METHOD /path"` is
+ * one of {@link ROUTES} (methods matched exactly, `{param}` one non-empty segment). The API answers any
+ * other request itself, 404 `{"message":"Not Found"}`, before any authorizer.
+ */
+export function isDeclaredRoute(method: string, path: string): boolean {
+  return matchesAny(DECLARED_ROUTES, method, path);
+}
+
+/** Whether `"method path"` matches one of `routes` (`"METHOD /path"`, `{param}`: one non-empty segment). */
+function matchesAny(routes: ReadonlySet<string>, method: string, path: string): boolean {
+  for (const route of routes) {
     const pattern = route.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
     if (new RegExp(`^${pattern}$`).test(`${method} ${path}`)) return true;
   }

@@ -8,7 +8,9 @@
  * `GET /openapi.json`, the console's page and assets) and `/mcp` (which verifies its own token) have no
  * authorizer, every other route does: 401 `{"message":"Unauthorized"}` (application/json) with
  * `www-authenticate: Bearer scope="" error="invalid_token" error_description="…"`, as API Gateway writes
- * it; bodies over 10 MB get 413; a handler still running at the timeout gets 503
+ * it; a HEAD the stack declares no route for (infra/routes.ts: only `HEAD /v1/policies`) gets the API's
+ * own 404 `{"message":"Not Found"}` before any token check, as the HTTP API matches methods exactly (other
+ * undeclared requests still reach the app, which answers 404 or 405 problems); bodies over 10 MB get 413; a handler still running at the timeout gets 503
  * `{"message":"Service Unavailable"}`; a handler that throws gets 500 `{"message":"Internal Server Error"}`.
  * What the stack serves on its streaming function URL ({@link servedByStream}) goes to the streaming
  * entry with no gateway in front, as there: the entry verifies the token and answers its own 401.
@@ -19,7 +21,7 @@ import type { Context, StreamifyHandler } from "aws-lambda";
 import { decodeJwt } from "jose";
 import type { ApiEvent } from "../functions/api/handler.js";
 import { wantsEventStream } from "../functions/api/routes/events.js";
-import { isPublicRoute } from "../infra/routes.js";
+import { isDeclaredRoute, isPublicRoute } from "../infra/routes.js";
 import { quotedString, type TokenVerdict } from "../shared/auth/bearer.js";
 import type { TokenVerifier } from "../shared/auth/token-verifier.js";
 import { headersOf, type ProxyResult, toHttpApiEvent, writeProxyResult } from "./dev-event.js";
@@ -81,6 +83,10 @@ export async function startDevServer(options: {
     if (body === undefined) {
       gatewayError(res, 413, "Request Entity Too Large");
       return "";
+    }
+    if (method === "HEAD" && !isDeclaredRoute(method, path)) {
+      gatewayError(res, 404, "Not Found");
+      return " (no HEAD route: the HTTP API answers 404)";
     }
     const streamed = target.stream !== undefined && servedByStream(method, path, req.headers);
     let verdict: TokenVerdict | undefined;

@@ -171,7 +171,7 @@ describe("docs/http-api.md", () => {
 
   it("lists every route of the stack", () => {
     const listed = rows.flatMap((row) =>
-      /^`(GET|POST|PUT) \//.test(row[0] ?? "") ? [row[0]?.replace(/`/g, "")] : [],
+      /^`(GET|HEAD|POST|PUT) \//.test(row[0] ?? "") ? [row[0]?.replace(/`/g, "")] : [],
     );
     expect(listed.sort()).toEqual(ROUTES.map((route) => `${route.method} ${route.path}`).sort());
   });

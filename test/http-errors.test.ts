@@ -76,6 +76,39 @@ describe("bad input is a problem response and writes nothing", () => {
     expect(await runItems("tenant_uk_01")).toBe(0);
   });
 
+  it("a JSON body other than application/json in UTF-8 is 415: another +json type or charset (RFC 8259 §8.1)", async () => {
+    for (const contentType of [
+      "application/merge-patch+json",
+      "application/vnd.api+json",
+      "application/json; charset=iso-8859-1",
+      'application/json; charset="UTF-16"',
+    ]) {
+      const refused = problem(await call("http-api-v2", { contentType }), "UNSUPPORTED_MEDIA_TYPE");
+      expect(refused.detail, contentType).toBe(
+        "Send the body as application/json, in UTF-8 (no other charset).",
+      );
+    }
+    // Every route that reads a JSON body, not POST /v1/runs alone.
+    const limits = await call("http-api-v2", {
+      method: "PUT",
+      path: "/v1/limits",
+      contentType: "application/merge-patch+json",
+      body: { tenant: { runsPerMinute: 1 } },
+      claims: { sub: "usr_limits", tenant_id: "tenant_uk_01", scope: "limits:admin" },
+    });
+    problem(limits, "UNSUPPORTED_MEDIA_TYPE");
+    // application/json with no charset or UTF-8's is read: here its schema refuses the empty body.
+    for (const contentType of [
+      "application/json",
+      "application/json; charset=utf-8",
+      'Application/JSON;charset="UTF-8"',
+    ]) {
+      problem(await call("http-api-v2", { contentType, body: {} }), "INVALID_REQUEST");
+    }
+    expect(stack.model.requests.length).toBe(0);
+    expect(await runItems("tenant_uk_01")).toBe(0);
+  });
+
   it("malformed JSON and schema failures are 400 INVALID_REQUEST with field paths", async () => {
     const malformed = problem(await call("http-api-v2", { body: '{"prompt": ' }), "INVALID_REQUEST");
     expect(malformed.errors).toEqual([{ in: "body", path: "(root)", message: "malformed JSON" }]);

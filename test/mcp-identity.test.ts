@@ -147,19 +147,53 @@ describe("MCP protocol errors are JSON-RPC errors, never a 500", () => {
     ["malformed JSON", "{not json", 400, -32700],
     ["not a JSON-RPC message", JSON.stringify({ hello: "world" }), 400, -32700],
     ["an unknown method", JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/destroy" }), 200, -32601],
-    // The SDK's Server answers a request its schema refuses with -32603 (its choice, not ours).
-    [
-      "tools/call without params",
-      JSON.stringify({ jsonrpc: "2.0", id: 8, method: "tools/call" }),
-      200,
-      -32603,
-    ],
   ])("%s", async (_name, body, status, code) => {
     const response = await post(body);
     expect(response.status).toBe(status);
     const answer = (await response.json()) as { jsonrpc: string; error: { code: number } };
     expect(answer.jsonrpc).toBe("2.0");
     expect(answer.error.code).toBe(code);
+  });
+
+  // JSON-RPC 2.0 §5.1 and MCP: params the method's schema refuses are -32602 Invalid params, naming the
+  // field; the call never reaches a tool, so nothing is written.
+  const initialize = { capabilities: {}, clientInfo: { name: "raw", version: "1" } };
+  it.each([
+    ["tools/call without params", "tools/call", undefined, "params: expected object, received missing"],
+    [
+      "tools/call with arguments that are not an object",
+      "tools/call",
+      { name: "recordInvoice", arguments: "clientName=Acme", _meta: keyed("bad-args") },
+      "params.arguments: expected object, received string",
+    ],
+    [
+      "tools/call with a numeric name",
+      "tools/call",
+      { name: 7, arguments: { clientName: "Acme", quoteId: "q" }, _meta: keyed("bad-name") },
+      "params.name: expected string, received number",
+    ],
+    [
+      "initialize without protocolVersion",
+      "initialize",
+      initialize,
+      "params.protocolVersion: expected string, received missing",
+    ],
+  ])("%s is -32602 naming the field, and nothing is written", async (_name, method, params, clause) => {
+    const before = await invoices(WRITER.tenant_id);
+    const response = await post(
+      JSON.stringify({ jsonrpc: "2.0", id: 8, method, ...(params === undefined ? {} : { params }) }),
+    );
+    expect(response.status).toBe(200);
+    const answer = (await response.json()) as {
+      jsonrpc: string;
+      id: number;
+      error: { code: number; message: string; data: { issues: Array<{ path: string }> } };
+    };
+    expect(answer).toMatchObject({ jsonrpc: "2.0", id: 8 });
+    expect(answer.error.code).toBe(-32602);
+    expect(answer.error.message).toBe(`Invalid params for ${method}: ${clause}`);
+    expect(answer.error.data.issues.map((issue) => issue.path)).toEqual([clause.split(":")[0]]);
+    expect(await invoices(WRITER.tenant_id)).toEqual(before);
   });
 
   it("a wrong Accept header is 406 and GET is 405, both JSON-RPC errors", async () => {

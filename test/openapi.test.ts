@@ -83,6 +83,7 @@ describe("GET /openapi.json", () => {
         "GET /.well-known/oauth-protected-resource",
         "GET /.well-known/oauth-protected-resource/mcp",
         "GET /v1/policies",
+        "HEAD /v1/policies",
         "PUT /v1/policies",
         "POST /v1/policies/check",
         "GET /v1/policies/versions",

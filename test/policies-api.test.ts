@@ -1,7 +1,7 @@
 /**
  * The policy API's answers as a client reads them, on DynamoDB Local with the real Cedar engine through
  * the real handler behind the dev server: the check's body, the order of an invalid set's issues (check
- * and PUT), and HEAD /v1/policies.
+ * and PUT), and HEAD /v1/policies (the one HEAD route the stack declares).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PolicyCheckSchema, ProblemSchema } from "../functions/api/contract.js";
@@ -131,5 +131,17 @@ describe("HEAD /v1/policies", () => {
     expect(head.headers.get("content-type")).toBe(get.headers.get("content-type"));
     expect(head.headers.get("content-length")).toBe(get.headers.get("content-length"));
     expect(await head.text()).toBe("");
+  });
+
+  it("is the one HEAD route: HEAD on a GET route the stack does not declare is the gateway's 404, as on AWS", async () => {
+    const tenant = "tenant_pol_head";
+    for (const path of ["/v1/invoices", "/v1/policies/versions", "/healthz"]) {
+      const head = await stack.api(path, admin(tenant), { method: "HEAD" });
+      expect(head.status, path).toBe(404);
+      expect(head.headers.get("content-type"), path).toBe("application/json");
+      expect(head.headers.get("content-length"), path).toBe(String('{"message":"Not Found"}'.length));
+      expect(await head.text(), path).toBe("");
+    }
+    expect((await stack.api("/v1/invoices", admin(tenant))).status).not.toBe(404);
   });
 });

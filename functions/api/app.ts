@@ -9,6 +9,7 @@ import { createLogger, flushMetrics, recordProblemMetric } from "../../shared/ob
 import { OPENAPI_INFO, SECURITY_SCHEMES } from "./contract/common.js";
 import { healthRoute } from "./contract/health.js";
 import { healthResponse } from "./health.js";
+import { UNSUPPORTED_MEDIA_TYPE_DETAIL } from "./json-media-type.js";
 import { mountMcp } from "./mcp.js";
 import { servedMethods, unmatchedRequest, withMethodNotAllowed } from "./method-not-allowed.js";
 import { ProblemError, problemCodeOf, toProblem } from "./problem-details.js";
@@ -169,7 +170,7 @@ function fromHttpException(error: HTTPException): ProblemError {
 /** Details of the problems Hono's own HTTP errors become. */
 const HTTP_EXCEPTION_DETAIL: Partial<Record<ProblemError["code"], string>> = {
   PAYLOAD_TOO_LARGE: "The body is too large.",
-  UNSUPPORTED_MEDIA_TYPE: "Send the body as application/json.",
+  UNSUPPORTED_MEDIA_TYPE: UNSUPPORTED_MEDIA_TYPE_DETAIL,
   INTERNAL: "The server could not complete the request.",
 };
 

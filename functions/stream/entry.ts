@@ -9,6 +9,7 @@ import type { AuthSettings } from "../../shared/auth/settings.js";
 import type { TokenVerifier } from "../../shared/auth/token-verifier.js";
 import type { Config } from "../../shared/config.js";
 import { withTracing } from "../../shared/telemetry/entry.js";
+import { EXPOSED_RESPONSE_HEADERS } from "../api/exposed-headers.js";
 import { HEALTH_PATH, healthResponse } from "../api/health.js";
 import { unreadableBody } from "../api/lambda-adapter.js";
 import { ProblemError, toProblem } from "../api/problem-details.js";
@@ -143,7 +144,8 @@ export function createStreamHandler(
 /**
  * CORS for the pages of `origins` (the console's, CONSOLE_ORIGINS) and no other, through hono's `cors`:
  * a preflight (`OPTIONS`, which carries no token) is answered before the token check, and every answer
- * to those origins, errors and 401 included, says so, so the page reads its status. The bearer token
+ * to those origins, errors and 401 included, says so, so the page reads its status and every header the
+ * API documents (functions/api/exposed-headers.ts: ETag, Location, Retry-After, RateLimit, …). The bearer token
  * travels in `Authorization` (no cookies: no credentials mode); the preflight is cached 2 hours
  * (Chromium's cap) so a stream resumed every few minutes does not pay for one each time.
  */
@@ -152,7 +154,7 @@ export function consoleCors(origins: readonly string[]) {
     origin: [...origins],
     allowMethods: ["GET", "POST"],
     allowHeaders: ["authorization", "content-type", "accept", "last-event-id", "idempotency-key", "prefer"],
-    exposeHeaders: ["idempotent-replayed", "location", "retry-after"],
+    exposeHeaders: [...EXPOSED_RESPONSE_HEADERS],
     maxAge: 7200,
   });
 }

@@ -16,6 +16,7 @@ import type { SecurityContext } from "../identity.js";
 import { flushMetrics } from "../observability.js";
 import type { ToolCallRunDeps } from "../runs/tool-call-run.js";
 import { callMcpTool, IDEMPOTENCY_META_KEY } from "./mapping.js";
+import { answerInvalidParams } from "./params.js";
 
 /**
  * The Server's JSON Schema validator. A server validates with it only the answer to an elicitation,
@@ -78,7 +79,8 @@ function withoutDialect(schema: Record<string, unknown>): Record<string, unknown
 
 /**
  * Answers one HTTP request to `/mcp` for a verified caller: JSON-RPC parse and protocol errors are the
- * transport's (400 with a JSON-RPC error, never 500); `tools/list` lists only what `security` may call
+ * transport's (400 with a JSON-RPC error, never 500); params a request's schema refuses are -32602
+ * before any handler runs (./params.ts); `tools/list` lists only what `security` may call
  * (`toolsAllowedFor`); `tools/call` goes through {@link callMcpTool} (a one-cycle run).
  * @param options.maxBodyBytes request body cap (413 with a JSON-RPC error above it)
  * @param options.remainingMs the Lambda's remaining time (ms) when the request arrived
@@ -120,6 +122,7 @@ export async function handleMcpRequest(
     maxRequestBodySize: options.maxBodyBytes,
   });
   await server.connect(transport);
+  answerInvalidParams(transport);
   try {
     return await transport.handleRequest(request);
   } finally {

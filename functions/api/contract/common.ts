@@ -81,15 +81,39 @@ export function requiredField(name: string) {
 /** The security of every `/v1` route: a JWT (API Gateway's authorizer) or SigV4 (IAM) on a function URL. */
 export const security: Array<Record<string, string[]>> = [{ jwt: [] }, { iam: [] }];
 
+/**
+ * A query parameter that is one whole number from `min` to `max` written in plain digits (`20` or `020`;
+ * not `2e1`, ` 20`, `+20`, `20.0`, `0x14` or empty, which `Number()` would take), documented as an
+ * integer (its range in the document too: a preprocessed schema shows only its type). Sent more than once (`limit=1&limit=2`, read as a list) or in any other form, it fails with one
+ * issue whose message names the parameter, its range and what was sent; the route answers 400
+ * INVALID_REQUEST (functions/api/routes/deps.ts `invalidRequest`).
+ */
+export function wholeNumberQuery(name: string, min: number, max: number) {
+  const rule = `${name} must be one whole number from ${min} to ${max}, in digits`;
+  const shown = (input: unknown) => (typeof input === "number" ? String(input) : JSON.stringify(input));
+  return z
+    .preprocess(
+      (value) => (typeof value === "string" && /^[0-9]+$/.test(value) ? Number(value) : value),
+      // Digits only, so a whole number: no `.int()`, whose safe-integer check would add a second issue.
+      z
+        .number({
+          error: ({ input }) =>
+            Array.isArray(input)
+              ? `${name} was given ${input.length} times (${input.map(shown).join(", ")}); send it once: ${rule}`
+              : `${rule} (got ${shown(input)})`,
+        })
+        .min(min)
+        .max(max),
+    )
+    .openapi({ type: "integer", minimum: min, maximum: max });
+}
+
 /** Query of `GET /v1/invoices` (and the page size and cursor of every listing): page size and cursor. */
 export const InvoiceListQuery = z.object({
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(INVOICE_PAGE.max)
+  limit: wholeNumberQuery("limit", 1, INVOICE_PAGE.max)
     .default(INVOICE_PAGE.default)
     .openapi({
+      default: INVOICE_PAGE.default,
       param: { name: "limit", in: "query" },
       description: `Page size, 1 to ${INVOICE_PAGE.max} (default ${INVOICE_PAGE.default}).`,
     }),

@@ -1,17 +1,13 @@
 /** The HTTP contract of a run's events: `GET /v1/runs/{runId}/events` (docs/run-events.md). */
 
 import { createRoute, z } from "@hono/zod-openapi";
-import { EventStreamSchema, security } from "./common.js";
+import { EventStreamSchema, security, wholeNumberQuery } from "./common.js";
 import { authErrors, problem } from "./problems.js";
 import { RunIdParam } from "./runs.js";
 
 /** Query of `GET /v1/runs/{runId}/events`: `after`, the sequence to resume after. */
 export const RunEventsQuery = z.object({
-  after: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(Number.MAX_SAFE_INTEGER)
+  after: wholeNumberQuery("after", 0, Number.MAX_SAFE_INTEGER)
     .optional()
     .openapi({
       param: { name: "after", in: "query" },

@@ -1,5 +1,5 @@
 /**
- * The HTTP contract of the policies (docs/policies.md): `GET` and `PUT /v1/policies`, the kept
+ * The HTTP contract of the policies (docs/policies.md): `GET`, `HEAD` and `PUT /v1/policies`, the kept
  * versions, the shadow decisions, the generated schema, and a check that stores nothing. Every route needs
  * the permission `policy:admin`.
  */
@@ -126,6 +126,25 @@ export const getPoliciesRoute = createRoute({
     403: forbidden,
     ...authErrors,
   },
+});
+
+/**
+ * `HEAD /v1/policies`: GET's answers without their bodies (RFC 9110 §9.3.2), so the ETag a PUT's
+ * `If-Match` needs. Its own route on the HTTP API (infra/routes.ts), which matches methods exactly; in the
+ * app Hono answers it with the GET route and drops the body (functions/api/app.ts), so this operation is
+ * documented, not registered.
+ */
+export const headPoliciesRoute = createRoute({
+  method: "head",
+  path: "/v1/policies",
+  summary: "The ETag of the tenant's policy set, without the set (needs policy:admin)",
+  security,
+  responses: Object.fromEntries(
+    Object.entries(getPoliciesRoute.responses).map(([status, { content: _body, ...headOnly }]) => [
+      status,
+      headOnly,
+    ]),
+  ),
 });
 
 /** `PUT /v1/policies`: a new version of the tenant's set (needs a precondition). */

@@ -1,8 +1,9 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import { OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import type { Context as LambdaContext } from "aws-lambda";
 import type { ZodError } from "zod";
 import type { ApiDeps } from "../../../shared/deps.js";
 import type { SecurityContext } from "../../../shared/identity.js";
+import { plainJsonOnly } from "../json-media-type.js";
 import { ProblemError } from "../problem-details.js";
 
 /** What hono/aws-lambda puts in `c.env`: the raw event and the Lambda context. */
@@ -41,11 +42,29 @@ export function invalidRequest(target: string, error: ZodError): ProblemError {
   });
 }
 
-/** A route group: an OpenAPIHono whose request validation fails as INVALID_REQUEST (400). */
+/**
+ * A route group: an OpenAPIHono whose request validation fails as INVALID_REQUEST (400), and whose
+ * routes that read a JSON body take `application/json` in UTF-8 only (415 otherwise, before the body is
+ * read: ../json-media-type.ts), whatever other `+json` type or charset the library's own gate lets by.
+ */
 export function routeGroup(): OpenAPIHono<AppEnv> {
-  return new OpenAPIHono<AppEnv>({
+  const group = new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
       if (!result.success) throw invalidRequest(result.target, result.error);
     },
   });
+  const register = group.openapi as (route: RouteConfig, ...rest: unknown[]) => unknown;
+  group.openapi = ((route: RouteConfig, ...rest: unknown[]) =>
+    register(
+      readsJson(route)
+        ? { ...route, middleware: [plainJsonOnly, ...[route.middleware ?? []].flat()] }
+        : route,
+      ...rest,
+    )) as typeof group.openapi;
+  return group;
+}
+
+/** Whether a route declares an `application/json` request body. */
+function readsJson(route: RouteConfig): boolean {
+  return route.request?.body?.content["application/json"] !== undefined;
 }

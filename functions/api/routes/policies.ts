@@ -5,6 +5,7 @@ import {
   checkPoliciesRoute,
   getPoliciesRoute,
   getPolicySchemaRoute,
+  headPoliciesRoute,
   listPolicyVersionsRoute,
   listShadowDecisionsRoute,
   putPoliciesRoute,
@@ -13,12 +14,15 @@ import { ProblemError } from "../problem-details.js";
 import { type GetDeps, routeGroup } from "./deps.js";
 
 /**
- * The policies' routes (docs/policies.md), all needing policy:admin: `GET` and `PUT /v1/policies`, the
+ * The policies' routes (docs/policies.md), all needing policy:admin: `GET`, `HEAD` and `PUT /v1/policies`, the
  * kept versions, the shadow decisions, the schema and a check. They map HTTP to the policy service
  * (shared/policies/sets.ts) and its outcomes back, nothing else.
  */
 export function policyRoutes(deps: GetDeps) {
-  return routeGroup()
+  const group = routeGroup();
+  // Documented only: Hono answers HEAD with the GET route below and drops the body (functions/api/app.ts).
+  group.openAPIRegistry.registerPath(headPoliciesRoute);
+  return group
     .openapi(getPoliciesRoute, async (c) => {
       const { tenantId } = requirePermission(c.get("security"), POLICY_ADMIN);
       const { etag, ...view } = await deps().policies.sets.view(tenantId);
