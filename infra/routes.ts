@@ -44,6 +44,7 @@ export const ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "/v1/policies/shadow-decisions", auth: "jwt" },
   { method: "GET", path: "/v1/policies/schema", auth: "jwt" },
   { method: "GET", path: "/v1/usage", auth: "jwt" },
+  { method: "GET", path: "/v1/limits", auth: "jwt" },
   { method: "PUT", path: "/v1/limits", auth: "jwt" },
   { method: "POST", path: "/mcp", auth: "bearer" },
   { method: "GET", path: "/mcp", auth: "bearer" },

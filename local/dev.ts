@@ -20,7 +20,8 @@
  * parent process going away, stop the server and every dependency it started, then exit 0.
  *
  * Start-up order: the options, the `--env-vars` file (it may
- * name DYNAMODB_ENDPOINT), the port (a port in use is refused before anything starts), DynamoDB Local's
+ * name DYNAMODB_ENDPOINT), the `--policies` file (one that does not validate exits 2 with the policy and
+ * line, as `npm start` does, having started nothing), the port (a port in use is refused before anything starts), DynamoDB Local's
  * JVM, and only then the rest (local/dev-serve.ts: the handler's modules, hono, the AWS SDK, …) by
  * dynamic import, so the JVM's start overlaps their load as in `npm start` and `npm run invoke`.
  */
@@ -30,6 +31,9 @@ import type { DevSession } from "./dev-serve.js";
 import { type LocalDynamo, startDynamoEarly } from "./dynamo.js";
 import { reservePort } from "./port.js";
 import { onShutdownSignal } from "./shutdown.js";
+
+/** Bad input on the command line (a policy file that cannot be used): exit 2, as `npm start`'s. */
+class InputError extends Error {}
 
 let early: Promise<LocalDynamo> | undefined;
 let session: DevSession | undefined;
@@ -63,14 +67,20 @@ async function main(argv: string[]): Promise<void> {
     { exitCode: () => 0, watchParent: true },
   );
 
+  // A policy file is input: checked before anything starts, and refused as `npm start` refuses it.
+  if (values.policies) {
+    const { PolicyFileError, readPolicyFile } = await import("./policies-file.js");
+    try {
+      vars.POLICIES = await readPolicyFile(values.policies);
+    } catch (error) {
+      throw error instanceof PolicyFileError ? new InputError(error.message) : error;
+    }
+    log(`policies: the default set is ${values.policies}`);
+  }
+
   // The port is taken before anything starts, so a port in use is refused at once (local/port.ts).
   const reservation = await reservePort(values.host, values.portNumber);
   early = startDynamoEarly({ ...process.env, ...vars });
-  if (values.policies) {
-    const { readPolicyFile } = await import("./policies-file.js");
-    vars.POLICIES = await readPolicyFile(values.policies);
-    log(`policies: the default set is ${values.policies}`);
-  }
   const { DevSession } = await import("./dev-serve.js");
   session = new DevSession(early);
   await session.start(values, vars, reservation);
@@ -82,5 +92,5 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 main(process.argv.slice(2)).catch(async (error: unknown) => {
   log(`dev: ${error instanceof Error ? error.message : String(error)}`);
   await cleanup();
-  process.exit(1);
+  process.exit(error instanceof InputError ? 2 : 1);
 });

@@ -103,16 +103,17 @@ const AnswerSchema = z.looseObject({
   errors: z.array(z.unknown()).optional(),
 });
 
-/** What became of a change sent to a dev server: what the tenant has set once it stored it, and a note. */
+/** What became of a change sent to a dev server: its answer (the limits in force there, what the tenant set) once it stored it, and a note. */
 export interface DevServerAnswer {
-  view?: Omit<LimitsView, "limits">;
+  view?: LimitsView;
   note: string;
 }
 
 /**
  * Sends `change` to the dev server's `PUT /v1/limits` as `security` (a token of its issuer, valid two
  * minutes, with `limits:admin`), which stores it and wakes the tenant's waiting runs.
- * @returns what the tenant has set afterwards and a note naming the dev server; or, when the dev server
+ * @returns its answer (the limits in force there, what the tenant has set) and a note naming the dev
+ *   server; or, when the dev server
  *   did not answer or answered an error other than a refusal of the change, only a note saying so (the
  *   change is then not stored by it: the caller stores it)
  * @throws DomainError INVALID_REQUEST when the dev server refuses the change (e.g. a cost limit while its
@@ -150,7 +151,7 @@ export async function changeThroughDevServer(
   if (status === 200) {
     const parsed = LimitsResponseSchema.safeParse(body);
     if (!parsed.success) return failed("answered 200 with a body that is not PUT /v1/limits'");
-    const { limits: _inForce, ...view } = parsed.data;
+    const view = parsed.data;
     const others =
       server.others.length > 0
         ? ` The dev servers on ports ${server.others.join(", ")} use this table too: their waiting runs were not woken.`

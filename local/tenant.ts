@@ -2,7 +2,7 @@
  * `npm run tenant -- limits <tenant> [show] [options]`: an operator sets a tenant's own limits
  * (docs/quotas.md "Per-tenant overrides"), the same change as `PUT /v1/limits` through the same use case
  * (shared/quotas/api.ts limitsChange, the LimitsChangeSchema body), written by an operator instead of a
- * caller holding `limits:admin`.
+ * caller holding `limits:admin`; `show` reads them through `GET /v1/limits`' use case (limitsView).
  *
  *   --tenant-runs-per-minute N   --tenant-concurrent-runs N   --tenant-tokens-per-day N
  *   --tenant-cost-per-day D      --user-runs-per-minute N     --user-tokens-per-day N
@@ -30,13 +30,14 @@ import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-clo
 import { GetFunctionConfigurationCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { loadConfig } from "../shared/config.js";
 import { quotasOf } from "../shared/deps.js";
+import { DomainError } from "../shared/domain-errors.js";
 import type { DurableExecutions } from "../shared/durable/executions.js";
 import { createLambdaDurableExecutions } from "../shared/durable/lambda-executions.js";
 import {
   LIMITS_ADMIN,
   type LimitsView,
   limitsChange,
-  tenantSetOf,
+  limitsView,
   wakeWaiting,
 } from "../shared/quotas/api.js";
 import { type LimitsChange, LimitsChangeSchema } from "../shared/quotas/limits.js";
@@ -261,8 +262,10 @@ export interface LimitsCommandOptions {
 /**
  * Runs a parsed command against its table: sets the limits (limitsChange, as `PUT /v1/limits`) and wakes
  * the tenant's runs waiting for budget where it can (on a local table, through the dev server that uses
- * it), or reads them; answers what the tenant has set, who set it and when (and, for a change,
- * {@link WakeReport}). A wake that fails never fails the command: the limits are stored, the note says why.
+ * it), or reads them (limitsView, as `GET /v1/limits`); answers as those routes do, the limits in force,
+ * what the tenant has set, who set it and when (and, for a change, {@link WakeReport}). The limits in
+ * force are by the settings of whoever stored the change or read them: the dev server the change went
+ * through, else this shell's for a local table, the API function's for a deployed stack. A wake that fails never fails the command: the limits are stored, the note says why.
  * @throws DomainError INVALID_REQUEST for a cost limit while MODEL has no price (the dev server's, when
  *   the change goes through it); the store's errors
  */
@@ -270,27 +273,21 @@ export async function runLimitsCommand(
   command: LimitsCommand,
   env: NodeJS.ProcessEnv,
   options: LimitsCommandOptions = {},
-): Promise<Omit<LimitsView, "limits"> & { wake?: WakeReport }> {
+): Promise<LimitsView & { wake?: WakeReport }> {
   const target = await targetOf(command.target, env);
   const config = loadConfig(target.env);
   const ddb = createDocumentClient(config.table);
   try {
     const quotas = quotasOf(config, ddb);
-    if (command.change === "show") {
-      const { stored } = await quotas.limitsFor(command.tenantId, true);
-      return { tenantSet: tenantSetOf(stored), updatedBy: stored.updatedBy, updatedAt: stored.updatedAt };
-    }
     const security = {
       tenantId: command.tenantId,
       userId: `operator:${userInfo().username}`,
       permissions: [LIMITS_ADMIN],
     };
     const logger = new Logger({ serviceName: "tenant", logLevel: "WARN" });
+    if (command.change === "show") return await limitsView({ quotas, logger }, security);
     const change = command.change;
-    const store = async () => {
-      const { limits: _ignored, ...view } = await limitsChange({ quotas, logger }, security, change);
-      return view;
-    };
+    const store = () => limitsChange({ quotas, logger }, security, change);
     if ("endpoint" in command.target) {
       // Counted before the change: the dev server's wake removes the waits it completes.
       const { waiting } = await wakeWaiting(quotas, { quotas, logger }, command.tenantId);
@@ -309,8 +306,17 @@ export async function runLimitsCommand(
   }
 }
 
-/** The command line: prints the tenant's own limits as JSON on stdout; 2 for bad input, 1 for a failure. */
-export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+/**
+ * The command line: prints the tenant's limits as JSON on stdout (GET /v1/limits' body with `tenantId`,
+ * and `wake` for a change). A refusal of the domain is printed as the API states it, `tenant: <code>:
+ * <sentence>` on stderr: exit 2 for a refused input (INVALID_REQUEST, like a bad flag), else 1.
+ * @throws what is not the domain's refusal (the caller prints it and exits 1)
+ */
+export async function main(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  options: LimitsCommandOptions = {},
+): Promise<number> {
   if (argv.includes("--help") || argv.includes("-h")) {
     process.stderr.write(`${USAGE}\n`);
     return 0;
@@ -323,7 +329,14 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     process.stderr.write(`tenant: ${error.message}\n${USAGE}\n`);
     return 2;
   }
-  const view = await runLimitsCommand(command, env);
+  let view: Awaited<ReturnType<typeof runLimitsCommand>>;
+  try {
+    view = await runLimitsCommand(command, env, options);
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    process.stderr.write(`tenant: ${error.code}: ${error.message}\n`);
+    return error.code === "INVALID_REQUEST" ? 2 : 1;
+  }
   process.stdout.write(`${JSON.stringify({ tenantId: command.tenantId, ...view }, null, 2)}\n`);
   return 0;
 }

@@ -231,7 +231,8 @@ describe("modelProvider=openai-compatible", () => {
     // the runner's version), and when the policies' six routes, GET /v1/usage and PUT /v1/limits came
     // (a route and an integration permission each), and when A2A and AG-UI came (POST /v1/a2a, POST
     // /v1/agui and the public GET /.well-known/agent-card.json: a route and a permission each), and when
-    // `npm run tenant` came to read the deployed function's settings (the ApiFunctionName output).
+    // `npm run tenant` came to read the deployed function's settings (the ApiFunctionName output), and
+    // when GET /v1/limits came (a route and a permission).
     const main = JSON.parse(
       readFileSync(new URL("./fixtures/openai-compatible-templates.json", import.meta.url), "utf8"),
     ) as Record<string, unknown>;

@@ -155,6 +155,7 @@ describe("the CDK stack: the durable runner, the routes' authorizer, logs, alarm
         "GET /v1/policies/shadow-decisions",
         "GET /v1/policies/schema",
         "GET /v1/usage",
+        "GET /v1/limits",
         "PUT /v1/limits",
       ].sort(),
     );

@@ -5,15 +5,20 @@ import { join } from "node:path";
 import { describe, expect, inject, it } from "vitest";
 import { runScript } from "./support/scripts.js";
 
+/** A policy file `name` holding `text`, in a fresh temporary directory: its path. */
+function policyFile(name: string, text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), "boundloop-policies-")), name);
+  writeFileSync(file, text);
+  return file;
+}
+
 // `npm start -- --policies <file>` as a process on the suite's DynamoDB (fresh table).
 describe("npm start -- --policies <file>", () => {
   it("runs the seed scenario under the file's policies: the invoice the cap forbids is refused, named", {
     timeout: 90_000,
   }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), "boundloop-policies-"));
-    const file = join(dir, "cap.cedar");
-    writeFileSync(
-      file,
+    const file = policyFile(
+      "cap.cedar",
       '@id("base")\npermit (principal, action, resource);\n@id("cap-1000-gbp")\nforbid (principal, action == Action::"recordInvoice", resource)\nwhen { context.facts.currency == "GBP" && context.facts.grossMinor > 100000 };\n',
     );
     const { code, stdout } = await runScript("tsx", ["local/start.ts", "--policies", file], {
@@ -47,9 +52,7 @@ describe("npm start -- --policies <file>", () => {
   it("--approval with a policy file that asks no approval says so and starts nothing", {
     timeout: 60_000,
   }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), "boundloop-policies-"));
-    const file = join(dir, "plain.cedar");
-    writeFileSync(file, '@id("base")\npermit (principal, action, resource);\n');
+    const file = policyFile("plain.cedar", '@id("base")\npermit (principal, action, resource);\n');
     const { code, stdout, stderr } = await runScript(
       "tsx",
       ["local/start.ts", "--policies", file, "--approval"],
@@ -84,10 +87,8 @@ describe("npm start -- --policies <file>", () => {
   it("refuses a file that does not validate before starting anything, naming the policy and line", {
     timeout: 60_000,
   }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), "boundloop-policies-"));
-    const file = join(dir, "typo.cedar");
-    writeFileSync(
-      file,
+    const file = policyFile(
+      "typo.cedar",
       'permit (principal, action, resource);\n@id("typo")\nforbid (principal, action, resource) when { context.facts.grosMinor > 1 };\n',
     );
     const { code, stdout, stderr } = await runScript("tsx", ["local/start.ts", "--policies", file], {});
@@ -96,5 +97,25 @@ describe("npm start -- --policies <file>", () => {
       /--policies .*typo\.cedar: not a valid policy set: line 3, column \d+, policy "typo": .*grosMinor/,
     );
     expect(stdout).not.toContain("Run run_");
+  });
+});
+
+// The same bad file given to `npm run dev` is the same bad command line: exit 2, the same sentence.
+describe("npm run dev -- --policies <file>", () => {
+  it("refuses a file that does not validate as npm start does: exit 2, the same message, nothing started", {
+    timeout: 60_000,
+  }, async () => {
+    const file = policyFile(
+      "typo.cedar",
+      '@id("typo")\nforbid (principal, action, resource) when { context.facts.grosMinor > 1 };\n',
+    );
+    const start = await runScript("tsx", ["local/start.ts", "--policies", file], {});
+    const dev = await runScript("tsx", ["local/dev.ts", "--port", "0", "--policies", file], {});
+    expect([start.code, dev.code]).toEqual([2, 2]);
+    const startLine = start.stderr.split("\n")[0] ?? "";
+    expect(startLine).toMatch(/^start: --policies .*typo\.cedar: not a valid policy set: line 2, /);
+    expect(dev.stderr.split("\n")[0]).toBe(startLine.replace(/^start: /, "dev: "));
+    expect(dev.stderr).not.toMatch(/dynamodb: started|model: started|listening/);
+    expect(dev.stdout).toBe("");
   });
 });

@@ -91,6 +91,11 @@ describe("exact money", () => {
     expect(reasonOf("1,500.00", "GBP")).toBe("INVALID_NUMBER");
     expect(reasonOf("0x10", "GBP")).toBe("INVALID_NUMBER");
     expect(reasonOf("", "GBP")).toBe("INVALID_NUMBER");
+    // Nothing around the digits: docs/money-and-tax.md's grammar is the whole string.
+    expect(reasonOf(" 12.00", "GBP")).toBe("INVALID_NUMBER");
+    expect(reasonOf("12.00 ", "GBP")).toBe("INVALID_NUMBER");
+    expect(reasonOf("\u00a012.00", "GBP")).toBe("INVALID_NUMBER");
+    expect(reasonOf(" ", "GBP")).toBe("INVALID_NUMBER");
     expect(reasonOf(-1, "GBP")).toBe("NEGATIVE");
     expect(reasonOf("-0.01", "GBP")).toBe("NEGATIVE");
     expect(reasonOf("1000000000000.01", "GBP")).toBe("TOO_LARGE");

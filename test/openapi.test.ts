@@ -77,6 +77,7 @@ describe("GET /openapi.json", () => {
         "POST /v1/agui",
         "GET /.well-known/agent-card.json",
         "GET /v1/usage",
+        "GET /v1/limits",
         "PUT /v1/limits",
         "POST /mcp",
         "GET /mcp",

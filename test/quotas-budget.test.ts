@@ -204,6 +204,44 @@ describe("cost from the price table", () => {
     });
   });
 
+  it("a run the quota stops before any model call cost 0.000000 in the price currency, not null: its outcome, record, events and the day agree", async () => {
+    const tenantId = "tenant_cost_zero";
+    // One token a day for each user: the first call's hold cannot be taken, so no call is made.
+    const put = eventForRoute(runEvent({ tenantId, scope: "limits:admin" }), "PUT", "/v1/limits");
+    put.headers = { ...put.headers, "content-type": "application/json" };
+    put.body = JSON.stringify({ user: { tokensPerDay: 1 } });
+    expect((await stack.invoke(put)).statusCode).toBe(200);
+    const requests = stack.model.requests.length;
+    const outcome = RunResponseSchema.parse(
+      body(await stack.invoke(runEvent({ tenantId, userId: "usr_zero", prompt: PROMPT }))),
+    );
+    expect(outcome.status).toBe("quota_exceeded");
+    expect(outcome.cycles).toBe(0);
+    expect(stack.model.requests.length).toBe(requests);
+    const zero = { amount: "0.000000", currency: "USD" };
+    expect(outcome.cost).toEqual(zero);
+    expect(outcome.costNote).toBeNull();
+    const read = eventForRoute(
+      runEvent({ tenantId, userId: "usr_zero", prompt: "x" }),
+      "GET",
+      `/v1/runs/${outcome.runId}`,
+    );
+    const stored = RunRecordSchema.parse(body(await stack.invoke(read)));
+    expect({ cost: stored.cost, costNote: stored.costNote, steps: stored.steps }).toEqual({
+      cost: zero,
+      costNote: null,
+      steps: [],
+    });
+    const events = await stack.deps.runEvents.store.read(tenantId, outcome.runId, 0);
+    const finished = events.events.find((event) => event.type === "run.finished");
+    expect(finished && "cost" in finished ? finished.cost : "no run.finished").toEqual(zero);
+    expect((await usageOf(stack, tenantId, "usr_zero")).user.day.cost).toEqual({
+      used: "0.000000",
+      limit: null,
+      currency: "USD",
+    });
+  });
+
   it("a model without a price shows cost: null and a costNote naming it", async () => {
     const unpriced = await startTestStack({ OPENAI_MODEL: "local-unpriced", POWERTOOLS_LOG_LEVEL: "SILENT" });
     try {

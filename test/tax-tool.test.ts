@@ -193,6 +193,12 @@ describe("calculateTax", () => {
       [JSON.stringify({ ...base, amount: -5 }), "must not be negative"],
       [JSON.stringify({ ...base, amount: "1000000000000.01" }), "at most 1000000000000"],
       [JSON.stringify({ ...base, amount: 0.1 + 0.2 }), "send it as a decimal string"],
+      // docs/money-and-tax.md's grammar has no room for spaces around the digits.
+      [JSON.stringify({ ...base, amount: " 12.00" }), 'Amount " 12.00" is not a decimal number'],
+      [JSON.stringify({ ...base, amount: "12.00 " }), 'Amount "12.00 " is not a decimal number'],
+      [JSON.stringify({ ...base, amount: "\t12\n" }), "is not a decimal number"],
+      [JSON.stringify({ ...base, amount: "+12" }), 'Amount "+12" is not a decimal number'],
+      [JSON.stringify({ ...base, amount: "12 000" }), 'Amount "12 000" is not a decimal number'],
     ];
     for (const [args, message] of cases) {
       const result = await calculateTax(args, "tenant_bad");

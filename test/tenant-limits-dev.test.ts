@@ -11,10 +11,10 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createDevIssuer, type DevIssuerFile, devIssuerEnv, writeIssuerFile } from "../local/dev-auth.js";
 import { type DevServer, type Handler, startDevServer } from "../local/dev-server.js";
-import { parseLimitsCommand, runLimitsCommand } from "../local/tenant.js";
+import { main, parseLimitsCommand, runLimitsCommand } from "../local/tenant.js";
 import { LOCAL_WAKE_NOTE } from "../local/tenant-wake.js";
 import { createTokenVerifier } from "../shared/auth/token-verifier.js";
 import { QuotaLimitStore } from "../shared/store/quota-limits.js";
@@ -101,6 +101,11 @@ describe("npm run tenant -- limits with npm run dev on the same table", () => {
     // updatedAt is the dev server's quotas clock: it stored the change, and nothing wrote it again.
     const stored = { updatedBy: OPERATOR, updatedAt: new Date(QUOTAS_NOW).toISOString() };
     expect(result).toEqual({
+      // The dev server's answer: its limits in force (its USER_TOKENS_PER_DAY replaced by the change).
+      limits: {
+        tenant: { runsPerMinute: null, concurrentRuns: null, tokensPerDay: null, costPerDay: null },
+        user: { runsPerMinute: null, tokensPerDay: 100_000, costPerDay: null },
+      },
       tenantSet: { tenant: {}, user: { tokensPerDay: 100_000 } },
       ...stored,
       wake: {
@@ -126,6 +131,24 @@ describe("npm run tenant -- limits with npm run dev on the same table", () => {
     await expect(refused).rejects.toThrow(
       `\`npm run dev\` on port ${server.port} refused the change: The model gpt-4o-mini has no price in MODEL_PRICES`,
     );
+    // The command line states it as the API does, code and sentence, and exits 2: the input was refused.
+    const where = ["--endpoint", stack.config.table.endpoint as string, "--table", stack.config.table.name];
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    try {
+      const code = await main(
+        ["limits", tenantId, "--user-cost-per-day", "2.50", ...where],
+        {
+          MODEL_PRICES: PRICES,
+        },
+        { devServers },
+      );
+      expect(code).toBe(2);
+      expect(stderr.mock.calls.map(([text]) => String(text)).join("")).toBe(
+        `tenant: INVALID_REQUEST: \`npm run dev\` on port ${server.port} refused the change: The model gpt-4o-mini has no price in MODEL_PRICES: a cost limit could not be checked.\n`,
+      );
+    } finally {
+      stderr.mockRestore();
+    }
     const limits = new QuotaLimitStore(stack.deps.ddb, stack.config.table.name);
     expect(await limits.get(tenantId)).toEqual({ limits: {}, updatedBy: null, updatedAt: null });
   });

@@ -117,11 +117,66 @@ describe("npm run tenant -- limits", () => {
       '--tenant-concurrent-runs "100001": Too big: expected number to be <=100000',
     );
     expect(bad.stderr).toContain('--user-tokens-per-day "0": Too small: expected number to be >0');
+    // Refused as PUT /v1/limits refuses it: the code and the sentence, exit 2 (the input), no class name.
     const noPrice = await tenantCommand([tenantId, "--tenant-cost-per-day", "10"]);
-    expect(noPrice.code).toBe(1);
-    expect(noPrice.stderr).toContain("The model gpt-4o-mini has no price in MODEL_PRICES");
+    expect(noPrice.code).toBe(2);
+    expect(noPrice.stderr).toBe(
+      "tenant: INVALID_REQUEST: The model gpt-4o-mini has no price in MODEL_PRICES: a cost limit could not be checked.\n",
+    );
     expect(await store.get(tenantId)).toEqual({ limits: {}, updatedBy: null, updatedAt: null });
     expect((await usageOf(tenantId)).tenant?.day.tokens.limit).toBeNull();
+  });
+
+  it("GET /v1/limits answers what PUT answers, for limits:admin and billing:read, and `show` prints the same", async () => {
+    const tenantId = "tenant_ops_read";
+    const route = (scope: string, method: "GET" | "PUT") =>
+      eventForRoute(runEvent({ tenantId, userId: "usr_admin", scope }), method, "/v1/limits");
+    const put = route("limits:admin", "PUT");
+    put.headers = { ...put.headers, "content-type": "application/json" };
+    put.body = JSON.stringify({ tenant: { concurrentRuns: 4 }, user: { costPerDay: "1.25" } });
+    const putResponse = await stack.invoke(put);
+    expect(putResponse.statusCode).toBe(200);
+    const written = LimitsResponseSchema.parse(json(putResponse));
+
+    for (const scope of ["limits:admin", "billing:read"]) {
+      const read = await stack.invoke(route(scope, "GET"));
+      expect(read.statusCode, scope).toBe(200);
+      const view = LimitsResponseSchema.parse(json(read));
+      expect(view, scope).toEqual(written);
+      expect(view).toEqual({
+        limits: {
+          tenant: { runsPerMinute: null, concurrentRuns: 4, tokensPerDay: null, costPerDay: null },
+          user: { runsPerMinute: null, tokensPerDay: null, costPerDay: "1.25" },
+        },
+        tenantSet: { tenant: { concurrentRuns: 4 }, user: { costPerDay: "1.25" } },
+        updatedBy: "usr_admin",
+        updatedAt: written.updatedAt,
+      });
+    }
+    const forbidden = await stack.invoke(route("billing:write", "GET"));
+    expect(forbidden.statusCode).toBe(403);
+    expect(json(forbidden)).toMatchObject({ code: "FORBIDDEN", requiredPermission: "limits:admin" });
+
+    // A tenant that set nothing: the deploy's limits, nothing set, nobody, never; reading writes nothing.
+    const fresh = eventForRoute(
+      runEvent({ tenantId: "tenant_ops_unset", scope: "limits:admin" }),
+      "GET",
+      "/v1/limits",
+    );
+    expect(LimitsResponseSchema.parse(json(await stack.invoke(fresh)))).toEqual({
+      limits: {
+        tenant: { runsPerMinute: null, concurrentRuns: null, tokensPerDay: null, costPerDay: null },
+        user: { runsPerMinute: null, tokensPerDay: null, costPerDay: null },
+      },
+      tenantSet: { tenant: {}, user: {} },
+      updatedBy: null,
+      updatedAt: null,
+    });
+    expect(await store.get("tenant_ops_unset")).toEqual({ limits: {}, updatedBy: null, updatedAt: null });
+
+    const shown = await tenantCommand([tenantId, "show"], { MODEL_PRICES: PRICES });
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout)).toEqual({ tenantId, ...written });
   });
 
   it("parses flags into the PUT /v1/limits body and rejects what it cannot mean", () => {

@@ -105,9 +105,19 @@ export class RunState {
       durationMs: Math.max(0, Math.round(this.input.deadline.clock.now() - this.started)),
       modelErrorStatus: details.modelError?.status ?? null,
       details,
-      ...sumCosts(this.costs),
+      ...this.cost(),
       grounding,
     };
+  }
+
+  /**
+   * The run's cost (docs/quotas.md "Cost"): the sum of its calls' costs; with a budget but no call made
+   * (a quota stopped it first), what no tokens cost: "0.000000" in the price table's currency, or null
+   * and the note when the model has no price. Without a budget, nothing (absent).
+   */
+  private cost(): ReturnType<typeof sumCosts> {
+    const { budget } = this.input;
+    return sumCosts(this.costs.length === 0 && budget ? [budget.costOf(zeroUsage())] : this.costs);
   }
 
   /** The run paused at a turn whose approvals its gate could not wait for (see `RunPaused`). */

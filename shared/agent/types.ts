@@ -59,8 +59,9 @@ export type RunEffect = z.infer<typeof RunEffectSchema>;
  * - `modelErrorStatus`: for `model_error`, the provider's HTTP status (e.g. 503; null when there was no
  *   HTTP response); null for every other status. The HTTP layer maps model_error to 502 MODEL_UNAVAILABLE.
  * - `details`: structured facts for the status, see {@link RunOutcomeDetails}
- * - `cost`: with a budget (shared/agent/budget.ts), the sum of the model calls' costs; null when a call's
- *   model has no price (`costNote` says which), absent without a budget or before any call
+ * - `cost`: with a budget (shared/agent/budget.ts), the sum of the model calls' costs ("0.000000" in the
+ *   price table's currency when no call was made); null when the model has no price (`costNote` says
+ *   which); absent without a budget
  * - `grounding`: the check of the answer's numbers against the tool results and the prompt
  *   (shared/agent/grounding.ts); null when the model gave no answer
  */

@@ -78,7 +78,11 @@ function decimalPlaces(value: Decimal): number {
   return Math.max(0, value.c.length - 1 - value.e);
 }
 
-/** Plain decimal, or decimal with an exponent: "12", "12.5", ".5", "1.5e3". Nothing else. */
+/**
+ * The grammar of an amount given as a string (docs/money-and-tax.md): an optional leading "-" (then
+ * refused as negative), digits with at most one "." ("12", "12.5", ".5", "12."), an optional exponent
+ * ("1.5e3", "1E-2"). Nothing else: no spaces around or inside, no "+", no separators.
+ */
 const DECIMAL_TEXT = /^-?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i;
 
 /**
@@ -86,7 +90,8 @@ const DECIMAL_TEXT = /^-?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i;
  * - A JSON number is read through its shortest round-trip decimal form (`String(n)`), so 0.1 is 0.1;
  *   one whose form has more than {@link MAX_NUMBER_DIGITS} significant digits (e.g. 0.1 + 0.2 =
  *   0.30000000000000004) cannot be what the caller meant and is rejected: send a decimal string.
- * - A string may use exponent notation ("1.5e3"); it is exact, and the decimal-places rule applies to
+ * - A string must match {@link DECIMAL_TEXT} as a whole (no spaces around it); it may use exponent
+ *   notation ("1.5e3"), which is exact, and the decimal-places rule applies to
  *   the value it denotes ("1e-7" has 7 decimals). Trailing zeros do not count ("12.340" is 12.34).
  * - Negative zero is read as 0.
  * @throws MoneyInputError INVALID_NUMBER (NaN, Infinity, not a decimal), PRECISION_LOST, NEGATIVE,
@@ -102,12 +107,13 @@ export function parseAmount(input: number | string, currency: string): Decimal {
     }
     text = String(input);
   } else {
-    text = input.trim();
+    // The whole string is the amount (docs/money-and-tax.md's grammar): " 12.00" is refused, not trimmed.
+    text = input;
   }
   if (!DECIMAL_TEXT.test(text)) {
     throw new MoneyInputError(
       "INVALID_NUMBER",
-      `Amount "${text}" is not a decimal number (NaN, Infinity, separators and signs other than a leading "-" are not accepted).`,
+      `Amount ${JSON.stringify(text)} is not a decimal number (NaN, Infinity, spaces, separators and signs other than a leading "-" are not accepted).`,
     );
   }
   let value = new Decimal(text);

@@ -10,7 +10,8 @@ import type { Quotas } from "./service.js";
 import type { UsageView } from "./usage.js";
 
 /**
- * The quotas' use cases behind `GET /v1/usage` and `PUT /v1/limits` (docs/quotas.md), for any surface:
+ * The quotas' use cases behind `GET /v1/usage`, `GET /v1/limits` and `PUT /v1/limits` (docs/quotas.md),
+ * for any surface (the HTTP API, `npm run tenant -- limits`):
  * the access rules and the side effects (waking runs that wait for budget) are here, the HTTP mapping in
  * functions/api/routes/quotas.ts.
  */
@@ -37,12 +38,38 @@ export function usageOfCaller(deps: QuotaApiDeps, security: SecurityContext): Pr
   return quotasOf(deps).usage({ tenantId: security.tenantId, userId: security.userId }, tenantWide);
 }
 
-/** What `PUT /v1/limits` answers: the limits in force, what the tenant set itself, who set it and when. */
+/**
+ * What `GET /v1/limits` and `PUT /v1/limits` answer and `npm run tenant -- limits` prints: the limits
+ * in force, what the tenant set itself, who set it and when (null for a tenant that never set any).
+ */
 export interface LimitsView {
   limits: QuotaLimits;
   tenantSet: { tenant: Partial<QuotaLimits["tenant"]>; user: Partial<QuotaLimits["user"]> };
   updatedBy: string | null;
   updatedAt: string | null;
+}
+
+/**
+ * The caller's tenant's limits as {@link limitsChange} answers them, read afresh from the table (not a
+ * container's cached copy, so a change made elsewhere shows at once); writes nothing. Readers are the
+ * administrators who change them (`limits:admin`) and the tenant's billing readers (`billing:read`), who
+ * see the limits in force in `GET /v1/usage` already.
+ * @throws DomainError FORBIDDEN (`requiredPermission: limits:admin`) with neither permission
+ */
+export async function limitsView(deps: QuotaApiDeps, security: SecurityContext): Promise<LimitsView> {
+  if (!security.permissions.includes(BILLING_READ)) requirePermission(security, LIMITS_ADMIN);
+  const { inForce, stored } = await quotasOf(deps).limitsFor(security.tenantId, true);
+  return viewOf(inForce, stored);
+}
+
+/** The {@link LimitsView} of the limits in force and what the tenant stored. */
+function viewOf(inForce: QuotaLimits, stored: StoredLimits): LimitsView {
+  return {
+    limits: inForce,
+    tenantSet: tenantSetOf(stored),
+    updatedBy: stored.updatedBy,
+    updatedAt: stored.updatedAt,
+  };
 }
 
 /**
@@ -74,12 +101,7 @@ export async function limitsChange(
   const by = { userId: security.userId, at: new Date(quotas.now()).toISOString() };
   const { inForce, stored } = await quotas.setLimits(security.tenantId, change, by);
   if (deps.executions) await wakeWaiting(quotas, deps, security.tenantId);
-  return {
-    limits: inForce,
-    tenantSet: tenantSetOf(stored),
-    updatedBy: stored.updatedBy,
-    updatedAt: stored.updatedAt,
-  };
+  return viewOf(inForce, stored);
 }
 
 /**
@@ -120,9 +142,9 @@ export async function wakeWaiting(
 
 /**
  * What the tenant set itself, in the shape of {@link QuotaLimits} (only the fields it set): the
- * `tenantSet` of `PUT /v1/limits` and what `npm run tenant -- limits <tenant> show` prints.
+ * `tenantSet` of `GET /v1/limits` and `PUT /v1/limits`.
  */
-export function tenantSetOf(stored: StoredLimits): LimitsView["tenantSet"] {
+function tenantSetOf(stored: StoredLimits): LimitsView["tenantSet"] {
   const set = stored.limits as Record<string, number | string | undefined>;
   const only = (fields: Record<string, number | string | undefined>) =>
     Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));

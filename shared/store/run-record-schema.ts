@@ -80,9 +80,10 @@ export type HistorySummary = z.infer<typeof HistorySummarySchema>;
  *   records written before the check existed)
  * - `conversationId`: the conversation the run belongs to: its first run's id, or the id an A2A context
  *   or an AG-UI thread gave it (docs/protocols.md); a continuation takes its previous run's
- * - `cost`: the sum of the costs of the calls `usage` counts (once finished, of all its calls); null
- *   before its first costed call, for a run without prices (`costNote` then names the model without a
- *   price), and for records written before costs
+ * - `cost`: the sum of the costs of the calls `usage` counts (once finished, of all its calls: "0.000000"
+ *   in the price table's currency for a run that ended without one); null while it runs before its
+ *   first call, for a run without prices (`costNote` then names the model without a price), and for
+ *   records written before costs
  * The transcript a finished run stores for its continuations is an internal attribute of the same item
  * (never part of this shape, never logged), see ./runs.ts `RunStore.readContinuation`.
  */

@@ -18,6 +18,25 @@ export const getUsageRoute = createRoute({
   },
 });
 
+/** `GET /v1/limits`: the tenant's limits in force and its own overrides (`limits:admin` or `billing:read`). */
+export const getLimitsRoute = createRoute({
+  method: "get",
+  path: "/v1/limits",
+  summary: "The tenant's limits in force and what it set itself (limits:admin or billing:read)",
+  security,
+  responses: {
+    200: {
+      description:
+        "The limits in force, what the tenant set itself (the rest comes from the deploy settings), who set it and when (null: never); the same body as PUT /v1/limits answers. Read afresh: a change shows at once.",
+      content: { "application/json": { schema: LimitsResponseSchema } },
+    },
+    403: problem(
+      "FORBIDDEN: the caller holds neither `limits:admin` nor `billing:read` (`requiredPermission`: limits:admin).",
+    ),
+    ...authErrors,
+  },
+});
+
 /** `PUT /v1/limits`: change the tenant's own limits (permission `limits:admin`). */
 export const putLimitsRoute = createRoute({
   method: "put",

@@ -22,7 +22,7 @@ export const CostSchema = BaseCostSchema.extend({
 export const RunCostFields = {
   cost: CostSchema.nullable().openapi({
     description:
-      "The sum of the run's model calls' costs (while it runs, of the calls made so far); null before its first costed call and when its model has no price.",
+      "The sum of the run's model calls' costs (while it runs, of the calls made so far). A finished run that made no call (a quota stopped it first) costs \"0.000000\" in the price table's currency. Null while a run has made no call yet, and when its model has no price.",
   }),
   costNote: z
     .string()
