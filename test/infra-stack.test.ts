@@ -149,6 +149,7 @@ describe("the CDK stack: the durable runner, the routes' authorizer, logs, alarm
         "GET /console",
         "GET /console/assets/{file}",
         "GET /v1/policies",
+        "HEAD /v1/policies",
         "PUT /v1/policies",
         "POST /v1/policies/check",
         "GET /v1/policies/versions",
