@@ -214,6 +214,47 @@ describe("modelProvider=bedrock", () => {
       /openaiApiKeySecretName: modelProvider is bedrock/,
     );
   });
+
+  it("refuses at synth exactly the combinations the functions refuse at cold start: a setting the provider would ignore", () => {
+    // Each deploy setting with the variable it becomes; synth and loadConfig apply one rule
+    // (shared/config/model-provider.ts), so each answers the same sentence in its own names.
+    const cases = [
+      {
+        provider: "bedrock",
+        context: "openaiBaseUrl",
+        env: "OPENAI_BASE_URL",
+        value: "https://llm.example.com/v1",
+      },
+      { provider: "bedrock", context: "openaiModel", env: "OPENAI_MODEL", value: "gpt-4.1-mini" },
+      { provider: "bedrock", context: "secretCacheSeconds", env: "SECRET_CACHE_SECONDS", value: "60" },
+      {
+        provider: "openai-compatible",
+        context: "bedrockModelId",
+        env: "BEDROCK_MODEL_ID",
+        value: "openai.gpt-oss-20b-1:0",
+      },
+    ] as const;
+    for (const { provider, context, env, value } of cases) {
+      const other = provider === "bedrock" ? "openai-compatible" : "bedrock";
+      expect(() => synth({ modelProvider: provider, [context]: value }), context).toThrow(
+        `Invalid deploy settings: ${context}: modelProvider is ${provider}, which does not read it (`,
+      );
+      expect(() => synth({ modelProvider: provider, [context]: value }), context).toThrow(
+        `; unset it, or set modelProvider=${other}.`,
+      );
+      expect(() => loadConfig({ MODEL_PROVIDER: provider, [env]: value }), env).toThrow(
+        `Invalid configuration: ${env}: MODEL_PROVIDER is ${provider}, which does not read it (`,
+      );
+      // The provider that reads it takes it, at both.
+      expect(() => synth({ modelProvider: other, [context]: value }), context).not.toThrow();
+      expect(() => loadConfig({ MODEL_PROVIDER: other, [env]: value }), env).not.toThrow();
+    }
+    // A blank variable is unset at cold start, as a blank -c value is at synth.
+    expect(loadConfig({ MODEL_PROVIDER: "bedrock", OPENAI_BASE_URL: " " }).model.provider).toBe("bedrock");
+    expect(synth({ modelProvider: "bedrock", openaiBaseUrl: "" }).stack.settings.modelProvider).toBe(
+      "bedrock",
+    );
+  });
 });
 
 describe("modelProvider=openai-compatible", () => {
