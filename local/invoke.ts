@@ -24,7 +24,7 @@ import { FUNCTION_TIMEOUT_SECONDS } from "../shared/config/function-timeout.js";
 import type { ProxyResult } from "./dev-event.js";
 import { type LocalDynamo, startDynamoEarly } from "./dynamo.js";
 import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
-import { createLambdaContext } from "./lambda-context.js";
+import { createLambdaContext, setLambdaRuntimeEnv } from "./lambda-context.js";
 import type { LocalStack } from "./local-stack.js";
 import { onShutdownSignal } from "./shutdown.js";
 import { readUserFile, userPath } from "./user-path.js";
@@ -172,6 +172,7 @@ async function main(argv: string[]): Promise<number> {
   await warm;
   try {
     Object.assign(process.env, vars, stack.env);
+    setLambdaRuntimeEnv();
     const { handler } = await import("../functions/api/handler.js");
     const timeoutMs = await functionTimeoutMs(options.timeoutSeconds);
     // The events share this process's tables: the same event sent twice is a retry (Idempotency-Key).
