@@ -87,8 +87,8 @@ describe("modelProvider=bedrock", () => {
     expect(text).not.toMatch(/secretsmanager|OPENAI_API_KEY_SECRET_NAME|SecretName/i);
   });
 
-  it("gives both functions MODEL_PROVIDER and BEDROCK_MODEL_ID, which the function's schema accepts", () => {
-    for (const prefix of ["ApiFunction", "RunnerFunction"]) {
+  it("gives the three functions that call the model MODEL_PROVIDER and BEDROCK_MODEL_ID, which the function's schema accepts", () => {
+    for (const prefix of ["ApiFunction", "StreamFunction", "RunnerFunction"]) {
       const env = envOf(resources, prefix);
       expect(env).toMatchObject({ MODEL_PROVIDER: "bedrock", BEDROCK_MODEL_ID: "openai.gpt-oss-20b-1:0" });
       expect(env).not.toHaveProperty("OPENAI_MODEL");
@@ -104,7 +104,7 @@ describe("modelProvider=bedrock", () => {
   });
 
   it("lets each role invoke the one model in the stack's Region and use short-term keys, nothing else on Bedrock", () => {
-    for (const rolePrefix of ["ApiFunctionRole", "RunnerRole"]) {
+    for (const rolePrefix of ["ApiFunctionRole", "StreamFunctionRole", "RunnerRole"]) {
       const bedrock = statementsOf(resources, rolePrefix).filter((s) =>
         [s.Action].flat().some((action) => action.startsWith("bedrock:")),
       );
@@ -273,7 +273,8 @@ describe("modelProvider=openai-compatible", () => {
     // (a route and an integration permission each), and when A2A and AG-UI came (POST /v1/a2a, POST
     // /v1/agui and the public GET /.well-known/agent-card.json: a route and a permission each), and when
     // `npm run tenant` came to read the deployed function's settings (the ApiFunctionName output), and
-    // when GET /v1/limits came (a route and a permission).
+    // when GET /v1/limits came (a route and a permission), and when the streaming function got the API
+    // function's errors and throttles alarms (two resources added).
     const main = JSON.parse(
       readFileSync(new URL("./fixtures/openai-compatible-templates.json", import.meta.url), "utf8"),
     ) as Record<string, unknown>;

@@ -41,7 +41,7 @@ describe("the CDK stack", () => {
       "AWS::ApiGatewayV2::Authorizer": 1,
       "AWS::ApiGatewayV2::Route": 28,
       "AWS::ApiGatewayV2::Stage": 1,
-      "AWS::CloudWatch::Alarm": 5,
+      "AWS::CloudWatch::Alarm": 7,
     });
   });
 
