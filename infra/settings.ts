@@ -1,5 +1,6 @@
 import type { IConstruct } from "constructs";
 import { z } from "zod";
+import { ignoredByProvider, providerIgnoresMessage } from "../shared/config/model-provider.js";
 import {
   ConfigError,
   ConfigSchema,
@@ -331,18 +332,13 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
   };
 }
 
-/** The deploy settings only the `openai-compatible` provider reads (a Bedrock deploy has no key). */
-const OPENAI_ONLY = [
-  ["openaiModel", "OPENAI_MODEL"],
-  ["openaiBaseUrl", "OPENAI_BASE_URL"],
-  ["secretCacheSeconds", "SECRET_CACHE_SECONDS"],
-] as const;
-
 /**
  * Settles MODEL_PROVIDER in `runtime` (in place, so the functions get it): as given, else `bedrock` for a
  * personal deploy (its account has Bedrock, and no key to create), else the config default. A Bedrock
  * deploy also gets BEDROCK_MODEL_ID written out (the default when not given): the same value its roles
- * are granted. A setting the chosen provider would ignore is refused, not dropped silently.
+ * are granted. A setting the chosen provider would ignore is refused, not dropped silently: the rule the
+ * functions apply at cold start (shared/config/model-provider.ts `IGNORED_BY_PROVIDER`), naming the
+ * deploy settings, with the stack's own `openaiApiKeySecretName` as the OPENAI_API_KEY_SECRET_NAME it sets.
  * @throws DeploySettingsError naming the settings the provider would ignore
  */
 function withModelProvider(
@@ -351,22 +347,23 @@ function withModelProvider(
 ): Partial<Record<RuntimeEnvName, string>> {
   const personalDefault = runtime.MODEL_PROVIDER === undefined && settings.personal;
   if (personalDefault) runtime.MODEL_PROVIDER = "bedrock";
-  if (runtime.MODEL_PROVIDER !== "bedrock") {
-    if (runtime.BEDROCK_MODEL_ID !== undefined) {
-      throw new DeploySettingsError(
-        "bedrockModelId: modelProvider is openai-compatible, which uses openaiModel; leave it out or set modelProvider=bedrock",
-      );
-    }
-    return runtime;
-  }
-  const ignored: string[] = OPENAI_ONLY.filter(([, env]) => runtime[env] !== undefined).map(([key]) => key);
-  if (settings.openaiApiKeySecretName !== undefined) ignored.push("openaiApiKeySecretName");
+  const provider = ConfigSchema.shape.MODEL_PROVIDER.parse(runtime.MODEL_PROVIDER);
+  const given = { ...runtime, OPENAI_API_KEY_SECRET_NAME: settings.openaiApiKeySecretName };
+  const ignored = ignoredByProvider(provider, given);
   if (ignored.length > 0) {
+    const contextKey = (env: string) =>
+      env === "OPENAI_API_KEY_SECRET_NAME"
+        ? "openaiApiKeySecretName"
+        : (RUNTIME_SETTINGS.find((setting) => setting.env === env)?.context ?? env);
     throw new DeploySettingsError(
-      `${ignored.join(", ")}: modelProvider is bedrock${personalDefault ? " (the default of a personal deploy)" : ""}, which uses bedrockModelId and reads no secret; leave ${ignored.length > 1 ? "them" : "it"} out or set modelProvider=openai-compatible`,
+      providerIgnoresMessage(provider, ignored, {
+        provider: "modelProvider",
+        ignored: ignored.map(contextKey),
+        ...(personalDefault ? { note: "(the default of a personal deploy)" } : {}),
+      }),
     );
   }
-  runtime.BEDROCK_MODEL_ID ??= DEFAULT_BEDROCK_MODEL_ID;
+  if (provider === "bedrock") runtime.BEDROCK_MODEL_ID ??= DEFAULT_BEDROCK_MODEL_ID;
   return runtime;
 }
 

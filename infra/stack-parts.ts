@@ -141,41 +141,56 @@ export function openaiKeySecret(
   return { secretArn: secret.secretArn, secretName: secret.secretName };
 }
 
+/** The settings every alarm shares: one 5-minute period, ≥ threshold, missing data not breaching. */
+const ALARM_PERIOD = Duration.minutes(5);
+const ALARM_COMMON = {
+  evaluationPeriods: 1,
+  comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+  treatMissingData: TreatMissingData.NOT_BREACHING,
+};
+
+/**
+ * A function's errors ≥ 1 (it threw or timed out) and throttles ≥ 1 alarms, ids `<idPrefix>ErrorsAlarm`
+ * and `<idPrefix>ThrottlesAlarm`, described with `name` ("The API function …").
+ */
+function functionAlarms(stack: Stack, idPrefix: string, name: string, fn: LambdaFunction): void {
+  new Alarm(stack, `${idPrefix}ErrorsAlarm`, {
+    ...ALARM_COMMON,
+    metric: fn.metricErrors({ period: ALARM_PERIOD, statistic: "Sum" }),
+    threshold: 1,
+    alarmDescription: `${name} threw or timed out at least once in 5 minutes.`,
+  });
+  new Alarm(stack, `${idPrefix}ThrottlesAlarm`, {
+    ...ALARM_COMMON,
+    metric: fn.metricThrottles({ period: ALARM_PERIOD, statistic: "Sum" }),
+    threshold: 1,
+    alarmDescription: `${name} was throttled at least once in 5 minutes.`,
+  });
+}
+
 /**
  * CloudWatch alarms (no actions: attach an SNS topic to be notified). 5-minute periods, one
  * evaluation period, missing data is not breaching.
- * - function errors ≥ 1, throttles ≥ 1
- * - duration p99 ≥ {@link DURATION_ALARM_FRACTION} of the timeout (ms)
+ * - errors ≥ 1 and throttles ≥ 1 of each function serving the API: the API function (ids
+ *   `Function…Alarm`) and the streaming function (`StreamFunction…Alarm`), which serves the same runs
+ * - the API function's duration p99 ≥ {@link DURATION_ALARM_FRACTION} of its timeout (ms). Not on the
+ *   streaming function: an event stream stays open for STREAM_MAX_SECONDS (840 s of its 900 s by
+ *   default) by design, so a long duration there is the normal case, not a symptom
  * - API 5xx ≥ 1 (gateway or integration failures, including function timeouts)
+ * The durable runner's alarm is its own (infra/durable-runner.ts).
  */
-export function alarms(stack: Stack, fn: LambdaFunction, api: HttpApi): void {
-  const period = Duration.minutes(5);
-  const common = {
-    evaluationPeriods: 1,
-    comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-    treatMissingData: TreatMissingData.NOT_BREACHING,
-  };
-  new Alarm(stack, "FunctionErrorsAlarm", {
-    ...common,
-    metric: fn.metricErrors({ period, statistic: "Sum" }),
-    threshold: 1,
-    alarmDescription: "The API function threw or timed out at least once in 5 minutes.",
-  });
-  new Alarm(stack, "FunctionThrottlesAlarm", {
-    ...common,
-    metric: fn.metricThrottles({ period, statistic: "Sum" }),
-    threshold: 1,
-    alarmDescription: "The API function was throttled at least once in 5 minutes.",
-  });
+export function alarms(stack: Stack, fn: LambdaFunction, streamFn: LambdaFunction, api: HttpApi): void {
+  functionAlarms(stack, "Function", "The API function", fn);
+  functionAlarms(stack, "StreamFunction", "The streaming function", streamFn);
   new Alarm(stack, "FunctionDurationP99Alarm", {
-    ...common,
-    metric: fn.metricDuration({ period, statistic: "p99" }),
+    ...ALARM_COMMON,
+    metric: fn.metricDuration({ period: ALARM_PERIOD, statistic: "p99" }),
     threshold: Math.round(FUNCTION_TIMEOUT_SECONDS * 1000 * DURATION_ALARM_FRACTION),
     alarmDescription: `The API function's p99 duration reached ${DURATION_ALARM_FRACTION * 100}% of its ${FUNCTION_TIMEOUT_SECONDS} s timeout.`,
   });
   new Alarm(stack, "Api5xxAlarm", {
-    ...common,
-    metric: api.metricServerError({ period, statistic: "Sum" }),
+    ...ALARM_COMMON,
+    metric: api.metricServerError({ period: ALARM_PERIOD, statistic: "Sum" }),
     threshold: 1,
     alarmDescription: "The HTTP API answered 5xx at least once in 5 minutes.",
   });

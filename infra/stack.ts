@@ -322,7 +322,7 @@ export class BoundloopStack extends Stack {
       }
     }
 
-    alarms(this, fn, api);
+    alarms(this, fn, streamFn, api);
 
     new CfnOutput(this, "ApiUrl", { value: stage.url, description: "Base URL of the HTTP API" });
     new CfnOutput(this, "StreamUrl", {

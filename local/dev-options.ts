@@ -4,6 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { FUNCTION_TIMEOUT_SECONDS } from "../shared/config/function-timeout.js";
+import { userPath } from "./user-path.js";
 
 /** The dev server's default address, as `sam local start-api`'s. */
 export const DEFAULT_HOST = "127.0.0.1";
@@ -64,5 +65,9 @@ export function parseOptions(
   if (timeoutS !== undefined && (!Number.isFinite(timeoutS) || timeoutS <= 0 || timeoutS > 900)) {
     throw new Error("--timeout must be a number of seconds in (0, 900].");
   }
-  return { ...values, portNumber: port, ...(timeoutS === undefined ? {} : { timeoutS }) };
+  // The issuer file is where the user ran npm (local/user-path.ts), and the token command printed at
+  // start names it absolutely, so it works from any directory; --env-vars and --policies are read so too.
+  const issuerFile =
+    values["issuer-file"] === undefined ? {} : { "issuer-file": userPath(values["issuer-file"]) };
+  return { ...values, ...issuerFile, portNumber: port, ...(timeoutS === undefined ? {} : { timeoutS }) };
 }

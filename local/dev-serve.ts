@@ -30,6 +30,7 @@ import {
 } from "./dev-server.js";
 import type { LocalDynamo } from "./dynamo.js";
 import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
+import { setLambdaRuntimeEnv } from "./lambda-context.js";
 import { type LocalStack, startLocalStack } from "./local-stack.js";
 import { MCP_INSPECTOR_COMMAND } from "./mcp-inspector.js";
 import type { PortReservation } from "./port.js";
@@ -81,6 +82,7 @@ export class DevSession {
     const stack = await this.starting;
     await warm;
     Object.assign(process.env, vars, stack.env);
+    setLambdaRuntimeEnv();
     const issuer = await setUpIssuer(values);
     // The streaming function's stand-in first (its address goes on the console's page); its handler is
     // ready once the API's address is known (the origin its CORS answers), as the stack wires them.

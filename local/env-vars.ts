@@ -1,7 +1,7 @@
-import { readFile } from "node:fs/promises";
 import { parseEnv } from "node:util";
 import { ConfigSchema } from "../shared/config.js";
 import { LOCAL_ONLY_ENV_KEYS } from "./dynamo.js";
+import { readUserFile } from "./user-path.js";
 
 /** The construct id of the API function in infra/stack.ts, which SAM-style env files key by. */
 export const FUNCTION_ID = "ApiFunction";
@@ -28,10 +28,11 @@ const isScalar = (value: unknown): value is Scalar =>
  *   "ApiFunction": {...}}`; the function's own entry, keyed by the construct id `ApiFunction` or a
  *   logical id starting with it, wins over `Parameters`); numbers and booleans become strings;
  * - any other file is read as a dotenv file (`KEY=value`, `#` comments), e.g. a copy of `.env.example`.
- * @throws Error naming the file when it cannot be read or has another shape
+ * A relative `path` is from the directory npm was run in (local/user-path.ts).
+ * @throws Error naming the file (and the resolved path when it cannot be read) or its wrong shape
  */
 export async function readEnvVarsFile(path: string): Promise<EnvVars> {
-  const text = await readFile(path, "utf8");
+  const text = await readUserFile(path);
   let vars: Record<string, string>;
   if (path.endsWith(".json")) {
     let parsed: unknown;

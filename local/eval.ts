@@ -17,6 +17,7 @@ import {
 } from "./eval/report.js";
 import { loadScenarios, ScenarioError } from "./eval/scenario.js";
 import type { LocalModelServer } from "./model-server.js";
+import { resolvedNote, userPath } from "./user-path.js";
 
 const USAGE = `usage: npm run eval -- [paths…] [options]
 
@@ -91,12 +92,14 @@ function modelOf(
  */
 async function readEarlier(file: string): Promise<unknown> {
   try {
-    const earlier = JSON.parse(await readFile(file, "utf8")) as unknown;
+    const earlier = JSON.parse(await readFile(userPath(file), "utf8")) as unknown;
     parseEarlierReport(earlier);
     return earlier;
   } catch (error) {
     const reason =
-      (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (error as Error).message;
+      (error as NodeJS.ErrnoException).code === "ENOENT"
+        ? `no such file${resolvedNote(file)}`
+        : (error as Error).message;
     throw new UsageError(`--compare ${file}: ${reason}`);
   }
 }
@@ -112,11 +115,14 @@ async function main(): Promise<number> {
     throw new UsageError("--repeat must be an integer from 1 to 100");
   }
   const filter = values.filter;
-  const paths = positionals.length > 0 ? positionals : ["evals"];
-  // A path that names nothing is a mistake on the command line (2), not a failed eval (1).
-  for (const path of paths) {
-    if (!(await stat(path).catch(() => undefined))) throw new UsageError(`${path}: no such file or folder`);
+  // A path that names nothing is a mistake on the command line (2), not a failed eval (1). The user's
+  // paths are from the directory npm was run in (local/user-path.ts); the default is the repository's.
+  for (const path of positionals) {
+    if (!(await stat(userPath(path)).catch(() => undefined))) {
+      throw new UsageError(`${path}: no such file or folder${resolvedNote(path)}`);
+    }
   }
+  const paths = positionals.length > 0 ? positionals.map((path) => userPath(path)) : ["evals"];
   const scenarios = (await loadScenarios(paths)).filter(
     (s) => !filter || s.name.includes(filter) || s.tags.some((tag) => tag.includes(filter)),
   );
@@ -148,8 +154,8 @@ async function main(): Promise<number> {
       onCase: (result) => process.stderr.write(`eval: ${result.passed ? "pass" : "FAIL"} ${result.name}\n`),
     });
     console.log(formatTable(report));
-    if (values.json) await writeFile(values.json, `${JSON.stringify(report, null, 2)}\n`);
-    if (values.markdown) await writeFile(values.markdown, formatMarkdown(report));
+    if (values.json) await writeFile(userPath(values.json), `${JSON.stringify(report, null, 2)}\n`);
+    if (values.markdown) await writeFile(userPath(values.markdown), formatMarkdown(report));
     const changes = earlier === undefined ? [] : compareReports(earlier, report);
     if (earlier !== undefined) console.log(`\n${formatChanges(changes)}`);
     const regressed = changes.some((change) => change.kind === "regression");

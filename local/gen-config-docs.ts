@@ -210,7 +210,12 @@ export function renderConfigReference(
     [
       "The service reads these environment variables once, at cold start, through `ConfigSchema` in",
       "`shared/config.ts` (zod). An invalid value fails the start with a message naming each invalid variable;",
-      "an empty value counts as unset. `OPENAI_API_KEY` and `OPENAI_API_KEY_SECRET_NAME` cannot both be set.",
+      "an empty value counts as unset. A number is plain decimal digits (`300`, not `0x12c`, `3e2`, `+300`, `300.0`",
+      "or ` 300`), refused otherwise at cold start and at synth alike, naming the variable.",
+      "`OPENAI_API_KEY` and `OPENAI_API_KEY_SECRET_NAME` cannot both be set.",
+      "A model variable the chosen `MODEL_PROVIDER` does not read is refused rather than ignored: with `bedrock`,",
+      "`OPENAI_BASE_URL`, `OPENAI_MODEL`, `OPENAI_API_KEY`, `OPENAI_API_KEY_SECRET_NAME` and `SECRET_CACHE_SECONDS`;",
+      "with `openai-compatible` (the default), `BEDROCK_MODEL_ID`. The deploy settings follow the same rule at synth.",
       "`.env.example` lists them for a local `.env` (see [local workflow](local-workflow.md)); on AWS the stack",
       "sets them ([deploy](deploy.md)).",
     ].join("\n"),

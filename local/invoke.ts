@@ -16,7 +16,6 @@
  * the handler threw or timed out); 128 + n when stopped by signal n (SIGINT → 130). Whatever the exit,
  * the dependencies it started are stopped first.
  */
-import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import type { Context } from "aws-lambda";
@@ -25,9 +24,10 @@ import { FUNCTION_TIMEOUT_SECONDS } from "../shared/config/function-timeout.js";
 import type { ProxyResult } from "./dev-event.js";
 import { type LocalDynamo, startDynamoEarly } from "./dynamo.js";
 import { localFunctionTimeout, MAX_FUNCTION_TIMEOUT_SECONDS } from "./function-timeout.js";
-import { createLambdaContext } from "./lambda-context.js";
+import { createLambdaContext, setLambdaRuntimeEnv } from "./lambda-context.js";
 import type { LocalStack } from "./local-stack.js";
 import { onShutdownSignal } from "./shutdown.js";
+import { readUserFile, userPath } from "./user-path.js";
 
 // Only the command line's own modules and local/dynamo.ts load before the arguments are read: a usage
 // error answers at once, and DynamoDB Local's JVM starts before the configuration's schema, the stack's
@@ -94,7 +94,8 @@ async function readEvent(path: string): Promise<Record<string, unknown>> {
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
     text = Buffer.concat(chunks).toString("utf8");
   } else {
-    text = await readFile(path, "utf8");
+    // Relative to where the user ran npm (INIT_CWD), not the repository root npm runs the script in.
+    text = await readUserFile(path);
   }
   const event: unknown = JSON.parse(text);
   if (event === null || typeof event !== "object" || Array.isArray(event)) {
@@ -171,6 +172,7 @@ async function main(argv: string[]): Promise<number> {
   await warm;
   try {
     Object.assign(process.env, vars, stack.env);
+    setLambdaRuntimeEnv();
     const { handler } = await import("../functions/api/handler.js");
     const timeoutMs = await functionTimeoutMs(options.timeoutSeconds);
     // The events share this process's tables: the same event sent twice is a retry (Idempotency-Key).
@@ -197,7 +199,7 @@ async function envVarsFiles(options: Options): Promise<string[]> {
   const sidecars = options.eventPaths
     .filter((path) => path !== "-" && path.endsWith(".json"))
     .map((path) => path.replace(/\.json$/, ".env.json"));
-  return [...new Set(sidecars)].filter((path) => existsSync(path));
+  return [...new Set(sidecars)].filter((path) => existsSync(userPath(path)));
 }
 
 /**

@@ -19,6 +19,7 @@ import {
   mintToken,
   readIssuerFile,
 } from "./dev-auth.js";
+import { userPath } from "./user-path.js";
 
 const USAGE = `usage: npm run -s token -- [options]
 
@@ -61,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const issuer = await readIssuerFile(
-    values["issuer-file"] ??
+    (values["issuer-file"] === undefined ? undefined : userPath(values["issuer-file"])) ??
       (values.port === undefined ? await findRunningIssuerFile() : defaultIssuerFile(Number(values.port))),
   );
   const scope = (values.scope ?? [DEMO_CLAIMS.scope]).join(" ").trim();

@@ -3,23 +3,23 @@
  * (POLICIES, docs/policies.md), checked before anything starts against the schema generated from the tool
  * registry, so a set that does not validate stops the command with the policy and line.
  */
-import { readFile } from "node:fs/promises";
 import { approvalPolicyIdsSync, describeIssues, policyIssuesSync } from "../shared/policies/check.js";
+import { readUserFile } from "./user-path.js";
 
 /** A policy file that cannot be used: the message names the file, and the policy and line when it is invalid. */
 export class PolicyFileError extends Error {}
 
 /**
- * Reads `path` and checks it as a default set.
+ * Reads `path` (relative to the directory npm was run in: local/user-path.ts) and checks it as a default set.
  * @returns the file's text (to set as POLICIES)
  * @throws PolicyFileError when it cannot be read, is empty, or does not validate
  */
 export async function readPolicyFile(path: string): Promise<string> {
   let text: string;
   try {
-    text = await readFile(path, "utf8");
+    text = await readUserFile(path, `--policies ${path}`);
   } catch (error) {
-    throw new PolicyFileError(`--policies ${path}: cannot be read (${(error as Error).message}).`);
+    throw new PolicyFileError((error as Error).message);
   }
   if (text.trim() === "") throw new PolicyFileError(`--policies ${path}: the file is empty.`);
   const issues = policyIssuesSync(text);

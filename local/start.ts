@@ -183,8 +183,9 @@ async function main(): Promise<number> {
         command: commandLine(process.argv.slice(2)),
       });
     }
+    const { createLambdaContext, setLambdaRuntimeEnv } = await import("./lambda-context.js");
+    setLambdaRuntimeEnv();
     const { handler } = await import("../functions/api/handler.js");
-    const { createLambdaContext } = await import("./lambda-context.js");
     const watcher = values.watch ? await (await import("./watch.js")).startWatcher(event) : undefined;
     let previousRunId = values.continue;
     for (const next of prompts) {

@@ -17,7 +17,7 @@ import { policySection } from "./config/policies.js";
 import { quotaSection } from "./config/quotas.js";
 import { retentionSection } from "./config/retention.js";
 import { runLimitsSection } from "./config/run-limits.js";
-import type { EnvFields, ParsedEnv } from "./config/section.js";
+import type { EnvFields, GivenEnv, ParsedEnv } from "./config/section.js";
 import { telemetrySection } from "./config/telemetry.js";
 import { tokenIssuerSection } from "./config/token-issuer.js";
 
@@ -95,13 +95,15 @@ export class ConfigError extends Error {
   }
 }
 
-/** A section's mapping or rules, called with the whole parsed environment (a superset of what it reads). */
+/** A section's mapping, called with the whole parsed environment (a superset of what it reads). */
 type SectionFn<Out> = (env: ParsedEnv<EnvFields>) => Out;
+/** A section's rules: the parsed environment and the environment as given. */
+type SectionRules = (env: ParsedEnv<EnvFields>, given: GivenEnv) => string[];
 
 /** The rules between settings that each pass on its own, one sentence per broken rule, section by section. */
-function crossFieldProblems(raw: RawConfig): string[] {
+function crossFieldProblems(raw: RawConfig, given: GivenEnv): string[] {
   return CONFIG_SECTIONS.flatMap((section) =>
-    "problems" in section ? (section.problems as SectionFn<string[]>)(raw) : [],
+    "problems" in section ? (section.problems as SectionRules)(raw, given) : [],
   );
 }
 
@@ -119,7 +121,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
   }
   const raw = parsed.data;
-  const conflicts = crossFieldProblems(raw);
+  const conflicts = crossFieldProblems(raw, env);
   if (conflicts.length > 0) throw new ConfigError(`Invalid configuration: ${conflicts.join(" ")}`);
   return Object.assign(
     {},

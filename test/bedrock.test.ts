@@ -323,7 +323,7 @@ describe("Bedrock configuration and key cache", () => {
       region: "us-west-2",
     });
     for (const id of ["us.deepseek.r1-v1:0", "qwen.qwen3-32b-v1:0", "global.openai.gpt-oss-20b-1:0"]) {
-      expect(loadConfig({ BEDROCK_MODEL_ID: id }).model.bedrock.modelId).toBe(id);
+      expect(loadConfig({ MODEL_PROVIDER: "bedrock", BEDROCK_MODEL_ID: id }).model.bedrock.modelId).toBe(id);
     }
     for (const id of ["gpt-4o", "arn:aws:bedrock:us-east-1::foundation-model/x.y", "Openai.GPT"]) {
       expect(() => loadConfig({ BEDROCK_MODEL_ID: id })).toThrow(
@@ -332,6 +332,22 @@ describe("Bedrock configuration and key cache", () => {
     }
     expect(() => loadConfig({ MODEL_PROVIDER: "bedrock", OPENAI_API_KEY_SECRET_NAME: "k" })).toThrow(
       ConfigError,
+    );
+  });
+
+  it("refuses at cold start an OpenAI setting with MODEL_PROVIDER=bedrock (it would be ignored), as synth does", () => {
+    expect(() =>
+      loadConfig({
+        MODEL_PROVIDER: "bedrock",
+        OPENAI_BASE_URL: "http://127.0.0.1:8080/v1",
+        OPENAI_API_KEY: "k",
+      }),
+    ).toThrow(
+      "Invalid configuration: OPENAI_BASE_URL, OPENAI_API_KEY: MODEL_PROVIDER is bedrock, which does not read them (it calls Amazon Bedrock with BEDROCK_MODEL_ID, signed in with the function's AWS credentials); unset them, or set MODEL_PROVIDER=openai-compatible.",
+    );
+    // The default provider refuses a Bedrock model id the same way.
+    expect(() => loadConfig({ BEDROCK_MODEL_ID: "qwen.qwen3-32b-v1:0" })).toThrow(
+      "Invalid configuration: BEDROCK_MODEL_ID: MODEL_PROVIDER is openai-compatible, which does not read it (it calls the OpenAI-compatible server at OPENAI_BASE_URL with OPENAI_MODEL); unset it, or set MODEL_PROVIDER=bedrock.",
     );
   });
 

@@ -87,8 +87,8 @@ describe("modelProvider=bedrock", () => {
     expect(text).not.toMatch(/secretsmanager|OPENAI_API_KEY_SECRET_NAME|SecretName/i);
   });
 
-  it("gives both functions MODEL_PROVIDER and BEDROCK_MODEL_ID, which the function's schema accepts", () => {
-    for (const prefix of ["ApiFunction", "RunnerFunction"]) {
+  it("gives the three functions that call the model MODEL_PROVIDER and BEDROCK_MODEL_ID, which the function's schema accepts", () => {
+    for (const prefix of ["ApiFunction", "StreamFunction", "RunnerFunction"]) {
       const env = envOf(resources, prefix);
       expect(env).toMatchObject({ MODEL_PROVIDER: "bedrock", BEDROCK_MODEL_ID: "openai.gpt-oss-20b-1:0" });
       expect(env).not.toHaveProperty("OPENAI_MODEL");
@@ -104,7 +104,7 @@ describe("modelProvider=bedrock", () => {
   });
 
   it("lets each role invoke the one model in the stack's Region and use short-term keys, nothing else on Bedrock", () => {
-    for (const rolePrefix of ["ApiFunctionRole", "RunnerRole"]) {
+    for (const rolePrefix of ["ApiFunctionRole", "StreamFunctionRole", "RunnerRole"]) {
       const bedrock = statementsOf(resources, rolePrefix).filter((s) =>
         [s.Action].flat().some((action) => action.startsWith("bedrock:")),
       );
@@ -214,6 +214,47 @@ describe("modelProvider=bedrock", () => {
       /openaiApiKeySecretName: modelProvider is bedrock/,
     );
   });
+
+  it("refuses at synth exactly the combinations the functions refuse at cold start: a setting the provider would ignore", () => {
+    // Each deploy setting with the variable it becomes; synth and loadConfig apply one rule
+    // (shared/config/model-provider.ts), so each answers the same sentence in its own names.
+    const cases = [
+      {
+        provider: "bedrock",
+        context: "openaiBaseUrl",
+        env: "OPENAI_BASE_URL",
+        value: "https://llm.example.com/v1",
+      },
+      { provider: "bedrock", context: "openaiModel", env: "OPENAI_MODEL", value: "gpt-4.1-mini" },
+      { provider: "bedrock", context: "secretCacheSeconds", env: "SECRET_CACHE_SECONDS", value: "60" },
+      {
+        provider: "openai-compatible",
+        context: "bedrockModelId",
+        env: "BEDROCK_MODEL_ID",
+        value: "openai.gpt-oss-20b-1:0",
+      },
+    ] as const;
+    for (const { provider, context, env, value } of cases) {
+      const other = provider === "bedrock" ? "openai-compatible" : "bedrock";
+      expect(() => synth({ modelProvider: provider, [context]: value }), context).toThrow(
+        `Invalid deploy settings: ${context}: modelProvider is ${provider}, which does not read it (`,
+      );
+      expect(() => synth({ modelProvider: provider, [context]: value }), context).toThrow(
+        `; unset it, or set modelProvider=${other}.`,
+      );
+      expect(() => loadConfig({ MODEL_PROVIDER: provider, [env]: value }), env).toThrow(
+        `Invalid configuration: ${env}: MODEL_PROVIDER is ${provider}, which does not read it (`,
+      );
+      // The provider that reads it takes it, at both.
+      expect(() => synth({ modelProvider: other, [context]: value }), context).not.toThrow();
+      expect(() => loadConfig({ MODEL_PROVIDER: other, [env]: value }), env).not.toThrow();
+    }
+    // A blank variable is unset at cold start, as a blank -c value is at synth.
+    expect(loadConfig({ MODEL_PROVIDER: "bedrock", OPENAI_BASE_URL: " " }).model.provider).toBe("bedrock");
+    expect(synth({ modelProvider: "bedrock", openaiBaseUrl: "" }).stack.settings.modelProvider).toBe(
+      "bedrock",
+    );
+  });
 });
 
 describe("modelProvider=openai-compatible", () => {
@@ -232,7 +273,9 @@ describe("modelProvider=openai-compatible", () => {
     // (a route and an integration permission each), and when A2A and AG-UI came (POST /v1/a2a, POST
     // /v1/agui and the public GET /.well-known/agent-card.json: a route and a permission each), and when
     // `npm run tenant` came to read the deployed function's settings (the ApiFunctionName output), and
-    // when GET /v1/limits came (a route and a permission).
+    // when GET /v1/limits came (a route and a permission), and when the streaming function got the API
+    // function's errors and throttles alarms (two resources added), and when HEAD /v1/policies was
+    // declared (a route and a permission).
     const main = JSON.parse(
       readFileSync(new URL("./fixtures/openai-compatible-templates.json", import.meta.url), "utf8"),
     ) as Record<string, unknown>;

@@ -227,7 +227,7 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     expect(stdout).toBe("");
     expect(stderr.trim().split("\n")).toEqual([
       "boundloop: invalid deploy settings:",
-      "  modelMaxTokens (MODEL_MAX_TOKENS): Invalid input: expected number, received NaN",
+      "  modelMaxTokens (MODEL_MAX_TOKENS): must be a whole number in plain decimal digits, e.g. 300 (no spaces, sign, exponent, fraction or 0x)",
       "  maxCycles (MAX_CYCLES): Too big: expected number to be <=50",
     ]);
     expect(stderr).not.toMatch(/^\s+at /m);

@@ -205,20 +205,45 @@ describe("the CDK stack: the durable runner, the routes' authorizer, logs, alarm
     });
   });
 
-  it("alarms on function errors, throttles, p99 duration near the timeout, and API 5xx", () => {
+  it("alarms on both functions serving the API (errors, throttles; the API function's p99 duration near its timeout), and API 5xx", () => {
     const alarms = ofType("AWS::CloudWatch::Alarm")
       .map((alarm) => alarm.Properties)
       .filter((alarm) => alarm.MetricName !== undefined);
-    const byMetric = Object.fromEntries(
-      alarms.map((alarm) => [`${alarm.Namespace}/${alarm.MetricName}`, alarm]),
+    // Each alarm by metric and, for a function's, the construct its FunctionName dimension refers to.
+    const functionOf = (alarm: Record<string, unknown>) => {
+      const dimensions = (alarm.Dimensions ?? []) as Array<{ Name: string; Value: { Ref?: string } }>;
+      const ref = dimensions.find((dimension) => dimension.Name === "FunctionName")?.Value.Ref ?? "";
+      return ["ApiFunction", "StreamFunction"].find((prefix) => ref.startsWith(prefix)) ?? ref;
+    };
+    const byKey = Object.fromEntries(
+      alarms.map((alarm) => [
+        `${alarm.Namespace}/${alarm.MetricName}${alarm.Namespace === "AWS/Lambda" ? ` ${functionOf(alarm)}` : ""}`,
+        alarm,
+      ]),
     );
-    expect(Object.keys(byMetric).sort()).toEqual(
-      ["AWS/ApiGateway/5xx", "AWS/Lambda/Duration", "AWS/Lambda/Errors", "AWS/Lambda/Throttles"].sort(),
+    expect(Object.keys(byKey).sort()).toEqual(
+      [
+        "AWS/ApiGateway/5xx",
+        "AWS/Lambda/Duration ApiFunction",
+        "AWS/Lambda/Errors ApiFunction",
+        "AWS/Lambda/Throttles ApiFunction",
+        "AWS/Lambda/Errors StreamFunction",
+        "AWS/Lambda/Throttles StreamFunction",
+      ].sort(),
     );
-    expect(byMetric["AWS/Lambda/Errors"]).toMatchObject({ Statistic: "Sum", Threshold: 1, Period: 300 });
-    expect(byMetric["AWS/Lambda/Throttles"]).toMatchObject({ Statistic: "Sum", Threshold: 1 });
-    expect(byMetric["AWS/ApiGateway/5xx"]).toMatchObject({ Statistic: "Sum", Threshold: 1 });
-    const duration = byMetric["AWS/Lambda/Duration"];
+    for (const fn of ["ApiFunction", "StreamFunction"]) {
+      expect(byKey[`AWS/Lambda/Errors ${fn}`]).toMatchObject({ Statistic: "Sum", Threshold: 1, Period: 300 });
+      expect(byKey[`AWS/Lambda/Throttles ${fn}`]).toMatchObject({
+        Statistic: "Sum",
+        Threshold: 1,
+        Period: 300,
+      });
+    }
+    expect(byKey["AWS/Lambda/Errors StreamFunction"]?.AlarmDescription).toBe(
+      "The streaming function threw or timed out at least once in 5 minutes.",
+    );
+    expect(byKey["AWS/ApiGateway/5xx"]).toMatchObject({ Statistic: "Sum", Threshold: 1 });
+    const duration = byKey["AWS/Lambda/Duration ApiFunction"];
     expect(duration?.ExtendedStatistic).toBe("p99");
     const thresholdMs = duration?.Threshold as number;
     expect(thresholdMs).toBeGreaterThanOrEqual(FUNCTION_TIMEOUT_SECONDS * 1000 * 0.8);
@@ -226,6 +251,7 @@ describe("the CDK stack: the durable runner, the routes' authorizer, logs, alarm
     for (const alarm of alarms) {
       expect(alarm.ComparisonOperator).toBe("GreaterThanOrEqualToThreshold");
       expect(alarm.TreatMissingData).toBe("notBreaching");
+      expect(alarm.EvaluationPeriods).toBe(1);
     }
   });
 

@@ -34,14 +34,14 @@ describe("the CDK stack", () => {
       "AWS::Lambda::Function": 3,
       "AWS::Lambda::Version": 1,
       "AWS::Lambda::Alias": 1,
-      "AWS::Lambda::Permission": 30,
+      "AWS::Lambda::Permission": 32,
       "AWS::Lambda::Url": 1,
       "AWS::ApiGatewayV2::Api": 1,
       "AWS::ApiGatewayV2::Integration": 1,
       "AWS::ApiGatewayV2::Authorizer": 1,
-      "AWS::ApiGatewayV2::Route": 28,
+      "AWS::ApiGatewayV2::Route": 30,
       "AWS::ApiGatewayV2::Stage": 1,
-      "AWS::CloudWatch::Alarm": 5,
+      "AWS::CloudWatch::Alarm": 7,
     });
   });
 

@@ -22,14 +22,63 @@ export const optionalString = z.pipe(
 /** An optional URL: unset or empty gives undefined. */
 export const optionalUrl = z.pipe(optionalString, z.optional(z.url()));
 
-/** An integer read from an environment string, within [min, max], with a default. */
-export function envInt(defaultValue: number, min: number, max: number) {
-  return z._default(z.coerce.number().check(z.int(), z.minimum(min), z.maximum(max)), defaultValue);
+/**
+ * The text of a number setting: plain decimal digits, with a leading minus only where `negatives` are
+ * allowed. JavaScript's Number() would also read "0x10", "1e1", " 3", "+3" and "3.0" as numbers; a value
+ * written so is a mistake or a misunderstanding, refused with the same message at cold start and at
+ * synth (infra/settings.ts parses the deploy settings with these schemas).
+ */
+function decimalDigits(negatives: boolean) {
+  return negatives
+    ? z.regex(
+        /^-?\d+$/,
+        "must be a whole number in plain decimal digits, with an optional leading minus, e.g. -5 (no spaces, +, exponent, fraction or 0x)",
+      )
+    : z.regex(
+        /^\d+$/,
+        "must be a whole number in plain decimal digits, e.g. 300 (no spaces, sign, exponent, fraction or 0x)",
+      );
 }
 
-/** A positive integer read from an environment string, with a default. */
+/** An unset, empty or blank variable as undefined (so the default applies); any other text as given. */
+const unlessBlank = z.pipe(
+  z.optional(z.string()),
+  z.transform((value: string | undefined) =>
+    value === undefined || value.trim() === "" ? undefined : value,
+  ),
+);
+
+/** Digits to their number (the digits checked already). */
+const toNumber = z.transform((value: string) => Number(value));
+
+/**
+ * An integer read from an environment string ({@link decimalDigits}), within [min, max], with a default
+ * for an unset, empty or blank variable.
+ */
+export function envInt(defaultValue: number, min: number, max: number) {
+  return z.pipe(
+    z.pipe(unlessBlank, z._default(z.string().check(decimalDigits(min < 0)), String(defaultValue))),
+    z.pipe(toNumber, z.number().check(z.int(), z.minimum(min), z.maximum(max))),
+  );
+}
+
+/** A positive integer read from an environment string ({@link decimalDigits}), at most `max`, with a default. */
 export function positiveInt(defaultValue: number, max: number) {
-  return z._default(z.coerce.number().check(z.int(), z.positive(), z.maximum(max)), defaultValue);
+  return z.pipe(
+    z.pipe(unlessBlank, z._default(z.string().check(decimalDigits(false)), String(defaultValue))),
+    z.pipe(toNumber, z.number().check(z.int(), z.positive(), z.maximum(max))),
+  );
+}
+
+/** An optional positive integer read from an environment string ({@link decimalDigits}), at most `max`; unset, empty or blank: undefined. */
+export function optionalPositiveInt(max: number) {
+  return z.pipe(
+    z.pipe(unlessBlank, z.optional(z.string().check(decimalDigits(false)))),
+    z.pipe(
+      z.transform((value: string | undefined) => (value === undefined ? undefined : Number(value))),
+      z.optional(z.number().check(z.int(), z.positive(), z.maximum(max))),
+    ),
+  );
 }
 
 /** A string of 1 to 255 characters, with a default. */

@@ -23,7 +23,7 @@
 import * as z from "zod/mini";
 import { dynamodbFields } from "./dynamodb.js";
 import { envInt, optionalString, optionalUrl, positiveInt } from "./env.js";
-import { configSection, type SectionDocs } from "./section.js";
+import { configSection, type GivenEnv, isGiven, type SectionDocs } from "./section.js";
 
 /**
  * A Bedrock model id (`provider.model-version`, e.g. `openai.gpt-oss-120b-1:0`, `qwen.qwen3-32b-v1:0`) or a
@@ -85,6 +85,53 @@ export const modelFields = {
 export type ModelProvider = z.output<typeof modelFields.MODEL_PROVIDER>;
 
 /**
+ * The model variables each provider does not read. Set together with that MODEL_PROVIDER they would be
+ * silently ignored (an OPENAI_BASE_URL that seems to choose the server but does not), so they are
+ * refused, by the same rule at cold start (this section's problems) and at synth (infra/settings.ts,
+ * which names the deploy settings). BEDROCK_BASE_URL is not here: only local runs and tests set it.
+ */
+export const IGNORED_BY_PROVIDER = {
+  bedrock: [
+    "OPENAI_BASE_URL",
+    "OPENAI_MODEL",
+    "OPENAI_API_KEY",
+    "OPENAI_API_KEY_SECRET_NAME",
+    "SECRET_CACHE_SECONDS",
+  ],
+  "openai-compatible": ["BEDROCK_MODEL_ID"],
+} as const satisfies Record<ModelProvider, ReadonlyArray<keyof typeof modelFields>>;
+
+/** The variables set in `given` (not blank) that `provider` does not read ({@link IGNORED_BY_PROVIDER}). */
+export function ignoredByProvider(provider: ModelProvider, given: GivenEnv): string[] {
+  return IGNORED_BY_PROVIDER[provider].filter((name) => isGiven(given, name));
+}
+
+/**
+ * The sentence refusing `ignored` with `provider`, e.g. "OPENAI_BASE_URL: MODEL_PROVIDER is bedrock, which
+ * does not read it (it calls Amazon Bedrock with BEDROCK_MODEL_ID, signed in with the function's AWS
+ * credentials); unset it, or set MODEL_PROVIDER=openai-compatible."
+ * @param names how to name the settings (synth names the deploy settings: `modelProvider`, `openaiBaseUrl`),
+ *   and what to add after the provider (synth: "(the default of a personal deploy)")
+ */
+export function providerIgnoresMessage(
+  provider: ModelProvider,
+  ignored: readonly string[],
+  names: { provider: string; ignored: readonly string[]; note?: string } = {
+    provider: "MODEL_PROVIDER",
+    ignored,
+  },
+): string {
+  const uses =
+    provider === "bedrock"
+      ? "it calls Amazon Bedrock with BEDROCK_MODEL_ID, signed in with the function's AWS credentials"
+      : "it calls the OpenAI-compatible server at OPENAI_BASE_URL with OPENAI_MODEL";
+  const other = provider === "bedrock" ? "openai-compatible" : "bedrock";
+  const them = ignored.length > 1 ? "them" : "it";
+  const note = names.note ? ` ${names.note}` : "";
+  return `${names.ignored.join(", ")}: ${names.provider} is ${provider}${note}, which does not read ${them} (${uses}); unset ${them}, or set ${names.provider}=${other}.`;
+}
+
+/**
  * Which provider (`provider`); for `openai-compatible` the endpoint, model name and key (`apiKey`
  * undefined means "no key configured"); for `bedrock` the model id, the endpoint (`bedrockBaseUrl(region)`
  * unless BEDROCK_BASE_URL overrides it) and the Region the keys are made for; `maxTokens`, the completion
@@ -122,16 +169,15 @@ export const modelSection = configSection({
     },
     prompts: { system: env.SYSTEM_PROMPT },
   }),
-  problems: (env) => [
-    ...(env.OPENAI_API_KEY && env.OPENAI_API_KEY_SECRET_NAME
-      ? ["Set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both."]
-      : []),
-    ...(env.MODEL_PROVIDER === "bedrock" && (env.OPENAI_API_KEY || env.OPENAI_API_KEY_SECRET_NAME)
-      ? [
-          "MODEL_PROVIDER=bedrock signs in with the function's AWS credentials; unset OPENAI_API_KEY and OPENAI_API_KEY_SECRET_NAME.",
-        ]
-      : []),
-  ],
+  problems: (env, given) => {
+    const ignored = ignoredByProvider(env.MODEL_PROVIDER, given);
+    return [
+      ...(env.OPENAI_API_KEY && env.OPENAI_API_KEY_SECRET_NAME
+        ? ["Set OPENAI_API_KEY (local) or OPENAI_API_KEY_SECRET_NAME (AWS), not both."]
+        : []),
+      ...(ignored.length > 0 ? [providerIgnoresMessage(env.MODEL_PROVIDER, ignored)] : []),
+    ];
+  },
 });
 
 /** The prose of the model section's variables (docs/configuration.md). */
@@ -139,7 +185,7 @@ export const modelDocs: SectionDocs<typeof modelFields> = {
   MODEL_PROVIDER: {
     group: "Model",
     description:
-      "`openai-compatible`: the server at `OPENAI_BASE_URL` with `OPENAI_MODEL` and its key. `bedrock`: Amazon Bedrock's OpenAI-compatible Chat Completions endpoint (bedrock-runtime `/openai/v1`) in `AWS_REGION` with `BEDROCK_MODEL_ID`, signed in with short-term Bedrock API keys made from the function's own AWS credentials: no key to store (docs/deploy.md \"Use Bedrock\"). Deploy setting `modelProvider`, `bedrock` by default on a personal deploy (`-c personal=true`). Locally, `bedrock` starts the Bedrock stand-in (`npm start -- --bedrock`).",
+      "`openai-compatible`: the server at `OPENAI_BASE_URL` with `OPENAI_MODEL` and its key. `bedrock`: Amazon Bedrock's OpenAI-compatible Chat Completions endpoint (bedrock-runtime `/openai/v1`) in `AWS_REGION` with `BEDROCK_MODEL_ID`, signed in with short-term Bedrock API keys made from the function's own AWS credentials: no key to store (docs/deploy.md \"Use Bedrock\"). Deploy setting `modelProvider`, `bedrock` by default on a personal deploy (`-c personal=true`). Locally, `bedrock` starts the Bedrock stand-in (`npm start -- --bedrock`). The other provider's variables are refused with it, at cold start and at synth, since it would ignore them (e.g. `OPENAI_BASE_URL` with `bedrock`).",
   },
   BEDROCK_MODEL_ID: {
     group: "Model",

@@ -5,7 +5,7 @@
  * cold start and the stack at synth with the same schemas (shared/config.ts `ConfigSchema`).
  */
 import * as z from "zod/mini";
-import { envInt, jsonEnv, optionalString } from "./env.js";
+import { envInt, jsonEnv, optionalPositiveInt, optionalString } from "./env.js";
 import { modelFields } from "./model-provider.js";
 import { retentionFields } from "./retention.js";
 import { configSection, type SectionDocs } from "./section.js";
@@ -20,17 +20,7 @@ export const DECIMAL_AMOUNT = /^(?:0|[1-9]\d{0,11})(?:\.\d{1,6})?$/;
 const DECIMAL_RULE = 'must be a decimal string with at most 6 decimal places, e.g. "0.15" or "25.00"';
 
 /** An optional positive integer limit read from an environment string, at most `max`; unset: no limit. */
-function optionalLimit(max: number) {
-  return z.pipe(
-    optionalString,
-    z.optional(
-      z.pipe(
-        z.pipe(z.string().check(z.regex(/^\d+$/, "must be a whole number")), z.transform(Number)),
-        z.number().check(z.int(), z.positive(), z.maximum(max)),
-      ),
-    ),
-  );
-}
+const optionalLimit = optionalPositiveInt;
 
 /** An optional positive decimal limit ({@link DECIMAL_AMOUNT}); unset: no limit. */
 const optionalCost = z.pipe(

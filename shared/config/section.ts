@@ -28,13 +28,23 @@ export type ParsedEnv<F extends EnvFields> = { [K in keyof F]: z.output<F[K]> };
  * - `reads`: variables of other sections its `config` or `problems` read (the same schema objects).
  * - `config`: its part of the Config, from the parsed environment.
  * - `problems`: each rule between variables it breaks, one sentence each (checked at cold start and at
- *   synth); none when every rule holds.
+ *   synth); none when every rule holds. `given` is the environment as read, before defaults, for a rule
+ *   about whether a variable was set at all ({@link isGiven}).
  */
 export interface ConfigSection<F extends EnvFields, C extends object, R extends EnvFields> {
   readonly fields: F;
   readonly reads?: R;
   readonly config: (env: ParsedEnv<F & R>) => C;
-  readonly problems?: (env: ParsedEnv<F & R>) => string[];
+  readonly problems?: (env: ParsedEnv<F & R>, given: GivenEnv) => string[];
+}
+
+/** The environment as read (a process.env-like record), before the schema's defaults. */
+export type GivenEnv = Readonly<Record<string, string | undefined>>;
+
+/** Whether `name` is set in `given`: present and not blank (a blank variable is unset, as the schema reads it). */
+export function isGiven(given: GivenEnv, name: string): boolean {
+  const value = given[name];
+  return value !== undefined && value.trim() !== "";
 }
 
 /**

@@ -8,9 +8,13 @@ export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** Variables that point the local scripts at existing dependencies; removed so a script starts its own. */
 const DEPENDENCY_VARS = ["DYNAMODB_ENDPOINT", "OPENAI_BASE_URL", "OPENAI_API_KEY", "TABLE_NAME"];
 
-/** A child process's environment: this one's without dependency variables, plus `env`. */
+/**
+ * A child process's environment: this one's without dependency variables, plus `env`. INIT_CWD is the
+ * repository root, as when a user runs `npm run` there: the scripts read relative paths from it
+ * (local/user-path.ts), whatever directory started the test runner.
+ */
 export function scriptEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = { ...process.env };
+  const base: NodeJS.ProcessEnv = { ...process.env, INIT_CWD: REPO_ROOT };
   for (const name of DEPENDENCY_VARS) delete base[name];
   return { ...base, ...env };
 }

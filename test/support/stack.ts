@@ -28,7 +28,8 @@ export async function startTestStack(
   const model = await startModelServer();
   const config = loadConfig({
     DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
-    OPENAI_BASE_URL: model.baseURL,
+    // Bedrock reads no OPENAI_BASE_URL (set with it, it is refused: shared/config/model-provider.ts).
+    ...(env.MODEL_PROVIDER === "bedrock" ? {} : { OPENAI_BASE_URL: model.baseURL }),
     TABLE_NAME: `test-${randomUUID()}`,
     ...env,
   });
