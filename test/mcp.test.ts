@@ -100,7 +100,7 @@ describe("MCP tools/call through the dispatcher", () => {
     const failure = text(bad) as { error: { code: string; message: string; details: { issues: unknown[] } } };
     expect(failure.error.code).toBe("INVALID_ARGUMENTS");
     const notANumber =
-      'Amount "abc" is not a decimal number (NaN, Infinity, separators and signs other than a leading "-" are not accepted).';
+      'Amount "abc" is not a decimal number (NaN, Infinity, spaces, separators and signs other than a leading "-" are not accepted).';
     expect(failure.error.details.issues).toEqual([
       {
         path: "taxPointDate",
