@@ -39,8 +39,7 @@ async function ownerRun(prompt: string): Promise<{ runId: string; cost: unknown;
 
 describe("the console on a first visit", { timeout: 120_000 }, () => {
   it("explains a pasted token it cannot read instead of showing the sign-in form again in silence", async () => {
-    const context = await stack.browser.newContext(DESKTOP);
-    const page = await context.newPage();
+    const page = await stack.pages.blank(DESKTOP);
     await page.goto(`${stack.dev.url}/console`);
     await page.getByRole("heading", { name: "Sign in", level: 1 }).waitFor();
     await page.getByLabel("Access token").fill("not-a-token");
@@ -54,20 +53,19 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await page.getByLabel("Access token").fill(await tokenFor(stack.dev, "owner"));
     await page.getByRole("button", { name: "Sign in with the token" }).click();
     await page.getByRole("heading", { name: "Runs", level: 1 }).waitFor();
-    await context.close();
+    await page.close();
   });
 
   it("says why the API refused a token (the authorizer's error_description), not only 'expired?'", async () => {
     const issuer = await readIssuerFile(stack.dev.issuerFile);
     const mcpToken = await mintToken(issuer, { ...USERS.owner }, { audience: `${stack.dev.url}/mcp` });
-    const context = await stack.browser.newContext(DESKTOP);
-    const page = await context.newPage();
+    const page = await stack.pages.blank(DESKTOP);
     await page.goto(`${stack.dev.url}/console#token=${mcpToken}`);
     await expect
       .poll(() => page.getByRole("alert").first().innerText())
       .toBe("The API did not accept the token: the token does not have a valid audience. Sign in again.");
     expect(await page.evaluate("sessionStorage.length")).toBe(0);
-    await context.close();
+    await page.close();
   });
 
   it("asks the server for nothing it refuses: no favicon request answered 401 on load or between views", async () => {
