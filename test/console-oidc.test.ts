@@ -32,14 +32,17 @@ let dev: RunningScript;
 let devUrl: string;
 let streamUrl: string;
 let browser: Browser;
+/** Chromium's launch, which runs beside the issuer's and `npm run dev`'s starts. */
+let launching: Promise<Browser> | undefined;
 const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
-  [model, op, browser] = await Promise.all([
+  launching = launchChromium();
+  [model, op] = await Promise.all([
     startModelServer(),
     startOidcIssuer({ audience: AUDIENCE, accounts: ACCOUNTS }),
-    launchChromium(),
   ]);
+  // npm run dev trusts the issuer, so it starts once the issuer is up.
   dev = startScript("tsx", ["local/dev.ts", "--port", "0"], {
     DYNAMODB_ENDPOINT: inject("dynamoEndpoint"),
     OPENAI_BASE_URL: model.baseURL,
@@ -55,11 +58,13 @@ beforeAll(async () => {
   streamUrl = (await dev.waitFor(/function URL's stand-in at (http:\/\/127\.0\.0\.1:\d+)/))[1] as string;
   await dev.waitFor(/Ctrl-C stops the server/);
   op.register({ clientId: CLIENT_ID, redirectOrigin: devUrl });
+  browser = await launching;
 }, 120_000);
 
 afterAll(async () => {
   for (const context of contexts) await context.close().catch(() => {});
-  await browser?.close();
+  // The launch's browser, also when the start failed before it was awaited.
+  await (await launching?.catch(() => undefined))?.close();
   if (dev) {
     dev.child.kill("SIGTERM");
     await dev.exited;

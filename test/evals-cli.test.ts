@@ -1,7 +1,9 @@
 /**
  * `npm run eval` as a user runs it (docs/evals.md): against the local model server (the default), an
  * OpenAI-compatible URL, and Bedrock through the local stand-in; its exit status, table, JSON and markdown
- * reports, and --compare naming a regression.
+ * reports, and --compare naming a regression. The first case runs it through npm; the others run the
+ * script's own command (`node --import tsx local/eval.ts`, package.json) without npm in front of it, and
+ * the refused command lines of a case run side by side (each is a process of its own).
  */
 import { randomUUID } from "node:crypto";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
@@ -14,6 +16,8 @@ import { runScript } from "./support/scripts.js";
 let dir: string;
 let server: LocalModelServer;
 const env = () => ({ DYNAMODB_ENDPOINT: inject("dynamoEndpoint"), TABLE_NAME: `eval-cli-${randomUUID()}` });
+/** `npm run eval -- <args>` as package.json defines it: `node --import tsx local/eval.ts <args>`. */
+const evalScript = (args: string[]) => runScript("tsx", ["local/eval.ts", ...args], env());
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "boundloop-eval-"));
@@ -75,7 +79,7 @@ describe("npm run eval", () => {
       earlier,
       JSON.stringify({ model: "x", cases: [{ name: "no-amount", passRate: 1, passed: true }] }),
     );
-    const run = await runScript("npm", ["eval", "--", file, "--compare", earlier], env());
+    const run = await evalScript([file, "--compare", earlier]);
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(
       /no-amount\s+FAIL\s+0\/1 0%\s+completed\s+status: expected max_cycles_exceeded, got completed/,
@@ -87,11 +91,7 @@ describe("npm run eval", () => {
     timeout: 180_000,
   }, async () => {
     const before = server.requests.length;
-    const run = await runScript(
-      "npm",
-      ["eval", "--", "evals/bd-record.yaml", "--model", server.baseURL],
-      env(),
-    );
+    const run = await evalScript(["evals/bd-record.yaml", "--model", server.baseURL]);
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(run.stdout).toMatch(
       new RegExp(`Evals against ${server.baseURL.replaceAll("/", "\\/")} \\(gpt-4o-mini\\)`),
@@ -105,7 +105,7 @@ describe("npm run eval", () => {
   it("--bedrock calls the model through the Bedrock provider, here the local stand-in", {
     timeout: 180_000,
   }, async () => {
-    const run = await runScript("npm", ["eval", "--", "evals/bd-record.yaml", "--bedrock"], env());
+    const run = await evalScript(["evals/bd-record.yaml", "--bedrock"]);
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(run.stdout).toMatch(/Evals against Bedrock \(MODEL_PROVIDER=bedrock\)/);
     expect(run.stdout).toMatch(/bd-record\s+pass\s+1\/1 100%\s+completed/);
@@ -115,17 +115,16 @@ describe("npm run eval", () => {
   it("a bad flag or an invalid scenario file is refused with what is wrong", {
     timeout: 180_000,
   }, async () => {
-    const flag = await runScript("npm", ["eval", "--", "--repeat", "0"], env());
-    expect([flag.code, flag.stderr]).toEqual([
-      2,
-      expect.stringMatching(/--repeat must be an integer from 1 to 100[\s\S]*usage: npm run eval/),
-    ]);
     const file = join(dir, "bad.yaml");
     await writeFile(
       file,
       "name: bad\ndescription: d\ncaller: { tenant: t, user: u }\nprompt: p\npolicy: []\n",
     );
-    const invalid = await runScript("npm", ["eval", "--", file], env());
+    const [flag, invalid] = await Promise.all([evalScript(["--repeat", "0"]), evalScript([file])]);
+    expect([flag.code, flag.stderr]).toEqual([
+      2,
+      expect.stringMatching(/--repeat must be an integer from 1 to 100[\s\S]*usage: npm run eval/),
+    ]);
     expect([invalid.code, invalid.stderr.trim()]).toEqual([
       1,
       `eval: ${file}: (root): Unrecognized key: "policy"`,
@@ -136,13 +135,20 @@ describe("npm run eval", () => {
     timeout: 180_000,
   }, async () => {
     const missing = join(dir, "no-such-scenario.yaml");
-    const path = await runScript("npm", ["eval", "--", missing], env());
-    expect([path.code, path.stdout]).toEqual([2, ""]);
-    expect(path.stderr).toMatch(new RegExp(`^eval: ${missing}: no such file or folder\\n[\\s\\S]*usage:`));
     const notReport = join(dir, "not-a-report.json");
     await writeFile(notReport, JSON.stringify({ cases: 3 }));
-    for (const compare of [join(dir, "no-such-report.json"), notReport]) {
-      const run = await runScript("npm", ["eval", "--", "evals/tax-only.yaml", "--compare", compare], env());
+    const [path, runs] = await Promise.all([
+      evalScript([missing]),
+      Promise.all(
+        [join(dir, "no-such-report.json"), notReport].map(async (compare) => ({
+          compare,
+          run: await evalScript(["evals/tax-only.yaml", "--compare", compare]),
+        })),
+      ),
+    ]);
+    expect([path.code, path.stdout]).toEqual([2, ""]);
+    expect(path.stderr).toMatch(new RegExp(`^eval: ${missing}: no such file or folder\\n[\\s\\S]*usage:`));
+    for (const { compare, run } of runs) {
       expect([run.code, run.stdout]).toEqual([2, ""]);
       expect(run.stderr).toMatch(new RegExp(`^eval: --compare ${compare}: `));
       expect(run.stderr).not.toMatch(/\n\s+at /);

@@ -13,7 +13,7 @@ import { type InvokeOutput, parseInvokeOutput, runScript } from "./support/scrip
 // `npm run invoke` on every events/ file, through the real script (node --import tsx local/invoke.ts)
 // against the suite's DynamoDB and a local model server this file starts (DYNAMODB_ENDPOINT and
 // OPENAI_BASE_URL: the "use an existing one" path; test/local-processes.test.ts covers the script
-// starting its own).
+// starting its own). The events that need no process of their own run in two batches, side by side.
 
 let model: LocalModelServer;
 let env: Record<string, string>;
@@ -64,14 +64,18 @@ const SLOW = { timeout: 90_000 };
 
 /**
  * One `npm run invoke` with several events in turn (one process start instead of one per event, as
- * docs/local-workflow.md tells users): its exit status (the worst of the events'), and for each event
- * path what it printed: its stdout section and its stderr section after the lines every event shares
- * (the variable files read, the dependencies used).
+ * docs/local-workflow.md tells users), with `extraEnv`: its exit status (the worst of the events'), and
+ * for each event path what it printed: its stdout section and its stderr section after the lines every
+ * event shares (the variable files read, the dependencies used).
  */
 async function invokeBatch(
   paths: string[],
+  extraEnv: Record<string, string> = {},
 ): Promise<Map<string, { code: number | null; out: InvokeOutput; stderr: string }>> {
-  const { code, stdout, stderr } = await runScript("tsx", ["local/invoke.ts", ...paths], env);
+  const { code, stdout, stderr } = await runScript("tsx", ["local/invoke.ts", ...paths], {
+    ...env,
+    ...extraEnv,
+  });
   const outs = stdout.split(/^(?=HTTP \d{3}$)/m).map(parseInvokeOutput);
   const [preamble = "", ...sections] = stderr.split(/^(?=invoke: \S+ → )/m);
   expect([outs.length, sections.length], stdout + stderr).toEqual([paths.length, paths.length]);
@@ -102,20 +106,41 @@ const REFUSED = [
 ];
 let succeeding: Awaited<ReturnType<typeof invokeBatch>>;
 let refused: Awaited<ReturnType<typeof invokeBatch>>;
-/** Model requests made while the refused events were invoked (none is the point). */
-let refusedModelCalls: number;
+/**
+ * The local model server the refused events are sent to (in a batch of their own, beside the succeeding
+ * one): every request it saw came from them.
+ */
+let refusedModel: LocalModelServer;
 /** A copy of events/function-url.json without its .env.json next to it (no principal mapping). */
 let unmappedFunctionUrl: string;
+
+const CONVERSATION_EVENT = "events/continue-conversation.json";
+/** The continuation event with `body` instead of its own, written to a temporary file. */
+const conversationWith = (body: Record<string, unknown>) => {
+  const event = JSON.parse(readFileSync(CONVERSATION_EVENT, "utf8")) as { body: string };
+  event.body = JSON.stringify(body);
+  const file = join(mkdtempSync(join(tmpdir(), "boundloop-conv-")), "event.json");
+  writeFileSync(file, JSON.stringify(event));
+  return file;
+};
+/** The first run of the continuation's user, invoked in the succeeding batch (its own tenant). */
+let conversationStart: string;
 
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), "boundloop-event-"));
   unmappedFunctionUrl = join(dir, "function-url.json");
   writeFileSync(unmappedFunctionUrl, readFileSync("events/function-url.json"));
-  const calls = model.requests.length;
-  refused = await invokeBatch([...REFUSED, unmappedFunctionUrl]);
-  refusedModelCalls = model.requests.length - calls;
-  succeeding = await invokeBatch(SUCCEEDING);
+  conversationStart = conversationWith({ prompt: "Calculate tax on 250 GBP for a client in the UK." });
+  refusedModel = await startModelServer();
+  // Two processes side by side on the file's table: the refused events' batch exits 1, the other 0.
+  [refused, succeeding] = await Promise.all([
+    invokeBatch([...REFUSED, unmappedFunctionUrl], { OPENAI_BASE_URL: refusedModel.baseURL }),
+    invokeBatch([...SUCCEEDING, conversationStart]),
+  ]);
 }, 180_000);
+afterAll(async () => {
+  await refusedModel?.stop();
+});
 
 /** What one event of the batches printed, and the batch's exit status. */
 const batched = (path: string) => {
@@ -195,10 +220,12 @@ describe("npm run invoke on events/", SLOW, () => {
     expect(out.status).toBe(400);
     expect(out.headers["content-type"]).toBe("application/problem+json");
     expect(JSON.parse(out.body)).toMatchObject({ status: 400, code: "INVALID_REQUEST" });
-    // Its prompt (1234 GBP) never reached the model.
-    expect(model.requests.some((request) => JSON.stringify(request.messages).includes("1234 GBP"))).toBe(
-      false,
-    );
+    // Its prompt (1234 GBP) never reached a model.
+    expect(
+      [...refusedModel.requests, ...model.requests].some((request) =>
+        JSON.stringify(request.messages).includes("1234 GBP"),
+      ),
+    ).toBe(false);
   });
 
   it("base64-body.json: the body is decoded; 200, BD 30.00 tax on 200.00 BDT, recorded", async () => {
@@ -220,18 +247,8 @@ describe("npm run invoke on events/", SLOW, () => {
 // events/continue-conversation.json continues a run (previousRunId). Alone, the run it names
 // is not in this table: 404. After a first run of the same user, with that run's id put in: 200.
 describe("npm run invoke on a continuation", SLOW, () => {
-  const eventFile = "events/continue-conversation.json";
-  /** The continuation event with `body` instead of its own, written to a temporary file. */
-  const withBody = (body: Record<string, unknown>) => {
-    const event = JSON.parse(readFileSync(eventFile, "utf8")) as { body: string };
-    event.body = JSON.stringify(body);
-    const file = join(mkdtempSync(join(tmpdir(), "boundloop-conv-")), "event.json");
-    writeFileSync(file, JSON.stringify(event));
-    return file;
-  };
-
   it("continue-conversation.json alone: 404 NOT_FOUND (no such run to continue), exit 1, nothing written", async () => {
-    const { code, out } = batched(eventFile);
+    const { code, out } = batched(CONVERSATION_EVENT);
     expect([code, out.status]).toEqual([1, 404]);
     expect(JSON.parse(out.body)).toMatchObject({
       code: "NOT_FOUND",
@@ -241,14 +258,15 @@ describe("npm run invoke on a continuation", SLOW, () => {
   });
 
   it("continue-conversation.json after a first run: 200, 'now record it' records the first run's quote", async () => {
-    const first = await invoke([withBody({ prompt: "Calculate tax on 250 GBP for a client in the UK." })]);
+    // The first run was invoked in the succeeding batch.
+    const first = batched(conversationStart);
     expect([first.code, first.out.status]).toEqual([0, 200]);
     const firstBody = JSON.parse(first.out.body) as RunBody;
     expect(summary(firstBody)).toEqual(["calculateTax:success"]);
     const quoteId = String((firstBody.toolResults[0]?.data as { quoteId?: unknown } | undefined)?.quoteId);
-    const event = JSON.parse(readFileSync(eventFile, "utf8")) as { body: string };
+    const event = JSON.parse(readFileSync(CONVERSATION_EVENT, "utf8")) as { body: string };
     const prompt = (JSON.parse(event.body) as { prompt: string }).prompt;
-    const second = await invoke([withBody({ prompt, previousRunId: firstBody.runId })]);
+    const second = await invoke([conversationWith({ prompt, previousRunId: firstBody.runId })]);
     expect([second.code, second.out.status]).toEqual([0, 200]);
     const secondBody = JSON.parse(second.out.body) as RunBody & { previousRunId: string };
     expect(secondBody.previousRunId).toBe(firstBody.runId);
@@ -303,8 +321,9 @@ describe("npm run invoke on the edge samples", SLOW, () => {
     expect([code, out.status]).toEqual([1, 400]);
     expect(out.headers["content-type"]).toBe("application/problem+json");
     expect(JSON.parse(out.body)).toMatchObject({ code: "INVALID_REQUEST", errors: [{ in: "body" }] });
-    // Invoked in one process with the other refused events: none of them made a model call.
-    expect(refusedModelCalls).toBe(0);
+    // Invoked in one process with the other refused events, on a model server of their own: none of
+    // them made a model call.
+    expect(refusedModel.requests).toHaveLength(0);
     expect(await ledger.list("tenant_b64url_01")).toEqual([]);
   });
 });

@@ -105,55 +105,46 @@ describe("npm run user against the pool named by the stack's outputs", { timeout
 
   it("refuses a role, tenant or email it does not know before calling AWS", async () => {
     const from = cognito.requests.length;
-    const badRole = await user([
-      "add",
-      "--email",
-      "x@example.com",
-      "--tenant",
-      "t1",
-      "--role",
-      "admin",
-      "--pool-id",
-      cognito.poolId,
+    // Three refused command lines, each a process of its own: side by side.
+    const [badRole, badTenant, badEmail] = await Promise.all([
+      user([
+        "add",
+        "--email",
+        "x@example.com",
+        "--tenant",
+        "t1",
+        "--role",
+        "admin",
+        "--pool-id",
+        cognito.poolId,
+      ]),
+      user([
+        "add",
+        "--email",
+        "x@example.com",
+        "--tenant",
+        "a b",
+        "--role",
+        "reader",
+        "--pool-id",
+        cognito.poolId,
+      ]),
+      user(["add", "--email", "nobody", "--tenant", "t1", "--role", "reader", "--pool-id", cognito.poolId]),
     ]);
     expect(badRole.code).toBe(1);
     expect(badRole.stderr).toContain("--role must be one of reader, writer, approver.");
-    const badTenant = await user([
-      "add",
-      "--email",
-      "x@example.com",
-      "--tenant",
-      "a b",
-      "--role",
-      "reader",
-      "--pool-id",
-      cognito.poolId,
-    ]);
     expect(badTenant.stderr).toContain("--tenant must be 1-64 characters");
-    const badEmail = await user([
-      "add",
-      "--email",
-      "nobody",
-      "--tenant",
-      "t1",
-      "--role",
-      "reader",
-      "--pool-id",
-      cognito.poolId,
-    ]);
     expect(badEmail.stderr).toContain("is not an email address");
     expect(since(from)).toEqual([]);
   });
 
   it("lists users with tenant and role, optionally for one tenant, with --pool-id instead of the outputs", async () => {
-    expect(
-      (await user(["add", "--email", "bob@example.com", "--tenant", "tenant_uk_01", "--role", "approver"]))
-        .code,
-    ).toBe(0);
-    expect(
-      (await user(["add", "--email", "carol@example.com", "--tenant", "tenant_bd_01", "--role", "reader"]))
-        .code,
-    ).toBe(0);
+    const [bob, carol] = await Promise.all([
+      user(["add", "--email", "bob@example.com", "--tenant", "tenant_uk_01", "--role", "approver"]),
+      user(["add", "--email", "carol@example.com", "--tenant", "tenant_bd_01", "--role", "reader"]),
+    ]);
+    expect(bob.code).toBe(0);
+    expect(carol.code).toBe(0);
     const from = cognito.requests.length;
     const all = await user(["list", "--pool-id", cognito.poolId]);
     expect(all.code).toBe(0);
@@ -302,12 +293,14 @@ describe("npm run user against the pool named by the stack's outputs", { timeout
   });
 
   it("says so when the stack trusts its own issuer (no UserPoolId output) or does not exist", async () => {
-    const own = await user(["list", "--stack-name", OWN_ISSUER_STACK]);
+    const [own, result] = await Promise.all([
+      user(["list", "--stack-name", OWN_ISSUER_STACK]),
+      user(["list", "--stack-name", "Other"]),
+    ]);
     expect(own.code).toBe(1);
     expect(own.stderr).toContain(
       `Stack ${OWN_ISSUER_STACK} has no UserPoolId output: it trusts your own issuer`,
     );
-    const result = await user(["list", "--stack-name", "Other"]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain("Stack with id Other does not exist");
   });

@@ -62,10 +62,13 @@ const ALSO_CHECKED = new Set(["landmark-unique"]);
 /**
  * Runs axe-core in `page` (WCAG 2 A/AA rules and best practices) and returns its serious and critical
  * violations, and those of {@link ALSO_CHECKED}. axe is injected through the DevTools protocol's isolated
- * evaluation, which the page's CSP does not govern, so the page under test keeps its own policy.
+ * evaluation, which the page's CSP does not govern, so the page under test keeps its own policy. It is
+ * injected once per document: the console changes views without loading a new one, and evaluating axe's
+ * half a megabyte of script again for each view cost up to a second on a busy machine.
  */
 export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
-  await page.evaluate(await axeSource);
+  if (!(await page.evaluate<boolean>('typeof window.axe?.run === "function"')))
+    await page.evaluate(await axeSource);
   const violations = await page.evaluate<AxeViolation[]>(`(async () => {
     const result = await axe.run(document, {
       runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21aa", "best-practice"] },

@@ -151,10 +151,28 @@ export const DESKTOP = { viewport: { width: 1280, height: 800 } };
 /** 200 % zoom of a 1280 × 800 window: 640 × 400 CSS pixels, each two device pixels. */
 export const ZOOMED = { viewport: { width: 640, height: 400 }, deviceScaleFactor: 2 };
 
-/** Opens pages of a browser, each in a context of its own (own session storage), and closes them all. */
+/**
+ * Opens pages of a browser and closes them all. Each page is a tab of its own, and a tab has its own
+ * session storage, where the console keeps its token (console/client/api.ts): two pages signed in as two
+ * users are two sessions. Pages with the same context options (viewport, zoom, colour scheme) share one
+ * browser context, as tabs of one window do, instead of one context each: a context costs Chromium about
+ * a second to make on a busy machine, a tab in an existing one a fraction of that. The console keeps
+ * nothing in cookies or local storage, so the tabs of a context share nothing the tests look at.
+ */
 export class Pages {
-  private readonly contexts: BrowserContext[] = [];
+  private readonly contexts = new Map<string, Promise<BrowserContext>>();
   constructor(private readonly browser: Browser) {}
+
+  /** A new tab on nothing yet (about:blank), in the context of `options`. */
+  async blank(options: BrowserContextOptions = DESKTOP): Promise<Page> {
+    const key = JSON.stringify(options);
+    let context = this.contexts.get(key);
+    if (!context) {
+      context = this.browser.newContext(options);
+      this.contexts.set(key, context);
+    }
+    return (await context).newPage();
+  }
 
   /**
    * A page signed in as `user` through the `#token=` link, on `hash`; `options` are the context's (a
@@ -166,9 +184,7 @@ export class Pages {
     hash = "#/runs",
     options: BrowserContextOptions = DESKTOP,
   ): Promise<Page> {
-    const context = await this.browser.newContext(options);
-    this.contexts.push(context);
-    const page = await context.newPage();
+    const page = await this.blank(options);
     await page.addInitScript(RECORD_LAYOUT_SHIFTS);
     page.on("pageerror", (error) => {
       throw error;
@@ -180,7 +196,9 @@ export class Pages {
   }
 
   async close(): Promise<void> {
-    for (const context of this.contexts) await context.close().catch(() => {});
+    for (const context of this.contexts.values()) {
+      await context.then((made) => made.close()).catch(() => {});
+    }
   }
 }
 
