@@ -335,7 +335,8 @@ console.log(JSON.stringify({ bootMs, importMs: imported - bootMs, healthzAtMs, h
         AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
         TABLE_NAME: env.table,
         DYNAMODB_ENDPOINT: env.dynamoEndpoint,
-        OPENAI_BASE_URL: env.modelBaseURL,
+        // A bedrock variant reads no OpenAI setting, and refuses one that is set (shared/config).
+        ...(extraEnv.MODEL_PROVIDER === "bedrock" ? {} : { OPENAI_BASE_URL: env.modelBaseURL }),
         ...env.extra,
         ...extraEnv,
       },
