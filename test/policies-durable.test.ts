@@ -277,6 +277,32 @@ describe("fail closed", () => {
     expect(String(logs.at(-1)?.extra.error)).toContain("line 1");
   });
 
+  it("a stored set whose @approval is mistyped (written past PUT's check) refuses every call instead of running it unasked", async () => {
+    const store = new PolicySetStore(stack.deps.ddb, stack.config.table.name, 60);
+    const version = {
+      policies: '@id("needs-a-person")\n@approval("require")\npermit (principal, action, resource);',
+      mode: "enforce" as const,
+      version: 1,
+      updatedBy: "usr_admin",
+      updatedAt: "2026-12-01T00:00:00.000Z",
+    };
+    expect((await store.putVersion("tenant_pol_typo", version, version, null)).kind).toBe("stored");
+    const decisions = new PolicyDecisions({
+      sets: new PolicySets({ store, tools: stack.deps.tools, defaultText: null }),
+      totals: counterTotals(new CounterStore(stack.deps.ddb, stack.config.table.name)),
+      recordShadow: async () => {},
+      logger,
+    });
+    const decision = await decisions.decide({
+      ...request(),
+      security: { ...security, tenantId: "tenant_pol_typo" },
+    });
+    expect(decision).toMatchObject({ kind: "refused", result: { error: { code: "POLICY_CHECK_FAILED" } } });
+    expect(String(logs.at(-1)?.extra.error)).toContain(
+      'needs-a-person at line 2: @approval("require") asks nobody',
+    );
+  });
+
   it("a caller without policy:admin cannot read or change the tenant's policies", async () => {
     const response = await stack.invoke(
       userEvent({ sub: "usr_w", tenantId: "tenant_pol_fail", scope: "billing:write" }, "GET", "/v1/policies"),

@@ -6,7 +6,7 @@
  * forbid it would mean nothing (the forbid refuses the call whatever anyone decides).
  */
 
-import { type ParseOutcome, validatePolicySet } from "../cedar/policy-set.js";
+import { type ParsedPolicySet, type ParseOutcome, validatePolicySet } from "../cedar/policy-set.js";
 import type { CedarWasm } from "../cedar/wasm.js";
 import type { PolicyIssue } from "../store/policy-records.js";
 
@@ -16,14 +16,25 @@ const REQUIRED = "required";
 
 /**
  * `validatePolicySet` (parse, then strict validation against `schema`), then the `@approval`
- * annotations: one with another value, without a value, with another case, or on a forbid is an issue
- * (`line`/`column`: the annotation's), in text order.
+ * annotations ({@link approvalIssues}).
  */
 export function validatePolicies(engine: CedarWasm, text: string, schema: object): ParseOutcome {
   const checked = validatePolicySet(engine, text, schema);
   if (!checked.ok) return checked;
+  const issues = approvalIssues(checked.set, text);
+  return issues.length > 0 ? { ok: false, issues } : checked;
+}
+
+/**
+ * The `@approval` annotations of a parsed `set` (of `text`) that ask nobody: one with another value,
+ * without a value, with another case, or on a forbid (`line`/`column`: the annotation's), in text order.
+ * Empty when every one is `@approval("required")` on a permit. Checked when a set is stored and again
+ * when a stored set is loaded for decisions (shared/policies/sets.ts): a set that reached the table any
+ * other way is refused, never read as plain permits.
+ */
+export function approvalIssues(set: ParsedPolicySet, text: string): PolicyIssue[] {
   const issues: PolicyIssue[] = [];
-  for (const policy of checked.set.policies) {
+  for (const policy of set.policies) {
     for (const [key, value] of Object.entries(policy.annotations)) {
       if (key.toLowerCase() !== APPROVAL) continue;
       if (key === APPROVAL && value === REQUIRED && policy.effect === "permit") continue;
@@ -38,5 +49,5 @@ export function validatePolicies(engine: CedarWasm, text: string, schema: object
       });
     }
   }
-  return issues.length > 0 ? { ok: false, issues } : checked;
+  return issues;
 }

@@ -11,7 +11,7 @@ import { type CedarWasm, cedar, cedarIfLoaded } from "../cedar/wasm.js";
 import { MAX_POLICIES_CHARS } from "../config/policies.js";
 import type { PolicyIssue, PolicyMode, PolicySetBody, PolicySetVersion } from "../store/policy-records.js";
 import type { PolicySetHead, PolicySetStore } from "../store/policy-sets.js";
-import { validatePolicies } from "./annotations.js";
+import { approvalIssues, validatePolicies } from "./annotations.js";
 import { policySchemaOf } from "./schema.js";
 
 /** How long a container trusts what it read of a tenant's sets, in ms (changes reach it within this + a read). */
@@ -233,13 +233,18 @@ export async function schemaText(schema: object): Promise<string> {
 /** Values of settled set promises, so a caller that must not wait can use them synchronously. */
 const settledValues = new WeakMap<Promise<TenantSets>, TenantSets>();
 
-/** Parses a stored (validated) text, preparsed into the engine once. */
+/**
+ * Parses a stored (validated) text, preparsed into the engine once.
+ * @throws Error naming the first policy, line and issue when the text does not parse or one of its
+ *   `@approval` annotations asks nobody ({@link approvalIssues}): the caller fails closed
+ */
 function parsed(engine: CedarWasm, text: string): ParsedPolicySet {
   const outcome = parsePolicySet(engine, text);
-  if (!outcome.ok) {
-    const issue = outcome.issues[0];
+  const issues = outcome.ok ? approvalIssues(outcome.set, text) : outcome.issues;
+  if (!outcome.ok || issues.length > 0) {
+    const issue = issues[0];
     throw new Error(
-      `A policy set does not parse: ${issue?.policyId ?? "policy"} at line ${issue?.line}: ${issue?.message}`,
+      `A policy set is refused: ${issue?.policyId ?? "policy"} at line ${issue?.line}: ${issue?.message}`,
     );
   }
   preparse(engine, outcome.set);
