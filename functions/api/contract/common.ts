@@ -84,9 +84,10 @@ export const security: Array<Record<string, string[]>> = [{ jwt: [] }, { iam: []
 /**
  * A query parameter that is one whole number from `min` to `max` written in plain digits (`20` or `020`;
  * not `2e1`, ` 20`, `+20`, `20.0`, `0x14` or empty, which `Number()` would take), documented as an
- * integer (its range in the document too: a preprocessed schema shows only its type). Sent more than once (`limit=1&limit=2`, read as a list) or in any other form, it fails with one
- * issue whose message names the parameter, its range and what was sent; the route answers 400
- * INVALID_REQUEST (functions/api/routes/deps.ts `invalidRequest`).
+ * integer (its range in the document too: a preprocessed schema shows only its type). In any other form
+ * it fails with one issue whose message names the parameter, its range and what was sent; the route
+ * answers 400 INVALID_REQUEST (functions/api/routes/deps.ts `invalidRequest`, which also answers for a
+ * parameter sent more than once, as `limit=1&limit=2`).
  */
 export function wholeNumberQuery(name: string, min: number, max: number) {
   const rule = `${name} must be one whole number from ${min} to ${max}, in digits`;
@@ -96,12 +97,7 @@ export function wholeNumberQuery(name: string, min: number, max: number) {
       (value) => (typeof value === "string" && /^[0-9]+$/.test(value) ? Number(value) : value),
       // Digits only, so a whole number: no `.int()`, whose safe-integer check would add a second issue.
       z
-        .number({
-          error: ({ input }) =>
-            Array.isArray(input)
-              ? `${name} was given ${input.length} times (${input.map(shown).join(", ")}); send it once: ${rule}`
-              : `${rule} (got ${shown(input)})`,
-        })
+        .number({ error: ({ input }) => `${rule} (got ${shown(input)})` })
         .min(min)
         .max(max),
     )

@@ -29,17 +29,34 @@ const TARGET_NAMES: Record<string, string> = {
   header: "header",
 };
 
-/** A zod failure of one request part as INVALID_REQUEST, with each issue's location and field path. */
-export function invalidRequest(target: string, error: ZodError): ProblemError {
-  return new ProblemError("INVALID_REQUEST", "The request is invalid.", {
-    extensions: {
-      errors: error.issues.map((issue) => ({
-        in: TARGET_NAMES[target] ?? target,
-        path: issue.path.map(String).join(".") || "(root)",
-        message: issue.message,
-      })),
-    },
-  });
+/**
+ * A zod failure of one request part as INVALID_REQUEST, with each issue's location and field path. A
+ * query parameter sent more than once (`query`: every parameter's values, as Hono's `c.req.queries()`
+ * gives them) is one issue saying so, in place of what its schema said of the array Hono hands over.
+ */
+export function invalidRequest(
+  target: string,
+  error: ZodError,
+  query: Record<string, string[]> = {},
+): ProblemError {
+  const where = TARGET_NAMES[target] ?? target;
+  const repeated = new Map(
+    target === "query" ? Object.entries(query).filter(([, values]) => values.length > 1) : [],
+  );
+  const errors: Array<{ in: string; path: string; message: string }> = [];
+  for (const [name, values] of repeated) {
+    const shown = values.map((value) => JSON.stringify(value)).join(", ");
+    errors.push({
+      in: where,
+      path: name,
+      message: `${name} was given ${values.length} times (${shown}); send it once`,
+    });
+  }
+  for (const issue of error.issues) {
+    if (repeated.has(String(issue.path[0]))) continue;
+    errors.push({ in: where, path: issue.path.map(String).join(".") || "(root)", message: issue.message });
+  }
+  return new ProblemError("INVALID_REQUEST", "The request is invalid.", { extensions: { errors } });
 }
 
 /**
@@ -49,8 +66,8 @@ export function invalidRequest(target: string, error: ZodError): ProblemError {
  */
 export function routeGroup(): OpenAPIHono<AppEnv> {
   const group = new OpenAPIHono<AppEnv>({
-    defaultHook: (result) => {
-      if (!result.success) throw invalidRequest(result.target, result.error);
+    defaultHook: (result, c) => {
+      if (!result.success) throw invalidRequest(result.target, result.error, c.req.queries());
     },
   });
   const register = group.openapi as (route: RouteConfig, ...rest: unknown[]) => unknown;
