@@ -63,10 +63,11 @@ async function processSdk(key: string, start: () => Promise<TracingSdk>): Promis
  * - `otlp`, `console`: the in-bundle SDK (shared/telemetry/sdk.ts) is loaded on the first invocation,
  *   and every invocation flushes it before it returns (Lambda freezes the process once the handler has
  *   answered, so a span left in a batch could be lost or sent minutes late), for at most
- *   {@link FLUSH_TIMEOUT_MS}. Traces never change an answer: a failed or late flush is ignored, and a failed SDK load is logged at ERROR, runs that invocation
- *   untraced and is retried by the next one (shared/lazy.ts `onceUntilFailed`). A bundle built with
- *   tracing off has no SDK ({@link bundlesTracingSdk}): switching TRACING on by hand in the function's
- *   environment logs that error on every invocation; redeploy with the setting instead.
+ *   {@link FLUSH_TIMEOUT_MS}. Traces never change an answer: a failed or late flush is ignored, and a
+ *   failed SDK load is logged at ERROR, runs that invocation untraced and is retried by the next one
+ *   (shared/lazy.ts `onceUntilFailed`). A bundle built with tracing off has no SDK
+ *   ({@link bundlesTracingSdk}): switching TRACING on by hand in the function's environment logs that
+ *   error on every invocation; redeploy with the setting instead.
  */
 export function withTracing<A extends unknown[], R>(
   handler: (...args: A) => Promise<R>,
