@@ -110,7 +110,13 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const repeat = values.repeat === undefined ? undefined : Number(values.repeat);
+  // Plain decimal digits, as every number setting (Number() would read "1e1" as 10 and " 2" as 2).
+  const repeat =
+    values.repeat === undefined
+      ? undefined
+      : /^\d+$/.test(values.repeat)
+        ? Number(values.repeat)
+        : Number.NaN;
   if (repeat !== undefined && !(Number.isInteger(repeat) && repeat >= 1 && repeat <= 100)) {
     throw new UsageError("--repeat must be an integer from 1 to 100");
   }

@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type ContextLengthFlavor, contextLengthRefusal } from "./model-refusals.js";
-import { type PlannerMessage, plan } from "./planner.js";
+import { type PlannerMessage, plan, planAnswer } from "./planner.js";
 
 /**
  * One scripted assistant reply, or a fault to inject, for the local model server's scripted mode.
@@ -209,7 +209,7 @@ export async function startModelServer(
       ? queue.shift()
       : responder
         ? responder(recorded)
-        : (plannerFault() ?? withPlannerDelay(fromPlanner(messages, body.tools)));
+        : (plannerFault() ?? withPlannerDelay(fromPlanner(messages, body.tools, body.tool_choice)));
     if (!reply) {
       sendJson(res, 500, {
         error: { message: "scripted model: no reply left in the script", type: "server_error" },
@@ -374,12 +374,13 @@ export function transcriptProblem(messages: PlannerMessage[]): string | undefine
   return unanswered();
 }
 
-function fromPlanner(messages: PlannerMessage[], tools: unknown): ScriptedReply {
+function fromPlanner(messages: PlannerMessage[], tools: unknown, toolChoice: unknown): ScriptedReply {
   // The tool names the request offers: the planner calls no read tool the caller was not offered.
   const offered = Array.isArray(tools)
     ? tools.map((tool) => String((tool as { function?: { name?: unknown } })?.function?.name))
     : [];
-  const decision = plan(messages, offered);
+  // tool_choice "none" (the loop's summary call) gets text only, as from the chat-completions API.
+  const decision = toolChoice === "none" ? planAnswer(messages) : plan(messages, offered);
   return decision.kind === "tool_calls" ? { toolCalls: decision.calls } : { content: decision.content };
 }
 

@@ -247,6 +247,22 @@ export function plan(messages: PlannerMessage[], offered?: readonly string[]): P
   return { kind: "answer", content: summarize(current) };
 }
 
+/**
+ * The planner's reply to a request that allows no tool call (`tool_choice: "none"`, e.g. the loop's
+ * summary call at the cycle limit): the results of the latest prompt's tool calls so far, as the final
+ * answer summarizes them, or a sentence saying none ran. Never tool calls, as the chat-completions API
+ * never answers `none` with any.
+ */
+export function planAnswer(messages: PlannerMessage[]): PlannerReply {
+  const lastUser = messages.map((m) => m.role).lastIndexOf("user");
+  const current = callsOf(messages.slice(lastUser + 1));
+  if (current.length > 0) return { kind: "answer", content: summarize(current) };
+  return {
+    kind: "answer",
+    content: `${PLANNER_BANNER} No tool has run for this request, and this reply may call none, so I called no tool.`,
+  };
+}
+
 /** An invoice id as recordInvoice returns it; a prompt naming one asks for getInvoice. */
 const INVOICE_ID = /\binv_[0-9a-f]{24}\b/g;
 /** A request to list the tenant's invoices: "List my invoices", "show all invoices", "which invoices …". */

@@ -1,5 +1,6 @@
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace";
 import { startTracing, type TracingSdk } from "../shared/telemetry/sdk.js";
+import { ATTR } from "../shared/tracing.js";
 
 /** Attributes printed beside a span's name (ids, counts, codes: what tells the spans apart). */
 const SHOWN = [
@@ -15,10 +16,17 @@ const SHOWN = [
   "aws.dynamodb.table_names",
 ];
 
+/** The opt-in content attributes (TRACE_CONTENT), printed under their span when content is captured. */
+const CONTENT = [ATTR.inputMessages, ATTR.outputMessages, ATTR.toolArguments, ATTR.toolResult];
+
+/** How much of a content attribute's text the tree prints (TRACING=console prints it whole). */
+const CONTENT_CHARS = 300;
+
 /**
  * `npm start -- --trace`: the SDK with an in-memory exporter for this process (shared/telemetry/sdk.ts),
  * and `print()`, which writes every trace recorded so far as a tree: each span's name, duration (ms) and
- * key attributes, children indented in start order.
+ * key attributes, children indented in start order; with `captureContent` (TRACE_CONTENT) also each
+ * content attribute, one line each under its span, cut after {@link CONTENT_CHARS} characters.
  */
 export function startTraceTree(captureContent = false): {
   sdk: TracingSdk;
@@ -29,13 +37,16 @@ export function startTraceTree(captureContent = false): {
   return {
     sdk,
     print: (write = console.log) => {
-      for (const line of traceTreeLines(exporter.getFinishedSpans())) write(line);
+      for (const line of traceTreeLines(exporter.getFinishedSpans(), captureContent)) write(line);
     },
   };
 }
 
-/** The lines of {@link startTraceTree}'s print for `spans` (roots: spans whose parent is not among them). */
-export function traceTreeLines(spans: readonly ReadableSpan[]): string[] {
+/**
+ * The lines of {@link startTraceTree}'s print for `spans` (roots: spans whose parent is not among them);
+ * `content`: also each span's content attributes, under it.
+ */
+export function traceTreeLines(spans: readonly ReadableSpan[], content = false): string[] {
   const ids = new Set(spans.map((span) => span.spanContext().spanId));
   const byStart = (a: ReadableSpan, b: ReadableSpan) => ms(a.startTime) - ms(b.startTime);
   const children = new Map<string, ReadableSpan[]>();
@@ -50,6 +61,14 @@ export function traceTreeLines(spans: readonly ReadableSpan[]): string[] {
     );
     const duration = `${ms(span.duration).toFixed(1)} ms`;
     lines.push(`${"  ".repeat(depth)}${span.name}  ${duration}${shown.length ? `  ${shown.join(" ")}` : ""}`);
+    for (const key of content ? CONTENT : []) {
+      const value = span.attributes[key];
+      if (value === undefined) continue;
+      const text = String(value);
+      const cut =
+        text.length > CONTENT_CHARS ? `${text.slice(0, CONTENT_CHARS)}… (${text.length} characters)` : text;
+      lines.push(`${"  ".repeat(depth + 2)}${key}: ${cut}`);
+    }
     for (const child of (children.get(span.spanContext().spanId) ?? []).sort(byStart)) walk(child, depth + 1);
   };
   const roots = spans.filter((span) => !span.parentSpanContext || !ids.has(span.parentSpanContext.spanId));

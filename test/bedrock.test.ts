@@ -190,6 +190,16 @@ describe("MODEL_PROVIDER=bedrock", () => {
     expect(response.body).not.toContain("bedrock-api-key-");
   });
 
+  it("names its provider aws.bedrock on spans, whatever the endpoint's host (here the local stand-in)", async () => {
+    const { standIn, stack } = await bedrockStack();
+    expect(new URL(standIn.baseURL).hostname).toBe("127.0.0.1");
+    expect(stack.deps.model.telemetry).toMatchObject({
+      providerName: "aws.bedrock",
+      requestModel: MODEL_ID,
+      serverAddress: "127.0.0.1",
+    });
+  });
+
   it("renews the key before it expires during a run that spans its expiry, by the injected clock", async () => {
     vi.useFakeTimers({ toFake: ["Date"], now: Date.UTC(2026, 11, 1, 12, 0, 0) });
     const start = Date.now();

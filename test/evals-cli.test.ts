@@ -120,11 +120,18 @@ describe("npm run eval", () => {
       file,
       "name: bad\ndescription: d\ncaller: { tenant: t, user: u }\nprompt: p\npolicy: []\n",
     );
-    const [flag, invalid] = await Promise.all([evalScript(["--repeat", "0"]), evalScript([file])]);
-    expect([flag.code, flag.stderr]).toEqual([
-      2,
-      expect.stringMatching(/--repeat must be an integer from 1 to 100[\s\S]*usage: npm run eval/),
+    const [flag, invalid, ...notDigits] = await Promise.all([
+      evalScript(["--repeat", "0"]),
+      evalScript([file]),
+      // Plain decimal digits only, as every number setting: not 10 attempts from "1e1", nor " 2" or "+2".
+      ...["1e1", " 2", "+2", "0x2"].map((repeat) => evalScript(["--repeat", repeat, "--filter", "no-such"])),
     ]);
+    for (const refused of [flag, ...notDigits]) {
+      expect([refused.code, refused.stderr]).toEqual([
+        2,
+        expect.stringMatching(/--repeat must be an integer from 1 to 100[\s\S]*usage: npm run eval/),
+      ]);
+    }
     expect([invalid.code, invalid.stderr.trim()]).toEqual([
       1,
       `eval: ${file}: (root): Unrecognized key: "policy"`,

@@ -84,6 +84,29 @@ describe("a durable run's trace", () => {
     expect(inTree.size).toBe(spans.length);
   });
 
+  it("the API's writes that start it (the quota admission, the run record) are in the run's trace, under its agent span", async () => {
+    const tenantId = "tenant_trace_async_start";
+    const before = new Set(exporter.getFinishedSpans());
+    const started = await startAsync(tenantId, "Calculate tax on 100.00 GBP for GB.");
+    const ids = agentTraceOf(started.runId, false);
+    // The spans of the request itself: those ended while POST /v1/runs was answered.
+    const request = exporter.getFinishedSpans().filter((span) => !before.has(span));
+    const writes = request.filter((span) => ["DynamoDB.PutItem", "DynamoDB.UpdateItem"].includes(span.name));
+    expect(writes.length).toBeGreaterThanOrEqual(2);
+    for (const write of writes) expect(write.spanContext().traceId).toBe(ids?.traceId);
+    // The API's own are children of the agent span (the execution's tool writes, if it ran already, are
+    // children of their tools' spans).
+    const direct = writes.filter((write) => write.parentSpanContext?.spanId === ids?.spanId);
+    expect(direct.map((write) => write.name)).toEqual(
+      expect.arrayContaining(["DynamoDB.UpdateItem", "DynamoDB.PutItem"]),
+    );
+    await pollUntil(stack, started.runId, tenantId);
+    const { agent, spans } = await finishedTrace(started.runId);
+    const inTrace = new Set(spans.map((span) => span.spanContext().spanId));
+    for (const write of writes) expect(inTrace.has(write.spanContext().spanId)).toBe(true);
+    expect(agent.attributes["boundloop.run.status"]).toBe("completed");
+  });
+
   it("a replayed step makes no second chat span: spans come from executed work only", async () => {
     const tenantId = "tenant_trace_replay";
     const requestsBefore = stack.model.requests.length;

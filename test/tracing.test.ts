@@ -168,6 +168,54 @@ describe("the seed run's trace (synchronous)", () => {
     const all = JSON.stringify(spans.map((span) => span.attributes));
     expect(all).not.toMatch(/authorization|bearer|api[_-]?key|no-key-configured/i);
   });
+
+  it("writes captured messages in the conventions' shape: role and parts, a finish_reason on each output message", async () => {
+    configureTracing({ enabled: true, captureContent: true });
+    const { runId } = await seedRun();
+    const chats = named(runTrace(exporter, runId).spans, "chat ").sort(
+      (a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1],
+    );
+    const attribute = (span: ReadableSpan | undefined, key: string) =>
+      JSON.parse(String(span?.attributes[key])) as Array<Record<string, unknown>>;
+
+    const firstInput = attribute(chats[0], "gen_ai.input.messages");
+    expect(firstInput.map((message) => Object.keys(message).sort())).toEqual([
+      ["parts", "role"],
+      ["parts", "role"],
+    ]);
+    expect(firstInput[1]).toEqual({
+      role: "user",
+      parts: [{ type: "text", content: expect.stringContaining("1500 GBP for a client in the UK") }],
+    });
+    const firstOutput = attribute(chats[0], "gen_ai.output.messages");
+    expect(firstOutput).toEqual([
+      {
+        role: "assistant",
+        parts: [
+          { type: "tool_call", id: "call_1_0", name: "calculateTax", arguments: expect.any(String) },
+          { type: "tool_call", id: "call_1_1", name: "calculateTax", arguments: expect.any(String) },
+        ],
+        finish_reason: "tool_call",
+      },
+    ]);
+
+    // The second call's input holds the first call's tool calls and their results as parts.
+    const secondInput = attribute(chats[1], "gen_ai.input.messages");
+    expect(secondInput[2]).toMatchObject({ role: "assistant", parts: firstOutput[0]?.parts });
+    expect(secondInput[3]).toEqual({
+      role: "tool",
+      parts: [{ type: "tool_call_response", id: "call_1_0", response: expect.stringContaining('"success"') }],
+    });
+
+    const lastOutput = attribute(chats.at(-1), "gen_ai.output.messages");
+    expect(lastOutput).toEqual([
+      {
+        role: "assistant",
+        parts: [{ type: "text", content: expect.stringContaining("1800.00") }],
+        finish_reason: "stop",
+      },
+    ]);
+  });
 });
 
 describe("a call a policy sends to approval in a synchronous run (nobody can wait)", () => {

@@ -3,6 +3,7 @@ import { amountOfMicro, type CallCost } from "./budget.js";
 import type { ChatMessage, Model, ModelFailure, ModelReply } from "./model.js";
 import type { ToolResult } from "./result.js";
 import type { ToolCallRequest } from "./tool.js";
+import { inputMessages, outputMessages } from "./trace-messages.js";
 
 /**
  * The stable code of a failed model call, as `error.type` of its `chat` span: the problem code the HTTP
@@ -25,7 +26,7 @@ export function modelErrorCode(failure: Pick<ModelFailure, "cause">): string {
  * completion tokens) and, for a priced call, its cost (`boundloop.cost.amount`, `boundloop.cost.currency`)
  * from the reply; a failure sets status error, `error.type` (see
  * {@link modelErrorCode}) and the provider's HTTP status. The request's messages and the reply go on
- * the span only with content capture on.
+ * the span only with content capture on, in the conventions' `{ role, parts }` shape (./trace-messages.ts).
  */
 export function chatSpan<T extends ModelReply | ModelFailure>(
   model: Model,
@@ -48,7 +49,7 @@ export function chatSpan<T extends ModelReply | ModelFailure>(
       },
     },
     async (span) => {
-      setContent(span, ATTR.inputMessages, () => messages);
+      setContent(span, ATTR.inputMessages, () => inputMessages(messages));
       const response = await call();
       const cost = (response as { cost?: CallCost }).cost;
       setAttributes(span, {
@@ -63,9 +64,7 @@ export function chatSpan<T extends ModelReply | ModelFailure>(
         setAttributes(span, { "http.response.status_code": response.status ?? undefined });
       } else {
         if (response.finishReason) span?.setAttribute(ATTR.finishReasons, [response.finishReason]);
-        setContent(span, ATTR.outputMessages, () => [
-          { role: "assistant", content: response.content, tool_calls: response.toolCalls },
-        ]);
+        setContent(span, ATTR.outputMessages, () => outputMessages(response));
       }
       return response;
     },

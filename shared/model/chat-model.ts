@@ -120,6 +120,8 @@ function bedrockModel(model: Config["model"], options: ChatModelOptions): Model 
   });
   return new OpenAIChatModel(openai, modelId, {
     maxTokens: model.maxTokens,
+    // A Bedrock deployment is Bedrock on its spans, also through a proxy or a stand-in's host.
+    providerName: "aws.bedrock",
     translateFailure: (error) => classifyBedrockFailure(error, modelId, region),
   });
 }

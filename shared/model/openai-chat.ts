@@ -64,19 +64,26 @@ export class OpenAIChatModel implements Model {
    * @param options `maxTokens`: the completion limit in tokens, sent as `max_tokens` with every request
    *   (config MODEL_MAX_TOKENS; its default here is the config's, so every caller sends one);
    *   `translateFailure`: a provider's reading of failures that are neither the deadline nor a
-   *   context-window refusal (Bedrock's), kept as the failure's `known`
+   *   context-window refusal (Bedrock's), kept as the failure's `known`; `providerName`: the
+   *   `gen_ai.provider.name` when the configuration knows it (MODEL_PROVIDER=bedrock: "aws.bedrock",
+   *   whatever the endpoint's host), else read from the endpoint ({@link openAITelemetry})
    */
   constructor(
     private readonly client: OpenAI,
     private readonly model: string,
-    private readonly options: { maxTokens: number; translateFailure?: FailureTranslator } = {
+    private readonly options: {
+      maxTokens: number;
+      translateFailure?: FailureTranslator;
+      providerName?: string;
+    } = {
       maxTokens: CONFIG_DEFAULTS.model.maxTokens,
     },
   ) {
-    this.telemetry = openAITelemetry(client.baseURL, model);
+    const telemetry = openAITelemetry(client.baseURL, model);
+    this.telemetry = options.providerName ? { ...telemetry, providerName: options.providerName } : telemetry;
   }
 
-  /** How this model's `chat` spans name it: the provider from the endpoint, the model, the server. */
+  /** How this model's `chat` spans name it: the provider (configured, else from the endpoint), model, server. */
   readonly telemetry: ModelTelemetry;
 
   /** The completion cap every request's `max_tokens` stays within (MODEL_MAX_TOKENS). */

@@ -5,6 +5,7 @@ import { asyncRunId, type DurableExecutions, executionNameFor } from "../durable
 import type { SecurityContext } from "../identity.js";
 import { admitDurableRun } from "../quotas/run-quota.js";
 import { agentTraceOf } from "../run-trace.js";
+import { contextOf, withContext } from "../tracing.js";
 import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
 import { RunLifecycle } from "./lifecycle.js";
@@ -51,18 +52,23 @@ export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput
     : `run_${randomUUID()}`;
   const limits = durableRunLimits(deps.config, body);
   const conversation = input.conversation && fitHistoryToCheckpoint(input.conversation);
-  // Admission first: a refused run (429) has written nothing. Its marker outlives the longest the run may take.
-  const { approvals, quotas } = deps.config;
-  const longest = limits.runTimeoutMs / 1000 + approvals.timeoutSeconds + quotas.waitSeconds;
-  await admitDurableRun(deps.quotas, security, runId, Math.floor(Date.now() / 1000 + longest));
-  const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
-  const run = await life.start({
-    prompt: body.prompt,
-    limits,
-    conversation,
-    conversationId: input.conversationId,
-    // On the clock the runner keeps the deadline and the duration by (the wall clock; a test's own).
-    startedAt: deps.clock.now(),
+  // Its own trace, named by the run id, so a retried start sends the same input. The writes that start
+  // the run (admission, the run record) are made under the agent span, so they are in the run's trace.
+  const trace = agentTraceOf(runId, false);
+  const run = await withContext(trace && contextOf(trace), async () => {
+    // Admission first: a refused run (429) has written nothing. Its marker outlives the longest the run may take.
+    const { approvals, quotas } = deps.config;
+    const longest = limits.runTimeoutMs / 1000 + approvals.timeoutSeconds + quotas.waitSeconds;
+    await admitDurableRun(deps.quotas, security, runId, Math.floor(Date.now() / 1000 + longest));
+    const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
+    return life.start({
+      prompt: body.prompt,
+      limits,
+      conversation,
+      conversationId: input.conversationId,
+      // On the clock the runner keeps the deadline and the duration by (the wall clock; a test's own).
+      startedAt: deps.clock.now(),
+    });
   });
   const payload = durableRunPayload({
     runId,
@@ -73,8 +79,7 @@ export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput
     startedAt: Date.parse(run.startedAt),
     previousRunId: run.previousRunId,
     historyMaxTokens: deps.config.history.maxTokens,
-    // Its own trace, named by the run id, so a retried start sends the same input.
-    trace: agentTraceOf(runId, false),
+    trace,
   });
   await deps.executions.start(executionNameFor(runId), payload);
   deps.logger.info("durable run started", { runId, deadlineAt: payload.deadlineAt });

@@ -14,6 +14,29 @@ export function bundlesTracingSdk(mode: TracingMode): boolean {
   return mode === "otlp" || mode === "console";
 }
 
+/**
+ * The longest an invocation waits for its spans to be sent before it answers (ms), and the OTLP
+ * exporter's timeout, its retries included. A collector extension on localhost takes milliseconds; one
+ * that refuses connections or does not answer costs an invocation this, not the exporter's default 10 s
+ * of attempts (after a run that used its deadline, that would outlive the function's timeout). Spans not
+ * sent within it are dropped: traces never change an answer.
+ */
+export const FLUSH_TIMEOUT_MS = 1_000;
+
+/** `flush()`, given up after {@link FLUSH_TIMEOUT_MS}; never rejects. */
+async function boundedFlush(sdk: TracingSdk): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, FLUSH_TIMEOUT_MS);
+    timer.unref();
+  });
+  try {
+    await Promise.race([sdk.flush().catch(() => undefined), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** The SDK this process runs, by its settings: every traced entry of the process with them shares it. */
 let running: { key: string; load: () => Promise<TracingSdk> } | undefined;
 
@@ -39,11 +62,12 @@ async function processSdk(key: string, start: () => Promise<TracingSdk>): Promis
  *   and flushes it itself; boundloop's spans are switched on and go to it
  * - `otlp`, `console`: the in-bundle SDK (shared/telemetry/sdk.ts) is loaded on the first invocation,
  *   and every invocation flushes it before it returns (Lambda freezes the process once the handler has
- *   answered, so a span left in a batch could be lost or sent minutes late). Traces never change an
- *   answer: a failed flush is ignored, and a failed SDK load is logged at ERROR, runs that invocation
- *   untraced and is retried by the next one (shared/lazy.ts `onceUntilFailed`). A bundle built with
- *   tracing off has no SDK ({@link bundlesTracingSdk}): switching TRACING on by hand in the function's
- *   environment logs that error on every invocation; redeploy with the setting instead.
+ *   answered, so a span left in a batch could be lost or sent minutes late), for at most
+ *   {@link FLUSH_TIMEOUT_MS}. Traces never change an answer: a failed or late flush is ignored, and a
+ *   failed SDK load is logged at ERROR, runs that invocation untraced and is retried by the next one
+ *   (shared/lazy.ts `onceUntilFailed`). A bundle built with tracing off has no SDK
+ *   ({@link bundlesTracingSdk}): switching TRACING on by hand in the function's environment logs that
+ *   error on every invocation; redeploy with the setting instead.
  */
 export function withTracing<A extends unknown[], R>(
   handler: (...args: A) => Promise<R>,
@@ -61,7 +85,9 @@ export function withTracing<A extends unknown[], R>(
       async () => {
         const { startTracing } = await import("./sdk.js");
         return startTracing(
-          mode === "otlp" ? { kind: "otlp", endpoint: otlpEndpoint } : { kind: "console" },
+          mode === "otlp"
+            ? { kind: "otlp", endpoint: otlpEndpoint, timeoutMs: FLUSH_TIMEOUT_MS }
+            : { kind: "console" },
           config.observability.serviceName,
           captureContent,
         );
@@ -83,7 +109,7 @@ export function withTracing<A extends unknown[], R>(
     try {
       return await handler(...args);
     } finally {
-      await started?.flush().catch(() => undefined);
+      if (started) await boundedFlush(started);
     }
   };
 }

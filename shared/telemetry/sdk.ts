@@ -16,13 +16,14 @@ import { configureTracing, presetIds } from "../tracing.js";
 
 /**
  * Where spans go, chosen at the entry point (shared/telemetry/entry.ts reads it from config):
- * - `otlp`: OTLP/HTTP (JSON) to `endpoint` + `/v1/traces`, batched, flushed before each invocation ends
+ * - `otlp`: OTLP/HTTP (JSON) to `endpoint` + `/v1/traces`, batched, flushed before each invocation ends;
+ *   `timeoutMs` bounds each export, its retries included (default: the exporter's 10 s)
  * - `console`: the SDK's console exporter (one object per span on stdout)
  * - `exporter`: any SpanExporter (tests' InMemorySpanExporter, `npm start -- --trace`'s tree printer),
  *   exported span by span, or batched with `batch` (the benchmark's)
  */
 export type TracingExport =
-  | { kind: "otlp"; endpoint: string }
+  | { kind: "otlp"; endpoint: string; timeoutMs?: number }
   | { kind: "console" }
   | { kind: "exporter"; exporter: SpanExporter; batch?: boolean };
 
@@ -80,7 +81,11 @@ export function startTracing(
   const processor: SpanProcessor =
     exportTo.kind === "otlp"
       ? new BatchSpanProcessor({
-          exporter: new OTLPTraceExporter({ url: `${exportTo.endpoint.replace(/\/+$/, "")}/v1/traces` }),
+          exporter: new OTLPTraceExporter({
+            url: `${exportTo.endpoint.replace(/\/+$/, "")}/v1/traces`,
+            ...(exportTo.timeoutMs ? { timeoutMillis: exportTo.timeoutMs } : {}),
+          }),
+          ...(exportTo.timeoutMs ? { exportTimeoutMillis: exportTo.timeoutMs } : {}),
         })
       : exportTo.kind === "exporter" && exportTo.batch
         ? new BatchSpanProcessor({ exporter: exportTo.exporter })
