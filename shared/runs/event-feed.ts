@@ -31,12 +31,26 @@ export class LiveEvents {
   /** True once {@link close}d: a feed then reads the table. */
   closed = false;
 
+  /**
+   * Resolves when the run's first event comes through the hub: in a process that serves the run, its
+   * `run.started`, which the lifecycle emits once the run's record is written (the run was admitted
+   * and really started). Never resolves for a run that does not start here.
+   */
+  readonly started: Promise<void>;
+
   constructor(
     hub: RunEventHub,
     readonly runId: string,
   ) {
+    let markStarted: () => void = () => {};
+    this.started = new Promise<void>((resolve) => {
+      markStarted = resolve;
+    });
     this.unsubscribe = hub.subscribe(runId, (event) => {
-      if (event) this.events.set(event.seq, event);
+      if (event) {
+        this.events.set(event.seq, event);
+        markStarted();
+      }
       this.changed = true;
       this.woken.abort();
     });

@@ -144,9 +144,11 @@ export function streamEndsAt(c: Context<AppEnv>, deps: ApiDeps): number {
  * `POST /v1/runs` with `Accept: text/event-stream`: the run's events as it runs, then `event:
  * run.outcome` whose data is the body the JSON request would have got (its answer, its 202 of a
  * hand-over, or its problem), then the stream closes.
- * - `respond` is the route's JSON path (Idempotency-Key included); it calls `onStart` when this request
- *   really starts the run. Until then nothing is streamed: a refusal (400, 409 key in use, 422 key
- *   reused, 404 previous run) is answered as problem+json exactly as without the header.
+ * - `respond` is the route's JSON path (Idempotency-Key included). The stream begins with the run's
+ *   first event ({@link LiveEvents.started}: its record is written, so the run was admitted and really
+ *   started). Until then nothing is streamed: a refusal (400, 409 key in use, 422 key reused, 404
+ *   previous run, 429 or 503 of the quotas, a store that fails before the run's record is written) is
+ *   answered exactly as without the header, problem+json with its status and headers (Retry-After).
  * - A replay of a finished run (the Idempotency-Key's stored answer) streams the run's stored events,
  *   then that answer as the outcome.
  * - The run does not depend on the stream: a reader that leaves stops the writing only; the handler
@@ -157,14 +159,11 @@ export function streamEndsAt(c: Context<AppEnv>, deps: ApiDeps): number {
 export async function streamRun(
   c: Context<AppEnv>,
   deps: ApiDeps,
-  input: { tenantId: string; runId: string; respond: (onStart: () => void) => Promise<Response> },
+  input: { tenantId: string; runId: string; respond: () => Promise<Response> },
 ): Promise<Response> {
   const live = new LiveEvents(deps.runEvents.hub, input.runId);
-  let onStart: () => void = () => {};
-  const started = new Promise<"started">((resolve) => {
-    onStart = () => resolve("started");
-  });
-  const settled = input.respond(onStart).then(
+  const started = live.started.then(() => "started" as const);
+  const settled = input.respond().then(
     (response) => ({ response }),
     (error: unknown) => ({ error }),
   );
