@@ -1,5 +1,6 @@
 import type { Clock } from "../clock.js";
 import type { RunEventStore } from "../store/run-events.js";
+import { UNFINISHED_STATUSES } from "../store/run-records.js";
 import type { RunStore } from "../store/runs.js";
 import { FINAL_EVENT_TYPE, type RunEvent, type RunEventHub } from "./events.js";
 
@@ -98,9 +99,12 @@ export interface FollowInput {
   live?: LiveEvents;
 }
 
-/** Run statuses after which nothing more is appended (everything but running and awaiting_approval). */
+/**
+ * Whether a run's record has ended: nothing more is appended after its status (every status but those
+ * of a run still going: running, or a durable run waiting for a person or for budget).
+ */
 function ended(status: string): boolean {
-  return status !== "running" && status !== "awaiting_approval";
+  return !UNFINISHED_STATUSES.includes(status);
 }
 
 /**
