@@ -291,3 +291,44 @@ describe("A2A resume", () => {
     }
   });
 });
+
+describe("A2A subscribe to a task waiting for budget (awaiting_quota, docs/quotas.md)", () => {
+  it("follows the task (it is working, not ended) until its real end, instead of closing after the snapshot", async () => {
+    const { tenant_id: tenantId, sub: userId } = CALLERS.alice;
+    const runId = `run_${randomUUID()}`;
+    const { runs, runEvents } = env.stack.deps;
+    await runs.start({ tenantId, runId, userId, prompt: "x", limits: { maxCycles: 5, timeoutMs: 25_000 } });
+    expect(await runs.setAwaitingQuota(tenantId, runId, true)).toBe(true);
+    // The task's events are followed once its log is read: the run then ends (a cancel here).
+    const read = runEvents.store.read.bind(runEvents.store);
+    let following: () => void = () => {};
+    const followed = new Promise<"followed">((resolve) => {
+      following = () => resolve("followed");
+    });
+    runEvents.store.read = async (...args) => {
+      if (args[1] === runId) following();
+      return read(...args);
+    };
+    try {
+      const answered = env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/a2a`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "a2a-version": "1.0" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "SubscribeToTask", params: { id: runId } }),
+      });
+      // Behind the HTTP API the stream is buffered: it arrives whole, once it has ended.
+      if ((await Promise.race([followed, answered])) === "followed") {
+        expect(await runs.cancel(tenantId, runId, "Cancelled by usr_alice.")).toBe(true);
+      }
+      const body = await (await answered).text();
+      const results = [...body.matchAll(/^data: (.*)$/gm)].map(
+        (match) => JSON.parse(match[1] ?? "{}").result,
+      );
+      // The task as it is when its first event comes, then that event: the end of the run.
+      expect(results[0].task).toMatchObject({ id: runId });
+      expect(results.length).toBeGreaterThan(1);
+      expect(JSON.stringify(results.at(-1))).toContain("TASK_STATE_CANCELED");
+    } finally {
+      runEvents.store.read = read;
+    }
+  });
+});

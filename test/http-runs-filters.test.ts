@@ -106,6 +106,8 @@ describe("GET /v1/runs for the console", () => {
       runs.first,
     ]);
     expect(await ids(READER, "?scope=tenant&status=running")).toEqual([]);
+    // Every status a run record has is a status to filter by, a durable run waiting for budget's too.
+    expect(await ids(READER, "?scope=tenant&status=awaiting_quota")).toEqual([]);
     const page = RunPageSchema.parse((await list(READER, "?scope=tenant")).body);
     const startOf = (id: string) => page.items.find((run) => run.runId === id)?.startedAt as string;
     const from = encodeURIComponent(startOf(runs.second as string));

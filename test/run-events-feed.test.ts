@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FINAL_EVENT_GRACE_MS, followRunEvents } from "../shared/runs/event-feed.js";
+import { FINAL_EVENT_GRACE_MS, followRunEvents, readerHasEnd } from "../shared/runs/event-feed.js";
 import { type RunEvent, RunEventHub } from "../shared/runs/events.js";
 import { seedEvent, startTestStack, type TestStack } from "./support/stack.js";
 import { ManualClock, SEED_RUN_EVENT_TYPES } from "./support/streaming.js";
@@ -154,5 +154,39 @@ describe("a reader that finds the run ended before its final batch landed", () =
     // Last-Event-ID 2: nothing after it is stored, yet the stream must still end with the final event.
     const reader = readElsewhere(tenantId, runId, clock, 2);
     expect((await reader.done).map((e) => [e.seq, e.type])).toEqual([[3, "run.finished"]]);
+  });
+});
+
+describe("a durable run waiting for budget (awaiting_quota, docs/quotas.md)", () => {
+  it("is still going: the reader waits on, past the grace, closes nothing, and a resume is not 204", async () => {
+    const tenantId = "tenant_feed_quota";
+    const runId = `run_${crypto.randomUUID()}`;
+    const clock = new ManualClock();
+    await startRecord(tenantId, runId);
+    const at = new Date(clock.now()).toISOString();
+    const started = { type: "run.started", limits: { maxCycles: 5, timeoutMs: 25_000 }, previousRunId: null };
+    const batch = [{ ...started, runId, seq: 1, at }] as RunEvent[];
+    await stack.deps.runEvents.store.append(tenantId, runId, batch, Math.floor(clock.now() / 1000) + 3600);
+    expect(await stack.deps.runs.setAwaitingQuota(tenantId, runId, true, new Date(clock.now()))).toBe(true);
+    const record = await stack.deps.runs.getRecord(tenantId, runId);
+    if (!record) throw new Error("the record was written");
+    // A reader past the log (Last-Event-ID 2: the final event a reader would have made of the record) is
+    // not told that it has the end (204).
+    expect(await readerHasEnd(stack.deps, tenantId, record, 2)).toBe(false);
+    const reader = readElsewhere(tenantId, runId, clock);
+    for (let waited = 0; waited <= FINAL_EVENT_GRACE_MS; waited += 50) {
+      expect(await waitingOrEnded(clock, reader.done)).toBe("waiting");
+      clock.advance(50);
+    }
+    expect(await waitingOrEnded(clock, reader.done)).toBe("waiting");
+    expect(reader.events.map((e) => e.type)).toEqual(["run.started"]);
+    // Woken, it goes on and finishes: its own final event is the one the reader gets.
+    expect(await stack.deps.runs.setAwaitingQuota(tenantId, runId, false, new Date(clock.now()))).toBe(true);
+    await stack.deps.runs.cancel(tenantId, runId, "Cancelled by usr_2.", new Date(clock.now()));
+    clock.advance(50);
+    expect((await reader.done).map((e) => [e.seq, e.type, "status" in e ? e.status : null])).toEqual([
+      [1, "run.started", null],
+      [2, "run.finished", "cancelled"],
+    ]);
   });
 });

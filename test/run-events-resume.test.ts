@@ -1,5 +1,7 @@
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { beforeAll, describe, expect, it } from "vitest";
+import { ProblemSchema } from "../functions/api/contract.js";
+import { OPEN_COMMENT } from "../functions/api/routes/events.js";
 import { createLambdaContext } from "../local/lambda-context.js";
 import { installLambdaStreaming, invokeStreaming, NO_PRELUDE_STATUS } from "../local/lambda-streaming.js";
 import type { RunEvent } from "../shared/runs/events.js";
@@ -122,6 +124,46 @@ describe("a resume after the final event", () => {
     } finally {
       env.stack.config.stream.maxMs = original;
     }
+  });
+});
+
+describe("a table that fails once a stream has begun", () => {
+  it("ends the stream with event: error, the STORE_UNAVAILABLE problem and nothing of the error's text; a resume streams the log", async () => {
+    const runId = `run_${crypto.randomUUID()}`;
+    await env.stack.deps.runs.start({
+      tenantId: USER.tenant_id,
+      runId,
+      userId: USER.sub,
+      prompt: "x",
+      limits: { maxCycles: 5, timeoutMs: 25_000 },
+    });
+    const store = env.stack.deps.runEvents.store;
+    const read = store.read.bind(store);
+    // The record is read before the stream begins; the log's first read fails as an unreachable store.
+    store.read = async () => {
+      throw Object.assign(new Error("socket hang up at 10.0.0.7:8000"), {
+        name: "TimeoutError",
+        $metadata: {},
+      });
+    };
+    let failed: Awaited<ReturnType<typeof resumeOnFunctionUrl>>;
+    try {
+      failed = await resumeOnFunctionUrl(runId, 0);
+    } finally {
+      store.read = read;
+    }
+    expect(failed.status).toBe(200);
+    expect(failed.read.comments).toEqual([OPEN_COMMENT]);
+    expect(failed.read.messages.map((m) => m.event)).toEqual(["error"]);
+    expect(ProblemSchema.parse(JSON.parse(failed.read.messages[0]?.data ?? "{}"))).toMatchObject({
+      status: 503,
+      code: "STORE_UNAVAILABLE",
+    });
+    expect(failed.body).not.toMatch(/socket|10\.0\.0\.7/);
+    // The store is back: the same resume streams the log (a cancel closes it with its final event).
+    expect(await env.stack.deps.runs.cancel(USER.tenant_id, runId, "cancelled by usr_resume_01")).toBe(true);
+    const resumed = await resumeOnFunctionUrl(runId, 0);
+    expect(runEventsOf(resumed.read).map((e) => e.type)).toEqual(["run.finished"]);
   });
 });
 

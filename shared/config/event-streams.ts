@@ -60,7 +60,7 @@ export const eventStreamDocs: SectionDocs<typeof eventStreamFields> = {
     group: "Run event streams",
     unit: "s",
     description:
-      "How long one event stream stays open before it ends with a `retry:` hint (the client resumes with `Last-Event-ID`); also cut to the Lambda's remaining time less `DEADLINE_RESERVE_MS`, so it ends before the platform does (the streaming function's 15-minute timeout).",
+      "How long one `GET /v1/runs/{runId}/events` stream stays open before it ends with a `retry:` hint (the client resumes with `Last-Event-ID`; a streamed `POST /v1/runs` lasts as long as its run instead); also cut to the Lambda's remaining time less `DEADLINE_RESERVE_MS`, so it ends before the platform does (the streaming function's 15-minute timeout).",
   },
   STREAM_RETRY_MS: {
     group: "Run event streams",

@@ -1,5 +1,6 @@
 import type { Clock } from "../clock.js";
 import type { RunEventStore } from "../store/run-events.js";
+import { UNFINISHED_STATUSES } from "../store/run-records.js";
 import type { RunStore } from "../store/runs.js";
 import { FINAL_EVENT_TYPE, type RunEvent, type RunEventHub } from "./events.js";
 
@@ -31,12 +32,26 @@ export class LiveEvents {
   /** True once {@link close}d: a feed then reads the table. */
   closed = false;
 
+  /**
+   * Resolves when the run's first event comes through the hub: in a process that serves the run, its
+   * `run.started`, which the lifecycle emits once the run's record is written (the run was admitted
+   * and really started). Never resolves for a run that does not start here.
+   */
+  readonly started: Promise<void>;
+
   constructor(
     hub: RunEventHub,
     readonly runId: string,
   ) {
+    let markStarted: () => void = () => {};
+    this.started = new Promise<void>((resolve) => {
+      markStarted = resolve;
+    });
     this.unsubscribe = hub.subscribe(runId, (event) => {
-      if (event) this.events.set(event.seq, event);
+      if (event) {
+        this.events.set(event.seq, event);
+        markStarted();
+      }
       this.changed = true;
       this.woken.abort();
     });
@@ -84,9 +99,12 @@ export interface FollowInput {
   live?: LiveEvents;
 }
 
-/** Run statuses after which nothing more is appended (everything but running and awaiting_approval). */
+/**
+ * Whether a run's record has ended: nothing more is appended after its status (every status but those
+ * of a run still going: running, or a durable run waiting for a person or for budget).
+ */
 function ended(status: string): boolean {
-  return status !== "running" && status !== "awaiting_approval";
+  return !UNFINISHED_STATUSES.includes(status);
 }
 
 /**

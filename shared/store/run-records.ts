@@ -38,6 +38,12 @@ export interface RunShapes {
 export type { TokenUsage } from "../token-usage.js";
 
 /**
+ * The statuses of a run that is still going (see {@link RunRecordStatus}): more will be written, its
+ * outcome and its events. Every other status is final.
+ */
+export const UNFINISHED_STATUSES: readonly string[] = ["running", "awaiting_approval", "awaiting_quota"];
+
+/**
  * Where a run is: `running` from the first write until the outcome is stored; then the loop's terminal
  * status; `failed` when the server itself failed mid-run (an unexpected error, not a model or tool
  * failure); `cancelled` when a durable run was stopped (`POST /v1/runs/{runId}/cancel`);

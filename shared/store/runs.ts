@@ -19,6 +19,7 @@ import {
   toRunRecord,
   toStep,
   transcriptAttributes,
+  UNFINISHED_STATUSES,
   WAIT_ENDS_ATTRIBUTE,
   WAIT_STARTS_ATTRIBUTE,
 } from "./run-records.js";
@@ -254,8 +255,9 @@ export class RunStore<S extends RunShapes = RunShapes> {
   }
 
   /**
-   * Marks a running run `cancelled` (its durable execution was stopped); `reason` says who cancelled.
-   * @returns false when the record was not `running` (it ended first, or is missing)
+   * Marks a run still going (`UNFINISHED_STATUSES`) `cancelled` (its durable execution was stopped);
+   * `reason` says who cancelled.
+   * @returns false when the record was not going (it ended first, or is missing)
    * @throws the SDK's error for anything but the failed condition
    */
   async cancel(tenantId: string, runId: string, reason: string, now: Date = new Date()): Promise<boolean> {
@@ -263,7 +265,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       tenantId,
       runId,
       { status: "cancelled", reason, finishedAt: now.toISOString(), updatedAt: now.toISOString() },
-      ["running", "awaiting_approval", "awaiting_quota"],
+      UNFINISHED_STATUSES,
     );
   }
 

@@ -76,8 +76,8 @@ export function runEventRoutes(getDeps: GetDeps) {
 
 /**
  * Writes a run's events to an SSE stream until the final one (then the stream closes), the reader
- * leaves, or the stream's time is up: {@link streamEndsAt}, after which it ends with a `retry:` hint so
- * the client reconnects and resumes. A `: heartbeat` comment goes out whenever the stream has been quiet
+ * leaves, or the stream's time is up: `target.endsAt` (epoch ms of the deps' clock; default
+ * {@link streamEndsAt}), after which it ends with a `retry:` hint so the client reconnects and resumes. A `: heartbeat` comment goes out whenever the stream has been quiet
  * for STREAM_HEARTBEAT_SECONDS. Every write is awaited (on Lambda nothing runs after the stream ends).
  * A store failure ends the stream with `event: error` and the problem body (never the error's text).
  * @returns true when the final event was written
@@ -86,14 +86,14 @@ export async function writeRunEvents(
   c: Context<AppEnv>,
   sse: SSEStreamingApi,
   deps: ApiDeps,
-  target: { tenantId: string; runId: string; after: number; live?: LiveEvents },
+  target: { tenantId: string; runId: string; after: number; live?: LiveEvents; endsAt?: number },
 ): Promise<boolean> {
   const { clock, config } = deps;
   const left = new AbortController();
   sse.onAbort(() => left.abort());
   const readerLeft = () => left.signal.aborted;
   c.req.raw.signal?.addEventListener("abort", () => left.abort(), { once: true });
-  const endsAt = streamEndsAt(c, deps);
+  const endsAt = target.endsAt ?? streamEndsAt(c, deps);
   let lastWrite = clock.now();
   const feed = followRunEvents({
     deps,
@@ -144,11 +144,14 @@ export function streamEndsAt(c: Context<AppEnv>, deps: ApiDeps): number {
  * `POST /v1/runs` with `Accept: text/event-stream`: the run's events as it runs, then `event:
  * run.outcome` whose data is the body the JSON request would have got (its answer, its 202 of a
  * hand-over, or its problem), then the stream closes.
- * - `respond` is the route's JSON path (Idempotency-Key included); it calls `onStart` when this request
- *   really starts the run. Until then nothing is streamed: a refusal (400, 409 key in use, 422 key
- *   reused, 404 previous run) is answered as problem+json exactly as without the header.
+ * - `respond` is the route's JSON path (Idempotency-Key included). The stream begins with the run's
+ *   first event ({@link LiveEvents.started}: its record is written, so the run was admitted and really
+ *   started). Until then nothing is streamed: a refusal (400, 409 key in use, 422 key reused, 404
+ *   previous run, 429 or 503 of the quotas, a store that fails before the run's record is written) is
+ *   answered exactly as without the header, problem+json with its status and headers (Retry-After).
  * - A replay of a finished run (the Idempotency-Key's stored answer) streams the run's stored events,
  *   then that answer as the outcome.
+ * - The stream lasts as long as the run, whatever STREAM_MAX_SECONDS (heartbeats keep it alive).
  * - The run does not depend on the stream: a reader that leaves stops the writing only; the handler
  *   still waits for the run (and registers it with `executionCtx.waitUntil` where there is one), so on
  *   Lambda the invocation ends after the run and its writes, never in the middle.
@@ -157,14 +160,11 @@ export function streamEndsAt(c: Context<AppEnv>, deps: ApiDeps): number {
 export async function streamRun(
   c: Context<AppEnv>,
   deps: ApiDeps,
-  input: { tenantId: string; runId: string; respond: (onStart: () => void) => Promise<Response> },
+  input: { tenantId: string; runId: string; respond: () => Promise<Response> },
 ): Promise<Response> {
   const live = new LiveEvents(deps.runEvents.hub, input.runId);
-  let onStart: () => void = () => {};
-  const started = new Promise<"started">((resolve) => {
-    onStart = () => resolve("started");
-  });
-  const settled = input.respond(onStart).then(
+  const started = live.started.then(() => "started" as const);
+  const settled = input.respond().then(
     (response) => ({ response }),
     (error: unknown) => ({ error }),
   );
@@ -187,7 +187,10 @@ export async function streamRun(
     // No execution context (hono/aws-lambda's buffered adapter, tests): the callback below waits.
   }
   return streamSSE(c, async (sse) => {
-    const writing = writeRunEvents(c, sse, deps, { tenantId: input.tenantId, runId, after: 0, live });
+    // No time limit of its own: a POST cannot be resumed, and the run it carries ends by its deadline,
+    // which already follows the invocation's remaining time (STREAM_MAX_SECONDS bounds a GET's stream).
+    const target = { tenantId: input.tenantId, runId, after: 0, live, endsAt: Number.POSITIVE_INFINITY };
+    const writing = writeRunEvents(c, sse, deps, target);
     const result = await settled;
     live.finish();
     await writing;

@@ -32,8 +32,8 @@ export function runRoutes(deps: GetDeps) {
         lambdaRemainingMs: c.env?.lambdaContext?.getRemainingTimeInMillis(),
         runId,
       });
-      const respond = (onStart: () => void) => respondOnce(c, deps, prepared, body, onStart);
-      if (!stream) return (await respond(() => {})) as never;
+      const respond = () => respondOnce(c, deps, prepared, body);
+      if (!stream) return (await respond()) as never;
       return (await streamRun(c, deps(), { tenantId: c.get("security").tenantId, runId, respond })) as never;
     })
     .openapi(listRunsRoute, async (c) => {
@@ -55,15 +55,13 @@ export function runRoutes(deps: GetDeps) {
 
 /**
  * The POST's JSON path: the Idempotency-Key (replay / 409 / 422, or run once and store), then the run's
- * start as HTTP ({@link runStartResponse}). `onStart` is called when this request really starts the run
- * (a streamed request then begins its stream).
+ * start as HTTP ({@link runStartResponse}).
  */
 async function respondOnce(
   c: Context<AppEnv>,
   deps: GetDeps,
   prepared: PreparedRun,
   body: RunBody,
-  onStart: () => void,
 ): Promise<Response> {
   try {
     const { RUN_ROUTE, requestFingerprint, withRunIdempotency } = await import("../run-idempotency.js");
@@ -75,13 +73,12 @@ async function respondOnce(
       leaseExpiresAt: prepared.leaseExpiresAt,
     };
     // A replay is a stored response of this same route.
-    return await withRunIdempotency(idempotent, async (key) => {
-      onStart();
-      return runStartResponse(
+    return await withRunIdempotency(idempotent, async (key) =>
+      runStartResponse(
         c,
         await prepared.start(key ? { key, fingerprint: requestFingerprint(RUN_ROUTE, body) } : undefined),
-      );
-    });
+      ),
+    );
   } finally {
     prepared.dispose();
   }
