@@ -31,6 +31,7 @@ import { cancelRun } from "../runs/cancel.js";
 import { isUsableKey, MAX_KEY_LENGTH } from "../runs/exactly-once.js";
 import { listRuns, readRun } from "../runs/queries.js";
 import { PROMPT_MAX_CHARS } from "../runs/run-request.js";
+import { isLiveRecordStatus } from "../store/live-status.js";
 import type { A2ACall } from "./call.js";
 import { toA2AError } from "./errors.js";
 import { TASK_STATES } from "./states.js";
@@ -155,9 +156,9 @@ async function* resubscribe(call: A2ACall, id: string, after: number): AsyncGene
   }
 }
 
-/** Whether a run status is final (nothing more will happen to it). */
+/** Whether a run status is final (nothing more will happen to it; a run waiting for budget is not). */
 function isEnded(status: string): boolean {
-  return status !== "running" && status !== "awaiting_approval";
+  return !isLiveRecordStatus(status);
 }
 
 /**

@@ -4,6 +4,7 @@ import { executionNameFor } from "../durable/executions.js";
 import type { SecurityContext } from "../identity.js";
 import { microOfAmount } from "../quotas/prices.js";
 import { agentTraceOf, finishCarriedRunSpan } from "../run-trace.js";
+import { isLiveRecordStatus } from "../store/live-status.js";
 import { canCancelRun, runIfAllowed } from "./access.js";
 import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
 
@@ -35,7 +36,7 @@ export async function cancelRun(
     new DomainError("RUN_NOT_RUNNING", `The run ${runId} is not running (its status is ${run.status}).`, {
       facts: { runId, runStatus: run.status },
     });
-  if (!["running", "awaiting_approval", "awaiting_quota"].includes(found.run.status)) {
+  if (!isLiveRecordStatus(found.run.status)) {
     // A cancel whose withdrawal of the approvals failed is finished by the next one.
     if (found.run.status === "cancelled") await deps.approvals.cancelPending(security.tenantId, runId);
     throw notRunning(found.run);

@@ -1,4 +1,5 @@
 import type { Clock } from "../clock.js";
+import { isLiveRecordStatus } from "../store/live-status.js";
 import type { RunEventStore } from "../store/run-events.js";
 import type { RunStore } from "../store/runs.js";
 import { FINAL_EVENT_TYPE, type RunEvent, type RunEventHub } from "./events.js";
@@ -84,9 +85,9 @@ export interface FollowInput {
   live?: LiveEvents;
 }
 
-/** Run statuses after which nothing more is appended (everything but running and awaiting_approval). */
+/** Run statuses after which nothing more is appended: every one but the live ones (a waiting run too). */
 function ended(status: string): boolean {
-  return status !== "running" && status !== "awaiting_approval";
+  return !isLiveRecordStatus(status);
 }
 
 /**

@@ -3,6 +3,7 @@ import { type DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamod
 import { decodeText } from "./compressed.js";
 import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
+import { LIVE_RECORD_STATUSES } from "./live-status.js";
 import { queryTenant } from "./query.js";
 import { countRunList, queryRunList, type RunListFilter } from "./run-list.js";
 import type { HistorySummary } from "./run-record-schema.js";
@@ -263,7 +264,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       tenantId,
       runId,
       { status: "cancelled", reason, finishedAt: now.toISOString(), updatedAt: now.toISOString() },
-      ["running", "awaiting_approval", "awaiting_quota"],
+      LIVE_RECORD_STATUSES,
     );
   }
 
