@@ -1,6 +1,7 @@
 /** The HTTP contract of the runs listing: `GET /v1/runs`, its filters and its page (docs/http-api.md). */
 
 import { createRoute, z } from "@hono/zod-openapi";
+import { RecordStatusSchema } from "../../../shared/store/run-record-schema.js";
 import { InvoiceListQuery, security } from "./common.js";
 import { authErrors, problem } from "./problems.js";
 import { RunStatusSchema } from "./run-results.js";
@@ -29,7 +30,7 @@ export const RunListQuery = z
         description: "Only the runs this user started; another user's need `billing:read`.",
       }),
     status: z
-      .union([z.enum(["running", "awaiting_approval", "failed", "cancelled"]), RunStatusSchema])
+      .union([RecordStatusSchema, RunStatusSchema])
       .optional()
       .openapi({ param: { name: "status", in: "query" }, description: "Only runs in this status now." }),
     from: z.iso
