@@ -4,12 +4,14 @@ import { describe, expect, it } from "vitest";
 import { screenshot } from "./support/browser.js";
 import {
   consoleStack,
+  DESKTOP,
   expectAccessible,
   go,
   ledgerOf,
   startRun,
   timeline,
   timelineHas,
+  tokenFor,
 } from "./support/console.js";
 
 // The approvals inbox and Cancel in headless Chromium against `npm run dev` with approval rules (the
@@ -209,5 +211,21 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
       .toMatch(/Cancelled/);
     expect(await cardOf(approver, runId).count()).toBe(0);
     expect((await ledgerOf(stack.dev, "owner")).filter((invoice) => invoice.runId === runId)).toEqual([]);
+  });
+
+  it("the time left in its last minute says less than a minute, not 0 min", async () => {
+    const { runId } = await pausedRun();
+    const listed = await fetch(`${stack.dev.url}/v1/approvals?status=pending&limit=100`, {
+      headers: { authorization: `Bearer ${await tokenFor(stack.dev, "approver")}` },
+    });
+    const { items } = (await listed.json()) as { items: Array<{ runId: string; expiresAt: string }> };
+    const expiresAt = Date.parse(items.find((approval) => approval.runId === runId)?.expiresAt ?? "");
+    // A context of its own (its options differ), whose page clock reads 30 s before the expiry.
+    const options = { ...DESKTOP, locale: "en-GB" };
+    await (await stack.pages.blank(options)).context().clock.setFixedTime(expiresAt - 30_000);
+    const approver = await stack.pages.signedIn(stack.dev, "approver", "#/approvals", options);
+    const card = cardOf(approver, runId);
+    await expect.poll(() => card.count()).toBe(1);
+    expect(await card.innerText()).toMatch(/Requested by usr_demo at .+ UTC; less than a minute left\./);
   });
 });

@@ -21,11 +21,16 @@ import { policyIdsText } from "./policy-parts.js";
 import { session } from "./session.js";
 import { fields } from "./values.js";
 
-/** What is left of a deadline, e.g. `23 h 59 min left`; none once it has passed. */
+/**
+ * What is left of a deadline, e.g. `23 h 59 min left`, in whole minutes rounded down; "less than a
+ * minute" in the last one (an approval that can still be decided never reads "0 min"); none once it has
+ * passed.
+ */
 function timeLeft(expiresAt: string): string {
   const ms = Date.parse(expiresAt) - Date.now();
   if (!(ms > 0)) return "its time to decide has passed";
   const minutes = Math.floor(ms / 60_000);
+  if (minutes === 0) return "less than a minute left";
   return minutes >= 60 ? `${Math.floor(minutes / 60)} h ${minutes % 60} min left` : `${minutes} min left`;
 }
 
