@@ -213,6 +213,17 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
     expect((await ledgerOf(stack.dev, "owner")).filter((invoice) => invoice.runId === runId)).toEqual([]);
   });
 
+  it("a user without billing:approve sees the API's refusal naming it, and no lists to read as empty", async () => {
+    const writer = await stack.pages.signedIn(stack.dev, "writer", "#/approvals");
+    await expect
+      .poll(() => writer.locator("main").innerText())
+      .toContain('FORBIDDEN: This needs the "billing:approve" permission, which the caller lacks.');
+    expect(await writer.getByRole("heading", { name: "Decided" }).count()).toBe(0);
+    expect(await decidedTable(writer).count()).toBe(0);
+    expect(await writer.locator("article.approval").count()).toBe(0);
+    await expectAccessible(writer, "approvals-refused");
+  });
+
   it("the time left in its last minute says less than a minute, not 0 min", async () => {
     const { runId } = await pausedRun();
     const listed = await fetch(`${stack.dev.url}/v1/approvals?status=pending&limit=100`, {

@@ -278,16 +278,19 @@ export async function approvalsView(): Promise<void> {
     else decided.append(...rows);
     decidedStatus.replaceChildren(shown.size === 0 ? h("p", {}, "No decisions yet.") : "");
   };
+  const decidedPart = [
+    h("h2", {}, "Decided"),
+    decidedStatus,
+    scrollTable("The tenant's decided approvals, newest first", DECIDED_COLUMNS, decided),
+    moreDecided,
+  ];
   view().replaceChildren(
     h("h1", {}, "Approvals"),
     h("h2", {}, "Waiting for a decision"),
     pendingStatus,
     pending,
     morePending,
-    h("h2", {}, "Decided"),
-    decidedStatus,
-    scrollTable("The tenant's decided approvals, newest first", DECIDED_COLUMNS, decided),
-    moreDecided,
+    ...decidedPart,
   );
   const answered = await paged<Approval>("/v1/approvals?status=pending&limit=50", {
     status: pendingStatus,
@@ -298,7 +301,11 @@ export async function approvalsView(): Promise<void> {
       pendingStatus.replaceChildren(empty ? h("p", {}, "Nothing waits for a decision.") : "");
     },
   });
-  if (!answered) return;
+  // Refused (no billing:approve): the refusal alone, not an empty table that reads as "nothing decided".
+  if (!answered) {
+    for (const part of decidedPart) part.remove();
+    return;
+  }
   await paged<Approval>("/v1/approvals?status=decided&limit=20", {
     status: decidedStatus,
     more: moreDecided,
