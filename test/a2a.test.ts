@@ -266,6 +266,29 @@ describe("A2A resume", () => {
     expect(body).toContain('"run.finished"');
   });
 
+  it("SubscribeToTask on a task whose run waits for budget (awaiting_quota) follows it to its end, not a snapshot", async () => {
+    const { tenant_id: tenantId, sub: userId } = CALLERS.alice;
+    const runId = `run_${randomUUID()}`;
+    const limits = { maxCycles: 5, timeoutMs: 600_000 };
+    await env.stack.deps.runs.start({ tenantId, runId, userId, prompt: "wait for budget", limits });
+    expect(await env.stack.deps.runs.setAwaitingQuota(tenantId, runId, true)).toBe(true);
+    // The run ends (cancelled here) while the stream follows it; the gateway buffers the answer (as API
+    // Gateway does), so the end is set up before the request.
+    const ended = new Promise((resolve) => setTimeout(resolve, 1_500)).then(() =>
+      env.stack.deps.runs.cancel(tenantId, runId, "Cancelled by usr_alice."),
+    );
+    const response = await env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/a2a`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "a2a-version": "1.0" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "SubscribeToTask", params: { id: runId } }),
+    });
+    const body = await response.text();
+    expect(await ended).toBe(true);
+    const results = [...body.matchAll(/^data: (.*)$/gm)].map((match) => JSON.parse(match[1] ?? "{}").result);
+    expect(results.length).toBeGreaterThan(1);
+    expect(JSON.stringify(results.at(-1))).toContain("TASK_STATE_CANCELED");
+  });
+
   it("SubscribeToTask with Last-Event-ID at or past an ended task's last event answers the task, not TaskNotFoundError", async () => {
     const client = await clientAs(env.tokens.alice);
     const task = (await client.sendMessage(a2aMessage("What is the UK VAT on 41 GBP?"))) as Task;

@@ -193,6 +193,31 @@ describe("cancelling a run that waits for approval", () => {
   });
 });
 
+describe("cancelling a waiting run whose execution has already ended", () => {
+  it("a cancel interrupted after its stop (or an execution gone while waiting) is finished by the next cancel: 200 cancelled, approvals withdrawn", async () => {
+    const tenantId = "tenant_apr_stranded";
+    const { run, target } = await pausedRun(tenantId);
+    // The stop went through, then the cancel's process died before it wrote the record: the record still
+    // waits, and no execution will ever write it again.
+    expect(await stack.executions.stop(run.runId)).toBe("stopped");
+    await stack.executions.get(run.runId)?.done;
+    expect((await stack.deps.runs.getRecord(tenantId, run.runId))?.status).toBe("awaiting_approval");
+
+    const cancelled = await stack.invoke(runPathEvent(run.runId, tenantId, "cancel"));
+    expect(cancelled.statusCode, cancelled.body).toBe(200);
+    expect(RunRecordSchema.parse(json(cancelled))).toMatchObject({
+      status: "cancelled",
+      reason: "Cancelled by usr_idem.",
+    });
+    const stored = await stack.deps.approvals.get(tenantId, target.runId, target.approvalId);
+    expect(stored?.approval).toMatchObject({ status: "cancelled", decidedBy: null });
+    const late = await decide(stack, target, "approve");
+    expect(late.statusCode).toBe(409);
+    expect(ProblemSchema.parse(json(late))).toMatchObject({ code: "APPROVAL_CANCELLED" });
+    expect(await invoices(tenantId)).toHaveLength(0);
+  });
+});
+
 describe("two calls needing approval in one turn", () => {
   it("both wait; approving one and rejecting the other records one invoice, tells the model of the rejection, and completes", async () => {
     const tenantId = "tenant_apr_two";

@@ -1,15 +1,18 @@
 // biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (rendered text, as a person reads it), not the DOM property
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
+import { mintToken, readIssuerFile } from "../local/dev-auth.js";
 import { screenshot } from "./support/browser.js";
 import {
   consoleStack,
+  DESKTOP,
   expectAccessible,
   go,
   ledgerOf,
   startRun,
   timeline,
   timelineHas,
+  tokenFor,
 } from "./support/console.js";
 
 // The approvals inbox and Cancel in headless Chromium against `npm run dev` with approval rules (the
@@ -209,5 +212,75 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
       .toMatch(/Cancelled/);
     expect(await cardOf(approver, runId).count()).toBe(0);
     expect((await ledgerOf(stack.dev, "owner")).filter((invoice) => invoice.runId === runId)).toEqual([]);
+  });
+
+  it("a user without billing:approve sees the API's refusal naming it, and no lists to read as empty", async () => {
+    const writer = await stack.pages.signedIn(stack.dev, "writer", "#/approvals");
+    await expect
+      .poll(() => writer.locator("main").innerText())
+      .toContain('FORBIDDEN: This needs the "billing:approve" permission, which the caller lacks.');
+    expect(await writer.getByRole("heading", { name: "Decided" }).count()).toBe(0);
+    expect(await decidedTable(writer).count()).toBe(0);
+    expect(await writer.locator("article.approval").count()).toBe(0);
+    await expectAccessible(writer, "approvals-refused");
+  });
+
+  it("a run waiting for budget (awaiting_quota) says so under Waiting for, as the API's status does", async () => {
+    // A tenant of its own, whose user's daily tokens cannot cover the run's second model call.
+    const issuer = await readIssuerFile(stack.dev.issuerFile);
+    const tenant = { tenant_id: "tenant_quota_wait_01" };
+    const admin = await mintToken(issuer, { ...tenant, sub: "usr_quota_admin", scope: "limits:admin" });
+    const user = await mintToken(issuer, { ...tenant, sub: "usr_quota_01", scope: "billing:write" });
+    const send = (path: string, token: string, init: RequestInit) =>
+      fetch(`${stack.dev.url}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...init.headers },
+      });
+    const limits = await send("/v1/limits", admin, {
+      method: "PUT",
+      body: JSON.stringify({ user: { tokensPerDay: 2000 } }),
+    });
+    expect(limits.status).toBe(200);
+    const started = await send("/v1/runs", user, {
+      method: "POST",
+      headers: { prefer: "respond-async" },
+      body: JSON.stringify({
+        prompt: "Calculate tax on 1500 GBP for a client in the UK and record the invoice",
+      }),
+    });
+    const { runId } = (await started.json()) as { runId: string };
+    // The first durable run of the dev process loads the runner: give it time.
+    await expect
+      .poll(
+        async () => ((await (await send(`/v1/runs/${runId}`, user, {})).json()) as { status: string }).status,
+        {
+          timeout: 60_000,
+        },
+      )
+      .toBe("awaiting_quota");
+    const page = await stack.pages.blank();
+    await page.goto(`${stack.dev.url}/console#token=${user}`);
+    await go(page, `#/runs/${runId}`);
+    await expect.poll(() => page.locator(".title-row .badge").innerText()).toContain("Waiting for budget");
+    await expect
+      .poll(() => page.locator(".facts").innerText())
+      .toMatch(/Waiting for\s+budget: a quota cannot cover its next model call yet/);
+    await send(`/v1/runs/${runId}/cancel`, user, { method: "POST" });
+  });
+
+  it("the time left in its last minute says less than a minute, not 0 min", async () => {
+    const { runId } = await pausedRun();
+    const listed = await fetch(`${stack.dev.url}/v1/approvals?status=pending&limit=100`, {
+      headers: { authorization: `Bearer ${await tokenFor(stack.dev, "approver")}` },
+    });
+    const { items } = (await listed.json()) as { items: Array<{ runId: string; expiresAt: string }> };
+    const expiresAt = Date.parse(items.find((approval) => approval.runId === runId)?.expiresAt ?? "");
+    // A context of its own (its options differ), whose page clock reads 30 s before the expiry.
+    const options = { ...DESKTOP, locale: "en-GB" };
+    await (await stack.pages.blank(options)).context().clock.setFixedTime(expiresAt - 30_000);
+    const approver = await stack.pages.signedIn(stack.dev, "approver", "#/approvals", options);
+    const card = cardOf(approver, runId);
+    await expect.poll(() => card.count()).toBe(1);
+    expect(await card.innerText()).toMatch(/Requested by usr_demo at .+ UTC; less than a minute left\./);
   });
 });

@@ -148,6 +148,21 @@ describe("GET /v1/runs for the console", () => {
     );
     expect(foreign.status).toBe(400);
   });
+
+  it("filters by every record status a run can be in, a durable run waiting for budget included", async () => {
+    const waiting = `run_${crypto.randomUUID()}`;
+    await stack.deps.runs.start({
+      tenantId: TENANT,
+      runId: waiting,
+      userId: WRITER.sub,
+      prompt: "wait for budget",
+      limits: { maxCycles: 5, timeoutMs: 600_000 },
+    });
+    expect(await stack.deps.runs.setAwaitingQuota(TENANT, waiting, true)).toBe(true);
+    expect(await ids(READER, "?scope=tenant&status=awaiting_quota")).toEqual([waiting]);
+    expect(await ids(WRITER, "?status=awaiting_quota")).toEqual([waiting]);
+    expect(await ids(READER, "?scope=tenant&status=awaiting_approval")).toEqual([]);
+  });
 });
 
 describe("PROMPT_EXCERPT_CHARS=0", () => {

@@ -123,6 +123,26 @@ describe("a reader that finds the run ended before its final batch landed", () =
     expect(events[1]).toMatchObject({ status: "failed", reason: "The server failed during the run." });
   });
 
+  it("a durable run waiting for budget (awaiting_quota) is live: the reader waits, no final event is made up", async () => {
+    const tenantId = "tenant_feed_quota";
+    const runId = `run_${crypto.randomUUID()}`;
+    const clock = new ManualClock();
+    await startRecord(tenantId, runId);
+    expect(await stack.deps.runs.setAwaitingQuota(tenantId, runId, true, new Date(clock.now()))).toBe(true);
+    const reader = readElsewhere(tenantId, runId, clock);
+    expect(await waitingOrEnded(clock, reader.done)).toBe("waiting");
+    // Past the grace a writer's final batch gets: a waiting run has none to come, and is not over.
+    clock.advance(FINAL_EVENT_GRACE_MS + 1_000);
+    expect(await waitingOrEnded(clock, reader.done)).toBe("waiting");
+    expect(reader.events).toEqual([]);
+    // Its budget came back, and the run ended later: the reader gets the real end, at sequence 1.
+    await stack.deps.runs.cancel(tenantId, runId, "Cancelled by usr_2.", new Date(clock.now()));
+    clock.advance(50);
+    expect((await reader.done).map((e) => [e.seq, e.type, "status" in e ? e.status : null])).toEqual([
+      [1, "run.finished", "cancelled"],
+    ]);
+  });
+
   it("a run cancelled from the API, which no writer closes: its final event at once, without waiting", async () => {
     const tenantId = "tenant_feed_cancelled";
     const runId = `run_${crypto.randomUUID()}`;

@@ -21,11 +21,16 @@ import { policyIdsText } from "./policy-parts.js";
 import { session } from "./session.js";
 import { fields } from "./values.js";
 
-/** What is left of a deadline, e.g. `23 h 59 min left`; none once it has passed. */
+/**
+ * What is left of a deadline, e.g. `23 h 59 min left`, in whole minutes rounded down; "less than a
+ * minute" in the last one (an approval that can still be decided never reads "0 min"); none once it has
+ * passed.
+ */
 function timeLeft(expiresAt: string): string {
   const ms = Date.parse(expiresAt) - Date.now();
   if (!(ms > 0)) return "its time to decide has passed";
   const minutes = Math.floor(ms / 60_000);
+  if (minutes === 0) return "less than a minute left";
   return minutes >= 60 ? `${Math.floor(minutes / 60)} h ${minutes % 60} min left` : `${minutes} min left`;
 }
 
@@ -273,16 +278,19 @@ export async function approvalsView(): Promise<void> {
     else decided.append(...rows);
     decidedStatus.replaceChildren(shown.size === 0 ? h("p", {}, "No decisions yet.") : "");
   };
+  const decidedPart = [
+    h("h2", {}, "Decided"),
+    decidedStatus,
+    scrollTable("The tenant's decided approvals, newest first", DECIDED_COLUMNS, decided),
+    moreDecided,
+  ];
   view().replaceChildren(
     h("h1", {}, "Approvals"),
     h("h2", {}, "Waiting for a decision"),
     pendingStatus,
     pending,
     morePending,
-    h("h2", {}, "Decided"),
-    decidedStatus,
-    scrollTable("The tenant's decided approvals, newest first", DECIDED_COLUMNS, decided),
-    moreDecided,
+    ...decidedPart,
   );
   const answered = await paged<Approval>("/v1/approvals?status=pending&limit=50", {
     status: pendingStatus,
@@ -293,7 +301,11 @@ export async function approvalsView(): Promise<void> {
       pendingStatus.replaceChildren(empty ? h("p", {}, "Nothing waits for a decision.") : "");
     },
   });
-  if (!answered) return;
+  // Refused (no billing:approve): the refusal alone, not an empty table that reads as "nothing decided".
+  if (!answered) {
+    for (const part of decidedPart) part.remove();
+    return;
+  }
   await paged<Approval>("/v1/approvals?status=decided&limit=20", {
     status: decidedStatus,
     more: moreDecided,

@@ -91,9 +91,7 @@ const STATUS: Record<string, { label: string; tone: keyof typeof MARKS }> = {
 };
 
 /** The statuses a runs filter offers (those `GET /v1/runs` filters by), in the order people look for them. */
-export const RUN_STATUS_CHOICES = Object.keys(STATUS).filter(
-  (status) => status !== "handed_over" && status !== "awaiting_quota",
-);
+export const RUN_STATUS_CHOICES = Object.keys(STATUS).filter((status) => status !== "handed_over");
 
 /** The words a status badge shows for `status` (the raw status for one it does not know). */
 export const statusLabel = (status: string) => STATUS[status]?.label ?? status;

@@ -46,9 +46,18 @@ const FACTS: Array<{ term: string; value: (run: RunRecord, calls: ToolCallView[]
   },
 ];
 
-/** What the run waits for: its pending approvals, with a link to the inbox; "nothing" otherwise. */
+/**
+ * What the run waits for: its pending approvals, with a link to the inbox; budget while it is
+ * `awaiting_quota` (docs/quotas.md); "nothing" otherwise.
+ */
 function waitingFor(run: RunRecord | undefined): Child[] {
   if (!run) return ["…"];
+  if (run.status === "awaiting_quota") {
+    return [
+      "budget: a quota cannot cover its next model call yet; it goes on by itself when budget frees up or the quota's day turns. ",
+      h("a", { href: "#/usage" }, "See the usage and limits"),
+    ];
+  }
   const pending = run.pendingApprovals ?? [];
   if (pending.length === 0) return [isLive(run.status) ? "nothing: it is working" : "nothing: it has ended"];
   const what = pending.map((a) => `approval of ${a.toolName}, ${a.preview.grossTotal} ${a.preview.currency}`);

@@ -16,7 +16,9 @@ import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
  * run's pending approvals (`cancelled`: they leave `GET /v1/approvals?status=pending`, and
  * a decision on them is 409 APPROVAL_CANCELLED). The execution is stopped first, so no approved call can
  * run after the cancel. The user who started the run may cancel it, and every billing writer of the
- * tenant; for anyone else the run does not exist.
+ * tenant; for anyone else the run does not exist. A record that waits while no execution runs (a cancel
+ * interrupted after its stop, an execution timed out by Lambda or lost with a local runner's process)
+ * is cancelled all the same: nothing else would ever end it.
  * @returns the record and its steps as they are after the cancel
  * @throws DomainError NOT_FOUND (no such run, or not the caller's to cancel); RUN_NOT_RUNNING (`runStatus`) when the run already ended, or its execution
  *   has (a synchronous run, or one finishing right now); for a run already `cancelled` the pending
@@ -42,8 +44,13 @@ export async function cancelRun(
     throw notRunning(found.run);
   }
   const stopped = deps.executions ? await deps.executions.stop(executionNameFor(runId)) : "not_running";
+  // A record that waits (for a person or for budget) was put there by its execution; with none running
+  // (an earlier cancel stopped it and died before writing, Lambda timed it out, a local runner's process
+  // restarted) nothing will ever move it again, so this cancel ends it. A `running` record without an
+  // execution may be a synchronous run in flight, which cannot be cancelled.
+  const stranded = stopped === "not_running" && deps.executions !== undefined && isWaiting(found.run.status);
   const won =
-    stopped === "stopped" &&
+    (stopped === "stopped" || stranded) &&
     (await deps.runs.cancel(security.tenantId, runId, `Cancelled by ${security.userId}.`));
   const after = (await deps.runs.get(security.tenantId, runId)) ?? found;
   if (after.run.status !== "cancelled") throw notRunning(after.run);
@@ -76,4 +83,9 @@ export async function cancelRun(
     .catch((error: unknown) => deps.logger.warn("quota not released", { runId, error: error as Error }));
   deps.logger.info("durable run cancelled", { runId, approvalsCancelled: withdrawn.length });
   return after;
+}
+
+/** Whether a live record waits in a durable wait (a person's decision, budget): only an execution puts it there. */
+function isWaiting(status: string): boolean {
+  return UNFINISHED_STATUSES.includes(status) && status !== "running";
 }
