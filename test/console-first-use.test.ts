@@ -1,6 +1,8 @@
 // biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (rendered text, as a person reads it), not the DOM property
 import { describe, expect, it } from "vitest";
 import { mintToken, readIssuerFile } from "../local/dev-auth.js";
+import { RUN_STATUSES } from "../shared/agent/run-status.js";
+import { RECORD_STATUSES } from "../shared/store/run-record-schema.js";
 import {
   consoleStack,
   DESKTOP,
@@ -143,6 +145,12 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await expect
       .poll(() => page.getByRole("alert").first().innerText())
       .toBe("NOT_FOUND: There is no run run_0000000000000000000000000000dead.");
+    // Said once, as the API says it: no second alert from the events stream with a bare HTTP status.
+    await page.waitForTimeout(1_000);
+    expect(await page.getByRole("alert").allInnerTexts()).toEqual([
+      "NOT_FOUND: There is no run run_0000000000000000000000000000dead.",
+    ]);
+    expect(await page.locator("#view").innerText()).not.toContain("HTTP 404");
     await expectAccessible(page, "first-use-no-run");
   });
 
@@ -262,6 +270,18 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
       ]),
     );
     await expectAccessible(page, "first-use-run-cards");
+  });
+
+  it("offers every status GET /v1/runs filters by, a run waiting for budget's too, and no other", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "owner", "#/runs?status=awaiting_quota");
+    const offered = await page
+      .getByLabel("Status")
+      .locator("option")
+      .evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value));
+    expect(new Set(offered)).toEqual(new Set(["", ...RECORD_STATUSES, ...RUN_STATUSES]));
+    expect(offered).toHaveLength(1 + RECORD_STATUSES.length + RUN_STATUSES.length);
+    expect(await page.getByLabel("Status").locator("option:checked").innerText()).toBe("Waiting for budget");
+    await expect.poll(() => page.locator("#view").innerText()).toContain("No runs match.");
   });
 
   it("finds a run by its id typed in capitals (run ids are lower case), asking the API only in lower case", async () => {

@@ -149,7 +149,8 @@ export function streamBase(): string {
  * `signal` aborts: each event once, in sequence order, to `onEvent`. A stream that ends early is resumed
  * after the last sequence seen, after the server's `retry:` hint (1 s by default); a failed connection is
  * retried with backoff up to 10 s. `onStream` is told each time a stream opens (its count: 1, 2, …).
- * @param onError told of a refusal (4xx other than 401): the follow stops
+ * @param onError told of a refusal (4xx other than 401) with its problem body (null when not JSON): the
+ *   follow stops
  */
 export async function followEvents(
   runId: string,
@@ -157,7 +158,7 @@ export async function followEvents(
     after?: number;
     signal: AbortSignal;
     onEvent: (event: RunEvent) => void;
-    onError?: (status: number) => void;
+    onError?: (status: number, problem: unknown) => void;
     onStream?: (streams: number) => void;
   },
 ): Promise<void> {
@@ -180,7 +181,10 @@ export async function followEvents(
       if (response.status === 204) return;
       streams += 1;
       options.onStream?.(streams);
-      if (response.status >= 400 && response.status < 500) return options.onError?.(response.status);
+      if (response.status >= 400 && response.status < 500) {
+        const problem: unknown = await response.json().catch(() => null);
+        return options.onError?.(response.status, problem);
+      }
       if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
       const parser = createParser({
         onEvent(message) {
