@@ -73,6 +73,23 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await page.close();
   });
 
+  it("says why the event stream refused the token (one that expired while a run was followed), in the authorizer's words", async () => {
+    const { runId } = await ownerRun("Calculate tax on 200 BDT for a client in Bangladesh");
+    const issuer = await readIssuerFile(stack.dev.issuerFile);
+    const expired = await mintToken(issuer, { ...USERS.owner }, { expiresIn: "-5m" });
+    const page = await stack.pages.signedIn(stack.dev, "owner");
+    // The stream is sent the token as it is by then (expired); the record's read keeps the good one.
+    await page.route("**/v1/runs/*/events", (route) =>
+      route.continue({ headers: { ...route.request().headers(), authorization: `Bearer ${expired}` } }),
+    );
+    await go(page, `#/runs/${runId}`);
+    await expect
+      .poll(() => page.getByRole("alert").first().innerText())
+      .toBe("The API did not accept the token: the token has expired. Sign in again.");
+    expect(await page.evaluate("sessionStorage.length")).toBe(0);
+    await page.close();
+  });
+
   it("asks the server for nothing it refuses: no favicon request answered 401 on load or between views", async () => {
     const page = await stack.pages.signedIn(stack.dev, "owner");
     const cdp = await page.context().newCDPSession(page);

@@ -83,13 +83,16 @@ export function whenUnauthorized(handler: (why?: string) => void): void {
 }
 
 /**
- * Why a 401 refused the token: the API's problem `detail`, else the JWT authorizer's RFC 6750
- * `error_description` (its body is only `{"message":"Unauthorized"}`); undefined when neither says.
+ * Why a 401 refused the token: the verifier's RFC 6750 `error_description` ("the token has expired"),
+ * which the JWT authorizer (whose body is only `{"message":"Unauthorized"}`) and the streaming function
+ * (whose problem `detail` wraps it in a sentence of its own) both send; else the problem's `detail`;
+ * undefined when neither says.
  */
 function refusalOf(headers: Headers, body: unknown): string | undefined {
+  const described = /error_description="([^"]*)"/.exec(headers.get("www-authenticate") ?? "")?.[1];
+  if (described) return described;
   const detail = (body as Problem | null)?.detail;
-  if (typeof detail === "string") return detail;
-  return /error_description="([^"]*)"/.exec(headers.get("www-authenticate") ?? "")?.[1];
+  return typeof detail === "string" ? detail : undefined;
 }
 
 /**
@@ -177,7 +180,10 @@ export async function followEvents(
         headers,
         signal: options.signal,
       });
-      if (response.status === 401) return onUnauthorized();
+      if (response.status === 401) {
+        const problem: unknown = await response.json().catch(() => null);
+        return onUnauthorized(refusalOf(response.headers, problem));
+      }
       if (response.status === 204) return;
       streams += 1;
       options.onStream?.(streams);
