@@ -301,6 +301,18 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await expect.poll(() => page.locator("#view").innerText()).toContain("No runs match.");
   });
 
+  it("names whose runs the list shows: one user's when Started by is set, even with Mine (the API lists that user's)", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "approver", "#/runs?scope=own&userId=usr_demo");
+    await expect.poll(() => page.locator("tbody tr").count()).toBeGreaterThan(0);
+    const starters = await page
+      .locator("tbody tr")
+      .evaluateAll((rows) => rows.map((row) => row.querySelectorAll("td")[3]?.textContent));
+    expect(new Set(starters)).toEqual(new Set(["usr_demo"]));
+    expect(await page.locator("table caption").innerText()).toBe("Runs of usr_demo, newest first");
+    await go(page, "#/runs?scope=tenant&userId=usr_approver_01");
+    await expect.poll(() => page.locator("table caption").innerText()).toBe("Your runs, newest first");
+  });
+
   it("finds a run by its id typed in capitals (run ids are lower case), asking the API only in lower case", async () => {
     // Any run of the owner's: the RECORD_PROMPT run started from the page above.
     const runId = recordRunId;
