@@ -313,6 +313,29 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await expect.poll(() => page.locator("table caption").innerText()).toBe("Your runs, newest first");
   });
 
+  it("policies saved by someone else meanwhile: says who saved which version, keeps the text, and the next save goes on from it", async () => {
+    const POLICY = '@id("base")\npermit(principal, action, resource);';
+    const [first, second] = [
+      await stack.pages.signedIn(stack.dev, "govAdmin", "#/policies"),
+      await stack.pages.signedIn(stack.dev, "govAdmin", "#/policies"),
+    ];
+    for (const page of [first, second]) await page.getByLabel("Cedar policies").fill(POLICY);
+    await first.getByRole("button", { name: "Check and save" }).click();
+    await first.getByText("Saved version 1 (enforced).").waitFor();
+    const mine = `${POLICY}\n// mine`;
+    await second.getByLabel("Cedar policies").fill(mine);
+    await second.getByRole("button", { name: "Check and save" }).click();
+    await expect
+      .poll(() => second.getByRole("alert").first().innerText())
+      .toBe(
+        "Not saved: usr_gov_admin saved version 1 while you were editing. Your text is still in the editor; compare it with the versions below, then save again.",
+      );
+    expect(await second.getByLabel("Cedar policies").inputValue()).toBe(mine);
+    await expect.poll(() => second.locator("#view").innerText()).toMatch(/Version\s+1\s+Mode/);
+    await second.getByRole("button", { name: "Check and save" }).click();
+    await second.getByText("Saved version 2 (enforced).").waitFor();
+  });
+
   it("finds a run by its id typed in capitals (run ids are lower case), asking the API only in lower case", async () => {
     // Any run of the owner's: the RECORD_PROMPT run started from the page above.
     const runId = recordRunId;
