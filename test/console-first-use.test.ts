@@ -61,6 +61,21 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await page.close();
   });
 
+  it("signs in with a token pasted as the curl lines npm run dev prints show it ('authorization: Bearer …')", async () => {
+    const token = await tokenFor(stack.dev, "owner");
+    for (const pasted of [`Bearer ${token}`, `-H 'authorization: Bearer ${token}'`, `  bearer ${token}\n`]) {
+      const page = await stack.pages.blank(DESKTOP);
+      await page.goto(`${stack.dev.url}/console`);
+      await page.getByLabel("Access token").fill(pasted);
+      await page.getByRole("button", { name: "Sign in with the token" }).click();
+      await page.getByRole("heading", { name: "Runs", level: 1 }).waitFor();
+      await expect.poll(() => page.locator("#view").innerText()).toContain("The tenant's runs, newest first");
+      expect(await page.getByRole("alert").count()).toBe(0);
+      expect(await page.evaluate("Object.values(sessionStorage)")).toEqual([token]);
+      await page.close();
+    }
+  });
+
   it("says why the API refused a token (the authorizer's error_description), not only 'expired?'", async () => {
     const issuer = await readIssuerFile(stack.dev.issuerFile);
     const mcpToken = await mintToken(issuer, { ...USERS.owner }, { audience: `${stack.dev.url}/mcp` });
