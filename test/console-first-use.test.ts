@@ -8,6 +8,7 @@ import {
   DESKTOP,
   expectAccessible,
   go,
+  SEED_PROMPT,
   startRun,
   timelineHas,
   tokenFor,
@@ -349,6 +350,25 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await expect.poll(() => second.locator("#view").innerText()).toMatch(/Version\s+1\s+Mode/);
     await second.getByRole("button", { name: "Check and save" }).click();
     await second.getByText("Saved version 2 (enforced).").waitFor();
+  });
+
+  it("a run waiting for approval, seen by a user who may not decide: says who decides, with no link to an inbox the API refuses them", async () => {
+    const writer = await stack.pages.signedIn(stack.dev, "writer");
+    const runId = await startRun(writer, SEED_PROMPT);
+    const waiting = writer.locator(".fact.wide dd");
+    await expect.poll(() => waiting.innerText(), { timeout: 30_000 }).toMatch(/^approval of recordInvoice/);
+    expect(await waiting.innerText()).toBe(
+      "approval of recordInvoice, 1800.00 GBP. A person of your tenant with billing:approve decides it.",
+    );
+    expect(await waiting.getByRole("link").count()).toBe(0);
+    // Its approver still gets the link to the inbox.
+    const owner = await stack.pages.signedIn(stack.dev, "owner", `#/runs/${runId}`);
+    await owner.locator(".fact.wide dd").getByRole("link", { name: "Open the approvals inbox" }).waitFor();
+    const cancelled = await fetch(`${stack.dev.url}/v1/runs/${runId}/cancel`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${await tokenFor(stack.dev, "owner")}` },
+    });
+    expect(cancelled.status).toBe(200);
   });
 
   it("finds a run by its id typed in capitals (run ids are lower case), asking the API only in lower case", async () => {

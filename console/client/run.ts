@@ -46,12 +46,17 @@ const FACTS: Array<{ term: string; value: (run: RunRecord, calls: ToolCallView[]
   },
 ];
 
-/** What the run waits for: its pending approvals, with a link to the inbox; "nothing" otherwise. */
+/**
+ * What the run waits for: its pending approvals, with a link to the inbox for those who may decide
+ * (`billing:approve`; the API refuses the inbox to others, who are told who decides); "nothing" otherwise.
+ */
 function waitingFor(run: RunRecord | undefined): Child[] {
   if (!run) return ["…"];
   const pending = run.pendingApprovals ?? [];
   if (pending.length === 0) return [isLive(run.status) ? "nothing: it is working" : "nothing: it has ended"];
   const what = pending.map((a) => `approval of ${a.toolName}, ${a.preview.grossTotal} ${a.preview.currency}`);
+  if (!holds("billing:approve"))
+    return [`${what.join("; ")}. A person of your tenant with billing:approve decides it.`];
   return [`${what.join("; ")}. `, h("a", { href: "#/approvals" }, "Open the approvals inbox")];
 }
 
