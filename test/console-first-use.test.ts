@@ -1,11 +1,14 @@
 // biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (rendered text, as a person reads it), not the DOM property
 import { describe, expect, it } from "vitest";
 import { mintToken, readIssuerFile } from "../local/dev-auth.js";
+import { RUN_STATUSES } from "../shared/agent/run-status.js";
+import { RECORD_STATUSES } from "../shared/store/run-record-schema.js";
 import {
   consoleStack,
   DESKTOP,
   expectAccessible,
   go,
+  SEED_PROMPT,
   startRun,
   timelineHas,
   tokenFor,
@@ -59,6 +62,21 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await page.close();
   });
 
+  it("signs in with a token pasted as the curl lines npm run dev prints show it ('authorization: Bearer …')", async () => {
+    const token = await tokenFor(stack.dev, "owner");
+    for (const pasted of [`Bearer ${token}`, `-H 'authorization: Bearer ${token}'`, `  bearer ${token}\n`]) {
+      const page = await stack.pages.blank(DESKTOP);
+      await page.goto(`${stack.dev.url}/console`);
+      await page.getByLabel("Access token").fill(pasted);
+      await page.getByRole("button", { name: "Sign in with the token" }).click();
+      await page.getByRole("heading", { name: "Runs", level: 1 }).waitFor();
+      await expect.poll(() => page.locator("#view").innerText()).toContain("The tenant's runs, newest first");
+      expect(await page.getByRole("alert").count()).toBe(0);
+      expect(await page.evaluate("Object.values(sessionStorage)")).toEqual([token]);
+      await page.close();
+    }
+  });
+
   it("says why the API refused a token (the authorizer's error_description), not only 'expired?'", async () => {
     const issuer = await readIssuerFile(stack.dev.issuerFile);
     const mcpToken = await mintToken(issuer, { ...USERS.owner }, { audience: `${stack.dev.url}/mcp` });
@@ -67,6 +85,23 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await expect
       .poll(() => page.getByRole("alert").first().innerText())
       .toBe("The API did not accept the token: the token does not have a valid audience. Sign in again.");
+    expect(await page.evaluate("sessionStorage.length")).toBe(0);
+    await page.close();
+  });
+
+  it("says why the event stream refused the token (one that expired while a run was followed), in the authorizer's words", async () => {
+    const { runId } = await ownerRun("Calculate tax on 200 BDT for a client in Bangladesh");
+    const issuer = await readIssuerFile(stack.dev.issuerFile);
+    const expired = await mintToken(issuer, { ...USERS.owner }, { expiresIn: "-5m" });
+    const page = await stack.pages.signedIn(stack.dev, "owner");
+    // The stream is sent the token as it is by then (expired); the record's read keeps the good one.
+    await page.route("**/v1/runs/*/events", (route) =>
+      route.continue({ headers: { ...route.request().headers(), authorization: `Bearer ${expired}` } }),
+    );
+    await go(page, `#/runs/${runId}`);
+    await expect
+      .poll(() => page.getByRole("alert").first().innerText())
+      .toBe("The API did not accept the token: the token has expired. Sign in again.");
     expect(await page.evaluate("sessionStorage.length")).toBe(0);
     await page.close();
   });
@@ -143,6 +178,12 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await expect
       .poll(() => page.getByRole("alert").first().innerText())
       .toBe("NOT_FOUND: There is no run run_0000000000000000000000000000dead.");
+    // Said once, as the API says it: no second alert from the events stream with a bare HTTP status.
+    await page.waitForTimeout(1_000);
+    expect(await page.getByRole("alert").allInnerTexts()).toEqual([
+      "NOT_FOUND: There is no run run_0000000000000000000000000000dead.",
+    ]);
+    expect(await page.locator("#view").innerText()).not.toContain("HTTP 404");
     await expectAccessible(page, "first-use-no-run");
   });
 
@@ -262,6 +303,72 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
       ]),
     );
     await expectAccessible(page, "first-use-run-cards");
+  });
+
+  it("offers every status GET /v1/runs filters by, a run waiting for budget's too, and no other", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "owner", "#/runs?status=awaiting_quota");
+    const offered = await page
+      .getByLabel("Status")
+      .locator("option")
+      .evaluateAll((options) => options.map((o) => o.getAttribute("value") ?? ""));
+    expect(new Set(offered)).toEqual(new Set(["", ...RECORD_STATUSES, ...RUN_STATUSES]));
+    expect(offered).toHaveLength(1 + RECORD_STATUSES.length + RUN_STATUSES.length);
+    expect(await page.getByLabel("Status").locator("option:checked").innerText()).toBe("Waiting for budget");
+    await expect.poll(() => page.locator("#view").innerText()).toContain("No runs match.");
+  });
+
+  it("names whose runs the list shows: one user's when Started by is set, even with Mine (the API lists that user's)", async () => {
+    const page = await stack.pages.signedIn(stack.dev, "approver", "#/runs?scope=own&userId=usr_demo");
+    await expect.poll(() => page.locator("tbody tr").count()).toBeGreaterThan(0);
+    const starters = await page
+      .locator("tbody tr")
+      .evaluateAll((rows) => rows.map((row) => row.querySelectorAll("td")[3]?.textContent));
+    expect(new Set(starters)).toEqual(new Set(["usr_demo"]));
+    expect(await page.locator("table caption").innerText()).toBe("Runs of usr_demo, newest first");
+    await go(page, "#/runs?scope=tenant&userId=usr_approver_01");
+    await expect.poll(() => page.locator("table caption").innerText()).toBe("Your runs, newest first");
+  });
+
+  it("policies saved by someone else meanwhile: says who saved which version, keeps the text, and the next save goes on from it", async () => {
+    const POLICY = '@id("base")\npermit(principal, action, resource);';
+    const [first, second] = [
+      await stack.pages.signedIn(stack.dev, "govAdmin", "#/policies"),
+      await stack.pages.signedIn(stack.dev, "govAdmin", "#/policies"),
+    ];
+    for (const page of [first, second]) await page.getByLabel("Cedar policies").fill(POLICY);
+    await first.getByRole("button", { name: "Check and save" }).click();
+    await first.getByText("Saved version 1 (enforced).").waitFor();
+    const mine = `${POLICY}\n// mine`;
+    await second.getByLabel("Cedar policies").fill(mine);
+    await second.getByRole("button", { name: "Check and save" }).click();
+    await expect
+      .poll(() => second.getByRole("alert").first().innerText())
+      .toBe(
+        "Not saved: usr_gov_admin saved version 1 while you were editing. Your text is still in the editor; compare it with the versions below, then save again.",
+      );
+    expect(await second.getByLabel("Cedar policies").inputValue()).toBe(mine);
+    await expect.poll(() => second.locator("#view").innerText()).toMatch(/Version\s+1\s+Mode/);
+    await second.getByRole("button", { name: "Check and save" }).click();
+    await second.getByText("Saved version 2 (enforced).").waitFor();
+  });
+
+  it("a run waiting for approval, seen by a user who may not decide: says who decides, with no link to an inbox the API refuses them", async () => {
+    const writer = await stack.pages.signedIn(stack.dev, "writer");
+    const runId = await startRun(writer, SEED_PROMPT);
+    const waiting = writer.locator(".fact.wide dd");
+    await expect.poll(() => waiting.innerText(), { timeout: 30_000 }).toMatch(/^approval of recordInvoice/);
+    expect(await waiting.innerText()).toBe(
+      "approval of recordInvoice, 1800.00 GBP. A person of your tenant with billing:approve decides it.",
+    );
+    expect(await waiting.getByRole("link").count()).toBe(0);
+    // Its approver still gets the link to the inbox.
+    const owner = await stack.pages.signedIn(stack.dev, "owner", `#/runs/${runId}`);
+    await owner.locator(".fact.wide dd").getByRole("link", { name: "Open the approvals inbox" }).waitFor();
+    const cancelled = await fetch(`${stack.dev.url}/v1/runs/${runId}/cancel`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${await tokenFor(stack.dev, "owner")}` },
+    });
+    expect(cancelled.status).toBe(200);
   });
 
   it("finds a run by its id typed in capitals (run ids are lower case), asking the API only in lower case", async () => {

@@ -83,13 +83,16 @@ export function whenUnauthorized(handler: (why?: string) => void): void {
 }
 
 /**
- * Why a 401 refused the token: the API's problem `detail`, else the JWT authorizer's RFC 6750
- * `error_description` (its body is only `{"message":"Unauthorized"}`); undefined when neither says.
+ * Why a 401 refused the token: the verifier's RFC 6750 `error_description` ("the token has expired"),
+ * which the JWT authorizer (whose body is only `{"message":"Unauthorized"}`) and the streaming function
+ * (whose problem `detail` wraps it in a sentence of its own) both send; else the problem's `detail`;
+ * undefined when neither says.
  */
 function refusalOf(headers: Headers, body: unknown): string | undefined {
+  const described = /error_description="([^"]*)"/.exec(headers.get("www-authenticate") ?? "")?.[1];
+  if (described) return described;
   const detail = (body as Problem | null)?.detail;
-  if (typeof detail === "string") return detail;
-  return /error_description="([^"]*)"/.exec(headers.get("www-authenticate") ?? "")?.[1];
+  return typeof detail === "string" ? detail : undefined;
 }
 
 /**
@@ -149,7 +152,8 @@ export function streamBase(): string {
  * `signal` aborts: each event once, in sequence order, to `onEvent`. A stream that ends early is resumed
  * after the last sequence seen, after the server's `retry:` hint (1 s by default); a failed connection is
  * retried with backoff up to 10 s. `onStream` is told each time a stream opens (its count: 1, 2, …).
- * @param onError told of a refusal (4xx other than 401): the follow stops
+ * @param onError told of a refusal (4xx other than 401) with its problem body (null when not JSON): the
+ *   follow stops
  */
 export async function followEvents(
   runId: string,
@@ -157,7 +161,7 @@ export async function followEvents(
     after?: number;
     signal: AbortSignal;
     onEvent: (event: RunEvent) => void;
-    onError?: (status: number) => void;
+    onError?: (status: number, problem: unknown) => void;
     onStream?: (streams: number) => void;
   },
 ): Promise<void> {
@@ -176,11 +180,17 @@ export async function followEvents(
         headers,
         signal: options.signal,
       });
-      if (response.status === 401) return onUnauthorized();
+      if (response.status === 401) {
+        const problem: unknown = await response.json().catch(() => null);
+        return onUnauthorized(refusalOf(response.headers, problem));
+      }
       if (response.status === 204) return;
       streams += 1;
       options.onStream?.(streams);
-      if (response.status >= 400 && response.status < 500) return options.onError?.(response.status);
+      if (response.status >= 400 && response.status < 500) {
+        const problem: unknown = await response.json().catch(() => null);
+        return options.onError?.(response.status, problem);
+      }
       if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
       const parser = createParser({
         onEvent(message) {

@@ -90,7 +90,11 @@ const STATUS: Record<string, { label: string; tone: keyof typeof MARKS }> = {
   answer_ungrounded: { label: "Answer refused: ungrounded", tone: "bad" },
 };
 
-/** The statuses a runs filter offers (those `GET /v1/runs` filters by), in the order people look for them. */
+/**
+ * The statuses a runs filter offers: every status a run record has (`GET /v1/runs` filters by each, a
+ * durable run waiting for budget's too), in the order people look for them. `handed_over` is a turn's
+ * outcome that no record keeps, so the API refuses it as a filter.
+ */
 export const RUN_STATUS_CHOICES = Object.keys(STATUS).filter((status) => status !== "handed_over");
 
 /** The words a status badge shows for `status` (the raw status for one it does not know). */

@@ -221,6 +221,17 @@ export async function policiesView(): Promise<void> {
       body: { policies, mode },
       headers: preconditionOf(set, etag),
     });
+    if (answer.status === 412 && (await load())) {
+      // Someone saved while this person edited: say who and which version, keep their text, and read the
+      // set again, so the next save (a choice made knowingly) goes on from that version.
+      outcome.replaceChildren(
+        alert(
+          `Not saved: ${set.updatedBy ?? "someone"} saved version ${set.version} while you were editing. Your text is still in the editor; compare it with the versions below, then save again.`,
+        ),
+      );
+      await lists();
+      return;
+    }
     if (!answer.ok) {
       editor.showIssues(answer.body?.issues ?? []);
       outcome.replaceChildren(alert(`Not saved. ${problemText(answer.status, answer.body)}`));

@@ -47,7 +47,8 @@ const FACTS: Array<{ term: string; value: (run: RunRecord, calls: ToolCallView[]
 ];
 
 /**
- * What the run waits for: its pending approvals, with a link to the inbox; budget while it is
+ * What the run waits for: its pending approvals, with a link to the inbox for those who may decide
+ * (`billing:approve`; the API refuses the inbox to others, who are told who decides); budget while it is
  * `awaiting_quota` (docs/quotas.md); "nothing" otherwise.
  */
 function waitingFor(run: RunRecord | undefined): Child[] {
@@ -61,6 +62,8 @@ function waitingFor(run: RunRecord | undefined): Child[] {
   const pending = run.pendingApprovals ?? [];
   if (pending.length === 0) return [isLive(run.status) ? "nothing: it is working" : "nothing: it has ended"];
   const what = pending.map((a) => `approval of ${a.toolName}, ${a.preview.grossTotal} ${a.preview.currency}`);
+  if (!holds("billing:approve"))
+    return [`${what.join("; ")}. A person of your tenant with billing:approve decides it.`];
   return [`${what.join("; ")}. `, h("a", { href: "#/approvals" }, "Open the approvals inbox")];
 }
 
@@ -180,6 +183,7 @@ export async function runView(runId: string): Promise<void> {
   let record: RunRecord | undefined;
   // The Cancel control changes only with the status: a read while someone confirms keeps their step.
   let controlFor: string | undefined;
+  let refused4xx = false;
   facts.replaceChildren(...factsOf(undefined, calls));
   const addCall = (call: ToolCallView) => {
     if (calls.some((known) => known.id === call.id)) return;
@@ -202,9 +206,18 @@ export async function runView(runId: string): Promise<void> {
       if (controlFor !== run.status) cancelControl(run, actions, () => void refresh());
       controlFor = run.status;
     },
-    (problem) => refusal.replaceChildren(problem),
+    (problem, status) => {
+      refused4xx = status >= 400 && status < 500;
+      refusal.replaceChildren(problem);
+    },
   );
   await refresh();
+  // A run the API will not show (none such, another user's) has no events to read either: its refusal,
+  // said once above, is the view's whole answer.
+  if (!record && refused4xx) {
+    live.replaceChildren();
+    return;
+  }
   const pair = callPairing();
   const seen = new Set<number>();
   await followEvents(runId, {
@@ -220,8 +233,8 @@ export async function runView(runId: string): Promise<void> {
       if (!event.type.startsWith("tool.call.")) void refresh();
       if (event.type === "run.finished") live.textContent = "The run has ended.";
     },
-    onError: (status) => {
-      live.replaceChildren(alert(`The run's events could not be read (HTTP ${status}).`));
+    onError: (status, problem) => {
+      live.replaceChildren(alert(`The run's events could not be read. ${problemText(status, problem)}`));
     },
   });
 }
@@ -234,14 +247,14 @@ function reader(
   runId: string,
   signal: AbortSignal,
   show: (run: RunRecord) => void,
-  refused: (problem: HTMLElement) => void,
+  refused: (problem: HTMLElement, status: number) => void,
 ): () => Promise<void> {
   let running: Promise<void> | undefined;
   let again = false;
   const read = async (): Promise<void> => {
     const answer = await api<RunRecord>(`/v1/runs/${encodeURIComponent(runId)}`);
     if (signal.aborted) return;
-    if (!answer.ok) return refused(alert(problemText(answer.status, answer.body)));
+    if (!answer.ok) return refused(alert(problemText(answer.status, answer.body)), answer.status);
     show(answer.body);
   };
   const next = async (): Promise<void> => {

@@ -22,7 +22,7 @@ import {
   time,
   view,
 } from "./dom.js";
-import { holds } from "./session.js";
+import { holds, session } from "./session.js";
 
 /** A column of the runs table: its header, an optional class (alignment) and the cell of a run. */
 interface Column {
@@ -112,6 +112,16 @@ function listQuery(filters: Filters): string {
   }
   if (filters.runId) params.set("runId", filters.runId);
   return `/v1/runs?${params}`;
+}
+
+/**
+ * Whose runs the list shows, as the API decides it: `userId` names one user's runs whatever `scope` says
+ * (docs/http-api.md), else `scope` the tenant's or the caller's.
+ */
+function whoseRuns(filters: Filters): string {
+  if (filters.userId && filters.userId !== session.caller?.sub) return `Runs of ${filters.userId}`;
+  if (filters.userId || filters.scope === "own") return "Your runs";
+  return "The tenant's runs";
 }
 
 /** A whole run id (`run_` and a UUID, with or without its dashes): the search opens that run. */
@@ -230,7 +240,7 @@ export async function runsView(query: string): Promise<void> {
   const status = h("div", { "aria-live": "polite", class: "status" });
   const rows = h("tbody");
   const more = h("button", { type: "button", hidden: true, class: "secondary" }, "More runs");
-  const caption = filters.scope === "tenant" ? "The tenant's runs, newest first" : "Your runs, newest first";
+  const caption = `${whoseRuns(filters)}, newest first`;
   view().replaceChildren(
     h("h1", {}, "Runs"),
     startForm(status),

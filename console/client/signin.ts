@@ -39,6 +39,20 @@ export async function takeOidcRedirect(): Promise<void> {
 const NOT_A_TOKEN =
   "That is not an access token this page can read: paste the whole token, three parts separated by dots (npm run token prints one).";
 
+/**
+ * The token in what was pasted: the curl lines `npm run dev` prints carry it as
+ * `-H 'authorization: Bearer <token>'`, and a header copied from a browser's tools as
+ * `Bearer <token>`; the scheme and header name are not part of the token.
+ */
+function pastedToken(pasted: string): string {
+  return pasted
+    .trim()
+    .replace(/^-H\s+/, "")
+    .replace(/^['"]|['"]$/g, "")
+    .replace(/^(authorization:\s*)?bearer\s+/i, "")
+    .trim();
+}
+
 /** The sign-in form (and the issuer's sign-in button when one is configured); `done` routes on. */
 export function signInView(done: () => void, note?: string): void {
   session.leaving.abort();
@@ -49,7 +63,7 @@ export function signInView(done: () => void, note?: string): void {
     {
       onsubmit: (event: Event) => {
         event.preventDefault();
-        const token = (field as HTMLTextAreaElement).value.trim();
+        const token = pastedToken((field as HTMLTextAreaElement).value);
         // A token whose claims do not read would only bring this form back, with no word of why.
         if (!callerOf(token)) return signInView(done, NOT_A_TOKEN);
         setToken(token);
