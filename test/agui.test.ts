@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { EventType } from "@ag-ui/client";
+import { EventType, HttpAgent } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROMPT_MAX_CHARS } from "../shared/runs/run-request.js";
 import {
@@ -77,28 +77,24 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
     expect(bobStarted[0]?.rawEvent.previousRunId).toBeNull();
   });
 
-  it("resumes: the same input with Last-Event-ID gives every later event once", async () => {
+  it("resumes through the official HttpAgent: the same input with Last-Event-ID reopens the run, then every later event once", async () => {
     const threadId = randomUUID();
     const runId = randomUUID();
-    await runAgui(agentAs(env.tokens.alice, "What is the UK VAT on 40 GBP?", threadId), runId);
-    const response = await env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/agui`, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream", "last-event-id": "1" },
-      body: JSON.stringify({
-        threadId,
-        runId,
-        messages: [{ id: "m1", role: "user", content: "What is the UK VAT on 40 GBP?" }],
-        tools: [],
-        context: [],
-      }),
+    const prompt = "What is the UK VAT on 40 GBP?";
+    const first = await runAgui(agentAs(env.tokens.alice, prompt, threadId), runId);
+    const resumedAgent = new HttpAgent({
+      url: `${env.dev.url}/v1/agui`,
+      headers: { authorization: `Bearer ${env.tokens.alice}`, "last-event-id": "1" },
+      threadId,
+      initialMessages: [{ id: randomUUID(), role: "user", content: prompt }],
     });
-    const body = await response.text();
-    expect(body).not.toContain('"RUN_STARTED"');
-    expect([...body.matchAll(/^id: ([0-9]+)$/gm)].map((m) => Number(m[1]))[0]).toBe(2);
-    expect(body).toContain('"RUN_FINISHED"');
+    // The client checks every stream it reads from its start: a resumed one must open with RUN_STARTED.
+    const resumed = await runAgui(resumedAgent, runId);
+    expect(resumed.outcome.result).toEqual(first.outcome.result);
+    expect(resumed.events.map((event) => event.type)).toEqual(first.events.map((event) => event.type));
   });
 
-  it("resumes mid-cycle as the unbroken stream goes on: a tool result closes the step it was called in", async () => {
+  it("resumes mid-cycle as the unbroken stream goes on: RUN_STARTED and the open step again (no id), then a tool result closes the step it was called in", async () => {
     const threadId = randomUUID();
     const runId = randomUUID();
     const prompt = "Tax on 45 GBP for a UK client";
@@ -125,13 +121,20 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
     // Event 3 is the tool call's start: the client saw cycle 1 open and the call made, not its result.
     const cut = unbroken.findIndex((block) => block.startsWith("id: 3\n"));
     expect(unbroken[cut]).toContain('"TOOL_CALL_END"');
+    const withoutId = (block: string | undefined) => block?.replace(/^id: [0-9]+\n/, "");
+    const reopenStep = unbroken.find((block) => block.includes('"STEP_STARTED"'));
     const resumed = await stream("3");
-    expect(resumed).toEqual(unbroken.slice(cut + 1));
-    expect(resumed.slice(0, 3).map((block) => JSON.parse(block.split("data: ")[1] ?? "{}").type)).toEqual([
+    expect(resumed).toEqual([withoutId(unbroken[0]), withoutId(reopenStep), ...unbroken.slice(cut + 1)]);
+    expect(resumed.slice(0, 5).map((block) => JSON.parse(block.split("data: ")[1] ?? "{}").type)).toEqual([
+      "RUN_STARTED",
+      "STEP_STARTED",
       "TOOL_CALL_RESULT",
       "STEP_FINISHED",
       "STEP_STARTED",
     ]);
+    // A stream resumed after its last event has nothing to send: no RUN_STARTED alone.
+    const last = [...unbroken.join("\n\n").matchAll(/^id: ([0-9]+)$/gm)].at(-1)?.[1];
+    expect(await stream(last)).toEqual([]);
   });
 
   it("refuses bad input with problem+json before any stream; a run id reused for another input is RUN_ERROR with its code", async () => {
