@@ -172,7 +172,7 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
       expect.objectContaining({
         type: EventType.RUN_ERROR,
         code: "IDEMPOTENCY_KEY_REUSED",
-        message: expect.stringContaining("already used"),
+        message: "This run id was already used for different input; use a new run id for new input.",
         rawEvent: { code: "IDEMPOTENCY_KEY_REUSED", facts: {}, retryAfterSeconds: null },
       }),
     ]);

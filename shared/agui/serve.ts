@@ -68,6 +68,7 @@ export async function serveAgui(call: AguiCall, input: AguiInput): Promise<Respo
       operation: AGUI_OPERATION,
       scope: "agui",
       key: input.runId,
+      keyName: "run id",
       conversationId: input.threadId,
       unknownConversation: "start",
       prefersAsync: false,
