@@ -137,6 +137,38 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
     expect(await stream(last)).toEqual([]);
   });
 
+  it("answers a retry that raced its run's first request with that run, never PREVIOUS_RUN_IN_PROGRESS against itself", async () => {
+    const threadId = randomUUID();
+    const runId = randomUUID();
+    const prompt = "What is the UK VAT on 30 GBP?";
+    const first = await runAgui(agentAs(env.tokens.alice, prompt, threadId), runId);
+    const boundloopRunId = (first.outcome.result as { runId: string }).runId;
+    // The interleaving of a retry sent while the first request starts: the retry reads no run record
+    // (not written yet), then the thread's head (already this run), then the run going.
+    const runs = env.stack.deps.runs;
+    const { getRecord, readContinuation } = runs;
+    let reads = 0;
+    runs.getRecord = async (tenantId, id, ...rest) => {
+      const record = await getRecord.call(runs, tenantId, id, ...rest);
+      if (id !== boundloopRunId || !record) return record;
+      reads += 1;
+      return reads === 1 ? undefined : { ...record, status: "running", finishedAt: null };
+    };
+    runs.readContinuation = async (tenantId, id, ...rest) => {
+      const read = await readContinuation.call(runs, tenantId, id, ...rest);
+      if (id !== boundloopRunId || read.kind !== "found") return read;
+      return { ...read, run: { ...read.run, status: "running", finishedAt: null }, transcript: undefined };
+    };
+    try {
+      const retry = await runAgui(agentAs(env.tokens.alice, prompt, threadId), runId);
+      expect(eventsOfType<{ code: string }>(retry.events, EventType.RUN_ERROR)).toEqual([]);
+      expect(retry.outcome.result).toEqual(first.outcome.result);
+    } finally {
+      runs.getRecord = getRecord;
+      runs.readContinuation = readContinuation;
+    }
+  });
+
   it("refuses bad input with problem+json before any stream; a run id reused for another input is RUN_ERROR with its code", async () => {
     const post = (body: unknown) =>
       env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/agui`, {

@@ -103,7 +103,14 @@ export async function prepareTurn(deps: TurnDeps, request: TurnRequest): Promise
       facts: { conversationId: request.conversationId },
     });
   }
-  const previousRunId = head ? await continuableRun(deps, security, head) : undefined;
+  // A head that is already this turn's run: a request with the same key (a retry racing the first)
+  // advanced it before that run's record was read above. Its continuation is the one that request
+  // chose, never the run itself; claiming the key below then finds the run the key has.
+  const previousRunId = !head
+    ? undefined
+    : head.headRunId === runId
+      ? (head.priorRunId ?? undefined)
+      : await continuableRun(deps, security, head);
   const conversationId = request.conversationId ?? runId;
   const prepared = await prepareRun(deps, {
     security,
