@@ -169,6 +169,29 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
     }
   });
 
+  it("tells a retry whose run id another request still holds to send again (RUN_ERROR IDEMPOTENCY_KEY_IN_USE), never an empty stream", async () => {
+    const runId = randomUUID();
+    const idempotency = env.stack.deps.idempotency;
+    const { acquire } = idempotency;
+    // The first request of this run id holds its key and has not written its run yet.
+    idempotency.acquire = async (input) =>
+      input.idempotencyKey === `agui:${runId}`
+        ? ({ kind: "in_progress", retryAfterSeconds: 3 } as unknown as Awaited<ReturnType<typeof acquire>>)
+        : acquire.call(idempotency, input);
+    try {
+      const retry = await runAgui(agentAs(env.tokens.alice, "What is the UK VAT on 31 GBP?"), runId);
+      expect(retry.events).toEqual([
+        expect.objectContaining({
+          type: EventType.RUN_ERROR,
+          code: "IDEMPOTENCY_KEY_IN_USE",
+          rawEvent: expect.objectContaining({ code: "IDEMPOTENCY_KEY_IN_USE", retryAfterSeconds: 3 }),
+        }),
+      ]);
+    } finally {
+      idempotency.acquire = acquire;
+    }
+  });
+
   it("refuses bad input with problem+json before any stream; a run id reused for another input is RUN_ERROR with its code", async () => {
     const post = (body: unknown) =>
       env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/agui`, {
