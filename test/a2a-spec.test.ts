@@ -1,7 +1,7 @@
 /**
  * A2A 1.0's rules this agent follows where the SDK's transport leaves them to the handler, checked on the
  * wire through the dev gateway (docs/a2a.md): GetExtendedAgentCard without the capability, ListTasks'
- * page size and total, and a JSON-RPC notification (a request without an `id`).
+ * page size and total, a JSON-RPC notification (a request without an `id`), and task ids no run can have.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -222,5 +222,33 @@ describe("a JSON-RPC notification (no id)", () => {
       ]);
     }
     expect((await rpc(caller, "ListTasks", {})).result?.tasks ?? []).toEqual(before);
+  });
+});
+
+describe("A task id that cannot be a run id", () => {
+  it("is invalid params (-32602, INVALID_REQUEST) for GetTask, CancelTask, SubscribeToTask and a SendMessage's taskId, never an internal error", async () => {
+    for (const id of ["", `run_${"a".repeat(3000)}`, "run_../x"]) {
+      for (const [method, params] of [
+        ["GetTask", { id }],
+        ["CancelTask", { id }],
+        ["SubscribeToTask", { id }],
+        [
+          "SendMessage",
+          {
+            message: {
+              messageId: randomUUID(),
+              taskId: id || "run_ä",
+              role: "ROLE_USER",
+              parts: [{ text: "Hi" }],
+            },
+          },
+        ],
+      ] as const) {
+        const answer = (await post(env.tokens.alice, { jsonrpc: "2.0", id: 1, method, params })).body;
+        expect(answer.result, `${method} ${id.slice(0, 12)}`).toBeUndefined();
+        expect(answer.error?.code, `${method} ${id.slice(0, 12)}`).toBe(-32602);
+        expect(JSON.stringify(answer.error)).toContain('"code":"INVALID_REQUEST"');
+      }
+    }
   });
 });

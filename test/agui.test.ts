@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { EventType } from "@ag-ui/client";
+import { EventType, HttpAgent } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROMPT_MAX_CHARS } from "../shared/runs/run-request.js";
 import {
@@ -77,28 +77,24 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
     expect(bobStarted[0]?.rawEvent.previousRunId).toBeNull();
   });
 
-  it("resumes: the same input with Last-Event-ID gives every later event once", async () => {
+  it("resumes through the official HttpAgent: the same input with Last-Event-ID reopens the run, then every later event once", async () => {
     const threadId = randomUUID();
     const runId = randomUUID();
-    await runAgui(agentAs(env.tokens.alice, "What is the UK VAT on 40 GBP?", threadId), runId);
-    const response = await env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/agui`, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream", "last-event-id": "1" },
-      body: JSON.stringify({
-        threadId,
-        runId,
-        messages: [{ id: "m1", role: "user", content: "What is the UK VAT on 40 GBP?" }],
-        tools: [],
-        context: [],
-      }),
+    const prompt = "What is the UK VAT on 40 GBP?";
+    const first = await runAgui(agentAs(env.tokens.alice, prompt, threadId), runId);
+    const resumedAgent = new HttpAgent({
+      url: `${env.dev.url}/v1/agui`,
+      headers: { authorization: `Bearer ${env.tokens.alice}`, "last-event-id": "1" },
+      threadId,
+      initialMessages: [{ id: randomUUID(), role: "user", content: prompt }],
     });
-    const body = await response.text();
-    expect(body).not.toContain('"RUN_STARTED"');
-    expect([...body.matchAll(/^id: ([0-9]+)$/gm)].map((m) => Number(m[1]))[0]).toBe(2);
-    expect(body).toContain('"RUN_FINISHED"');
+    // The client checks every stream it reads from its start: a resumed one must open with RUN_STARTED.
+    const resumed = await runAgui(resumedAgent, runId);
+    expect(resumed.outcome.result).toEqual(first.outcome.result);
+    expect(resumed.events.map((event) => event.type)).toEqual(first.events.map((event) => event.type));
   });
 
-  it("resumes mid-cycle as the unbroken stream goes on: a tool result closes the step it was called in", async () => {
+  it("resumes mid-cycle as the unbroken stream goes on: RUN_STARTED and the open step again (no id), then a tool result closes the step it was called in", async () => {
     const threadId = randomUUID();
     const runId = randomUUID();
     const prompt = "Tax on 45 GBP for a UK client";
@@ -125,13 +121,75 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
     // Event 3 is the tool call's start: the client saw cycle 1 open and the call made, not its result.
     const cut = unbroken.findIndex((block) => block.startsWith("id: 3\n"));
     expect(unbroken[cut]).toContain('"TOOL_CALL_END"');
+    const withoutId = (block: string | undefined) => block?.replace(/^id: [0-9]+\n/, "");
+    const reopenStep = unbroken.find((block) => block.includes('"STEP_STARTED"'));
     const resumed = await stream("3");
-    expect(resumed).toEqual(unbroken.slice(cut + 1));
-    expect(resumed.slice(0, 3).map((block) => JSON.parse(block.split("data: ")[1] ?? "{}").type)).toEqual([
+    expect(resumed).toEqual([withoutId(unbroken[0]), withoutId(reopenStep), ...unbroken.slice(cut + 1)]);
+    expect(resumed.slice(0, 5).map((block) => JSON.parse(block.split("data: ")[1] ?? "{}").type)).toEqual([
+      "RUN_STARTED",
+      "STEP_STARTED",
       "TOOL_CALL_RESULT",
       "STEP_FINISHED",
       "STEP_STARTED",
     ]);
+    // A stream resumed after its last event has nothing to send: no RUN_STARTED alone.
+    const last = [...unbroken.join("\n\n").matchAll(/^id: ([0-9]+)$/gm)].at(-1)?.[1];
+    expect(await stream(last)).toEqual([]);
+  });
+
+  it("answers a retry that raced its run's first request with that run, never PREVIOUS_RUN_IN_PROGRESS against itself", async () => {
+    const threadId = randomUUID();
+    const runId = randomUUID();
+    const prompt = "What is the UK VAT on 30 GBP?";
+    const first = await runAgui(agentAs(env.tokens.alice, prompt, threadId), runId);
+    const boundloopRunId = (first.outcome.result as { runId: string }).runId;
+    // The interleaving of a retry sent while the first request starts: the retry reads no run record
+    // (not written yet), then the thread's head (already this run), then the run going.
+    const runs = env.stack.deps.runs;
+    const { getRecord, readContinuation } = runs;
+    let reads = 0;
+    runs.getRecord = async (tenantId, id, ...rest) => {
+      const record = await getRecord.call(runs, tenantId, id, ...rest);
+      if (id !== boundloopRunId || !record) return record;
+      reads += 1;
+      return reads === 1 ? undefined : { ...record, status: "running", finishedAt: null };
+    };
+    runs.readContinuation = async (tenantId, id, ...rest) => {
+      const read = await readContinuation.call(runs, tenantId, id, ...rest);
+      if (id !== boundloopRunId || read.kind !== "found") return read;
+      return { ...read, run: { ...read.run, status: "running", finishedAt: null }, transcript: undefined };
+    };
+    try {
+      const retry = await runAgui(agentAs(env.tokens.alice, prompt, threadId), runId);
+      expect(eventsOfType<{ code: string }>(retry.events, EventType.RUN_ERROR)).toEqual([]);
+      expect(retry.outcome.result).toEqual(first.outcome.result);
+    } finally {
+      runs.getRecord = getRecord;
+      runs.readContinuation = readContinuation;
+    }
+  });
+
+  it("tells a retry whose run id another request still holds to send again (RUN_ERROR IDEMPOTENCY_KEY_IN_USE), never an empty stream", async () => {
+    const runId = randomUUID();
+    const idempotency = env.stack.deps.idempotency;
+    const { acquire } = idempotency;
+    // The first request of this run id holds its key and has not written its run yet.
+    idempotency.acquire = async (input) =>
+      input.idempotencyKey === `agui:${runId}`
+        ? ({ kind: "in_progress", retryAfterSeconds: 3 } as unknown as Awaited<ReturnType<typeof acquire>>)
+        : acquire.call(idempotency, input);
+    try {
+      const retry = await runAgui(agentAs(env.tokens.alice, "What is the UK VAT on 31 GBP?"), runId);
+      expect(retry.events).toEqual([
+        expect.objectContaining({
+          type: EventType.RUN_ERROR,
+          code: "IDEMPOTENCY_KEY_IN_USE",
+          rawEvent: expect.objectContaining({ code: "IDEMPOTENCY_KEY_IN_USE", retryAfterSeconds: 3 }),
+        }),
+      ]);
+    } finally {
+      idempotency.acquire = acquire;
+    }
   });
 
   it("refuses bad input with problem+json before any stream; a run id reused for another input is RUN_ERROR with its code", async () => {
@@ -169,7 +227,7 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
       expect.objectContaining({
         type: EventType.RUN_ERROR,
         code: "IDEMPOTENCY_KEY_REUSED",
-        message: expect.stringContaining("already used"),
+        message: "This run id was already used for different input; use a new run id for new input.",
         rawEvent: { code: "IDEMPOTENCY_KEY_REUSED", facts: {}, retryAfterSeconds: null },
       }),
     ]);

@@ -30,7 +30,7 @@ import { DomainError, isDomainError } from "../domain-errors.js";
 import { cancelRun } from "../runs/cancel.js";
 import { isUsableKey, MAX_KEY_LENGTH } from "../runs/exactly-once.js";
 import { listRuns, readRun } from "../runs/queries.js";
-import { PROMPT_MAX_CHARS } from "../runs/run-request.js";
+import { PROMPT_MAX_CHARS, RUN_ID_PATTERN } from "../runs/run-request.js";
 import { UNFINISHED_STATUSES } from "../store/run-records.js";
 import type { A2ACall } from "./call.js";
 import { toA2AError } from "./errors.js";
@@ -76,10 +76,10 @@ export function createA2AHandler(call: A2ACall): A2ARequestHandler {
     ),
     sendMessageStream: (params: SendMessageRequest) => guardedStream(call, turnInputOf(params, false)),
     getTask: guarded(async (params: GetTaskRequest) =>
-      withHistoryLength(taskOf(await readRun(deps, security, params.id)), params.historyLength),
+      withHistoryLength(taskOf(await readRun(deps, security, taskIdOf(params.id))), params.historyLength),
     ),
     cancelTask: guarded(async (params: CancelTaskRequest) =>
-      taskOf(await cancelRun(deps, security, params.id)),
+      taskOf(await cancelRun(deps, security, taskIdOf(params.id))),
     ),
     resubscribe: (params: SubscribeToTaskRequest, context: ServerCallContext) =>
       resubscribe(call, params.id, lastEventIdOf(context)),
@@ -145,7 +145,7 @@ async function* guardedStream(call: A2ACall, input: TurnInput): AsyncGenerator<S
 /** SubscribeToTask: the task, then its events after `after` (Last-Event-ID), to its end. */
 async function* resubscribe(call: A2ACall, id: string, after: number): AsyncGenerator<StreamResponse> {
   try {
-    const run = await readRun(call.deps, call.security, id);
+    const run = await readRun(call.deps, call.security, taskIdOf(id));
     if (isEnded(run.run.status) && after === 0) {
       yield { payload: { $case: "task", value: taskOf(run) } };
       return;
@@ -259,9 +259,23 @@ function turnInputOf(params: SendMessageRequest, _stream: boolean): TurnInput {
     prompt,
     messageId: message.messageId,
     contextId: message.contextId || undefined,
-    taskId: message.taskId || undefined,
+    taskId: message.taskId ? taskIdOf(message.taskId, "message.taskId") : undefined,
     prefersAsync: params.configuration?.returnImmediately === true,
   };
+}
+
+/**
+ * A task id from the request as a run id (RUN_ID_PATTERN), the rule of HTTP's `runId` path parameter.
+ * @throws DomainError INVALID_REQUEST (RequestMalformedError, -32602) for one no run can have: empty, too
+ *   long for the store's key or with other characters
+ */
+function taskIdOf(id: string, field = "id"): string {
+  if (RUN_ID_PATTERN.test(id)) return id;
+  throw new DomainError(
+    "INVALID_REQUEST",
+    `${field} must be a task id: 1 to 128 letters, digits, "_" or "-" (a task's id is its run id, run_…).`,
+    { facts: { field } },
+  );
 }
 
 /** The `Last-Event-ID` of the request (the sequence of the last run event the client saw), else 0. */

@@ -38,6 +38,7 @@ export async function startTurn(call: A2ACall, input: TurnInput): Promise<BegunT
     operation: A2A_OPERATION,
     scope: "a2a",
     key: input.messageId,
+    keyName: "message id",
     conversationId: contextId,
     unknownConversation: "refuse",
     prefersAsync: input.prefersAsync && call.deps.executions !== undefined,

@@ -9,7 +9,9 @@
  * - `run.finished` → the answer as TEXT_MESSAGE_START/CONTENT/END, then RUN_FINISHED (completed: `result`
  *   holds the run's status, answer, cycles and tokens; cancelled: outcome `cancelled`) or RUN_ERROR
  *   (every other status, its `code`, with the run's reason as the message)
- * Every AG-UI event carries the run event it came from as `rawEvent`.
+ * RUN_STARTED, STEP_STARTED, the tool call events, CUSTOM and the run's end carry the run event they came
+ * from as `rawEvent`. A resumed stream (Last-Event-ID) is translated from the run's first event, its
+ * events up to the resume point unsent: `reopen` gives what a client reading a new stream needs first.
  */
 
 import type { RunEvent } from "../runs/events.js";
@@ -33,19 +35,49 @@ interface PendingResult {
  */
 export class AguiTranslator {
   private step: number | undefined;
+  private stepOpening: AguiEvent | undefined;
+  private runStarted: AguiEvent | undefined;
   private pending: PendingResult[] = [];
+  /** Whether the event being translated is one the client already has (nothing of it is sent). */
+  private seen = false;
 
   constructor(
     private readonly ids: { threadId: string; runId: string },
     private readonly readSteps: StepReader,
   ) {}
 
-  /** The AG-UI events of one run event, in order. */
-  async translate(event: RunEvent): Promise<AguiEvent[]> {
+  /**
+   * The AG-UI events of one run event, in order. `seen`: the client already has them (a resumed stream
+   * replays the run's events up to Last-Event-ID to know the open step): they are not sent, so the tool
+   * results they would close a step with are not read.
+   */
+  async translate(event: RunEvent, seen = false): Promise<AguiEvent[]> {
     const raw = { rawEvent: event };
+    this.seen = seen;
+    try {
+      return await this.translateOne(event, raw);
+    } finally {
+      this.seen = false;
+    }
+  }
+
+  /**
+   * What a resumed stream sends before its first unseen event: RUN_STARTED again, and STEP_STARTED of
+   * the step open at the resume point, as first sent. The official client checks each stream from its
+   * start (RUN_STARTED first; no STEP_FINISHED of a step it did not see start).
+   */
+  reopen(): AguiEvent[] {
+    return [this.runStarted, this.step === undefined ? undefined : this.stepOpening].filter(
+      (event): event is AguiEvent => event !== undefined,
+    );
+  }
+
+  /** The events of one run event (see {@link translate}). */
+  private async translateOne(event: RunEvent, raw: { rawEvent: RunEvent }): Promise<AguiEvent[]> {
     switch (event.type) {
       case "run.started":
-        return [{ type: "RUN_STARTED", ...this.ids, ...raw }];
+        this.runStarted = { type: "RUN_STARTED", ...this.ids, ...raw };
+        return [this.runStarted];
       case "model.call.finished":
         return event.cycle === this.step
           ? []
@@ -65,9 +97,6 @@ export class AguiTranslator {
           { type: "TOOL_CALL_END", toolCallId: event.toolCallId, ...raw },
         ];
       case "tool.call.finished":
-        // A stream resumed after this cycle's start (Last-Event-ID) has no step open, but the client saw
-        // this cycle's open: the result closes it, as in the unbroken stream, not the next cycle's step.
-        this.step ??= event.cycle;
         this.pending.push({ toolCallId: event.toolCallId, status: event.status, errorCode: event.errorCode });
         return [];
       case "run.finished":
@@ -80,7 +109,8 @@ export class AguiTranslator {
   /** STEP_STARTED of cycle `cycle`. */
   private openStep(cycle: number, event: RunEvent): AguiEvent {
     this.step = cycle;
-    return { type: "STEP_STARTED", stepName: `cycle ${cycle}`, rawEvent: event };
+    this.stepOpening = { type: "STEP_STARTED", stepName: `cycle ${cycle}`, rawEvent: event };
+    return this.stepOpening;
   }
 
   /** The open step's tool results, then its STEP_FINISHED (nothing when no step is open). */
@@ -100,6 +130,7 @@ export class AguiTranslator {
     if (this.pending.length === 0) return [];
     const pending = this.pending;
     this.pending = [];
+    if (this.seen) return [];
     const stored = new Map<string, unknown>();
     for (const step of await this.readSteps()) {
       for (const call of step.toolCalls) stored.set(call.id, call.result);

@@ -6,9 +6,9 @@
  * client's), its `runId` the turn's key (a repeated run id is the same run, never a second one). The
  * tools a client offers are ignored: tools are the backend's. The answer is an SSE stream of AG-UI
  * events (events.ts); the last AG-UI event of each run event carries `id: <run event sequence>`, so a
- * client that lost the stream sends the same input again with `Last-Event-ID` and gets every later
- * event once. A refusal, before the run started or after, is a RUN_ERROR event with its code (errors.ts);
- * only a body that is not a RunAgentInput is refused by the route (400 problem+json). docs/ag-ui.md.
+ * client that lost the stream sends the same input again with `Last-Event-ID` and gets RUN_STARTED and
+ * the open step's STEP_STARTED again (no `id`), then every later event once. A refusal, before the run
+ * started or after, is a RUN_ERROR event with its code (errors.ts); only a body that is not a RunAgentInput is refused by the route (400 problem+json). docs/ag-ui.md.
  */
 
 import type { ApiDeps } from "../deps.js";
@@ -60,6 +60,7 @@ export async function serveAgui(call: AguiCall, input: AguiInput): Promise<Respo
   let events: AsyncGenerator<RunEvent>;
   let first: IteratorResult<RunEvent>;
   let runId: string | undefined;
+  let after = 0;
   try {
     const turn = await beginTurn(call.deps, {
       security: call.security,
@@ -67,15 +68,18 @@ export async function serveAgui(call: AguiCall, input: AguiInput): Promise<Respo
       operation: AGUI_OPERATION,
       scope: "agui",
       key: input.runId,
+      keyName: "run id",
       conversationId: input.threadId,
       unknownConversation: "start",
       prefersAsync: false,
       lambdaRemainingMs: call.lambdaRemainingMs,
     });
     runId = turn.runId;
+    // A resumed stream reads the run from its start: the events the client saw say which step is open.
+    after = turn.existing ? call.after : 0;
     events = followTurn(call.deps, call.security, {
       runId: turn.runId,
-      after: turn.existing ? call.after : 0,
+      after: 0,
       live: turn.live,
       settled: turn.existing ? undefined : turn.settled,
       endsAt: call.endsAt,
@@ -90,9 +94,15 @@ export async function serveAgui(call: AguiCall, input: AguiInput): Promise<Respo
   });
   return sse(async (write) => {
     try {
+      let reopened = after === 0;
       for (let next = first; !next.done; next = await events.next()) {
-        const translated = await translator.translate(next.value);
         const seq = next.value.seq;
+        if (seq > after && !reopened) {
+          reopened = true;
+          for (const event of translator.reopen()) write(event);
+        }
+        const translated = await translator.translate(next.value, seq <= after);
+        if (seq <= after) continue;
         for (const [index, event] of translated.entries()) {
           write(event, index === translated.length - 1 ? seq : undefined);
         }

@@ -5,7 +5,9 @@
  * in the background, and following its events (`followRunEvents`) as one stream. An adapter never reads
  * a store itself.
  */
+
 import type { ApiDeps } from "../deps.js";
+import { DomainError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
 import { type FeedItem, followRunEvents, LiveEvents } from "./event-feed.js";
 import { FINAL_EVENT_TYPE, type RunEvent } from "./events.js";
@@ -129,9 +131,24 @@ export async function* followTurn(
         if (outcome.error) throw outcome.error;
       }
     }
+    if (!seen && target.settled) stillStarting((await target.settled).start);
   } finally {
     left.abort();
     target.live?.close();
     if (target.settled) await target.settled;
   }
+}
+
+/**
+ * Throws when a turn found its key held by a request still starting that run (`retryAfterSeconds`) and
+ * the stream saw none of it: an empty stream would tell the client nothing, so it is told to send again.
+ * @throws DomainError IDEMPOTENCY_KEY_IN_USE with the key holder's `retryAfterSeconds`
+ */
+function stillStarting(start: TurnStart | undefined): void {
+  if (start?.kind !== "existing" || start.retryAfterSeconds === undefined) return;
+  throw new DomainError(
+    "IDEMPOTENCY_KEY_IN_USE",
+    "A request with this key is still starting its run; send the same input again shortly.",
+    { retryAfterSeconds: start.retryAfterSeconds },
+  );
 }

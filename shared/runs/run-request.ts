@@ -16,6 +16,13 @@ import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
  */
 export const PROMPT_MAX_CHARS = 8_000;
 
+/**
+ * What a run id can be: 1 to 128 of `A-Z a-z 0-9 _ -` (the server makes `run_` + 32 hex). Every surface
+ * that takes a run id from a client checks it against this before the store sees it (HTTP's path
+ * parameter, A2A's task ids): a longer one is past DynamoDB's key size, so it is bad input, not a lookup.
+ */
+export const RUN_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+
 /** The validated body of `POST /v1/runs`. */
 export interface RunBody {
   prompt: string;

@@ -19,7 +19,8 @@ import { prepareRun, type RunStart } from "./start.js";
  * - `operation`: the protocol's operation (`A2A SendMessage`, `AG-UI run`): the namespace of its keys
  * - `scope`: the prefix of the run scope (`a2a`, `agui`), so a key can never meet a REST Idempotency-Key
  * - `key`: the client's id of this message (A2A `messageId`, AG-UI `runId`): a usable key
- *   (`isUsableKey`, shared/runs/exactly-once.ts), which the adapter checks and refuses in its protocol
+ *   (`isUsableKey`, shared/runs/exactly-once.ts), which the adapter checks and refuses in its protocol;
+ *   `keyName` is what the client calls it ("message id", "run id"), for the refusal of a reused key
  * - `conversationId`: the conversation the client names (A2A `contextId`, AG-UI `threadId`), if any;
  *   `unknownConversation` says whether one the caller never started is refused (A2A: contexts are the
  *   server's) or starts a conversation of that id (AG-UI: threads are the client's)
@@ -31,6 +32,7 @@ export interface TurnRequest {
   operation: string;
   scope: string;
   key: string;
+  keyName: string;
   conversationId?: string | undefined;
   unknownConversation: "refuse" | "start";
   asked?: unknown;
@@ -101,7 +103,14 @@ export async function prepareTurn(deps: TurnDeps, request: TurnRequest): Promise
       facts: { conversationId: request.conversationId },
     });
   }
-  const previousRunId = head ? await continuableRun(deps, security, head) : undefined;
+  // A head that is already this turn's run: a request with the same key (a retry racing the first)
+  // advanced it before that run's record was read above. Its continuation is the one that request
+  // chose, never the run itself; claiming the key below then finds the run the key has.
+  const previousRunId = !head
+    ? undefined
+    : head.headRunId === runId
+      ? (head.priorRunId ?? undefined)
+      : await continuableRun(deps, security, head);
   const conversationId = request.conversationId ?? runId;
   const prepared = await prepareRun(deps, {
     security,
@@ -144,7 +153,7 @@ export async function prepareTurn(deps: TurnDeps, request: TurnRequest): Promise
           await advance();
           return prepared.start(idempotency);
         });
-        return turnStartOf(outcome);
+        return turnStartOf(outcome, request.keyName);
       } finally {
         prepared.dispose();
       }
@@ -162,14 +171,14 @@ const KEEP_RUN_ID = {
 };
 
 /** The engine's outcome as a {@link TurnStart}; a key reused for another message is refused. */
-function turnStartOf(outcome: Awaited<ReturnType<typeof runOnce<RunStart>>>): TurnStart {
+function turnStartOf(outcome: Awaited<ReturnType<typeof runOnce<RunStart>>>, keyName: string): TurnStart {
   switch (outcome.kind) {
     case "executed":
       return { kind: "started", start: outcome.result };
     case "reused":
       throw new DomainError(
         "IDEMPOTENCY_KEY_REUSED",
-        "This message id was already used for a different message; use a new id for a new message.",
+        `This ${keyName} was already used for different input; use a new ${keyName} for new input.`,
       );
     case "in_progress":
       return { kind: "existing", retryAfterSeconds: outcome.retryAfterSeconds };

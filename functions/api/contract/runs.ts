@@ -2,7 +2,7 @@
 
 import { createRoute, z } from "@hono/zod-openapi";
 import { RunOutcomeBodySchema } from "../../../shared/agent/outcome-schema.js";
-import { PROMPT_MAX_CHARS } from "../../../shared/runs/run-request.js";
+import { PROMPT_MAX_CHARS, RUN_ID_PATTERN } from "../../../shared/runs/run-request.js";
 import {
   RecordStatusSchema,
   RunRecordSchema as StoredRunSchema,
@@ -30,7 +30,7 @@ import {
 } from "./run-results.js";
 
 /** A run id as the API issues it (`run_` and a UUID) or accepts it in a path or body. */
-export const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
+export const RunId = z.string().regex(RUN_ID_PATTERN);
 
 /** Body of `POST /v1/runs`: prompt and optional limits that only tighten the server caps. */
 export const CreateRunBody = z
