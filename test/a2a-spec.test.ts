@@ -252,3 +252,21 @@ describe("A task id that cannot be a run id", () => {
     }
   });
 });
+
+describe("A Last-Event-ID that is not an event sequence", () => {
+  it("is invalid params (-32602, INVALID_REQUEST) for SubscribeToTask, as on every other stream, never read as 0", async () => {
+    const task = (await rpc(env.tokens.alice, "SendMessage", sendParams("What is the UK VAT on 31 GBP?")))
+      .result?.task as { id: string };
+    for (const lastEventId of ["abc", "-1", "1e1", "1.5", "9".repeat(16)]) {
+      const response = await env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/a2a`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "a2a-version": "1.0", "last-event-id": lastEventId },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SubscribeToTask", params: { id: task.id } }),
+      });
+      const answer = JSON.parse(await response.text()) as RpcAnswer;
+      expect(answer.result, lastEventId).toBeUndefined();
+      expect(answer.error?.code, lastEventId).toBe(-32602);
+      expect(JSON.stringify(answer.error), lastEventId).toContain("Last-Event-ID must be the id of an event");
+    }
+  });
+});

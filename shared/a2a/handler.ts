@@ -28,6 +28,7 @@ import {
 import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server";
 import { DomainError, isDomainError } from "../domain-errors.js";
 import { cancelRun } from "../runs/cancel.js";
+import { LAST_EVENT_ID_RULE, lastEventSequence } from "../runs/event-feed.js";
 import { isUsableKey, MAX_KEY_LENGTH } from "../runs/exactly-once.js";
 import { listRuns, readRun } from "../runs/queries.js";
 import { PROMPT_MAX_CHARS, RUN_ID_PATTERN } from "../runs/run-request.js";
@@ -142,9 +143,21 @@ async function* guardedStream(call: A2ACall, input: TurnInput): AsyncGenerator<S
   }
 }
 
-/** SubscribeToTask: the task, then its events after `after` (Last-Event-ID), to its end. */
-async function* resubscribe(call: A2ACall, id: string, after: number): AsyncGenerator<StreamResponse> {
+/**
+ * SubscribeToTask: the task, then its events after `lastEventId` (the request's Last-Event-ID: none, 0),
+ * to its end. A Last-Event-ID that is not an event sequence is invalid params, as on every other stream.
+ */
+async function* resubscribe(
+  call: A2ACall,
+  id: string,
+  lastEventId: string | undefined,
+): AsyncGenerator<StreamResponse> {
   try {
+    const sequence = lastEventSequence(lastEventId);
+    if (sequence === null) {
+      throw new DomainError("INVALID_REQUEST", LAST_EVENT_ID_RULE, { facts: { field: "Last-Event-ID" } });
+    }
+    const after = sequence ?? 0;
     const run = await readRun(call.deps, call.security, taskIdOf(id));
     if (isEnded(run.run.status) && after === 0) {
       yield { payload: { $case: "task", value: taskOf(run) } };
@@ -278,9 +291,8 @@ function taskIdOf(id: string, field = "id"): string {
   );
 }
 
-/** The `Last-Event-ID` of the request (the sequence of the last run event the client saw), else 0. */
-function lastEventIdOf(context: ServerCallContext): number {
+/** The request's `Last-Event-ID` header as sent (the sequence of the last run event the client saw). */
+function lastEventIdOf(context: ServerCallContext): string | undefined {
   const headers = context.state.get("headers") as Record<string, string | undefined> | undefined;
-  const value = headers?.["last-event-id"]?.trim();
-  return value && /^[0-9]{1,15}$/.test(value) ? Number(value) : 0;
+  return headers?.["last-event-id"];
 }

@@ -13,6 +13,21 @@ import { FINAL_EVENT_TYPE, type RunEvent, type RunEventHub } from "./events.js";
  */
 export const FINAL_EVENT_GRACE_MS = 5_000;
 
+/** Why a `Last-Event-ID` is refused, in every protocol's answer (HTTP, AG-UI, A2A). */
+export const LAST_EVENT_ID_RULE =
+  "Last-Event-ID must be the id of an event of this stream (a sequence number).";
+
+/**
+ * The run event sequence a `Last-Event-ID` names (the `id:` of an event a stream sent: plain digits, at
+ * most 15 of them), after trimming; undefined for an empty one (none sent); null for any other text,
+ * which each surface refuses with {@link LAST_EVENT_ID_RULE} rather than read as 0.
+ */
+export function lastEventSequence(value: string | undefined): number | null | undefined {
+  const trimmed = value?.trim();
+  if (!trimmed) return undefined;
+  return /^[0-9]{1,15}$/.test(trimmed) ? Number(trimmed) : null;
+}
+
 /** What a feed yields: the next event, or `idle` after a wait of `pollMs` in which nothing came. */
 export type FeedItem = { kind: "event"; event: RunEvent } | { kind: "idle" };
 

@@ -1,7 +1,14 @@
 import type { Context } from "hono";
 import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 import type { ApiDeps } from "../../../shared/deps.js";
-import { type FeedItem, followRunEvents, LiveEvents, readerHasEnd } from "../../../shared/runs/event-feed.js";
+import {
+  type FeedItem,
+  followRunEvents,
+  LAST_EVENT_ID_RULE,
+  LiveEvents,
+  lastEventSequence,
+  readerHasEnd,
+} from "../../../shared/runs/event-feed.js";
 import { readRunRecord } from "../../../shared/runs/queries.js";
 import { IDEMPOTENT_REPLAYED_HEADER } from "../contract/common.js";
 import { runEventsRoute } from "../contract/events.js";
@@ -33,17 +40,13 @@ export function wantsEventStream(accept: string | undefined): boolean {
  * @throws ProblemError INVALID_REQUEST when Last-Event-ID is not a sequence (digits)
  */
 export function resumeAfter(lastEventId: string | undefined, after: number | undefined): number {
-  if (lastEventId !== undefined && lastEventId.trim() !== "") {
-    const value = lastEventId.trim();
-    if (!/^[0-9]{1,15}$/.test(value)) {
-      const message = "Last-Event-ID must be the id of an event of this stream (a sequence number).";
-      throw new ProblemError("INVALID_REQUEST", message, {
-        extensions: { errors: [{ in: "header", path: "Last-Event-ID", message }] },
-      });
-    }
-    return Number(value);
+  const sequence = lastEventSequence(lastEventId);
+  if (sequence === null) {
+    throw new ProblemError("INVALID_REQUEST", LAST_EVENT_ID_RULE, {
+      extensions: { errors: [{ in: "header", path: "Last-Event-ID", message: LAST_EVENT_ID_RULE }] },
+    });
   }
-  return after ?? 0;
+  return sequence ?? after ?? 0;
 }
 
 /**
