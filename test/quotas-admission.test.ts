@@ -191,6 +191,32 @@ describe("runs in flight", () => {
     expect((await postTight("tenant_live_3", "usr_b")).statusCode).toBe(200);
   });
 
+  it("admits runs in the first minute of a UTC day (minute 0), counted in that minute, and the next minute afresh", async () => {
+    const quotas = tight.deps.quotas;
+    if (!quotas) throw new Error("quotas are on");
+    const midnight = Date.UTC(2026, 11, 7);
+    const admitAt = async (at: number, runId: string) => {
+      now = at;
+      const subject = { tenantId: "tenant_midnight", userId: "usr_m", runId };
+      const admitted = await quotas.admit(subject, { expiresAtSeconds: Math.floor(at / 1000) + 30 });
+      // The runs end (the tenant allows one in flight): only the minute's count is left behind.
+      await quotas.releaseRun(subject.tenantId, runId, [at]);
+      return admitted;
+    };
+    try {
+      const first = await admitAt(midnight + 15_000, "run_midnight_1");
+      expect(first.state.dayStartMs).toBe(midnight);
+      await admitAt(midnight + 45_000, "run_midnight_2");
+      const seen = await quotas.usage({ tenantId: "tenant_midnight", userId: "usr_m" }, true);
+      expect(seen.tenant?.minute.runs).toBe(2);
+      await admitAt(midnight + 61_000, "run_midnight_3");
+      const next = await quotas.usage({ tenantId: "tenant_midnight", userId: "usr_m" }, true);
+      expect(next.tenant?.minute.runs).toBe(1);
+    } finally {
+      now = Date.now();
+    }
+  });
+
   it("fails closed: a quota store that fails is 503 QUOTA_UNAVAILABLE with a fixed sentence, and nothing is written", async () => {
     const name = "failQuotaWrites";
     tight.deps.ddb.middlewareStack.add(

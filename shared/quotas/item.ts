@@ -144,7 +144,9 @@ export function within(
 /**
  * A minute slot's part of an admission: a fresh minute (the slot holds an earlier one, or none) is SET
  * to `base + 1`, on condition that it still holds an earlier minute; the current minute is ADDed to, on
- * condition that it holds this minute and, with a limit, fewer than `limit` runs.
+ * condition that it holds this minute and, with a limit, fewer than `limit` runs. A slot of this minute
+ * holds `base + runs` with at least one run, so "an earlier minute" is `≤ base`: in the day's first minute
+ * (base 0) that is an absent slot, which `< base` would never let through.
  */
 export function minuteChange(
   total: string,
@@ -152,7 +154,7 @@ export function minuteChange(
   base: number,
   limit: number | null,
 ): { set?: Record<string, number>; add?: Record<string, number>; conditions: TotalCondition[] } {
-  if (fresh) return { set: { [total]: base + 1 }, conditions: [{ total, op: "<", value: base }] };
+  if (fresh) return { set: { [total]: base + 1 }, conditions: [{ total, op: "<=", value: base }] };
   const conditions: TotalCondition[] = [{ total, op: ">=", value: base }];
   if (limit !== null) conditions.push({ total, op: "<", value: base + limit });
   return { add: { [total]: 1 }, conditions };
