@@ -52,6 +52,17 @@ async function resumeOnHttpApi(runId: string, lastEventId: number) {
   return { status: result.statusCode, body };
 }
 
+/** Writes the record of a run of USER that is still going (no event yet), as a run's start does. */
+function startRunRecord(runId: string) {
+  return env.stack.deps.runs.start({
+    tenantId: USER.tenant_id,
+    runId,
+    userId: USER.sub,
+    prompt: "x",
+    limits: { maxCycles: 5, timeoutMs: 25_000 },
+  });
+}
+
 describe("a resume after the final event", () => {
   let events: RunEvent[];
   beforeAll(async () => {
@@ -89,13 +100,7 @@ describe("a resume after the final event", () => {
 
   it("a cancelled run, closed by the reader with a final event made from its record: 204 after that one", async () => {
     const runId = `run_${crypto.randomUUID()}`;
-    await env.stack.deps.runs.start({
-      tenantId: USER.tenant_id,
-      runId,
-      userId: USER.sub,
-      prompt: "x",
-      limits: { maxCycles: 5, timeoutMs: 25_000 },
-    });
+    await startRunRecord(runId);
     expect(await env.stack.deps.runs.cancel(USER.tenant_id, runId, "cancelled by usr_resume_01")).toBe(true);
     const whole = await resumeOnFunctionUrl(runId, 0);
     expect(whole.status).toBe(200);
@@ -107,13 +112,7 @@ describe("a resume after the final event", () => {
 
   it("a run still going is streamed as before, whatever its resume point", async () => {
     const runId = `run_${crypto.randomUUID()}`;
-    await env.stack.deps.runs.start({
-      tenantId: USER.tenant_id,
-      runId,
-      userId: USER.sub,
-      prompt: "x",
-      limits: { maxCycles: 5, timeoutMs: 25_000 },
-    });
+    await startRunRecord(runId);
     // Its stream waits for events until its time is up (cut short here), then ends with a retry hint.
     const original = env.stack.config.stream.maxMs;
     env.stack.config.stream.maxMs = 50;
@@ -130,13 +129,7 @@ describe("a resume after the final event", () => {
 describe("a table that fails once a stream has begun", () => {
   it("ends the stream with event: error, the STORE_UNAVAILABLE problem and nothing of the error's text; a resume streams the log", async () => {
     const runId = `run_${crypto.randomUUID()}`;
-    await env.stack.deps.runs.start({
-      tenantId: USER.tenant_id,
-      runId,
-      userId: USER.sub,
-      prompt: "x",
-      limits: { maxCycles: 5, timeoutMs: 25_000 },
-    });
+    await startRunRecord(runId);
     const store = env.stack.deps.runEvents.store;
     const read = store.read.bind(store);
     // The record is read before the stream begins; the log's first read fails as an unreachable store.
