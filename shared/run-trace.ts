@@ -41,8 +41,8 @@ export interface RunTraceInfo {
 
 /**
  * The outcome facts the agent span ends with; `grounding`, the answer's check (docs/evals.md), gives the
- * span `boundloop.answer.ungrounded` (the ungrounded numbers as written) and
- * `boundloop.answer.grounding_action` when it found any.
+ * span `boundloop.answer.ungrounded_count` and `boundloop.answer.grounding_action` when it found any, and
+ * with content capture on (TRACE_CONTENT) `boundloop.answer.ungrounded` (the numbers as written).
  */
 export interface RunTraceOutcome {
   status: string;
@@ -81,8 +81,12 @@ function endWith(span: Span, outcome: RunTraceOutcome): void {
   const ungrounded = outcome.grounding?.ungrounded ?? [];
   if (outcome.grounding && (ungrounded.length > 0 || outcome.grounding.action !== "none")) {
     span.setAttributes({
-      [ATTR.answerUngrounded]: ungrounded.map((number) => number.text),
+      [ATTR.answerUngroundedCount]: ungrounded.length,
       [ATTR.answerGroundingAction]: outcome.grounding.action,
+      // The numbers are the answer's own text: content, on a span only when content capture is on.
+      ...(tracingOptions().captureContent
+        ? { [ATTR.answerUngrounded]: ungrounded.map((number) => number.text) }
+        : {}),
     });
   }
   // The run's typed stop status is its error type: stable, upper case like the problem codes.

@@ -50,8 +50,13 @@ export const ATTR = {
   runStatus: "boundloop.run.status",
   runCycles: "boundloop.run.cycles",
   runDurable: "boundloop.run.durable",
-  /** The answer's numbers no tool result or prompt gave (docs/evals.md, Grounding), as written. */
+  /**
+   * The answer's numbers no tool result or prompt gave (docs/evals.md, Grounding), as written: content,
+   * set only with content capture on (TRACE_CONTENT).
+   */
   answerUngrounded: "boundloop.answer.ungrounded",
+  /** How many numbers of the answer no tool result or prompt gave (always set when any). */
+  answerUngroundedCount: "boundloop.answer.ungrounded_count",
   answerGroundingAction: "boundloop.answer.grounding_action",
   cycle: "boundloop.cycle",
   toolStatus: "boundloop.tool.status",

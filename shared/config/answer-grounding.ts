@@ -26,6 +26,6 @@ export const answerGroundingDocs: SectionDocs<typeof answerGroundingFields> = {
   ANSWER_GROUNDING: {
     group: "Grounded answers",
     description:
-      "What an answer holding a number (an amount, a rate, a count) that no tool result and no prompt of the run gave does (docs/evals.md, Grounding). `report`: the answer goes out, its ungrounded numbers listed in the outcome's `grounding`, the `answer.ungrounded` event and the run's span. `reask`: the model is asked once more with the tool results, and its second answer goes out, checked the same way. `refuse`: the answer is withheld and the run ends `answer_ungrounded`. Deploy setting `answerGrounding`.",
+      "What an answer holding a number (an amount, a rate, a count) that no tool result and no prompt of the run gave does (docs/evals.md, Grounding). `report`: the answer goes out, its ungrounded numbers listed in the outcome's `grounding`, the `answer.ungrounded` event and, with `TRACE_CONTENT=true`, the run's span (without it the span has their count). `reask`: the model is asked once more with the tool results, and its second answer goes out, checked the same way. `refuse`: the answer is withheld and the run ends `answer_ungrounded`. Deploy setting `answerGrounding`.",
   },
 };
