@@ -178,8 +178,11 @@ export class RunBudget implements ModelBudget {
         const next = { dayStartMs, version, live: true, hold: held, spent: NOTHING, consumed: false };
         return { kind: "granted", maxTokens: granted, state: next };
       }
-      if (!result.marker || result.marker.version !== this.state.version) {
-        this.adopt(result.marker?.version ?? 0, result.marker?.open ?? {});
+      // A marker other than the one this run last wrote: adopt it. A run that holds no marker (version 0:
+      // its day just changed, or a prune took it) and finds none was refused by a limit, as any other.
+      const found = result.marker?.version ?? 0;
+      if (found !== this.state.version) {
+        this.adopt(found, result.marker?.open ?? {});
         continue;
       }
       if (result.failed.length === 0) continue;
