@@ -84,6 +84,9 @@ describe("a run that crosses midnight UTC", () => {
     const decision = await budget.reserve(call);
     expect(decision).toMatchObject({ kind: "granted", maxTokens: 512, state: { dayStartMs: midnight } });
     budget.observe(decision, usage(1_000, 40));
+    // Its slot in flight moved with its hold: counted on Jan 1, no longer on Dec 31.
+    expect((await usageAt(midnight + 200, subject.tenantId, subject.userId)).tenant?.inFlight.runs).toBe(1);
+    expect((await usageAt(midnight - 1, subject.tenantId, subject.userId)).tenant?.inFlight.runs).toBe(0);
     now = midnight + 2_000;
     await budget.finish();
 
@@ -186,5 +189,57 @@ describe("GET /v1/usage at the day's and minute's edges", () => {
     const later = await usageAt(midnight + 60_000, tenantId, "usr_u");
     expect(later.user.minute).toEqual({ start: "2027-01-01T00:01:00.000Z", runs: 0, limit: null });
     expect(later.user.day.runs).toBe(1);
+  });
+});
+
+describe("the tenant's runs in flight across midnight", () => {
+  const by = { userId: "usr_admin", at: "2026-12-31T12:00:00.000Z" };
+
+  it("a run admitted at 23:59:59 still counts at 00:00:00.500: the next is 429 tenant-concurrent until it ends", async () => {
+    const tenantId = "tenant_live_midnight";
+    await quotasOf().setLimits(tenantId, { tenant: { concurrentRuns: 1 } }, by);
+    const midnight = Date.UTC(2027, 0, 1);
+    const first = await admitAt(midnight - 1_000, { tenantId, userId: "usr_a", runId: "run_before" });
+    const refused = admitAt(midnight + 500, { tenantId, userId: "usr_b", runId: "run_after" });
+    await expect(refused).rejects.toMatchObject({
+      code: "RATE_LIMITED",
+      refused: { id: "tenant-concurrent", quota: 1, remaining: 0 },
+      counted: 1,
+      message: "Your tenant has 1 run(s) in flight; its limit is 1. Nothing was started. Retry after 1 s.",
+    });
+    const waiting = await usageAt(midnight + 600, tenantId, "usr_b");
+    expect(waiting.tenant?.inFlight).toEqual({ runs: 1, limit: 1 });
+    expect(waiting.tenant?.day.runs).toBe(0);
+
+    now = midnight + 1_000;
+    await first.budget.finish();
+    const after = await admitAt(midnight + 1_500, { tenantId, userId: "usr_b", runId: "run_after" });
+    expect(after.admitted.state).toMatchObject({ dayStartMs: midnight, version: 1, live: true });
+    expect(after.admitted.policies).toContainEqual(
+      expect.objectContaining({ id: "tenant-concurrent", quota: 1, remaining: 0 }),
+    );
+    const jan1 = await usageAt(midnight + 1_600, tenantId, "usr_b");
+    expect(jan1.tenant?.inFlight).toEqual({ runs: 1, limit: 1 });
+    expect(jan1.tenant?.day.runs).toBe(1);
+    const dec31 = await usageAt(midnight - 1, tenantId, "usr_b");
+    expect(dec31.tenant?.inFlight).toEqual({ runs: 0, limit: 1 });
+  });
+
+  it("a run of the day before that crashed holding its slot is pruned once its marker expired, and the new day's run is admitted", async () => {
+    const tenantId = "tenant_live_crashed";
+    await quotasOf().setLimits(tenantId, { tenant: { concurrentRuns: 1 } }, by);
+    const midnight = Date.UTC(2028, 2, 1); // after Feb 29
+    now = midnight - 1_000;
+    const crashed = { tenantId, userId: "usr_a", runId: "run_crashed_feb29" };
+    await quotasOf().admit(crashed, { expiresAtSeconds: midnight / 1000 + 10 });
+    await expect(
+      admitAt(midnight + 5_000, { tenantId, userId: "usr_b", runId: "run_mar1" }),
+    ).rejects.toMatchObject({
+      refused: { id: "tenant-concurrent" },
+    });
+    const admitted = await admitAt(midnight + 11_000, { tenantId, userId: "usr_b", runId: "run_mar1" });
+    expect(admitted.admitted.state.dayStartMs).toBe(midnight);
+    expect((await usageAt(midnight - 1, tenantId, "usr_b")).tenant?.inFlight.runs).toBe(0);
+    expect((await usageAt(midnight + 12_000, tenantId, "usr_b")).tenant?.inFlight.runs).toBe(1);
   });
 });
