@@ -56,35 +56,47 @@ async function usageAt(at: number, tenantId: string) {
   return usage;
 }
 
-describe("a durable run admitted at 23:59:59.999, started and its calls made after midnight, cancelled while it waits", () => {
-  it("leaves no slot in the first day; gives back its slot and the rest of its hold in the second; its calls stay counted there", async () => {
-    const tenantId = "tenant_cancel_midnight";
-    stack.model.respond(seedResponder);
-    // The run's first model step starts after midnight (the admission was just before it).
-    stack.faults.beforeStep = (name) => {
-      if (name === "cycle-1:model") now = MIDNIGHT + 500;
-    };
-    const started = await startAsyncRun(stack, tenantId, SEED_PROMPT);
-    expect(started.startedAt).toBe(new Date(MIDNIGHT + 2).toISOString());
-    const run = await pollUntil(stack, started.runId, tenantId, ["running"]);
-    expect(run.status).toBe("awaiting_approval");
-    stack.faults.beforeStep = undefined;
-    expect((await usageAt(MIDNIGHT - 1, tenantId)).tenant?.inFlight.runs).toBe(0);
-    const waiting = await usageAt(MIDNIGHT + 5_000, tenantId);
-    expect(waiting.tenant?.inFlight.runs).toBe(1);
-    expect(waiting.user.day.tokens.reserved).toBeGreaterThan(0);
+/**
+ * Starts the seed scenario as a durable run of `tenantId` at `admittedAt` (the quotas' clock), its first
+ * model step after midnight, cancels it once it waits for approval, and checks both days: no slot, no
+ * hold left in either; its calls (2 × 1,050 tokens) counted in the second.
+ */
+async function cancelledAcrossMidnight(tenantId: string, admittedAt: number, startedAt: number) {
+  now = admittedAt;
+  stack.model.respond(seedResponder);
+  stack.faults.beforeStep = (name) => {
+    if (name === "cycle-1:model") now = MIDNIGHT + 500;
+  };
+  const started = await startAsyncRun(stack, tenantId, SEED_PROMPT);
+  expect(started.startedAt).toBe(new Date(startedAt).toISOString());
+  const run = await pollUntil(stack, started.runId, tenantId, ["running"]);
+  expect(run.status).toBe("awaiting_approval");
+  stack.faults.beforeStep = undefined;
+  expect((await usageAt(MIDNIGHT - 1, tenantId)).tenant?.inFlight.runs).toBe(0);
+  const waiting = await usageAt(MIDNIGHT + 5_000, tenantId);
+  expect(waiting.tenant?.inFlight.runs).toBe(1);
+  expect(waiting.user.day.tokens.reserved).toBeGreaterThan(0);
 
-    now = MIDNIGHT + 6_000;
-    const cancelled = await stack.invoke(runPathEvent(run.runId, tenantId, "cancel"));
-    expect(cancelled.statusCode, cancelled.body).toBe(200);
-    expect(RunRecordSchema.parse(json(cancelled)).status).toBe("cancelled");
-    await stack.executions.get(run.runId)?.done;
+  now = MIDNIGHT + 6_000;
+  const cancelled = await stack.invoke(runPathEvent(run.runId, tenantId, "cancel"));
+  expect(cancelled.statusCode, cancelled.body).toBe(200);
+  expect(RunRecordSchema.parse(json(cancelled)).status).toBe("cancelled");
+  await stack.executions.get(run.runId)?.done;
 
-    const second = await usageAt(MIDNIGHT + 7_000, tenantId);
-    expect(second.tenant?.inFlight.runs).toBe(0);
-    expect(second.user.day.tokens).toEqual({ used: 2_100, reserved: 0, limit: 100_000 });
-    const first = await usageAt(MIDNIGHT - 1, tenantId);
-    expect(first.tenant?.inFlight.runs).toBe(0);
-    expect(first.user.day).toMatchObject({ runs: 1, tokens: { used: 0, reserved: 0, limit: 100_000 } });
+  const second = await usageAt(MIDNIGHT + 7_000, tenantId);
+  expect(second.tenant?.inFlight.runs).toBe(0);
+  expect(second.user.day.tokens).toEqual({ used: 2_100, reserved: 0, limit: 100_000 });
+  const first = await usageAt(MIDNIGHT - 1, tenantId);
+  expect(first.tenant?.inFlight.runs).toBe(0);
+  expect(first.user.day).toMatchObject({ runs: 1, tokens: { used: 0, reserved: 0, limit: 100_000 } });
+}
+
+describe("a durable run that crosses midnight UTC, cancelled while it waits for approval", () => {
+  it("admitted at 23:59:59.999 and started at 00:00:00.002: no slot is left in the first day; its slot and the rest of its hold in the second are given back", async () => {
+    await cancelledAcrossMidnight("tenant_cancel_midnight", MIDNIGHT - 1, MIDNIGHT + 2);
+  });
+
+  it("admitted and started at 23:59:59, its calls made after midnight: the cancel gives back what it holds in the second day, by the quotas' clock", async () => {
+    await cancelledAcrossMidnight("tenant_cancel_midnight_2", MIDNIGHT - 1_000, MIDNIGHT - 1_000);
   });
 });
