@@ -41,6 +41,13 @@ const invoiceAt = (tenantId: string, key: string, at: string, userId = "usr_1"):
 });
 
 const one = (count: number) => ({ count, grossMinor: count * 12_000 });
+/** The four totals, as counts of 120.00 GBP invoices. */
+const counts = (userDay: number, tenantDay: number, userHour: number, tenantHour: number) => ({
+  userDay: one(userDay),
+  tenantDay: one(tenantDay),
+  userHour: one(userHour),
+  tenantHour: one(tenantHour),
+});
 
 describe("a call counts in the UTC hour and day of its reservation", () => {
   it("23:59:59.999 on Dec 31 is that day's hour 23; 00:00:00.000 starts Jan 1 and its hour 0; 01:00:00.000 hour 1", async () => {
@@ -49,29 +56,14 @@ describe("a call counts in the UTC hour and day of its reservation", () => {
     const last = await totals.reserve(invoiceAt(tenantId, "q1", "2026-12-31T23:59:59.999Z"));
     expect(last).toEqual({
       fresh: true,
-      totals: { userDay: one(1), tenantDay: one(1), userHour: one(1), tenantHour: one(1) },
+      totals: counts(1, 1, 1, 1),
     });
     const first = await totals.reserve(invoiceAt(tenantId, "q2", "2027-01-01T00:00:00.000Z"));
-    expect(first.totals).toEqual({
-      userDay: one(1),
-      tenantDay: one(1),
-      userHour: one(1),
-      tenantHour: one(1),
-    });
+    expect(first.totals).toEqual(counts(1, 1, 1, 1));
     const hour0 = await totals.reserve(invoiceAt(tenantId, "q3", "2027-01-01T00:59:59.999Z", "usr_2"));
-    expect(hour0.totals).toEqual({
-      userDay: one(1),
-      tenantDay: one(2),
-      userHour: one(1),
-      tenantHour: one(2),
-    });
+    expect(hour0.totals).toEqual(counts(1, 2, 1, 2));
     const hour1 = await totals.reserve(invoiceAt(tenantId, "q4", "2027-01-01T01:00:00.000Z"));
-    expect(hour1.totals).toEqual({
-      userDay: one(2),
-      tenantDay: one(3),
-      userHour: one(1),
-      tenantHour: one(1),
-    });
+    expect(hour1.totals).toEqual(counts(2, 3, 1, 1));
   });
 
   it("Feb 28 → Feb 29 → Mar 1 of a leap year are three days", async () => {
@@ -97,18 +89,13 @@ describe("a reservation made before an edge and released after it", () => {
     const early = invoiceAt(tenantId, "q1", "2026-12-31T23:59:59.900Z");
     expect((await totals.reserve(early)).totals.tenantHour).toEqual(one(1));
     const next = await totals.reserve(invoiceAt(tenantId, "q2", "2027-01-01T00:00:00.100Z"));
-    expect(next.totals).toEqual({ userDay: one(1), tenantDay: one(1), userHour: one(1), tenantHour: one(1) });
+    expect(next.totals).toEqual(counts(1, 1, 1, 1));
     // ... and released after midnight: PolicyDecisions releases the reservation it made, at its instant.
     await totals.release(early);
     const dec31 = await totals.reserve(invoiceAt(tenantId, "q3", "2026-12-31T23:59:59.950Z"));
-    expect(dec31.totals).toEqual({
-      userDay: one(1),
-      tenantDay: one(1),
-      userHour: one(1),
-      tenantHour: one(1),
-    });
+    expect(dec31.totals).toEqual(counts(1, 1, 1, 1));
     const jan1 = await totals.reserve(invoiceAt(tenantId, "q4", "2027-01-01T00:00:01.000Z"));
-    expect(jan1.totals).toEqual({ userDay: one(2), tenantDay: one(2), userHour: one(2), tenantHour: one(2) });
+    expect(jan1.totals).toEqual(counts(2, 2, 2, 2));
   });
 
   it("an hour's edge inside one day: released from hour 10, hour 11 keeps its own", async () => {
