@@ -1,5 +1,5 @@
 import { type AdmissionPolicy, QuotaUnavailableError, RateLimitedError } from "../domain-errors.js";
-import type { CounterStore, TotalCondition } from "../store/counters.js";
+import type { CounterRef, CounterState, CounterStore, TotalCondition } from "../store/counters.js";
 import { secondsUntilEnd } from "../store/counters.js";
 import { isStoreUnavailable } from "../store/errors.js";
 import { holdConditions } from "./holds.js";
@@ -31,12 +31,26 @@ import type { EffectiveLimits } from "./limits.js";
  * wrong count).
  */
 
-/** What admission needs: the counters, the limits in force, the clock and the container's minute guesses. */
+/**
+ * What admission needs: the counters, the limits in force, the clock, the container's minute guesses and
+ * (with a limit on the runs in flight) the slots still held in the day before's item.
+ */
 export interface AdmissionDeps {
   counters: CounterStore;
   now: () => number;
   minutes: MinuteGuesses;
+  dayBefore?: InFlightBefore | undefined;
 }
+
+/**
+ * The runs in flight that the item of the UTC day before `now`'s still counts (runs admitted then that
+ * have not ended, nor taken a hold in the new day since, which moves their slot: shared/quotas/run-budget.ts),
+ * with its ref and state so a crashed run's slot can be pruned there.
+ */
+export type InFlightBefore = (
+  tenantId: string,
+  now: number,
+) => Promise<{ runs: number; ref: CounterRef; state: CounterState }>;
 
 /** The last minute (epoch minutes) each slot was seen holding, per tenant and slot (bounded). */
 export class MinuteGuesses {
@@ -95,9 +109,11 @@ export async function admit(
 ): Promise<Admitted> {
   let holds = options.holds ?? [];
   try {
+    let before = await inFlightBefore(deps, subject.tenantId, limits);
     for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
       const now = deps.now();
-      const write = admissionWrite(deps, subject, limits, { ...options, hold: holds[0] }, now);
+      const carried = before?.runs ?? 0;
+      const write = admissionWrite(deps, subject, limits, { ...options, hold: holds[0], carried }, now);
       const ref = quotaRef(subject.tenantId, now);
       const result = await deps.counters.change(ref, write.change);
       if (result.kind === "applied") return write.admitted(result.totals, now);
@@ -112,7 +128,10 @@ export async function admit(
         );
       }
       if (purposes.has("concurrent") && (await deps.counters.prune(ref, result.state)) === 0) {
-        throw write.refusal("tenant-concurrent", result.state.totals, now);
+        // A crashed run of the day before may hold a slot there: prune it and count again.
+        if (!before || (await deps.counters.prune(before.ref, before.state)) === 0)
+          throw write.refusal("tenant-concurrent", result.state.totals, now);
+        before = await inFlightBefore(deps, subject.tenantId, limits);
       }
       if (purposes.has("hold")) holds = holds.slice(1);
     }
@@ -123,6 +142,15 @@ export async function admit(
     throw new QuotaUnavailableError(error);
   }
   throw new QuotaUnavailableError(new Error(`Admission of ${subject.runId} kept being refused.`));
+}
+
+/**
+ * The day before's runs in flight when the tenant's runs in flight are limited (undefined otherwise): at
+ * midnight UTC the day's item starts from none, while the runs admitted just before are still in flight.
+ */
+async function inFlightBefore(deps: AdmissionDeps, tenantId: string, limits: EffectiveLimits) {
+  if (limits.tenant.concurrentRuns === null || !deps.dayBefore) return undefined;
+  return deps.dayBefore(tenantId, deps.now());
 }
 
 /** Remembers the minute each of the subject's slots holds, from an item's totals. */
@@ -148,7 +176,7 @@ function admissionWrite(
   deps: AdmissionDeps,
   subject: { tenantId: string; userId: string; runId: string },
   limits: EffectiveLimits,
-  options: { expiresAtSeconds: number; hold?: AdmissionHold | undefined },
+  options: { expiresAtSeconds: number; hold?: AdmissionHold | undefined; carried: number },
   now: number,
 ) {
   const names = namesOf(subject.userId);
@@ -181,7 +209,12 @@ function admissionWrite(
       minutePart(names.tenant.minute, "tenant", limits.tenant.runsPerMinute),
       minutePart(names.user.minute, "user", limits.user.runsPerMinute),
       { add: { ...counted, ...holdAdd } },
-      { conditions: tag("concurrent", live === null ? [] : within({ [names.tenant.live]: live }, counted)) },
+      {
+        conditions: tag(
+          "concurrent",
+          live === null ? [] : within({ [names.tenant.live]: live - options.carried }, counted),
+        ),
+      },
       {
         conditions: tag(
           "hold",
@@ -193,7 +226,7 @@ function admissionWrite(
     ],
   );
   const policiesAt = (totals: Readonly<Record<string, number>>, at: number) =>
-    admissionPolicies(names, limits, totals, at);
+    admissionPolicies(names, limits, totals, at, options.carried);
   return {
     change,
     purposes,
@@ -212,7 +245,7 @@ function admissionWrite(
         policies,
         retryAfter,
         // The runs the policy counts, not its limit: a limit lowered mid-minute may be far below them.
-        countedBy(names, id, totals, at),
+        countedBy(names, id, totals, at, options.carried),
       );
     },
   };
@@ -232,12 +265,16 @@ export function holdLimits(
   return Object.fromEntries(entries.filter((entry): entry is [string, number] => entry[1] !== null));
 }
 
-/** Every admission policy in force, with what is left of it given the item's totals at `now`. */
+/**
+ * Every admission policy in force, with what is left of it given the item's totals at `now` and the runs
+ * in flight the day before's item still counts (`carried`).
+ */
 export function admissionPolicies(
   names: ReturnType<typeof namesOf>,
   limits: EffectiveLimits,
   totals: Readonly<Record<string, number>>,
   now: number,
+  carried = 0,
 ): AdmissionPolicy[] {
   const policies: AdmissionPolicy[] = [];
   const minuteReset = Math.max(1, Math.ceil((60_000 - (now % 60_000)) / 1000));
@@ -257,7 +294,7 @@ export function admissionPolicies(
   perMinute("tenant-minute", limits.tenant.runsPerMinute);
   const live = limits.tenant.concurrentRuns;
   if (live !== null) {
-    const inFlight = countedBy(names, "tenant-concurrent", totals, now);
+    const inFlight = countedBy(names, "tenant-concurrent", totals, now, carried);
     policies.push({
       id: "tenant-concurrent",
       quota: live,
@@ -272,16 +309,17 @@ export function admissionPolicies(
 
 /**
  * The runs an admission policy counts in the item's totals at `now`: the user's or the tenant's runs
- * started this UTC minute, or the tenant's runs in flight.
+ * started this UTC minute, or the tenant's runs in flight (with the day before's `carried`).
  */
 function countedBy(
   names: ReturnType<typeof namesOf>,
   id: AdmissionPolicy["id"],
   totals: Readonly<Record<string, number>>,
   now: number,
+  carried = 0,
 ): number {
   if (id === "tenant-concurrent")
-    return totalIn({ totals: { ...totals }, markers: new Map() }, names.tenant.live);
+    return totalIn({ totals: { ...totals }, markers: new Map() }, names.tenant.live) + carried;
   return runsThisMinute(totals[id === "user-minute" ? names.user.minute : names.tenant.minute], now);
 }
 

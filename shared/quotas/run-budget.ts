@@ -9,7 +9,7 @@ import {
 import type { ModelUsage } from "../agent/model.js";
 import type { ModelPrice } from "../config/quotas.js";
 import { QUOTA_UNAVAILABLE_MESSAGE, QuotaUnavailableError } from "../domain-errors.js";
-import type { CounterChange, CounterStore } from "../store/counters.js";
+import { type CounterChange, type CounterStore, markerName } from "../store/counters.js";
 import { holdLimits, secondsToDayEnd } from "./admission.js";
 import { callHold, holdConditions, RUN_HOLD_SHARE, type RunBounds, runHold, tokensLeftIn } from "./holds.js";
 import {
@@ -178,8 +178,12 @@ export class RunBudget implements ModelBudget {
         const next = { dayStartMs, version, live: true, hold: held, spent: NOTHING, consumed: false };
         return { kind: "granted", maxTokens: granted, state: next };
       }
-      if (!result.marker || result.marker.version !== this.state.version) {
-        this.adopt(result.marker?.version ?? 0, result.marker?.open ?? {});
+      // A marker other than the one this run last wrote: adopt it. A run that holds no marker (version 0:
+      // its day just changed, or a prune took it) and finds none was refused by a limit, as any other.
+      const found = result.marker?.version ?? 0;
+      if (found !== this.state.version) {
+        if (found === 0 && this.state.version === 1) await this.closeAdmissionBefore(today.window.startMs);
+        this.adopt(found, result.marker?.open ?? {});
         continue;
       }
       if (result.failed.length === 0) continue;
@@ -288,6 +292,25 @@ export class RunBudget implements ModelBudget {
     const hold = version > 0 && tokens ? { tokens, costMicro: open[this.names.tenant.costHeld] ?? 0 } : null;
     const live = version > 0;
     this.state = { ...this.state, version, live, hold, spent: NOTHING, consumed: hold !== null };
+  }
+
+  /**
+   * Gives back what admission's marker (version 1) holds in the item of the day before `dayStartMs`, if it
+   * is there: a durable run's budget starts from its record's start, which is read after its admission, so
+   * a run admitted in a day's last instant may be started in the next day with its marker in the first.
+   * One read (and one write when the marker is found); a failure leaves the marker to expire.
+   */
+  private async closeAdmissionBefore(dayStartMs: number): Promise<void> {
+    const ref = quotaRef(this.subject.tenantId, dayStartMs - 1);
+    const key = runKey(this.subject.runId);
+    try {
+      const marker = (await this.deps.counters.read(ref)).markers.get(markerName(key));
+      if (marker?.version !== 1) return;
+      const back = Object.fromEntries(Object.entries(marker.open).map(([total, amount]) => [total, -amount]));
+      await this.deps.counters.change(ref, { reservation: { key, from: 1, to: null }, add: back });
+    } catch {
+      // The marker expires with its run (its deadline plus its longest wait) and is pruned then.
+    }
   }
 
   /** Closes the marker of an earlier day's item (settle, free the slot); the next write opens today's. */

@@ -1,13 +1,19 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { QuotaConfig, QuotaLimits } from "../config/quotas.js";
 import { QuotaUnavailableError } from "../domain-errors.js";
-import { CounterStore, markerName, type ReservationMarker } from "../store/counters.js";
+import {
+  type CounterState,
+  CounterStore,
+  markerName,
+  type ReservationMarker,
+  totalName,
+} from "../store/counters.js";
 import { isStoreUnavailable } from "../store/errors.js";
 import { QuotaLimitStore, type StoredLimits } from "../store/quota-limits.js";
 import { QuotaWaitStore } from "../store/quota-waits.js";
 import { type Admitted, admit, MinuteGuesses } from "./admission.js";
 import { callHold, type HoldCall, type RunBounds, runHold } from "./holds.js";
-import { type BudgetState, type Hold, namesOf, quotaRef, runKey, sum, usedIn } from "./item.js";
+import { type BudgetState, type Hold, METRIC, namesOf, quotaRef, runKey, sum, usedIn } from "./item.js";
 import {
   type EffectiveLimits,
   effectiveOf,
@@ -31,6 +37,8 @@ export class Quotas {
   readonly waits: QuotaWaitStore;
   private readonly reader: LimitsReader;
   private readonly minutes = new MinuteGuesses();
+  /** Per tenant, the last day (its start, epoch ms) whose day before was seen with no run in flight. */
+  private readonly quietBefore = new Map<string, number>();
 
   /**
    * @param config the quota section of the configuration and `model`, the model name calls are priced by
@@ -82,11 +90,36 @@ export class Quotas {
     },
   ): Promise<Admitted> {
     const { effective } = await this.limitsOrFailClosed(subject.tenantId);
-    const deps = { counters: this.counters, now: this.now, minutes: this.minutes };
+    const deps = {
+      counters: this.counters,
+      now: this.now,
+      minutes: this.minutes,
+      dayBefore: (tenantId: string, at: number) => this.inFlightBefore(tenantId, at),
+    };
     const holds = options.firstCall
       ? this.firstHolds({ ...options.firstCall, cycle: 1 }, options.bounds)
       : [];
     return admit(deps, subject, effective, { expiresAtSeconds: options.expiresAtSeconds, holds });
+  }
+
+  /**
+   * The runs in flight the item of the UTC day before `at`'s still counts (shared/quotas/admission.ts
+   * InFlightBefore): one read, until it is seen with none; after midnight no run is admitted into it, so
+   * from then on it is not read again that day.
+   */
+  private async inFlightBefore(tenantId: string, at: number) {
+    const today = quotaRef(tenantId, at).window.startMs;
+    const ref = quotaRef(tenantId, today - 1);
+    if (this.quietBefore.get(tenantId) === today) return { runs: 0, ref, state: EMPTY };
+    const state = await this.counters.read(ref);
+    const runs = Math.max(0, state.totals[TENANT_LIVE] ?? 0);
+    if (runs === 0) {
+      this.quietBefore.delete(tenantId);
+      this.quietBefore.set(tenantId, today);
+      if (this.quietBefore.size > 10_000)
+        this.quietBefore.delete(this.quietBefore.keys().next().value as string);
+    }
+    return { runs, ref, state };
   }
 
   /** The holds admission tries for a run's first call (none when fewer than MIN_COMPLETION_TOKENS fit). */
@@ -168,14 +201,16 @@ export class Quotas {
    */
   async usage(subject: { tenantId: string; userId: string }, tenantWide: boolean): Promise<UsageView> {
     const now = this.now();
-    const [{ inForce }, state] = await Promise.all([
+    const [{ inForce }, state, before] = await Promise.all([
       this.limitsFor(subject.tenantId),
       this.counters.read(quotaRef(subject.tenantId, now)),
+      tenantWide ? this.inFlightBefore(subject.tenantId, now) : undefined,
     ]);
     return usageOf(namesOf(subject.userId), inForce, state, {
       now,
       currency: this.price?.currency ?? null,
       tenantWide,
+      inFlightBefore: before?.runs ?? 0,
     });
   }
 
@@ -229,6 +264,12 @@ function spentUnder(
   }
   return amounts;
 }
+
+/** An item that is not there. */
+const EMPTY: CounterState = { totals: {}, markers: new Map() };
+
+/** The tenant's runs in flight, as a total's name. */
+const TENANT_LIVE = totalName({ kind: "tenant" }, METRIC.live);
 
 /** The attribute name of a run's marker. */
 function markerOf(runId: string): string {

@@ -25,12 +25,15 @@ export interface UsageView {
   tenant: (ScopeUsage & { inFlight: { runs: number; limit: number | null } }) | null;
 }
 
-/** The usage view of a quota item's state at `now` (see {@link UsageView}). */
+/**
+ * The usage view of a quota item's state at `now` (see {@link UsageView}); the tenant's runs in flight
+ * include `inFlightBefore`, those the day before's item still counts (shared/quotas/admission.ts).
+ */
 export function usageOf(
   names: ReturnType<typeof namesOf>,
   limits: QuotaLimits,
   state: CounterState,
-  context: { now: number; currency: string | null; tenantWide: boolean },
+  context: { now: number; currency: string | null; tenantWide: boolean; inFlightBefore?: number },
 ): UsageView {
   const { now } = context;
   const user = scopeUsage(names.user, state, now, {
@@ -41,7 +44,8 @@ export function usageOf(
   });
   if (!context.tenantWide) return { user, tenant: null };
   const tenant = scopeUsage(names.tenant, state, now, { ...limits.tenant, currency: context.currency });
-  const inFlight = { runs: state.totals[names.tenant.live] ?? 0, limit: limits.tenant.concurrentRuns };
+  const runs = (state.totals[names.tenant.live] ?? 0) + (context.inFlightBefore ?? 0);
+  const inFlight = { runs, limit: limits.tenant.concurrentRuns };
   return { user, tenant: { ...tenant, inFlight } };
 }
 

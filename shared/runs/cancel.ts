@@ -78,8 +78,10 @@ export async function cancelRun(
     userId: after.run.userId,
     usage: { tokens: after.run.usage.totalTokens, costMicro: microOfAmount(after.run.cost?.amount ?? "0") },
   };
-  await deps.quotas
-    ?.releaseRun(security.tenantId, runId, [Date.parse(found.run.startedAt), Date.now()], used)
+  // Its marker is in the day it started or the day it last held (today, by the quotas' own clock).
+  const { quotas } = deps;
+  await quotas
+    ?.releaseRun(security.tenantId, runId, [Date.parse(found.run.startedAt), quotas.now()], used)
     .catch((error: unknown) => deps.logger.warn("quota not released", { runId, error: error as Error }));
   deps.logger.info("durable run cancelled", { runId, approvalsCancelled: withdrawn.length });
   return after;
