@@ -165,6 +165,13 @@ export interface ToolFacts<S extends z.ZodObject = z.ZodObject> {
     security: SecurityContext,
     context: { signal: AbortSignal; operationKey?: () => string },
   ): Promise<boolean>;
+  /**
+   * Optional: true when a successful call's output reports an effect an earlier call with the same
+   * operation key already had (recordInvoice: `replayed`). The running totals counted it then, in the UTC
+   * day it happened; a metered call that still made a fresh reservation (a replay after midnight, in the
+   * next day's item) has it released, so a replay never counts twice.
+   */
+  replayed?(output: unknown): boolean;
 }
 
 /**

@@ -11,7 +11,7 @@ import type { CallDecision, DecisionRequest, ToolCallDecider } from "../agent/de
 import { policyCheckFailed, withPolicy } from "../agent/decision.js";
 import { describeThrown, type PreparedToolCall } from "../agent/dispatcher.js";
 import type { PolicyAudit, RunningTotal, ToolResult } from "../agent/result.js";
-import type { ApprovalPreview, ToolDefinition, VouchedFacts } from "../agent/tool.js";
+import type { ApprovalPreview, ToolDefinition, ToolFacts, VouchedFacts } from "../agent/tool.js";
 import {
   authorize,
   type CedarRequest,
@@ -250,7 +250,8 @@ export class PolicyDecisions implements ToolCallDecider {
     if (audit.decision === "permit") {
       // Without a fresh reservation there is nothing to settle.
       if (!release) return { kind: "run", audit };
-      return { kind: "run", audit, settle: async (result) => this.settle(result, release) };
+      const facts = prepared.tool.facts;
+      return { kind: "run", audit, settle: async (result) => this.settle(result, release, facts) };
     }
     if (release) await this.release(release);
     if (audit.decision === "approval") {
@@ -270,9 +271,20 @@ export class PolicyDecisions implements ToolCallDecider {
     return settled(prepared.args as never, security, context).catch(() => false);
   }
 
-  /** After a permitted call: an effect keeps its reservation (no write); a failure without one releases it. */
-  private async settle(result: ToolResult, release: TotalsReservation): Promise<void> {
-    if (result.status === "success") return;
+  /**
+   * After a permitted call: an effect keeps its reservation (no write); a failure without one releases it,
+   * and so does an effect an earlier call already had ({@link ToolFacts.replayed}): it was counted then,
+   * in its own UTC day, so a fresh reservation here was made in another day's item.
+   */
+  private async settle(
+    result: ToolResult,
+    release: TotalsReservation,
+    facts: ToolFacts | undefined,
+  ): Promise<void> {
+    if (result.status === "success") {
+      if (facts?.replayed?.(result.data)) await this.release(release);
+      return;
+    }
     if (result.error?.details.mayHaveCommitted === true) return;
     await this.release(release);
   }

@@ -96,6 +96,7 @@ function invoiceFacts(
       return found.kind === "live" ? taxFactsOf(found.quote) : null;
     },
     settled: (input, security, context) => recordedByAnother(deps, security.tenantId, input.quoteId, context),
+    replayed: (output) => (output as Partial<RecordedInvoice> | null)?.replayed === true,
   };
 }
 
