@@ -8,6 +8,8 @@ import { randomUUID } from "node:crypto";
 import { CreateTableCommand } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { refusedByDecision } from "../shared/agent/approval.js";
+import { approvalOutcomeOf } from "../shared/runs/approval-service.js";
 import type { ApprovalRecord } from "../shared/store/approval-record.js";
 import { ApprovalStore } from "../shared/store/approvals.js";
 import { InvalidCursorError } from "../shared/store/errors.js";
@@ -330,6 +332,32 @@ describe("the local table", () => {
     );
     await expect(ensureTable(ddb, old)).rejects.toThrow(
       `Table ${old} has no index ${LIST_INDEX.name} (it was created before the approvals listing used one): delete the table or set TABLE_NAME to a new one.`,
+    );
+  });
+});
+
+describe("an approval nobody decided, noticed only later (a repeated MCP call collects it)", () => {
+  it("expired at its expiresAt, not when the call noticed: the record, the listing and APPROVAL_EXPIRED say so", async () => {
+    const tenantId = `tenant_${randomUUID()}`;
+    const asked = await ask(tenantId, "mcp_late", 1, T0);
+    // Noticed five hours after it expired (the injected clock of approvalOutcomeOf).
+    const outcome = await approvalOutcomeOf(store, asked, T0 + 6 * 3_600_000);
+    expect(outcome).toMatchObject({
+      kind: "decided",
+      decision: { decision: "expired", decidedAt: asked.expiresAt },
+    });
+    expect((await store.get(tenantId, "mcp_late", asked.approvalId))?.approval).toMatchObject({
+      status: "expired",
+      decidedAt: asked.expiresAt,
+    });
+    if (outcome.kind !== "decided") return;
+    const refused = refusedByDecision(
+      { id: "call_1", name: "recordInvoice", arguments: "{}" },
+      asked.approvalId,
+      outcome.decision,
+    );
+    expect(refused.error?.message).toBe(
+      `Nobody approved this recordInvoice call before its approval expired at ${asked.expiresAt}; it did not run.`,
     );
   });
 });

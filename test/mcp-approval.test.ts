@@ -146,6 +146,20 @@ describe("MCP approval", () => {
     expect(recorded.map((item) => item.invoiceId)).toEqual([invoiceId]);
   });
 
+  it("its run's events announce the call before it asks for approval, in the order a loop's run has them", async () => {
+    const client = await gated.connect(await gated.token(WRITER));
+    const { body } = await pending(client, "apr-events");
+    const { runId } = body.error.details;
+    const page = await gated.stack.deps.runEvents.store.read(WRITER.tenant_id, runId, 0);
+    expect(page.events.map((event) => event.type)).toEqual([
+      "run.started",
+      "tool.call.started",
+      "approval.requested",
+      "tool.call.finished",
+      "run.finished",
+    ]);
+  });
+
   it("a call that needs approval without a key is refused IDEMPOTENCY_KEY_REQUIRED and nothing is asked or written", async () => {
     const client = await gated.connect(await gated.token(WRITER));
     const calc = await client.callTool({ name: "calculateTax", arguments: GB });

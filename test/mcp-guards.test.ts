@@ -115,3 +115,64 @@ describe("MCP: arguments nested thousands of levels deep", () => {
     expect(await run.json()).toMatchObject({ status: "completed", reason: "mcp tools/call", cycles: 1 });
   });
 });
+
+describe("MCP: a call's log lines are its own invocation's", () => {
+  let mcp: McpStack;
+  beforeAll(async () => {
+    mcp = await startMcpStack();
+  });
+  afterAll(async () => {
+    await mcp?.stop();
+  });
+
+  it("carry the Lambda request id of the /mcp request (not the last /v1 request's) and end with its request line", async () => {
+    const client = await mcp.connect(await mcp.token(WRITER));
+    const output = captureOutput();
+    let result: CallResult;
+    try {
+      // A /v1 request first, in the same warm container: its Lambda context must not label the MCP call.
+      expect((await mcp.api("/v1/invoices", WRITER)).status).toBe(200);
+      result = (await client.callTool({
+        name: "calculateTax",
+        arguments: { amount: "10.00", currency: "GBP", jurisdiction: "GB" },
+      })) as CallResult;
+    } finally {
+      output.stop();
+    }
+    const logs = output
+      .text()
+      .split("\n")
+      .filter((line) => line.startsWith('{"level"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const v1 = logs.find((log) => log.message === "request" && log.path === "/v1/invoices");
+    const runId = String(result._meta?.["io.boundloop/toolCallId"]);
+    const call = logs.filter((log) => log.runId === runId);
+    expect(call.map((log) => log.message)).toEqual(["run started", "tool result", "run finished", "request"]);
+    const requestId = call[0]?.function_request_id;
+    expect(requestId).toEqual(expect.any(String));
+    expect(requestId).not.toBe(v1?.function_request_id);
+    for (const log of call) expect(log.function_request_id).toBe(requestId);
+    // The request line, as every /v1 request has: method, path, status, latency, the caller's tenant.
+    expect(call.at(-1)).toMatchObject({
+      method: "POST",
+      path: "/mcp",
+      httpStatus: 200,
+      latencyMs: expect.any(Number),
+      tenantId: WRITER.tenant_id,
+    });
+    // Its metrics are published by the request that counted them.
+    const emf = output
+      .text()
+      .split("\n")
+      .filter((line) => line.includes('"ToolResults"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(emf).toContainEqual(
+      expect.objectContaining({
+        toolName: "calculateTax",
+        surface: "mcp",
+        status: "success",
+        ToolResults: 1,
+      }),
+    );
+  });
+});

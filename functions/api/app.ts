@@ -43,7 +43,9 @@ export interface LazyDeps {
  *
  * Every `/v1/*` request passes, in order: request log line + per-invocation metrics flush → identity
  * from the event's authorizer (401) → body size cap (413) → the route's content type (415) and zod
- * validation (400) → the handler. Every error becomes `application/problem+json` in one `onError`.
+ * validation (400) → the handler. `/mcp` (./mcp.ts, which checks its own token) gets the first of
+ * these, the request log line and the metrics flush. Every error becomes `application/problem+json` in
+ * one `onError`.
  */
 export function createApp(deps: ApiDeps | LazyDeps) {
   let resolved: ApiDeps | undefined = "load" in deps ? undefined : deps;
@@ -65,6 +67,12 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   }
   // The document, with the 405 every path answers for a method it does not serve (./method-not-allowed.ts).
   app.get("/openapi.json", (c) => c.json(withMethodNotAllowed(app.getOpenAPI31Document(OPENAPI_INFO))));
+  // /mcp is served outside /v1 but logged and measured as every request is: its own Lambda context on
+  // every line (not the previous invocation's), its request line, its metrics flushed.
+  app.use(
+    "/mcp",
+    observeRequest(() => resolved),
+  );
   mountMcp(app, getDeps, deps.config);
   const a2a = a2aRoutes(app, getDeps);
   app.use("/v1/*", observeRequest(getDeps), verifyCaller(getDeps), limitBody(getDeps));
@@ -128,27 +136,38 @@ function limitBody(getDeps: GetDeps): MiddlewareHandler<AppEnv> {
 }
 
 /**
- * Request log line and metrics flush around every `/v1/*` request: after the response is settled, logs
- * INFO "request" (method, path, HTTP status, problem code, latencyMs), clears the request's log keys
- * and publishes the invocation's metrics.
+ * Request log line and metrics flush around every `/v1/*` and `/mcp` request: the invocation's Lambda
+ * context on every log line of the request (a warm container's logger still holds the previous one's);
+ * after the response is settled, logs INFO "request" (method, path, HTTP status, problem code,
+ * latencyMs), clears the request's log keys and publishes the invocation's metrics.
+ * @param loaded the dependencies to log with: `/v1` loads them for every request; `/mcp` passes the
+ *   ones already loaded, as it loads them only for a verified token (functions/api/mcp.ts), so a
+ *   request refused in a cold container loads nothing and logs no request line
  */
-function observeRequest(getDeps: GetDeps): MiddlewareHandler<AppEnv> {
+function observeRequest(loaded: () => ApiDeps | undefined): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const { logger, metrics } = getDeps();
     const started = performance.now();
-    if (c.env?.lambdaContext) logger.addContext(c.env.lambdaContext);
+    const observed = () => {
+      const deps = loaded();
+      if (deps && c.env?.lambdaContext) deps.logger.addContext(c.env.lambdaContext);
+      return deps;
+    };
+    observed();
     try {
       await next();
     } finally {
-      logger.info("request", {
-        method: c.req.method,
-        path: c.req.path,
-        httpStatus: c.res.status,
-        code: c.get("problemCode") ?? null,
-        latencyMs: Math.round(performance.now() - started),
-      });
-      logger.resetKeys();
-      flushMetrics(metrics);
+      const deps = observed();
+      if (deps) {
+        deps.logger.info("request", {
+          method: c.req.method,
+          path: c.req.path,
+          httpStatus: c.res.status,
+          code: c.get("problemCode") ?? null,
+          latencyMs: Math.round(performance.now() - started),
+        });
+        deps.logger.resetKeys();
+        flushMetrics(deps.metrics);
+      }
     }
   };
 }

@@ -47,8 +47,12 @@ export function mountMcp(app: OpenAPIHono<AppEnv>, getDeps: () => ApiDeps, confi
     const verdict = await authenticate(c.req.header("authorization"));
     if (!verdict.ok) throw unauthenticated(resourceUrl, verdict);
     const { serveMcp } = await import("../../shared/mcp/server.js");
+    const deps = getDeps();
+    // The first verified request of a container loads the dependencies here, after the request's
+    // middleware ran: its lines get this invocation's context too.
+    if (c.env?.lambdaContext) deps.logger.addContext(c.env.lambdaContext);
     const remainingMs = c.env?.lambdaContext?.getRemainingTimeInMillis();
-    return (await serveMcp(c.req.raw, getDeps(), verdict.security, remainingMs)) as never;
+    return (await serveMcp(c.req.raw, deps, verdict.security, remainingMs)) as never;
   });
 }
 

@@ -7,20 +7,36 @@
  */
 export type StepDescriptor =
   | { kind: "model"; cycle: number; name: string }
-  | { kind: "tools"; cycle: number; name: string }
+  | { kind: "tools"; cycle: number; name: string; calls?: readonly StepToolCall[] | undefined }
   | { kind: "summary"; name: string }
   | { kind: "grounding"; name: string }
   | { kind: "approved"; cycle: number; toolCallId: string; name: string }
   | { kind: "history"; name: string };
 
 /**
- * The descriptors of a run's steps, with their stable names: `cycle-<n>:model`, `cycle-<n>:tools`,
+ * A call a tools step runs that no model reply asked for (an MCP `tools/call`'s): its id, tool name and
+ * arguments as JSON text. Observers announce it before the step as they announce a reply's calls.
+ */
+export interface StepToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/**
+ * The descriptors of a run's steps, with their stable names: `cycle-<n>:model`, `cycle-<n>:tools` (with
+ * the calls it runs when no model reply asked for them),
  * `summary:model`, `grounding:model`, `cycle-<n>:approved:<toolCallId>`, `history:load` (the names a durable execution's
  * checkpoints have always had).
  */
 export const steps = {
   model: (cycle: number): StepDescriptor => ({ kind: "model", cycle, name: `cycle-${cycle}:model` }),
-  tools: (cycle: number): StepDescriptor => ({ kind: "tools", cycle, name: `cycle-${cycle}:tools` }),
+  tools: (cycle: number, calls?: readonly StepToolCall[]): StepDescriptor => ({
+    kind: "tools",
+    cycle,
+    name: `cycle-${cycle}:tools`,
+    ...(calls ? { calls } : {}),
+  }),
   summary: (): StepDescriptor => ({ kind: "summary", name: "summary:model" }),
   grounding: (): StepDescriptor => ({ kind: "grounding", name: "grounding:model" }),
   approved: (cycle: number, toolCallId: string): StepDescriptor => ({

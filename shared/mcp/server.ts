@@ -13,7 +13,6 @@ import { toolsAllowedFor } from "../agent/dispatcher.js";
 import type { ToolDefinition } from "../agent/tool.js";
 import type { ApiDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
-import { flushMetrics } from "../observability.js";
 import type { ToolCallRunDeps } from "../runs/tool-call-run.js";
 import { callMcpTool, IDEMPOTENCY_META_KEY } from "./mapping.js";
 import { answerInvalidParams } from "./params.js";
@@ -131,8 +130,10 @@ export async function handleMcpRequest(
 }
 
 /**
- * {@link handleMcpRequest} with the API's dependencies (the one idempotency store, shared/deps.ts), the
- * caller's tenant on every log line of the request, and the request's metrics published at its end.
+ * {@link handleMcpRequest} with the API's dependencies (the one idempotency store, shared/deps.ts) and
+ * the caller's tenant on every log line of the request. The route's middleware (functions/api/app.ts
+ * `observeRequest`) gives the lines their invocation's context, writes the request line, clears the
+ * keys and publishes the request's metrics.
  * @param request the HTTP request to `/mcp`, its token already verified into `security`
  */
 export async function serveMcp(
@@ -142,14 +143,8 @@ export async function serveMcp(
   remainingMs: number | undefined,
 ): Promise<Response> {
   deps.logger.appendKeys({ tenantId: security.tenantId });
-  try {
-    return await handleMcpRequest(request, deps, security, {
-      maxBodyBytes: deps.config.http.maxBodyBytes,
-      remainingMs,
-    });
-  } finally {
-    deps.logger.resetKeys();
-    // /mcp is outside the /v1 middleware that publishes an invocation's metrics: its runs' are published here.
-    flushMetrics(deps.metrics);
-  }
+  return handleMcpRequest(request, deps, security, {
+    maxBodyBytes: deps.config.http.maxBodyBytes,
+    remainingMs,
+  });
 }

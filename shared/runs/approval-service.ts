@@ -201,7 +201,10 @@ export type ApprovalOutcome =
 
 /**
  * The outcome of `approval` as stored ({@link ApprovalOutcome}); one past its expiry that nobody decided
- * is marked expired first (one conditional write; a decision that won the race is returned instead).
+ * is marked expired first (one conditional write; a decision that won the race is returned instead),
+ * decided at its `expiresAt`: that is when it expired, however much later a call notices it (an MCP
+ * call's repeat may come hours later), and what APPROVAL_EXPIRED and the decided listing show.
+ * @param now the current time (epoch ms)
  * @throws the store's error
  */
 export async function approvalOutcomeOf(
@@ -210,8 +213,10 @@ export async function approvalOutcomeOf(
   now: number = Date.now(),
 ): Promise<ApprovalOutcome> {
   let current = approval;
-  if (current.status === "pending" && Date.parse(current.expiresAt) <= now) {
-    current = (await approvals.expire(current.tenantId, current.runId, current.approvalId)) ?? current;
+  const expiredAt = Date.parse(current.expiresAt);
+  if (current.status === "pending" && expiredAt <= now) {
+    current =
+      (await approvals.expire(current.tenantId, current.runId, current.approvalId, expiredAt)) ?? current;
   }
   if (current.status === "pending") return { kind: "pending", approval: current };
   if (current.status === "cancelled") return { kind: "cancelled", approval: current };

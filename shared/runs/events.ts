@@ -232,8 +232,15 @@ export class RunEventLog {
     this.emit({ type: "run.started", limits, previousRunId });
   }
 
-  /** Before a step: a tools step announces the calls of the cycle's reply (`tool.call.started`). */
+  /**
+   * Before a step: a tools step announces its calls (`tool.call.started`): the cycle's reply's, or the
+   * ones the step names when no model asked for them (an MCP call's).
+   */
   stepStarting(step: StepDescriptor): void {
+    if (step.kind === "tools" && step.calls) {
+      for (const call of step.calls) this.toolStarted(step.cycle, call.id, call.name, call.arguments);
+      return;
+    }
     const reply = this.lastReply;
     if (step.kind !== "tools" || reply?.result.kind !== "reply" || reply.cycle !== step.cycle) return;
     for (const call of turnCallsOf(reply.result, reply.cycle)) {

@@ -103,7 +103,7 @@ export async function runTurn(
 ): Promise<{ result: ToolResult; pending?: ApprovalRequest | undefined }> {
   const { deps, security, prepared, deadline, life } = context;
   const limits = clampRunLimits(deps.config.limits, { maxCycles: 1 });
-  const turn = await life.steps(runInline)(steps.tools(1), () =>
+  const turn = await life.steps(runInline)(steps.tools(1, [prepared.call]), () =>
     runToolTurn([prepared.call], {
       tools: deps.tools,
       security,

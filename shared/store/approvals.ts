@@ -139,6 +139,7 @@ export class ApprovalStore {
   /**
    * Marks a pending approval `expired` (its wait timed out). When a decision was written first (it
    * raced the timeout), that decision stays and is returned: the run honours it.
+   * @param now the moment it expired, its `decidedAt` (epoch ms; default the current time)
    * @returns the approval after the call, or undefined when it does not exist
    * @throws the SDK's errors
    */
