@@ -145,7 +145,7 @@ export function quotaProblems(raw: RawQuotas, modelName: string, runTtlSeconds: 
   const costLimits = (["USER_COST_PER_DAY", "TENANT_COST_PER_DAY"] as const).filter((name) => raw[name]);
   if (costLimits.length > 0 && !raw.MODEL_PRICES[modelName]) {
     problems.push(
-      `${costLimits.join(" and ")} need a price for the model ${modelName} in MODEL_PRICES: without it no call can be costed, and every run would be refused.`,
+      `${costLimits.join(" and ")} ${costLimits.length > 1 ? "need" : "needs"} a price for the model ${modelName} in MODEL_PRICES: without it no call can be costed, and every run would be refused.`,
     );
   }
   if (raw.QUOTA_WAIT_SECONDS >= runTtlSeconds) {
