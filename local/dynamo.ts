@@ -6,6 +6,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { isMainThread } from "node:worker_threads";
+import { loadConfig } from "../shared/config.js";
 import {
   type ClassDataMode,
   cachedJavaMajorVersion,
@@ -155,12 +156,17 @@ export async function startLocalDynamo(
  * when DYNAMODB_ENDPOINT names one to use. Hand the promise to startLocalStack (`options.dynamo`), which
  * adopts it, prints its line, and stops it with the rest, or stops it when the stack fails to start.
  * The promise is marked handled: a failure surfaces where startLocalStack awaits it.
- * @param env a process.env-like record (BOUNDLOOP_DYNAMO_BACKEND, DYNAMODB_ENDPOINT)
+ * The configuration is checked first, as startLocalStack checks it before starting anything: an invalid
+ * one is named at once, not after a JVM was started (and, the first time, its class-data archive written)
+ * only to be stopped.
+ * @param env a process.env-like record (BOUNDLOOP_DYNAMO_BACKEND, DYNAMODB_ENDPOINT; all of it is checked)
+ * @throws ConfigError (shared/config.ts) when `env` is not a valid configuration; nothing is started
  */
 export function startDynamoEarly(
   env: Record<string, string | undefined>,
   options: { writeClassData?: boolean; log?: (line: string) => void } = {},
 ): Promise<LocalDynamo> | undefined {
+  loadConfig(env);
   if (env.DYNAMODB_ENDPOINT) return undefined;
   const started = (async () =>
     startLocalDynamo({ ...options, backend: parseDynamoBackend(env.BOUNDLOOP_DYNAMO_BACKEND) }))();

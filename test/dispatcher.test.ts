@@ -158,6 +158,49 @@ describe("dispatcher categories", () => {
     ]);
   });
 
+  it("a JSON number written with more significant digits than a double holds is refused at its path, never rounded", async () => {
+    // JSON.parse reads 0.30000000000000001 as 0.3 and 1500.0000000000000001 as 1500: the model wrote
+    // neither amount (docs/money-and-tax.md: more than 15 significant digits, send a decimal string).
+    for (const [written, path] of [
+      ["0.30000000000000001", "amount"],
+      ["1500.0000000000000001", "amount"],
+      ["12345678901234567", "amount"],
+    ] as const) {
+      const result = await call(
+        "calculateTax",
+        `{"currency": "GBP", "amount": ${written}, "jurisdiction": "GB"}`,
+      );
+      expect(result.status, written).toBe("validation_error");
+      expect(result.error?.code).toBe("INVALID_ARGUMENTS");
+      expect(result.error?.details.issues).toEqual([
+        {
+          path,
+          code: "custom",
+          message: `The JSON number ${written} has more significant digits than a JSON number holds exactly (15); send it as a decimal string.`,
+          expected: "a decimal string",
+          received: "number",
+          reason: "PRECISION_LOST",
+        },
+      ]);
+    }
+    // Digits inside strings are text, and trailing zeros are not significant.
+    const exact = await call(
+      "calculateTax",
+      '{"amount": 1500.000000000000000000, "currency": "GBP", "jurisdiction": "GB", "taxPointDate": null}',
+    );
+    expect(exact.status).toBe("success");
+    const inString = await call(
+      "calculateTax",
+      '{"amount": "0.30000000000000001", "currency": "GBP", "jurisdiction": "GB"}',
+    );
+    expect(inString.error?.details.issues).toEqual([
+      expect.objectContaining({
+        path: "amount",
+        message: expect.stringContaining("more decimal places than GBP allows"),
+      }),
+    ]);
+  });
+
   it("success carries data and no error", async () => {
     const result = await call(
       "calculateTax",

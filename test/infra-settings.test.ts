@@ -171,7 +171,7 @@ describe("the stack's runtime settings (CDK context → the functions' environme
       /modelPrices \(MODEL_PRICES\)/,
     );
     expect(() => synth({ tenantCostPerDay: "5.00" })).toThrow(
-      /TENANT_COST_PER_DAY need a price for the model/,
+      /TENANT_COST_PER_DAY needs a price for the model/,
     );
   });
 

@@ -22,6 +22,7 @@ import { invoiceRoutes } from "./routes/invoices.js";
 import { policyRoutes } from "./routes/policies.js";
 import { quotaRoutes } from "./routes/quotas.js";
 import { runRoutes } from "./routes/runs.js";
+import { withUnreadableRequest } from "./unreadable-request.js";
 
 export type { AppEnv, LambdaBindings } from "./routes/deps.js";
 
@@ -65,8 +66,11 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) {
     app.openAPIRegistry.registerComponent("securitySchemes", name, scheme);
   }
-  // The document, with the 405 every path answers for a method it does not serve (./method-not-allowed.ts).
-  app.get("/openapi.json", (c) => c.json(withMethodNotAllowed(app.getOpenAPI31Document(OPENAPI_INFO))));
+  // The document, with the 405 every path answers for a method it does not serve (./method-not-allowed.ts)
+  // and the 400 of a request the Lambda edge could not read (./unreadable-request.ts).
+  app.get("/openapi.json", (c) =>
+    c.json(withUnreadableRequest(withMethodNotAllowed(app.getOpenAPI31Document(OPENAPI_INFO)))),
+  );
   // /mcp is served outside /v1 but logged and measured as every request is: its own Lambda context on
   // every line (not the previous invocation's), its request line, its metrics flushed.
   app.use(

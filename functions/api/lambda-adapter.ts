@@ -14,6 +14,7 @@ type LambdaResult = Awaited<ReturnType<LambdaHandler>>;
 /** The members of an API Gateway / function URL event this module reads. */
 interface RawEvent {
   rawPath?: unknown;
+  httpMethod?: unknown;
   body?: unknown;
   isBase64Encoded?: unknown;
   headers?: Record<string, unknown> | null;
@@ -142,6 +143,41 @@ function unreadableRequest(event: unknown): ProblemError {
       extensions: { errors: names.map((name) => ({ in: "header", path: name, message })) },
     },
   );
+}
+
+/** The event's method: `requestContext.http.method` (HTTP API v2, function URL) or `httpMethod` (REST v1). */
+function methodOf(raw: RawEvent): string {
+  const http = raw.requestContext?.http as { method?: unknown } | undefined;
+  const method = http?.method ?? raw.httpMethod;
+  return typeof method === "string" ? method.toUpperCase() : "";
+}
+
+/**
+ * The event as hono/aws-lambda can turn it into a Request, and why the one given could not be, for an
+ * entry that builds the Request itself (the streaming function's `streamHandle`, which answers a failure
+ * with the text "Internal Server Error" and no status). A body flagged `isBase64Encoded` that is not
+ * base64 or not UTF-8 JSON ({@link unreadableBody}), a body on GET or HEAD, or a header value the WHATWG
+ * Headers class refuses: the event comes back without that body and those headers, with the 400
+ * INVALID_REQUEST {@link guardLambdaEdge} answers for it on the API function.
+ * @returns `problem` undefined and the same event when it can be read as it is
+ */
+export function readableEvent<E>(event: E): { event: E; problem: ProblemError | undefined } {
+  const raw = (typeof event === "object" && event !== null ? event : {}) as RawEvent;
+  const bodyProblem = unreadableBody(event);
+  const bodyOnGet =
+    typeof raw.body === "string" && raw.body !== "" && ["GET", "HEAD"].includes(methodOf(raw));
+  const headers = unreadableHeaders(event);
+  const problem = bodyProblem ?? (bodyOnGet || headers.length > 0 ? unreadableRequest(event) : undefined);
+  if (!problem) return { event, problem };
+  const without = (bag: Record<string, unknown> | null | undefined) =>
+    bag ? Object.fromEntries(Object.entries(bag).filter(([name]) => !headers.includes(name))) : bag;
+  const readable = {
+    ...raw,
+    headers: without(raw.headers),
+    ...(raw.multiValueHeaders ? { multiValueHeaders: without(raw.multiValueHeaders) } : {}),
+    ...(bodyProblem || bodyOnGet ? { body: undefined, isBase64Encoded: false } : {}),
+  };
+  return { event: readable as E, problem };
 }
 
 /**

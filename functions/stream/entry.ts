@@ -11,7 +11,7 @@ import type { Config } from "../../shared/config.js";
 import { withTracing } from "../../shared/telemetry/entry.js";
 import { EXPOSED_RESPONSE_HEADERS } from "../api/exposed-headers.js";
 import { HEALTH_PATH, healthResponse } from "../api/health.js";
-import { unreadableBody } from "../api/lambda-adapter.js";
+import { readableEvent } from "../api/lambda-adapter.js";
 import { ProblemError, toProblem } from "../api/problem-details.js";
 
 /** The realm of the streaming function's 401 challenges (RFC 6750 section 3). */
@@ -86,9 +86,10 @@ interface Invocation {
 /**
  * The streaming entry (a Lambda function URL with `RESPONSE_STREAM`, docs/run-events.md): every request
  * but `GET /healthz` must carry a bearer token {@link verifiedClaims} accepts, then goes to the same app
- * as the HTTP API with the verified claims in the event ({@link withVerifiedClaims}). A body the Lambda
- * edge refuses (functions/api/lambda-adapter.ts `unreadableBody`: malformed base64, JSON that is not
- * UTF-8) is then answered 400 as the API function answers it; the adapter never decodes it. Responses
+ * as the HTTP API with the verified claims in the event ({@link withVerifiedClaims}). An event the Lambda
+ * edge refuses (functions/api/lambda-adapter.ts `readableEvent`: malformed base64, JSON that is not
+ * UTF-8, a body on GET or HEAD, a header the Fetch API cannot hold) is then answered 400 as the API
+ * function answers it; the adapter never sees what it could not read. Responses
  * stream through hono/aws-lambda's `streamHandle` (which calls the runtime's `awslambda.streamifyResponse`).
  * Work a route hands to `executionCtx.waitUntil` (a streamed run whose reader left) is awaited before
  * the invocation ends: Node 24 on Lambda does not wait for promises after the handler returns.
@@ -124,12 +125,11 @@ export function createStreamHandler(
     responseStream: awslambda.HttpResponseStream,
     context: LambdaContext,
   ) => {
-    const unreadable = unreadableBody(event);
-    // The adapter would throw decoding a malformed body: it gets none, the route the 400.
-    const served = (
-      unreadable ? { ...(event as object), body: undefined, isBase64Encoded: false } : event
-    ) as object;
-    const invocation: Invocation = { work: [], unreadable };
+    // The adapter would fail building the Request (and answer text): it gets an event it can read,
+    // and the route the 400 once the token is checked.
+    const { event: readable, problem } = readableEvent(event);
+    const served = readable as object;
+    const invocation: Invocation = { work: [], unreadable: problem };
     invocations.set(served, invocation);
     try {
       await streaming(served, responseStream, context);

@@ -11,7 +11,7 @@ import {
   type ToolDefinition,
   ToolDefinitionError,
 } from "./tool.js";
-import { describeIssue, toolArgumentsText } from "./tool-arguments.js";
+import { describeIssue, inexactNumberIssues, toolArgumentsText } from "./tool-arguments.js";
 import { toolSpan } from "./trace-spans.js";
 import { zodIssues } from "./zod-issues.js";
 
@@ -162,7 +162,8 @@ export interface PreparedToolCall {
 
 /**
  * The checks of a tool call that need no clock and no I/O, in this order: unknown tool → permission →
- * malformed arguments → JSON.parse (blank text as `{}`) → strip nulls of optional fields → zod safeParse. Returns the failed
+ * malformed arguments → JSON.parse (blank text as `{}`) → numbers written with more digits than a double
+ * holds → strip nulls of optional fields → zod safeParse. Returns the failed
  * {@link ToolResult} (UNKNOWN_TOOL, PERMISSION_DENIED, MALFORMED_ARGUMENTS, INVALID_JSON,
  * INVALID_ARGUMENTS with details.issues), or the call ready for {@link runPreparedCall}. Never throws.
  */
@@ -204,13 +205,24 @@ export function prepareToolCall(
     });
   }
   let raw: unknown;
+  const text = toolArgumentsText(call.arguments);
   try {
-    raw = JSON.parse(toolArgumentsText(call.arguments));
+    raw = JSON.parse(text);
   } catch (error) {
     return failed("validation_error", {
       code: "INVALID_JSON",
       message: `The arguments are not complete, valid JSON (${(error as Error).message}); the tool did not run. Send the whole JSON object again.`,
       details: { received: call.arguments.slice(0, 200) },
+      retryable: true,
+    });
+  }
+  // A number JSON.parse rounded is not what the model wrote: refused before the schema sees the double.
+  const inexact = inexactNumberIssues(text, raw);
+  if (inexact.length > 0) {
+    return failed("validation_error", {
+      code: "INVALID_ARGUMENTS",
+      message: `Invalid arguments for ${tool.name}: ${inexact.map((i) => describeIssue(i)).join("; ")}`,
+      details: { issues: inexact },
       retryable: true,
     });
   }

@@ -9,7 +9,15 @@ import { configSection, type SectionDocs } from "./section.js";
 
 /** The DynamoDB section's variables, see the module comment. */
 export const dynamodbFields = {
-  TABLE_NAME: z._default(z.string().check(z.minLength(3), z.maxLength(255)), "boundloop"),
+  // DynamoDB's naming rule: any other name fails every request (ValidationException, 500 INTERNAL).
+  TABLE_NAME: z._default(
+    z
+      .string()
+      .check(
+        z.regex(/^[A-Za-z0-9_.-]{3,255}$/, "must be a DynamoDB table name: 3 to 255 of A-Z a-z 0-9 _ . -"),
+      ),
+    "boundloop",
+  ),
   DYNAMODB_ENDPOINT: optionalUrl,
   AWS_REGION: z._default(z.string().check(z.minLength(1)), "us-east-1"),
   DYNAMODB_REQUEST_TIMEOUT_MS: positiveInt(3_000, 60_000),

@@ -19,8 +19,14 @@ export const optionalString = z.pipe(
   ),
 );
 
-/** An optional URL: unset or empty gives undefined. */
-export const optionalUrl = z.pipe(optionalString, z.optional(z.url()));
+/**
+ * An optional http or https URL (an endpoint the functions call): unset or empty gives undefined. Any
+ * other scheme (`file:`, `ftp:`, a bare `host:port`) is refused at cold start: no request could reach it.
+ */
+export const optionalUrl = z.pipe(
+  optionalString,
+  z.optional(z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })),
+);
 
 /**
  * The text of a number setting: plain decimal digits, with a leading minus only where `negatives` are

@@ -19,15 +19,26 @@ export const DECIMAL_AMOUNT = /^(?:0|[1-9]\d{0,11})(?:\.\d{1,6})?$/;
 /** The message of a value that is not a {@link DECIMAL_AMOUNT}. */
 const DECIMAL_RULE = 'must be a decimal string with at most 6 decimal places, e.g. "0.15" or "25.00"';
 
+/**
+ * A cost limit: a {@link DECIMAL_AMOUNT} of at most 9 integer digits. Limits are held and compared in
+ * micro-units as JavaScript numbers (shared/quotas/prices.ts), exact only up to 2⁵³ (about 9.007 × 10⁹
+ * currency units); 999 999 999.999999 is the largest limit whose every digit is kept.
+ */
+export const COST_LIMIT_AMOUNT = /^(?:0|[1-9]\d{0,8})(?:\.\d{1,6})?$/;
+
+/** The rule of a {@link COST_LIMIT_AMOUNT}, phrased after "must be" (the API's messages leave that out). */
+export const COST_LIMIT_RULE =
+  'a decimal string of at most 9 integer digits and 6 decimal places, e.g. "25.00"';
+
 /** An optional positive integer limit read from an environment string, at most `max`; unset: no limit. */
 const optionalLimit = optionalPositiveInt;
 
-/** An optional positive decimal limit ({@link DECIMAL_AMOUNT}); unset: no limit. */
+/** An optional positive decimal limit ({@link COST_LIMIT_AMOUNT}); unset: no limit. */
 const optionalCost = z.pipe(
   optionalString,
   z.optional(
     z.string().check(
-      z.regex(DECIMAL_AMOUNT, DECIMAL_RULE),
+      z.regex(COST_LIMIT_AMOUNT, `must be ${COST_LIMIT_RULE}`),
       z.refine((value) => /[1-9]/.test(value), { message: "must be more than 0" }),
     ),
   ),
@@ -145,7 +156,7 @@ export function quotaProblems(raw: RawQuotas, modelName: string, runTtlSeconds: 
   const costLimits = (["USER_COST_PER_DAY", "TENANT_COST_PER_DAY"] as const).filter((name) => raw[name]);
   if (costLimits.length > 0 && !raw.MODEL_PRICES[modelName]) {
     problems.push(
-      `${costLimits.join(" and ")} need a price for the model ${modelName} in MODEL_PRICES: without it no call can be costed, and every run would be refused.`,
+      `${costLimits.join(" and ")} ${costLimits.length > 1 ? "need" : "needs"} a price for the model ${modelName} in MODEL_PRICES: without it no call can be costed, and every run would be refused.`,
     );
   }
   if (raw.QUOTA_WAIT_SECONDS >= runTtlSeconds) {

@@ -77,7 +77,27 @@ export const tokenIssuerSection = configSection({
       mcpResourceUrl: env.MCP_RESOURCE_URL,
     },
   }),
+  problems: (env) => issuerKeyProblems(env),
 });
+
+/**
+ * The section's rule: an issuer without a key set of its own (JWT_JWKS_URL, JWT_JWKS) has its keys read
+ * from `<JWT_ISSUER>/.well-known/jwks.json`, so it must then be an http(s) URL; otherwise every token
+ * would be refused with a URL parser's reason.
+ */
+function issuerKeyProblems(env: {
+  JWT_ISSUER: string | undefined;
+  JWT_JWKS_URL: string | undefined;
+  JWT_JWKS: object;
+}): string[] {
+  const issuer = env.JWT_ISSUER;
+  if (!issuer || env.JWT_JWKS_URL || "keys" in env.JWT_JWKS) return [];
+  const url = URL.canParse(issuer) ? new URL(issuer) : undefined;
+  if (url && (url.protocol === "https:" || url.protocol === "http:")) return [];
+  return [
+    `JWT_ISSUER (${issuer}) is not an http(s) URL, so its keys cannot be read from <JWT_ISSUER>/.well-known/jwks.json: set JWT_JWKS_URL or JWT_JWKS.`,
+  ];
+}
 
 /** The prose of the bearer-token section's variables (docs/configuration.md). */
 export const tokenIssuerDocs: SectionDocs<typeof tokenIssuerFields> = {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DECIMAL_AMOUNT, type QuotaLimits } from "../config/quotas.js";
+import { COST_LIMIT_AMOUNT, COST_LIMIT_RULE, type QuotaLimits } from "../config/quotas.js";
 import type { LimitField, QuotaLimitStore, StoredLimits } from "../store/quota-limits.js";
 import { microOfAmount } from "./prices.js";
 
@@ -18,10 +18,10 @@ const CACHE_ENTRIES = 1_000;
 /** A positive whole number limit, or null to fall back to the deploy's. */
 const countLimit = (max: number) => z.number().int().positive().max(max).nullable().optional();
 
-/** A positive decimal cost limit (at most 6 decimal places) in the price table's currency, or null. */
+/** A positive decimal cost limit (COST_LIMIT_AMOUNT) in the price table's currency, or null. */
 const costLimit = z
   .string()
-  .regex(DECIMAL_AMOUNT, 'a decimal string with at most 6 decimal places, e.g. "5.00"')
+  .regex(COST_LIMIT_AMOUNT, COST_LIMIT_RULE)
   .refine((value) => /[1-9]/.test(value), "more than 0")
   .nullable()
   .optional();

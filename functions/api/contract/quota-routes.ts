@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import { security } from "./common.js";
-import { authErrors, problem } from "./problems.js";
+import { authErrors, payloadTooLarge, problem } from "./problems.js";
 import { LimitsChangeBody, LimitsResponseSchema, QuotaUsageSchema } from "./quotas.js";
 
 /** `GET /v1/usage`: the caller's usage today, and the tenant's with billing:read (docs/quotas.md). */
@@ -54,7 +54,7 @@ export const putLimitsRoute = createRoute({
       "INVALID_REQUEST: the body fails the schema (`errors` says where), or sets a cost limit while the configured model has no price in MODEL_PRICES.",
     ),
     403: problem("FORBIDDEN: the caller lacks `limits:admin` (`requiredPermission`)."),
-    413: problem("PAYLOAD_TOO_LARGE: the body is over MAX_BODY_BYTES."),
+    413: payloadTooLarge,
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
     ...authErrors,
   },

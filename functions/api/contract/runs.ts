@@ -286,6 +286,8 @@ export const cancelRunRoute = createRoute({
     400: problem("INVALID_REQUEST: malformed runId."),
     404: problem("NOT_FOUND: no such run for this caller (another tenant's run is not found either)."),
     409: problem("RUN_NOT_RUNNING: the run has already ended; `runStatus` is its final status."),
+    // The route takes no body, but every /v1 request passes the body limit first.
+    413: payloadTooLarge,
     ...authErrors,
   },
 });
