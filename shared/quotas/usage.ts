@@ -25,14 +25,20 @@ export interface UsageView {
   tenant: (ScopeUsage & { inFlight: { runs: number; limit: number | null } }) | null;
 }
 
-/** The usage view of a quota item's state at `now` (see {@link UsageView}). */
+/**
+ * The usage view of a quota item's state at `now` (see {@link UsageView}), as a prune would leave it: a
+ * run whose marker has expired (it crashed: a synchronous run's marker expires when the run reads
+ * `abandoned`, shared/runs/abandoned.ts) is no longer in flight and holds nothing, though the prune that
+ * takes its slot and hold back from the item itself waits until a limit is next hit.
+ */
 export function usageOf(
   names: ReturnType<typeof namesOf>,
   limits: QuotaLimits,
-  state: CounterState,
+  stored: CounterState,
   context: { now: number; currency: string | null; tenantWide: boolean },
 ): UsageView {
   const { now } = context;
+  const state = withoutLapsed(stored, now);
   const user = scopeUsage(names.user, state, now, {
     runsPerMinute: limits.user.runsPerMinute,
     tokensPerDay: limits.user.tokensPerDay,
@@ -43,6 +49,18 @@ export function usageOf(
   const tenant = scopeUsage(names.tenant, state, now, { ...limits.tenant, currency: context.currency });
   const inFlight = { runs: state.totals[names.tenant.live] ?? 0, limit: limits.tenant.concurrentRuns };
   return { user, tenant: { ...tenant, inFlight } };
+}
+
+/** `state` with the open amounts (slot in flight, hold) of the markers expired at epoch ms `now` taken back. */
+function withoutLapsed(state: CounterState, now: number): CounterState {
+  const nowSeconds = Math.floor(now / 1000);
+  const totals = { ...state.totals };
+  for (const marker of state.markers.values()) {
+    // The store's prune takes back exactly these (shared/store/counters.ts `prune`).
+    if (marker.expiresAtSeconds > nowSeconds) continue;
+    for (const [total, amount] of Object.entries(marker.open)) totals[total] = (totals[total] ?? 0) - amount;
+  }
+  return { ...state, totals };
 }
 
 /** One scope's {@link ScopeUsage}. */
