@@ -26,11 +26,15 @@ const BOB = { sub: "usr_abandon_bob", tenant_id: tenant, scope: "billing:write" 
 const CAROL = { sub: "usr_abandon_carol", tenant_id: tenant, scope: "billing:read" };
 /** Another tenant, billing:read: sees none of this tenant's runs. */
 const MALLORY = { sub: "usr_abandon_mallory", tenant_id: `${tenant}_other`, scope: "billing:read" };
+/** A user of a tenant of its own, whose A2A context's latest turn is killed. */
+const DAVE = { sub: "usr_abandon_dave", tenant_id: `${tenant}_a2a`, scope: "billing:write" };
 type Caller = typeof ALICE;
 
 const clock = new ManualClock();
 let stack: TestStack;
 let runId: string;
+/** Dave's A2A context: its first turn completed, its second was killed mid-run. */
+let context: { id: string; firstRunId: string };
 
 /** The fields of the API's JSON answers these tests read (a run, a page of runs, a problem, usage). */
 interface Answer {
@@ -80,32 +84,79 @@ async function listed(claims: Caller, query: string): Promise<string[]> {
 
 /** A2A GetTask of the run as `claims`: the JSON-RPC answer. */
 async function getTask(claims: Caller, id: string) {
-  const answer = await call(claims, "POST", "/v1/a2a", {
-    body: { jsonrpc: "2.0", id: 1, method: "GetTask", params: { id } },
-    headers: { "content-type": "application/json", "a2a-version": "1.0" },
-  });
+  const answer = await call(claims, "POST", "/v1/a2a", { body: a2aRequest("GetTask", { id }), headers: A2A });
   return answer.body as { result?: { status: { state: string; message?: unknown } }; error?: unknown };
 }
 
+/** Runs the real handler on `event` in a child process that SIGKILLs itself right after its ledger write. */
+async function killedMidRun(event: unknown): Promise<void> {
+  const { process: child, output } = spawnHandlerChild("kill-after-ledger-child.ts", stack.config, event, {
+    RUN_TIMEOUT_MS: String(CHILD_RUN_TIMEOUT_MS),
+  });
+  const [, signal] = (await once(child, "close")) as [number | null, NodeJS.Signals | null];
+  expect(signal, output().slice(-3000)).toBe("SIGKILL");
+}
+
+/** An A2A SendMessage of `text` as `claims`, in `contextId` when given: the JSON-RPC answer. */
+async function sendMessage(claims: Caller, text: string, contextId?: string) {
+  const message = {
+    messageId: randomUUID(),
+    role: "ROLE_USER",
+    parts: [{ text }],
+    ...(contextId ? { contextId } : {}),
+  };
+  const answer = await call(claims, "POST", "/v1/a2a", {
+    body: a2aRequest("SendMessage", { message }),
+    headers: A2A,
+  });
+  return answer.body as {
+    result?: { task: { id: string; contextId: string; status: { state: string } } };
+    error?: { message: string };
+  };
+}
+
+/** A JSON-RPC request of `method`. */
+const a2aRequest = (method: string, params: unknown) => ({ jsonrpc: "2.0", id: 1, method, params });
+
+/** The headers of an A2A request. */
+const A2A = { "content-type": "application/json", "a2a-version": "1.0" };
+
 beforeAll(async () => {
   stack = await startTestStack({}, { clock, quotas: { now: () => clock.now() } });
-  const { process: child } = spawnHandlerChild(
-    "kill-after-ledger-child.ts",
-    stack.config,
+  // Dave's context, before the clock moves: a child's quota admission keeps the wall clock's minutes.
+  const first = await sendMessage(DAVE, "What is the UK VAT on 41 GBP?");
+  expect(first.result?.task.status.state).toBe("TASK_STATE_COMPLETED");
+  const contextId = first.result?.task.contextId as string;
+  context = { id: contextId, firstRunId: first.result?.task.id as string };
+  await killedMidRun(
+    apiEvent("http-api-v2", {
+      method: "POST",
+      path: "/v1/a2a",
+      claims: DAVE,
+      headers: A2A,
+      body: a2aRequest("SendMessage", {
+        message: {
+          messageId: randomUUID(),
+          role: "ROLE_USER",
+          parts: [{ text: "Calculate tax on 130 GBP for a client in the UK and record it." }],
+          contextId,
+        },
+      }),
+    }),
+  );
+  // Alice's run last: its deadline + grace is the nearest, and the first test reads it before then.
+  await killedMidRun(
     apiEvent("http-api-v2", {
       body: { prompt: "Calculate tax on 120 GBP for a client in the UK and record it." },
       claims: ALICE,
     }),
-    { RUN_TIMEOUT_MS: String(CHILD_RUN_TIMEOUT_MS) },
   );
-  const [, signal] = (await once(child, "close")) as [number | null, NodeJS.Signals | null];
-  expect(signal).toBe("SIGKILL");
   const { runs } = await stack.deps.runs.listPage(tenant, { limit: 10 });
   expect(runs).toHaveLength(1);
   runId = runs[0]?.runId as string;
   // The stack's clock at the wall clock's now: the child's run ended less than its deadline + grace ago.
   clock.advance(Date.now() - clock.now());
-}, 60_000);
+}, 90_000);
 
 afterAll(async () => {
   await stack?.stop();
@@ -226,5 +277,15 @@ describe("runs the rule does not judge", () => {
       expect((await call(ALICE, "GET", `/v1/runs/${id}`)).body?.status).toBe("running");
     }
     expect(await listed(ALICE, "?status=running")).toEqual(expect.arrayContaining([durable, handedOver]));
+  });
+});
+
+describe("an A2A context whose latest turn was killed mid-run", () => {
+  it("goes on from the turn before it once that turn is abandoned (no transcript to continue)", async () => {
+    const third = await sendMessage(DAVE, "What is the UK VAT on 42 GBP?", context.id);
+    expect(third.error).toBeUndefined();
+    expect(third.result?.task.status.state).toBe("TASK_STATE_COMPLETED");
+    const record = await stack.deps.runs.getRecord(DAVE.tenant_id, third.result?.task.id as string);
+    expect(record?.previousRunId).toBe(context.firstRunId);
   });
 });
