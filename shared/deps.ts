@@ -17,6 +17,7 @@ import { PolicySets } from "./policies/sets.js";
 import { counterTotals } from "./policies/totals.js";
 import { Quotas } from "./quotas/service.js";
 import { createRunTracer } from "./run-trace.js";
+import { abandonedRunRule } from "./runs/abandoned.js";
 import { type RunEvent, RunEventHub, runEventObserver } from "./runs/events.js";
 import type { RunObserver } from "./runs/observer.js";
 import type { AgentRunShapes } from "./runs/run-shapes.js";
@@ -200,6 +201,8 @@ function sharedDeps(
     runs: new RunStore<AgentRunShapes>(ddb, config.table.name, config.runs.ttlSeconds, {
       shortenTranscript: halveHistory,
       promptExcerptChars: config.runs.promptExcerptChars,
+      // A synchronous run killed mid-run reads as abandoned on every surface, on the deps' clock.
+      readRule: abandonedRunRule(options.clock ?? SYSTEM_CLOCK),
     }),
     tools,
     ...observability,

@@ -34,6 +34,7 @@ describe("A2A task states of run statuses (docs/a2a.md)", () => {
       awaiting_quota: TaskState.TASK_STATE_WORKING,
       failed: TaskState.TASK_STATE_FAILED,
       cancelled: TaskState.TASK_STATE_CANCELED,
+      abandoned: TaskState.TASK_STATE_FAILED,
     };
     // Over the whole status list the runs layer has: a status added there fails here until it is mapped.
     const every = [...RECORD_STATUSES, ...RUN_STATUSES];

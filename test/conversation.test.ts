@@ -196,8 +196,11 @@ describe("who may continue which run", () => {
     };
     await stack.deps.runs.start({ ...base, runId: failed });
     await stack.deps.runs.fail(owner.tenantId, failed, "The server failed during the run.");
+    // A synchronous run keeps its deadline at its start: 1 s after it, and 2 minutes ago.
     const killed = `run_${randomUUID()}`;
-    await stack.deps.runs.start({ ...base, runId: killed }, new Date(Date.now() - 120_000));
+    const killedStart = new Date(Date.now() - 120_000);
+    const syncDeadlineAt = new Date(killedStart.getTime() + 1_000).toISOString();
+    await stack.deps.runs.start({ ...base, runId: killed, syncDeadlineAt }, killedStart);
     for (const [previousRunId, detail] of [
       [failed, "failed on the server"],
       [killed, "past its deadline"],
@@ -210,6 +213,28 @@ describe("who may continue which run", () => {
       );
       expect(body.detail).toContain(detail);
     }
+  });
+
+  it("a durable run running past its deadline is still in progress (409 PREVIOUS_RUN_IN_PROGRESS), never taken as killed", async () => {
+    // No synchronous deadline: a durable run, whose execution may outlive any one deadline (its waits).
+    const durable = `run_${randomUUID()}`;
+    await stack.deps.runs.start(
+      {
+        tenantId: owner.tenantId,
+        userId: owner.userId,
+        runId: durable,
+        prompt: "p",
+        limits: { maxCycles: 5, timeoutMs: 1_000 },
+      },
+      new Date(Date.now() - 120_000),
+    );
+    const { body } = await rejected(
+      owner,
+      { prompt: "go on", previousRunId: durable },
+      409,
+      "PREVIOUS_RUN_IN_PROGRESS",
+    );
+    expect(body.previousRunStatus).toBe("running");
   });
 
   it("time a run spent waiting for approval does not count against its deadline: back to running after a 10 min wait, it is 409 PREVIOUS_RUN_IN_PROGRESS, not stale", async () => {

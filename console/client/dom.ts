@@ -75,6 +75,7 @@ const STATUS: Record<string, { label: string; tone: keyof typeof MARKS }> = {
   awaiting_approval: { label: "Awaiting approval", tone: "wait" },
   awaiting_quota: { label: "Waiting for budget", tone: "wait" },
   cancelled: { label: "Cancelled", tone: "stop" },
+  abandoned: { label: "Abandoned", tone: "bad" },
   handed_over: { label: "Handed over", tone: "run" },
   max_cycles_exceeded: { label: "Cycle limit", tone: "stop" },
   deadline_exceeded: { label: "Deadline passed", tone: "stop" },

@@ -86,7 +86,9 @@ function cancelControl(run: RunRecord, box: HTMLElement, after: () => void): voi
   const allowed = run.userId === session.caller?.sub || holds("billing:write");
   if (!isLive(run.status)) {
     const ended =
-      run.status === "cancelled" ? (run.reason ?? "This run was cancelled.") : "This run has ended.";
+      run.status === "cancelled" || run.status === "abandoned"
+        ? (run.reason ?? "This run has ended.")
+        : "This run has ended.";
     box.replaceChildren(h("p", { class: "muted" }, ended));
     return;
   }

@@ -36,7 +36,8 @@ const stopped = (what: string) => (run: StateInput) =>
 
 /**
  * The table: every run record status (the loop's typed outcomes, and `running`, `awaiting_approval`,
- * `awaiting_quota`, `failed`, `cancelled`) to one A2A state. A run stopped by a quota mid-way is `failed`
+ * `awaiting_quota`, `failed`, `cancelled`, `abandoned`) to one A2A state. An abandoned run (a synchronous
+ * run killed mid-run, shared/runs/abandoned.ts) is `failed`, never `working` again. A run stopped by a quota mid-way is `failed`
  * (A2A's `rejected` is for a task the agent declined to do; this one started and has a partial
  * transcript); a durable run waiting for budget is `working` (no client input can end the wait, so
  * not `input-required`), its message saying it waits.
@@ -92,6 +93,7 @@ export const TASK_STATES = {
   },
   failed: { state: TaskState.TASK_STATE_FAILED, why: stopped("The server failed") },
   cancelled: { state: TaskState.TASK_STATE_CANCELED, why: stopped("Cancelled") },
+  abandoned: { state: TaskState.TASK_STATE_FAILED, why: stopped("Abandoned") },
 } satisfies Record<RunRecordStatus<AgentRunShapes>, StateLine>;
 
 /** The A2A state of a run and why, from {@link TASK_STATES} (a status it does not know is `failed`, said so). */

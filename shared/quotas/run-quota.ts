@@ -4,6 +4,7 @@ import { firstCallOf } from "../agent/model-turn.js";
 import type { RunInput } from "../agent/types.js";
 import { DomainError, QuotaUnavailableError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
+import { STALE_RUN_GRACE_MS } from "../runs/abandoned.js";
 import type { RunBudget } from "./run-budget.js";
 import type { Quotas } from "./service.js";
 
@@ -12,8 +13,12 @@ import type { Quotas } from "./service.js";
  * shared/durable/runner.ts) and the MCP adapter: one thin call each, the rules in shared/quotas/.
  */
 
-/** Seconds a synchronous run's marker outlives its deadline before a prune may take its slot back. */
-const SYNC_MARKER_MARGIN_SECONDS = 60;
+/**
+ * When a synchronous run's marker expires (epoch s) if the run never ends: its deadline (epoch ms) plus
+ * STALE_RUN_GRACE_MS, rounded up, the moment the run reads `abandoned` (shared/runs/abandoned.ts): from
+ * then on a prune may take its slot and hold back, and GET /v1/usage no longer counts them.
+ */
+const syncMarkerExpiry = (deadlineAt: number) => Math.ceil((deadlineAt + STALE_RUN_GRACE_MS) / 1000);
 
 /**
  * Admits a synchronous run at the door (nothing written before it: a refusal is RateLimitedError, 429)
@@ -31,7 +36,7 @@ export async function admitSyncRun(
 ): Promise<RunBudget | undefined> {
   if (!quotas) return undefined;
   const subject = subjectOf(run.security, run.runId);
-  const expiresAtSeconds = () => Math.floor(run.deadline.at / 1000) + SYNC_MARKER_MARGIN_SECONDS;
+  const expiresAtSeconds = () => syncMarkerExpiry(run.deadline.at);
   const bounds = { maxCycles: run.limits.maxCycles, maxTotalTokens: run.limits.maxTotalTokens };
   const admitted = await quotas.admit(subject, {
     expiresAtSeconds: expiresAtSeconds(),
@@ -96,7 +101,7 @@ export async function admitToolCall(
 > {
   if (!quotas) return { kind: "admitted", budget: undefined };
   const subject = subjectOf(security, callId);
-  const expiresAtSeconds = () => Math.floor(deadlineAt / 1000) + SYNC_MARKER_MARGIN_SECONDS;
+  const expiresAtSeconds = () => syncMarkerExpiry(deadlineAt);
   try {
     const admitted = await quotas.admit(subject, { expiresAtSeconds: expiresAtSeconds() });
     return {

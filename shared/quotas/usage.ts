@@ -26,16 +26,20 @@ export interface UsageView {
 }
 
 /**
- * The usage view of a quota item's state at `now` (see {@link UsageView}); the tenant's runs in flight
- * include `inFlightBefore`, those the day before's item still counts (shared/quotas/admission.ts).
+ * The usage view of a quota item's state at `now` (see {@link UsageView}), as a prune would leave it: a
+ * run whose marker has expired (it crashed: a synchronous run's marker expires when the run reads
+ * `abandoned`, shared/runs/abandoned.ts) is no longer in flight and holds nothing, though the prune that
+ * takes its slot and hold back from the item itself waits until a limit is next hit. The tenant's runs in
+ * flight include `inFlightBefore`, those the day before's item still counts (shared/quotas/admission.ts).
  */
 export function usageOf(
   names: ReturnType<typeof namesOf>,
   limits: QuotaLimits,
-  state: CounterState,
+  stored: CounterState,
   context: { now: number; currency: string | null; tenantWide: boolean; inFlightBefore?: number },
 ): UsageView {
   const { now } = context;
+  const state = withoutLapsed(stored, now);
   const user = scopeUsage(names.user, state, now, {
     runsPerMinute: limits.user.runsPerMinute,
     tokensPerDay: limits.user.tokensPerDay,
@@ -47,6 +51,18 @@ export function usageOf(
   const runs = (state.totals[names.tenant.live] ?? 0) + (context.inFlightBefore ?? 0);
   const inFlight = { runs, limit: limits.tenant.concurrentRuns };
   return { user, tenant: { ...tenant, inFlight } };
+}
+
+/** `state` with the open amounts (slot in flight, hold) of the markers expired at epoch ms `now` taken back. */
+function withoutLapsed(state: CounterState, now: number): CounterState {
+  const nowSeconds = Math.floor(now / 1000);
+  const totals = { ...state.totals };
+  for (const marker of state.markers.values()) {
+    // The store's prune takes back exactly these (shared/store/counters.ts `prune`).
+    if (marker.expiresAtSeconds > nowSeconds) continue;
+    for (const [total, amount] of Object.entries(marker.open)) totals[total] = (totals[total] ?? 0) - amount;
+  }
+  return { ...state, totals };
 }
 
 /** One scope's {@link ScopeUsage}. */

@@ -10,14 +10,7 @@ import { estimateTokens, type HistoryMessage, trimHistory } from "../agent/trans
 import { DomainError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
 import type { HistorySummary, RunShapes, RunStore } from "../store/runs.js";
-
-/**
- * Seconds past a `running` run's own deadline (startedAt + its timeoutMs + the time it waited for
- * approvals) after which it is taken as
- * stopped without an outcome (its Lambda was killed) rather than still running: the outcome write takes
- * well under a second after the deadline; 30 s leaves room for a slow store.
- */
-export const STALE_RUN_GRACE_MS = 30_000;
+import { RUN_ABANDONED_STATUS } from "./abandoned.js";
 
 /**
  * The history a continuing run starts from.
@@ -42,9 +35,9 @@ export interface ConversationHistory {
  *    NOT_FOUND, the same answer for another tenant's run, another user's run and an unknown id;
  * 2. its records have not expired (RUN_TTL_SECONDS; an item past its `ttl` that DynamoDB has not yet
  *    deleted counts as expired): otherwise 404 NOT_FOUND whose detail says it expired and when;
- * 3. it failed on the server (`failed`), or it finished without a stored transcript, or it is still
- *    `running` more than {@link STALE_RUN_GRACE_MS} after its own deadline (killed mid-run): 409
- *    PREVIOUS_RUN_NOT_CONTINUABLE;
+ * 3. it failed on the server (`failed`), or it finished without a stored transcript, or it is
+ *    `abandoned` (a synchronous run killed mid-run: shared/runs/abandoned.ts, the store's reads apply
+ *    the rule): 409 PREVIOUS_RUN_NOT_CONTINUABLE;
  * 4. it has not finished (`running`, or any later non-terminal status such as awaiting approval): 409
  *    PREVIOUS_RUN_IN_PROGRESS with `Retry-After` (seconds to its deadline, at least 1).
  *
@@ -85,7 +78,7 @@ export async function loadConversation<S extends RunShapes>(
   if (read.transcript === undefined) {
     // Time spent waiting for approvals moved the run's deadline later (shared/durable/runner.ts).
     const deadline = Date.parse(run.startedAt) + run.limits.timeoutMs + read.approvalWaitedMs;
-    const stale = run.status === "running" && now.getTime() > deadline + STALE_RUN_GRACE_MS;
+    const stale = run.status === RUN_ABANDONED_STATUS;
     if (run.status === "failed" || run.finishedAt !== null || stale) {
       throw new DomainError(
         "PREVIOUS_RUN_NOT_CONTINUABLE",

@@ -2,6 +2,7 @@ import type { Clock } from "../clock.js";
 import type { RunEventStore } from "../store/run-events.js";
 import { UNFINISHED_STATUSES } from "../store/run-records.js";
 import type { RunStore } from "../store/runs.js";
+import { RUN_ABANDONED_STATUS } from "./abandoned.js";
 import { FINAL_EVENT_TYPE, type RunEvent, type RunEventHub } from "./events.js";
 
 /**
@@ -226,11 +227,12 @@ export async function readerHasEnd(
 
 /**
  * Whether the writer of a run that ended may still be writing its final batch: every end but a cancel
- * from the API is followed by one (the lifecycle's `finished` / `failed` points), for up to
- * {@link FINAL_EVENT_GRACE_MS} after the record's `finishedAt` (epoch ms `now` on the feed's clock).
+ * from the API and an abandoned run (its server died: shared/runs/abandoned.ts) is followed by one (the
+ * lifecycle's `finished` / `failed` points), for up to {@link FINAL_EVENT_GRACE_MS} after the record's
+ * `finishedAt` (epoch ms `now` on the feed's clock).
  */
 function finalBatchMayComeLater(record: EndedRecord, now: number): boolean {
-  if (record.status === "cancelled") return false;
+  if (record.status === "cancelled" || record.status === RUN_ABANDONED_STATUS) return false;
   return now < Date.parse(record.finishedAt ?? record.updatedAt) + FINAL_EVENT_GRACE_MS;
 }
 

@@ -9,6 +9,7 @@ import type { CycleRecord, RunOutcome, RunUsage } from "../agent/types.js";
 import { observeToolResults, recordRunMetrics, type ToolResultLabels } from "../observability.js";
 import type { HistorySummary, RunSoFar, RunStore } from "../store/runs.js";
 import { addUsage, zeroUsage } from "../token-usage.js";
+import { syncDeadlineOf } from "./abandoned.js";
 import type { ResumedRun, RunObserver, RunScope, RunSubject } from "./observer.js";
 import type { AgentRunRecord, AgentRunShapes } from "./run-shapes.js";
 
@@ -30,6 +31,9 @@ export const RUN_FAILED_REASON = "The server failed during the run.";
  * `conversationId` names the conversation a run that continues none starts (an A2A context, an AG-UI
  * thread; default the run's own id); a continuation takes its previous run's. `startedAt` (epoch ms,
  * default the wall clock's now): a durable run's start, read from the clock its deadline goes by.
+ * `syncDeadlineAt` (epoch ms): a synchronous run's deadline (its `Deadline.at`), which marks it as one: past
+ * it by STALE_RUN_GRACE_MS and still `running`, it reads `abandoned` (shared/runs/abandoned.ts); a durable
+ * run gives none.
  */
 export interface RunStartInput {
   prompt: string;
@@ -37,6 +41,7 @@ export interface RunStartInput {
   conversation?: { previousRunId: string; conversationId?: string; summary: HistorySummary } | undefined;
   conversationId?: string | undefined;
   startedAt?: number;
+  syncDeadlineAt?: number | undefined;
 }
 
 /**
@@ -79,6 +84,9 @@ export class RunLifecycle {
         previousRunId: input.conversation?.previousRunId,
         history: input.conversation?.summary,
         conversationId: input.conversation?.conversationId ?? input.conversationId,
+        ...(input.syncDeadlineAt === undefined
+          ? {}
+          : { syncDeadlineAt: syncDeadlineOf(input.syncDeadlineAt) }),
       },
       new Date(input.startedAt ?? Date.now()),
     );

@@ -80,7 +80,13 @@ async function runInLifecycle(
   // Admission first: a refused run (429) has written nothing.
   const budget = await admitSyncRun(deps.quotas, { ...input, deadline: request.deadline });
   await life
-    .start({ prompt: request.prompt, limits, conversation, conversationId: request.conversationId })
+    .start({
+      prompt: request.prompt,
+      limits,
+      conversation,
+      conversationId: request.conversationId,
+      syncDeadlineAt: request.deadline.at,
+    })
     .catch(async (error: unknown) => {
       await finishBudget(budget, deps.logger);
       throw error;

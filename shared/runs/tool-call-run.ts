@@ -108,6 +108,7 @@ async function oneCycle(
     await run.life.start({
       prompt: `${TOOL_CALL_RUN_REASON} ${request.toolName}`,
       limits: { maxCycles: 1, runTimeoutMs: Math.max(1, run.budgetMs) },
+      syncDeadlineAt: run.deadline.at,
     });
     answer = await guardedCall(deps, request, call, run);
   } catch (error) {

@@ -11,6 +11,7 @@ import { asyncRunId } from "../durable/executions.js";
 import { sha256Hex } from "../hash.js";
 import type { SecurityContext } from "../identity.js";
 import type { ConversationHead } from "../store/conversations.js";
+import { RUN_ABANDONED_STATUS } from "./abandoned.js";
 import { isUsableKey, runOnce } from "./exactly-once.js";
 import { prepareRun, type RunStart } from "./start.js";
 
@@ -189,7 +190,8 @@ function turnStartOf(outcome: Awaited<ReturnType<typeof runOnce<RunStart>>>, key
 
 /**
  * The run a new turn continues: the head, unless it never got going (no record: its start failed; or it
- * ended `failed` or `cancelled`, leaving no transcript), then the run the head continued, if any.
+ * ended `failed`, `cancelled` or `abandoned` (killed mid-run: shared/runs/abandoned.ts), leaving no
+ * transcript), then the run the head continued, if any.
  */
 async function continuableRun(
   deps: TurnDeps,
@@ -197,7 +199,8 @@ async function continuableRun(
   head: ConversationHead,
 ): Promise<string | undefined> {
   const record = await deps.runs.getRecord(security.tenantId, head.headRunId);
-  if (record && record.status !== "failed" && record.status !== "cancelled") return head.headRunId;
+  const leftNothing = ["failed", "cancelled", RUN_ABANDONED_STATUS];
+  if (record && !leftNothing.includes(record.status)) return head.headRunId;
   return head.priorRunId ?? undefined;
 }
 

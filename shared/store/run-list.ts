@@ -1,6 +1,7 @@
 import { type DynamoDBDocumentClient, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { keys } from "./keys.js";
 import { decodeListCursor, encodeCursor } from "./query.js";
+import { SYNC_DEADLINE_ATTRIBUTE } from "./run-records.js";
 import { ITEM_LIVE, LIST_INDEX, type StoredItem, TABLE_SCHEMA, TTL_NAMES } from "./table.js";
 
 /**
@@ -14,6 +15,9 @@ import { ITEM_LIVE, LIST_INDEX, type StoredItem, TABLE_SCHEMA, TTL_NAMES } from 
  * - `conversationId`: runs of this conversation
  * - `updatedAfter`: runs whose record last changed (`updatedAt`: its status, its cycles, its finish)
  *   strictly after this instant (ISO 8601 UTC with milliseconds)
+ * - `abandonedBefore`: the run store's read rule (./run-records.ts `RunReadRule`, set by the store, not
+ *   by a caller): a `running` record whose synchronous deadline is before this instant is in status
+ *   `abandoned` for `status` and `statuses`, and no longer `running`, as a read of it shows
  */
 export interface RunListFilter {
   userId?: string | undefined;
@@ -24,6 +28,7 @@ export interface RunListFilter {
   statuses?: readonly string[] | undefined;
   conversationId?: string | undefined;
   updatedAfter?: string | undefined;
+  abandonedBefore?: string | undefined;
 }
 
 /** Index reads of one runs page at most (`reads`), and the items each evaluates before the filter. */
@@ -133,19 +138,16 @@ function runListInput(tableName: string, partition: string, filter: RunListFilte
     filters.push(test(`#${field}`, `:${field}`));
   };
   match("userId", filter.userId, (name, v) => `${name} = ${v}`);
-  match("status", filter.status, (name, v) => `${name} = ${v}`);
   match("runId", filter.runIdPrefix, (name, v) => `begins_with(${name}, ${v})`);
   match("conversationId", filter.conversationId, (name, v) => `${name} = ${v}`);
   // Both sides are `Date.toISOString` text (the caller normalizes its instant), so text order is time order.
   match("updatedAt", filter.updatedAfter, (name, v) => `${name} > ${v}`);
+  const statusIs = statusTest(names, values, filter.abandonedBefore);
+  if (filter.status !== undefined) filters.push(statusIs(filter.status, "status"));
   if (filter.statuses !== undefined) {
     // An empty list keeps nothing: DynamoDB refuses `IN ()`, and a run's status is never "".
     const listed = filter.statuses.length > 0 ? filter.statuses : [""];
-    names["#status"] = "status";
-    listed.forEach((status, i) => {
-      values[`:statuses${i}`] = status;
-    });
-    filters.push(`#status IN (${listed.map((_, i) => `:statuses${i}`).join(", ")})`);
+    filters.push(`(${listed.map((status, i) => statusIs(status, `statuses${i}`)).join(" OR ")})`);
   }
   return {
     TableName: tableName,
@@ -155,6 +157,31 @@ function runListInput(tableName: string, partition: string, filter: RunListFilte
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
     ScanIndexForward: false,
+  };
+}
+
+/**
+ * The filter expression that a run's status as read is `status` (its value named `:<key>`): with
+ * `abandonedBefore`, a `running` record whose synchronous deadline (internal, ./run-records.ts
+ * `SYNC_DEADLINE_ATTRIBUTE`) is before it reads `abandoned`, not `running` (a record without one never
+ * does: the comparison with an absent attribute is false).
+ */
+function statusTest(
+  names: Record<string, string>,
+  values: Record<string, unknown>,
+  abandonedBefore: string | undefined,
+): (status: string, key: string) => string {
+  return (status, key) => {
+    names["#status"] = "status";
+    if (abandonedBefore !== undefined && (status === "running" || status === "abandoned")) {
+      names["#syncDeadline"] = SYNC_DEADLINE_ATTRIBUTE;
+      values[":abandonedBefore"] = abandonedBefore;
+      values[":running"] = "running";
+      const stale = "#status = :running AND #syncDeadline < :abandonedBefore";
+      return status === "running" ? `(#status = :running AND NOT (${stale}))` : `(${stale})`;
+    }
+    values[`:${key}`] = status;
+    return `#status = :${key}`;
   };
 }
 

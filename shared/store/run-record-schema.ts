@@ -14,13 +14,18 @@ import * as z from "zod";
 import { CostSchema } from "../money/cost.js";
 import { TokenUsageSchema } from "../token-usage.js";
 
-/** The statuses a run record has besides the loop's outcomes (see ./run-records.ts `RunRecordStatus`). */
+/**
+ * The statuses a run record has besides the loop's outcomes (see ./run-records.ts `RunRecordStatus`).
+ * `abandoned` is never written: it is how a `running` synchronous run more than 30 s past its deadline
+ * reads (the application's rule, shared/runs/abandoned.ts, applied by the store's reads).
+ */
 export const RECORD_STATUSES = [
   "running",
   "awaiting_approval",
   "awaiting_quota",
   "failed",
   "cancelled",
+  "abandoned",
 ] as const;
 
 /** One of {@link RECORD_STATUSES}. */

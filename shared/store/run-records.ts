@@ -99,6 +99,27 @@ export type ContinuationRead<S extends RunShapes = RunShapes> =
 export const WAIT_STARTS_ATTRIBUTE = "approvalWaitStartsMs";
 /** Internal run-item attribute (never part of a {@link RunRecord}): the sum of wait ends, epoch ms. */
 export const WAIT_ENDS_ATTRIBUTE = "approvalWaitEndsMs";
+/**
+ * Internal run-item attribute (never part of a {@link RunRecord}): a synchronous run's deadline (ISO 8601
+ * UTC), written at its start; absent on a durable run (removed when a synchronous run is handed over to
+ * one) and on records written before it was kept. See {@link RunReadRule}.
+ */
+export const SYNC_DEADLINE_ATTRIBUTE = "syncDeadlineAt";
+
+/**
+ * How readers see a run the store holds, the application's rule for a synchronous run killed mid-run
+ * (shared/runs/abandoned.ts), given to the store where it is built (shared/deps.ts) so every read says
+ * the same:
+ * - `view(run, syncDeadlineAt)`: the record as read (`syncDeadlineAt`: {@link SYNC_DEADLINE_ATTRIBUTE},
+ *   undefined when the item has none); applied by every read of a record
+ * - `abandonedBefore()`: an ISO 8601 UTC instant; a `running` record whose synchronous deadline is before
+ *   it is the one `view` shows as `abandoned`: a listing's `status` / `statuses` filter reads it so, and
+ *   a write conditioned on a running record no longer finds it running
+ */
+export interface RunReadRule<S extends RunShapes = RunShapes> {
+  view(run: RunRecord<S>, syncDeadlineAt: string | undefined): RunRecord<S>;
+  abandonedBefore(): string;
+}
 
 /**
  * One tool call in an audit step: ./run-record-schema.ts `RunStepToolCallSchema` (described there), its
@@ -170,10 +191,12 @@ export interface RunSoFar {
  *   makes the store keep an empty transcript. Default: no shortening (an empty transcript at once).
  * - `promptExcerptChars`: how many characters of a prompt (its start) a record keeps (config
  *   PROMPT_EXCERPT_CHARS); default none.
+ * - `readRule`: how readers see a run, see {@link RunReadRule}; default: as stored.
  */
 export interface RunStoreOptions<S extends RunShapes = RunShapes> {
   shortenTranscript?: (messages: ReadonlyArray<S["message"]>) => ReadonlyArray<S["message"]>;
   promptExcerptChars?: number;
+  readRule?: RunReadRule<S>;
 }
 
 /**
@@ -220,7 +243,8 @@ export function toStep<S extends RunShapes>(record: CycleInput<S>, now: Date): R
 
 /**
  * A run item's own attributes (table attributes already split off) as a {@link RunRecord}, fields added
- * since records were first written defaulted, and the internal transcript attributes set apart.
+ * since records were first written defaulted, and the internal attributes (transcript, approval waits,
+ * synchronous deadline) set apart.
  */
 export function toRunRecord<S extends RunShapes>(
   attributes: StoredItem,
@@ -230,6 +254,7 @@ export function toRunRecord<S extends RunShapes>(
   transcriptDroppedMessages: unknown;
   approvalWaitedMs: number;
   conversationId: unknown;
+  syncDeadlineAt: string | undefined;
 } {
   const {
     transcript,
@@ -237,6 +262,7 @@ export function toRunRecord<S extends RunShapes>(
     conversationId,
     [WAIT_STARTS_ATTRIBUTE]: waitStarts,
     [WAIT_ENDS_ATTRIBUTE]: waitEnds,
+    [SYNC_DEADLINE_ATTRIBUTE]: syncDeadlineAt,
     ...rest
   } = attributes;
   return {
@@ -254,6 +280,7 @@ export function toRunRecord<S extends RunShapes>(
     transcriptDroppedMessages,
     conversationId,
     approvalWaitedMs: Math.max(0, Number(waitEnds ?? 0) - Number(waitStarts ?? 0)),
+    syncDeadlineAt: typeof syncDeadlineAt === "string" ? syncDeadlineAt : undefined,
   };
 }
 

@@ -1,5 +1,4 @@
-import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
-import { type DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { decodeText } from "./compressed.js";
 import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
@@ -16,6 +15,7 @@ import {
   type RunSoFar,
   type RunStep,
   type RunStoreOptions,
+  SYNC_DEADLINE_ATTRIBUTE,
   toRunRecord,
   toStep,
   transcriptAttributes,
@@ -23,23 +23,16 @@ import {
   WAIT_ENDS_ATTRIBUTE,
   WAIT_STARTS_ATTRIBUTE,
 } from "./run-records.js";
-import {
-  getItem,
-  ITEM_ABSENT,
-  ITEM_PRESENT,
-  isLive,
-  listKey,
-  splitItem,
-  tableItem,
-  tableKey,
-} from "./table.js";
-import { setFields } from "./update.js";
+import { updateRunIf } from "./run-update.js";
+import type { StoredItem } from "./table.js";
+import { getItem, ITEM_ABSENT, isLive, listKey, splitItem, tableItem, tableKey } from "./table.js";
 
 export type { HistorySummary } from "./run-record-schema.js";
 export type {
   ContinuationRead,
   CycleInput,
   RunFinish,
+  RunReadRule,
   RunRecord,
   RunRecordStatus,
   RunShapes,
@@ -75,7 +68,8 @@ export type StepAppendResult<S extends RunShapes = RunShapes> =
  * (epoch seconds) of `ttlSeconds` after it was written (config RUN_TTL_SECONDS). Every write is a single
  * conditional item write, so a run killed mid-way keeps the record and steps written so far.
  * `S` binds the agent's status, tool result and transcript message types (see {@link RunShapes});
- * `options` the transcript policy (see {@link RunStoreOptions}).
+ * `options` the transcript policy and the read rule every read of a record applies (see
+ * {@link RunStoreOptions}: a synchronous run killed mid-run reads as `abandoned`).
  */
 export class RunStore<S extends RunShapes = RunShapes> {
   constructor(
@@ -91,6 +85,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
    *   are stored ({@link RunStoreOptions})
    * @param input.conversationId the conversation's id (its first run's id, or a protocol's context or
    *   thread id; default this run's)
+   * @param input.syncDeadlineAt a synchronous run's deadline (ISO 8601 UTC), kept apart from the record
+   *   for the read rule ({@link RunReadRule}); absent for a durable run
    * @returns `written` with the record as stored, or `exists` with the record that has the id
    * @throws the SDK's error when the store cannot be written
    */
@@ -104,6 +100,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       previousRunId?: string | undefined;
       history?: HistorySummary | undefined;
       conversationId?: string | undefined;
+      syncDeadlineAt?: string | undefined;
     },
     now: Date = new Date(),
   ): Promise<RunStartResult<S>> {
@@ -139,6 +136,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
         "run",
         {
           ...record,
+          ...(input.syncDeadlineAt === undefined ? {} : { [SYNC_DEADLINE_ATTRIBUTE]: input.syncDeadlineAt }),
           ...listKey(input.tenantId, keys.runList, keys.runListed(record.startedAt, input.runId)),
         },
         expiresAtSeconds,
@@ -148,7 +146,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
     if (put.written) return { kind: "written", record };
     return {
       kind: "exists",
-      existing: put.existing && toRunRecord<S>(splitItem(put.existing).attributes).run,
+      existing: put.existing && this.seen(splitItem(put.existing).attributes),
     };
   }
 
@@ -225,9 +223,10 @@ export class RunStore<S extends RunShapes = RunShapes> {
     const item = await getItem(this.client, this.tableName, tableKey(tenantId, keys.run(runId)), signal);
     const split = item && splitItem(item);
     if (split?.type !== "run") return { kind: "missing" };
-    const { run, transcript, transcriptDroppedMessages, conversationId, approvalWaitedMs } = toRunRecord<S>(
+    const { transcript, transcriptDroppedMessages, conversationId, approvalWaitedMs } = toRunRecord<S>(
       split.attributes,
     );
+    const run = this.seen(split.attributes);
     if (!isLive(split.expiresAtSeconds, now)) return { kind: "expired", run };
     const text = transcript === undefined ? undefined : decodeText(transcript);
     return {
@@ -271,7 +270,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
 
   /**
    * Records the limits a running run goes on with (a synchronous run handed over to a durable execution
-   * takes the durable run's), so the record shows the limits in force.
+   * takes the durable run's), so the record shows the limits in force; the run is durable from then on,
+   * so its synchronous deadline is removed in the same write (the read rule no longer judges it).
    * @returns false when the record was not `running`
    * @throws the SDK's error for anything but the failed condition
    */
@@ -281,7 +281,13 @@ export class RunStore<S extends RunShapes = RunShapes> {
     limits: RunRecord["limits"],
     now: Date = new Date(),
   ): Promise<boolean> {
-    return this.updateIfRunning(tenantId, runId, { limits, updatedAt: now.toISOString() });
+    return this.updateIfRunning(
+      tenantId,
+      runId,
+      { limits, updatedAt: now.toISOString() },
+      ["running"],
+      [SYNC_DEADLINE_ATTRIBUTE],
+    );
   }
 
   /**
@@ -313,23 +319,17 @@ export class RunStore<S extends RunShapes = RunShapes> {
     const [from, to, sum] = waiting
       ? ["running", "awaiting_approval", WAIT_STARTS_ATTRIBUTE]
       : ["awaiting_approval", "running", WAIT_ENDS_ATTRIBUTE];
-    const set = setFields({ status: to, updatedAt: now.toISOString(), ...soFar });
-    try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: tableKey(tenantId, keys.run(runId)),
-          UpdateExpression: `${set.expression}, #sum = if_not_exists(#sum, :zero) + :nowMs`,
-          ConditionExpression: `${ITEM_PRESENT} AND #status = :from`,
-          ExpressionAttributeNames: { ...set.names, "#status": "status", "#sum": sum },
-          ExpressionAttributeValues: { ...set.values, ":from": from, ":zero": 0, ":nowMs": now.getTime() },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return this.updateIfRunning(
+      tenantId,
+      runId,
+      { status: to, updatedAt: now.toISOString(), ...soFar },
+      [from],
+      [],
+      {
+        name: sum,
+        amount: now.getTime(),
+      },
+    );
   }
 
   /**
@@ -347,7 +347,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
     const split = item && splitItem(item);
     if (split?.type !== "run") return undefined;
     if (!isLive(split.expiresAtSeconds, now)) return undefined;
-    return toRunRecord<S>(split.attributes).run;
+    return this.seen(split.attributes);
   }
 
   /**
@@ -368,7 +368,9 @@ export class RunStore<S extends RunShapes = RunShapes> {
     options: { limit: number; cursor?: string | undefined; filter?: RunListFilter; withTotal?: boolean },
     now: Date = new Date(),
   ): Promise<{ runs: RunRecord<S>[]; nextCursor: string | undefined; total?: number }> {
-    const [filter, nowSeconds] = [options.filter ?? {}, Math.floor(now.getTime() / 1000)];
+    const abandonedBefore = this.options.readRule?.abandonedBefore();
+    const filter = { ...options.filter, ...(abandonedBefore === undefined ? {} : { abandonedBefore }) };
+    const nowSeconds = Math.floor(now.getTime() / 1000);
     const [page, total] = await Promise.all([
       queryRunList(this.client, this.tableName, tenantId, { ...options, filter }, nowSeconds),
       options.withTotal
@@ -376,7 +378,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
         : undefined,
     ]);
     return {
-      runs: page.items.map((item) => toRunRecord<S>(splitItem(item).attributes).run),
+      runs: page.items.map((item) => this.seen(splitItem(item).attributes)),
       nextCursor: page.nextCursor,
       ...(total === undefined ? {} : { total }),
     };
@@ -407,7 +409,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       .filter((item) => item.type === "run_step")
       .map(({ attributes: { runId: _runId, ...step } }) => step as unknown as RunStep<S>)
       .sort((a, b) => a.cycle - b.cycle);
-    return { run: toRunRecord<S>(runItem.attributes).run, steps };
+    return { run: this.seen(runItem.attributes), steps };
   }
 
   /** The TTL of an item written at `now`: epoch seconds, `ttlSeconds` later. */
@@ -415,33 +417,29 @@ export class RunStore<S extends RunShapes = RunShapes> {
     return Math.floor(now.getTime() / 1000) + this.ttlSeconds;
   }
 
-  /** Sets `fields` on the run record if it exists and is still `running` (or one of `from`; names are
-   * placeholders, so reserved words such as `status` and `usage` are safe). */
-  private async updateIfRunning(
+  /** A run item's own attributes as its readers see the record ({@link RunReadRule}). */
+  private seen(attributes: StoredItem): RunRecord<S> {
+    const { run, syncDeadlineAt } = toRunRecord<S>(attributes);
+    return this.options.readRule ? this.options.readRule.view(run, syncDeadlineAt) : run;
+  }
+
+  /**
+   * Sets `fields` on the run record (removing the internal attributes `remove` names) if it exists and is
+   * still `running` (or one of `from`), and not abandoned (shared/store/run-update.ts `updateRunIf`).
+   */
+  private updateIfRunning(
     tenantId: string,
     runId: string,
     fields: Record<string, unknown>,
     from: readonly string[] = ["running"],
+    remove: readonly string[] = [],
+    add?: { name: string; amount: number },
   ): Promise<boolean> {
-    const set = setFields(fields);
-    try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: tableKey(tenantId, keys.run(runId)),
-          UpdateExpression: set.expression,
-          ConditionExpression: `${ITEM_PRESENT} AND #status IN (${from.map((_, i) => `:from${i}`).join(", ")})`,
-          ExpressionAttributeNames: { ...set.names, "#status": "status" },
-          ExpressionAttributeValues: {
-            ...set.values,
-            ...Object.fromEntries(from.map((status, i) => [`:from${i}`, status])),
-          },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return updateRunIf(
+      this.client,
+      this.tableName,
+      { tenantId, runId },
+      { fields, from, remove, add, abandonedBefore: this.options.readRule?.abandonedBefore() },
+    );
   }
 }

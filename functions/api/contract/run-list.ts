@@ -32,7 +32,11 @@ export const RunListQuery = z
     status: z
       .union([RecordStatusSchema, RunStatusSchema])
       .optional()
-      .openapi({ param: { name: "status", in: "query" }, description: "Only runs in this status now." }),
+      .openapi({
+        param: { name: "status", in: "query" },
+        description:
+          "Only runs in this status now, as `GET /v1/runs/{runId}` shows it: an `abandoned` run is not `running`.",
+      }),
     from: z.iso
       .datetime({ offset: true })
       .optional()
