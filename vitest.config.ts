@@ -6,7 +6,6 @@ import { defineConfig } from "vitest/config";
  * themselves, so another file's CPU load cannot make them late.
  */
 const TIMED = [
-  "test/console-live.test.ts",
   "test/http-errors.test.ts",
   "test/http-runs.test.ts",
   "test/loop-bounds.test.ts",
