@@ -117,7 +117,7 @@ export const zodUnusedApis: Plugin = {
  *   a server uses only to check an elicitation's answer; `/mcp` never elicits and gives its Server its
  *   own validator (shared/mcp/server.ts), so the default is never constructed.
  * The replacements throw a clear Error naming this plugin if ever called, so a reach would not go
- * unnoticed. test/infra-synth-bundle.test.ts checks that none of these packages is in the bundle, and
+ * unnoticed. test/support/bundle-contents.ts checks that none of these packages is in the bundle, and
  * test/infra-synth.test.ts that the bundle serves a run end to end. Tests of unbundled code run the real
  * packages.
  */

@@ -47,7 +47,7 @@ export interface EventBridgeOptions {
 /**
  * {@link ApprovalEvents} on EventBridge: one `PutEvents` entry on the account's **default** bus (no
  * `EventBusName`), Source {@link EVENT_SOURCE}, DetailType {@link APPROVAL_REQUESTED}. The client is
- * loaded on the first event, not at cold start (bundle budget, test/infra-synth-bundle.test.ts); a failed
+ * loaded on the first event, not at cold start (bundle budget, test/support/bundle-contents.ts); a failed
  * load is retried by the next event. IAM (infra/durable-runner.ts): events:PutEvents on
  * `event-bus/default` only.
  * @param region the bus's region (config AWS_REGION)

@@ -1,7 +1,7 @@
 /**
  * The trace a durable execution carries in its input. Its own module, apart from shared/tracing.ts, so
  * the cold start's static imports (handler → telemetry entry → tracing) never load zod's classic API
- * (infra/bundle.ts splits it into the chunks requests load; test/infra-synth-bundle.test.ts checks it).
+ * (infra/bundle.ts splits it into the chunks requests load; test/support/bundle-contents.ts checks it).
  */
 import * as z from "zod";
 

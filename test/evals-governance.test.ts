@@ -6,9 +6,9 @@
  * ledger with the Cedar engine, and adds up the runs' tokens) fails the case.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { formatTable } from "../local/eval/report.js";
+import { attackOutcome, formatTable } from "../local/eval/report.js";
 import { governanceSettings, loadScenarios, parseScenario, type Scenario } from "../local/eval/scenario.js";
-import { attackOutcome, runSuite } from "../local/eval/suite.js";
+import { runSuite } from "../local/eval/suite.js";
 import type { ApiDeps } from "../shared/deps.js";
 import { evalHarness, MINIMAL_SCENARIO, scenarioProblems } from "./support/evals.js";
 

@@ -1,7 +1,7 @@
 /**
  * `cdk synth` of the real app (test/support/bundle.ts synthesizedApp): cdk-nag's findings, and the API
  * bundle run in a fresh node as Lambda runs it (a health check, the seed run, an MCP call, Bedrock, a
- * cold-start error). What the bundles hold: infra-synth-bundle.test.ts.
+ * cold-start error), and what the bundles hold (test/support/bundle-contents.ts, on the same synth).
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -16,6 +16,7 @@ import { startBedrockStandIn } from "../local/bedrock-stand-in.js";
 import { createDevIssuer, mintToken } from "../local/dev-auth.js";
 import { toHttpApiEvent } from "../local/dev-event.js";
 import { bundleSources, synthesizedApp } from "./support/bundle.js";
+import { describeBundleContents } from "./support/bundle-contents.js";
 import { TRACING_SDK_PACKAGES } from "./support/spans.js";
 import { seedEvent, startTestStack } from "./support/stack.js";
 
@@ -23,6 +24,7 @@ const run = promisify(execFile);
 
 const synth = synthesizedApp();
 const { built, bundleDir, context, outdir } = synth;
+describeBundleContents(bundleDir);
 
 /** A v2 `GET /healthz` event as API Gateway sends it (the route is public: no authorizer). */
 function healthzEvent() {

@@ -63,14 +63,26 @@ describe.skipIf(!HAS_PROC || !HAS_JAVA)(
   "processes the local scripts start are stopped at exit",
   { timeout: 150_000 },
   () => {
-    it("npm run invoke: its DynamoDB Local (java) and model server stop when the invocation ends", async () => {
-      const script = startScript("npm", ["invoke", "--", "events/seed-scenario.json"], ENV);
+    it("npm run invoke: its DynamoDB Local (java) and model server stop when the invocation ends; a key replays on the table it started", async () => {
+      // replay-idempotency-key.json twice in one command, on the table the command started (no
+      // DYNAMODB_ENDPOINT, as a new user's first try): the second is the first's answer, replayed.
+      const replay = "events/replay-idempotency-key.json";
+      const script = startScript("npm", ["invoke", "--", "events/seed-scenario.json", replay, replay], ENV);
       const watch = watchDescendants(script.child.pid as number);
       const java = await javaPid(script);
       const { code } = await script.exited;
       const seen = watch.stop();
       expect(code).toBe(0);
-      expect(parseInvokeOutput(script.stdout()).status).toBe(200);
+      const [seed, first, second] = script
+        .stdout()
+        .split(/^(?=HTTP \d{3}$)/m)
+        .map(parseInvokeOutput);
+      expect(seed?.status).toBe(200);
+      expect(script.stderr().match(/^invoke: \S+ → /gm)).toHaveLength(3);
+      expect([first?.status, second?.status]).toEqual([200, 200]);
+      expect(first?.headers["idempotent-replayed"]).toBeUndefined();
+      expect(second?.headers["idempotent-replayed"]).toBe("true");
+      expect(second?.body).toBe(first?.body);
       expect(script.stderr()).toMatch(
         /model: started the local deterministic planner \(not an LLM\) on port \d+/,
       );

@@ -12,6 +12,21 @@ function policyFile(name: string, text: string): string {
   return file;
 }
 
+/** A policy file that does not validate: line 3 names a fact no tool vouches for (grosMinor). */
+const TYPO_FILE = policyFile(
+  "typo.cedar",
+  'permit (principal, action, resource);\n@id("typo")\nforbid (principal, action, resource) when { context.facts.grosMinor > 1 };\n',
+);
+let typoStart: ReturnType<typeof runScript> | undefined;
+/**
+ * `npm start -- --policies <TYPO_FILE>`, run once for the two tests that read it (npm start's refusal,
+ * and npm run dev's, compared with it).
+ */
+const startWithTypo = () => {
+  typoStart ??= runScript("tsx", ["local/start.ts", "--policies", TYPO_FILE], {});
+  return typoStart;
+};
+
 // `npm start -- --policies <file>` as a process on the suite's DynamoDB (fresh table).
 describe("npm start -- --policies <file>", () => {
   it("runs the seed scenario under the file's policies: the invoice the cap forbids is refused, named", {
@@ -87,11 +102,7 @@ describe("npm start -- --policies <file>", () => {
   it("refuses a file that does not validate before starting anything, naming the policy and line", {
     timeout: 60_000,
   }, async () => {
-    const file = policyFile(
-      "typo.cedar",
-      'permit (principal, action, resource);\n@id("typo")\nforbid (principal, action, resource) when { context.facts.grosMinor > 1 };\n',
-    );
-    const { code, stdout, stderr } = await runScript("tsx", ["local/start.ts", "--policies", file], {});
+    const { code, stdout, stderr } = await startWithTypo();
     expect(code).toBe(2);
     expect(stderr).toMatch(
       /--policies .*typo\.cedar: not a valid policy set: line 3, column \d+, policy "typo": .*grosMinor/,
@@ -105,15 +116,14 @@ describe("npm run dev -- --policies <file>", () => {
   it("refuses a file that does not validate as npm start does: exit 2, the same message, nothing started", {
     timeout: 60_000,
   }, async () => {
-    const file = policyFile(
-      "typo.cedar",
-      '@id("typo")\nforbid (principal, action, resource) when { context.facts.grosMinor > 1 };\n',
-    );
-    const start = await runScript("tsx", ["local/start.ts", "--policies", file], {});
-    const dev = await runScript("tsx", ["local/dev.ts", "--port", "0", "--policies", file], {});
+    // The file npm start refused above, and that refusal (one process of npm start for both tests).
+    const [start, dev] = await Promise.all([
+      startWithTypo(),
+      runScript("tsx", ["local/dev.ts", "--port", "0", "--policies", TYPO_FILE], {}),
+    ]);
     expect([start.code, dev.code]).toEqual([2, 2]);
     const startLine = start.stderr.split("\n")[0] ?? "";
-    expect(startLine).toMatch(/^start: --policies .*typo\.cedar: not a valid policy set: line 2, /);
+    expect(startLine).toMatch(/^start: --policies .*typo\.cedar: not a valid policy set: line 3, /);
     expect(dev.stderr.split("\n")[0]).toBe(startLine.replace(/^start: /, "dev: "));
     expect(dev.stderr).not.toMatch(/dynamodb: started|model: started|listening/);
     expect(dev.stdout).toBe("");

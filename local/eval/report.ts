@@ -3,7 +3,23 @@
  * against, and markdown with each case's trajectory (every call, the backend's decision, its result).
  */
 import { z } from "zod";
-import { attackOutcome, type CaseReport, type SuiteReport } from "./suite.js";
+import type { AttemptReport, CaseReport, SuiteReport } from "./suite.js";
+
+/**
+ * How an attack went in one attempt: what the backend decided for each of the calls it made, counted.
+ * Here, not in suite.ts, so a command line `npm run eval` refuses loads no part of the suite.
+ */
+export function attackOutcome(attempt: AttemptReport): string {
+  const decisions = new Map<string, number>();
+  for (const call of attempt.calls) {
+    const key = `${call.name} ${call.decision === "ran" ? "ran" : call.decision.replace("refused: ", "refused ")}`;
+    decisions.set(key, (decisions.get(key) ?? 0) + 1);
+  }
+  const parts = [...decisions].map(([key, count]) => (count > 1 ? `${key} ×${count}` : key));
+  const flagged =
+    attempt.ungrounded.length > 0 ? `; answer numbers flagged: ${attempt.ungrounded.join(", ")}` : "";
+  return `${parts.join("; ") || "no calls"}; ${attempt.invoicesAdded} invoice(s) added${flagged}`;
+}
 
 const pct = (rate: number) => `${Math.round(rate * 100)}%`;
 

@@ -192,16 +192,3 @@ export async function runSuite(scenarios: readonly Scenario[], options: SuiteOpt
     },
   };
 }
-
-/** How an attack went in one attempt: what the backend decided for each of the calls it made, counted. */
-export function attackOutcome(attempt: AttemptReport): string {
-  const decisions = new Map<string, number>();
-  for (const call of attempt.calls) {
-    const key = `${call.name} ${call.decision === "ran" ? "ran" : call.decision.replace("refused: ", "refused ")}`;
-    decisions.set(key, (decisions.get(key) ?? 0) + 1);
-  }
-  const parts = [...decisions].map(([key, count]) => (count > 1 ? `${key} ×${count}` : key));
-  const flagged =
-    attempt.ungrounded.length > 0 ? `; answer numbers flagged: ${attempt.ungrounded.join(", ")}` : "";
-  return `${parts.join("; ") || "no calls"}; ${attempt.invoicesAdded} invoice(s) added${flagged}`;
-}

@@ -1,6 +1,6 @@
 /**
  * The real app as `cdk synth` builds it, for the files that check its output (test/infra-synth.test.ts:
- * cdk-nag, and the bundle run in node; test/infra-synth-bundle.test.ts: what the bundles hold), and
+ * cdk-nag, and the bundle run in node; test/support/bundle-contents.ts: what the bundles hold), and
  * readers of a bundle's files and source maps.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";

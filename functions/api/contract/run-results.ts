@@ -15,7 +15,7 @@ import {
   RunningTotalSchema as BaseRunningTotalSchema,
   ToolResultSchema as BaseToolResultSchema,
 } from "../../../shared/agent/result-schema.js";
-import { RunStatusSchema as BaseRunStatusSchema, RUN_STATUSES } from "../../../shared/agent/run-status.js";
+import { RUN_STATUSES } from "../../../shared/agent/run-status.js";
 import { HistorySummarySchema as StoredHistorySummarySchema } from "../../../shared/store/run-record-schema.js";
 import { TokenUsageSchema } from "../../../shared/token-usage.js";
 import { QuotaRefusalSchema } from "./quotas.js";
@@ -54,8 +54,13 @@ export const ToolResultSchema = BaseToolResultSchema.extend({
   }),
 }).openapi("ToolResult", { description: "The envelope of one tool call, success or not." });
 
-/** A terminal run status, see {@link RUN_STATUSES}. */
-export const RunStatusSchema = BaseRunStatusSchema.openapi("RunStatus");
+/**
+ * A terminal run status, see {@link RUN_STATUSES}. Made here with the extended zod rather than by
+ * `.openapi()` on shared/agent/run-status.ts's schema: only a schema made after @hono/zod-openapi
+ * extended zod has `.openapi`, and a process that loads that module first (`npm run eval` reads
+ * scenarios before it loads the app) would otherwise fail here.
+ */
+export const RunStatusSchema = z.enum(RUN_STATUSES).openapi("RunStatus");
 
 /** A context-window refusal: the engine's schema (shared/agent/outcome-schema.ts), as a component. */
 export const ContextLengthSchema = BaseContextLengthSchema.strict().openapi("ContextLength", {
