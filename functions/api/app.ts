@@ -9,6 +9,7 @@ import { createLogger, flushMetrics, recordProblemMetric } from "../../shared/ob
 import { OPENAPI_INFO, SECURITY_SCHEMES } from "./contract/common.js";
 import { healthRoute } from "./contract/health.js";
 import { healthResponse } from "./health.js";
+import { addInvocationContext } from "./invocation-context.js";
 import { UNSUPPORTED_MEDIA_TYPE_DETAIL } from "./json-media-type.js";
 import { mountMcp } from "./mcp.js";
 import { servedMethods, unmatchedRequest, withMethodNotAllowed } from "./method-not-allowed.js";
@@ -153,7 +154,7 @@ function observeRequest(loaded: () => ApiDeps | undefined): MiddlewareHandler<Ap
     const started = performance.now();
     const observed = () => {
       const deps = loaded();
-      if (deps && c.env?.lambdaContext) deps.logger.addContext(c.env.lambdaContext);
+      if (deps) addInvocationContext(deps.logger, c.env?.lambdaContext);
       return deps;
     };
     observed();
@@ -213,7 +214,7 @@ function problemResponse(
   const problem = toProblem(error instanceof HTTPException ? fromHttpException(error) : error);
   c.set("problemCode", problem.code);
   if (problem.status >= 500) {
-    if (!deps && c.env?.lambdaContext) logger.addContext(c.env.lambdaContext);
+    if (!deps) addInvocationContext(logger, c.env?.lambdaContext);
     logger.error("request failed", { code: problem.code, error: error as Error });
   }
   if (deps) recordProblemMetric(deps.metrics, problem.code);

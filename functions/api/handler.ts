@@ -1,11 +1,13 @@
 import { Hono, type Context as HonoContext } from "hono";
 import { handle } from "hono/aws-lambda";
+import { TrieRouter } from "hono/router/trie-router";
 import { type Config, loadConfig } from "../../shared/config.js";
 import type { ApiDeps, ApiDepsOptions } from "../../shared/deps.js";
 import { onceUntilFailed } from "../../shared/lazy.js";
 import { withTracing } from "../../shared/telemetry/entry.js";
 import type { LambdaBindings } from "./app.js";
 import { HEALTH_PATH, healthResponse } from "./health.js";
+import { addInvocationContext } from "./invocation-context.js";
 import { guardLambdaEdge, type LambdaHandler } from "./lambda-adapter.js";
 import { toProblem } from "./problem-details.js";
 
@@ -54,7 +56,8 @@ export function createLazyHandler(config: Config, depsOptions: ApiDepsOptions = 
     (await import("../../shared/observability.js")).createLogger(config.observability),
   );
 
-  const entry = new Hono<{ Bindings: LambdaBindings }>();
+  // hono's TrieRouter, as every route group's (functions/api/routes/deps.ts routeGroup).
+  const entry = new Hono<{ Bindings: LambdaBindings }>({ router: new TrieRouter() });
   entry.get(HEALTH_PATH, healthResponse);
   // The operator console's page and assets need neither the app nor the dependencies.
   const serveConsole = async (c: HonoContext) => {
@@ -73,7 +76,7 @@ export function createLazyHandler(config: Config, depsOptions: ApiDepsOptions = 
     const problem = toProblem(error);
     if (problem.status >= 500) {
       const logger = deps?.logger ?? (await loadLogger().catch(() => undefined));
-      if (c.env?.lambdaContext) logger?.addContext(c.env.lambdaContext);
+      addInvocationContext(logger, c.env?.lambdaContext);
       logger?.error("request failed", { code: problem.code, error: error as Error });
     }
     return problem.getResponse();

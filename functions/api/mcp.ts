@@ -5,6 +5,7 @@ import type { ApiDeps } from "../../shared/deps.js";
 import type { McpAuthenticator } from "../../shared/mcp/auth.js";
 import { resourceMetadata, resourceUrlOf, wwwAuthenticate } from "../../shared/mcp/resource.js";
 import { mcpGetRoute, mcpRoute, resourceMetadataRoutes } from "./contract/mcp.js";
+import { addInvocationContext } from "./invocation-context.js";
 import { ProblemError } from "./problem-details.js";
 import type { AppEnv } from "./routes/deps.js";
 
@@ -50,7 +51,7 @@ export function mountMcp(app: OpenAPIHono<AppEnv>, getDeps: () => ApiDeps, confi
     const deps = getDeps();
     // The first verified request of a container loads the dependencies here, after the request's
     // middleware ran: its lines get this invocation's context too.
-    if (c.env?.lambdaContext) deps.logger.addContext(c.env.lambdaContext);
+    addInvocationContext(deps.logger, c.env?.lambdaContext);
     const remainingMs = c.env?.lambdaContext?.getRemainingTimeInMillis();
     return (await serveMcp(c.req.raw, deps, verdict.security, remainingMs)) as never;
   });
