@@ -19,6 +19,7 @@ import {
   withoutUnusedOpenAIResources,
 } from "./openai-resources-plugin.js";
 import { REQUIRE_BANNER, requireBannerWhereUsed } from "./require-banner-plugin.js";
+import { unreachedFiles } from "./unreached-files-plugin.js";
 
 /** The project root: esbuild's working directory, where node_modules and tsconfig.json are. */
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -253,8 +254,9 @@ export const withoutTracingSdk: Plugin = {
  *   two zod APIs never called left out ({@link zodUnusedApis}), the openai SDK's streaming helpers and
  *   unused API resources and client parts left out ({@link withoutOpenAIStreamHelpers},
  *   infra/openai-resources-plugin.ts),
- *   the AWS SDK's unused runtime parts (infra/aws-sdk-unused-plugin.ts) and the A2A SDK's unused error
- *   classes (infra/a2a-sdk-plugin.ts).
+ *   the AWS SDK's unused runtime parts (infra/aws-sdk-unused-plugin.ts), the A2A SDK's unused error
+ *   classes (infra/a2a-sdk-plugin.ts), and files of dependencies never run on Lambda
+ *   (infra/unreached-files-plugin.ts).
  * - A `require` for CommonJS dependencies that still call it for Node built-ins inside ESM output, in
  *   the output files that name it only (infra/require-banner-plugin.ts).
  */
@@ -283,6 +285,7 @@ export const API_BUNDLE_OPTIONS = {
     withoutUnreachedOpenAIClientParts,
     awsSdkUnusedOnLambda,
     a2aSdkUnusedErrors,
+    unreachedFiles,
     requireBannerWhereUsed,
   ],
   metafile: true,

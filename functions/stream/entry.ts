@@ -2,6 +2,7 @@ import type { Context as LambdaContext, StreamifyHandler } from "aws-lambda";
 import { Hono } from "hono";
 import { streamHandle } from "hono/aws-lambda";
 import { cors } from "hono/cors";
+import { TrieRouter } from "hono/router/trie-router";
 import type { JWTPayload } from "jose";
 import { bearerChallenge, refusalDetail } from "../../shared/auth/bearer.js";
 import { jwtAuthorizerOf } from "../../shared/auth/gateway-claims.js";
@@ -104,7 +105,8 @@ export function createStreamHandler(
   options: { corsOrigins?: readonly string[]; tracing?: Pick<Config, "tracing" | "observability"> } = {},
 ) {
   const invocations = new WeakMap<object, Invocation>();
-  const entry = new Hono<{ Bindings: StreamBindings }>();
+  // hono's TrieRouter, as every route group's (functions/api/routes/deps.ts routeGroup).
+  const entry = new Hono<{ Bindings: StreamBindings }>({ router: new TrieRouter() });
   if (options.corsOrigins?.length) entry.use(consoleCors(options.corsOrigins));
   entry.get(HEALTH_PATH, healthResponse);
   entry.all("*", async (c) => {
