@@ -1,0 +1,90 @@
+/**
+ * A durable start retried across midnight UTC (docs/quotas.md "Admission"), with the quotas' clock
+ * injected: a run admitted and run in a day's last second, whose start "crashed" after starting its
+ * execution (its Idempotency-Key record back to IN_PROGRESS, lease passed), is taken over by the client's
+ * retry after midnight. The retry is the same run: it is not admitted again, so the new day counts no run
+ * and holds no slot in flight. The real API handler, the durable runner on the SDK's local runner,
+ * DynamoDB Local and the local model server.
+ */
+import { QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RunRecordSchema } from "../functions/api/contract.js";
+import { keys } from "../shared/store/keys.js";
+import { json, pollUntil } from "./support/approvals.js";
+import { type DurableStack, startDurableStack } from "./support/durable.js";
+import { runEvent } from "./support/idempotency.js";
+
+const MIDNIGHT = Math.ceil(Date.now() / 86_400_000) * 86_400_000;
+let now = MIDNIGHT - 1_000;
+let stack: DurableStack;
+beforeAll(async () => {
+  stack = await startDurableStack({ TENANT_CONCURRENT_RUNS: "5" }, { quotas: { now: () => now } });
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+/** `POST /v1/runs` with `Prefer: respond-async` and the Idempotency-Key `key`. */
+async function startWithKey(tenantId: string, key: string) {
+  const event = runEvent({ key, tenantId, prompt: "hello" });
+  event.headers = { ...event.headers, prefer: "respond-async" };
+  return stack.invoke(event);
+}
+
+/** The tenant's usage on the day of `at`, by the quotas' clock. */
+async function usageAt(at: number, tenantId: string) {
+  now = at;
+  const usage = await stack.deps.quotas?.usage({ tenantId, userId: "usr_idem" }, true);
+  if (!usage?.tenant) throw new Error("quotas are on");
+  return usage;
+}
+
+/** Puts the tenant's Idempotency-Key records back to IN_PROGRESS with their lease passed (a crashed start). */
+async function crashStarts(tenantId: string) {
+  const records = await stack.deps.ddb.send(
+    new QueryCommand({
+      TableName: stack.config.table.name,
+      KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+      ExpressionAttributeValues: { ":pk": keys.tenant(tenantId), ":prefix": keys.idempotencyPrefix },
+      ConsistentRead: true,
+    }),
+  );
+  expect(records.Items).toHaveLength(1);
+  for (const item of records.Items ?? []) {
+    await stack.deps.ddb.send(
+      new UpdateCommand({
+        TableName: stack.config.table.name,
+        Key: { pk: item.pk, sk: item.sk },
+        UpdateExpression: "SET #status = :inProgress, leaseExpiresAt = :past",
+        ExpressionAttributeNames: { "#status": "status" },
+        ExpressionAttributeValues: { ":inProgress": "IN_PROGRESS", ":past": Date.now() - 1_000 },
+      }),
+    );
+  }
+}
+
+describe("a durable start retried after midnight UTC", () => {
+  it("taken over after midnight, the run admitted at 23:59:59 is not admitted again: the new day counts no run and no slot in flight", async () => {
+    const tenantId = "tenant_retried_midnight";
+    stack.model.script([{ content: "Nothing to do." }]);
+    now = MIDNIGHT - 1_000;
+    const first = await startWithKey(tenantId, "start-1");
+    expect(first.statusCode, first.body).toBe(202);
+    const runId = RunRecordSchema.parse(json(first)).runId;
+    expect((await pollUntil(stack, runId, tenantId, ["running"])).status).toBe("completed");
+
+    await crashStarts(tenantId);
+    now = MIDNIGHT + 1_000;
+    const retried = await startWithKey(tenantId, "start-1");
+    expect(retried.statusCode, retried.body).toBe(202);
+    expect(RunRecordSchema.parse(json(retried)).runId).toBe(runId);
+    expect(retried.headers?.["idempotent-replayed"]).toBeUndefined();
+
+    const second = await usageAt(MIDNIGHT + 2_000, tenantId);
+    expect(second.user.day.runs).toBe(0);
+    expect(second.tenant?.inFlight.runs).toBe(0);
+    const firstDay = await usageAt(MIDNIGHT - 1, tenantId);
+    expect(firstDay.user.day.runs).toBe(1);
+    expect(firstDay.tenant?.inFlight.runs).toBe(0);
+  });
+});
