@@ -6,13 +6,11 @@
  * and holds no slot in flight. The real API handler, the durable runner on the SDK's local runner,
  * DynamoDB Local and the local model server.
  */
-import { QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunRecordSchema } from "../functions/api/contract.js";
-import { keys } from "../shared/store/keys.js";
 import { json, pollUntil } from "./support/approvals.js";
 import { type DurableStack, startDurableStack } from "./support/durable.js";
-import { runEvent } from "./support/idempotency.js";
+import { crashStarts, runEvent } from "./support/idempotency.js";
 
 const MIDNIGHT = Math.ceil(Date.now() / 86_400_000) * 86_400_000;
 let now = MIDNIGHT - 1_000;
@@ -39,30 +37,6 @@ async function usageAt(at: number, tenantId: string) {
   return usage;
 }
 
-/** Puts the tenant's Idempotency-Key records back to IN_PROGRESS with their lease passed (a crashed start). */
-async function crashStarts(tenantId: string) {
-  const records = await stack.deps.ddb.send(
-    new QueryCommand({
-      TableName: stack.config.table.name,
-      KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-      ExpressionAttributeValues: { ":pk": keys.tenant(tenantId), ":prefix": keys.idempotencyPrefix },
-      ConsistentRead: true,
-    }),
-  );
-  expect(records.Items).toHaveLength(1);
-  for (const item of records.Items ?? []) {
-    await stack.deps.ddb.send(
-      new UpdateCommand({
-        TableName: stack.config.table.name,
-        Key: { pk: item.pk, sk: item.sk },
-        UpdateExpression: "SET #status = :inProgress, leaseExpiresAt = :past",
-        ExpressionAttributeNames: { "#status": "status" },
-        ExpressionAttributeValues: { ":inProgress": "IN_PROGRESS", ":past": Date.now() - 1_000 },
-      }),
-    );
-  }
-}
-
 describe("a durable start retried after midnight UTC", () => {
   it("taken over after midnight, the run admitted at 23:59:59 is not admitted again: the new day counts no run and no slot in flight", async () => {
     const tenantId = "tenant_retried_midnight";
@@ -73,7 +47,7 @@ describe("a durable start retried after midnight UTC", () => {
     const runId = RunRecordSchema.parse(json(first)).runId;
     expect((await pollUntil(stack, runId, tenantId, ["running"])).status).toBe("completed");
 
-    await crashStarts(tenantId);
+    expect(await crashStarts(stack, tenantId)).toHaveLength(1);
     now = MIDNIGHT + 1_000;
     const retried = await startWithKey(tenantId, "start-1");
     expect(retried.statusCode, retried.body).toBe(202);
