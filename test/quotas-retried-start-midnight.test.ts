@@ -61,4 +61,26 @@ describe("a durable start retried after midnight UTC", () => {
     expect(firstDay.user.day.runs).toBe(1);
     expect(firstDay.tenant?.inFlight.runs).toBe(0);
   });
+
+  it("a start admitted at 23:59:59 that failed before writing its run record, retried after midnight, is admitted once: by its marker in the day before", async () => {
+    const quotas = stack.deps.quotas;
+    if (!quotas) throw new Error("quotas are on");
+    const tenantId = "tenant_retried_midnight_2";
+    const subject = { tenantId, userId: "usr_idem", runId: "run_retried_midnight_2" };
+    const admitAt = (at: number) => {
+      now = at;
+      return quotas.admit(subject, { expiresAtSeconds: Math.floor(at / 1000) + 3_600, retried: true });
+    };
+    expect((await admitAt(MIDNIGHT - 1_000)).state.dayStartMs).toBe(MIDNIGHT - 86_400_000);
+    const again = await admitAt(MIDNIGHT + 1_000);
+    expect(again.state).toMatchObject({ dayStartMs: MIDNIGHT - 86_400_000, version: 1, live: true });
+
+    const second = await usageAt(MIDNIGHT + 2_000, tenantId);
+    expect(second.user.day.runs).toBe(0);
+    // Its one slot, still in the day before's item, counted among the tenant's runs in flight once.
+    expect(second.tenant?.inFlight.runs).toBe(1);
+    const firstDay = await usageAt(MIDNIGHT - 1, tenantId);
+    expect(firstDay.user.day.runs).toBe(1);
+    expect(firstDay.tenant?.inFlight.runs).toBe(1);
+  });
 });

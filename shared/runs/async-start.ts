@@ -63,8 +63,11 @@ export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput
     // Admission first: a refused run (429) has written nothing. Its marker outlives the longest the run may take.
     const { approvals, quotas } = deps.config;
     const longest = limits.runTimeoutMs / 1000 + approvals.timeoutSeconds + quotas.waitSeconds;
-    if (retried?.userId !== security.userId)
-      await admitDurableRun(deps.quotas, security, runId, Math.floor(Date.now() / 1000 + longest));
+    // Under a key, an earlier start may have admitted the run and failed before writing its record.
+    if (retried?.userId !== security.userId) {
+      const expiresAtSeconds = Math.floor(Date.now() / 1000 + longest);
+      await admitDurableRun(deps.quotas, security, runId, expiresAtSeconds, idempotency !== undefined);
+    }
     const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
     return life.start({
       prompt: body.prompt,
