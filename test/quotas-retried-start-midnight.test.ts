@@ -37,6 +37,15 @@ async function usageAt(at: number, tenantId: string) {
   return usage;
 }
 
+/** The user's runs and the tenant's runs in flight, as each day (the first, the second) counts them. */
+async function counted(tenantId: string) {
+  const of = async (at: number) => {
+    const usage = await usageAt(at, tenantId);
+    return { runs: usage.user.day.runs, inFlight: usage.tenant?.inFlight.runs };
+  };
+  return { first: await of(MIDNIGHT - 1), second: await of(MIDNIGHT + 2_000) };
+}
+
 describe("a durable start retried after midnight UTC", () => {
   it("taken over after midnight, the run admitted at 23:59:59 is not admitted again: the new day counts no run and no slot in flight", async () => {
     const tenantId = "tenant_retried_midnight";
@@ -54,12 +63,10 @@ describe("a durable start retried after midnight UTC", () => {
     expect(RunRecordSchema.parse(json(retried)).runId).toBe(runId);
     expect(retried.headers?.["idempotent-replayed"]).toBeUndefined();
 
-    const second = await usageAt(MIDNIGHT + 2_000, tenantId);
-    expect(second.user.day.runs).toBe(0);
-    expect(second.tenant?.inFlight.runs).toBe(0);
-    const firstDay = await usageAt(MIDNIGHT - 1, tenantId);
-    expect(firstDay.user.day.runs).toBe(1);
-    expect(firstDay.tenant?.inFlight.runs).toBe(0);
+    expect(await counted(tenantId)).toEqual({
+      first: { runs: 1, inFlight: 0 },
+      second: { runs: 0, inFlight: 0 },
+    });
   });
 
   it("a start admitted at 23:59:59 that failed before writing its run record, retried after midnight, is admitted once: by its marker in the day before", async () => {
@@ -75,12 +82,10 @@ describe("a durable start retried after midnight UTC", () => {
     const again = await admitAt(MIDNIGHT + 1_000);
     expect(again.state).toMatchObject({ dayStartMs: MIDNIGHT - 86_400_000, version: 1, live: true });
 
-    const second = await usageAt(MIDNIGHT + 2_000, tenantId);
-    expect(second.user.day.runs).toBe(0);
     // Its one slot, still in the day before's item, counted among the tenant's runs in flight once.
-    expect(second.tenant?.inFlight.runs).toBe(1);
-    const firstDay = await usageAt(MIDNIGHT - 1, tenantId);
-    expect(firstDay.user.day.runs).toBe(1);
-    expect(firstDay.tenant?.inFlight.runs).toBe(1);
+    expect(await counted(tenantId)).toEqual({
+      first: { runs: 1, inFlight: 1 },
+      second: { runs: 0, inFlight: 1 },
+    });
   });
 });
