@@ -288,11 +288,32 @@ describe("a quote is its maker's", () => {
         { ...context, runScope: `scope_${userId}` },
       );
     const other = await record("usr_other");
+    // True for another user's quote of the tenant, and word for word what an unknown id gets: nothing
+    // says that the quote exists.
+    const sentence = (id: string) =>
+      `You have no quote ${id}; use a quoteId your own calculateTax call returned.`;
     expect([other.status, other.error?.code, other.error?.message]).toEqual([
       "business_error",
       "QUOTE_NOT_FOUND",
-      `There is no quote ${quoteId} for this tenant; use a quoteId returned by calculateTax.`,
+      sentence(quoteId),
     ]);
+    const unknownId = `qt_${"0".repeat(32)}`;
+    const unknown = await dispatchToolCall(
+      {
+        id: "c2",
+        name: "recordInvoice",
+        arguments: JSON.stringify({
+          clientName: "Acme",
+          quoteId: unknownId,
+          clientReference: null,
+          description: null,
+        }),
+      },
+      stack.deps.tools,
+      as("usr_other"),
+      { ...context, runScope: "scope_unknown" },
+    );
+    expect(unknown.error?.message).toBe(sentence(unknownId));
     expect((await record("usr_maker")).status).toBe("success");
   });
 });

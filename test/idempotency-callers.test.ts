@@ -5,14 +5,12 @@
  * server and (durable paths) the durable SDK's local runner.
  */
 import { randomUUID } from "node:crypto";
-import { QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dispatchToolCall } from "../shared/agent/dispatcher.js";
 import { toolIdempotencyKey } from "../shared/agent/idempotency-key.js";
-import { keys } from "../shared/store/keys.js";
 import { type DurableStack, startDurableStack } from "./support/durable.js";
-import { runEvent } from "./support/idempotency.js";
+import { crashStarts, runEvent } from "./support/idempotency.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
 type Result = APIGatewayProxyStructuredResultV2;
@@ -179,26 +177,7 @@ describe("durable runs (Prefer: respond-async)", () => {
     const runA = String(json(a).runId);
     await settled(tenantId, runA);
     // A's start "crashed" after starting its execution: its record is back to IN_PROGRESS, lease passed.
-    const records = await stack.deps.ddb.send(
-      new QueryCommand({
-        TableName: stack.config.table.name,
-        KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-        ExpressionAttributeValues: { ":pk": keys.tenant(tenantId), ":prefix": keys.idempotencyPrefix },
-        ConsistentRead: true,
-      }),
-    );
-    expect(records.Items).toHaveLength(1);
-    for (const item of records.Items ?? []) {
-      await stack.deps.ddb.send(
-        new UpdateCommand({
-          TableName: stack.config.table.name,
-          Key: { pk: item.pk, sk: item.sk },
-          UpdateExpression: "SET #status = :inProgress, leaseExpiresAt = :past",
-          ExpressionAttributeNames: { "#status": "status" },
-          ExpressionAttributeValues: { ":inProgress": "IN_PROGRESS", ":past": Date.now() - 1_000 },
-        }),
-      );
-    }
+    expect(await crashStarts(stack, tenantId)).toHaveLength(1);
     const b = await startAsync(tenantId, "usr_b", key);
     expect(b.statusCode, b.body).toBe(202);
     expect(json(b)).toMatchObject({ userId: "usr_b" });

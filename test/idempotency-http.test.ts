@@ -4,7 +4,6 @@
  * directly: idempotency-http-logic.test.ts.
  */
 import { randomUUID } from "node:crypto";
-import { QueryCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { describe, expect, it } from "vitest";
 import { createHandler } from "../functions/api/app-handler.js";
@@ -18,8 +17,12 @@ import {
 import { createLambdaContext } from "../local/lambda-context.js";
 import type { ToolResult } from "../shared/agent/result.js";
 import { createApiDeps } from "../shared/deps.js";
-import { keys } from "../shared/store/keys.js";
-import { recordInvoiceArgs, runEvent, scriptOneInvoice } from "./support/idempotency.js";
+import {
+  recordInvoiceArgs,
+  idempotencyRecords as records,
+  runEvent,
+  scriptOneInvoice,
+} from "./support/idempotency.js";
 import { startTestStack, testStackForFile } from "./support/stack.js";
 
 const stack = testStackForFile();
@@ -37,17 +40,7 @@ const invoices = (tenantId: string) => stack.deps.ledger.list(tenantId);
 const modelCalls = () => stack.model.requests.length;
 const store = () => stack.deps.idempotency;
 
-async function idempotencyRecords(tenantId: string) {
-  const result = await stack.deps.ddb.send(
-    new QueryCommand({
-      TableName: stack.config.table.name,
-      KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-      ExpressionAttributeValues: { ":pk": keys.tenant(tenantId), ":prefix": keys.idempotencyPrefix },
-      ConsistentRead: true,
-    }),
-  );
-  return result.Items ?? [];
-}
+const idempotencyRecords = (tenantId: string) => records(stack, tenantId);
 
 describe("POST /v1/runs with Idempotency-Key", () => {
   it("first call runs once and stores its response; a sequential duplicate replays it without the model", async () => {

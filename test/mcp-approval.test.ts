@@ -160,6 +160,42 @@ describe("MCP approval", () => {
     ]);
   });
 
+  it("the approved repeat's run announces the call before the effect, as the first call's run does", async () => {
+    const client = await gated.connect(await gated.token(WRITER));
+    const { args, body } = await pending(client, "apr-events-2");
+    expect((await decideAs(body.error.details, "approve")).status).toBe(200);
+    // One log, in order, of the events this container emits and of the ledger's write (the effect).
+    const seen: string[] = [];
+    const { hub } = gated.stack.deps.runEvents;
+    const { ledger } = gated.stack.deps;
+    const publish = hub.publish.bind(hub);
+    const recordOnce = ledger.recordOnce.bind(ledger);
+    hub.publish = (runId, event) => {
+      if (event) seen.push(`${runId} ${event.type}`);
+      publish(runId, event);
+    };
+    ledger.recordOnce = (...input) => {
+      seen.push("ledger write");
+      return recordOnce(...input);
+    };
+    let done: Awaited<ReturnType<Client["callTool"]>>;
+    try {
+      done = await client.callTool({ name: "recordInvoice", arguments: args, _meta: keyed("apr-events-2") });
+    } finally {
+      delete (hub as Partial<typeof hub>).publish;
+      delete (ledger as Partial<typeof ledger>).recordOnce;
+    }
+    expect(done.isError).toBe(false);
+    const runId = String(done._meta?.["io.boundloop/toolCallId"]);
+    expect(seen.filter((line) => line === "ledger write" || line.startsWith(runId))).toEqual([
+      `${runId} run.started`,
+      `${runId} tool.call.started`,
+      "ledger write",
+      `${runId} tool.call.finished`,
+      `${runId} run.finished`,
+    ]);
+  });
+
   it("a call that needs approval without a key is refused IDEMPOTENCY_KEY_REQUIRED and nothing is asked or written", async () => {
     const client = await gated.connect(await gated.token(WRITER));
     const calc = await client.callTool({ name: "calculateTax", arguments: GB });

@@ -20,10 +20,13 @@ import { type DurableStack, runPathEvent, startAsyncRun, startDurableStack } fro
 const MIDNIGHT = Math.ceil(Date.now() / 86_400_000) * 86_400_000;
 let now = MIDNIGHT - 1;
 /**
- * The run's clock (its record's start, deadline) reads 3 ms past the quotas' while they read a day's last
- * millisecond: the record is started just after the admission, across midnight.
+ * The run's clock (its record's start, deadline) reads 00:00:00.002 while the quotas' read a day's last
+ * second (after 23:59:59.000): the record is started just after the admission, across midnight.
  */
-const runClock = { ...SYSTEM_CLOCK, now: () => (now === MIDNIGHT - 1 ? MIDNIGHT + 2 : now) };
+const runClock = {
+  ...SYSTEM_CLOCK,
+  now: () => (now > MIDNIGHT - 1_000 && now < MIDNIGHT ? MIDNIGHT + 2 : now),
+};
 let stack: DurableStack;
 beforeAll(async () => {
   stack = await startDurableStack(
@@ -98,5 +101,50 @@ describe("a durable run that crosses midnight UTC, cancelled while it waits for 
 
   it("admitted and started at 23:59:59, its calls made after midnight: the cancel gives back what it holds in the second day, by the quotas' clock", async () => {
     await cancelledAcrossMidnight("tenant_cancel_midnight_2", MIDNIGHT - 1_000, MIDNIGHT - 1_000);
+  });
+});
+
+describe("a durable run admitted before midnight UTC, started after it, cancelled before its first model step", () => {
+  it("admitted at 23:59:59.900, its record started at 00:00:00.002: the cancel gives back admission's slot in the first day", async () => {
+    const tenantId = "tenant_cancel_midnight_3";
+    now = MIDNIGHT - 100;
+    stack.model.respond(seedResponder);
+    let reached: () => void = () => {};
+    const atModel = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    let release: () => void = () => {};
+    const cancelled = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // The first model step waits for the cancel, then is cut off before its work (no reservation).
+    stack.faults.beforeStep = async (name) => {
+      if (name !== "cycle-1:model") return;
+      reached();
+      await cancelled;
+      throw new Error("cut off before the model step's work");
+    };
+    const started = await startAsyncRun(stack, tenantId, SEED_PROMPT);
+    expect(started.startedAt).toBe(new Date(MIDNIGHT + 2).toISOString());
+    await atModel;
+    expect((await usageAt(MIDNIGHT - 1, tenantId)).tenant?.inFlight.runs).toBe(1);
+
+    now = MIDNIGHT + 6_000;
+    try {
+      const response = await stack.invoke(runPathEvent(started.runId, tenantId, "cancel"));
+      expect(response.statusCode, response.body).toBe(200);
+      expect(RunRecordSchema.parse(json(response)).status).toBe("cancelled");
+    } finally {
+      release();
+      await stack.executions.get(started.runId)?.done;
+      stack.faults.beforeStep = undefined;
+    }
+
+    const first = await usageAt(MIDNIGHT - 1, tenantId);
+    expect(first.tenant?.inFlight.runs).toBe(0);
+    expect(first.user.day.runs).toBe(1);
+    const second = await usageAt(MIDNIGHT + 7_000, tenantId);
+    expect(second.tenant?.inFlight.runs).toBe(0);
+    expect(second.user.day.tokens.used).toBe(0);
   });
 });

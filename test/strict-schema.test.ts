@@ -4,9 +4,11 @@ import { createRegistry } from "../shared/agent/dispatcher.js";
 import { modelTool } from "../shared/agent/model-step.js";
 import { toStrictToolSchema } from "../shared/agent/strict-schema.js";
 import { defineTool, type ToolDefinition, ToolDefinitionError } from "../shared/agent/tool.js";
+import { mcpToolOf } from "../shared/mcp/server.js";
 import { toOpenAITool } from "../shared/model/openai-chat.js";
 import { LedgerStore } from "../shared/store/ledger.js";
 import { QuoteStore } from "../shared/store/quotes.js";
+import { CalculateTaxInput, calculateTaxTool } from "../shared/tools/calculate-tax.js";
 import { accountingTools } from "../shared/tools/registry.js";
 
 const declare = (inputSchema: z.ZodObject) =>
@@ -39,6 +41,20 @@ describe("strict schemas at registration", () => {
       expect(parameters.additionalProperties).toBe(false);
       expect(parameters.required).toEqual(Object.keys(parameters.properties));
     }
+  });
+
+  it("calculateTax's taxPointDate accepts null (today) in its zod schema, the model's strict schema and MCP's inputSchema alike", () => {
+    const tool = calculateTaxTool({ quotes: new QuoteStore({} as never, "unused"), quoteTtlSeconds: 900 });
+    const args = { amount: "100.00", currency: "GBP", jurisdiction: "GB", taxPointDate: null };
+    expect(CalculateTaxInput.safeParse(args).success).toBe(true);
+    const date = { type: "string", pattern: "^\\d{4}-\\d{2}-\\d{2}$" };
+    const mcp = mcpToolOf(tool as never).inputSchema.properties?.taxPointDate as Record<string, unknown>;
+    expect(mcp.anyOf).toEqual([date, { type: "null" }]);
+    expect(mcp.description).toMatch(/null means today/);
+    const strict = toStrictToolSchema(tool.inputSchema).parameters as {
+      properties: Record<string, { anyOf?: unknown }>;
+    };
+    expect(strict.properties.taxPointDate?.anyOf).toEqual([date, { type: "null" }]);
   });
 
   it("optional fields become required and nullable, at every depth; .nullable().optional() stays nullable", () => {

@@ -10,12 +10,19 @@ export type StepDescriptor =
   | { kind: "tools"; cycle: number; name: string; calls?: readonly StepToolCall[] | undefined }
   | { kind: "summary"; name: string }
   | { kind: "grounding"; name: string }
-  | { kind: "approved"; cycle: number; toolCallId: string; name: string }
+  | {
+      kind: "approved";
+      cycle: number;
+      toolCallId: string;
+      name: string;
+      calls?: readonly StepToolCall[] | undefined;
+    }
   | { kind: "history"; name: string };
 
 /**
- * A call a tools step runs that no model reply asked for (an MCP `tools/call`'s): its id, tool name and
- * arguments as JSON text. Observers announce it before the step as they announce a reply's calls.
+ * A call a tools or approved step runs that no model reply of its run asked for (an MCP `tools/call`'s,
+ * and its approved repeat's): its id, tool name and arguments as JSON text. Observers announce it before
+ * the step as they announce a reply's calls.
  */
 export interface StepToolCall {
   id: string;
@@ -26,7 +33,8 @@ export interface StepToolCall {
 /**
  * The descriptors of a run's steps, with their stable names: `cycle-<n>:model`, `cycle-<n>:tools` (with
  * the calls it runs when no model reply asked for them),
- * `summary:model`, `grounding:model`, `cycle-<n>:approved:<toolCallId>`, `history:load` (the names a durable execution's
+ * `summary:model`, `grounding:model`, `cycle-<n>:approved:<toolCallId>` (with its call when no tools
+ * step of the run announced it), `history:load` (the names a durable execution's
  * checkpoints have always had).
  */
 export const steps = {
@@ -39,11 +47,12 @@ export const steps = {
   }),
   summary: (): StepDescriptor => ({ kind: "summary", name: "summary:model" }),
   grounding: (): StepDescriptor => ({ kind: "grounding", name: "grounding:model" }),
-  approved: (cycle: number, toolCallId: string): StepDescriptor => ({
+  approved: (cycle: number, toolCallId: string, calls?: readonly StepToolCall[]): StepDescriptor => ({
     kind: "approved",
     cycle,
     toolCallId,
     name: `cycle-${cycle}:approved:${toolCallId}`,
+    ...(calls ? { calls } : {}),
   }),
   history: (): StepDescriptor => ({ kind: "history", name: "history:load" }),
 } as const;

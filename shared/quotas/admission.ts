@@ -1,6 +1,6 @@
 import { type AdmissionPolicy, QuotaUnavailableError, RateLimitedError } from "../domain-errors.js";
 import type { CounterRef, CounterState, CounterStore, TotalCondition } from "../store/counters.js";
-import { secondsUntilEnd } from "../store/counters.js";
+import { markerName, secondsUntilEnd } from "../store/counters.js";
 import { isStoreUnavailable } from "../store/errors.js";
 import { holdConditions } from "./holds.js";
 import {
@@ -95,9 +95,14 @@ export interface AdmissionHold {
 
 /**
  * Admits the run `subject.runId` (see the module doc). A run id admitted before (a retried start) is
- * admitted again without counting twice. Of `holds`, the first the day's token and cost limits cover is
- * taken; when none is, the run is admitted holding nothing (its first model call will find no budget).
+ * admitted again without counting twice: in the same UTC day by its marker there, and, with `retried`,
+ * in the day before too (a start admitted just before midnight and retried after it). Of `holds`, the
+ * first the day's token and cost limits cover is taken; when none is, the run is admitted holding
+ * nothing (its first model call will find no budget).
  * @param options.expiresAtSeconds when the run's marker may be pruned if it never ends (epoch s)
+ * @param options.retried the run id may have been admitted already (a durable start under an
+ *   Idempotency-Key): the day before's item is read for its marker (one more request), and a marker
+ *   found there is the admission, nothing counted again (`policies` then empty: none was checked)
  * @throws RateLimitedError over a runs-per-minute or runs-in-flight limit; QuotaUnavailableError when the
  *   store fails or keeps refusing
  */
@@ -105,11 +110,17 @@ export async function admit(
   deps: AdmissionDeps,
   subject: { tenantId: string; userId: string; runId: string },
   limits: EffectiveLimits,
-  options: { expiresAtSeconds: number; holds?: readonly AdmissionHold[] | undefined },
+  options: {
+    expiresAtSeconds: number;
+    holds?: readonly AdmissionHold[] | undefined;
+    retried?: boolean | undefined;
+  },
 ): Promise<Admitted> {
   let holds = options.holds ?? [];
   try {
     let before = await inFlightBefore(deps, subject.tenantId, limits);
+    const earlier = options.retried ? await admittedDayBefore(deps, subject, before) : undefined;
+    if (earlier) return earlier;
     for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
       const now = deps.now();
       const carried = before?.runs ?? 0;
@@ -151,6 +162,30 @@ export async function admit(
 async function inFlightBefore(deps: AdmissionDeps, tenantId: string, limits: EffectiveLimits) {
   if (limits.tenant.concurrentRuns === null || !deps.dayBefore) return undefined;
   return deps.dayBefore(tenantId, deps.now());
+}
+
+/**
+ * The admission a retried run already has in the item of the UTC day before (its marker there), read
+ * from `before` when admission read that item, else with one read; undefined when it has none.
+ */
+async function admittedDayBefore(
+  deps: AdmissionDeps,
+  subject: { tenantId: string; runId: string },
+  before: Awaited<ReturnType<InFlightBefore>> | undefined,
+): Promise<Admitted | undefined> {
+  const ref = quotaRef(subject.tenantId, quotaRef(subject.tenantId, deps.now()).window.startMs - 1);
+  const state =
+    before?.ref.window.startMs === ref.window.startMs ? before.state : await deps.counters.read(ref);
+  const marker = state.markers.get(markerName(runKey(subject.runId)));
+  if (!marker) return undefined;
+  const held = {
+    dayStartMs: ref.window.startMs,
+    version: marker.version,
+    live: true,
+    hold: null,
+    consumed: false,
+  };
+  return { state: held, policies: [], totals: state.totals };
 }
 
 /** Remembers the minute each of the subject's slots holds, from an item's totals. */

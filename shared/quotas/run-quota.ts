@@ -56,6 +56,8 @@ export async function admitSyncRun(
  * {@link Quotas.admittedState}).
  * @param expiresAtSeconds when its marker may be pruned if it never ends: its deadline plus the longest
  *   it may wait (an approval, budget)
+ * @param retried the run id derives from an Idempotency-Key, so an earlier start may have admitted it,
+ *   maybe the UTC day before (shared/quotas/admission.ts `admit`)
  * @throws RateLimitedError; QuotaUnavailableError
  */
 export async function admitDurableRun(
@@ -63,8 +65,9 @@ export async function admitDurableRun(
   security: SecurityContext,
   runId: string,
   expiresAtSeconds: number,
+  retried = false,
 ): Promise<void> {
-  await quotas?.admit(subjectOf(security, runId), { expiresAtSeconds });
+  await quotas?.admit(subjectOf(security, runId), { expiresAtSeconds, retried });
 }
 
 /**

@@ -87,6 +87,8 @@ export class Quotas {
       expiresAtSeconds: number;
       firstCall?: { promptTokens: number; maxTokens: number } | undefined;
       bounds?: RunBounds | undefined;
+      /** The run id may have been admitted already, maybe the UTC day before (shared/quotas/admission.ts). */
+      retried?: boolean | undefined;
     },
   ): Promise<Admitted> {
     const { effective } = await this.limitsOrFailClosed(subject.tenantId);
@@ -99,7 +101,11 @@ export class Quotas {
     const holds = options.firstCall
       ? this.firstHolds({ ...options.firstCall, cycle: 1 }, options.bounds)
       : [];
-    return admit(deps, subject, effective, { expiresAtSeconds: options.expiresAtSeconds, holds });
+    return admit(deps, subject, effective, {
+      expiresAtSeconds: options.expiresAtSeconds,
+      holds,
+      retried: options.retried,
+    });
   }
 
   /**

@@ -39,7 +39,8 @@ export interface AsyncStartInput {
  * id, hence the execution name, derives from the caller (tenant, user), the key and the fingerprint ({@link asyncRunId}); the run
  * record (start time, limits) is written once through the run's lifecycle and the execution's input is
  * read back from it, so a retried or taken-over start sends Lambda the same name and payload and never
- * starts a second execution. A continuation is recorded with its history summary after the history is
+ * starts a second execution; such a start finds the record and is not admitted again (the quotas count
+ * the run once, whatever UTC day the retry comes in). A continuation is recorded with its history summary after the history is
  * fitted to the checkpoint limit (shared/durable/conversation-load.ts), exactly as the runner will fit it; the
  * payload names the previous run, the runner loads the transcript in a step.
  * @returns `accepted` with the stored run (`running`)
@@ -56,10 +57,17 @@ export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput
   // the run (admission, the run record) are made under the agent span, so they are in the run's trace.
   const trace = agentTraceOf(runId, false);
   const run = await withContext(trace && contextOf(trace), async () => {
+    // A retried start (same key, a run record already written) is the run its first start admitted:
+    // admitting it again would count it twice (in another UTC day, or once its marker is gone).
+    const retried = idempotency ? await deps.runs.getRecord(security.tenantId, runId) : undefined;
     // Admission first: a refused run (429) has written nothing. Its marker outlives the longest the run may take.
     const { approvals, quotas } = deps.config;
     const longest = limits.runTimeoutMs / 1000 + approvals.timeoutSeconds + quotas.waitSeconds;
-    await admitDurableRun(deps.quotas, security, runId, Math.floor(Date.now() / 1000 + longest));
+    // Under a key, an earlier start may have admitted the run and failed before writing its record.
+    if (retried?.userId !== security.userId) {
+      const expiresAtSeconds = Math.floor(Date.now() / 1000 + longest);
+      await admitDurableRun(deps.quotas, security, runId, expiresAtSeconds, idempotency !== undefined);
+    }
     const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
     return life.start({
       prompt: body.prompt,

@@ -78,14 +78,21 @@ export async function cancelRun(
     userId: after.run.userId,
     usage: { tokens: after.run.usage.totalTokens, costMicro: microOfAmount(after.run.cost?.amount ?? "0") },
   };
-  // Its marker is in the day it started or the day it last held (today, by the quotas' own clock).
+  // Its marker is in the day it started or the day it last held (today, by the quotas' own clock), or,
+  // before its first model step, still in its admission's day: admission precedes the record's start,
+  // so a run admitted just before midnight UTC and started after it has its marker in the day before.
   const { quotas } = deps;
+  const startedAt = Date.parse(found.run.startedAt);
+  const days = [startedAt - DAY_MS, startedAt, quotas?.now() ?? startedAt];
   await quotas
-    ?.releaseRun(security.tenantId, runId, [Date.parse(found.run.startedAt), quotas.now()], used)
+    ?.releaseRun(security.tenantId, runId, days, used)
     .catch((error: unknown) => deps.logger.warn("quota not released", { runId, error: error as Error }));
   deps.logger.info("durable run cancelled", { runId, approvalsCancelled: withdrawn.length });
   return after;
 }
+
+/** A UTC day in ms. */
+const DAY_MS = 86_400_000;
 
 /** Whether a live record waits in a durable wait (a person's decision, budget): only an execution puts it there. */
 function isWaiting(status: string): boolean {

@@ -234,10 +234,11 @@ export class RunEventLog {
 
   /**
    * Before a step: a tools step announces its calls (`tool.call.started`): the cycle's reply's, or the
-   * ones the step names when no model asked for them (an MCP call's).
+   * ones the step names when no model asked for them (an MCP call's); an approved step the call it names
+   * (an MCP call's approved repeat, whose run has no tools step).
    */
   stepStarting(step: StepDescriptor): void {
-    if (step.kind === "tools" && step.calls) {
+    if ((step.kind === "tools" || step.kind === "approved") && step.calls) {
       for (const call of step.calls) this.toolStarted(step.cycle, call.id, call.name, call.arguments);
       return;
     }

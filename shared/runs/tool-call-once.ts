@@ -255,7 +255,9 @@ async function followApproval(
   if (outcome.decision.decision !== "approved") {
     return withAudit(notRun(refusedByDecision(prepared.call, pointer.approvalId, outcome.decision)), audit);
   }
-  const result = await context.life.steps(runInline)(steps.approved(1, prepared.call.id), () =>
+  // The repeat's run has no tools step: its approved step announces the call, before the effect.
+  const approved = steps.approved(1, prepared.call.id, [prepared.call]);
+  const result = await context.life.steps(runInline)(approved, () =>
     toolSpan(prepared.call, () =>
       runApprovedCall(prepared, {
         security,

@@ -215,7 +215,9 @@ async function replayWithoutQuote(
   }
   throw new ToolBusinessError(
     "QUOTE_NOT_FOUND",
-    `There is no quote ${quoteId} for this tenant; use a quoteId returned by calculateTax.`,
+    // One sentence for a missing quote and another user's (a quote is its maker's): true for both, and
+    // it says nothing of whether the quote exists.
+    `You have no quote ${quoteId}; use a quoteId your own calculateTax call returned.`,
     { quoteId },
   );
 }

@@ -27,7 +27,7 @@ const DATE_SHAPE = /^\d{4}-\d{2}-\d{2}$/;
  *   with at most the currency's minor-unit decimals (checked by {@link refineAmount})
  * - `currency`: ISO 4217 code (case-insensitive)
  * - `jurisdiction`: ISO 3166-1 alpha-2 code (case-insensitive; "UK" is accepted for GB)
- * - `taxPointDate`: YYYY-MM-DD, or null for today in the rule table's timezone
+ * - `taxPointDate`: YYYY-MM-DD, or null (or absent) for today in the rule table's timezone
  */
 export const taxInputFields = {
   amount: z
@@ -53,6 +53,8 @@ export const taxInputFields = {
     .regex(DATE_SHAPE, "a date YYYY-MM-DD")
     // Only a well-formed date can fail this; the regex reports the others (one issue per problem).
     .refine((date) => !DATE_SHAPE.test(date) || isCalendarDate(date), "a calendar date that exists")
+    // null is declared, not only stripped: the JSON Schema a model and an MCP client see says it is accepted.
+    .nullable()
     .optional()
     .describe(
       `Tax point (time of supply) as YYYY-MM-DD; it picks the rate version. null means today in ${TAX_RULES.timezone}.`,

@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
-import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { type DynamoDBDocumentClient, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { inject } from "vitest";
 import { quotedRecordInvoiceArgs } from "../../local/fixtures.js";
 import type { LocalModelServer } from "../../local/model-server.js";
 import type { ApiDeps } from "../../shared/deps.js";
 import { createDocumentClient } from "../../shared/store/dynamo.js";
+import { keys } from "../../shared/store/keys.js";
 import { ensureTable } from "../../shared/store/table.js";
 import { seedEvent } from "./stack.js";
 
@@ -95,4 +96,41 @@ export async function scriptOneInvoice(
     { toolCalls: [{ id: "call_1", name: "recordInvoice", arguments: args }], delayMs },
     { content: "Recorded." },
   ]);
+}
+
+/** A stack's table: its client and name. */
+type TableOf = { deps: { ddb: DynamoDBDocumentClient }; config: { table: { name: string } } };
+
+/** `tenantId`'s Idempotency-Key records as stored (one consistent query). */
+export async function idempotencyRecords(stack: TableOf, tenantId: string) {
+  const result = await stack.deps.ddb.send(
+    new QueryCommand({
+      TableName: stack.config.table.name,
+      KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+      ExpressionAttributeValues: { ":pk": keys.tenant(tenantId), ":prefix": keys.idempotencyPrefix },
+      ConsistentRead: true,
+    }),
+  );
+  return result.Items ?? [];
+}
+
+/**
+ * Puts each of `tenantId`'s Idempotency-Key records back to IN_PROGRESS with its lease passed, as a
+ * start that crashed after its work leaves it: the next request with the key takes it over.
+ * @returns the records so changed
+ */
+export async function crashStarts(stack: TableOf, tenantId: string) {
+  const records = await idempotencyRecords(stack, tenantId);
+  for (const item of records) {
+    await stack.deps.ddb.send(
+      new UpdateCommand({
+        TableName: stack.config.table.name,
+        Key: { pk: item.pk, sk: item.sk },
+        UpdateExpression: "SET #status = :inProgress, leaseExpiresAt = :past",
+        ExpressionAttributeNames: { "#status": "status" },
+        ExpressionAttributeValues: { ":inProgress": "IN_PROGRESS", ":past": Date.now() - 1_000 },
+      }),
+    );
+  }
+  return records;
 }
