@@ -3,7 +3,12 @@ import { z } from "zod";
 import { createRegistry } from "../shared/agent/dispatcher.js";
 import { modelTool } from "../shared/agent/model-step.js";
 import { toStrictToolSchema } from "../shared/agent/strict-schema.js";
-import { defineTool, type ToolDefinition, ToolDefinitionError } from "../shared/agent/tool.js";
+import {
+  defineTool,
+  strictSchemaOf,
+  type ToolDefinition,
+  ToolDefinitionError,
+} from "../shared/agent/tool.js";
 import { mcpToolOf } from "../shared/mcp/server.js";
 import { toOpenAITool } from "../shared/model/openai-chat.js";
 import { LedgerStore } from "../shared/store/ledger.js";
@@ -21,15 +26,27 @@ const declare = (inputSchema: z.ZodObject) =>
     handler: async () => ({}),
   });
 
+/** The real registry; the stores are never used (only the schemas are read), the clock fixes the rules-in-force text. */
+const realTools = () =>
+  accountingTools({
+    ledger: new LedgerStore({} as never, "unused"),
+    quotes: new QuoteStore({} as never, "unused"),
+    quoteTtlSeconds: 900,
+    clock: () => new Date("2026-11-30T12:00:00Z"),
+  });
+
+type JsonNode = { type?: unknown; anyOf?: JsonNode[]; oneOf?: JsonNode[] } | undefined;
+
+/** Whether a JSON Schema node admits null: `type: "null"`, a type list with it, or such a union variant. */
+const acceptsNull = (node: JsonNode): boolean =>
+  node !== undefined &&
+  (node.type === "null" ||
+    (Array.isArray(node.type) && node.type.includes("null")) ||
+    [...(node.anyOf ?? []), ...(node.oneOf ?? [])].some(acceptsNull));
+
 describe("strict schemas at registration", () => {
   it("the real tools' generated strict schemas (snapshot)", () => {
-    // The stores are never used: only the schemas are read. The clock fixes the rules-in-force text.
-    const tools = accountingTools({
-      ledger: new LedgerStore({} as never, "unused"),
-      quotes: new QuoteStore({} as never, "unused"),
-      quoteTtlSeconds: 900,
-      clock: () => new Date("2026-11-30T12:00:00Z"),
-    }).values();
+    const tools = realTools().values();
     for (const tool of tools) {
       expect(toOpenAITool(modelTool(tool))).toMatchSnapshot(tool.name);
       // Every object in it is closed and lists every property as required.
@@ -55,6 +72,59 @@ describe("strict schemas at registration", () => {
       properties: Record<string, { anyOf?: unknown }>;
     };
     expect(strict.properties.taxPointDate?.anyOf).toEqual([date, { type: "null" }]);
+  });
+
+  it("every argument of every tool: null accepted by its zod schema ⇔ nullable in MCP's inputSchema ⇔ nullable in the strict schema; a description saying null means it is", () => {
+    const tools = [...realTools().values()];
+    expect(tools.map((tool) => tool.name)).toEqual([
+      "calculateTax",
+      "recordInvoice",
+      "getInvoice",
+      "listInvoices",
+    ]);
+    const checked: string[] = [];
+    for (const tool of tools) {
+      const mcp = mcpToolOf(tool).inputSchema.properties as Record<string, JsonNode>;
+      const strict = (
+        toStrictToolSchema(tool.inputSchema).parameters as { properties: Record<string, JsonNode> }
+      ).properties;
+      for (const [name, field] of Object.entries(tool.inputSchema.shape as Record<string, z.ZodType>)) {
+        const zodAcceptsNull = field.safeParse(null).success;
+        const seen = {
+          argument: `${tool.name}.${name}`,
+          mcp: acceptsNull(mcp[name]),
+          strict: acceptsNull(strict[name]),
+          description: /\bnull\b/.test(field.description ?? ""),
+        };
+        expect(seen).toEqual({
+          argument: seen.argument,
+          mcp: zodAcceptsNull,
+          strict: zodAcceptsNull,
+          description: seen.description && zodAcceptsNull,
+        });
+        checked.push(seen.argument);
+      }
+    }
+    // The loop ran over every argument (a tool without arguments would add none).
+    expect(checked).toContain("recordInvoice.clientReference");
+    expect(checked).toContain("listInvoices.limit");
+  });
+
+  it("a null sent for an optional argument parses as the argument left out, so both are one operation", () => {
+    for (const tool of realTools().values()) {
+      const optional = Object.entries(tool.inputSchema.shape as Record<string, z.ZodType>)
+        .filter(([, field]) => field.safeParse(undefined).success)
+        .map(([name]) => name);
+      const nulls = Object.fromEntries(optional.map((name) => [name, null]));
+      expect(strictSchemaOf(tool).stripNulls({ ...nulls, kept: 1 }), tool.name).toEqual({ kept: 1 });
+    }
+    const record = [...realTools().values()].find((tool) => tool.name === "recordInvoice");
+    const quoteId = `qt_${"a".repeat(32)}`;
+    const parse = (args: object) => record?.inputSchema.parse(strictSchemaOf(record).stripNulls(args));
+    expect(parse({ clientName: "Acme", quoteId, clientReference: null, description: null })).toEqual({
+      clientName: "Acme",
+      quoteId,
+    });
   });
 
   it("optional fields become required and nullable, at every depth; .nullable().optional() stays nullable", () => {
@@ -104,7 +174,7 @@ describe("strict schemas at registration", () => {
         },
       },
     });
-    // Nulls of optional fields are stripped (at every depth); a null of a nullable field is kept.
+    // Nulls of optional fields are stripped (at every depth), of a nullable one too (null means left out).
     expect(
       strict.stripNulls({
         name: "n",
@@ -117,7 +187,7 @@ describe("strict schemas at registration", () => {
       }),
     ).toEqual({
       name: "n",
-      address: { line: "l", extra: null },
+      address: { line: "l" },
       lines: [{ sku: "a" }, { sku: "b", discount: 5 }],
     });
     expect(strict.stripNulls({ name: "n", note: null, address: null, lines: [] })).toEqual({

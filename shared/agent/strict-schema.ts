@@ -16,8 +16,11 @@ export class StrictSchemaError extends Error {
  * A tool's input schema in the two forms the loop needs:
  * - `parameters`: the OpenAI strict JSON Schema sent as the function's `parameters` (`strict: true`).
  *   Every property is required; a field that is `.optional()` in zod is required and nullable here.
- * - `stripNulls(args)`: returns a copy of parsed JSON arguments without the `null`s the model sent for
- *   optional fields (the strict schema makes it send them), so zod sees those fields as absent.
+ * - `stripNulls(args)`: returns a copy of parsed JSON arguments without the `null`s sent for optional
+ *   fields (the strict schema makes the model send them), so zod sees those fields as absent. That holds
+ *   for an optional field declared `.nullable()` too: the model cannot tell null from absent there, so
+ *   neither does the tool, and a null and a left-out field are one operation (one idempotency key). A
+ *   required field's null is left for zod.
  */
 export interface StrictToolSchema {
   parameters: Record<string, unknown>;
@@ -135,7 +138,7 @@ function withNullableOptionals(root: JsonSchema): JsonSchema {
 }
 
 /**
- * Copies `value` without the nulls sent for optional, non-nullable properties, following the zod JSON
+ * Copies `value` without the nulls sent for optional properties (nullable or not), following the zod JSON
  * Schema (`properties`, `items`, local `$ref`s, and a union with exactly one object variant).
  */
 function stripOptionalNulls(schema: JsonSchema, value: unknown, root: JsonSchema): unknown {
@@ -161,7 +164,7 @@ function stripOptionalNulls(schema: JsonSchema, value: unknown, root: JsonSchema
       copy[key] = item;
       continue;
     }
-    if (item === null && !required.has(key) && !isNullable(resolveRef(property, root))) continue;
+    if (item === null && !required.has(key)) continue;
     copy[key] = stripOptionalNulls(property, item, root);
   }
   return copy;

@@ -40,11 +40,18 @@ interface JsonSchemaNode {
   const?: unknown;
 }
 
-/** The Cedar type of a JSON Schema node: integer → Long, boolean → Boolean, object → Record, array → Set, else String. */
+/**
+ * The Cedar type of a JSON Schema node: integer → Long, boolean → Boolean, object → Record, array → Set,
+ * else String. A null alternative is left out (`anyOf` with `{type: "null"}`, or "null" in a type list):
+ * Cedar has no null, and a null is never in the context ({@link contextValue} leaves it absent), so an
+ * optional `limit` that is also nullable stays an optional Long.
+ */
 export function cedarTypeOf(node: JsonSchemaNode): CedarType {
-  const types = Array.isArray(node.type) ? node.type : node.type ? [node.type] : [];
+  const types = (Array.isArray(node.type) ? node.type : node.type ? [node.type] : []).filter(
+    (t) => t !== "null",
+  );
   if (node.anyOf) {
-    const branches = node.anyOf.map(cedarTypeOf);
+    const branches = node.anyOf.filter((branch) => branch.type !== "null").map(cedarTypeOf);
     const first = JSON.stringify(branches[0]);
     return branches.every((b) => JSON.stringify(b) === first) && branches[0]
       ? branches[0]

@@ -9,7 +9,7 @@ export const LIST_INVOICES_MAX = 50;
 /** How many invoices listInvoices returns when `limit` is null. */
 export const LIST_INVOICES_DEFAULT = 20;
 
-/** listInvoices' input: `limit`, 1 to {@link LIST_INVOICES_MAX}, or null for {@link LIST_INVOICES_DEFAULT}. */
+/** listInvoices' input: `limit`, 1 to {@link LIST_INVOICES_MAX}, or null (or absent) for {@link LIST_INVOICES_DEFAULT}. */
 export const ListInvoicesInput = z
   .object({
     limit: z
@@ -17,6 +17,8 @@ export const ListInvoicesInput = z
       .int()
       .min(1)
       .max(LIST_INVOICES_MAX)
+      // null is declared, not only stripped: the JSON Schemas a model and an MCP client see say it is accepted.
+      .nullable()
       .optional()
       .describe(`How many invoices to return, 1-${LIST_INVOICES_MAX}; null for ${LIST_INVOICES_DEFAULT}.`),
   })

@@ -13,7 +13,7 @@ import { TaxFacts, taxFactsOf } from "./tax-facts.js";
  * ledger: every amount is copied from the stored quote.
  * - `clientName`: 1-200 chars; `quoteId`: from calculateTax
  * - `clientReference` (1-64 chars, e.g. a purchase order number) and `description` (1-500 chars):
- *   optional, null when not given
+ *   optional, null (or absent) when not given
  */
 export const RecordInvoiceInput = z
   .object({
@@ -33,6 +33,8 @@ export const RecordInvoiceInput = z
       .trim()
       .min(1)
       .max(64)
+      // null is declared, not only stripped: the JSON Schemas a model and an MCP client see say it is accepted.
+      .nullable()
       .optional()
       .describe("The client's own reference, e.g. a purchase order number (1-64 chars), or null."),
     description: z
@@ -40,6 +42,8 @@ export const RecordInvoiceInput = z
       .trim()
       .min(1)
       .max(500)
+      // null is declared, not only stripped: the JSON Schemas a model and an MCP client see say it is accepted.
+      .nullable()
       .optional()
       .describe("What the invoice is for (1-500 chars), or null."),
   })
