@@ -1,14 +1,5 @@
+import { METHODS, type OpenApiDocument, withEveryOperation } from "./openapi-document.js";
 import { ProblemError } from "./problem-details.js";
-
-/** The parts of an OpenAPI 3.1 document (as @hono/zod-openapi generates it) this module reads and extends. */
-interface OpenApiDocument {
-  paths?: Record<string, Record<string, { responses?: Record<string, unknown> } | undefined>>;
-  components?: { responses?: Record<string, unknown> };
-  [key: string]: unknown;
-}
-
-/** The operations of a path item (its other members, such as `parameters`, are not methods). */
-const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
 /** The reusable response every operation lists for 405 (`#/components/responses/MethodNotAllowed`). */
 const RESPONSE_NAME = "MethodNotAllowed";
@@ -32,33 +23,17 @@ const METHOD_NOT_ALLOWED_RESPONSE = {
  * input is not changed.
  */
 export function withMethodNotAllowed<T extends object>(input: T): T {
-  const document = input as OpenApiDocument;
-  const paths = Object.fromEntries(
-    Object.entries(document.paths ?? {}).map(([path, item]) => [
-      path,
-      Object.fromEntries(
-        Object.entries(item).map(([key, operation]) =>
-          METHODS.includes(key) && operation && !operation.responses?.["405"]
-            ? [
-                key,
-                {
-                  ...operation,
-                  responses: {
-                    ...operation.responses,
-                    405: { $ref: `#/components/responses/${RESPONSE_NAME}` },
-                  },
-                },
-              ]
-            : [key, operation],
-        ),
-      ),
-    ]),
+  return withEveryOperation(
+    input,
+    { name: RESPONSE_NAME, response: METHOD_NOT_ALLOWED_RESPONSE },
+    (_, operation) =>
+      operation.responses?.["405"]
+        ? operation
+        : {
+            ...operation,
+            responses: { ...operation.responses, 405: { $ref: `#/components/responses/${RESPONSE_NAME}` } },
+          },
   );
-  const components = {
-    ...document.components,
-    responses: { ...document.components?.responses, [RESPONSE_NAME]: METHOD_NOT_ALLOWED_RESPONSE },
-  };
-  return { ...document, paths, components } as unknown as T;
 }
 
 /**

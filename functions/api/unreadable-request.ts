@@ -1,17 +1,4 @@
-/** The parts of an OpenAPI 3.1 document (as @hono/zod-openapi generates it) this module reads and extends. */
-interface OpenApiDocument {
-  paths?: Record<string, Record<string, OpenApiOperation | undefined>>;
-  components?: { responses?: Record<string, unknown> };
-  [key: string]: unknown;
-}
-
-/** An operation's responses, as far as this module reads them. */
-interface OpenApiOperation {
-  responses?: Record<string, { $ref?: string; content?: Record<string, unknown>; description?: string }>;
-}
-
-/** The operations of a path item (its other members, such as `parameters`, are not methods). */
-const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+import { type OpenApiOperation, withEveryOperation } from "./openapi-document.js";
 
 /** The reusable response of an operation that documents no 400 (`#/components/responses/UnreadableRequest`). */
 const RESPONSE_NAME = "UnreadableRequest";
@@ -31,38 +18,22 @@ const PROBLEM_CONTENT = { "application/problem+json": { schema: { $ref: "#/compo
  * beside it. A new object; the input is not changed.
  */
 export function withUnreadableRequest<T extends object>(input: T): T {
-  const document = input as OpenApiDocument;
-  const withBadRequest = (method: string, operation: OpenApiOperation): OpenApiOperation => {
-    const own = operation.responses?.["400"];
-    if (own?.$ref || own?.content?.["application/problem+json"] || (own && method === "head"))
-      return operation;
-    const badRequest = own
-      ? {
-          ...own,
-          description: `${own.description ?? ""} Or ${DESCRIPTION}`,
-          content: { ...own.content, ...PROBLEM_CONTENT },
-        }
-      : method === "head"
-        ? { description: DESCRIPTION }
-        : { $ref: `#/components/responses/${RESPONSE_NAME}` };
-    return { ...operation, responses: { ...operation.responses, 400: badRequest } };
-  };
-  const paths = Object.fromEntries(
-    Object.entries(document.paths ?? {}).map(([path, item]) => [
-      path,
-      Object.fromEntries(
-        Object.entries(item).map(([key, operation]) =>
-          METHODS.includes(key) && operation ? [key, withBadRequest(key, operation)] : [key, operation],
-        ),
-      ),
-    ]),
-  );
-  const components = {
-    ...document.components,
-    responses: {
-      ...document.components?.responses,
-      [RESPONSE_NAME]: { description: DESCRIPTION, content: PROBLEM_CONTENT },
-    },
-  };
-  return { ...document, paths, components } as unknown as T;
+  const response = { description: DESCRIPTION, content: PROBLEM_CONTENT };
+  return withEveryOperation(input, { name: RESPONSE_NAME, response }, withBadRequest);
+}
+
+/** `operation` (of `method`) with the edge's 400, unless it already documents a problem+json one. */
+function withBadRequest(method: string, operation: OpenApiOperation): OpenApiOperation {
+  const own = operation.responses?.["400"];
+  if (own?.$ref || own?.content?.["application/problem+json"] || (own && method === "head")) return operation;
+  const badRequest = own
+    ? {
+        ...own,
+        description: `${own.description ?? ""} Or ${DESCRIPTION}`,
+        content: { ...own.content, ...PROBLEM_CONTENT },
+      }
+    : method === "head"
+      ? { description: DESCRIPTION }
+      : { $ref: `#/components/responses/${RESPONSE_NAME}` };
+  return { ...operation, responses: { ...operation.responses, 400: badRequest } };
 }
