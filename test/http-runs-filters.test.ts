@@ -45,6 +45,19 @@ const ids = async (claims: Record<string, string>, query = "") => {
 const BDT = "Tax on 200 BDT for a client in Bangladesh, and record the invoice for them please";
 const DE = "Tax on 500 EUR for a client in Germany (DE)";
 
+/** A run of the writer's recorded straight in the store (`running`, nothing run), its id. */
+async function recordRun(prompt: string, timeoutMs: number): Promise<string> {
+  const runId = `run_${crypto.randomUUID()}`;
+  await stack.deps.runs.start({
+    tenantId: TENANT,
+    runId,
+    userId: WRITER.sub,
+    prompt,
+    limits: { maxCycles: 5, timeoutMs },
+  });
+  return runId;
+}
+
 describe("GET /v1/runs for the console", () => {
   const runs: Record<string, string> = {};
   beforeAll(async () => {
@@ -52,14 +65,7 @@ describe("GET /v1/runs for the console", () => {
     runs.second = await startRun(OTHER_WRITER, DE);
     runs.third = await startRun(WRITER, DE);
     runs.foreign = await startRun({ ...WRITER, tenant_id: "tenant_filters_02" }, DE);
-    const cancelled = `run_${crypto.randomUUID()}`;
-    await stack.deps.runs.start({
-      tenantId: TENANT,
-      runId: cancelled,
-      userId: WRITER.sub,
-      prompt: "cancel me",
-      limits: { maxCycles: 5, timeoutMs: 25_000 },
-    });
+    const cancelled = await recordRun("cancel me", 25_000);
     await stack.deps.runs.cancel(TENANT, cancelled, "cancelled by usr_writer");
     runs.cancelled = cancelled;
   });
@@ -150,14 +156,7 @@ describe("GET /v1/runs for the console", () => {
   });
 
   it("filters by every record status a run can be in, a durable run waiting for budget included", async () => {
-    const waiting = `run_${crypto.randomUUID()}`;
-    await stack.deps.runs.start({
-      tenantId: TENANT,
-      runId: waiting,
-      userId: WRITER.sub,
-      prompt: "wait for budget",
-      limits: { maxCycles: 5, timeoutMs: 600_000 },
-    });
+    const waiting = await recordRun("wait for budget", 600_000);
     expect(await stack.deps.runs.setAwaitingQuota(TENANT, waiting, true)).toBe(true);
     expect(await ids(READER, "?scope=tenant&status=awaiting_quota")).toEqual([waiting]);
     expect(await ids(WRITER, "?status=awaiting_quota")).toEqual([waiting]);
