@@ -9,7 +9,7 @@ import {
 import type { ModelUsage } from "../agent/model.js";
 import type { ModelPrice } from "../config/quotas.js";
 import { QUOTA_UNAVAILABLE_MESSAGE, QuotaUnavailableError } from "../domain-errors.js";
-import { type CounterChange, type CounterStore, markerName } from "../store/counters.js";
+import { type CounterChange, type CounterStore, DAY_MS, markerName } from "../store/counters.js";
 import { holdLimits, secondsToDayEnd } from "./admission.js";
 import { callHold, holdConditions, RUN_HOLD_SHARE, type RunBounds, runHold, tokensLeftIn } from "./holds.js";
 import {
@@ -59,9 +59,6 @@ export interface RunBudgetDeps {
    */
   onStoreFailure: "refuse" | "throw";
 }
-
-/** A UTC day in ms (the quota item's window: shared/store/counter-shapes.ts). */
-const DAY_MS = 86_400_000;
 
 /** Writes one reservation may take (a wrong version adopted, a prune, a smaller `max_tokens`, a lost marker). */
 const ATTEMPTS = 5;

@@ -4,6 +4,7 @@ import { executionNameFor } from "../durable/executions.js";
 import type { SecurityContext } from "../identity.js";
 import { microOfAmount } from "../quotas/prices.js";
 import { agentTraceOf, finishCarriedRunSpan } from "../run-trace.js";
+import { DAY_MS } from "../store/counters.js";
 import { UNFINISHED_STATUSES } from "../store/run-records.js";
 import { canCancelRun, runIfAllowed } from "./access.js";
 import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
@@ -90,9 +91,6 @@ export async function cancelRun(
   deps.logger.info("durable run cancelled", { runId, approvalsCancelled: withdrawn.length });
   return after;
 }
-
-/** A UTC day in ms. */
-const DAY_MS = 86_400_000;
 
 /** Whether a live record waits in a durable wait (a person's decision, budget): only an execution puts it there. */
 function isWaiting(status: string): boolean {

@@ -7,8 +7,11 @@ import { sha256Hex } from "../hash.js";
 /** The windows a counter item can span, aligned to UTC (epoch ms are UTC; no leap seconds). */
 export type CounterWindowKind = "minute" | "hour" | "day";
 
+/** A UTC day in ms: the `day` window, the quota item's and the policy totals' (no leap seconds). */
+export const DAY_MS = 86_400_000;
+
 /** Length of each {@link CounterWindowKind} in ms. */
-const WINDOW_MS: Record<CounterWindowKind, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+const WINDOW_MS: Record<CounterWindowKind, number> = { minute: 60_000, hour: 3_600_000, day: DAY_MS };
 
 /**
  * One UTC window: `startMs` (inclusive) and `endMs` (exclusive), epoch ms; `id` names it in keys:

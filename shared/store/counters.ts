@@ -66,7 +66,7 @@ export type {
   ReserveResult,
   TotalCondition,
 } from "./counter-shapes.js";
-export { counterWindow, markerName, secondsUntilEnd, totalName } from "./counter-shapes.js";
+export { counterWindow, DAY_MS, markerName, secondsUntilEnd, totalName } from "./counter-shapes.js";
 
 /** The item type of counter items. */
 const ITEM_TYPE = "counter";
