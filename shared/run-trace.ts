@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto";
 import { type Context, context, type Span, trace } from "@opentelemetry/api";
 import type { ModelTelemetry } from "./agent/model.js";
+import { sha256Hex } from "./hash.js";
 import type { RunObserver, RunSubject } from "./runs/observer.js";
 import {
   ATTR,
@@ -118,7 +118,7 @@ const NO_SPAN: RunSpan = { context: undefined, finish() {}, fail() {} };
  */
 export function agentTraceOf(runId: string, withParent = true): CarriedTrace | undefined {
   if (!tracingOptions().enabled) return undefined;
-  const hash = (what: string) => createHash("sha256").update(`${what}:${runId}`).digest("hex");
+  const hash = (what: string) => sha256Hex(`${what}:${runId}`);
   const spanId = hash("span").slice(0, 16);
   const parent = withParent ? trace.getSpan(context.active())?.spanContext() : undefined;
   if (parent && trace.isSpanContextValid(parent)) {

@@ -1,4 +1,6 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../shared/hash.js";
 import { presetAwareIds, randomHex } from "../shared/telemetry/sdk.js";
 
 describe("span and trace ids", () => {
@@ -17,5 +19,17 @@ describe("span and trace ids", () => {
     expect(ids.every((id, i) => id.length === 2 * (1 + (i % 24)))).toBe(true);
     const long = ids.filter((id) => id.length >= 16);
     expect(new Set(long).size).toBe(long.length);
+  });
+});
+
+describe("the service's one hash", () => {
+  it("is SHA-256 as hex, for ASCII and non-ASCII text alike (FIPS 180-2 vectors; UTF-8 bytes)", () => {
+    expect(sha256Hex("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    expect(sha256Hex("")).toBe("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    expect(sha256Hex("€")).toBe(
+      createHash("sha256")
+        .update(Buffer.from([0xe2, 0x82, 0xac]))
+        .digest("hex"),
+    );
   });
 });
