@@ -229,6 +229,33 @@ describe("a synchronous run killed mid-run", () => {
     expect((await getTask(MALLORY, runId)).error).toBeDefined();
   });
 
+  it("A2A ListTasks after its last write but before it was abandoned lists it: its status changed then", async () => {
+    const run = await call(ALICE, "GET", `/v1/runs/${runId}`);
+    const abandonedAt = Date.parse(run.body?.finishedAt as string);
+    // Its record's last write came before its deadline, so at least the grace before it read abandoned:
+    // a filter on the stored last write alone would leave it out of the first two listings below.
+    const tasksAfter = async (instant: number) => {
+      const answer = await call(ALICE, "POST", "/v1/a2a", {
+        body: a2aRequest("ListTasks", { statusTimestampAfter: new Date(instant).toISOString() }),
+        headers: A2A,
+      });
+      const result = answer.body?.result as {
+        tasks: Array<{ id: string; status: { state: string; timestamp: string } }>;
+      };
+      return result.tasks.map((task) => ({
+        id: task.id,
+        state: task.status.state,
+        at: task.status.timestamp,
+      }));
+    };
+    const failed = { id: runId, state: "TASK_STATE_FAILED", at: new Date(abandonedAt).toISOString() };
+    expect(await tasksAfter(abandonedAt - 1_000)).toEqual([failed]);
+    expect(await tasksAfter(abandonedAt - STALE_RUN_GRACE_MS - 1)).toEqual([failed]);
+    expect(await tasksAfter(abandonedAt)).toEqual([]);
+    // A GET of the run says when it last changed: at its abandonment.
+    expect(run.body?.updatedAt).toBe(new Date(abandonedAt).toISOString());
+  });
+
   it("cannot be cancelled (409 RUN_NOT_RUNNING) nor continued (409 PREVIOUS_RUN_NOT_CONTINUABLE)", async () => {
     const cancel = await call(ALICE, "POST", `/v1/runs/${runId}/cancel`);
     expect(cancel.status).toBe(409);

@@ -40,7 +40,8 @@ export function syncDeadlineOf(deadlineAt: number): string {
 
 /**
  * The run as a reader sees it at epoch ms `now`: abandoned (status {@link RUN_ABANDONED_STATUS}, reason
- * {@link RUN_ABANDONED_REASON}, `finishedAt` the instant it became so, `cycles` the cycles it recorded)
+ * {@link RUN_ABANDONED_REASON}, `finishedAt` and `updatedAt` the instant it became so, `cycles` the cycles it
+ * recorded)
  * when it is `running` with a synchronous deadline more than {@link STALE_RUN_GRACE_MS} behind `now`;
  * otherwise as stored.
  */
@@ -57,6 +58,7 @@ export function abandonedView(
     status: RUN_ABANDONED_STATUS,
     reason: RUN_ABANDONED_REASON,
     finishedAt: new Date(abandonedAt).toISOString(),
+    updatedAt: new Date(abandonedAt).toISOString(),
     cycles: run.cyclesRecorded,
   };
 }
@@ -65,11 +67,13 @@ export function abandonedView(
  * The run store's read rule (shared/store/runs.ts `RunReadRule`) on `clock`: reads apply
  * {@link abandonedView}; a listing's status filter and the store's writes to a running run take a
  * synchronous deadline before `now - STALE_RUN_GRACE_MS` as abandoned, so what a filter keeps agrees with
- * what a GET shows and an abandoned run never changes again (a late outcome write is refused).
+ * what a GET shows and an abandoned run never changes again (a late outcome write is refused); a
+ * listing of runs changed after an instant keeps those abandoned since (deadline after instant − grace).
  */
 export function abandonedRunRule(clock: Pick<Clock, "now">): RunReadRule<AgentRunShapes> {
   return {
     view: (run, syncDeadlineAt) => abandonedView(run, syncDeadlineAt, clock.now()),
     abandonedBefore: () => new Date(clock.now() - STALE_RUN_GRACE_MS).toISOString(),
+    deadlineAbandonedAt: (instant) => new Date(Date.parse(instant) - STALE_RUN_GRACE_MS).toISOString(),
   };
 }

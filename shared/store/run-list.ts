@@ -18,6 +18,9 @@ import { ITEM_LIVE, LIST_INDEX, type StoredItem, TABLE_SCHEMA, TTL_NAMES } from 
  * - `abandonedBefore`: the run store's read rule (./run-records.ts `RunReadRule`, set by the store, not
  *   by a caller): a `running` record whose synchronous deadline is before this instant is in status
  *   `abandoned` for `status` and `statuses`, and no longer `running`, as a read of it shows
+ * - `abandonedDeadlineAfter` (with `updatedAfter` and `abandonedBefore`; set by the store from the same
+ *   rule): such an abandoned record whose synchronous deadline is after this instant became abandoned
+ *   after `updatedAfter`, so `updatedAfter` keeps it although nothing wrote it since
  */
 export interface RunListFilter {
   userId?: string | undefined;
@@ -29,6 +32,7 @@ export interface RunListFilter {
   conversationId?: string | undefined;
   updatedAfter?: string | undefined;
   abandonedBefore?: string | undefined;
+  abandonedDeadlineAfter?: string | undefined;
 }
 
 /** Index reads of one runs page at most (`reads`), and the items each evaluates before the filter. */
@@ -141,7 +145,11 @@ function runListInput(tableName: string, partition: string, filter: RunListFilte
   match("runId", filter.runIdPrefix, (name, v) => `begins_with(${name}, ${v})`);
   match("conversationId", filter.conversationId, (name, v) => `${name} = ${v}`);
   // Both sides are `Date.toISOString` text (the caller normalizes its instant), so text order is time order.
-  match("updatedAt", filter.updatedAfter, (name, v) => `${name} > ${v}`);
+  match("updatedAt", filter.updatedAfter, (name, v) =>
+    filter.abandonedBefore === undefined || filter.abandonedDeadlineAfter === undefined
+      ? `${name} > ${v}`
+      : `(${name} > ${v} OR ${abandonedSince(names, values, filter.abandonedBefore, filter.abandonedDeadlineAfter)})`,
+  );
   const statusIs = statusTest(names, values, filter.abandonedBefore);
   if (filter.status !== undefined) filters.push(statusIs(filter.status, "status"));
   if (filter.statuses !== undefined) {
@@ -183,6 +191,25 @@ function statusTest(
     values[`:${key}`] = status;
     return `#status = :${key}`;
   };
+}
+
+/**
+ * The filter expression that a record reads `abandoned` (a `running` record whose synchronous deadline is
+ * before `before`) and became so after its deadline `after` passed: what changed it was the read rule,
+ * not a write (see {@link RunListFilter} `abandonedDeadlineAfter`).
+ */
+function abandonedSince(
+  names: Record<string, string>,
+  values: Record<string, unknown>,
+  before: string,
+  after: string,
+): string {
+  names["#status"] = "status";
+  names["#syncDeadline"] = SYNC_DEADLINE_ATTRIBUTE;
+  values[":running"] = "running";
+  values[":abandonedBefore"] = before;
+  values[":abandonedDeadlineAfter"] = after;
+  return "(#status = :running AND #syncDeadline < :abandonedBefore AND #syncDeadline > :abandonedDeadlineAfter)";
 }
 
 /** The cursor naming an item's place: its table and listing-index keys. */

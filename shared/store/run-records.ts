@@ -115,10 +115,13 @@ export const SYNC_DEADLINE_ATTRIBUTE = "syncDeadlineAt";
  * - `abandonedBefore()`: an ISO 8601 UTC instant; a `running` record whose synchronous deadline is before
  *   it is the one `view` shows as `abandoned`: a listing's `status` / `statuses` filter reads it so, and
  *   a write conditioned on a running record no longer finds it running
+ * - `deadlineAbandonedAt(instant)`: the synchronous deadline (ISO 8601 UTC) of a run that reads abandoned
+ *   from `instant` (ISO 8601) on: a listing of runs changed after `instant` keeps those abandoned since
  */
 export interface RunReadRule<S extends RunShapes = RunShapes> {
   view(run: RunRecord<S>, syncDeadlineAt: string | undefined): RunRecord<S>;
   abandonedBefore(): string;
+  deadlineAbandonedAt(instant: string): string;
 }
 
 /**

@@ -368,8 +368,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
     options: { limit: number; cursor?: string | undefined; filter?: RunListFilter; withTotal?: boolean },
     now: Date = new Date(),
   ): Promise<{ runs: RunRecord<S>[]; nextCursor: string | undefined; total?: number }> {
-    const abandonedBefore = this.options.readRule?.abandonedBefore();
-    const filter = { ...options.filter, ...(abandonedBefore === undefined ? {} : { abandonedBefore }) };
+    const filter = this.withReadRule(options.filter ?? {});
     const nowSeconds = Math.floor(now.getTime() / 1000);
     const [page, total] = await Promise.all([
       queryRunList(this.client, this.tableName, tenantId, { ...options, filter }, nowSeconds),
@@ -381,6 +380,20 @@ export class RunStore<S extends RunShapes = RunShapes> {
       runs: page.items.map((item) => this.seen(splitItem(item).attributes)),
       nextCursor: page.nextCursor,
       ...(total === undefined ? {} : { total }),
+    };
+  }
+
+  /** `filter` with the read rule's part (run-list.ts {@link RunListFilter}: `abandonedBefore`, …). */
+  private withReadRule(filter: RunListFilter): RunListFilter {
+    const rule = this.options.readRule;
+    if (!rule) return filter;
+    const { updatedAfter } = filter;
+    return {
+      ...filter,
+      abandonedBefore: rule.abandonedBefore(),
+      ...(updatedAfter === undefined
+        ? {}
+        : { abandonedDeadlineAfter: rule.deadlineAbandonedAt(updatedAfter) }),
     };
   }
 
