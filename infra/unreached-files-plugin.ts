@@ -21,6 +21,11 @@ interface Replacement {
  *   exists, which Node on Lambda has not: the model client fetches through `node:http`.
  * - `@smithy/core`'s web-stream body mixin (~1.3 kB), used only for a response body that is not a Node
  *   `Readable`: the AWS clients send over `@smithy/node-http-handler`, whose bodies are.
+ * - `@smithy/core`'s S3 endpoint parameters (~0.9 kB), applied only to a client whose service is S3: the
+ *   functions have no S3 client.
+ * - `@smithy/core`'s region lookup in the EC2 instance metadata service (~1.3 kB), the last resort when
+ *   no `AWS_REGION` is set: Lambda always sets it and has no instance metadata service, so there the
+ *   lookup finds nothing (after a connection attempt); its stand-in finds nothing at once.
  * Each stand-in throws a clear Error naming this plugin if it ever runs. test/infra-synth.test.ts runs a
  * run, a model call and DynamoDB through the bundle; tests of unbundled code run the real files.
  */
@@ -47,6 +52,26 @@ const REPLACEMENTS: Replacement[] = [
     file: "dist-es/submodules/serde/util-stream/sdk-stream-mixin.browser.js",
     contents: (unreached) =>
       `export const sdkStreamMixin = () => { ${unreached("the web-stream body mixin")} };`,
+  },
+  {
+    pkg: "@smithy/core",
+    file: "dist-es/submodules/endpoints/middleware-endpoint/service-customizations/s3.js",
+    contents: (unreached) =>
+      [
+        `const s3 = () => { ${unreached("S3's endpoint parameters")} };`,
+        "export const resolveParamsForS3 = s3, isArnBucketName = s3, isDnsCompatibleBucketName = s3;",
+        "export const DOT_PATTERN = /\\./;",
+        "export const S3_HOSTNAME_PATTERN = /^(.+\\.)?s3(-fips)?(\\.dualstack)?[.-]([a-z0-9-]+)\\./;",
+      ].join("\n"),
+  },
+  {
+    pkg: "@smithy/core",
+    file: "dist-es/submodules/config/config-resolver/regionConfig/getInstanceMetadataRegion.js",
+    contents: () =>
+      [
+        "// Lambda has no instance metadata service (infra/unreached-files-plugin.ts).",
+        "export const getInstanceMetadataRegion = async () => undefined;",
+      ].join("\n"),
   },
 ];
 

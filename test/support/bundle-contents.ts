@@ -224,9 +224,16 @@ export function describeBundleContents(bundleDir: (functionId?: string) => strin
       }
       // The files infra/unreached-files-plugin.ts replaces in place: their stand-ins, which name it, are in.
       const code = files.map((file) => readFileSync(join(dir, file), "utf8")).join("\n");
-      for (const stub of ["fetchCurl (node-libcurl)", "the web-stream body mixin"]) {
+      for (const stub of [
+        "fetchCurl (node-libcurl)",
+        "the web-stream body mixin",
+        "S3's endpoint parameters",
+      ]) {
         expect(code, stub).toContain(`${stub} is not in the Lambda bundle (infra/unreached-files-plugin.ts)`);
       }
+      // No region lookup in the instance metadata service (Lambda has none): its addresses are not in.
+      expect(code).not.toContain("169.254.169.254");
+      expect(code).not.toContain("fd00:ec2::254");
       expect(sources.some((source) => source.includes("node_modules/hono/dist/router/trie-router/"))).toBe(
         true,
       );
