@@ -215,7 +215,17 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
   });
 
   it("a user without billing:approve sees the API's refusal naming it, and no lists to read as empty", async () => {
-    const writer = await stack.pages.signedIn(stack.dev, "writer", "#/approvals");
+    // The navigation offers only the views the API lets the caller read (GET /v1/me's permissions): a
+    // writer has no approvals, ledger or policies link; an approver has the approvals and the ledger.
+    const navigation = (page: Page) => page.getByRole("navigation", { name: "Console" }).getByRole("link");
+    const links = async (page: Page) => navigation(page).allInnerTexts();
+    const writer = await stack.pages.signedIn(stack.dev, "writer");
+    expect(await links(writer)).toEqual(["Runs", "Usage"]);
+    const approver = await stack.pages.signedIn(stack.dev, "approver");
+    expect(await links(approver)).toEqual(["Runs", "Approvals", "Ledger", "Usage"]);
+    await approver.close();
+    // Followed anyway (a bookmark), the view is the API's refusal.
+    await go(writer, "#/approvals");
     await expect
       .poll(() => writer.locator("main").innerText())
       .toContain('FORBIDDEN: This needs the "billing:approve" permission, which the caller lacks.');

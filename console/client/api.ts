@@ -26,7 +26,10 @@ export const setToken = (token: string): void => sessionStorage.setItem(TOKEN_KE
 /** Forgets the token. */
 export const clearToken = (): void => sessionStorage.removeItem(TOKEN_KEY);
 
-/** Who the token names (display only: the API decides every permission from the verified token). */
+/**
+ * The caller as the API verified it (`GET /v1/me`): its user, tenant and permissions, read the way every
+ * route reads them (the deploy's PERMISSION_CLAIMS), so what the page offers is what the API allows.
+ */
 export interface Caller {
   sub: string;
   tenant: string;
@@ -34,26 +37,28 @@ export interface Caller {
 }
 
 /**
- * Reads the token's claims (unverified, for display and for which controls to offer): `sub`, the tenant
- * (`tenant_id` or `custom:tenant_id`), the permissions (`scope`, `permissions`, `cognito:groups`).
+ * Whether `token` reads as a JWT (three dot-separated parts whose second is a JSON object): a pasted
+ * text that does not is no token, and the sign-in form says so before asking the API.
  */
-export function callerOf(token: string): Caller | null {
+export function tokenReads(token: string): boolean {
   try {
     const part = token.split(".")[1] ?? "";
-    const json = atob(part.replaceAll("-", "+").replaceAll("_", "/"));
-    const claims = JSON.parse(json) as Record<string, unknown>;
-    const tenant = claims.tenant_id ?? claims["custom:tenant_id"];
-    return {
-      sub: String(claims.sub ?? "?"),
-      tenant: String(tenant ?? "?"),
-      scopes: [
-        ...String(claims.scope ?? "").split(" "),
-        ...[claims.permissions ?? [], claims["cognito:groups"] ?? []].flat().map(String),
-      ].filter((scope) => scope !== ""),
-    };
+    const claims: unknown = JSON.parse(atob(part.replaceAll("-", "+").replaceAll("_", "/")));
+    return typeof claims === "object" && claims !== null;
   } catch {
-    return null;
+    return false;
   }
+}
+
+/**
+ * Asks the API who the caller is (`GET /v1/me`).
+ * @returns the caller, or the API's refusal (a 401 has already shown the sign-in: {@link whenUnauthorized})
+ */
+export async function fetchCaller(): Promise<Caller | ApiAnswer> {
+  const answer = await api<{ userId: string; tenantId: string; permissions: string[] }>("/v1/me");
+  if (!answer.ok) return answer;
+  const { userId, tenantId, permissions } = answer.body;
+  return { sub: userId, tenant: tenantId, scopes: permissions };
 }
 
 /** An answer of the API: status and parsed JSON body (a problem's body on errors). */
