@@ -1,6 +1,7 @@
 // biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (rendered text, as a person reads it), not the DOM property
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
+import { ProblemError } from "../functions/api/problem-details.js";
 import { mintToken, readIssuerFile } from "../local/dev-auth.js";
 import { screenshot } from "./support/browser.js";
 import {
@@ -186,8 +187,44 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
 
   it("cancel from the run view: its user confirms, the run ends cancelled live, its approval is withdrawn", async () => {
     const { owner, runId } = await pausedRun();
+    // A billing reader follows it while its event stream fails: the streaming function answers what the
+    // API answers when DynamoDB cannot be reached (503 STORE_UNAVAILABLE, Retry-After, CORS), which the
+    // local stack cannot be made to do on cue. The page says the stream is down and that it reconnects,
+    // then that it is live again; the timeline catches up and follows on to the run's end.
+    const reader = await stack.pages.signedIn(stack.dev, "approver");
+    const unavailable = new ProblemError(
+      "STORE_UNAVAILABLE",
+      "The data store is not reachable right now; retry shortly.",
+    );
+    let failing = true;
+    let refused = 0;
+    await reader.route("**/v1/runs/*/events", (route) => {
+      if (!failing) return route.continue();
+      refused += 1;
+      return route.fulfill({
+        status: unavailable.status,
+        headers: { ...unavailable.responseHeaders, "access-control-allow-origin": stack.dev.url },
+        body: JSON.stringify(unavailable.body),
+      });
+    });
+    await go(reader, `#/runs/${runId}`);
+    const liveLine = reader.locator("p.live");
+    await expect
+      .poll(() => liveLine.innerText(), { timeout: 20_000 })
+      .toMatch(
+        /^The live stream is down since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(the server answered STORE_UNAVAILABLE: The data store is not reachable right now; retry shortly\.\): reconnecting, attempt [3-9] in \d+ s\. The timeline may be behind\.$/,
+      );
+    expect(await reader.locator("ol.timeline > li").count()).toBe(0);
+    failing = false;
+    await expect
+      .poll(() => liveLine.innerText(), { timeout: 20_000 })
+      .toMatch(
+        /^Live again since .+ UTC: the stream was down from .+ UTC, and the events of that time are in the timeline\.$/,
+      );
+    await timelineHas(reader, "approval.requested");
+    expect(refused).toBeGreaterThanOrEqual(2);
+    await expectAccessible(reader, "run-stream-recovered");
     // A billing reader who did not start it may not cancel it: the view says so instead of a button.
-    const reader = await stack.pages.signedIn(stack.dev, "approver", `#/runs/${runId}`);
     await expect
       .poll(() => reader.locator(".run-actions").innerText())
       .toBe("Only its user or a billing writer may cancel this run.");
@@ -201,6 +238,7 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
     await screenshot(owner, "run-cancel-confirm");
     await owner.getByRole("button", { name: "Yes, cancel the run" }).click();
     await timelineHas(owner, "run.finished");
+    await timelineHas(reader, "run.finished");
     expect(await owner.locator('li[data-type="run.finished"]').innerText()).toContain("Run ended: cancelled");
     await expect.poll(() => owner.locator(".title-row .badge").innerText()).toContain("Cancelled");
     await expect.poll(() => owner.locator(".run-actions").innerText()).toBe("Cancelled by usr_demo.");
