@@ -316,19 +316,36 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
     await send(`/v1/runs/${runId}/cancel`, user, { method: "POST" });
   });
 
-  it("the time left in its last minute says less than a minute, not 0 min", async () => {
+  it("the time left ticks with the page's clock: less than a minute in its last one (not 0 min), then expired, without a reload", async () => {
     const { runId } = await pausedRun();
     const listed = await fetch(`${stack.dev.url}/v1/approvals?status=pending&limit=100`, {
       headers: { authorization: `Bearer ${await tokenFor(stack.dev, "approver")}` },
     });
     const { items } = (await listed.json()) as { items: Array<{ runId: string; expiresAt: string }> };
     const expiresAt = Date.parse(items.find((approval) => approval.runId === runId)?.expiresAt ?? "");
-    // A context of its own (its options differ), whose page clock reads 30 s before the expiry.
+    // A context of its own (its options differ), whose page clock is Playwright's: it runs from 200 s
+    // before the expiry while the page loads, then stands still at 90 s before it and moves only when
+    // the test moves it.
     const options = { ...DESKTOP, locale: "en-GB" };
-    await (await stack.pages.blank(options)).context().clock.setFixedTime(expiresAt - 30_000);
+    const { clock } = (await stack.pages.blank(options)).context();
+    await clock.install({ time: expiresAt - 200_000 });
     const approver = await stack.pages.signedIn(stack.dev, "approver", "#/approvals", options);
     const card = cardOf(approver, runId);
     await expect.poll(() => card.count()).toBe(1);
-    expect(await card.innerText()).toMatch(/Requested by usr_demo at .+ UTC; less than a minute left\./);
+    await clock.pauseAt(expiresAt - 90_000);
+    await expect.poll(() => card.innerText()).toMatch(/Requested by usr_demo at .+ UTC; 1 min left\./);
+    await clock.runFor(60_000);
+    await expect
+      .poll(() => card.innerText())
+      .toMatch(/Requested by usr_demo at .+ UTC; less than a minute left\./);
+    expect(await card.getByRole("button", { name: "Approve…" }).isEnabled()).toBe(true);
+    // At the expiry the card says so, and offers no decision the API would refuse (APPROVAL_EXPIRED).
+    await clock.runFor(30_001);
+    await expect.poll(() => card.locator(".state .badge").innerText()).toContain("Expired");
+    expect(await card.innerText()).toMatch(/UTC; its time to decide has passed\./);
+    expect(await card.getByRole("button").count()).toBe(0);
+    // axe-core schedules its work with timers: the clock flows again for it.
+    await clock.resume();
+    await expectAccessible(approver, "approvals-expired");
   });
 });
