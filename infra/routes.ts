@@ -46,6 +46,7 @@ export const ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "/v1/usage", auth: "jwt" },
   { method: "GET", path: "/v1/limits", auth: "jwt" },
   { method: "PUT", path: "/v1/limits", auth: "jwt" },
+  { method: "GET", path: "/v1/me", auth: "jwt" },
   { method: "POST", path: "/mcp", auth: "bearer" },
   { method: "GET", path: "/mcp", auth: "bearer" },
   { method: "GET", path: "/.well-known/oauth-protected-resource", auth: "public" },

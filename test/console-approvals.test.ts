@@ -1,6 +1,7 @@
 // biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (rendered text, as a person reads it), not the DOM property
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
+import { ProblemError } from "../functions/api/problem-details.js";
 import { mintToken, readIssuerFile } from "../local/dev-auth.js";
 import { screenshot } from "./support/browser.js";
 import {
@@ -186,8 +187,44 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
 
   it("cancel from the run view: its user confirms, the run ends cancelled live, its approval is withdrawn", async () => {
     const { owner, runId } = await pausedRun();
+    // A billing reader follows it while its event stream fails: the streaming function answers what the
+    // API answers when DynamoDB cannot be reached (503 STORE_UNAVAILABLE, Retry-After, CORS), which the
+    // local stack cannot be made to do on cue. The page says the stream is down and that it reconnects,
+    // then that it is live again; the timeline catches up and follows on to the run's end.
+    const reader = await stack.pages.signedIn(stack.dev, "approver");
+    const unavailable = new ProblemError(
+      "STORE_UNAVAILABLE",
+      "The data store is not reachable right now; retry shortly.",
+    );
+    let failing = true;
+    let refused = 0;
+    await reader.route("**/v1/runs/*/events", (route) => {
+      if (!failing) return route.continue();
+      refused += 1;
+      return route.fulfill({
+        status: unavailable.status,
+        headers: { ...unavailable.responseHeaders, "access-control-allow-origin": stack.dev.url },
+        body: JSON.stringify(unavailable.body),
+      });
+    });
+    await go(reader, `#/runs/${runId}`);
+    const liveLine = reader.locator("p.live");
+    await expect
+      .poll(() => liveLine.innerText(), { timeout: 20_000 })
+      .toMatch(
+        /^The live stream is down since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(the server answered STORE_UNAVAILABLE: The data store is not reachable right now; retry shortly\.\): reconnecting, attempt [3-9] in \d+ s\. The timeline may be behind\.$/,
+      );
+    expect(await reader.locator("ol.timeline > li").count()).toBe(0);
+    failing = false;
+    await expect
+      .poll(() => liveLine.innerText(), { timeout: 20_000 })
+      .toMatch(
+        /^Live again since .+ UTC: the stream was down from .+ UTC, and the events of that time are in the timeline\.$/,
+      );
+    await timelineHas(reader, "approval.requested");
+    expect(refused).toBeGreaterThanOrEqual(2);
+    await expectAccessible(reader, "run-stream-recovered");
     // A billing reader who did not start it may not cancel it: the view says so instead of a button.
-    const reader = await stack.pages.signedIn(stack.dev, "approver", `#/runs/${runId}`);
     await expect
       .poll(() => reader.locator(".run-actions").innerText())
       .toBe("Only its user or a billing writer may cancel this run.");
@@ -201,6 +238,7 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
     await screenshot(owner, "run-cancel-confirm");
     await owner.getByRole("button", { name: "Yes, cancel the run" }).click();
     await timelineHas(owner, "run.finished");
+    await timelineHas(reader, "run.finished");
     expect(await owner.locator('li[data-type="run.finished"]').innerText()).toContain("Run ended: cancelled");
     await expect.poll(() => owner.locator(".title-row .badge").innerText()).toContain("Cancelled");
     await expect.poll(() => owner.locator(".run-actions").innerText()).toBe("Cancelled by usr_demo.");
@@ -215,7 +253,17 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
   });
 
   it("a user without billing:approve sees the API's refusal naming it, and no lists to read as empty", async () => {
-    const writer = await stack.pages.signedIn(stack.dev, "writer", "#/approvals");
+    // The navigation offers only the views the API lets the caller read (GET /v1/me's permissions): a
+    // writer has no approvals, ledger or policies link; an approver has the approvals and the ledger.
+    const navigation = (page: Page) => page.getByRole("navigation", { name: "Console" }).getByRole("link");
+    const links = async (page: Page) => navigation(page).allInnerTexts();
+    const writer = await stack.pages.signedIn(stack.dev, "writer");
+    expect(await links(writer)).toEqual(["Runs", "Usage"]);
+    const approver = await stack.pages.signedIn(stack.dev, "approver");
+    expect(await links(approver)).toEqual(["Runs", "Approvals", "Ledger", "Usage"]);
+    await approver.close();
+    // Followed anyway (a bookmark), the view is the API's refusal.
+    await go(writer, "#/approvals");
     await expect
       .poll(() => writer.locator("main").innerText())
       .toContain('FORBIDDEN: This needs the "billing:approve" permission, which the caller lacks.');
@@ -268,19 +316,36 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
     await send(`/v1/runs/${runId}/cancel`, user, { method: "POST" });
   });
 
-  it("the time left in its last minute says less than a minute, not 0 min", async () => {
+  it("the time left ticks with the page's clock: less than a minute in its last one (not 0 min), then expired, without a reload", async () => {
     const { runId } = await pausedRun();
     const listed = await fetch(`${stack.dev.url}/v1/approvals?status=pending&limit=100`, {
       headers: { authorization: `Bearer ${await tokenFor(stack.dev, "approver")}` },
     });
     const { items } = (await listed.json()) as { items: Array<{ runId: string; expiresAt: string }> };
     const expiresAt = Date.parse(items.find((approval) => approval.runId === runId)?.expiresAt ?? "");
-    // A context of its own (its options differ), whose page clock reads 30 s before the expiry.
+    // A context of its own (its options differ), whose page clock is Playwright's: it runs from 200 s
+    // before the expiry while the page loads, then stands still at 90 s before it and moves only when
+    // the test moves it.
     const options = { ...DESKTOP, locale: "en-GB" };
-    await (await stack.pages.blank(options)).context().clock.setFixedTime(expiresAt - 30_000);
+    const { clock } = (await stack.pages.blank(options)).context();
+    await clock.install({ time: expiresAt - 200_000 });
     const approver = await stack.pages.signedIn(stack.dev, "approver", "#/approvals", options);
     const card = cardOf(approver, runId);
     await expect.poll(() => card.count()).toBe(1);
-    expect(await card.innerText()).toMatch(/Requested by usr_demo at .+ UTC; less than a minute left\./);
+    await clock.pauseAt(expiresAt - 90_000);
+    await expect.poll(() => card.innerText()).toMatch(/Requested by usr_demo at .+ UTC; 1 min left\./);
+    await clock.runFor(60_000);
+    await expect
+      .poll(() => card.innerText())
+      .toMatch(/Requested by usr_demo at .+ UTC; less than a minute left\./);
+    expect(await card.getByRole("button", { name: "Approve…" }).isEnabled()).toBe(true);
+    // At the expiry the card says so, and offers no decision the API would refuse (APPROVAL_EXPIRED).
+    await clock.runFor(30_001);
+    await expect.poll(() => card.locator(".state .badge").innerText()).toContain("Expired");
+    expect(await card.innerText()).toMatch(/UTC; its time to decide has passed\./);
+    expect(await card.getByRole("button").count()).toBe(0);
+    // axe-core schedules its work with timers: the clock flows again for it.
+    await clock.resume();
+    await expectAccessible(approver, "approvals-expired");
   });
 });

@@ -1,10 +1,11 @@
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RunPageSchema } from "../functions/api/contract.js";
+import { CallerSchema, RunPageSchema } from "../functions/api/contract.js";
 import { apiEvent, type EventOptions } from "./fixtures/events.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
-// GET /v1/runs: the caller's own runs (what the console's runs view lists), a page at a time.
+// GET /v1/runs: the caller's own runs (what the console's runs view lists), a page at a time; GET /v1/me:
+// the caller as the routes see it (what the console's navigation follows).
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -63,5 +64,20 @@ describe("GET /v1/runs", () => {
     expect(foreign.status).toBe(400);
     expect(foreign.body.code).toBe("INVALID_REQUEST");
     expect((await list(USER_A, "?limit=0")).status).toBe(400);
+  });
+});
+
+describe("GET /v1/me", () => {
+  it("answers the caller as the routes read it: a claim PERMISSION_CLAIMS does not name grants nothing", async () => {
+    const claims = { ...USER_A, roles: "billing:approve policy:admin" };
+    const response = await call({ method: "GET", path: "/v1/me", claims, body: null });
+    expect(response.statusCode).toBe(200);
+    expect(CallerSchema.parse(JSON.parse(response.body ?? ""))).toEqual({
+      userId: "usr_list_a",
+      tenantId: "tenant_list_01",
+      permissions: ["billing:read", "billing:write"],
+    });
+    const refused = await call({ method: "GET", path: "/v1/me", claims: null, body: null });
+    expect(refused.statusCode).toBe(401);
   });
 });

@@ -275,7 +275,7 @@ describe("modelProvider=openai-compatible", () => {
     // `npm run tenant` came to read the deployed function's settings (the ApiFunctionName output), and
     // when GET /v1/limits came (a route and a permission), and when the streaming function got the API
     // function's errors and throttles alarms (two resources added), and when HEAD /v1/policies was
-    // declared (a route and a permission).
+    // declared (a route and a permission), and when GET /v1/me came (a route and a permission).
     const main = JSON.parse(
       readFileSync(new URL("./fixtures/openai-compatible-templates.json", import.meta.url), "utf8"),
     ) as Record<string, unknown>;

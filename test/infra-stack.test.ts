@@ -158,6 +158,7 @@ describe("the CDK stack: the durable runner, the routes' authorizer, logs, alarm
         "GET /v1/usage",
         "GET /v1/limits",
         "PUT /v1/limits",
+        "GET /v1/me",
       ].sort(),
     );
     // /mcp verifies its bearer token in the function (it must answer 401 with resource_metadata).

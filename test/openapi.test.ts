@@ -79,6 +79,7 @@ describe("GET /openapi.json", () => {
         "GET /v1/usage",
         "GET /v1/limits",
         "PUT /v1/limits",
+        "GET /v1/me",
         "POST /mcp",
         "GET /mcp",
         "GET /.well-known/oauth-protected-resource",

@@ -26,7 +26,10 @@ export const setToken = (token: string): void => sessionStorage.setItem(TOKEN_KE
 /** Forgets the token. */
 export const clearToken = (): void => sessionStorage.removeItem(TOKEN_KEY);
 
-/** Who the token names (display only: the API decides every permission from the verified token). */
+/**
+ * The caller as the API verified it (`GET /v1/me`): its user, tenant and permissions, read the way every
+ * route reads them (the deploy's PERMISSION_CLAIMS), so what the page offers is what the API allows.
+ */
 export interface Caller {
   sub: string;
   tenant: string;
@@ -34,26 +37,28 @@ export interface Caller {
 }
 
 /**
- * Reads the token's claims (unverified, for display and for which controls to offer): `sub`, the tenant
- * (`tenant_id` or `custom:tenant_id`), the permissions (`scope`, `permissions`, `cognito:groups`).
+ * Whether `token` reads as a JWT (three dot-separated parts whose second is a JSON object): a pasted
+ * text that does not is no token, and the sign-in form says so before asking the API.
  */
-export function callerOf(token: string): Caller | null {
+export function tokenReads(token: string): boolean {
   try {
     const part = token.split(".")[1] ?? "";
-    const json = atob(part.replaceAll("-", "+").replaceAll("_", "/"));
-    const claims = JSON.parse(json) as Record<string, unknown>;
-    const tenant = claims.tenant_id ?? claims["custom:tenant_id"];
-    return {
-      sub: String(claims.sub ?? "?"),
-      tenant: String(tenant ?? "?"),
-      scopes: [
-        ...String(claims.scope ?? "").split(" "),
-        ...[claims.permissions ?? [], claims["cognito:groups"] ?? []].flat().map(String),
-      ].filter((scope) => scope !== ""),
-    };
+    const claims: unknown = JSON.parse(atob(part.replaceAll("-", "+").replaceAll("_", "/")));
+    return typeof claims === "object" && claims !== null;
   } catch {
-    return null;
+    return false;
   }
+}
+
+/**
+ * Asks the API who the caller is (`GET /v1/me`).
+ * @returns the caller, or the API's refusal (a 401 has already shown the sign-in: {@link whenUnauthorized})
+ */
+export async function fetchCaller(): Promise<Caller | ApiAnswer> {
+  const answer = await api<{ userId: string; tenantId: string; permissions: string[] }>("/v1/me");
+  if (!answer.ok) return answer;
+  const { userId, tenantId, permissions } = answer.body;
+  return { sub: userId, tenant: tenantId, scopes: permissions };
 }
 
 /** An answer of the API: status and parsed JSON body (a problem's body on errors). */
@@ -148,10 +153,33 @@ export function streamBase(): string {
 }
 
 /**
+ * How a follow's connection stands, told as it changes: `down` after each failed attempt (`status` 0:
+ * no answer, or the connection dropped; else the server's 5xx with its problem body, null when not
+ * JSON), with how many attempts failed in a row and when the next is made; `live` when a stream opens
+ * again after being down.
+ */
+export type StreamHealth =
+  | { state: "down"; status: number; problem: unknown; failures: number; retryMs: number }
+  | { state: "live" };
+
+/** A failed attempt's answer: the server's status (5xx) and its problem body. */
+class StreamDown extends Error {
+  constructor(
+    readonly status: number,
+    readonly problem: unknown,
+    readonly retryAfterMs: number,
+  ) {
+    super(`HTTP ${status}`);
+  }
+}
+
+/**
  * Follows a run's events from after `after` until `run.finished` (or a 204: nothing more will come) or
  * `signal` aborts: each event once, in sequence order, to `onEvent`. A stream that ends early is resumed
- * after the last sequence seen, after the server's `retry:` hint (1 s by default); a failed connection is
- * retried with backoff up to 10 s. `onStream` is told each time a stream opens (its count: 1, 2, …).
+ * after the last sequence seen, after the server's `retry:` hint (1 s by default); a failed connection or
+ * a 5xx is retried with backoff up to 10 s (longer when a 503's `Retry-After` says so), each failure and
+ * the recovery told to `onHealth`. `onStream` is told each time a stream opens (its count: 1, 2, …). A
+ * 401 stops the follow and shows the sign-in ({@link whenUnauthorized}).
  * @param onError told of a refusal (4xx other than 401) with its problem body (null when not JSON): the
  *   follow stops
  */
@@ -163,6 +191,7 @@ export async function followEvents(
     onEvent: (event: RunEvent) => void;
     onError?: (status: number, problem: unknown) => void;
     onStream?: (streams: number) => void;
+    onHealth?: (health: StreamHealth) => void;
   },
 ): Promise<void> {
   let streams = 0;
@@ -191,7 +220,12 @@ export async function followEvents(
         const problem: unknown = await response.json().catch(() => null);
         return options.onError?.(response.status, problem);
       }
-      if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
+      if (!response.ok || !response.body) {
+        const retryAfter = Number(response.headers.get("retry-after")) * 1000;
+        const problem: unknown = await response.json().catch(() => null);
+        throw new StreamDown(response.status, problem, Number.isFinite(retryAfter) ? retryAfter : 0);
+      }
+      if (failures > 0) options.onHealth?.({ state: "live" });
       const parser = createParser({
         onEvent(message) {
           if (message.event === "error") return;
@@ -212,12 +246,23 @@ export async function followEvents(
         parser.feed(value);
       }
       failures = 0;
-    } catch {
-      if (options.signal.aborted) return;
+    } catch (error) {
+      if (options.signal.aborted || finished) return;
       failures += 1;
+      const down = error instanceof StreamDown ? error : new StreamDown(0, null, 0);
+      const wait = Math.min(60_000, Math.max(down.retryAfterMs, Math.min(10_000, 500 * 2 ** failures)));
+      options.onHealth?.({
+        state: "down",
+        status: down.status,
+        problem: down.problem,
+        failures,
+        retryMs: wait,
+      });
+      await sleep(wait, options.signal);
+      continue;
     }
     if (finished) return;
-    await sleep(failures === 0 ? retryMs : Math.min(10_000, 500 * 2 ** failures), options.signal);
+    await sleep(retryMs, options.signal);
   }
 }
 

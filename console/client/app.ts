@@ -8,19 +8,12 @@
  * - `#/usage` (`?days=`): usage, limits and cost per day as charts (usage.ts)
  * - `#/policies`: the tenant's Cedar policies, for policy:admin (policies.ts)
  * Views are built with DOM calls only (dom.ts). Every number shown comes from the API's answers; the
- * page decides nothing.
+ * page decides nothing: who the caller is and what it holds are the API's answer (`GET /v1/me`).
  */
-import { getToken, whenUnauthorized } from "./api.js";
-import { view } from "./dom.js";
+import { type Caller, fetchCaller, getToken, tokenReads, whenUnauthorized } from "./api.js";
+import { alert, h, problemText, view } from "./dom.js";
 import { holds, session } from "./session.js";
-import {
-  callerFrom,
-  forgetTokens,
-  showCaller,
-  signInView,
-  takeFragmentToken,
-  takeOidcRedirect,
-} from "./signin.js";
+import { forgetTokens, showCaller, signInView, takeFragmentToken, takeOidcRedirect } from "./signin.js";
 
 /** The views by the fragment they answer; the last one (the runs) answers anything else. */
 const ROUTES: Array<[RegExp, (match: RegExpExecArray) => Promise<void>]> = [
@@ -42,14 +35,42 @@ const SECTIONS: Record<string, RegExp> = {
   "#/policies": /^#\/policies/,
 };
 
-/** Navigation links shown only to holders of a permission (the API refuses the others anyway). */
-const NEEDS: Record<string, string> = { "#/policies": "policy:admin" };
+/**
+ * Navigation links shown only to holders of a permission: the one that the view's listing needs
+ * (`GET /v1/approvals`, `GET /v1/invoices`, `GET /v1/policies`: docs/http-api.md), which the API
+ * refuses to others. The page's links start hidden, so none shows before the API has said.
+ */
+const NEEDS: Record<string, string> = {
+  "#/approvals": "billing:approve",
+  "#/ledger": "billing:read",
+  "#/policies": "policy:admin",
+};
+
+/**
+ * The caller as the API verified `token` (`GET /v1/me`), asked once per token; null when the API
+ * refused it (a 401 has shown the sign-in; any other refusal is shown in the view).
+ */
+async function callerOfToken(token: string): Promise<Caller | null> {
+  if (session.callerToken === token && session.caller) return session.caller;
+  const caller = await fetchCaller();
+  if ("ok" in caller) {
+    if (caller.status !== 401) {
+      const why = problemText(caller.status, caller.body);
+      view().replaceChildren(h("h1", {}, "Console"), alert(`Who you are could not be read: ${why}`));
+    }
+    return null;
+  }
+  session.callerToken = token;
+  session.caller = caller;
+  return caller;
+}
 
 async function route(): Promise<void> {
   session.leaving.abort();
   session.leaving = new AbortController();
-  session.caller = callerFrom(getToken());
-  if (!session.caller) return signInView(() => void route());
+  const token = getToken();
+  if (!token || !tokenReads(token)) return signInView(() => void route());
+  if (!(await callerOfToken(token))) return;
   showCaller(() => signInView(() => void route()));
   const hash = location.hash || "#/runs";
   for (const link of document.querySelectorAll("nav a")) {

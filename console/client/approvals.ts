@@ -22,16 +22,33 @@ import { session } from "./session.js";
 import { fields } from "./values.js";
 
 /**
- * What is left of a deadline, e.g. `23 h 59 min left`, in whole minutes rounded down; "less than a
- * minute" in the last one (an approval that can still be decided never reads "0 min"); none once it has
- * passed.
+ * What is left of `ms` milliseconds to a deadline, e.g. `23 h 59 min left`, in whole minutes rounded
+ * down; "less than a minute" in the last one (an approval that can still be decided never reads "0 min");
+ * none once it has passed.
  */
-function timeLeft(expiresAt: string): string {
-  const ms = Date.parse(expiresAt) - Date.now();
+function timeLeft(ms: number): string {
   if (!(ms > 0)) return "its time to decide has passed";
   const minutes = Math.floor(ms / 60_000);
   if (minutes === 0) return "less than a minute left";
   return minutes >= 60 ? `${Math.floor(minutes / 60)} h ${minutes % 60} min left` : `${minutes} min left`;
+}
+
+/**
+ * Keeps `left` saying the time left until `expiresAt` by the page's clock: it changes when the whole
+ * minutes left do (a timer set for that moment, not a poll), and at the expiry `expired` is called (the
+ * API refuses a decision from then on: 409 APPROVAL_EXPIRED). Stops when `signal` aborts (the view is
+ * left, the card decided or closed).
+ */
+function countdown(expiresAt: string, left: HTMLElement, signal: AbortSignal, expired: () => void): void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const tick = () => {
+    const ms = Date.parse(expiresAt) - Date.now();
+    left.textContent = `; ${timeLeft(ms)}`;
+    if (!(ms > 0)) return expired();
+    timer = setTimeout(tick, (ms % 60_000) + 1);
+  };
+  signal.addEventListener("abort", () => clearTimeout(timer));
+  tick();
 }
 
 /** Who decided, when and why. */
@@ -184,10 +201,17 @@ function decisionForm(
  * An approval card of the inbox: the backend's numbers, who asked and when, the time left while it is
  * pending, and the decision form; `onDecided` gets the approval as the API stored the decision.
  */
-function approvalCard(approval: Approval, onDecided: (decided: Approval) => void): HTMLElement {
+function approvalCard(
+  approval: Approval,
+  signal: AbortSignal,
+  onDecided: (decided: Approval) => void,
+): HTMLElement {
   const id = approval.approvalId;
-  const left = h("span", { class: "left" }, `; ${timeLeft(approval.expiresAt)}`);
+  const left = h("span", { class: "left" });
   const state = h("p", { class: "state" }, decisionBadge("pending"));
+  // The countdown stops with the view, or once the card is decided or closed.
+  const ticking = new AbortController();
+  signal.addEventListener("abort", () => ticking.abort());
   const card = h(
     "article",
     { class: "approval", "aria-labelledby": `title-${id}`, "data-approval-id": id },
@@ -210,17 +234,29 @@ function approvalCard(approval: Approval, onDecided: (decided: Approval) => void
   const form = decisionForm(
     approval,
     (decided) => {
+      ticking.abort();
       left.remove();
       state.replaceChildren(decisionBadge(String(decided.status)));
       form.replaceWith(h("p", { class: "decided", role: "status" }, `Decided: ${decidedText(decided)}`));
       onDecided(decided);
     },
     (status) => {
+      ticking.abort();
       left.remove();
       state.replaceChildren(decisionBadge(status));
     },
   );
   card.append(form);
+  countdown(approval.expiresAt, left, ticking.signal, () => {
+    state.replaceChildren(decisionBadge("expired"));
+    form.replaceWith(
+      h(
+        "p",
+        { class: "decided", role: "status" },
+        `Expired at ${time(approval.expiresAt)}: nobody can decide it any more; the call gets APPROVAL_EXPIRED and the run goes on.`,
+      ),
+    );
+  });
   return card;
 }
 
@@ -296,7 +332,8 @@ export async function approvalsView(): Promise<void> {
     status: pendingStatus,
     more: morePending,
     show: (items, { first }) => {
-      pending.append(...items.map((item) => approvalCard(item, (done) => addDecided([done], "top"))));
+      const signal = session.leaving.signal;
+      pending.append(...items.map((item) => approvalCard(item, signal, (done) => addDecided([done], "top"))));
       const empty = first && items.length === 0;
       pendingStatus.replaceChildren(empty ? h("p", {}, "Nothing waits for a decision.") : "");
     },

@@ -5,7 +5,7 @@
  * places and change values, the prompt, answer and timeline are boxes of fixed height that scroll, and
  * the tool calls, the one part that grows, come last.
  */
-import { api, followEvents, type RunEvent, type RunRecord } from "./api.js";
+import { api, followEvents, type RunEvent, type RunRecord, type StreamHealth } from "./api.js";
 import {
   alert,
   type Child,
@@ -130,6 +130,25 @@ function cancelControl(run: RunRecord, box: HTMLElement, after: () => void): voi
   idle();
 }
 
+/**
+ * What the live line says of the event stream's health: while it is down, why (the server's problem, or
+ * no answer) and when the next attempt is; once it is back, since when and since when it was down, so a
+ * timeline that stopped moving is never taken for a quiet run. `down` keeps when the trouble began.
+ */
+function healthText(health: StreamHealth, down: { since?: string }): string {
+  if (health.state === "live") {
+    const text = `Live again since ${time(new Date().toISOString())}: the stream was down from ${down.since}, and the events of that time are in the timeline.`;
+    down.since = undefined;
+    return text;
+  }
+  down.since ??= time(new Date().toISOString());
+  const why =
+    health.status === 0
+      ? "the server did not answer"
+      : `the server answered ${problemText(health.status, health.problem)}`;
+  return `The live stream is down since ${down.since} (${why}): reconnecting, attempt ${health.failures + 1} in ${Math.ceil(health.retryMs / 1000)} s. The timeline may be behind.`;
+}
+
 /** A box of fixed height with a run's text (its prompt, its answer), scrolling when the text is longer. */
 const textBox = (label: string, content: HTMLElement) =>
   h("section", { class: "text" }, h("h2", {}, label), content);
@@ -222,8 +241,12 @@ export async function runView(runId: string): Promise<void> {
   }
   const pair = callPairing();
   const seen = new Set<number>();
+  const down: { since?: string } = {};
   await followEvents(runId, {
     signal,
+    onHealth: (health) => {
+      live.textContent = healthText(health, down);
+    },
     onEvent: (event: RunEvent) => {
       if (seen.has(event.seq)) return;
       seen.add(event.seq);

@@ -2,7 +2,7 @@
  * Signing in and out: a token in the URL fragment (what `npm run dev` prints) or pasted, or the OIDC
  * sign-in at the configured issuer (oidc-client-ts, a chunk of its own loaded only on that path).
  */
-import { callerOf, clearToken, setToken } from "./api.js";
+import { clearToken, setToken, tokenReads } from "./api.js";
 import { alert, h, view } from "./dom.js";
 import { session } from "./session.js";
 
@@ -65,7 +65,7 @@ export function signInView(done: () => void, note?: string): void {
         event.preventDefault();
         const token = pastedToken((field as HTMLTextAreaElement).value);
         // A token whose claims do not read would only bring this form back, with no word of why.
-        if (!callerOf(token)) return signInView(done, NOT_A_TOKEN);
+        if (!tokenReads(token)) return signInView(done, NOT_A_TOKEN);
         setToken(token);
         location.hash = "#/runs";
         done();
@@ -100,12 +100,10 @@ export function signInView(done: () => void, note?: string): void {
 export async function forgetTokens(): Promise<void> {
   clearToken();
   session.caller = null;
+  session.callerToken = null;
   if (oidc.issuer && oidc.clientId)
     await (await import("./oidc.js")).forgetSignIn(oidc.issuer, oidc.clientId);
 }
-
-/** The caller from a stored token; null when there is none or it does not read. */
-export const callerFrom = (token: string | null) => (token ? callerOf(token) : null);
 
 /** Shows who is signed in, with the sign-out button. */
 export function showCaller(onSignedOut: () => void): void {

@@ -17,6 +17,7 @@ import { ProblemError, problemCodeOf, toProblem } from "./problem-details.js";
 import { a2aRoutes } from "./routes/a2a.js";
 import { aguiRoutes } from "./routes/agui.js";
 import { approvalRoutes } from "./routes/approvals.js";
+import { callerRoutes } from "./routes/caller.js";
 import { type AppEnv, type GetDeps, routeGroup } from "./routes/deps.js";
 import { runEventRoutes } from "./routes/events.js";
 import { invoiceRoutes } from "./routes/invoices.js";
@@ -89,6 +90,7 @@ export function createApp(deps: ApiDeps | LazyDeps) {
   app.route("/", aguiRoutes(getDeps));
   app.route("/", policyRoutes(getDeps));
   app.route("/", quotaRoutes(getDeps));
+  app.route("/", callerRoutes());
   let served: ReturnType<typeof servedMethods> | undefined;
   app.notFound((c) => {
     served ??= servedMethods(app.getOpenAPI31Document(OPENAPI_INFO), [

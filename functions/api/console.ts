@@ -129,7 +129,7 @@ function page(assets: Assets["manifest"], settings: ConsoleSettings): string {
 </head><body>
 <a class="skip" href="#view">Skip to content</a>
 <header><p class="brand">boundloop console</p><nav aria-label="Console"><ul>
-<li><a href="#/runs">Runs</a></li><li><a href="#/approvals">Approvals</a></li><li><a href="#/ledger">Ledger</a></li><li><a href="#/usage">Usage</a></li><li hidden><a href="#/policies">Policies</a></li>
+<li><a href="#/runs">Runs</a></li><li hidden><a href="#/approvals">Approvals</a></li><li hidden><a href="#/ledger">Ledger</a></li><li><a href="#/usage">Usage</a></li><li hidden><a href="#/policies">Policies</a></li>
 </ul></nav><p id="who" aria-live="polite"></p></header>
 <main id="view" tabindex="-1"><p>Loading…</p></main>
 <noscript><p>The console needs JavaScript.</p></noscript>

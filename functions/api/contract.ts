@@ -8,6 +8,7 @@
  * by a field. A new resource is a new module there and one line here.
  */
 export * from "./contract/approvals.js";
+export * from "./contract/caller.js";
 export * from "./contract/common.js";
 export * from "./contract/events.js";
 export * from "./contract/health.js";
