@@ -271,6 +271,12 @@ describe("approvals in the console", { timeout: 120_000 }, () => {
     expect(await decidedTable(writer).count()).toBe(0);
     expect(await writer.locator("article.approval").count()).toBe(0);
     await expectAccessible(writer, "approvals-refused");
+    // The ledger too: the refusal alone, no empty table of invoices under it.
+    await go(writer, "#/ledger");
+    await expect
+      .poll(() => writer.locator("main").innerText())
+      .toContain('FORBIDDEN: This needs the "billing:read" permission, which the caller lacks.');
+    expect(await writer.locator("main table").count()).toBe(0);
   });
 
   it("a run waiting for budget (awaiting_quota) says so under Waiting for, as the API's status does", async () => {

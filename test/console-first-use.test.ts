@@ -202,6 +202,17 @@ describe("the console on a first visit", { timeout: 120_000 }, () => {
     await timelineHas(page, "run.finished");
     await page.locator('article.call[data-tool="getInvoice"]').waitFor();
     expect(await recorded.innerText()).toBe("none");
+    // A writer (no billing:read) sees the invoice its own run recorded by id, with no link to an invoice
+    // view the API would refuse it.
+    const writer = await stack.pages.signedIn(stack.dev, "writer");
+    await startRun(writer, RECORD_PROMPT);
+    await timelineHas(writer, "run.finished");
+    const writers = writer.locator(".fact", { hasText: "Invoices recorded" }).locator("dd");
+    await expect.poll(() => writers.innerText()).toMatch(/^inv_/);
+    expect(await writers.locator("a").count()).toBe(0);
+    // The whole id (nothing to open for the rest of it), to quote to someone who may read the ledger.
+    expect(await writers.innerText()).toMatch(/^inv_[0-9a-f]{24}$/);
+    await writer.close();
   });
 
   /** A new run of the owner's waiting for approval, and its card on the approver's Approvals view. */

@@ -130,14 +130,9 @@ export async function ledgerView(): Promise<void> {
   const more = h("button", { type: "button", hidden: true, class: "secondary" }, "More invoices");
   const note = h("p", { class: "muted" });
   const totals = new Map<string, Total>();
-  view().replaceChildren(
-    h("h1", {}, "Ledger"),
-    status,
-    scrollTable("The tenant's invoices, newest first", COLUMNS, rows, foot),
-    note,
-    more,
-  );
-  await paged<Invoice>("/v1/invoices?order=newest&limit=20", {
+  const table = scrollTable("The tenant's invoices, newest first", COLUMNS, rows, foot);
+  view().replaceChildren(h("h1", {}, "Ledger"), status, table, note, more);
+  const answered = await paged<Invoice>("/v1/invoices?order=newest&limit=20", {
     status,
     more,
     show: (items, { first, more: another }) => {
@@ -152,6 +147,8 @@ export async function ledgerView(): Promise<void> {
       if (items.length === 0 && first) status.replaceChildren(h("p", {}, "No invoices yet."));
     },
   });
+  // A refused ledger (no billing:read) is the refusal alone, not an empty table of invoices under it.
+  if (!answered) table.remove();
 }
 
 /** One invoice's view: every field the ledger keeps, its run linked. */

@@ -200,13 +200,18 @@ export function callPairing(): (event: RunEvent) => ToolCallView | undefined {
   };
 }
 
-/** A link to each invoice the run recorded (its recordInvoice results; for the run's facts). */
-export function invoiceLinks(calls: ToolCallView[]): HTMLElement[] {
+/**
+ * Each invoice the run recorded (its recordInvoice results; for the run's facts): a link to the invoice
+ * for a caller the API says may read the ledger (`mayRead`: `billing:read`), its id alone for others,
+ * whom the invoice's view would refuse.
+ */
+export function invoiceLinks(calls: ToolCallView[], mayRead: boolean): HTMLElement[] {
   return calls.flatMap((call) => {
     // getInvoice's result names an invoice too, one the run only read: not one it recorded.
     if (call.name !== "recordInvoice") return [];
     const data = call.data as { invoice?: { invoiceId?: unknown } } | null;
     const id = data?.invoice?.invoiceId;
-    return typeof id === "string" ? [idLink(`#/invoices/${id}`, id)] : [];
+    if (typeof id !== "string") return [];
+    return [mayRead ? idLink(`#/invoices/${id}`, id) : h("span", { class: "run-id" }, id)];
   });
 }

@@ -40,7 +40,7 @@ const FACTS: Array<{ term: string; value: (run: RunRecord, calls: ToolCallView[]
   {
     term: "Invoices recorded",
     value: (_run, calls) => {
-      const links = invoiceLinks(calls);
+      const links = invoiceLinks(calls, holds("billing:read"));
       return links.length === 0 ? "none" : links.flatMap((link, i) => (i === 0 ? [link] : [", ", link]));
     },
   },
