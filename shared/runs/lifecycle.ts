@@ -283,16 +283,19 @@ export class RunLifecycle {
 
   /**
    * Records the run `failed` with {@link RUN_FAILED_REASON} (best effort: a failed write is logged) and
-   * logs the error at ERROR. Never throws.
+   * logs the error at ERROR. The observers are told unless the record had already ended (its outcome
+   * written, or cancelled): whoever ended it told them, so a run has one `run.finished`. Never throws.
    */
   async fail(error: unknown): Promise<void> {
     const { runs, logger } = this.deps;
-    await runs
+    const written = await runs
       .fail(this.subject.tenantId, this.subject.runId, RUN_FAILED_REASON)
-      .catch((writeError: unknown) =>
-        logger.warn("run failure not recorded", { error: writeError as Error }),
-      );
+      .catch((writeError: unknown) => {
+        logger.warn("run failure not recorded", { error: writeError as Error });
+        return undefined;
+      });
     logger.error("run failed", { error: error as Error });
+    if (written === false) return;
     await this.tell("failed", (observer) => observer.failed?.(this.subject, RUN_FAILED_REASON));
   }
 

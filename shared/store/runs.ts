@@ -240,17 +240,19 @@ export class RunStore<S extends RunShapes = RunShapes> {
   }
 
   /**
-   * Marks a run `failed` after an unexpected server error (best effort; `reason` is a generic sentence,
-   * never the error's message).
-   * @returns false when the record was not `running`
+   * Marks a run still going (`UNFINISHED_STATUSES`: a durable run may fail while it waits for a decision
+   * or for budget) `failed` after an unexpected server error (`reason` is a generic sentence, never the
+   * error's message).
+   * @returns false when the record was not going (it ended first, or is missing)
+   * @throws the SDK's error for anything but the failed condition
    */
   async fail(tenantId: string, runId: string, reason: string, now: Date = new Date()): Promise<boolean> {
-    return this.updateIfRunning(tenantId, runId, {
-      status: "failed",
-      reason,
-      finishedAt: now.toISOString(),
-      updatedAt: now.toISOString(),
-    });
+    return this.updateIfRunning(
+      tenantId,
+      runId,
+      { status: "failed", reason, finishedAt: now.toISOString(), updatedAt: now.toISOString() },
+      UNFINISHED_STATUSES,
+    );
   }
 
   /**
