@@ -31,9 +31,9 @@ export const RUN_FAILED_REASON = "The server failed during the run.";
  * `conversationId` names the conversation a run that continues none starts (an A2A context, an AG-UI
  * thread; default the run's own id); a continuation takes its previous run's. `startedAt` (epoch ms,
  * default the wall clock's now): a durable run's start, read from the clock its deadline goes by.
- * `syncDeadlineAt` (epoch ms): a synchronous run's deadline (its `Deadline.at`), which marks it as one: past
- * it by STALE_RUN_GRACE_MS and still `running`, it reads `abandoned` (shared/runs/abandoned.ts); a durable
- * run gives none.
+ * `syncDeadlineAt` (epoch ms): the instant its writer must have ended by, a synchronous run's deadline (its
+ * `Deadline.at`) or a durable run's execution's latest end (shared/runs/run-bounds.ts `durableEndOf`):
+ * past it by STALE_RUN_GRACE_MS and still unfinished, it reads `abandoned` (shared/runs/abandoned.ts).
  */
 export interface RunStartInput {
   prompt: string;
