@@ -1,6 +1,7 @@
 /**
  * A durable run whose execution fails (shared/durable/runner.ts): a step still failing after its
- * retries ends the run `failed` on every surface, whatever the record's status was when it failed (also
+ * retries ends the run `failed` on every surface (GET, the listing's status filter, A2A, the stored
+ * events, the tenant's runs in flight), whatever the record's status was when it failed (also
  * `awaiting_approval`) and whichever step failed (also `run:finish`). The real API handler, the runner on
  * the testing SDK's local runner, DynamoDB Local and the local model server; store faults are injected
  * into the runner's own DynamoDB client by an SDK middleware, so the API's requests reach DynamoDB Local
@@ -53,12 +54,17 @@ async function surfaces(s: DurableStack, runId: string, tenantId: string) {
     const page = json(await s.invoke(event)) as { items: Array<{ runId: string }> };
     return page.items.map((item) => item.runId).includes(runId);
   };
+  const getTask = eventForRoute(runEvent({ tenantId, prompt: "x" }), "POST", "/v1/a2a");
+  getTask.headers = { ...getTask.headers, "content-type": "application/json", "a2a-version": "1.0" };
+  getTask.body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: runId } });
+  const task = json(await s.invoke(getTask)) as { result?: { status: { state: string } } };
   const { events } = await s.deps.runEvents.store.read(tenantId, runId, 0);
   const usage = await s.deps.quotas?.usage({ tenantId, userId: "usr_idem" }, true);
   return {
     run,
     inRunning: await listed("running"),
     inFailed: await listed("failed"),
+    a2aState: task.result?.status.state,
     finished: events.filter((event) => event.type === "run.finished"),
     inFlight: usage?.tenant?.inFlight.runs,
   };
@@ -72,6 +78,7 @@ const summary = (seen: Awaited<ReturnType<typeof surfaces>>) => ({
   steps: seen.run.steps.length,
   listedAsRunning: seen.inRunning,
   listedAsFailed: seen.inFailed,
+  a2aState: seen.a2aState,
   finishedEvents: seen.finished.map((event) => ("status" in event ? event.status : undefined)),
   inFlight: seen.inFlight,
 });
@@ -84,6 +91,7 @@ const FAILED_EVERYWHERE = {
   steps: 1,
   listedAsRunning: false,
   listedAsFailed: true,
+  a2aState: "TASK_STATE_FAILED",
   finishedEvents: ["failed"],
   inFlight: 0,
 };
