@@ -280,7 +280,7 @@ describe("a synchronous run killed mid-run", () => {
 });
 
 describe("runs the rule does not judge", () => {
-  it("a durable run (no synchronous deadline) and a handed-over one stay running past any deadline", async () => {
+  it("a record without a writer's deadline, and a handed-over run before its execution's end, stay running past the run's deadline", async () => {
     const base = {
       tenantId: tenant,
       userId: ALICE.sub,
@@ -295,10 +295,12 @@ describe("runs the rule does not judge", () => {
       { ...base, runId: handedOver, syncDeadlineAt: new Date(startedAt.getTime() + 1_000).toISOString() },
       startedAt,
     );
-    // Handed over before its deadline: the write of the durable limits removes the synchronous deadline.
-    expect(await stack.deps.runs.setLimits(tenant, handedOver, { maxCycles: 5, timeoutMs: 900_000 })).toBe(
-      true,
-    );
+    // Handed over before its deadline: the write of the durable limits replaces the synchronous deadline
+    // by its execution's latest end (an hour on).
+    const endsAt = new Date(startedAt.getTime() + 3_600_000).toISOString();
+    expect(
+      await stack.deps.runs.setLimits(tenant, handedOver, { maxCycles: 5, timeoutMs: 900_000 }, endsAt),
+    ).toBe(true);
     clock.advance(10 * 60_000);
     for (const id of [durable, handedOver]) {
       expect((await call(ALICE, "GET", `/v1/runs/${id}`)).body?.status).toBe("running");

@@ -36,13 +36,19 @@ export const durableRunsFields = {
 /**
  * The durable runs section: `durable`, runs beyond one request: `runTimeoutMs`, the cap of a durable
  * run's wall time in ms (ASYNC_RUN_TIMEOUT_MS capped by the execution timeout minus DEADLINE_RESERVE_MS);
- * `runnerFunctionArn`, the runner alias (undefined outside AWS).
+ * `executionTimeoutMs`, the execution timeout in ms; `runnerFunctionArn`, the runner alias (undefined
+ * outside AWS).
  */
 export const durableRunsSection = configSection({
   fields: durableRunsFields,
   reads: { DEADLINE_RESERVE_MS: runLimitsFields.DEADLINE_RESERVE_MS },
-  config: (env): { durable: { runTimeoutMs: number; runnerFunctionArn: string | undefined } } => ({
+  config: (
+    env,
+  ): {
+    durable: { runTimeoutMs: number; executionTimeoutMs: number; runnerFunctionArn: string | undefined };
+  } => ({
     durable: {
+      executionTimeoutMs: env.DURABLE_EXECUTION_TIMEOUT_SECONDS * 1000,
       runTimeoutMs: Math.max(
         1,
         Math.min(

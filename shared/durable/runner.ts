@@ -94,8 +94,10 @@ export { STEP_RETRY } from "./step-retry.js";
  *    and tool results) for runs that continue it, as the synchronous path stores it; the execution
  *    returns {@link DurableRunResult}.
  * A stop ends the run `cancelled` without writing anything. Any other failure (a step still throwing
- * after {@link STEP_RETRY}) marks the run `failed` in the `run:fail` step and fails the execution, which
- * the stack's failed-executions alarm reports.
+ * after {@link STEP_RETRY}, `run:finish` and the approval wait's steps included) marks the run `failed` in
+ * the `run:fail` step, from whichever unfinished status it is in (`awaiting_approval` too), and fails the
+ * execution, which the stack's failed-executions alarm reports; a run `run:finish` already ended keeps
+ * its outcome.
  * @param deps the dependencies (config, model, tools, runs, logger, metrics), built once per container;
  *   a factory is called on the first invocation
  */
@@ -156,11 +158,10 @@ async function runDurably(
     limits: { maxCycles: payload.limits.maxCycles, timeoutMs: payload.limits.runTimeoutMs },
     previousRunId: payload.conversation?.previousRunId ?? null,
   });
-  let outcome: RunOutcome;
   try {
     const history = await loadHistory(step, deps, payload);
     if (history) await life.conversationLoaded(history.conversationId);
-    outcome = await runAgent({
+    const outcome: RunOutcome = await runAgent({
       model: deps.model,
       tools: deps.tools,
       security,
@@ -184,8 +185,22 @@ async function runDurably(
         onInternalFailure: logInternalFailure(deps.logger),
       },
     });
+    if (stopped()) return { runId, status: "cancelled" };
+    const { messages: _transcript, ...result } = outcome;
+    const durationMs = await ctx.step(
+      "run:finish",
+      async () => {
+        const ms = Math.max(0, deps.clock.now() - payload.startedAt);
+        // Independent writes (a retried step finds each done: the marker gone, the record no longer running).
+        await Promise.all([budget?.finish(), life.finish(outcome, ms)]);
+        return ms;
+      },
+      { retryStrategy: STEP_RETRY },
+    );
+    return { ...result, durationMs };
   } catch (error) {
     if (stopped()) return { runId, status: "cancelled" };
+    // Also for a failed run:finish: a record it did not end would otherwise stay `running` for good.
     await ctx.step("run:fail", async () => {
       // Approvals the failed run left pending can never be decided into a run: they are withdrawn
       // before the record says `failed`, so whoever sees it failed sees none pending.
@@ -198,15 +213,6 @@ async function runDurably(
   } finally {
     deadline.dispose();
   }
-  if (stopped()) return { runId, status: "cancelled" };
-  const { messages: _transcript, ...result } = outcome;
-  const durationMs = await ctx.step("run:finish", async () => {
-    const ms = Math.max(0, deps.clock.now() - payload.startedAt);
-    // Independent writes (a retried step finds each done: the marker gone, the record no longer running).
-    await Promise.all([budget?.finish(), life.finish(outcome, ms)]);
-    return ms;
-  });
-  return { ...result, durationMs };
 }
 
 /**
@@ -323,17 +329,23 @@ function approvalGate(
       decision = ApprovalCallbackSchema.parse(JSON.parse(raw));
     } catch (error) {
       if (stopSignal?.aborted || !isCallbackTimeout(error)) throw error;
-      decision = await ctx.step(`${request.name}:expire`, () =>
-        expireApproval(deps.approvals, security.tenantId, runId, request.approvalId),
+      decision = await ctx.step(
+        `${request.name}:expire`,
+        () => expireApproval(deps.approvals, security.tenantId, runId, request.approvalId),
+        { retryStrategy: STEP_RETRY },
       );
     }
-    await ctx.step(`${request.name}:resume`, async () => {
-      const pending = await deps.approvals.pendingForRun(security.tenantId, runId);
-      if (pending.length === 0) await deps.runs.setWaiting(security.tenantId, runId, false);
-      // The wait's end, told once (this step's checkpoint keeps a replay from repeating it): its span.
-      await life.approvalWaitEnded(request, decision);
-      return pending.length;
-    });
+    await ctx.step(
+      `${request.name}:resume`,
+      async () => {
+        const pending = await deps.approvals.pendingForRun(security.tenantId, runId);
+        if (pending.length === 0) await deps.runs.setWaiting(security.tenantId, runId, false);
+        // The wait's end, told once (this step's checkpoint keeps a replay from repeating it): its span.
+        await life.approvalWaitEnded(request, decision);
+        return pending.length;
+      },
+      { retryStrategy: STEP_RETRY },
+    );
     // The time the run waited does not count against its deadline.
     const left = Math.max(0, deadlineAtRequest - Date.parse(decision.requestedAt));
     deadline.extendTo(Date.parse(decision.decidedAt) + left);

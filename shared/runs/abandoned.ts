@@ -1,18 +1,20 @@
 /**
- * The one rule for a synchronous run whose server died mid-run (docs/reliability.md, "A run killed
- * mid-run"): a run that is not durable (a `POST /v1/runs` answered in the request or streamed, an MCP
- * call's one-cycle run) and is still `running` more than {@link STALE_RUN_GRACE_MS} after its own deadline
- * was killed (a Lambda timeout, out of memory, a crash) and will never write its outcome: every reader
- * sees it `abandoned` with {@link RUN_ABANDONED_REASON}, through the run store's read rule
+ * The one rule for a run whose writer died without writing its outcome (docs/reliability.md, "A run
+ * killed mid-run"): a run still unfinished (`running`, `awaiting_approval`, `awaiting_quota`) more than
+ * {@link STALE_RUN_GRACE_MS} after the instant its writer must have ended by will never write its outcome:
+ * every reader sees it `abandoned` with {@link RUN_ABANDONED_REASON}, through the run store's read rule
  * ({@link abandonedRunRule}, wired once in shared/deps.ts), so a GET, a listing and its status filter, the
  * events feed, A2A, AG-UI, the console, a continuation and a cancel all say the same.
  *
- * Only a record that carries its synchronous deadline (`syncDeadlineAt`, written at its start) is judged:
- * a durable run's execution may outlive the deadline of any one invocation (it waits for approvals and
- * budget, and Lambda replays it after a crash), so it is never called dead here; a record written before
- * the deadline was kept cannot be told apart from a durable one and is not judged either.
+ * That instant is kept on the record (`syncDeadlineAt`, written at its start): a synchronous run's own
+ * deadline (its Lambda was killed: a timeout, out of memory, a crash); a durable run's execution's latest
+ * end (shared/runs/run-bounds.ts `durableEndOf`: Lambda timed the execution out, it was stopped outside
+ * the API, or it failed where the runner could not record it). A durable run may outlive the deadline of
+ * any one invocation (it waits for approvals and budget, Lambda replays it after a crash), never its
+ * execution. A record written before the instant was kept is not judged.
  */
 import type { Clock } from "../clock.js";
+import { UNFINISHED_STATUSES } from "../store/run-records.js";
 import type { RunReadRule } from "../store/runs.js";
 import type { AgentRunRecord, AgentRunShapes } from "./run-shapes.js";
 
@@ -41,16 +43,15 @@ export function syncDeadlineOf(deadlineAt: number): string {
 /**
  * The run as a reader sees it at epoch ms `now`: abandoned (status {@link RUN_ABANDONED_STATUS}, reason
  * {@link RUN_ABANDONED_REASON}, `finishedAt` and `updatedAt` the instant it became so, `cycles` the cycles it
- * recorded)
- * when it is `running` with a synchronous deadline more than {@link STALE_RUN_GRACE_MS} behind `now`;
- * otherwise as stored.
+ * recorded) when it is unfinished with a writer's deadline (`syncDeadlineAt`) more than
+ * {@link STALE_RUN_GRACE_MS} behind `now`; otherwise as stored.
  */
 export function abandonedView(
   run: AgentRunRecord,
   syncDeadlineAt: string | undefined,
   now: number,
 ): AgentRunRecord {
-  if (run.status !== "running" || syncDeadlineAt === undefined) return run;
+  if (!UNFINISHED_STATUSES.includes(run.status) || syncDeadlineAt === undefined) return run;
   const abandonedAt = Date.parse(syncDeadlineAt) + STALE_RUN_GRACE_MS;
   if (!(now > abandonedAt)) return run;
   return {
@@ -65,8 +66,8 @@ export function abandonedView(
 
 /**
  * The run store's read rule (shared/store/runs.ts `RunReadRule`) on `clock`: reads apply
- * {@link abandonedView}; a listing's status filter and the store's writes to a running run take a
- * synchronous deadline before `now - STALE_RUN_GRACE_MS` as abandoned, so what a filter keeps agrees with
+ * {@link abandonedView}; a listing's status filter and the store's writes to an unfinished run take a
+ * writer's deadline before `now - STALE_RUN_GRACE_MS` as abandoned, so what a filter keeps agrees with
  * what a GET shows and an abandoned run never changes again (a late outcome write is refused); a
  * listing of runs changed after an instant keeps those abandoned since (deadline after instant − grace).
  */

@@ -9,7 +9,7 @@ import { contextOf, withContext } from "../tracing.js";
 import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
 import { RunLifecycle } from "./lifecycle.js";
-import { durableRunLimits } from "./run-bounds.js";
+import { durableEndOf, durableRunLimits } from "./run-bounds.js";
 import type { RunBody, RunIdempotency, RunStart } from "./run-request.js";
 
 /** What an asynchronous start uses. */
@@ -69,13 +69,16 @@ export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput
       await admitDurableRun(deps.quotas, security, runId, expiresAtSeconds, idempotency !== undefined);
     }
     const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
+    // On the clock the runner keeps the deadline and the duration by (the wall clock; a test's own).
+    const startedAt = deps.clock.now();
     return life.start({
       prompt: body.prompt,
       limits,
       conversation,
       conversationId: input.conversationId,
-      // On the clock the runner keeps the deadline and the duration by (the wall clock; a test's own).
-      startedAt: deps.clock.now(),
+      startedAt,
+      // Past its execution's latest end, still unfinished, it reads `abandoned` (shared/runs/abandoned.ts).
+      syncDeadlineAt: durableEndOf(deps.config, startedAt, limits.runTimeoutMs),
     });
   });
   const payload = durableRunPayload({

@@ -9,10 +9,11 @@ import {
 } from "../durable/executions.js";
 import type { SecurityContext } from "../identity.js";
 import { agentTraceOf } from "../run-trace.js";
+import { syncDeadlineOf } from "./abandoned.js";
 import { pendingApprovalsOf } from "./approval-service.js";
 import type { ConversationHistory } from "./conversation.js";
 import { durableRunPayload } from "./durable-start.js";
-import { durableRunLimits, type RequestedLimits } from "./run-bounds.js";
+import { durableEndOf, durableRunLimits, type RequestedLimits } from "./run-bounds.js";
 import type { RunStart } from "./run-request.js";
 
 /**
@@ -24,7 +25,7 @@ import type { RunStart } from "./run-request.js";
 export const HANDOFF_SETTLE_MS = 5_000;
 
 /** What a hand-over uses. */
-export type HandOverDeps = Pick<ApiDeps, "config" | "runs" | "approvals" | "logger"> & {
+export type HandOverDeps = Pick<ApiDeps, "config" | "runs" | "approvals" | "logger" | "clock"> & {
   executions: DurableExecutions;
 };
 
@@ -55,10 +56,14 @@ export interface HandOverInput {
 export async function handOver(deps: HandOverDeps, input: HandOverInput): Promise<RunStart> {
   const { security, runId, conversation } = input;
   const limits = durableRunLimits(deps.config, input.body);
-  await deps.runs.setLimits(security.tenantId, runId, {
-    maxCycles: limits.maxCycles,
-    timeoutMs: limits.runTimeoutMs,
-  });
+  // From now on its execution writes it: it is judged by that execution's latest end.
+  const endsAt = durableEndOf(deps.config, deps.clock.now(), limits.runTimeoutMs);
+  await deps.runs.setLimits(
+    security.tenantId,
+    runId,
+    { maxCycles: limits.maxCycles, timeoutMs: limits.runTimeoutMs },
+    syncDeadlineOf(endsAt),
+  );
   const stored = await deps.runs.get(security.tenantId, runId);
   if (!stored) throw new Error(`The run ${runId} has no record to hand over.`);
   const payload = durableRunPayload({

@@ -31,9 +31,9 @@ export const RUN_FAILED_REASON = "The server failed during the run.";
  * `conversationId` names the conversation a run that continues none starts (an A2A context, an AG-UI
  * thread; default the run's own id); a continuation takes its previous run's. `startedAt` (epoch ms,
  * default the wall clock's now): a durable run's start, read from the clock its deadline goes by.
- * `syncDeadlineAt` (epoch ms): a synchronous run's deadline (its `Deadline.at`), which marks it as one: past
- * it by STALE_RUN_GRACE_MS and still `running`, it reads `abandoned` (shared/runs/abandoned.ts); a durable
- * run gives none.
+ * `syncDeadlineAt` (epoch ms): the instant its writer must have ended by, a synchronous run's deadline (its
+ * `Deadline.at`) or a durable run's execution's latest end (shared/runs/run-bounds.ts `durableEndOf`):
+ * past it by STALE_RUN_GRACE_MS and still unfinished, it reads `abandoned` (shared/runs/abandoned.ts).
  */
 export interface RunStartInput {
   prompt: string;
@@ -283,16 +283,19 @@ export class RunLifecycle {
 
   /**
    * Records the run `failed` with {@link RUN_FAILED_REASON} (best effort: a failed write is logged) and
-   * logs the error at ERROR. Never throws.
+   * logs the error at ERROR. The observers are told unless the record had already ended (its outcome
+   * written, or cancelled): whoever ended it told them, so a run has one `run.finished`. Never throws.
    */
   async fail(error: unknown): Promise<void> {
     const { runs, logger } = this.deps;
-    await runs
+    const written = await runs
       .fail(this.subject.tenantId, this.subject.runId, RUN_FAILED_REASON)
-      .catch((writeError: unknown) =>
-        logger.warn("run failure not recorded", { error: writeError as Error }),
-      );
+      .catch((writeError: unknown) => {
+        logger.warn("run failure not recorded", { error: writeError as Error });
+        return undefined;
+      });
     logger.error("run failed", { error: error as Error });
+    if (written === false) return;
     await this.tell("failed", (observer) => observer.failed?.(this.subject, RUN_FAILED_REASON));
   }
 

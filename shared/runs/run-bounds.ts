@@ -37,6 +37,22 @@ export function durableRunLimits(
 }
 
 /**
+ * The instant (epoch ms) after which no execution of a durable run that starts at `startedAt` (epoch ms)
+ * is left to write its outcome: Lambda ends an execution at its timeout (`durable.executionTimeoutMs`),
+ * and never before its deadline plus one approval wait and one budget wait (the stack's execution
+ * timeout is at least that, infra/durable-runner.ts; the local runner has no timeout and is held to it).
+ * Past it, still unfinished, the run reads `abandoned` (shared/runs/abandoned.ts).
+ */
+export function durableEndOf(
+  config: Pick<Config, "durable" | "approvals" | "quotas">,
+  startedAt: number,
+  runTimeoutMs: number,
+): number {
+  const waitsMs = (config.approvals.timeoutSeconds + config.quotas.waitSeconds) * 1000;
+  return startedAt + Math.max(config.durable.executionTimeoutMs, runTimeoutMs + waitsMs);
+}
+
+/**
  * A synchronous run's time budget in ms: the smaller of its timeout and the Lambda's remaining time
  * (`lambdaRemainingMs`, undefined outside Lambda) minus DEADLINE_RESERVE_MS; see `Deadline.budgetMs`.
  */

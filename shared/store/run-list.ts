@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { keys } from "./keys.js";
 import { decodeListCursor, encodeCursor } from "./query.js";
-import { SYNC_DEADLINE_ATTRIBUTE } from "./run-records.js";
+import { SYNC_DEADLINE_ATTRIBUTE, UNFINISHED_STATUSES } from "./run-records.js";
 import { ITEM_LIVE, LIST_INDEX, type StoredItem, TABLE_SCHEMA, TTL_NAMES } from "./table.js";
 
 /**
@@ -16,10 +16,10 @@ import { ITEM_LIVE, LIST_INDEX, type StoredItem, TABLE_SCHEMA, TTL_NAMES } from 
  * - `updatedAfter`: runs whose record last changed (`updatedAt`: its status, its cycles, its finish)
  *   strictly after this instant (ISO 8601 UTC with milliseconds)
  * - `abandonedBefore`: the run store's read rule (./run-records.ts `RunReadRule`, set by the store, not
- *   by a caller): a `running` record whose synchronous deadline is before this instant is in status
- *   `abandoned` for `status` and `statuses`, and no longer `running`, as a read of it shows
+ *   by a caller): an unfinished record whose writer's deadline is before this instant is in status
+ *   `abandoned` for `status` and `statuses`, and no longer in its stored one, as a read of it shows
  * - `abandonedDeadlineAfter` (with `updatedAfter` and `abandonedBefore`; set by the store from the same
- *   rule): such an abandoned record whose synchronous deadline is after this instant became abandoned
+ *   rule): such an abandoned record whose writer's deadline is after this instant became abandoned
  *   after `updatedAfter`, so `updatedAfter` keeps it although nothing wrote it since
  */
 export interface RunListFilter {
@@ -170,9 +170,9 @@ function runListInput(tableName: string, partition: string, filter: RunListFilte
 
 /**
  * The filter expression that a run's status as read is `status` (its value named `:<key>`): with
- * `abandonedBefore`, a `running` record whose synchronous deadline (internal, ./run-records.ts
- * `SYNC_DEADLINE_ATTRIBUTE`) is before it reads `abandoned`, not `running` (a record without one never
- * does: the comparison with an absent attribute is false).
+ * `abandonedBefore`, an unfinished record whose writer's deadline (internal, ./run-records.ts
+ * `SYNC_DEADLINE_ATTRIBUTE`) is before it reads `abandoned`, not its stored status (a record without one
+ * never does: the comparison with an absent attribute is false).
  */
 function statusTest(
   names: Record<string, string>,
@@ -181,16 +181,39 @@ function statusTest(
 ): (status: string, key: string) => string {
   return (status, key) => {
     names["#status"] = "status";
-    if (abandonedBefore !== undefined && (status === "running" || status === "abandoned")) {
-      names["#syncDeadline"] = SYNC_DEADLINE_ATTRIBUTE;
-      values[":abandonedBefore"] = abandonedBefore;
-      values[":running"] = "running";
-      const stale = "#status = :running AND #syncDeadline < :abandonedBefore";
-      return status === "running" ? `(#status = :running AND NOT (${stale}))` : `(${stale})`;
+    const judged = status === "abandoned" || UNFINISHED_STATUSES.includes(status);
+    if (abandonedBefore === undefined || !judged) {
+      values[`:${key}`] = status;
+      return `#status = :${key}`;
     }
-    values[`:${key}`] = status;
-    return `#status = :${key}`;
+    names["#syncDeadline"] = SYNC_DEADLINE_ATTRIBUTE;
+    values[":abandonedBefore"] = abandonedBefore;
+    const stale = "#syncDeadline < :abandonedBefore";
+    if (status !== "abandoned") {
+      values[`:${key}`] = status;
+      return `(#status = :${key} AND NOT (${stale}))`;
+    }
+    return staleUnfinished(names, values, abandonedBefore);
   };
+}
+
+/**
+ * The filter expression that a record reads `abandoned`: its stored status is unfinished and its
+ * writer's deadline (internal, ./run-records.ts `SYNC_DEADLINE_ATTRIBUTE`) is before `abandonedBefore`.
+ */
+function staleUnfinished(
+  names: Record<string, string>,
+  values: Record<string, unknown>,
+  abandonedBefore: string,
+): string {
+  names["#status"] = "status";
+  names["#syncDeadline"] = SYNC_DEADLINE_ATTRIBUTE;
+  values[":abandonedBefore"] = abandonedBefore;
+  UNFINISHED_STATUSES.forEach((unfinished, i) => {
+    values[`:unfinished${i}`] = unfinished;
+  });
+  const going = UNFINISHED_STATUSES.map((_, i) => `:unfinished${i}`).join(", ");
+  return `(#status IN (${going}) AND #syncDeadline < :abandonedBefore)`;
 }
 
 /**
@@ -204,12 +227,8 @@ function abandonedSince(
   before: string,
   after: string,
 ): string {
-  names["#status"] = "status";
-  names["#syncDeadline"] = SYNC_DEADLINE_ATTRIBUTE;
-  values[":running"] = "running";
-  values[":abandonedBefore"] = before;
   values[":abandonedDeadlineAfter"] = after;
-  return "(#status = :running AND #syncDeadline < :abandonedBefore AND #syncDeadline > :abandonedDeadlineAfter)";
+  return `(${staleUnfinished(names, values, before)} AND #syncDeadline > :abandonedDeadlineAfter)`;
 }
 
 /** The cursor naming an item's place: its table and listing-index keys. */

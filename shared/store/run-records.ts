@@ -100,9 +100,10 @@ export const WAIT_STARTS_ATTRIBUTE = "approvalWaitStartsMs";
 /** Internal run-item attribute (never part of a {@link RunRecord}): the sum of wait ends, epoch ms. */
 export const WAIT_ENDS_ATTRIBUTE = "approvalWaitEndsMs";
 /**
- * Internal run-item attribute (never part of a {@link RunRecord}): a synchronous run's deadline (ISO 8601
- * UTC), written at its start; absent on a durable run (removed when a synchronous run is handed over to
- * one) and on records written before it was kept. See {@link RunReadRule}.
+ * Internal run-item attribute (never part of a {@link RunRecord}): the instant (ISO 8601 UTC) the run's
+ * writer must have ended by, written at its start: a synchronous run's deadline, a durable run's
+ * execution's latest end (replaced by it when a synchronous run is handed over to one). Absent on
+ * records written before it was kept. See {@link RunReadRule}.
  */
 export const SYNC_DEADLINE_ATTRIBUTE = "syncDeadlineAt";
 
@@ -112,10 +113,10 @@ export const SYNC_DEADLINE_ATTRIBUTE = "syncDeadlineAt";
  * the same:
  * - `view(run, syncDeadlineAt)`: the record as read (`syncDeadlineAt`: {@link SYNC_DEADLINE_ATTRIBUTE},
  *   undefined when the item has none); applied by every read of a record
- * - `abandonedBefore()`: an ISO 8601 UTC instant; a `running` record whose synchronous deadline is before
+ * - `abandonedBefore()`: an ISO 8601 UTC instant; an unfinished record whose writer's deadline is before
  *   it is the one `view` shows as `abandoned`: a listing's `status` / `statuses` filter reads it so, and
- *   a write conditioned on a running record no longer finds it running
- * - `deadlineAbandonedAt(instant)`: the synchronous deadline (ISO 8601 UTC) of a run that reads abandoned
+ *   a write conditioned on an unfinished record no longer finds it so
+ * - `deadlineAbandonedAt(instant)`: the writer's deadline (ISO 8601 UTC) of a run that reads abandoned
  *   from `instant` (ISO 8601) on: a listing of runs changed after `instant` keeps those abandoned since
  */
 export interface RunReadRule<S extends RunShapes = RunShapes> {

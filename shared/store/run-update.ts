@@ -1,7 +1,7 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { keys } from "./keys.js";
-import { SYNC_DEADLINE_ATTRIBUTE } from "./run-records.js";
+import { SYNC_DEADLINE_ATTRIBUTE, UNFINISHED_STATUSES } from "./run-records.js";
 import { ITEM_PRESENT, tableKey } from "./table.js";
 import { setFields } from "./update.js";
 
@@ -9,8 +9,8 @@ import { setFields } from "./update.js";
  * One conditional update of a run record (shared/store/runs.ts): sets `fields` (removes the internal
  * attributes `remove` names, and adds `add.amount` to the number attribute `add.name`, from 0) if the
  * record exists and its status is one of `from`. With `abandonedBefore`
- * (an ISO 8601 UTC instant, the store's `RunReadRule`), a `running` record whose synchronous deadline is
- * before it is no longer running (readers see it `abandoned`), so the write is refused: a run read as
+ * (an ISO 8601 UTC instant, the store's `RunReadRule`), an unfinished record whose writer's deadline is
+ * before it is no longer going (readers see it `abandoned`), so the write is refused: a run read as
  * abandoned never changes again, not even by a late outcome. Names and values go through placeholders,
  * so reserved words such as `status` and `usage` are safe.
  * @returns false when the condition failed (not in `from`, abandoned, or missing)
@@ -46,12 +46,13 @@ export async function updateRunIf(
     expression += ", #sum = if_not_exists(#sum, :zero) + :amount";
   }
   let condition = `${ITEM_PRESENT} AND #status IN (${change.from.map((_, i) => `:from${i}`).join(", ")})`;
-  if (change.abandonedBefore !== undefined && change.from.includes("running")) {
-    // An absent deadline (a durable run, an older record) makes the comparison false: never abandoned.
+  const judged = change.from.filter((status) => UNFINISHED_STATUSES.includes(status));
+  if (change.abandonedBefore !== undefined && judged.length > 0) {
+    // An absent deadline (an older record) makes the comparison false: never abandoned.
     names["#syncDeadline"] = SYNC_DEADLINE_ATTRIBUTE;
-    values[":running"] = "running";
     values[":abandonedBefore"] = change.abandonedBefore;
-    condition += " AND NOT (#status = :running AND #syncDeadline < :abandonedBefore)";
+    const going = judged.map((status) => `:from${change.from.indexOf(status)}`).join(", ");
+    condition += ` AND NOT (#status IN (${going}) AND #syncDeadline < :abandonedBefore)`;
   }
   const removal = remove.length > 0 ? ` REMOVE ${remove.map((_, i) => `#r${i}`).join(", ")}` : "";
   try {

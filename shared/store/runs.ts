@@ -240,17 +240,19 @@ export class RunStore<S extends RunShapes = RunShapes> {
   }
 
   /**
-   * Marks a run `failed` after an unexpected server error (best effort; `reason` is a generic sentence,
-   * never the error's message).
-   * @returns false when the record was not `running`
+   * Marks a run still going (`UNFINISHED_STATUSES`: a durable run may fail while it waits for a decision
+   * or for budget) `failed` after an unexpected server error (`reason` is a generic sentence, never the
+   * error's message).
+   * @returns false when the record was not going (it ended first, or is missing)
+   * @throws the SDK's error for anything but the failed condition
    */
   async fail(tenantId: string, runId: string, reason: string, now: Date = new Date()): Promise<boolean> {
-    return this.updateIfRunning(tenantId, runId, {
-      status: "failed",
-      reason,
-      finishedAt: now.toISOString(),
-      updatedAt: now.toISOString(),
-    });
+    return this.updateIfRunning(
+      tenantId,
+      runId,
+      { status: "failed", reason, finishedAt: now.toISOString(), updatedAt: now.toISOString() },
+      UNFINISHED_STATUSES,
+    );
   }
 
   /**
@@ -271,7 +273,8 @@ export class RunStore<S extends RunShapes = RunShapes> {
   /**
    * Records the limits a running run goes on with (a synchronous run handed over to a durable execution
    * takes the durable run's), so the record shows the limits in force; the run is durable from then on,
-   * so its synchronous deadline is removed in the same write (the read rule no longer judges it).
+   * so in the same write its synchronous deadline gives way to `endsAt` (ISO 8601 UTC), its execution's
+   * latest end, which the read rule judges it by from then on.
    * @returns false when the record was not `running`
    * @throws the SDK's error for anything but the failed condition
    */
@@ -279,14 +282,14 @@ export class RunStore<S extends RunShapes = RunShapes> {
     tenantId: string,
     runId: string,
     limits: RunRecord["limits"],
+    endsAt: string,
     now: Date = new Date(),
   ): Promise<boolean> {
     return this.updateIfRunning(
       tenantId,
       runId,
-      { limits, updatedAt: now.toISOString() },
+      { limits, updatedAt: now.toISOString(), [SYNC_DEADLINE_ATTRIBUTE]: endsAt },
       ["running"],
-      [SYNC_DEADLINE_ATTRIBUTE],
     );
   }
 

@@ -47,7 +47,7 @@ export const ProblemSchema = z
         "MODEL_UNAVAILABLE, CONTEXT_LENGTH_EXCEEDED, RUN_NOT_RUNNING and HANDOVER_TOO_LARGE only. With the first two, as are cycles, toolResults, usage and durationMs: the partial run.",
     }),
     runStatus: z
-      .union([z.enum(["failed", "cancelled"]), RunStatusSchema])
+      .union([z.enum(["failed", "cancelled", "abandoned"]), RunStatusSchema])
       .optional()
       .openapi({
         description:

@@ -134,7 +134,7 @@ export const RunRecordSchema = StoredRunSchema.extend({
   }),
 }).openapi("RunRecord", {
   description:
-    "A stored run and its audit steps; `running` until the outcome is written, `cancelled` once a durable run was stopped, `abandoned` (a fixed `reason`) once a synchronous run is still `running` 30 s past its deadline: its server was killed mid-run and it will never write an outcome (docs/reliability.md).",
+    "A stored run and its audit steps; `running` until the outcome is written, `cancelled` once a durable run was stopped, `abandoned` (a fixed `reason`) once it is still unfinished 30 s past the end of what runs it (a synchronous run's deadline, a durable run's execution timeout): it will never write an outcome (docs/reliability.md).",
 });
 
 /** 200 body of `GET /v1/runs`: one page of the caller's runs (records without steps) and the next cursor. */
