@@ -83,6 +83,21 @@ describe("a durable run whose execution ended without its outcome", () => {
     });
     expect(await listed(tenantId, "running")).toEqual([]);
     expect(await listed(tenantId, "abandoned")).toEqual([started.runId]);
+    // A listing of the runs changed since just before it was abandoned (A2A ListTasks'
+    // statusTimestampAfter) keeps it, though nothing wrote its record since its start; one from its
+    // abandonment on does not.
+    const changedAfter = async (instant: number) =>
+      (
+        await stack.deps.runs.listPage(tenantId, {
+          limit: 10,
+          filter: { updatedAfter: new Date(instant).toISOString() },
+        })
+      ).runs.map((listedRun) => [listedRun.runId, listedRun.status, listedRun.updatedAt]);
+    const abandonedAt = new Date(endsAt + STALE_RUN_GRACE_MS).toISOString();
+    expect(await changedAfter(endsAt + STALE_RUN_GRACE_MS - 1)).toEqual([
+      [started.runId, "abandoned", abandonedAt],
+    ]);
+    expect(await changedAfter(endsAt + STALE_RUN_GRACE_MS)).toEqual([]);
     // The events feed ends with a final event made from the record instead of waiting for ever.
     const feed = eventForRoute(
       runEvent({ tenantId, prompt: "x" }),
