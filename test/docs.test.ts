@@ -176,6 +176,14 @@ describe("docs/http-api.md", () => {
     expect(listed.sort()).toEqual(ROUTES.map((route) => `${route.method} ${route.path}`).sort());
   });
 
+  it("describes each route in its own words: no two routes' answers are the same text", () => {
+    const answers = rows.flatMap((row) =>
+      /^`(GET|HEAD|POST|PUT) \//.test(row[0] ?? "") ? [[row[0], row[2]] as const] : [],
+    );
+    const shared = answers.filter(([, text], i) => answers.findIndex(([, other]) => other === text) !== i);
+    expect(shared).toEqual([]);
+  });
+
   it("names every body member POST /v1/runs accepts, and both forms of FORBIDDEN and of the 413", () => {
     const body = httpApi.match(/`POST \/v1\/runs` takes `(\{[^`]+\})`/)?.[1] ?? "";
     const members = [...body.matchAll(/"(\w+)"/g)].map((match) => match[1]);
