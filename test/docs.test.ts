@@ -8,6 +8,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import GithubSlugger from "github-slugger";
 import type { Token, Tokens } from "marked";
 import { describe, expect, it } from "vitest";
+import { ResourceMetadataSchema } from "../functions/api/contract/mcp.js";
 import { CreateRunBody, RunResponseSchema } from "../functions/api/contract.js";
 import { PROBLEM_STATUS } from "../functions/api/problem-details.js";
 import { RUNNER } from "../infra/durable-runner.js";
@@ -182,6 +183,14 @@ describe("docs/http-api.md", () => {
     );
     const shared = answers.filter(([, text], i) => answers.findIndex(([, other]) => other === text) !== i);
     expect(shared).toEqual([]);
+  });
+
+  it("names every member of /mcp's protected-resource metadata, and no other", () => {
+    const row = rows.find((cells) => cells[0] === "`GET /.well-known/oauth-protected-resource/mcp`");
+    const members = row?.[2]?.match(/`\{([^`]+)\}`/)?.[1]?.split(",") ?? [];
+    expect(members.map((member) => member.trim()).sort()).toEqual(
+      Object.keys(ResourceMetadataSchema.shape).sort(),
+    );
   });
 
   it("names every body member POST /v1/runs accepts, and both forms of FORBIDDEN and of the 413", () => {
