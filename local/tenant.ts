@@ -43,6 +43,7 @@ import {
 import { type LimitsChange, LimitsChangeSchema } from "../shared/quotas/limits.js";
 import { createDocumentClient } from "../shared/store/dynamo.js";
 import { TENANT_ID_PATTERN } from "../shared/user-roles.js";
+import { readIssuerFile, runningIssuerFiles } from "./dev-auth.js";
 import {
   changeThroughDevServer,
   type DevServerAnswer,
@@ -218,13 +219,31 @@ async function functionEnvironment(functionName: string): Promise<Record<string,
 }
 
 /**
+ * The flags that point the command at a running `npm run dev`'s table (from its issuer file), or where to
+ * find them: a reader who ran the examples after `npm run dev` and reached the stack path by omission.
+ */
+async function localTableHint(env: NodeJS.ProcessEnv, directory: string | undefined): Promise<string> {
+  for (const { port, path } of await runningIssuerFiles(directory)) {
+    const table = (await readIssuerFile(path).catch(() => undefined))?.table;
+    if (!table?.endpoint) continue;
+    const named = table.name === (env.TABLE_NAME ?? "boundloop") ? "" : ` --table ${table.name}`;
+    return `for the table of \`npm run dev\` on port ${port}, pass --endpoint ${table.endpoint}${named}`;
+  }
+  return "for a local table, pass --endpoint <url> (the URL on the `dynamodb:` line `npm run dev` prints)";
+}
+
+/**
  * The settings and the durable runner of the command's target: for a local DynamoDB, this shell's
  * environment and no runner; for a deployed stack, the API function's environment (its TableName output
  * or `--table`) and its runner (RUNNER_FUNCTION_ARN) with the shell's credentials.
+ * @param devServers where running dev servers' issuer files are (default the repo's `.boundloop/`)
+ * @throws Error when the stack cannot be read (no region or credentials, no such stack), saying what was
+ *   asked and how to reach a local table instead
  */
 export async function targetOf(
   target: LimitsCommand["target"],
   env: NodeJS.ProcessEnv,
+  devServers?: string,
 ): Promise<{ env: NodeJS.ProcessEnv; executions: DurableExecutions | undefined }> {
   if ("endpoint" in target) {
     return {
@@ -232,7 +251,15 @@ export async function targetOf(
       executions: undefined,
     };
   }
-  const outputs = await stackOutputs(target.stackName);
+  let outputs: Awaited<ReturnType<typeof stackOutputs>>;
+  try {
+    outputs = await stackOutputs(target.stackName);
+  } catch (error) {
+    const said = error instanceof Error ? error.message : String(error);
+    throw new Error(
+      `No local table given (--endpoint or DYNAMODB_ENDPOINT), so the deployed stack ${target.stackName} was asked, and that failed: ${said}. For a stack, set AWS_REGION and credentials (--stack-name to name it); ${await localTableHint(env, devServers)}.`,
+    );
+  }
   const deployed = await functionEnvironment(outputs.apiFunctionName);
   const runner = deployed.RUNNER_FUNCTION_ARN;
   return {
@@ -274,7 +301,7 @@ export async function runLimitsCommand(
   env: NodeJS.ProcessEnv,
   options: LimitsCommandOptions = {},
 ): Promise<LimitsView & { wake?: WakeReport }> {
-  const target = await targetOf(command.target, env);
+  const target = await targetOf(command.target, env, options.devServers);
   const config = loadConfig(target.env);
   const ddb = createDocumentClient(config.table);
   try {

@@ -76,7 +76,14 @@ async function resolvePool(values: {
   const stackName = values["stack-name"] ?? "Boundloop";
   const cloudformation = new CloudFormationClient({});
   try {
-    const { Stacks } = await cloudformation.send(new DescribeStacksCommand({ StackName: stackName }));
+    const { Stacks } = await cloudformation
+      .send(new DescribeStacksCommand({ StackName: stackName }))
+      .catch((error: unknown) => {
+        const said = error instanceof Error ? error.message : String(error);
+        throw new Error(
+          `Stack ${stackName} could not be read: ${said}. npm run user manages the users of a deployed stack, with your AWS credentials and the stack's region (export AWS_REGION=<region>, or set one in your profile); --stack-name names another stack.`,
+        );
+      });
     const outputs = Object.fromEntries(
       (Stacks?.[0]?.Outputs ?? []).map((output) => [output.OutputKey, output.OutputValue]),
     );

@@ -63,6 +63,18 @@ describe("docs/quotas.md per-tenant overrides, as copied", () => {
     expect(await put(priced, "tenant_docs_1", JSON.parse(cost ?? "null"))).toBe(200);
   });
 
+  it("says how the npm run tenant examples reach npm run dev's table: --endpoint, else the deployed stack", () => {
+    expect(section).toMatch(/for\s+`npm run dev`'s table add `--endpoint`[^)]*the deployed stack/);
+    for (const { args } of tenantLines) {
+      expect(parseLimitsCommand(args, {}).target).toEqual({ stackName: "Boundloop", table: undefined });
+      const local = [...args, "--endpoint", "http://127.0.0.1:35203"];
+      expect(parseLimitsCommand(local, {}).target).toEqual({
+        endpoint: "http://127.0.0.1:35203",
+        table: "boundloop",
+      });
+    }
+  });
+
   it("the npm run tenant examples set no cost limit, but the one that says it needs MODEL_PRICES", async () => {
     expect(tenantLines.length).toBeGreaterThan(2);
     for (const { args, comment } of tenantLines) {

@@ -8,6 +8,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import GithubSlugger from "github-slugger";
 import type { Token, Tokens } from "marked";
 import { describe, expect, it } from "vitest";
+import { ResourceMetadataSchema } from "../functions/api/contract/mcp.js";
 import { CreateRunBody, RunResponseSchema } from "../functions/api/contract.js";
 import { PROBLEM_STATUS } from "../functions/api/problem-details.js";
 import { RUNNER } from "../infra/durable-runner.js";
@@ -174,6 +175,22 @@ describe("docs/http-api.md", () => {
       /^`(GET|HEAD|POST|PUT) \//.test(row[0] ?? "") ? [row[0]?.replace(/`/g, "")] : [],
     );
     expect(listed.sort()).toEqual(ROUTES.map((route) => `${route.method} ${route.path}`).sort());
+  });
+
+  it("describes each route in its own words: no two routes' answers are the same text", () => {
+    const answers = rows.flatMap((row) =>
+      /^`(GET|HEAD|POST|PUT) \//.test(row[0] ?? "") ? [[row[0], row[2]] as const] : [],
+    );
+    const shared = answers.filter(([, text], i) => answers.findIndex(([, other]) => other === text) !== i);
+    expect(shared).toEqual([]);
+  });
+
+  it("names every member of /mcp's protected-resource metadata, and no other", () => {
+    const row = rows.find((cells) => cells[0] === "`GET /.well-known/oauth-protected-resource/mcp`");
+    const members = row?.[2]?.match(/`\{([^`]+)\}`/)?.[1]?.split(",") ?? [];
+    expect(members.map((member) => member.trim()).sort()).toEqual(
+      Object.keys(ResourceMetadataSchema.shape).sort(),
+    );
   });
 
   it("names every body member POST /v1/runs accepts, and both forms of FORBIDDEN and of the 413", () => {

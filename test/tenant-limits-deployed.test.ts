@@ -7,7 +7,12 @@
  * against the function's MODEL_PRICES, not the shell's, and wakes the tenant's waiting runs through the
  * function's RUNNER_FUNCTION_ARN.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createDevIssuer, writeIssuerFile } from "../local/dev-auth.js";
+import { parseLimitsCommand, runLimitsCommand } from "../local/tenant.js";
 import { QuotaLimitStore } from "../shared/store/quota-limits.js";
 import { QuotaWaitStore } from "../shared/store/quota-waits.js";
 import {
@@ -44,6 +49,12 @@ afterAll(async () => {
 /** DescribeStacks (query protocol, XML), GetFunctionConfiguration and the callback (REST-JSON). */
 function replyTo(request: ReceivedRequest) {
   const form = new URLSearchParams(request.body.toString("utf8"));
+  if (request.method === "POST" && form.get("StackName") === "Boundloop") {
+    return {
+      status: 400,
+      xml: `<ErrorResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id Boundloop does not exist</Message></Error><RequestId>r-2</RequestId></ErrorResponse>`,
+    };
+  }
   if (request.method === "POST" && form.get("Action") === "DescribeStacks") {
     const output = (key: string, value: string) =>
       `<member><OutputKey>${key}</OutputKey><OutputValue>${value}</OutputValue></member>`;
@@ -99,5 +110,32 @@ describe("npm run tenant -- limits on a deployed stack", () => {
       "POST /2025-12-01/durable-execution-callbacks/cb%2F7%2B1%3D/succeed",
     ]);
     expect(aws.requests[2]?.body.toString("utf8")).toBe('{"reason":"limits_changed"}');
+  });
+});
+
+describe("npm run tenant -- limits with no table named, next to a running npm run dev", () => {
+  it("says which stack it asked and what failed, and names the dev server's table as --endpoint", async () => {
+    // The docs' examples run as written while `npm run dev` runs: no --endpoint, so the stack is asked.
+    for (const [key, value] of Object.entries({
+      AWS_REGION: "eu-west-1",
+      AWS_ACCESS_KEY_ID: STAND_IN_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: STAND_IN_CREDENTIALS.secretAccessKey,
+      AWS_ENDPOINT_URL_CLOUDFORMATION: aws.endpoint,
+    }))
+      vi.stubEnv(key, value);
+    const devServers = mkdtempSync(join(tmpdir(), "boundloop-dev-servers-"));
+    await writeIssuerFile(join(devServers, "dev-issuer-3000.json"), {
+      ...(await createDevIssuer()),
+      url: "http://127.0.0.1:3000",
+      table: { endpoint: "http://127.0.0.1:35203", name: "boundloop" },
+    });
+    const command = parseLimitsCommand(["limits", "acme", "show"], {});
+    try {
+      await expect(runLimitsCommand(command, {}, { devServers })).rejects.toThrow(
+        "No local table given (--endpoint or DYNAMODB_ENDPOINT), so the deployed stack Boundloop was asked, and that failed: Stack with id Boundloop does not exist. For a stack, set AWS_REGION and credentials (--stack-name to name it); for the table of `npm run dev` on port 3000, pass --endpoint http://127.0.0.1:35203.",
+      );
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 });

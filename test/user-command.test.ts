@@ -304,4 +304,13 @@ describe("npm run user against the pool named by the stack's outputs", { timeout
     expect(result.code).toBe(1);
     expect(result.stderr).toContain("Stack with id Other does not exist");
   });
+
+  it("says what it needs when the stack cannot be asked (no region): credentials and the stack's region", async () => {
+    const result = await user(["list"], { AWS_REGION: "", AWS_DEFAULT_REGION: "" });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("user: Stack Boundloop could not be read: ");
+    expect(result.stderr).toContain(
+      "npm run user manages the users of a deployed stack, with your AWS credentials and the stack's region (export AWS_REGION=<region>, or set one in your profile)",
+    );
+  });
 });
