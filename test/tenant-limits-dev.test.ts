@@ -144,7 +144,7 @@ describe("npm run tenant -- limits with npm run dev on the same table", () => {
       );
       expect(code).toBe(2);
       expect(stderr.mock.calls.map(([text]) => String(text)).join("")).toBe(
-        `tenant: INVALID_REQUEST: \`npm run dev\` on port ${server.port} refused the change: The model gpt-4o-mini has no price in MODEL_PRICES: a cost limit could not be checked.\n`,
+        `tenant: INVALID_REQUEST: \`npm run dev\` on port ${server.port} refused the change: The model gpt-4o-mini has no price in MODEL_PRICES, so a cost limit cannot be checked: give it one there (docs/quotas.md) or set token limits.\n`,
       );
     } finally {
       stderr.mockRestore();

@@ -121,7 +121,7 @@ describe("npm run tenant -- limits", () => {
     const noPrice = await tenantCommand([tenantId, "--tenant-cost-per-day", "10"]);
     expect(noPrice.code).toBe(2);
     expect(noPrice.stderr).toBe(
-      "tenant: INVALID_REQUEST: The model gpt-4o-mini has no price in MODEL_PRICES: a cost limit could not be checked.\n",
+      "tenant: INVALID_REQUEST: The model gpt-4o-mini has no price in MODEL_PRICES, so a cost limit cannot be checked: give it one there (docs/quotas.md) or set token limits.\n",
     );
     expect(await store.get(tenantId)).toEqual({ limits: {}, updatedBy: null, updatedAt: null });
     expect((await usageOf(tenantId)).tenant?.day.tokens.limit).toBeNull();

@@ -89,7 +89,7 @@ export async function limitsChange(
     (cost) => typeof cost === "string",
   );
   if (costs.length > 0 && !quotas.price) {
-    const message = `The model ${quotas.config.model} has no price in MODEL_PRICES: a cost limit could not be checked.`;
+    const message = `The model ${quotas.config.model} has no price in MODEL_PRICES, so a cost limit cannot be checked: give it one there (docs/quotas.md) or set token limits.`;
     throw new DomainError("INVALID_REQUEST", message, {
       facts: {
         errors: [
