@@ -64,7 +64,6 @@ const SKIPPED = process.env.BOUNDLOOP_TEST_SCOPE === "deployed" ? NOT_DEPLOYED :
  * it leaves no process-wide state behind for the next file: it writes no process.env, mocks, spies or
  * stubs nothing, fakes no timers, registers no global tracer provider (the tracing files), and builds its
  * stacks, servers and clocks itself. Any other file (a new one too) runs isolated in the suite project.
- * A file here that is also {@link TIMED} runs with the timed files, in their one worker (see TIMED_SHARED).
  */
 const SHARED_MODULES = [
   "test/a2a-sdk-plugin.test.ts",
@@ -110,13 +109,11 @@ const SHARED_MODULES = [
   "test/history.test.ts",
   "test/http-config.test.ts",
   "test/http-edge.test.ts",
-  "test/http-errors.test.ts",
   "test/http-invoices.test.ts",
   "test/http-method-not-allowed.test.ts",
   "test/http-query-params.test.ts",
   "test/http-runs-filters.test.ts",
   "test/http-runs-list.test.ts",
-  "test/http-runs.test.ts",
   "test/idempotency-callers.test.ts",
   "test/idempotency-crash.test.ts",
   "test/idempotency-http-logic.test.ts",
@@ -138,11 +135,7 @@ const SHARED_MODULES = [
   "test/local-dev-event.test.ts",
   "test/local-env.test.ts",
   "test/local-invoke-cold-start.test.ts",
-  "test/loop-bounds.test.ts",
   "test/loop-limits.test.ts",
-  "test/loop-peer-failures-model-output.test.ts",
-  "test/loop-peer-failures-timing.test.ts",
-  "test/loop-peer-failures.test.ts",
   "test/loop-steps.test.ts",
   "test/loop.test.ts",
   "test/mcp-approval.test.ts",
@@ -154,7 +147,6 @@ const SHARED_MODULES = [
   "test/model-server-latency.test.ts",
   "test/model-server-tool-choice.test.ts",
   "test/model-turn-estimate.test.ts",
-  "test/model-wire-format.test.ts",
   "test/money-property.test.ts",
   "test/money.test.ts",
   "test/next-steps.test.ts",
@@ -215,13 +207,6 @@ const SHARED_MODULES = [
   "test/tools-read.test.ts",
 ];
 
-/**
- * The {@link TIMED} files that are also {@link SHARED_MODULES}: one worker runs them one after another
- * without isolation, loading the app's modules once instead of once per file (a fresh worker and its
- * imports cost about a second a file); the machine is still theirs alone, one file at a time.
- */
-const TIMED_SHARED = TIMED.filter((file) => SHARED_MODULES.includes(file));
-
 export default defineConfig({
   test: {
     globalSetup: ["test/support/global-setup.ts"],
@@ -256,25 +241,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        // One worker receives every file at once (isolate: false, maxWorkers: 1) and runs them in turn.
-        test: {
-          name: "timed-shared",
-          include: TIMED_SHARED,
-          exclude: SKIPPED,
-          isolate: false,
-          maxWorkers: 1,
-          sequence: { groupOrder: 2 },
-        },
-      },
-      {
-        extends: true,
-        test: {
-          name: "timed",
-          include: TIMED,
-          exclude: [...TIMED_SHARED, ...SKIPPED],
-          maxWorkers: 1,
-          sequence: { groupOrder: 3 },
-        },
+        test: { name: "timed", include: TIMED, exclude: SKIPPED, maxWorkers: 1, sequence: { groupOrder: 2 } },
       },
     ],
   },
