@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { keys } from "./keys.js";
 import { decodeListCursor, encodeCursor } from "./query.js";
-import { SYNC_DEADLINE_ATTRIBUTE, UNFINISHED_STATUSES } from "./run-records.js";
+import { type RunReadRule, SYNC_DEADLINE_ATTRIBUTE, UNFINISHED_STATUSES } from "./run-records.js";
 import { ITEM_LIVE, LIST_INDEX, type StoredItem, TABLE_SCHEMA, TTL_NAMES } from "./table.js";
 
 /**
@@ -33,6 +33,20 @@ export interface RunListFilter {
   updatedAfter?: string | undefined;
   abandonedBefore?: string | undefined;
   abandonedDeadlineAfter?: string | undefined;
+}
+
+/**
+ * `filter` with the run store's read rule's part (see {@link RunListFilter}: `abandonedBefore`, and
+ * `abandonedDeadlineAfter` with `updatedAfter`); `filter` itself without a rule.
+ */
+export function withReadRule(filter: RunListFilter, rule: RunReadRule | undefined): RunListFilter {
+  if (!rule) return filter;
+  const { updatedAfter } = filter;
+  return {
+    ...filter,
+    abandonedBefore: rule.abandonedBefore(),
+    ...(updatedAfter === undefined ? {} : { abandonedDeadlineAfter: rule.deadlineAbandonedAt(updatedAfter) }),
+  };
 }
 
 /** Index reads of one runs page at most (`reads`), and the items each evaluates before the filter. */

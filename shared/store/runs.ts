@@ -3,7 +3,7 @@ import { decodeText } from "./compressed.js";
 import { conditionalPut } from "./conditional.js";
 import { keys } from "./keys.js";
 import { queryTenant } from "./query.js";
-import { countRunList, queryRunList, type RunListFilter } from "./run-list.js";
+import { countRunList, queryRunList, type RunListFilter, withReadRule } from "./run-list.js";
 import type { HistorySummary } from "./run-record-schema.js";
 import {
   type ContinuationRead,
@@ -371,7 +371,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
     options: { limit: number; cursor?: string | undefined; filter?: RunListFilter; withTotal?: boolean },
     now: Date = new Date(),
   ): Promise<{ runs: RunRecord<S>[]; nextCursor: string | undefined; total?: number }> {
-    const filter = this.withReadRule(options.filter ?? {});
+    const filter = withReadRule(options.filter ?? {}, this.options.readRule);
     const nowSeconds = Math.floor(now.getTime() / 1000);
     const [page, total] = await Promise.all([
       queryRunList(this.client, this.tableName, tenantId, { ...options, filter }, nowSeconds),
@@ -383,20 +383,6 @@ export class RunStore<S extends RunShapes = RunShapes> {
       runs: page.items.map((item) => this.seen(splitItem(item).attributes)),
       nextCursor: page.nextCursor,
       ...(total === undefined ? {} : { total }),
-    };
-  }
-
-  /** `filter` with the read rule's part (run-list.ts {@link RunListFilter}: `abandonedBefore`, …). */
-  private withReadRule(filter: RunListFilter): RunListFilter {
-    const rule = this.options.readRule;
-    if (!rule) return filter;
-    const { updatedAfter } = filter;
-    return {
-      ...filter,
-      abandonedBefore: rule.abandonedBefore(),
-      ...(updatedAfter === undefined
-        ? {}
-        : { abandonedDeadlineAfter: rule.deadlineAbandonedAt(updatedAfter) }),
     };
   }
 
