@@ -13,6 +13,7 @@ import { eventForRoute } from "../local/durable-runner.js";
 import { RUN_ABANDONED_REASON, STALE_RUN_GRACE_MS } from "../shared/runs/abandoned.js";
 import { durableEndOf } from "../shared/runs/run-bounds.js";
 import { type DurableStack, runPathEvent, startAsyncRun, startDurableStack } from "./support/durable.js";
+import { heldReply } from "./support/held.js";
 import { runEvent } from "./support/idempotency.js";
 import { ManualClock, parseSse, runEventsOf } from "./support/streaming.js";
 
@@ -48,10 +49,7 @@ async function listed(tenantId: string, status: string): Promise<string[]> {
 describe("a durable run whose execution ended without its outcome", () => {
   it("reads running until its execution's latest end plus the grace, then abandoned on every surface", async () => {
     const tenantId = "tenant_durable_lost";
-    let release: () => void = () => {};
-    const heldUntil = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const { heldUntil, release } = heldReply();
     stack.model.script([{ heldUntil, content: "Nothing to calculate." }]);
     const started = await startAsyncRun(stack, tenantId, "hello");
     const startedAt = Date.parse(started.startedAt);

@@ -16,6 +16,7 @@ import { eventForRoute } from "../local/durable-runner.js";
 import { RUN_FAILED_REASON } from "../shared/runs/lifecycle.js";
 import { approvalRuns, decide, GBP_RULES, json } from "./support/approvals.js";
 import { type DurableStack, durableStackForFile, runPathEvent, startAsyncRun } from "./support/durable.js";
+import { heldReply } from "./support/held.js";
 import { runEvent } from "./support/idempotency.js";
 
 const stack = durableStackForFile({ MAX_CYCLES: "5", APPROVAL_RULES: GBP_RULES }, { planner: true });
@@ -149,10 +150,7 @@ describe("a durable run whose execution fails", () => {
   it("run:finish failing after it wrote the outcome: the run keeps it, with one run.finished", async () => {
     const tenantId = "tenant_fail_settle";
     // The reply waits until this test listens to the run's live events (the runner's own hub).
-    let release: () => void = () => {};
-    const heldUntil = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const { heldUntil, release } = heldReply();
     stack.model.script([{ heldUntil, content: "Nothing to calculate." }]);
     const live: string[] = [];
     let stopListening = () => {};

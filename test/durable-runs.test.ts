@@ -4,6 +4,7 @@ import { ProblemSchema, RunRecordSchema } from "../functions/api/contract.js";
 import type { RunRecordStatus } from "../shared/store/runs.js";
 import { header } from "./fixtures/events.js";
 import { type DurableStack, runPathEvent, startDurableStack } from "./support/durable.js";
+import { heldReply } from "./support/held.js";
 import { runEvent } from "./support/idempotency.js";
 import { tenantKeys } from "./support/reliability.js";
 import { seedEvent } from "./support/stack.js";
@@ -254,10 +255,7 @@ describe("tenant isolation", () => {
   it("another tenant's run is 404 on GET and on cancel, and keeps running", async () => {
     const tenantId = "tenant_async_owner";
     // The model call stays in flight (the run `running`) until the intruder's requests are answered.
-    let release: () => void = () => {};
-    const heldUntil = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const { heldUntil, release } = heldReply();
     stack.model.script([{ heldUntil, content: "Nothing to calculate." }]);
     const started = RunRecordSchema.parse(json(await startAsync({ tenantId, prompt: "hello" })));
     try {

@@ -19,6 +19,7 @@ import { type DevServer, type Handler, startDevServer } from "../local/dev-serve
 import { LocalDurableExecutions } from "../local/durable-executions.js";
 import { createTokenVerifier } from "../shared/auth/token-verifier.js";
 import { createDurableRunHandler } from "../shared/durable/runner.js";
+import { heldReply } from "./support/held.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
 
 /**
@@ -212,10 +213,7 @@ describe("the API as Prism sees it through the OpenAPI document", () => {
 
     // The same key while its first request still runs: 409 with Retry-After.
     // Its model call is held until the second request has its answer.
-    let release: () => void = () => {};
-    const heldUntil = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const { heldUntil, release } = heldReply();
     stack.model.script([{ content: "Nothing to do.", heldUntil }]);
     const slowKey = `prism-slow-${randomUUID()}`;
     const requestsBefore = stack.model.requests.length;

@@ -11,6 +11,7 @@ import { ProblemSchema } from "../functions/api/contract.js";
 import { eventForRoute } from "../local/durable-runner.js";
 import { keys } from "../shared/store/keys.js";
 import { header } from "./fixtures/events.js";
+import { heldReply } from "./support/held.js";
 import { runEvent } from "./support/idempotency.js";
 import { startMcpStack } from "./support/mcp.js";
 import { startTestStack, type TestStack } from "./support/stack.js";
@@ -152,10 +153,7 @@ describe("runs in flight", () => {
 
   it("a second run while one is in flight is 429 (Retry-After 1, concurrent-requests); the slot is free again when it ends", async () => {
     // The first run's model call stays in flight until the refusal and the other tenant's run are done.
-    let release: () => void = () => {};
-    const heldUntil = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const { heldUntil, release } = heldReply();
     tight.model.script([{ content: "slow answer", heldUntil }, { content: "other" }, { content: "after" }]);
     const first = postTight("tenant_live_1", "usr_a");
     try {
