@@ -200,15 +200,21 @@ function statusTest(
       values[`:${key}`] = status;
       return `#status = :${key}`;
     }
-    names["#syncDeadline"] = SYNC_DEADLINE_ATTRIBUTE;
-    values[":abandonedBefore"] = abandonedBefore;
-    const stale = "#syncDeadline < :abandonedBefore";
-    if (status !== "abandoned") {
-      values[`:${key}`] = status;
-      return `(#status = :${key} AND NOT (${stale}))`;
-    }
-    return staleUnfinished(names, values, abandonedBefore);
+    if (status === "abandoned") return staleUnfinished(names, values, abandonedBefore);
+    values[`:${key}`] = status;
+    return `(#status = :${key} AND NOT (${deadlineBefore(names, values, abandonedBefore)}))`;
   };
+}
+
+/** The filter expression that a record's writer's deadline is before `abandonedBefore`. */
+function deadlineBefore(
+  names: Record<string, string>,
+  values: Record<string, unknown>,
+  abandonedBefore: string,
+): string {
+  names["#syncDeadline"] = SYNC_DEADLINE_ATTRIBUTE;
+  values[":abandonedBefore"] = abandonedBefore;
+  return "#syncDeadline < :abandonedBefore";
 }
 
 /**
@@ -221,17 +227,15 @@ function staleUnfinished(
   abandonedBefore: string,
 ): string {
   names["#status"] = "status";
-  names["#syncDeadline"] = SYNC_DEADLINE_ATTRIBUTE;
-  values[":abandonedBefore"] = abandonedBefore;
   UNFINISHED_STATUSES.forEach((unfinished, i) => {
     values[`:unfinished${i}`] = unfinished;
   });
   const going = UNFINISHED_STATUSES.map((_, i) => `:unfinished${i}`).join(", ");
-  return `(#status IN (${going}) AND #syncDeadline < :abandonedBefore)`;
+  return `(#status IN (${going}) AND ${deadlineBefore(names, values, abandonedBefore)})`;
 }
 
 /**
- * The filter expression that a record reads `abandoned` (a `running` record whose synchronous deadline is
+ * The filter expression that a record reads `abandoned` (an unfinished record whose writer's deadline is
  * before `before`) and became so after its deadline `after` passed: what changed it was the read rule,
  * not a write (see {@link RunListFilter} `abandonedDeadlineAfter`).
  */
