@@ -1,6 +1,7 @@
 /**
  * The HTTP API's routes as the stack deploys them, and how each is authorized: by the JWT authorizer,
- * or public (no authorizer). Free of CDK imports, so the local dev server (local/dev-server.ts) applies
+ * or public (no authorizer). Free of CDK imports, so the local dev server (local/dev-server.ts) routes
+ * by the same table (404 for any other request, as the deployed API has no catch-all route) and applies
  * the same public routes without loading aws-cdk-lib; test/infra-settings.test.ts holds these, the app's
  * documented routes and the dev server's public routes equal.
  */

@@ -52,7 +52,8 @@ export interface RequestParts {
  *   for routes without an authorizer)
  * - `body` as text for textual media types whose bytes are valid UTF-8, else base64 with
  *   `isBase64Encoded: true` (never decoded lossily); absent when empty
- * - `routeKey` "$default" (the dev server forwards every route, the app answers unknown ones with 404)
+ * - `routeKey` "$default" where AWS puts the matched route's key: the function routes by method and
+ *   path and reads no `routeKey`; the dev server forwards declared routes only (local/dev-server.ts)
  */
 export function toHttpApiEvent(
   request: RequestParts,

@@ -8,9 +8,10 @@
  * `GET /openapi.json`, the console's page and assets) and `/mcp` (which verifies its own token) have no
  * authorizer, every other route does: 401 `{"message":"Unauthorized"}` (application/json) with
  * `www-authenticate: Bearer scope="" error="invalid_token" error_description="…"`, as API Gateway writes
- * it; a HEAD the stack declares no route for (infra/routes.ts: only `HEAD /v1/policies`) gets the API's
- * own 404 `{"message":"Not Found"}` before any token check, as the HTTP API matches methods exactly (other
- * undeclared requests still reach the app, which answers 404 or 405 problems); bodies over 10 MB get 413; a handler still running at the timeout gets 503
+ * it; a request the stack declares no route for (infra/routes.ts ROUTES, methods matched exactly: a GET
+ * route takes no HEAD, and only `HEAD /v1/policies` is declared) gets the API's own 404
+ * `{"message":"Not Found"}` before any token check and never reaches the handler, an unknown path and a
+ * known path with another method alike; bodies over 10 MB get 413; a handler still running at the timeout gets 503
  * `{"message":"Service Unavailable"}`; a handler that throws gets 500 `{"message":"Internal Server Error"}`.
  * What the stack serves on its streaming function URL ({@link servedByStream}) goes to the streaming
  * entry with no gateway in front, as there: the entry verifies the token and answers its own 401.
@@ -84,9 +85,11 @@ export async function startDevServer(options: {
       gatewayError(res, 413, "Request Entity Too Large");
       return "";
     }
-    if (method === "HEAD" && !isDeclaredRoute(method, path)) {
+    // The HTTP API has no catch-all route (infra/stack.ts adds exactly ROUTES): any other request is
+    // answered by the API itself, before the authorizer, and never reaches the function.
+    if (!isDeclaredRoute(method, path)) {
       gatewayError(res, 404, "Not Found");
-      return " (no HEAD route: the HTTP API answers 404)";
+      return " (no such route: the HTTP API answers 404)";
     }
     const streamed = target.stream !== undefined && servedByStream(method, path, req.headers);
     let verdict: TokenVerdict | undefined;

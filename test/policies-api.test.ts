@@ -133,6 +133,20 @@ describe("HEAD /v1/policies", () => {
     expect(await head.text()).toBe("");
   });
 
+  it("a caller without policy:admin gets GET's 403 headers (status, content-type, content-length), no body", async () => {
+    const reader = { sub: "usr_reader", tenant_id: "tenant_pol_head", scope: "billing:read" };
+    const get = await stack.api("/v1/policies", reader);
+    const body = await get.text();
+    expect(get.status).toBe(403);
+    expect(get.headers.get("content-type")).toBe("application/problem+json");
+    expect(ProblemSchema.parse(JSON.parse(body)).code).toBe("FORBIDDEN");
+    const head = await stack.api("/v1/policies", reader, { method: "HEAD" });
+    expect(head.status).toBe(403);
+    expect(head.headers.get("content-type")).toBe(get.headers.get("content-type"));
+    expect(head.headers.get("content-length")).toBe(String(Buffer.byteLength(body)));
+    expect(await head.text()).toBe("");
+  });
+
   it("is the one HEAD route: HEAD on a GET route the stack does not declare is the gateway's 404, as on AWS", async () => {
     const tenant = "tenant_pol_head";
     for (const path of ["/v1/invoices", "/v1/policies/versions", "/healthz"]) {
