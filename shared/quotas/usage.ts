@@ -1,5 +1,5 @@
-import { amountOfMicro } from "../agent/budget.js";
 import type { QuotaLimits } from "../config/quotas.js";
+import { amountOfMicro } from "../money/micro.js";
 import type { CounterState } from "../store/counters.js";
 import { type namesOf, quotaRef, runsThisMinute, type ScopeNames } from "./item.js";
 
