@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { amountOfMicro } from "../shared/agent/budget.js";
 import { loadConfig } from "../shared/config.js";
+import { amountOfMicro } from "../shared/money/micro.js";
 import { LimitsChangeSchema } from "../shared/quotas/limits.js";
 import { microOfAmount } from "../shared/quotas/prices.js";
 

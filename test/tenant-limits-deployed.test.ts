@@ -99,7 +99,8 @@ describe("npm run tenant -- limits on a deployed stack", () => {
     const set = await deployedCommand([tenantId, "--user-cost-per-day", "2.50"], { MODEL_PRICES: "" });
     expect(set.code, set.stderr).toBe(0);
     const printed = JSON.parse(set.stdout) as Record<string, unknown>;
-    expect(printed).toMatchObject({ tenantId, tenantSet: { tenant: {}, user: { costPerDay: "2.50" } } });
+    // Stored as set, printed as every cost limit is shown (six places: test/quota-cost-shown.test.ts).
+    expect(printed).toMatchObject({ tenantId, tenantSet: { tenant: {}, user: { costPerDay: "2.500000" } } });
     expect(printed.wake).toEqual({ waiting: 1, woken: 1 });
     const stored = await new QuotaLimitStore(stack.deps.ddb, stack.config.table.name).get(tenantId);
     expect(stored.limits).toEqual({ userCostPerDay: "2.50" });

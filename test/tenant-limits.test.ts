@@ -63,7 +63,8 @@ describe("npm run tenant -- limits", () => {
     const printed = JSON.parse(set.stdout) as Record<string, unknown>;
     expect(printed).toMatchObject({
       tenantId: TENANT,
-      tenantSet: { tenant: { tokensPerDay: 50_000 }, user: { runsPerMinute: 3, costPerDay: "2.50" } },
+      // Stored as set, printed as every cost limit is shown (six places: test/quota-cost-shown.test.ts).
+      tenantSet: { tenant: { tokensPerDay: 50_000 }, user: { runsPerMinute: 3, costPerDay: "2.500000" } },
     });
     expect(String(printed.updatedBy)).toMatch(/^operator:/);
     const stored = await store.get(TENANT);
@@ -85,7 +86,7 @@ describe("npm run tenant -- limits", () => {
     const view = LimitsResponseSchema.parse(json(await stack.invoke(put)));
     expect(view.tenantSet).toEqual({
       tenant: { tokensPerDay: 50_000 },
-      user: { runsPerMinute: 3, costPerDay: "2.50" },
+      user: { runsPerMinute: 3, costPerDay: "2.500000" },
     });
     expect(view.limits.tenant.tokensPerDay).toBe(50_000);
 
@@ -100,7 +101,7 @@ describe("npm run tenant -- limits", () => {
     expect((await store.get(TENANT)).limits).toEqual({ userCostPerDay: "2.50" });
 
     const shown = await runLimitsCommand(parseLimitsCommand(["limits", TENANT, "show", ...where()], {}), {});
-    expect(shown.tenantSet).toEqual({ tenant: {}, user: { costPerDay: "2.50" } });
+    expect(shown.tenantSet).toEqual({ tenant: {}, user: { costPerDay: "2.500000" } });
   });
 
   it("refuses a limit out of bounds, naming the flag and the bound, and writes nothing", async () => {
@@ -146,9 +147,9 @@ describe("npm run tenant -- limits", () => {
       expect(view).toEqual({
         limits: {
           tenant: { runsPerMinute: null, concurrentRuns: 4, tokensPerDay: null, costPerDay: null },
-          user: { runsPerMinute: null, tokensPerDay: null, costPerDay: "1.25" },
+          user: { runsPerMinute: null, tokensPerDay: null, costPerDay: "1.250000" },
         },
-        tenantSet: { tenant: { concurrentRuns: 4 }, user: { costPerDay: "1.25" } },
+        tenantSet: { tenant: { concurrentRuns: 4 }, user: { costPerDay: "1.250000" } },
         updatedBy: "usr_admin",
         updatedAt: written.updatedAt,
       });

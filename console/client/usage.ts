@@ -5,10 +5,10 @@
  * a quota refused. The days' figures are sums of the runs' own recorded tokens and cost (`GET /v1/runs`,
  * the tenant's with billing:read), added exactly: cost in integer micro-units, never floating point.
  */
+import { amountOfMicro } from "../../shared/money/micro.js";
 import { api, type RunRecord } from "./api.js";
 import { type StackedBars, stackedBars } from "./chart.js";
 import { alert, count, h, idLink, paged, problemText, scrollTable, time, view } from "./dom.js";
-import { fromMinorUnits } from "./ledger.js";
 import { holds, session } from "./session.js";
 
 /** One scope of `GET /v1/usage`. */
@@ -34,7 +34,7 @@ interface Usage {
  */
 const NO_PRICES = "no model prices are configured (MODEL_PRICES)";
 
-/** Cost is written with six decimals: its integer micro-units. */
+/** A cost's decimal places: its integer micro-units (shown by shared/money/micro.ts, as the API does). */
 const MICRO = 6;
 
 /** `"0.012345"` → `12345n` (the API's cost amounts have six decimals; fewer are padded). */
@@ -135,8 +135,7 @@ function limitRow(
 /** The rows of one scope's limits: tokens and cost today, runs this minute (and in flight for the tenant). */
 function scopeRows(who: string, scope: ScopeUsage, inFlight?: { runs: number; limit: number | null }) {
   const { tokens, cost } = scope.day;
-  const money = (micro: number) =>
-    `${fromMinorUnits(BigInt(Math.round(micro)), MICRO)} ${cost.currency ?? ""}`.trim();
+  const money = (micro: number) => `${amountOfMicro(Math.round(micro))} ${cost.currency ?? ""}`.trim();
   const rows = [
     limitRow(
       `${who}: tokens today`,
@@ -203,7 +202,7 @@ function todayTable(daily: DailyUsage, limit: number | null, priced: boolean): H
       h(
         "td",
         { class: "num" },
-        priced ? `${fromMinorUnits(BigInt(last(daily.cost.get(user))), MICRO)} ${daily.currency ?? ""}` : "—",
+        priced ? `${amountOfMicro(Number(last(daily.cost.get(user))))} ${daily.currency ?? ""}` : "—",
       ),
       h("td", { class: "num" }, limit ? `${Math.round((tokens / limit) * 100)}%` : "no limit"),
     );
@@ -300,8 +299,7 @@ export async function usageView(query: string): Promise<void> {
             "cost-chart",
             `Cost per day${daily.currency ? ` (${daily.currency})` : ""}`,
             daily.cost,
-            (n) =>
-              `${fromMinorUnits(BigInt(Math.round(n)), MICRO)}${daily.currency ? ` ${daily.currency}` : ""}`,
+            (n) => `${amountOfMicro(Math.round(n))}${daily.currency ? ` ${daily.currency}` : ""}`,
           )
         : h("p", { class: "note" }, `Cost is not known: ${NO_PRICES}.`),
       read.complete

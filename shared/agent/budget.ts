@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { Cost } from "../money/cost.js";
+import { amountOfMicro } from "../money/micro.js";
 import type { ModelUsage } from "./model.js";
 import type { QuotaRefusalSchema } from "./outcome-schema.js";
 
@@ -76,12 +77,6 @@ export interface ModelBudget {
  * and a `note` naming it.
  */
 export type CallCost = { micro: number; currency: string } | { micro: null; note: string };
-
-/** `micro` micro-units as a decimal string with six places (exact: integer arithmetic on the digits). */
-export function amountOfMicro(micro: number): string {
-  const digits = String(Math.abs(Math.trunc(micro))).padStart(7, "0");
-  return `${micro < 0 ? "-" : ""}${digits.slice(0, -6)}.${digits.slice(-6)}`;
-}
 
 /** One call's {@link CallCost} as the API shows it: null when its model has no price. */
 export function costView(cost: CallCost): Cost | null {

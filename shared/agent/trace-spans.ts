@@ -1,5 +1,6 @@
+import { amountOfMicro } from "../money/micro.js";
 import { ATTR, failSpan, inSpan, Kind, setAttributes, setContent, tracingOptions } from "../tracing.js";
-import { amountOfMicro, type CallCost } from "./budget.js";
+import type { CallCost } from "./budget.js";
 import type { ChatMessage, Model, ModelFailure, ModelReply } from "./model.js";
 import type { ToolResult } from "./result.js";
 import type { ToolCallRequest } from "./tool.js";

@@ -5,7 +5,7 @@ import { type DurableExecutions, executionNameFor } from "../durable/executions.
 import type { SecurityContext } from "../identity.js";
 import { BILLING_READ, requirePermission } from "../runs/access.js";
 import type { StoredLimits } from "../store/quota-limits.js";
-import type { LimitsChange } from "./limits.js";
+import { costShown, type LimitsChange } from "./limits.js";
 import type { Quotas } from "./service.js";
 import type { UsageView } from "./usage.js";
 
@@ -141,8 +141,8 @@ export async function wakeWaiting(
 }
 
 /**
- * What the tenant set itself, in the shape of {@link QuotaLimits} (only the fields it set): the
- * `tenantSet` of `GET /v1/limits` and `PUT /v1/limits`.
+ * What the tenant set itself, in the shape of {@link QuotaLimits} (only the fields it set; costs as
+ * shown, shared/quotas/limits.ts `costShown`): the `tenantSet` of `GET /v1/limits` and `PUT /v1/limits`.
  */
 function tenantSetOf(stored: StoredLimits): LimitsView["tenantSet"] {
   const set = stored.limits as Record<string, number | string | undefined>;
@@ -153,12 +153,12 @@ function tenantSetOf(stored: StoredLimits): LimitsView["tenantSet"] {
       runsPerMinute: set.tenantRunsPerMinute,
       concurrentRuns: set.tenantConcurrentRuns,
       tokensPerDay: set.tenantTokensPerDay,
-      costPerDay: set.tenantCostPerDay,
+      costPerDay: costShown(set.tenantCostPerDay as string | undefined),
     }),
     user: only({
       runsPerMinute: set.userRunsPerMinute,
       tokensPerDay: set.userTokensPerDay,
-      costPerDay: set.userCostPerDay,
+      costPerDay: costShown(set.userCostPerDay as string | undefined),
     }),
   };
 }

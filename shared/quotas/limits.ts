@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { COST_LIMIT_AMOUNT, COST_LIMIT_RULE, type QuotaLimits } from "../config/quotas.js";
+import { amountOfMicro } from "../money/micro.js";
 import type { LimitField, QuotaLimitStore, StoredLimits } from "../store/quota-limits.js";
 import { microOfAmount } from "./prices.js";
 
@@ -67,7 +68,19 @@ export interface EffectiveLimits {
   user: { runsPerMinute: number | null; tokensPerDay: number | null; costMicroPerDay: number | null };
 }
 
-/** The limits in force as the API shows them (costs as decimal strings): the deploy's with the tenant's over them. */
+/**
+ * A cost limit as every surface shows it, whatever form it was set in (a {@link COST_LIMIT_AMOUNT}, from
+ * the environment or the table): its micro-units as shared/money/micro.ts writes them, `"2.5"` →
+ * `"2.500000"`, `"0.00002"` → `"0.000020"`.
+ */
+export function costShown<T extends string | null | undefined>(cost: T): T {
+  return (typeof cost === "string" ? amountOfMicro(microOfAmount(cost)) : cost) as T;
+}
+
+/**
+ * The limits in force as the API shows them (costs as {@link costShown}): the deploy's with the
+ * tenant's over them.
+ */
 export function limitsInForce(defaults: QuotaLimits, stored: StoredLimits["limits"]): QuotaLimits {
   const pick = <T>(field: LimitField, fallback: T): T => (stored[field] ?? fallback) as T;
   return {
@@ -75,12 +88,12 @@ export function limitsInForce(defaults: QuotaLimits, stored: StoredLimits["limit
       runsPerMinute: pick("tenantRunsPerMinute", defaults.tenant.runsPerMinute),
       concurrentRuns: pick("tenantConcurrentRuns", defaults.tenant.concurrentRuns),
       tokensPerDay: pick("tenantTokensPerDay", defaults.tenant.tokensPerDay),
-      costPerDay: pick("tenantCostPerDay", defaults.tenant.costPerDay),
+      costPerDay: costShown(pick("tenantCostPerDay", defaults.tenant.costPerDay)),
     },
     user: {
       runsPerMinute: pick("userRunsPerMinute", defaults.user.runsPerMinute),
       tokensPerDay: pick("userTokensPerDay", defaults.user.tokensPerDay),
-      costPerDay: pick("userCostPerDay", defaults.user.costPerDay),
+      costPerDay: costShown(pick("userCostPerDay", defaults.user.costPerDay)),
     },
   };
 }

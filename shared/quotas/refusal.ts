@@ -1,4 +1,5 @@
 import type { QuotaRefusal } from "../agent/budget.js";
+import { amountOfMicro } from "../money/micro.js";
 import type { namesOf } from "./item.js";
 import type { EffectiveLimits } from "./limits.js";
 
@@ -12,12 +13,7 @@ export function refusalOf(
   limits: EffectiveLimits,
   total: string,
   totals: Readonly<Record<string, number>>,
-  context: {
-    currency: string | null;
-    retryAfterSeconds: number;
-    windowEndsAt: string;
-    amountOfMicro: (micro: number) => string;
-  },
+  context: { currency: string | null; retryAfterSeconds: number; windowEndsAt: string },
 ): QuotaRefusal {
   const which = [
     {
@@ -33,7 +29,7 @@ export function refusalOf(
   const used = totals[total] ?? 0;
   const quota = which?.value ?? 0;
   const unit = which?.cost ? (context.currency ?? "") : "tokens";
-  const show = (value: number) => (which?.cost ? context.amountOfMicro(value) : value);
+  const show = (value: number) => (which?.cost ? amountOfMicro(value) : value);
   const whose = which?.limit.startsWith("user") ? "Your" : "Your tenant's";
   const what = which?.cost ? "cost" : "token";
   return {

@@ -1,11 +1,4 @@
-import {
-  amountOfMicro,
-  type BudgetCall,
-  type BudgetDecision,
-  type CallCost,
-  type ModelBudget,
-  type QuotaRefusal,
-} from "../agent/budget.js";
+import type { BudgetCall, BudgetDecision, CallCost, ModelBudget, QuotaRefusal } from "../agent/budget.js";
 import type { ModelUsage } from "../agent/model.js";
 import type { ModelPrice } from "../config/quotas.js";
 import { QUOTA_UNAVAILABLE_MESSAGE, QuotaUnavailableError } from "../domain-errors.js";
@@ -380,7 +373,6 @@ export class RunBudget implements ModelBudget {
       currency: this.deps.price?.currency ?? null,
       retryAfterSeconds: secondsToDayEnd(this.subject.tenantId, now),
       windowEndsAt: new Date(quotaRef(this.subject.tenantId, now).window.endMs).toISOString(),
-      amountOfMicro,
     });
     return { kind: "refused", refusal, state: next };
   }

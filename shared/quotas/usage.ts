@@ -1,13 +1,14 @@
-import { amountOfMicro } from "../agent/budget.js";
 import type { QuotaLimits } from "../config/quotas.js";
+import { amountOfMicro } from "../money/micro.js";
 import type { CounterState } from "../store/counters.js";
 import { type namesOf, quotaRef, runsThisMinute, type ScopeNames } from "./item.js";
 
 /**
  * One scope's usage (GET /v1/usage): the UTC day's tokens (`used` settled, `reserved` held by calls in
- * flight, `limit`), cost (`used`, settled, a decimal with six places, `limit`, `currency`: the price
- * table's, null without prices) and runs started; the UTC minute's runs and limit. The tenant's also has
- * `inFlight`, its runs in flight and the limit. Limits are the ones in force (null: none).
+ * flight, `limit`), cost (`used`, settled, and `limit`, both as every cost is shown: shared/money/micro.ts;
+ * `currency`: the price table's, null without prices) and runs started; the UTC minute's runs and limit.
+ * The tenant's also has `inFlight`, its runs in flight and the limit. Limits are the ones in force
+ * (null: none).
  */
 export interface ScopeUsage {
   day: {
@@ -31,6 +32,7 @@ export interface UsageView {
  * `abandoned`, shared/runs/abandoned.ts) is no longer in flight and holds nothing, though the prune that
  * takes its slot and hold back from the item itself waits until a limit is next hit. The tenant's runs in
  * flight include `inFlightBefore`, those the day before's item still counts (shared/quotas/admission.ts).
+ * `limits` are as shown (shared/quotas/limits.ts `limitsInForce`), and shown as they are.
  */
 export function usageOf(
   names: ReturnType<typeof namesOf>,
@@ -89,7 +91,7 @@ function scopeUsage(
       },
       cost: {
         used: amountOfMicro(total(names.cost) - total(names.costHeld)),
-        limit: limits.costPerDay === null ? null : normalized(limits.costPerDay),
+        limit: limits.costPerDay,
         currency: limits.currency,
       },
       runs: total(names.runs),
@@ -100,10 +102,4 @@ function scopeUsage(
       limit: limits.runsPerMinute,
     },
   };
-}
-
-/** A decimal limit with six places, as costs are shown. */
-function normalized(amount: string): string {
-  const [whole = "0", fraction = ""] = amount.split(".");
-  return `${whole}.${fraction.padEnd(6, "0")}`;
 }

@@ -176,8 +176,12 @@ export function governanceChecks(context: () => { dev: Dev; pages: Pages }): voi
       (await call(dev, user, "/v1/usage")).body.user.day.tokens.used as number;
     const limit = Math.max(await used("govAdmin"), await used("govWriter")) + 50;
     expect(
-      (await call(dev, "govAdmin", "/v1/limits", { method: "PUT", body: { user: { tokensPerDay: limit } } }))
-        .status,
+      (
+        await call(dev, "govAdmin", "/v1/limits", {
+          method: "PUT",
+          body: { user: { tokensPerDay: limit, costPerDay: "2.5" } },
+        })
+      ).status,
     ).toBe(200);
     const refused = await run(dev, "govWriter");
     expect([refused.status, refused.body.status]).toEqual([200, "quota_exceeded"]);
@@ -215,6 +219,11 @@ export function governanceChecks(context: () => { dev: Dev; pages: Pages }): voi
     expect(
       await page.locator('tr[data-limit="You (usr_gov_admin): tokens today"] meter').getAttribute("max"),
     ).toBe(String(limit));
+    // A cost limit set as "2.5" reads as the API shows it (docs/quotas.md "Cost"), and so does what is used.
+    const cost = (await call(dev, "govAdmin", "/v1/usage")).body.user.day.cost as { used: string };
+    expect(
+      await page.locator('tr[data-limit="You (usr_gov_admin): cost today"] .limit-words').innerText(),
+    ).toMatch(new RegExp(`^${cost.used.replace(".", "\\.")} USD of 2\\.500000 USD \\(\\d+%\\)$`));
     expect(await limits.count()).toBe(7);
     expect(await page.locator('tr[data-limit="The tenant: tokens today"]').innerText()).toContain("no limit");
     const refusedRow = page.locator(`tr[data-run-id="${refused.body.runId}"]`);

@@ -18,6 +18,12 @@ export const CostSchema = BaseCostSchema.extend({
     "A cost from the price table (MODEL_PRICES): each model call's exact cost rounded half-up to six decimal places; a run's is the sum of its calls'.",
 });
 
+/**
+ * A cost or cost limit as the API shows it (shared/money/micro.ts): `Cost`'s amount, six decimal places
+ * whatever form a limit was set in (`"2.5"` is shown `"2.500000"`).
+ */
+const AmountShown = CostSchema.shape.amount;
+
 /** What a run, step or event says of its cost: the cost, or null without a price for its model. */
 export const RunCostFields = {
   cost: CostSchema.nullable().openapi({
@@ -53,8 +59,8 @@ const ScopeUsageSchema = z
           .strict(),
         cost: z
           .object({
-            used: z.string(),
-            limit: z.string().nullable(),
+            used: AmountShown,
+            limit: AmountShown.nullable(),
             currency: z
               .string()
               .nullable()
@@ -93,14 +99,14 @@ const LimitsSchema = z
         runsPerMinute: z.number().int().nullable(),
         concurrentRuns: z.number().int().nullable(),
         tokensPerDay: z.number().int().nullable(),
-        costPerDay: z.string().nullable(),
+        costPerDay: AmountShown.nullable(),
       })
       .strict(),
     user: z
       .object({
         runsPerMinute: z.number().int().nullable(),
         tokensPerDay: z.number().int().nullable(),
-        costPerDay: z.string().nullable(),
+        costPerDay: AmountShown.nullable(),
       })
       .strict(),
   })
