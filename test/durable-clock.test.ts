@@ -1,0 +1,70 @@
+/**
+ * A durable run on the run's injected clock, set years away from the wall clock: what its start writes
+ * is dated by that clock, not by the machine's. The admission marker outlives the longest the run may
+ * take (docs/quotas.md "Admission"; docs/approvals.md: ASYNC_RUN_TIMEOUT_MS + one approval wait of
+ * APPROVAL_TIMEOUT_SECONDS + the budget wait of QUOTA_WAIT_SECONDS) from the run's start on that clock.
+ * The real API handler, the durable runner on the SDK's local runner, DynamoDB Local, the local model
+ * server.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { namesOf, quotaRef, runKey } from "../shared/quotas/item.js";
+import { markerName, type ReservationMarker } from "../shared/store/counters.js";
+import { type DurableStack, startAsyncRun, startDurableStack } from "./support/durable.js";
+import { ManualClock } from "./support/streaming.js";
+
+/** 2030-01-15 12:00:00 UTC, in epoch ms: far from any day this test runs on. */
+const AT = Date.UTC(2030, 0, 15, 12);
+const ASYNC_RUN_TIMEOUT_S = 600;
+const APPROVAL_TIMEOUT_S = 3_600;
+const QUOTA_WAIT_S = 7_200;
+const clock = new ManualClock();
+clock.advance(AT - clock.now());
+
+let stack: DurableStack;
+beforeAll(async () => {
+  stack = await startDurableStack(
+    {
+      ASYNC_RUN_TIMEOUT_MS: String(ASYNC_RUN_TIMEOUT_S * 1000),
+      APPROVAL_TIMEOUT_SECONDS: String(APPROVAL_TIMEOUT_S),
+      QUOTA_WAIT_SECONDS: String(QUOTA_WAIT_S),
+    },
+    { clock, quotas: { now: () => clock.now() } },
+  );
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+/** The runs' markers in `tenantId`'s quota item of the day of {@link AT}, as stored, by attribute name. */
+async function markersOf(tenantId: string): Promise<Map<string, ReservationMarker>> {
+  const quotas = stack.deps.quotas;
+  if (!quotas) throw new Error("quotas are on");
+  return (await quotas.counters.read(quotaRef(tenantId, AT))).markers;
+}
+
+describe("a durable start on an injected clock", () => {
+  it("admits the run with a marker that expires the longest run duration after the clock's now", async () => {
+    const tenantId = "tenant_clock_admission";
+    stack.model.script([{ content: "Nothing to do." }]);
+    // Read before the runner's first step, whose writes move the marker on: as the admission wrote it.
+    let admitted: Map<string, ReservationMarker> | undefined;
+    stack.faults.beforeStep = async () => {
+      admitted ??= await markersOf(tenantId);
+    };
+    const started = await startAsyncRun(stack, tenantId, "hello");
+    expect(started.startedAt).toBe(new Date(AT).toISOString());
+    await stack.executions.get(started.runId)?.done;
+    delete stack.faults.beforeStep;
+
+    expect([...(admitted ?? [])]).toEqual([
+      [
+        markerName(runKey(started.runId)),
+        {
+          version: 1,
+          open: { [namesOf("usr_idem").tenant.live]: 1 }, // its slot among the tenant's runs in flight
+          expiresAtSeconds: AT / 1000 + ASYNC_RUN_TIMEOUT_S + APPROVAL_TIMEOUT_S + QUOTA_WAIT_S,
+        },
+      ],
+    ]);
+  });
+});
