@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { namesOf, quotaRef, runKey } from "../shared/quotas/item.js";
 import { markerName, type ReservationMarker } from "../shared/store/counters.js";
+import { pollUntil } from "./support/approvals.js";
 import { type DurableStack, startAsyncRun, startDurableStack } from "./support/durable.js";
 import { ManualClock } from "./support/streaming.js";
 
@@ -66,5 +67,14 @@ describe("a durable start on an injected clock", () => {
         },
       ],
     ]);
+  });
+
+  it("completes the run: its model call is timed by what the run's deadline leaves on that clock", async () => {
+    const tenantId = "tenant_clock_model";
+    stack.model.script([{ content: "Nothing to do." }]);
+    const started = await startAsyncRun(stack, tenantId, "hello");
+    const done = await pollUntil(stack, started.runId, tenantId, ["running"]);
+    expect(done).toMatchObject({ status: "completed", answer: "Nothing to do.", cycles: 1 });
+    expect(stack.model.requests.at(-1)?.messages.at(-1)).toMatchObject({ role: "user", content: "hello" });
   });
 });

@@ -47,7 +47,8 @@ export async function callModel(
         tools,
         toolChoice,
         signal: deadline.signal,
-        deadlineAt: deadline.at,
+        // The provider's timeout runs on the wall clock: what the deadline leaves on the run's clock.
+        deadlineAt: Date.now() + deadline.remainingMs(),
         ...(maxTokens === undefined ? {} : { maxTokens }),
       });
     } catch (error) {
