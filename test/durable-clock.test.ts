@@ -1,16 +1,19 @@
 /**
- * A durable run on the run's injected clock, set years away from the wall clock: what its start writes
- * is dated by that clock, not by the machine's. The admission marker outlives the longest the run may
- * take (docs/quotas.md "Admission"; docs/approvals.md: ASYNC_RUN_TIMEOUT_MS + one approval wait of
- * APPROVAL_TIMEOUT_SECONDS + the budget wait of QUOTA_WAIT_SECONDS) from the run's start on that clock.
+ * Runs on the run's injected clock, set years away from the wall clock (a durable run, and a synchronous
+ * one through the same handler): what their start writes is dated by that clock, not by the machine's.
+ * A durable run's admission marker outlives the longest the run may take (docs/quotas.md "Admission";
+ * docs/approvals.md: ASYNC_RUN_TIMEOUT_MS + one approval wait of APPROVAL_TIMEOUT_SECONDS + the budget
+ * wait of QUOTA_WAIT_SECONDS) from the run's start on that clock.
  * The real API handler, the durable runner on the SDK's local runner, DynamoDB Local, the local model
  * server.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RunRecordSchema, RunResponseSchema } from "../functions/api/contract.js";
 import { namesOf, quotaRef, runKey } from "../shared/quotas/item.js";
 import { markerName, type ReservationMarker } from "../shared/store/counters.js";
 import { pollUntil } from "./support/approvals.js";
-import { type DurableStack, startAsyncRun, startDurableStack } from "./support/durable.js";
+import { type DurableStack, runPathEvent, startAsyncRun, startDurableStack } from "./support/durable.js";
+import { runEvent } from "./support/idempotency.js";
 import { ManualClock } from "./support/streaming.js";
 
 /** 2030-01-15 12:00:00 UTC, in epoch ms: far from any day this test runs on. */
@@ -76,5 +79,22 @@ describe("a durable start on an injected clock", () => {
     const done = await pollUntil(stack, started.runId, tenantId, ["running"]);
     expect(done).toMatchObject({ status: "completed", answer: "Nothing to do.", cycles: 1 });
     expect(stack.model.requests.at(-1)?.messages.at(-1)).toMatchObject({ role: "user", content: "hello" });
+  });
+});
+
+describe("a synchronous run on an injected clock", () => {
+  it("records its start on the clock its deadline and duration go by", async () => {
+    const tenantId = "tenant_clock_sync";
+    stack.model.script([{ content: "Nothing to do." }]);
+    const response = await stack.invoke(runEvent({ tenantId, prompt: "hello" }));
+    expect(response.statusCode, response.body).toBe(200);
+    const { runId } = RunResponseSchema.parse(JSON.parse(response.body ?? ""));
+    const read = await stack.invoke(runPathEvent(runId, tenantId));
+    // The clock does not move during the run: it took 0 ms of it.
+    expect(RunRecordSchema.parse(JSON.parse(read.body ?? ""))).toMatchObject({
+      status: "completed",
+      startedAt: new Date(AT).toISOString(),
+      durationMs: 0,
+    });
   });
 });
