@@ -13,6 +13,7 @@ import { namesOf, quotaRef, runKey } from "../shared/quotas/item.js";
 import { markerName, type ReservationMarker } from "../shared/store/counters.js";
 import { pollUntil } from "./support/approvals.js";
 import { type DurableStack, runPathEvent, startAsyncRun, startDurableStack } from "./support/durable.js";
+import { heldReply } from "./support/held.js";
 import { runEvent } from "./support/idempotency.js";
 import { ManualClock } from "./support/streaming.js";
 
@@ -96,5 +97,29 @@ describe("a synchronous run on an injected clock", () => {
       startedAt: new Date(AT).toISOString(),
       durationMs: 0,
     });
+  });
+});
+
+describe("an Idempotency-Key held by a synchronous run on an injected clock", () => {
+  it("tells a concurrent retry to come back within the run's budget", async () => {
+    const tenantId = "tenant_clock_lease";
+    const { heldUntil, release } = heldReply();
+    stack.model.script([{ content: "Nothing to do.", heldUntil }]);
+    const seen = stack.model.requests.length;
+    const first = stack.invoke(runEvent({ key: "lease-1", tenantId, prompt: "hello" }));
+    try {
+      // The first request holds the key once its model call is in flight.
+      while (stack.model.requests.length === seen) await new Promise((resolve) => setTimeout(resolve, 10));
+      const retried = await stack.invoke(runEvent({ key: "lease-1", tenantId, prompt: "hello" }));
+      expect(retried.statusCode, retried.body).toBe(409);
+      expect(JSON.parse(retried.body ?? "")).toMatchObject({ code: "IDEMPOTENCY_KEY_IN_USE" });
+      // The key is held until the run's deadline, at most its budget from now.
+      const retryAfter = Number(retried.headers?.["retry-after"]);
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(stack.config.limits.runTimeoutMs / 1000);
+    } finally {
+      release();
+    }
+    expect((await first).statusCode).toBe(200);
   });
 });

@@ -47,8 +47,7 @@ export async function callModel(
         tools,
         toolChoice,
         signal: deadline.signal,
-        // The provider's timeout runs on the wall clock: what the deadline leaves on the run's clock.
-        deadlineAt: Date.now() + deadline.remainingMs(),
+        deadlineAt: deadline.wallClockAt(),
         ...(maxTokens === undefined ? {} : { maxTokens }),
       });
     } catch (error) {

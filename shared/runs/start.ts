@@ -59,7 +59,8 @@ export async function prepareRun(deps: ApiDeps, request: RunRequest): Promise<Pr
   }
   const deadline = new Deadline(runBudgetMs(deps.config, body, request.lambdaRemainingMs), deps.clock);
   return {
-    leaseExpiresAt: deadline.at,
+    // The idempotency store reads leases on the wall clock (as the asynchronous start's above).
+    leaseExpiresAt: deadline.wallClockAt(),
     start: (idempotency) => startSync(deps, request, { deadline, conversation, idempotency }),
     dispose: () => deadline.dispose(),
   };
