@@ -47,6 +47,20 @@ async function markersOf(tenantId: string): Promise<Map<string, ReservationMarke
   return (await quotas.counters.read(quotaRef(tenantId, AT))).markers;
 }
 
+/**
+ * Scripts the next model reply held: `inFlight` resolves once its request reached the model server
+ * (polling the event loop, not a clock), `release` lets the reply go.
+ */
+function holdModelCall() {
+  const { heldUntil, release } = heldReply();
+  stack.model.script([{ content: "Nothing to do.", heldUntil }]);
+  const seen = stack.model.requests.length;
+  const inFlight = async () => {
+    while (stack.model.requests.length === seen) await new Promise((resolve) => setTimeout(resolve, 10));
+  };
+  return { inFlight, release };
+}
+
 describe("a durable start on an injected clock", () => {
   it("admits the run with a marker that expires the longest run duration after the clock's now", async () => {
     const tenantId = "tenant_clock_admission";
@@ -103,13 +117,11 @@ describe("a synchronous run on an injected clock", () => {
 describe("an Idempotency-Key held by a synchronous run on an injected clock", () => {
   it("tells a concurrent retry to come back within the run's budget", async () => {
     const tenantId = "tenant_clock_lease";
-    const { heldUntil, release } = heldReply();
-    stack.model.script([{ content: "Nothing to do.", heldUntil }]);
-    const seen = stack.model.requests.length;
+    const held = holdModelCall();
     const first = stack.invoke(runEvent({ key: "lease-1", tenantId, prompt: "hello" }));
     try {
       // The first request holds the key once its model call is in flight.
-      while (stack.model.requests.length === seen) await new Promise((resolve) => setTimeout(resolve, 10));
+      await held.inFlight();
       const retried = await stack.invoke(runEvent({ key: "lease-1", tenantId, prompt: "hello" }));
       expect(retried.statusCode, retried.body).toBe(409);
       expect(JSON.parse(retried.body ?? "")).toMatchObject({ code: "IDEMPOTENCY_KEY_IN_USE" });
@@ -118,8 +130,28 @@ describe("an Idempotency-Key held by a synchronous run on an injected clock", ()
       expect(retryAfter).toBeGreaterThanOrEqual(1);
       expect(retryAfter).toBeLessThanOrEqual(stack.config.limits.runTimeoutMs / 1000);
     } finally {
-      release();
+      held.release();
     }
     expect((await first).statusCode).toBe(200);
+  });
+});
+
+describe("continuing a run still in progress on an injected clock", () => {
+  it("is 409 PREVIOUS_RUN_IN_PROGRESS with Retry-After the seconds to its deadline on that clock", async () => {
+    const tenantId = "tenant_clock_continue";
+    const held = holdModelCall();
+    const started = await startAsyncRun(stack, tenantId, "hello");
+    try {
+      await held.inFlight();
+      const body = JSON.stringify({ prompt: "and then?", previousRunId: started.runId });
+      const refused = await stack.invoke(runEvent({ tenantId, body }));
+      expect(refused.statusCode, refused.body).toBe(409);
+      expect(JSON.parse(refused.body ?? "")).toMatchObject({ code: "PREVIOUS_RUN_IN_PROGRESS" });
+      // The clock has not moved since the run started: its whole timeout is left.
+      expect(refused.headers?.["retry-after"]).toBe(String(ASYNC_RUN_TIMEOUT_S));
+    } finally {
+      held.release();
+    }
+    expect((await pollUntil(stack, started.runId, tenantId, ["running"])).status).toBe("completed");
   });
 });

@@ -38,6 +38,7 @@ export async function prepareRun(deps: ApiDeps, request: RunRequest): Promise<Pr
           maxTotalTokens: deps.config.limits.maxTotalTokens,
           runTtlSeconds: deps.config.runs.ttlSeconds,
           systemPrompt: deps.config.prompts.system,
+          runClock: deps.clock,
         });
   const { executions } = deps;
   if (executions && request.prefersAsync) {
