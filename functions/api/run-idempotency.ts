@@ -105,7 +105,8 @@ export function requestFingerprint(route: string, body: unknown): string {
  * - `tenantId`, `userId`: the caller, from the verified security context (never from the body); a key
  *   belongs to one caller, so the record is scoped to both
  * - `body`: the validated request body, fingerprinted before `execute` runs
- * - `leaseExpiresAt`: epoch ms, the run's deadline (`Deadline.at`)
+ * - `leaseExpiresAt`: epoch ms on the wall clock the store reads leases by, the run's deadline
+ *   (`Deadline.wallClockAt`)
  * - `deps`: the one idempotency store (shared/deps.ts), the config (IDEMPOTENCY_KEY_REQUIRED) and the
  *   logger (a record that could not be completed or released, with the request's keys)
  * - `store`: another idempotency store than `deps.idempotency` (tests); `route` defaults to

@@ -89,6 +89,14 @@ export class Deadline {
     return Math.max(0, this.at - this.clock.now());
   }
 
+  /**
+   * The deadline on the wall clock (epoch ms): now plus what it leaves on its own clock, for whatever
+   * times itself by the wall clock (a provider's timeout, a lease the idempotency store reads).
+   */
+  wallClockAt(): number {
+    return Date.now() + this.remainingMs();
+  }
+
   /** True once the deadline has passed (or its signal fired). */
   get expired(): boolean {
     return this.signal.aborted || this.remainingMs() === 0;

@@ -47,7 +47,7 @@ export async function callModel(
         tools,
         toolChoice,
         signal: deadline.signal,
-        deadlineAt: deadline.at,
+        deadlineAt: deadline.wallClockAt(),
         ...(maxTokens === undefined ? {} : { maxTokens }),
       });
     } catch (error) {

@@ -36,8 +36,9 @@ export type ModelUsage = TokenUsage;
  * One model call.
  * - `messages`: the transcript so far; `tools`: offered tools (may be empty: then no tools are sent)
  * - `toolChoice`: "auto", or "none" for the tool-less summary call at the cycle limit
- * - `signal`: the run's deadline signal; `deadlineAt`: the deadline, epoch ms (the adapter gives the
- *   provider the time left as its timeout)
+ * - `signal`: the run's deadline signal; `deadlineAt`: the deadline on the wall clock, epoch ms (the time
+ *   the deadline leaves on the run's clock from now; the adapter gives the provider the time left as its
+ *   timeout)
  * - `maxTokens`: the completion limit of this call (what the run's budgets leave, shared/agent/model-turn.ts);
  *   the adapter sends the smaller of it and its own cap as `max_tokens`. Absent: the adapter's cap.
  */

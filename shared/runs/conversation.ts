@@ -7,6 +7,7 @@
 import { HistoryMessagesSchema } from "../agent/chat-messages.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../agent/loop.js";
 import { estimateTokens, type HistoryMessage, trimHistory } from "../agent/transcript.js";
+import type { Clock } from "../clock.js";
 import { DomainError } from "../domain-errors.js";
 import type { SecurityContext } from "../identity.js";
 import type { HistorySummary, RunShapes, RunStore } from "../store/runs.js";
@@ -46,6 +47,8 @@ export interface ConversationHistory {
  * after the system prompt and the new prompt (estimated), so the history never takes the run's whole
  * token budget.
  * @param input.systemPrompt the run's system prompt (default the loop's) for the budget estimate
+ * @param input.runClock the clock runs' deadlines go by (`deps.clock`), for the Retry-After of a run in
+ *   progress; default `now`, which the records' expiry is read by
  * @throws DomainError as above; the store's error when it cannot be read
  */
 export async function loadConversation<S extends RunShapes>(
@@ -58,6 +61,7 @@ export async function loadConversation<S extends RunShapes>(
     maxTotalTokens: number;
     runTtlSeconds: number;
     systemPrompt?: string | undefined;
+    runClock?: Clock | undefined;
   },
   now: Date = new Date(),
   signal?: AbortSignal,
@@ -90,7 +94,7 @@ export async function loadConversation<S extends RunShapes>(
         { facts: { previousRunStatus: run.status } },
       );
     }
-    const retryAfter = Math.max(1, Math.ceil((deadline - now.getTime()) / 1000));
+    const retryAfter = Math.max(1, Math.ceil((deadline - (input.runClock?.now() ?? now.getTime())) / 1000));
     throw new DomainError(
       "PREVIOUS_RUN_IN_PROGRESS",
       `Run ${previousRunId} has not finished (status ${run.status}); continue it once it has.`,

@@ -56,8 +56,8 @@ export interface RunIdempotency {
 }
 
 /**
- * A run checked and ready to start: `leaseExpiresAt` (epoch ms) is how long the Idempotency-Key is held
- * for it, `start` runs it (once), `dispose` frees its deadline timer.
+ * A run checked and ready to start: `leaseExpiresAt` (epoch ms, wall clock) is how long the
+ * Idempotency-Key is held for it, `start` runs it (once), `dispose` frees its deadline timer.
  */
 export interface PreparedRun {
   leaseExpiresAt: number;

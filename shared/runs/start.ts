@@ -38,6 +38,7 @@ export async function prepareRun(deps: ApiDeps, request: RunRequest): Promise<Pr
           maxTotalTokens: deps.config.limits.maxTotalTokens,
           runTtlSeconds: deps.config.runs.ttlSeconds,
           systemPrompt: deps.config.prompts.system,
+          runClock: deps.clock,
         });
   const { executions } = deps;
   if (executions && request.prefersAsync) {
@@ -59,7 +60,8 @@ export async function prepareRun(deps: ApiDeps, request: RunRequest): Promise<Pr
   }
   const deadline = new Deadline(runBudgetMs(deps.config, body, request.lambdaRemainingMs), deps.clock);
   return {
-    leaseExpiresAt: deadline.at,
+    // The idempotency store reads leases on the wall clock (as the asynchronous start's above).
+    leaseExpiresAt: deadline.wallClockAt(),
     start: (idempotency) => startSync(deps, request, { deadline, conversation, idempotency }),
     dispose: () => deadline.dispose(),
   };

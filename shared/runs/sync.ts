@@ -85,6 +85,8 @@ async function runInLifecycle(
       limits,
       conversation,
       conversationId: request.conversationId,
+      // On the clock its deadline and duration go by (the wall clock; a test's own).
+      startedAt: request.deadline.clock.now(),
       syncDeadlineAt: request.deadline.at,
     })
     .catch(async (error: unknown) => {

@@ -1,0 +1,157 @@
+/**
+ * Runs on the run's injected clock, set years away from the wall clock (a durable run, and a synchronous
+ * one through the same handler): what their start writes is dated by that clock, not by the machine's.
+ * A durable run's admission marker outlives the longest the run may take (docs/quotas.md "Admission";
+ * docs/approvals.md: ASYNC_RUN_TIMEOUT_MS + one approval wait of APPROVAL_TIMEOUT_SECONDS + the budget
+ * wait of QUOTA_WAIT_SECONDS) from the run's start on that clock.
+ * The real API handler, the durable runner on the SDK's local runner, DynamoDB Local, the local model
+ * server.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RunRecordSchema, RunResponseSchema } from "../functions/api/contract.js";
+import { namesOf, quotaRef, runKey } from "../shared/quotas/item.js";
+import { markerName, type ReservationMarker } from "../shared/store/counters.js";
+import { pollUntil } from "./support/approvals.js";
+import { type DurableStack, runPathEvent, startAsyncRun, startDurableStack } from "./support/durable.js";
+import { heldReply } from "./support/held.js";
+import { runEvent } from "./support/idempotency.js";
+import { ManualClock } from "./support/streaming.js";
+
+/** 2030-01-15 12:00:00 UTC, in epoch ms: far from any day this test runs on. */
+const AT = Date.UTC(2030, 0, 15, 12);
+const ASYNC_RUN_TIMEOUT_S = 600;
+const APPROVAL_TIMEOUT_S = 3_600;
+const QUOTA_WAIT_S = 7_200;
+const clock = new ManualClock();
+clock.advance(AT - clock.now());
+
+let stack: DurableStack;
+beforeAll(async () => {
+  stack = await startDurableStack(
+    {
+      ASYNC_RUN_TIMEOUT_MS: String(ASYNC_RUN_TIMEOUT_S * 1000),
+      APPROVAL_TIMEOUT_SECONDS: String(APPROVAL_TIMEOUT_S),
+      QUOTA_WAIT_SECONDS: String(QUOTA_WAIT_S),
+    },
+    { clock, quotas: { now: () => clock.now() } },
+  );
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+/** The runs' markers in `tenantId`'s quota item of the day of {@link AT}, as stored, by attribute name. */
+async function markersOf(tenantId: string): Promise<Map<string, ReservationMarker>> {
+  const quotas = stack.deps.quotas;
+  if (!quotas) throw new Error("quotas are on");
+  return (await quotas.counters.read(quotaRef(tenantId, AT))).markers;
+}
+
+/**
+ * Scripts the next model reply held: `inFlight` resolves once its request reached the model server
+ * (polling the event loop, not a clock), `release` lets the reply go.
+ */
+function holdModelCall() {
+  const { heldUntil, release } = heldReply();
+  stack.model.script([{ content: "Nothing to do.", heldUntil }]);
+  const seen = stack.model.requests.length;
+  const inFlight = async () => {
+    while (stack.model.requests.length === seen) await new Promise((resolve) => setTimeout(resolve, 10));
+  };
+  return { inFlight, release };
+}
+
+describe("a durable start on an injected clock", () => {
+  it("admits the run with a marker that expires the longest run duration after the clock's now", async () => {
+    const tenantId = "tenant_clock_admission";
+    stack.model.script([{ content: "Nothing to do." }]);
+    // Read before the runner's first step, whose writes move the marker on: as the admission wrote it.
+    let admitted: Map<string, ReservationMarker> | undefined;
+    stack.faults.beforeStep = async () => {
+      admitted ??= await markersOf(tenantId);
+    };
+    const started = await startAsyncRun(stack, tenantId, "hello");
+    expect(started.startedAt).toBe(new Date(AT).toISOString());
+    await stack.executions.get(started.runId)?.done;
+    delete stack.faults.beforeStep;
+
+    expect([...(admitted ?? [])]).toEqual([
+      [
+        markerName(runKey(started.runId)),
+        {
+          version: 1,
+          open: { [namesOf("usr_idem").tenant.live]: 1 }, // its slot among the tenant's runs in flight
+          expiresAtSeconds: AT / 1000 + ASYNC_RUN_TIMEOUT_S + APPROVAL_TIMEOUT_S + QUOTA_WAIT_S,
+        },
+      ],
+    ]);
+  });
+
+  it("completes the run: its model call is timed by what the run's deadline leaves on that clock", async () => {
+    const tenantId = "tenant_clock_model";
+    stack.model.script([{ content: "Nothing to do." }]);
+    const started = await startAsyncRun(stack, tenantId, "hello");
+    const done = await pollUntil(stack, started.runId, tenantId, ["running"]);
+    expect(done).toMatchObject({ status: "completed", answer: "Nothing to do.", cycles: 1 });
+    expect(stack.model.requests.at(-1)?.messages.at(-1)).toMatchObject({ role: "user", content: "hello" });
+  });
+});
+
+describe("a synchronous run on an injected clock", () => {
+  it("records its start on the clock its deadline and duration go by", async () => {
+    const tenantId = "tenant_clock_sync";
+    stack.model.script([{ content: "Nothing to do." }]);
+    const response = await stack.invoke(runEvent({ tenantId, prompt: "hello" }));
+    expect(response.statusCode, response.body).toBe(200);
+    const { runId } = RunResponseSchema.parse(JSON.parse(response.body ?? ""));
+    const read = await stack.invoke(runPathEvent(runId, tenantId));
+    // The clock does not move during the run: it took 0 ms of it.
+    expect(RunRecordSchema.parse(JSON.parse(read.body ?? ""))).toMatchObject({
+      status: "completed",
+      startedAt: new Date(AT).toISOString(),
+      durationMs: 0,
+    });
+  });
+});
+
+describe("an Idempotency-Key held by a synchronous run on an injected clock", () => {
+  it("tells a concurrent retry to come back within the run's budget", async () => {
+    const tenantId = "tenant_clock_lease";
+    const held = holdModelCall();
+    const first = stack.invoke(runEvent({ key: "lease-1", tenantId, prompt: "hello" }));
+    try {
+      // The first request holds the key once its model call is in flight.
+      await held.inFlight();
+      const retried = await stack.invoke(runEvent({ key: "lease-1", tenantId, prompt: "hello" }));
+      expect(retried.statusCode, retried.body).toBe(409);
+      expect(JSON.parse(retried.body ?? "")).toMatchObject({ code: "IDEMPOTENCY_KEY_IN_USE" });
+      // The key is held until the run's deadline, at most its budget from now.
+      const retryAfter = Number(retried.headers?.["retry-after"]);
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(stack.config.limits.runTimeoutMs / 1000);
+    } finally {
+      held.release();
+    }
+    expect((await first).statusCode).toBe(200);
+  });
+});
+
+describe("continuing a run still in progress on an injected clock", () => {
+  it("is 409 PREVIOUS_RUN_IN_PROGRESS with Retry-After the seconds to its deadline on that clock", async () => {
+    const tenantId = "tenant_clock_continue";
+    const held = holdModelCall();
+    const started = await startAsyncRun(stack, tenantId, "hello");
+    try {
+      await held.inFlight();
+      const body = JSON.stringify({ prompt: "and then?", previousRunId: started.runId });
+      const refused = await stack.invoke(runEvent({ tenantId, body }));
+      expect(refused.statusCode, refused.body).toBe(409);
+      expect(JSON.parse(refused.body ?? "")).toMatchObject({ code: "PREVIOUS_RUN_IN_PROGRESS" });
+      // The clock has not moved since the run started: its whole timeout is left.
+      expect(refused.headers?.["retry-after"]).toBe(String(ASYNC_RUN_TIMEOUT_S));
+    } finally {
+      held.release();
+    }
+    expect((await pollUntil(stack, started.runId, tenantId, ["running"])).status).toBe("completed");
+  });
+});
