@@ -49,8 +49,9 @@ import { accountingTools } from "./tools/registry.js";
  * - `runObservers`: observers of every run's lifecycle points (shared/runs/observer.ts); by default the
  *   run tracer (shared/run-trace.ts) and the run events (shared/runs/events.ts)
  * - `runEvents`: the runs' event logs (`store`) and this container's live readers (`hub`); `clock`
- *   (shared/clock.ts), the clock event streams wait with (heartbeats, time limits, polls) and durable runs
- *   keep time by (start, deadline, duration); tests inject their own
+ *   (shared/clock.ts), the clock event streams wait with (heartbeats, time limits, polls) and runs keep
+ *   time by (start, deadline, duration; their records, steps and events are dated by it,
+ *   and the expiry of those records and events is judged by it); tests inject their own
  */
 export interface SharedDeps {
   config: Config;
@@ -126,7 +127,7 @@ export type RunnerDeps = SharedDeps;
 
 /** Optional parts of {@link createApiDeps} that tests and scripts may supply. */
 export interface ApiDepsOptions extends ChatModelOptions {
-  /** The clock of the event streams and durable runs (default: the wall clock, shared/clock.ts). */
+  /** The clock of the event streams and of runs (see {@link SharedDeps} `clock`; default: the wall clock). */
   clock?: Clock;
   /**
    * Where durable runs (`Prefer: respond-async`) start; default: Lambda durable functions on
@@ -186,9 +187,16 @@ function sharedDeps(
   });
   const observability = createObservability(config.observability);
   const policies = policyServices(config, ddb, tools, observability.logger);
-  const runEvents = { store: new RunEventStore<RunEvent>(ddb, config.table.name), hub: new RunEventHub() };
+  const clock = options.clock ?? SYSTEM_CLOCK;
+  // One clock per run: its record, steps, events and the expiry its reads judge go by the deps' clock.
+  const now = () => clock.now();
+  const runEvents = {
+    store: new RunEventStore<RunEvent>(ddb, config.table.name, now),
+    hub: new RunEventHub(),
+  };
   const events = runEventObserver({
     ...runEvents,
+    now,
     ttlSeconds: config.runs.ttlSeconds,
     onWriteError: (error) => observability.logger.warn("run events not written", { error: error as Error }),
   });
@@ -202,7 +210,8 @@ function sharedDeps(
       shortenTranscript: halveHistory,
       promptExcerptChars: config.runs.promptExcerptChars,
       // A synchronous run killed mid-run reads as abandoned on every surface, on the deps' clock.
-      readRule: abandonedRunRule(options.clock ?? SYSTEM_CLOCK),
+      readRule: abandonedRunRule(clock),
+      now,
     }),
     tools,
     ...observability,
@@ -213,7 +222,7 @@ function sharedDeps(
     runObservers: [createRunTracer(), events],
     runEvents,
     policies,
-    clock: options.clock ?? SYSTEM_CLOCK,
+    clock,
     ...(options.quotas === false ? {} : { quotas: quotasOf(config, ddb, options.quotas?.now) }),
   };
 }

@@ -47,6 +47,14 @@ async function markersOf(tenantId: string): Promise<Map<string, ReservationMarke
   return (await quotas.counters.read(quotaRef(tenantId, AT))).markers;
 }
 
+/** Runs "hello" synchronously for `tenantId` (the model answers at once); its run id. */
+async function syncRun(tenantId: string): Promise<string> {
+  stack.model.script([{ content: "Nothing to do." }]);
+  const response = await stack.invoke(runEvent({ tenantId, prompt: "hello" }));
+  expect(response.statusCode, response.body).toBe(200);
+  return RunResponseSchema.parse(JSON.parse(response.body ?? "")).runId;
+}
+
 /**
  * Scripts the next model reply held: `inFlight` resolves once its request reached the model server
  * (polling the event loop, not a clock), `release` lets the reply go.
@@ -100,10 +108,7 @@ describe("a durable start on an injected clock", () => {
 describe("a synchronous run on an injected clock", () => {
   it("records its start on the clock its deadline and duration go by", async () => {
     const tenantId = "tenant_clock_sync";
-    stack.model.script([{ content: "Nothing to do." }]);
-    const response = await stack.invoke(runEvent({ tenantId, prompt: "hello" }));
-    expect(response.statusCode, response.body).toBe(200);
-    const { runId } = RunResponseSchema.parse(JSON.parse(response.body ?? ""));
+    const runId = await syncRun(tenantId);
     const read = await stack.invoke(runPathEvent(runId, tenantId));
     // The clock does not move during the run: it took 0 ms of it.
     expect(RunRecordSchema.parse(JSON.parse(read.body ?? ""))).toMatchObject({
@@ -153,5 +158,79 @@ describe("continuing a run still in progress on an injected clock", () => {
       held.release();
     }
     expect((await pollUntil(stack, started.runId, tenantId, ["running"])).status).toBe("completed");
+  });
+});
+
+/** A run's times as stored (record, audit steps) and as its events carry them (`at`), each in order. */
+async function timesOf(tenantId: string, runId: string) {
+  const stored = await stack.deps.runs.get(tenantId, runId);
+  if (!stored) throw new Error(`run ${runId} is not stored`);
+  const { startedAt, updatedAt, finishedAt, expiresAt } = stored.run;
+  const { events } = await stack.deps.runEvents.store.read(tenantId, runId, 0);
+  return {
+    run: { startedAt, updatedAt, finishedAt, expiresAt },
+    steps: stored.steps.map((step) => step.recordedAt),
+    events: events.map((event) => event.at),
+  };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+describe("one clock per run", () => {
+  it("dates a synchronous run's record, steps and events by the run's clock, its end not before its start", async () => {
+    const tenantId = "tenant_clock_sync_times";
+    const runId = await syncRun(tenantId);
+    const now = iso(clock.now());
+    const times = await timesOf(tenantId, runId);
+    // The clock stands still: every time the run wrote is its one instant.
+    expect(times.run).toEqual({
+      startedAt: now,
+      updatedAt: now,
+      finishedAt: now,
+      expiresAt: iso(clock.now() + stack.config.runs.ttlSeconds * 1000),
+    });
+    expect(times.steps).toEqual([now]);
+    expect(times.events.length).toBeGreaterThan(1);
+    expect(new Set(times.events)).toEqual(new Set([now]));
+  });
+
+  it("dates a durable run's record, steps and events by the run's clock as it moves", async () => {
+    const tenantId = "tenant_clock_durable_times";
+    stack.model.script([{ content: "Nothing to do." }]);
+    const startMs = clock.now();
+    // The clock moves 1 s as the runner's first step begins: what its steps write is dated 1 s after the start.
+    let moved = false;
+    stack.faults.beforeStep = () => {
+      if (!moved) clock.advance(1_000);
+      moved = true;
+    };
+    const started = await startAsyncRun(stack, tenantId, "hello");
+    await stack.executions.get(started.runId)?.done;
+    delete stack.faults.beforeStep;
+    const endIso = iso(startMs + 1_000);
+    const times = await timesOf(tenantId, started.runId);
+    expect(times.run).toEqual({
+      startedAt: iso(startMs),
+      updatedAt: endIso,
+      finishedAt: endIso,
+      expiresAt: iso(startMs + stack.config.runs.ttlSeconds * 1000),
+    });
+    expect(times.steps).toEqual([endIso]);
+    // run.started is emitted as the runner resumes the run, before its first step moved the clock.
+    expect(times.events).toEqual([iso(startMs), endIso, endIso]);
+  });
+
+  it("reads a run as gone once its record's expiry has passed on that clock", async () => {
+    const tenantId = "tenant_clock_expiry";
+    const runId = await syncRun(tenantId);
+    expect((await stack.invoke(runPathEvent(runId, tenantId))).statusCode).toBe(200);
+    const events = () => stack.deps.runEvents.store.read(tenantId, runId, 0).then((page) => page.events);
+    expect((await events()).length).toBeGreaterThan(1);
+    // Last in this file: the clock moves past the retention of every record written so far.
+    clock.advance(stack.config.runs.ttlSeconds * 1000);
+    const read = await stack.invoke(runPathEvent(runId, tenantId));
+    expect(read.statusCode, read.body).toBe(404);
+    expect(await stack.deps.runs.get(tenantId, runId)).toBeUndefined();
+    expect(await events()).toEqual([]);
   });
 });

@@ -372,5 +372,5 @@ async function waitForDecision(
   const { security, runId } = payload;
   const service = { ...deps, timeoutSeconds: deps.config.approvals.timeoutSeconds };
   await requestApproval(service, { security, runId, request, callbackId });
-  await deps.runs.setWaiting(security.tenantId, runId, true, new Date(), soFar);
+  await deps.runs.setWaiting(security.tenantId, runId, true, undefined, soFar);
 }

@@ -30,7 +30,7 @@ export const RUN_FAILED_REASON = "The server failed during the run.";
  * What the run record stores of a run's start: its prompt (hashed), limits in force and conversation;
  * `conversationId` names the conversation a run that continues none starts (an A2A context, an AG-UI
  * thread; default the run's own id); a continuation takes its previous run's. `startedAt` (epoch ms,
- * default the wall clock's now): the run's start, read from the clock its deadline goes by.
+ * default now on the store's clock): the run's start, read from the clock its deadline goes by.
  * `syncDeadlineAt` (epoch ms): the instant its writer must have ended by, a synchronous run's deadline (its
  * `Deadline.at`) or a durable run's execution's latest end (shared/runs/run-bounds.ts `durableEndOf`):
  * past it by STALE_RUN_GRACE_MS and still unfinished, it reads `abandoned` (shared/runs/abandoned.ts).
@@ -88,7 +88,7 @@ export class RunLifecycle {
           ? {}
           : { syncDeadlineAt: syncDeadlineOf(input.syncDeadlineAt) }),
       },
-      new Date(input.startedAt ?? Date.now()),
+      input.startedAt === undefined ? undefined : new Date(input.startedAt),
     );
     if (started.kind === "exists") {
       if (started.existing?.userId !== userId) throw new Error(`The run id ${runId} is another run's.`);

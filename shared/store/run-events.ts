@@ -28,11 +28,14 @@ export interface RunEventPage<E extends SequencedEvent> {
  * (`nextFrom`) never misses a later one. Should two batches overlap all the same (a write that landed
  * after its timeout, say), readers merge them by sequence, so nothing is duplicated or reordered.
  * `E` is the event type of the application layer (shared/runs/events.ts); the store reads only `seq`.
+ * `now` (epoch ms): the clock a read judges that `ttl` by unless it names an instant, the one the run
+ * record's `ttl` was set by (the runs' clock, shared/deps.ts); default the wall clock.
  */
 export class RunEventStore<E extends SequencedEvent> {
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
+    private readonly now: () => number = Date.now,
   ) {}
 
   /**
@@ -98,7 +101,7 @@ export class RunEventStore<E extends SequencedEvent> {
     from = 0,
     options: { signal?: AbortSignal; now?: Date } = {},
   ): Promise<RunEventPage<E>> {
-    const now = options.now ?? new Date();
+    const now = options.now ?? new Date(this.now());
     const events = new Map<number, E>();
     let nextFrom = from;
     let last: E | undefined;

@@ -196,11 +196,14 @@ export interface RunSoFar {
  * - `promptExcerptChars`: how many characters of a prompt (its start) a record keeps (config
  *   PROMPT_EXCERPT_CHARS); default none.
  * - `readRule`: how readers see a run, see {@link RunReadRule}; default: as stored.
+ * - `now`: the clock (epoch ms) writes are dated by and expiry (`ttl`) is judged by when a call names no
+ *   instant: the runs' clock (shared/deps.ts); default the wall clock.
  */
 export interface RunStoreOptions<S extends RunShapes = RunShapes> {
   shortenTranscript?: (messages: ReadonlyArray<S["message"]>) => ReadonlyArray<S["message"]>;
   promptExcerptChars?: number;
   readRule?: RunReadRule<S>;
+  now?: () => number;
 }
 
 /**

@@ -102,7 +102,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
       conversationId?: string | undefined;
       syncDeadlineAt?: string | undefined;
     },
-    now: Date = new Date(),
+    now = this.date(),
   ): Promise<RunStartResult<S>> {
     const expiresAtSeconds = this.expiryFrom(now);
     const record: RunRecord<S> = {
@@ -163,7 +163,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
     runId: string,
     record: CycleInput<S>,
     soFar: Omit<RunSoFar, "cyclesRecorded">,
-    now: Date = new Date(),
+    now = this.date(),
   ): Promise<StepAppendResult<S>> {
     const step = toStep(record, now);
     const put = await conditionalPut(this.client, {
@@ -192,12 +192,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
    * @returns false when the record was not `running` (already finished, or missing)
    * @throws the SDK's error for anything but the failed condition
    */
-  async finish(
-    tenantId: string,
-    runId: string,
-    outcome: RunFinish<S>,
-    now: Date = new Date(),
-  ): Promise<boolean> {
+  async finish(tenantId: string, runId: string, outcome: RunFinish<S>, now = this.date()): Promise<boolean> {
     const { transcript, ...fields } = outcome;
     return this.updateIfRunning(tenantId, runId, {
       ...fields,
@@ -217,7 +212,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
   async readContinuation(
     tenantId: string,
     runId: string,
-    now: Date = new Date(),
+    now = this.date(),
     signal?: AbortSignal,
   ): Promise<ContinuationRead<S>> {
     const item = await getItem(this.client, this.tableName, tableKey(tenantId, keys.run(runId)), signal);
@@ -246,7 +241,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
    * @returns false when the record was not going (it ended first, or is missing)
    * @throws the SDK's error for anything but the failed condition
    */
-  async fail(tenantId: string, runId: string, reason: string, now: Date = new Date()): Promise<boolean> {
+  async fail(tenantId: string, runId: string, reason: string, now = this.date()): Promise<boolean> {
     return this.updateIfRunning(
       tenantId,
       runId,
@@ -261,7 +256,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
    * @returns false when the record was not going (it ended first, or is missing)
    * @throws the SDK's error for anything but the failed condition
    */
-  async cancel(tenantId: string, runId: string, reason: string, now: Date = new Date()): Promise<boolean> {
+  async cancel(tenantId: string, runId: string, reason: string, now = this.date()): Promise<boolean> {
     return this.updateIfRunning(
       tenantId,
       runId,
@@ -283,7 +278,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
     runId: string,
     limits: RunRecord["limits"],
     endsAt: string,
-    now: Date = new Date(),
+    now = this.date(),
   ): Promise<boolean> {
     return this.updateIfRunning(
       tenantId,
@@ -297,7 +292,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
    * Moves a durable run between `running` and `awaiting_quota` (it waits for budget, docs/quotas.md), only
    * from the other of the two. @returns false when it was not there; @throws the SDK's other errors
    */
-  async setAwaitingQuota(tenantId: string, runId: string, waiting: boolean, now = new Date()) {
+  async setAwaitingQuota(tenantId: string, runId: string, waiting: boolean, now = this.date()) {
     const [from, to] = waiting ? ["running", "awaiting_quota"] : ["awaiting_quota", "running"];
     return this.updateIfRunning(tenantId, runId, { status: to, updatedAt: now.toISOString() }, [from]);
   }
@@ -316,7 +311,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
     tenantId: string,
     runId: string,
     waiting: boolean,
-    now: Date = new Date(),
+    now = this.date(),
     soFar?: RunSoFar,
   ): Promise<boolean> {
     const [from, to, sum] = waiting
@@ -341,11 +336,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
    * ended).
    * @returns undefined when the tenant has no such (live) run
    */
-  async getRecord(
-    tenantId: string,
-    runId: string,
-    now: Date = new Date(),
-  ): Promise<RunRecord<S> | undefined> {
+  async getRecord(tenantId: string, runId: string, now = this.date()): Promise<RunRecord<S> | undefined> {
     const item = await getItem(this.client, this.tableName, tableKey(tenantId, keys.run(runId)));
     const split = item && splitItem(item);
     if (split?.type !== "run") return undefined;
@@ -369,7 +360,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
   async listPage(
     tenantId: string,
     options: { limit: number; cursor?: string | undefined; filter?: RunListFilter; withTotal?: boolean },
-    now: Date = new Date(),
+    now = this.date(),
   ): Promise<{ runs: RunRecord<S>[]; nextCursor: string | undefined; total?: number }> {
     const filter = withReadRule(options.filter ?? {}, this.options.readRule);
     const nowSeconds = Math.floor(now.getTime() / 1000);
@@ -395,7 +386,7 @@ export class RunStore<S extends RunShapes = RunShapes> {
     tenantId: string,
     runId: string,
     signal?: AbortSignal,
-    now: Date = new Date(),
+    now = this.date(),
   ): Promise<{ run: RunRecord<S>; steps: RunStep<S>[] } | undefined> {
     const { items } = await queryTenant(this.client, this.tableName, {
       tenantId,
@@ -412,6 +403,11 @@ export class RunStore<S extends RunShapes = RunShapes> {
       .map(({ attributes: { runId: _runId, ...step } }) => step as unknown as RunStep<S>)
       .sort((a, b) => a.cycle - b.cycle);
     return { run: this.seen(runItem.attributes), steps };
+  }
+
+  /** Now on the store's clock (`options.now`; default the wall clock). */
+  private date(): Date {
+    return new Date(this.options.now?.() ?? Date.now());
   }
 
   /** The TTL of an item written at `now`: epoch seconds, `ttlSeconds` later. */
