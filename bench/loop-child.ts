@@ -105,7 +105,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
 async function startBenchTracing() {
   const { startTracing } = await import("../shared/telemetry/sdk.js");
   const { createRunTracer } = await import("../shared/run-trace.js");
-  const tracer = createRunTracer();
+  const tracer = createRunTracer(Date.now);
   const sdk = startTracing(
     {
       kind: "exporter",

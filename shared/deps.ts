@@ -50,7 +50,7 @@ import { accountingTools } from "./tools/registry.js";
  *   run tracer (shared/run-trace.ts) and the run events (shared/runs/events.ts)
  * - `runEvents`: the runs' event logs (`store`) and this container's live readers (`hub`); `clock`
  *   (shared/clock.ts), the clock event streams wait with (heartbeats, time limits, polls) and runs keep
- *   time by (start, deadline, duration; their records, steps and events are dated by it,
+ *   time by (start, deadline, duration; their records, steps, events and durable spans are dated by it,
  *   and the expiry of those records and events is judged by it); tests inject their own
  */
 export interface SharedDeps {
@@ -188,7 +188,7 @@ function sharedDeps(
   const observability = createObservability(config.observability);
   const policies = policyServices(config, ddb, tools, observability.logger);
   const clock = options.clock ?? SYSTEM_CLOCK;
-  // One clock per run: its record, steps, events and the expiry its reads judge go by the deps' clock.
+  // One clock per run: its record, steps, events, trace and the expiry its reads judge go by the deps' clock.
   const now = () => clock.now();
   const runEvents = {
     store: new RunEventStore<RunEvent>(ddb, config.table.name, now),
@@ -219,7 +219,7 @@ function sharedDeps(
     approvalEvents: options.approvalEvents,
     idempotency: new IdempotencyStore(ddb, config.table.name, { ttlSeconds: config.idempotency.ttlSeconds }),
     // The tracer first: a run's agent span ends where the run does, before its events are written.
-    runObservers: [createRunTracer(), events],
+    runObservers: [createRunTracer(now), events],
     runEvents,
     policies,
     clock,

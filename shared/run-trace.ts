@@ -157,20 +157,21 @@ export function startRunSpan(info: RunTraceInfo): RunSpan {
 
 /**
  * Emits a durable run's agent span whole, with the carried ids, from `startedAt` (epoch ms, the run's
- * start) to now: called once, by the step that records the run's outcome (so a replay does not emit
- * it again).
+ * start) to `endedAt` (epoch ms, now on the run's clock, the one its start was read from): called once,
+ * by the step that records the run's outcome (so a replay does not emit it again).
  */
 export function finishCarriedRunSpan(
   carried: CarriedTrace | undefined,
   info: RunTraceInfo,
   startedAt: number,
   outcome: RunTraceOutcome | { failed: string },
+  endedAt: number,
 ): void {
   if (!carried) return;
   emitSpan(
     `invoke_agent ${AGENT_NAME}`,
     { kind: Kind.INTERNAL, startTime: startedAt, attributes: startAttributes(info) },
-    Date.now(),
+    endedAt,
     (span) => ("failed" in outcome ? failSpan(span, outcome.failed) : endWith(span, outcome)),
     parentContextOf(carried),
     { traceId: carried.traceId, spanId: carried.spanId },
@@ -235,9 +236,9 @@ interface DurableTrace {
  * step that records the outcome: once); `paused` leaves it open for the durable execution that takes the
  * run over; `conversationLoaded` names a durable run's conversation once its history is loaded;
  * `approvalWaitEnded` emits the wait's span ({@link emitApprovalWait}). Its state is per run, in this
- * observer: nothing is kept in the module.
+ * observer: nothing is kept in the module. `now` (epoch ms): the runs' clock a durable run's span ends on.
  */
-export function createRunTracer(): RunObserver {
+export function createRunTracer(now: () => number): RunObserver {
   const inProcess = new WeakMap<RunSubject, RunSpan>();
   const durable = new WeakMap<RunSubject, DurableTrace>();
   const end = (run: RunSubject, outcome: RunTraceOutcome | { failed: string }) => {
@@ -248,7 +249,7 @@ export function createRunTracer(): RunObserver {
       return;
     }
     const entry = durable.get(run);
-    if (entry) finishCarriedRunSpan(entry.carried, entry.info, entry.startedAt, outcome);
+    if (entry) finishCarriedRunSpan(entry.carried, entry.info, entry.startedAt, outcome, now());
   };
   return {
     async within(run, scope, work) {

@@ -15,6 +15,7 @@ import { pollUntil } from "./support/approvals.js";
 import { type DurableStack, runPathEvent, startAsyncRun, startDurableStack } from "./support/durable.js";
 import { heldReply } from "./support/held.js";
 import { runEvent } from "./support/idempotency.js";
+import { runTrace, startMemoryTracing } from "./support/spans.js";
 import { ManualClock } from "./support/streaming.js";
 
 /** 2030-01-15 12:00:00 UTC, in epoch ms: far from any day this test runs on. */
@@ -26,7 +27,9 @@ const clock = new ManualClock();
 clock.advance(AT - clock.now());
 
 let stack: DurableStack;
+let tracing: ReturnType<typeof startMemoryTracing>;
 beforeAll(async () => {
+  tracing = startMemoryTracing();
   stack = await startDurableStack(
     {
       ASYNC_RUN_TIMEOUT_MS: String(ASYNC_RUN_TIMEOUT_S * 1000),
@@ -38,6 +41,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await stack?.stop();
+  await tracing?.sdk.shutdown();
 });
 
 /** The runs' markers in `tenantId`'s quota item of the day of {@link AT}, as stored, by attribute name. */
@@ -175,6 +179,8 @@ async function timesOf(tenantId: string, runId: string) {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/** A span time (`[seconds, nanoseconds]`) in epoch milliseconds. */
+const hrMs = (time: [number, number]) => time[0] * 1000 + Math.round(time[1] / 1e6);
 
 describe("one clock per run", () => {
   it("dates a synchronous run's record, steps and events by the run's clock, its end not before its start", async () => {
@@ -194,7 +200,7 @@ describe("one clock per run", () => {
     expect(new Set(times.events)).toEqual(new Set([now]));
   });
 
-  it("dates a durable run's record, steps and events by the run's clock as it moves", async () => {
+  it("dates a durable run's record, steps, events and agent span by the run's clock as it moves", async () => {
     const tenantId = "tenant_clock_durable_times";
     stack.model.script([{ content: "Nothing to do." }]);
     const startMs = clock.now();
@@ -218,6 +224,30 @@ describe("one clock per run", () => {
     expect(times.steps).toEqual([endIso]);
     // run.started is emitted as the runner resumes the run, before its first step moved the clock.
     expect(times.events).toEqual([iso(startMs), endIso, endIso]);
+    // An end read from another clock, before the start, would be cut to the start by the SDK: 0 ms.
+    const { agent } = runTrace(tracing.exporter, started.runId);
+    expect([hrMs(agent.startTime), hrMs(agent.endTime)]).toEqual([startMs, startMs + 1_000]);
+  });
+
+  it("ends a cancelled durable run's record and agent span at the cancel on the run's clock", async () => {
+    const tenantId = "tenant_clock_cancel";
+    const held = holdModelCall();
+    const startMs = clock.now();
+    const started = await startAsyncRun(stack, tenantId, "hello");
+    try {
+      await held.inFlight();
+      clock.advance(2_000);
+      const cancelled = await stack.invoke(runPathEvent(started.runId, tenantId, "cancel"));
+      expect(cancelled.statusCode, cancelled.body).toBe(200);
+    } finally {
+      held.release();
+    }
+    await stack.executions.get(started.runId)?.done.catch(() => undefined);
+    const { run } = await timesOf(tenantId, started.runId);
+    expect([run.startedAt, run.finishedAt]).toEqual([iso(startMs), iso(startMs + 2_000)]);
+    // The stopped execution never reaches run:finish: the cancel emits the span, ended on the run's clock.
+    const { agent } = runTrace(tracing.exporter, started.runId);
+    expect([hrMs(agent.startTime), hrMs(agent.endTime)]).toEqual([startMs, startMs + 2_000]);
   });
 
   it("reads a run as gone once its record's expiry has passed on that clock", async () => {

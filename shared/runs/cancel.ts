@@ -26,7 +26,7 @@ import type { AgentRunRecord, AgentRunStep } from "./run-shapes.js";
  *   approvals a failed earlier cancel left are withdrawn first
  */
 export async function cancelRun(
-  deps: Pick<ApiDeps, "runs" | "approvals" | "executions" | "logger" | "quotas" | "model">,
+  deps: Pick<ApiDeps, "runs" | "approvals" | "executions" | "logger" | "quotas" | "model" | "clock">,
   security: SecurityContext,
   runId: string,
 ): Promise<{ run: AgentRunRecord; steps: AgentRunStep[] }> {
@@ -70,6 +70,7 @@ export async function cancelRun(
       },
       Date.parse(run.startedAt),
       { status: "cancelled", cycles: run.cyclesRecorded, usage: run.usage, cost: run.cost },
+      deps.clock.now(),
     );
   }
   const withdrawn = await deps.approvals.cancelPending(security.tenantId, runId);
