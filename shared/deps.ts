@@ -188,7 +188,7 @@ function sharedDeps(
   const observability = createObservability(config.observability);
   const policies = policyServices(config, ddb, tools, observability.logger);
   const clock = options.clock ?? SYSTEM_CLOCK;
-  // One clock per run: its record, steps, events, trace and the expiry its reads judge go by the deps' clock.
+  // One clock per run: its record, steps, events, trace, approvals and the expiries its reads judge.
   const now = () => clock.now();
   const runEvents = {
     store: new RunEventStore<RunEvent>(ddb, config.table.name, now),
@@ -215,7 +215,7 @@ function sharedDeps(
     }),
     tools,
     ...observability,
-    approvals: new ApprovalStore(ddb, config.table.name, config.runs.ttlSeconds),
+    approvals: new ApprovalStore(ddb, config.table.name, config.runs.ttlSeconds, now),
     approvalEvents: options.approvalEvents,
     idempotency: new IdempotencyStore(ddb, config.table.name, { ttlSeconds: config.idempotency.ttlSeconds }),
     // The tracer first: a run's agent span ends where the run does, before its events are written.

@@ -1,6 +1,7 @@
 /**
  * Runs on the run's injected clock, set years away from the wall clock (a durable run, and a synchronous
- * one through the same handler): what their start writes is dated by that clock, not by the machine's.
+ * one through the same handler): what their start writes is dated by that clock, not by the machine's;
+ * so are an approval asked for during a run, its decision and its expiry.
  * A durable run's admission marker outlives the longest the run may take (docs/quotas.md "Admission";
  * docs/approvals.md: ASYNC_RUN_TIMEOUT_MS + one approval wait of APPROVAL_TIMEOUT_SECONDS + the budget
  * wait of QUOTA_WAIT_SECONDS) from the run's start on that clock.
@@ -11,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunRecordSchema, RunResponseSchema } from "../functions/api/contract.js";
 import { namesOf, quotaRef, runKey } from "../shared/quotas/item.js";
 import { markerName, type ReservationMarker } from "../shared/store/counters.js";
-import { pollUntil } from "./support/approvals.js";
+import { approvalRuns, decide, GBP_RULES, json, pollUntil } from "./support/approvals.js";
 import { type DurableStack, runPathEvent, startAsyncRun, startDurableStack } from "./support/durable.js";
 import { heldReply } from "./support/held.js";
 import { runEvent } from "./support/idempotency.js";
@@ -35,6 +36,7 @@ beforeAll(async () => {
       ASYNC_RUN_TIMEOUT_MS: String(ASYNC_RUN_TIMEOUT_S * 1000),
       APPROVAL_TIMEOUT_SECONDS: String(APPROVAL_TIMEOUT_S),
       QUOTA_WAIT_SECONDS: String(QUOTA_WAIT_S),
+      APPROVAL_RULES: GBP_RULES,
     },
     { clock, quotas: { now: () => clock.now() } },
   );
@@ -248,6 +250,44 @@ describe("one clock per run", () => {
     // The stopped execution never reaches run:finish: the cancel emits the span, ended on the run's clock.
     const { agent } = runTrace(tracing.exporter, started.runId);
     expect([hrMs(agent.startTime), hrMs(agent.endTime)]).toEqual([startMs, startMs + 2_000]);
+  });
+
+  it("dates an approval asked for during a durable run, and its decision, by the run's clock", async () => {
+    const tenantId = "tenant_clock_approval";
+    const asked = clock.now();
+    stack.model.usePlanner();
+    const { approval, target } = await approvalRuns(stack).pausedRun(tenantId);
+    expect([approval.requestedAt, approval.expiresAt]).toEqual([
+      iso(asked),
+      iso(asked + APPROVAL_TIMEOUT_S * 1000),
+    ]);
+    clock.advance(5_000);
+    const decided = await decide(stack, target, "approve");
+    expect(decided.statusCode, decided.body).toBe(200);
+    expect(json(decided)).toMatchObject({ status: "approved", decidedAt: iso(asked + 5_000) });
+    const done = await pollUntil(stack, target.runId, tenantId);
+    expect(done.status).toBe("completed");
+    const results = done.steps.flatMap((step) => step.toolCalls.map((call) => call.result));
+    expect(results.find((result) => result.metadata.approval)?.metadata.approval).toMatchObject({
+      decision: "approved",
+      decidedAt: iso(asked + 5_000),
+    });
+  });
+
+  it("reads a pending approval as expired once its timeout has passed on the run's clock", async () => {
+    const tenantId = "tenant_clock_approval_expiry";
+    stack.model.usePlanner();
+    const { target } = await approvalRuns(stack).pausedRun(tenantId);
+    clock.advance(APPROVAL_TIMEOUT_S * 1000);
+    const late = await decide(stack, target, "approve");
+    expect(late.statusCode, late.body).toBe(409);
+    expect(json(late)).toMatchObject({ code: "APPROVAL_EXPIRED", approvalStatus: "pending" });
+    // The run's wait ends on the SDK's timer, which runs on real time (shared/durable/runner.ts): cancel it.
+    const cancelled = await stack.invoke(runPathEvent(target.runId, tenantId, "cancel"));
+    expect(cancelled.statusCode, cancelled.body).toBe(200);
+    await stack.executions.get(target.runId)?.done.catch(() => undefined);
+    const stored = await stack.deps.approvals.get(tenantId, target.runId, target.approvalId);
+    expect(stored?.approval).toMatchObject({ status: "cancelled", decidedAt: iso(clock.now()) });
   });
 
   it("reads a run as gone once its record's expiry has passed on that clock", async () => {

@@ -313,6 +313,10 @@ function approvalGate(
 ): ApprovalGate {
   const { ctx, deps, payload, deadline, life } = run;
   const { security, runId } = payload;
+  // Both ends of a wait are read from the deps' clock: `requestedAt`/`expiresAt` (the submitter) and
+  // `decidedAt` (a decision, or the `:expire` step); the deadline moves by their difference. Only the
+  // SDK's timeout runs on real time: under a test clock an approval past `expiresAt` already refuses
+  // decisions (APPROVAL_EXPIRED), but its run waits until that timer fires (or a cancel ends the wait).
   return async (request: ApprovalRequest): Promise<ApprovalDecision> => {
     const deadlineAtRequest = deadline.at;
     let decision: ApprovalDecision;

@@ -51,7 +51,7 @@ export async function decideApproval(
   }
   const { approval, callback } = result;
   if (result.kind === "conflict" && (approval.status === "cancelled" || approval.status !== status)) {
-    throw conflictProblem(approval, runId);
+    throw conflictProblem(approval, runId, deps.approvals.now());
   }
   // An approval asked for over MCP has no waiting execution (empty callback id): the caller's next
   // call with its idempotency key reads the decision (shared/runs/tool-call-once.ts).
@@ -81,9 +81,9 @@ export async function decideApproval(
 /**
  * Why a decision on `approval` (stored otherwise) is refused: APPROVAL_CANCELLED (withdrawn with its
  * run), APPROVAL_EXPIRED (expired, or pending past its expiry) or APPROVAL_DECIDED, each with
- * `approvalId` and `approvalStatus`.
+ * `approvalId` and `approvalStatus`; `now` is the store's clock (epoch ms), which the decision's condition used.
  */
-function conflictProblem(approval: ApprovalRecord, runId: string): DomainError {
+function conflictProblem(approval: ApprovalRecord, runId: string, now: number): DomainError {
   const { approvalId } = approval;
   const facts = { approvalId, approvalStatus: approval.status };
   if (approval.status === "cancelled") {
@@ -94,8 +94,7 @@ function conflictProblem(approval: ApprovalRecord, runId: string): DomainError {
     );
   }
   const expired =
-    approval.status === "expired" ||
-    (approval.status === "pending" && Date.parse(approval.expiresAt) <= Date.now());
+    approval.status === "expired" || (approval.status === "pending" && Date.parse(approval.expiresAt) <= now);
   return expired
     ? new DomainError("APPROVAL_EXPIRED", `The approval ${approvalId} expired at ${approval.expiresAt}.`, {
         facts,
@@ -134,9 +133,12 @@ export type PendingApprovalView = Pick<
   "approvalId" | "toolName" | "arguments" | "preview" | "requestedBy" | "requestedAt" | "expiresAt"
 >;
 
-/** What {@link requestApproval} uses: the store, where approvals are announced, the logger, the timeout (s). */
+/**
+ * What {@link requestApproval} uses: the store (and its clock, the run's), where approvals are announced,
+ * the logger, the timeout (s).
+ */
 export interface ApprovalRequestDeps {
-  approvals: Pick<ApprovalStore, "request">;
+  approvals: Pick<ApprovalStore, "request" | "now">;
   approvalEvents: ApprovalEvents;
   logger: Logger;
   timeoutSeconds: number;
@@ -156,7 +158,7 @@ export async function requestApproval(
   input: { security: SecurityContext; runId: string; request: ApprovalRequest; callbackId: string },
 ): Promise<ApprovalRecord> {
   const { security, runId, request } = input;
-  const now = Date.now();
+  const now = deps.approvals.now();
   const approval = await deps.approvals.request({
     approvalId: request.approvalId,
     runId,
@@ -204,13 +206,13 @@ export type ApprovalOutcome =
  * is marked expired first (one conditional write; a decision that won the race is returned instead),
  * decided at its `expiresAt`: that is when it expired, however much later a call notices it (an MCP
  * call's repeat may come hours later), and what APPROVAL_EXPIRED and the decided listing show.
- * @param now the current time (epoch ms)
+ * @param now the current time (epoch ms; default the store's clock)
  * @throws the store's error
  */
 export async function approvalOutcomeOf(
-  approvals: Pick<ApprovalStore, "expire">,
+  approvals: Pick<ApprovalStore, "expire" | "now">,
   approval: ApprovalRecord,
-  now: number = Date.now(),
+  now: number = approvals.now(),
 ): Promise<ApprovalOutcome> {
   let current = approval;
   const expiredAt = Date.parse(current.expiresAt);

@@ -55,6 +55,8 @@ export class ApprovalStore {
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
     private readonly ttlSeconds: number,
+    /** The clock (epoch ms) decisions, expiries and cancels are dated by and listings judge `ttl` by. */
+    readonly now: () => number = Date.now,
   ) {}
 
   /**
@@ -127,7 +129,7 @@ export class ApprovalStore {
     runId: string,
     approvalId: string,
     decision: { status: "approved" | "rejected"; decidedBy: string; reason: string | null },
-    now: number = Date.now(),
+    now: number = this.now(),
   ): Promise<DecideResult> {
     return this.transition(tenantId, runId, approvalId, {
       condition: `${ITEM_PRESENT} AND #status = :pending AND #expiresAtMs > :now`,
@@ -139,7 +141,7 @@ export class ApprovalStore {
   /**
    * Marks a pending approval `expired` (its wait timed out). When a decision was written first (it
    * raced the timeout), that decision stays and is returned: the run honours it.
-   * @param now the moment it expired, its `decidedAt` (epoch ms; default the current time)
+   * @param now the moment it expired, its `decidedAt` (epoch ms; default {@link now})
    * @returns the approval after the call, or undefined when it does not exist
    * @throws the SDK's errors
    */
@@ -147,7 +149,7 @@ export class ApprovalStore {
     tenantId: string,
     runId: string,
     approvalId: string,
-    now: number = Date.now(),
+    now: number = this.now(),
   ): Promise<ApprovalRecord | undefined> {
     const result = await this.transition(tenantId, runId, approvalId, {
       condition: `${ITEM_PRESENT} AND #status = :pending`,
@@ -166,7 +168,7 @@ export class ApprovalStore {
    * @returns the approvals this call cancelled, in approval-id order
    * @throws the SDK's errors
    */
-  async cancelPending(tenantId: string, runId: string, now: number = Date.now()): Promise<ApprovalRecord[]> {
+  async cancelPending(tenantId: string, runId: string, now: number = this.now()): Promise<ApprovalRecord[]> {
     const cancelled: ApprovalRecord[] = [];
     for (const approval of await this.pendingForRun(tenantId, runId)) {
       const result = await this.transition(tenantId, runId, approval.approvalId, {
@@ -206,7 +208,7 @@ export class ApprovalStore {
   async listPending(
     tenantId: string,
     options: { limit: number; cursor?: string },
-    now: number = Date.now(),
+    now: number = this.now(),
   ): Promise<{ approvals: ApprovalRecord[]; nextCursor: string | undefined }> {
     return this.list(tenantId, "pending", options, now);
   }
@@ -224,7 +226,7 @@ export class ApprovalStore {
   async listDecided(
     tenantId: string,
     options: { limit: number; cursor?: string },
-    now: number = Date.now(),
+    now: number = this.now(),
   ): Promise<{ approvals: ApprovalRecord[]; nextCursor: string | undefined }> {
     return this.list(tenantId, "decided", options, now);
   }
