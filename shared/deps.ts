@@ -153,6 +153,7 @@ export function createApiDeps(config: Config, options: ApiDepsOptions = {}): Api
   const shared = sharedDeps(config, { ...options, approvalEvents });
   const conversations = new ConversationStore(shared.ddb, config.table.name, {
     ttlSeconds: config.runs.ttlSeconds,
+    now: () => shared.clock.now(),
   });
   return { ...shared, conversations, ...(executions ? { executions } : {}) };
 }

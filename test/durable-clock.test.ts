@@ -1,7 +1,7 @@
 /**
  * Runs on the run's injected clock, set years away from the wall clock (a durable run, and a synchronous
  * one through the same handler): what their start writes is dated by that clock, not by the machine's;
- * so are an approval asked for during a run, its decision and its expiry.
+ * so are an approval asked for during a run, its decision and expiry, and a conversation's head.
  * A durable run's admission marker outlives the longest the run may take (docs/quotas.md "Admission";
  * docs/approvals.md: ASYNC_RUN_TIMEOUT_MS + one approval wait of APPROVAL_TIMEOUT_SECONDS + the budget
  * wait of QUOTA_WAIT_SECONDS) from the run's start on that clock.
@@ -290,17 +290,23 @@ describe("one clock per run", () => {
     expect(stored?.approval).toMatchObject({ status: "cancelled", decidedAt: iso(clock.now()) });
   });
 
-  it("reads a run as gone once its record's expiry has passed on that clock", async () => {
+  it("reads a run, and a conversation's head, as gone once their expiry has passed on that clock", async () => {
     const tenantId = "tenant_clock_expiry";
     const runId = await syncRun(tenantId);
     expect((await stack.invoke(runPathEvent(runId, tenantId))).statusCode).toBe(200);
     const events = () => stack.deps.runEvents.store.read(tenantId, runId, 0).then((page) => page.events);
     expect((await events()).length).toBeGreaterThan(1);
+    const conversations = stack.deps.conversations;
+    const move = { from: undefined, to: runId, prior: null };
+    expect(await conversations.advance(tenantId, "usr_idem", "ctx-1", move)).toBe("advanced");
+    const head = () => conversations.head(tenantId, "usr_idem", "ctx-1");
+    expect((await head())?.updatedAt).toBe(iso(clock.now()));
     // Last in this file: the clock moves past the retention of every record written so far.
     clock.advance(stack.config.runs.ttlSeconds * 1000);
     const read = await stack.invoke(runPathEvent(runId, tenantId));
     expect(read.statusCode, read.body).toBe(404);
     expect(await stack.deps.runs.get(tenantId, runId)).toBeUndefined();
     expect(await events()).toEqual([]);
+    expect(await head()).toBeUndefined();
   });
 });
