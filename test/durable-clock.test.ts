@@ -308,5 +308,10 @@ describe("one clock per run", () => {
     expect(await stack.deps.runs.get(tenantId, runId)).toBeUndefined();
     expect(await events()).toEqual([]);
     expect(await head()).toBeUndefined();
+    // Continuing it judges its expiry on the same clock: gone, with the expired answer.
+    const body = JSON.stringify({ prompt: "and then?", previousRunId: runId });
+    const continued = await stack.invoke(runEvent({ tenantId, body }));
+    expect(continued.statusCode, continued.body).toBe(404);
+    expect(json(continued)).toMatchObject({ code: "NOT_FOUND", expired: true });
   });
 });

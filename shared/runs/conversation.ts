@@ -48,7 +48,9 @@ export interface ConversationHistory {
  * token budget.
  * @param input.systemPrompt the run's system prompt (default the loop's) for the budget estimate
  * @param input.runClock the clock runs' deadlines go by (`deps.clock`), for the Retry-After of a run in
- *   progress; default `now`, which the records' expiry is read by
+ *   progress; default `now`
+ * @param now the instant the records' expiry is judged at; default the run store's own clock (the one
+ *   it dates and expires records by)
  * @throws DomainError as above; the store's error when it cannot be read
  */
 export async function loadConversation<S extends RunShapes>(
@@ -63,7 +65,7 @@ export async function loadConversation<S extends RunShapes>(
     systemPrompt?: string | undefined;
     runClock?: Clock | undefined;
   },
-  now: Date = new Date(),
+  now?: Date,
   signal?: AbortSignal,
 ): Promise<ConversationHistory> {
   const { previousRunId } = input;
@@ -94,7 +96,10 @@ export async function loadConversation<S extends RunShapes>(
         { facts: { previousRunStatus: run.status } },
       );
     }
-    const retryAfter = Math.max(1, Math.ceil((deadline - (input.runClock?.now() ?? now.getTime())) / 1000));
+    const retryAfter = Math.max(
+      1,
+      Math.ceil((deadline - (input.runClock?.now() ?? now?.getTime() ?? Date.now())) / 1000),
+    );
     throw new DomainError(
       "PREVIOUS_RUN_IN_PROGRESS",
       `Run ${previousRunId} has not finished (status ${run.status}); continue it once it has.`,
