@@ -47,10 +47,9 @@ export interface ConversationHistory {
  * after the system prompt and the new prompt (estimated), so the history never takes the run's whole
  * token budget.
  * @param input.systemPrompt the run's system prompt (default the loop's) for the budget estimate
+ * The records' expiry is judged on the run store's own clock (the one it dates and expires them by).
  * @param input.runClock the clock runs' deadlines go by (`deps.clock`), for the Retry-After of a run in
- *   progress; default `now`
- * @param now the instant the records' expiry is judged at; default the run store's own clock (the one
- *   it dates and expires records by)
+ *   progress; default the wall clock
  * @throws DomainError as above; the store's error when it cannot be read
  */
 export async function loadConversation<S extends RunShapes>(
@@ -65,11 +64,10 @@ export async function loadConversation<S extends RunShapes>(
     systemPrompt?: string | undefined;
     runClock?: Clock | undefined;
   },
-  now?: Date,
   signal?: AbortSignal,
 ): Promise<ConversationHistory> {
   const { previousRunId } = input;
-  const read = await runs.readContinuation(security.tenantId, previousRunId, now, signal);
+  const read = await runs.readContinuation(security.tenantId, previousRunId, undefined, signal);
   if (read.kind === "missing" || read.run.userId !== security.userId) {
     throw new DomainError("NOT_FOUND", `There is no run ${previousRunId} to continue.`);
   }
@@ -96,10 +94,7 @@ export async function loadConversation<S extends RunShapes>(
         { facts: { previousRunStatus: run.status } },
       );
     }
-    const retryAfter = Math.max(
-      1,
-      Math.ceil((deadline - (input.runClock?.now() ?? now?.getTime() ?? Date.now())) / 1000),
-    );
+    const retryAfter = Math.max(1, Math.ceil((deadline - (input.runClock?.now() ?? Date.now())) / 1000));
     throw new DomainError(
       "PREVIOUS_RUN_IN_PROGRESS",
       `Run ${previousRunId} has not finished (status ${run.status}); continue it once it has.`,
