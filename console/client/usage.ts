@@ -5,7 +5,7 @@
  * a quota refused. The days' figures are sums of the runs' own recorded tokens and cost (`GET /v1/runs`,
  * the tenant's with billing:read), added exactly: cost in integer micro-units, never floating point.
  */
-import { amountOfMicro } from "../../shared/money/micro.js";
+import { amountOfMicro, microOf } from "../../shared/money/micro.js";
 import { api, type RunRecord } from "./api.js";
 import { type StackedBars, stackedBars } from "./chart.js";
 import { alert, count, h, idLink, paged, problemText, scrollTable, time, view } from "./dom.js";
@@ -33,15 +33,6 @@ interface Usage {
  * list's "—"), so a sum of zero would be made up.
  */
 const NO_PRICES = "no model prices are configured (MODEL_PRICES)";
-
-/** A cost's decimal places: its integer micro-units (shown by shared/money/micro.ts, as the API does). */
-const MICRO = 6;
-
-/** `"0.012345"` → `12345n` (the API's cost amounts have six decimals; fewer are padded). */
-export function microOf(amount: string): bigint {
-  const [whole = "0", fraction = ""] = amount.split(".");
-  return BigInt(`${whole}${fraction.padEnd(MICRO, "0").slice(0, MICRO)}`);
-}
 
 /** The UTC days from `days - 1` days before `today` (`YYYY-MM-DD`) to it, oldest first. */
 export function dayRange(today: string, days: number): string[] {

@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { COST_LIMIT_AMOUNT, COST_LIMIT_RULE, type QuotaLimits } from "../config/quotas.js";
-import { amountOfMicro } from "../money/micro.js";
+import { amountOfMicro, microOf } from "../money/micro.js";
 import type { LimitField, QuotaLimitStore, StoredLimits } from "../store/quota-limits.js";
-import { microOfAmount } from "./prices.js";
 
 /**
  * The limits in force for a tenant: the deploy's (QuotaConfig.limits, from the environment) with the
@@ -74,7 +73,7 @@ export interface EffectiveLimits {
  * `"2.500000"`, `"0.00002"` → `"0.000020"`.
  */
 export function costShown<T extends string | null | undefined>(cost: T): T {
-  return (typeof cost === "string" ? amountOfMicro(microOfAmount(cost)) : cost) as T;
+  return (typeof cost === "string" ? amountOfMicro(Number(microOf(cost))) : cost) as T;
 }
 
 /**
@@ -100,7 +99,7 @@ export function limitsInForce(defaults: QuotaLimits, stored: StoredLimits["limit
 
 /** {@link QuotaLimits} in the quotas' units (costs in micro-units). */
 export function effectiveOf(limits: QuotaLimits): EffectiveLimits {
-  const micro = (cost: string | null) => (cost === null ? null : microOfAmount(cost));
+  const micro = (cost: string | null) => (cost === null ? null : Number(microOf(cost)));
   return {
     tenant: { ...limits.tenant, costMicroPerDay: micro(limits.tenant.costPerDay) },
     user: { ...limits.user, costMicroPerDay: micro(limits.user.costPerDay) },

@@ -1,5 +1,5 @@
 import type { ModelPrice } from "../config/quotas.js";
-import { Decimal } from "../money/money.js";
+import { microOf } from "../money/micro.js";
 
 /**
  * The cost of model calls from the price table (MODEL_PRICES, docs/quotas.md "Cost"), exactly. Every
@@ -8,7 +8,7 @@ import { Decimal } from "../money/money.js";
  * `tokens × pricePerMillion` needs no division. A price has at most six decimal places (its schema), so
  * × 10⁶ it is a whole number: the products are exact integers (BigInt), rounded once at the end. They run
  * around every model call (its cost, what is left of its run's hold), where big.js would cost tens of µs a
- * call; the money code's `Decimal` still turns a cost limit into micro-units.
+ * call.
  * - a call's cost is exact, then rounded half-up to the micro-unit; a run's and a day's costs are the
  *   sums of their calls' (so the calls' events add up to the run, and the runs to the day)
  * - a reservation is the call's worst case rounded *up* (never under-reserved)
@@ -30,17 +30,11 @@ const SCALE = 1_000_000n;
 /** A price's per-million amounts × 10⁶, exact integers, parsed once per price table entry. */
 const scaledByPrice = new WeakMap<ModelPrice, { input: bigint; output: bigint }>();
 
-/** `amount` (a decimal string of at most 6 places, as the price table's schema allows) × 10⁶, exactly. */
-function scaled(amount: string): bigint {
-  const [whole = "0", fraction = ""] = amount.split(".");
-  return BigInt(whole + fraction.padEnd(6, "0"));
-}
-
 /** The price's amounts × 10⁶ (see {@link scaledByPrice}). */
 function scaledOf(price: ModelPrice): { input: bigint; output: bigint } {
   let found = scaledByPrice.get(price);
   if (!found) {
-    found = { input: scaled(price.inputPerMillion), output: scaled(price.outputPerMillion) };
+    found = { input: microOf(price.inputPerMillion), output: microOf(price.outputPerMillion) };
     scaledByPrice.set(price, found);
   }
   return found;
@@ -83,9 +77,4 @@ export function affordableTokens(price: ModelPrice, microLeft: number, promptTok
   const { output } = scaledOf(price);
   if (output === 0n) return Number.POSITIVE_INFINITY;
   return Number(left / output);
-}
-
-/** A decimal string of at most six decimal places (a cost limit) in micro-units. */
-export function microOfAmount(amount: string): number {
-  return Number(new Decimal(amount).times(new Decimal("1000000")).round(0, Decimal.roundDown).toFixed(0));
 }

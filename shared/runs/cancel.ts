@@ -2,7 +2,7 @@ import type { ApiDeps } from "../deps.js";
 import { DomainError } from "../domain-errors.js";
 import { executionNameFor } from "../durable/executions.js";
 import type { SecurityContext } from "../identity.js";
-import { microOfAmount } from "../quotas/prices.js";
+import { microOf } from "../money/micro.js";
 import { agentTraceOf, finishCarriedRunSpan } from "../run-trace.js";
 import { DAY_MS } from "../store/counters.js";
 import { UNFINISHED_STATUSES } from "../store/run-records.js";
@@ -78,7 +78,7 @@ export async function cancelRun(
   // calls spent from the hold: the record, read after the stop, has every call the run made.
   const used = {
     userId: after.run.userId,
-    usage: { tokens: after.run.usage.totalTokens, costMicro: microOfAmount(after.run.cost?.amount ?? "0") },
+    usage: { tokens: after.run.usage.totalTokens, costMicro: Number(microOf(after.run.cost?.amount ?? "0")) },
   };
   // Its marker is in the day it started or the day it last held (today, by the quotas' own clock), or,
   // before its first model step, still in its admission's day: admission precedes the record's start,
