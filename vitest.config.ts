@@ -160,6 +160,7 @@ const SHARED_MODULES = [
   "test/policies-durable.test.ts",
   "test/policies-engine.test.ts",
   "test/policies-known.test.ts",
+  "test/policies-model-view.test.ts",
   "test/policies-replay-midnight.test.ts",
   "test/policies-totals-boundary.test.ts",
   "test/policies.test.ts",
@@ -203,6 +204,7 @@ const SHARED_MODULES = [
   "test/tax-tool.test.ts",
   "test/telemetry-ids.test.ts",
   "test/tenant-limits-deployed.test.ts",
+  "test/tool-message.test.ts",
   "test/tools-offered.test.ts",
   "test/tools-read.test.ts",
 ];

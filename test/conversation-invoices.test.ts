@@ -2,7 +2,11 @@
  * One quote, at most one invoice, across the runs of a conversation: the real Lambda handler over real
  * deps, DynamoDB Local, and the local model server through the real openai client.
  */
+import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { checkGrounding } from "../shared/agent/grounding.js";
+import type { ChatMessage } from "../shared/agent/model.js";
+import type { HistoryMessage } from "../shared/agent/transcript.js";
 import { QuoteAlreadyRecordedError } from "../shared/store/ledger.js";
 import { invoiceOf, newCaller, post, quoteIdOf, run, summary } from "./support/conversation.js";
 import { testStackForFile } from "./support/stack.js";
@@ -95,5 +99,47 @@ describe("one quote, at most one invoice, across runs", () => {
     const replay = await deps.ledger.recordOnce(invoice(n), winnerKey);
     expect(replay).toMatchObject({ created: false, invoice: { invoiceId: winner.invoiceId } });
     expect(await deps.ledger.list(caller.tenantId)).toHaveLength(1);
+  });
+
+  it("a transcript stored with whole tool-result envelopes still continues: its quote is recorded, its metadata grounds nothing", async () => {
+    const caller = newCaller();
+    const prompt = "Calculate tax on 1500 GBP for a client in the UK.";
+    const before = stack.model.requests.length;
+    const first = run(await post(stack, caller, { prompt }));
+    const tax = first.toolResults[0];
+    if (!tax) throw new Error("no calculateTax result");
+    // Tool messages of this form (the envelope, metadata and all) are in transcripts stored before the
+    // model read only { status, data, error }: a run continuing one reads them as they are.
+    const envelope = JSON.stringify({ ...tax, metadata: { ...tax.metadata, latencyMs: 4321 } });
+    const runId = `run_${randomUUID()}`;
+    const now = new Date();
+    const limits = { maxCycles: 5, timeoutMs: 1_000 };
+    await stack.deps.runs.start(
+      { tenantId: caller.tenantId, runId, userId: caller.userId, prompt, limits },
+      now,
+    );
+    const usage = { promptTokens: 1, completionTokens: 1, totalTokens: 2 };
+    // The first run's own transcript (its last model request without the system prompt), its tool
+    // message replaced by the envelope.
+    const asked = (stack.model.requests.at(-1)?.messages ?? []).slice(1) as unknown as HistoryMessage[];
+    expect(stack.model.requests.length - before).toBe(2);
+    expect(asked.map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+    const transcript: HistoryMessage[] = [
+      ...asked.map((m) => (m.role === "tool" ? { ...m, content: envelope } : m)),
+      { role: "assistant", content: first.answer },
+    ];
+    const ended = { status: "completed" as const, cycles: 2, answer: first.answer, reason: null, usage };
+    await stack.deps.runs.finish(caller.tenantId, runId, { ...ended, durationMs: 5, transcript }, now);
+
+    const from = stack.model.requests.length;
+    const second = run(await post(stack, caller, { prompt: "Now record it.", previousRunId: runId }));
+    expect(summary(second.toolResults)).toEqual(["recordInvoice:success"]);
+    expect(invoiceOf(second.toolResults[0]).quoteId).toBe(quoteIdOf(tax));
+    expect(second.grounding).toMatchObject({ action: "none", ungrounded: [] });
+    const sent = stack.model.requests[from]?.messages as unknown as ChatMessage[];
+    expect(sent.find((m) => m.role === "tool")?.content).toBe(envelope);
+    expect(checkGrounding("It took 4321 ms; the tax is 300.00.", sent).ungrounded).toEqual([
+      { text: "4321", value: "4321" },
+    ]);
   });
 });

@@ -105,6 +105,50 @@ describe("the check", () => {
     expect(numbersIn("no digits here, only words and ids like inv_x")).toEqual([]);
   });
 
+  it("a tool result's metadata grounds nothing: latency, running totals, truncation, key (transcripts stored with it)", () => {
+    // Transcripts stored before tool messages became the model view hold the whole envelope: only its
+    // data and error are what the tool vouched for.
+    const envelope = {
+      status: "success",
+      data: QUOTE,
+      error: null,
+      metadata: {
+        toolName: "calculateTax",
+        toolCallId: "c1",
+        latencyMs: 437,
+        idempotencyKey: "run_1:c1:0",
+        truncated: { originalBytes: 20480, maxBytes: 16384 },
+        policy: { decision: "permit", totals: { tenantDay: { count: 7, grossMinor: 912345 } } },
+      },
+    };
+    const messages: ChatMessage[] = [
+      ...transcript(QUOTE).slice(0, 3),
+      { role: "tool", tool_call_id: "c1", content: JSON.stringify(envelope) },
+    ];
+    const check = checkGrounding(
+      "Tax 300.00 in 437 ms; the tenant's day: 7 invoices, 9,123.45 (912345); 20480 of 16384 bytes.",
+      messages,
+    );
+    expect(check).toEqual({
+      checked: 7,
+      ungrounded: ["437", "7", "9,123.45", "912345", "20480", "16384"].map((text) => ({
+        text,
+        value: text.replace(",", ""),
+      })),
+    });
+    // A failure's error (code, message, details) still grounds.
+    const failed = JSON.stringify({
+      status: "validation_error",
+      data: null,
+      error: { code: "INVALID_ARGUMENTS", message: "at most 100", details: { limit: 250 }, retryable: true },
+    });
+    const withError: ChatMessage[] = [
+      ...messages.slice(0, 3),
+      { role: "tool", tool_call_id: "c1", content: failed },
+    ];
+    expect(checkGrounding("At most 100, limit 250.", withError).ungrounded).toEqual([]);
+  });
+
   it("the system prompt and the model's own text ground nothing; the prompt does", () => {
     expect(checkGrounding("It costs 999.", transcript(QUOTE)).ungrounded).toEqual([
       { text: "999", value: "999" },

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineTool, type ToolDefinition } from "../shared/agent/tool.js";
 import {
+  bigTool,
   call,
   DEFAULT_CAPS,
   echoTool,
@@ -232,16 +233,8 @@ describe("turn handling", () => {
   });
 
   it("a tool result over the size cap is truncated with a marker", async () => {
-    const big = defineTool({
-      name: "big",
-      description: "Returns 40 KB.",
-      inputSchema: z.object({}).strict(),
-      isMutating: false,
-      requiredPermission: undefined,
-      handler: async () => ({ text: "é".repeat(20_000) }),
-    });
     const { outcome } = await runScripted(setup, {
-      tools: [big as unknown as ToolDefinition],
+      tools: [bigTool()],
       script: [{ toolCalls: [call("b", "big", {})] }, { content: "ok" }],
     });
     expect(outcome.status).toBe("completed");

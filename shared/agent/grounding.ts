@@ -183,9 +183,9 @@ function collect(value: unknown, into: Set<string>): void {
 
 /**
  * The values a run's answer may use: every number in its user messages (the prompt, and the earlier
- * prompts of a conversation) and in its tool messages (each tool result's JSON: numbers, numeric
- * strings, numbers in text, array lengths), plus how many calls each tool got and how many succeeded.
- * The system prompt and the model's own messages ground nothing.
+ * prompts of a conversation) and in its tool messages (each tool result's `data` and `error`: numbers,
+ * numeric strings, numbers in text, array lengths; never its `metadata`), plus how many calls each tool
+ * got and how many succeeded. The system prompt and the model's own messages ground nothing.
  */
 export function groundingSources(messages: readonly ChatMessage[]): Set<string> {
   const values = new Set<string>();
@@ -197,11 +197,16 @@ export function groundingSources(messages: readonly ChatMessage[]): Set<string> 
         calls.set(call.function.name, (calls.get(call.function.name) ?? 0) + 1);
     }
     if (message.role === "tool") {
+      let result: unknown = message.content;
       try {
-        collect(JSON.parse(message.content) as unknown, values);
-      } catch {
-        collect(message.content, values);
-      }
+        result = JSON.parse(message.content);
+      } catch {}
+      // A stored transcript may hold a whole envelope: its metadata (latency, running totals, byte counts)
+      // is the backend's audit, not a fact of the tool's, so only data and error ground.
+      if (result && typeof result === "object" && "status" in result) {
+        collect((result as { data?: unknown }).data, values);
+        collect((result as { error?: unknown }).error, values);
+      } else collect(result, values);
     }
   }
   for (const count of calls.values()) values.add(String(count));

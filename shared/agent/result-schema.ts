@@ -53,7 +53,8 @@ export const PolicyDecisionSchema = z.enum(["permit", "forbid", "approval"]);
 
 /**
  * The explanation of a decision (docs/policies.md), recorded in the tool result's metadata, hence in the
- * audit step, the run's events, the span and the MCP result:
+ * audit step, the run's events, the span and the MCP result, never in the tool message the model reads
+ * (its totals count every user of the tenant):
  * - `decision`: permit, forbid or approval; `policyIds`: the determining policies (`@id`, else the
  *   engine's positional id); empty for a forbid means no policy permits the call
  * - `source` and `version`: the set that decided (the tenant's version, or the deployment default: null)
@@ -85,8 +86,9 @@ export const PolicyAuditSchema = z
   .strict();
 
 /**
- * The envelope every tool call produces, success or not. It becomes the tool message the model sees
- * and the row the API returns in `toolResults`.
+ * The envelope every tool call produces, success or not: the row the API returns in `toolResults`, the
+ * audit step's result, the run's events and the MCP result. The model sees only its model view,
+ * `{ status, data, error }` (shared/agent/result.ts `toolMessage`): `metadata` is the backend's audit.
  * `metadata.latencyMs` is the handler's wall time in ms (0 when it never ran); `metadata.truncated` is
  * present when the result was cut to the tool-result size cap (shared/agent/result.ts `capToolResult`);
  * `metadata.approval` when the call waited for a person's decision ({@link ApprovalAuditSchema});

@@ -17,10 +17,11 @@ export type ToolResult = z.infer<typeof ToolResultSchema>;
 /** Who decided on a call that needed approval, when and why ({@link ApprovalAuditSchema}). */
 export type ApprovalAudit = z.infer<typeof ApprovalAuditSchema>;
 /**
- * Keeps a tool result's JSON within `maxBytes` UTF-8 bytes (the tool message the model reads, and the
- * row the API returns). Over the cap, `data` becomes a string: the start of its JSON followed by a
- * marker saying it was truncated and how big it was; if the error part alone is still too big, its
- * message is cut the same way and its details dropped. `metadata.truncated` records the original size.
+ * Keeps a tool result's JSON within `maxBytes` UTF-8 bytes (the row the API returns, hence the tool
+ * message the model reads, {@link toolMessage}). Over the cap, `data` becomes a string: the start of
+ * its JSON followed by a marker saying it was truncated and how big it was; if the error part alone is
+ * still too big, its message is cut the same way and its details dropped. `metadata.truncated` records
+ * the original size.
  * @param maxBytes config MAX_TOOL_RESULT_BYTES (default 16384)
  * @returns the (possibly new) result and its JSON, which is at most `maxBytes` bytes when `maxBytes`
  *   leaves room for the envelope (a few hundred bytes)
@@ -60,6 +61,16 @@ export function capToolResult(result: ToolResult, maxBytes: number): { result: T
   }
   return { result: capped, json: cappedJson };
 }
+
+/**
+ * The tool message the model reads for `result` (and the run's transcript keeps): the JSON of
+ * `{ status, data, error }`. `metadata` is the backend's audit (latency, keys, approvers, and policy
+ * totals that count other users' calls): it stays in the stored result and never reaches the model.
+ * Given `capToolResult`'s result, the marker is in its data or error and the view, a part of the capped
+ * envelope, is within the cap.
+ */
+export const toolMessage = ({ status, data, error }: ToolResult): string =>
+  JSON.stringify({ status, data, error });
 
 /** The longest prefix of `text` that fits in `bytes` UTF-8 bytes, never splitting a character. */
 function utf8Prefix(text: string, bytes: number): string {

@@ -4,7 +4,7 @@ import { type CallCost, sumCosts } from "./budget.js";
 import type { ToolRegistry } from "./dispatcher.js";
 import type { AnswerGrounding } from "./grounding.js";
 import type { ChatMessage, ModelUsage } from "./model.js";
-import { capToolResult, type ToolResult } from "./result.js";
+import { capToolResult, type ToolResult, toolMessage } from "./result.js";
 import type { Stop } from "./stops.js";
 import type { RunEffect, RunInput, RunOutcome, RunPaused, RunUsage } from "./types.js";
 
@@ -133,13 +133,18 @@ export class RunState {
 
   /**
    * Appends the turn's tool results (capped to `maxToolResultBytes`) and one tool message per call, in
-   * call order; returns the capped results.
+   * call order: the result's model view ({@link toolMessage}), never its metadata. Returns the capped
+   * results.
    */
   addToolResults(results: ToolResult[]): ToolResult[] {
     return results.map((original) => {
-      const { result, json } = capToolResult(original, this.input.limits.maxToolResultBytes);
+      const { result } = capToolResult(original, this.input.limits.maxToolResultBytes);
       this.toolResults.push(result);
-      this.messages.push({ role: "tool", tool_call_id: result.metadata.toolCallId, content: json });
+      this.messages.push({
+        role: "tool",
+        tool_call_id: result.metadata.toolCallId,
+        content: toolMessage(result),
+      });
       return result;
     });
   }

@@ -118,6 +118,19 @@ export function echoTool(): ToolDefinition & { calls: number[] } {
   return Object.assign(tool as unknown as ToolDefinition, { calls });
 }
 
+/** A read-only tool `big()` returning `{ text }` of 20 000 "é": 40 011 bytes of JSON, over the default cap. */
+export function bigTool(): ToolDefinition {
+  const tool = defineTool({
+    name: "big",
+    description: "Returns 40 KB.",
+    inputSchema: z.object({}).strict(),
+    isMutating: false,
+    requiredPermission: undefined,
+    handler: async () => ({ text: "é".repeat(20_000) }),
+  });
+  return tool as unknown as ToolDefinition;
+}
+
 /** The tool messages of a recorded model request, as `{ id, result }` with the parsed ToolResult JSON. */
 export function toolMessages(
   model: LocalModelServer,
