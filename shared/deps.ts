@@ -50,8 +50,9 @@ import { accountingTools } from "./tools/registry.js";
  *   run tracer (shared/run-trace.ts) and the run events (shared/runs/events.ts)
  * - `runEvents`: the runs' event logs (`store`) and this container's live readers (`hub`); `clock`
  *   (shared/clock.ts), the clock event streams wait with (heartbeats, time limits, polls) and runs keep
- *   time by (start, deadline, duration; their records, steps, events and durable spans are dated by it,
- *   and the expiry of those records and events is judged by it); tests inject their own
+ *   time by (start, deadline, duration; their records, steps, events, durable spans and the invoices they
+ *   record are dated by it, and the expiry of those records and events is judged by it); tests inject
+ *   their own
  */
 export interface SharedDeps {
   config: Config;
@@ -179,7 +180,10 @@ function sharedDeps(
   options: ChatModelOptions & Pick<ApiDepsOptions, "clock" | "quotas"> & { approvalEvents: ApprovalEvents },
 ): SharedDeps {
   const ddb = createDocumentClient(config.table);
-  const ledger = new LedgerStore(ddb, config.table.name);
+  const clock = options.clock ?? SYSTEM_CLOCK;
+  // One clock per run: its record, steps, events, trace, approvals, invoices and the expiries its reads judge.
+  const now = () => clock.now();
+  const ledger = new LedgerStore(ddb, config.table.name, { now });
   const quotes = new QuoteStore(ddb, config.table.name);
   const tools = accountingTools({
     ledger,
@@ -188,9 +192,6 @@ function sharedDeps(
   });
   const observability = createObservability(config.observability);
   const policies = policyServices(config, ddb, tools, observability.logger);
-  const clock = options.clock ?? SYSTEM_CLOCK;
-  // One clock per run: its record, steps, events, trace, approvals and the expiries its reads judge.
-  const now = () => clock.now();
   const runEvents = {
     store: new RunEventStore<RunEvent>(ddb, config.table.name, now),
     hub: new RunEventHub(),

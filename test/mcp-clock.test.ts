@@ -100,6 +100,20 @@ describe("an MCP tools/call run on an injected clock", () => {
     }
     expect((await first).isError).toBe(false);
   });
+
+  it("dates the invoice it records by the run's clock", async () => {
+    const calc = await client.callTool({ name: "calculateTax", arguments: { ...GB, amount: "100.00" } });
+    const { quoteId } = calc.structuredContent as { quoteId: string };
+    const recorded = await client.callTool({
+      name: "recordInvoice",
+      arguments: { clientName: "Small Client", quoteId },
+      _meta: keyed("invoice-1"),
+    });
+    expect(recorded.isError, JSON.stringify(recorded)).toBe(false);
+    const { invoiceId } = (recorded.structuredContent as { invoice: { invoiceId: string } }).invoice;
+    const stored = await mcp.stack.deps.ledger.get(WRITER.tenant_id, invoiceId);
+    expect(stored?.createdAt).toBe(iso(clock.now()));
+  });
 });
 
 describe("an approval asked for through MCP on an injected clock", () => {
