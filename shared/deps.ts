@@ -50,9 +50,8 @@ import { accountingTools } from "./tools/registry.js";
  *   run tracer (shared/run-trace.ts) and the run events (shared/runs/events.ts)
  * - `runEvents`: the runs' event logs (`store`) and this container's live readers (`hub`); `clock`
  *   (shared/clock.ts), the clock event streams wait with (heartbeats, time limits, polls) and runs keep
- *   time by (start, deadline, duration; their records, steps, events, durable spans and the invoices they
- *   record are dated by it, and the expiry of those records and events is judged by it); tests inject
- *   their own
+ *   time by (start, deadline, duration; their records, steps, events, durable spans and the quotes and
+ *   invoices they make are dated by it, and the expiry of those is judged by it); tests inject their own
  */
 export interface SharedDeps {
   config: Config;
@@ -181,7 +180,7 @@ function sharedDeps(
 ): SharedDeps {
   const ddb = createDocumentClient(config.table);
   const clock = options.clock ?? SYSTEM_CLOCK;
-  // One clock per run: its record, steps, events, trace, approvals, invoices and the expiries its reads judge.
+  // One clock per run: its record, steps, events, trace, approvals, quotes, invoices and the expiries judged.
   const now = () => clock.now();
   const ledger = new LedgerStore(ddb, config.table.name, { now });
   const quotes = new QuoteStore(ddb, config.table.name);
@@ -189,6 +188,8 @@ function sharedDeps(
     ledger,
     quotes,
     quoteTtlSeconds: config.quotes.ttlSeconds,
+    // A quote's date, "today" and its expiry, on the clock of the run that asks for it.
+    clock: () => new Date(clock.now()),
   });
   const observability = createObservability(config.observability);
   const policies = policyServices(config, ddb, tools, observability.logger);

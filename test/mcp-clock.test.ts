@@ -114,6 +114,21 @@ describe("an MCP tools/call run on an injected clock", () => {
     const stored = await mcp.stack.deps.ledger.get(WRITER.tenant_id, invoiceId);
     expect(stored?.createdAt).toBe(iso(clock.now()));
   });
+
+  it("dates a quote by the run's clock, and judges its expiry on it", async () => {
+    const { ttlSeconds } = mcp.stack.deps.config.quotes;
+    const made = clock.now();
+    const calc = await client.callTool({ name: "calculateTax", arguments: { ...GB, amount: "100.00" } });
+    const { quoteId, expiresAt } = calc.structuredContent as { quoteId: string; expiresAt: string };
+    expect(expiresAt).toBe(iso(made + ttlSeconds * 1000));
+    clock.advance(ttlSeconds * 1000);
+    const late = await client.callTool({
+      name: "recordInvoice",
+      arguments: { clientName: "Late Client", quoteId },
+      _meta: keyed("quote-late"),
+    });
+    expect(text(late)).toMatchObject({ status: "business_error", error: { code: "QUOTE_EXPIRED" } });
+  });
 });
 
 describe("an approval asked for through MCP on an injected clock", () => {
