@@ -87,13 +87,16 @@ export interface PolicyServices {
 
 /**
  * Builds the policy services: the default set from POLICIES or the APPROVAL_RULES shorthand, the
- * running totals on the counters store, shadow decisions kept as long as runs.
+ * running totals on the counters store, shadow decisions kept as long as runs. `now` (epoch ms; default
+ * the wall clock) is the runs' clock: a decision's shadow record is dated by it and its totals' day is
+ * read from it, as the invoices they count are dated.
  */
 export function policyServices(
   config: Config,
   ddb: DynamoDBDocumentClient,
   tools: ToolRegistry,
   logger: Logger,
+  now?: () => number,
 ): PolicyServices {
   const store = new PolicySetStore(ddb, config.table.name, config.runs.ttlSeconds);
   const sets = new PolicySets({
@@ -103,10 +106,11 @@ export function policyServices(
   });
   const decisions = new PolicyDecisions({
     sets,
-    totals: counterTotals(new CounterStore(ddb, config.table.name)),
+    totals: counterTotals(new CounterStore(ddb, config.table.name, now ? { now } : {})),
     recordShadow: (tenantId, record) => store.recordShadow(tenantId, record),
     logger,
     thresholds: approvalRuleThresholds(config.policies.text ? {} : config.approvals.rules),
+    ...(now ? { now } : {}),
   });
   return { sets, decisions, store };
 }
@@ -180,7 +184,8 @@ function sharedDeps(
 ): SharedDeps {
   const ddb = createDocumentClient(config.table);
   const clock = options.clock ?? SYSTEM_CLOCK;
-  // One clock per run: its record, steps, events, trace, approvals, quotes, invoices and the expiries judged.
+  // One clock per run: its record, steps, events, trace, approvals, quotes, invoices, policy decisions' records
+  // and the expiries judged.
   const now = () => clock.now();
   const ledger = new LedgerStore(ddb, config.table.name, { now });
   const quotes = new QuoteStore(ddb, config.table.name);
@@ -192,7 +197,7 @@ function sharedDeps(
     clock: () => new Date(clock.now()),
   });
   const observability = createObservability(config.observability);
-  const policies = policyServices(config, ddb, tools, observability.logger);
+  const policies = policyServices(config, ddb, tools, observability.logger, now);
   const runEvents = {
     store: new RunEventStore<RunEvent>(ddb, config.table.name, now),
     hub: new RunEventHub(),

@@ -64,6 +64,19 @@ afterAll(async () => {
 const runIdOf = (result: { _meta?: Record<string, unknown> }) =>
   String(result._meta?.["io.boundloop/toolCallId"]);
 
+/** A 100.00 GBP quote recorded as an invoice by `by` with `key` (under GBP_RULES: no approval); the result. */
+async function smallInvoice(by: Client, key: string) {
+  const calc = await by.callTool({ name: "calculateTax", arguments: { ...GB, amount: "100.00" } });
+  const { quoteId } = calc.structuredContent as { quoteId: string };
+  const recorded = await by.callTool({
+    name: "recordInvoice",
+    arguments: { clientName: "Small Client", quoteId },
+    _meta: keyed(key),
+  });
+  expect(recorded.isError, JSON.stringify(recorded)).toBe(false);
+  return recorded;
+}
+
 describe("an MCP tools/call run on an injected clock", () => {
   it("is timed by the run's clock: its deadline, start, finish and duration", async () => {
     const startMs = clock.now();
@@ -102,14 +115,7 @@ describe("an MCP tools/call run on an injected clock", () => {
   });
 
   it("dates the invoice it records by the run's clock", async () => {
-    const calc = await client.callTool({ name: "calculateTax", arguments: { ...GB, amount: "100.00" } });
-    const { quoteId } = calc.structuredContent as { quoteId: string };
-    const recorded = await client.callTool({
-      name: "recordInvoice",
-      arguments: { clientName: "Small Client", quoteId },
-      _meta: keyed("invoice-1"),
-    });
-    expect(recorded.isError, JSON.stringify(recorded)).toBe(false);
+    const recorded = await smallInvoice(client, "invoice-1");
     const { invoiceId } = (recorded.structuredContent as { invoice: { invoiceId: string } }).invoice;
     const stored = await mcp.stack.deps.ledger.get(WRITER.tenant_id, invoiceId);
     expect(stored?.createdAt).toBe(iso(clock.now()));
@@ -181,5 +187,31 @@ describe("an approval asked for through MCP on an injected clock", () => {
       status: "expired",
       decidedAt: iso(asked + APPROVAL_TIMEOUT_S * 1000),
     });
+  });
+});
+
+describe("a shadow policy decision in an MCP run on an injected clock", () => {
+  it("is dated by the run's clock", async () => {
+    const tenantId = "tenant_mcp_clock_shadow";
+    const admin = { sub: "usr_admin", tenant_id: tenantId, scope: "policy:admin billing:read" };
+    const base = '@id("base")\npermit (principal, action, resource);\n';
+    const putSet = (policies: string, mode: string, precondition: Record<string, string>) =>
+      mcp.api("/v1/policies", admin, {
+        method: "PUT",
+        headers: precondition,
+        body: JSON.stringify({ policies, mode }),
+      });
+    const enforced = await putSet(base, "enforce", { "if-none-match": "*" });
+    expect(enforced.status).toBe(200);
+    const noInvoices = `${base}@id("no-invoices")\nforbid (principal, action == Action::"recordInvoice", resource);`;
+    const shadow = await putSet(noInvoices, "shadow", { "if-match": String(enforced.headers.get("etag")) });
+    expect(shadow.status).toBe(200);
+    const writer = await mcp.connect(await mcp.token({ ...WRITER, tenant_id: tenantId }));
+    await smallInvoice(writer, "shadowed-1");
+    const listed = await mcp.api("/v1/policies/shadow-decisions", admin);
+    const { items } = (await listed.json()) as { items: Array<{ toolName: string; decidedAt: string }> };
+    expect(items.map(({ toolName, decidedAt }) => ({ toolName, decidedAt }))).toEqual([
+      { toolName: "recordInvoice", decidedAt: iso(clock.now()) },
+    ]);
   });
 });
