@@ -141,8 +141,9 @@ export interface ApiDepsOptions extends ChatModelOptions {
   /** Where MCP approvals are announced; default: EventBridge's default bus (loaded on first use). */
   approvalEvents?: ApprovalEvents;
   /**
-   * The quotas' clock (epoch ms; windows, `Retry-After`), default Date.now; or `false` for no quotas at
-   * all (no admission, budget, usage or cost: the benchmarks' "off").
+   * The quotas' clock (epoch ms; windows, `Retry-After`), default the runs' (`clock`); a test sets it apart
+   * to put the quotas' windows elsewhere; or `false` for no quotas at all (no admission, budget, usage or
+   * cost: the benchmarks' "off").
    */
   quotas?: { now: () => number } | false;
 }
@@ -231,7 +232,7 @@ function sharedDeps(
     runEvents,
     policies,
     clock,
-    ...(options.quotas === false ? {} : { quotas: quotasOf(config, ddb, options.quotas?.now) }),
+    ...(options.quotas === false ? {} : { quotas: quotasOf(config, ddb, options.quotas?.now ?? now) }),
   };
 }
 

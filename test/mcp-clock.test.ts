@@ -52,7 +52,8 @@ beforeAll(async () => {
           },
         }),
       ]),
-    { clock, quotas: { now: () => clock.now() } },
+    // The run's clock only: the quotas' clock is the run's unless a test sets it apart.
+    { clock },
   );
   client = await mcp.connect(await mcp.token(WRITER));
 });
@@ -134,6 +135,17 @@ describe("an MCP tools/call run on an injected clock", () => {
       _meta: keyed("quote-late"),
     });
     expect(text(late)).toMatchObject({ status: "business_error", error: { code: "QUOTE_EXPIRED" } });
+  });
+});
+
+describe("the quotas of MCP tools/call runs on an injected clock", () => {
+  it("count the calls in the UTC day of the run's clock", async () => {
+    await client.callTool({ name: "calculateTax", arguments: GB });
+    const response = await mcp.api("/v1/usage", WRITER);
+    expect(response.status).toBe(200);
+    const usage = (await response.json()) as { user: { day: { start: string; runs: number } } };
+    expect(usage.user.day.start).toBe(iso(Math.floor(clock.now() / 86_400_000) * 86_400_000));
+    expect(usage.user.day.runs).toBeGreaterThanOrEqual(1);
   });
 });
 
