@@ -185,8 +185,8 @@ function sharedDeps(
 ): SharedDeps {
   const ddb = createDocumentClient(config.table);
   const clock = options.clock ?? SYSTEM_CLOCK;
-  // One clock per run: its record, steps, events, trace, approvals, quotes, invoices, policy decisions' records
-  // and the expiries judged.
+  // One clock per run: its record, steps, events, trace, approvals, quotes, invoices, policy decisions'
+  // records, its quotas (unless a test sets theirs apart) and the expiries judged.
   const now = () => clock.now();
   const ledger = new LedgerStore(ddb, config.table.name, { now });
   const quotes = new QuoteStore(ddb, config.table.name);

@@ -1,9 +1,10 @@
 /**
  * MCP tools/call runs on the run's injected clock, set years away from the wall clock, as the loop's runs
- * are (test/durable-clock.test.ts): a one-cycle run's record, its deadline and duration, the invoice it
- * records and an approval it asks for are dated, timed and expired by that clock; the caller's key is
- * leased on the wall clock the idempotency store reads (`Deadline.wallClockAt`). The real handler behind
- * the dev server, the SDK's own MCP client, DynamoDB Local.
+ * are (test/durable-clock.test.ts): a one-cycle run's record, its deadline and duration, the quote and
+ * invoice it makes, the shadow policy decision it records and an approval it asks for are dated, timed
+ * and expired by that clock, and the quotas count it in that clock's day; the caller's key is leased on
+ * the wall clock the idempotency store reads (`Deadline.wallClockAt`). The real handler behind the dev
+ * server, the SDK's own MCP client, DynamoDB Local.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
