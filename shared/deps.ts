@@ -50,8 +50,8 @@ import { accountingTools } from "./tools/registry.js";
  *   run tracer (shared/run-trace.ts) and the run events (shared/runs/events.ts)
  * - `runEvents`: the runs' event logs (`store`) and this container's live readers (`hub`); `clock`
  *   (shared/clock.ts), the clock event streams wait with (heartbeats, time limits, polls) and runs keep
- *   time by (start, deadline, duration; their records, steps, events and durable spans are dated by it,
- *   and the expiry of those records and events is judged by it); tests inject their own
+ *   time by (start, deadline, duration; their records, steps, events, durable spans and the quotes and
+ *   invoices they make are dated by it, and the expiry of those is judged by it); tests inject their own
  */
 export interface SharedDeps {
   config: Config;
@@ -87,13 +87,16 @@ export interface PolicyServices {
 
 /**
  * Builds the policy services: the default set from POLICIES or the APPROVAL_RULES shorthand, the
- * running totals on the counters store, shadow decisions kept as long as runs.
+ * running totals on the counters store, shadow decisions kept as long as runs. `now` (epoch ms; default
+ * the wall clock) is the runs' clock: a decision's shadow record is dated by it and its totals' day is
+ * read from it, as the invoices they count are dated.
  */
 export function policyServices(
   config: Config,
   ddb: DynamoDBDocumentClient,
   tools: ToolRegistry,
   logger: Logger,
+  now?: () => number,
 ): PolicyServices {
   const store = new PolicySetStore(ddb, config.table.name, config.runs.ttlSeconds);
   const sets = new PolicySets({
@@ -103,10 +106,11 @@ export function policyServices(
   });
   const decisions = new PolicyDecisions({
     sets,
-    totals: counterTotals(new CounterStore(ddb, config.table.name)),
+    totals: counterTotals(new CounterStore(ddb, config.table.name, now ? { now } : {})),
     recordShadow: (tenantId, record) => store.recordShadow(tenantId, record),
     logger,
     thresholds: approvalRuleThresholds(config.policies.text ? {} : config.approvals.rules),
+    ...(now ? { now } : {}),
   });
   return { sets, decisions, store };
 }
@@ -137,8 +141,9 @@ export interface ApiDepsOptions extends ChatModelOptions {
   /** Where MCP approvals are announced; default: EventBridge's default bus (loaded on first use). */
   approvalEvents?: ApprovalEvents;
   /**
-   * The quotas' clock (epoch ms; windows, `Retry-After`), default Date.now; or `false` for no quotas at
-   * all (no admission, budget, usage or cost: the benchmarks' "off").
+   * The quotas' clock (epoch ms; windows, `Retry-After`), default the runs' (`clock`); a test sets it apart
+   * to put the quotas' windows elsewhere; or `false` for no quotas at all (no admission, budget, usage or
+   * cost: the benchmarks' "off").
    */
   quotas?: { now: () => number } | false;
 }
@@ -179,18 +184,21 @@ function sharedDeps(
   options: ChatModelOptions & Pick<ApiDepsOptions, "clock" | "quotas"> & { approvalEvents: ApprovalEvents },
 ): SharedDeps {
   const ddb = createDocumentClient(config.table);
-  const ledger = new LedgerStore(ddb, config.table.name);
+  const clock = options.clock ?? SYSTEM_CLOCK;
+  // One clock per run: its record, steps, events, trace, approvals, quotes, invoices, policy decisions'
+  // records, its quotas (unless a test sets theirs apart) and the expiries judged.
+  const now = () => clock.now();
+  const ledger = new LedgerStore(ddb, config.table.name, { now });
   const quotes = new QuoteStore(ddb, config.table.name);
   const tools = accountingTools({
     ledger,
     quotes,
     quoteTtlSeconds: config.quotes.ttlSeconds,
+    // A quote's date, "today" and its expiry, on the clock of the run that asks for it.
+    clock: () => new Date(clock.now()),
   });
   const observability = createObservability(config.observability);
-  const policies = policyServices(config, ddb, tools, observability.logger);
-  const clock = options.clock ?? SYSTEM_CLOCK;
-  // One clock per run: its record, steps, events, trace, approvals and the expiries its reads judge.
-  const now = () => clock.now();
+  const policies = policyServices(config, ddb, tools, observability.logger, now);
   const runEvents = {
     store: new RunEventStore<RunEvent>(ddb, config.table.name, now),
     hub: new RunEventHub(),
@@ -224,7 +232,7 @@ function sharedDeps(
     runEvents,
     policies,
     clock,
-    ...(options.quotas === false ? {} : { quotas: quotasOf(config, ddb, options.quotas?.now) }),
+    ...(options.quotas === false ? {} : { quotas: quotasOf(config, ddb, options.quotas?.now ?? now) }),
   };
 }
 

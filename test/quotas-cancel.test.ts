@@ -13,6 +13,7 @@ import type { RecordedRequest, ScriptedReply } from "../local/model-server.js";
 import { quotaRef, runKey } from "../shared/quotas/item.js";
 import { markerName } from "../shared/store/counters.js";
 import { decide, GBP_RULES, json, pollUntil, SEED_PROMPT } from "./support/approvals.js";
+import { putLimitsEvent } from "./support/budget-wait.js";
 import { durableStackForFile, runPathEvent, startAsyncRun } from "./support/durable.js";
 import { runEvent } from "./support/idempotency.js";
 
@@ -176,14 +177,7 @@ describe("a durable run cancelled while it runs", () => {
 describe("a durable run cancelled while it waits for budget", () => {
   it("is charged for the calls it made; nothing stays reserved", async () => {
     const tenantId = "tenant_qc_quota";
-    const put = eventForRoute(
-      runEvent({ tenantId, userId: "usr_admin", scope: "limits:admin" }),
-      "PUT",
-      "/v1/limits",
-    );
-    put.body = JSON.stringify({ user: { tokensPerDay: 3_500 } });
-    put.headers = { ...put.headers, "content-type": "application/json" };
-    const changed = await stack.invoke(put);
+    const changed = await stack.invoke(putLimitsEvent(tenantId, { user: { tokensPerDay: 3_500 } }));
     expect(LimitsResponseSchema.parse(json(changed)).limits.user.tokensPerDay).toBe(3_500);
     // The second call's 1,814 tokens leave too few for the third's prompt: the run waits for budget.
     stack.model.respond((request) => {

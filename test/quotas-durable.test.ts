@@ -8,12 +8,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { LimitsResponseSchema, QuotaUsageSchema } from "../functions/api/contract/quotas.js";
 import { eventForRoute } from "../local/durable-runner.js";
 import { json, pollUntil } from "./support/approvals.js";
+import { BUDGET_PROMPT, budgetWaitScript, putLimitsEvent, taxCall } from "./support/budget-wait.js";
 import { type DurableStack, startAsyncRun, startDurableStack } from "./support/durable.js";
 import { runEvent } from "./support/idempotency.js";
-
-const PROMPT = "Calculate tax on 100 GBP for a client in the UK.";
-const GB_TAX = JSON.stringify({ amount: "100.00", currency: "GBP", jurisdiction: "GB" });
-const taxCall = (id: string) => ({ id, name: "calculateTax", arguments: GB_TAX });
 
 let stack: DurableStack;
 beforeAll(async () => {
@@ -27,7 +24,8 @@ beforeEach(() => {
 });
 
 /** Starts a durable run of `userId` in `tenantId`; its record as answered. */
-const startAsync = (tenantId: string, userId: string) => startAsyncRun(stack, tenantId, PROMPT, userId);
+const startAsync = (tenantId: string, userId: string) =>
+  startAsyncRun(stack, tenantId, BUDGET_PROMPT, userId);
 
 /** `GET /v1/usage` as `userId` of `tenantId`. */
 async function usageOf(tenantId: string, userId: string) {
@@ -41,11 +39,7 @@ describe("a durable run at its token budget", () => {
   it("pauses as awaiting_quota instead of failing, and completes once PUT /v1/limits raises the limit", async () => {
     const tenantId = "tenant_qwait";
     const userId = "usr_idem"; // runPathEvent reads as usr_idem: runs are per user
-    stack.model.script([
-      { toolCalls: [taxCall("c1")], usage: { prompt_tokens: 1_100, completion_tokens: 40 } },
-      { toolCalls: [taxCall("c2")], usage: { prompt_tokens: 1_200, completion_tokens: 45 } },
-      { content: "The tax is 20.00 GBP.", usage: { prompt_tokens: 2_100, completion_tokens: 12 } },
-    ]);
+    stack.model.script(budgetWaitScript());
     const requestsBefore = stack.model.requests.length;
     const started = await startAsync(tenantId, userId);
     const paused = await pollUntil(stack, started.runId, tenantId, ["running"]);
@@ -58,14 +52,7 @@ describe("a durable run at its token budget", () => {
       limit: 3_500,
     });
 
-    const put = eventForRoute(
-      runEvent({ tenantId, userId: "usr_admin", scope: "limits:admin" }),
-      "PUT",
-      "/v1/limits",
-    );
-    put.body = JSON.stringify({ user: { tokensPerDay: 100_000 } });
-    put.headers = { ...put.headers, "content-type": "application/json" };
-    const changed = await stack.invoke(put);
+    const changed = await stack.invoke(putLimitsEvent(tenantId, { user: { tokensPerDay: 100_000 } }));
     expect(changed.statusCode, changed.body).toBe(200);
     const view = LimitsResponseSchema.parse(json(changed));
     expect(view.limits.user.tokensPerDay).toBe(100_000);

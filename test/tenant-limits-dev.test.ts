@@ -20,11 +20,9 @@ import { createTokenVerifier } from "../shared/auth/token-verifier.js";
 import { QuotaLimitStore } from "../shared/store/quota-limits.js";
 import { QuotaWaitStore } from "../shared/store/quota-waits.js";
 import { pollUntil } from "./support/approvals.js";
+import { BUDGET_PROMPT, budgetWaitScript } from "./support/budget-wait.js";
 import { type DurableStack, startAsyncRun, startDurableStack } from "./support/durable.js";
 
-const PROMPT = "Calculate tax on 100 GBP for a client in the UK.";
-const GB_TAX = JSON.stringify({ amount: "100.00", currency: "GBP", jurisdiction: "GB" });
-const taxCall = (id: string) => ({ id, name: "calculateTax", arguments: GB_TAX });
 const PRICES = JSON.stringify({
   "gpt-4o-mini": { inputPerMillion: "0.15", outputPerMillion: "0.60", currency: "USD" },
 });
@@ -86,12 +84,8 @@ function limitsOnTable(tenantId: string, args: string[], directory: string, env:
 describe("npm run tenant -- limits with npm run dev on the same table", () => {
   it("sends the change through the dev server, which stores it once and wakes the run waiting for budget", async () => {
     const tenantId = "tenant_dev_wake";
-    stack.model.script([
-      { toolCalls: [taxCall("c1")], usage: { prompt_tokens: 1_100, completion_tokens: 40 } },
-      { toolCalls: [taxCall("c2")], usage: { prompt_tokens: 1_200, completion_tokens: 45 } },
-      { content: "The tax is 20.00 GBP.", usage: { prompt_tokens: 2_100, completion_tokens: 12 } },
-    ]);
-    const started = await startAsyncRun(stack, tenantId, PROMPT);
+    stack.model.script(budgetWaitScript());
+    const started = await startAsyncRun(stack, tenantId, BUDGET_PROMPT);
     const paused = await pollUntil(stack, started.runId, tenantId, ["running"]);
     expect(paused.status).toBe("awaiting_quota");
     const waits = new QuotaWaitStore(stack.deps.ddb, stack.config.table.name);

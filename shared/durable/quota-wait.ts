@@ -15,8 +15,10 @@ import { isCallbackTimeout, STEP_RETRY } from "./step-retry.js";
  * moves the run back to `running` and reads the limits afresh; the call is then tried again (a new step),
  * and the time waited does not count against the run's deadline. Once QUOTA_WAIT_SECONDS are spent (the
  * waits' checkpointed lengths, so a replay counts the same), the run ends `quota_exceeded`. A store
- * failure (QUOTA_UNAVAILABLE) is not waited for here: the model step throws and is retried. Times come
- * from the quotas' clock (`deps.quotas.now`), so a test's injected clock moves the wait's accounting.
+ * failure (QUOTA_UNAVAILABLE) is not waited for here: the model step throws and is retried. The wait's
+ * length is the quotas' (their clock decides the window and `retryAfterSeconds`); the run's own times —
+ * its record's moves, the time it waited and so its deadline's extension, QUOTA_WAIT_SECONDS spent — are
+ * on the run's clock (`deps.clock`), the one its deadline and records go by.
  */
 export function quotaWaitGate(
   ctx: DurableContext,
@@ -27,8 +29,7 @@ export function quotaWaitGate(
 ): QuotaWait {
   const { security, runId } = payload;
   const waitMs = deps.config.quotas.waitSeconds * 1000;
-  // The quotas' clock (injected in tests), the one their windows and Retry-After use.
-  const now = deps.quotas?.now ?? Date.now;
+  const now = () => deps.clock.now();
   let waitedMs = 0;
   return async ({ cycle, attempt, refusal }) => {
     const left = waitMs - waitedMs;

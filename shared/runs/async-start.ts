@@ -60,16 +60,18 @@ export async function startAsyncRun(deps: AsyncStartDeps, input: AsyncStartInput
     // A retried start (same key, a run record already written) is the run its first start admitted:
     // admitting it again would count it twice (in another UTC day, or once its marker is gone).
     const retried = idempotency ? await deps.runs.getRecord(security.tenantId, runId) : undefined;
-    // On the clock the runner keeps the deadline and the duration by (the wall clock; a test's own).
-    const startedAt = deps.clock.now();
     // Admission first: a refused run (429) has written nothing. Its marker outlives the longest the run may take.
     const { approvals, quotas } = deps.config;
     const longest = limits.runTimeoutMs / 1000 + approvals.timeoutSeconds + quotas.waitSeconds;
     // Under a key, an earlier start may have admitted the run and failed before writing its record.
     if (retried?.userId !== security.userId) {
-      const expiresAtSeconds = Math.floor(startedAt / 1000 + longest);
+      const expiresAtSeconds = Math.floor(deps.clock.now() / 1000 + longest);
       await admitDurableRun(deps.quotas, security, runId, expiresAtSeconds, idempotency !== undefined);
     }
+    // On the clock the runner keeps the deadline and the duration by (the wall clock; a test's own). Read
+    // after the admission, since the runner takes it for the admission's day: a start across midnight is
+    // then admitted the day before it starts, whose slot the runner's budget gives back (run-budget.ts).
+    const startedAt = deps.clock.now();
     const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
     return life.start({
       prompt: body.prompt,

@@ -43,6 +43,8 @@ export async function prepareRun(deps: ApiDeps, request: RunRequest): Promise<Pr
   const { executions } = deps;
   if (executions && request.prefersAsync) {
     return {
+      // The start request's own time, not the run's (whose deadline is fixed later, by the start): on the
+      // wall clock, which the idempotency store reads leases by, as the synchronous run's wallClockAt().
       leaseExpiresAt: Date.now() + ASYNC_START_LEASE_MS,
       start: async (idempotency) =>
         (await import("./async-start.js")).startAsyncRun(

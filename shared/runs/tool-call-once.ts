@@ -36,7 +36,8 @@ import type { RunLifecycle } from "./lifecycle.js";
 /**
  * What a one-cycle tool-call run uses: the tools and config, the stores its guards and its record write
  * to (runs, idempotency, approvals), where approvals are announced, the lifecycle's observability, the
- * policy decision service and the quotas (both absent when the deployment has none).
+ * policy decision service and the quotas (both absent when the deployment has none), and the clock the run
+ * keeps time by (its deadline and duration; `SharedDeps.clock`).
  */
 export type ToolCallRunDeps = Pick<
   SharedDeps,
@@ -51,6 +52,7 @@ export type ToolCallRunDeps = Pick<
   | "runObservers"
   | "policies"
   | "quotas"
+  | "clock"
 >;
 
 /** A call the dispatcher validated (`prepareToolCall`'s ready outcome). */
@@ -158,7 +160,8 @@ export async function runKeyed(
     fingerprint: sha256Hex(
       `${MCP_CALL_ROUTE}\n${canonicalJson([security.userId, prepared.tool.name, prepared.args])}`,
     ),
-    leaseExpiresAt: context.deadline.at,
+    // The idempotency store reads leases on the wall clock.
+    leaseExpiresAt: context.deadline.wallClockAt(),
   };
   const once = await runOnce(deps, operation, KEEP_TOOL_OUTCOMES, () => firstCall(context, runScope));
   switch (once.kind) {

@@ -70,7 +70,8 @@ export async function runToolCall(deps: ToolCallRunDeps, request: ToolCallRunReq
     request.remainingMs,
     deps.config.limits.deadlineReserveMs,
   );
-  const deadline = new Deadline(budgetMs);
+  // The run's clock: its deadline, start, finish and duration go by the one its record is dated by.
+  const deadline = new Deadline(budgetMs, deps.clock);
   const life = new RunLifecycle(deps, { runId, tenantId: security.tenantId, userId: security.userId });
   try {
     return await life.within({ durable: false, conversationId: runId }, () =>
@@ -95,7 +96,7 @@ async function oneCycle(
   request: ToolCallRunRequest,
   run: ToolCallRunState,
 ): Promise<ToolCallRun> {
-  const startedAt = Date.now();
+  const startedAt = deps.clock.now();
   const call = callOf(run.runId, request);
   const tool = deps.tools.get(request.toolName);
   // Admission at the door (runs per minute, runs in flight), as a run's: a refused call has run and
@@ -120,7 +121,7 @@ async function oneCycle(
   // A replayed result is this call's answer: it carries this run's id.
   const result = { ...answer.result, metadata: { ...answer.result.metadata, toolCallId: run.runId } };
   const replayed = answer.replayed === true;
-  await audit(deps, run.life, { call, result, replayed, durationMs: Date.now() - startedAt });
+  await audit(deps, run.life, { call, result, replayed, durationMs: deps.clock.now() - startedAt });
   return { result, replayed, tool };
 }
 

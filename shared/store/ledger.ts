@@ -17,11 +17,16 @@ export function invoiceIdForQuote(quoteId: string): string {
   return `inv_${sha256Hex(`quote:${quoteId}`).slice(0, 24)}`;
 }
 
-/** Ledger access for one table; all keys are tenant-scoped. */
+/**
+ * Ledger access for one table; all keys are tenant-scoped. `options.now` (epoch ms; default the wall
+ * clock) dates a new invoice's `createdAt`: the deps give it the runs' clock (shared/deps.ts), so an
+ * invoice is dated by the clock of the run that recorded it.
+ */
 export class LedgerStore {
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
+    private readonly options: { now?: () => number } = {},
   ) {}
 
   /**
@@ -46,7 +51,12 @@ export class LedgerStore {
     signal?: AbortSignal,
   ): Promise<{ invoice: Invoice; created: boolean }> {
     const invoiceId = invoiceIdForQuote(invoice.quoteId);
-    const item: Invoice = { ...invoice, invoiceId, idempotencyKey, createdAt: new Date().toISOString() };
+    const item: Invoice = {
+      ...invoice,
+      invoiceId,
+      idempotencyKey,
+      createdAt: new Date(this.options.now?.() ?? Date.now()).toISOString(),
+    };
     const put = await conditionalPut(
       this.client,
       {

@@ -40,7 +40,8 @@ export interface DurableStack {
 /**
  * Starts a {@link DurableStack}; `env` overrides configuration variables; `options.clock` is the clock of
  * the API and the runner (a durable run's start, deadline and duration; default the wall clock);
- * `options.quotas` their quotas' clock (windows, `Retry-After`, a budget wait's timeout; default Date.now).
+ * `options.quotas` their quotas' clock (windows, `Retry-After`, a budget wait's timeout; default
+ * `options.clock`).
  */
 export async function startDurableStack(
   env: Record<string, string> = {},
