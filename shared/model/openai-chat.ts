@@ -266,26 +266,45 @@ export function callSignal(signal: AbortSignal): {
   race: <T>(promise: Promise<T>) => Promise<T>;
   release: () => void;
 } {
-  const call = new AbortController();
-  let rejectRace: ((reason: unknown) => void) | undefined;
-  const forward = () => {
-    call.abort(signal.reason);
-    rejectRace?.(signal.reason);
-  };
-  if (signal.aborted) call.abort(signal.reason);
-  else signal.addEventListener("abort", forward, { once: true });
-  return {
-    signal: call.signal,
-    race: (promise) => {
-      if (signal.aborted) {
-        promise.catch(() => undefined);
-        return Promise.reject(signal.reason);
-      }
-      return new Promise((resolve, reject) => {
-        rejectRace = reject;
-        promise.then(resolve, reject);
-      });
-    },
-    release: () => signal.removeEventListener("abort", forward),
-  };
+  return new LinkedCallSignal(signal);
+}
+
+/**
+ * {@link callSignal}'s object: itself the run signal's listener (`handleEvent`), with methods on its
+ * prototype, so a model call creates no closures for them (the bundle keeps function names: every
+ * closure made per call would also pay a `name` definition).
+ */
+class LinkedCallSignal {
+  private readonly call = new AbortController();
+  private rejectRace: ((reason: unknown) => void) | undefined;
+
+  constructor(private readonly run: AbortSignal) {
+    if (run.aborted) this.call.abort(run.reason);
+    else run.addEventListener("abort", this, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.call.signal;
+  }
+
+  /** The run signal aborted: abort the call and reject its race. */
+  handleEvent(): void {
+    this.call.abort(this.run.reason);
+    this.rejectRace?.(this.run.reason);
+  }
+
+  race<T>(promise: Promise<T>): Promise<T> {
+    if (this.run.aborted) {
+      promise.catch(() => undefined);
+      return Promise.reject(this.run.reason);
+    }
+    return new Promise((resolve, reject) => {
+      this.rejectRace = reject;
+      promise.then(resolve, reject);
+    });
+  }
+
+  release(): void {
+    this.run.removeEventListener("abort", this);
+  }
 }
