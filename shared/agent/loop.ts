@@ -73,7 +73,6 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     }
     const cycle = run.cycles + 1;
     const messageCount = run.messages.length;
-    const request = () => requestSummary(messageCount, tools);
     const model = await modelTurn(input, run, {
       step: steps.model(cycle),
       cycle,
@@ -86,7 +85,12 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     const resolution = resolutionOf(model, cycle, run, input);
     if (resolution.kind === "stop") {
       await notify(hooks, () =>
-        cycleRecord({ cycle, request: request(), model, outcome: resolution.stop.status }),
+        cycleRecord({
+          cycle,
+          request: requestSummary(messageCount, tools),
+          model,
+          outcome: resolution.stop.status,
+        }),
       );
       const { stop, answer } = resolution;
       return answer === null ? run.end(stop) : endWithAnswer(input, run, step, tools, { stop, answer });
@@ -94,7 +98,7 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     if (resolution.kind === "retry") {
       run.retried = true;
       run.messages.push(resolution.message);
-      await notify(hooks, () => cycleRecord({ cycle, request: request(), model }));
+      await notify(hooks, () => cycleRecord({ cycle, request: requestSummary(messageCount, tools), model }));
       continue;
     }
 
@@ -113,7 +117,14 @@ export async function runAgent(input: RunInput): Promise<RunOutcome | RunPaused>
     const results = run.addToolResults(checked.results);
     const stop = turnStop(input, run, turn, overTokenBudget, checked.loop);
     await notify(hooks, () =>
-      cycleRecord({ cycle, request: request(), model, calls, results, outcome: stop?.status }),
+      cycleRecord({
+        cycle,
+        request: requestSummary(messageCount, tools),
+        model,
+        calls,
+        results,
+        outcome: stop?.status,
+      }),
     );
     if (stop) return run.end(stop);
   }
