@@ -212,22 +212,23 @@ function textOf(content: unknown): string | null {
  * assigns one); `arguments` is passed on as sent (a missing one as null) for the loop to resolve.
  */
 function functionCalls(message: Partial<ChatCompletionMessage>): ModelToolCall[] {
-  const calls: unknown[] = Array.isArray(message.tool_calls) ? message.tool_calls : [];
-  return calls.flatMap((entry) => {
+  const calls: ModelToolCall[] = [];
+  if (!Array.isArray(message.tool_calls)) return calls;
+  // A loop, not flatMap: flatMap's per-call arrays cost more than the rest of the reply's reading.
+  for (const entry of message.tool_calls as unknown[]) {
     const call = entry as {
       id?: unknown;
       type?: unknown;
       function?: { name?: unknown; arguments?: unknown };
     };
-    if (!call?.function || (call.type !== undefined && call.type !== "function")) return [];
-    return [
-      {
-        id: typeof call.id === "string" ? call.id : "",
-        name: typeof call.function.name === "string" ? call.function.name : "",
-        arguments: call.function.arguments ?? null,
-      },
-    ];
-  });
+    if (!call?.function || (call.type !== undefined && call.type !== "function")) continue;
+    calls.push({
+      id: typeof call.id === "string" ? call.id : "",
+      name: typeof call.function.name === "string" ? call.function.name : "",
+      arguments: call.function.arguments ?? null,
+    });
+  }
+  return calls;
 }
 
 /**
