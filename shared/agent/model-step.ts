@@ -29,7 +29,7 @@ export type ModelCallResult = Extract<ModelStepResult, { kind: "reply" | "failur
  * `chat` span, its result with `options.costOf` of its usage as `cost` (shared/agent/trace-spans.ts: only a call made has one, so a replayed step has none). A model
  * that throws despite the port's contract is a provider failure with the thrown text, never a crash.
  */
-export async function callModel(
+export function callModel(
   model: Model,
   deadline: Deadline,
   messages: ChatMessage[],
