@@ -1,4 +1,6 @@
-import { getEventListeners } from "node:events";
+import { getEventListeners, once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -142,5 +144,49 @@ describe("the model adapter and the run's signal", () => {
     setTimeout(() => run.abort(new Error("deadline")), 50);
     expect(await pending).toMatchObject({ kind: "failure", cause: "deadline" });
     expect(getEventListeners(run.signal, "abort")).toHaveLength(0);
+  });
+
+  it("the run's abort aborts the request in flight: the server sees its connection closed", async () => {
+    // A server that takes the request and never answers: only the client's abort ends the exchange.
+    let onRequest = () => {};
+    const received = new Promise<void>((resolve) => {
+      onRequest = resolve;
+    });
+    let onClose = (_unanswered: boolean) => {};
+    const closed = new Promise<boolean>((resolve) => {
+      onClose = resolve;
+    });
+    const server = createServer((request, response) => {
+      request.resume();
+      onRequest();
+      response.on("close", () => onClose(!response.writableEnded));
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as AddressInfo;
+    try {
+      const silent = createModelClient({
+        apiKey: "test",
+        baseURL: `http://127.0.0.1:${port}/v1`,
+        maxRetries: 0,
+      });
+      const chat = new OpenAIChatModel(silent, "silent");
+      const run = new AbortController();
+      const pending = chat.call({
+        messages: [{ role: "user", content: "hi" }],
+        tools: [],
+        toolChoice: "auto",
+        signal: run.signal,
+        deadlineAt: Date.now() + 60_000,
+      });
+      await received;
+      run.abort(new Error("deadline"));
+      expect(await pending).toMatchObject({ kind: "failure", cause: "deadline" });
+      // Closed unanswered: the abort reached the request's own fetch, not only the race around it.
+      expect(await closed).toBe(true);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });

@@ -55,26 +55,32 @@ export async function endWithAnswer(
   const { stop, answer } = ending;
   const mode: GroundingMode = input.grounding ?? "report";
   const first = checkGrounding(answer, run.messages);
-  const grounding = (action: AnswerGrounding["action"], check = first): AnswerGrounding => ({
-    mode,
-    checked: check.checked,
-    ungrounded: check.ungrounded,
-    action,
-  });
-  if (first.ungrounded.length === 0) return run.end(stop, answer, grounding("none"));
+  if (first.ungrounded.length === 0) return run.end(stop, answer, groundingOf(mode, first, "none"));
   if (mode === "refuse") {
     const refused =
       stop.status === "completed" ? stops.answerUngrounded(first.ungrounded.map((n) => n.text)) : stop;
-    return run.end(refused, null, grounding("refused"));
+    return run.end(refused, null, groundingOf(mode, first, "refused"));
   }
   if (mode === "reask" && run.usage.totalTokens < input.limits.maxTotalTokens) {
     const second = await reask(input, run, step, tools, answer, first.ungrounded);
     if (second !== undefined) {
       const check = checkGrounding(second, run.messages);
-      return run.end(stop, second, { ...grounding("reasked", check), firstUngrounded: first.ungrounded });
+      return run.end(stop, second, {
+        ...groundingOf(mode, check, "reasked"),
+        firstUngrounded: first.ungrounded,
+      });
     }
   }
-  return run.end(stop, answer, grounding("reported"));
+  return run.end(stop, answer, groundingOf(mode, first, "reported"));
+}
+
+/** The answer's check as the outcome reports it: the mode, what `check` found, and what was done. */
+function groundingOf(
+  mode: GroundingMode,
+  check: Pick<AnswerGrounding, "checked" | "ungrounded">,
+  action: AnswerGrounding["action"],
+): AnswerGrounding {
+  return { mode, checked: check.checked, ungrounded: check.ungrounded, action };
 }
 
 /** The re-ask's answer, or undefined when the call was not made, failed, refused or gave no text. */

@@ -58,8 +58,7 @@ export class Deadline {
    * unref'd timeout (a pending deadline never keeps a process alive); any other clock's is its `sleep`.
    */
   private arm(ms: number): () => void {
-    const controller = this.controller;
-    const fire = () => controller.abort(new DeadlineExceededError());
+    const fire = firing(this.controller);
     if (this.clock === SYSTEM_CLOCK) {
       const timer = setTimeout(fire, ms);
       timer.unref();
@@ -121,13 +120,27 @@ export class Deadline {
 }
 
 /**
+ * What aborts `controller` with a {@link DeadlineExceededError}. The closures below are made by helpers
+ * so they are unnamed: the bundle keeps function names, and a named closure pays a `name` definition
+ * each time it is made (per run, per tool call).
+ */
+function firing(controller: AbortController): () => void {
+  return () => controller.abort(new DeadlineExceededError());
+}
+
+/** What rejects with `signal`'s reason (see {@link firing}). */
+function rejecting(signal: AbortSignal, reject: (reason: unknown) => void): () => void {
+  return () => reject(signal.reason);
+}
+
+/**
  * Settles with `promise`, or rejects with the signal's reason as soon as `signal` aborts, whichever
  * comes first. The underlying work is not cancelled by this; pass the signal to it as well.
  */
 export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
+    const onAbort = rejecting(signal, reject);
     signal.addEventListener("abort", onAbort, { once: true });
     promise.then(
       (value) => {

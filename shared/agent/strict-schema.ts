@@ -156,7 +156,8 @@ function stripOptionalNulls(schema: JsonSchema, value: unknown, root: JsonSchema
     return objects.length === 1 && objects[0] ? stripOptionalNulls(objects[0], value, root) : value;
   }
   const properties = resolved.properties;
-  const required = new Set(Array.isArray(resolved.required) ? (resolved.required as string[]) : []);
+  // Looked up only for a null (a Set per object and call cost more than the few lookups).
+  const required = Array.isArray(resolved.required) ? (resolved.required as string[]) : [];
   const copy: Record<string, unknown> = {};
   for (const [key, item] of Object.entries(value)) {
     const property = properties[key];
@@ -164,7 +165,7 @@ function stripOptionalNulls(schema: JsonSchema, value: unknown, root: JsonSchema
       copy[key] = item;
       continue;
     }
-    if (item === null && !required.has(key)) continue;
+    if (item === null && !required.includes(key)) continue;
     copy[key] = stripOptionalNulls(property, item, root);
   }
   return copy;

@@ -183,15 +183,7 @@ function decidedJob(job: ValidCall, context: ToolTurnContext, pending: PendingAp
       prepared,
       security: context.security,
       runId: context.runId,
-      operationKey: () =>
-        toolIdempotencyKey({
-          tenantId: context.security.tenantId,
-          userId: context.security.userId,
-          runScope: context.runScope,
-          toolName: prepared.tool.name,
-          args: prepared.args,
-          occurrence,
-        }),
+      operationKey: operationKeyOf(job, context),
       approved: false,
       signal: context.deadline.signal,
     });
@@ -207,6 +199,19 @@ function decidedJob(job: ValidCall, context: ToolTurnContext, pending: PendingAp
   };
 }
 
+/** The call's operation key, computed when asked (the key a decision reserves under). */
+function operationKeyOf({ prepared, occurrence }: ValidCall, context: ToolTurnContext): () => string {
+  return () =>
+    toolIdempotencyKey({
+      tenantId: context.security.tenantId,
+      userId: context.security.userId,
+      runScope: context.runScope,
+      toolName: prepared.tool.name,
+      args: prepared.args,
+      occurrence,
+    });
+}
+
 /** Runs a valid call the decision let run, under the run's deadline, in its `execute_tool` span. */
 function runJob(
   { call, prepared, occurrence }: ValidCall,
@@ -220,10 +225,15 @@ function runJob(
       runScope: context.runScope,
       occurrence,
       signal: deadline.signal,
-      remainingMs: () => deadline.remainingMs(),
+      remainingMs: remainingOf(deadline),
       onInternalFailure: context.hooks?.onInternalFailure,
     }),
   );
+}
+
+/** What the deadline leaves, read when asked (a closure made here is unnamed: no per-call name definition). */
+function remainingOf(deadline: Deadline): () => number {
+  return () => deadline.remainingMs();
 }
 
 /** The placeholder business_error APPROVAL_PENDING of a call waiting for a decision. */
@@ -287,16 +297,21 @@ function tokenBudgetResult(call: TurnCall): ToolResult {
   });
 }
 
-/** Runs `jobs` with at most `limit` at a time; results in job order. */
+/**
+ * Runs `jobs` with at most `limit` at a time; results in job order. When every job fits under the limit
+ * they all start at once, in order, as the workers below would start them.
+ */
 async function mapConcurrent<T>(jobs: Array<() => Promise<T>>, limit: number): Promise<T[]> {
+  if (jobs.length <= limit) return Promise.all(jobs.map((job) => job()));
   const results = new Array<T>(jobs.length);
   let next = 0;
-  const worker = async () => {
-    while (next < jobs.length) {
-      const index = next++;
-      results[index] = await (jobs[index] as () => Promise<T>)();
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, jobs.length)) }, worker));
+  await Promise.all(
+    Array.from({ length: Math.max(1, Math.min(limit, jobs.length)) }, async () => {
+      while (next < jobs.length) {
+        const index = next++;
+        results[index] = await (jobs[index] as () => Promise<T>)();
+      }
+    }),
+  );
   return results;
 }
