@@ -273,8 +273,7 @@ export function openAITelemetry(baseURL: string, model: string): ModelTelemetry 
  * the whole run (MaxListenersExceededWarning from the 11th cycle). Ours is removed by `release()`.
  * `race(promise)` settles with `promise`, or rejects with the run signal's reason as soon as it aborts
  * (as shared/agent/deadline.ts `raceAbort`, so the SDK's retry backoff never outlives the deadline),
- * through the same one listener on the run's signal. The call's `signal` is not an AbortSignal instance
- * but does for the SDK what one would (see LinkedCallSignal): give it to the openai client only.
+ * through the same one listener on the run's signal.
  */
 export function callSignal(signal: AbortSignal): {
   signal: AbortSignal;
@@ -285,48 +284,26 @@ export function callSignal(signal: AbortSignal): {
 }
 
 /**
- * {@link callSignal}'s object: the run signal's listener (`handleEvent`), and itself the `signal` the
- * SDK gets. openai's client uses a request's `signal` in two ways only (client.js, `makeRequest` and
- * `fetchWithTimeout`): it reads `aborted`, and adds one "abort" listener that aborts the request's own
- * AbortController, which is what its fetch gets. This object does both, reading the run's signal, so a
- * model call makes no AbortSignal of its own: on Node 20 one costs ~3 µs to make, more with the
- * EventTarget listener the SDK adds to it. test/model-call-abort.test.ts checks that the run's abort still
- * aborts the request in flight. Its methods are on the prototype, so a call makes no closures for them.
+ * {@link callSignal}'s object: itself the run signal's listener (`handleEvent`), with methods on its
+ * prototype, so a model call creates no closures for them (the bundle keeps function names: every
+ * closure made per call would also pay a `name` definition).
  */
 class LinkedCallSignal {
-  private readonly listeners: Array<(event: Event) => void> = [];
+  private readonly call = new AbortController();
   private rejectRace: ((reason: unknown) => void) | undefined;
 
   constructor(private readonly run: AbortSignal) {
-    if (!run.aborted) run.addEventListener("abort", this, { once: true });
+    if (run.aborted) this.call.abort(run.reason);
+    else run.addEventListener("abort", this, { once: true });
   }
 
-  /** What the SDK is given as the call's signal (the part of AbortSignal it uses). */
   get signal(): AbortSignal {
-    return this as unknown as AbortSignal;
+    return this.call.signal;
   }
 
-  get aborted(): boolean {
-    return this.run.aborted;
-  }
-
-  get reason(): unknown {
-    return this.run.reason;
-  }
-
-  /** The SDK's listener (a function, as openai's client passes it), called once when the run aborts. */
-  addEventListener(type: string, listener: (event: Event) => void): void {
-    if (type === "abort") this.listeners.push(listener);
-  }
-
-  removeEventListener(_type: string, listener: (event: Event) => void): void {
-    const index = this.listeners.indexOf(listener);
-    if (index >= 0) this.listeners.splice(index, 1);
-  }
-
-  /** The run signal aborted: abort the call (its listeners, once each) and reject its race. */
-  handleEvent(event: Event): void {
-    for (const listener of this.listeners.splice(0)) listener(event);
+  /** The run signal aborted: abort the call and reject its race. */
+  handleEvent(): void {
+    this.call.abort(this.run.reason);
     this.rejectRace?.(this.run.reason);
   }
 
