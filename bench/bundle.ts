@@ -15,13 +15,15 @@ export { PROJECT_ROOT } from "../infra/bundle.js";
 export const BUILD_DIR = fileURLToPath(new URL("../node_modules/.cache/boundloop-bench/", import.meta.url));
 
 /**
- * infra/bundle.ts's esbuild options without boundloop's own build choices (no plugin, no splitting): how
- * the comparison bundles (bare Hono, the naive eager bundle, the memory children) are built.
+ * infra/bundle.ts's esbuild options without boundloop's own build choices (no plugin, no splitting, names
+ * kept: leaving them out is safe only with the plugin that keeps the names dependencies read): how the
+ * comparison bundles (bare Hono, the naive eager bundle, the memory children) are built.
  */
 export const PLAIN_BUNDLING = {
   ...API_BUNDLE_OPTIONS,
   plugins: [],
   splitting: false,
+  keepNames: true,
   logLevel: "error",
 } as const satisfies BuildOptions;
 

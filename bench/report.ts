@@ -349,8 +349,8 @@ ${Object.entries(p3.throwAfterWriteThenRetry)
 ## P4 bundle and cold start
 
 boundloop built by infra/bundle.ts, as the stack's synth builds it (ESM split into chunks along the handler's
-dynamic imports, minify, source maps, keepNames, zod's locales reduced to English, AWS SDK bundled); the others
-with the same esbuild options minus boundloop's own (no plugin, one file).
+dynamic imports, minify, source maps, names kept only where read, zod's locales reduced to English, AWS SDK
+bundled); the others with the same esbuild options minus boundloop's own (no plugin, one file, every name kept).
 Cold start: fresh \`node ${p4.nodeOptions}\` → import → GET /healthz (→ one POST /v1/runs: boundloop the seed
 scenario, 3 model calls, DynamoDB writes; naive one completion and one put). ms since process start, median
 (min–max) of ${p4.coldStarts} cold starts per variant, variants interleaved; ratio = /healthz time ÷ the naive bundle's

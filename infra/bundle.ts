@@ -14,6 +14,7 @@ import { writeConsoleAssets } from "../console/build.js";
 import { CEDAR_WASM_FILE } from "../shared/cedar/wasm.js";
 import { a2aSdkUnusedErrors } from "./a2a-sdk-plugin.js";
 import { awsSdkUnusedOnLambda } from "./aws-sdk-unused-plugin.js";
+import { namesKeptWhereRead } from "./kept-names-plugin.js";
 import {
   withoutUnreachedOpenAIClientParts,
   withoutUnusedOpenAIResources,
@@ -247,9 +248,14 @@ export const withoutTracingSdk: Plugin = {
  * - Split into chunks along the handler's dynamic `import()`s (functions/api/handler.ts): a cold start
  *   reads and parses only index.mjs and what it imports statically; the app, zod, openai and the AWS SDK
  *   are read when a request first needs them.
- * - Minified, with class and function names kept (errors set `this.name = new.target.name`, and logs
- *   show it), and source maps without the sources (stack traces need the mappings; NODE_OPTIONS
- *   `--enable-source-maps` is set on the function).
+ * - Minified, and source maps without the sources (stack traces need the mappings, the original function
+ *   names included; NODE_OPTIONS `--enable-source-maps` is set on the function).
+ * - Names not kept (esbuild's `keepNames` wraps every function and class in a `__name` call: ~70 kB of
+ *   the API bundle, and a `defineProperty` each time a named closure is made): only the classes whose
+ *   name is read at run time keep it, boundloop's error classes and a few dependencies' (infra/
+ *   kept-names-plugin.ts). Stack traces still map to the TypeScript source, the frames' function names
+ *   being the minified ones. The durable runner's bundle, and one with the OpenTelemetry SDK, keep every
+ *   name ({@link buildApiBundle}).
  * - Modules Node on Lambda never reaches replaced ({@link unreachableOnLambda}), zod's locales reduced,
  *   two zod APIs never called left out ({@link zodUnusedApis}), the openai SDK's streaming helpers and
  *   unused API resources and client parts left out ({@link withoutOpenAIStreamHelpers},
@@ -272,7 +278,7 @@ export const API_BUNDLE_OPTIONS = {
   chunkNames: "chunks/[name]-[hash]",
   outExtension: { ".js": ".mjs" },
   minify: true,
-  keepNames: true,
+  keepNames: false,
   sourcemap: true,
   sourcesContent: false,
   banner: { js: REQUIRE_BANNER },
@@ -285,6 +291,7 @@ export const API_BUNDLE_OPTIONS = {
     withoutUnreachedOpenAIClientParts,
     awsSdkUnusedOnLambda,
     a2aSdkUnusedErrors,
+    namesKeptWhereRead(PROJECT_ROOT),
     unreachedFiles,
     requireBannerWhereUsed,
   ],
@@ -304,8 +311,9 @@ export interface ApiBundle {
  * How a bundle is built besides {@link API_BUNDLE_OPTIONS}:
  * - `entry`: the function's entry point (default {@link API_ENTRY}, e.g. {@link RUNNER_ENTRY})
  * - `splitting: false`: one file instead of chunks (the benchmarks compare it)
- * - `tracingSdk`: bundle the OpenTelemetry SDK (the deploy setting `tracing` is `otlp` or `console`);
- *   default false, as the stack deploys by default: {@link withoutTracingSdk} leaves it out
+ * - `tracingSdk`: bundle the OpenTelemetry SDK (the deploy setting `tracing` is `otlp` or `console`), and
+ *   keep every name (see {@link KEEPS_NAMES}); default false, as the stack deploys by default:
+ *   {@link withoutTracingSdk} leaves it out
  */
 export interface ApiBundleOptions {
   entry?: string;
@@ -326,6 +334,7 @@ export async function buildApiBundle(outdir: string, options: ApiBundleOptions =
       ? API_BUNDLE_OPTIONS.plugins
       : [...API_BUNDLE_OPTIONS.plugins, withoutTracingSdk],
     splitting: options.splitting ?? API_BUNDLE_OPTIONS.splitting,
+    keepNames: KEEPS_NAMES.has(entry) || options.tracingSdk === true,
     entryPoints: { index: entry },
     outdir,
   });
@@ -339,6 +348,15 @@ export async function buildApiBundle(outdir: string, options: ApiBundleOptions =
   }
   return { outdir, file: `${outdir}/index.mjs`, metafile: result.metafile };
 }
+
+/**
+ * Entries whose bundle keeps every function's and class's name (esbuild's `keepNames`): the durable
+ * runner's, whose durable execution SDK (@aws/durable-execution-sdk-js) reads constructor names at run
+ * time, e.g. `event.constructor.name === "DurableExecutionInvocationInputWithClient"` and the
+ * `errorType` of a checkpointed error. A bundle with the OpenTelemetry SDK keeps them too: the SDK names
+ * a metric reader's `otel.component.type`, span processors and propagators by their classes' names.
+ */
+const KEEPS_NAMES = new Set<string>([RUNNER_ENTRY]);
 
 /** The module that loads the Cedar engine: a bundle holding it gets the engine's WebAssembly file. */
 const CEDAR_MODULE = "shared/cedar/wasm.ts";
