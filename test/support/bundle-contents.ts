@@ -183,6 +183,25 @@ export function describeBundleContents(bundleDir: (functionId?: string) => strin
       expect(asyncOnlyChunks(dir)).toEqual(expect.arrayContaining(lambdaClient));
     });
 
+    it("keeps every name in the runner's bundle (its durable execution SDK reads constructor names), in the API's only the names read at run time", () => {
+      const code = (functionId?: string) => {
+        const dir = bundleDir(functionId);
+        const chunks = readdirSync(join(dir, "chunks")).filter((name) => name.endsWith(".mjs"));
+        return ["index.mjs", ...chunks.map((chunk) => `chunks/${chunk}`)]
+          .map((file) => readFileSync(join(dir, file), "utf8"))
+          .join("\n");
+      };
+      // esbuild's keepNames helper, `__name(target, value)`, minified: it names whatever it is given.
+      const keepNamesHelper = /"name",\{value:[A-Za-z_$][\w$]*,configurable:!0\}/;
+      expect(code("RunnerFunction")).toMatch(keepNamesHelper);
+      const api = code();
+      expect(api).not.toMatch(keepNamesHelper);
+      // infra/kept-names-plugin.ts: boundloop's error classes and the dependencies' classes whose name is read.
+      for (const name of ["ConfigError", "ProblemError", "NoOpLogger", "OpenAI", "JWTExpired"]) {
+        expect(api, name).toContain(`"name",{value:${JSON.stringify(name)},configurable:!0}`);
+      }
+    });
+
     it("leaves out the modules Node on Lambda never reaches (infra/bundle.ts unreachableOnLambda)", () => {
       const dir = bundleDir();
       const files = [
