@@ -10,11 +10,16 @@ import { type ColdSample, type ColdStartEnv, coldStart } from "./cold-start.js";
 import { FIVE_POLICIES, seedEventOf } from "./governance.js";
 import { median, round } from "./stats.js";
 
-/** Cold start with policies ÷ without: medians (ms since process start) and the pairs' median ratios. */
+/**
+ * Cold start with policies ÷ without: medians (ms since process start) and the pairs' median ratios;
+ * `seedRunCpuMs`, the CPU ms a fresh process spends until the seed run is answered, least of each side's
+ * cold starts (the least contended, as bench/report.ts `recommendMemory` reads P4's).
+ */
 export interface PolicyColdStart {
   pairs: number;
   healthzMs: { withPolicies: number; without: number; ratio: number };
   seedRunMs: { withPolicies: number; without: number; ratio: number };
+  seedRunCpuMs: { withPolicies: number; without: number };
 }
 
 /**
@@ -47,5 +52,9 @@ export async function benchPolicyColdStart(env: ColdStartEnv, pairs: number): Pr
     pairs,
     healthzMs: figure((sample) => sample.healthzAtMs),
     seedRunMs: figure((sample) => sample.runAtMs ?? Number.NaN),
+    seedRunCpuMs: {
+      withPolicies: round(Math.min(...samples.with.map((sample) => sample.cpuMsAtRun ?? Number.NaN))),
+      without: round(Math.min(...samples.without.map((sample) => sample.cpuMsAtRun ?? Number.NaN))),
+    },
   };
 }

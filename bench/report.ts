@@ -43,7 +43,10 @@ export interface MemoryRecommendation {
   peakRssMb: number;
   /** CPU ms a fresh process spends until /healthz is answered (least of the cold starts). */
   coldInitCpuMs: number;
-  /** CPU ms a fresh process spends until its first run is answered (least of the cold starts). */
+  /**
+   * CPU ms a fresh process spends until its first run is answered (least of the cold starts), with
+   * POLICIES configured when that is more (see {@link recommendMemory}).
+   */
   coldRunCpuMs: number;
   /** CPU ms per run of a warm process (load test, model latency 0). */
   warmRunCpuMs: number | null;
@@ -87,18 +90,22 @@ const COLD_RUN_BUDGET_MS = 1500;
  * handler's peak RSS over a 5-cycle run (P5; headroom for transcripts and tool results up to their
  * caps, and GC), and (2) gives a cold start that serves a run (P4: CPU ms from process start until the
  * first run is answered, least of the cold starts: init plus the lazily loaded clients) at most 1.5 s of
- * CPU-bound time, a function getting memory / 1,769 MB of a vCPU. Warm runs are I/O-bound (the load
- * test's CPU per run is reported alongside).
+ * CPU-bound time, a function getting memory / 1,769 MB of a vCPU. `policiesRunCpuMs`, the same with
+ * POLICIES configured (the governance section's cold starts), counts when it is more: a deployment or a
+ * tenant with policies compiles the Cedar engine in its first run, and the size must serve it too. Warm
+ * runs are I/O-bound (the load test's CPU per run is reported alongside).
  */
 export function recommendMemory(
   p4: ColdStartResult,
   p5: MemoryResult,
   load: LoadResult,
+  policiesRunCpuMs?: number,
 ): MemoryRecommendation {
   const peakRssMb = p5.deployedHandler.maxRssMb.median;
   // The least contended of the cold starts: the machine is shared, and contention inflates CPU time too.
   const coldInitCpuMs = p4.variants.boundloop.cpuMsAtHealthz.min;
-  const coldRunCpuMs = p4.variants.boundloop.cpuMsAtRun?.min ?? coldInitCpuMs;
+  const plainRunCpuMs = p4.variants.boundloop.cpuMsAtRun?.min ?? coldInitCpuMs;
+  const coldRunCpuMs = Math.max(plainRunCpuMs, policiesRunCpuMs ?? 0);
   const warmRunCpuMs = load.runs.find((run) => run.modelLatencyMs === 0)?.serverCpuMsPerRun ?? null;
   const fits = (mb: number) => mb >= 2 * peakRssMb && coldRunCpuMs / (mb / MB_PER_VCPU) <= COLD_RUN_BUDGET_MS;
   const functionMemoryMb = MEMORY_SIZES_MB.find(fits) ?? (MEMORY_SIZES_MB.at(-1) as number);
@@ -111,7 +118,11 @@ export function recommendMemory(
     warmRunCpuMs,
     reason:
       `Peak RSS ${peakRssMb} MB (×2 = ${Math.round(2 * peakRssMb)} MB). A cold start that serves a run spends ` +
-      `${coldRunCpuMs} ms of CPU here (${coldInitCpuMs} ms to /healthz); at memory/${MB_PER_VCPU} of a vCPU that is ` +
+      `${plainRunCpuMs} ms of CPU here (${coldInitCpuMs} ms to /healthz)` +
+      (policiesRunCpuMs === undefined
+        ? ""
+        : `, ${policiesRunCpuMs} ms with POLICIES (the Cedar engine's first run)`) +
+      `; at memory/${MB_PER_VCPU} of a vCPU the more of those is ` +
       `≈ ${at(512)} ms at 512 MB, ${at(1024)} ms at 1024 MB, ${at(1769)} ms at 1769 MB. The smallest size within ` +
       `2× RSS and ${COLD_RUN_BUDGET_MS} ms is ${functionMemoryMb} MB. Warm runs are I/O-bound: ` +
       `${warmRunCpuMs ?? "?"} ms CPU per run (load test), ≈ ${

@@ -189,7 +189,7 @@ async function main(): Promise<void> {
       events,
       console: consoleSize,
       governance,
-      lambdaMemory: recommendMemory(p4, p5, load),
+      lambdaMemory: recommendMemory(p4, p5, load, governance.coldStart.seedRunCpuMs.withPolicies),
     };
     await mkdir(new URL("./results/", import.meta.url), { recursive: true });
     await writeFile(

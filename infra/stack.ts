@@ -51,10 +51,10 @@ import { BuiltInUserPool } from "./user-pool.js";
 /**
  * Lambda memory in MB, from `npm run bench` (bench/results/latest.md, "Lambda memory"; rule in
  * bench/report.ts): the deployed handler peaks at ~85 MB RSS over a 5-cycle run, so memory is not the
- * constraint; CPU is (Lambda gives memory/1769 MB of a vCPU). A cold start that serves a run spends ~0.56 s
- * of CPU (init, then the lazily loaded app, openai and AWS SDK): ≈ 1.9 s at 512 MB, ≈ 1 s at 1024 MB.
- * 1024 MB is the smallest of 256/512/1024/1769 MB holding twice the peak RSS with that under 1.5 s. Warm
- * runs use ~33 ms CPU.
+ * constraint; CPU is (Lambda gives memory/1769 MB of a vCPU). A cold start that serves a run spends ~0.4 s
+ * of CPU (init, then the lazily loaded app, openai and AWS SDK), ~0.48 s with POLICIES (the Cedar engine's
+ * first run): ≈ 1.7 s at 512 MB, ≈ 0.8 s at 1024 MB. 1024 MB is the smallest of 256/512/1024/1769 MB
+ * holding twice the peak RSS with that under 1.5 s. Warm runs use ~27 ms CPU.
  */
 export const FUNCTION_MEMORY_MB = 1024;
 
