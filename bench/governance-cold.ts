@@ -13,7 +13,7 @@ import { median, round } from "./stats.js";
 /**
  * Cold start with policies ÷ without: medians (ms since process start) and the pairs' median ratios;
  * `seedRunCpuMs`, the CPU ms a fresh process spends until the seed run is answered, least of each side's
- * cold starts (the least contended, as bench/report.ts `recommendMemory` reads P4's).
+ * cold starts (the least contended, as bench/lambda-memory.ts `recommendMemory` reads P4's).
  */
 export interface PolicyColdStart {
   pairs: number;

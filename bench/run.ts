@@ -33,11 +33,12 @@ import { benchDurable, renderDurable } from "./durable.js";
 import { benchEvents, renderEvents } from "./events.js";
 import { benchGovernance, type GovernanceResult, renderGovernance } from "./governance-report.js";
 import { benchIdempotency, printIdempotency, writeIdempotencyReport } from "./idempotency.js";
+import { recommendMemory } from "./lambda-memory.js";
 import { benchLoad } from "./load.js";
 import { benchLoopOverhead, benchParallelTools } from "./loop-overhead.js";
 import { benchMcp, renderMcp } from "./mcp.js";
 import { benchMemory } from "./memory.js";
-import { type BenchReport, goalsTable, type MachineInfo, recommendMemory, renderMarkdown } from "./report.js";
+import { type BenchReport, goalsTable, type MachineInfo, renderMarkdown } from "./report.js";
 import { renderTracing, type TracingBenchReport } from "./tracing-report.js";
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";

@@ -50,7 +50,7 @@ import { BuiltInUserPool } from "./user-pool.js";
 
 /**
  * Lambda memory in MB, from `npm run bench` (bench/results/latest.md, "Lambda memory"; rule in
- * bench/report.ts): the deployed handler peaks at ~85 MB RSS over a 5-cycle run, so memory is not the
+ * bench/lambda-memory.ts): the deployed handler peaks at ~85 MB RSS over a 5-cycle run, so memory is not the
  * constraint; CPU is (Lambda gives memory/1769 MB of a vCPU). A cold start that serves a run spends ~0.4 s
  * of CPU (init, then the lazily loaded app, openai and AWS SDK), ~0.48 s with POLICIES (the Cedar engine's
  * first run): ≈ 1.7 s at 512 MB, ≈ 0.8 s at 1024 MB. 1024 MB is the smallest of 256/512/1024/1769 MB
