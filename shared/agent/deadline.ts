@@ -121,8 +121,8 @@ export class Deadline {
 
 /**
  * What aborts `controller` with a {@link DeadlineExceededError}. The closures below are made by helpers
- * so they are unnamed: the bundle keeps function names, and a named closure pays a `name` definition
- * each time it is made (per run, per tool call).
+ * so they are unnamed: under esbuild's `keepNames` (tsx, the durable runner's bundle) a named closure
+ * pays a `name` definition each time it is made (per run, per tool call).
  */
 function firing(controller: AbortController): () => void {
   return () => controller.abort(new DeadlineExceededError());

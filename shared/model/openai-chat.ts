@@ -285,8 +285,8 @@ export function callSignal(signal: AbortSignal): {
 
 /**
  * {@link callSignal}'s object: itself the run signal's listener (`handleEvent`), with methods on its
- * prototype, so a model call creates no closures for them (the bundle keeps function names: every
- * closure made per call would also pay a `name` definition).
+ * prototype, so a model call creates no closures for them (code built with esbuild's `keepNames`, as tsx
+ * and the durable runner's bundle are, pays a `name` definition for every closure made per call).
  */
 class LinkedCallSignal {
   private readonly call = new AbortController();
