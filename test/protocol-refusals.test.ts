@@ -2,9 +2,10 @@
  * Refusals over A2A and AG-UI (docs/a2a.md and docs/ag-ui.md, "Errors"): a tenant's policy that forbids a
  * tool call reaches the task's artifacts and the AG-UI tool result as POLICY_DENIED with nothing written;
  * a run refused at the door by a rate limit is a JSON-RPC error with RATE_LIMITED and when to retry in its
- * ErrorInfo metadata (A2A), a RUN_ERROR with the code (AG-UI), and no run is written.
+ * ErrorInfo metadata (A2A), a RUN_ERROR with the code (AG-UI), and no run is written; the same message
+ * (same message id, same run id) sent again once the limit allows runs.
  */
-import type { Task } from "@a2a-js/sdk";
+import { type Task, TaskState } from "@a2a-js/sdk";
 import { EventType } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken } from "../local/dev-auth.js";
@@ -21,8 +22,11 @@ import {
 } from "./support/protocols.js";
 
 const TENANT = "tenant_proto_refusals";
-/** The injected clock: 1 s into a minute, so a refusal's Retry-After is the minute's 59 s left. */
-const now = Math.floor(Date.now() / 60_000) * 60_000 + 1_000;
+/**
+ * The quotas' injected clock: 1 s into a minute, so a refusal's Retry-After is the minute's 59 s left; a
+ * test moves it on to the next minute.
+ */
+let now = Math.floor(Date.now() / 60_000) * 60_000 + 1_000;
 
 let env: ProtocolStack;
 let writer: string;
@@ -113,5 +117,27 @@ describe("refusals over A2A and AG-UI", () => {
       }),
     ]);
     expect(await ownRuns()).toBe(before);
+  });
+
+  it("a message refused by the rate limit and sent again with its message id (or run id) once the minute is over runs, never PREVIOUS_RUN_IN_PROGRESS", async () => {
+    const client = await a2aClient();
+    const message = a2aMessage("What is the UK VAT on 11 GBP?");
+    const refused = await client.sendMessage(message).catch((error: unknown) => error);
+    expect(errorInfoOf(refused)).toMatchObject({ code: "RATE_LIMITED", retryAfterSeconds: "59" });
+    const agent = () =>
+      aguiAgentAt(`${env.dev.url}/v1/agui`, writer, "What is the UK VAT on 12 GBP?", "t-11");
+    const aguiRunId = "agui-rate-limited";
+    expect((await runAgui(agent(), aguiRunId)).events).toEqual([
+      expect.objectContaining({ type: EventType.RUN_ERROR, code: "RATE_LIMITED" }),
+    ]);
+    const before = await ownRuns();
+
+    now += 60_000;
+    const task = (await client.sendMessage(message)) as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(task.contextId).toBe(task.id);
+    const again = await runAgui(agent(), aguiRunId);
+    expect(again.events.at(-1)?.type).toBe(EventType.RUN_FINISHED);
+    expect(await ownRuns()).toBe(before + 2);
   });
 });

@@ -96,9 +96,12 @@ export async function prepareTurn(deps: TurnDeps, request: TurnRequest): Promise
   const existing = await deps.runs.getRecord(security.tenantId, runId);
   if (existing && existing.userId === security.userId) return { kind: "existing", runId };
   const { conversations } = deps;
-  const head = request.conversationId
-    ? await conversations.head(security.tenantId, security.userId, request.conversationId)
-    : undefined;
+  const conversationId = request.conversationId ?? runId;
+  const found = await conversations.head(security.tenantId, security.userId, conversationId);
+  // A conversation this turn starts is named by its run id, so a head there is this turn's own: an
+  // earlier send of the same key advanced it and was then refused (a rate limit, a quota) before its run
+  // was written. The retry takes that head over instead of finding its own turn "in progress" for ever.
+  const head = request.conversationId !== undefined || found?.headRunId === runId ? found : undefined;
   if (request.conversationId && !head && request.unknownConversation === "refuse") {
     throw new DomainError("NOT_FOUND", `There is no conversation ${request.conversationId} to continue.`, {
       facts: { conversationId: request.conversationId },
@@ -112,7 +115,6 @@ export async function prepareTurn(deps: TurnDeps, request: TurnRequest): Promise
     : head.headRunId === runId
       ? (head.priorRunId ?? undefined)
       : await continuableRun(deps, security, head);
-  const conversationId = request.conversationId ?? runId;
   const prepared = await prepareRun(deps, {
     security,
     body: { prompt: request.prompt, ...(previousRunId ? { previousRunId } : {}) },
