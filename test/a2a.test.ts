@@ -102,6 +102,26 @@ describe("A2A through the official client, against the real handler behind the d
     expect(await listedTaskIds(client)).toContain(task.id);
   });
 
+  it("keeps a message's tool keys apart from POST /v1/runs: an Idempotency-Key in a protocol's key scope (a2a:<messageId>) is refused, never a replay of the message's invoice", async () => {
+    const client = await clientAs(env.tokens.alice);
+    const messageId = randomUUID();
+    await client.sendMessage(a2aMessage(SEED_PROMPT, { messageId }));
+    const invoices = (await env.stack.deps.ledger.list("tenant_uk_01")).length;
+    for (const key of [`a2a:${messageId}`, `agui:${messageId}`, `mcp:${CALLERS.alice.sub}:${messageId}`]) {
+      const response = await env.fetchAs(env.tokens.alice)(`${env.dev.url}/v1/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": key },
+        body: JSON.stringify({ prompt: SEED_PROMPT }),
+      });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({
+        code: "INVALID_REQUEST",
+        errors: [{ in: "header", path: "Idempotency-Key" }],
+      });
+    }
+    expect(await env.stack.deps.ledger.list("tenant_uk_01")).toHaveLength(invoices);
+  });
+
   it("continues a context: the second message's run continues the first's; an unknown context is refused", async () => {
     const client = await clientAs(env.tokens.alice);
     const first = (await client.sendMessage(a2aMessage("What is the UK VAT on 100 GBP?"))) as Task;

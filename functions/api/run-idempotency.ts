@@ -3,7 +3,7 @@ import { parseItem } from "structured-headers";
 import { canonicalJson } from "../../shared/agent/idempotency-key.js";
 import type { Config } from "../../shared/config.js";
 import { sha256Hex } from "../../shared/hash.js";
-import { type KeepPolicy, runOnce } from "../../shared/runs/exactly-once.js";
+import { type KeepPolicy, protocolScopeOf, runOnce } from "../../shared/runs/exactly-once.js";
 import type { IdempotencyStore, StoredOutcome } from "../../shared/store/idempotency.js";
 import {
   IDEMPOTENCY_KEY_HEADER,
@@ -41,6 +41,8 @@ function invalidKey(message: string): ProblemError {
  * Both forms name the same key: `"abc"` and `abc` are one key. Only printable ASCII (%x20-7E) is
  * accepted, and the key (after unquoting) must be 1 to {@link MAX_IDEMPOTENCY_KEY_LENGTH} characters.
  * Leading and trailing spaces and tabs (HTTP's optional whitespace, RFC 9110 section 5.5) are ignored.
+ * A key beginning with a protocol's key scope (`a2a:`, `agui:`, `mcp:`; PROTOCOL_KEY_SCOPES,
+ * shared/runs/exactly-once.ts) is refused: as this run's scope it would replay that protocol's tool calls.
  * @param value the header value exactly as received; null/undefined when the header is absent
  * @returns the key, or undefined when the header is absent
  * @throws ProblemError INVALID_REQUEST (400), `errors` naming the header, for any other value
@@ -60,6 +62,11 @@ export function parseIdempotencyKey(value: string | null | undefined): string | 
     );
   if (key.length < 1 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)
     throw invalidKey(`${IDEMPOTENCY_KEY_HEADER} must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`);
+  const scope = protocolScopeOf(key);
+  if (scope !== undefined)
+    throw invalidKey(
+      `${IDEMPOTENCY_KEY_HEADER} must not begin with "${scope}:": a2a:, agui: and mcp: are the key scopes of A2A, AG-UI and MCP, whose tool calls it would replay.`,
+    );
   return key;
 }
 

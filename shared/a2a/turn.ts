@@ -4,6 +4,7 @@
  * context the caller never started is refused: A2A contexts are the server's), and a message naming a
  * task continues that task's context.
  */
+import { PROTOCOL_KEY_SCOPES } from "../runs/exactly-once.js";
 import { type BegunTurn, beginTurn } from "../runs/protocol-port.js";
 import { readRun } from "../runs/queries.js";
 import type { A2ACall } from "./call.js";
@@ -36,7 +37,7 @@ export async function startTurn(call: A2ACall, input: TurnInput): Promise<BegunT
     security: call.security,
     prompt: input.prompt,
     operation: A2A_OPERATION,
-    scope: "a2a",
+    scope: PROTOCOL_KEY_SCOPES.a2a,
     key: input.messageId,
     keyName: "message id",
     conversationId: contextId,

@@ -14,7 +14,7 @@
 import type { ApiDeps } from "../deps.js";
 import type { SecurityContext } from "../identity.js";
 import type { RunEvent } from "../runs/events.js";
-import { isUsableKey, MAX_KEY_LENGTH } from "../runs/exactly-once.js";
+import { isUsableKey, MAX_KEY_LENGTH, PROTOCOL_KEY_SCOPES } from "../runs/exactly-once.js";
 import { beginTurn, followTurn } from "../runs/protocol-port.js";
 import { readRun } from "../runs/queries.js";
 import { PROMPT_MAX_CHARS } from "../runs/run-request.js";
@@ -66,7 +66,7 @@ export async function serveAgui(call: AguiCall, input: AguiInput): Promise<Respo
       security: call.security,
       prompt: input.prompt,
       operation: AGUI_OPERATION,
-      scope: "agui",
+      scope: PROTOCOL_KEY_SCOPES.agui,
       key: input.runId,
       keyName: "run id",
       conversationId: input.threadId,

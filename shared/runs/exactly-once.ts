@@ -27,6 +27,21 @@ export function isUsableKey(key: unknown): key is string {
 }
 
 /**
+ * The key scopes of the protocol surfaces. A turn's run scope is `<scope>:<key>` (A2A's message id,
+ * AG-UI's run id: shared/runs/turns.ts), an MCP call's `mcp:<user>:<key>` (shared/runs/tool-call-once.ts);
+ * a tool's idempotency key derives from its run scope (shared/agent/idempotency-key.ts). `POST /v1/runs`'
+ * run scope is its Idempotency-Key as sent, so a key in one of these scopes is refused there
+ * ({@link protocolScopeOf}): it would meet that protocol's run scope and replay its tools' effects (an
+ * invoice "already recorded") instead of running its own.
+ */
+export const PROTOCOL_KEY_SCOPES = { a2a: "a2a", agui: "agui", mcp: "mcp" } as const;
+
+/** The protocol scope (`a2a`, `agui`, `mcp`) `key` is in (it starts with `<scope>:`), else undefined. */
+export function protocolScopeOf(key: string): string | undefined {
+  return Object.values(PROTOCOL_KEY_SCOPES).find((scope) => key.startsWith(`${scope}:`));
+}
+
+/**
  * One operation under a caller's key: the caller (`tenantId`, `userId`, from the verified security
  * context: a key belongs to one caller), the operation's name (`route`: "POST /v1/runs", "MCP
  * tools/call"; a namespace of keys), the key, the request's `fingerprint` (a hash of what it asks; see the

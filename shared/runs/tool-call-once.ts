@@ -30,7 +30,13 @@ import { logInternalFailure } from "../observability.js";
 import type { ApprovalRecord } from "../store/approval-record.js";
 import type { StoredOutcome } from "../store/idempotency.js";
 import { approvalOutcomeOf, requestApproval } from "./approval-service.js";
-import { isUsableKey, type KeepPolicy, MAX_KEY_LENGTH, runOnce } from "./exactly-once.js";
+import {
+  isUsableKey,
+  type KeepPolicy,
+  MAX_KEY_LENGTH,
+  PROTOCOL_KEY_SCOPES,
+  runOnce,
+} from "./exactly-once.js";
 import type { RunLifecycle } from "./lifecycle.js";
 
 /**
@@ -150,7 +156,7 @@ export async function runKeyed(
 ): Promise<{ result: ToolResult; replayed?: boolean }> {
   const { deps, security, prepared } = context;
   if (!isUsableKey(key)) return { result: invalidKey(context) };
-  const runScope = `mcp:${security.userId}:${key}`;
+  const runScope = `${PROTOCOL_KEY_SCOPES.mcp}:${security.userId}:${key}`;
   const operation = {
     tenantId: security.tenantId,
     userId: security.userId,

@@ -173,7 +173,8 @@ const idempotencyKeyParameter = {
     "and `\\\\` as the only escapes), or the same key bare as a token of letters, digits and " +
     "``!#$%&'*+-.^_`|~:/`` (`8e03978e-40d5-43e8-bc93-6894a57f9324`); both forms are the same key. " +
     `Printable ASCII only, 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters after unquoting; no parameters, ` +
-    "no list, one header. Anything else is 400 INVALID_REQUEST naming the header, and nothing is written. " +
+    "no list, one header; not beginning with `a2a:`, `agui:` or `mcp:` (the key scopes of A2A, AG-UI and " +
+    "MCP, whose tool calls such a key would replay). Anything else is 400 INVALID_REQUEST naming the header, and nothing is written. " +
     "Required when the server sets IDEMPOTENCY_KEY_REQUIRED=true.",
   schema: { type: "string" },
   example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
