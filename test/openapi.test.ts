@@ -241,6 +241,24 @@ describe("the document's response shapes", () => {
     }
   });
 
+  it("declares Last-Event-ID on every route that resumes a stream with it (run events, AG-UI, A2A's SubscribeToTask)", () => {
+    for (const [path, method] of [
+      ["/v1/runs/{runId}/events", "get"],
+      ["/v1/agui", "post"],
+      ["/v1/a2a", "post"],
+    ] as const) {
+      const operation = document.paths[path]?.[method] as Operation & {
+        parameters?: Array<{ name: string; in: string; schema: Record<string, unknown> }>;
+      };
+      expect(
+        operation.parameters?.find((parameter) => parameter.name === "Last-Event-ID"),
+        `${method} ${path}`,
+      ).toMatchObject({ in: "header", schema: { type: "string", pattern: "^[0-9]{1,15}$" } });
+    }
+    // AG-UI refuses an unreadable one before any stream, as the run events do.
+    expect(JSON.stringify(document.paths["/v1/agui"]?.post?.responses["400"])).toContain("Last-Event-ID");
+  });
+
   it("the response schemas are strict: an undeclared member fails the parse", () => {
     const money = { amount: "1.00", minorUnits: 100, currency: "GBP" };
     const invoice = {

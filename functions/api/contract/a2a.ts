@@ -1,7 +1,7 @@
 /** The HTTP contract of A2A (docs/a2a.md): the public Agent Card and the JSON-RPC endpoint. */
 
 import { createRoute, z } from "@hono/zod-openapi";
-import { security } from "./common.js";
+import { lastEventIdParameter, security } from "./common.js";
 import { authErrors, payloadTooLarge, problem } from "./problems.js";
 
 /** An A2A JSON-RPC response: a result or an error (A2A error codes, the problem `code` in `data`). */
@@ -37,6 +37,11 @@ export const a2aRoute = createRoute({
   summary: "A2A endpoint (JSON-RPC binding, streaming over SSE)",
   description:
     "Agent2Agent 1.0 over JSON-RPC (docs/a2a.md): SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask. A task is a run; `contextId` the conversation; a repeated `messageId` is the same task. Send `A2A-Version: 1.0`. SendStreamingMessage and SubscribeToTask answer `text/event-stream` (`id:` the run event sequence; resume with `Last-Event-ID`). Refusals are JSON-RPC errors with the problem `code` in their metadata.",
+  parameters: [
+    lastEventIdParameter(
+      "SubscribeToTask: the `id` of the last SSE event received; the stream resumes with every later event, once. Anything but a sequence is JSON-RPC invalid params (-32602, INVALID_REQUEST).",
+    ),
+  ],
   request: {
     body: {
       required: true,

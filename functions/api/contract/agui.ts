@@ -1,7 +1,8 @@
 /** The HTTP contract of AG-UI (docs/ag-ui.md): `POST /v1/agui`, a run as an SSE stream of AG-UI events. */
 
 import { createRoute, z } from "@hono/zod-openapi";
-import { security } from "./common.js";
+import { PROMPT_MAX_CHARS } from "../../../shared/runs/run-request.js";
+import { lastEventIdParameter, security } from "./common.js";
 import { authErrors, payloadTooLarge, problem } from "./problems.js";
 
 /** A message of RunAgentInput: its id, role and content (text, or parts; a `text` part has `text`). */
@@ -38,6 +39,11 @@ export const aguiRoute = createRoute({
   summary: "AG-UI endpoint (RunAgentInput in, AG-UI events over SSE out)",
   description:
     "Agent–User Interaction 1.0 (docs/ag-ui.md): the last user message is the prompt, `threadId` the conversation, `runId` the key (a repeated run id is the same run). Tools the client offers are ignored. The answer is `text/event-stream` of AG-UI events (RUN_STARTED, STEP_*, TOOL_CALL_*, TEXT_MESSAGE_*, CUSTOM boundloop.*, RUN_FINISHED or RUN_ERROR); `id:` is the run event sequence, send the same input with `Last-Event-ID` to resume.",
+  parameters: [
+    lastEventIdParameter(
+      "Resume: the `id` of the last event received, sent with the same input (same `runId`): RUN_STARTED and the open step again, then every later event once. Anything but a sequence is 400 INVALID_REQUEST.",
+    ),
+  ],
   request: {
     body: {
       required: true,
@@ -55,7 +61,7 @@ export const aguiRoute = createRoute({
       content: { "text/event-stream": { schema: z.string().openapi("AguiEventStream") } },
     },
     400: problem(
-      "INVALID_REQUEST: not a RunAgentInput (threadId, runId, messages), a run id that is not 1–255 printable characters, or no user text.",
+      `INVALID_REQUEST: not a RunAgentInput (threadId, runId, messages), a run id that is not 1–255 printable characters, no user text or more than ${PROMPT_MAX_CHARS} characters of it, or a Last-Event-ID that is not an event sequence.`,
     ),
     413: payloadTooLarge,
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),

@@ -133,6 +133,22 @@ export const IDEMPOTENT_REPLAYED_HEADER = "Idempotent-Replayed";
  */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = MAX_KEY_LENGTH;
 
+/**
+ * The `Last-Event-ID` request header of a route whose stream resumes with it, as the document declares it:
+ * the `id:` of the last event the client got, a run event sequence (each surface reads it with
+ * `lastEventSequence`, shared/runs/event-feed.ts, and refuses any other value in its own protocol, never
+ * as 0). `description` says what the route does with it.
+ */
+export function lastEventIdParameter(description: string) {
+  return {
+    name: "Last-Event-ID",
+    in: "header",
+    required: false,
+    description,
+    schema: { type: "string", pattern: "^[0-9]{1,15}$" },
+  } as const;
+}
+
 /** The SSE body of the event stream routes (docs/run-events.md): `id:` is the event's sequence. */
 export const EventStreamSchema = z.string().openapi("RunEventStream", {
   description:

@@ -1,7 +1,7 @@
 /** The HTTP contract of a run's events: `GET /v1/runs/{runId}/events` (docs/run-events.md). */
 
 import { createRoute, z } from "@hono/zod-openapi";
-import { EventStreamSchema, security, wholeNumberQuery } from "./common.js";
+import { EventStreamSchema, lastEventIdParameter, security, wholeNumberQuery } from "./common.js";
 import { authErrors, problem } from "./problems.js";
 import { RunIdParam } from "./runs.js";
 
@@ -24,13 +24,9 @@ export const runEventsRoute = createRoute({
   security,
   request: { params: RunIdParam, query: RunEventsQuery },
   parameters: [
-    {
-      name: "Last-Event-ID",
-      in: "header",
-      required: false,
-      description: "The `id` of the last event received: the stream resumes with every later event, once.",
-      schema: { type: "string", pattern: "^[0-9]{1,15}$" },
-    },
+    lastEventIdParameter(
+      "The `id` of the last event received: the stream resumes with every later event, once.",
+    ),
   ],
   responses: {
     200: {
