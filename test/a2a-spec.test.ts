@@ -1,7 +1,8 @@
 /**
  * A2A 1.0's rules this agent follows where the SDK's transport leaves them to the handler, checked on the
  * wire through the dev gateway (docs/a2a.md): GetExtendedAgentCard without the capability, ListTasks'
- * page size and total, a JSON-RPC notification (a request without an `id`), and task ids no run can have.
+ * page size and total, a JSON-RPC notification (a request without an `id`), task ids no run can have, and
+ * message parts the card does not take.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -268,5 +269,38 @@ describe("A Last-Event-ID that is not an event sequence", () => {
       expect(answer.error?.code, lastEventId).toBe(-32602);
       expect(JSON.stringify(answer.error), lastEventId).toContain("Last-Event-ID must be the id of an event");
     }
+  });
+});
+
+describe("A message part the card does not take (defaultInputModes text/plain)", () => {
+  it("is ContentTypeNotSupportedError (-32005) for a file, URL or data part beside the text, starting no run, never a run on the text alone", async () => {
+    const caller = env.tokens.mallory;
+    const before = (await rpc(caller, "ListTasks", {})).result?.tasks ?? [];
+    for (const part of [
+      { url: "https://example.com/invoice.pdf", mediaType: "application/pdf" },
+      { raw: Buffer.from("%PDF-1.7").toString("base64"), mediaType: "application/pdf" },
+      { data: { amount: "999999.00", currency: "GBP" } },
+    ]) {
+      for (const method of ["SendMessage", "SendStreamingMessage"]) {
+        const answer = await post(caller, {
+          jsonrpc: "2.0",
+          id: 1,
+          method,
+          params: {
+            message: {
+              messageId: randomUUID(),
+              role: "ROLE_USER",
+              parts: [{ text: "Record the invoice in the attached file for a UK client" }, part],
+            },
+          },
+        });
+        expect(answer.type, method).toMatch(/application\/json/);
+        expect(answer.body.error, `${method} ${Object.keys(part)[0]}`).toMatchObject({
+          code: -32005,
+          message: expect.stringMatching(/text\/plain/),
+        });
+      }
+    }
+    expect((await rpc(caller, "ListTasks", {})).result?.tasks ?? []).toEqual(before);
   });
 });

@@ -21,6 +21,7 @@ import type {
 } from "@a2a-js/sdk";
 import { TaskState } from "@a2a-js/sdk";
 import {
+  ContentTypeNotSupportedError,
   PushNotificationNotSupportedError,
   RequestMalformedError,
   UnsupportedOperationError,
@@ -246,11 +247,19 @@ function runStatusesShownAs(state: TaskState): string[] {
  * What SendMessage asks: the message's text parts joined (the prompt), its id (the turn's key), its
  * context (the conversation), and whether the client wants an answer at once.
  * @throws RequestMalformedError without a message or a message id, or when the text is blank or longer
- *   than PROMPT_MAX_CHARS
+ *   than PROMPT_MAX_CHARS; ContentTypeNotSupportedError (-32005) for a part that is not text
  */
 function turnInputOf(params: SendMessageRequest, _stream: boolean): TurnInput {
   const message: Message | undefined = params.message;
   if (!message) throw new RequestMalformedError("SendMessage needs a message.");
+  // The card's one input mode is text/plain: a file, URL or data part would otherwise be dropped and the
+  // task run on the words alone ("the attached invoice" with nothing attached), so it is refused whole.
+  const other = message.parts.find((part) => part.content && part.content.$case !== "text");
+  if (other?.content) {
+    throw new ContentTypeNotSupportedError(
+      `This agent takes text parts only (text/plain, its card's input mode); the message has a ${other.content.$case} part.`,
+    );
+  }
   const prompt = message.parts
     .map((part) => (part.content?.$case === "text" ? part.content.value : ""))
     .filter((text) => text.length > 0)
