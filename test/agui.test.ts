@@ -233,6 +233,39 @@ describe("AG-UI through the official HttpAgent, against the real handler behind 
     ]);
   });
 
+  it("refuses a last user message with a part that is not text (a file) with problem+json, never a run on its words alone", async () => {
+    const runsOf = async () =>
+      ((await (await env.fetchAs(env.tokens.bob)(`${env.dev.url}/v1/runs`)).json()) as { items: unknown[] })
+        .items.length;
+    const before = await runsOf();
+    const response = await env.fetchAs(env.tokens.bob)(`${env.dev.url}/v1/agui`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        threadId: randomUUID(),
+        runId: randomUUID(),
+        messages: [
+          {
+            id: "m",
+            role: "user",
+            content: [
+              { type: "text", text: "Record the invoice in the attached file for a UK client" },
+              { type: "binary", mimeType: "application/pdf", url: "https://example.com/invoice.pdf" },
+            ],
+          },
+        ],
+        tools: [],
+        context: [],
+      }),
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({
+      code: "INVALID_REQUEST",
+      errors: [{ in: "body", path: "messages.0.content.1" }],
+    });
+    expect(await runsOf()).toBe(before);
+  });
+
   it("keys runs per caller: another user's or tenant's equal run id is a run of their own, and never shows the first", async () => {
     const runId = randomUUID();
     const threadId = randomUUID();

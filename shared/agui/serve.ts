@@ -158,14 +158,20 @@ export interface AguiRunInput {
 /**
  * The thread, the client's run id and the prompt (the text of the last user message) of a validated
  * input, or why this endpoint does not serve it (the route answers 400 INVALID_REQUEST with it): a run id
- * that is no usable key, no user text, or more than PROMPT_MAX_CHARS of it.
+ * that is no usable key, a part of the last user message that is not text, no user text, or more than
+ * PROMPT_MAX_CHARS of it.
  */
 export function parseAguiInput(body: AguiRunInput): { input: AguiInput } | { problem: AguiInputProblem } {
   if (!isUsableKey(body.runId)) {
     const message = `The runId must be 1 to ${MAX_KEY_LENGTH} printable ASCII characters: it is the run's key.`;
     return { problem: { message, errors: [{ in: "body", path: "runId", message }] } };
   }
-  const prompt = promptOf(body.messages);
+  const found = promptOf(body.messages);
+  if ("otherPart" in found) {
+    const message = `The last user message may hold text parts only (this agent reads words, not files); ${found.otherPart} is not text.`;
+    return { problem: { message, errors: [{ in: "body", path: found.otherPart, message }] } };
+  }
+  const { prompt } = found;
   if (!prompt.trim()) {
     const message = "The input needs a user message with text: the request, in words.";
     return {
@@ -180,13 +186,22 @@ export function parseAguiInput(body: AguiRunInput): { input: AguiInput } | { pro
   return { input: { threadId: body.threadId, runId: body.runId, prompt } };
 }
 
-/** The text of the last user message (its text parts joined). */
-function promptOf(messages: ReadonlyArray<{ role: string; content?: unknown }>): string {
-  const last = [...messages].reverse().find((message) => message.role === "user");
-  const content = last?.content as string | Array<{ type: string; text?: string }> | undefined;
-  if (typeof content === "string") return content;
-  return (content ?? [])
-    .map((part) => (part.type === "text" ? (part.text ?? "") : ""))
-    .filter(Boolean)
-    .join("\n");
+/**
+ * The text of the last user message (its text parts joined), or the path of its first part that is not
+ * text (`messages.<i>.content.<j>`): dropping a file would run the request on its words alone.
+ */
+function promptOf(
+  messages: ReadonlyArray<{ role: string; content?: unknown }>,
+): { prompt: string } | { otherPart: string } {
+  const index = messages.findLastIndex((message) => message.role === "user");
+  const content = messages[index]?.content as string | Array<{ type: string; text?: string }> | undefined;
+  if (typeof content === "string") return { prompt: content };
+  const other = (content ?? []).findIndex((part) => part.type !== "text");
+  if (other >= 0) return { otherPart: `messages.${index}.content.${other}` };
+  return {
+    prompt: (content ?? [])
+      .map((part) => part.text ?? "")
+      .filter(Boolean)
+      .join("\n"),
+  };
 }

@@ -61,7 +61,7 @@ export const aguiRoute = createRoute({
       content: { "text/event-stream": { schema: z.string().openapi("AguiEventStream") } },
     },
     400: problem(
-      `INVALID_REQUEST: not a RunAgentInput (threadId, runId, messages), a run id that is not 1–255 printable characters, no user text or more than ${PROMPT_MAX_CHARS} characters of it, or a Last-Event-ID that is not an event sequence.`,
+      `INVALID_REQUEST: not a RunAgentInput (threadId, runId, messages), a run id that is not 1–255 printable characters, no user text, more than ${PROMPT_MAX_CHARS} characters of it or a part of it that is not text, or a Last-Event-ID that is not an event sequence.`,
     ),
     413: payloadTooLarge,
     415: problem("UNSUPPORTED_MEDIA_TYPE: send application/json."),
