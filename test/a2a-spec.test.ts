@@ -1,8 +1,8 @@
 /**
  * A2A 1.0's rules this agent follows where the SDK's transport leaves them to the handler, checked on the
  * wire through the dev gateway (docs/a2a.md): GetExtendedAgentCard without the capability, ListTasks'
- * page size and total, a JSON-RPC notification (a request without an `id`), task ids no run can have, and
- * message parts the card does not take.
+ * page size and total, a JSON-RPC notification (a request without an `id`), task ids no run can have,
+ * message parts the card does not take, and a message naming a task and another context.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -302,5 +302,26 @@ describe("A message part the card does not take (defaultInputModes text/plain)",
       }
     }
     expect((await rpc(caller, "ListTasks", {})).result?.tasks ?? []).toEqual(before);
+  });
+});
+
+describe("A message naming a task and another context (A2A 1.0 §3.4.3)", () => {
+  it("is invalid params (-32602, INVALID_REQUEST), starting no run; the task's own context with it continues it", async () => {
+    const caller = env.tokens.mallory;
+    const first = (await rpc(caller, "SendMessage", sendParams("What is the UK VAT on 31 GBP?"))).result
+      ?.task as { id: string; contextId: string };
+    const other = (await rpc(caller, "SendMessage", sendParams("What is the UK VAT on 32 GBP?"))).result
+      ?.task as { id: string; contextId: string };
+    expect(other.contextId).not.toBe(first.contextId);
+    const before = (await rpc(caller, "ListTasks", {})).result?.tasks ?? [];
+    const mismatched = sendParams("And on 33 GBP?", other.contextId);
+    const answer = await rpc(caller, "SendMessage", {
+      message: { ...mismatched.message, taskId: first.id },
+    });
+    expect(answer.error).toMatchObject({ code: -32602, message: expect.stringMatching(/context/) });
+    expect((await rpc(caller, "ListTasks", {})).result?.tasks ?? []).toEqual(before);
+    const matched = sendParams("And on 34 GBP?", first.contextId);
+    const next = await rpc(caller, "SendMessage", { message: { ...matched.message, taskId: first.id } });
+    expect(next.result?.task).toMatchObject({ contextId: first.contextId });
   });
 });

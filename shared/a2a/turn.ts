@@ -4,6 +4,7 @@
  * context the caller never started is refused: A2A contexts are the server's), and a message naming a
  * task continues that task's context.
  */
+import { DomainError } from "../domain-errors.js";
 import { PROTOCOL_KEY_SCOPES } from "../runs/exactly-once.js";
 import { type BegunTurn, beginTurn } from "../runs/protocol-port.js";
 import { readRun } from "../runs/queries.js";
@@ -25,12 +26,22 @@ export const A2A_OPERATION = "A2A SendMessage";
  * Begins the turn a message asks for. A durable start (`returnImmediately`) needs durable executions;
  * without them the run is synchronous.
  * @throws DomainError NOT_FOUND for a `taskId` the caller may not see (a task of a conversation that is
- *   not the caller's is refused by the turn: its context is unknown to the caller); the turn's refusals
+ *   not the caller's is refused by the turn: its context is unknown to the caller); INVALID_REQUEST
+ *   (-32602) for a `contextId` that is not that task's; the turn's refusals
  */
 export async function startTurn(call: A2ACall, input: TurnInput): Promise<BegunTurn> {
   let contextId = input.contextId;
   if (input.taskId) {
     const task = await readRun(call.deps, call.security, input.taskId);
+    // A2A 1.0 §3.4.3: agents MUST reject a contextId other than the referenced task's; going on in either
+    // would continue a conversation the client did not mean.
+    if (contextId !== undefined && contextId !== task.run.conversationId) {
+      throw new DomainError(
+        "INVALID_REQUEST",
+        `The message's contextId is not the context of its task ${input.taskId}; send the task's own contextId, or none.`,
+        { facts: { field: "message.contextId", taskId: input.taskId } },
+      );
+    }
     contextId ??= task.run.conversationId;
   }
   return beginTurn(call.deps, {
