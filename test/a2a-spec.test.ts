@@ -2,7 +2,8 @@
  * A2A 1.0's rules this agent follows where the SDK's transport leaves them to the handler, checked on the
  * wire through the dev gateway (docs/a2a.md): GetExtendedAgentCard without the capability, ListTasks'
  * page size and total, a JSON-RPC notification (a request without an `id`), task ids no run can have,
- * message parts the card does not take, and a message naming a task and another context.
+ * message parts the card does not take, and a message naming a task of another context or one that has
+ * ended.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -305,13 +306,15 @@ describe("A message part the card does not take (defaultInputModes text/plain)",
   });
 });
 
+/** The task (its id and context) of a SendMessage of `text` as `token`'s caller. */
+const sentTask = async (token: string, text: string) =>
+  (await rpc(token, "SendMessage", sendParams(text))).result?.task as { id: string; contextId: string };
+
 describe("A message naming a task and another context (A2A 1.0 §3.4.3)", () => {
-  it("is invalid params (-32602, INVALID_REQUEST), starting no run; the task's own context with it continues it", async () => {
+  it("is invalid params (-32602, INVALID_REQUEST), starting no run", async () => {
     const caller = env.tokens.mallory;
-    const first = (await rpc(caller, "SendMessage", sendParams("What is the UK VAT on 31 GBP?"))).result
-      ?.task as { id: string; contextId: string };
-    const other = (await rpc(caller, "SendMessage", sendParams("What is the UK VAT on 32 GBP?"))).result
-      ?.task as { id: string; contextId: string };
+    const first = await sentTask(caller, "What is the UK VAT on 31 GBP?");
+    const other = await sentTask(caller, "What is the UK VAT on 32 GBP?");
     expect(other.contextId).not.toBe(first.contextId);
     const before = (await rpc(caller, "ListTasks", {})).result?.tasks ?? [];
     const mismatched = sendParams("And on 33 GBP?", other.contextId);
@@ -320,8 +323,31 @@ describe("A message naming a task and another context (A2A 1.0 §3.4.3)", () => 
     });
     expect(answer.error).toMatchObject({ code: -32602, message: expect.stringMatching(/context/) });
     expect((await rpc(caller, "ListTasks", {})).result?.tasks ?? []).toEqual(before);
-    const matched = sendParams("And on 34 GBP?", first.contextId);
-    const next = await rpc(caller, "SendMessage", { message: { ...matched.message, taskId: first.id } });
+  });
+});
+
+describe("A message naming a task that has ended (A2A 1.0 §3.1.1, the TCK's CORE-SEND-002)", () => {
+  it("is UnsupportedOperationError (-32004, RUN_NOT_RUNNING with the status), starting no run; its context without the task id goes on", async () => {
+    const caller = env.tokens.mallory;
+    const first = await sentTask(caller, "What is the UK VAT on 35 GBP?");
+    const before = (await rpc(caller, "ListTasks", {})).result?.tasks ?? [];
+    for (const contextId of [first.contextId, undefined]) {
+      const params = sendParams("And on 36 GBP?", contextId);
+      for (const method of ["SendMessage", "SendStreamingMessage"]) {
+        const answer = await post(caller, {
+          jsonrpc: "2.0",
+          id: 1,
+          method,
+          params: { message: { ...params.message, taskId: first.id } },
+        });
+        expect(answer.body.error, method).toMatchObject({
+          code: -32004,
+          data: [{ metadata: { code: "RUN_NOT_RUNNING", runId: first.id, runStatus: "completed" } }],
+        });
+      }
+    }
+    expect((await rpc(caller, "ListTasks", {})).result?.tasks ?? []).toEqual(before);
+    const next = await rpc(caller, "SendMessage", sendParams("And on 37 GBP?", first.contextId));
     expect(next.result?.task).toMatchObject({ contextId: first.contextId });
   });
 });

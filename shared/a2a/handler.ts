@@ -33,13 +33,12 @@ import { LAST_EVENT_ID_RULE, lastEventSequence } from "../runs/event-feed.js";
 import { isUsableKey, MAX_KEY_LENGTH } from "../runs/exactly-once.js";
 import { listRuns, readRun } from "../runs/queries.js";
 import { PROMPT_MAX_CHARS, RUN_ID_PATTERN } from "../runs/run-request.js";
-import { UNFINISHED_STATUSES } from "../store/run-records.js";
 import type { A2ACall } from "./call.js";
 import { toA2AError } from "./errors.js";
 import { TASK_STATES } from "./states.js";
 import { streamTask } from "./stream.js";
 import { taskOf } from "./tasks.js";
-import { startTurn, type TurnInput } from "./turn.js";
+import { isEnded, startTurn, type TurnInput } from "./turn.js";
 
 /** Page size of ListTasks when the client names none, and the most one page holds. */
 export const LIST_TASKS_DEFAULT = 50;
@@ -168,11 +167,6 @@ async function* resubscribe(
   } catch (error) {
     throw mapped(call, error);
   }
-}
-
-/** Whether a run status is final (nothing more will happen to it: none of a going run's statuses). */
-function isEnded(status: string): boolean {
-  return !UNFINISHED_STATUSES.includes(status);
 }
 
 /**

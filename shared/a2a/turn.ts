@@ -4,10 +4,12 @@
  * context the caller never started is refused: A2A contexts are the server's), and a message naming a
  * task continues that task's context.
  */
+import { UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import { DomainError } from "../domain-errors.js";
 import { PROTOCOL_KEY_SCOPES } from "../runs/exactly-once.js";
 import { type BegunTurn, beginTurn } from "../runs/protocol-port.js";
 import { readRun } from "../runs/queries.js";
+import { UNFINISHED_STATUSES } from "../store/run-records.js";
 import type { A2ACall } from "./call.js";
 
 /** What a SendMessage asks, read from its message (handler.ts `turnInputOf`). */
@@ -27,7 +29,8 @@ export const A2A_OPERATION = "A2A SendMessage";
  * without them the run is synchronous.
  * @throws DomainError NOT_FOUND for a `taskId` the caller may not see (a task of a conversation that is
  *   not the caller's is refused by the turn: its context is unknown to the caller); INVALID_REQUEST
- *   (-32602) for a `contextId` that is not that task's; the turn's refusals
+ *   (-32602) for a `contextId` that is not that task's; UnsupportedOperationError (-32004, `code:
+ *   RUN_NOT_RUNNING`) for a task that has ended; the turn's refusals
  */
 export async function startTurn(call: A2ACall, input: TurnInput): Promise<BegunTurn> {
   let contextId = input.contextId;
@@ -41,6 +44,14 @@ export async function startTurn(call: A2ACall, input: TurnInput): Promise<BegunT
         `The message's contextId is not the context of its task ${input.taskId}; send the task's own contextId, or none.`,
         { facts: { field: "message.contextId", taskId: input.taskId } },
       );
+    }
+    // A2A 1.0 §3.1.1: a task in a terminal state accepts no further message (UnsupportedOperationError);
+    // the client goes on in its context, without the task id. One still going refuses a turn anyway.
+    if (isEnded(task.run.status)) {
+      throw new UnsupportedOperationError({
+        message: `The task ${input.taskId} has ended (${task.run.status}) and takes no more messages; send the message with its contextId and no taskId.`,
+        metadata: { code: "RUN_NOT_RUNNING", runId: input.taskId, runStatus: task.run.status },
+      });
     }
     contextId ??= task.run.conversationId;
   }
@@ -56,4 +67,9 @@ export async function startTurn(call: A2ACall, input: TurnInput): Promise<BegunT
     prefersAsync: input.prefersAsync && call.deps.executions !== undefined,
     lambdaRemainingMs: call.lambdaRemainingMs,
   });
+}
+
+/** Whether a run status is final (nothing more will happen to it: none of a going run's statuses). */
+export function isEnded(status: string): boolean {
+  return !UNFINISHED_STATUSES.includes(status);
 }
