@@ -299,6 +299,7 @@ describe("A message part the card does not take (defaultInputModes text/plain)",
         expect(answer.body.error, `${method} ${Object.keys(part)[0]}`).toMatchObject({
           code: -32005,
           message: expect.stringMatching(/text\/plain/),
+          data: [{ metadata: { code: "INVALID_REQUEST", field: "message.parts" } }],
         });
       }
     }

@@ -250,9 +250,10 @@ function turnInputOf(params: SendMessageRequest, _stream: boolean): TurnInput {
   // task run on the words alone ("the attached invoice" with nothing attached), so it is refused whole.
   const other = message.parts.find((part) => part.content && part.content.$case !== "text");
   if (other?.content) {
-    throw new ContentTypeNotSupportedError(
-      `This agent takes text parts only (text/plain, its card's input mode); the message has a ${other.content.$case} part.`,
-    );
+    throw new ContentTypeNotSupportedError({
+      message: `This agent takes text parts only (text/plain, its card's input mode); the message has a ${other.content.$case} part.`,
+      metadata: { code: "INVALID_REQUEST", field: "message.parts" },
+    });
   }
   const prompt = message.parts
     .map((part) => (part.content?.$case === "text" ? part.content.value : ""))
