@@ -63,7 +63,8 @@ const BOTH = ["api", "runner"] as const;
  * `approvalTimeoutSeconds`), the key's secret (`openaiApiKeySecretName`), DynamoDB endpoint and region,
  * the Bedrock endpoint (the stack's Region's), and IAM_PRINCIPAL_TENANTS (the stack has no function URL).
  * `mcpResourceUrl` is optional: without it the stack gives `/mcp` its HTTP API's own URL + `/mcp`
- * (infra/stack.ts); give it when a custom domain or a proxy fronts the API.
+ * (infra/stack.ts); give it when a custom domain or a proxy fronts the API. `jwtJwksUrl` (own issuer only):
+ * where `/mcp` and the streaming function read the keys, when not at `<jwtIssuer>/.well-known/jwks.json`.
  * `modelProvider` defaults to `bedrock` on a personal deploy ({@link readDeploySettings}); with
  * `bedrock`, `bedrockModelId` is also the one model the roles may invoke (infra/bedrock-access.ts).
  */
@@ -100,6 +101,7 @@ export const RUNTIME_SETTINGS = [
   { context: "permissionListClaims", env: "PERMISSION_LIST_CLAIMS", functions: API },
   { context: "jwtAlgorithms", env: "JWT_ALGORITHMS", functions: API },
   { context: "mcpResourceUrl", env: "MCP_RESOURCE_URL", functions: API },
+  { context: "jwtJwksUrl", env: "JWT_JWKS_URL", functions: API },
   { context: "dynamodbRequestTimeoutMs", env: "DYNAMODB_REQUEST_TIMEOUT_MS", functions: BOTH },
   { context: "logLevel", env: "POWERTOOLS_LOG_LEVEL", functions: BOTH },
   { context: "tracing", env: "TRACING", functions: BOTH },
@@ -313,6 +315,11 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
   if (settings.jwtIssuer === undefined && claimKeys.length > 0) {
     throw new DeploySettingsError(
       `${claimKeys.map((setting) => setting.context).join(", ")}: the built-in user pool sets the claims; give jwtIssuer and jwtAudience to choose your own.`,
+    );
+  }
+  if (settings.jwtIssuer === undefined && runtime.JWT_JWKS_URL !== undefined) {
+    throw new DeploySettingsError(
+      "jwtJwksUrl: the built-in user pool's keys are Cognito's; give it with jwtIssuer.",
     );
   }
   return {

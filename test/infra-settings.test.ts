@@ -150,6 +150,25 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     );
   });
 
+  it("gives the functions that verify tokens themselves an issuer's key set URL (jwtJwksUrl), which an issuer such as Keycloak does not serve at <issuer>/.well-known/jwks.json", () => {
+    const keycloak = "https://login.example.com/realms/acme";
+    const certs = `${keycloak}/protocol/openid-connect/certs`;
+    const envs = appFunctionsEnv({ jwtIssuer: keycloak, jwtAudience: "boundloop-api", jwtJwksUrl: certs });
+    // The API function (/mcp) and the streaming function verify tokens; the runner verifies none.
+    const verifying = envs.filter((env) => env.JWT_ISSUER === keycloak);
+    expect(verifying).toHaveLength(2);
+    for (const env of verifying) {
+      expect(env.JWT_JWKS_URL).toBe(certs);
+      expect(loadConfig(plainEnv(env)).auth.jwksUrl).toBe(certs);
+    }
+    // Validated by the variable's own schema, and only with your own issuer: the built-in pool's keys
+    // are where Cognito serves them.
+    expect(() =>
+      appFunctionsEnv({ jwtIssuer: keycloak, jwtAudience: "a", jwtJwksUrl: "ftp://x/keys" }),
+    ).toThrow(/jwtJwksUrl \(JWT_JWKS_URL\): must be an http:\/\/ or https:\/\/ URL/);
+    expect(() => synth({ jwtJwksUrl: certs })).toThrow(/jwtJwksUrl: the built-in user pool/);
+  });
+
   it("refuses at synth what the functions would refuse at cold start, naming the context key and the variable", () => {
     expect(() => synth({ approvalRules: '{"recordInvoice":{"GBP":"a lot"}}' })).toThrow(
       /approvalRules \(APPROVAL_RULES\): .*decimal strings/,
