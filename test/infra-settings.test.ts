@@ -192,6 +192,10 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     expect(() => synth({ tenantCostPerDay: "5.00" })).toThrow(
       /TENANT_COST_PER_DAY needs a price for the model/,
     );
+    // A floor no call can reach ends every run before its first model call.
+    expect(() => synth({ minCompletionTokens: "5000" })).toThrow(
+      /MIN_COMPLETION_TOKENS \(5000 tokens\) must be at most MODEL_MAX_TOKENS \(4096 tokens\).*MODEL_MAX_TOKENS is -c modelMaxTokens, MIN_COMPLETION_TOKENS is -c minCompletionTokens/,
+    );
   });
 
   it("refuses a setting name it does not know (a typo, or the variable's name) instead of deploying without it", () => {
