@@ -270,6 +270,24 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     Annotations.fromStack(fits.stack).hasNoWarning("*", Match.anyValue());
   });
 
+  it("refuses a deadlineReserveMs that leaves nothing of the API function's timeout, and names it where it caps the run timeout", () => {
+    // Every synchronous run on the API function would end deadline_exceeded before its first model call.
+    expect(() => synth({ deadlineReserveMs: "30000" })).toThrow(
+      "Invalid deploy settings: deadlineReserveMs (DEADLINE_RESERVE_MS): 30000 ms leaves nothing of the API function's 29 s timeout, so every synchronous run would end deadline_exceeded before its first model call: give less than 29000 ms.",
+    );
+    expect(() => synth({ deadlineReserveMs: "29000" })).toThrow(/deadlineReserveMs \(DEADLINE_RESERVE_MS\)/);
+    // A reserve that leaves a little: the warning names the reserve that caps the run, and what is left.
+    const tight = synth({ deadlineReserveMs: "28000" });
+    const warnings = Annotations.fromStack(tight.stack).findWarning(
+      "*",
+      Match.stringLikeRegexp("runTimeoutMs"),
+    );
+    expect(warnings).toHaveLength(1);
+    expect(JSON.stringify(warnings[0]?.entry)).toContain(
+      "runTimeoutMs 25000 ms is capped by the API function's 29 s timeout less deadlineReserveMs (28000 ms): a synchronous run ends by 1000 ms.",
+    );
+  });
+
   it("off by default: no function gets a tracing variable", () => {
     const envs = appFunctionsEnv({});
     expect(envs).toHaveLength(3);
