@@ -139,8 +139,7 @@ export type RuntimeContextKey = (typeof RUNTIME_SETTINGS)[number]["context"];
  * - `consoleCallbackUrls`: where the built-in pool's app client may send an authorization code
  *   (OAuth 2.0 code grant with PKCE, for a browser console); https, or http on localhost.
  * - `consoleClientId`: the OAuth client id the operator console (/console) signs in with (code + PKCE)
- *   at your own issuer; with the built-in pool its app client is used and this is ignored. Unset with your
- *   own issuer: the console takes a pasted token.
+ *   at your own issuer (the built-in pool's is its app client); unset: the console takes a pasted token.
  * - `personal`: true for a personal/sandbox account: table, secret and log groups are DESTROYed with
  *   the stack; false (the default) RETAINs them and turns on table deletion protection.
  * - `openaiModel`, `openaiBaseUrl`: the runtime settings of those names (OPENAI_MODEL, OPENAI_BASE_URL).
@@ -307,19 +306,20 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
       "jwtIssuer and jwtAudience go together (your own issuer); give both, or neither for the built-in user pool.",
     );
   }
-  // The built-in pool's trigger writes the claims the API reads (shared/user-roles.ts); another claim
-  // list would either be ignored or trust a claim the pool never vouches for.
-  const claimKeys = RUNTIME_SETTINGS.filter((setting) =>
-    (["TENANT_CLAIMS", "PERMISSION_CLAIMS", "PERMISSION_LIST_CLAIMS"] as string[]).includes(setting.env),
-  ).filter((setting) => runtime[setting.env] !== undefined);
-  if (settings.jwtIssuer === undefined && claimKeys.length > 0) {
+  // The built-in pool decides these: its trigger writes the claims the API reads (shared/user-roles.ts),
+  // Cognito serves its keys, its app client is the console's. Another value would be ignored, or trust a
+  // claim the pool never vouches for.
+  const poolKeys = RUNTIME_SETTINGS.filter((setting) =>
+    (["TENANT_CLAIMS", "PERMISSION_CLAIMS", "PERMISSION_LIST_CLAIMS", "JWT_JWKS_URL"] as string[]).includes(
+      setting.env,
+    ),
+  )
+    .filter((setting) => runtime[setting.env] !== undefined)
+    .map((setting): string => setting.context)
+    .concat(settings.consoleClientId === undefined ? [] : ["consoleClientId"]);
+  if (settings.jwtIssuer === undefined && poolKeys.length > 0) {
     throw new DeploySettingsError(
-      `${claimKeys.map((setting) => setting.context).join(", ")}: the built-in user pool sets the claims; give jwtIssuer and jwtAudience to choose your own.`,
-    );
-  }
-  if (settings.jwtIssuer === undefined && runtime.JWT_JWKS_URL !== undefined) {
-    throw new DeploySettingsError(
-      "jwtJwksUrl: the built-in user pool's keys are Cognito's; give it with jwtIssuer.",
+      `${poolKeys.join(", ")}: the built-in user pool decides the claims, the keys and the console's client; give jwtIssuer and jwtAudience to choose your own.`,
     );
   }
   return {
