@@ -101,7 +101,8 @@ export function describeAccepted(schema: z.ZodMiniType, unit?: string): string {
 
 /**
  * The value a variable takes when it is unset, written as it would be set (lists comma separated,
- * objects as JSON), or `unset` when it stays undefined; `required` when unset is rejected.
+ * objects as JSON), or `unset` when it stays undefined; `required` when unset is rejected; `none` for an
+ * empty list and `empty` for empty text (an empty code span does not render in Markdown).
  */
 export function describeDefault(schema: z.ZodMiniType, unit?: string): string {
   const parsed = schema.safeParse(undefined);
@@ -109,9 +110,9 @@ export function describeDefault(schema: z.ZodMiniType, unit?: string): string {
   const value: unknown = parsed.data;
   if (value === undefined) return "unset";
   if (typeof value === "number") return withUnit(value, unit);
-  if (Array.isArray(value)) return `\`${value.join(",")}\``;
+  if (Array.isArray(value)) return value.length === 0 ? "none" : `\`${value.join(",")}\``;
   if (typeof value === "object") return `\`${JSON.stringify(value)}\``;
-  return `\`${String(value)}\``;
+  return value === "" ? "empty" : `\`${String(value)}\``;
 }
 
 /** Durations that read better in a larger unit: `86400 s (24 h)`, `25000 ms (25 s)`. */
