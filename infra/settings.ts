@@ -252,7 +252,7 @@ const SettingsSchema = z.object({
     blankToUndefined,
     z
       .string()
-      .regex(/^[A-Za-z0-9/_+=.@-]{1,512}$/, "openaiApiKeySecretName must be a Secrets Manager secret name")
+      .regex(/^[A-Za-z0-9/_+=.@-]{1,512}$/, "must be the secret's name in this Region, not its ARN")
       .optional(),
   ),
 });

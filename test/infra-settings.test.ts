@@ -192,6 +192,15 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     expect(() => synth({ tenantCostPerDay: "5.00" })).toThrow(
       /TENANT_COST_PER_DAY needs a price for the model/,
     );
+    // The stack grants the secret by name: an ARN is refused, saying so.
+    expect(() =>
+      synth({
+        openaiApiKeySecretName:
+          "arn:aws:secretsmanager:eu-west-2:123456789012:secret:boundloop/openai-AbCdEf",
+      }),
+    ).toThrow(
+      "Invalid deploy settings: openaiApiKeySecretName: must be the secret's name in this Region, not its ARN",
+    );
     // A floor no call can reach ends every run before its first model call.
     expect(() => synth({ minCompletionTokens: "5000" })).toThrow(
       /MIN_COMPLETION_TOKENS \(5000 tokens\) must be at most MODEL_MAX_TOKENS \(4096 tokens\).*MODEL_MAX_TOKENS is -c modelMaxTokens, MIN_COMPLETION_TOKENS is -c minCompletionTokens/,
