@@ -33,6 +33,7 @@ interface JsonSchema {
   maxLength?: number;
   minItems?: number;
   items?: JsonSchema;
+  anyOf?: JsonSchema[];
 }
 
 /** The stages of a schema: a pipe's sides in order, without transforms (which accept anything). */
@@ -75,7 +76,9 @@ function describeStage(schema: JsonSchema, unit: string | undefined): string | u
     const count = schema.minItems ? `, at least ${schema.minItems}` : "";
     return `list${item ? ` of ${item}` : ""}${count}`;
   }
-  if (schema.type === "object") return "JSON object";
+  if (schema.type === "object" || schema.anyOf?.every((member) => member.type === "object")) {
+    return "JSON object";
+  }
   if (schema.type === "string") {
     if (schema.format === "uri") return "URL";
     if (schema.pattern) return `string matching \`${schema.pattern}\``;

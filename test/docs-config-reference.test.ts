@@ -84,6 +84,10 @@ describe("configuration reference", () => {
       describeDefault(z.transform((value: string | undefined) => (value ?? "").split(",").filter(Boolean))),
     ).toBe("none");
     expect(describeDefault(z._default(z.string(), ""))).toBe("empty");
+    // A union of object shapes (JWT_JWKS: `{}` or `{"keys": [...]}`) is JSON, not "string".
+    expect(describeAccepted(z.union([z.strictObject({}), z.object({ keys: z.array(z.string()) })]))).toBe(
+      "JSON object",
+    );
 
     const docs = {
       WAIT_MS: { group: "Limits of a run", unit: "ms", description: "How long | to wait." },
