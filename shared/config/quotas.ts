@@ -31,6 +31,16 @@ export const COST_LIMIT_AMOUNT = /^(?:0|[1-9]\d{0,8})(?:\.\d{1,6})?$/;
 export const COST_LIMIT_RULE =
   'a decimal string of at most 9 integer digits and 6 decimal places, e.g. "25.00"';
 
+/**
+ * The largest value of each count limit (runs per UTC minute, runs in flight, tokens per UTC day), the
+ * same for the deploy's variables here and a tenant's own limits (shared/quotas/limits.ts).
+ */
+export const COUNT_LIMIT_MAX = {
+  runsPerMinute: 1_000_000,
+  concurrentRuns: 100_000,
+  tokensPerDay: 1_000_000_000_000,
+} as const;
+
 /** An optional positive integer limit read from an environment string, at most `max`; unset: no limit. */
 const optionalLimit = optionalPositiveInt;
 
@@ -83,11 +93,11 @@ const ModelPrices = z.pipe(
  *   `quota_exceeded`; a day covers any daily window's reset
  */
 export const quotaFields = {
-  USER_RUNS_PER_MINUTE: optionalLimit(1_000_000),
-  TENANT_RUNS_PER_MINUTE: optionalLimit(1_000_000),
-  TENANT_CONCURRENT_RUNS: optionalLimit(100_000),
-  USER_TOKENS_PER_DAY: optionalLimit(1_000_000_000_000),
-  TENANT_TOKENS_PER_DAY: optionalLimit(1_000_000_000_000),
+  USER_RUNS_PER_MINUTE: optionalLimit(COUNT_LIMIT_MAX.runsPerMinute),
+  TENANT_RUNS_PER_MINUTE: optionalLimit(COUNT_LIMIT_MAX.runsPerMinute),
+  TENANT_CONCURRENT_RUNS: optionalLimit(COUNT_LIMIT_MAX.concurrentRuns),
+  USER_TOKENS_PER_DAY: optionalLimit(COUNT_LIMIT_MAX.tokensPerDay),
+  TENANT_TOKENS_PER_DAY: optionalLimit(COUNT_LIMIT_MAX.tokensPerDay),
   USER_COST_PER_DAY: optionalCost,
   TENANT_COST_PER_DAY: optionalCost,
   MODEL_PRICES: ModelPrices,
