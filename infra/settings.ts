@@ -63,7 +63,8 @@ const BOTH = ["api", "runner"] as const;
  * `approvalTimeoutSeconds`), the key's secret (`openaiApiKeySecretName`), DynamoDB endpoint and region,
  * the Bedrock endpoint (the stack's Region's), and IAM_PRINCIPAL_TENANTS (the stack has no function URL).
  * `mcpResourceUrl` is optional: without it the stack gives `/mcp` its HTTP API's own URL + `/mcp`
- * (infra/stack.ts); give it when a custom domain or a proxy fronts the API.
+ * (infra/stack.ts); give it when a custom domain or a proxy fronts the API. `jwtJwksUrl` (own issuer only):
+ * where `/mcp` and the streaming function read the keys, when not at `<jwtIssuer>/.well-known/jwks.json`.
  * `modelProvider` defaults to `bedrock` on a personal deploy ({@link readDeploySettings}); with
  * `bedrock`, `bedrockModelId` is also the one model the roles may invoke (infra/bedrock-access.ts).
  */
@@ -100,6 +101,7 @@ export const RUNTIME_SETTINGS = [
   { context: "permissionListClaims", env: "PERMISSION_LIST_CLAIMS", functions: API },
   { context: "jwtAlgorithms", env: "JWT_ALGORITHMS", functions: API },
   { context: "mcpResourceUrl", env: "MCP_RESOURCE_URL", functions: API },
+  { context: "jwtJwksUrl", env: "JWT_JWKS_URL", functions: API },
   { context: "dynamodbRequestTimeoutMs", env: "DYNAMODB_REQUEST_TIMEOUT_MS", functions: BOTH },
   { context: "logLevel", env: "POWERTOOLS_LOG_LEVEL", functions: BOTH },
   { context: "tracing", env: "TRACING", functions: BOTH },
@@ -137,8 +139,7 @@ export type RuntimeContextKey = (typeof RUNTIME_SETTINGS)[number]["context"];
  * - `consoleCallbackUrls`: where the built-in pool's app client may send an authorization code
  *   (OAuth 2.0 code grant with PKCE, for a browser console); https, or http on localhost.
  * - `consoleClientId`: the OAuth client id the operator console (/console) signs in with (code + PKCE)
- *   at your own issuer; with the built-in pool its app client is used and this is ignored. Unset with your
- *   own issuer: the console takes a pasted token.
+ *   at your own issuer (the built-in pool's is its app client); unset: the console takes a pasted token.
  * - `personal`: true for a personal/sandbox account: table, secret and log groups are DESTROYed with
  *   the stack; false (the default) RETAINs them and turns on table deletion protection.
  * - `openaiModel`, `openaiBaseUrl`: the runtime settings of those names (OPENAI_MODEL, OPENAI_BASE_URL).
@@ -251,7 +252,7 @@ const SettingsSchema = z.object({
     blankToUndefined,
     z
       .string()
-      .regex(/^[A-Za-z0-9/_+=.@-]{1,512}$/, "openaiApiKeySecretName must be a Secrets Manager secret name")
+      .regex(/^[A-Za-z0-9/_+=.@-]{1,512}$/, "must be the secret's name in this Region, not its ARN")
       .optional(),
   ),
 });
@@ -305,14 +306,20 @@ export function readDeploySettings(scope: IConstruct, overrides: DeploySettingsI
       "jwtIssuer and jwtAudience go together (your own issuer); give both, or neither for the built-in user pool.",
     );
   }
-  // The built-in pool's trigger writes the claims the API reads (shared/user-roles.ts); another claim
-  // list would either be ignored or trust a claim the pool never vouches for.
-  const claimKeys = RUNTIME_SETTINGS.filter((setting) =>
-    (["TENANT_CLAIMS", "PERMISSION_CLAIMS", "PERMISSION_LIST_CLAIMS"] as string[]).includes(setting.env),
-  ).filter((setting) => runtime[setting.env] !== undefined);
-  if (settings.jwtIssuer === undefined && claimKeys.length > 0) {
+  // The built-in pool decides these: its trigger writes the claims the API reads (shared/user-roles.ts),
+  // Cognito serves its keys, its app client is the console's. Another value would be ignored, or trust a
+  // claim the pool never vouches for.
+  const poolKeys = RUNTIME_SETTINGS.filter((setting) =>
+    (["TENANT_CLAIMS", "PERMISSION_CLAIMS", "PERMISSION_LIST_CLAIMS", "JWT_JWKS_URL"] as string[]).includes(
+      setting.env,
+    ),
+  )
+    .filter((setting) => runtime[setting.env] !== undefined)
+    .map((setting): string => setting.context)
+    .concat(settings.consoleClientId === undefined ? [] : ["consoleClientId"]);
+  if (settings.jwtIssuer === undefined && poolKeys.length > 0) {
     throw new DeploySettingsError(
-      `${claimKeys.map((setting) => setting.context).join(", ")}: the built-in user pool sets the claims; give jwtIssuer and jwtAudience to choose your own.`,
+      `${poolKeys.join(", ")}: the built-in user pool decides the claims, the keys and the console's client; give jwtIssuer and jwtAudience to choose your own.`,
     );
   }
   return {

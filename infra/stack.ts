@@ -40,6 +40,7 @@ import { bundledCode } from "./lambda-code.js";
 import { ROUTES } from "./routes.js";
 import {
   type DeploySettings,
+  DeploySettingsError,
   type DeploySettingsInput,
   RUN_TIMEOUT_CAPPED_WARNING_ID,
   readDeploySettings,
@@ -84,6 +85,30 @@ export interface BoundloopStackProps extends StackProps {
 }
 
 /**
+ * What the API function's timeout leaves a synchronous run: its FUNCTION_TIMEOUT_SECONDS less
+ * DEADLINE_RESERVE_MS. Nothing left would end every synchronous run `deadline_exceeded` before its first
+ * model call, so it fails the synth; less than RUN_TIMEOUT_MS is the {@link RUN_TIMEOUT_CAPPED_WARNING_ID}
+ * warning, naming the reserve.
+ * @throws DeploySettingsError when DEADLINE_RESERVE_MS is not less than the function's timeout
+ */
+function checkSyncRunTime(scope: Construct, config: DeploySettings["config"]): void {
+  const reserveMs = config.DEADLINE_RESERVE_MS;
+  const syncCapMs = FUNCTION_TIMEOUT_SECONDS * 1000 - reserveMs;
+  if (syncCapMs <= 0) {
+    throw new DeploySettingsError(
+      `deadlineReserveMs (DEADLINE_RESERVE_MS): ${reserveMs} ms leaves nothing of the API function's ${FUNCTION_TIMEOUT_SECONDS} s timeout, so every synchronous run would end deadline_exceeded before its first model call: give less than ${FUNCTION_TIMEOUT_SECONDS * 1000} ms.`,
+    );
+  }
+  if (config.RUN_TIMEOUT_MS > syncCapMs) {
+    Annotations.of(scope).addWarningV2(
+      RUN_TIMEOUT_CAPPED_WARNING_ID,
+      `runTimeoutMs ${config.RUN_TIMEOUT_MS} ms is capped by the API function's ${FUNCTION_TIMEOUT_SECONDS} s timeout less deadlineReserveMs (${reserveMs} ms): ` +
+        `a synchronous run ends by ${syncCapMs} ms. Longer runs: send Prefer: respond-async (asyncRunTimeoutMs, docs/durable-runs.md).`,
+    );
+  }
+}
+
+/**
  * The boundloop stack: a DynamoDB table, a Secrets Manager secret for the OpenAI key (none with Bedrock), one Lambda
  * (functions/api/handler.ts) behind an HTTP API with a JWT authorizer, the durable runner
  * (functions/runner/handler.ts, infra/durable-runner.ts) the API starts, log groups and alarms; and,
@@ -104,14 +129,7 @@ export class BoundloopStack extends Stack {
     super(scope, id, props);
     const settings = readDeploySettings(this, props.settings);
     this.settings = settings;
-    const syncCapMs = FUNCTION_TIMEOUT_SECONDS * 1000 - settings.config.DEADLINE_RESERVE_MS;
-    if (settings.config.RUN_TIMEOUT_MS > syncCapMs) {
-      Annotations.of(this).addWarningV2(
-        RUN_TIMEOUT_CAPPED_WARNING_ID,
-        `runTimeoutMs ${settings.config.RUN_TIMEOUT_MS} ms is capped by the API function's ${FUNCTION_TIMEOUT_SECONDS} s timeout ` +
-          `(a synchronous run ends by ${syncCapMs} ms). Longer runs: send Prefer: respond-async (asyncRunTimeoutMs, docs/durable-runs.md).`,
-      );
-    }
+    checkSyncRunTime(this, settings.config);
     if (settings.config.TRACING === "adot") {
       Annotations.of(this).addWarningV2(
         TRACING_ADOT_WARNING_ID,

@@ -22,7 +22,8 @@ export interface LocalFunctionTimeout {
  * - otherwise the deployed function's timeout ({@link FUNCTION_TIMEOUT_SECONDS}), raised to fit
  *   RUN_TIMEOUT_MS + DEADLINE_RESERVE_MS when those need more (at most `maxSeconds`): a local run takes
  *   the timeout the user configured, e.g. for a model on a laptop's CPU; the note says that a deployed
- *   synchronous run is capped and `--async` (`Prefer: respond-async`) lifts the cap.
+ *   synchronous run is capped and `--async` (`Prefer: respond-async`) lifts the cap, or that
+ *   DEADLINE_RESERVE_MS leaves a deployed synchronous run nothing (infra/stack.ts refuses it at synth).
  * @param limits config `limits`: `runTimeoutMs`, `deadlineReserveMs` (ms)
  * @param maxSeconds the largest timeout the command may use (undefined: no limit)
  */
@@ -55,11 +56,10 @@ export function localFunctionTimeout(
       note: cappedNote(limitMs, `Lambda's largest function timeout (${maxSeconds} s)`),
     };
   }
-  return {
-    timeoutMs: needMs,
-    note:
-      `RUN_TIMEOUT_MS ${runTimeoutMs} ms: this local run gives the function ${needMs / 1000} s. Deployed, the function ` +
-      `times out after ${FUNCTION_TIMEOUT_SECONDS} s, so a synchronous run there ends within ${deployedMs - deadlineReserveMs} ms; ` +
-      "send long runs with --async (Prefer: respond-async, up to ASYNC_RUN_TIMEOUT_MS).",
-  };
+  const local = `RUN_TIMEOUT_MS ${runTimeoutMs} ms: this local run gives the function ${needMs / 1000} s. Deployed, the function times out after ${FUNCTION_TIMEOUT_SECONDS} s, `;
+  const deployed =
+    deployedMs > deadlineReserveMs
+      ? `so a synchronous run there ends within ${deployedMs - deadlineReserveMs} ms; send long runs with --async (Prefer: respond-async, up to ASYNC_RUN_TIMEOUT_MS).`
+      : `which DEADLINE_RESERVE_MS ${deadlineReserveMs} ms leaves nothing of: every synchronous run there would end deadline_exceeded before its first model call (the synth refuses it).`;
+  return { timeoutMs: needMs, note: local + deployed };
 }

@@ -33,6 +33,7 @@ interface JsonSchema {
   maxLength?: number;
   minItems?: number;
   items?: JsonSchema;
+  anyOf?: JsonSchema[];
 }
 
 /** The stages of a schema: a pipe's sides in order, without transforms (which accept anything). */
@@ -75,7 +76,9 @@ function describeStage(schema: JsonSchema, unit: string | undefined): string | u
     const count = schema.minItems ? `, at least ${schema.minItems}` : "";
     return `list${item ? ` of ${item}` : ""}${count}`;
   }
-  if (schema.type === "object") return "JSON object";
+  if (schema.type === "object" || schema.anyOf?.every((member) => member.type === "object")) {
+    return "JSON object";
+  }
   if (schema.type === "string") {
     if (schema.format === "uri") return "URL";
     if (schema.pattern) return `string matching \`${schema.pattern}\``;
@@ -101,7 +104,8 @@ export function describeAccepted(schema: z.ZodMiniType, unit?: string): string {
 
 /**
  * The value a variable takes when it is unset, written as it would be set (lists comma separated,
- * objects as JSON), or `unset` when it stays undefined; `required` when unset is rejected.
+ * objects as JSON), or `unset` when it stays undefined; `required` when unset is rejected; `none` for an
+ * empty list and `empty` for empty text (an empty code span does not render in Markdown).
  */
 export function describeDefault(schema: z.ZodMiniType, unit?: string): string {
   const parsed = schema.safeParse(undefined);
@@ -109,9 +113,9 @@ export function describeDefault(schema: z.ZodMiniType, unit?: string): string {
   const value: unknown = parsed.data;
   if (value === undefined) return "unset";
   if (typeof value === "number") return withUnit(value, unit);
-  if (Array.isArray(value)) return `\`${value.join(",")}\``;
+  if (Array.isArray(value)) return value.length === 0 ? "none" : `\`${value.join(",")}\``;
   if (typeof value === "object") return `\`${JSON.stringify(value)}\``;
-  return `\`${String(value)}\``;
+  return value === "" ? "empty" : `\`${String(value)}\``;
 }
 
 /** Durations that read better in a larger unit: `86400 s (24 h)`, `25000 ms (25 s)`. */

@@ -316,8 +316,10 @@ export async function runLimitsCommand(
     const change = command.change;
     const store = () => limitsChange({ quotas, logger }, security, change);
     if ("endpoint" in command.target) {
-      // Counted before the change: the dev server's wake removes the waits it completes.
-      const { waiting } = await wakeWaiting(quotas, { quotas, logger }, command.tenantId);
+      // Counted before the change: the dev server's wake removes the waits it completes. Read here, not
+      // through wakeWaiting (which logs a failed read and counts none): a local table that cannot be read
+      // fails the command below, as the change would.
+      const waiting = (await quotas.waits.list(command.tenantId)).length;
       const server = await devServerOnTable(command.target, options.devServers);
       const sent: DevServerAnswer =
         "note" in server ? server : await changeThroughDevServer(server, security, change);
@@ -328,9 +330,22 @@ export async function runLimitsCommand(
     const { executions } = target;
     const wake = await wakeWaiting(quotas, { quotas, logger, executions }, command.tenantId);
     return { ...view, wake: executions ? wake : { ...wake, note: LOCAL_WAKE_NOTE } };
+  } catch (error) {
+    throw missingLocalTable(error, config.table) ?? error;
   } finally {
     ddb.destroy();
   }
+}
+
+/**
+ * The error to print when `error` is DynamoDB's ResourceNotFoundException from a local endpoint: the SDK's
+ * sentence ("Cannot do operations on a non-existent table") names neither the table nor the endpoint.
+ */
+function missingLocalTable(error: unknown, table: { name: string; endpoint?: string | undefined }) {
+  if (!(error instanceof Error) || error.name !== "ResourceNotFoundException" || !table.endpoint) return;
+  return new Error(
+    `there is no table ${table.name} at ${table.endpoint}: give the table that DynamoDB holds (--table or TABLE_NAME; npm run dev's is boundloop unless its TABLE_NAME says otherwise).`,
+  );
 }
 
 /**

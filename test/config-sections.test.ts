@@ -63,6 +63,19 @@ describe("configuration sections (shared/config/)", () => {
     );
   });
 
+  it("refuse a MIN_COMPLETION_TOKENS above what a call may ever ask for, which would end every run before its first model call", () => {
+    expect(() => loadConfig({ MIN_COMPLETION_TOKENS: "5000" })).toThrow(
+      "Invalid configuration: MIN_COMPLETION_TOKENS (5000 tokens) must be at most MODEL_MAX_TOKENS (4096 tokens): every call's max_tokens is at most MODEL_MAX_TOKENS, so no model call would ever be made.",
+    );
+    expect(() =>
+      loadConfig({ MIN_COMPLETION_TOKENS: "300", MODEL_MAX_TOKENS: "8192", MAX_TOTAL_TOKENS: "200" }),
+    ).toThrow(
+      "Invalid configuration: MIN_COMPLETION_TOKENS (300 tokens) must be at most MAX_TOTAL_TOKENS (200 tokens): every call's max_tokens is at most MAX_TOTAL_TOKENS, so no model call would ever be made.",
+    );
+    // At the bounds it holds: a call may ask for exactly MIN_COMPLETION_TOKENS.
+    expect(loadConfig({ MIN_COMPLETION_TOKENS: "4096" }).quotas.minCompletionTokens).toBe(4096);
+  });
+
   it("write the prose of each of their variables", () => {
     expect(Object.keys(CONFIG_DOCS).sort()).toEqual(Object.keys(ConfigSchema.shape).sort());
   });

@@ -78,6 +78,16 @@ describe("configuration reference", () => {
     expect(describeAccepted(schema.shape.NAMES)).toBe("list of string matching `^[a-z]+$`, at least 2");
     expect(describeDefault(schema.shape.NAMES)).toBe("`a,b`");
     expect(describeDefault(z.string())).toBe("required");
+    // An empty list or text default (JWT_AUDIENCE, CONSOLE_ORIGINS) in words: "``" is no code span in
+    // Markdown, and would show as two backticks.
+    expect(
+      describeDefault(z.transform((value: string | undefined) => (value ?? "").split(",").filter(Boolean))),
+    ).toBe("none");
+    expect(describeDefault(z._default(z.string(), ""))).toBe("empty");
+    // A union of object shapes (JWT_JWKS: `{}` or `{"keys": [...]}`) is JSON, not "string".
+    expect(describeAccepted(z.union([z.strictObject({}), z.object({ keys: z.array(z.string()) })]))).toBe(
+      "JSON object",
+    );
 
     const docs = {
       WAIT_MS: { group: "Limits of a run", unit: "ms", description: "How long | to wait." },

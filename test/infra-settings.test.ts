@@ -150,6 +150,25 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     );
   });
 
+  it("gives the functions that verify tokens themselves an issuer's key set URL (jwtJwksUrl), which an issuer such as Keycloak does not serve at <issuer>/.well-known/jwks.json", () => {
+    const keycloak = "https://login.example.com/realms/acme";
+    const certs = `${keycloak}/protocol/openid-connect/certs`;
+    const envs = appFunctionsEnv({ jwtIssuer: keycloak, jwtAudience: "boundloop-api", jwtJwksUrl: certs });
+    // The API function (/mcp) and the streaming function verify tokens; the runner verifies none.
+    const verifying = envs.filter((env) => env.JWT_ISSUER === keycloak);
+    expect(verifying).toHaveLength(2);
+    for (const env of verifying) {
+      expect(env.JWT_JWKS_URL).toBe(certs);
+      expect(loadConfig(plainEnv(env)).auth.jwksUrl).toBe(certs);
+    }
+    // Validated by the variable's own schema, and only with your own issuer: the built-in pool's keys
+    // are where Cognito serves them.
+    expect(() =>
+      appFunctionsEnv({ jwtIssuer: keycloak, jwtAudience: "a", jwtJwksUrl: "ftp://x/keys" }),
+    ).toThrow(/jwtJwksUrl \(JWT_JWKS_URL\): must be an http:\/\/ or https:\/\/ URL/);
+    expect(() => synth({ jwtJwksUrl: certs })).toThrow(/jwtJwksUrl: the built-in user pool decides/);
+  });
+
   it("refuses at synth what the functions would refuse at cold start, naming the context key and the variable", () => {
     expect(() => synth({ approvalRules: '{"recordInvoice":{"GBP":"a lot"}}' })).toThrow(
       /approvalRules \(APPROVAL_RULES\): .*decimal strings/,
@@ -172,6 +191,19 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     );
     expect(() => synth({ tenantCostPerDay: "5.00" })).toThrow(
       /TENANT_COST_PER_DAY needs a price for the model/,
+    );
+    // The stack grants the secret by name: an ARN is refused, saying so.
+    expect(() =>
+      synth({
+        openaiApiKeySecretName:
+          "arn:aws:secretsmanager:eu-west-2:123456789012:secret:boundloop/openai-AbCdEf",
+      }),
+    ).toThrow(
+      "Invalid deploy settings: openaiApiKeySecretName: must be the secret's name in this Region, not its ARN",
+    );
+    // A floor no call can reach ends every run before its first model call.
+    expect(() => synth({ minCompletionTokens: "5000" })).toThrow(
+      /MIN_COMPLETION_TOKENS \(5000 tokens\) must be at most MODEL_MAX_TOKENS \(4096 tokens\).*MODEL_MAX_TOKENS is -c modelMaxTokens, MIN_COMPLETION_TOKENS is -c minCompletionTokens/,
     );
   });
 
@@ -245,6 +277,24 @@ describe("the stack's runtime settings (CDK context → the functions' environme
     expect(JSON.stringify(warnings[0]?.entry)).toContain("respond-async");
     const fits = synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", runTimeoutMs: "20000" });
     Annotations.fromStack(fits.stack).hasNoWarning("*", Match.anyValue());
+  });
+
+  it("refuses a deadlineReserveMs that leaves nothing of the API function's timeout, and names it where it caps the run timeout", () => {
+    // Every synchronous run on the API function would end deadline_exceeded before its first model call.
+    expect(() => synth({ deadlineReserveMs: "30000" })).toThrow(
+      "Invalid deploy settings: deadlineReserveMs (DEADLINE_RESERVE_MS): 30000 ms leaves nothing of the API function's 29 s timeout, so every synchronous run would end deadline_exceeded before its first model call: give less than 29000 ms.",
+    );
+    expect(() => synth({ deadlineReserveMs: "29000" })).toThrow(/deadlineReserveMs \(DEADLINE_RESERVE_MS\)/);
+    // A reserve that leaves a little: the warning names the reserve that caps the run, and what is left.
+    const tight = synth({ deadlineReserveMs: "28000" });
+    const warnings = Annotations.fromStack(tight.stack).findWarning(
+      "*",
+      Match.stringLikeRegexp("runTimeoutMs"),
+    );
+    expect(warnings).toHaveLength(1);
+    expect(JSON.stringify(warnings[0]?.entry)).toContain(
+      "runTimeoutMs 25000 ms is capped by the API function's 29 s timeout less deadlineReserveMs (28000 ms): a synchronous run ends by 1000 ms.",
+    );
   });
 
   it("off by default: no function gets a tracing variable", () => {

@@ -112,6 +112,11 @@ describe("the CDK stack: the durable runner, the routes' authorizer, logs, alarm
     expect(() =>
       synth({ jwtIssuer: COGNITO_ISSUER, jwtAudience: "a", consoleClientId: "has space" }),
     ).toThrow(/consoleClientId must be an OAuth client id/);
+    // With the built-in pool the console signs in with the pool's app client: another client id given
+    // would be ignored without a word, so the synth refuses it.
+    expect(() => synth({ consoleClientId: "console-client" })).toThrow(
+      /consoleClientId: the built-in user pool decides/,
+    );
   });
 
   it("puts the JWT authorizer on every route except /healthz, /openapi.json, /mcp and its metadata, the A2A Agent Card, and the console's", () => {

@@ -70,6 +70,16 @@ describe("the function timeout of local runs (local/function-timeout.ts)", () =>
     expect(note).toContain("--async");
   });
 
+  it("says when DEADLINE_RESERVE_MS leaves nothing of the deployed timeout, never a negative time", () => {
+    const { timeoutMs, note } = localFunctionTimeout({ runTimeoutMs: 25_000, deadlineReserveMs: 30_000 });
+    expect(timeoutMs).toBe(55_000);
+    expect(note).toBe(
+      "RUN_TIMEOUT_MS 25000 ms: this local run gives the function 55 s. Deployed, the function times out after 29 s, " +
+        "which DEADLINE_RESERVE_MS 30000 ms leaves nothing of: every synchronous run there would end deadline_exceeded " +
+        "before its first model call (the synth refuses it).",
+    );
+  });
+
   it("an explicit --timeout wins and says what it caps RUN_TIMEOUT_MS to; Lambda's 900 s bounds invoke and dev", () => {
     expect(localFunctionTimeout(limits(60_000), 29)).toEqual({
       timeoutMs: 29_000,

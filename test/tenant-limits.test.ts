@@ -128,6 +128,22 @@ describe("npm run tenant -- limits", () => {
     expect((await usageOf(tenantId)).tenant?.day.tokens.limit).toBeNull();
   });
 
+  it("names the table and the endpoint when the local table does not exist: one line, exit 1, nothing else", async () => {
+    const endpoint = stack.config.table.endpoint as string;
+    for (const change of [["--user-tokens-per-day", "5"], ["show"]]) {
+      const missing = await runScript(
+        "tsx",
+        ["local/tenant.ts", "limits", TENANT, ...change, "--endpoint", endpoint, "--table", "no_such_table"],
+        {},
+      );
+      expect(missing.code).toBe(1);
+      expect(missing.stdout).toBe("");
+      expect(missing.stderr).toBe(
+        `tenant: there is no table no_such_table at ${endpoint}: give the table that DynamoDB holds (--table or TABLE_NAME; npm run dev's is boundloop unless its TABLE_NAME says otherwise).\n`,
+      );
+    }
+  });
+
   it("GET /v1/limits answers what PUT answers, for limits:admin and billing:read, and `show` prints the same", async () => {
     const tenantId = "tenant_ops_read";
     const route = (scope: string, method: "GET" | "PUT") =>

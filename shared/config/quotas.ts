@@ -8,6 +8,7 @@ import * as z from "zod/mini";
 import { envInt, jsonEnv, optionalPositiveInt, optionalString } from "./env.js";
 import { modelFields } from "./model-provider.js";
 import { retentionFields } from "./retention.js";
+import { runLimitsFields } from "./run-limits.js";
 import { configSection, type SectionDocs } from "./section.js";
 
 /**
@@ -29,6 +30,16 @@ export const COST_LIMIT_AMOUNT = /^(?:0|[1-9]\d{0,8})(?:\.\d{1,6})?$/;
 /** The rule of a {@link COST_LIMIT_AMOUNT}, phrased after "must be" (the API's messages leave that out). */
 export const COST_LIMIT_RULE =
   'a decimal string of at most 9 integer digits and 6 decimal places, e.g. "25.00"';
+
+/**
+ * The largest value of each count limit (runs per UTC minute, runs in flight, tokens per UTC day), the
+ * same for the deploy's variables here and a tenant's own limits (shared/quotas/limits.ts).
+ */
+export const COUNT_LIMIT_MAX = {
+  runsPerMinute: 1_000_000,
+  concurrentRuns: 100_000,
+  tokensPerDay: 1_000_000_000_000,
+} as const;
 
 /** An optional positive integer limit read from an environment string, at most `max`; unset: no limit. */
 const optionalLimit = optionalPositiveInt;
@@ -82,11 +93,11 @@ const ModelPrices = z.pipe(
  *   `quota_exceeded`; a day covers any daily window's reset
  */
 export const quotaFields = {
-  USER_RUNS_PER_MINUTE: optionalLimit(1_000_000),
-  TENANT_RUNS_PER_MINUTE: optionalLimit(1_000_000),
-  TENANT_CONCURRENT_RUNS: optionalLimit(100_000),
-  USER_TOKENS_PER_DAY: optionalLimit(1_000_000_000_000),
-  TENANT_TOKENS_PER_DAY: optionalLimit(1_000_000_000_000),
+  USER_RUNS_PER_MINUTE: optionalLimit(COUNT_LIMIT_MAX.runsPerMinute),
+  TENANT_RUNS_PER_MINUTE: optionalLimit(COUNT_LIMIT_MAX.runsPerMinute),
+  TENANT_CONCURRENT_RUNS: optionalLimit(COUNT_LIMIT_MAX.concurrentRuns),
+  USER_TOKENS_PER_DAY: optionalLimit(COUNT_LIMIT_MAX.tokensPerDay),
+  TENANT_TOKENS_PER_DAY: optionalLimit(COUNT_LIMIT_MAX.tokensPerDay),
   USER_COST_PER_DAY: optionalCost,
   TENANT_COST_PER_DAY: optionalCost,
   MODEL_PRICES: ModelPrices,
@@ -148,16 +159,30 @@ export function quotaConfigOf(raw: RawQuotas): QuotaConfig {
 /**
  * The section's rules between variables, one sentence per broken rule: a cost limit needs a price for
  * the model the functions call (`modelName`: OPENAI_MODEL, or BEDROCK_MODEL_ID on Bedrock), or no call
- * could be costed and every run would be refused; QUOTA_WAIT_SECONDS must be shorter than
- * RUN_TTL_SECONDS (`runTtlSeconds`), or a waiting run would outlive its record.
+ * could be costed and every run would be refused; MIN_COMPLETION_TOKENS must be at most each cap on a
+ * call's `max_tokens` (`callCaps`: MODEL_MAX_TOKENS, and MAX_TOTAL_TOKENS, the run's whole budget), or
+ * no call would ever be made and every run would end before its first; QUOTA_WAIT_SECONDS must be
+ * shorter than RUN_TTL_SECONDS (`runTtlSeconds`), or a waiting run would outlive its record.
  */
-export function quotaProblems(raw: RawQuotas, modelName: string, runTtlSeconds: number): string[] {
+export function quotaProblems(
+  raw: RawQuotas,
+  modelName: string,
+  runTtlSeconds: number,
+  callCaps: { MODEL_MAX_TOKENS: number; MAX_TOTAL_TOKENS: number },
+): string[] {
   const problems: string[] = [];
   const costLimits = (["USER_COST_PER_DAY", "TENANT_COST_PER_DAY"] as const).filter((name) => raw[name]);
   if (costLimits.length > 0 && !raw.MODEL_PRICES[modelName]) {
     problems.push(
       `${costLimits.join(" and ")} ${costLimits.length > 1 ? "need" : "needs"} a price for the model ${modelName} in MODEL_PRICES: without it no call can be costed, and every run would be refused.`,
     );
+  }
+  for (const [name, cap] of Object.entries(callCaps)) {
+    if (raw.MIN_COMPLETION_TOKENS > cap) {
+      problems.push(
+        `MIN_COMPLETION_TOKENS (${raw.MIN_COMPLETION_TOKENS} tokens) must be at most ${name} (${cap} tokens): every call's max_tokens is at most ${name}, so no model call would ever be made.`,
+      );
+    }
   }
   if (raw.QUOTA_WAIT_SECONDS >= runTtlSeconds) {
     problems.push(
@@ -178,6 +203,8 @@ export const quotaSection = configSection({
     OPENAI_MODEL: modelFields.OPENAI_MODEL,
     BEDROCK_MODEL_ID: modelFields.BEDROCK_MODEL_ID,
     RUN_TTL_SECONDS: retentionFields.RUN_TTL_SECONDS,
+    MODEL_MAX_TOKENS: modelFields.MODEL_MAX_TOKENS,
+    MAX_TOTAL_TOKENS: runLimitsFields.MAX_TOTAL_TOKENS,
   },
   config: (env): { quotas: QuotaConfig } => ({ quotas: quotaConfigOf(env) }),
   problems: (env) =>
@@ -185,6 +212,7 @@ export const quotaSection = configSection({
       env,
       env.MODEL_PROVIDER === "bedrock" ? env.BEDROCK_MODEL_ID : env.OPENAI_MODEL,
       env.RUN_TTL_SECONDS,
+      { MODEL_MAX_TOKENS: env.MODEL_MAX_TOKENS, MAX_TOTAL_TOKENS: env.MAX_TOTAL_TOKENS },
     ),
 });
 
@@ -239,7 +267,7 @@ export const quotaDocs: SectionDocs<typeof quotaFields> = {
     group: "Quotas and cost",
     unit: "tokens",
     description:
-      "Every model call sets `max_tokens` to the smallest of MODEL_MAX_TOKENS and what the run's and the quotas' budgets leave after the prompt's estimate; below this many the call is not made (`budget_exceeded` for the run's own budget, `quota_exceeded` for a quota). 256 holds a turn's tool calls or a short answer. Deploy setting `minCompletionTokens`.",
+      "Every model call sets `max_tokens` to the smallest of MODEL_MAX_TOKENS and what the run's and the quotas' budgets leave after the prompt's estimate; below this many the call is not made (`budget_exceeded` for the run's own budget, `quota_exceeded` for a quota). 256 holds a turn's tool calls or a short answer. At most MODEL_MAX_TOKENS and MAX_TOTAL_TOKENS (checked at cold start and at synth), or no call could ever be made. Deploy setting `minCompletionTokens`.",
   },
   QUOTA_WAIT_SECONDS: {
     group: "Quotas and cost",

@@ -89,7 +89,7 @@ export const runLimitsDocs: SectionDocs<typeof runLimitsFields> = {
     group: "Limits of a run",
     unit: "ms",
     description:
-      "Time kept back from the Lambda's remaining time to persist the outcome and answer: the run's deadline is the smaller of `RUN_TIMEOUT_MS` and remaining time minus this.",
+      "Time kept back from the Lambda's remaining time to persist the outcome and answer: the run's deadline is the smaller of `RUN_TIMEOUT_MS` and remaining time minus this. Deploy setting `deadlineReserveMs`, which must leave some of the API function's 29 s timeout (checked at synth), or every synchronous run would end `deadline_exceeded` before its first model call.",
   },
   MAX_TOTAL_TOKENS: {
     group: "Limits of a run",

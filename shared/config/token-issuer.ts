@@ -119,7 +119,7 @@ export const tokenIssuerDocs: SectionDocs<typeof tokenIssuerFields> = {
   JWT_JWKS_URL: {
     group: "Bearer tokens",
     description:
-      "Where the issuer's signing keys (JWKS) are read, once per function instance and cached (refetched for an unknown `kid`, at most every 30 s). Unset: `<JWT_ISSUER>/.well-known/jwks.json` (Cognito's and most issuers' location).",
+      "Where the issuer's signing keys (JWKS) are read, once per function instance and cached (refetched for an unknown `kid`, at most every 30 s). Unset: `<JWT_ISSUER>/.well-known/jwks.json` (Cognito's and Auth0's location; Keycloak, Okta and Entra ID serve theirs elsewhere: their discovery document's `jwks_uri`). Deploy setting `jwtJwksUrl`, with your own issuer.",
   },
   JWT_JWKS: {
     group: "Bearer tokens",

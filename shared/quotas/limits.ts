@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { COST_LIMIT_AMOUNT, COST_LIMIT_RULE, type QuotaLimits } from "../config/quotas.js";
+import { COST_LIMIT_AMOUNT, COST_LIMIT_RULE, COUNT_LIMIT_MAX, type QuotaLimits } from "../config/quotas.js";
 import { amountOfMicro, microOf } from "../money/micro.js";
 import type { LimitField, QuotaLimitStore, StoredLimits } from "../store/quota-limits.js";
 
@@ -29,23 +29,23 @@ const costLimit = z
 /**
  * A change of a tenant's limits (the body of `PUT /v1/limits`, what `npm run tenant -- limits` sends):
  * each field optional (absent: unchanged), null to fall back to the deploy setting. The bounds are the
- * environment variables'.
+ * environment variables' (COUNT_LIMIT_MAX, COST_LIMIT_AMOUNT).
  */
 export const LimitsChangeSchema = z
   .object({
     tenant: z
       .object({
-        runsPerMinute: countLimit(1_000_000),
-        concurrentRuns: countLimit(100_000),
-        tokensPerDay: countLimit(1_000_000_000_000),
+        runsPerMinute: countLimit(COUNT_LIMIT_MAX.runsPerMinute),
+        concurrentRuns: countLimit(COUNT_LIMIT_MAX.concurrentRuns),
+        tokensPerDay: countLimit(COUNT_LIMIT_MAX.tokensPerDay),
         costPerDay: costLimit,
       })
       .strict()
       .optional(),
     user: z
       .object({
-        runsPerMinute: countLimit(1_000_000),
-        tokensPerDay: countLimit(1_000_000_000_000),
+        runsPerMinute: countLimit(COUNT_LIMIT_MAX.runsPerMinute),
+        tokensPerDay: countLimit(COUNT_LIMIT_MAX.tokensPerDay),
         costPerDay: costLimit,
       })
       .strict()
